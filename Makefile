@@ -1,0 +1,49 @@
+# Every target sets up what it needs: a fresh machine only needs Python 3.11+, Node 20 and npm.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: run test lint format synth deploy destroy clean
+
+# The virtualenv is rebuilt only when the dependency pins change.
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	@touch $@
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+## run: the whole service locally on an embedded AWS (HTTP API on http://127.0.0.1:8000)
+run: $(STAMP)
+	$(BIN)/python -m local_stack
+
+## test: lint, then the full test suite (unit, integration, infrastructure, end to end)
+test: $(STAMP) lint
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+## synth: write the CloudFormation template to cdk.out (no AWS account needed)
+synth: $(STAMP) node_modules/.package-lock.json
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk synth --quiet
+
+## deploy: deploy to the AWS account of your current credentials (see README, "Deploy")
+deploy: $(STAMP) node_modules/.package-lock.json
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk deploy
+
+destroy: $(STAMP) node_modules/.package-lock.json
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk destroy
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .ruff_cache

@@ -1,0 +1,149 @@
+"""The HTTP API's request and response bodies (OpenAPI is generated from these)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
+
+from exports.config import Limits
+from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat, Task
+
+
+class ExportRequest(BaseModel):
+    """``POST /v1/exports``: what to export and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    export_type: str = Field(min_length=1, max_length=64, description="A name from GET /v1/export-types.")
+    format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")
+    filters: dict[str, Any] = Field(default_factory=dict, description="Filters of the export type.")
+    priority: int = Field(
+        default=Limits.PRIORITY_DEFAULT,
+        ge=Limits.PRIORITY_HIGHEST,
+        le=Limits.PRIORITY_LOWEST,
+        description="1 is the highest, 10 the lowest.",
+    )
+    timeout_sec: int = Field(
+        default=Limits.TIMEOUT_SEC_DEFAULT,
+        ge=Limits.TIMEOUT_SEC_MIN,
+        le=Limits.TIMEOUT_SEC_MAX,
+        description="The task times out this long after submission.",
+    )
+    callback_url: AnyHttpUrl | None = Field(
+        default=None, max_length=2048, description="Called when the task ends (see the docs)."
+    )
+    csv_bom: bool = Field(default=False, description="Start CSV files with a UTF-8 BOM (for Excel).")
+
+
+class ExportAccepted(BaseModel):
+    """The ``202`` answer to a submission."""
+
+    task_id: str
+    status: TaskStatus
+    created_at: datetime
+    estimated_completion_sec: int
+    status_url: str
+
+
+class ErrorView(BaseModel):
+    """Why a task failed."""
+
+    code: str
+    message: str
+
+
+class TaskView(BaseModel):
+    """A task as its owner sees it."""
+
+    task_id: str
+    export_type: str
+    format: ExportFormat
+    filters: dict[str, Any]
+    priority: int
+    status: TaskStatus
+    progress: int
+    rows_written: int
+    attempt: int
+    retry_count: int
+    max_retries: int
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime
+    deadline: datetime
+    error: ErrorView | None = None
+    file_name: str | None = None
+    size_bytes: int | None = None
+    rows: int | None = None
+    sha256: str | None = None
+    download_url: str | None = None
+    download_expires_at: datetime | None = None
+
+    @classmethod
+    def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
+        """The view of ``task``, with a fresh download link when it has one."""
+        result = task.result
+        return cls(
+            task_id=task.task_id,
+            export_type=task.export_type,
+            format=task.format,
+            filters=task.filters,
+            priority=task.priority,
+            status=task.status,
+            progress=task.progress,
+            rows_written=task.rows_written,
+            attempt=task.attempt,
+            retry_count=task.retry_count,
+            max_retries=task.max_retries,
+            created_at=task.created_at,
+            started_at=task.started_at,
+            finished_at=task.finished_at,
+            expires_at=task.expires_at,
+            deadline=task.deadline,
+            error=ErrorView(code=task.error.code, message=task.error.message) if task.error else None,
+            file_name=result.file_name if result else None,
+            size_bytes=result.bytes if result else None,
+            rows=result.rows if result else None,
+            sha256=result.sha256 if result else None,
+            download_url=download_url,
+            download_expires_at=download_expires_at,
+        )
+
+
+class TaskList(BaseModel):
+    """A page of the caller's tasks, newest first."""
+
+    items: list[TaskView]
+    next_token: str | None = None
+
+
+class ExportTypeView(BaseModel):
+    """One export type: its formats and the JSON Schema of its filters."""
+
+    name: str
+    description: str
+    formats: list[ExportFormat]
+    filters_schema: dict[str, Any]
+
+
+class ExportTypeList(BaseModel):
+    """Everything this deployment can export."""
+
+    items: list[ExportTypeView]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable code, a message and, for bad input, the field."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error answer has this shape."""
+
+    error: ErrorDetail

@@ -1,0 +1,97 @@
+"""The service's typed errors. One base class; each carries the data a caller needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ExportsError(Exception):
+    """Base of every error this service raises on purpose."""
+
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidRequest(ExportsError):
+    """The request is malformed or breaks a rule; ``field`` names the offending input."""
+
+    code = "INVALID_REQUEST"
+
+    def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.field = field
+        if code:
+            self.code = code
+
+
+class TaskNotFound(ExportsError):
+    """No such task, or not the caller's: both look the same from outside."""
+
+    code = "TASK_NOT_FOUND"
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"export task {task_id} not found", task_id=task_id)
+        self.task_id = task_id
+
+
+class InvalidTransition(ExportsError):
+    """The transition table does not allow this status change."""
+
+    code = "INVALID_TRANSITION"
+
+    def __init__(self, current: str, target: str) -> None:
+        super().__init__(f"cannot go from {current} to {target}", current=current, target=target)
+        self.current = current
+        self.target = target
+
+
+class TaskNotReady(ExportsError):
+    """The operation needs a state the task is not in (e.g. download before COMPLETED)."""
+
+    code = "TASK_NOT_READY"
+
+    def __init__(self, task_id: str, status: str) -> None:
+        super().__init__(f"export task {task_id} is {status}", task_id=task_id, status=status)
+        self.status = status
+
+
+class ConditionFailed(ExportsError):
+    """A conditional write lost: somebody else changed the item first."""
+
+    code = "CONFLICT"
+
+    def __init__(self, message: str, current: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class LostOwnership(ExportsError):
+    """The worker no longer owns its task (cancelled, timed out or reclaimed)."""
+
+    code = "LOST_OWNERSHIP"
+
+
+class RetryableError(ExportsError):
+    """A transient fault (throttling, a network error): trying again later may succeed."""
+
+    code = "TRANSIENT_ERROR"
+
+
+class ServiceUnavailable(RetryableError):
+    """A dependency did not take the request; the caller should retry after a pause."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+
+class ExportFailed(ExportsError):
+    """The export cannot succeed as requested; retrying would fail the same way."""
+
+    code = "EXPORT_FAILED"
+
+    def __init__(self, message: str, code: str = "EXPORT_FAILED") -> None:
+        super().__init__(message)
+        self.code = code

@@ -1,0 +1,21 @@
+"""Task ids: ``exp_`` + a ULID, so ids sort by creation time."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from ulid import ULID
+
+TASK_ID_PREFIX = "exp_"
+TASK_ID_PATTERN = re.compile(r"^exp_[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def new_task_id(now: datetime) -> str:
+    """A new globally unique, time-sortable task id for a task created at ``now``."""
+    return f"{TASK_ID_PREFIX}{ULID.from_datetime(now)}"
+
+
+def is_task_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a task id."""
+    return bool(TASK_ID_PATTERN.match(value))

@@ -1,0 +1,36 @@
+"""Retry and polling policies: pure functions of the task and the time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from exports.config import Polling, Worker
+from exports.domain.task import Task
+
+
+def has_retries_left(task: Task) -> bool:
+    """Whether a transient failure may send the task back to the queue."""
+    return task.retry_count < task.max_retries
+
+
+def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:
+    """Seconds before retry number ``retry_count + 1``: exponential backoff with full jitter.
+
+    ``random`` returns a float in [0, 1); injecting it keeps the policy deterministic in tests.
+    """
+    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**retry_count)
+    return max(1, round(ceiling * random()))
+
+
+def poll_after_sec(created_at: datetime, now: datetime) -> int:
+    """How long a client should wait before polling a task created at ``created_at`` again.
+
+    Mirrors the advised client backoff (1 s doubling to 30 s): short tasks are polled often,
+    long ones gently.
+    """
+    elapsed = max(0.0, (now - created_at).total_seconds())
+    delay = Polling.MIN_DELAY_SEC
+    while delay * 2 <= elapsed and delay < Polling.MAX_DELAY_SEC:
+        delay *= 2
+    return min(delay, Polling.MAX_DELAY_SEC)

@@ -1,0 +1,215 @@
+"""The export task and the operations that change it.
+
+Every operation returns a new :class:`Task`; each status change goes through
+:func:`exports.domain.status.check_transition`. Persisting the change (conditionally on the
+status the operation started from) is the repository's job.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from exports.config import Limits
+from exports.domain.errors import InvalidTransition
+from exports.domain.status import TERMINAL, TaskStatus, check_transition
+
+
+class ExportFormat(StrEnum):
+    """File formats a task can produce."""
+
+    CSV = "csv"
+    XLSX = "xlsx"
+
+
+class TaskSource(StrEnum):
+    """Why the task exists: a client's request, or a retry of an earlier task."""
+
+    API = "api"
+    RETRY = "retry"
+
+
+class ExportResult(BaseModel):
+    """Where the finished file is and what it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    bytes: int
+    rows: int
+    sha256: str
+    content_type: str
+    file_name: str
+
+
+class TaskError(BaseModel):
+    """Why a task failed: a stable code and a readable message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+
+
+class Task(BaseModel):
+    """One export job, from submission to its terminal state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    user_id: str
+    export_type: str
+    format: ExportFormat
+    filters: dict[str, Any]
+    csv_bom: bool = False
+    priority: int = Limits.PRIORITY_DEFAULT
+    timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
+    callback_url: str | None = None
+    status: TaskStatus = TaskStatus.PENDING
+    progress: int = Field(default=0, ge=0, le=100)
+    rows_written: int = 0
+    attempt: int = 0
+    retry_count: int = 0
+    max_retries: int = Limits.MAX_RETRIES_DEFAULT
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime
+    lease_expires_at: datetime | None = None
+    result: ExportResult | None = None
+    error: TaskError | None = None
+    source: TaskSource = TaskSource.API
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the task has reached a state it never leaves."""
+        return self.status in TERMINAL
+
+    @property
+    def deadline(self) -> datetime:
+        """When the task times out if it has not finished."""
+        return self.created_at + timedelta(seconds=self.timeout_sec)
+
+    def lease_is_live(self, now: datetime) -> bool:
+        """Whether a worker holds this RUNNING task right now."""
+        return self.status is TaskStatus.RUNNING and self.lease_expires_at is not None and self.lease_expires_at > now
+
+    def is_claimable(self, now: datetime) -> bool:
+        """PENDING, or RUNNING under a lease that ran out (its worker died)."""
+        return self.status is TaskStatus.PENDING or (self.status is TaskStatus.RUNNING and not self.lease_is_live(now))
+
+    def _move(self, target: TaskStatus, **changes: Any) -> Task:
+        check_transition(self.status, target)
+        return self.model_copy(update={"status": target, **changes})
+
+
+def new_task(
+    *,
+    task_id: str,
+    user_id: str,
+    export_type: str,
+    format: ExportFormat,
+    filters: dict[str, Any],
+    now: datetime,
+    retention: timedelta,
+    csv_bom: bool = False,
+    priority: int = Limits.PRIORITY_DEFAULT,
+    timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
+    callback_url: str | None = None,
+    max_retries: int = Limits.MAX_RETRIES_DEFAULT,
+    source: TaskSource = TaskSource.API,
+) -> Task:
+    """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
+    return Task(
+        task_id=task_id,
+        user_id=user_id,
+        export_type=export_type,
+        format=format,
+        filters=filters,
+        csv_bom=csv_bom,
+        priority=priority,
+        timeout_sec=timeout_sec,
+        callback_url=callback_url,
+        max_retries=max_retries,
+        created_at=now,
+        expires_at=now + timedelta(seconds=timeout_sec) + retention,
+        source=source,
+    )
+
+
+def claim(task: Task, now: datetime, lease: timedelta) -> Task:
+    """The task taken by a worker: RUNNING under a fresh lease, with the next attempt number."""
+    if not task.is_claimable(now):
+        raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
+    return task._move(
+        TaskStatus.RUNNING,
+        attempt=task.attempt + 1,
+        started_at=task.started_at or now,
+        lease_expires_at=now + lease,
+        progress=0,
+        rows_written=0,
+    )
+
+
+def record_progress(task: Task, rows_written: int, progress: int, now: datetime, lease: timedelta) -> Task:
+    """Progress of a RUNNING task; also renews the worker's lease."""
+    if task.status is not TaskStatus.RUNNING:
+        raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
+    return task.model_copy(
+        update={
+            "rows_written": rows_written,
+            "progress": max(0, min(progress, 99)),
+            "lease_expires_at": now + lease,
+        }
+    )
+
+
+def complete(task: Task, result: ExportResult, now: datetime, retention: timedelta) -> Task:
+    """The task finished with its file."""
+    return task._move(
+        TaskStatus.COMPLETED,
+        result=result,
+        rows_written=result.rows,
+        progress=100,
+        finished_at=now,
+        expires_at=now + retention,
+        lease_expires_at=None,
+        error=None,
+    )
+
+
+def fail(task: Task, code: str, message: str, now: datetime, retention: timedelta) -> Task:
+    """The task ended without a file."""
+    return task._move(
+        TaskStatus.FAILED,
+        error=TaskError(code=code, message=message),
+        finished_at=now,
+        expires_at=now + retention,
+        lease_expires_at=None,
+    )
+
+
+def requeue(task: Task, code: str, message: str) -> Task:
+    """Back to PENDING for another try after a transient failure; counts against the budget."""
+    return task._move(
+        TaskStatus.PENDING,
+        retry_count=task.retry_count + 1,
+        error=TaskError(code=code, message=message),
+        lease_expires_at=None,
+        progress=0,
+        rows_written=0,
+    )
+
+
+def time_out(task: Task, now: datetime, retention: timedelta) -> Task:
+    """The task passed its deadline before finishing."""
+    return task._move(
+        TaskStatus.TIMEOUT,
+        error=TaskError(code="DEADLINE_PASSED", message=f"not finished within {task.timeout_sec} s"),
+        finished_at=now,
+        expires_at=now + retention,
+        lease_expires_at=None,
+    )

@@ -1,0 +1,1 @@
+"""The HTTP edge: who is calling, what the request envelope may be, how errors look."""

@@ -1,0 +1,104 @@
+"""Every error answer of the API comes from here: ``{"error": {"code", "message", "field"?}}``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+
+from exports.domain.errors import (
+    ExportsError,
+    InvalidRequest,
+    ServiceUnavailable,
+    TaskNotFound,
+    TaskNotReady,
+)
+from exports.http.envelope import PayloadTooLarge, Unauthorized, UnsupportedMediaType, check_envelope
+from exports.services.validation import field_path
+
+logger = logging.getLogger(__name__)
+
+
+_STATUS: dict[type[ExportsError], HTTPStatus] = {
+    Unauthorized: HTTPStatus.UNAUTHORIZED,
+    PayloadTooLarge: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+    UnsupportedMediaType: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+    InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
+    TaskNotFound: HTTPStatus.NOT_FOUND,
+    TaskNotReady: HTTPStatus.CONFLICT,
+    ServiceUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
+}
+MALFORMED_JSON = "MALFORMED_JSON"
+RETRY_AFTER_UNAVAILABLE_SEC = 5
+
+
+def error_response(
+    status: HTTPStatus, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    """A JSON error answer."""
+    detail: dict[str, Any] = {"code": code, "message": message}
+    if field:
+        detail["field"] = field
+    return Response(
+        status_code=status.value,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps({"error": detail}, ensure_ascii=False),
+        headers=headers,
+    )
+
+
+def _status_of(error: ExportsError) -> HTTPStatus:
+    for error_type in type(error).__mro__:
+        if error_type in _STATUS:
+            return _STATUS[error_type]  # type: ignore[index]
+    return HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    """Map every error to its status code and the one error shape."""
+
+    @app.exception_handler(ExportsError)
+    def _service_error(error: ExportsError) -> Response:
+        status = _status_of(error)
+        if status is HTTPStatus.INTERNAL_SERVER_ERROR:
+            logger.error("service error", extra={"error_code": error.code})
+            return error_response(status, "INTERNAL_ERROR", "internal error")
+        headers = (
+            {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)} if status is HTTPStatus.SERVICE_UNAVAILABLE else None
+        )
+        return error_response(status, error.code, error.message, getattr(error, "field", None), headers)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid_request(error: RequestValidationError) -> Response:
+        # The envelope decides first: a huge or non-JSON body is that, whatever else is wrong.
+        check_envelope(app.current_event)
+        first = error.errors()[0]
+        location = [part for part in first["loc"] if part not in ("body", "query", "path")]
+        if first["type"] == "json_invalid":
+            return error_response(HTTPStatus.BAD_REQUEST, MALFORMED_JSON, "the body is not valid JSON")
+        field = field_path(location)
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        return error_response(
+            HTTPStatus.UNPROCESSABLE_ENTITY, "VALIDATION_ERROR", f"{field}: {message}" if field else message, field
+        )
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _unsupported(_error: RequestUnsupportedContentType) -> Response:
+        return error_response(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, UnsupportedMediaType.code, "send application/json")
+
+    @app.not_found
+    def _no_route(_error: NotFoundError) -> Response:
+        return error_response(HTTPStatus.NOT_FOUND, "NOT_FOUND", "no such resource")
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response:  # the edge: log it, reveal nothing
+        logger.exception("unhandled error", extra={"error_type": type(error).__name__})
+        return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal error")

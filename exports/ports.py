@@ -1,0 +1,92 @@
+"""The outside world as the services see it: one small protocol per dependency."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Protocol
+
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    """One page of a user's tasks, newest first; ``cursor`` fetches the next page."""
+
+    tasks: list[Task]
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class TaskMessage:
+    """What goes on the queue: routing data only, never the filters."""
+
+    task_id: str
+    export_type: str
+    priority: int
+
+
+class TaskRepository(Protocol):
+    """Durable task records. Every write is conditional."""
+
+    def create(self, task: Task) -> None:
+        """Store a new task; :class:`ConditionFailed` if its id exists."""
+
+    def get(self, task_id: str) -> Task | None:
+        """The task, or None."""
+
+    def update(self, before: Task, after: Task) -> None:
+        """Write ``after`` only if the stored task still has ``before``'s status and attempt;
+        otherwise raise :class:`ConditionFailed` carrying the current task."""
+
+    def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
+        """The user's tasks, newest first, from an index (never a scan)."""
+
+
+class TaskQueue(Protocol):
+    """The work queue between submit and the workers."""
+
+    def send(self, message: TaskMessage, delay_sec: int = 0) -> None:
+        """Enqueue ``message``, visible after ``delay_sec``."""
+
+
+class MultipartUpload(Protocol):
+    """One object being written in parts; invisible until completed."""
+
+    def upload_part(self, data: bytes) -> None:
+        """Send the next part."""
+
+    def complete(self) -> None:
+        """Make the object visible."""
+
+    def abort(self) -> None:
+        """Drop every part; no object remains."""
+
+
+class ResultStore(Protocol):
+    """Object storage for result files."""
+
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> MultipartUpload:
+        """Begin a multipart upload of ``key``."""
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` if present."""
+
+    def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
+        """A short-lived GET link that downloads ``key`` as ``file_name``."""
+
+
+class OrdersReader(Protocol):
+    """The data source of the ``orders`` export type."""
+
+    def iter_orders(self, day_from: date, day_to: date, status: str | None) -> Iterator[dict[str, Any]]:
+        """Orders of the days ``day_from``..``day_to`` (inclusive), ordered by creation time."""
+
+
+class BusinessMetrics(Protocol):
+    """Counts of business events (EMF on AWS)."""
+
+    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
+        """Record ``value`` for the metric ``name``."""

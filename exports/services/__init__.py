@@ -1,0 +1,1 @@
+"""Use cases: what the handlers call. They see ports, never SDK clients."""

@@ -1,0 +1,31 @@
+"""The ports a service call works with, gathered once per function instance."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from exports.export_types.registry import ExportTypeRegistry
+from exports.ports import BusinessMetrics, ResultStore, TaskQueue, TaskRepository
+from exports.settings import Settings
+
+
+def utc_now() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """Everything a service function needs from outside."""
+
+    settings: Settings
+    tasks: TaskRepository
+    queue: TaskQueue
+    results: ResultStore
+    registry: ExportTypeRegistry
+    metrics: BusinessMetrics
+    clock: Callable[[], datetime] = utc_now
+    random: Callable[[], float] = field(default=random.random)

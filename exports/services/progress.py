@@ -1,0 +1,42 @@
+"""Progress reports of a running export, which also prove the worker still owns its task."""
+
+from __future__ import annotations
+
+from exports.domain.errors import ConditionFailed, LostOwnership
+from exports.domain.task import Task, record_progress
+from exports.services.dependencies import Dependencies
+
+
+class ProgressReporter:
+    """Writes progress at most every ``progress_interval_sec``; each write is conditional on the
+    task still being RUNNING under this worker's attempt, so a cancel or timeout stops the export
+    at the next write with :class:`LostOwnership`."""
+
+    def __init__(self, task: Task, deps: Dependencies) -> None:
+        self.task = task
+        self._deps = deps
+        self._rows = 0
+        self._fraction = 0.0
+        self._last_write = deps.clock()
+
+    def on_fraction(self, fraction: float) -> None:
+        """The export type says how much of the work is done (0..1)."""
+        self._fraction = fraction
+
+    def on_row(self, rows_written: int) -> None:
+        """A row was written; report if the interval has passed."""
+        self._rows = rows_written
+        elapsed = (self._deps.clock() - self._last_write).total_seconds()
+        if elapsed >= self._deps.settings.progress_interval_sec:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write progress now and renew the lease."""
+        now = self._deps.clock()
+        updated = record_progress(self.task, self._rows, int(self._fraction * 100), now, self._deps.settings.lease)
+        try:
+            self._deps.tasks.update(self.task, updated)
+        except ConditionFailed as error:
+            raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
+        self.task = updated
+        self._last_write = now

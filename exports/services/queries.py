@@ -1,0 +1,64 @@
+"""Reading tasks on behalf of their owner; other users' tasks do not exist for the caller."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from exports.api_models import ExportTypeView, TaskView
+from exports.config import Limits
+from exports.domain.errors import TaskNotFound, TaskNotReady
+from exports.domain.ids import is_task_id
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task
+from exports.ports import TaskPage
+from exports.services.dependencies import Dependencies
+
+
+def owned_task(task_id: str, user_id: str, deps: Dependencies) -> Task:
+    """The caller's task; :class:`TaskNotFound` for unknown ids and other users' tasks alike."""
+    task = deps.tasks.get(task_id) if is_task_id(task_id) else None
+    if task is None or task.user_id != user_id:
+        raise TaskNotFound(task_id)
+    return task
+
+
+def download_link(task: Task, deps: Dependencies) -> tuple[str, datetime]:
+    """A fresh presigned link to a COMPLETED task's file and when it stops working."""
+    if task.status is not TaskStatus.COMPLETED or task.result is None:
+        raise TaskNotReady(task.task_id, task.status.value)
+    ttl = deps.settings.download_url_ttl_sec
+    url = deps.results.presign_download(task.result.key, task.result.file_name, ttl)
+    return url, deps.clock() + timedelta(seconds=ttl)
+
+
+def task_view(task_id: str, user_id: str, deps: Dependencies) -> TaskView:
+    """The caller's task, with a download link once it is COMPLETED."""
+    task = owned_task(task_id, user_id, deps)
+    if task.status is TaskStatus.COMPLETED:
+        url, expires_at = download_link(task, deps)
+        return TaskView.of(task, url, expires_at)
+    return TaskView.of(task)
+
+
+def list_tasks(
+    user_id: str,
+    deps: Dependencies,
+    limit: int = Limits.LIST_PAGE_DEFAULT,
+    status: TaskStatus | None = None,
+    cursor: str | None = None,
+) -> TaskPage:
+    """A page of the caller's tasks, newest first."""
+    return deps.tasks.list_for_user(user_id, limit, status, cursor)
+
+
+def export_types(deps: Dependencies) -> list[ExportTypeView]:
+    """What can be exported, with the JSON Schema of each type's filters."""
+    return [
+        ExportTypeView(
+            name=export_type.name,
+            description=export_type.description,
+            formats=list(export_type.formats),
+            filters_schema=export_type.filters_model.model_json_schema(),
+        )
+        for export_type in deps.registry
+    ]

@@ -1,0 +1,136 @@
+"""The HTTP API function: submit exports, read them, download them, list export types.
+
+No ``from __future__ import annotations`` here: Powertools reads the route signatures through the
+tracer's wrapper, so the annotations must be real objects, not strings.
+"""
+
+import os
+from functools import cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, TaskList, TaskView
+from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.config import API_VERSION_PREFIX, Limits, Polling
+from exports.domain.policies import poll_after_sec
+from exports.domain.status import TaskStatus
+from exports.http.envelope import caller_id, check_envelope
+from exports.http.errors import register_error_handlers
+from exports.services import queries
+from exports.services.dependencies import Dependencies
+from exports.services.submission import submit_export
+from exports.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+OPENAPI = {
+    "title": "exports",
+    "version": "1.0.0",
+    "description": "Asynchronous CSV/XLSX exports: submit, poll or get called back, download.",
+    "security_schemes": {"bearerAuth": HTTPBearer(bearerFormat="JWT")},
+    "security": [{"bearerAuth": []}],
+}
+app = APIGatewayHttpResolver(enable_validation=True)
+app.enable_swagger(path="/docs", **OPENAPI)
+register_error_handlers(app)
+
+
+@cache
+def dependencies() -> Dependencies:
+    """Adapters for this function instance, built on first use from the environment."""
+    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+
+
+def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+
+
+@app.post(f"{API_VERSION_PREFIX}/exports", status_code=202, summary="Submit an export", tags=["exports"])
+@tracer.capture_method(capture_response=False)
+def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted]:
+    """Validate, store as PENDING and queue; answers at once with the task id."""
+    check_envelope(app.current_event)
+    task, estimate = submit_export(request, caller_id(app.current_event), dependencies())
+    logger.append_keys(task_id=task.task_id)
+    location = f"{API_VERSION_PREFIX}/exports/{task.task_id}"
+    accepted = ExportAccepted(
+        task_id=task.task_id,
+        status=task.status,
+        created_at=task.created_at,
+        estimated_completion_sec=estimate,
+        status_url=location,
+    )
+    return _json(202, accepted, {"Location": location, "Retry-After": str(Polling.MIN_DELAY_SEC)})
+
+
+@app.get(f"{API_VERSION_PREFIX}/exports/<task_id>", summary="Get an export task", tags=["exports"])
+@tracer.capture_method(capture_response=False)
+def get_export(task_id: str) -> Response[TaskView]:
+    """The task; once COMPLETED with a freshly presigned download link."""
+    deps = dependencies()
+    view = queries.task_view(task_id, caller_id(app.current_event), deps)
+    if view.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
+        retry_after = poll_after_sec(view.created_at, deps.clock())
+        headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
+    else:
+        headers = {"Cache-Control": f"private, max-age={Polling.TERMINAL_MAX_AGE_SEC}"}
+    return _json(200, view, headers)
+
+
+@app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"])
+@tracer.capture_method(capture_response=False)
+def list_exports(
+    limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
+    status: Annotated[TaskStatus | None, Query()] = None,
+    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+) -> TaskList:
+    """The caller's tasks, newest first."""
+    page = queries.list_tasks(caller_id(app.current_event), dependencies(), limit, status, next_token)
+    return TaskList(items=[TaskView.of(task) for task in page.tasks], next_token=page.cursor)
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/exports/<task_id>/download",
+    summary="Download the file",
+    tags=["exports"],
+    responses={302: {"description": "Redirect to a short-lived presigned link"}},
+)
+@tracer.capture_method(capture_response=False)
+def download(task_id: str) -> Response[None]:
+    """``302`` to a fresh presigned link; ``409`` unless the task is COMPLETED."""
+    deps = dependencies()
+    task = queries.owned_task(task_id, caller_id(app.current_event), deps)
+    url, _ = queries.download_link(task, deps)
+    return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
+
+
+@app.get(f"{API_VERSION_PREFIX}/export-types", summary="What can be exported", tags=["export types"])
+@tracer.capture_method(capture_response=False)
+def list_export_types() -> ExportTypeList:
+    """Registered export types, their formats and the JSON Schema of their filters."""
+    caller_id(app.current_event)
+    return ExportTypeList(items=queries.export_types(dependencies()))
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[dict[str, Any]]:
+    """The OpenAPI document of this API."""
+    return Response(
+        status_code=200, content_type=content_types.APPLICATION_JSON, body=app.get_openapi_json_schema(**OPENAPI)
+    )
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Entry point of the API function."""
+    return app.resolve(event, context)

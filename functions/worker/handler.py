@@ -1,0 +1,48 @@
+"""The worker function: SQS batches of task messages, each run once, failures reported per record."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from exports.adapters.sqs_queue import decode_message
+from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.services.dependencies import Dependencies
+from exports.services.worker import process_task
+from exports.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+@cache
+def dependencies() -> Dependencies:
+    """Adapters for this function instance, built on first use from the environment."""
+    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+
+
+@tracer.capture_method(capture_response=False)
+def handle_record(record: SQSRecord) -> str:
+    """Run one task message. Raising marks the record failed, so SQS delivers it again."""
+    message = decode_message(record.body)
+    logger.set_correlation_id(message.task_id)
+    logger.append_keys(task_id=message.task_id, receive_count=record.attributes.approximate_receive_count)
+    outcome = process_task(message, dependencies())
+    logger.info("task message processed", extra={"outcome": outcome.value})
+    return outcome.value
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Entry point: partial batch failures (the event source reports them to SQS)."""
+    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

@@ -1,0 +1,157 @@
+"""An HTTP server that plays API Gateway (HTTP API, payload format 2.0) with a JWT authorizer.
+
+Bearer tokens map to users (``EXPORTS_LOCAL_TOKENS``); the user id goes exactly where the JWT
+authorizer puts the ``sub`` claim, so the API function runs unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.wrappers import Request, Response
+
+from local_stack.lambda_context import LocalLambdaContext
+
+logger = logging.getLogger("local_stack.gateway")
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# Routes API Gateway serves without the authorizer (the CDK app does the same).
+PUBLIC_PATHS = frozenset({"/docs", "/openapi.json"})
+_TEXT_TYPES = ("application/json", "text/", "application/xml")
+
+
+def parse_tokens(spec: str) -> dict[str, str]:
+    """``"alice-token=alice,bob-token=bob"`` -> ``{"alice-token": "alice", "bob-token": "bob"}``."""
+    tokens = {}
+    for pair in filter(None, (part.strip() for part in spec.split(","))):
+        token, _, user = pair.partition("=")
+        if not token or not user:
+            raise ValueError(f"EXPORTS_LOCAL_TOKENS: expected token=user, got {pair!r}")
+        tokens[token.strip()] = user.strip()
+    return tokens
+
+
+def to_event(request: Request, body: bytes, user_id: str | None) -> dict[str, Any]:
+    """The HTTP API v2 event API Gateway would send for ``request``."""
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]},{value}" if key in headers else value
+    is_text = not body or headers.get("content-type", "").startswith(_TEXT_TYPES)
+    try:
+        text_body = body.decode("utf-8") if is_text else None
+    except UnicodeDecodeError:
+        text_body = None
+    query = request.query_string.decode("latin-1")
+    now = time.time()
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": request.path,
+        "rawQueryString": query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": request.host,
+            "domainPrefix": "local",
+            "http": {
+                "method": request.method,
+                "path": request.path,
+                "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+                "sourceIp": request.remote_addr or "127.0.0.1",
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": text_body is None,
+    }
+    if request.args:
+        event["queryStringParameters"] = {key: ",".join(request.args.getlist(key)) for key in request.args}
+    if body:
+        event["body"] = text_body if text_body is not None else base64.b64encode(body).decode()
+    if request.cookies:
+        event["cookies"] = [f"{key}={value}" for key, value in request.cookies.items()]
+    if user_id is not None:
+        event["requestContext"]["authorizer"] = {
+            "jwt": {"claims": {"sub": user_id, "iss": "local", "aud": "exports"}, "scopes": None}
+        }
+    return event
+
+
+def from_result(result: Mapping[str, Any]) -> Response:
+    """The HTTP response for a Lambda proxy result (payload format 2.0)."""
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
+    response = Response(data, status=int(result.get("statusCode", 200)))
+    for name, value in (result.get("headers") or {}).items():
+        response.headers[name] = value
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        for value in values:
+            response.headers.add(name, value)
+    for cookie in result.get("cookies") or []:
+        response.headers.add("Set-Cookie", cookie)
+    return response
+
+
+def _unauthorized() -> Response:
+    body = {"error": {"code": "UNAUTHORIZED", "message": "a valid bearer token is required"}}
+    return Response(
+        json.dumps(body), status=401, content_type="application/json", headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+class Gateway:
+    """The local HTTP API in front of the API function."""
+
+    def __init__(self, handler: Handler, tokens: Mapping[str, str], host: str = "127.0.0.1", port: int = 8000) -> None:
+        self._handler = handler
+        self._tokens = dict(tokens)
+        self._server: BaseWSGIServer = make_server(host, port, self._wsgi, threaded=True)
+        self.url = f"http://{host}:{self._server.server_port}"
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        request = Request(environ)
+        started = time.monotonic()
+        response = self._dispatch(request)
+        logger.info(
+            "%s %s %s %.0fms",
+            request.method,
+            request.full_path.rstrip("?"),
+            response.status_code,
+            (time.monotonic() - started) * 1000,
+        )
+        return response(environ, start_response)
+
+    def _dispatch(self, request: Request) -> Response:
+        user_id = self._user_of(request)
+        if user_id is None and request.path not in PUBLIC_PATHS:
+            return _unauthorized()
+        body = request.get_data(cache=False)
+        event = to_event(request, body, user_id)
+        return from_result(self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29)))
+
+    def _user_of(self, request: Request) -> str | None:
+        scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        return self._tokens.get(token.strip())
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown`."""
+        self._server.serve_forever()
+
+    def shutdown(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
