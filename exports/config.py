@@ -133,3 +133,14 @@ class Metric:
     ENQUEUE_FAILED: Final = "EnqueueFailed"
     DUPLICATE_DELIVERY: Final = "DuplicateDelivery"
     CALLBACK_FAILED: Final = "CallbackFailed"
+
+
+class Capacity:
+    """Ceilings the CDK app sets on AWS: they protect the data source and the API from bursts."""
+
+    # At most this many worker instances read the queue at once (SQS event source maximum
+    # concurrency, 2..1000): the global limit on parallel queries against the data source.
+    WORKER_MAX_CONCURRENCY: Final = 5
+    # Default route throttling of the HTTP API stage (steady requests per second, and burst).
+    API_THROTTLE_RATE_PER_SEC: Final = 50
+    API_THROTTLE_BURST: Final = 100

@@ -79,7 +79,10 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(RequestValidationError)
     def _invalid_request(error: RequestValidationError) -> Response:
         # The envelope decides first: a huge or non-JSON body is that, whatever else is wrong.
-        check_envelope(app.current_event)
+        try:
+            check_envelope(app.current_event)
+        except ExportsError as envelope_error:
+            return _service_error(envelope_error)
         first = error.errors()[0]
         location = [part for part in first["loc"] if part not in ("body", "query", "path")]
         if first["type"] == "json_invalid":

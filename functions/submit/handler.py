@@ -121,7 +121,7 @@ def list_export_types() -> ExportTypeList:
 
 
 @app.get("/openapi.json", include_in_schema=False)
-def openapi_document() -> Response[dict[str, Any]]:
+def openapi_document() -> Response[str]:
     """The OpenAPI document of this API."""
     return Response(
         status_code=200, content_type=content_types.APPLICATION_JSON, body=app.get_openapi_json_schema(**OPENAPI)

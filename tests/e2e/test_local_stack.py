@@ -1,0 +1,275 @@
+"""`make run`'s stack as a new user meets it: a separate process, driven over real HTTP."""
+
+import csv
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+import openpyxl
+import pytest
+import requests
+
+from exports.adapters.dynamodb_items import from_item
+from exports.config import Names
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = {"alice": "alice-token", "bob": "bob-token"}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    url: str
+    aws_url: str
+    process: subprocess.Popen
+
+    def headers(self, user: str = "alice") -> dict[str, str]:
+        return {"Authorization": f"Bearer {TOKENS[user]}"}
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.aws_url,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    port, aws_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "EXPORTS_AWS_PORT": str(aws_port),
+        "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
+        "EXPORTS_DEMO_ORDERS": "4000",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("AWS_ENDPOINT_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "local_stack"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    running = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{aws_port}", process)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(f"{running.url}/openapi.json", timeout=2).status_code == 200:
+                break
+        except requests.ConnectionError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"local stack did not start:\n{process.stdout.read()}")
+        time.sleep(0.2)
+    yield running
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+
+
+def recent(days_ago: int) -> str:
+    return (datetime.now(UTC).date() - timedelta(days=days_ago)).isoformat()
+
+
+def submit(stack: Stack, body: dict[str, Any], user: str = "alice") -> requests.Response:
+    return requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(user), timeout=10)
+
+
+def wait_until_done(stack: Stack, task_id: str, user: str = "alice") -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        task = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers(user), timeout=10).json()
+        if task["status"] not in ("PENDING", "RUNNING"):
+            return task
+        time.sleep(0.3)
+    pytest.fail(f"task {task_id} did not finish")
+
+
+def source_orders(stack: Stack, date_from: str, date_to: str) -> list[dict[str, Any]]:
+    pages = stack.client("dynamodb").get_paginator("scan").paginate(TableName=Names.ORDERS_TABLE)
+    orders = [from_item(item, exact=True) for page in pages for item in page["Items"]]
+    chosen = [o for o in orders if date_from <= o["order_day"] <= date_to]
+    return sorted(chosen, key=lambda o: (o["order_day"], o["created_at"]))
+
+
+def counts(stack: Stack) -> tuple[int, int]:
+    tasks = stack.client("dynamodb").scan(TableName=Names.TASKS_TABLE, Select="COUNT")["Count"]
+    sqs = stack.client("sqs")
+    url = sqs.get_queue_url(QueueName=Names.TASK_QUEUE)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return tasks, sum(int(value) for value in attributes.values())
+
+
+def neutralised(text: str | None) -> str:
+    return "'" + text if text and text[0] in "=+-@\t\r" else (text or "")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx"])
+def test_submit_poll_download_and_every_row_matches_the_source(stack: Stack, fmt: str) -> None:
+    date_from, date_to = recent(20), recent(0)
+    accepted = submit(
+        stack,
+        {
+            "export_type": "orders",
+            "format": fmt,
+            "csv_bom": True,
+            "filters": {"date_from": date_from, "date_to": date_to},
+        },
+    )
+    assert accepted.status_code == 202
+    task_id = accepted.json()["task_id"]
+    assert accepted.headers["Location"] == f"/v1/exports/{task_id}"
+
+    task = wait_until_done(stack, task_id)
+    assert task["status"] == "COMPLETED"
+    assert task["progress"] == 100
+
+    # The presigned link works for a plain HTTP client, like curl on the host.
+    direct = requests.get(task["download_url"], timeout=10)
+    assert direct.status_code == 200
+    redirected = requests.get(f"{stack.url}/v1/exports/{task_id}/download", headers=stack.headers(), timeout=10)
+    assert redirected.history[0].status_code == 302
+    assert redirected.content == direct.content
+    assert f'filename="orders_{date_from}_{date_to}.{fmt}"' in redirected.headers["Content-Disposition"]
+    assert len(direct.content) == task["size_bytes"]
+
+    expected = source_orders(stack, date_from, date_to)
+    assert task["rows"] == len(expected) > 100
+    if fmt == "csv":
+        assert direct.content.startswith(b"\xef\xbb\xbf")
+        rows = list(csv.reader(io.StringIO(direct.content.decode("utf-8-sig"))))[1:]
+        got = [(r[0], r[1], r[2], r[4], r[7], int(r[8]), r[9], Decimal(r[10]), r[11], r[12]) for r in rows]
+    else:
+        sheet = openpyxl.load_workbook(io.BytesIO(direct.content)).active
+        rows = list(sheet.iter_rows(min_row=2, values_only=True))
+        got = [
+            (
+                r[0],
+                r[1].date().isoformat(),
+                r[2].strftime("%Y-%m-%d %H:%M:%S"),
+                r[4],
+                r[7],
+                r[8],
+                r[9],
+                Decimal(str(r[10])).quantize(Decimal("0.01")),
+                r[11],
+                r[12] or "",
+            )
+            for r in rows
+        ]
+    assert got == [
+        (
+            o["order_id"],
+            o["order_day"],
+            datetime.fromisoformat(o["created_at"]).strftime("%Y-%m-%d %H:%M:%S"),
+            o["customer_name"],
+            o["status"],
+            int(o["item_count"]),
+            o["items"],
+            o["amount"],
+            o["currency"],
+            neutralised(o.get("note")),
+        )
+        for o in expected
+    ]
+
+
+def test_one_user_cannot_see_list_or_download_anothers_task(stack: Stack) -> None:
+    task_id = submit(
+        stack, {"export_type": "orders", "filters": {"date_from": recent(1), "date_to": recent(0)}}
+    ).json()["task_id"]
+    wait_until_done(stack, task_id)
+    for path in (f"/v1/exports/{task_id}", f"/v1/exports/{task_id}/download"):
+        response = requests.get(f"{stack.url}{path}", headers=stack.headers("bob"), timeout=10, allow_redirects=False)
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "TASK_NOT_FOUND"
+    listed = requests.get(f"{stack.url}/v1/exports", headers=stack.headers("bob"), timeout=10).json()
+    assert task_id not in {t["task_id"] for t in listed["items"]}
+    mine = requests.get(f"{stack.url}/v1/exports", headers=stack.headers("alice"), timeout=10).json()
+    assert task_id in {t["task_id"] for t in mine["items"]}
+
+
+@pytest.mark.parametrize(
+    ("request_kwargs", "status", "field"),
+    [
+        ({"json": {"export_type": "invoices", "filters": {}}}, 422, "export_type"),
+        (
+            {"json": {"export_type": "orders", "filters": {"date_from": "2025-13-01", "date_to": "2025-01-02"}}},
+            422,
+            "filters.date_from",
+        ),
+        (
+            {"json": {"export_type": "orders", "filters": {"date_from": "2025-03-02", "date_to": "2025-03-01"}}},
+            422,
+            "filters",
+        ),
+        (
+            {"json": {"export_type": "orders", "filters": {"date_from": "2024-01-01", "date_to": "2025-03-01"}}},
+            422,
+            "filters",
+        ),
+        ({"json": {"export_type": "orders", "format": "pdf", "filters": {}}}, 422, "format"),
+        ({"json": {"export_type": "orders", "priority": 0, "filters": {}}}, 422, "priority"),
+        ({"json": {"export_type": "orders", "priority": 11, "filters": {}}}, 422, "priority"),
+        ({"data": "export_type=orders", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}, 415, None),
+        ({"data": "{", "headers": {"Content-Type": "application/json"}}, 400, None),
+    ],
+)
+def test_invalid_requests_get_a_json_error_and_change_nothing(
+    stack: Stack, request_kwargs: dict[str, Any], status: int, field: str | None
+) -> None:
+    before = counts(stack)
+    headers = {**stack.headers(), **request_kwargs.pop("headers", {})}
+    response = requests.post(f"{stack.url}/v1/exports", headers=headers, timeout=10, **request_kwargs)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["code"] and error["message"]
+    assert error.get("field") == field
+    assert counts(stack) == before
+
+
+def test_no_or_unknown_token_is_401(stack: Stack) -> None:
+    body = {"export_type": "orders", "filters": {"date_from": recent(1), "date_to": recent(0)}}
+    for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic YWxpY2U6eA=="}):
+        before = counts(stack)
+        response = requests.post(f"{stack.url}/v1/exports", json=body, headers=headers, timeout=10)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"
+        assert counts(stack) == before
+
+
+def test_docs_are_public_and_the_banner_tells_a_newcomer_what_to_do(stack: Stack) -> None:
+    assert requests.get(f"{stack.url}/docs", timeout=10).status_code == 200
+    stack.process.send_signal(signal.SIGINT)
+    output, _ = stack.process.communicate(timeout=30)
+    assert stack.process.returncode == 0
+    assert stack.url in output
+    assert "alice-token" in output
+    assert "curl" in output
+    assert "stopping" in output

@@ -1,0 +1,129 @@
+"""The DynamoDB task repository: every write conditional, listing by index."""
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+from exports.adapters.dynamodb_tasks import DynamoTaskRepository
+from exports.domain.errors import ConditionFailed, InvalidRequest
+from exports.domain.ids import new_task_id
+from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat, Task, claim, fail, new_task
+from local_stack.embedded_aws import REGION, Resources
+
+LEASE = timedelta(minutes=2)
+
+
+def make_task(user: str = "alice", at: datetime | None = None) -> Task:
+    now = at or datetime.now(UTC)
+    return new_task(
+        task_id=new_task_id(now),
+        user_id=user,
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={"date_from": "2025-01-01", "date_to": "2025-01-31", "ratio": 0.5},
+        now=now,
+        retention=timedelta(hours=24),
+    )
+
+
+@pytest.fixture
+def repo(aws: Resources) -> DynamoTaskRepository:
+    return DynamoTaskRepository(boto3.client("dynamodb", region_name=REGION), aws.tasks_table)
+
+
+def test_a_task_round_trips_and_carries_its_ttl(repo: DynamoTaskRepository, aws: Resources) -> None:
+    task = make_task()
+    repo.create(task)
+    assert repo.get(task.task_id) == task
+    raw = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=aws.tasks_table, Key={"task_id": {"S": task.task_id}}
+    )["Item"]
+    assert int(raw["expires_at_epoch"]["N"]) == int(task.expires_at.timestamp())
+
+
+def test_create_refuses_an_existing_id(repo: DynamoTaskRepository) -> None:
+    task = make_task()
+    repo.create(task)
+    with pytest.raises(ConditionFailed):
+        repo.create(task.model_copy(update={"user_id": "mallory"}))
+    assert repo.get(task.task_id).user_id == "alice"
+
+
+def test_an_update_from_a_stale_state_loses_and_sees_the_current_one(repo: DynamoTaskRepository) -> None:
+    task = make_task()
+    repo.create(task)
+    now = datetime.now(UTC)
+    repo.update(task, claim(task, now, LEASE))
+
+    with pytest.raises(ConditionFailed) as lost:
+        repo.update(task, fail(task, "X", "stale", now, LEASE))
+    assert lost.value.current["status"] == "RUNNING"
+    assert repo.get(task.task_id).status is TaskStatus.RUNNING
+
+
+def test_of_many_concurrent_claims_exactly_one_wins(repo: DynamoTaskRepository) -> None:
+    task = make_task()
+    repo.create(task)
+    winners: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def try_claim(worker: int) -> None:
+        barrier.wait()
+        try:
+            repo.update(task, claim(task, datetime.now(UTC), LEASE))
+            winners.append(worker)
+        except ConditionFailed:
+            pass
+
+    threads = [threading.Thread(target=try_claim, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(winners) == 1
+    assert repo.get(task.task_id).attempt == 1
+
+
+def test_none_values_are_removed_not_stored(repo: DynamoTaskRepository) -> None:
+    task = make_task()
+    repo.create(task)
+    running = claim(task, datetime.now(UTC), LEASE)
+    repo.update(task, running)
+    failed = fail(running, "E", "boom", datetime.now(UTC), LEASE)
+    repo.update(running, failed)
+    assert repo.get(task.task_id).lease_expires_at is None
+
+
+def test_listing_pages_newest_first_per_user(repo: DynamoTaskRepository) -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    mine = [make_task(at=start + timedelta(minutes=n)) for n in range(5)]
+    for task in [*mine, make_task("bob", at=start)]:
+        repo.create(task)
+
+    first = repo.list_for_user("alice", 2, None, None)
+    second = repo.list_for_user("alice", 2, None, first.cursor)
+    third = repo.list_for_user("alice", 2, None, second.cursor)
+    listed = [t.task_id for page in (first, second, third) for t in page.tasks]
+    assert listed == [t.task_id for t in reversed(mine)]
+    assert third.cursor is None
+
+
+def test_a_status_filter_keeps_paging_until_the_page_is_full(repo: DynamoTaskRepository) -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    tasks = [make_task(at=start + timedelta(minutes=n)) for n in range(6)]
+    for n, task in enumerate(tasks):
+        repo.create(task)
+        if n % 3 == 0:
+            repo.update(task, fail(task, "E", "x", start, LEASE))
+    page = repo.list_for_user("alice", 2, TaskStatus.FAILED, None)
+    assert [t.task_id for t in page.tasks] == [tasks[3].task_id, tasks[0].task_id]
+
+
+@pytest.mark.parametrize("cursor", ["garbage!", "e30", "eyJ0YXNrX2lkIjogMX0"])
+def test_malformed_cursors_are_refused(repo: DynamoTaskRepository, cursor: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        repo.list_for_user("alice", 2, None, cursor)
+    assert refused.value.field == "next_token"
