@@ -8,7 +8,8 @@ from datetime import datetime
 from ulid import ULID
 
 TASK_ID_PREFIX = "exp_"
-TASK_ID_PATTERN = re.compile(r"^exp_[0-9A-HJKMNP-TV-Z]{26}$")
+# A ULID: 26 Crockford base32 characters, the first at most 7 (48-bit timestamp).
+TASK_ID_PATTERN = re.compile(r"exp_[0-7][0-9A-HJKMNP-TV-Z]{25}")
 
 
 def new_task_id(now: datetime) -> str:
@@ -18,4 +19,4 @@ def new_task_id(now: datetime) -> str:
 
 def is_task_id(value: str) -> bool:
     """Whether ``value`` has the shape of a task id."""
-    return bool(TASK_ID_PATTERN.match(value))
+    return bool(TASK_ID_PATTERN.fullmatch(value))

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # A spreadsheet treats text starting with these as a formula (CSV/formula injection, OWASP).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+# XML 1.0 cannot carry these control characters; openpyxl refuses them (same set as its own).
+ILLEGAL_XML_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def xml_safe(value: Any) -> Any:
+    """Text without the control characters a spreadsheet cannot hold; other values unchanged."""
+    if isinstance(value, str):
+        return ILLEGAL_XML_CHARACTERS.sub("", value)
+    return value
 
 
 def neutralise(value: Any) -> Any:

@@ -38,13 +38,16 @@ def write_csv(
     """Stream ``rows`` as CSV into ``out``; returns the number of data rows."""
     text = io.TextIOWrapper(out, encoding="utf-8-sig" if bom else "utf-8", newline="", write_through=False)
     writer = csv.writer(text, dialect="excel", lineterminator="\r\n")
-    writer.writerow([column.header for column in columns])
     count = 0
-    for row in rows:
-        writer.writerow([csv_text(value) for value in row])
-        count += 1
-        if on_row:
-            on_row(count)
-    text.flush()
-    text.detach()
+    try:
+        writer.writerow([column.header for column in columns])
+        for row in rows:
+            writer.writerow([csv_text(value) for value in row])
+            count += 1
+            if on_row:
+                on_row(count)
+        text.flush()
+    finally:
+        # Detached, the wrapper cannot close the caller's stream when it is collected.
+        text.detach()
     return count

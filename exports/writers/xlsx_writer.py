@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import neutralise
+from exports.writers.cells import neutralise, xml_safe
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
@@ -53,7 +53,7 @@ def write_xlsx(
 
     def typed(sheet: Any, value: Any, number_format: str | None) -> Any:
         if number_format is None or value is None:
-            return neutralise(value)
+            return neutralise(xml_safe(value))
         cell = WriteOnlyCell(sheet, value=value)
         cell.number_format = number_format
         return cell
