@@ -55,6 +55,14 @@ class ErrorView(BaseModel):
     message: str
 
 
+class CallbackView(BaseModel):
+    """How the callback went: PENDING until delivered or given up."""
+
+    status: str
+    attempts: int
+    last_error: str | None = None
+
+
 class TaskView(BaseModel):
     """A task as its owner sees it."""
 
@@ -81,6 +89,8 @@ class TaskView(BaseModel):
     sha256: str | None = None
     download_url: str | None = None
     download_expires_at: datetime | None = None
+    retry_of: str | None = None
+    callback: CallbackView | None = None
 
     @classmethod
     def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
@@ -110,6 +120,8 @@ class TaskView(BaseModel):
             sha256=result.sha256 if result else None,
             download_url=download_url,
             download_expires_at=download_expires_at,
+            retry_of=task.retry_of,
+            callback=CallbackView(**task.callback.model_dump()) if task.callback else None,
         )
 
 

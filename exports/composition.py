@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from exports.adapters.clients import aws_client
@@ -9,6 +10,9 @@ from exports.adapters.dynamodb_orders import DynamoOrdersReader
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
+from exports.adapters.stepfunctions import StepFunctionsLifecycle
+from exports.adapters.webhook_http import PinnedWebhookSender
+from exports.domain.errors import ExportsError
 from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics
@@ -32,6 +36,27 @@ def build_registry(settings: Settings) -> ExportTypeRegistry:
     return ExportTypeRegistry([OrdersExport(DynamoOrdersReader(aws_client("dynamodb"), settings.orders_table))])
 
 
+def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
+    """The signing secret: given directly (local mode) or read, cached, from Secrets Manager."""
+    if settings.webhook_secret:
+        secret = settings.webhook_secret
+        return lambda: secret
+    if settings.webhook_secret_arn:
+        arn = settings.webhook_secret_arn
+
+        def from_secrets_manager() -> str:
+            from aws_lambda_powertools.utilities.parameters import get_secret
+
+            return str(get_secret(arn, max_age=300))
+
+        return from_secrets_manager
+
+    def missing() -> str:
+        raise ExportsError("no webhook secret is configured")
+
+    return missing
+
+
 def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependencies:
     """Real adapters on the shared boto3 clients."""
     return Dependencies(
@@ -41,4 +66,7 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
         results=S3ResultStore(aws_client("s3"), settings.results_bucket),
         registry=build_registry(settings),
         metrics=metrics,
+        lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
+        webhooks=PinnedWebhookSender(),
+        webhook_secret=webhook_secret_provider(settings),
     )

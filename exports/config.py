@@ -23,6 +23,12 @@ class Env:
     DOWNLOAD_URL_TTL_SEC: Final = "EXPORTS_DOWNLOAD_URL_TTL_SEC"
     RETENTION_HOURS: Final = "EXPORTS_RETENTION_HOURS"
     LOCAL_TOKENS: Final = "EXPORTS_LOCAL_TOKENS"
+    LIFECYCLE_STATE_MACHINE_ARN: Final = "EXPORTS_LIFECYCLE_STATE_MACHINE_ARN"
+    # The webhook signing secret: its Secrets Manager ARN on AWS, or the secret itself locally.
+    WEBHOOK_SECRET_ARN: Final = "EXPORTS_WEBHOOK_SECRET_ARN"
+    WEBHOOK_SECRET: Final = "EXPORTS_WEBHOOK_SECRET"
+    # Local development only: allow plain-http callbacks to loopback addresses.
+    ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
 
 
 class Names:
@@ -34,6 +40,11 @@ class Names:
     TASK_QUEUE: Final = "exports-tasks"
     TASK_DLQ: Final = "exports-tasks-dlq"
     RESULTS_BUCKET: Final = "exports-results"
+    LIFECYCLE_STATE_MACHINE: Final = "exports-task-lifecycle"
+    API_FUNCTION: Final = "exports-api"
+    WORKER_FUNCTION: Final = "exports-worker"
+    LIFECYCLE_FUNCTION: Final = "exports-lifecycle"
+    CALLBACK_FUNCTION: Final = "exports-callback"
 
 
 class TaskTable:
@@ -118,6 +129,19 @@ class Polling:
     TERMINAL_MAX_AGE_SEC: Final = 5
 
 
+class Callback:
+    """Callback delivery: the first attempt, then retries 1 s, 4 s and 16 s later."""
+
+    RETRY_INTERVAL_SEC: Final = 1
+    RETRY_BACKOFF_RATE: Final = 4
+    MAX_RETRIES: Final = 3
+    REQUEST_TIMEOUT_SEC: Final = 5
+    # Errors the workflow retries with the schedule above (the callback function raises them).
+    RETRYABLE_ERROR: Final = "CallbackRetryable"
+    # Receivers should refuse signatures older than this.
+    SIGNATURE_TOLERANCE_SEC: Final = 300
+
+
 class Metric:
     """Business metric names (EMF), shared with dashboards and alarms."""
 
@@ -133,6 +157,8 @@ class Metric:
     ENQUEUE_FAILED: Final = "EnqueueFailed"
     DUPLICATE_DELIVERY: Final = "DuplicateDelivery"
     CALLBACK_FAILED: Final = "CallbackFailed"
+    CALLBACK_DELIVERED: Final = "CallbackDelivered"
+    CANCELLED: Final = "ExportCancelled"
 
 
 class Capacity:

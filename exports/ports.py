@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
+from exports.webhooks.destination import Destination
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,36 @@ class TaskRepository(Protocol):
         """Write ``after`` only if the stored task still has ``before``'s status and attempt;
         otherwise raise :class:`ConditionFailed` carrying the current task."""
 
+    def set_lifecycle_token(self, task_id: str, token: str) -> Task:
+        """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
+
     def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
         """The user's tasks, newest first, from an index (never a scan)."""
+
+
+class Lifecycle(Protocol):
+    """The workflow that owns a task's deadline and callback."""
+
+    def start(self, task: Task) -> None:
+        """Start watching ``task``."""
+
+    def report_end(self, token: str, task: Task) -> None:
+        """Tell the execution waiting with ``token`` that ``task`` ended."""
+
+
+@dataclass(frozen=True)
+class WebhookResponse:
+    """What a callback receiver answered: a status, or the network error that stood in the way."""
+
+    status: int | None
+    error: str | None
+
+
+class WebhookSender(Protocol):
+    """Posts signed callbacks."""
+
+    def post(self, destination: Destination, body: bytes, headers: dict[str, str]) -> WebhookResponse:
+        """Send ``body`` once to the checked ``destination``."""
 
 
 class TaskQueue(Protocol):

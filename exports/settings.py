@@ -19,6 +19,10 @@ class Settings(BaseModel):
     queue_url: str
     results_bucket: str
     orders_table: str
+    state_machine_arn: str
+    webhook_secret: str | None = None
+    webhook_secret_arn: str | None = None
+    allow_local_callbacks: bool = False
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     retention_hours: int = Field(
         default=Results.RETENTION_HOURS_DEFAULT, ge=Results.RETENTION_HOURS_MIN, le=Results.RETENTION_HOURS_MAX
@@ -45,10 +49,14 @@ class Settings(BaseModel):
             "queue_url": environ[Env.TASK_QUEUE_URL],
             "results_bucket": environ[Env.RESULTS_BUCKET],
             "orders_table": environ[Env.ORDERS_TABLE],
+            "state_machine_arn": environ[Env.LIFECYCLE_STATE_MACHINE_ARN],
         }
         optional = {
             "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
             "retention_hours": Env.RETENTION_HOURS,
+            "webhook_secret": Env.WEBHOOK_SECRET,
+            "webhook_secret_arn": Env.WEBHOOK_SECRET_ARN,
+            "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
         return cls.model_validate(values)

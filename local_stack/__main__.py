@@ -25,6 +25,8 @@ exports is running locally (ready in {seconds:.1f} s)
   token        {token}   (user: {user})
   users        {users}
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_orders} demo orders, last 90 days)
+  webhooks     signed with EXPORTS_WEBHOOK_SECRET={stack.config.webhook_secret}
+               (callbacks to http://127.0.0.1 are allowed locally)
 
 Try it:
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import os
+import urllib.request
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,9 +15,13 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from exports.config import Env, Names, OrdersTable, Queue, TaskTable
+from exports.config import Env, Names, OrdersTable, Queue, TaskTable, Worker
+from exports.workflows import lifecycle_definition
+from local_stack import lambda_runtime
+from local_stack.lambda_runtime import HANDLER_MODULES
 
 REGION = "us-east-1"
+MOTO_CONFIG = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class Resources:
     queue_url: str
     dlq_url: str
     bucket: str
+    state_machine_arn: str
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -34,6 +43,7 @@ class Resources:
             Env.ORDERS_TABLE: self.orders_table,
             Env.TASK_QUEUE_URL: self.queue_url,
             Env.RESULTS_BUCKET: self.bucket,
+            Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
         }
 
 
@@ -50,6 +60,15 @@ class EmbeddedAws:
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
+        # Run state machines for real, and Lambda functions without Docker (our handlers, in-process).
+        request = urllib.request.Request(
+            f"{self.endpoint_url}/moto-api/config",
+            data=json.dumps(MOTO_CONFIG).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        urllib.request.urlopen(request, timeout=10).close()
+        lambda_runtime.install()
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint_url,
@@ -66,6 +85,7 @@ class EmbeddedAws:
     def stop(self) -> None:
         """Stop the server."""
         self._server.stop()
+        lambda_runtime.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:
@@ -141,6 +161,7 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
         },
     )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
+    state_machine_arn = _create_lifecycle(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -148,4 +169,32 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
         queue_url=queue_url,
         dlq_url=dlq_url,
         bucket=Names.RESULTS_BUCKET,
+        state_machine_arn=state_machine_arn,
     )
+
+
+def _create_lifecycle(make_client: Callable[[str], Any]) -> str:
+    """The functions the workflow invokes and the workflow itself, from the shared definition."""
+    role = make_client("iam").create_role(
+        RoleName="exports-local",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+    )["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        # moto wants code; what runs is ours (local_stack.lambda_runtime).
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    return event\n")
+    lambda_client = make_client("lambda")
+    arns = {}
+    for name in HANDLER_MODULES:
+        arns[name] = lambda_client.create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=role,
+            Handler="handler.lambda_handler",
+            Code={"ZipFile": code.getvalue()},
+            Timeout=Worker.FUNCTION_TIMEOUT_SEC,
+        )["FunctionArn"]
+    definition = lifecycle_definition(arns[Names.LIFECYCLE_FUNCTION], arns[Names.CALLBACK_FUNCTION])
+    return make_client("stepfunctions").create_state_machine(
+        name=Names.LIFECYCLE_STATE_MACHINE, definition=json.dumps(definition), roleArn=role
+    )["stateMachineArn"]

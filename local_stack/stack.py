@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
-from exports.config import Worker
+from exports.config import Capacity, Env, Worker
+from exports.webhooks.signing import new_secret
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources
 from local_stack.gateway import Gateway, parse_tokens
@@ -36,19 +37,22 @@ class LocalConfig:
     aws_port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
     demo_orders: int = 50_000
-    worker_concurrency: int = 2
+    webhook_secret: str = ""
+    worker_concurrency: int = Capacity.WORKER_MAX_CONCURRENCY
 
     @classmethod
     def from_env(cls) -> LocalConfig:
         """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
-        ``EXPORTS_WORKER_CONCURRENCY``; a dev token is generated when none is given."""
+        ``EXPORTS_WORKER_CONCURRENCY``, ``EXPORTS_WEBHOOK_SECRET``; a dev token and a webhook
+        secret are generated when none is given."""
         spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
             tokens=parse_tokens(spec),
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
-            worker_concurrency=int(os.environ.get("EXPORTS_WORKER_CONCURRENCY", "2")),
+            webhook_secret=os.environ.get(Env.WEBHOOK_SECRET) or new_secret(),
+            worker_concurrency=int(os.environ.get("EXPORTS_WORKER_CONCURRENCY", Capacity.WORKER_MAX_CONCURRENCY)),
         )
 
 
@@ -67,7 +71,14 @@ class LocalStack:
         """Bring everything up; returns once the API answers."""
         endpoint = self.aws.start()
         self.resources = create_resources(partial(client, endpoint_url=endpoint), endpoint)
-        for name, value in {**_POWERTOOLS_LOCAL, **self.resources.function_environment()}.items():
+        local_environment = {
+            **_POWERTOOLS_LOCAL,
+            **self.resources.function_environment(),
+            Env.WEBHOOK_SECRET: self.config.webhook_secret,
+            # A developer receives callbacks on their own machine.
+            Env.ALLOW_LOCAL_CALLBACKS: "true",
+        }
+        for name, value in local_environment.items():
             os.environ.setdefault(name, value)
         seeded = seed_orders(
             client("dynamodb", endpoint), self.resources.orders_table, self.config.demo_orders, datetime.now(UTC).date()

@@ -97,6 +97,20 @@ class DynamoTaskRepository:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
 
+    def set_lifecycle_token(self, task_id: str, token: str) -> Task:
+        """Store the workflow's token; the task must exist. Returns the task as stored now."""
+        with _conditional_write("store lifecycle token", f"task {task_id} does not exist"):
+            response = self._client.update_item(
+                TableName=self._table,
+                Key={TaskTable.PARTITION_KEY: {"S": task_id}},
+                UpdateExpression="SET #token = :token",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY},
+                ExpressionAttributeValues={":token": {"S": token}},
+                ReturnValues="ALL_NEW",
+            )
+        return Task.model_validate(from_item(response["Attributes"]))
+
     def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
         """Newest first from the user index; a status filter keeps paging until ``limit``."""
         start_key = _decode_cursor(cursor, user_id) if cursor else None

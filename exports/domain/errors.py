@@ -59,6 +59,18 @@ class TaskNotReady(ExportsError):
         self.status = status
 
 
+class TaskNotCancellable(ExportsError):
+    """The task already ended."""
+
+    code = "TASK_NOT_CANCELLABLE"
+
+
+class TaskNotRetryable(ExportsError):
+    """Only FAILED, TIMEOUT and CANCELLED tasks can be tried again."""
+
+    code = "TASK_NOT_RETRYABLE"
+
+
 class ConditionFailed(ExportsError):
     """A conditional write lost: somebody else changed the item first."""
 

@@ -34,3 +34,14 @@ def poll_after_sec(created_at: datetime, now: datetime) -> int:
     while delay * 2 <= elapsed and delay < Polling.MAX_DELAY_SEC:
         delay *= 2
     return min(delay, Polling.MAX_DELAY_SEC)
+
+
+def callback_delivered(status: int | None) -> bool:
+    """A 2xx answer means the receiver has the callback."""
+    return status is not None and 200 <= status < 300
+
+
+def callback_retryable(status: int | None) -> bool:
+    """Worth another attempt: network errors and timeouts (no status), 408, 429 and 5xx.
+    Other answers, redirects included (they are never followed), are final."""
+    return status is None or status in (408, 429) or status >= 500

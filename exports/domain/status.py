@@ -21,6 +21,8 @@ class TaskStatus(StrEnum):
 
 TERMINAL: Final = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED})
 ACTIVE: Final = frozenset({TaskStatus.PENDING, TaskStatus.RUNNING})
+# Ended without a file: the owner may ask for a new task with the same parameters.
+RETRYABLE: Final = frozenset({TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED})
 
 # Every allowed change of status. RUNNING -> RUNNING is a new worker reclaiming a task whose
 # lease ran out; RUNNING -> PENDING sends a task back to the queue for a retry.

@@ -54,6 +54,24 @@ class TaskError(BaseModel):
     message: str
 
 
+class CallbackStatus(StrEnum):
+    """Where the delivery of a task's callback stands."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+
+
+class CallbackState(BaseModel):
+    """The outcome of the callback so far, recorded on the task."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: CallbackStatus = CallbackStatus.PENDING
+    attempts: int = 0
+    last_error: str | None = None
+
+
 class Task(BaseModel):
     """One export job, from submission to its terminal state."""
 
@@ -82,6 +100,12 @@ class Task(BaseModel):
     result: ExportResult | None = None
     error: TaskError | None = None
     source: TaskSource = TaskSource.API
+    retry_of: str | None = None
+    # Bumped by every status change; callbacks carry it as callback_seq so receivers keep the latest.
+    status_seq: int = 0
+    callback: CallbackState | None = None
+    # The lifecycle workflow's task token: whoever ends the task hands the outcome to it.
+    lifecycle_token: str | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -103,7 +127,7 @@ class Task(BaseModel):
 
     def _move(self, target: TaskStatus, **changes: Any) -> Task:
         check_transition(self.status, target)
-        return self.model_copy(update={"status": target, **changes})
+        return self.model_copy(update={"status": target, "status_seq": self.status_seq + 1, **changes})
 
 
 def new_task(
@@ -121,6 +145,7 @@ def new_task(
     callback_url: str | None = None,
     max_retries: int = Limits.MAX_RETRIES_DEFAULT,
     source: TaskSource = TaskSource.API,
+    retry_of: str | None = None,
 ) -> Task:
     """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
     return Task(
@@ -137,6 +162,8 @@ def new_task(
         created_at=now,
         expires_at=now + timedelta(seconds=timeout_sec) + retention,
         source=source,
+        retry_of=retry_of,
+        callback=CallbackState() if callback_url else None,
     )
 
 
@@ -212,4 +239,37 @@ def time_out(task: Task, now: datetime, retention: timedelta) -> Task:
         finished_at=now,
         expires_at=now + retention,
         lease_expires_at=None,
+    )
+
+
+def cancel(task: Task, now: datetime, retention: timedelta) -> Task:
+    """The owner cancelled the task before it ended."""
+    return task._move(
+        TaskStatus.CANCELLED,
+        finished_at=now,
+        expires_at=now + retention,
+        lease_expires_at=None,
+    )
+
+
+def record_callback(task: Task, delivered: bool, error: str | None, final: bool) -> Task:
+    """One more callback attempt: delivered, failed for good (``final``), or to be retried."""
+    state = task.callback or CallbackState()
+    status = CallbackStatus.PENDING
+    if delivered or final:
+        status = CallbackStatus.DELIVERED if delivered else CallbackStatus.FAILED
+    return task.model_copy(
+        update={"callback": CallbackState(status=status, attempts=state.attempts + 1, last_error=error)}
+    )
+
+
+def give_up_callback(task: Task, error: str | None) -> Task:
+    """Retries are exhausted: the callback failed for good."""
+    state = task.callback or CallbackState()
+    return task.model_copy(
+        update={
+            "callback": CallbackState(
+                status=CallbackStatus.FAILED, attempts=state.attempts, last_error=error or state.last_error
+            )
+        }
     )

@@ -15,11 +15,14 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 
 from exports.domain.errors import (
+    ConditionFailed,
     ExportsError,
     InvalidRequest,
     ServiceUnavailable,
+    TaskNotCancellable,
     TaskNotFound,
     TaskNotReady,
+    TaskNotRetryable,
 )
 from exports.http.envelope import PayloadTooLarge, Unauthorized, UnsupportedMediaType, check_envelope
 from exports.services.validation import field_path
@@ -34,6 +37,9 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
     TaskNotFound: HTTPStatus.NOT_FOUND,
     TaskNotReady: HTTPStatus.CONFLICT,
+    TaskNotCancellable: HTTPStatus.CONFLICT,
+    TaskNotRetryable: HTTPStatus.CONFLICT,
+    ConditionFailed: HTTPStatus.CONFLICT,
     ServiceUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
 }
 MALFORMED_JSON = "MALFORMED_JSON"

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import BusinessMetrics, ResultStore, TaskQueue, TaskRepository
+from exports.ports import BusinessMetrics, Lifecycle, ResultStore, TaskQueue, TaskRepository, WebhookSender
 from exports.settings import Settings
+from exports.webhooks.destination import Resolver, system_resolver
 
 
 def utc_now() -> datetime:
@@ -27,5 +28,9 @@ class Dependencies:
     results: ResultStore
     registry: ExportTypeRegistry
     metrics: BusinessMetrics
+    lifecycle: Lifecycle
+    webhooks: WebhookSender
+    webhook_secret: Callable[[], str]
+    resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)

@@ -15,9 +15,11 @@ from exports.services.dependencies import Dependencies
 
 
 def owned_task(task_id: str, user_id: str, deps: Dependencies) -> Task:
-    """The caller's task; :class:`TaskNotFound` for unknown ids and other users' tasks alike."""
+    """The caller's task; :class:`TaskNotFound` for unknown ids, other users' tasks and expired
+    tasks alike."""
     task = deps.tasks.get(task_id) if is_task_id(task_id) else None
-    if task is None or task.user_id != user_id:
+    # Past its retention a task is gone, even while DynamoDB's TTL has not deleted it yet.
+    if task is None or task.user_id != user_id or task.expires_at <= deps.clock():
         raise TaskNotFound(task_id)
     return task
 

@@ -19,6 +19,7 @@ from exports.domain.policies import has_retries_left, retry_delay_sec
 from exports.domain.task import ExportFormat, ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
+from exports.services.endings import end_task
 from exports.services.progress import ProgressReporter
 from exports.writers import csv_writer, xlsx_writer
 from exports.writers.sink import MultipartSink
@@ -113,7 +114,7 @@ def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> Expor
 def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
     now = deps.clock()
     try:
-        deps.tasks.update(task, complete(task, result, now, deps.settings.retention))
+        end_task(task, complete(task, result, now, deps.settings.retention), deps)
     except ConditionFailed:
         # Cancelled or timed out while the upload completed: the file must not outlive the task.
         deps.results.delete(result.key)
@@ -128,7 +129,7 @@ def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
 
 def _fail(task: Task, code: str, message: str, deps: Dependencies) -> Outcome:
     try:
-        deps.tasks.update(task, fail(task, code, message, deps.clock(), deps.settings.retention))
+        end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     deps.metrics.add(Metric.FAILED)
@@ -155,7 +156,7 @@ def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> O
 
 def _time_out(task: Task, deps: Dependencies) -> Outcome:
     try:
-        deps.tasks.update(task, time_out(task, deps.clock(), deps.settings.retention))
+        end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
     except ConditionFailed:
         return Outcome.SKIPPED
     deps.metrics.add(Metric.TIMED_OUT)

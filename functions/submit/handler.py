@@ -20,9 +20,10 @@ from exports.composition import PowertoolsMetrics, build_dependencies
 from exports.config import API_VERSION_PREFIX, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
+from exports.domain.task import Task
 from exports.http.envelope import caller_id, check_envelope
 from exports.http.errors import register_error_handlers
-from exports.services import queries
+from exports.services import control, queries
 from exports.services.dependencies import Dependencies
 from exports.services.submission import submit_export
 from exports.settings import Settings
@@ -59,6 +60,10 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     """Validate, store as PENDING and queue; answers at once with the task id."""
     check_envelope(app.current_event)
     task, estimate = submit_export(request, caller_id(app.current_event), dependencies())
+    return _accepted(task, estimate)
+
+
+def _accepted(task: Task, estimate: int) -> Response[ExportAccepted]:
     logger.append_keys(task_id=task.task_id)
     location = f"{API_VERSION_PREFIX}/exports/{task.task_id}"
     accepted = ExportAccepted(
@@ -83,6 +88,22 @@ def get_export(task_id: str) -> Response[TaskView]:
     else:
         headers = {"Cache-Control": f"private, max-age={Polling.TERMINAL_MAX_AGE_SEC}"}
     return _json(200, view, headers)
+
+
+@app.post(f"{API_VERSION_PREFIX}/exports/<task_id>/cancel", summary="Cancel an export", tags=["exports"])
+@tracer.capture_method(capture_response=False)
+def cancel(task_id: str) -> TaskView:
+    """CANCELLED from PENDING or RUNNING; ``409`` once the task has ended."""
+    logger.append_keys(task_id=task_id)
+    return TaskView.of(control.cancel_export(task_id, caller_id(app.current_event), dependencies()))
+
+
+@app.post(f"{API_VERSION_PREFIX}/exports/<task_id>/retry", status_code=202, summary="Retry an export", tags=["exports"])
+@tracer.capture_method(capture_response=False)
+def retry(task_id: str) -> Response[ExportAccepted]:
+    """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
+    task, estimate = control.retry_export(task_id, caller_id(app.current_event), dependencies())
+    return _accepted(task, estimate)
 
 
 @app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"])

@@ -1,0 +1,46 @@
+"""The task lifecycle workflow on Step Functions."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from exports.adapters.aws_errors import error_code, translated
+from exports.domain.task import Task
+from exports.workflows import execution_input
+
+logger = logging.getLogger(__name__)
+# The execution no longer waits for this token: it timed out or was already told.
+_MOVED_ON = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
+
+
+class StepFunctionsLifecycle:
+    """:class:`exports.ports.Lifecycle`: one execution per task, named after it."""
+
+    def __init__(self, client: Any, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def start(self, task: Task) -> None:
+        """Start the task's execution (its name is the task id, so a second start is refused)."""
+        with translated("start lifecycle"):
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                name=task.task_id,
+                input=json.dumps(execution_input(task.task_id, task.timeout_sec, task.callback_url is not None)),
+            )
+
+    def report_end(self, token: str, task: Task) -> None:
+        """Hand the task's outcome to its waiting execution; a no-op if it moved on already."""
+        try:
+            with translated("report task end"):
+                self._client.send_task_success(taskToken=token, output=json.dumps({"status": task.status.value}))
+        except Exception as error:
+            cause = error.__cause__
+            if isinstance(cause, ClientError) and error_code(cause) in _MOVED_ON:
+                logger.info("lifecycle execution already moved on", extra={"aws_code": error_code(cause)})
+                return
+            raise

@@ -1,0 +1,48 @@
+"""The owner's commands on a task: cancel it, or try it again as a new task."""
+
+from __future__ import annotations
+
+from exports.api_models import ExportRequest
+from exports.config import Metric
+from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRetryable
+from exports.domain.status import RETRYABLE
+from exports.domain.task import Task, TaskSource, cancel
+from exports.services.dependencies import Dependencies
+from exports.services.endings import end_task
+from exports.services.queries import owned_task
+from exports.services.submission import submit_export
+
+
+def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
+    """CANCELLED from PENDING or RUNNING. A running worker sees it at its next progress write or
+    upload part, aborts its upload and leaves no file."""
+    for _ in range(3):
+        task = owned_task(task_id, user_id, deps)
+        if task.is_terminal:
+            raise TaskNotCancellable(f"export task {task_id} already ended as {task.status.value}")
+        try:
+            ended = end_task(task, cancel(task, deps.clock(), deps.settings.retention), deps)
+        except ConditionFailed:
+            continue  # a worker moved it meanwhile: look again
+        deps.metrics.add(Metric.CANCELLED)
+        return ended
+    raise ConditionFailed(f"task {task_id} kept changing; try again")
+
+
+def retry_export(task_id: str, user_id: str, deps: Dependencies) -> tuple[Task, int]:
+    """A new task with the same parameters, linked by ``retry_of``."""
+    original = owned_task(task_id, user_id, deps)
+    if original.status not in RETRYABLE:
+        raise TaskNotRetryable(
+            f"export task {task_id} is {original.status.value}; only ended, unsuccessful tasks retry"
+        )
+    request = ExportRequest(
+        export_type=original.export_type,
+        format=original.format,
+        filters=original.filters,
+        priority=original.priority,
+        timeout_sec=original.timeout_sec,
+        callback_url=original.callback_url,
+        csv_bom=original.csv_bom,
+    )
+    return submit_export(request, user_id, deps, source=TaskSource.RETRY, retry_of=original.task_id)

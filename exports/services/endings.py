@@ -1,0 +1,31 @@
+"""Ending a task: the terminal write, then the hand-over to the lifecycle workflow."""
+
+from __future__ import annotations
+
+import logging
+
+from exports.domain.errors import ExportsError
+from exports.domain.task import Task
+from exports.services.dependencies import Dependencies
+
+logger = logging.getLogger(__name__)
+
+
+def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
+    """Write the terminal ``after`` (conditionally on ``before``), then tell the workflow.
+
+    Raises :class:`ConditionFailed` if someone else changed the task first. If telling the
+    workflow fails the task stays ended: the workflow picks the outcome up at the deadline.
+    """
+    deps.tasks.update(before, after)
+    token = after.lifecycle_token
+    if token is None:
+        # The workflow may have stored its token after ``before`` was read.
+        stored = deps.tasks.get(after.task_id)
+        token = stored.lifecycle_token if stored else None
+    if token:
+        try:
+            deps.lifecycle.report_end(token, after)
+        except ExportsError:
+            logger.warning("could not report the task's end; the deadline will", exc_info=True)
+    return after

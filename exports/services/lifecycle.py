@@ -1,0 +1,34 @@
+"""What the lifecycle workflow asks of the service: watch a task, expire it at its deadline."""
+
+from __future__ import annotations
+
+from exports.config import Metric
+from exports.domain.errors import ConditionFailed, TaskNotFound
+from exports.domain.status import TaskStatus
+from exports.domain.task import time_out
+from exports.services.dependencies import Dependencies
+from exports.services.endings import end_task
+
+
+def watch(task_id: str, token: str, deps: Dependencies) -> None:
+    """Store the workflow's token on the task; if the task already ended, report it at once."""
+    task = deps.tasks.set_lifecycle_token(task_id, token)
+    if task.is_terminal:
+        deps.lifecycle.report_end(token, task)
+
+
+def expire(task_id: str, deps: Dependencies) -> TaskStatus:
+    """At the deadline: TIMEOUT unless the task ended first. Returns the final status."""
+    for _ in range(3):
+        task = deps.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFound(task_id)
+        if task.is_terminal:
+            return task.status
+        try:
+            end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
+        except ConditionFailed:
+            continue  # it moved (e.g. PENDING -> RUNNING, or it ended): look again
+        deps.metrics.add(Metric.TIMED_OUT)
+        return TaskStatus.TIMEOUT
+    raise ConditionFailed(f"task {task_id} kept changing while it timed out")

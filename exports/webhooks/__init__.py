@@ -1,0 +1,1 @@
+"""Callbacks to clients: where they may go (SSRF guard) and how they are signed."""

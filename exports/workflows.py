@@ -1,0 +1,112 @@
+"""The task lifecycle state machine, defined once: the CDK app, local mode and the tests all use
+this definition, so what runs here is what runs on AWS.
+
+One execution per task, started at submit, owns the task's time:
+
+1. ``AwaitEnd`` hands its task token to the lifecycle function (which stores it on the task) and
+   waits until whoever ends the task returns the outcome with it, or until the task's deadline
+   (``TimeoutSecondsPath``). It waits for the task's end, not for a worker, so it has no heartbeat:
+   a worker's liveness is its lease on the task.
+2. At the deadline ``Expire`` asks the lifecycle function to move the task to TIMEOUT (a
+   conditional write: if the task ended meanwhile, its real outcome wins). This is also what makes
+   a callback survive a worker that died right after ending the task: the outcome is then picked
+   up at the deadline.
+3. With a callback URL, ``Deliver`` sends the callback: retried on ``CallbackRetryable`` 1 s, 4 s
+   and 16 s later; when that is spent ``GiveUp`` records the failure.
+
+Four to six state transitions per task keep Standard workflow costs low.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exports.config import Callback
+
+LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+LAMBDA_INVOKE_WITH_TOKEN = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+# Lambda's own transient errors, retried briefly wherever a function is invoked.
+LAMBDA_SERVICE_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
+_SERVICE_RETRY = {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
+
+
+def execution_input(task_id: str, timeout_sec: int, has_callback: bool) -> dict[str, Any]:
+    """The input an execution starts with."""
+    return {"task_id": task_id, "timeout_sec": timeout_sec, "has_callback": has_callback}
+
+
+def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dict[str, Any]:
+    """The Amazon States Language definition, for the given function ARNs (or names)."""
+    return {
+        "Comment": "Owns one export task's time: its deadline and its callback.",
+        "StartAt": "AwaitEnd",
+        "States": {
+            "AwaitEnd": {
+                "Type": "Task",
+                "Resource": LAMBDA_INVOKE_WITH_TOKEN,
+                "Parameters": {
+                    "FunctionName": lifecycle_function,
+                    "Payload": {"action": "watch", "task_id.$": "$.task_id", "token.$": "$$.Task.Token"},
+                },
+                "TimeoutSecondsPath": "$.timeout_sec",
+                "ResultPath": "$.outcome",
+                "Retry": [_SERVICE_RETRY],
+                "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.deadline", "Next": "Expire"}],
+                "Next": "HasCallback",
+            },
+            "Expire": {
+                "Type": "Task",
+                "Resource": LAMBDA_INVOKE,
+                "Parameters": {
+                    "FunctionName": lifecycle_function,
+                    "Payload": {"action": "expire", "task_id.$": "$.task_id"},
+                },
+                "ResultSelector": {"status.$": "$.Payload.status"},
+                "ResultPath": "$.outcome",
+                "Retry": [_SERVICE_RETRY],
+                "Next": "HasCallback",
+            },
+            "HasCallback": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
+                "Default": "Done",
+            },
+            "Deliver": {
+                "Type": "Task",
+                "Resource": LAMBDA_INVOKE,
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {"action": "deliver", "task_id.$": "$.task_id"},
+                },
+                "ResultPath": None,
+                "Retry": [
+                    {
+                        "ErrorEquals": [Callback.RETRYABLE_ERROR, *LAMBDA_SERVICE_ERRORS],
+                        "IntervalSeconds": Callback.RETRY_INTERVAL_SEC,
+                        "BackoffRate": Callback.RETRY_BACKOFF_RATE,
+                        "MaxAttempts": Callback.MAX_RETRIES,
+                    }
+                ],
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.callback_error", "Next": "GiveUp"}],
+                "Next": "Done",
+            },
+            "GiveUp": {
+                "Type": "Task",
+                "Resource": LAMBDA_INVOKE,
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {"action": "give_up", "task_id.$": "$.task_id", "error.$": "$.callback_error"},
+                },
+                "ResultPath": None,
+                "Retry": [_SERVICE_RETRY],
+                "Next": "Done",
+            },
+            "Done": {"Type": "Succeed"},
+        },
+    }

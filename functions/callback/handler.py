@@ -1,0 +1,65 @@
+"""The callback function: one signed delivery attempt per call; the workflow retries it."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, Field
+
+from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.services import callbacks
+from exports.services.dependencies import Dependencies
+from exports.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+class DeliverRequest(BaseModel):
+    """Send the task's callback once."""
+
+    action: Literal["deliver"]
+    task_id: str
+
+
+class GiveUpRequest(BaseModel):
+    """Retries are spent; ``error`` is what the workflow caught."""
+
+    action: Literal["give_up"]
+    task_id: str
+    error: dict[str, Any] | None = None
+
+
+class CallbackRequest(BaseModel):
+    """One of the workflow's requests."""
+
+    request: Annotated[DeliverRequest | GiveUpRequest, Field(discriminator="action")]
+
+
+@cache
+def dependencies() -> Dependencies:
+    """Adapters for this function instance, built on first use from the environment."""
+    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Entry point. ``CallbackRetryable`` propagates: the workflow retries on its name."""
+    request = parse(event={"request": event}, model=CallbackRequest).request
+    logger.set_correlation_id(request.task_id)
+    logger.append_keys(task_id=request.task_id, action=request.action)
+    if isinstance(request, DeliverRequest):
+        outcome = callbacks.deliver(request.task_id, dependencies())
+        logger.info("callback attempt", extra={"outcome": outcome.value})
+        return {"outcome": outcome.value}
+    cause = (request.error or {}).get("Cause")
+    callbacks.give_up(request.task_id, str(cause)[:500] if cause else None, dependencies())
+    return {"outcome": "given_up"}

@@ -1,0 +1,62 @@
+"""The lifecycle function: what the task's workflow asks for (store its token, expire the task)."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, Field
+
+from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.services import lifecycle
+from exports.services.dependencies import Dependencies
+from exports.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+class WatchRequest(BaseModel):
+    """Store the workflow's task token on the task."""
+
+    action: Literal["watch"]
+    task_id: str
+    token: str
+
+
+class ExpireRequest(BaseModel):
+    """The deadline passed."""
+
+    action: Literal["expire"]
+    task_id: str
+
+
+class LifecycleRequest(BaseModel):
+    """One of the workflow's requests."""
+
+    request: Annotated[WatchRequest | ExpireRequest, Field(discriminator="action")]
+
+
+@cache
+def dependencies() -> Dependencies:
+    """Adapters for this function instance, built on first use from the environment."""
+    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Entry point; errors propagate so the workflow's Retry sees them."""
+    request = parse(event={"request": event}, model=LifecycleRequest).request
+    logger.set_correlation_id(request.task_id)
+    logger.append_keys(task_id=request.task_id, action=request.action)
+    if isinstance(request, WatchRequest):
+        lifecycle.watch(request.task_id, request.token, dependencies())
+        return {"status": "WATCHING"}
+    return {"status": lifecycle.expire(request.task_id, dependencies()).value}
