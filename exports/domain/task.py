@@ -264,12 +264,13 @@ def record_callback(task: Task, delivered: bool, error: str | None, final: bool)
 
 
 def give_up_callback(task: Task, error: str | None) -> Task:
-    """Retries are exhausted: the callback failed for good."""
+    """Retries are exhausted: the callback failed for good. The last attempt's own error is
+    kept; ``error`` (what stopped the retries) only fills in when none was recorded."""
     state = task.callback or CallbackState()
     return task.model_copy(
         update={
             "callback": CallbackState(
-                status=CallbackStatus.FAILED, attempts=state.attempts, last_error=error or state.last_error
+                status=CallbackStatus.FAILED, attempts=state.attempts, last_error=state.last_error or error
             )
         }
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import cache
 from typing import Annotated, Any, Literal
@@ -48,6 +49,18 @@ def dependencies() -> Dependencies:
     return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
 
 
+def _caught_message(error: dict[str, Any] | None) -> str | None:
+    """The message of the error the workflow caught (its ``Cause`` is the function's error JSON)."""
+    if not error:
+        return None
+    cause = str(error.get("Cause") or "")
+    try:
+        message = json.loads(cause).get("errorMessage")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or cause or error.get("Error") or "")[:500] or None
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
@@ -60,6 +73,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         outcome = callbacks.deliver(request.task_id, dependencies())
         logger.info("callback attempt", extra={"outcome": outcome.value})
         return {"outcome": outcome.value}
-    cause = (request.error or {}).get("Cause")
-    callbacks.give_up(request.task_id, str(cause)[:500] if cause else None, dependencies())
+    callbacks.give_up(request.task_id, _caught_message(request.error), dependencies())
     return {"outcome": "given_up"}

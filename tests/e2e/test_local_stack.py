@@ -1,7 +1,11 @@
 """`make run`'s stack as a new user meets it: a separate process, driven over real HTTP."""
 
+import base64
 import csv
+import hashlib
+import hmac
 import io
+import json
 import os
 import signal
 import socket
@@ -22,10 +26,12 @@ import requests
 
 from exports.adapters.dynamodb_items import from_item
 from exports.config import Names
+from tests.receiver import receiver
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"alice": "alice-token", "bob": "bob-token"}
+WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def free_port() -> int:
@@ -62,6 +68,7 @@ def stack() -> Iterator[Stack]:
         "EXPORTS_AWS_PORT": str(aws_port),
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
         "EXPORTS_DEMO_ORDERS": "4000",
+        "EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("AWS_ENDPOINT_URL", None)
@@ -262,6 +269,51 @@ def test_no_or_unknown_token_is_401(stack: Stack) -> None:
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "UNAUTHORIZED"
         assert counts(stack) == before
+
+
+def test_a_callback_reaches_a_receiver_on_the_developers_machine_signed(stack: Stack) -> None:
+    with receiver([503, 204]) as hook:
+        body = {
+            "export_type": "orders",
+            "callback_url": hook.url,
+            "filters": {"date_from": recent(3), "date_to": recent(0)},
+        }
+        task_id = submit(stack, body).json()["task_id"]
+        calls = hook.wait_for(2)
+    assert [json.loads(c.body)["status"] for c in calls] == ["COMPLETED", "COMPLETED"]
+    assert calls[0].headers["webhook-id"] == calls[1].headers["webhook-id"]
+    key = base64.b64decode(WEBHOOK_SECRET.removeprefix("whsec_"))
+    for call in calls:
+        signed = f"{call.headers['webhook-id']}.{call.headers['webhook-timestamp']}.".encode() + call.body
+        assert (
+            call.headers["webhook-signature"]
+            == "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+        )
+    payload = json.loads(calls[-1].body)
+    assert payload["task_id"] == task_id
+    assert requests.get(payload["download_url"], timeout=10).status_code == 200
+    task = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers(), timeout=10).json()
+    assert task["callback"] == {"status": "DELIVERED", "attempts": 2, "last_error": None}
+
+
+def test_cancel_and_retry_over_http(stack: Stack) -> None:
+    body = {"export_type": "orders", "filters": {"date_from": recent(80), "date_to": recent(0)}}
+    # Cancel races the worker; a task that finished first is simply not cancellable. A few tries
+    # make sure the cancel itself is exercised.
+    for _ in range(5):
+        task_id = submit(stack, body).json()["task_id"]
+        cancelled = requests.post(f"{stack.url}/v1/exports/{task_id}/cancel", headers=stack.headers(), timeout=10)
+        if cancelled.status_code == 200:
+            break
+        assert (cancelled.status_code, cancelled.json()["error"]["code"]) == (409, "TASK_NOT_CANCELLABLE")
+    assert cancelled.json()["status"] == "CANCELLED"
+    assert wait_until_done(stack, task_id)["status"] == "CANCELLED"
+    retried = requests.post(f"{stack.url}/v1/exports/{task_id}/retry", headers=stack.headers(), timeout=10)
+    assert retried.status_code == 202
+    new_task = wait_until_done(stack, retried.json()["task_id"])
+    assert (new_task["status"], new_task["retry_of"]) == ("COMPLETED", task_id)
+    foreign = requests.post(f"{stack.url}/v1/exports/{task_id}/retry", headers=stack.headers("bob"), timeout=10)
+    assert foreign.status_code == 404
 
 
 def test_docs_are_public_and_the_banner_tells_a_newcomer_what_to_do(stack: Stack) -> None:

@@ -1,5 +1,6 @@
 """moto in-process with the same resources local mode and the CDK app define."""
 
+import time
 from collections.abc import Iterator
 from datetime import date
 
@@ -8,19 +9,24 @@ import pytest
 from moto import mock_aws
 
 from exports.adapters.clients import aws_client
+from exports.config import Env
+from functions.callback import handler as callback
+from functions.lifecycle import handler as lifecycle
 from functions.submit import handler as api
 from functions.worker import handler as worker
+from local_stack import lambda_runtime
 from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources, create_resources
+from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources
 
 SEED_DAY = date(2025, 3, 31)
 SEED_ORDERS = 400
+WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def _clear_caches() -> None:
     aws_client.cache_clear()
-    api.dependencies.cache_clear()
-    worker.dependencies.cache_clear()
+    for function in (api, worker, lifecycle, callback):
+        function.dependencies.cache_clear()
 
 
 @pytest.fixture
@@ -40,3 +46,57 @@ def orders(aws: Resources) -> Resources:
     """The demo orders (90 days up to SEED_DAY) in the orders table."""
     seed_orders(boto3.client("dynamodb", region_name=REGION), aws.orders_table, SEED_ORDERS, SEED_DAY)
     return aws
+
+
+RETRY_TIME_SCALE = 0.05
+
+
+class CompressedRetryClock:
+    """Step Functions Retry sleeps, recorded at full length and slept 20x shorter."""
+
+    def __init__(self) -> None:
+        self.intervals: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.intervals.append(seconds)
+        time.sleep(seconds * RETRY_TIME_SCALE)
+
+
+@pytest.fixture
+def retry_clock(monkeypatch: pytest.MonkeyPatch) -> CompressedRetryClock:
+    """Compress the workflow's retry waits (test harness only: the definition is unchanged)."""
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    clock = CompressedRetryClock()
+    monkeypatch.setattr(retrier_decl, "time", clock)
+    return clock
+
+
+@pytest.fixture
+def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClock) -> Iterator[Resources]:
+    """Like ``aws``, but state machines execute and Lambda functions run our handlers."""
+    with mock_aws(config=MOTO_CONFIG):
+        lambda_runtime.install()
+        try:
+            resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+            for name, value in resources.function_environment().items():
+                monkeypatch.setenv(name, value)
+            monkeypatch.setenv(Env.WEBHOOK_SECRET, WEBHOOK_SECRET)
+            monkeypatch.setenv(Env.ALLOW_LOCAL_CALLBACKS, "true")
+            _clear_caches()
+            yield resources
+            _wait_for_executions(resources)
+        finally:
+            lambda_runtime.uninstall()
+            _clear_caches()
+
+
+def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
+    """Executions run in threads; let them end before the mock goes away."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    deadline = time.monotonic() + limit_sec
+    while time.monotonic() < deadline:
+        running = sfn.list_executions(stateMachineArn=resources.state_machine_arn, statusFilter="RUNNING")
+        if not running["executions"]:
+            return
+        time.sleep(0.2)

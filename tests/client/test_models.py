@@ -1,0 +1,96 @@
+"""The SDK's models and calls match the API's contract, so drift fails here first.
+
+docs/openapi.json is kept equal to what the API serves (test_openapi_doc.py); these tests hold
+the SDK to that file: every response component has a model with the same JSON Schema, every
+operation has a client method, and submit()/list() take exactly the API's parameters.
+"""
+
+import inspect
+import json
+from typing import Any
+
+import pytest
+from exports_client import ExportsClient, models
+from pydantic import BaseModel, TypeAdapter
+
+from exports.api_models import ErrorBody as ServiceErrorBody
+from tests.client.openapi_doc import DOC_PATH
+
+DOC = json.loads(DOC_PATH.read_text(encoding="utf-8"))
+COMPONENTS: dict[str, Any] = DOC["components"]["schemas"]
+# Components that are no answer of ours: Powertools' validation models (errors are answered as
+# ErrorBody) and the request body, which test_submit_takes_... checks against submit().
+NOT_RESPONSES = {"HTTPValidationError", "ValidationError", "ResponseValidationError", "ExportRequest"}
+# Each operation of the API and the client method that calls it.
+OPERATIONS = {
+    ("post", "/v1/exports"): ExportsClient.submit,
+    ("get", "/v1/exports"): ExportsClient.list,
+    ("get", "/v1/exports/{task_id}"): ExportsClient.get,
+    ("get", "/v1/exports/{task_id}/download"): ExportsClient.download,
+    ("post", "/v1/exports/{task_id}/cancel"): ExportsClient.cancel,
+    ("post", "/v1/exports/{task_id}/retry"): ExportsClient.retry,
+    ("get", "/v1/export-types"): ExportsClient.export_types,
+}
+# Schema words that only document: they do not change what a document may contain.
+ANNOTATIONS = {"title", "description", "default"}
+
+
+def contract(schema: Any) -> Any:
+    """A JSON Schema without its annotations and nested definitions (compared one by one)."""
+    if isinstance(schema, list):
+        return [contract(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties":
+            kept[key] = {name: contract(prop) for name, prop in value.items()}
+        elif key not in ANNOTATIONS and key != "$defs":
+            kept[key] = contract(value)
+    return kept
+
+
+def schema_of(model: Any) -> dict[str, Any]:
+    template = "#/components/schemas/{model}"
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return model.model_json_schema(ref_template=template)
+    return TypeAdapter(model).json_schema(ref_template=template)
+
+
+@pytest.mark.parametrize("name", sorted(set(COMPONENTS) - NOT_RESPONSES))
+def test_every_response_component_has_a_model_with_the_same_schema(name: str) -> None:
+    model = getattr(models, name, None)
+    assert model is not None, f"the API has a new component {name}: add exports_client.models.{name}"
+    ours, theirs = contract(schema_of(model)), contract(COMPONENTS[name])
+    assert set(ours.get("properties", {})) == set(theirs.get("properties", {})), f"{name} has other fields"
+    assert ours == theirs
+
+
+def test_every_operation_has_a_client_method() -> None:
+    documented = {(method, path) for path, item in DOC["paths"].items() for method in item}
+    assert documented <= set(OPERATIONS), f"no client method for {sorted(documented - set(OPERATIONS))}"
+
+
+def test_submit_takes_exactly_the_fields_of_an_export_request() -> None:
+    parameters = set(inspect.signature(ExportsClient.submit).parameters) - {"self"}
+    assert parameters == set(COMPONENTS["ExportRequest"]["properties"])
+    assert set(COMPONENTS["ExportRequest"]["required"]) == {"export_type"}
+
+
+def test_list_takes_exactly_the_query_parameters_of_the_api() -> None:
+    documented = {parameter["name"] for parameter in DOC["paths"]["/v1/exports"]["get"]["parameters"]}
+    assert set(inspect.signature(ExportsClient.list).parameters) - {"self"} == documented
+
+
+def test_errors_are_read_with_the_services_error_shape() -> None:
+    # The error envelope is not in the OpenAPI document, so compare with the service's model.
+    assert contract(schema_of(models.ErrorBody)) == contract(schema_of(ServiceErrorBody))
+    assert contract(schema_of(models.ErrorDetail)) == contract(
+        ServiceErrorBody.model_json_schema()["$defs"]["ErrorDetail"]
+    )
+
+
+def test_the_terminal_states_are_those_of_the_service() -> None:
+    from exports.domain.status import TERMINAL
+
+    assert {status.value for status in models.TERMINAL} == {status.value for status in TERMINAL}

@@ -1,0 +1,105 @@
+"""Infrastructure suite: the CDK app synthesized at most once per session, shared by every test.
+
+Scope: what ``cdk deploy`` would create, checked at synth time (no AWS account here). One app
+holds two stacks: ``dev`` with the defaults a newcomer deploys (a created Cognito user pool, no
+CORS, no alarm e-mail) and ``prod`` with every context setting given (an external OIDC issuer,
+CORS origins, an alarm e-mail). Bundling is skipped here; ``test_infra_bundling.py`` runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Before aws_cdk is imported: Node 20 otherwise prints an end-of-life banner on every import.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import pytest
+from aws_cdk import App, CfnElement, Stack
+from aws_cdk.assertions import Template
+from constructs import IConstruct
+
+from infra.settings import StageSettings
+from infra.stack import ExportsStack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+PROD_CONTEXT = {
+    "stage": "prod",
+    "jwt_issuer": "https://login.example.com/tenant/",
+    "jwt_audience": "exports-api,exports-cli",
+    "cors_allowed_origins": "https://app.example.com",
+    "alarm_email": "oncall@example.com",
+}
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    """One stack and its template."""
+
+    stack: ExportsStack
+    template: Template
+
+    @property
+    def settings(self) -> StageSettings:
+        """The stage settings the stack was built with."""
+        return self.stack.settings
+
+    def logical_id(self, construct: IConstruct) -> str:
+        """The logical id of ``construct`` (an L2 construct's resource, or a CfnElement)."""
+        element = construct if isinstance(construct, CfnElement) else construct.node.default_child
+        return self.stack.resolve(Stack.of(construct).get_logical_id(element))
+
+    def resource(self, construct: IConstruct) -> dict[str, Any]:
+        """The template entry (Type, Properties, ...) of ``construct``."""
+        return self.template.to_json()["Resources"][self.logical_id(construct)]
+
+    def props(self, construct: IConstruct) -> dict[str, Any]:
+        """The Properties of ``construct``'s resource."""
+        return self.resource(construct)["Properties"]
+
+    def arn(self, construct: IConstruct) -> dict[str, Any]:
+        """``Fn::GetAtt <construct>.Arn`` as it appears in the template."""
+        return {"Fn::GetAtt": [self.logical_id(construct), "Arn"]}
+
+    def ref(self, construct: IConstruct) -> dict[str, str]:
+        """``Ref <construct>`` as it appears in the template."""
+        return {"Ref": self.logical_id(construct)}
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The synthesized app: both stacks."""
+
+    app: App
+    dev: Synthesized
+    prod: Synthesized
+
+
+@pytest.fixture(scope="session")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """Both stacks in one app, synthesized once."""
+    app = App(context={**CDK_CONTEXT, **SKIP_BUNDLING}, outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    stacks = {
+        name: ExportsStack(app, name, settings=StageSettings.from_context({**CDK_CONTEXT, **context}.get))
+        for name, context in (("Dev", {}), ("Prod", PROD_CONTEXT))
+    }
+    app.synth()
+    dev, prod = (Synthesized(stack, Template.from_stack(stack)) for stack in stacks.values())
+    return Assembly(app=app, dev=dev, prod=prod)
+
+
+@pytest.fixture(scope="session")
+def dev(assembly: Assembly) -> Synthesized:
+    """The dev stack (defaults: Cognito user pool, no CORS, no alarm e-mail)."""
+    return assembly.dev
+
+
+@pytest.fixture(scope="session")
+def prod(assembly: Assembly) -> Synthesized:
+    """The prod stack (external OIDC issuer, CORS origins, alarm e-mail)."""
+    return assembly.prod

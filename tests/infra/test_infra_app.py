@@ -1,0 +1,44 @@
+"""app.py, as ``cdk synth`` runs it: the stage from context, one stack, cdk-nag as a gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import App
+from aws_cdk import aws_sqs as sqs
+
+from app import build
+
+pytestmark = pytest.mark.infra
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+
+
+def app_for(stage, outdir):
+    return App(context={**CDK_CONTEXT, "stage": stage, "aws:cdk:bundling-stacks": []}, outdir=str(outdir))
+
+
+def test_the_app_synthesizes_the_stage_named_in_context(tmp_path):
+    app = app_for("prod", tmp_path)
+
+    stack = build(app)
+    app.synth()
+
+    assert stack.stack_name == "exports-prod"
+    assert stack.settings.protect_data is True
+    assert [path.name for path in tmp_path.glob("*.template.json")] == ["exports-prod.template.json"]
+
+
+def test_an_unacknowledged_finding_stops_the_synth(tmp_path):
+    app = app_for("dev", tmp_path)
+    stack = build(app)
+    # Given a resource cdk-nag objects to (no encryption, no SSL-only policy, no DLQ)
+    sqs.Queue(stack, "Careless", encryption=sqs.QueueEncryption.UNENCRYPTED)
+
+    with pytest.raises(RuntimeError, match="ValidationFailed") as failure:
+        app.synth()
+
+    assert "AwsSolutions-SQS4" in str(failure.value)

@@ -1,0 +1,88 @@
+"""The template uses the values of exports.config, the module the function code reads: nothing typed twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from exports.config import Capacity, OrdersTable, Queue, Results, TaskTable, Worker
+from infra.settings import Sizing
+
+pytestmark = pytest.mark.infra
+
+
+def key_schema(keys):
+    return {key["KeyType"]: key["AttributeName"] for key in keys}
+
+
+def test_the_queue_redrive_and_timing_equal_the_config(dev):
+    queue = dev.props(dev.stack.queues.queue)
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == Queue.MAX_RECEIVE_COUNT
+    assert queue["VisibilityTimeout"] == Queue.VISIBILITY_TIMEOUT_SEC
+    assert queue["MessageRetentionPeriod"] == Queue.RETENTION_SEC
+    assert queue["ReceiveMessageWaitTimeSeconds"] == Queue.LONG_POLL_SEC
+    assert dev.props(dev.stack.queues.dead_letters)["MessageRetentionPeriod"] == Queue.DLQ_RETENTION_SEC
+
+
+def test_the_visibility_timeout_is_at_least_six_worker_timeouts(dev):
+    queue = dev.props(dev.stack.queues.queue)
+    worker = dev.props(dev.stack.functions.worker.function)
+    assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"]
+
+
+def test_function_timeouts_memory_and_batch_equal_the_config(dev):
+    worker = dev.props(dev.stack.functions.worker.function)
+    api = dev.props(dev.stack.functions.api.function)
+    assert worker["Timeout"] == Worker.FUNCTION_TIMEOUT_SEC
+    assert (worker["MemorySize"], api["MemorySize"], api["Timeout"]) == (
+        Sizing.WORKER_MEMORY_MB,
+        Sizing.API_MEMORY_MB,
+        Sizing.API_TIMEOUT_SEC,
+    )
+    dev.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {"BatchSize": Worker.BATCH_SIZE, "ScalingConfig": {"MaximumConcurrency": Capacity.WORKER_MAX_CONCURRENCY}},
+    )
+
+
+def test_the_retry_schedule_fits_the_queue(dev):
+    # Retries are re-sent with a delay (base * 4**n, capped): SQS takes at most 15 minutes, and a
+    # waiting retry must not outlive the queue's retention.
+    queue = dev.props(dev.stack.queues.queue)
+    assert Worker.RETRY_BASE_DELAY_SEC <= Worker.RETRY_MAX_DELAY_SEC <= 900
+    assert queue["MessageRetentionPeriod"] > Worker.RETRY_MAX_DELAY_SEC
+    assert "DelaySeconds" not in queue
+
+
+def test_table_keys_indexes_and_ttl_equal_the_config(dev):
+    tasks, orders = dev.props(dev.stack.tables.tasks), dev.props(dev.stack.tables.orders)
+    assert key_schema(tasks["KeySchema"]) == {"HASH": TaskTable.PARTITION_KEY}
+    (by_user,) = tasks["GlobalSecondaryIndexes"]
+    assert by_user["IndexName"] == TaskTable.USER_INDEX
+    assert key_schema(by_user["KeySchema"]) == {
+        "HASH": TaskTable.USER_INDEX_PARTITION_KEY,
+        "RANGE": TaskTable.USER_INDEX_SORT_KEY,
+    }
+    assert tasks["TimeToLiveSpecification"]["AttributeName"] == TaskTable.TTL_ATTRIBUTE
+    assert key_schema(orders["KeySchema"]) == {"HASH": OrdersTable.PARTITION_KEY}
+    (by_day,) = orders["GlobalSecondaryIndexes"]
+    assert by_day["IndexName"] == OrdersTable.DAY_INDEX
+    assert key_schema(by_day["KeySchema"]) == {
+        "HASH": OrdersTable.DAY_INDEX_PARTITION_KEY,
+        "RANGE": OrdersTable.DAY_INDEX_SORT_KEY,
+    }
+
+
+def test_result_retention_and_upload_cleanup_equal_the_config(dev, prod):
+    for synth in (dev, prod):
+        rules = {
+            rule["Id"]: rule for rule in synth.props(synth.stack.storage.bucket)["LifecycleConfiguration"]["Rules"]
+        }
+        retention_sec = synth.settings.results_retention_hours * 3600 + Worker.FUNCTION_TIMEOUT_SEC
+        assert rules["expire-results"]["ExpirationInDays"] == -(-retention_sec // (24 * 3600))
+        assert rules["expire-results"]["Prefix"] == f"{Results.KEY_PREFIX}/"
+        days = rules["abort-incomplete-uploads"]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"]
+        assert days == Results.ABORT_INCOMPLETE_UPLOAD_DAYS
+        for function in (synth.stack.functions.api, synth.stack.functions.worker):
+            variables = synth.props(function.function)["Environment"]["Variables"]
+            assert int(variables["EXPORTS_RETENTION_HOURS"]) == synth.settings.results_retention_hours
+            assert Results.RETENTION_HOURS_MIN <= synth.settings.results_retention_hours <= Results.RETENTION_HOURS_MAX

@@ -1,0 +1,498 @@
+"""Every promise of the infrastructure, asserted on the synthesized templates.
+
+Values shared with the function code are compared with exports.config in test_infra_config_parity.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+
+from exports.config import (
+    API_VERSION_PREFIX,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+    Capacity,
+    Env,
+    Metric,
+    OrdersTable,
+    Results,
+    TaskTable,
+)
+from infra.api import PROTECTED_ROUTES, PUBLIC_ROUTES
+from infra.function_factory import RUNTIME
+
+pytestmark = pytest.mark.infra
+
+POWERTOOLS_ENV = ("POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL")
+
+
+def of_type(synth, resource_type):
+    return synth.template.find_resources(resource_type)
+
+
+def ssl_only_statement(action, principal=None):
+    return Match.object_like(
+        {
+            "Effect": "Deny",
+            "Action": action,
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            "Principal": principal or {"AWS": "*"},
+        }
+    )
+
+
+def allowed_pairs(synth, service_function):
+    """(action, resource) pairs the function's role may use, resources as canonical JSON."""
+    policies = [
+        resource
+        for resource in of_type(synth, "AWS::IAM::Policy").values()
+        if synth.ref(service_function.role) in resource["Properties"]["Roles"]
+    ]
+    pairs = set()
+    for policy in policies:
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            assert statement["Effect"] == "Allow"
+            assert "Condition" not in statement
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            pairs |= {(action, json.dumps(resource, sort_keys=True)) for action in actions for resource in resources}
+    return pairs
+
+
+def expected_pairs(grants):
+    return {(action, json.dumps(resource, sort_keys=True)) for actions, resource in grants for action in actions}
+
+
+def join(*parts):
+    return {"Fn::Join": ["", list(parts)]}
+
+
+# --- Lambda functions -------------------------------------------------------------------------
+
+
+def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
+    functions = of_type(dev, "AWS::Lambda::Function")
+    assert len(functions) == 2
+    for function in functions.values():
+        props = function["Properties"]
+        assert props["Runtime"] == RUNTIME.name
+        assert props["Runtime"] >= "python3.12"
+        assert props["Architectures"] == ["arm64"]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["Handler"] == "handler.lambda_handler"
+        variables = props["Environment"]["Variables"]
+        assert variables["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+        assert variables["POWERTOOLS_LOG_LEVEL"] == dev.settings.log_level
+
+
+def test_log_level_follows_the_stage(dev, prod):
+    for synth in (dev, prod):
+        for function in of_type(synth, "AWS::Lambda::Function").values():
+            assert (
+                function["Properties"]["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"] == synth.settings.log_level
+            )
+    assert dev.settings.log_level != prod.settings.log_level
+
+
+def test_every_function_logs_to_its_own_group_with_the_stage_retention(dev, prod):
+    for synth in (dev, prod):
+        for service_function in (synth.stack.functions.api, synth.stack.functions.worker):
+            function = synth.props(service_function.function)
+            assert function["LoggingConfig"]["LogGroup"] == synth.ref(service_function.log_group)
+            log_group = synth.props(service_function.log_group)
+            assert log_group["RetentionInDays"] == synth.settings.log_retention_days
+
+
+def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(dev):
+    stack = dev.stack
+    expected = {
+        Env.TASKS_TABLE: dev.ref(stack.tables.tasks),
+        Env.ORDERS_TABLE: dev.ref(stack.tables.orders),
+        Env.TASK_QUEUE_URL: dev.ref(stack.queues.queue),
+        Env.RESULTS_BUCKET: dev.ref(stack.storage.bucket),
+        Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
+        Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
+    }
+    for service_function in (stack.functions.api, stack.functions.worker):
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        assert {name: variables[name] for name in expected} == expected
+        assert set(variables) == set(expected) | set(POWERTOOLS_ENV)
+
+
+def test_each_function_has_its_own_role_without_managed_policies(dev):
+    roles = of_type(dev, "AWS::IAM::Role")
+    functions = of_type(dev, "AWS::Lambda::Function")
+    assert len(roles) == len(functions) == 2
+    assert len({json.dumps(f["Properties"]["Role"]) for f in functions.values()}) == 2
+    for role in roles.values():
+        props = role["Properties"]
+        assert "ManagedPolicyArns" not in props
+        assert props["AssumeRolePolicyDocument"]["Statement"] == [
+            {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
+        ]
+
+
+def test_the_api_function_may_do_exactly_what_its_code_does(dev):
+    stack = dev.stack
+    api = stack.functions.api
+    results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
+    user_index = join(dev.arn(stack.tables.tasks), f"/index/{TaskTable.USER_INDEX}")
+
+    assert allowed_pairs(dev, api) == expected_pairs(
+        [
+            (["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "*"),
+            (["logs:CreateLogStream", "logs:PutLogEvents"], dev.arn(api.log_group)),
+            (["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            (["dynamodb:Query"], user_index),
+            (["sqs:SendMessage"], dev.arn(stack.queues.queue)),
+            (["s3:GetObject"], results),
+        ]
+    )
+
+
+def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
+    stack = dev.stack
+    worker = stack.functions.worker
+    results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
+    day_index = join(dev.arn(stack.tables.orders), f"/index/{OrdersTable.DAY_INDEX}")
+    consume = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage"]
+
+    assert allowed_pairs(dev, worker) == expected_pairs(
+        [
+            (["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "*"),
+            (["logs:CreateLogStream", "logs:PutLogEvents"], dev.arn(worker.log_group)),
+            (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            (["dynamodb:Query"], day_index),
+            ([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(stack.queues.queue)),
+            (["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], results),
+        ]
+    )
+
+
+def test_only_xray_gets_a_wildcard_resource(dev):
+    for service_function in (dev.stack.functions.api, dev.stack.functions.worker):
+        wildcard = {action for action, resource in allowed_pairs(dev, service_function) if resource == '"*"'}
+        assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_the_worker_reads_the_queue_with_partial_batch_failures_and_a_concurrency_ceiling(dev):
+    stack = dev.stack
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", 1)
+    dev.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": dev.arn(stack.queues.queue),
+            "FunctionName": dev.ref(stack.functions.worker.function),
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": Capacity.WORKER_MAX_CONCURRENCY},
+        },
+    )
+
+
+# --- DynamoDB ---------------------------------------------------------------------------------
+
+
+def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
+    for synth in (dev, prod):
+        tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
+        assert len(tables) == 2
+        for table in tables.values():
+            assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
+            (replica,) = table["Properties"]["Replicas"]
+            assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_tables_are_protected_and_retained_in_prod_only(dev, prod):
+    for synth, protected in ((dev, False), (prod, True)):
+        for table in of_type(synth, "AWS::DynamoDB::GlobalTable").values():
+            assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is protected
+            assert table["DeletionPolicy"] == ("Retain" if protected else "Delete")
+
+
+def test_the_tasks_table_expires_records_by_ttl(dev):
+    tasks = dev.props(dev.stack.tables.tasks)
+    assert tasks["TimeToLiveSpecification"] == {"AttributeName": TaskTable.TTL_ATTRIBUTE, "Enabled": True}
+
+
+def test_the_tables_have_the_indexes_the_code_queries(dev):
+    tasks, orders = dev.props(dev.stack.tables.tasks), dev.props(dev.stack.tables.orders)
+    assert [index["IndexName"] for index in tasks["GlobalSecondaryIndexes"]] == [TaskTable.USER_INDEX]
+    assert [index["IndexName"] for index in orders["GlobalSecondaryIndexes"]] == [OrdersTable.DAY_INDEX]
+
+
+# --- SQS --------------------------------------------------------------------------------------
+
+
+def test_queues_are_encrypted_and_ssl_only(dev):
+    queues = of_type(dev, "AWS::SQS::Queue")
+    assert len(queues) == 2
+    for queue in queues.values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    policies = of_type(dev, "AWS::SQS::QueuePolicy")
+    protected = {json.dumps(queue_ref) for policy in policies.values() for queue_ref in policy["Properties"]["Queues"]}
+    assert protected == {json.dumps(dev.ref(q)) for q in (dev.stack.queues.queue, dev.stack.queues.dead_letters)}
+    for policy in policies.values():
+        assert (
+            Match.array_with([ssl_only_statement("sqs:*")])
+            .test(policy["Properties"]["PolicyDocument"]["Statement"])
+            .is_success
+        )
+
+
+def test_the_task_queue_sends_messages_that_keep_failing_to_the_dlq(dev):
+    queue = dev.props(dev.stack.queues.queue)
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == dev.arn(dev.stack.queues.dead_letters)
+    assert "RedrivePolicy" not in dev.props(dev.stack.queues.dead_letters)
+
+
+# --- S3 ---------------------------------------------------------------------------------------
+
+
+def test_buckets_are_private_encrypted_and_ssl_only(dev):
+    buckets = of_type(dev, "AWS::S3::Bucket")
+    assert len(buckets) == 2
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+            "SSEAlgorithm": "AES256"
+        }
+    for policy in of_type(dev, "AWS::S3::BucketPolicy").values():
+        assert (
+            Match.array_with([ssl_only_statement("s3:*")])
+            .test(policy["Properties"]["PolicyDocument"]["Statement"])
+            .is_success
+        )
+
+
+def test_results_expire_after_the_retention_and_incomplete_uploads_are_aborted(dev):
+    rules = {rule["Id"]: rule for rule in dev.props(dev.stack.storage.bucket)["LifecycleConfiguration"]["Rules"]}
+    assert rules["expire-results"] == {
+        "Id": "expire-results",
+        "Prefix": f"{Results.KEY_PREFIX}/",
+        "ExpirationInDays": dev.settings.results_expiry_days,
+        "Status": "Enabled",
+    }
+    assert rules["abort-incomplete-uploads"]["AbortIncompleteMultipartUpload"] == {
+        "DaysAfterInitiation": Results.ABORT_INCOMPLETE_UPLOAD_DAYS
+    }
+
+
+def test_downloads_are_recorded_in_the_access_log_bucket(dev):
+    logging = dev.props(dev.stack.storage.bucket)["LoggingConfiguration"]
+    assert logging["DestinationBucketName"] == dev.ref(dev.stack.storage.access_logs)
+
+
+def test_the_bucket_allows_browser_downloads_from_the_cors_origins_only(dev, prod):
+    assert "CorsConfiguration" not in dev.props(dev.stack.storage.bucket)
+    (rule,) = prod.props(prod.stack.storage.bucket)["CorsConfiguration"]["CorsRules"]
+    assert rule["AllowedOrigins"] == list(prod.settings.cors_allowed_origins)
+    assert rule["AllowedMethods"] == ["GET"]
+
+
+def test_buckets_are_retained_in_prod(dev, prod):
+    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+        for bucket in of_type(synth, "AWS::S3::Bucket").values():
+            assert bucket["DeletionPolicy"] == policy
+
+
+# --- HTTP API ---------------------------------------------------------------------------------
+
+
+def routes_by_key(synth):
+    return {
+        route["Properties"]["RouteKey"]: route["Properties"]
+        for route in of_type(synth, "AWS::ApiGatewayV2::Route").values()
+    }
+
+
+def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
+    protected = {f"{method.value} {path}" for path, methods in PROTECTED_ROUTES for method in methods}
+    public = {f"GET {path}" for path in PUBLIC_ROUTES}
+    for synth in (dev, prod):
+        routes = routes_by_key(synth)
+        assert set(routes) == protected | public
+        for key, route in routes.items():
+            if key in public:
+                assert route["AuthorizationType"] == "NONE"
+            else:
+                assert key.split(" ")[1].startswith(f"{API_VERSION_PREFIX}/")
+                assert route["AuthorizationType"] == "JWT"
+                assert "AuthorizerId" in route
+
+
+def test_without_an_issuer_in_context_a_cognito_user_pool_issues_the_tokens(dev):
+    api = dev.stack.api
+    assert api.user_pool is not None
+    assert api.user_pool_client is not None
+    (authorizer,) = of_type(dev, "AWS::ApiGatewayV2::Authorizer").values()
+    props = authorizer["Properties"]
+    assert props["AuthorizerType"] == "JWT"
+    assert props["IdentitySource"] == ["$request.header.Authorization"]
+    assert props["JwtConfiguration"]["Audience"] == [dev.ref(api.user_pool_client)]
+    issuer = json.dumps(props["JwtConfiguration"]["Issuer"])
+    assert "cognito-idp" in issuer
+    assert dev.logical_id(api.user_pool) in issuer
+    pool = dev.props(api.user_pool)
+    assert pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
+    assert pool["Policies"]["PasswordPolicy"]["MinimumLength"] >= 12
+    client = dev.props(api.user_pool_client)
+    assert client.get("GenerateSecret", False) is False
+
+
+def test_with_an_issuer_in_context_no_user_pool_is_created(prod):
+    prod.template.resource_count_is("AWS::Cognito::UserPool", 0)
+    (authorizer,) = of_type(prod, "AWS::ApiGatewayV2::Authorizer").values()
+    assert authorizer["Properties"]["AuthorizerType"] == "JWT"
+    assert authorizer["Properties"]["JwtConfiguration"] == {
+        "Issuer": prod.settings.jwt.issuer,
+        "Audience": list(prod.settings.jwt.audience),
+    }
+
+
+def test_the_default_stage_throttles_and_writes_json_access_logs(dev):
+    (stage,) = of_type(dev, "AWS::ApiGatewayV2::Stage").values()
+    props = stage["Properties"]
+    assert props["StageName"] == "$default"
+    assert props["AutoDeploy"] is True
+    assert props["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": Capacity.API_THROTTLE_RATE_PER_SEC,
+        "ThrottlingBurstLimit": Capacity.API_THROTTLE_BURST,
+    }
+    assert props["AccessLogSettings"]["DestinationArn"] == dev.arn(dev.stack.api.access_logs)
+    log_format = json.loads(props["AccessLogSettings"]["Format"])
+    assert log_format["requestId"] == "$context.requestId"
+    assert log_format["status"] == "$context.status"
+    assert dev.props(dev.stack.api.access_logs)["RetentionInDays"] == dev.settings.log_retention_days
+
+
+def test_cors_comes_from_context(dev, prod):
+    assert "CorsConfiguration" not in dev.props(dev.stack.api.http_api)
+    cors = prod.props(prod.stack.api.http_api)["CorsConfiguration"]
+    assert cors["AllowOrigins"] == list(prod.settings.cors_allowed_origins)
+    assert set(cors["AllowHeaders"]) == {"authorization", "content-type"}
+    assert set(cors["ExposeHeaders"]) == {"location", "retry-after"}
+
+
+# --- Monitoring -------------------------------------------------------------------------------
+
+
+def alarms_by_name(synth):
+    prefix = f"{synth.stack.stack_name}-"
+    return {
+        alarm["Properties"]["AlarmName"].removeprefix(prefix): alarm["Properties"]
+        for alarm in of_type(synth, "AWS::CloudWatch::Alarm").values()
+    }
+
+
+def test_every_alarm_notifies_the_alarm_topic(dev):
+    alarms = alarms_by_name(dev)
+    assert set(alarms) == {
+        "DeadLetters",
+        "OldestMessage",
+        "WorkerErrors",
+        "WorkerThrottles",
+        "Api5xx",
+        "CallbackFailed",
+    }
+    for alarm in alarms.values():
+        assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_the_dlq_alarm_fires_on_the_first_dead_letter(dev):
+    alarm = alarms_by_name(dev)["DeadLetters"]
+    assert alarm["Namespace"] == "AWS/SQS"
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [dev.logical_id(dev.stack.queues.dead_letters), "QueueName"]}}
+    ]
+    assert alarm["Threshold"] == 1
+
+
+def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
+    for synth in (dev, prod):
+        alarms, thresholds = alarms_by_name(synth), synth.settings.alarms
+        assert alarms["OldestMessage"]["MetricName"] == "ApproximateAgeOfOldestMessage"
+        assert alarms["OldestMessage"]["Threshold"] == thresholds.oldest_message_age_sec
+        assert (alarms["WorkerErrors"]["Namespace"], alarms["WorkerErrors"]["MetricName"]) == ("AWS/Lambda", "Errors")
+        assert alarms["WorkerErrors"]["Dimensions"] == [
+            {"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.worker.function)}
+        ]
+        assert alarms["WorkerErrors"]["Threshold"] == thresholds.worker_errors_per_5_min
+        assert (alarms["WorkerThrottles"]["MetricName"], alarms["WorkerThrottles"]["Threshold"]) == ("Throttles", 1)
+        assert (alarms["Api5xx"]["Namespace"], alarms["Api5xx"]["MetricName"]) == ("AWS/ApiGateway", "5xx")
+        assert alarms["Api5xx"]["Threshold"] == thresholds.api_5xx_per_5_min
+
+
+def test_failed_callbacks_alarm_on_our_business_metric(dev):
+    alarm = alarms_by_name(dev)["CallbackFailed"]
+    assert alarm["Namespace"] == METRICS_NAMESPACE
+    assert alarm["MetricName"] == Metric.CALLBACK_FAILED
+    # Powertools adds the service dimension to every metric it publishes.
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE_NAME}]
+    assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
+
+
+def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
+    dev.template.resource_count_is("AWS::SNS::Subscription", 0)
+    prod.template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {"Protocol": "email", "Endpoint": prod.settings.alarm_email, "TopicArn": prod.ref(prod.stack.monitoring.topic)},
+    )
+    (policy,) = of_type(dev, "AWS::SNS::TopicPolicy").values()
+    assert (
+        Match.array_with([ssl_only_statement("sns:Publish", principal="*")])
+        .test(policy["Properties"]["PolicyDocument"]["Statement"])
+        .is_success
+    )
+
+
+def test_the_dashboard_shows_the_business_metrics(dev):
+    (dashboard,) = of_type(dev, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED, Metric.ROWS_EXPORTED, Metric.DURATION_MS):
+        assert f'\\"{METRICS_NAMESPACE}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
+
+
+# --- Outputs ----------------------------------------------------------------------------------
+
+
+def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
+    common = {
+        "ApiUrl",
+        "ResultsBucketName",
+        "AccessLogsBucketName",
+        "TasksTableName",
+        "OrdersTableName",
+        "TaskQueueUrl",
+        "DeadLetterQueueUrl",
+        "AlarmTopicArn",
+        "DashboardName",
+    }
+    assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
+    assert set(prod.template.to_json()["Outputs"]) == common
+    dev.template.has_output("TaskQueueUrl", {"Value": dev.ref(dev.stack.queues.queue)})
+    dev.template.has_output("DeadLetterQueueUrl", {"Value": dev.ref(dev.stack.queues.dead_letters)})
+    dev.template.has_output("ResultsBucketName", {"Value": dev.ref(dev.stack.storage.bucket)})
+    dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
+    dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
+    dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})
+    api_url = json.dumps(dev.template.to_json()["Outputs"]["ApiUrl"]["Value"])
+    assert dev.logical_id(dev.stack.api.http_api) in api_url
+
+
+def test_no_state_machine_exists_until_the_orchestration_issue_adds_one(dev):
+    # The Workflows construct is ready (test_infra_workflows.py); the stack has nothing to put in it yet.
+    dev.template.resource_count_is("AWS::StepFunctions::StateMachine", 0)
+    assert dev.stack.workflows.state_machines == {}

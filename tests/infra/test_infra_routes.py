@@ -1,0 +1,24 @@
+"""The API routes in front of the function are exactly the routes its code serves."""
+
+from __future__ import annotations
+
+import pytest
+
+from exports.config import API_VERSION_PREFIX
+from infra.api import PROTECTED_ROUTES
+
+pytestmark = pytest.mark.infra
+
+
+def test_every_v1_route_of_the_handler_has_a_protected_api_route_and_no_more():
+    from functions.submit.handler import app
+
+    served = {
+        (method.upper(), path)
+        for path, item in app.get_openapi_schema().paths.items()
+        for method in ("get", "post", "put", "patch", "delete")
+        if getattr(item, method, None) is not None
+    }
+    routed = {(method.value, path) for path, methods in PROTECTED_ROUTES for method in methods}
+
+    assert routed == {(method, path) for method, path in served if path.startswith(f"{API_VERSION_PREFIX}/")}

@@ -1,0 +1,97 @@
+"""Stage settings from context: presets, overrides and the errors a wrong value gets (no synth)."""
+
+from __future__ import annotations
+
+import pytest
+
+from exports.config import Results, Worker
+from infra.settings import Context, JwtIssuer, StageSettings
+
+pytestmark = pytest.mark.infra
+
+
+def settings_from(**context):
+    return StageSettings.from_context(context.get)
+
+
+def test_stage_defaults_to_dev_and_dev_does_not_protect_data():
+    # Given no context, When settings are read, Then the dev preset applies
+    settings = settings_from()
+
+    assert settings.stage == "dev"
+    assert settings.protect_data is False
+    assert settings.jwt is None
+    assert settings.cors_allowed_origins == ()
+    assert settings.alarm_email is None
+    assert settings.results_retention_hours == Results.RETENTION_HOURS_DEFAULT
+
+
+def test_prod_protects_data_keeps_logs_longer_and_alarms_sooner():
+    dev, prod = settings_from(stage="dev"), settings_from(stage="prod")
+
+    assert prod.protect_data is True
+    assert prod.log_retention_days > dev.log_retention_days
+    assert prod.log_level == "INFO"
+    assert prod.alarms.oldest_message_age_sec < dev.alarms.oldest_message_age_sec
+    assert prod.alarms.worker_errors_per_5_min <= dev.alarms.worker_errors_per_5_min
+    # A task may legitimately sit in flight for a whole worker run: never alarm before that.
+    assert prod.alarms.oldest_message_age_sec > Worker.FUNCTION_TIMEOUT_SEC
+
+
+def test_command_line_strings_and_cdk_json_lists_both_work():
+    from_cli = settings_from(
+        stage="prod",
+        jwt_issuer="https://issuer.example.com/",
+        jwt_audience="a, b",
+        cors_allowed_origins="https://x.example.com,https://y.example.com",
+        results_retention_hours="48",
+        log_level="debug",
+        log_retention_days="30",
+        alarm_email="ops@example.com",
+    )
+    from_json = settings_from(
+        stage="prod",
+        jwt_issuer="https://issuer.example.com/",
+        jwt_audience=["a", "b"],
+        cors_allowed_origins=["https://x.example.com", "https://y.example.com"],
+        results_retention_hours=48,
+        log_level="DEBUG",
+        log_retention_days=30,
+        alarm_email="ops@example.com",
+    )
+
+    assert from_cli == from_json
+    assert from_cli.jwt == JwtIssuer(issuer="https://issuer.example.com/", audience=("a", "b"))
+    assert from_cli.cors_allowed_origins == ("https://x.example.com", "https://y.example.com")
+    assert from_cli.results_retention_hours == 48
+    assert from_cli.log_level == "DEBUG"
+    assert from_cli.log_retention_days == 30
+
+
+@pytest.mark.parametrize(
+    ("context", "complaint"),
+    [
+        ({"stage": "staging"}, Context.STAGE),
+        ({"log_level": "LOUD"}, Context.LOG_LEVEL),
+        ({"log_retention_days": "10"}, Context.LOG_RETENTION_DAYS),
+        ({"results_retention_hours": str(Results.RETENTION_HOURS_MAX + 1)}, Context.RESULTS_RETENTION_HOURS),
+        ({"results_retention_hours": "a day"}, Context.RESULTS_RETENTION_HOURS),
+        ({"jwt_issuer": "http://insecure.example.com", "jwt_audience": "a"}, Context.JWT_ISSUER),
+        ({"jwt_issuer": "https://issuer.example.com"}, Context.JWT_AUDIENCE),
+        ({"jwt_audience": "a"}, Context.JWT_ISSUER),
+        ({"cors_allowed_origins": "app.example.com"}, Context.CORS_ALLOWED_ORIGINS),
+        ({"alarm_email": "nobody"}, Context.ALARM_EMAIL),
+    ],
+)
+def test_a_wrong_context_value_is_refused_with_its_key(context, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        settings_from(**context)
+
+
+@pytest.mark.parametrize(("hours", "days"), [(1, 1), (23, 1), (24, 2), (47, 2), (72, 4)])
+def test_results_expire_after_retention_plus_the_longest_upload_in_whole_days(hours, days):
+    # S3 counts from the start of the upload, which may begin up to a worker timeout before the task ends.
+    settings = settings_from(results_retention_hours=hours)
+
+    assert settings.results_expiry_days == days
+    assert settings.results_expiry_days * 24 * 3600 >= hours * 3600 + Worker.FUNCTION_TIMEOUT_SEC

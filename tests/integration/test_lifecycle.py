@@ -1,0 +1,296 @@
+"""The lifecycle workflow executed for real (moto runs the state machine, our handlers run as its
+Lambda functions): deadlines, callbacks and their retries, cancel, and no lost callback."""
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+import boto3
+import pytest
+from pydantic import BaseModel
+
+from exports.config import Callback
+from exports.domain.ids import new_task_id
+from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat, Task, complete, new_task
+from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.export_types.registry import ExportTypeRegistry
+from exports.ports import TaskMessage
+from exports.services.worker import Outcome, process_task
+from functions.submit.handler import lambda_handler as api_handler
+from functions.worker import handler as worker
+from local_stack.embedded_aws import REGION, Resources
+from tests.builders import FakeContext, http_event
+from tests.integration.conftest import WEBHOOK_SECRET, CompressedRetryClock
+from tests.receiver import Received, receiver
+
+
+def expected_signature(received: Received) -> str:
+    """Standard Webhooks, computed here independently of the service's code."""
+    key = base64.b64decode(WEBHOOK_SECRET.removeprefix("whsec_"))
+    signed = f"{received.headers['webhook-id']}.{received.headers['webhook-timestamp']}.".encode() + received.body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail("condition not met in time")
+
+
+class NoFilters(BaseModel):
+    """Test export types take no filters."""
+
+
+class SlowExport(ExportType):
+    """Rows trickle in: long enough to pass a deadline or to be cancelled mid-way."""
+
+    name = "slow"
+    description = "test"
+    filters_model = NoFilters
+    started: ClassVar[threading.Event] = threading.Event()
+
+    def columns(self, filters: Any) -> list[Column]:
+        return [Column("n", "N", ColumnKind.INTEGER), Column("text", "Text")]
+
+    def rows(self, filters: Any, on_fraction: Callable[[float], None] = ignore_progress) -> Iterator[Row]:
+        SlowExport.started.set()
+        for n in range(100_000):
+            time.sleep(0.001)
+            yield (n, "x" * 200)
+
+    def file_stem(self, filters: Any) -> str:
+        return "slow"
+
+
+@pytest.fixture
+def deps(running_aws: Resources) -> Any:
+    real = worker.dependencies()
+    settings = real.settings.model_copy(update={"upload_part_bytes": 5 * 1024 * 1024, "progress_interval_sec": 0.2})
+    from dataclasses import replace
+
+    return replace(real, registry=ExportTypeRegistry([*real.registry, SlowExport()]), settings=settings)
+
+
+def start_task(deps: Any, timeout_sec: int, callback_url: str | None = None, export_type: str = "slow") -> Task:
+    now = datetime.now(UTC)
+    task = new_task(
+        task_id=new_task_id(now),
+        user_id="alice",
+        export_type=export_type,
+        format=ExportFormat.CSV,
+        filters={},
+        now=now,
+        retention=timedelta(hours=1),
+        timeout_sec=timeout_sec,
+        callback_url=callback_url,
+    )
+    deps.tasks.create(task)
+    deps.lifecycle.start(task)
+    return task
+
+
+def submit(body: dict[str, Any]) -> dict[str, Any]:
+    result = api_handler(http_event("POST", "/v1/exports", body), FakeContext())
+    return {"status": result["statusCode"], **json.loads(result["body"])}
+
+
+def orders_body(callback_url: str) -> dict[str, Any]:
+    return {
+        "export_type": "orders",
+        "format": "csv",
+        "callback_url": callback_url,
+        "timeout_sec": 10,
+        "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+    }
+
+
+def run_queued_work(resources: Resources) -> None:
+    """What the SQS event source does: hand the queued message to the worker."""
+    from local_stack.worker_loop import to_sqs_event
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    messages = sqs.receive_message(
+        QueueUrl=resources.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    worker.lambda_handler(to_sqs_event(messages, "arn:aws:sqs:us-east-1:123456789012:q", REGION), FakeContext())
+
+
+def objects_and_uploads(resources: Resources) -> tuple[list[Any], list[Any]]:
+    s3 = boto3.client("s3", region_name=REGION)
+    objects = s3.list_objects_v2(Bucket=resources.bucket).get("Contents", [])
+    uploads = s3.list_multipart_uploads(Bucket=resources.bucket).get("Uploads", [])
+    return objects, uploads
+
+
+def test_a_flapping_receiver_gets_the_same_signed_event_until_it_accepts(
+    running_aws: Resources, retry_clock: CompressedRetryClock
+) -> None:
+    with receiver([503, 500, 204]) as hook:
+        accepted = submit(orders_body(hook.url))
+        run_queued_work(running_aws)
+        calls = hook.wait_for(3)
+        task = wait_for(lambda: (t := get(accepted["task_id"]))["callback"]["status"] == "DELIVERED" and t)
+
+    assert len(calls) == 3
+    assert len({c.headers["webhook-id"] for c in calls}) == 1
+    for call in calls:
+        assert call.headers["webhook-signature"] == expected_signature(call)
+        assert call.headers["content-type"] == "application/json"
+        assert abs(int(call.headers["webhook-timestamp"]) - time.time()) < 60
+    payload = json.loads(calls[-1].body)
+    assert payload["task_id"] == accepted["task_id"]
+    assert payload["status"] == "COMPLETED"
+    assert payload["download_url"]
+    assert payload["callback_seq"] == 2
+    assert set(payload) == {"task_id", "status", "download_url", "expire_at", "error", "callback_seq", "occurred_at"}
+    # The retries waited 1 s, then 4 s (compressed 20x here), in that order.
+    assert retry_clock.intervals == [1, 4]
+    first_gap, second_gap = calls[1].at - calls[0].at, calls[2].at - calls[1].at
+    assert second_gap > first_gap
+    assert task["callback"] == {"status": "DELIVERED", "attempts": 3, "last_error": None}
+
+
+def test_an_always_failing_receiver_gets_four_attempts_then_the_task_records_the_failure(
+    running_aws: Resources, retry_clock: CompressedRetryClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with receiver([500]) as hook:
+        accepted = submit(orders_body(hook.url))
+        run_queued_work(running_aws)
+        task = wait_for(lambda: (t := get(accepted["task_id"]))["callback"]["status"] == "FAILED" and t)
+        calls = hook.requests
+
+    assert len(calls) == 1 + Callback.MAX_RETRIES == 4
+    assert retry_clock.intervals == [1, 4, 16]
+    assert task["status"] == "COMPLETED"  # the export's outcome never depends on its callback
+    assert task["callback"]["attempts"] == 4
+    assert task["callback"]["last_error"] == "HTTP 500"
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert any(m.get("CallbackFailed") == [1.0] for m in emitted)
+
+
+def test_a_final_4xx_or_a_redirect_is_not_retried(running_aws: Resources, retry_clock: CompressedRetryClock) -> None:
+    for status in (404, 302):
+        with receiver([status]) as hook:
+            accepted = submit(orders_body(hook.url))
+            run_queued_work(running_aws)
+            task_id = accepted["task_id"]
+            task = wait_for(lambda task_id=task_id: (t := get(task_id))["callback"]["status"] == "FAILED" and t)
+            assert len(hook.requests) == 1
+        assert task["callback"]["last_error"] == f"HTTP {status}"
+    assert retry_clock.intervals == []
+
+
+def test_a_slow_export_hits_its_deadline_and_leaves_nothing_behind(running_aws: Resources, deps: Any) -> None:
+    with receiver([204]) as hook:
+        task = start_task(deps, timeout_sec=3, callback_url=hook.url)
+        outcome = process_task(TaskMessage(task.task_id, "slow", 5), deps)
+        calls = hook.wait_for(1)
+
+    assert outcome is Outcome.LOST_OWNERSHIP
+    stored = deps.tasks.get(task.task_id)
+    assert stored.status is TaskStatus.TIMEOUT
+    assert stored.error.code == "DEADLINE_PASSED"
+    assert objects_and_uploads(running_aws) == ([], [])
+    assert json.loads(calls[0].body)["status"] == "TIMEOUT"
+
+
+def test_cancel_mid_export_stops_the_worker_and_leaves_nothing_behind(running_aws: Resources, deps: Any) -> None:
+    with receiver([204]) as hook:
+        task = start_task(deps, timeout_sec=60, callback_url=hook.url)
+        SlowExport.started.clear()
+        outcomes: list[Outcome] = []
+        running = threading.Thread(
+            target=lambda: outcomes.append(process_task(TaskMessage(task.task_id, "slow", 5), deps))
+        )
+        running.start()
+        SlowExport.started.wait(10)
+        wait_for(lambda: deps.tasks.get(task.task_id).status is TaskStatus.RUNNING)
+
+        result = api_handler(http_event("POST", f"/v1/exports/{task.task_id}/cancel"), FakeContext())
+        running.join(30)
+        calls = hook.wait_for(1)
+
+    assert result["statusCode"] == 200
+    assert json.loads(result["body"])["status"] == "CANCELLED"
+    assert outcomes == [Outcome.LOST_OWNERSHIP]
+    assert deps.tasks.get(task.task_id).status is TaskStatus.CANCELLED
+    assert objects_and_uploads(running_aws) == ([], [])
+    assert json.loads(calls[0].body)["status"] == "CANCELLED"
+
+
+def test_cancel_and_retry_answer_409_when_the_state_does_not_allow_them(running_aws: Resources, deps: Any) -> None:
+    task = start_task(deps, timeout_sec=3)
+    status = api_handler(http_event("POST", f"/v1/exports/{task.task_id}/retry"), FakeContext())["statusCode"]
+    assert status == 409  # PENDING: nothing to retry yet
+    assert api_handler(http_event("POST", f"/v1/exports/{task.task_id}/cancel"), FakeContext())["statusCode"] == 200
+    again = api_handler(http_event("POST", f"/v1/exports/{task.task_id}/cancel"), FakeContext())
+    assert again["statusCode"] == 409
+    assert json.loads(again["body"])["error"]["code"] == "TASK_NOT_CANCELLABLE"
+    other = api_handler(http_event("POST", f"/v1/exports/{task.task_id}/cancel", user="bob"), FakeContext())
+    assert other["statusCode"] == 404
+
+
+def test_retry_creates_a_linked_task_with_the_same_parameters(running_aws: Resources) -> None:
+    accepted = submit({**orders_body("http://127.0.0.1:9/hook"), "priority": 2})
+    assert (
+        api_handler(http_event("POST", f"/v1/exports/{accepted['task_id']}/cancel"), FakeContext())["statusCode"] == 200
+    )
+
+    result = api_handler(http_event("POST", f"/v1/exports/{accepted['task_id']}/retry"), FakeContext())
+
+    assert result["statusCode"] == 202
+    retried = get(json.loads(result["body"])["task_id"])
+    original = get(accepted["task_id"])
+    assert retried["retry_of"] == accepted["task_id"]
+    assert retried["status"] == "PENDING"
+    for name in ("export_type", "format", "filters", "priority"):
+        assert retried[name] == original[name]
+
+
+def test_no_callback_is_lost_when_the_worker_dies_after_ending_the_task(running_aws: Resources, deps: Any) -> None:
+    with receiver([204]) as hook:
+        task = start_task(deps, timeout_sec=3, callback_url=hook.url, export_type="orders")
+        # The worker wrote COMPLETED and died before telling the workflow.
+        wait_for(lambda: deps.tasks.get(task.task_id).lifecycle_token)
+        stored = deps.tasks.get(task.task_id)
+        running = stored.model_copy(update={"status": TaskStatus.RUNNING, "attempt": 1})
+        deps.tasks.update(stored, running)
+        result = deps.results.start_upload("results/x/orders.csv", "text/csv", "orders.csv", {})
+        result.upload_part(b"a,b\r\n")
+        result.complete()
+        from exports.domain.task import ExportResult
+
+        done = complete(
+            running,
+            ExportResult(
+                key="results/x/orders.csv",
+                bytes=5,
+                rows=0,
+                sha256="0" * 64,
+                content_type="text/csv",
+                file_name="orders.csv",
+            ),
+            datetime.now(UTC),
+            timedelta(hours=1),
+        )
+        deps.tasks.update(running, done)
+        calls = hook.wait_for(1, timeout=20)
+
+    assert len(calls) == 1
+    assert json.loads(calls[0].body)["status"] == "COMPLETED"
+    assert deps.tasks.get(task.task_id).status is TaskStatus.COMPLETED
+
+
+def get(task_id: str) -> dict[str, Any]:
+    return json.loads(api_handler(http_event("GET", f"/v1/exports/{task_id}"), FakeContext())["body"])

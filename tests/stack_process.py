@@ -1,0 +1,126 @@
+"""`make run`'s stack as a separate process on free ports, for tests that drive it over real HTTP.
+
+Shared by the end-to-end suites: start it with :func:`running_stack` (a context manager) from a
+module- or session-scoped fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token"}
+READY_TIMEOUT_SEC = 60
+STOP_TIMEOUT_SEC = 30
+
+
+def recent(days_ago: int) -> str:
+    """A day inside the stack's demo orders (the last 90 days), as YYYY-MM-DD."""
+    return (datetime.now(UTC).date() - timedelta(days=days_ago)).isoformat()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    """A running local stack: its API, its embedded AWS and the process."""
+
+    url: str
+    aws_url: str
+    process: subprocess.Popen
+    log_path: Path
+    tokens: Mapping[str, str] = field(default_factory=lambda: dict(TOKENS))
+
+    def output(self) -> str:
+        """Everything the stack printed so far (banner and request log)."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def headers(self, user: str = "alice") -> dict[str, str]:
+        """The Authorization header of ``user``."""
+        return {"Authorization": f"Bearer {self.tokens[user]}"}
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of the stack's embedded AWS."""
+        return boto3.client(
+            service,
+            endpoint_url=self.aws_url,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+
+
+def _wait_until_ready(stack: Stack) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_SEC
+    while True:
+        try:
+            if requests.get(f"{stack.url}/openapi.json", timeout=2).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        if stack.process.poll() is not None or time.monotonic() > deadline:
+            stack.process.kill()
+            stack.process.wait()
+            pytest.fail(f"local stack did not start:\n{stack.output()}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def running_stack(demo_orders: int = 4000, worker_concurrency: int | None = None) -> Iterator[Stack]:
+    """Start ``python -m local_stack`` on free ports, wait until it answers, stop it with SIGINT after.
+
+    Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the stack.
+    ``worker_concurrency=0`` runs no worker, so submitted tasks stay PENDING: what tests of
+    cancelling need to be deterministic.
+    """
+    port, aws_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "EXPORTS_AWS_PORT": str(aws_port),
+        "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
+        "EXPORTS_DEMO_ORDERS": str(demo_orders),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if worker_concurrency is not None:
+        env["EXPORTS_WORKER_CONCURRENCY"] = str(worker_concurrency)
+    env.pop("AWS_ENDPOINT_URL", None)
+    with tempfile.TemporaryDirectory(prefix="exports-stack-") as folder:
+        log_path = Path(folder) / "stack.log"
+        with log_path.open("w", encoding="utf-8") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "local_stack"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        stack = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{aws_port}", process, log_path)
+        try:
+            _wait_until_ready(stack)
+            yield stack
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=STOP_TIMEOUT_SEC)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
