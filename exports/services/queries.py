@@ -49,8 +49,10 @@ def list_tasks(
     status: TaskStatus | None = None,
     cursor: str | None = None,
 ) -> TaskPage:
-    """A page of the caller's tasks, newest first."""
-    return deps.tasks.list_for_user(user_id, limit, status, cursor)
+    """A page of the caller's tasks, newest first, without tasks past their retention."""
+    page = deps.tasks.list_for_user(user_id, limit, status, cursor)
+    now = deps.clock()
+    return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 
 
 def export_types(deps: Dependencies) -> list[ExportTypeView]:

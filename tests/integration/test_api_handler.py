@@ -232,3 +232,19 @@ def test_a_failed_enqueue_fails_the_task_instead_of_stranding_it(
     (item,) = stored_tasks(aws)
     assert item["status"]["S"] == "FAILED"
     assert item["error"]["M"]["code"]["S"] == "ENQUEUE_FAILED"
+
+
+def test_a_task_past_its_retention_is_gone_even_before_ttl_deletes_it(aws: Resources) -> None:
+    _, _, accepted = submit()
+    table = boto3.client("dynamodb", region_name=REGION)
+    table.update_item(
+        TableName=aws.tasks_table,
+        Key={"task_id": {"S": accepted["task_id"]}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00Z"}},
+    )
+    for path in (f"/v1/exports/{accepted['task_id']}", f"/v1/exports/{accepted['task_id']}/download"):
+        status, _, body = call(http_event("GET", path))
+        assert (status, body["error"]["code"]) == (404, "TASK_NOT_FOUND")
+    _, _, listed = call(http_event("GET", "/v1/exports"))
+    assert listed["items"] == []
