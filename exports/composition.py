@@ -18,6 +18,7 @@ from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics
 from exports.services.dependencies import Dependencies
 from exports.settings import Settings
+from exports.webhooks.signing import SECRET_PREFIX
 
 
 class PowertoolsMetrics:
@@ -47,7 +48,9 @@ def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
         def from_secrets_manager() -> str:
             from aws_lambda_powertools.utilities.parameters import get_secret
 
-            return str(get_secret(arn, max_age=300))
+            # Secrets Manager generates the base64 key; the whsec_ prefix is the format's, not ours.
+            value = str(get_secret(arn, max_age=300))
+            return value if value.startswith(SECRET_PREFIX) else SECRET_PREFIX + value
 
         return from_secrets_manager
 

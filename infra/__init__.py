@@ -1,0 +1,1 @@
+"""The CDK app of the exports service: one construct per concern, composed by :mod:`infra.stack`."""

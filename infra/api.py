@@ -1,0 +1,183 @@
+"""The HTTP API: JWT-protected ``/v1`` routes, public docs, throttling, access logs and CORS.
+
+Tokens come from an OIDC provider named in context (``jwt_issuer`` + ``jwt_audience``: Cognito,
+Auth0, Okta, Entra ID, ...) or, when none is named, from a Cognito user pool created here.
+The functions read the caller's id from the verified token's ``sub`` claim.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+import jsii
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw_v1
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from exports.config import API_VERSION_PREFIX, SERVICE_NAME, Capacity
+from infra.function_factory import log_group, removal_policy
+from infra.nag import acknowledge
+from infra.settings import StageSettings
+
+GET: Final = apigw.HttpMethod.GET
+POST: Final = apigw.HttpMethod.POST
+# Every route the API function serves under the version prefix; each needs a valid token.
+PROTECTED_ROUTES: Final = (
+    (f"{API_VERSION_PREFIX}/exports", (GET, POST)),
+    (f"{API_VERSION_PREFIX}/exports/{{task_id}}", (GET,)),
+    (f"{API_VERSION_PREFIX}/exports/{{task_id}}/download", (GET,)),
+    (f"{API_VERSION_PREFIX}/exports/{{task_id}}/cancel", (POST,)),
+    (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
+    (f"{API_VERSION_PREFIX}/export-types", (GET,)),
+)
+# The API's own documentation is readable without a token.
+PUBLIC_ROUTES: Final = ("/openapi.json", "/docs")
+# One JSON line per request (HTTP API $context variables).
+ACCESS_LOG_FORMAT: Final = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "httpMethod": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "path": "$context.path",
+    "status": "$context.status",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "integrationError": "$context.integrationErrorMessage",
+    "authorizerError": "$context.authorizer.error",
+    "userId": "$context.authorizer.claims.sub",
+}
+CORS_MAX_AGE: Final = Duration.hours(1)
+
+
+class ExportsApi(Construct):
+    """An HTTP API in front of the API function."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: StageSettings, handler: lambda_.IFunction
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.user_pool: cognito.UserPool | None = None
+        self.user_pool_client: cognito.UserPoolClient | None = None
+        self.http_api = apigw.HttpApi(
+            self,
+            "HttpApi",
+            description=f"{SERVICE_NAME} API ({settings.stage})",
+            create_default_stage=False,
+            cors_preflight=_cors(settings),
+            default_authorizer=self._authorizer(settings),
+        )
+        self.access_logs = log_group(self, "AccessLogs", settings)
+        self.stage = self.http_api.add_stage(
+            "DefaultStage",
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigw.ThrottleSettings(
+                rate_limit=Capacity.API_THROTTLE_RATE_PER_SEC, burst_limit=Capacity.API_THROTTLE_BURST
+            ),
+            access_log_settings=_AccessLogs(self.access_logs),
+        )
+        integration = integrations.HttpLambdaIntegration("ApiFunction", handler)
+        for path, methods in PROTECTED_ROUTES:
+            self.http_api.add_routes(path=path, methods=list(methods), integration=integration)
+        for path in PUBLIC_ROUTES:
+            routes = self.http_api.add_routes(
+                path=path, methods=[GET], integration=integration, authorizer=apigw.HttpNoneAuthorizer()
+            )
+            for route in routes:
+                acknowledge(
+                    route,
+                    "AwsSolutions-APIG4",
+                    "The API's OpenAPI document and Swagger UI are public on purpose; they hold no data.",
+                )
+
+    @property
+    def url(self) -> str:
+        """The base URL of the API."""
+        return self.stage.url
+
+    def _authorizer(self, settings: StageSettings) -> apigw.IHttpRouteAuthorizer:
+        if settings.jwt is not None:
+            return authorizers.HttpJwtAuthorizer(
+                "Jwt", jwt_issuer=settings.jwt.issuer, jwt_audience=list(settings.jwt.audience)
+            )
+        self.user_pool, self.user_pool_client = _user_pool(self, settings)
+        return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=[self.user_pool_client])
+
+
+@jsii.implements(apigw.IAccessLogSettings)
+class _AccessLogs:
+    """Access log settings of the stage: a log group and the JSON line format."""
+
+    def __init__(self, group: logs.ILogGroup) -> None:
+        self._destination = apigw.LogGroupLogDestination(group)
+
+    @property
+    def destination(self) -> apigw.IAccessLogDestination:
+        """Where the lines go."""
+        return self._destination
+
+    @property
+    def format(self) -> apigw_v1.AccessLogFormat:
+        """One JSON object per request."""
+        return apigw_v1.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT))
+
+
+def _cors(settings: StageSettings) -> apigw.CorsPreflightOptions | None:
+    if not settings.cors_allowed_origins:
+        return None
+    return apigw.CorsPreflightOptions(
+        allow_origins=list(settings.cors_allowed_origins),
+        allow_methods=[apigw.CorsHttpMethod.GET, apigw.CorsHttpMethod.POST, apigw.CorsHttpMethod.OPTIONS],
+        allow_headers=["authorization", "content-type"],
+        expose_headers=["location", "retry-after"],
+        max_age=CORS_MAX_AGE,
+    )
+
+
+def _user_pool(scope: Construct, settings: StageSettings) -> tuple[cognito.UserPool, cognito.UserPoolClient]:
+    """A user pool whose users an administrator creates, and an app client without a secret."""
+    pool = cognito.UserPool(
+        scope,
+        "Users",
+        self_sign_up_enabled=False,
+        sign_in_aliases=cognito.SignInAliases(email=True),
+        auto_verify=cognito.AutoVerifiedAttrs(email=True),
+        password_policy=cognito.PasswordPolicy(
+            min_length=12, require_lowercase=True, require_uppercase=True, require_digits=True, require_symbols=True
+        ),
+        account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+        mfa=cognito.Mfa.OPTIONAL,
+        mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+        deletion_protection=settings.protect_data,
+        removal_policy=removal_policy(settings),
+    )
+    acknowledge(
+        pool,
+        "AwsSolutions-COG2",
+        "MFA is offered (TOTP) but not required: the pool is the getting-started option; production "
+        "deployments name their own identity provider with jwt_issuer and enforce MFA there.",
+    )
+    acknowledge(
+        pool,
+        "AwsSolutions-COG8",
+        "Threat protection needs the Cognito Plus feature plan (paid per active user); here users are "
+        "created by an administrator only, with self sign-up disabled.",
+    )
+    client = pool.add_client(
+        "ApiClient",
+        auth_flows=cognito.AuthFlow(user_password=True, user_srp=True),
+        generate_secret=False,
+        prevent_user_existence_errors=True,
+        id_token_validity=Duration.hours(1),
+        access_token_validity=Duration.hours(1),
+    )
+    return pool, client

@@ -1,0 +1,131 @@
+"""One definition of how our Lambda functions are built: runtime, architecture, packaging,
+tracing, logging and Powertools settings. Each function gets its own role with no policy but
+writing to its own log group; callers add exactly the actions it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from exports.config import METRICS_NAMESPACE, SERVICE_NAME
+from infra.nag import acknowledge
+from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirements_for
+from infra.settings import StageSettings
+
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+HANDLER: Final = "handler.lambda_handler"
+# CloudWatch Logs retention by days (the values StageSettings accepts).
+RETENTION: Final = {
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+def runtime_python_version() -> str:
+    """``"3.12"`` for the ``python3.12`` runtime: pip and the bytecode compiler target it."""
+    return RUNTIME.name.removeprefix("python")
+
+
+def removal_policy(settings: StageSettings) -> RemovalPolicy:
+    """Keep data and logs when a protected stage's stack is deleted; clean up otherwise."""
+    return RemovalPolicy.RETAIN if settings.protect_data else RemovalPolicy.DESTROY
+
+
+def log_group(scope: Construct, construct_id: str, settings: StageSettings) -> logs.LogGroup:
+    """A log group with the stage's retention."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=RETENTION[settings.log_retention_days],
+        removal_policy=removal_policy(settings),
+    )
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """What differs between our functions."""
+
+    name: str  # its folder under functions/
+    description: str
+    memory_mb: int
+    timeout_sec: int
+    # Runtime dependencies it imports, by name; the versions come from pyproject.toml.
+    distributions: tuple[str, ...]
+
+    def package(self) -> PackageSpec:
+        """What goes into its Lambda package."""
+        return PackageSpec(
+            handler_dir=FUNCTIONS_DIR / self.name,
+            requirements=requirements_for(self.distributions),
+            python_version=runtime_python_version(),
+        )
+
+
+class ServiceFunction(Construct):
+    """A Python function of this service with its own role and log group."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: FunctionSpec,
+        settings: StageSettings,
+        environment: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{SERVICE_NAME} {spec.name} function: only the actions it uses",
+        )
+        self.log_group = log_group(self, "Logs", settings)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=lambda_code(spec.package(), RUNTIME),
+            role=self.role,
+            memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_sec),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            environment={
+                "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": settings.log_level,
+                **environment,
+            },
+        )
+        self.log_group.grant_write(self.role)
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            f"Pinned to {RUNTIME.name}: the wheels and the compiled bytecode are built for exactly this version, "
+            "so moving to a newer runtime is a deliberate upgrade, not an automatic one.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level scoping.",
+        )
+
+    def allow(self, actions: list[str], resources: list[str]) -> None:
+        """Let the function's role perform ``actions`` on ``resources``."""
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources))

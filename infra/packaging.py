@@ -1,0 +1,231 @@
+"""Lambda packages built without Docker (CDK local bundling).
+
+A package is: the Linux arm64 wheels of the function's runtime dependencies (``pip install
+--platform manylinux2014_aarch64 --only-binary=:all: --target``), the shared ``exports``
+package, the function's own ``handler.py``, and ``.pyc`` files compiled by an interpreter of the
+Lambda runtime's version. The bytecode is written in ``unchecked-hash`` mode: the asset zip
+resets file times, so timestamp-checked bytecode would look stale and be recompiled (into a
+read-only file system) on every cold start.
+
+Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
+and ``constraints.txt`` pins everything those pull in. The wheels are downloaded once per set of
+pins into a wheelhouse (see :func:`wheelhouse`) and installed from there without an index.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+import jsii
+from aws_cdk import BundlingOptions, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+PYPROJECT: Final = REPO_ROOT / "pyproject.toml"
+CONSTRAINTS: Final = REPO_ROOT / "constraints.txt"
+SHARED_PACKAGE: Final = REPO_ROOT / "exports"
+FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
+PIP_PLATFORM: Final = "manylinux2014_aarch64"
+WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
+# Build leftovers of our own code that never go into a package.
+_CACHE_NAMES: Final = ("__pycache__", "*.pyc")
+
+
+class BundlingError(RuntimeError):
+    """A Lambda package could not be built."""
+
+
+def normalized_name(requirement: str) -> str:
+    """The PEP 503 name of a requirement (``"Foo_Bar[x]==1"`` → ``"foo-bar"``)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    if not match:
+        raise ValueError(f"not a requirement: {requirement!r}")
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+@cache
+def pinned_requirements(pyproject: Path = PYPROJECT) -> dict[str, str]:
+    """The runtime requirements of ``pyproject.toml`` by normalized distribution name."""
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    return {normalized_name(requirement): requirement for requirement in dependencies}
+
+
+def requirements_for(distributions: Iterable[str], pyproject: Path = PYPROJECT) -> tuple[str, ...]:
+    """The pinned requirements of ``distributions``; ValueError for a name pyproject lacks."""
+    pins = pinned_requirements(pyproject)
+    names = [normalized_name(name) for name in distributions]
+    missing = sorted(set(names) - pins.keys())
+    if missing:
+        raise ValueError(f"not in [project].dependencies of {pyproject.name}: {missing}")
+    return tuple(pins[name] for name in names)
+
+
+def _python_version_of(interpreter: str) -> str | None:
+    """``"X.Y"`` of ``interpreter``, or None when it does not run (e.g. an inactive pyenv shim)."""
+    probe = [interpreter, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+    result = subprocess.run(probe, capture_output=True, text=True, check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+@cache
+def find_interpreter(python_version: str) -> Path:
+    """A Python ``python_version`` interpreter (``"3.12"``) to compile bytecode for the runtime.
+
+    Looks at the running interpreter, ``pythonX.Y`` on PATH, then pyenv's installed versions.
+    """
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == python_version:
+        return Path(sys.executable)
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    installed = sorted(
+        pyenv_root.glob(f"versions/{python_version}.*/bin/python{python_version}"),
+        key=lambda path: [int(part) for part in re.findall(r"\d+", path.parts[-3])],
+        reverse=True,
+    )
+    on_path = shutil.which(f"python{python_version}")
+    for candidate in [*([on_path] if on_path else []), *map(str, installed)]:
+        if _python_version_of(candidate) == python_version:
+            return Path(candidate)
+    raise BundlingError(
+        f"no Python {python_version} found (on PATH as python{python_version}, or under pyenv): it compiles "
+        f"the bytecode the Lambda runtime loads. Install it (e.g. `pyenv install {python_version}`)."
+    )
+
+
+def _source_files(root: Path) -> Iterator[Path]:
+    """Files under ``root`` that belong in a package, in a stable order."""
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        cached = any(fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in _CACHE_NAMES)
+        if path.is_file() and not cached:
+            yield path
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """What goes into one function's package."""
+
+    handler_dir: Path
+    requirements: tuple[str, ...]
+    python_version: str
+
+    def fingerprint(self) -> str:
+        """A hash of every input of the package: unchanged inputs let CDK reuse a built asset."""
+        digest = hashlib.sha256()
+        digest.update(Path(__file__).read_bytes())
+        digest.update("\n".join((self.python_version, PIP_PLATFORM, *self.requirements)).encode())
+        if CONSTRAINTS.exists():
+            digest.update(CONSTRAINTS.read_bytes())
+        for root in (self.handler_dir, SHARED_PACKAGE):
+            for path in _source_files(root):
+                digest.update(str(path.relative_to(REPO_ROOT)).encode())
+                digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+
+def _run(command: list[str], step: str) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise BundlingError(f"{step} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+
+
+def _pip(*arguments: str) -> list[str]:
+    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by constraints.txt."""
+    command = [sys.executable, "-m", "pip", *arguments, "--disable-pip-version-check", "--no-input", "--quiet"]
+    command += ["--platform", PIP_PLATFORM, "--implementation", "cp", "--only-binary=:all:"]
+    if CONSTRAINTS.exists():
+        command += ["--constraint", str(CONSTRAINTS)]
+    return command
+
+
+def wheel_cache_root() -> Path:
+    """Where downloaded wheels are kept (``$EXPORTS_LAMBDA_WHEEL_CACHE``, else the user cache)."""
+    configured = os.environ.get(WHEEL_CACHE_ENV)
+    return Path(configured) if configured else Path.home() / ".cache" / "exports-lambda-wheels"
+
+
+def wheelhouse(spec: PackageSpec) -> Path:
+    """A folder with every wheel ``spec`` needs, downloaded once per set of pins.
+
+    Keyed by the requirements, the constraints and the target platform, so a change to our own
+    code never downloads again, and a synth after the first one needs no network.
+    """
+    key = hashlib.sha256()
+    key.update("\n".join((PIP_PLATFORM, spec.python_version, *spec.requirements)).encode())
+    if CONSTRAINTS.exists():
+        key.update(CONSTRAINTS.read_bytes())
+    root = wheel_cache_root()
+    house = root / key.hexdigest()[:24]
+    if house.is_dir():
+        return house
+    partial = root / f"{house.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    download = _pip("download", "--dest", str(partial), "--python-version", spec.python_version)
+    _run([*download, *spec.requirements], "pip download")
+    try:
+        partial.rename(house)
+    except OSError:  # another build finished the same download first
+        shutil.rmtree(partial, ignore_errors=True)
+    return house
+
+
+def build_package(spec: PackageSpec, output_dir: Path) -> None:
+    """Write the package of ``spec`` into ``output_dir``."""
+    interpreter = find_interpreter(spec.python_version)
+    install = _pip("install", "--no-index", "--find-links", str(wheelhouse(spec)), "--target", str(output_dir))
+    install += ["--python-version", spec.python_version, "--no-compile"]
+    _run([*install, *spec.requirements], "pip install")
+    # The handler's folder is a package only for the tests; in Lambda its files sit at the root.
+    for source in _source_files(spec.handler_dir):
+        if source.name != "__init__.py":
+            _copy(source, output_dir / source.relative_to(spec.handler_dir))
+    for source in _source_files(SHARED_PACKAGE):
+        _copy(source, output_dir / SHARED_PACKAGE.name / source.relative_to(SHARED_PACKAGE))
+    compile_all = [str(interpreter), "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
+    _run([*compile_all, str(output_dir)], f"compileall with {interpreter}")
+
+
+@jsii.implements(ILocalBundling)
+class LocalBundling:
+    """CDK's local bundling hook: builds the package on this machine, never in Docker."""
+
+    def __init__(self, spec: PackageSpec) -> None:
+        self._spec = spec
+
+    def try_bundle(self, output_dir: str, _options: BundlingOptions | None = None) -> bool:
+        """Build into ``output_dir``; True tells CDK that no Docker run is needed.
+
+        jsii passes the bundling options as one positional struct; they describe the Docker run
+        this replaces, so they are not needed.
+        """
+        build_package(self._spec, Path(output_dir))
+        return True
+
+
+def lambda_code(spec: PackageSpec, runtime: lambda_.Runtime) -> lambda_.Code:
+    """The asset of one function, bundled locally and keyed by :meth:`PackageSpec.fingerprint`."""
+    return lambda_.Code.from_asset(
+        str(spec.handler_dir),
+        asset_hash=spec.fingerprint(),
+        bundling=BundlingOptions(
+            # Required by the API; never pulled: local bundling either succeeds or raises.
+            image=runtime.bundling_image,
+            local=LocalBundling(spec),
+        ),
+    )

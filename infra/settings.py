@@ -1,0 +1,203 @@
+"""Deployment settings: what differs between stages, and what ``cdk synth -c key=value`` may set.
+
+Plain Python on purpose (no CDK import): the cost script and fast tests read it too. Names,
+limits and timeouts shared with the function code come from :mod:`exports.config`; this module
+only holds what the functions never see (sizes, stages, alarm thresholds, log retention).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from exports.config import Results, Worker
+
+DEFAULT_STAGE: Final = "dev"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+# Log retention periods (days) the app offers; CloudWatch Logs accepts only fixed values.
+LOG_RETENTION_DAYS_ALLOWED: Final = (7, 14, 30, 90, 180, 365)
+SECONDS_PER_DAY: Final = 24 * 3600
+
+
+class Context:
+    """Context keys the app reads (``cdk.json`` or ``-c key=value`` on the command line)."""
+
+    STAGE: Final = "stage"
+    JWT_ISSUER: Final = "jwt_issuer"
+    JWT_AUDIENCE: Final = "jwt_audience"
+    CORS_ALLOWED_ORIGINS: Final = "cors_allowed_origins"
+    ALARM_EMAIL: Final = "alarm_email"
+    RESULTS_RETENTION_HOURS: Final = "results_retention_hours"
+    LOG_LEVEL: Final = "log_level"
+    LOG_RETENTION_DAYS: Final = "log_retention_days"
+
+
+class Sizing:
+    """Memory and timeouts of the functions (arm64). The worker's timeout is
+    :attr:`exports.config.Worker.FUNCTION_TIMEOUT_SEC`, shared with the queue settings."""
+
+    API_MEMORY_MB: Final = 512
+    # HTTP API integrations give up after 30 s; the function stops just before.
+    API_TIMEOUT_SEC: Final = 29
+    WORKER_MEMORY_MB: Final = 1024
+
+
+@dataclass(frozen=True)
+class AlarmThresholds:
+    """Stage-dependent alarm thresholds (a dead letter or a throttle always alarms)."""
+
+    oldest_message_age_sec: int
+    worker_errors_per_5_min: int
+    api_5xx_per_5_min: int
+
+
+@dataclass(frozen=True)
+class JwtIssuer:
+    """An external OIDC provider whose tokens the API accepts instead of a created user pool."""
+
+    issuer: str
+    audience: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """Everything the stack needs to know about the stage it deploys."""
+
+    stage: str
+    log_level: str
+    log_retention_days: int
+    # Deletion protection on tables and the user pool, and RETAIN on stack deletion.
+    protect_data: bool
+    alarms: AlarmThresholds
+    results_retention_hours: int = Results.RETENTION_HOURS_DEFAULT
+    jwt: JwtIssuer | None = None
+    cors_allowed_origins: tuple[str, ...] = ()
+    alarm_email: str | None = None
+
+    @property
+    def results_expiry_days(self) -> int:
+        """Whole days after which S3 deletes a result file.
+
+        S3 counts from the object's creation (the start of a multipart upload), the service from
+        the task's end: the worker may still be uploading for up to its timeout, so that is added
+        before rounding up to whole days.
+        """
+        seconds = self.results_retention_hours * 3600 + Worker.FUNCTION_TIMEOUT_SEC
+        return math.ceil(seconds / SECONDS_PER_DAY)
+
+    @classmethod
+    def preset(cls, stage: str) -> StageSettings:
+        """The defaults of ``stage`` (``dev`` or ``prod``)."""
+        try:
+            return PRESETS[stage]
+        except KeyError:
+            raise ValueError(f"context {Context.STAGE}={stage!r}: expected one of {sorted(PRESETS)}") from None
+
+    @classmethod
+    def from_context(cls, lookup: Callable[[str], Any]) -> StageSettings:
+        """The stage preset with the overrides found by ``lookup`` (``app.node.try_get_context``)."""
+        settings = cls.preset(str(lookup(Context.STAGE) or DEFAULT_STAGE))
+        overrides: dict[str, Any] = {}
+        if (level := lookup(Context.LOG_LEVEL)) is not None:
+            overrides["log_level"] = _log_level(level)
+        if (days := lookup(Context.LOG_RETENTION_DAYS)) is not None:
+            overrides["log_retention_days"] = _log_retention_days(days)
+        if (hours := lookup(Context.RESULTS_RETENTION_HOURS)) is not None:
+            overrides["results_retention_hours"] = _retention_hours(hours)
+        if (issuer := lookup(Context.JWT_ISSUER)) is not None:
+            overrides["jwt"] = _jwt_issuer(str(issuer), lookup(Context.JWT_AUDIENCE))
+        elif lookup(Context.JWT_AUDIENCE) is not None:
+            raise ValueError(f"context {Context.JWT_AUDIENCE} needs {Context.JWT_ISSUER} too")
+        if (origins := lookup(Context.CORS_ALLOWED_ORIGINS)) is not None:
+            overrides["cors_allowed_origins"] = _origins(origins)
+        if email := lookup(Context.ALARM_EMAIL):
+            overrides["alarm_email"] = _email(str(email))
+        return replace(settings, **overrides)
+
+
+PRESETS: Final = {
+    "dev": StageSettings(
+        stage="dev",
+        log_level="DEBUG",
+        log_retention_days=14,
+        protect_data=False,
+        alarms=AlarmThresholds(
+            oldest_message_age_sec=4 * Worker.FUNCTION_TIMEOUT_SEC,
+            worker_errors_per_5_min=5,
+            api_5xx_per_5_min=10,
+        ),
+    ),
+    "prod": StageSettings(
+        stage="prod",
+        log_level="INFO",
+        log_retention_days=90,
+        protect_data=True,
+        alarms=AlarmThresholds(
+            oldest_message_age_sec=2 * Worker.FUNCTION_TIMEOUT_SEC,
+            worker_errors_per_5_min=1,
+            api_5xx_per_5_min=5,
+        ),
+    ),
+}
+
+
+def _as_tuple(value: Any) -> tuple[str, ...]:
+    """A list from cdk.json, or a comma-separated string from ``-c key=a,b``."""
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+def _as_int(key: str, value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"context {key}={value!r}: expected a whole number") from None
+
+
+def _log_level(value: Any) -> str:
+    level = str(value).upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"context {Context.LOG_LEVEL}={value!r}: expected one of {LOG_LEVELS}")
+    return level
+
+
+def _log_retention_days(value: Any) -> int:
+    days = _as_int(Context.LOG_RETENTION_DAYS, value)
+    if days not in LOG_RETENTION_DAYS_ALLOWED:
+        raise ValueError(f"context {Context.LOG_RETENTION_DAYS}={days}: expected one of {LOG_RETENTION_DAYS_ALLOWED}")
+    return days
+
+
+def _retention_hours(value: Any) -> int:
+    hours = _as_int(Context.RESULTS_RETENTION_HOURS, value)
+    if not Results.RETENTION_HOURS_MIN <= hours <= Results.RETENTION_HOURS_MAX:
+        raise ValueError(
+            f"context {Context.RESULTS_RETENTION_HOURS}={hours}: expected "
+            f"{Results.RETENTION_HOURS_MIN}..{Results.RETENTION_HOURS_MAX}"
+        )
+    return hours
+
+
+def _jwt_issuer(issuer: str, audience: Any) -> JwtIssuer:
+    if not issuer.startswith("https://"):
+        raise ValueError(f"context {Context.JWT_ISSUER}={issuer!r}: expected an https:// URL")
+    audiences = _as_tuple(audience) if audience is not None else ()
+    if not audiences:
+        raise ValueError(f"context {Context.JWT_ISSUER} needs {Context.JWT_AUDIENCE} (the client id or API audience)")
+    return JwtIssuer(issuer=issuer, audience=audiences)
+
+
+def _origins(value: Any) -> tuple[str, ...]:
+    origins = _as_tuple(value)
+    for origin in origins:
+        if origin != "*" and not origin.startswith(("https://", "http://")):
+            raise ValueError(f"context {Context.CORS_ALLOWED_ORIGINS}: {origin!r} is not an origin (https://host)")
+    return origins
+
+
+def _email(value: str) -> str:
+    if "@" not in value:
+        raise ValueError(f"context {Context.ALARM_EMAIL}={value!r}: expected an e-mail address")
+    return value

@@ -1,0 +1,67 @@
+"""The exports stack: composes the constructs of each concern and names its outputs."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from exports.config import SERVICE_NAME
+from infra.api import ExportsApi
+from infra.functions import ServiceFunctions
+from infra.monitoring import Monitoring
+from infra.queues import TaskQueues
+from infra.settings import StageSettings
+from infra.storage import ResultsStorage
+from infra.tables import Tables
+from infra.workflows import Workflows
+
+
+def stack_name(stage: str) -> str:
+    """The CloudFormation stack name of ``stage`` (``exports-dev``)."""
+    return f"{SERVICE_NAME}-{stage}"
+
+
+class ExportsStack(Stack):
+    """Everything the service needs in one account and region."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            stack_name=stack_name(settings.stage),
+            description=f"{SERVICE_NAME}: asynchronous CSV/XLSX exports ({settings.stage})",
+        )
+        Tags.of(self).add("service", SERVICE_NAME)
+        Tags.of(self).add("stage", settings.stage)
+        self.settings = settings
+        self.tables = Tables(self, "Tables", settings=settings)
+        self.queues = TaskQueues(self, "Queues")
+        self.storage = ResultsStorage(self, "Storage", settings=settings)
+        self.functions = ServiceFunctions(
+            self, "Functions", settings=settings, tables=self.tables, queues=self.queues, storage=self.storage
+        )
+        self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
+        self.monitoring = Monitoring(self, "Monitoring", settings=settings)
+        self.monitoring.watch_queues(self.queues)
+        self.monitoring.watch_worker(self.functions.worker.function)
+        self.monitoring.watch_api(self.api.http_api)
+        self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
+        self._outputs()
+
+    def _outputs(self) -> None:
+        outputs = {
+            "ApiUrl": (self.api.url, "Base URL of the HTTP API"),
+            "ResultsBucketName": (self.storage.bucket.bucket_name, "Bucket of the result files"),
+            "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
+            "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
+            "OrdersTableName": (self.tables.orders.table_name, "Demo orders table (the orders export's source)"),
+            "TaskQueueUrl": (self.queues.queue.queue_url, "Queue of export tasks"),
+            "DeadLetterQueueUrl": (self.queues.dead_letters.queue_url, "Dead-letter queue of export tasks"),
+            "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
+            "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+        }
+        if self.api.user_pool and self.api.user_pool_client:
+            outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of API users")
+            outputs["UserPoolClientId"] = (self.api.user_pool_client.user_pool_client_id, "App client for tokens")
+        for name, (value, description) in outputs.items():
+            CfnOutput(self, name, value=value, description=description)

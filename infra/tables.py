@@ -1,0 +1,69 @@
+"""DynamoDB: the tasks table and the demo orders table, on demand, with point-in-time recovery.
+
+The orders table is the data source of the ``orders`` export type and exists for the demo: in a
+real deployment point ``EXPORTS_ORDERS_TABLE`` (see :class:`infra.functions.ServiceFunctions`)
+at your own table with the same key schema and ``by_day`` index, and grant the worker ``Query``
+on it instead.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from exports.config import OrdersTable, TaskTable
+from infra.function_factory import removal_policy
+from infra.settings import StageSettings
+
+
+def _string(name: str) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
+
+
+class Tables(Construct):
+    """The service's tables; keys, index and TTL names come from :mod:`exports.config`."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
+        super().__init__(scope, construct_id)
+        common = {
+            "billing": dynamodb.Billing.on_demand(),
+            "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            "deletion_protection": settings.protect_data,
+            "removal_policy": removal_policy(settings),
+        }
+        self.tasks = dynamodb.TableV2(
+            self,
+            "Tasks",
+            partition_key=_string(TaskTable.PARTITION_KEY),
+            time_to_live_attribute=TaskTable.TTL_ATTRIBUTE,
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=TaskTable.USER_INDEX,
+                    partition_key=_string(TaskTable.USER_INDEX_PARTITION_KEY),
+                    sort_key=_string(TaskTable.USER_INDEX_SORT_KEY),
+                    projection_type=dynamodb.ProjectionType.ALL,
+                )
+            ],
+            **common,
+        )
+        self.orders = dynamodb.TableV2(
+            self,
+            "DemoOrders",
+            partition_key=_string(OrdersTable.PARTITION_KEY),
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=OrdersTable.DAY_INDEX,
+                    partition_key=_string(OrdersTable.DAY_INDEX_PARTITION_KEY),
+                    sort_key=_string(OrdersTable.DAY_INDEX_SORT_KEY),
+                    projection_type=dynamodb.ProjectionType.ALL,
+                )
+            ],
+            **common,
+        )
+
+    @staticmethod
+    def index_arn(table: dynamodb.TableV2, index_name: str) -> str:
+        """The ARN of one index of ``table`` (grants name it instead of ``index/*``)."""
+        return f"{table.table_arn}/index/{index_name}"

@@ -1,0 +1,355 @@
+"""What the exports service costs per month, from the stack's own settings and public prices.
+
+    .venv/bin/python scripts/cost_estimate.py                 # print the estimate (Markdown)
+    .venv/bin/python scripts/cost_estimate.py --write docs/cost.md
+
+The stack facts (function memory, log retention, result expiry, alarms, dashboards) are read from
+the synthesized template of the stage (bundling skipped, so it takes a few seconds and no
+network); timings and counts of the service come from ``exports.config``. What a "small export"
+does (rows, file size, run time, polls) and the prices are assumptions, stated in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from exports.config import Metric, Queue, Worker
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+VOLUMES: Final = (1_000, 1_000_000)
+GB: Final = 1024**3
+SECONDS_PER_MONTH: Final = 30 * 24 * 3600
+
+
+class Price:
+    """Public us-east-1 list prices in USD, as assumed here (no free tier, no savings plans).
+
+    Check them against the AWS pricing pages before relying on the totals.
+    """
+
+    LAMBDA_ARM_GB_SECOND: Final = 0.0000133334
+    LAMBDA_REQUEST: Final = 0.20 / 1e6
+    HTTP_API_REQUEST: Final = 1.00 / 1e6
+    SQS_REQUEST: Final = 0.40 / 1e6
+    DYNAMODB_WRITE_UNIT: Final = 0.625 / 1e6  # on-demand write request unit
+    DYNAMODB_READ_UNIT: Final = 0.125 / 1e6  # on-demand read request unit
+    S3_PUT_REQUEST: Final = 0.005 / 1000  # PUT, POST (multipart create/part/complete)
+    S3_GET_REQUEST: Final = 0.0004 / 1000
+    S3_GB_MONTH: Final = 0.023
+    STEP_FUNCTIONS_TRANSITION: Final = 0.025 / 1000  # Standard workflows
+    LOGS_INGESTED_GB: Final = 0.50
+    LOGS_STORED_GB_MONTH: Final = 0.03
+    XRAY_TRACE: Final = 5.00 / 1e6
+    CUSTOM_METRIC_MONTH: Final = 0.30
+    ALARM_MONTH: Final = 0.10  # standard resolution, one metric
+    DASHBOARD_MONTH: Final = 3.00
+    DATA_TRANSFER_OUT_GB: Final = 0.09
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One small export, from submission to download, as this estimate assumes it."""
+
+    rows: int = 1_000
+    order_item_bytes: int = 300
+    task_item_bytes: int = 1_500
+    file_bytes: int = 100 * 1024
+    worker_run_sec: float = 2.0
+    api_request_sec: float = 0.15
+    status_polls: int = 3
+    downloads: int = 1
+    log_bytes_per_invocation: int = 2_000
+    access_log_bytes_per_request: int = 500
+    # Lambda keeps a few long polls open on the queue even when it is empty.
+    idle_pollers: int = 5
+
+
+@dataclass(frozen=True)
+class StackFacts:
+    """What the estimate reads from the synthesized template."""
+
+    api_memory_mb: int
+    worker_memory_mb: int
+    worker_batch_size: int
+    log_retention_days: int
+    results_expiry_days: int
+    alarms: int
+    dashboards: int
+    state_machines: int
+
+
+@dataclass(frozen=True)
+class Line:
+    """One cost item: a monthly amount per export, plus a fixed monthly amount."""
+
+    service: str
+    per_export: float
+    fixed: float
+    basis: str
+
+    def monthly(self, exports: int) -> float:
+        """The month's cost of this item at ``exports`` exports."""
+        return self.per_export * exports + self.fixed
+
+
+def _of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
+    return {key: value for key, value in template["Resources"].items() if value["Type"] == resource_type}
+
+
+def stack_facts(template: Mapping[str, Any]) -> StackFacts:
+    """Read the settings that drive cost out of a synthesized template."""
+    functions = _of_type(template, "AWS::Lambda::Function")
+    (mapping,) = _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    worker_id = mapping["Properties"]["FunctionName"]["Ref"]
+    (api_id,) = set(functions) - {worker_id}
+    log_group_id = functions[worker_id]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    (bucket,) = (
+        bucket
+        for bucket in _of_type(template, "AWS::S3::Bucket").values()
+        if "LoggingConfiguration" in bucket["Properties"]
+    )
+    rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    return StackFacts(
+        api_memory_mb=functions[api_id]["Properties"]["MemorySize"],
+        worker_memory_mb=functions[worker_id]["Properties"]["MemorySize"],
+        worker_batch_size=mapping["Properties"]["BatchSize"],
+        log_retention_days=template["Resources"][log_group_id]["Properties"]["RetentionInDays"],
+        results_expiry_days=rules["expire-results"]["ExpirationInDays"],
+        alarms=len(_of_type(template, "AWS::CloudWatch::Alarm")),
+        dashboards=len(_of_type(template, "AWS::CloudWatch::Dashboard")),
+        state_machines=len(_of_type(template, "AWS::StepFunctions::StateMachine")),
+    )
+
+
+def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
+    """Every cost item of the service for one export and per month."""
+    api_requests = 1 + work.status_polls + work.downloads  # submit, polls, download redirect
+    invocations = api_requests + 1  # plus one worker run
+    gb_seconds = (
+        api_requests * work.api_request_sec * facts.api_memory_mb + work.worker_run_sec * facts.worker_memory_mb
+    ) / 1024
+    # Task item writes: create, claim, progress every PROGRESS_INTERVAL_SEC, complete; each also
+    # writes the by_user index (projection ALL), and costs one unit per started KB.
+    task_writes = 3 + math.ceil(work.worker_run_sec / Worker.PROGRESS_INTERVAL_SEC)
+    write_units = task_writes * 2 * math.ceil(work.task_item_bytes / 1024)
+    # Strongly consistent task reads (worker + every poll/download), one unit per started 4 KB;
+    # the orders query on the index reads eventually consistent (half a unit per 4 KB).
+    task_reads = (1 + work.status_polls + work.downloads) * math.ceil(work.task_item_bytes / 4096)
+    order_reads = math.ceil(work.rows * work.order_item_bytes / 4096) / 2
+    parts = max(1, math.ceil(work.file_bytes / Worker.UPLOAD_PART_BYTES))
+    log_bytes = invocations * work.log_bytes_per_invocation + api_requests * work.access_log_bytes_per_request
+    stored_months = facts.log_retention_days / 30
+    idle_receives = work.idle_pollers * SECONDS_PER_MONTH / Queue.LONG_POLL_SEC
+    return [
+        Line(
+            "Lambda compute (arm64)",
+            gb_seconds * Price.LAMBDA_ARM_GB_SECOND,
+            0,
+            f"{api_requests} API calls x {work.api_request_sec} s x {facts.api_memory_mb} MB + one worker run "
+            f"of {work.worker_run_sec} s x {facts.worker_memory_mb} MB = {gb_seconds:.3f} GB-s",
+        ),
+        Line("Lambda requests", invocations * Price.LAMBDA_REQUEST, 0, f"{invocations} invocations"),
+        Line(
+            "API Gateway (HTTP API)",
+            api_requests * Price.HTTP_API_REQUEST,
+            0,
+            f"{api_requests} requests: submit, {work.status_polls} polls, {work.downloads} download",
+        ),
+        Line(
+            "SQS",
+            3 * Price.SQS_REQUEST / facts.worker_batch_size,
+            idle_receives * Price.SQS_REQUEST,
+            f"send, receive, delete per task; {work.idle_pollers} idle long polls of {Queue.LONG_POLL_SEC} s",
+        ),
+        Line(
+            "DynamoDB (on demand)",
+            write_units * Price.DYNAMODB_WRITE_UNIT + (task_reads + order_reads) * Price.DYNAMODB_READ_UNIT,
+            0,
+            f"{write_units} write units (task + index), {task_reads} task reads, "
+            f"{order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
+        ),
+        Line(
+            "S3 requests",
+            (2 + parts) * Price.S3_PUT_REQUEST + work.downloads * Price.S3_GET_REQUEST,
+            0,
+            f"multipart create + {parts} part + complete, {work.downloads} GET",
+        ),
+        Line(
+            "S3 storage",
+            work.file_bytes / GB * facts.results_expiry_days / 30 * Price.S3_GB_MONTH,
+            0,
+            f"{work.file_bytes // 1024} KB kept {facts.results_expiry_days} days (lifecycle expiry)",
+        ),
+        Line(
+            "Data transfer out",
+            work.downloads * work.file_bytes / GB * Price.DATA_TRANSFER_OUT_GB,
+            0,
+            f"{work.downloads} download of {work.file_bytes // 1024} KB",
+        ),
+        Line(
+            "CloudWatch Logs",
+            log_bytes / GB * (Price.LOGS_INGESTED_GB + stored_months * Price.LOGS_STORED_GB_MONTH),
+            0,
+            f"{log_bytes / 1024:.1f} KB ingested, kept {facts.log_retention_days} days",
+        ),
+        Line("X-Ray", invocations * Price.XRAY_TRACE, 0, f"{invocations} traces (every request sampled: upper bound)"),
+        Line(
+            "CloudWatch metrics, alarms, dashboard",
+            0,
+            _metric_names() * Price.CUSTOM_METRIC_MONTH
+            + facts.alarms * Price.ALARM_MONTH
+            + facts.dashboards * Price.DASHBOARD_MONTH,
+            f"{_metric_names()} business metrics, {facts.alarms} alarms, {facts.dashboards} dashboard",
+        ),
+    ]
+
+
+def _metric_names() -> int:
+    return sum(1 for name in vars(Metric) if name.isupper())
+
+
+def _money(amount: float) -> str:
+    if amount == 0:
+        return "$0"
+    if amount < 0.000001:
+        return "< $0.000001"
+    if amount < 0.01:
+        return f"${amount:.6f}"
+    return f"${amount:,.2f}"
+
+
+def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def render(template: Mapping[str, Any], stage: str, work: Workload | None = None) -> str:
+    """The Markdown estimate for the synthesized ``template`` of ``stage``."""
+    work = work or Workload()
+    facts = stack_facts(template)
+    lines = cost_lines(facts, work)
+    per_export = sum(line.per_export for line in lines)
+    out = [
+        "# What the exports service costs",
+        "",
+        f"Generated by `scripts/cost_estimate.py` from the `{stage}` stack's synthesized template and",
+        "`exports/config.py`; regenerate with `.venv/bin/python scripts/cost_estimate.py --write docs/cost.md`",
+        "after changing sizes, retention, alarms or the workload assumptions.",
+        "",
+        "## Assumptions",
+        "",
+        "- Public **us-east-1** list prices (USD), no free tier, no savings plans: see `Price` in the script,",
+        "  and check them against the AWS pricing pages before relying on the totals.",
+        f"- One small export: {work.rows:,} orders of {work.order_item_bytes} B read from the day index, "
+        f"a {work.file_bytes // 1024} KB file,",
+        f"  a worker run of {work.worker_run_sec} s, {work.api_request_sec} s per API call, "
+        f"{work.status_polls} status polls and {work.downloads} download.",
+        f"- {work.log_bytes_per_invocation} B of logs per invocation and {work.access_log_bytes_per_request} B "
+        "per API access log line.",
+        "- Not counted: Cognito (billed per monthly active user, not per export), your own data source "
+        "if it is not the demo table, the CDK bootstrap bucket.",
+        "",
+        "## Stack settings used",
+        "",
+        f"- API function {facts.api_memory_mb} MB, worker {facts.worker_memory_mb} MB (arm64), "
+        f"queue batch size {facts.worker_batch_size}",
+        f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
+        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machines",
+        "",
+        "## Monthly cost",
+        "",
+    ]
+    rows = [
+        [line.service, _money(line.per_export), *(_money(line.monthly(volume)) for volume in VOLUMES), line.basis]
+        for line in lines
+    ]
+    rows.append(
+        [
+            "**Total**",
+            f"**{_money(per_export)}**",
+            *(f"**{_money(sum(line.monthly(volume) for line in lines))}**" for volume in VOLUMES),
+            "",
+        ]
+    )
+    out += _table(["Service", "Per export", *(f"{volume:,} exports/month" for volume in VOLUMES), "Basis"], rows)
+    low, high = VOLUMES
+    fixed = sum(line.fixed for line in lines)
+    leaders = sorted(lines, key=lambda line: line.monthly(high), reverse=True)[:2]
+    total_low = sum(line.monthly(low) for line in lines)
+    out += [
+        "",
+        f"At {low:,} exports a month the fixed items (idle queue polling, metrics, alarms, dashboard:",
+        f"{_money(fixed)}) are {fixed / total_low:.0%} of the bill. At {high:,} the largest items are "
+        f"{leaders[0].service} ({_money(leaders[0].monthly(high))})",
+        f"and {leaders[1].service} ({_money(leaders[1].monthly(high))}).",
+        "",
+        "## Step Functions",
+        "",
+        f"The stack has {facts.state_machines} state machines today (the lifecycle workflow of the "
+        "orchestration issue is not built yet).",
+        "Standard workflows bill every state transition, so each transition per task adds:",
+        "",
+    ]
+    transitions = (5, 10, 20)
+    out += _table(
+        ["Transitions per task", *(f"{volume:,} exports/month" for volume in VOLUMES)],
+        [
+            [str(count), *(_money(count * volume * Price.STEP_FUNCTIONS_TRANSITION) for volume in VOLUMES)]
+            for count in transitions
+        ],
+    )
+    per_transition = high * Price.STEP_FUNCTIONS_TRANSITION
+    total_high = sum(line.monthly(high) for line in lines)
+    out += [
+        "",
+        f"At {high:,} exports a month each transition per task adds {_money(per_transition)}: "
+        f"{total_high / per_transition:.0f} transitions per task",
+        "cost as much as everything above together. Keep the workflow to a few states per task.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def synthesized_template(stage: str) -> dict[str, Any]:
+    """The template of ``stage`` as ``cdk synth`` would write it, without bundling the functions."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    import json
+
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.settings import StageSettings
+    from infra.stack import ExportsStack
+
+    context = {**json.loads((REPO_ROOT / "cdk.json").read_text())["context"], "stage": stage}
+    app = App(context={**context, "aws:cdk:bundling-stacks": []})
+    stack = ExportsStack(app, "Estimate", settings=StageSettings.from_context(context.get))
+    return Template.from_stack(stack).to_json()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the estimate, or write it to a file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stage", default="prod", choices=("dev", "prod"))
+    parser.add_argument("--write", type=Path, help="write the Markdown here instead of printing it")
+    args = parser.parse_args(argv)
+    text = render(synthesized_template(args.stage), args.stage)
+    if args.write:
+        args.write.write_text(text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
