@@ -12,12 +12,15 @@ from exports.config import Capacity, Env, OrdersTable, Results, TaskTable, Worke
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
+from infra.secrets import WebhookSecret
 from infra.settings import Sizing, StageSettings
 from infra.storage import ResultsStorage
 from infra.tables import Tables
 
-# Runtime dependencies by function: each package carries only what its code imports.
-_COMMON: Final = ("aws-lambda-powertools", "boto3", "pydantic", "python-ulid")
+# Runtime dependencies by function: each package carries only what its code imports
+# (tests/infra/test_infra_bundling.py imports every handler and compares).
+_BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic")
+_COMMON: Final = (*_BASE, "python-ulid")
 
 API: Final = FunctionSpec(
     name="submit",
@@ -31,12 +34,36 @@ WORKER: Final = FunctionSpec(
     description="exports worker: runs queued export tasks and streams the files to S3",
     memory_mb=Sizing.WORKER_MEMORY_MB,
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
-    distributions=(*_COMMON, "openpyxl"),
+    # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
+    # task ids are never made here, so no python-ulid.
+    distributions=(*_BASE, "openpyxl", "lxml"),
 )
+LIFECYCLE: Final = FunctionSpec(
+    name="lifecycle",
+    description="exports lifecycle: stores a task's workflow token, times tasks out at their deadline",
+    memory_mb=Sizing.LIFECYCLE_MEMORY_MB,
+    timeout_sec=Sizing.LIFECYCLE_TIMEOUT_SEC,
+    distributions=_BASE,
+)
+CALLBACK: Final = FunctionSpec(
+    name="callback",
+    description="exports callback: sends one signed callback of an ended task",
+    memory_mb=Sizing.CALLBACK_MEMORY_MB,
+    timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
+    # The payload's download link goes through the same query code as the API (task id checks).
+    distributions=_COMMON,
+)
+SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)
 
 
 class ServiceFunctions(Construct):
-    """The API function and the queue worker."""
+    """The API function, the queue worker, and the two functions of the lifecycle workflow.
+
+    The lifecycle state machine invokes the lifecycle and callback functions, and all four
+    functions call it back (start an execution, hand a task's outcome to it): they know it by
+    ``lifecycle_state_machine_arn``, an ARN built from its fixed name, so neither side of that
+    circle refers to the other's resource.
+    """
 
     def __init__(
         self,
@@ -47,8 +74,11 @@ class ServiceFunctions(Construct):
         tables: Tables,
         queues: TaskQueues,
         storage: ResultsStorage,
+        webhook_secret: WebhookSecret,
+        lifecycle_state_machine_arn: str,
     ) -> None:
         super().__init__(scope, construct_id)
+        # Settings.from_env (exports/settings.py) needs all of these in every function.
         environment = {
             Env.TASKS_TABLE: tables.tasks.table_name,
             Env.ORDERS_TABLE: tables.orders.table_name,
@@ -56,11 +86,21 @@ class ServiceFunctions(Construct):
             Env.RESULTS_BUCKET: storage.bucket.bucket_name,
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
             Env.RETENTION_HOURS: str(settings.results_retention_hours),
+            Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_state_machine_arn,
         }
         self.api = ServiceFunction(self, "Api", spec=API, settings=settings, environment=environment)
         self.worker = ServiceFunction(self, "Worker", spec=WORKER, settings=settings, environment=environment)
+        self.lifecycle = ServiceFunction(self, "Lifecycle", spec=LIFECYCLE, settings=settings, environment=environment)
+        self.callback = ServiceFunction(
+            self,
+            "Callback",
+            spec=CALLBACK,
+            settings=settings,
+            environment={**environment, Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn},
+        )
         results = storage.results_objects_arn()
         tasks_table = tables.tasks.table_arn
+        lifecycle = lifecycle_state_machine_arn
 
         # API: create, read and update tasks, list a user's tasks, queue new ones, and sign
         # download links (a presigned GET carries the permissions of the role that signed it).
@@ -68,6 +108,8 @@ class ServiceFunctions(Construct):
         self.api.allow(["dynamodb:Query"], [Tables.index_arn(tables.tasks, TaskTable.USER_INDEX)])
         self.api.allow(["sqs:SendMessage"], [queues.queue.queue_arn])
         self.api.allow(["s3:GetObject"], [results])
+        # ... start each task's lifecycle execution, and hand a cancelled task's outcome to it.
+        self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [lifecycle])
 
         # Worker: claim and update tasks, read orders by day, re-queue retries with a delay,
         # upload results in parts (s3:PutObject covers create, upload part and complete) or
@@ -76,6 +118,7 @@ class ServiceFunctions(Construct):
         self.worker.allow(["dynamodb:Query"], [Tables.index_arn(tables.orders, OrdersTable.DAY_INDEX)])
         self.worker.allow(["sqs:SendMessage"], [queues.queue.queue_arn])
         self.worker.allow(["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], [results])
+        self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
         self.worker.function.add_event_source(
             event_sources.SqsEventSource(
                 queues.queue,
@@ -84,11 +127,28 @@ class ServiceFunctions(Construct):
                 max_concurrency=Capacity.WORKER_MAX_CONCURRENCY,
             )
         )
+
+        # Lifecycle: store the workflow's token on the task (UpdateItem returning the task), time
+        # the task out (GetItem, conditional UpdateItem) and hand the outcome to the workflow.
+        self.lifecycle.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
+        self.lifecycle.allow(["states:SendTaskSuccess"], [lifecycle])
+
+        # Callback: read the ended task and record the attempt, sign a fresh download link, read
+        # the signing key. Its POST goes out over HTTPS from the Lambda service network (no VPC).
+        self.callback.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
+        self.callback.allow(["s3:GetObject"], [results])
+        self.callback.allow(["secretsmanager:GetSecretValue"], [webhook_secret.secret_arn])
+
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))
-        for function in (self.api, self.worker):
+        for function in (self.api, self.worker, self.callback):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{Results.KEY_PREFIX}/*]",
                 f"Result files have one key per task under {Results.KEY_PREFIX}/; the grant covers that prefix only.",
             )
+
+    @property
+    def all(self) -> tuple[ServiceFunction, ...]:
+        """Every function of the service."""
+        return (self.api, self.worker, self.lifecycle, self.callback)

@@ -137,32 +137,45 @@ class Monitoring(Construct):
         )
 
     def watch_state_machine(self, construct_id: str, state_machine: sfn.StateMachine) -> None:
-        """Alarms on failed and timed-out executions of ``state_machine``."""
+        """Alarms on failed and timed-out executions of ``state_machine``; its executions on the dashboard."""
+        failed = state_machine.metric_failed(period=PERIOD)
+        timed_out = state_machine.metric_timed_out(period=PERIOD)
         self.add_alarm(
             f"{construct_id}Failed",
-            metric=state_machine.metric_failed(period=PERIOD),
+            metric=failed,
             threshold=1,
             description=f"Executions of the {construct_id} state machine failed.",
         )
         self.add_alarm(
             f"{construct_id}TimedOut",
-            metric=state_machine.metric_timed_out(period=PERIOD),
+            metric=timed_out,
             threshold=1,
             description=f"Executions of the {construct_id} state machine timed out.",
         )
+        self.dashboard.add_widgets(
+            _graph(
+                f"{construct_id} executions started / failed / timed out",
+                [state_machine.metric_started(period=PERIOD), failed, timed_out],
+            )
+        )
 
     def _watch_business_metrics(self) -> None:
+        callback_failed = business_metric(Metric.CALLBACK_FAILED)
         self.add_alarm(
             "CallbackFailed",
-            metric=business_metric(Metric.CALLBACK_FAILED),
+            metric=callback_failed,
             threshold=1,
             description="A completion callback could not be delivered to the client's URL.",
         )
         self.dashboard.add_widgets(
             _graph(
-                "Exports submitted / completed / failed",
-                [business_metric(name) for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED)],
+                "Exports submitted / completed / failed / timed out / cancelled",
+                [
+                    business_metric(name)
+                    for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED, Metric.TIMED_OUT, Metric.CANCELLED)
+                ],
             ),
+            _graph("Callbacks delivered / failed", [business_metric(Metric.CALLBACK_DELIVERED), callback_failed]),
             _graph("Rows exported", [business_metric(Metric.ROWS_EXPORTED)]),
             _graph(
                 "Export duration (ms)",

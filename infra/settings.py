@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from exports.config import Results, Worker
+from exports.config import Callback, Results, Worker
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -42,6 +42,13 @@ class Sizing:
     # HTTP API integrations give up after 30 s; the function stops just before.
     API_TIMEOUT_SEC: Final = 29
     WORKER_MEMORY_MB: Final = 1024
+    # The lifecycle workflow's functions: a few DynamoDB calls and one Step Functions call each.
+    LIFECYCLE_MEMORY_MB: Final = 256
+    LIFECYCLE_TIMEOUT_SEC: Final = 30
+    CALLBACK_MEMORY_MB: Final = 256
+    # One callback request (given up after Callback.REQUEST_TIMEOUT_SEC) plus the secret, the DNS
+    # lookup of the SSRF guard and the DynamoDB writes around it.
+    CALLBACK_TIMEOUT_SEC: Final = 6 * Callback.REQUEST_TIMEOUT_SEC
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from infra.api import ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
 from infra.queues import TaskQueues
+from infra.secrets import WebhookSecret
 from infra.settings import StageSettings
 from infra.storage import ResultsStorage
 from infra.tables import Tables
@@ -37,15 +38,27 @@ class ExportsStack(Stack):
         self.tables = Tables(self, "Tables", settings=settings)
         self.queues = TaskQueues(self, "Queues")
         self.storage = ResultsStorage(self, "Storage", settings=settings)
+        self.webhook_secret = WebhookSecret(self, "Webhooks", settings=settings)
+        self.monitoring = Monitoring(self, "Monitoring", settings=settings)
+        # Before the functions: they need the lifecycle state machine's ARN (known from its name).
+        self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
         self.functions = ServiceFunctions(
-            self, "Functions", settings=settings, tables=self.tables, queues=self.queues, storage=self.storage
+            self,
+            "Functions",
+            settings=settings,
+            tables=self.tables,
+            queues=self.queues,
+            storage=self.storage,
+            webhook_secret=self.webhook_secret,
+            lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
         )
         self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
-        self.monitoring = Monitoring(self, "Monitoring", settings=settings)
         self.monitoring.watch_queues(self.queues)
         self.monitoring.watch_worker(self.functions.worker.function)
         self.monitoring.watch_api(self.api.http_api)
-        self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
+        self.lifecycle = self.workflows.add_lifecycle(
+            lifecycle=self.functions.lifecycle, callback=self.functions.callback
+        )
         self._outputs()
 
     def _outputs(self) -> None:
@@ -59,6 +72,10 @@ class ExportsStack(Stack):
             "DeadLetterQueueUrl": (self.queues.dead_letters.queue_url, "Dead-letter queue of export tasks"),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+            "WebhookSecretArn": (
+                self.webhook_secret.secret_arn,
+                "Secrets Manager secret that signs callbacks: verify with whsec_<its value>",
+            ),
         }
         if self.api.user_pool and self.api.user_pool_client:
             outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of API users")

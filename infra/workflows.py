@@ -1,21 +1,69 @@
-"""Step Functions: where the lifecycle state machines of the orchestration issue go.
+"""Step Functions: the task lifecycle state machine, and the one way to add a state machine.
 
-None exists yet (the callback function and its workflow are not built), so the stack creates
-none. :meth:`Workflows.add_state_machine` is the one way to add one: it gives every state
-machine the same logging (its own log group, all events, no execution data), X-Ray tracing, a
-timeout, alarms on failed and timed-out executions, and an ARN output.
+:meth:`Workflows.add_state_machine` gives every state machine the same logging (its own log
+group, all events, no execution data), X-Ray tracing, an execution timeout, alarms on failed and
+timed-out executions, and an ARN output. The lifecycle definition itself lives in
+:mod:`exports.workflows`, which local mode and the tests execute too; it is rendered here with the
+real function ARNs.
+
+The lifecycle state machine has a fixed name, so its ARN is known before it exists
+(:attr:`Workflows.lifecycle_arn`): the functions get that ARN in their environment and policies,
+while the state machine refers to the functions. Referring to the resource instead would close a
+circle (definition -> functions -> state machine) that CloudFormation refuses.
 """
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.function_factory import log_group
+from exports.config import Limits, Names
+from exports.workflows import lifecycle_definition
+from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring
 from infra.nag import acknowledge
 from infra.settings import StageSettings
+
+LIFECYCLE: Final = "Lifecycle"
+
+
+def lifecycle_state_machine_name(stage: str) -> str:
+    """The lifecycle state machine's physical name in ``stage`` (``exports-task-lifecycle-dev``)."""
+    return f"{Names.LIFECYCLE_STATE_MACHINE}-{stage}"
+
+
+def longest_execution_sec(definition: Mapping[str, Any], function_timeouts: Mapping[str, int]) -> int:
+    """An upper bound of one execution's run time, read from its definition.
+
+    Each Task state is entered at most once (the definition has no loops) and tried at most
+    ``1 + sum(MaxAttempts)`` times. An attempt is bounded by the invoked function's timeout, or by
+    a longer ``TimeoutSeconds`` (for ``TimeoutSecondsPath``: the longest task timeout the API
+    accepts). Retry pauses are added on top. ``function_timeouts`` maps each ``FunctionName`` of
+    the definition to that function's timeout. Generous on purpose: an execution that times out
+    would lose its callback.
+    """
+    total = 0.0
+    for state in definition["States"].values():
+        if state["Type"] != "Task":
+            continue
+        function_sec = function_timeouts[state["Parameters"]["FunctionName"]]
+        wait_sec = state.get("TimeoutSeconds", Limits.TIMEOUT_SEC_MAX if "TimeoutSecondsPath" in state else 0)
+        retries = state.get("Retry", [])
+        attempts = 1 + sum(retrier["MaxAttempts"] for retrier in retries)
+        pauses = sum(
+            retrier["IntervalSeconds"] * retrier["BackoffRate"] ** attempt
+            for retrier in retries
+            for attempt in range(retrier["MaxAttempts"])
+        )
+        total += attempts * max(function_sec, wait_sec) + pauses
+    return math.ceil(total / 60) * 60  # whole minutes read better in the console
 
 
 class Workflows(Construct):
@@ -26,21 +74,61 @@ class Workflows(Construct):
         self._settings = settings
         self._monitoring = monitoring
         self.state_machines: dict[str, sfn.StateMachine] = {}
+        self.lifecycle_name = lifecycle_state_machine_name(settings.stage)
+        self.lifecycle_arn = Stack.of(self).format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=self.lifecycle_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
+    def add_lifecycle(self, *, lifecycle: ServiceFunction, callback: ServiceFunction) -> sfn.StateMachine:
+        """The task lifecycle state machine (:func:`exports.workflows.lifecycle_definition`),
+        named :attr:`lifecycle_name`, allowed to invoke exactly its two functions."""
+        functions = (lifecycle.function, callback.function)
+        definition = lifecycle_definition(lifecycle.function.function_arn, callback.function.function_arn)
+        timeout_sec = longest_execution_sec(
+            definition, {function.function_arn: int(function.timeout.to_seconds()) for function in functions}
+        )
+        state_machine = self.add_state_machine(
+            LIFECYCLE,
+            definition=definition,
+            timeout=Duration.seconds(timeout_sec),
+            description="Lifecycle state machine: one execution per export task (its deadline and callback)",
+            state_machine_name=self.lifecycle_name,
+        )
+        state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"], resources=[function.function_arn for function in functions]
+            )
+        )
+        return state_machine
 
     def add_state_machine(
-        self, construct_id: str, *, definition_body: sfn.DefinitionBody, timeout: Duration, comment: str
+        self,
+        construct_id: str,
+        *,
+        definition: Mapping[str, Any],
+        timeout: Duration,
+        description: str,
+        state_machine_name: str | None = None,
     ) -> sfn.StateMachine:
-        """A Standard state machine for ``definition_body``, with logs, tracing, alarms and output.
+        """A Standard state machine for the Amazon States Language ``definition``, with its
+        execution ``timeout``, logs, tracing, alarms and an ARN output.
 
-        Keep the states per task few: Standard workflows are billed per state transition.
+        Tokens (function ARNs, ...) may appear in the definition's strings: CloudFormation fills
+        them in. Keep the states per task few: Standard workflows are billed per state transition.
         """
+        if "TimeoutSeconds" in definition:
+            raise ValueError(f"{construct_id}: give the execution timeout as `timeout`, not in the definition")
+        # CDK applies `timeout` only to definitions it builds itself; a string carries its own.
+        body = {**definition, "TimeoutSeconds": int(timeout.to_seconds())}
         state_machine = sfn.StateMachine(
             self,
             construct_id,
-            comment=comment,
-            definition_body=definition_body,
+            state_machine_name=state_machine_name,
+            definition_body=sfn.DefinitionBody.from_string(json.dumps(body)),
             state_machine_type=sfn.StateMachineType.STANDARD,
-            timeout=timeout,
             tracing_enabled=True,
             logs=sfn.LogOptions(
                 destination=log_group(self, f"{construct_id}Logs", self._settings),
@@ -55,6 +143,7 @@ class Workflows(Construct):
             "resource-level scoping.",
         )
         self._monitoring.watch_state_machine(construct_id, state_machine)
-        CfnOutput(self, f"{construct_id}Arn", value=state_machine.state_machine_arn, description=comment)
+        output = CfnOutput(self, f"{construct_id}Arn", value=state_machine.state_machine_arn, description=description)
+        output.override_logical_id(f"{construct_id}StateMachineArn")
         self.state_machines[construct_id] = state_machine
         return state_machine

@@ -3,15 +3,18 @@
     .venv/bin/python scripts/cost_estimate.py                 # print the estimate (Markdown)
     .venv/bin/python scripts/cost_estimate.py --write docs/cost.md
 
-The stack facts (function memory, log retention, result expiry, alarms, dashboards) are read from
-the synthesized template of the stage (bundling skipped, so it takes a few seconds and no
-network); timings and counts of the service come from ``exports.config``. What a "small export"
-does (rows, file size, run time, polls) and the prices are assumptions, stated in the output.
+The stack facts (function memory, log retention, result expiry, alarms, dashboards, and the
+lifecycle state machine's definition) are read from the synthesized template of the stage
+(bundling skipped, so it takes a few seconds and no network); timings and counts of the service
+come from ``exports.config``. State transitions are counted by walking the deployed definition.
+What a "small export" does (rows, file size, run time, polls, callback) and the prices are
+assumptions, stated in the output.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -20,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from exports.config import Metric, Queue, Worker
+from exports.config import Callback, Metric, Queue, Worker
+from exports.workflows import execution_input
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 VOLUMES: Final = (1_000, 1_000_000)
@@ -44,13 +48,45 @@ class Price:
     S3_GET_REQUEST: Final = 0.0004 / 1000
     S3_GB_MONTH: Final = 0.023
     STEP_FUNCTIONS_TRANSITION: Final = 0.025 / 1000  # Standard workflows
+    SECRET_MONTH: Final = 0.40
+    SECRETS_API_CALL: Final = 0.05 / 10_000
     LOGS_INGESTED_GB: Final = 0.50
     LOGS_STORED_GB_MONTH: Final = 0.03
     XRAY_TRACE: Final = 5.00 / 1e6
     CUSTOM_METRIC_MONTH: Final = 0.30
-    ALARM_MONTH: Final = 0.10  # standard resolution, one metric
+    ALARM_MONTH: Final = 0.10  # standard resolution, one metric per alarm
     DASHBOARD_MONTH: Final = 3.00
     DATA_TRANSFER_OUT_GB: Final = 0.09
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One way a task's lifecycle execution can go."""
+
+    description: str
+    has_callback: bool
+    deadline: bool = False
+    # Callback attempts that fail in a retryable way (network, timeout, 408, 429, 5xx).
+    failed_callback_attempts: int = 0
+
+
+_ALL_ATTEMPTS_FAIL: Final = 1 + Callback.MAX_RETRIES
+SCENARIOS: Final = (
+    Scenario("ends before its deadline, no callback", has_callback=False),
+    Scenario("ends before its deadline, callback delivered at once", has_callback=True),
+    Scenario("reaches its deadline, callback delivered at once", has_callback=True, deadline=True),
+    Scenario(
+        "ends before its deadline, callback receiver down (every attempt fails)",
+        has_callback=True,
+        failed_callback_attempts=_ALL_ATTEMPTS_FAIL,
+    ),
+    Scenario(
+        "reaches its deadline, callback receiver down",
+        has_callback=True,
+        deadline=True,
+        failed_callback_attempts=_ALL_ATTEMPTS_FAIL,
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +105,12 @@ class Workload:
     access_log_bytes_per_request: int = 500
     # Lambda keeps a few long polls open on the queue even when it is empty.
     idle_pollers: int = 5
+    # The lifecycle execution: how it goes, and what its functions take.
+    lifecycle: Scenario = SCENARIOS[1]
+    lifecycle_run_sec: float = 0.1
+    callback_run_sec: float = 0.3
+    # Step Functions logs every history event (no execution data) at level ALL.
+    workflow_log_bytes_per_transition: int = 1_000
 
 
 @dataclass(frozen=True)
@@ -77,12 +119,17 @@ class StackFacts:
 
     api_memory_mb: int
     worker_memory_mb: int
+    lifecycle_memory_mb: int
+    callback_memory_mb: int
     worker_batch_size: int
     log_retention_days: int
     results_expiry_days: int
     alarms: int
     dashboards: int
     state_machines: int
+    secrets: int
+    # The lifecycle state machine's definition, function ARNs replaced by logical ids.
+    lifecycle_definition: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -103,12 +150,44 @@ def _of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
     return {key: value for key, value in template["Resources"].items() if value["Type"] == resource_type}
 
 
+def resolved_definition(state_machine: Mapping[str, Any]) -> dict[str, Any]:
+    """The definition of a state machine resource, ``Fn::GetAtt`` parts replaced by logical ids."""
+    definition = state_machine["Properties"]["DefinitionString"]
+    if isinstance(definition, str):
+        return json.loads(definition)
+    _, parts = definition["Fn::Join"]
+    return json.loads("".join(part if isinstance(part, str) else part["Fn::GetAtt"][0] for part in parts))
+
+
+def callback_state(definition: Mapping[str, Any]) -> str:
+    """The name of the state that sends the callback (the one retried on CallbackRetryable)."""
+    (name,) = (
+        name
+        for name, state in definition["States"].items()
+        if any(Callback.RETRYABLE_ERROR in retrier["ErrorEquals"] for retrier in state.get("Retry", []))
+    )
+    return name
+
+
 def stack_facts(template: Mapping[str, Any]) -> StackFacts:
-    """Read the settings that drive cost out of a synthesized template."""
+    """Read the settings that drive cost out of a synthesized template.
+
+    The worker is the target of the queue's event source; the lifecycle function is the one the
+    lifecycle workflow starts with, the callback function the one it retries callbacks on; the
+    API function is the remaining one.
+    """
     functions = _of_type(template, "AWS::Lambda::Function")
     (mapping,) = _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    state_machines = _of_type(template, "AWS::StepFunctions::StateMachine")
+    (lifecycle,) = (
+        resolved_definition(machine)
+        for machine in state_machines.values()
+        if callback_state(resolved_definition(machine))
+    )
     worker_id = mapping["Properties"]["FunctionName"]["Ref"]
-    (api_id,) = set(functions) - {worker_id}
+    lifecycle_id = lifecycle["States"][lifecycle["StartAt"]]["Parameters"]["FunctionName"]
+    callback_id = lifecycle["States"][callback_state(lifecycle)]["Parameters"]["FunctionName"]
+    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id}
     log_group_id = functions[worker_id]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     (bucket,) = (
         bucket
@@ -116,46 +195,136 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         if "LoggingConfiguration" in bucket["Properties"]
     )
     rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    memory = {function_id: function["Properties"]["MemorySize"] for function_id, function in functions.items()}
     return StackFacts(
-        api_memory_mb=functions[api_id]["Properties"]["MemorySize"],
-        worker_memory_mb=functions[worker_id]["Properties"]["MemorySize"],
+        api_memory_mb=memory[api_id],
+        worker_memory_mb=memory[worker_id],
+        lifecycle_memory_mb=memory[lifecycle_id],
+        callback_memory_mb=memory[callback_id],
         worker_batch_size=mapping["Properties"]["BatchSize"],
         log_retention_days=template["Resources"][log_group_id]["Properties"]["RetentionInDays"],
         results_expiry_days=rules["expire-results"]["ExpirationInDays"],
         alarms=len(_of_type(template, "AWS::CloudWatch::Alarm")),
         dashboards=len(_of_type(template, "AWS::CloudWatch::Dashboard")),
-        state_machines=len(_of_type(template, "AWS::StepFunctions::StateMachine")),
+        state_machines=len(state_machines),
+        secrets=len(_of_type(template, "AWS::SecretsManager::Secret")),
+        lifecycle_definition=lifecycle,
     )
+
+
+def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[str]:
+    """The states one execution enters in ``scenario``, a retried state once per attempt.
+
+    Follows the definition: a deadline is the ``States.Timeout`` a ``TimeoutSecondsPath`` state
+    catches; Choice rules are evaluated on the execution's input; the callback state is retried
+    per its Retry, and caught once its attempts are spent.
+    """
+    state_input = execution_input("task", 1, scenario.has_callback)
+    sender = callback_state(definition)
+    entered: list[str] = []
+    name = definition["StartAt"]
+    while True:
+        state = definition["States"][name]
+        entered.append(name)
+        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
+            return entered
+        if state["Type"] == "Choice":
+            name = next(
+                (
+                    rule["Next"]
+                    for rule in state["Choices"]
+                    if state_input.get(rule["Variable"].removeprefix("$.")) == rule["BooleanEquals"]
+                ),
+                state["Default"],
+            )
+            continue
+        error = None
+        if "TimeoutSecondsPath" in state and scenario.deadline:
+            error = "States.Timeout"
+        if name == sender and scenario.failed_callback_attempts:
+            (retrier,) = (r for r in state["Retry"] if Callback.RETRYABLE_ERROR in r["ErrorEquals"])
+            entered += [name] * min(scenario.failed_callback_attempts, retrier["MaxAttempts"])
+            if scenario.failed_callback_attempts > retrier["MaxAttempts"]:
+                error = Callback.RETRYABLE_ERROR
+        if error is None:
+            name = state["Next"]
+            continue
+        name = next(
+            catcher["Next"]
+            for catcher in state["Catch"]
+            if error in catcher["ErrorEquals"] or "States.ALL" in catcher["ErrorEquals"]
+        )
+
+
+def state_transitions(definition: Mapping[str, Any], scenario: Scenario) -> int:
+    """Billed transitions of one execution: its start, then every state entered or retried."""
+    return 1 + len(states_entered(definition, scenario))
+
+
+def function_calls(definition: Mapping[str, Any], scenario: Scenario) -> tuple[int, int]:
+    """How often one execution invokes the lifecycle and the callback function in ``scenario``."""
+    states = definition["States"]
+    lifecycle = states[definition["StartAt"]]["Parameters"]["FunctionName"]
+    callback = states[callback_state(definition)]["Parameters"]["FunctionName"]
+    invoked = [states[name].get("Parameters", {}).get("FunctionName") for name in states_entered(definition, scenario)]
+    return invoked.count(lifecycle), invoked.count(callback)
 
 
 def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
     """Every cost item of the service for one export and per month."""
     api_requests = 1 + work.status_polls + work.downloads  # submit, polls, download redirect
-    invocations = api_requests + 1  # plus one worker run
+    lifecycle_calls, callback_calls = function_calls(facts.lifecycle_definition, work.lifecycle)
+    transitions = state_transitions(facts.lifecycle_definition, work.lifecycle)
+    invocations = api_requests + 1 + lifecycle_calls + callback_calls  # plus one worker run
     gb_seconds = (
-        api_requests * work.api_request_sec * facts.api_memory_mb + work.worker_run_sec * facts.worker_memory_mb
+        api_requests * work.api_request_sec * facts.api_memory_mb
+        + work.worker_run_sec * facts.worker_memory_mb
+        + lifecycle_calls * work.lifecycle_run_sec * facts.lifecycle_memory_mb
+        + callback_calls * work.callback_run_sec * facts.callback_memory_mb
     ) / 1024
-    # Task item writes: create, claim, progress every PROGRESS_INTERVAL_SEC, complete; each also
-    # writes the by_user index (projection ALL), and costs one unit per started KB.
-    task_writes = 3 + math.ceil(work.worker_run_sec / Worker.PROGRESS_INTERVAL_SEC)
+    # Task item writes: create, claim, progress every PROGRESS_INTERVAL_SEC, complete, the
+    # workflow's token, and one per callback attempt; each also writes the by_user index
+    # (projection ALL), and costs one unit per started KB.
+    task_writes = 4 + math.ceil(work.worker_run_sec / Worker.PROGRESS_INTERVAL_SEC) + callback_calls
     write_units = task_writes * 2 * math.ceil(work.task_item_bytes / 1024)
-    # Strongly consistent task reads (worker + every poll/download), one unit per started 4 KB;
-    # the orders query on the index reads eventually consistent (half a unit per 4 KB).
-    task_reads = (1 + work.status_polls + work.downloads) * math.ceil(work.task_item_bytes / 4096)
+    # Strongly consistent task reads (worker, every poll/download, every callback attempt), one
+    # unit per started 4 KB; the orders query on the index reads eventually consistent (half a
+    # unit per 4 KB).
+    task_reads = (1 + work.status_polls + work.downloads + callback_calls) * math.ceil(work.task_item_bytes / 4096)
     order_reads = math.ceil(work.rows * work.order_item_bytes / 4096) / 2
     parts = max(1, math.ceil(work.file_bytes / Worker.UPLOAD_PART_BYTES))
-    log_bytes = invocations * work.log_bytes_per_invocation + api_requests * work.access_log_bytes_per_request
+    log_bytes = (
+        invocations * work.log_bytes_per_invocation
+        + api_requests * work.access_log_bytes_per_request
+        + transitions * work.workflow_log_bytes_per_transition
+    )
     stored_months = facts.log_retention_days / 30
     idle_receives = work.idle_pollers * SECONDS_PER_MONTH / Queue.LONG_POLL_SEC
+    traces = api_requests + 1 + 1  # the worker run, and the execution (its functions join its trace)
     return [
         Line(
             "Lambda compute (arm64)",
             gb_seconds * Price.LAMBDA_ARM_GB_SECOND,
             0,
             f"{api_requests} API calls x {work.api_request_sec} s x {facts.api_memory_mb} MB + one worker run "
-            f"of {work.worker_run_sec} s x {facts.worker_memory_mb} MB = {gb_seconds:.3f} GB-s",
+            f"of {work.worker_run_sec} s x {facts.worker_memory_mb} MB + {lifecycle_calls} lifecycle call x "
+            f"{work.lifecycle_run_sec} s x {facts.lifecycle_memory_mb} MB + {callback_calls} callback x "
+            f"{work.callback_run_sec} s x {facts.callback_memory_mb} MB = {gb_seconds:.3f} GB-s",
         ),
         Line("Lambda requests", invocations * Price.LAMBDA_REQUEST, 0, f"{invocations} invocations"),
+        Line(
+            "Step Functions (Standard)",
+            transitions * Price.STEP_FUNCTIONS_TRANSITION,
+            0,
+            f"{transitions} state transitions: a task that {work.lifecycle.description}",
+        ),
+        Line(
+            "Secrets Manager",
+            callback_calls * Price.SECRETS_API_CALL,
+            facts.secrets * Price.SECRET_MONTH,
+            f"{facts.secrets} secret; at most one read per callback (upper bound: each function instance "
+            "caches it 5 minutes)",
+        ),
         Line(
             "API Gateway (HTTP API)",
             api_requests * Price.HTTP_API_REQUEST,
@@ -197,9 +366,10 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
             "CloudWatch Logs",
             log_bytes / GB * (Price.LOGS_INGESTED_GB + stored_months * Price.LOGS_STORED_GB_MONTH),
             0,
-            f"{log_bytes / 1024:.1f} KB ingested, kept {facts.log_retention_days} days",
+            f"{log_bytes / 1024:.1f} KB ingested (functions, API access, workflow history), kept "
+            f"{facts.log_retention_days} days",
         ),
-        Line("X-Ray", invocations * Price.XRAY_TRACE, 0, f"{invocations} traces (every request sampled: upper bound)"),
+        Line("X-Ray", traces * Price.XRAY_TRACE, 0, f"{traces} traces (every request sampled: upper bound)"),
         Line(
             "CloudWatch metrics, alarms, dashboard",
             0,
@@ -253,6 +423,10 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         f"a {work.file_bytes // 1024} KB file,",
         f"  a worker run of {work.worker_run_sec} s, {work.api_request_sec} s per API call, "
         f"{work.status_polls} status polls and {work.downloads} download.",
+        f"- Its lifecycle execution: a task that {work.lifecycle.description}; the lifecycle function runs "
+        f"{work.lifecycle_run_sec} s, the callback function {work.callback_run_sec} s per attempt.",
+        f"- Step Functions logs about {work.workflow_log_bytes_per_transition} B of history events per state "
+        "transition (execution data is not logged).",
         f"- {work.log_bytes_per_invocation} B of logs per invocation and {work.access_log_bytes_per_request} B "
         "per API access log line.",
         "- Not counted: Cognito (billed per monthly active user, not per export), your own data source "
@@ -260,10 +434,12 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "",
         "## Stack settings used",
         "",
-        f"- API function {facts.api_memory_mb} MB, worker {facts.worker_memory_mb} MB (arm64), "
+        f"- API function {facts.api_memory_mb} MB, worker {facts.worker_memory_mb} MB, lifecycle "
+        f"{facts.lifecycle_memory_mb} MB, callback {facts.callback_memory_mb} MB (arm64), "
         f"queue batch size {facts.worker_batch_size}",
         f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
-        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machines",
+        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machine (Standard), "
+        f"{facts.secrets} secret",
         "",
         "## Monthly cost",
         "",
@@ -287,24 +463,30 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
     total_low = sum(line.monthly(low) for line in lines)
     out += [
         "",
-        f"At {low:,} exports a month the fixed items (idle queue polling, metrics, alarms, dashboard:",
+        f"At {low:,} exports a month the fixed items (idle queue polling, the secret, metrics, alarms, dashboard:",
         f"{_money(fixed)}) are {fixed / total_low:.0%} of the bill. At {high:,} the largest items are "
         f"{leaders[0].service} ({_money(leaders[0].monthly(high))})",
         f"and {leaders[1].service} ({_money(leaders[1].monthly(high))}).",
         "",
         "## Step Functions",
         "",
-        f"The stack has {facts.state_machines} state machines today (the lifecycle workflow of the "
-        "orchestration issue is not built yet).",
-        "Standard workflows bill every state transition, so each transition per task adds:",
+        "Each task has one execution of the lifecycle state machine (Standard), and Standard workflows bill",
+        "every state transition, retries included. The transitions below are counted by walking the deployed",
+        "definition, with the execution's start counted as one transition (if AWS does not bill it, subtract",
+        "one everywhere).",
         "",
     ]
-    transitions = (5, 10, 20)
+    definition = facts.lifecycle_definition
     out += _table(
-        ["Transitions per task", *(f"{volume:,} exports/month" for volume in VOLUMES)],
+        ["The task", "States entered", "Transitions", *(f"{volume:,} exports/month" for volume in VOLUMES)],
         [
-            [str(count), *(_money(count * volume * Price.STEP_FUNCTIONS_TRANSITION) for volume in VOLUMES)]
-            for count in transitions
+            [
+                scenario.description,
+                " → ".join(states_entered(definition, scenario)),
+                str(count := state_transitions(definition, scenario)),
+                *(_money(count * volume * Price.STEP_FUNCTIONS_TRANSITION) for volume in VOLUMES),
+            ]
+            for scenario in SCENARIOS
         ],
     )
     per_transition = high * Price.STEP_FUNCTIONS_TRANSITION
@@ -313,7 +495,8 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "",
         f"At {high:,} exports a month each transition per task adds {_money(per_transition)}: "
         f"{total_high / per_transition:.0f} transitions per task",
-        "cost as much as everything above together. Keep the workflow to a few states per task.",
+        "cost as much as the whole bill above. A callback receiver that is down costs its retries; a",
+        "task that reaches its deadline costs one more transition (`Expire`).",
         "",
     ]
     return "\n".join(out)

@@ -7,14 +7,16 @@ The bundling test downloads the worker's arm64 wheels once into a wheelhouse ins
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
 from aws_cdk import App, Stack
 
 from infra.function_factory import ServiceFunction, runtime_python_version
-from infra.functions import API, WORKER
+from infra.functions import API, CALLBACK, LIFECYCLE, SPECS, WORKER
 from infra.packaging import WHEEL_CACHE_ENV, normalized_name, pinned_requirements
 from infra.settings import StageSettings
 
@@ -22,30 +24,64 @@ pytestmark = pytest.mark.infra
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+# Imported only on a path the handler's import does not take (the worker's XLSX writer).
+LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml"}}
+# Prints the top-level modules loaded by importing a handler the way Lambda does (from its folder).
+_PROBE = "import json, sys; sys.path.insert(0, sys.argv[1]); import handler; print(json.dumps(sorted(sys.modules)))"
 
 
 def names(requirements):
     return {normalized_name(requirement) for requirement in requirements}
 
 
+@pytest.fixture(scope="module")
+def imported():
+    """The runtime dependencies (of pyproject) each handler imports, by function folder name."""
+    probes = {
+        spec.name: subprocess.Popen(
+            [sys.executable, "-c", _PROBE, str(REPO_ROOT / "functions" / spec.name)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for spec in SPECS
+    }
+    by_module = packages_distributions()
+    pins = set(pinned_requirements())
+    found = {}
+    for name, probe in probes.items():
+        out, _ = probe.communicate(timeout=60)
+        assert probe.returncode == 0, f"importing the {name} handler failed"
+        modules = {module.split(".")[0] for module in json.loads(out)}
+        found[name] = {normalized_name(d) for m in modules for d in by_module.get(m, [])} & pins
+    return found
+
+
 def test_requirements_are_the_pins_of_pyproject():
     pins = set(pinned_requirements().values())
 
-    assert set(API.package().requirements) <= pins
-    assert set(WORKER.package().requirements) <= pins
+    for spec in SPECS:
+        assert set(spec.package().requirements) <= pins, spec.name
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
+    shipped = names(spec.package().requirements)
+
+    assert shipped == imported[spec.name] | LAZY_IMPORTS.get(spec.name, set())
 
 
 def test_openpyxl_ships_only_with_the_worker_and_every_runtime_dependency_ships_somewhere():
-    api, worker = names(API.package().requirements), names(WORKER.package().requirements)
+    shipped = {spec.name: names(spec.package().requirements) for spec in SPECS}
 
-    assert "openpyxl" not in api
-    assert "openpyxl" in worker
-    assert api | worker == set(pinned_requirements())
+    assert [name for name, distributions in shipped.items() if "openpyxl" in distributions] == [WORKER.name]
+    assert "openpyxl" not in shipped[LIFECYCLE.name] | shipped[CALLBACK.name]
+    assert set().union(*shipped.values()) == set(pinned_requirements())
 
 
 def test_the_fingerprint_is_stable_and_tells_the_functions_apart():
     assert API.package().fingerprint() == API.package().fingerprint()
-    assert API.package().fingerprint() != WORKER.package().fingerprint()
+    assert len({spec.package().fingerprint() for spec in SPECS}) == len(SPECS)
 
 
 def test_an_unknown_dependency_is_refused():
@@ -79,8 +115,9 @@ def test_the_bundle_has_the_handler_at_the_root_and_the_shared_package(worker_as
 
 
 def test_the_bundle_has_the_workers_dependencies_for_linux_arm64(worker_asset):
-    for package in ("aws_lambda_powertools", "pydantic", "boto3", "ulid", "openpyxl"):
+    for package in ("aws_lambda_powertools", "pydantic", "boto3", "openpyxl", "lxml"):
         assert (worker_asset / package / "__init__.py").is_file(), package
+    assert not (worker_asset / "ulid").exists()
     (pydantic_core,) = worker_asset.glob("pydantic_core/_pydantic_core.*.so")
     assert "aarch64" in pydantic_core.name
     assert f"cpython-{runtime_python_version().replace('.', '')}" in pydantic_core.name

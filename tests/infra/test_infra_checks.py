@@ -40,9 +40,21 @@ def test_cdk_nag_aws_solutions_finds_nothing_unacknowledged(assembly):
 def test_every_acknowledged_finding_carries_a_written_reason(assembly):
     found = acknowledgements(assembly.app)
 
-    assert {rule for _, rule, _ in found} >= {"AwsSolutions-L1", "AwsSolutions-APIG4", "AwsSolutions-IAM5[Resource::*]"}
+    assert {rule for _, rule, _ in found} >= {
+        "AwsSolutions-L1",
+        "AwsSolutions-APIG4",
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-SMG4",
+    }
     for path, rule, reason in found:
         assert len(reason.split()) >= 8, f"{rule} on {path} needs a real reason, got {reason!r}"
+
+
+def test_the_unrotated_webhook_secret_is_acknowledged_with_the_manual_procedure(dev):
+    found = [(path, reason) for path, rule, reason in acknowledgements(dev.stack) if rule == "AwsSolutions-SMG4"]
+
+    assert [path for path, _ in found] == [dev.stack.webhook_secret.secret.node.path]
+    assert "docs/deploy.md" in found[0][1]
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])

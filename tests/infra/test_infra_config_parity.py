@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config import Capacity, OrdersTable, Queue, Results, TaskTable, Worker
+from exports.config import Callback, Capacity, OrdersTable, Queue, Results, TaskTable, Worker
 from infra.settings import Sizing
 
 pytestmark = pytest.mark.infra
@@ -42,6 +42,16 @@ def test_function_timeouts_memory_and_batch_equal_the_config(dev):
         "AWS::Lambda::EventSourceMapping",
         {"BatchSize": Worker.BATCH_SIZE, "ScalingConfig": {"MaximumConcurrency": Capacity.WORKER_MAX_CONCURRENCY}},
     )
+
+
+def test_the_lifecycle_functions_sizes_equal_the_config_and_a_callback_attempt_fits(dev):
+    lifecycle = dev.props(dev.stack.functions.lifecycle.function)
+    callback = dev.props(dev.stack.functions.callback.function)
+    assert (lifecycle["MemorySize"], lifecycle["Timeout"]) == (Sizing.LIFECYCLE_MEMORY_MB, Sizing.LIFECYCLE_TIMEOUT_SEC)
+    assert (callback["MemorySize"], callback["Timeout"]) == (Sizing.CALLBACK_MEMORY_MB, Sizing.CALLBACK_TIMEOUT_SEC)
+    # The function must outlive its one HTTP attempt, or Lambda's timeout replaces the
+    # CallbackRetryable error that the workflow retries on.
+    assert callback["Timeout"] > Callback.REQUEST_TIMEOUT_SEC
 
 
 def test_the_retry_schedule_fits_the_queue(dev):
@@ -82,7 +92,7 @@ def test_result_retention_and_upload_cleanup_equal_the_config(dev, prod):
         assert rules["expire-results"]["Prefix"] == f"{Results.KEY_PREFIX}/"
         days = rules["abort-incomplete-uploads"]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"]
         assert days == Results.ABORT_INCOMPLETE_UPLOAD_DAYS
-        for function in (synth.stack.functions.api, synth.stack.functions.worker):
+        for function in synth.stack.functions.all:
             variables = synth.props(function.function)["Environment"]["Variables"]
             assert int(variables["EXPORTS_RETENTION_HOURS"]) == synth.settings.results_retention_hours
             assert Results.RETENTION_HOURS_MIN <= synth.settings.results_retention_hours <= Results.RETENTION_HOURS_MAX

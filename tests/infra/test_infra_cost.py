@@ -4,22 +4,74 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config import Worker
+from exports.config import Names, Worker
+from exports.workflows import lifecycle_definition
 from infra.settings import Sizing
-from scripts.cost_estimate import VOLUMES, Workload, cost_lines, render, stack_facts
+from scripts.cost_estimate import (
+    SCENARIOS,
+    VOLUMES,
+    Scenario,
+    Workload,
+    cost_lines,
+    function_calls,
+    render,
+    stack_facts,
+    state_transitions,
+    states_entered,
+)
 
 pytestmark = pytest.mark.infra
+
+# The definition as exports.workflows writes it, with function names instead of ARNs.
+DEFINITION = lifecycle_definition(Names.LIFECYCLE_FUNCTION, Names.CALLBACK_FUNCTION)
 
 
 def test_the_stack_facts_come_from_the_template(prod):
     facts = stack_facts(prod.template.to_json())
 
     assert (facts.api_memory_mb, facts.worker_memory_mb) == (Sizing.API_MEMORY_MB, Sizing.WORKER_MEMORY_MB)
+    assert (facts.lifecycle_memory_mb, facts.callback_memory_mb) == (
+        Sizing.LIFECYCLE_MEMORY_MB,
+        Sizing.CALLBACK_MEMORY_MB,
+    )
     assert facts.worker_batch_size == Worker.BATCH_SIZE
     assert facts.log_retention_days == prod.settings.log_retention_days
     assert facts.results_expiry_days == prod.settings.results_expiry_days
     assert facts.alarms == len(prod.template.find_resources("AWS::CloudWatch::Alarm"))
-    assert (facts.dashboards, facts.state_machines) == (1, 0)
+    assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 1, 1)
+    assert facts.lifecycle_definition["States"].keys() == DEFINITION["States"].keys()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "states"),
+    [
+        (Scenario("normal end, no callback", has_callback=False), ["AwaitEnd", "HasCallback", "Done"]),
+        (Scenario("normal end, callback", has_callback=True), ["AwaitEnd", "HasCallback", "Deliver", "Done"]),
+        (
+            Scenario("deadline, callback", has_callback=True, deadline=True),
+            ["AwaitEnd", "Expire", "HasCallback", "Deliver", "Done"],
+        ),
+        (
+            Scenario("two failed attempts", has_callback=True, failed_callback_attempts=2),
+            ["AwaitEnd", "HasCallback", "Deliver", "Deliver", "Deliver", "Done"],
+        ),
+        (
+            Scenario("receiver down", has_callback=True, failed_callback_attempts=4),
+            ["AwaitEnd", "HasCallback", *["Deliver"] * 4, "GiveUp", "Done"],
+        ),
+    ],
+)
+def test_the_walk_follows_the_definition(scenario, states):
+    assert states_entered(DEFINITION, scenario) == states
+
+
+def test_a_task_costs_four_to_six_transitions_unless_its_receiver_is_down():
+    # The execution's start counts as one transition.
+    normal, with_callback, deadline, *receiver_down = (state_transitions(DEFINITION, s) for s in SCENARIOS)
+
+    assert (normal, with_callback, deadline) == (4, 5, 6)
+    assert receiver_down == [9, 10]
+    assert function_calls(DEFINITION, SCENARIOS[2]) == (2, 1)
 
 
 def test_every_item_costs_something_and_more_exports_cost_more(prod):
@@ -28,6 +80,8 @@ def test_every_item_costs_something_and_more_exports_cost_more(prod):
     low, high = VOLUMES
     assert all(line.per_export > 0 or line.fixed > 0 for line in lines)
     assert sum(line.monthly(high) for line in lines) > sum(line.monthly(low) for line in lines) > 0
+    (step_functions,) = [line for line in lines if line.service.startswith("Step Functions")]
+    assert "5 state transitions" in step_functions.basis
 
 
 def test_the_estimate_names_both_volumes_and_the_step_functions_price(prod):
@@ -35,4 +89,5 @@ def test_the_estimate_names_both_volumes_and_the_step_functions_price(prod):
 
     assert "| 1,000 exports/month | 1,000,000 exports/month |" in text
     assert "## Step Functions" in text
+    assert "AwaitEnd → Expire → HasCallback → Deliver → Done | 6 |" in text
     assert "**Total**" in text

@@ -23,6 +23,7 @@ from exports.config import (
 )
 from infra.api import PROTECTED_ROUTES, PUBLIC_ROUTES
 from infra.function_factory import RUNTIME
+from infra.workflows import lifecycle_state_machine_name
 
 pytestmark = pytest.mark.infra
 
@@ -70,12 +71,33 @@ def join(*parts):
     return {"Fn::Join": ["", list(parts)]}
 
 
+def lifecycle_arn(synth):
+    """The lifecycle state machine's ARN as the template spells it: built from its fixed name."""
+    return join(
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":states:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        f":stateMachine:{lifecycle_state_machine_name(synth.settings.stage)}",
+    )
+
+
+def common_grants(synth, service_function):
+    """What every function may do: write its own logs, send X-Ray traces."""
+    return [
+        (["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "*"),
+        (["logs:CreateLogStream", "logs:PutLogEvents"], synth.arn(service_function.log_group)),
+    ]
+
+
 # --- Lambda functions -------------------------------------------------------------------------
 
 
 def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
     functions = of_type(dev, "AWS::Lambda::Function")
-    assert len(functions) == 2
+    assert len(functions) == len(dev.stack.functions.all) == 4
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == RUNTIME.name
@@ -100,7 +122,7 @@ def test_log_level_follows_the_stage(dev, prod):
 
 def test_every_function_logs_to_its_own_group_with_the_stage_retention(dev, prod):
     for synth in (dev, prod):
-        for service_function in (synth.stack.functions.api, synth.stack.functions.worker):
+        for service_function in synth.stack.functions.all:
             function = synth.props(service_function.function)
             assert function["LoggingConfig"]["LogGroup"] == synth.ref(service_function.log_group)
             log_group = synth.props(service_function.log_group)
@@ -116,24 +138,54 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
         Env.RESULTS_BUCKET: dev.ref(stack.storage.bucket),
         Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
         Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
+        Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_arn(dev),
     }
-    for service_function in (stack.functions.api, stack.functions.worker):
+    only_callback = {Env.WEBHOOK_SECRET_ARN: dev.ref(stack.webhook_secret.secret)}
+    for service_function in stack.functions.all:
         variables = dev.props(service_function.function)["Environment"]["Variables"]
-        assert {name: variables[name] for name in expected} == expected
-        assert set(variables) == set(expected) | set(POWERTOOLS_ENV)
+        own = only_callback if service_function is stack.functions.callback else {}
+        assert {name: variables[name] for name in expected | own.keys()} == expected | own
+        assert set(variables) == set(expected) | set(own) | set(POWERTOOLS_ENV)
+
+
+def _service_reads_priority_lanes():
+    from exports.settings import Settings
+
+    return "queue_urls" in Settings.model_fields
+
+
+@pytest.mark.xfail(
+    condition=_service_reads_priority_lanes(),
+    reason="exports/settings.py now reads the priority lanes' queues (EXPORTS_TASK_QUEUE_URLS), which the "
+    "stack does not create yet; drop this mark when infra/ deploys the lanes",
+    raises=KeyError,
+    strict=True,
+)
+def test_every_function_can_build_its_settings_from_its_environment(dev):
+    # Settings.from_env is the first thing every handler does: a missing variable breaks it on AWS.
+    from exports.settings import Settings
+
+    for service_function in dev.stack.functions.all:
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        # CloudFormation fills in the references; any string stands in for them here.
+        environ = {name: value if isinstance(value, str) else json.dumps(value) for name, value in variables.items()}
+        settings = Settings.from_env(environ)
+        assert settings.retention_hours == dev.settings.results_retention_hours
+        assert (settings.webhook_secret_arn is not None) is (service_function is dev.stack.functions.callback)
 
 
 def test_each_function_has_its_own_role_without_managed_policies(dev):
-    roles = of_type(dev, "AWS::IAM::Role")
     functions = of_type(dev, "AWS::Lambda::Function")
-    assert len(roles) == len(functions) == 2
-    assert len({json.dumps(f["Properties"]["Role"]) for f in functions.values()}) == 2
-    for role in roles.values():
-        props = role["Properties"]
+    roles = {json.dumps(f["Properties"]["Role"]) for f in functions.values()}
+    assert len(roles) == len(functions) == 4
+    for service_function in dev.stack.functions.all:
+        props = dev.props(service_function.role)
         assert "ManagedPolicyArns" not in props
         assert props["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
+    # The only other role is the lifecycle state machine's (test_infra_workflows.py).
+    assert len(of_type(dev, "AWS::IAM::Role")) == 4 + 1
 
 
 def test_the_api_function_may_do_exactly_what_its_code_does(dev):
@@ -144,12 +196,13 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
 
     assert allowed_pairs(dev, api) == expected_pairs(
         [
-            (["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "*"),
-            (["logs:CreateLogStream", "logs:PutLogEvents"], dev.arn(api.log_group)),
+            *common_grants(dev, api),
             (["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
             (["dynamodb:Query"], user_index),
             (["sqs:SendMessage"], dev.arn(stack.queues.queue)),
             (["s3:GetObject"], results),
+            # start a task's lifecycle execution; hand a cancelled task's outcome to it
+            (["states:StartExecution", "states:SendTaskSuccess"], lifecycle_arn(dev)),
         ]
     )
 
@@ -163,18 +216,46 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
 
     assert allowed_pairs(dev, worker) == expected_pairs(
         [
-            (["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "*"),
-            (["logs:CreateLogStream", "logs:PutLogEvents"], dev.arn(worker.log_group)),
+            *common_grants(dev, worker),
             (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
             (["dynamodb:Query"], day_index),
             ([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(stack.queues.queue)),
             (["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], results),
+            (["states:SendTaskSuccess"], lifecycle_arn(dev)),
+        ]
+    )
+
+
+def test_the_lifecycle_function_may_only_touch_tasks_and_answer_its_workflow(dev):
+    stack = dev.stack
+    lifecycle = stack.functions.lifecycle
+
+    assert allowed_pairs(dev, lifecycle) == expected_pairs(
+        [
+            *common_grants(dev, lifecycle),
+            (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            (["states:SendTaskSuccess"], lifecycle_arn(dev)),
+        ]
+    )
+
+
+def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_secret(dev):
+    stack = dev.stack
+    callback = stack.functions.callback
+    results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
+
+    assert allowed_pairs(dev, callback) == expected_pairs(
+        [
+            *common_grants(dev, callback),
+            (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            (["s3:GetObject"], results),
+            (["secretsmanager:GetSecretValue"], dev.ref(stack.webhook_secret.secret)),
         ]
     )
 
 
 def test_only_xray_gets_a_wildcard_resource(dev):
-    for service_function in (dev.stack.functions.api, dev.stack.functions.worker):
+    for service_function in dev.stack.functions.all:
         wildcard = {action for action, resource in allowed_pairs(dev, service_function) if resource == '"*"'}
         assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
@@ -403,6 +484,8 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "WorkerThrottles",
         "Api5xx",
         "CallbackFailed",
+        "LifecycleFailed",
+        "LifecycleTimedOut",
     }
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
@@ -461,7 +544,18 @@ def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
 def test_the_dashboard_shows_the_business_metrics(dev):
     (dashboard,) = of_type(dev, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
-    for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED, Metric.ROWS_EXPORTED, Metric.DURATION_MS):
+    shown = (
+        Metric.SUBMITTED,
+        Metric.COMPLETED,
+        Metric.FAILED,
+        Metric.TIMED_OUT,
+        Metric.CANCELLED,
+        Metric.CALLBACK_DELIVERED,
+        Metric.CALLBACK_FAILED,
+        Metric.ROWS_EXPORTED,
+        Metric.DURATION_MS,
+    )
+    for name in shown:
         assert f'\\"{METRICS_NAMESPACE}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
 
 
@@ -479,6 +573,8 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "DeadLetterQueueUrl",
         "AlarmTopicArn",
         "DashboardName",
+        "LifecycleStateMachineArn",
+        "WebhookSecretArn",
     }
     assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
     assert set(prod.template.to_json()["Outputs"]) == common
@@ -488,11 +584,39 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
     dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
     dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})
+    dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})
+    dev.template.has_output("WebhookSecretArn", {"Value": dev.ref(dev.stack.webhook_secret.secret)})
     api_url = json.dumps(dev.template.to_json()["Outputs"]["ApiUrl"]["Value"])
     assert dev.logical_id(dev.stack.api.http_api) in api_url
 
 
-def test_no_state_machine_exists_until_the_orchestration_issue_adds_one(dev):
-    # The Workflows construct is ready (test_infra_workflows.py); the stack has nothing to put in it yet.
-    dev.template.resource_count_is("AWS::StepFunctions::StateMachine", 0)
-    assert dev.stack.workflows.state_machines == {}
+# --- Secrets Manager --------------------------------------------------------------------------
+
+
+def test_the_webhook_secret_is_generated_by_cloudformation_as_a_base64_key(dev):
+    (secret,) = of_type(dev, "AWS::SecretsManager::Secret").values()
+    generate = secret["Properties"]["GenerateSecretString"]
+
+    # Letters and digits only, no spaces: every character is in the base64 alphabet, and a multiple
+    # of 4 characters decodes without padding.
+    assert generate == {"PasswordLength": 32, "ExcludePunctuation": True, "IncludeSpace": False}
+    assert "SecretString" not in secret["Properties"]
+
+
+def test_a_value_of_that_shape_signs_callbacks_once_prefixed(dev):
+    import secrets
+    import string
+
+    from exports.webhooks.signing import SECRET_PREFIX, sign
+
+    (secret,) = of_type(dev, "AWS::SecretsManager::Secret").values()
+    length = secret["Properties"]["GenerateSecretString"]["PasswordLength"]
+    value = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(length))
+
+    assert sign(SECRET_PREFIX + value, "msg_1", 1_700_000_000, b"{}").startswith("v1,")
+
+
+def test_the_webhook_secret_is_kept_in_prod_only(dev, prod):
+    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+        (secret,) = of_type(synth, "AWS::SecretsManager::Secret").values()
+        assert (secret["DeletionPolicy"], secret["UpdateReplacePolicy"]) == (policy, policy)

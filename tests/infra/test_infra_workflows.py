@@ -1,79 +1,228 @@
-"""The Workflows construct gives every state machine logging, tracing, alarms and an output.
-
-The stack has no state machine yet (the orchestration issue adds them), so this builds a small
-stack with one Pass state through the same construct.
-"""
+"""The lifecycle state machine: the definition of exports.workflows, deployed as it is, logged,
+traced, watched, allowed to invoke exactly its two functions, and known to the functions by an
+ARN built from its name (no circular dependency)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk import App, Duration, Stack
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk.assertions import Template
-from cdk_nag import AwsSolutionsChecks
 
+from exports.config import Callback, Env, Limits, Names
+from exports.workflows import LAMBDA_INVOKE_WITH_TOKEN, lifecycle_definition
 from infra.monitoring import Monitoring
-from infra.settings import StageSettings
-from infra.workflows import Workflows
+from infra.settings import Sizing, StageSettings
+from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
 
 pytestmark = pytest.mark.infra
 
 
-@pytest.fixture(scope="module")
-def workflow_stack(tmp_path_factory):
-    app = App(outdir=str(tmp_path_factory.mktemp("workflows.out")))
-    stack = Stack(app, "WorkflowsOnly")
-    settings = StageSettings.preset("prod")
-    monitoring = Monitoring(stack, "Monitoring", settings=settings)
-    workflows = Workflows(stack, "Workflows", settings=settings, monitoring=monitoring)
-    state_machine = workflows.add_state_machine(
-        "Lifecycle",
-        definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "Start")),
-        timeout=Duration.hours(2),
-        comment="Lifecycle of one export task",
+def deployed_definition(synth):
+    """The state machine's definition with each ``Fn::GetAtt <id>.Arn`` written as ``<id>.Arn``."""
+    definition = synth.props(synth.stack.lifecycle)["DefinitionString"]
+    _, parts = definition["Fn::Join"]
+    text = "".join(part if isinstance(part, str) else "{}.{}".format(*part["Fn::GetAtt"]) for part in parts)
+    return json.loads(text)
+
+
+def function_arn(synth, service_function):
+    """How :func:`deployed_definition` writes ``service_function``'s ARN."""
+    return f"{synth.logical_id(service_function.function)}.Arn"
+
+
+def references(entry, logical_id):
+    """Whether a template entry refers to ``logical_id`` (Ref, Fn::GetAtt or DependsOn)."""
+    if isinstance(entry, list):
+        return any(references(item, logical_id) for item in entry)
+    if not isinstance(entry, dict):
+        return False
+    depends_on = entry.get("DependsOn", [])
+    return (
+        entry.get("Ref") == logical_id
+        or (entry.get("Fn::GetAtt") or [None])[0] == logical_id
+        or logical_id in (depends_on if isinstance(depends_on, list) else [depends_on])
+        or any(references(value, logical_id) for value in entry.values())
     )
-    return app, stack, state_machine, Template.from_stack(stack), settings
 
 
-def test_the_state_machine_is_standard_logged_without_data_traced_and_bounded(workflow_stack):
-    *_, template, settings = workflow_stack
-    (machine,) = template.find_resources("AWS::StepFunctions::StateMachine").values()
-    props = machine["Properties"]
+# --- The definition ---------------------------------------------------------------------------
 
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_deployed_definition_is_the_shared_one_with_the_function_arns(assembly, stage):
+    synth = getattr(assembly, stage)
+    functions = synth.stack.functions
+    deployed = deployed_definition(synth)
+
+    expected = lifecycle_definition(function_arn(synth, functions.lifecycle), function_arn(synth, functions.callback))
+    assert {key: value for key, value in deployed.items() if key != "TimeoutSeconds"} == expected
+
+
+def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
+    deliver = deployed_definition(dev)["States"]["Deliver"]
+
+    (retry,) = deliver["Retry"]
+    assert Callback.RETRYABLE_ERROR in retry["ErrorEquals"]
+    assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (
+        Callback.RETRY_INTERVAL_SEC,
+        Callback.RETRY_BACKOFF_RATE,
+        Callback.MAX_RETRIES,
+    )
+    # The issue's schedule: the first attempt, then 1 s, 4 s and 16 s later.
+    assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (1, 4, 3)
+    assert deliver["Catch"][0]["Next"] == "GiveUp"
+
+
+def test_the_wait_for_the_task_ends_at_its_deadline(dev):
+    states = deployed_definition(dev)["States"]
+
+    assert states["AwaitEnd"]["TimeoutSecondsPath"] == "$.timeout_sec"
+    waiting = [state for state in states.values() if state.get("Resource") == LAMBDA_INVOKE_WITH_TOKEN]
+    assert waiting == [states["AwaitEnd"]]
+    for state in waiting:
+        assert "TimeoutSeconds" in state or "TimeoutSecondsPath" in state
+    (deadline,) = states["AwaitEnd"]["Catch"]
+    assert "States.Timeout" in deadline["ErrorEquals"]
+    assert deadline["Next"] == "Expire"
+
+
+def test_an_execution_never_times_out_before_its_task_and_its_callback_are_done(dev):
+    timeout = deployed_definition(dev)["TimeoutSeconds"]
+    pauses = sum(Callback.RETRY_INTERVAL_SEC * Callback.RETRY_BACKOFF_RATE**n for n in range(Callback.MAX_RETRIES))
+    attempts = 1 + Callback.MAX_RETRIES
+
+    assert timeout >= Limits.TIMEOUT_SEC_MAX + pauses + attempts * Sizing.CALLBACK_TIMEOUT_SEC
+    assert timeout % 60 == 0
+
+
+def test_the_execution_bound_counts_every_attempt_and_pause():
+    definition = {
+        "States": {
+            "Wait": {"Type": "Task", "Parameters": {"FunctionName": "f"}, "TimeoutSecondsPath": "$.t"},
+            "Call": {
+                "Type": "Task",
+                "Parameters": {"FunctionName": "g"},
+                "Retry": [{"ErrorEquals": ["E"], "IntervalSeconds": 1, "BackoffRate": 4, "MaxAttempts": 3}],
+            },
+            "Done": {"Type": "Succeed"},
+        }
+    }
+
+    bound = longest_execution_sec(definition, {"f": 10, "g": 30})
+
+    assert bound == -(-(Limits.TIMEOUT_SEC_MAX + 4 * 30 + (1 + 4 + 16)) // 60) * 60
+
+
+def test_a_definition_cannot_carry_its_own_execution_timeout():
+    stack = Stack(App(), "Bare")
+    settings = StageSettings.preset("dev")
+    workflows = Workflows(stack, "Workflows", settings=settings, monitoring=Monitoring(stack, "M", settings=settings))
+
+    with pytest.raises(ValueError, match="timeout"):
+        workflows.add_state_machine(
+            "Twice", definition={"TimeoutSeconds": 5}, timeout=Duration.minutes(1), description="twice"
+        )
+
+
+# --- The resource -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_state_machine_is_standard_named_from_config_logged_without_data_and_traced(assembly, stage):
+    synth = getattr(assembly, stage)
+    props = synth.props(synth.stack.lifecycle)
+
+    assert props["StateMachineName"] == f"{Names.LIFECYCLE_STATE_MACHINE}-{synth.settings.stage}"
+    assert props["StateMachineName"] == lifecycle_state_machine_name(synth.settings.stage)
     assert props["StateMachineType"] == "STANDARD"
     assert props["TracingConfiguration"] == {"Enabled": True}
     logging = props["LoggingConfiguration"]
     assert (logging["Level"], logging["IncludeExecutionData"]) == ("ALL", False)
     (destination,) = logging["Destinations"]
     log_group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
-    log_group = template.to_json()["Resources"][log_group_id]
-    assert log_group["Properties"]["RetentionInDays"] == settings.log_retention_days
-    assert '"TimeoutSeconds":7200' in str(props["DefinitionString"])
+    log_group = synth.template.to_json()["Resources"][log_group_id]
+    assert log_group["Properties"]["RetentionInDays"] == synth.settings.log_retention_days
+    assert log_group["DeletionPolicy"] == ("Retain" if synth.settings.protect_data else "Delete")
 
 
-def test_failed_and_timed_out_executions_alarm(workflow_stack):
-    _, stack, _, template, _ = workflow_stack
+def test_the_state_machine_may_invoke_exactly_its_two_functions(dev):
+    role_id = dev.props(dev.stack.lifecycle)["RoleArn"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in dev.template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    functions = dev.stack.functions
+
+    (invoke,) = [statement for statement in statements if "lambda:InvokeFunction" in json.dumps(statement["Action"])]
+    assert invoke["Action"] == "lambda:InvokeFunction"
+    assert sorted(invoke["Resource"], key=json.dumps) == sorted(
+        [dev.arn(functions.lifecycle.function), dev.arn(functions.callback.function)], key=json.dumps
+    )
+    # Everything else is log delivery and X-Ray, which take no resource scoping.
+    for statement in statements:
+        if statement is not invoke:
+            assert statement["Resource"] == "*"
+            assert {action.split(":")[0] for action in statement["Action"]} <= {"logs", "xray"}
+
+
+# --- No circular dependency -------------------------------------------------------------------
+
+
+def test_the_functions_know_the_state_machine_by_its_formatted_arn_not_by_reference(dev):
+    # The synth succeeding (every fixture here) is the first proof: CDK and CloudFormation refuse
+    # a cycle. This pins down why there is none.
+    stack, resources = dev.stack, dev.template.to_json()["Resources"]
+    machine_id = dev.logical_id(stack.lifecycle)
+    name = dev.props(stack.lifecycle)["StateMachineName"]
+    formatted = {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":states:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":stateMachine:{name}",
+            ],
+        ]
+    }
+
+    for service_function in stack.functions.all:
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        assert variables[Env.LIFECYCLE_STATE_MACHINE_ARN] == formatted
+    # Nothing but what watches the state machine refers to it: no function, role or policy.
+    referring = {
+        resource["Type"]
+        for logical_id, resource in resources.items()
+        if logical_id != machine_id and references(resource, machine_id)
+    }
+    assert referring == {"AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"}
+    # The one direction that remains: the state machine refers to the functions.
+    definition = json.dumps(dev.props(stack.lifecycle)["DefinitionString"])
+    for service_function in (stack.functions.lifecycle, stack.functions.callback):
+        assert dev.logical_id(service_function.function) in definition
+
+
+# --- Monitoring and outputs -------------------------------------------------------------------
+
+
+def test_failed_and_timed_out_executions_alarm(dev):
     alarms = {
         alarm["Properties"]["AlarmName"]: alarm["Properties"]
-        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+        for alarm in dev.template.find_resources("AWS::CloudWatch::Alarm").values()
     }
 
     for name, metric in (("LifecycleFailed", "ExecutionsFailed"), ("LifecycleTimedOut", "ExecutionsTimedOut")):
-        alarm = alarms[f"{stack.stack_name}-{name}"]
+        alarm = alarms[f"{dev.stack.stack_name}-{name}"]
         assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/States", metric, 1)
+        assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": dev.ref(dev.stack.lifecycle)}]
+        assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
 
 
-def test_the_state_machine_arn_is_an_output(workflow_stack):
-    _, stack, state_machine, template, _ = workflow_stack
-    machine_id = stack.resolve(stack.get_logical_id(state_machine.node.default_child))
-
-    values = [output["Value"] for output in template.to_json()["Outputs"].values()]
-
-    assert {"Ref": machine_id} in values
-
-
-def test_cdk_nag_accepts_the_state_machine(workflow_stack):
-    app, *_ = workflow_stack
-    report = AwsSolutionsChecks(app).validate_scope(app)
-
-    assert [violation.rule_name for violation in report.violations] == []
+def test_the_state_machine_arn_is_an_output(dev):
+    dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})
