@@ -6,13 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test lint format synth deploy destroy clean
+.PHONY: run test lint format synth deploy destroy clean openapi
 
 # The virtualenv is rebuilt only when the dependency pins change.
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]' -e ./client
 	@touch $@
 
 node_modules/.package-lock.json: package.json package-lock.json
@@ -25,6 +25,10 @@ run: $(STAMP)
 ## test: lint, then the full test suite (unit, integration, infrastructure, end to end)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
+
+## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
+openapi: $(STAMP)
+	$(BIN)/python -m tests.client.openapi_doc
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

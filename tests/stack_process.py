@@ -35,6 +35,16 @@ def recent(days_ago: int) -> str:
     return (datetime.now(UTC).date() - timedelta(days=days_ago)).isoformat()
 
 
+def slow_filters(variant: int) -> dict[str, str]:
+    """Orders filters for an export that runs for seconds (the worker reads a year, day by day).
+
+    For tests that need a task that has not ended yet: they act on it right after submitting.
+    Distinct ``variant``s give distinct requests, since an identical active export is not
+    submitted twice (the service answers with the existing task).
+    """
+    return {"date_from": recent(365 + variant), "date_to": recent(variant)}
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as probe:
@@ -87,12 +97,10 @@ def _wait_until_ready(stack: Stack) -> None:
 
 
 @contextmanager
-def running_stack(demo_orders: int = 4000, worker_concurrency: int | None = None) -> Iterator[Stack]:
+def running_stack(demo_orders: int = 4000, environment: Mapping[str, str] | None = None) -> Iterator[Stack]:
     """Start ``python -m local_stack`` on free ports, wait until it answers, stop it with SIGINT after.
 
     Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the stack.
-    ``worker_concurrency=0`` runs no worker, so submitted tasks stay PENDING: what tests of
-    cancelling need to be deterministic.
     """
     port, aws_port = free_port(), free_port()
     env = {
@@ -102,9 +110,8 @@ def running_stack(demo_orders: int = 4000, worker_concurrency: int | None = None
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
         "EXPORTS_DEMO_ORDERS": str(demo_orders),
         "PYTHONUNBUFFERED": "1",
+        **(environment or {}),
     }
-    if worker_concurrency is not None:
-        env["EXPORTS_WORKER_CONCURRENCY"] = str(worker_concurrency)
     env.pop("AWS_ENDPOINT_URL", None)
     with tempfile.TemporaryDirectory(prefix="exports-stack-") as folder:
         log_path = Path(folder) / "stack.log"

@@ -59,6 +59,15 @@ def test_a_file_path_is_used_as_given(tmp_path: Path) -> None:
     assert path.read_bytes() == CONTENT
 
 
+def test_a_path_ending_in_a_slash_is_a_directory_created_if_needed(tmp_path: Path) -> None:
+    api = api_serving(httpx.Response(200, content=CONTENT))
+
+    path = client_for(api).download("exp_1", f"{tmp_path}/new/folder/")
+
+    assert path == tmp_path / "new" / "folder" / "orders.csv"
+    assert path.read_bytes() == CONTENT
+
+
 def test_a_sha256_mismatch_keeps_nothing_and_leaves_an_existing_file_alone(tmp_path: Path) -> None:
     # Given a previous download at the target, and a file store that sends other bytes
     target = tmp_path / "orders.csv"

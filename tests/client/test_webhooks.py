@@ -117,3 +117,15 @@ def test_the_current_time_is_the_default() -> None:
 def test_a_malformed_secret_is_a_configuration_error(secret: str) -> None:
     with pytest.raises(ValueError, match="secret"):
         verify_webhook(BODY, headers(sign(BODY)), secret, now=NOW)
+
+
+def test_the_client_verifies_what_the_service_signs() -> None:
+    import time
+
+    from exports.webhooks.signing import new_secret, signed_headers
+    from exports_client import verify_webhook
+
+    secret = new_secret()
+    body = b'{"task_id":"exp_1","status":"COMPLETED"}'
+    headers = signed_headers(secret, "msg_exp_1_2", int(time.time()), body)
+    assert verify_webhook(body, headers, secret)["status"] == "COMPLETED"

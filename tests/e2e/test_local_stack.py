@@ -6,100 +6,30 @@ import hashlib
 import hmac
 import io
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import boto3
 import openpyxl
 import pytest
 import requests
 
 from exports.adapters.dynamodb_items import from_item
-from exports.config import Names
+from exports.config import LANES, Names
 from tests.receiver import receiver
+from tests.stack_process import Stack, recent, running_stack
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
-TOKENS = {"alice": "alice-token", "bob": "bob-token"}
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@dataclass
-class Stack:
-    url: str
-    aws_url: str
-    process: subprocess.Popen
-
-    def headers(self, user: str = "alice") -> dict[str, str]:
-        return {"Authorization": f"Bearer {TOKENS[user]}"}
-
-    def client(self, service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=self.aws_url,
-            region_name="us-east-1",
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-        )
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    port, aws_port = free_port(), free_port()
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "EXPORTS_AWS_PORT": str(aws_port),
-        "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
-        "EXPORTS_DEMO_ORDERS": "4000",
-        "EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("AWS_ENDPOINT_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "local_stack"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    running = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{aws_port}", process)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(f"{running.url}/openapi.json", timeout=2).status_code == 200:
-                break
-        except requests.ConnectionError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"local stack did not start:\n{process.stdout.read()}")
-        time.sleep(0.2)
-    yield running
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-
-
-def recent(days_ago: int) -> str:
-    return (datetime.now(UTC).date() - timedelta(days=days_ago)).isoformat()
+    with running_stack(environment={"EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET}) as running:
+        yield running
 
 
 def submit(stack: Stack, body: dict[str, Any], user: str = "alice") -> requests.Response:
@@ -124,13 +54,17 @@ def source_orders(stack: Stack, date_from: str, date_to: str) -> list[dict[str, 
 
 
 def counts(stack: Stack) -> tuple[int, int]:
-    tasks = stack.client("dynamodb").scan(TableName=Names.TASKS_TABLE, Select="COUNT")["Count"]
+    """Items in the tasks table (tasks and admission records) and messages over all lanes."""
+    items = stack.client("dynamodb").scan(TableName=Names.TASKS_TABLE, Select="COUNT")["Count"]
     sqs = stack.client("sqs")
-    url = sqs.get_queue_url(QueueName=Names.TASK_QUEUE)["QueueUrl"]
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    return tasks, sum(int(value) for value in attributes.values())
+    messages = 0
+    for lane in LANES:
+        url = sqs.get_queue_url(QueueName=lane.queue_name)["QueueUrl"]
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        messages += sum(int(value) for value in attributes.values())
+    return items, messages
 
 
 def neutralised(text: str | None) -> str:
@@ -316,10 +250,28 @@ def test_cancel_and_retry_over_http(stack: Stack) -> None:
     assert foreign.status_code == 404
 
 
+def test_identical_requests_merge_and_idempotency_keys_replay(stack: Stack) -> None:
+    # 300 days of day-by-day index reads keep the first task busy for seconds: it is still active.
+    body = {"export_type": "orders", "format": "xlsx", "filters": {"date_from": recent(300), "date_to": recent(0)}}
+    first = submit(stack, body, user="bob").json()
+    second = submit(stack, {**body, "filters": {"date_to": recent(0), "date_from": recent(300)}}, user="bob").json()
+    assert (second["task_id"], second["deduplicated"]) == (first["task_id"], True)
+
+    headers = {**stack.headers(), "Idempotency-Key": "e2e-key-1"}
+    keyed = {"export_type": "orders", "filters": {"date_from": recent(5), "date_to": recent(4)}}
+    once = requests.post(f"{stack.url}/v1/exports", json=keyed, headers=headers, timeout=10)
+    twice = requests.post(f"{stack.url}/v1/exports", json=keyed, headers=headers, timeout=10)
+    assert once.json()["task_id"] == twice.json()["task_id"]
+    assert twice.headers["Idempotent-Replayed"] == "true"
+    other = requests.post(f"{stack.url}/v1/exports", json={**keyed, "format": "xlsx"}, headers=headers, timeout=10)
+    assert (other.status_code, other.json()["error"]["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+
+
 def test_docs_are_public_and_the_banner_tells_a_newcomer_what_to_do(stack: Stack) -> None:
     assert requests.get(f"{stack.url}/docs", timeout=10).status_code == 200
     stack.process.send_signal(signal.SIGINT)
-    output, _ = stack.process.communicate(timeout=30)
+    stack.process.wait(timeout=30)
+    output = stack.output()
     assert stack.process.returncode == 0
     assert stack.url in output
     assert "alice-token" in output

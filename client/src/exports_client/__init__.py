@@ -1,0 +1,67 @@
+"""Python SDK for the exports service: submit exports, wait for them, download the files.
+
+>>> with ExportsClient("http://127.0.0.1:8000", token) as client:  # doctest: +SKIP
+...     task = client.wait(client.submit("orders", {"date_from": "2025-01-01", "date_to": "2025-03-31"}).task_id)
+...     client.download(task.task_id, "out/")
+"""
+
+from importlib.metadata import version
+
+from exports_client.client import ExportsClient
+from exports_client.errors import (
+    APIError,
+    AuthenticationError,
+    ConflictError,
+    ExportsError,
+    IntegrityError,
+    InvalidRequestError,
+    NetworkError,
+    NotFoundError,
+    RateLimitedError,
+    ServerError,
+    ServiceUnavailableError,
+    UnexpectedResponseError,
+    WaitTimeoutError,
+    WebhookVerificationError,
+)
+from exports_client.models import (
+    TERMINAL,
+    CallbackView,
+    ErrorView,
+    ExportAccepted,
+    ExportFormat,
+    ExportTypeView,
+    TaskList,
+    TaskStatus,
+    TaskView,
+)
+from exports_client.webhooks import verify_webhook
+
+__version__ = version("exports-client")
+__all__ = [
+    "TERMINAL",
+    "APIError",
+    "AuthenticationError",
+    "CallbackView",
+    "ConflictError",
+    "ErrorView",
+    "ExportAccepted",
+    "ExportFormat",
+    "ExportTypeView",
+    "ExportsClient",
+    "ExportsError",
+    "IntegrityError",
+    "InvalidRequestError",
+    "NetworkError",
+    "NotFoundError",
+    "RateLimitedError",
+    "ServerError",
+    "ServiceUnavailableError",
+    "TaskList",
+    "TaskStatus",
+    "TaskView",
+    "UnexpectedResponseError",
+    "WaitTimeoutError",
+    "WebhookVerificationError",
+    "verify_webhook",
+]

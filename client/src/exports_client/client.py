@@ -1,0 +1,293 @@
+"""``ExportsClient``: the exports API over HTTP, with typed results and typed errors."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from importlib.metadata import version
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+from pydantic import ValidationError as _PydanticValidationError
+
+from exports_client.errors import (
+    APIError,
+    IntegrityError,
+    NetworkError,
+    UnexpectedResponseError,
+    WaitTimeoutError,
+    error_from_response,
+    retry_after_seconds,
+)
+from exports_client.models import (
+    ExportAccepted,
+    ExportFormat,
+    ExportTypeList,
+    ExportTypeView,
+    TaskList,
+    TaskStatus,
+    TaskView,
+)
+from exports_client.polling import poll_delay
+from exports_client.webhooks import verify_webhook
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
+DEFAULT_WAIT_SEC: Final = 300.0
+USER_AGENT: Final = f"exports-client/{version('exports-client')}"
+_CHUNK_BYTES: Final = 64 * 1024
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class ExportsClient:
+    """A client of one exports deployment, acting as the owner of ``token``.
+
+    ``transport`` replaces the network (e.g. ``httpx.MockTransport`` in tests); ``sleep`` and
+    ``clock`` replace :func:`time.sleep` and :func:`time.monotonic` for :meth:`wait`.
+    Use it as a context manager, or call :meth:`close`, to release its connections.
+    """
+
+    #: Webhook receivers need no client: this is :func:`exports_client.verify_webhook`.
+    verify_webhook = staticmethod(verify_webhook)
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._sleep = sleep
+        self._clock = clock
+        self._http = httpx.Client(
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+        )
+
+    def __enter__(self) -> ExportsClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._http.close()
+
+    # -- the API -------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        export_type: str,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        format: ExportFormat | str | None = None,
+        priority: int | None = None,
+        timeout_sec: int | None = None,
+        callback_url: str | None = None,
+        csv_bom: bool | None = None,
+    ) -> ExportAccepted:
+        """Submit an export; returns at once with the new task's id (``202``).
+
+        Options left as ``None`` take the service's defaults; the service validates everything
+        (:class:`InvalidRequestError` names the ``field``).
+        """
+        options = {
+            "format": format,
+            "priority": priority,
+            "timeout_sec": timeout_sec,
+            "callback_url": callback_url,
+            "csv_bom": csv_bom,
+        }
+        body = {
+            "export_type": export_type,
+            "filters": dict(filters or {}),
+            **{name: value for name, value in options.items() if value is not None},
+        }
+        return self._parse(ExportAccepted, self._request("POST", "/v1/exports", json=body))
+
+    def get(self, task_id: str) -> TaskView:
+        """The task; once COMPLETED it carries a fresh ``download_url``."""
+        return self._parse(TaskView, self._request("GET", _task_path(task_id)))
+
+    def list(
+        self, status: TaskStatus | str | None = None, limit: int | None = None, next_token: str | None = None
+    ) -> TaskList:
+        """One page of your tasks, newest first; pass its ``next_token`` for the next page."""
+        params = {"status": status, "limit": limit, "next_token": next_token}
+        response = self._request("GET", "/v1/exports", params={k: v for k, v in params.items() if v is not None})
+        return self._parse(TaskList, response)
+
+    def iter_tasks(self, status: TaskStatus | str | None = None, page_size: int | None = None) -> Iterator[TaskView]:
+        """All your tasks, newest first, fetching pages as the iteration goes."""
+        next_token: str | None = None
+        while True:
+            page = self.list(status=status, limit=page_size, next_token=next_token)
+            yield from page.items
+            if not page.next_token:
+                return
+            next_token = page.next_token
+
+    def export_types(self) -> list[ExportTypeView]:
+        """What this deployment can export: formats and the JSON Schema of each type's filters."""
+        return self._parse(ExportTypeList, self._request("GET", "/v1/export-types")).items
+
+    def cancel(self, task_id: str) -> TaskView:
+        """Cancel a task that has not ended; :class:`ConflictError` (``TASK_NOT_CANCELLABLE``) if it has."""
+        return self._parse(TaskView, self._request("POST", f"{_task_path(task_id)}/cancel"))
+
+    def retry(self, task_id: str) -> ExportAccepted:
+        """Submit a new task with the parameters of a FAILED, TIMEOUT or CANCELLED one.
+
+        :class:`ConflictError` (``TASK_NOT_RETRYABLE``) for tasks in other states.
+        """
+        return self._parse(ExportAccepted, self._request("POST", f"{_task_path(task_id)}/retry"))
+
+    def wait(
+        self,
+        task_id: str,
+        timeout: float = DEFAULT_WAIT_SEC,
+        on_update: Callable[[TaskView], None] | None = None,
+    ) -> TaskView:
+        """Poll until the task ends and return it, whatever its final status.
+
+        Polls are spaced 1, 2, 4, ... up to 30 seconds apart, or longer when the service sends
+        ``Retry-After``; answers 429 and 503 are waited out the same way. ``on_update`` sees every
+        state polled. Raises :class:`WaitTimeoutError` once ``timeout`` seconds have passed.
+        """
+        deadline = self._clock() + timeout
+        task: TaskView | None = None
+        attempt = 0
+        while True:
+            try:
+                response = self._request("GET", _task_path(task_id))
+            except APIError as error:
+                if not error.retryable:
+                    raise
+                retry_after = error.retry_after
+            else:
+                task = self._parse(TaskView, response)
+                if on_update is not None:
+                    on_update(task)
+                if task.is_terminal:
+                    return task
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
+            self._sleep(min(poll_delay(attempt, retry_after), remaining))
+            attempt += 1
+
+    def download(self, task_id: str, path: str | Path = ".") -> Path:
+        """Save a COMPLETED task's file and return where it went.
+
+        ``path`` is the file to write, or a directory to put the file in under the name the
+        service gave it: one that exists, or any path ending in ``/`` (created if needed). The
+        file is streamed to ``<name>.part`` next to the target, checked against the sha256 the
+        service reported and only then moved into place; on a mismatch (:class:`IntegrityError`)
+        or any error the partial file is deleted and an existing target is left as it was.
+        :class:`ConflictError` (``TASK_NOT_READY``) unless the task is COMPLETED.
+        """
+        task = self.get(task_id)
+        location = self._download_location(task_id)
+        if not task.sha256:
+            raise UnexpectedResponseError(f"export task {task_id} has no sha256 to check the file against")
+        target = Path(path)
+        if str(path).endswith(("/", os.sep)) or target.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            # Only the name: a file name must never move the file elsewhere.
+            target = target / Path(task.file_name or f"{task_id}.{task.format.value}").name
+        partial = target.with_name(f"{target.name}.part")
+        try:
+            digest = self._stream_to(location, partial)
+            if not hmac.compare_digest(digest, task.sha256.lower()):
+                raise IntegrityError(
+                    f"the downloaded file's sha256 is {digest}, the service reported {task.sha256}",
+                    expected=task.sha256,
+                    actual=digest,
+                )
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return target
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    def _request(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> httpx.Response:
+        url = f"{self.base_url}{path}"
+        try:
+            response = self._http.request(
+                method, url, json=json, params=params, headers={"Authorization": f"Bearer {self._token}"}
+            )
+        except httpx.TransportError as error:
+            raise NetworkError(_describe(error, url), url) from error
+        if response.is_error:
+            raise error_from_response(response)
+        return response
+
+    def _download_location(self, task_id: str) -> str:
+        response = self._request("GET", f"{_task_path(task_id)}/download")
+        location = response.headers.get("Location")
+        if response.status_code not in (301, 302, 303, 307, 308) or not location:
+            raise UnexpectedResponseError(
+                f"expected a redirect to the file, got {response.status_code}", response.status_code
+            )
+        return str(httpx.URL(self.base_url).join(location))
+
+    def _stream_to(self, url: str, partial: Path) -> str:
+        """Write the file at the presigned ``url`` to ``partial``; returns its sha256 (hex).
+
+        The link is its own credential: the bearer token is not sent to the file store."""
+        digest = hashlib.sha256()
+        try:
+            with self._http.stream("GET", url, headers={"Accept": "*/*"}) as response:
+                if response.is_error:
+                    raise UnexpectedResponseError(
+                        f"the file store answered {response.status_code} {response.reason_phrase}",
+                        response.status_code,
+                    )
+                with partial.open("wb") as out:
+                    for chunk in response.iter_bytes(_CHUNK_BYTES):
+                        digest.update(chunk)
+                        out.write(chunk)
+        except httpx.TransportError as error:
+            raise NetworkError(_describe(error, url), url) from error
+        return digest.hexdigest()
+
+    @staticmethod
+    def _parse(model: type[_Model], response: httpx.Response) -> _Model:
+        try:
+            return model.model_validate_json(response.content)
+        except _PydanticValidationError as error:
+            raise UnexpectedResponseError(
+                f"the answer to {response.request.method} {response.request.url.path} is not a {model.__name__}: "
+                f"{error.errors()[0]['msg']}",
+                response.status_code,
+            ) from error
+
+
+def _task_path(task_id: str) -> str:
+    return f"/v1/exports/{quote(task_id, safe='')}"
+
+
+def _describe(error: httpx.TransportError, url: str) -> str:
+    what = "timed out" if isinstance(error, httpx.TimeoutException) else "failed"
+    reason = str(error) or type(error).__name__
+    return f"the request to {url} {what}: {reason}"

@@ -1,0 +1,139 @@
+"""Typed results of the exports API.
+
+Each model has the name of an OpenAPI component in ``docs/openapi.json`` and the same JSON Schema
+(tests/client/test_models.py compares them, and tests/client/test_openapi_doc.py keeps that file
+equal to what the API serves), so a change on either side fails a test instead of a user's script.
+Fields the service adds later are ignored by older clients rather than rejected.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+
+class TaskStatus(StrEnum):
+    """Lifecycle states of an export task."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+
+
+TERMINAL: Final = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED})
+
+
+class ExportFormat(StrEnum):
+    """File formats a task can produce."""
+
+    CSV = "csv"
+    CSV_GZ = "csv.gz"
+    XLSX = "xlsx"
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ExportAccepted(_Result):
+    """The ``202`` answer to a submission."""
+
+    task_id: str
+    status: TaskStatus
+    created_at: datetime
+    estimated_completion_sec: int
+    status_url: str
+    #: True when an identical export was already active: this is that task.
+    deduplicated: bool = False
+
+
+class ErrorView(_Result):
+    """Why a task failed."""
+
+    code: str
+    message: str
+
+
+class CallbackView(_Result):
+    """How the callback went: PENDING until delivered or given up."""
+
+    status: str
+    attempts: int
+    last_error: str | None = None
+
+
+class TaskView(_Result):
+    """A task as its owner sees it."""
+
+    task_id: str
+    export_type: str
+    format: ExportFormat
+    filters: dict[str, Any]
+    priority: int
+    status: TaskStatus
+    progress: int
+    rows_written: int
+    attempt: int
+    retry_count: int
+    max_retries: int
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime
+    deadline: datetime
+    error: ErrorView | None = None
+    file_name: str | None = None
+    size_bytes: int | None = None
+    rows: int | None = None
+    sha256: str | None = None
+    download_url: str | None = None
+    download_expires_at: datetime | None = None
+    retry_of: str | None = None
+    callback: CallbackView | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the task has ended (it will not change any more)."""
+        return self.status in TERMINAL
+
+
+class TaskList(_Result):
+    """A page of the caller's tasks, newest first."""
+
+    items: list[TaskView]
+    next_token: str | None = None
+
+
+class ExportTypeView(_Result):
+    """One export type: its formats and the JSON Schema of its filters."""
+
+    name: str
+    description: str
+    formats: list[ExportFormat]
+    filters_schema: dict[str, Any]
+
+
+class ExportTypeList(_Result):
+    """Everything this deployment can export."""
+
+    items: list[ExportTypeView]
+
+
+class ErrorDetail(_Result):
+    """What went wrong: a stable code, a message and, for bad input, the field."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(_Result):
+    """Every error answer of the API has this shape."""
+
+    error: ErrorDetail

@@ -1,0 +1,24 @@
+"""How :meth:`ExportsClient.wait` paces its polls: exponential backoff that honours ``Retry-After``."""
+
+from __future__ import annotations
+
+from typing import Final
+
+MIN_DELAY_SEC: Final = 1.0
+MAX_DELAY_SEC: Final = 30.0
+# 2**5 already passes the ceiling; capping the exponent keeps the float small for long waits.
+_MAX_EXPONENT: Final = 5
+
+
+def backoff_delay(attempt: int) -> float:
+    """Seconds before poll number ``attempt + 1``: 1, 2, 4, 8, 16, then 30 from then on."""
+    return min(MAX_DELAY_SEC, MIN_DELAY_SEC * 2 ** min(attempt, _MAX_EXPONENT))
+
+
+def poll_delay(attempt: int, retry_after: float | None) -> float:
+    """The backoff, or longer when the service asked for it with ``Retry-After``.
+
+    ``Retry-After`` is a floor, never shortened: the service may know it is busy (429, 503)
+    or that the task is a long one.
+    """
+    return max(backoff_delay(attempt), retry_after or 0.0)
