@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test lint format synth deploy destroy clean openapi
+.PHONY: run test bench lint format synth deploy destroy clean openapi
 
 # The virtualenv is rebuilt only when the dependency pins change.
 $(STAMP): pyproject.toml constraints.txt client/pyproject.toml
@@ -29,6 +29,10 @@ test: $(STAMP) lint
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)
 	$(BIN)/python -m tests.client.openapi_doc
+
+## bench: rows/s and peak RSS of csv, csv.gz and xlsx exports next to bare writers (a few minutes)
+bench: $(STAMP)
+	$(BIN)/python -m bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

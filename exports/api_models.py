@@ -46,6 +46,9 @@ class ExportAccepted(BaseModel):
     created_at: datetime
     estimated_completion_sec: int
     status_url: str
+    deduplicated: bool = Field(
+        default=False, description="True when an identical export was already active: this is that task."
+    )
 
 
 class ErrorView(BaseModel):

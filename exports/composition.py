@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 from exports.adapters.clients import aws_client
+from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+from exports.adapters.dynamodb_customers import DynamoCustomersReader
 from exports.adapters.dynamodb_orders import DynamoOrdersReader
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.adapters.s3_results import S3ResultStore
+from exports.adapters.s3_export_files import S3ExportFiles
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
+from exports.config import Estimates
 from exports.domain.errors import ExportsError
+from exports.export_types.customers import CustomersExport
 from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
+from exports.export_types.sales_report import SalesReportExport
 from exports.ports import BusinessMetrics
 from exports.services.dependencies import Dependencies
 from exports.settings import Settings
@@ -34,7 +40,10 @@ class PowertoolsMetrics:
 
 def build_registry(settings: Settings) -> ExportTypeRegistry:
     """The export types of this deployment, wired to their data sources."""
-    return ExportTypeRegistry([OrdersExport(DynamoOrdersReader(aws_client("dynamodb"), settings.orders_table))])
+    dynamodb = aws_client("dynamodb")
+    orders = DynamoOrdersReader(dynamodb, settings.orders_table)
+    customers = DynamoCustomersReader(dynamodb, settings.customers_table)
+    return ExportTypeRegistry([OrdersExport(orders), CustomersExport(customers), SalesReportExport(orders)])
 
 
 def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
@@ -65,11 +74,21 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
     return Dependencies(
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
-        queue=SqsTaskQueue(aws_client("sqs"), settings.queue_url),
-        results=S3ResultStore(aws_client("s3"), settings.results_bucket),
+        queue=SqsTaskQueue(aws_client("sqs"), settings.queue_urls),
+        results=S3ExportFiles(aws_client("s3"), settings.results_bucket),
         registry=build_registry(settings),
         metrics=metrics,
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         webhooks=PinnedWebhookSender(),
         webhook_secret=webhook_secret_provider(settings),
+        limiter=DynamoHotKeyLimiter(
+            aws_client("dynamodb"), settings.tasks_table, settings.hot_key_rate_per_minute, settings.hot_key_burst
+        ),
+        throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
     )
+
+
+def dependencies_from_environment(metrics: Any) -> Dependencies:
+    """What every handler's cached ``dependencies()`` builds: settings from the environment the
+    CDK app (or local mode) sets, adapters on the shared clients, metrics on Powertools."""
+    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))

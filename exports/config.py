@@ -18,7 +18,9 @@ class Env:
 
     TASKS_TABLE: Final = "EXPORTS_TASKS_TABLE"
     ORDERS_TABLE: Final = "EXPORTS_ORDERS_TABLE"
-    TASK_QUEUE_URL: Final = "EXPORTS_TASK_QUEUE_URL"
+    CUSTOMERS_TABLE: Final = "EXPORTS_CUSTOMERS_TABLE"
+    # JSON object: priority lane name -> queue URL.
+    TASK_QUEUE_URLS: Final = "EXPORTS_TASK_QUEUE_URLS"
     RESULTS_BUCKET: Final = "EXPORTS_RESULTS_BUCKET"
     DOWNLOAD_URL_TTL_SEC: Final = "EXPORTS_DOWNLOAD_URL_TTL_SEC"
     RETENTION_HOURS: Final = "EXPORTS_RETENTION_HOURS"
@@ -27,6 +29,10 @@ class Env:
     # The webhook signing secret: its Secrets Manager ARN on AWS, or the secret itself locally.
     WEBHOOK_SECRET_ARN: Final = "EXPORTS_WEBHOOK_SECRET_ARN"
     WEBHOOK_SECRET: Final = "EXPORTS_WEBHOOK_SECRET"
+    MAX_ACTIVE_TASKS_PER_USER: Final = "EXPORTS_MAX_ACTIVE_TASKS_PER_USER"
+    MAX_BACKLOG: Final = "EXPORTS_MAX_BACKLOG"
+    HOT_KEY_RATE_PER_MINUTE: Final = "EXPORTS_HOT_KEY_RATE_PER_MINUTE"
+    HOT_KEY_BURST: Final = "EXPORTS_HOT_KEY_BURST"
     # Local development only: allow plain-http callbacks to loopback addresses.
     ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
 
@@ -37,8 +43,8 @@ class Names:
 
     TASKS_TABLE: Final = "exports-tasks"
     ORDERS_TABLE: Final = "exports-demo-orders"
+    CUSTOMERS_TABLE: Final = "exports-demo-customers"
     TASK_QUEUE: Final = "exports-tasks"
-    TASK_DLQ: Final = "exports-tasks-dlq"
     RESULTS_BUCKET: Final = "exports-results"
     LIFECYCLE_STATE_MACHINE: Final = "exports-task-lifecycle"
     API_FUNCTION: Final = "exports-api"
@@ -159,6 +165,10 @@ class Metric:
     CALLBACK_FAILED: Final = "CallbackFailed"
     CALLBACK_DELIVERED: Final = "CallbackDelivered"
     CANCELLED: Final = "ExportCancelled"
+    CONTINUED: Final = "ExportContinued"
+    DEDUPLICATED: Final = "ExportDeduplicated"
+    DEFERRED: Final = "ExportDeferred"
+    REJECTED: Final = "ExportRejected"
 
 
 class Capacity:
@@ -166,7 +176,115 @@ class Capacity:
 
     # At most this many worker instances read the queue at once (SQS event source maximum
     # concurrency, 2..1000): the global limit on parallel queries against the data source.
-    WORKER_MAX_CONCURRENCY: Final = 5
+    WORKER_MAX_CONCURRENCY: Final = 6
     # Default route throttling of the HTTP API stage (steady requests per second, and burst).
     API_THROTTLE_RATE_PER_SEC: Final = 50
     API_THROTTLE_BURST: Final = 100
+
+
+class Lane:
+    """A priority lane: its own queue (and DLQ) and its own share of the workers, so a flood of
+    low-priority work cannot starve high-priority tasks."""
+
+    def __init__(self, name: str, highest: int, lowest: int, max_concurrency: int) -> None:
+        self.name = name
+        self.highest = highest
+        self.lowest = lowest
+        # SQS event source mappings accept 2..1000.
+        self.max_concurrency = max_concurrency
+
+    @property
+    def queue_name(self) -> str:
+        """The lane's queue."""
+        return f"{Names.TASK_QUEUE}-{self.name}"
+
+    @property
+    def dlq_name(self) -> str:
+        """The lane's dead-letter queue."""
+        return f"{Names.TASK_QUEUE}-{self.name}-dlq"
+
+
+LANES: Final = (Lane("high", 1, 3, 2), Lane("normal", 4, 7, 2), Lane("low", 8, 10, 2))
+
+
+class Admission:
+    """Limits applied at submit: per-user quota, backlog, idempotency keys."""
+
+    MAX_ACTIVE_TASKS_PER_USER: Final = 10
+    # Approximate visible messages over all lanes beyond which submit answers 429.
+    MAX_BACKLOG: Final = 2000
+    BACKLOG_CACHE_SEC: Final = 5
+    RETRY_AFTER_QUOTA_SEC: Final = 30
+    RETRY_AFTER_BACKLOG_SEC: Final = 60
+    IDEMPOTENCY_KEY_MAX_LENGTH: Final = 255
+    IDEMPOTENCY_TTL_SEC: Final = 24 * 3600
+
+
+class HotKey:
+    """Token bucket per hot key (export type + date range), enforced by the worker."""
+
+    RATE_PER_MINUTE: Final = 20
+    BURST: Final = 5
+    # A deferred task comes back after this long at the most (plus jitter).
+    MAX_DEFER_SEC: Final = 60
+
+
+class Estimates:
+    """Run-time estimates from measured throughput."""
+
+    DEFAULT_ROWS_PER_SEC: Final = 5000.0
+    DEFAULT_TASK_SEC: Final = 5.0
+    # Weight of the newest measurement in the moving average.
+    SMOOTHING: Final = 0.3
+
+
+class CustomersTable:
+    """Key schema of the demo customers table (the data source of the ``customers`` export type)."""
+
+    PARTITION_KEY: Final = "customer_id"
+    DAY_INDEX: Final = "by_signup_day"
+    DAY_INDEX_PARTITION_KEY: Final = "signup_day"
+    DAY_INDEX_SORT_KEY: Final = "signed_up_at"
+    # A customer list may span years: one key-condition query per day of the range.
+    MAX_SIGNUP_RANGE_DAYS: Final = 3660
+    MAX_COUNTRIES: Final = 50
+
+
+class Streaming:
+    """How an export streams: page sizes, progress, compression."""
+
+    # Rows per page read from a day index (one DynamoDB query page). The export looks at the
+    # clock (progress, time budget, disk) once per page.
+    SOURCE_PAGE_ROWS: Final = 1000
+    # zlib level of csv.gz: 6 is zlib's default balance of speed and size.
+    GZIP_LEVEL: Final = 6
+
+
+class LongExports:
+    """Exports longer than one worker invocation (CSV and csv.gz continue; XLSX cannot)."""
+
+    # A CSV export stops this long before the invocation ends, saves a checkpoint and hands over
+    # to a new invocation: enough for the last page, the compressor flush, the checkpoint
+    # object, the task update and the queue message.
+    CHECKPOINT_MARGIN_SEC: Final = 60
+    # A task continues at most this many times (a task's own deadline is at most
+    # Limits.TIMEOUT_SEC_MAX, about four worker runs; more hand-overs mean no progress).
+    MAX_CONTINUATIONS: Final = 12
+    # The hand-over message becomes visible this long after it is sent: by then the task is
+    # PENDING again (the message is sent first, so a failed send leaves the task RUNNING).
+    HANDOVER_DELAY_SEC: Final = 2
+    # The checkpoint object lives next to the result file, under the same expiry rule.
+    CHECKPOINT_NAME: Final = "checkpoint.bin"
+
+
+class XlsxLimits:
+    """What bounds an XLSX export (it cannot continue in a new invocation: openpyxl keeps each
+    sheet in a temporary file in /tmp until the workbook is saved)."""
+
+    # Stop with XLSX_TOO_LARGE when /tmp has less than this left.
+    TMP_RESERVE_BYTES: Final = 64 * 1024 * 1024
+    # Saving zips the temporary sheets into the upload: budget for it at this rate (measured
+    # locally at well above it; see docs/performance.md).
+    SAVE_BYTES_PER_SEC: Final = 40 * 1024 * 1024
+    # Stop with XLSX_TOO_LARGE when less than this plus the estimated save time is left.
+    TIME_MARGIN_SEC: Final = 30

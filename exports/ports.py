@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any, Protocol
 
+from exports.domain.admission import Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.webhooks.destination import Destination
@@ -32,8 +33,16 @@ class TaskMessage:
 class TaskRepository(Protocol):
     """Durable task records. Every write is conditional."""
 
-    def create(self, task: Task) -> None:
-        """Store a new task; :class:`ConditionFailed` if its id exists."""
+    def create(self, task: Task, max_active: int, replace_holder: str | None = None) -> None:
+        """Store and admit a new task atomically: quota slot taken (:class:`Overloaded` at
+        ``max_active``), dedup key held (:class:`DuplicateSubmission` naming the holder),
+        :class:`ConditionFailed` if its id exists."""
+
+    def release_dedup(self, task: Task) -> None:
+        """Let go of the ended task's dedup key, if it still holds it."""
+
+    def active_count(self, user_id: str) -> int:
+        """How many of the user's tasks hold a quota slot."""
 
     def get(self, task_id: str) -> Task | None:
         """The task, or None."""
@@ -78,7 +87,27 @@ class TaskQueue(Protocol):
     """The work queue between submit and the workers."""
 
     def send(self, message: TaskMessage, delay_sec: int = 0) -> None:
-        """Enqueue ``message``, visible after ``delay_sec``."""
+        """Enqueue ``message`` on its priority's lane, visible after ``delay_sec``."""
+
+    def depths(self) -> dict[str, int]:
+        """Approximate waiting messages per lane (may be a few seconds old)."""
+
+
+class HotKeyLimiter(Protocol):
+    """Rate limits per hot key, shared by all workers."""
+
+    def acquire(self, hot_key: str, now: datetime) -> float:
+        """0 if the task may run now, else seconds until it may."""
+
+
+class ThroughputStats(Protocol):
+    """Measured speed per export type, for estimates."""
+
+    def get(self, export_type: str) -> Throughput | None:
+        """The moving averages, or None before the first run."""
+
+    def record(self, export_type: str, rows: int, seconds: float) -> None:
+        """Fold in one finished run."""
 
 
 class MultipartUpload(Protocol):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Env, Results, Worker
+from exports.config import Admission, Env, HotKey, Results, Worker
 
 
 class Settings(BaseModel):
@@ -16,9 +17,10 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     tasks_table: str
-    queue_url: str
+    queue_urls: dict[str, str]
     results_bucket: str
     orders_table: str
+    customers_table: str
     state_machine_arn: str
     webhook_secret: str | None = None
     webhook_secret_arn: str | None = None
@@ -30,6 +32,10 @@ class Settings(BaseModel):
     lease_sec: int = Worker.LEASE_SEC
     progress_interval_sec: float = Worker.PROGRESS_INTERVAL_SEC
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
+    max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
+    max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
+    hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
+    hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
 
     @property
     def retention(self) -> timedelta:
@@ -44,11 +50,12 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
         """Settings from the variables the CDK app (or local mode) sets."""
-        values: dict[str, str] = {
+        values: dict[str, object] = {
             "tasks_table": environ[Env.TASKS_TABLE],
-            "queue_url": environ[Env.TASK_QUEUE_URL],
+            "queue_urls": json.loads(environ[Env.TASK_QUEUE_URLS]),
             "results_bucket": environ[Env.RESULTS_BUCKET],
             "orders_table": environ[Env.ORDERS_TABLE],
+            "customers_table": environ[Env.CUSTOMERS_TABLE],
             "state_machine_arn": environ[Env.LIFECYCLE_STATE_MACHINE_ARN],
         }
         optional = {
@@ -57,6 +64,10 @@ class Settings(BaseModel):
             "webhook_secret": Env.WEBHOOK_SECRET,
             "webhook_secret_arn": Env.WEBHOOK_SECRET_ARN,
             "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
+            "max_active_tasks_per_user": Env.MAX_ACTIVE_TASKS_PER_USER,
+            "max_backlog": Env.MAX_BACKLOG,
+            "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
+            "hot_key_burst": Env.HOT_KEY_BURST,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
         return cls.model_validate(values)

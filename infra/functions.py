@@ -8,18 +8,20 @@ from aws_cdk import CfnElement, Stack
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Capacity, Env, OrdersTable, Results, TaskTable, Worker
+from exports.config import Env, OrdersTable, Results, TaskTable, Worker
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
 from infra.secrets import WebhookSecret
-from infra.settings import Sizing, StageSettings
+from infra.settings import AdmissionLimits, Sizing, StageSettings
 from infra.storage import ResultsStorage
 from infra.tables import Tables
 
 # Runtime dependencies by function: each package carries only what its code imports
 # (tests/infra/test_infra_bundling.py imports every handler and compares).
-_BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic")
+# urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
+# (every handler imports it through the composition root).
+_BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
 _COMMON: Final = (*_BASE, "python-ulid")
 
 API: Final = FunctionSpec(
@@ -56,6 +58,27 @@ CALLBACK: Final = FunctionSpec(
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)
 
 
+def env_number(value: float) -> str:
+    """A number as an environment value: ``20`` rather than ``20.0`` when it is whole."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def api_limits(limits: AdmissionLimits) -> dict[str, str]:
+    """The admission limits the API applies at submit: the per-user quota and the backlog."""
+    return {
+        Env.MAX_ACTIVE_TASKS_PER_USER: env_number(limits.max_active_tasks_per_user),
+        Env.MAX_BACKLOG: env_number(limits.max_backlog),
+    }
+
+
+def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
+    """The admission limits the worker applies: the hot-key token bucket."""
+    return {
+        Env.HOT_KEY_RATE_PER_MINUTE: env_number(limits.hot_key_rate_per_minute),
+        Env.HOT_KEY_BURST: env_number(limits.hot_key_burst),
+    }
+
+
 class ServiceFunctions(Construct):
     """The API function, the queue worker, and the two functions of the lifecycle workflow.
 
@@ -82,14 +105,22 @@ class ServiceFunctions(Construct):
         environment = {
             Env.TASKS_TABLE: tables.tasks.table_name,
             Env.ORDERS_TABLE: tables.orders.table_name,
-            Env.TASK_QUEUE_URL: queues.queue.queue_url,
+            Env.TASK_QUEUE_URLS: queues.urls_json(),
             Env.RESULTS_BUCKET: storage.bucket.bucket_name,
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
             Env.RETENTION_HOURS: str(settings.results_retention_hours),
             Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_state_machine_arn,
         }
-        self.api = ServiceFunction(self, "Api", spec=API, settings=settings, environment=environment)
-        self.worker = ServiceFunction(self, "Worker", spec=WORKER, settings=settings, environment=environment)
+        self.api = ServiceFunction(
+            self, "Api", spec=API, settings=settings, environment={**environment, **api_limits(settings.admission)}
+        )
+        self.worker = ServiceFunction(
+            self,
+            "Worker",
+            spec=WORKER,
+            settings=settings,
+            environment={**environment, **worker_limits(settings.admission)},
+        )
         self.lifecycle = ServiceFunction(self, "Lifecycle", spec=LIFECYCLE, settings=settings, environment=environment)
         self.callback = ServiceFunction(
             self,
@@ -100,41 +131,60 @@ class ServiceFunctions(Construct):
         )
         results = storage.results_objects_arn()
         tasks_table = tables.tasks.table_arn
+        task_queues = [queue.queue_arn for queue in queues.task_queues]
         lifecycle = lifecycle_state_machine_arn
 
-        # API: create, read and update tasks, list a user's tasks, queue new ones, and sign
-        # download links (a presigned GET carries the permissions of the role that signed it).
-        self.api.allow(["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
+        # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
+        # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
+        # authorized per item by the action of each item (PutItem, UpdateItem).
+
+        # API: create a task in one transaction with its quota count and dedup marker (Put +
+        # Update), read tasks and statistics, end a cancelled or unqueueable task (UpdateItem,
+        # DeleteItem of its dedup marker), keep Idempotency-Key records (Put, Get, Update,
+        # Delete), list a user's tasks; queue new tasks on their lane and read the lanes' depths
+        # (backpressure, estimates); sign download links (a presigned GET carries the permissions
+        # of the role that signed it).
+        self.api.allow(
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table]
+        )
         self.api.allow(["dynamodb:Query"], [Tables.index_arn(tables.tasks, TaskTable.USER_INDEX)])
-        self.api.allow(["sqs:SendMessage"], [queues.queue.queue_arn])
+        self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], task_queues)
         self.api.allow(["s3:GetObject"], [results])
         # ... start each task's lifecycle execution, and hand a cancelled task's outcome to it.
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [lifecycle])
 
-        # Worker: claim and update tasks, read orders by day, re-queue retries with a delay,
-        # upload results in parts (s3:PutObject covers create, upload part and complete) or
-        # abort, and delete a file it could not record.
-        self.worker.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
+        # Worker: claim, update and end tasks (the end also releases the quota count and deletes
+        # the dedup marker), take hot-key tokens and record throughput (GetItem, conditional
+        # PutItem), read orders by day, re-queue retries and deferred tasks on any lane with a
+        # delay, upload results in parts (s3:PutObject covers create, upload part and complete)
+        # or abort, and delete a file it could not record. One event source per lane, each with
+        # the lane's share of the worker concurrency.
+        self.worker.allow(
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table]
+        )
         self.worker.allow(["dynamodb:Query"], [Tables.index_arn(tables.orders, OrdersTable.DAY_INDEX)])
-        self.worker.allow(["sqs:SendMessage"], [queues.queue.queue_arn])
+        self.worker.allow(["sqs:SendMessage"], task_queues)
         self.worker.allow(["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], [results])
         self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
-        self.worker.function.add_event_source(
-            event_sources.SqsEventSource(
-                queues.queue,
-                batch_size=Worker.BATCH_SIZE,
-                report_batch_item_failures=True,
-                max_concurrency=Capacity.WORKER_MAX_CONCURRENCY,
+        for lane in queues.lanes:
+            self.worker.function.add_event_source(
+                event_sources.SqsEventSource(
+                    lane.queue,
+                    batch_size=Worker.BATCH_SIZE,
+                    report_batch_item_failures=True,
+                    max_concurrency=lane.lane.max_concurrency,
+                )
             )
-        )
 
         # Lifecycle: store the workflow's token on the task (UpdateItem returning the task), time
-        # the task out (GetItem, conditional UpdateItem) and hand the outcome to the workflow.
-        self.lifecycle.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
+        # the task out (GetItem, an UpdateItem transaction that also releases the quota count,
+        # DeleteItem of the dedup marker) and hand the outcome to the workflow.
+        self.lifecycle.allow(["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table])
         self.lifecycle.allow(["states:SendTaskSuccess"], [lifecycle])
 
-        # Callback: read the ended task and record the attempt, sign a fresh download link, read
-        # the signing key. Its POST goes out over HTTPS from the Lambda service network (no VPC).
+        # Callback: read the ended task and record the attempt (it never ends a task, so it
+        # deletes nothing), sign a fresh download link, read the signing key. Its POST goes out
+        # over HTTPS from the Lambda service network (no VPC).
         self.callback.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
         self.callback.allow(["s3:GetObject"], [results])
         self.callback.allow(["secretsmanager:GetSecretValue"], [webhook_secret.secret_arn])

@@ -20,7 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from exports.config import METRICS_NAMESPACE, SERVICE_NAME, Metric
-from infra.queues import TaskQueues
+from infra.queues import TaskQueues, lane_id
 from infra.settings import StageSettings
 
 PERIOD: Final = Duration.minutes(5)
@@ -72,29 +72,37 @@ class Monitoring(Construct):
         self.alarms.append(alarm)
 
     def watch_queues(self, queues: TaskQueues) -> None:
-        """Alarms on dead letters and on tasks waiting too long; queue depth on the dashboard."""
-        dead_letters = queues.dead_letters.metric_approximate_number_of_messages_visible(
-            statistic=cloudwatch.Stats.MAXIMUM, period=Duration.minutes(1)
-        )
-        self.add_alarm(
-            "DeadLetters",
-            metric=dead_letters,
-            threshold=1,
-            description="A task message crashed the worker too often and is in the dead-letter queue.",
-        )
-        oldest = queues.queue.metric_approximate_age_of_oldest_message(
-            statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
-        )
-        self.add_alarm(
-            "OldestMessage",
-            metric=oldest,
-            threshold=self._settings.alarms.oldest_message_age_sec,
-            description="Tasks wait in the queue longer than expected: the worker is failing or saturated.",
-        )
+        """Per lane, alarms on dead letters and on tasks waiting too long; the lanes' depths on
+        the dashboard."""
+        depths, dead_letters, oldest = [], [], []
+        for lane in queues.lanes:
+            name, label = lane_id(lane.lane), lane.lane.name
+            dead = lane.dead_letters.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=Duration.minutes(1)
+            )
+            self.add_alarm(
+                f"DeadLetters{name}",
+                metric=dead,
+                threshold=1,
+                description=f"A task message of the {label} lane crashed the worker too often and is in the "
+                "lane's dead-letter queue.",
+            )
+            age = lane.queue.metric_approximate_age_of_oldest_message(statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD)
+            self.add_alarm(
+                f"OldestMessage{name}",
+                metric=age,
+                threshold=self._settings.alarms.oldest_message_age_sec,
+                description=f"Tasks wait in the {label} lane longer than expected: the worker is failing, or the "
+                "lane's share of the workers is saturated.",
+            )
+            depths.append(lane.queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=label))
+            # Labelled for the dashboard only: a labelled metric would turn the alarms into metric math.
+            dead_letters.append(dead.with_(label=label))
+            oldest.append(age.with_(label=label))
         self.dashboard.add_widgets(
-            _graph("Queue depth", [queues.queue.metric_approximate_number_of_messages_visible(period=PERIOD)]),
-            _graph("Dead letters", [dead_letters]),
-            _graph("Oldest queued task (s)", [oldest]),
+            _graph("Queue depth by lane", depths),
+            _graph("Dead letters by lane", dead_letters),
+            _graph("Oldest queued task by lane (s)", oldest),
         )
 
     def watch_worker(self, worker: lambda_.IFunction) -> None:
@@ -176,6 +184,10 @@ class Monitoring(Construct):
                 ],
             ),
             _graph("Callbacks delivered / failed", [business_metric(Metric.CALLBACK_DELIVERED), callback_failed]),
+            _graph(
+                "Admission: deduplicated / deferred (hot key) / rejected (429)",
+                [business_metric(name) for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.REJECTED)],
+            ),
             _graph("Rows exported", [business_metric(Metric.ROWS_EXPORTED)]),
             _graph(
                 "Export duration (ms)",

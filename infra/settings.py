@@ -2,7 +2,9 @@
 
 Plain Python on purpose (no CDK import): the cost script and fast tests read it too. Names,
 limits and timeouts shared with the function code come from :mod:`exports.config`; this module
-only holds what the functions never see (sizes, stages, alarm thresholds, log retention).
+holds what differs by stage (sizes, alarm thresholds, log retention) and the admission limits a
+deployment may tune, whose defaults are :class:`exports.config.Admission` and
+:class:`exports.config.HotKey` (the functions get them through their ``Env`` variables).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from exports.config import Callback, Results, Worker
+from exports.config import Admission, Callback, HotKey, Results, Worker
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -32,6 +34,10 @@ class Context:
     RESULTS_RETENTION_HOURS: Final = "results_retention_hours"
     LOG_LEVEL: Final = "log_level"
     LOG_RETENTION_DAYS: Final = "log_retention_days"
+    MAX_ACTIVE_TASKS_PER_USER: Final = "max_active_tasks_per_user"
+    MAX_BACKLOG: Final = "max_backlog"
+    HOT_KEY_RATE_PER_MINUTE: Final = "hot_key_rate_per_minute"
+    HOT_KEY_BURST: Final = "hot_key_burst"
 
 
 class Sizing:
@@ -61,6 +67,18 @@ class AlarmThresholds:
 
 
 @dataclass(frozen=True)
+class AdmissionLimits:
+    """Admission limits of the stage: the API refuses submits over the per-user quota or the
+    backlog (``429``), the worker defers tasks whose hot key is over its rate."""
+
+    max_active_tasks_per_user: int = Admission.MAX_ACTIVE_TASKS_PER_USER
+    # Approximate visible messages over all lanes.
+    max_backlog: int = Admission.MAX_BACKLOG
+    hot_key_rate_per_minute: float = HotKey.RATE_PER_MINUTE
+    hot_key_burst: int = HotKey.BURST
+
+
+@dataclass(frozen=True)
 class JwtIssuer:
     """An external OIDC provider whose tokens the API accepts instead of a created user pool."""
 
@@ -82,6 +100,7 @@ class StageSettings:
     jwt: JwtIssuer | None = None
     cors_allowed_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
+    admission: AdmissionLimits = AdmissionLimits()
 
     @property
     def results_expiry_days(self) -> int:
@@ -121,6 +140,7 @@ class StageSettings:
             overrides["cors_allowed_origins"] = _origins(origins)
         if email := lookup(Context.ALARM_EMAIL):
             overrides["alarm_email"] = _email(str(email))
+        overrides["admission"] = _admission(settings.admission, lookup)
         return replace(settings, **overrides)
 
 
@@ -202,6 +222,37 @@ def _origins(value: Any) -> tuple[str, ...]:
         if origin != "*" and not origin.startswith(("https://", "http://")):
             raise ValueError(f"context {Context.CORS_ALLOWED_ORIGINS}: {origin!r} is not an origin (https://host)")
     return origins
+
+
+def _admission(defaults: AdmissionLimits, lookup: Callable[[str], Any]) -> AdmissionLimits:
+    whole_numbers = {
+        "max_active_tasks_per_user": Context.MAX_ACTIVE_TASKS_PER_USER,
+        "max_backlog": Context.MAX_BACKLOG,
+        "hot_key_burst": Context.HOT_KEY_BURST,
+    }
+    overrides: dict[str, Any] = {
+        field: _at_least_one(key, value) for field, key in whole_numbers.items() if (value := lookup(key)) is not None
+    }
+    if (rate := lookup(Context.HOT_KEY_RATE_PER_MINUTE)) is not None:
+        overrides["hot_key_rate_per_minute"] = _positive_number(Context.HOT_KEY_RATE_PER_MINUTE, rate)
+    return replace(defaults, **overrides)
+
+
+def _at_least_one(key: str, value: Any) -> int:
+    number = _as_int(key, value)
+    if number < 1:
+        raise ValueError(f"context {key}={number}: expected at least 1")
+    return number
+
+
+def _positive_number(key: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"context {key}={value!r}: expected a number") from None
+    if not 0 < number < math.inf:
+        raise ValueError(f"context {key}={value!r}: expected a number above 0")
+    return number
 
 
 def _email(value: str) -> str:

@@ -9,7 +9,7 @@ from exports.config import SERVICE_NAME
 from infra.api import ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
-from infra.queues import TaskQueues
+from infra.queues import TaskQueues, lane_id
 from infra.secrets import WebhookSecret
 from infra.settings import StageSettings
 from infra.storage import ResultsStorage
@@ -68,8 +68,6 @@ class ExportsStack(Stack):
             "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
             "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
             "OrdersTableName": (self.tables.orders.table_name, "Demo orders table (the orders export's source)"),
-            "TaskQueueUrl": (self.queues.queue.queue_url, "Queue of export tasks"),
-            "DeadLetterQueueUrl": (self.queues.dead_letters.queue_url, "Dead-letter queue of export tasks"),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
             "WebhookSecretArn": (
@@ -77,6 +75,16 @@ class ExportsStack(Stack):
                 "Secrets Manager secret that signs callbacks: verify with whsec_<its value>",
             ),
         }
+        for lane in self.queues.lanes:
+            name, priorities = lane_id(lane.lane), f"priorities {lane.lane.highest}-{lane.lane.lowest}"
+            outputs[f"TaskQueueUrl{name}"] = (
+                lane.queue.queue_url,
+                f"Queue of the {lane.lane.name} lane's export tasks ({priorities})",
+            )
+            outputs[f"DeadLetterQueueUrl{name}"] = (
+                lane.dead_letters.queue_url,
+                f"Dead-letter queue of the {lane.lane.name} lane",
+            )
         if self.api.user_pool and self.api.user_pool_client:
             outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of API users")
             outputs["UserPoolClientId"] = (self.api.user_pool_client.user_pool_client_id, "App client for tokens")

@@ -1,5 +1,10 @@
 """DynamoDB: the tasks table and the demo orders table, on demand, with point-in-time recovery.
 
+The tasks table is a single table: besides the tasks it holds the admission items under prefixed
+keys (``quota#<user>``, ``dedup#<hash>``, ``bucket#<hot key>``, ``stats#<export type>``,
+``idempotency#...``). They carry no ``user_id``, so they stay out of the ``by_user`` index, and
+those that expire do so by the same TTL attribute as the tasks.
+
 The orders table is the data source of the ``orders`` export type and exists for the demo: in a
 real deployment point ``EXPORTS_ORDERS_TABLE`` (see :class:`infra.functions.ServiceFunctions`)
 at your own table with the same key schema and ``by_day`` index, and grant the worker ``Query``

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -93,13 +93,18 @@ def demo_orders(count: int, today: date, seed: int = SEED) -> Iterator[dict[str,
 
 def seed_orders(dynamodb: Any, table: str, count: int, today: date) -> int:
     """Write the demo orders with batch writes; returns how many were written."""
+    return seed_items(dynamodb, table, demo_orders(count, today))
+
+
+def seed_items(dynamodb: Any, table: str, items: Iterable[dict[str, Any]]) -> int:
+    """Write ``items`` with batch writes; returns how many were written."""
     from boto3.dynamodb.types import TypeSerializer
 
     serializer = TypeSerializer()
     batch: list[dict[str, Any]] = []
     written = 0
-    for order in demo_orders(count, today):
-        batch.append({"PutRequest": {"Item": {k: serializer.serialize(v) for k, v in order.items()}}})
+    for item in items:
+        batch.append({"PutRequest": {"Item": {k: serializer.serialize(v) for k, v in item.items()}}})
         if len(batch) == 25:
             written += _write(dynamodb, table, batch)
             batch = []

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from exports.config import Env, Names, OrdersTable, Queue, TaskTable, Worker
+from exports.config import LANES, CustomersTable, Env, Names, OrdersTable, Queue, TaskTable, Worker
 from exports.workflows import lifecycle_definition
 from local_stack import lambda_runtime
 from local_stack.lambda_runtime import HANDLER_MODULES
@@ -31,17 +31,19 @@ class Resources:
     endpoint_url: str
     tasks_table: str
     orders_table: str
-    queue_url: str
-    dlq_url: str
+    queue_urls: dict[str, str]
+    dlq_urls: dict[str, str]
     bucket: str
     state_machine_arn: str
+    customers_table: str = Names.CUSTOMERS_TABLE
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
         return {
             Env.TASKS_TABLE: self.tasks_table,
             Env.ORDERS_TABLE: self.orders_table,
-            Env.TASK_QUEUE_URL: self.queue_url,
+            Env.CUSTOMERS_TABLE: self.customers_table,
+            Env.TASK_QUEUE_URLS: json.dumps(self.queue_urls),
             Env.RESULTS_BUCKET: self.bucket,
             Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
         }
@@ -147,29 +149,59 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
             }
         ],
     )
+    _create_customers_table(dynamodb)
     sqs = make_client("sqs")
-    dlq_url = sqs.create_queue(
-        QueueName=Names.TASK_DLQ, Attributes={"MessageRetentionPeriod": str(Queue.DLQ_RETENTION_SEC)}
-    )["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    queue_url = sqs.create_queue(
-        QueueName=Names.TASK_QUEUE,
-        Attributes={
-            "VisibilityTimeout": str(Queue.VISIBILITY_TIMEOUT_SEC),
-            "MessageRetentionPeriod": str(Queue.RETENTION_SEC),
-            "RedrivePolicy": f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{Queue.MAX_RECEIVE_COUNT}"}}',
-        },
-    )["QueueUrl"]
+    queue_urls, dlq_urls = {}, {}
+    for lane in LANES:
+        dlq_urls[lane.name] = sqs.create_queue(
+            QueueName=lane.dlq_name, Attributes={"MessageRetentionPeriod": str(Queue.DLQ_RETENTION_SEC)}
+        )["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_urls[lane.name], AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(Queue.MAX_RECEIVE_COUNT)}
+        queue_urls[lane.name] = sqs.create_queue(
+            QueueName=lane.queue_name,
+            Attributes={
+                "VisibilityTimeout": str(Queue.VISIBILITY_TIMEOUT_SEC),
+                "MessageRetentionPeriod": str(Queue.RETENTION_SEC),
+                "RedrivePolicy": json.dumps(redrive),
+            },
+        )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
     state_machine_arn = _create_lifecycle(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
         orders_table=Names.ORDERS_TABLE,
-        queue_url=queue_url,
-        dlq_url=dlq_url,
+        queue_urls=queue_urls,
+        dlq_urls=dlq_urls,
         bucket=Names.RESULTS_BUCKET,
         state_machine_arn=state_machine_arn,
+    )
+
+
+def _create_customers_table(dynamodb: Any) -> None:
+    """The demo customers table with its sign-up day index (the ``customers`` export's source)."""
+    dynamodb.create_table(
+        TableName=Names.CUSTOMERS_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": CustomersTable.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": CustomersTable.DAY_INDEX_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": CustomersTable.DAY_INDEX_SORT_KEY, "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": CustomersTable.PARTITION_KEY, "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": CustomersTable.DAY_INDEX,
+                "KeySchema": [
+                    {"AttributeName": CustomersTable.DAY_INDEX_PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": CustomersTable.DAY_INDEX_SORT_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
     )
 
 

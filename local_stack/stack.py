@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
-from exports.config import Capacity, Env, Worker
+from exports.config import LANES, Env, Worker
 from exports.webhooks.signing import new_secret
+from local_stack.demo_customers import seed_customers
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources
 from local_stack.gateway import Gateway, parse_tokens
@@ -38,12 +39,11 @@ class LocalConfig:
     tokens: dict[str, str] = field(default_factory=dict)
     demo_orders: int = 50_000
     webhook_secret: str = ""
-    worker_concurrency: int = Capacity.WORKER_MAX_CONCURRENCY
 
     @classmethod
     def from_env(cls) -> LocalConfig:
         """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
-        ``EXPORTS_WORKER_CONCURRENCY``, ``EXPORTS_WEBHOOK_SECRET``; a dev token and a webhook
+        ``EXPORTS_WEBHOOK_SECRET``; a dev token and a webhook
         secret are generated when none is given."""
         spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
         return cls(
@@ -52,7 +52,6 @@ class LocalConfig:
             tokens=parse_tokens(spec),
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
             webhook_secret=os.environ.get(Env.WEBHOOK_SECRET) or new_secret(),
-            worker_concurrency=int(os.environ.get("EXPORTS_WORKER_CONCURRENCY", Capacity.WORKER_MAX_CONCURRENCY)),
         )
 
 
@@ -64,7 +63,7 @@ class LocalStack:
         self.aws = EmbeddedAws(config.aws_port)
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
-        self._worker: WorkerLoop | None = None
+        self._workers: list[WorkerLoop] = []
         self._serving: threading.Thread | None = None
 
     def start(self) -> None:
@@ -84,18 +83,25 @@ class LocalStack:
             client("dynamodb", endpoint), self.resources.orders_table, self.config.demo_orders, datetime.now(UTC).date()
         )
         logger.info("seeded %d demo orders", seeded)
+        seeded = seed_customers(client("dynamodb", endpoint), self.resources.customers_table, datetime.now(UTC).date())
+        logger.info("seeded %d demo customers", seeded)
         # Handlers are imported only now: their clients must be built against the embedded AWS.
         from functions.submit.handler import lambda_handler as api_handler
         from functions.worker.handler import lambda_handler as worker_handler
 
-        self._worker = WorkerLoop(
-            client("sqs", endpoint),
-            self.resources.queue_url,
-            worker_handler,
-            batch_size=Worker.BATCH_SIZE,
-            concurrency=self.config.worker_concurrency,
-        )
-        self._worker.start()
+        # One poller group per priority lane, as many as the lane's event source mapping allows.
+        self._workers = [
+            WorkerLoop(
+                client("sqs", endpoint),
+                self.resources.queue_urls[lane.name],
+                worker_handler,
+                batch_size=Worker.BATCH_SIZE,
+                concurrency=lane.max_concurrency,
+            )
+            for lane in LANES
+        ]
+        for loop in self._workers:
+            loop.start()
         self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port)
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
@@ -104,6 +110,6 @@ class LocalStack:
         """Shut down in reverse order."""
         if self.gateway:
             self.gateway.shutdown()
-        if self._worker:
-            self._worker.stop()
+        for loop in self._workers:
+            loop.stop()
         self.aws.stop()

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/cost_estimate.py                 # print the estimate (Markdown)
     .venv/bin/python scripts/cost_estimate.py --write docs/cost.md
 
-The stack facts (function memory, log retention, result expiry, alarms, dashboards, and the
-lifecycle state machine's definition) are read from the synthesized template of the stage
+The stack facts (function memory, priority lanes, log retention, result expiry, alarms, dashboards,
+and the lifecycle state machine's definition) are read from the synthesized template of the stage
 (bundling skipped, so it takes a few seconds and no network); timings and counts of the service
 come from ``exports.config``. State transitions are counted by walking the deployed definition.
 What a "small export" does (rows, file size, run time, polls, callback) and the prices are
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from exports.config import Callback, Metric, Queue, Worker
+from exports.config import Admission, Callback, Metric, Queue, Worker
 from exports.workflows import execution_input
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -103,8 +103,8 @@ class Workload:
     downloads: int = 1
     log_bytes_per_invocation: int = 2_000
     access_log_bytes_per_request: int = 500
-    # Lambda keeps a few long polls open on the queue even when it is empty.
-    idle_pollers: int = 5
+    # Lambda keeps a few long polls open on each lane's queue even when it is empty.
+    idle_pollers_per_lane: int = 5
     # The lifecycle execution: how it goes, and what its functions take.
     lifecycle: Scenario = SCENARIOS[1]
     lifecycle_run_sec: float = 0.1
@@ -122,6 +122,8 @@ class StackFacts:
     lifecycle_memory_mb: int
     callback_memory_mb: int
     worker_batch_size: int
+    # Priority lanes: one queue (and DLQ) and one worker event source each.
+    lanes: int
     log_retention_days: int
     results_expiry_days: int
     alarms: int
@@ -172,19 +174,19 @@ def callback_state(definition: Mapping[str, Any]) -> str:
 def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     """Read the settings that drive cost out of a synthesized template.
 
-    The worker is the target of the queue's event source; the lifecycle function is the one the
-    lifecycle workflow starts with, the callback function the one it retries callbacks on; the
-    API function is the remaining one.
+    The worker is the target of the lanes' event sources (one per lane queue); the lifecycle
+    function is the one the lifecycle workflow starts with, the callback function the one it
+    retries callbacks on; the API function is the remaining one.
     """
     functions = _of_type(template, "AWS::Lambda::Function")
-    (mapping,) = _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    mappings = [mapping["Properties"] for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values()]
+    ((worker_id, batch_size),) = {(mapping["FunctionName"]["Ref"], mapping["BatchSize"]) for mapping in mappings}
     state_machines = _of_type(template, "AWS::StepFunctions::StateMachine")
     (lifecycle,) = (
         resolved_definition(machine)
         for machine in state_machines.values()
         if callback_state(resolved_definition(machine))
     )
-    worker_id = mapping["Properties"]["FunctionName"]["Ref"]
     lifecycle_id = lifecycle["States"][lifecycle["StartAt"]]["Parameters"]["FunctionName"]
     callback_id = lifecycle["States"][callback_state(lifecycle)]["Parameters"]["FunctionName"]
     (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id}
@@ -201,7 +203,8 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         worker_memory_mb=memory[worker_id],
         lifecycle_memory_mb=memory[lifecycle_id],
         callback_memory_mb=memory[callback_id],
-        worker_batch_size=mapping["Properties"]["BatchSize"],
+        worker_batch_size=batch_size,
+        lanes=len(mappings),
         log_retention_days=template["Resources"][log_group_id]["Properties"]["RetentionInDays"],
         results_expiry_days=rules["expire-results"]["ExpirationInDays"],
         alarms=len(_of_type(template, "AWS::CloudWatch::Alarm")),
@@ -284,9 +287,18 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
     ) / 1024
     # Task item writes: create, claim, progress every PROGRESS_INTERVAL_SEC, complete, the
     # workflow's token, and one per callback attempt; each also writes the by_user index
-    # (projection ALL), and costs one unit per started KB.
+    # (projection ALL), and costs one unit per started KB. Create and complete run in transactions
+    # (with the admission items below), which cost twice on the table.
+    task_units = math.ceil(work.task_item_bytes / 1024)
     task_writes = 4 + math.ceil(work.worker_run_sec / Worker.PROGRESS_INTERVAL_SEC) + callback_calls
-    write_units = task_writes * 2 * math.ceil(work.task_item_bytes / 1024)
+    # Admission items (under 1 KB each, out of the index): the user's quota counter goes up in the
+    # create transaction and down in the end transaction, the dedup marker is put in the create
+    # transaction and deleted after the end; the worker takes a hot-key token and folds the run
+    # into the throughput statistics (a strongly consistent read and a conditional put each), and
+    # the submit reads those statistics for its estimate.
+    admission_writes = 2 * 2 + 2 + 1 + 1 + 1
+    admission_reads = 1 + 1 + 0.5
+    write_units = task_writes * 2 * task_units + 2 * task_units + admission_writes
     # Strongly consistent task reads (worker, every poll/download, every callback attempt), one
     # unit per started 4 KB; the orders query on the index reads eventually consistent (half a
     # unit per 4 KB).
@@ -299,7 +311,10 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
         + transitions * work.workflow_log_bytes_per_transition
     )
     stored_months = facts.log_retention_days / 30
-    idle_receives = work.idle_pollers * SECONDS_PER_MONTH / Queue.LONG_POLL_SEC
+    idle_receives = work.idle_pollers_per_lane * facts.lanes * SECONDS_PER_MONTH / Queue.LONG_POLL_SEC
+    # Send, receive and delete the task's message; at submit, read every lane's depth for the
+    # backpressure check (an upper bound: each API instance caches the depths for a few seconds).
+    sqs_requests = 3 / facts.worker_batch_size + facts.lanes
     traces = api_requests + 1 + 1  # the worker run, and the execution (its functions join its trace)
     return [
         Line(
@@ -333,15 +348,19 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
         ),
         Line(
             "SQS",
-            3 * Price.SQS_REQUEST / facts.worker_batch_size,
+            sqs_requests * Price.SQS_REQUEST,
             idle_receives * Price.SQS_REQUEST,
-            f"send, receive, delete per task; {work.idle_pollers} idle long polls of {Queue.LONG_POLL_SEC} s",
+            f"send, receive, delete per task, and {facts.lanes} lane depth reads at submit (upper bound: cached "
+            f"{Admission.BACKLOG_CACHE_SEC} s); {work.idle_pollers_per_lane} idle long polls of "
+            f"{Queue.LONG_POLL_SEC} s on each of {facts.lanes} lane queues",
         ),
         Line(
             "DynamoDB (on demand)",
-            write_units * Price.DYNAMODB_WRITE_UNIT + (task_reads + order_reads) * Price.DYNAMODB_READ_UNIT,
+            write_units * Price.DYNAMODB_WRITE_UNIT
+            + (task_reads + admission_reads + order_reads) * Price.DYNAMODB_READ_UNIT,
             0,
-            f"{write_units} write units (task + index), {task_reads} task reads, "
+            f"{write_units} write units (task + index, transactions twice; {admission_writes} for quota, dedup, "
+            f"hot-key token and statistics), {task_reads} task reads, {admission_reads:g} admission read units, "
             f"{order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
         ),
         Line(
@@ -429,6 +448,8 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "transition (execution data is not logged).",
         f"- {work.log_bytes_per_invocation} B of logs per invocation and {work.access_log_bytes_per_request} B "
         "per API access log line.",
+        "- Admission: no `Idempotency-Key` header, no duplicate submit, no hot-key deferral (each would add "
+        "a few DynamoDB or SQS requests).",
         "- Not counted: Cognito (billed per monthly active user, not per export), your own data source "
         "if it is not the demo table, the CDK bootstrap bucket.",
         "",
@@ -437,6 +458,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         f"- API function {facts.api_memory_mb} MB, worker {facts.worker_memory_mb} MB, lifecycle "
         f"{facts.lifecycle_memory_mb} MB, callback {facts.callback_memory_mb} MB (arm64), "
         f"queue batch size {facts.worker_batch_size}",
+        f"- {facts.lanes} priority lanes: a task queue, a dead-letter queue and a worker event source each",
         f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
         f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machine (Standard), "
         f"{facts.secrets} secret",

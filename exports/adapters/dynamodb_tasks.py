@@ -13,8 +13,15 @@ from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
-from exports.config import TaskTable
-from exports.domain.errors import ConditionFailed, InvalidRequest
+from exports.config import Admission, TaskTable
+from exports.domain.errors import (
+    ConditionFailed,
+    DuplicateSubmission,
+    ExportsError,
+    InvalidRequest,
+    Overloaded,
+    RetryableError,
+)
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.ports import TaskPage
@@ -23,6 +30,8 @@ from exports.ports import TaskPage
 _NOT_EXISTS = "attribute_not_exists(#pk)"
 _SAME_STATUS_AND_ATTEMPT = "#status = :expected_status AND #attempt = :expected_attempt"
 _CONDITIONAL_FAILED = "ConditionalCheckFailedException"
+# The same, as a transaction's cancellation reason.
+_REASON_CONDITION_FAILED = "ConditionalCheckFailed"
 
 
 def _record(task: Task) -> dict[str, Any]:
@@ -38,15 +47,101 @@ class DynamoTaskRepository:
         self._client = client
         self._table = table_name
 
-    def create(self, task: Task) -> None:
-        """Store a new task; :class:`ConditionFailed` if the id is taken."""
-        with _conditional_write("create task", f"task {task.task_id} exists"):
-            self._client.put_item(
-                TableName=self._table,
-                Item=to_item(_record(task)),
-                ConditionExpression=_NOT_EXISTS,
-                ExpressionAttributeNames={"#pk": TaskTable.PARTITION_KEY},
+    def create(self, task: Task, max_active: int, replace_holder: str | None = None) -> None:
+        """Store a new task and admit it, in one transaction: the user's active-task counter goes
+        up (refused at ``max_active``) and, with a dedup key, the task becomes its holder.
+
+        Raises :class:`Overloaded` (quota), :class:`DuplicateSubmission` (an identical task holds
+        the key; pass its id as ``replace_holder`` once it is known to have ended) or
+        :class:`ConditionFailed` (the id exists).
+        """
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(_record(task)),
+                    "ConditionExpression": _NOT_EXISTS,
+                    "ExpressionAttributeNames": {"#pk": TaskTable.PARTITION_KEY},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": _key(_quota_id(task.user_id)),
+                    "UpdateExpression": "SET #active = if_not_exists(#active, :zero) + :one",
+                    "ConditionExpression": "attribute_not_exists(#active) OR #active < :max",
+                    "ExpressionAttributeNames": {"#active": "active"},
+                    "ExpressionAttributeValues": {
+                        ":zero": {"N": "0"},
+                        ":one": {"N": "1"},
+                        ":max": {"N": str(max_active)},
+                    },
+                }
+            },
+        ]
+        if task.dedup_key:
+            # Free, or held by a task past its deadline; or (on a second try) still held by the
+            # task we found had ended.
+            condition = "attribute_not_exists(#pk) OR #until < :now"
+            names = {"#pk": TaskTable.PARTITION_KEY, "#until": "active_until"}
+            values: dict[str, Any] = {":now": {"N": str(int(task.created_at.timestamp()))}}
+            if replace_holder:
+                condition, names, values = "#holder = :stale", {"#holder": "holder"}, {":stale": {"S": replace_holder}}
+            marker = {
+                TaskTable.PARTITION_KEY: _dedup_id(task.dedup_key),
+                "holder": task.task_id,
+                "active_until": int(task.deadline.timestamp()),
+                TaskTable.TTL_ATTRIBUTE: int(task.expires_at.timestamp()),
+            }
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(marker),
+                        "ConditionExpression": condition,
+                        "ExpressionAttributeNames": names,
+                        "ExpressionAttributeValues": values,
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
             )
+        reasons = self._transact("create task", items)
+        if not reasons:
+            return
+        if reasons[0][0] == _REASON_CONDITION_FAILED:
+            raise ConditionFailed(f"task {task.task_id} exists")
+        if len(reasons) > 2 and reasons[2][0] == _REASON_CONDITION_FAILED:
+            # An identical task is active: that answers the request, quota or not.
+            raise DuplicateSubmission(reasons[2][1].get("holder", {}).get("S", ""))
+        raise Overloaded(
+            f"you already have {max_active} active exports; wait for one to finish",
+            code="QUOTA_EXCEEDED",
+            retry_after=Admission.RETRY_AFTER_QUOTA_SEC,
+        )
+
+    def release_dedup(self, task: Task) -> None:
+        """Drop the task's dedup marker if the task still holds it (after it ended)."""
+        if not task.dedup_key:
+            return
+        try:
+            with translated("release dedup key"):
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key=_key(_dedup_id(task.dedup_key)),
+                    ConditionExpression="#holder = :me",
+                    ExpressionAttributeNames={"#holder": "holder"},
+                    ExpressionAttributeValues={":me": {"S": task.task_id}},
+                )
+        except ExportsError as error:
+            cause = error.__cause__
+            if not (isinstance(cause, ClientError) and error_code(cause) == _CONDITIONAL_FAILED):
+                raise
+
+    def active_count(self, user_id: str) -> int:
+        """How many of the user's tasks hold a quota slot."""
+        with translated("read quota"):
+            item = self._client.get_item(TableName=self._table, Key=_key(_quota_id(user_id)), ConsistentRead=True)
+        return int(item.get("Item", {}).get("active", {}).get("N", "0"))
 
     def get(self, task_id: str) -> Task | None:
         """The task, read strongly consistent so a worker sees the latest state."""
@@ -86,23 +181,58 @@ class DynamoTaskRepository:
             )
             if part
         )
-        with _conditional_write("update task", f"task {before.task_id} changed concurrently"):
-            self._client.update_item(
-                TableName=self._table,
-                Key={TaskTable.PARTITION_KEY: {"S": before.task_id}},
-                UpdateExpression=expression,
-                ConditionExpression=_SAME_STATUS_AND_ATTEMPT,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+        request = {
+            "TableName": self._table,
+            "Key": _key(before.task_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": _SAME_STATUS_AND_ATTEMPT,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        conflict = f"task {before.task_id} changed concurrently"
+        if after.is_terminal and not before.is_terminal:
+            # Ending a task frees its quota slot in the same transaction: exactly once per task.
+            release = {
+                "TableName": self._table,
+                "Key": _key(_quota_id(before.user_id)),
+                "UpdateExpression": "ADD #active :minus_one",
+                "ExpressionAttributeNames": {"#active": "active"},
+                "ExpressionAttributeValues": {":minus_one": {"N": "-1"}},
+            }
+            reasons = self._transact("end task", [{"Update": request}, {"Update": release}])
+            if reasons:
+                current = reasons[0][1]
+                raise ConditionFailed(conflict, current=from_item(current) if current else None)
+            return
+        with _conditional_write("update task", conflict):
+            self._client.update_item(**request)
+
+    def _transact(self, operation: str, items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        """Run a transaction; if a condition stopped it, each item's (reason code, old item).
+
+        A conflict with another transaction in flight is :class:`RetryableError`: try again."""
+        with translated(operation):
+            try:
+                self._client.transact_write_items(TransactItems=items)
+            except ClientError as error:
+                if error_code(error) != "TransactionCanceledException":
+                    raise
+                reasons = [
+                    (str(reason.get("Code", "None")), reason.get("Item") or {})
+                    for reason in error.response.get("CancellationReasons", [])
+                ]
+                if any(code == "TransactionConflict" for code, _ in reasons):
+                    raise RetryableError(f"{operation}: transaction conflict") from error
+                return reasons
+        return []
 
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the workflow's token; the task must exist. Returns the task as stored now."""
         with _conditional_write("store lifecycle token", f"task {task_id} does not exist"):
             response = self._client.update_item(
                 TableName=self._table,
-                Key={TaskTable.PARTITION_KEY: {"S": task_id}},
+                Key=_key(task_id),
                 UpdateExpression="SET #token = :token",
                 ConditionExpression="attribute_exists(#pk)",
                 ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY},
@@ -151,6 +281,19 @@ def _conditional_write(operation: str, conflict: str) -> Iterator[None]:
                 raise
             item = error.response.get("Item")
             raise ConditionFailed(conflict, current=from_item(item) if item else None) from error
+
+
+def _key(item_id: str) -> dict[str, Any]:
+    return {TaskTable.PARTITION_KEY: {"S": item_id}}
+
+
+def _quota_id(user_id: str) -> str:
+    # Admission items share the table; without a user_id attribute they stay out of the user index.
+    return f"quota#{user_id}"
+
+
+def _dedup_id(dedup_key: str) -> str:
+    return f"dedup#{dedup_key}"
 
 
 def _encode_cursor(key: dict[str, Any]) -> str:

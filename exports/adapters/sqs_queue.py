@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 from exports.adapters.aws_errors import translated
+from exports.config import Admission
+from exports.domain.admission import lane_for
 from exports.ports import TaskMessage
 
 # SQS caps DelaySeconds at 15 minutes.
@@ -31,18 +36,36 @@ def decode_message(body: str) -> TaskMessage:
 
 
 class SqsTaskQueue:
-    """:class:`exports.ports.TaskQueue` on one SQS queue."""
+    """:class:`exports.ports.TaskQueue` over one SQS queue per priority lane."""
 
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(
+        self, client: Any, queue_urls: Mapping[str, str], cache_sec: float = Admission.BACKLOG_CACHE_SEC
+    ) -> None:
         self._client = client
-        self._queue_url = queue_url
+        self._urls = dict(queue_urls)
+        self._cache_sec = cache_sec
+        self._depths: dict[str, int] = {}
+        self._measured_at = -math.inf
 
     def send(self, message: TaskMessage, delay_sec: int = 0) -> None:
-        """Enqueue ``message``; the task id travels as an attribute too, for tracing."""
+        """Enqueue ``message`` on its priority's lane; the task id travels as an attribute too."""
         with translated("enqueue task"):
             self._client.send_message(
-                QueueUrl=self._queue_url,
+                QueueUrl=self._urls[lane_for(message.priority).name],
                 MessageBody=encode_message(message),
                 DelaySeconds=max(0, min(delay_sec, MAX_DELAY_SEC)),
                 MessageAttributes={"task_id": {"DataType": "String", "StringValue": message.task_id}},
             )
+
+    def depths(self) -> dict[str, int]:
+        """Approximate visible messages per lane, re-read at most every ``cache_sec``."""
+        if time.monotonic() - self._measured_at >= self._cache_sec:
+            depths = {}
+            for lane, url in self._urls.items():
+                with translated("read queue depth"):
+                    attributes = self._client.get_queue_attributes(
+                        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+                    )["Attributes"]
+                depths[lane] = int(attributes["ApproximateNumberOfMessages"])
+            self._depths, self._measured_at = depths, time.monotonic()
+        return dict(self._depths)

@@ -107,3 +107,23 @@ class ExportFailed(ExportsError):
     def __init__(self, message: str, code: str = "EXPORT_FAILED") -> None:
         super().__init__(message)
         self.code = code
+
+
+class Overloaded(ExportsError):
+    """Admission refused: the backlog is too deep or the user has too many active tasks.
+    Nothing was created; ``retry_after`` says when to try again."""
+
+    def __init__(self, message: str, code: str, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.code = code
+        self.retry_after = retry_after
+
+
+class DuplicateSubmission(ExportsError):
+    """An identical task is already active; ``holder`` is its id."""
+
+    code = "DUPLICATE"
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(f"an identical export {holder} is already active", holder=holder)
+        self.holder = holder

@@ -22,6 +22,8 @@ class ExportFormat(StrEnum):
     """File formats a task can produce."""
 
     CSV = "csv"
+    # CSV compressed with gzip (one gzip member); downloads as ``.csv.gz``.
+    CSV_GZ = "csv.gz"
     XLSX = "xlsx"
 
 
@@ -101,6 +103,10 @@ class Task(BaseModel):
     error: TaskError | None = None
     source: TaskSource = TaskSource.API
     retry_of: str | None = None
+    # Identical active submissions share this key; the first task holds it until it ends.
+    dedup_key: str | None = None
+    # How often a long export handed over to a new worker invocation (see services/export_run.py).
+    continuations: int = 0
     # Bumped by every status change; callbacks carry it as callback_seq so receivers keep the latest.
     status_seq: int = 0
     callback: CallbackState | None = None
@@ -146,6 +152,7 @@ def new_task(
     max_retries: int = Limits.MAX_RETRIES_DEFAULT,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
+    dedup_key: str | None = None,
 ) -> Task:
     """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
     return Task(
@@ -163,6 +170,7 @@ def new_task(
         expires_at=now + timedelta(seconds=timeout_sec) + retention,
         source=source,
         retry_of=retry_of,
+        dedup_key=dedup_key,
         callback=CallbackState() if callback_url else None,
     )
 
@@ -191,6 +199,18 @@ def record_progress(task: Task, rows_written: int, progress: int, now: datetime,
             "progress": max(0, min(progress, 99)),
             "lease_expires_at": now + lease,
         }
+    )
+
+
+def suspend(task: Task) -> Task:
+    """A RUNNING export that saved a checkpoint goes back to PENDING for its next invocation.
+
+    Unlike :func:`requeue` it spends no retry and records no error; rows and progress so far stay
+    visible while the task waits."""
+    return task._move(
+        TaskStatus.PENDING,
+        continuations=task.continuations + 1,
+        lease_expires_at=None,
     )
 
 

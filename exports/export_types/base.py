@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from exports.config import Streaming
+from exports.domain.errors import RetryableError
 from exports.domain.task import ExportFormat
 
 
@@ -34,6 +36,26 @@ class Column:
 
 
 Row = Sequence[Any]
+# Where a row source stands, as JSON-ready values: reading from it gives the rows after it.
+Cursor = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Page:
+    """Rows read together, and where the source stands after them."""
+
+    rows: Sequence[Row]
+    # Resume here for the rows after this page; None: the source cannot resume here.
+    cursor: Cursor | None = None
+    # The share of the work done after this page (0..1), when the source knows it.
+    fraction: float | None = None
+
+
+class CursorInvalid(RetryableError):
+    """A saved cursor no longer fits its source (the rows before it changed, or the type cannot
+    resume): the export starts over."""
+
+    code = "CURSOR_INVALID"
 
 
 def ignore_progress(_fraction: float) -> None:
@@ -41,12 +63,14 @@ def ignore_progress(_fraction: float) -> None:
 
 
 class ExportType(ABC):
-    """A kind of export. Subclasses set the class attributes and stream rows."""
+    """A kind of export. Subclasses set the class attributes and stream rows: :meth:`pages` with
+    cursors for a resumable export (long CSV exports continue in a new invocation from the last
+    page's cursor), or just :meth:`rows`."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     filters_model: ClassVar[type[BaseModel]]
-    formats: ClassVar[tuple[ExportFormat, ...]] = (ExportFormat.CSV, ExportFormat.XLSX)
+    formats: ClassVar[tuple[ExportFormat, ...]] = (ExportFormat.CSV, ExportFormat.CSV_GZ, ExportFormat.XLSX)
 
     def parse_filters(self, raw: dict[str, Any]) -> BaseModel:
         """Validated filters; pydantic's ValidationError names the offending field."""
@@ -56,14 +80,53 @@ class ExportType(ABC):
     def columns(self, filters: Any) -> list[Column]:
         """The columns of the file, in order."""
 
-    @abstractmethod
     def rows(self, filters: Any, on_fraction: Callable[[float], None] = ignore_progress) -> Iterator[Row]:
         """The rows, streamed: values in the order of :meth:`columns`. Calls ``on_fraction``
-        with the share of the work done (0..1) whenever it knows it."""
+        with the share of the work done (0..1) whenever it knows it. Default: :meth:`pages`
+        from the start."""
+        if type(self).pages is ExportType.pages:
+            raise NotImplementedError(f"{type(self).__name__} must define rows() or pages()")
+        for page in self.pages(filters):
+            yield from page.rows
+            if page.fraction is not None:
+                on_fraction(page.fraction)
+
+    def pages(self, filters: Any, cursor: Cursor | None = None) -> Iterator[Page]:
+        """The rows in pages from ``cursor`` (None: from the start), each page with the cursor
+        after it. Override it to make the export resumable; this default pages :meth:`rows`
+        without cursors."""
+        if type(self).rows is ExportType.rows:
+            raise NotImplementedError(f"{type(self).__name__} must define rows() or pages()")
+        if cursor is not None:
+            raise CursorInvalid(f"export type {self.name} cannot resume from a cursor")
+        done: list[float | None] = [None]
+        batch: list[Row] = []
+        for row in self.rows(filters, on_fraction=lambda fraction: done.__setitem__(0, fraction)):
+            batch.append(row)
+            if len(batch) == Streaming.SOURCE_PAGE_ROWS:
+                yield Page(batch, fraction=done[0])
+                batch = []
+        if batch:
+            yield Page(batch, fraction=done[0])
+
+    @property
+    def resumable(self) -> bool:
+        """Whether its pages carry cursors (it overrides :meth:`pages`)."""
+        return type(self).pages is not ExportType.pages
+
+    def expected_rows(self, filters: Any) -> int | None:
+        """How many rows the export will have, when the type knows it up front (progress is
+        then rows written against it); None otherwise."""
+        return None
 
     @abstractmethod
     def file_stem(self, filters: Any) -> str:
         """The download's file name without extension."""
+
+    def hot_key(self, filters: Any) -> str | None:
+        """What many users exporting at once would hammer together (e.g. type + date range):
+        workers rate-limit per key. None: no hot-key limit for this export."""
+        return None
 
     def estimate_sec(self, filters: Any) -> int:
         """A rough run time for the 202 answer."""

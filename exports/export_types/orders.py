@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -10,8 +11,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exports.config import Limits
-from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.config import Limits, Streaming
+from exports.export_types.base import (
+    Column,
+    ColumnKind,
+    Cursor,
+    CursorInvalid,
+    ExportType,
+    Page,
+    Row,
+    ignore_progress,
+)
 from exports.ports import OrdersReader
 
 
@@ -143,6 +153,44 @@ class OrdersExport(ExportType):
                 yield tuple(values[name] for name in names)
             day += timedelta(days=1)
 
+    def pages(self, filters: OrdersFilters, cursor: Cursor | None = None) -> Iterator[Page]:
+        """Pages of at most ``Streaming.SOURCE_PAGE_ROWS`` orders of one day; a day ends with a
+        page (maybe empty) whose cursor is the next day.
+
+        Within a day the cursor counts the orders already read and names the last one: the
+        reader has no page keys, so resuming reads the day again up to there and checks that
+        the same order is in the same place (the day index returns a day's orders in the same
+        order each time while the day does not change); :class:`CursorInvalid` if not."""
+        names = [column.name for column in self.columns(filters)]
+        status = filters.status.value if filters.status else None
+        days = (filters.date_to - filters.date_from).days + 1
+        day, skip, last_id = _parse_cursor(cursor, filters.date_from)
+        while day <= filters.date_to:
+            done = (day - filters.date_from).days / days
+            orders = self._reader.iter_orders(day, day, status)
+            position = 0
+            if skip:
+                skipped = list(itertools.islice(orders, skip - 1, skip))
+                if not skipped or skipped[0]["order_id"] != last_id:
+                    raise CursorInvalid(f"the orders of {day.isoformat()} changed since the checkpoint")
+                position = skip
+            batch: list[Row] = []
+            for order in orders:
+                values = _order_values(order)
+                batch.append(tuple(values[name] for name in names))
+                position += 1
+                if len(batch) == Streaming.SOURCE_PAGE_ROWS:
+                    cursor_here = {"day": day.isoformat(), "skip": position, "last_order_id": order["order_id"]}
+                    yield Page(batch, cursor_here, done)
+                    batch = []
+            day += timedelta(days=1)
+            skip = 0
+            yield Page(batch, {"day": day.isoformat(), "skip": 0}, (day - filters.date_from).days / days)
+
+    def hot_key(self, filters: OrdersFilters) -> str:
+        """Everyone exporting the same days reads the same index partitions."""
+        return f"{self.name}:{filters.date_from.isoformat()}:{filters.date_to.isoformat()}"
+
     def file_stem(self, filters: OrdersFilters) -> str:
         """``orders_<from>_<to>``."""
         return f"orders_{filters.date_from.isoformat()}_{filters.date_to.isoformat()}"
@@ -151,3 +199,17 @@ class OrdersExport(ExportType):
         """About a second per ten days of orders, plus start-up."""
         days = (filters.date_to - filters.date_from).days + 1
         return 3 + days // 10
+
+
+def _parse_cursor(cursor: Cursor | None, first_day: date) -> tuple[date, int, str | None]:
+    """Day, orders of that day already read, and the last of them; :class:`CursorInvalid` for
+    a cursor this type did not write."""
+    if cursor is None:
+        return first_day, 0, None
+    try:
+        day, skip, last_id = date.fromisoformat(cursor["day"]), int(cursor["skip"]), cursor.get("last_order_id")
+    except (KeyError, TypeError, ValueError) as error:
+        raise CursorInvalid(f"not an orders cursor: {cursor!r}") from error
+    if skip < 0 or (skip > 0 and not isinstance(last_id, str)):
+        raise CursorInvalid(f"not an orders cursor: {cursor!r}")
+    return day, skip, last_id

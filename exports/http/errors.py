@@ -18,6 +18,7 @@ from exports.domain.errors import (
     ConditionFailed,
     ExportsError,
     InvalidRequest,
+    Overloaded,
     ServiceUnavailable,
     TaskNotCancellable,
     TaskNotFound,
@@ -40,6 +41,7 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     TaskNotCancellable: HTTPStatus.CONFLICT,
     TaskNotRetryable: HTTPStatus.CONFLICT,
     ConditionFailed: HTTPStatus.CONFLICT,
+    Overloaded: HTTPStatus.TOO_MANY_REQUESTS,
     ServiceUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
 }
 MALFORMED_JSON = "MALFORMED_JSON"
@@ -77,9 +79,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         if status is HTTPStatus.INTERNAL_SERVER_ERROR:
             logger.error("service error", extra={"error_code": error.code})
             return error_response(status, "INTERNAL_ERROR", "internal error")
-        headers = (
-            {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)} if status is HTTPStatus.SERVICE_UNAVAILABLE else None
-        )
+        headers = None
+        if isinstance(error, Overloaded):
+            headers = {"Retry-After": str(error.retry_after)}
+        elif status is HTTPStatus.SERVICE_UNAVAILABLE:
+            headers = {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)}
         return error_response(status, error.code, error.message, getattr(error, "field", None), headers)
 
     @app.exception_handler(RequestValidationError)

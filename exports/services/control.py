@@ -10,7 +10,7 @@ from exports.domain.task import Task, TaskSource, cancel
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
 from exports.services.queries import owned_task
-from exports.services.submission import submit_export
+from exports.services.submission import Submission, submit_export
 
 
 def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
@@ -29,7 +29,7 @@ def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
     raise ConditionFailed(f"task {task_id} kept changing; try again")
 
 
-def retry_export(task_id: str, user_id: str, deps: Dependencies) -> tuple[Task, int]:
+def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
     """A new task with the same parameters, linked by ``retry_of``."""
     original = owned_task(task_id, user_id, deps)
     if original.status not in RETRYABLE:

@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import BusinessMetrics, Lifecycle, ResultStore, TaskQueue, TaskRepository, WebhookSender
+from exports.ports import (
+    BusinessMetrics,
+    HotKeyLimiter,
+    Lifecycle,
+    ResultStore,
+    TaskQueue,
+    TaskRepository,
+    ThroughputStats,
+    WebhookSender,
+)
 from exports.settings import Settings
 from exports.webhooks.destination import Resolver, system_resolver
 
@@ -31,6 +40,8 @@ class Dependencies:
     lifecycle: Lifecycle
     webhooks: WebhookSender
     webhook_secret: Callable[[], str]
+    limiter: HotKeyLimiter
+    throughput: ThroughputStats
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)

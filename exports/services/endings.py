@@ -18,6 +18,11 @@ def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
     workflow fails the task stays ended: the workflow picks the outcome up at the deadline.
     """
     deps.tasks.update(before, after)
+    try:
+        deps.tasks.release_dedup(after)
+    except ExportsError:
+        # Harmless: a marker whose holder has ended is taken over by the next identical submit.
+        logger.warning("could not release the dedup key", exc_info=True)
     token = after.lifecycle_token
     if token is None:
         # The workflow may have stored its token after ``before`` was read.

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from exports.api_models import ExportRequest
-from exports.config import Metric
-from exports.domain.errors import ExportsError, InvalidRequest, ServiceUnavailable
+from exports.config import Admission, Estimates, Metric
+from exports.domain.admission import Throughput, dedup_key, estimate_completion_sec, lane_for
+from exports.domain.errors import (
+    DuplicateSubmission,
+    ExportsError,
+    InvalidRequest,
+    Overloaded,
+    RetryableError,
+    ServiceUnavailable,
+)
 from exports.domain.ids import new_task_id
 from exports.domain.task import Task, TaskSource, fail, new_task
 from exports.ports import TaskMessage
@@ -17,8 +28,24 @@ from exports.services.endings import end_task
 from exports.services.validation import invalid_request
 from exports.webhooks.destination import check_destination
 
+logger = logging.getLogger(__name__)
 ENQUEUE_FAILED = "ENQUEUE_FAILED"
 SCHEDULE_FAILED = "SCHEDULE_FAILED"
+_ADMIT_ATTEMPTS = 5
+DEFAULT_THROUGHPUT = Throughput(
+    rows_per_sec=Estimates.DEFAULT_ROWS_PER_SEC,
+    task_sec=Estimates.DEFAULT_TASK_SEC,
+    rows_per_task=Estimates.DEFAULT_ROWS_PER_SEC * Estimates.DEFAULT_TASK_SEC,
+)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a submit achieved: the task (new, or the identical one already active)."""
+
+    task: Task
+    estimated_completion_sec: int
+    deduplicated: bool = False
 
 
 def submit_export(
@@ -27,14 +54,14 @@ def submit_export(
     deps: Dependencies,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
-) -> tuple[Task, int]:
-    """Create the task, start its lifecycle and queue it; returns the task and its estimated run
-    time in seconds.
+) -> Submission:
+    """Admit the request: validate it, refuse it under backpressure or over quota, merge it into
+    an identical active task, or create the task, start its lifecycle and queue it.
 
     Nothing is stored unless the whole request is valid (the callback URL included: it must pass
-    the SSRF guard). If the workflow or the queue refuses, the task is marked FAILED at once
-    (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``) rather than left PENDING, and the caller gets
-    :class:`ServiceUnavailable` to retry.
+    the SSRF guard) and admitted. If the workflow or the queue refuses, the task is marked FAILED
+    at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``) rather than left PENDING, and the caller
+    gets :class:`ServiceUnavailable` to retry.
     """
     export_type = deps.registry.get(request.export_type)
     if request.format not in export_type.formats:
@@ -43,18 +70,26 @@ def submit_export(
         filters = export_type.parse_filters(request.filters)
     except ValidationError as error:
         raise invalid_request(error, prefix="filters") from None
-
     callback_url = str(request.callback_url) if request.callback_url else None
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
 
+    depths = _queue_depths(deps)
+    if sum(depths.values()) >= deps.settings.max_backlog:
+        deps.metrics.add(Metric.REJECTED)
+        raise Overloaded(
+            "the export queue is full; try again later",
+            code="BACKLOG_FULL",
+            retry_after=Admission.RETRY_AFTER_BACKLOG_SEC,
+        )
+    canonical_filters = filters.model_dump(mode="json", exclude_none=True)
     now = deps.clock()
     task = new_task(
         task_id=new_task_id(now),
         user_id=user_id,
         export_type=export_type.name,
         format=request.format,
-        filters=filters.model_dump(mode="json", exclude_none=True),
+        filters=canonical_filters,
         csv_bom=request.csv_bom,
         priority=request.priority,
         timeout_sec=request.timeout_sec,
@@ -63,13 +98,56 @@ def submit_export(
         retention=deps.settings.retention,
         source=source,
         retry_of=retry_of,
+        dedup_key=dedup_key(user_id, export_type.name, request.format.value, canonical_filters, request.csv_bom),
     )
-    deps.tasks.create(task)
+    lane = lane_for(task.priority)
+    estimate = estimate_completion_sec(
+        deps.throughput.get(export_type.name) or DEFAULT_THROUGHPUT,
+        depths.get(lane.name, 0),
+        lane.max_concurrency,
+        expected_rows=None,
+    )
+    existing = _admit(task, deps)
+    if existing is not None:
+        return Submission(existing, estimate, deduplicated=True)
     _dispatch(task, SCHEDULE_FAILED, lambda: deps.lifecycle.start(task), deps)
     message = TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority)
     _dispatch(task, ENQUEUE_FAILED, lambda: deps.queue.send(message), deps)
     deps.metrics.add(Metric.SUBMITTED)
-    return task, export_type.estimate_sec(filters)
+    return Submission(task, estimate)
+
+
+def _queue_depths(deps: Dependencies) -> dict[str, int]:
+    """The backlog per lane; unknown (empty) if it cannot be read: backpressure fails open, the
+    enqueue itself still reports a broken queue."""
+    try:
+        return deps.queue.depths()
+    except ExportsError:
+        logger.warning("could not read the queue depth", exc_info=True)
+        return {}
+
+
+def _admit(task: Task, deps: Dependencies) -> Task | None:
+    """Store the task, or return the identical active task it merges into."""
+    replace: str | None = None
+    for attempt in range(_ADMIT_ATTEMPTS):
+        try:
+            deps.tasks.create(task, deps.settings.max_active_tasks_per_user, replace_holder=replace)
+            return None
+        except DuplicateSubmission as duplicate:
+            holder = deps.tasks.get(duplicate.holder) if duplicate.holder else None
+            if holder is not None and not holder.is_terminal:
+                deps.metrics.add(Metric.DEDUPLICATED)
+                return holder
+            # The holder ended (or its marker outlived it): take the key over.
+            replace = duplicate.holder
+        except Overloaded:
+            deps.metrics.add(Metric.REJECTED)
+            raise
+        except RetryableError:
+            # Another transaction on the same items was in flight: back off a little and look again.
+            time.sleep(0.05 * (attempt + 1) * (1 + deps.random()))
+    raise ServiceUnavailable("too many identical submissions at once; try again shortly")
 
 
 def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencies) -> None:

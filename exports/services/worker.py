@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
+import math
 from enum import StrEnum
 
-from exports.config import Metric, Results
+from pydantic import ValidationError
+
+from exports.config import HotKey, Metric
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -16,18 +18,18 @@ from exports.domain.errors import (
     TaskNotFound,
 )
 from exports.domain.policies import has_retries_left, retry_delay_sec
-from exports.domain.task import ExportFormat, ExportResult, Task, claim, complete, fail, requeue, time_out
+from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
+from exports.services.export_run import ExportContinues, run_export
 from exports.services.progress import ProgressReporter
-from exports.writers import csv_writer, xlsx_writer
-from exports.writers.sink import MultipartSink
+from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "INTERNAL_ERROR"
-_CONTENT_TYPES = {ExportFormat.CSV: csv_writer.CONTENT_TYPE, ExportFormat.XLSX: xlsx_writer.CONTENT_TYPE}
+INVALID_FILTERS = "INVALID_FILTERS"
 
 
 class Outcome(StrEnum):
@@ -38,6 +40,8 @@ class Outcome(StrEnum):
     TIMED_OUT = "timed_out"
     RETRY_SCHEDULED = "retry_scheduled"
     SKIPPED = "skipped"
+    DEFERRED = "deferred"
+    CONTINUED = "continued"
     LOST_OWNERSHIP = "lost_ownership"
 
 
@@ -57,6 +61,9 @@ def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
         return Outcome.SKIPPED
     if now >= task.deadline:
         return _time_out(task, deps)
+    wait = _hot_key_wait(task, deps)
+    if wait > 0:
+        return _defer(task, wait, deps)
     claimed = claim(task, now, deps.settings.lease)
     try:
         deps.tasks.update(task, claimed)
@@ -67,15 +74,44 @@ def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
     return _run(claimed, deps)
 
 
+def _hot_key_wait(task: Task, deps: Dependencies) -> float:
+    """Seconds to wait before this task's hot key has a token; 0 to run now."""
+    export_type = deps.registry.get(task.export_type)
+    try:
+        hot_key = export_type.hot_key(export_type.parse_filters(task.filters))
+    except ValidationError:
+        return 0.0  # the run itself fails the task with INVALID_FILTERS
+    return deps.limiter.acquire(hot_key, deps.clock()) if hot_key else 0.0
+
+
+def _defer(task: Task, wait: float, deps: Dependencies) -> Outcome:
+    """Come back later: a new delayed message, this one acknowledged. The task stays PENDING and
+    keeps its retry budget; the fresh message starts its receive count over, so deferral never
+    leads to the DLQ."""
+    delay = min(HotKey.MAX_DEFER_SEC, math.ceil(wait + wait * deps.random()))
+    deps.queue.send(
+        TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority), delay_sec=delay
+    )
+    deps.metrics.add(Metric.DEFERRED)
+    logger.info("hot key over its rate; task deferred", extra={"delay_sec": delay})
+    return Outcome.DEFERRED
+
+
 def _run(task: Task, deps: Dependencies) -> Outcome:
     progress = ProgressReporter(task, deps)
     try:
         result = _export(task, progress, deps)
+    except ExportContinues:
+        logger.info("export handed over to a new invocation with its checkpoint")
+        return Outcome.CONTINUED
     except LostOwnership:
         logger.info("task taken away while running; upload aborted")
         return Outcome.LOST_OWNERSHIP
     except ExportFailed as error:
         return _fail(progress.task, error.code, error.message, deps)
+    except ValidationError as error:
+        # Stored filters that no longer validate (e.g. the export type changed): no retry helps.
+        return _fail(progress.task, INVALID_FILTERS, invalid_request(error).message, deps)
     except RetryableError as error:
         return _retry_or_fail(progress.task, error.code, error.message, deps)
     except Exception as error:  # the worker's edge: an unforeseen fault must still end the task
@@ -85,30 +121,10 @@ def _run(task: Task, deps: Dependencies) -> Outcome:
 
 
 def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> ExportResult:
-    export_type = deps.registry.get(task.export_type)
-    filters = export_type.parse_filters(task.filters)
-    columns = export_type.columns(filters)
-    file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
-    key = f"{Results.KEY_PREFIX}/{task.task_id}/{file_name}"
-    content_type = _CONTENT_TYPES[task.format]
-    upload = deps.results.start_upload(key, content_type, file_name, {"task-id": task.task_id})
-    sink = MultipartSink(upload, deps.settings.upload_part_bytes, before_part=progress.flush)
-    try:
-        rows = export_type.rows(filters, on_fraction=progress.on_fraction)
-        if task.format is ExportFormat.CSV:
-            count = csv_writer.write_csv(columns, rows, sink, bom=task.csv_bom, on_row=progress.on_row)
-        else:
-            count = xlsx_writer.write_xlsx(columns, rows, sink, on_row=progress.on_row)
-        sha256 = sink.finish()
-        upload.complete()
-    except BaseException:
-        # Nothing partial may stay behind; a failed abort is left to the bucket's lifecycle rule.
-        with contextlib.suppress(ExportsError):
-            upload.abort()
-        raise
-    return ExportResult(
-        key=key, bytes=sink.bytes_written, rows=count, sha256=sha256, content_type=content_type, file_name=file_name
-    )
+    """Stream the task's file to S3 (see :mod:`exports.services.export_run`); raises
+    :class:`ExportContinues`, a :class:`LostOwnership`, when a long CSV export hands over to a
+    new invocation."""
+    return run_export(task, progress, deps)
 
 
 def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
@@ -123,7 +139,12 @@ def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
     deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
     deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
     if task.started_at:
-        deps.metrics.add(Metric.DURATION_MS, (now - task.started_at).total_seconds() * 1000, unit="Milliseconds")
+        seconds = (now - task.started_at).total_seconds()
+        deps.metrics.add(Metric.DURATION_MS, seconds * 1000, unit="Milliseconds")
+        try:
+            deps.throughput.record(task.export_type, result.rows, seconds)
+        except ExportsError:
+            logger.warning("could not record throughput", exc_info=True)  # a statistic, not the export
     return Outcome.COMPLETED
 
 

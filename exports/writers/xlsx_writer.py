@@ -1,12 +1,20 @@
-"""XLSX with openpyxl in write-only mode: bold frozen header, typed cells, column widths."""
+"""XLSX with openpyxl in write-only mode: bold frozen header, typed cells, column widths.
+
+openpyxl streams each sheet's XML into a temporary file (lxml does the writing when it is
+installed) and zips the sheets into ``out`` on save; memory stays flat, the temporary files grow
+with the rows. They are removed when the workbook is saved, and by :func:`write_xlsx` when the
+export stops early, so a warm worker never carries them into its next export.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import neutralise, xml_safe
+from exports.writers.cells import FORMULA_TRIGGERS, neutralise, xml_safe
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
@@ -18,6 +26,81 @@ _NUMBER_FORMATS = {
 }
 
 
+def _text(value: Any) -> Any:
+    """Strings a spreadsheet can hold and will not run; other values unchanged."""
+    if value.__class__ is str:
+        # Printable text has no control characters; most text takes this fast path.
+        if value.isprintable() and not value.startswith(FORMULA_TRIGGERS):
+            return value
+        return neutralise(xml_safe(value))
+    return value
+
+
+def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], list[Any]]:
+    """A function turning a row into what the sheet appends. A formatted column reuses one
+    styled cell: write-only sheets serialise each row as it is appended, so the cell is free
+    again for the next row, and the style is registered once instead of once per value."""
+    from openpyxl.cell import WriteOnlyCell
+
+    _append_prepared_rows(sheet)
+
+    def formatted(number_format: str) -> Callable[[Any], Any]:
+        cell = WriteOnlyCell(sheet)
+        cell.number_format = number_format
+
+        def convert(value: Any) -> Any:
+            if value is None or value.__class__ is str:
+                return _text(value)
+            cell.value = value
+            return cell
+
+        return convert
+
+    converters = [
+        formatted(_NUMBER_FORMATS[column.kind]) if column.kind in _NUMBER_FORMATS else _text for column in columns
+    ]
+
+    def convert_row(row: Row) -> list[Any]:
+        return [convert(value) for convert, value in zip(converters, row, strict=True)]
+
+    return convert_row
+
+
+def _append_prepared_rows(sheet: Any) -> None:
+    """Let ``sheet`` take rows of prepared values and styled cells without re-checking them.
+
+    openpyxl's write-only sheet turns each appended value into a cell by assigning it to a
+    shared cell and, when the value is already a cell, catching the ``ValueError`` that raises;
+    for the styled cells of every date and amount that exception costs more than writing the
+    cell. This replaces, on this sheet only, the method doing it (``_values_to_row``, private
+    but stable in the pinned openpyxl) with one that takes cells as they are. With another
+    openpyxl that lacks the method, the sheet is left as it is: slower, same file.
+    """
+    from openpyxl.cell.cell import Cell
+    from openpyxl.worksheet._write_only import WriteOnlyWorksheet
+
+    if not callable(getattr(WriteOnlyWorksheet, "_values_to_row", None)):
+        return
+    plain = [Cell(sheet)]
+
+    def values_to_row(values: Row, row_index: int) -> Iterator[Any]:
+        cell = plain[0]
+        for column_index, value in enumerate(values, 1):
+            if value is None:
+                continue
+            if value.__class__ is Cell:
+                value.column, value.row = column_index, row_index
+                yield value
+                continue
+            cell.value = value
+            cell.column, cell.row = column_index, row_index
+            yield cell
+            if cell.has_style:  # a date got its default format: the next value needs a clean cell
+                cell = plain[0] = Cell(sheet)
+
+    sheet._values_to_row = values_to_row
+
+
 def write_xlsx(
     columns: list[Column],
     rows: Iterable[Row],
@@ -27,7 +110,8 @@ def write_xlsx(
     max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,
 ) -> int:
     """Stream ``rows`` into a workbook saved to ``out``; past ``max_rows_per_sheet`` rows the
-    export continues on a new sheet with the header repeated. Returns the number of data rows."""
+    export continues on a new sheet with the header repeated. Returns the number of data rows.
+    If ``rows`` raises, nothing is saved and the temporary sheet files are removed."""
     # Imported here: only the XLSX path pays for openpyxl.
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
@@ -36,10 +120,12 @@ def write_xlsx(
 
     workbook = Workbook(write_only=True)
     bold = Font(bold=True)
-    formats = [_NUMBER_FORMATS.get(column.kind) for column in columns]
+    sheets: list[Any] = []
 
-    def new_sheet(number: int) -> Any:
+    def new_sheet() -> tuple[Any, Callable[[Row], list[Any]]]:
+        number = len(sheets) + 1
         sheet = workbook.create_sheet(sheet_title if number == 1 else f"{sheet_title} ({number})")
+        sheets.append(sheet)
         sheet.freeze_panes = "A2"
         for index, column in enumerate(columns, start=1):
             sheet.column_dimensions[get_column_letter(index)].width = column.width
@@ -49,27 +135,40 @@ def write_xlsx(
             cell.font = bold
             header.append(cell)
         sheet.append(header)
-        return sheet
+        return sheet, _row_converter(sheet, columns)
 
-    def typed(sheet: Any, value: Any, number_format: str | None) -> Any:
-        if number_format is None or value is None:
-            return neutralise(xml_safe(value))
-        cell = WriteOnlyCell(sheet, value=value)
-        cell.number_format = number_format
-        return cell
-
-    sheets = 1
-    sheet = new_sheet(sheets)
-    count = in_sheet = 0
-    for row in rows:
-        if in_sheet == max_rows_per_sheet:
-            sheets += 1
-            sheet = new_sheet(sheets)
-            in_sheet = 0
-        sheet.append([typed(sheet, value, fmt) for value, fmt in zip(row, formats, strict=True)])
-        count += 1
-        in_sheet += 1
-        if on_row:
-            on_row(count)
-    workbook.save(out)
+    try:
+        sheet, convert = new_sheet()
+        count = in_sheet = 0
+        for row in rows:
+            if in_sheet == max_rows_per_sheet:
+                sheet, convert = new_sheet()
+                in_sheet = 0
+            sheet.append(convert(row))
+            count += 1
+            in_sheet += 1
+            if on_row:
+                on_row(count)
+        workbook.save(out)
+    except BaseException:
+        _remove_temporary_files(sheets)
+        raise
     return count
+
+
+def _remove_temporary_files(sheets: list[Any]) -> None:
+    """Close and delete the temporary files of sheets that were never saved."""
+    from openpyxl.worksheet._writer import ALL_TEMP_FILES
+
+    for sheet in sheets:
+        writer = sheet._writer
+        if writer is None:
+            continue
+        with contextlib.suppress(Exception):
+            if sheet._rows is not None:
+                sheet._rows.close()
+            writer.xf.close()
+        with contextlib.suppress(OSError):
+            os.remove(writer.out)
+        with contextlib.suppress(ValueError):
+            ALL_TEMP_FILES.remove(writer.out)

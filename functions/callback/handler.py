@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -12,10 +11,9 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
-from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.composition import dependencies_from_environment
 from exports.services import callbacks
 from exports.services.dependencies import Dependencies
-from exports.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -46,7 +44,7 @@ class CallbackRequest(BaseModel):
 @cache
 def dependencies() -> Dependencies:
     """Adapters for this function instance, built on first use from the environment."""
-    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+    return dependencies_from_environment(metrics)
 
 
 def _caught_message(error: dict[str, Any] | None) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -11,10 +10,9 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
-from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.composition import dependencies_from_environment
 from exports.services import lifecycle
 from exports.services.dependencies import Dependencies
-from exports.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -45,7 +43,7 @@ class LifecycleRequest(BaseModel):
 @cache
 def dependencies() -> Dependencies:
     """Adapters for this function instance, built on first use from the environment."""
-    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+    return dependencies_from_environment(metrics)
 
 
 @logger.inject_lambda_context(clear_state=True)

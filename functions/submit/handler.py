@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
-import os
 from functools import cache
 from typing import Annotated, Any
 
@@ -15,18 +14,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from exports.adapters.clients import aws_client
 from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, TaskList, TaskView
-from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.composition import dependencies_from_environment
 from exports.config import API_VERSION_PREFIX, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
-from exports.domain.task import Task
 from exports.http.envelope import caller_id, check_envelope
 from exports.http.errors import register_error_handlers
+from exports.http.idempotency import IdempotentCalls, idempotency_key
 from exports.services import control, queries
 from exports.services.dependencies import Dependencies
-from exports.services.submission import submit_export
-from exports.settings import Settings
+from exports.services.submission import Submission, submit_export
 
 logger = Logger()
 tracer = Tracer()
@@ -47,7 +46,13 @@ register_error_handlers(app)
 @cache
 def dependencies() -> Dependencies:
     """Adapters for this function instance, built on first use from the environment."""
-    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+    return dependencies_from_environment(metrics)
+
+
+@cache
+def idempotent_calls() -> IdempotentCalls:
+    """The Idempotency-Key store (the tasks table)."""
+    return IdempotentCalls(aws_client("dynamodb"), dependencies().settings.tasks_table)
 
 
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
@@ -59,21 +64,37 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted]:
     """Validate, store as PENDING and queue; answers at once with the task id."""
     check_envelope(app.current_event)
-    task, estimate = submit_export(request, caller_id(app.current_event), dependencies())
-    return _accepted(task, estimate)
+    user_id = caller_id(app.current_event)
+    key = idempotency_key(app.current_event.headers)
+
+    def accept() -> dict[str, Any]:
+        return _accepted(submit_export(request, user_id, dependencies())).model_dump(mode="json")
+
+    if key is None:
+        return _answer(accept())
+    answer, replayed = idempotent_calls().replay_or_call(user_id, key, request.model_dump(mode="json"), accept)
+    return _answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
 
 
-def _accepted(task: Task, estimate: int) -> Response[ExportAccepted]:
+def _accepted(submission: Submission) -> ExportAccepted:
+    task = submission.task
     logger.append_keys(task_id=task.task_id)
-    location = f"{API_VERSION_PREFIX}/exports/{task.task_id}"
-    accepted = ExportAccepted(
+    return ExportAccepted(
         task_id=task.task_id,
         status=task.status,
         created_at=task.created_at,
-        estimated_completion_sec=estimate,
-        status_url=location,
+        estimated_completion_sec=submission.estimated_completion_sec,
+        status_url=f"{API_VERSION_PREFIX}/exports/{task.task_id}",
+        deduplicated=submission.deduplicated,
     )
-    return _json(202, accepted, {"Location": location, "Retry-After": str(Polling.MIN_DELAY_SEC)})
+
+
+def _answer(accepted: dict[str, Any], headers: dict[str, str] | None = None) -> Response[ExportAccepted]:
+    return _json(
+        202,
+        accepted,
+        {"Location": accepted["status_url"], "Retry-After": str(Polling.MIN_DELAY_SEC), **(headers or {})},
+    )
 
 
 @app.get(f"{API_VERSION_PREFIX}/exports/<task_id>", summary="Get an export task", tags=["exports"])
@@ -102,8 +123,8 @@ def cancel(task_id: str) -> TaskView:
 @tracer.capture_method(capture_response=False)
 def retry(task_id: str) -> Response[ExportAccepted]:
     """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
-    task, estimate = control.retry_export(task_id, caller_id(app.current_event), dependencies())
-    return _accepted(task, estimate)
+    submission = control.retry_export(task_id, caller_id(app.current_event), dependencies())
+    return _answer(_accepted(submission).model_dump(mode="json"))
 
 
 @app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"])

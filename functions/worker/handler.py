@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from typing import Any
 
@@ -12,10 +11,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from exports.adapters.sqs_queue import decode_message
-from exports.composition import PowertoolsMetrics, build_dependencies
+from exports.composition import dependencies_from_environment
 from exports.services.dependencies import Dependencies
+from exports.services.export_run import time_budget
 from exports.services.worker import process_task
-from exports.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -26,7 +25,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 @cache
 def dependencies() -> Dependencies:
     """Adapters for this function instance, built on first use from the environment."""
-    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+    return dependencies_from_environment(metrics)
 
 
 @tracer.capture_method(capture_response=False)
@@ -45,4 +44,6 @@ def handle_record(record: SQSRecord) -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point: partial batch failures (the event source reports them to SQS)."""
-    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    # Long exports hand over to a new invocation before this one runs out of time.
+    with time_budget(context.get_remaining_time_in_millis):
+        return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

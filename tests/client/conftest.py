@@ -3,8 +3,8 @@
 from collections.abc import Iterator
 
 import pytest
-from exports_client import ExportsClient
 
+from exports_client import ExportsClient
 from tests.client.e2e_support import Exportctl, SlowTasks
 from tests.stack_process import Stack, running_stack
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exports_client import ConflictError, ExportsClient
-
 from tests.stack_process import slow_filters
 
 # The console script pip installed next to this interpreter.

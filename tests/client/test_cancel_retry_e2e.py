@@ -4,9 +4,9 @@ have not ended when the test acts on them)."""
 import json
 
 import pytest
+
 from exports_client import ConflictError, ExportsClient, NotFoundError, TaskStatus
 from exports_client.cli import ExitCode
-
 from tests.client.e2e_support import Exportctl, SlowTasks
 
 pytestmark = pytest.mark.e2e

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from exports_client.cli import ExitCode, main
 from exports_client.models import TaskView
 from exports_client.render import ProgressReporter
-
 from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from exports_client.cli import ExitCode
 
+from exports_client.cli import ExitCode
 from tests.client.e2e_support import Exportctl, SlowTasks
 from tests.stack_process import recent, slow_filters
 

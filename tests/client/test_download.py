@@ -6,8 +6,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from exports_client import ConflictError, ExportsClient, IntegrityError, NetworkError, UnexpectedResponseError
 
+from exports_client import ConflictError, ExportsClient, IntegrityError, NetworkError, UnexpectedResponseError
 from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
 
 CONTENT = b"order_id,amount\n" + b"ORD-0000001,19.99\n" * 20_000

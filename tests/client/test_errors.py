@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+
 from exports_client import (
     APIError,
     AuthenticationError,
@@ -19,7 +20,6 @@ from exports_client import (
     UnexpectedResponseError,
 )
 from exports_client.errors import retry_after_seconds
-
 from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
 
 

@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 import pytest
-from exports_client import ExportsClient, models
 from pydantic import BaseModel, TypeAdapter
 
 from exports.api_models import ErrorBody as ServiceErrorBody
+from exports_client import ExportsClient, models
 from tests.client.openapi_doc import DOC_PATH
 
 DOC = json.loads(DOC_PATH.read_text(encoding="utf-8"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+
 from exports_client import (
     AuthenticationError,
     ConflictError,
@@ -17,7 +18,6 @@ from exports_client import (
     TaskStatus,
     WaitTimeoutError,
 )
-
 from tests.client.e2e_support import SlowTasks
 from tests.stack_process import Stack, free_port, recent
 

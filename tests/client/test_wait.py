@@ -2,9 +2,9 @@
 
 import httpx
 import pytest
+
 from exports_client import ExportsClient, NotFoundError, TaskStatus, WaitTimeoutError
 from exports_client.polling import backoff_delay, poll_delay
-
 from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
 
 

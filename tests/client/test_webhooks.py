@@ -6,6 +6,7 @@ import hmac
 import json
 
 import pytest
+
 from exports_client import ExportsClient, WebhookVerificationError, verify_webhook
 
 KEY = b"a 24-byte test signing key"

@@ -2,8 +2,9 @@
 
 Scope: what ``cdk deploy`` would create, checked at synth time (no AWS account here). One app
 holds two stacks: ``dev`` with the defaults a newcomer deploys (a created Cognito user pool, no
-CORS, no alarm e-mail) and ``prod`` with every context setting given (an external OIDC issuer,
-CORS origins, an alarm e-mail). Bundling is skipped here; ``test_infra_bundling.py`` runs it.
+CORS, no alarm e-mail, the admission limits of exports.config) and ``prod`` with every context
+setting given (an external OIDC issuer, CORS origins, an alarm e-mail, its own admission limits).
+Bundling is skipped here; ``test_infra_bundling.py`` runs it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ PROD_CONTEXT = {
     "jwt_audience": "exports-api,exports-cli",
     "cors_allowed_origins": "https://app.example.com",
     "alarm_email": "oncall@example.com",
+    "max_active_tasks_per_user": "3",
+    "max_backlog": "500",
+    "hot_key_rate_per_minute": "7.5",
+    "hot_key_burst": "2",
 }
 
 
@@ -69,6 +74,23 @@ class Synthesized:
     def ref(self, construct: IConstruct) -> dict[str, str]:
         """``Ref <construct>`` as it appears in the template."""
         return {"Ref": self.logical_id(construct)}
+
+    def rendered(self, value: Any) -> str:
+        """A template value as the string CloudFormation would make of it, with each reference
+        written as a stand-in: ``<logical id>`` for a ``Ref``, ``<logical id>.<attribute>`` for
+        an ``Fn::GetAtt``."""
+        if isinstance(value, str):
+            return value
+        if "Ref" in value:
+            return f"<{value['Ref']}>"
+        if "Fn::GetAtt" in value:
+            return "<{}.{}>".format(*value["Fn::GetAtt"])
+        separator, parts = value["Fn::Join"]
+        return separator.join(self.rendered(part) for part in parts)
+
+    def stand_in(self, construct: IConstruct) -> str:
+        """How :meth:`rendered` writes ``Ref <construct>``."""
+        return self.rendered(self.ref(construct))
 
 
 @dataclass(frozen=True)

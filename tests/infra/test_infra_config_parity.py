@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config import Callback, Capacity, OrdersTable, Queue, Results, TaskTable, Worker
+from exports.config import (
+    LANES,
+    Admission,
+    Callback,
+    Capacity,
+    Env,
+    HotKey,
+    Limits,
+    OrdersTable,
+    Queue,
+    Results,
+    TaskTable,
+    Worker,
+)
 from infra.settings import Sizing
 
 pytestmark = pytest.mark.infra
@@ -14,19 +27,21 @@ def key_schema(keys):
     return {key["KeyType"]: key["AttributeName"] for key in keys}
 
 
-def test_the_queue_redrive_and_timing_equal_the_config(dev):
-    queue = dev.props(dev.stack.queues.queue)
-    assert queue["RedrivePolicy"]["maxReceiveCount"] == Queue.MAX_RECEIVE_COUNT
-    assert queue["VisibilityTimeout"] == Queue.VISIBILITY_TIMEOUT_SEC
-    assert queue["MessageRetentionPeriod"] == Queue.RETENTION_SEC
-    assert queue["ReceiveMessageWaitTimeSeconds"] == Queue.LONG_POLL_SEC
-    assert dev.props(dev.stack.queues.dead_letters)["MessageRetentionPeriod"] == Queue.DLQ_RETENTION_SEC
+def test_every_lanes_queue_redrive_and_timing_equal_the_config(dev):
+    assert len(dev.stack.queues.lanes) == len(LANES)
+    for lane in dev.stack.queues.lanes:
+        queue = dev.props(lane.queue)
+        assert queue["RedrivePolicy"]["maxReceiveCount"] == Queue.MAX_RECEIVE_COUNT
+        assert queue["VisibilityTimeout"] == Queue.VISIBILITY_TIMEOUT_SEC
+        assert queue["MessageRetentionPeriod"] == Queue.RETENTION_SEC
+        assert queue["ReceiveMessageWaitTimeSeconds"] == Queue.LONG_POLL_SEC
+        assert dev.props(lane.dead_letters)["MessageRetentionPeriod"] == Queue.DLQ_RETENTION_SEC
 
 
 def test_the_visibility_timeout_is_at_least_six_worker_timeouts(dev):
-    queue = dev.props(dev.stack.queues.queue)
     worker = dev.props(dev.stack.functions.worker.function)
-    assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"]
+    for lane in dev.stack.queues.lanes:
+        assert dev.props(lane.queue)["VisibilityTimeout"] >= 6 * worker["Timeout"]
 
 
 def test_function_timeouts_memory_and_batch_equal_the_config(dev):
@@ -38,10 +53,40 @@ def test_function_timeouts_memory_and_batch_equal_the_config(dev):
         Sizing.API_MEMORY_MB,
         Sizing.API_TIMEOUT_SEC,
     )
-    dev.template.has_resource_properties(
-        "AWS::Lambda::EventSourceMapping",
-        {"BatchSize": Worker.BATCH_SIZE, "ScalingConfig": {"MaximumConcurrency": Capacity.WORKER_MAX_CONCURRENCY}},
-    )
+    mappings = dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    assert [mapping["Properties"]["BatchSize"] for mapping in mappings] == [Worker.BATCH_SIZE] * len(LANES)
+
+
+def test_each_lane_reads_with_its_share_of_the_workers_and_the_shares_add_up_to_the_ceiling(dev):
+    # The global limit on parallel exports (and queries against the data source) stays the config's.
+    assert sum(lane.max_concurrency for lane in LANES) == Capacity.WORKER_MAX_CONCURRENCY
+    by_queue = {
+        mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: mapping["Properties"]
+        for mapping in dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    }
+    assert {
+        dev.logical_id(lane.queue): by_queue[dev.logical_id(lane.queue)]["ScalingConfig"]["MaximumConcurrency"]
+        for lane in dev.stack.queues.lanes
+    } == {dev.logical_id(lane.queue): lane.lane.max_concurrency for lane in dev.stack.queues.lanes}
+    deployed = sum(mapping["ScalingConfig"]["MaximumConcurrency"] for mapping in by_queue.values())
+    assert deployed == Capacity.WORKER_MAX_CONCURRENCY
+    # SQS event sources accept a maximum concurrency of 2..1000.
+    assert all(2 <= lane.max_concurrency <= 1000 for lane in LANES)
+
+
+def test_the_lanes_serve_every_priority_exactly_once(dev):
+    served = sorted(priority for lane in LANES for priority in range(lane.highest, lane.lowest + 1))
+    assert served == list(range(Limits.PRIORITY_HIGHEST, Limits.PRIORITY_LOWEST + 1))
+    assert [lane.lane.name for lane in dev.stack.queues.lanes] == [lane.name for lane in LANES]
+
+
+def test_the_admission_limits_default_to_the_config(dev):
+    api = dev.props(dev.stack.functions.api.function)["Environment"]["Variables"]
+    worker = dev.props(dev.stack.functions.worker.function)["Environment"]["Variables"]
+    assert int(api[Env.MAX_ACTIVE_TASKS_PER_USER]) == Admission.MAX_ACTIVE_TASKS_PER_USER
+    assert int(api[Env.MAX_BACKLOG]) == Admission.MAX_BACKLOG
+    assert float(worker[Env.HOT_KEY_RATE_PER_MINUTE]) == HotKey.RATE_PER_MINUTE
+    assert int(worker[Env.HOT_KEY_BURST]) == HotKey.BURST
 
 
 def test_the_lifecycle_functions_sizes_equal_the_config_and_a_callback_attempt_fits(dev):
@@ -54,13 +99,15 @@ def test_the_lifecycle_functions_sizes_equal_the_config_and_a_callback_attempt_f
     assert callback["Timeout"] > Callback.REQUEST_TIMEOUT_SEC
 
 
-def test_the_retry_schedule_fits_the_queue(dev):
-    # Retries are re-sent with a delay (base * 4**n, capped): SQS takes at most 15 minutes, and a
-    # waiting retry must not outlive the queue's retention.
-    queue = dev.props(dev.stack.queues.queue)
+def test_the_retry_and_deferral_delays_fit_the_queues(dev):
+    # Retries and hot-key deferrals are re-sent with a delay: SQS takes at most 15 minutes, and a
+    # waiting message must not outlive the queue's retention.
     assert Worker.RETRY_BASE_DELAY_SEC <= Worker.RETRY_MAX_DELAY_SEC <= 900
-    assert queue["MessageRetentionPeriod"] > Worker.RETRY_MAX_DELAY_SEC
-    assert "DelaySeconds" not in queue
+    assert HotKey.MAX_DEFER_SEC <= 900
+    for lane in dev.stack.queues.lanes:
+        queue = dev.props(lane.queue)
+        assert queue["MessageRetentionPeriod"] > max(Worker.RETRY_MAX_DELAY_SEC, HotKey.MAX_DEFER_SEC)
+        assert "DelaySeconds" not in queue
 
 
 def test_table_keys_indexes_and_ttl_equal_the_config(dev):

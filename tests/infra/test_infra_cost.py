@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from exports.config import Names, Worker
+from exports.config import LANES, Names, Worker
 from exports.workflows import lifecycle_definition
 from infra.settings import Sizing
 from scripts.cost_estimate import (
@@ -35,6 +37,7 @@ def test_the_stack_facts_come_from_the_template(prod):
         Sizing.CALLBACK_MEMORY_MB,
     )
     assert facts.worker_batch_size == Worker.BATCH_SIZE
+    assert facts.lanes == len(LANES)
     assert facts.log_retention_days == prod.settings.log_retention_days
     assert facts.results_expiry_days == prod.settings.results_expiry_days
     assert facts.alarms == len(prod.template.find_resources("AWS::CloudWatch::Alarm"))
@@ -82,6 +85,18 @@ def test_every_item_costs_something_and_more_exports_cost_more(prod):
     assert sum(line.monthly(high) for line in lines) > sum(line.monthly(low) for line in lines) > 0
     (step_functions,) = [line for line in lines if line.service.startswith("Step Functions")]
     assert "5 state transitions" in step_functions.basis
+
+
+def test_sqs_is_priced_per_lane(prod):
+    facts = stack_facts(prod.template.to_json())
+    one_lane = replace(facts, lanes=1)
+
+    (sqs,) = [line for line in cost_lines(facts, Workload()) if line.service == "SQS"]
+    (sqs_one_lane,) = [line for line in cost_lines(one_lane, Workload()) if line.service == "SQS"]
+    # Every lane's queue is long-polled while idle, and every lane's depth is read at submit.
+    assert sqs.fixed == pytest.approx(len(LANES) * sqs_one_lane.fixed)
+    assert sqs.per_export > sqs_one_lane.per_export
+    assert f"{len(LANES)} lane queues" in sqs.basis
 
 
 def test_the_estimate_names_both_volumes_and_the_step_functions_price(prod):

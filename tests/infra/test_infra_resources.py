@@ -6,12 +6,14 @@ Values shared with the function code are compared with exports.config in test_in
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Match
 
 from exports.config import (
     API_VERSION_PREFIX,
+    LANES,
     METRICS_NAMESPACE,
     SERVICE_NAME,
     Capacity,
@@ -23,10 +25,12 @@ from exports.config import (
 )
 from infra.api import PROTECTED_ROUTES, PUBLIC_ROUTES
 from infra.function_factory import RUNTIME
+from infra.queues import lane_id
 from infra.workflows import lifecycle_state_machine_name
 
 pytestmark = pytest.mark.infra
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 POWERTOOLS_ENV = ("POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL")
 
 
@@ -84,6 +88,9 @@ def lifecycle_arn(synth):
     )
 
 
+TABLE_ITEM_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+
+
 def common_grants(synth, service_function):
     """What every function may do: write its own logs, send X-Ray traces."""
     return [
@@ -134,44 +141,73 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
     expected = {
         Env.TASKS_TABLE: dev.ref(stack.tables.tasks),
         Env.ORDERS_TABLE: dev.ref(stack.tables.orders),
-        Env.TASK_QUEUE_URL: dev.ref(stack.queues.queue),
         Env.RESULTS_BUCKET: dev.ref(stack.storage.bucket),
         Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
         Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
         Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_arn(dev),
     }
-    only_callback = {Env.WEBHOOK_SECRET_ARN: dev.ref(stack.webhook_secret.secret)}
-    for service_function in stack.functions.all:
+    functions = stack.functions
+    own = {
+        functions.api: {Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG},
+        functions.worker: {Env.HOT_KEY_RATE_PER_MINUTE, Env.HOT_KEY_BURST},
+        functions.lifecycle: set(),
+        functions.callback: {Env.WEBHOOK_SECRET_ARN},
+    }
+    assert dev.props(functions.callback.function)["Environment"]["Variables"][Env.WEBHOOK_SECRET_ARN] == dev.ref(
+        stack.webhook_secret.secret
+    )
+    for service_function in functions.all:
         variables = dev.props(service_function.function)["Environment"]["Variables"]
-        own = only_callback if service_function is stack.functions.callback else {}
-        assert {name: variables[name] for name in expected | own.keys()} == expected | own
-        assert set(variables) == set(expected) | set(own) | set(POWERTOOLS_ENV)
+        assert {name: variables[name] for name in expected} == expected
+        assert set(variables) == set(expected) | {Env.TASK_QUEUE_URLS} | own[service_function] | set(POWERTOOLS_ENV)
 
 
-def _service_reads_priority_lanes():
-    from exports.settings import Settings
+def test_every_function_finds_each_lanes_queue_by_lane_name(dev):
+    # Settings.from_env reads a JSON object {lane name: queue URL}; CloudFormation fills in the URLs.
+    lanes = {lane.lane.name: dev.stand_in(lane.queue) for lane in dev.stack.queues.lanes}
+    assert set(lanes) == {lane.name for lane in LANES}
+    for service_function in dev.stack.functions.all:
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        assert json.loads(dev.rendered(variables[Env.TASK_QUEUE_URLS])) == lanes
 
-    return "queue_urls" in Settings.model_fields
+
+def test_the_admission_limits_reach_the_functions_that_apply_them(dev, prod):
+    for synth in (dev, prod):
+        limits = synth.settings.admission
+        api = synth.props(synth.stack.functions.api.function)["Environment"]["Variables"]
+        worker = synth.props(synth.stack.functions.worker.function)["Environment"]["Variables"]
+        assert (int(api[Env.MAX_ACTIVE_TASKS_PER_USER]), int(api[Env.MAX_BACKLOG])) == (
+            limits.max_active_tasks_per_user,
+            limits.max_backlog,
+        )
+        assert (float(worker[Env.HOT_KEY_RATE_PER_MINUTE]), int(worker[Env.HOT_KEY_BURST])) == (
+            limits.hot_key_rate_per_minute,
+            limits.hot_key_burst,
+        )
+    assert prod.settings.admission != dev.settings.admission
 
 
-@pytest.mark.xfail(
-    condition=_service_reads_priority_lanes(),
-    reason="exports/settings.py now reads the priority lanes' queues (EXPORTS_TASK_QUEUE_URLS), which the "
-    "stack does not create yet; drop this mark when infra/ deploys the lanes",
-    raises=KeyError,
-    strict=True,
-)
-def test_every_function_can_build_its_settings_from_its_environment(dev):
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_every_function_can_build_its_settings_from_its_environment(assembly, stage):
     # Settings.from_env is the first thing every handler does: a missing variable breaks it on AWS.
     from exports.settings import Settings
 
-    for service_function in dev.stack.functions.all:
-        variables = dev.props(service_function.function)["Environment"]["Variables"]
-        # CloudFormation fills in the references; any string stands in for them here.
-        environ = {name: value if isinstance(value, str) else json.dumps(value) for name, value in variables.items()}
+    synth = getattr(assembly, stage)
+    functions = synth.stack.functions
+    for service_function in functions.all:
+        variables = synth.props(service_function.function)["Environment"]["Variables"]
+        # CloudFormation fills in the references; stand-in strings take their place here.
+        environ = {name: synth.rendered(value) for name, value in variables.items()}
         settings = Settings.from_env(environ)
-        assert settings.retention_hours == dev.settings.results_retention_hours
-        assert (settings.webhook_secret_arn is not None) is (service_function is dev.stack.functions.callback)
+        assert settings.retention_hours == synth.settings.results_retention_hours
+        assert set(settings.queue_urls) == {lane.name for lane in LANES}
+        assert (settings.webhook_secret_arn is not None) is (service_function is functions.callback)
+        if service_function is functions.api:
+            assert settings.max_active_tasks_per_user == synth.settings.admission.max_active_tasks_per_user
+            assert settings.max_backlog == synth.settings.admission.max_backlog
+        if service_function is functions.worker:
+            assert settings.hot_key_rate_per_minute == synth.settings.admission.hot_key_rate_per_minute
+            assert settings.hot_key_burst == synth.settings.admission.hot_key_burst
 
 
 def test_each_function_has_its_own_role_without_managed_policies(dev):
@@ -197,9 +233,12 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
     assert allowed_pairs(dev, api) == expected_pairs(
         [
             *common_grants(dev, api),
-            (["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            # tasks, and the admission items: quota and dedup (a transaction of Put + Update),
+            # releasing dedup markers, throughput statistics, Idempotency-Key records
+            (TABLE_ITEM_ACTIONS, dev.arn(stack.tables.tasks)),
             (["dynamodb:Query"], user_index),
-            (["sqs:SendMessage"], dev.arn(stack.queues.queue)),
+            # submit to any lane; read every lane's depth (backpressure, estimates)
+            *((["sqs:SendMessage", "sqs:GetQueueAttributes"], dev.arn(queue)) for queue in stack.queues.task_queues),
             (["s3:GetObject"], results),
             # start a task's lifecycle execution; hand a cancelled task's outcome to it
             (["states:StartExecution", "states:SendTaskSuccess"], lifecycle_arn(dev)),
@@ -217,13 +256,24 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
     assert allowed_pairs(dev, worker) == expected_pairs(
         [
             *common_grants(dev, worker),
-            (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            # tasks (ending one releases its dedup marker), hot-key buckets and throughput statistics
+            (TABLE_ITEM_ACTIONS, dev.arn(stack.tables.tasks)),
             (["dynamodb:Query"], day_index),
-            ([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(stack.queues.queue)),
+            # each lane's event source; retries and deferred tasks go back to any lane
+            *(([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(q)) for q in stack.queues.task_queues),
             (["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], results),
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
         ]
     )
+
+
+def test_no_function_but_the_api_and_the_worker_touches_a_queue(dev):
+    for service_function in (dev.stack.functions.lifecycle, dev.stack.functions.callback):
+        assert not {action for action, _ in allowed_pairs(dev, service_function) if action.startswith("sqs:")}
+    for service_function in dev.stack.functions.all:
+        resources = {resource for action, resource in allowed_pairs(dev, service_function) if action.startswith("sqs:")}
+        dead_letters = {json.dumps(dev.arn(lane.dead_letters), sort_keys=True) for lane in dev.stack.queues.lanes}
+        assert not resources & dead_letters
 
 
 def test_the_lifecycle_function_may_only_touch_tasks_and_answer_its_workflow(dev):
@@ -233,7 +283,8 @@ def test_the_lifecycle_function_may_only_touch_tasks_and_answer_its_workflow(dev
     assert allowed_pairs(dev, lifecycle) == expected_pairs(
         [
             *common_grants(dev, lifecycle),
-            (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
+            # timing a task out ends it: the quota count goes down, the dedup marker is deleted
+            (["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], dev.arn(stack.tables.tasks)),
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
         ]
     )
@@ -247,6 +298,7 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
     assert allowed_pairs(dev, callback) == expected_pairs(
         [
             *common_grants(dev, callback),
+            # it records attempts on ended tasks and never ends one: nothing to delete
             (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
             (["s3:GetObject"], results),
             (["secretsmanager:GetSecretValue"], dev.ref(stack.webhook_secret.secret)),
@@ -260,17 +312,22 @@ def test_only_xray_gets_a_wildcard_resource(dev):
         assert wildcard == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
-def test_the_worker_reads_the_queue_with_partial_batch_failures_and_a_concurrency_ceiling(dev):
+def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_concurrency(dev):
     stack = dev.stack
-    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", 1)
-    dev.template.has_resource_properties(
-        "AWS::Lambda::EventSourceMapping",
-        {
-            "EventSourceArn": dev.arn(stack.queues.queue),
-            "FunctionName": dev.ref(stack.functions.worker.function),
-            "FunctionResponseTypes": ["ReportBatchItemFailures"],
-            "ScalingConfig": {"MaximumConcurrency": Capacity.WORKER_MAX_CONCURRENCY},
-        },
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", len(LANES))
+    for lane in stack.queues.lanes:
+        dev.template.has_resource_properties(
+            "AWS::Lambda::EventSourceMapping",
+            {
+                "EventSourceArn": dev.arn(lane.queue),
+                "FunctionName": dev.ref(stack.functions.worker.function),
+                "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                "ScalingConfig": {"MaximumConcurrency": lane.lane.max_concurrency},
+            },
+        )
+    mappings = of_type(dev, "AWS::Lambda::EventSourceMapping").values()
+    assert sum(m["Properties"]["ScalingConfig"]["MaximumConcurrency"] for m in mappings) == (
+        Capacity.WORKER_MAX_CONCURRENCY
     )
 
 
@@ -310,12 +367,14 @@ def test_the_tables_have_the_indexes_the_code_queries(dev):
 
 def test_queues_are_encrypted_and_ssl_only(dev):
     queues = of_type(dev, "AWS::SQS::Queue")
-    assert len(queues) == 2
+    assert len(queues) == 2 * len(LANES)
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     policies = of_type(dev, "AWS::SQS::QueuePolicy")
     protected = {json.dumps(queue_ref) for policy in policies.values() for queue_ref in policy["Properties"]["Queues"]}
-    assert protected == {json.dumps(dev.ref(q)) for q in (dev.stack.queues.queue, dev.stack.queues.dead_letters)}
+    assert protected == {
+        json.dumps(dev.ref(queue)) for lane in dev.stack.queues.lanes for queue in (lane.queue, lane.dead_letters)
+    }
     for policy in policies.values():
         assert (
             Match.array_with([ssl_only_statement("sqs:*")])
@@ -324,10 +383,11 @@ def test_queues_are_encrypted_and_ssl_only(dev):
         )
 
 
-def test_the_task_queue_sends_messages_that_keep_failing_to_the_dlq(dev):
-    queue = dev.props(dev.stack.queues.queue)
-    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == dev.arn(dev.stack.queues.dead_letters)
-    assert "RedrivePolicy" not in dev.props(dev.stack.queues.dead_letters)
+def test_each_lanes_queue_sends_messages_that_keep_failing_to_its_own_dlq(dev):
+    for lane in dev.stack.queues.lanes:
+        queue = dev.props(lane.queue)
+        assert queue["RedrivePolicy"]["deadLetterTargetArn"] == dev.arn(lane.dead_letters)
+        assert "RedrivePolicy" not in dev.props(lane.dead_letters)
 
 
 # --- S3 ---------------------------------------------------------------------------------------
@@ -478,8 +538,8 @@ def alarms_by_name(synth):
 def test_every_alarm_notifies_the_alarm_topic(dev):
     alarms = alarms_by_name(dev)
     assert set(alarms) == {
-        "DeadLetters",
-        "OldestMessage",
+        *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
+        *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
         "WorkerErrors",
         "WorkerThrottles",
         "Api5xx",
@@ -493,21 +553,28 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         assert alarm["TreatMissingData"] == "notBreaching"
 
 
-def test_the_dlq_alarm_fires_on_the_first_dead_letter(dev):
-    alarm = alarms_by_name(dev)["DeadLetters"]
-    assert alarm["Namespace"] == "AWS/SQS"
-    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert alarm["Dimensions"] == [
-        {"Name": "QueueName", "Value": {"Fn::GetAtt": [dev.logical_id(dev.stack.queues.dead_letters), "QueueName"]}}
-    ]
-    assert alarm["Threshold"] == 1
+def test_each_lanes_dlq_alarm_fires_on_the_first_dead_letter(dev):
+    alarms = alarms_by_name(dev)
+    for lane in dev.stack.queues.lanes:
+        alarm = alarms[f"DeadLetters{lane_id(lane.lane)}"]
+        assert alarm["Namespace"] == "AWS/SQS"
+        assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert alarm["Dimensions"] == [
+            {"Name": "QueueName", "Value": {"Fn::GetAtt": [dev.logical_id(lane.dead_letters), "QueueName"]}}
+        ]
+        assert (alarm["Statistic"], alarm["Threshold"]) == ("Maximum", 1)
 
 
 def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
     for synth in (dev, prod):
         alarms, thresholds = alarms_by_name(synth), synth.settings.alarms
-        assert alarms["OldestMessage"]["MetricName"] == "ApproximateAgeOfOldestMessage"
-        assert alarms["OldestMessage"]["Threshold"] == thresholds.oldest_message_age_sec
+        for lane in synth.stack.queues.lanes:
+            oldest = alarms[f"OldestMessage{lane_id(lane.lane)}"]
+            assert oldest["MetricName"] == "ApproximateAgeOfOldestMessage"
+            assert oldest["Dimensions"] == [
+                {"Name": "QueueName", "Value": {"Fn::GetAtt": [synth.logical_id(lane.queue), "QueueName"]}}
+            ]
+            assert oldest["Threshold"] == thresholds.oldest_message_age_sec
         assert (alarms["WorkerErrors"]["Namespace"], alarms["WorkerErrors"]["MetricName"]) == ("AWS/Lambda", "Errors")
         assert alarms["WorkerErrors"]["Dimensions"] == [
             {"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.worker.function)}
@@ -554,6 +621,9 @@ def test_the_dashboard_shows_the_business_metrics(dev):
         Metric.CALLBACK_FAILED,
         Metric.ROWS_EXPORTED,
         Metric.DURATION_MS,
+        Metric.DEDUPLICATED,
+        Metric.DEFERRED,
+        Metric.REJECTED,
     )
     for name in shown:
         assert f'\\"{METRICS_NAMESPACE}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
@@ -569,8 +639,8 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "AccessLogsBucketName",
         "TasksTableName",
         "OrdersTableName",
-        "TaskQueueUrl",
-        "DeadLetterQueueUrl",
+        *(f"TaskQueueUrl{lane_id(lane)}" for lane in LANES),
+        *(f"DeadLetterQueueUrl{lane_id(lane)}" for lane in LANES),
         "AlarmTopicArn",
         "DashboardName",
         "LifecycleStateMachineArn",
@@ -578,8 +648,9 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     }
     assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
     assert set(prod.template.to_json()["Outputs"]) == common
-    dev.template.has_output("TaskQueueUrl", {"Value": dev.ref(dev.stack.queues.queue)})
-    dev.template.has_output("DeadLetterQueueUrl", {"Value": dev.ref(dev.stack.queues.dead_letters)})
+    for lane in dev.stack.queues.lanes:
+        dev.template.has_output(f"TaskQueueUrl{lane_id(lane.lane)}", {"Value": dev.ref(lane.queue)})
+        dev.template.has_output(f"DeadLetterQueueUrl{lane_id(lane.lane)}", {"Value": dev.ref(lane.dead_letters)})
     dev.template.has_output("ResultsBucketName", {"Value": dev.ref(dev.stack.storage.bucket)})
     dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
     dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
@@ -588,6 +659,15 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("WebhookSecretArn", {"Value": dev.ref(dev.stack.webhook_secret.secret)})
     api_url = json.dumps(dev.template.to_json()["Outputs"]["ApiUrl"]["Value"])
     assert dev.logical_id(dev.stack.api.http_api) in api_url
+
+
+def test_the_deploy_guide_names_every_output(dev, prod):
+    guide = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    outputs = set(dev.template.to_json()["Outputs"]) | set(prod.template.to_json()["Outputs"])
+
+    assert [name for name in sorted(outputs) if f"`{name}`" not in guide] == []
+    (lanes_row,) = [line for line in guide.splitlines() if line.startswith("| `TaskQueueUrl")]
+    assert ", ".join(f"{lane.highest}-{lane.lowest}" for lane in LANES) in lanes_row
 
 
 # --- Secrets Manager --------------------------------------------------------------------------

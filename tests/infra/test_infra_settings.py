@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from exports.config import Results, Worker
-from infra.settings import Context, JwtIssuer, StageSettings
+from exports.config import Admission, HotKey, Results, Worker
+from infra.settings import AdmissionLimits, Context, JwtIssuer, StageSettings
 
 pytestmark = pytest.mark.infra
 
@@ -24,6 +26,34 @@ def test_stage_defaults_to_dev_and_dev_does_not_protect_data():
     assert settings.cors_allowed_origins == ()
     assert settings.alarm_email is None
     assert settings.results_retention_hours == Results.RETENTION_HOURS_DEFAULT
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_admission_limits_default_to_the_config_in_every_stage(stage):
+    limits = settings_from(stage=stage).admission
+
+    assert limits == AdmissionLimits(
+        max_active_tasks_per_user=Admission.MAX_ACTIVE_TASKS_PER_USER,
+        max_backlog=Admission.MAX_BACKLOG,
+        hot_key_rate_per_minute=HotKey.RATE_PER_MINUTE,
+        hot_key_burst=HotKey.BURST,
+    )
+
+
+def test_admission_limits_come_from_context():
+    from_cli = settings_from(
+        max_active_tasks_per_user="3", max_backlog="500", hot_key_rate_per_minute="0.5", hot_key_burst="1"
+    )
+    from_json = settings_from(
+        max_active_tasks_per_user=3, max_backlog=500, hot_key_rate_per_minute=0.5, hot_key_burst=1
+    )
+
+    assert from_cli == from_json
+    assert from_cli.admission == AdmissionLimits(
+        max_active_tasks_per_user=3, max_backlog=500, hot_key_rate_per_minute=0.5, hot_key_burst=1
+    )
+    # One key alone leaves the others at the config's defaults.
+    assert settings_from(max_backlog="50").admission == AdmissionLimits(max_backlog=50)
 
 
 def test_prod_protects_data_keeps_logs_longer_and_alarms_sooner():
@@ -81,6 +111,13 @@ def test_command_line_strings_and_cdk_json_lists_both_work():
         ({"jwt_audience": "a"}, Context.JWT_ISSUER),
         ({"cors_allowed_origins": "app.example.com"}, Context.CORS_ALLOWED_ORIGINS),
         ({"alarm_email": "nobody"}, Context.ALARM_EMAIL),
+        ({"max_active_tasks_per_user": "0"}, Context.MAX_ACTIVE_TASKS_PER_USER),
+        ({"max_active_tasks_per_user": "many"}, Context.MAX_ACTIVE_TASKS_PER_USER),
+        ({"max_backlog": "-1"}, Context.MAX_BACKLOG),
+        ({"hot_key_rate_per_minute": "0"}, Context.HOT_KEY_RATE_PER_MINUTE),
+        ({"hot_key_rate_per_minute": "nan"}, Context.HOT_KEY_RATE_PER_MINUTE),
+        ({"hot_key_rate_per_minute": "fast"}, Context.HOT_KEY_RATE_PER_MINUTE),
+        ({"hot_key_burst": "0"}, Context.HOT_KEY_BURST),
     ],
 )
 def test_a_wrong_context_value_is_refused_with_its_key(context, complaint):
@@ -95,3 +132,17 @@ def test_results_expire_after_retention_plus_the_longest_upload_in_whole_days(ho
 
     assert settings.results_expiry_days == days
     assert settings.results_expiry_days * 24 * 3600 >= hours * 3600 + Worker.FUNCTION_TIMEOUT_SEC
+
+
+def test_the_deploy_guide_lists_every_context_key_and_the_admission_defaults():
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    keys = [value for name, value in vars(Context).items() if name.isupper()]
+
+    assert [key for key in keys if f"`{key}`" not in guide] == []
+    rows = {line.split("|")[1].strip(): line for line in guide.splitlines() if line.startswith("| `")}
+    assert (
+        f"| {Admission.MAX_ACTIVE_TASKS_PER_USER} (`Admission.MAX_ACTIVE_TASKS_PER_USER`) |"
+        in (rows["`max_active_tasks_per_user`"])
+    )
+    assert f"| {Admission.MAX_BACKLOG} (`Admission.MAX_BACKLOG`) |" in rows["`max_backlog`"]
+    assert f"| {HotKey.RATE_PER_MINUTE} and {HotKey.BURST} (" in rows["`hot_key_rate_per_minute`, `hot_key_burst`"]

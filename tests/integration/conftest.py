@@ -1,8 +1,10 @@
 """moto in-process with the same resources local mode and the CDK app define."""
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import date
+from typing import Any
 
 import boto3
 import pytest
@@ -100,3 +102,20 @@ def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
         if not running["executions"]:
             return
         time.sleep(0.2)
+
+
+@pytest.fixture
+def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB checks a condition and writes atomically; moto does not lock, so two threads can
+    both pass a check. Serialising moto's writes restores DynamoDB's guarantee (test harness only)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, locked)

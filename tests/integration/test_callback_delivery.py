@@ -82,7 +82,7 @@ def test_every_ssrf_address_class_is_refused_again_at_send(
         retention=timedelta(hours=1),
         callback_url="https://hooks.example.com/in",
     )
-    deps.tasks.create(task)
+    deps.tasks.create(task, max_active=100)
     deps.tasks.update(task, fail(task, "X", "y", now, timedelta(hours=1)))
 
     assert deliver(task.task_id, deps) is DeliveryOutcome.FAILED

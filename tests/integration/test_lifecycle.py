@@ -95,7 +95,7 @@ def start_task(deps: Any, timeout_sec: int, callback_url: str | None = None, exp
         timeout_sec=timeout_sec,
         callback_url=callback_url,
     )
-    deps.tasks.create(task)
+    deps.tasks.create(task, max_active=100)
     deps.lifecycle.start(task)
     return task
 
@@ -121,7 +121,10 @@ def run_queued_work(resources: Resources) -> None:
 
     sqs = boto3.client("sqs", region_name=REGION)
     messages = sqs.receive_message(
-        QueueUrl=resources.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+        QueueUrl=resources.queue_urls["normal"],
+        MaxNumberOfMessages=10,
+        AttributeNames=["All"],
+        MessageAttributeNames=["All"],
     ).get("Messages", [])
     worker.lambda_handler(to_sqs_event(messages, "arn:aws:sqs:us-east-1:123456789012:q", REGION), FakeContext())
 

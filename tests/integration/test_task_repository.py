@@ -14,6 +14,7 @@ from exports.domain.task import ExportFormat, Task, claim, fail, new_task
 from local_stack.embedded_aws import REGION, Resources
 
 LEASE = timedelta(minutes=2)
+MAX_ACTIVE = 100
 
 
 def make_task(user: str = "alice", at: datetime | None = None) -> Task:
@@ -36,7 +37,7 @@ def repo(aws: Resources) -> DynamoTaskRepository:
 
 def test_a_task_round_trips_and_carries_its_ttl(repo: DynamoTaskRepository, aws: Resources) -> None:
     task = make_task()
-    repo.create(task)
+    repo.create(task, MAX_ACTIVE)
     assert repo.get(task.task_id) == task
     raw = boto3.client("dynamodb", region_name=REGION).get_item(
         TableName=aws.tasks_table, Key={"task_id": {"S": task.task_id}}
@@ -46,15 +47,15 @@ def test_a_task_round_trips_and_carries_its_ttl(repo: DynamoTaskRepository, aws:
 
 def test_create_refuses_an_existing_id(repo: DynamoTaskRepository) -> None:
     task = make_task()
-    repo.create(task)
+    repo.create(task, MAX_ACTIVE)
     with pytest.raises(ConditionFailed):
-        repo.create(task.model_copy(update={"user_id": "mallory"}))
+        repo.create(task.model_copy(update={"user_id": "mallory"}), MAX_ACTIVE)
     assert repo.get(task.task_id).user_id == "alice"
 
 
 def test_an_update_from_a_stale_state_loses_and_sees_the_current_one(repo: DynamoTaskRepository) -> None:
     task = make_task()
-    repo.create(task)
+    repo.create(task, MAX_ACTIVE)
     now = datetime.now(UTC)
     repo.update(task, claim(task, now, LEASE))
 
@@ -64,9 +65,9 @@ def test_an_update_from_a_stale_state_loses_and_sees_the_current_one(repo: Dynam
     assert repo.get(task.task_id).status is TaskStatus.RUNNING
 
 
-def test_of_many_concurrent_claims_exactly_one_wins(repo: DynamoTaskRepository) -> None:
+def test_of_many_concurrent_claims_exactly_one_wins(repo: DynamoTaskRepository, atomic_dynamodb: None) -> None:
     task = make_task()
-    repo.create(task)
+    repo.create(task, MAX_ACTIVE)
     winners: list[int] = []
     barrier = threading.Barrier(8)
 
@@ -89,7 +90,7 @@ def test_of_many_concurrent_claims_exactly_one_wins(repo: DynamoTaskRepository) 
 
 def test_none_values_are_removed_not_stored(repo: DynamoTaskRepository) -> None:
     task = make_task()
-    repo.create(task)
+    repo.create(task, MAX_ACTIVE)
     running = claim(task, datetime.now(UTC), LEASE)
     repo.update(task, running)
     failed = fail(running, "E", "boom", datetime.now(UTC), LEASE)
@@ -101,7 +102,7 @@ def test_listing_pages_newest_first_per_user(repo: DynamoTaskRepository) -> None
     start = datetime(2025, 1, 1, tzinfo=UTC)
     mine = [make_task(at=start + timedelta(minutes=n)) for n in range(5)]
     for task in [*mine, make_task("bob", at=start)]:
-        repo.create(task)
+        repo.create(task, MAX_ACTIVE)
 
     first = repo.list_for_user("alice", 2, None, None)
     second = repo.list_for_user("alice", 2, None, first.cursor)
@@ -115,7 +116,7 @@ def test_a_status_filter_keeps_paging_until_the_page_is_full(repo: DynamoTaskRep
     start = datetime(2025, 1, 1, tzinfo=UTC)
     tasks = [make_task(at=start + timedelta(minutes=n)) for n in range(6)]
     for n, task in enumerate(tasks):
-        repo.create(task)
+        repo.create(task, MAX_ACTIVE)
         if n % 3 == 0:
             repo.update(task, fail(task, "E", "x", start, LEASE))
     page = repo.list_for_user("alice", 2, TaskStatus.FAILED, None)

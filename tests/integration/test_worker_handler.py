@@ -50,7 +50,7 @@ def orders_request(fmt: str = "csv", days: int = 14, **filters: Any) -> dict[str
 def receive(aws: Resources, wait: int = 0) -> list[dict[str, Any]]:
     sqs = boto3.client("sqs", region_name=REGION)
     return sqs.receive_message(
-        QueueUrl=aws.queue_url,
+        QueueUrl=aws.queue_urls["normal"],
         MaxNumberOfMessages=10,
         AttributeNames=["All"],
         MessageAttributeNames=["All"],
@@ -252,7 +252,7 @@ def put_task(deps: Any, export_type: str, **fields: Any) -> Any:
         retention=timedelta(hours=1),
     )
     task = task.model_copy(update=fields)
-    deps.tasks.create(task)
+    deps.tasks.create(task, max_active=100)
     return task
 
 

@@ -1,0 +1,115 @@
+"""``make bench``: rows/s and peak RSS of the export pipeline next to bare writers, same run.
+
+Each case runs alone in a fresh process (``python -m bench.cases``), so one case's memory does
+not count for the next and peak RSS is that case's own. Cases run in rounds (every case once per
+round, in the same order) and each case's fastest round is kept: the machine may be shared, and
+the fastest round is the one least disturbed. Prints a table and the checks:
+
+- pipeline time against the bare writer: at most 1.3x for csv (and csv.gz against bare gzip),
+  at most 1.15x for xlsx;
+- peak RSS at the largest row count against the smallest: at most 1.25x for csv and xlsx.
+
+Options: ``--sizes 100000,1000000`` ``--rounds 2`` ``--json results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ("gen", "bare_csv", "csv", "bare_csv_gz", "csv.gz", "bare_xlsx", "xlsx")
+BASELINE = {"csv": "bare_csv", "csv.gz": "bare_csv_gz", "xlsx": "bare_xlsx"}
+TIME_LIMIT = {"csv": 1.3, "csv.gz": 1.3, "xlsx": 1.15}
+RSS_LIMIT = 1.25
+# The issue's memory target is for csv and xlsx. csv.gz is shown too: its buffer only reaches a
+# full part once the compressed file is larger than one part (8 MiB), then stays there.
+RSS_CHECKED = ("csv", "xlsx")
+
+
+def run_case(case: str, rows: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="exports-bench-") as folder:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.cases", case, str(rows), folder],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"case {case} at {rows} rows failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(sizes: list[int], rounds: int) -> dict[tuple[str, int], dict[str, Any]]:
+    best: dict[tuple[str, int], dict[str, Any]] = {}
+    for size in sizes:
+        for round_number in range(1, rounds + 1):
+            for case in ORDER:
+                result = run_case(case, size)
+                print(
+                    f"  round {round_number}  {case:<11} {size:>9,} rows  {result['seconds']:7.2f} s"
+                    f"  {result['peak_rss_mib']:6.1f} MiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                key = (case, size)
+                if key not in best or result["seconds"] < best[key]["seconds"]:
+                    best[key] = result
+    return best
+
+
+def report(best: dict[tuple[str, int], dict[str, Any]], sizes: list[int]) -> bool:
+    print()
+    print("| case | rows | seconds | rows/s | peak RSS MiB | file MiB | vs baseline | limit |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    passed = True
+    for size in sizes:
+        for case in ORDER:
+            result = best[(case, size)]
+            ratio, limit = "", ""
+            if case in BASELINE:
+                value = result["seconds"] / best[(BASELINE[case], size)]["seconds"]
+                ratio, limit = f"{value:.2f}x {BASELINE[case]}", f"{TIME_LIMIT[case]:.2f}x"
+                passed &= value <= TIME_LIMIT[case]
+            print(
+                f"| {case} | {size:,} | {result['seconds']:.2f} | {size / result['seconds']:,.0f} |"
+                f" {result['peak_rss_mib']:.1f} | {result['bytes'] / 2**20:.1f} | {ratio} | {limit} |"
+            )
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        print()
+        print(f"| case | peak RSS at {small:,} | at {large:,} | ratio | limit |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for case in ORDER:
+            low, high = best[(case, small)]["peak_rss_mib"], best[(case, large)]["peak_rss_mib"]
+            limit = f"{RSS_LIMIT:.2f}x" if case in RSS_CHECKED else ""
+            if case in RSS_CHECKED:
+                passed &= high / low <= RSS_LIMIT
+            print(f"| {case} | {low:.1f} | {high:.1f} | {high / low:.2f}x | {limit} |")
+    print()
+    print("all targets met" if passed else "TARGET MISSED (see the rows above)")
+    return passed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="row counts, comma-separated")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of every case; the fastest counts")
+    parser.add_argument("--json", type=Path, help="also write the kept results here")
+    options = parser.parse_args()
+    sizes = [int(size) for size in options.sizes.split(",")]
+    best = measure(sizes, options.rounds)
+    passed = report(best, sizes)
+    if options.json:
+        options.json.write_text(json.dumps(list(best.values()), indent=2) + "\n", encoding="utf-8")
+    sys.exit(0 if passed else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""One benchmark case, run alone in its own process: ``python -m bench.cases CASE ROWS FOLDER``.
+
+Prints one JSON line: the case, the rows, the seconds the work took (imports and set-up
+excluded), the process's peak RSS and the bytes written. Every case writes the same rows: orders
+like the ``orders`` export's, made from fixed pools, in pages of 1,000.
+
+Cases:
+  gen            generate the rows and drop them (the floor)
+  bare_csv       csv.writer into a file
+  bare_csv_gz    csv.writer into gzip.open (level 6, as csv.gz exports)
+  bare_xlsx      an openpyxl write-only workbook saved to a file, values appended as they are
+  csv, csv.gz, xlsx
+                 the service's pipeline: run_export (export type pages -> writer -> sink ->
+                 parts), the parts going to a file, progress going to in-memory task records
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import gzip
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+PAGE_ROWS = 1_000
+_BASE = datetime(2025, 1, 1, 8, 0, 0)
+_DAYS = [_BASE.date() + timedelta(days=n) for n in range(365)]
+_CUSTOMERS = [
+    ("C00042", "王芳", "wang.fang7@example.com", "CN"),
+    ("C01234", "Emma Johnson", "emma.j3@example.com", "US"),
+    ("C00777", "Noah Müller", "noah.m12@example.com", "DE"),
+    ("C04321", "Chloé Martin", "chloe.m@example.com", "FR"),
+    ("C00999", "Ava O'Brien", "ava.ob@example.com", "IE"),
+    ("C02500", "Mia Tanaka", "mia.t@example.com", "JP"),
+]
+_STATUSES = ("delivered", "shipped", "paid", "pending", "cancelled", "refunded")
+_ITEMS = (
+    "SKU-1001 机械键盘 Mechanical keyboard x1",
+    "SKU-1002 无线鼠标 Wireless mouse x2; SKU-1006 笔记本支架 Laptop stand x1",
+    'SKU-1003 27" 显示器 Monitor x1',
+    "SKU-1008 网络摄像头 Webcam, 1080p x3",
+)
+_AMOUNTS = [Decimal(n * 37 % 50_000) / 100 for n in range(997)]
+_NOTES = (None,) * 12 + ("请周末送货", "Leave at the door", "-10% coupon applied", '=HYPERLINK("http://x")', "@home")
+_CURRENCY = {"CN": "CNY", "US": "USD", "DE": "EUR", "FR": "EUR", "IE": "EUR", "JP": "JPY"}
+
+
+def page(first: int, last: int) -> list[tuple[Any, ...]]:
+    """Rows ``first``..``last - 1``, typed as the orders export yields them (13 columns)."""
+    rows = []
+    for n in range(first, last):
+        customer_id, name, email, country = _CUSTOMERS[n % 6]
+        rows.append(
+            (
+                f"ORD-{n:07d}",
+                _DAYS[n % 365],
+                _BASE + timedelta(seconds=n * 37 % 86_400),
+                customer_id,
+                name,
+                email,
+                country,
+                _STATUSES[n % 6],
+                n % 4 + 1,
+                _ITEMS[n % 4],
+                _AMOUNTS[n % 997],
+                _CURRENCY[country],
+                _NOTES[n % 17],
+            )
+        )
+    return rows
+
+
+def pages(rows: int) -> Iterator[list[tuple[Any, ...]]]:
+    for first in range(0, rows, PAGE_ROWS):
+        yield page(first, min(first + PAGE_ROWS, rows))
+
+
+def _columns() -> list[Any]:
+    from exports.export_types.orders import ORDER_COLUMNS
+
+    return list(ORDER_COLUMNS)
+
+
+# baselines ------------------------------------------------------------------------------------
+
+
+def run_gen(rows: int, folder: Path) -> int:
+    for _ in pages(rows):
+        pass
+    return 0
+
+
+def run_bare_csv(rows: int, folder: Path) -> int:
+    path = folder / "bare.csv"
+    with path.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow([column.header for column in _columns()])
+        for rows_of_page in pages(rows):
+            writer.writerows(rows_of_page)
+    return path.stat().st_size
+
+
+def run_bare_csv_gz(rows: int, folder: Path) -> int:
+    path = folder / "bare.csv.gz"
+    with gzip.open(path, "wt", compresslevel=6, encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow([column.header for column in _columns()])
+        for rows_of_page in pages(rows):
+            writer.writerows(rows_of_page)
+    return path.stat().st_size
+
+
+def run_bare_xlsx(rows: int, folder: Path) -> int:
+    from openpyxl import Workbook
+
+    path = folder / "bare.xlsx"
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet("Export")
+    sheet.append([column.header for column in _columns()])
+    for rows_of_page in pages(rows):
+        for row in rows_of_page:
+            sheet.append(row)
+    workbook.save(path)
+    return path.stat().st_size
+
+
+# the pipeline ---------------------------------------------------------------------------------
+
+
+class _FileUpload:
+    """A multipart upload whose parts go to one file."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("wb")
+        self.upload_id = "bench"
+        self.parts: list[tuple[int, str]] = []
+
+    def upload_part(self, data: bytes) -> None:
+        self._file.write(data)
+        self.parts.append((len(self.parts) + 1, "etag"))
+
+    def complete(self) -> None:
+        self._file.close()
+
+    def abort(self) -> None:
+        self._file.close()
+
+
+class _FileResults:
+    """A result store writing the one file to disk (no checkpoints: the bench has no deadline)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path: Path | None = None
+
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> _FileUpload:
+        self.path = self.folder / file_name
+        return _FileUpload(self.path)
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
+        raise NotImplementedError
+
+
+class _Tasks:
+    def __init__(self) -> None:
+        self.tasks: dict[str, Any] = {}
+
+    def get(self, task_id: str) -> Any:
+        return self.tasks.get(task_id)
+
+    def update(self, before: Any, after: Any) -> None:
+        self.tasks[after.task_id] = after
+
+
+def _bench_type(rows: int) -> Any:
+    from pydantic import BaseModel
+
+    from exports.export_types.base import Column, Cursor, ExportType, Page
+
+    class NoFilters(BaseModel):
+        pass
+
+    class BenchOrders(ExportType):
+        name = "bench"
+        description = "Generated orders."
+        filters_model = NoFilters
+
+        def columns(self, filters: Any) -> list[Column]:
+            return _columns()
+
+        def pages(self, filters: Any, cursor: Cursor | None = None) -> Iterator[Page]:
+            start = cursor["next"] if cursor else 0
+            for first in range(start, rows, PAGE_ROWS):
+                last = min(first + PAGE_ROWS, rows)
+                yield Page(page(first, last), {"next": last}, last / rows)
+
+        def file_stem(self, filters: Any) -> str:
+            return "pipeline"
+
+    return BenchOrders()
+
+
+def run_pipeline(rows: int, folder: Path, fmt: str) -> int:
+    from exports.config import Worker
+    from exports.domain.task import ExportFormat, claim, new_task
+    from exports.export_types.registry import ExportTypeRegistry
+    from exports.services.dependencies import Dependencies
+    from exports.services.export_run import run_export
+    from exports.services.progress import ProgressReporter
+    from exports.settings import Settings
+
+    results, tasks = _FileResults(folder), _Tasks()
+    given = {
+        "settings": Settings.model_construct(
+            progress_interval_sec=Worker.PROGRESS_INTERVAL_SEC,
+            lease_sec=Worker.LEASE_SEC,
+            upload_part_bytes=Worker.UPLOAD_PART_BYTES,
+        ),
+        "tasks": tasks,
+        "results": results,
+        "registry": ExportTypeRegistry([_bench_type(rows)]),
+    }
+    deps = Dependencies(
+        **{
+            field.name: given.get(field.name)
+            for field in dataclasses.fields(Dependencies)
+            if field.name in given
+            or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING)
+        }
+    )
+    now = datetime.now(UTC)
+    task = new_task(
+        task_id="exp_bench",
+        user_id="bench",
+        export_type="bench",
+        format=ExportFormat(fmt),
+        filters={},
+        now=now,
+        retention=timedelta(hours=1),
+    )
+    task = claim(task, now, timedelta(seconds=Worker.LEASE_SEC))
+    tasks.tasks[task.task_id] = task
+    result = run_export(task, ProgressReporter(task, deps), deps)
+    assert result.rows == rows and results.path is not None and results.path.stat().st_size == result.bytes
+    return result.bytes
+
+
+CASES = {
+    "gen": run_gen,
+    "bare_csv": run_bare_csv,
+    "bare_csv_gz": run_bare_csv_gz,
+    "bare_xlsx": run_bare_xlsx,
+    "csv": lambda rows, folder: run_pipeline(rows, folder, "csv"),
+    "csv.gz": lambda rows, folder: run_pipeline(rows, folder, "csv.gz"),
+    "xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx"),
+}
+
+
+def measure(case: str, rows: int, folder: Path) -> dict[str, Any]:
+    """Run ``case`` once in this process."""
+    run = CASES[case]
+    started = time.perf_counter()
+    size = run(rows, folder)
+    seconds = time.perf_counter() - started
+    return {
+        "case": case,
+        "rows": rows,
+        "seconds": seconds,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bytes": size,
+    }
+
+
+def main(argv: Sequence[str]) -> None:
+    case, rows, folder = argv[0], int(argv[1]), Path(argv[2])
+    # Import what the case needs before the clock starts, as a warm worker would have.
+    import openpyxl  # noqa: F401
+
+    import exports.services.export_run  # noqa: F401
+
+    print(json.dumps(measure(case, rows, folder)))
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown: nothing to measure there
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

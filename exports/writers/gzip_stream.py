@@ -1,0 +1,81 @@
+"""gzip written as a stream that can stop in one process and go on in another.
+
+The file is one gzip member (RFC 1952): a 10-byte header, a raw deflate stream and a trailer
+with the CRC-32 and the length of the uncompressed data. A zlib compressor cannot be saved, so
+:meth:`GzipStream.suspend` ends the deflate output with a full flush: the output so far ends on
+a byte boundary and nothing later refers back to it. A new compressor then carries on in the
+same deflate stream (its blocks simply follow), and the CRC-32 and length, two integers, are
+all the state the trailer needs. The result is an ordinary single-member ``.gz`` file.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from exports.config import Streaming
+
+# Magic, deflate, no flags, no modification time, no extra flags, OS unknown.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+@dataclass(frozen=True)
+class GzipState:
+    """What a suspended gzip stream needs to go on: the CRC-32 and length of the input so far."""
+
+    crc32: int = 0
+    size: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {"crc32": self.crc32, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> GzipState:
+        """The state :meth:`to_json` wrote."""
+        return cls(crc32=int(value["crc32"]), size=int(value["size"]))
+
+
+class GzipStream(io.RawIOBase):
+    """Compresses what is written to it into ``out``; :meth:`finish` writes the trailer.
+
+    ``state`` continues a stream another process suspended: no header is written again.
+    """
+
+    def __init__(self, out: BinaryIO, level: int = Streaming.GZIP_LEVEL, state: GzipState | None = None) -> None:
+        super().__init__()
+        self._out = out
+        self._level = level
+        self._compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self._crc = state.crc32 if state else 0
+        self._size = state.size if state else 0
+        if state is None:
+            out.write(GZIP_HEADER)
+
+    def writable(self) -> bool:
+        """Always: this stream only writes."""
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        """Compress ``data``; whatever deflate releases goes to ``out``."""
+        self._crc = zlib.crc32(data, self._crc)
+        size = len(data) if not isinstance(data, memoryview) else data.nbytes
+        self._size += size
+        compressed = self._compressor.compress(data)
+        if compressed:
+            self._out.write(compressed)
+        return size
+
+    def suspend(self) -> GzipState:
+        """Flush everything compressed so far to ``out`` and return the state to go on from."""
+        self._out.write(self._compressor.flush(zlib.Z_FULL_FLUSH))
+        self._compressor = zlib.compressobj(self._level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        return GzipState(crc32=self._crc, size=self._size)
+
+    def finish(self) -> None:
+        """End the deflate stream and write the trailer (CRC-32, length mod 2**32)."""
+        self._out.write(self._compressor.flush(zlib.Z_FINISH))
+        self._out.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))

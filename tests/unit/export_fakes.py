@@ -1,0 +1,266 @@
+"""Fakes for running exports without AWS: tasks, queue, result files with checkpoints, a clock,
+and small export types with known rows."""
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from exports.domain.errors import ConditionFailed
+from exports.domain.task import ExportFormat, Task, claim
+from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row
+from exports.export_types.registry import ExportTypeRegistry
+from exports.services.dependencies import Dependencies
+from exports.settings import Settings
+from tests.unit.builders import LEASE, NOW, make_task
+
+MIB = 1024 * 1024
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: datetime = NOW) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class FakeTasks:
+    """Task records with the repository's condition: same status and attempt, or ConditionFailed."""
+
+    def __init__(self, *tasks: Task) -> None:
+        self.tasks = {task.task_id: task for task in tasks}
+        self.writes: list[tuple[datetime | None, Task]] = []
+        self.clock: FakeClock | None = None
+
+    def get(self, task_id: str) -> Task | None:
+        return self.tasks.get(task_id)
+
+    def update(self, before: Task, after: Task) -> None:
+        current = self.tasks[before.task_id]
+        if (current.status, current.attempt) != (before.status, before.attempt):
+            raise ConditionFailed("changed", current=current.model_dump())
+        self.tasks[before.task_id] = after
+        self.writes.append((self.clock() if self.clock else None, after))
+
+
+class FakeQueue:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, int]] = []
+
+    def send(self, message: Any, delay_sec: int = 0) -> None:
+        self.sent.append((message, delay_sec))
+
+
+class FakeMetrics:
+    def __init__(self) -> None:
+        self.points: list[tuple[str, float]] = []
+
+    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
+        self.points.append((name, value))
+
+
+class FakeFileUpload:
+    """A multipart upload into :class:`FakeFiles`."""
+
+    def __init__(self, files: "FakeFiles", key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()) -> None:
+        self.files = files
+        self.key = key
+        self.upload_id = upload_id
+        self.parts = list(parts)
+
+    def upload_part(self, data: bytes) -> None:
+        number = len(self.parts) + 1
+        self.files.uploads[self.upload_id]["parts"][number] = bytes(data)
+        self.parts.append((number, f'"etag-{number}"'))
+
+    def complete(self) -> None:
+        upload = self.files.uploads.pop(self.upload_id)
+        body = b"".join(upload["parts"][number] for number, _ in self.parts)
+        self.files.objects[self.key] = {"body": body, "metadata": upload["metadata"], "parts": len(self.parts)}
+
+    def abort(self) -> None:
+        self.files.uploads.pop(self.upload_id, None)
+        self.files.aborted.append(self.upload_id)
+
+
+class FakeFiles:
+    """Result files in memory: uploads that can be resumed, checkpoints, tags."""
+
+    def __init__(self) -> None:
+        self.uploads: dict[str, dict[str, Any]] = {}
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.checkpoints: dict[str, bytes] = {}
+        self.tags: dict[str, dict[str, str]] = {}
+        self.aborted: list[str] = []
+        self._next = 0
+
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> FakeFileUpload:
+        self._next += 1
+        upload_id = f"upload-{self._next}"
+        self.uploads[upload_id] = {
+            "parts": {},
+            "metadata": {**metadata, "content_type": content_type, "file_name": file_name},
+        }
+        return FakeFileUpload(self, key, upload_id)
+
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> FakeFileUpload:
+        return FakeFileUpload(self, key, upload_id, parts)
+
+    def read_checkpoint(self, key: str) -> bytes | None:
+        return self.checkpoints.get(key)
+
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        self.checkpoints[key] = body
+
+    def delete_checkpoint(self, key: str) -> None:
+        self.checkpoints.pop(key, None)
+
+    def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
+        self.tags[key] = dict(tags)
+
+    def delete(self, key: str) -> None:
+        self.objects.pop(key, None)
+
+    def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
+        return f"https://example.com/{key}"
+
+
+class PlainFiles(FakeFiles):
+    """A result store without resumable uploads (only the ResultStore port)."""
+
+    resume_upload = None  # type: ignore[assignment]
+    read_checkpoint = None  # type: ignore[assignment]
+
+
+class NoFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+NUMBER_COLUMNS = [
+    Column("n", "N", ColumnKind.INTEGER),
+    Column("day", "Day", ColumnKind.DATE),
+    Column("amount", "Amount", ColumnKind.DECIMAL),
+    Column("text", "Text"),
+]
+
+
+def number_row(n: int) -> Row:
+    return (n, date(2025, 1, 1) + timedelta(days=n % 365), Decimal(n) / 100, f"row {n} 王芳 =x" if n % 7 else "=1+1")
+
+
+class NumbersExport(ExportType):
+    """``rows_total`` numbered rows in pages of ``page_rows``; the cursor is the next number.
+    ``before_page`` runs before each page is read (a test's hook)."""
+
+    name = "numbers"
+    description = "Numbered rows."
+    filters_model = NoFilters
+
+    def __init__(
+        self,
+        rows_total: int = 100,
+        page_rows: int = 10,
+        expected: int | None = None,
+        before_page: Callable[[int], None] | None = None,
+    ) -> None:
+        self.rows_total = rows_total
+        self.page_rows = page_rows
+        self.expected = expected
+        self.before_page = before_page
+
+    def columns(self, filters: Any) -> list[Column]:
+        return list(NUMBER_COLUMNS)
+
+    def pages(self, filters: Any, cursor: Cursor | None = None) -> Iterator[Page]:
+        start = cursor["next"] if cursor else 0
+        for first in range(start, self.rows_total, self.page_rows):
+            if self.before_page:
+                self.before_page(first)
+            last = min(first + self.page_rows, self.rows_total)
+            yield Page([number_row(n) for n in range(first, last)], {"next": last}, last / self.rows_total)
+
+    def expected_rows(self, filters: Any) -> int | None:
+        return self.expected
+
+    def file_stem(self, filters: Any) -> str:
+        return "numbers"
+
+
+class PlainNumbersExport(ExportType):
+    """The same rows through rows() only: it cannot resume."""
+
+    name = "plain_numbers"
+    description = "Numbered rows without cursors."
+    filters_model = NoFilters
+    rows_total = 100
+
+    def columns(self, filters: Any) -> list[Column]:
+        return list(NUMBER_COLUMNS)
+
+    def rows(self, filters: Any, on_fraction: Callable[[float], None] = lambda _: None) -> Iterator[Row]:
+        for n in range(self.rows_total):
+            yield number_row(n)
+
+    def file_stem(self, filters: Any) -> str:
+        return "plain_numbers"
+
+
+@dataclasses.dataclass
+class World:
+    """Dependencies made of fakes, and the fakes themselves."""
+
+    deps: Dependencies
+    tasks: FakeTasks
+    queue: FakeQueue
+    files: FakeFiles
+    clock: FakeClock
+    metrics: FakeMetrics
+
+
+def make_world(*export_types: ExportType, files: FakeFiles | None = None, **settings: Any) -> World:
+    """Dependencies of fakes; fields the export never uses are left as plain objects."""
+    clock, tasks, queue, metrics = FakeClock(), FakeTasks(), FakeQueue(), FakeMetrics()
+    tasks.clock = clock
+    files = files if files is not None else FakeFiles()
+    given = {
+        "settings": Settings.model_construct(
+            **{"progress_interval_sec": 2.0, "lease_sec": 120, "upload_part_bytes": 5 * MIB, **settings}
+        ),
+        "tasks": tasks,
+        "queue": queue,
+        "results": files,
+        "registry": ExportTypeRegistry(export_types or [NumbersExport()]),
+        "metrics": metrics,
+        "clock": clock,
+    }
+    fields = {
+        field.name: given.get(field.name, object())
+        for field in dataclasses.fields(Dependencies)
+        if field.name in given
+        or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING)
+    }
+    return World(Dependencies(**fields), tasks, queue, files, clock, metrics)
+
+
+def running_task(world: World, export_type: str = "numbers", fmt: ExportFormat = ExportFormat.CSV, **fields: Any):
+    """A claimed task of ``export_type``, stored in the world's task fakes."""
+    task = claim(make_task(export_type=export_type, format=fmt, filters={}, **fields), world.clock(), LEASE)
+    world.tasks.tasks[task.task_id] = task
+    return task
+
+
+def reclaim(world: World, task_id: str) -> Task:
+    """What the next invocation does with a PENDING task: claim it again."""
+    task = world.tasks.get(task_id)
+    claimed = claim(task, world.clock(), LEASE)
+    world.tasks.update(task, claimed)
+    return claimed

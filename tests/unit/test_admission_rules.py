@@ -1,0 +1,80 @@
+"""The pure admission rules: dedup keys, lanes, token buckets, throughput and estimates."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from exports.config import LANES, Capacity
+from exports.domain.admission import (
+    Bucket,
+    Throughput,
+    dedup_key,
+    estimate_completion_sec,
+    lane_for,
+    take_token,
+    updated_throughput,
+)
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def test_dedup_key_ignores_key_order_and_separates_everything_else() -> None:
+    base = dedup_key("alice", "orders", "csv", {"date_from": "2025-01-01", "date_to": "2025-01-31"}, False)
+    assert base == dedup_key("alice", "orders", "csv", {"date_to": "2025-01-31", "date_from": "2025-01-01"}, False)
+    others = {
+        dedup_key("bob", "orders", "csv", {"date_from": "2025-01-01", "date_to": "2025-01-31"}, False),
+        dedup_key("alice", "customers", "csv", {"date_from": "2025-01-01", "date_to": "2025-01-31"}, False),
+        dedup_key("alice", "orders", "xlsx", {"date_from": "2025-01-01", "date_to": "2025-01-31"}, False),
+        dedup_key("alice", "orders", "csv", {"date_from": "2025-01-02", "date_to": "2025-01-31"}, False),
+        dedup_key("alice", "orders", "csv", {"date_from": "2025-01-01", "date_to": "2025-01-31"}, True),
+    }
+    assert base not in others and len(others) == 5
+
+
+@pytest.mark.parametrize(
+    ("priority", "lane"), [(1, "high"), (3, "high"), (4, "normal"), (7, "normal"), (8, "low"), (10, "low")]
+)
+def test_every_priority_has_exactly_one_lane(priority: int, lane: str) -> None:
+    assert lane_for(priority).name == lane
+
+
+def test_lanes_cover_one_to_ten_and_share_the_global_worker_limit() -> None:
+    covered = [p for lane in LANES for p in range(lane.highest, lane.lowest + 1)]
+    assert sorted(covered) == list(range(1, 11))
+    assert sum(lane.max_concurrency for lane in LANES) == Capacity.WORKER_MAX_CONCURRENCY
+    assert all(lane.max_concurrency >= 2 for lane in LANES)  # SQS event sources accept 2..1000
+    with pytest.raises(ValueError, match="priority 11"):
+        lane_for(11)
+
+
+def test_a_new_bucket_allows_a_burst_then_refills_at_the_rate() -> None:
+    bucket = None
+    for _ in range(3):
+        allowed, bucket, wait = take_token(bucket, NOW, rate_per_sec=0.5, burst=3)
+        assert (allowed, wait) == (True, 0.0)
+    allowed, bucket, wait = take_token(bucket, NOW, rate_per_sec=0.5, burst=3)
+    assert (allowed, wait) == (False, 2.0)  # one token takes 2 s at 0.5/s
+    allowed, _, _ = take_token(bucket, NOW + timedelta(seconds=2), rate_per_sec=0.5, burst=3)
+    assert allowed
+
+
+def test_a_bucket_never_holds_more_than_its_burst() -> None:
+    idle = Bucket(tokens=0, updated_at=NOW - timedelta(days=1))
+    allowed, after, _ = take_token(idle, NOW, rate_per_sec=10, burst=4)
+    assert allowed and after.tokens == 3
+
+
+def test_throughput_starts_from_the_first_run_then_moves_smoothly() -> None:
+    first = updated_throughput(None, rows=1000, seconds=10, smoothing=0.3)
+    assert first == Throughput(rows_per_sec=100, task_sec=10, rows_per_task=1000)
+    second = updated_throughput(first, rows=4000, seconds=10, smoothing=0.3)
+    assert second.rows_per_sec == pytest.approx(0.3 * 400 + 0.7 * 100)
+    assert second.rows_per_task == pytest.approx(0.3 * 4000 + 0.7 * 1000)
+
+
+def test_the_estimate_adds_the_queue_ahead_to_the_tasks_own_rows() -> None:
+    measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)
+    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=None) == 5
+    assert estimate_completion_sec(measured, queued_ahead=10, workers=2, expected_rows=None) == 5 + 30
+    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=4000) == 20
+    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=0) == 1
