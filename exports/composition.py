@@ -11,7 +11,7 @@ from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThrou
 from exports.adapters.dynamodb_customers import DynamoCustomersReader
 from exports.adapters.dynamodb_orders import DynamoOrdersReader
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.adapters.s3_export_files import S3ExportFiles
+from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
@@ -75,7 +75,7 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
         queue=SqsTaskQueue(aws_client("sqs"), settings.queue_urls),
-        results=S3ExportFiles(aws_client("s3"), settings.results_bucket),
+        results=S3ResultStore(aws_client("s3"), settings.results_bucket),
         registry=build_registry(settings),
         metrics=metrics,
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),

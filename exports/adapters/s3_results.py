@@ -1,12 +1,19 @@
-"""Result files on S3: multipart uploads that stay invisible until complete, presigned links."""
+"""Result files on S3: multipart uploads that stay invisible until complete (and can be picked up
+again by a later invocation), checkpoints of long exports beside the file, tags on the finished
+object (rows, bytes, sha256: known only at the end, and tags need no copy of the object), and
+presigned links."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from exports.adapters.aws_errors import translated
+from botocore.exceptions import ClientError
+
+from exports.adapters.aws_errors import error_code, translated
+
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 
 
 def content_disposition(file_name: str) -> str:
@@ -16,14 +23,27 @@ def content_disposition(file_name: str) -> str:
 
 
 class S3MultipartUpload:
-    """One multipart upload; parts are numbered from 1 in the order they are sent."""
+    """One multipart upload; parts are numbered on from the parts it was given, so an upload a
+    previous invocation started can be picked up again from its id and parts."""
 
-    def __init__(self, client: Any, bucket: str, key: str, upload_id: str) -> None:
+    def __init__(
+        self, client: Any, bucket: str, key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()
+    ) -> None:
         self._client = client
         self._bucket = bucket
         self._key = key
         self._upload_id = upload_id
-        self._parts: list[dict[str, Any]] = []
+        self._parts = list(parts)
+
+    @property
+    def upload_id(self) -> str:
+        """S3's id of the upload."""
+        return self._upload_id
+
+    @property
+    def parts(self) -> list[tuple[int, str]]:
+        """Parts sent so far, as (number, ETag)."""
+        return list(self._parts)
 
     def upload_part(self, data: bytes) -> None:
         """Send the next part."""
@@ -32,16 +52,17 @@ class S3MultipartUpload:
             response = self._client.upload_part(
                 Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=data
             )
-        self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
+        self._parts.append((number, response["ETag"]))
 
     def complete(self) -> None:
-        """Assemble the parts into the visible object."""
+        """Assemble the parts into the visible object (parts sent beyond them, e.g. by a worker
+        that died after the last checkpoint, are dropped by S3)."""
         with translated("complete upload"):
             self._client.complete_multipart_upload(
                 Bucket=self._bucket,
                 Key=self._key,
                 UploadId=self._upload_id,
-                MultipartUpload={"Parts": self._parts},
+                MultipartUpload={"Parts": [{"PartNumber": number, "ETag": etag} for number, etag in self._parts]},
             )
 
     def abort(self) -> None:
@@ -51,7 +72,7 @@ class S3MultipartUpload:
 
 
 class S3ResultStore:
-    """:class:`exports.ports.ResultStore` on one bucket."""
+    """:class:`exports.ports.ResultStore` on one bucket, with what long exports need."""
 
     def __init__(self, client: Any, bucket: str) -> None:
         self._client = client
@@ -87,4 +108,39 @@ class S3ResultStore:
                     "ResponseContentDisposition": content_disposition(file_name),
                 },
                 ExpiresIn=ttl_sec,
+            )
+
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> S3MultipartUpload:
+        """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
+        return S3MultipartUpload(self._client, self._bucket, key, upload_id, parts)
+
+    def read_checkpoint(self, key: str) -> bytes | None:
+        """The checkpoint object, or None if there is none."""
+        try:
+            response = self._client.get_object(Bucket=self._bucket, Key=key)
+        except ClientError as error:
+            if error_code(error) in _MISSING:
+                return None
+            with translated("read checkpoint"):
+                raise
+        with translated("read checkpoint"):
+            return response["Body"].read()
+
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        """Store (or replace) the checkpoint object."""
+        with translated("write checkpoint"):
+            self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/octet-stream")
+
+    def delete_checkpoint(self, key: str) -> None:
+        """Remove the checkpoint object (no error if it is gone)."""
+        with translated("delete checkpoint"):
+            self._client.delete_object(Bucket=self._bucket, Key=key)
+
+    def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
+        """Replace the finished object's tags with ``tags``."""
+        with translated("tag result"):
+            self._client.put_object_tagging(
+                Bucket=self._bucket,
+                Key=key,
+                Tagging={"TagSet": [{"Key": name, "Value": value} for name, value in tags.items()]},
             )

@@ -72,7 +72,10 @@ def updated_throughput(old: Throughput | None, rows: int, seconds: float, smooth
     measured = Throughput(rows_per_sec=rows / seconds, task_sec=seconds, rows_per_task=float(rows))
     if old is None:
         return measured
-    blend = lambda new, previous: smoothing * new + (1 - smoothing) * previous  # noqa: E731
+
+    def blend(new: float, previous: float) -> float:
+        return smoothing * new + (1 - smoothing) * previous
+
     return Throughput(
         rows_per_sec=blend(measured.rows_per_sec, old.rows_per_sec),
         task_sec=blend(measured.task_sec, old.task_sec),

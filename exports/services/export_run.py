@@ -92,7 +92,7 @@ class ResumableUpload(MultipartUpload, Protocol):
 
 @runtime_checkable
 class ExportFiles(ResultStore, Protocol):
-    """A result store that long exports can use (see :mod:`exports.adapters.s3_export_files`)."""
+    """A result store that long exports can use (see :mod:`exports.adapters.s3_results`)."""
 
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> ResumableUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""

@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from exports.adapters.clients import aws_client
-from exports.adapters.s3_export_files import S3ExportFiles
+from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import decode_message
 from exports.config import LongExports
 from exports.domain.ids import new_task_id
@@ -50,7 +50,7 @@ def export_deps(*extra_types: Any) -> Any:
     real = worker.dependencies()
     changes: dict[str, Any] = {
         "registry": ExportTypeRegistry([*real.registry, *extra_types]),
-        "results": S3ExportFiles(aws_client("s3"), real.settings.results_bucket),
+        "results": S3ResultStore(aws_client("s3"), real.settings.results_bucket),
         "settings": real.settings.model_copy(update={"upload_part_bytes": PART}),
     }
     if "limiter" in {field.name for field in dataclasses.fields(real)}:
