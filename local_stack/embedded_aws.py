@@ -106,50 +106,34 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
 
     ``make_client`` builds a client by service name, so tests can use moto in-process."""
     dynamodb = make_client("dynamodb")
-    dynamodb.create_table(
-        TableName=Names.TASKS_TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": TaskTable.PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": TaskTable.USER_INDEX_PARTITION_KEY, "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": TaskTable.PARTITION_KEY, "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": TaskTable.USER_INDEX,
-                "KeySchema": [
-                    {"AttributeName": TaskTable.USER_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": TaskTable.USER_INDEX_SORT_KEY, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
+    _create_indexed_table(
+        dynamodb,
+        Names.TASKS_TABLE,
+        TaskTable.PARTITION_KEY,
+        TaskTable.USER_INDEX,
+        TaskTable.USER_INDEX_PARTITION_KEY,
+        TaskTable.USER_INDEX_SORT_KEY,
     )
     dynamodb.update_time_to_live(
         TableName=Names.TASKS_TABLE,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": TaskTable.TTL_ATTRIBUTE},
     )
-    dynamodb.create_table(
-        TableName=Names.ORDERS_TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": OrdersTable.PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": OrdersTable.DAY_INDEX_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": OrdersTable.DAY_INDEX_SORT_KEY, "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": OrdersTable.PARTITION_KEY, "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": OrdersTable.DAY_INDEX,
-                "KeySchema": [
-                    {"AttributeName": OrdersTable.DAY_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": OrdersTable.DAY_INDEX_SORT_KEY, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
+    _create_indexed_table(
+        dynamodb,
+        Names.ORDERS_TABLE,
+        OrdersTable.PARTITION_KEY,
+        OrdersTable.DAY_INDEX,
+        OrdersTable.DAY_INDEX_PARTITION_KEY,
+        OrdersTable.DAY_INDEX_SORT_KEY,
     )
-    _create_customers_table(dynamodb)
+    _create_indexed_table(
+        dynamodb,
+        Names.CUSTOMERS_TABLE,
+        CustomersTable.PARTITION_KEY,
+        CustomersTable.DAY_INDEX,
+        CustomersTable.DAY_INDEX_PARTITION_KEY,
+        CustomersTable.DAY_INDEX_SORT_KEY,
+    )
     sqs = make_client("sqs")
     queue_urls, dlq_urls = {}, {}
     for lane in LANES:
@@ -181,23 +165,22 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
     )
 
 
-def _create_customers_table(dynamodb: Any) -> None:
-    """The demo customers table with its sign-up day index (the ``customers`` export's source)."""
+def _create_indexed_table(
+    dynamodb: Any, name: str, partition_key: str, index: str, index_partition_key: str, index_sort_key: str
+) -> None:
+    """An on-demand table keyed by ``partition_key`` with one index (all attributes projected)."""
+    keys = dict.fromkeys((partition_key, index_partition_key, index_sort_key), "S")
     dynamodb.create_table(
-        TableName=Names.CUSTOMERS_TABLE,
+        TableName=name,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": CustomersTable.PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": CustomersTable.DAY_INDEX_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": CustomersTable.DAY_INDEX_SORT_KEY, "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": CustomersTable.PARTITION_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": kind} for key, kind in keys.items()],
+        KeySchema=[{"AttributeName": partition_key, "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[
             {
-                "IndexName": CustomersTable.DAY_INDEX,
+                "IndexName": index,
                 "KeySchema": [
-                    {"AttributeName": CustomersTable.DAY_INDEX_PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": CustomersTable.DAY_INDEX_SORT_KEY, "KeyType": "RANGE"},
+                    {"AttributeName": index_partition_key, "KeyType": "HASH"},
+                    {"AttributeName": index_sort_key, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
             }
