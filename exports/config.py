@@ -35,6 +35,8 @@ class Env:
     HOT_KEY_BURST: Final = "EXPORTS_HOT_KEY_BURST"
     # Local development only: allow plain-http callbacks to loopback addresses.
     ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
+    # Which code writes XLSX files: XlsxEngine.STREAM (default) or XlsxEngine.OPENPYXL.
+    XLSX_ENGINE: Final = "EXPORTS_XLSX_ENGINE"
 
 
 class Names:
@@ -278,8 +280,9 @@ class LongExports:
 
 
 class XlsxLimits:
-    """What bounds an XLSX export (it cannot continue in a new invocation: openpyxl keeps each
-    sheet in a temporary file in /tmp until the workbook is saved)."""
+    """What bounds an XLSX export (it cannot continue in a new invocation). The disk limit and
+    the save time apply to the openpyxl engine only, which keeps each sheet in a temporary file
+    in /tmp until the workbook is saved; the stream engine writes no file."""
 
     # Stop with XLSX_TOO_LARGE when /tmp has less than this left.
     TMP_RESERVE_BYTES: Final = 64 * 1024 * 1024
@@ -288,3 +291,21 @@ class XlsxLimits:
     SAVE_BYTES_PER_SEC: Final = 40 * 1024 * 1024
     # Stop with XLSX_TOO_LARGE when less than this plus the estimated save time is left.
     TIME_MARGIN_SEC: Final = 30
+    # The worker's /tmp (Lambda ephemeral storage, 512..10240 MiB; what is above 512 MiB is billed
+    # per GB-second of every worker run). At about 740 bytes of sheet XML per 13-column order row
+    # (docs/performance.md) it holds about 2.8 million rows before TMP_RESERVE_BYTES is reached,
+    # and saving that much at SAVE_BYTES_PER_SEC takes under a minute of the run.
+    WORKER_EPHEMERAL_STORAGE_MIB: Final = 2048
+
+
+class XlsxEngine:
+    """The code that writes XLSX files, chosen with ``Env.XLSX_ENGINE``."""
+
+    # exports/writers/xlsx_engine: the workbook streamed into the upload, no temporary file.
+    STREAM: Final = "stream"
+    # exports/writers/xlsx_writer.py: openpyxl's write-only workbook (the reference).
+    OPENPYXL: Final = "openpyxl"
+    DEFAULT: Final = STREAM
+    # zlib level of the stream engine's zip entries: level 1 writes the sheets about twice as
+    # fast as 6 for a file about a third larger (measured: docs/performance.md).
+    ZIP_LEVEL: Final = 1

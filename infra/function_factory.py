@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Size
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -63,6 +63,8 @@ class FunctionSpec:
     timeout_sec: int
     # Runtime dependencies it imports, by name; the versions come from pyproject.toml.
     distributions: tuple[str, ...]
+    # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.
+    ephemeral_storage_mib: int | None = None
 
     def package(self) -> PackageSpec:
         """What goes into its Lambda package."""
@@ -104,6 +106,9 @@ class ServiceFunction(Construct):
             role=self.role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),
+            ephemeral_storage_size=(
+                Size.mebibytes(spec.ephemeral_storage_mib) if spec.ephemeral_storage_mib is not None else None
+            ),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={

@@ -8,7 +8,7 @@ from aws_cdk import CfnElement, Stack
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Env, OrdersTable, Results, TaskTable, Worker
+from exports.config import CustomersTable, Env, OrdersTable, Results, TaskTable, Worker, XlsxLimits
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
@@ -39,6 +39,8 @@ WORKER: Final = FunctionSpec(
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
     distributions=(*_BASE, "openpyxl", "lxml"),
+    # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
+    ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
 )
 LIFECYCLE: Final = FunctionSpec(
     name="lifecycle",
@@ -105,6 +107,7 @@ class ServiceFunctions(Construct):
         environment = {
             Env.TASKS_TABLE: tables.tasks.table_name,
             Env.ORDERS_TABLE: tables.orders.table_name,
+            Env.CUSTOMERS_TABLE: tables.customers.table_name,
             Env.TASK_QUEUE_URLS: queues.urls_json(),
             Env.RESULTS_BUCKET: storage.bucket.bucket_name,
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
@@ -155,16 +158,35 @@ class ServiceFunctions(Construct):
 
         # Worker: claim, update and end tasks (the end also releases the quota count and deletes
         # the dedup marker), take hot-key tokens and record throughput (GetItem, conditional
-        # PutItem), read orders by day, re-queue retries and deferred tasks on any lane with a
-        # delay, upload results in parts (s3:PutObject covers create, upload part and complete)
-        # or abort, and delete a file it could not record. One event source per lane, each with
-        # the lane's share of the worker concurrency.
+        # PutItem), read orders and customers by day (key-condition queries on the day indexes,
+        # exports/adapters/dynamodb_*.py), re-queue retries, deferred tasks and hand-overs of long
+        # exports on any lane with a delay. One event source per lane, each with the lane's share
+        # of the worker concurrency.
         self.worker.allow(
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table]
         )
-        self.worker.allow(["dynamodb:Query"], [Tables.index_arn(tables.orders, OrdersTable.DAY_INDEX)])
+        self.worker.allow(
+            ["dynamodb:Query"],
+            [
+                Tables.index_arn(tables.orders, OrdersTable.DAY_INDEX),
+                Tables.index_arn(tables.customers, CustomersTable.DAY_INDEX),
+            ],
+        )
         self.worker.allow(["sqs:SendMessage"], task_queues)
-        self.worker.allow(["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], [results])
+        # ... S3, as exports/adapters/s3_results.py calls it: upload results in parts
+        # (s3:PutObject covers create, upload part and complete) or abort them; write, read and
+        # delete the checkpoint of a long export (results/<task>/checkpoint.bin: PutObject,
+        # GetObject, DeleteObject); tag the finished object with rows, bytes and sha256; delete a
+        # file it could not record.
+        self.worker.allow(
+            ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
+            [results],
+        )
+        # Every CSV export first looks for its checkpoint. Without s3:ListBucket, S3 answers a
+        # GetObject of a missing key with 403 AccessDenied instead of 404 NoSuchKey, which the
+        # adapter cannot tell from a real refusal: the export would fail. The bucket holds only
+        # result files (its access log is another bucket).
+        self.worker.allow(["s3:ListBucket"], [storage.bucket.bucket_arn])
         self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
         for lane in queues.lanes:
             self.worker.function.add_event_source(

@@ -67,7 +67,14 @@ class ExportsStack(Stack):
             "ResultsBucketName": (self.storage.bucket.bucket_name, "Bucket of the result files"),
             "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
             "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
-            "OrdersTableName": (self.tables.orders.table_name, "Demo orders table (the orders export's source)"),
+            "OrdersTableName": (
+                self.tables.orders.table_name,
+                "Demo orders table (the source of the orders and sales_report exports)",
+            ),
+            "CustomersTableName": (
+                self.tables.customers.table_name,
+                "Demo customers table (the customers export's source)",
+            ),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
             "WebhookSecretArn": (

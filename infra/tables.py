@@ -1,14 +1,16 @@
-"""DynamoDB: the tasks table and the demo orders table, on demand, with point-in-time recovery.
+"""DynamoDB: the tasks table and the demo data tables, on demand, with point-in-time recovery.
 
 The tasks table is a single table: besides the tasks it holds the admission items under prefixed
 keys (``quota#<user>``, ``dedup#<hash>``, ``bucket#<hot key>``, ``stats#<export type>``,
 ``idempotency#...``). They carry no ``user_id``, so they stay out of the ``by_user`` index, and
 those that expire do so by the same TTL attribute as the tasks.
 
-The orders table is the data source of the ``orders`` export type and exists for the demo: in a
-real deployment point ``EXPORTS_ORDERS_TABLE`` (see :class:`infra.functions.ServiceFunctions`)
-at your own table with the same key schema and ``by_day`` index, and grant the worker ``Query``
-on it instead.
+The orders and customers tables are the data sources of the export types (``orders`` and
+``sales_report`` read orders, ``customers`` reads customers) and exist for the demo: in a real
+deployment point ``EXPORTS_ORDERS_TABLE`` and ``EXPORTS_CUSTOMERS_TABLE`` (see
+:class:`infra.functions.ServiceFunctions`) at your own tables with the same key schemas and day
+indexes, and grant the worker ``Query`` on their indexes instead (docs/deploy.md, "The data
+sources").
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config import OrdersTable, TaskTable
+from exports.config import CustomersTable, OrdersTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -62,6 +64,20 @@ class Tables(Construct):
                     index_name=OrdersTable.DAY_INDEX,
                     partition_key=_string(OrdersTable.DAY_INDEX_PARTITION_KEY),
                     sort_key=_string(OrdersTable.DAY_INDEX_SORT_KEY),
+                    projection_type=dynamodb.ProjectionType.ALL,
+                )
+            ],
+            **common,
+        )
+        self.customers = dynamodb.TableV2(
+            self,
+            "DemoCustomers",
+            partition_key=_string(CustomersTable.PARTITION_KEY),
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=CustomersTable.DAY_INDEX,
+                    partition_key=_string(CustomersTable.DAY_INDEX_PARTITION_KEY),
+                    sort_key=_string(CustomersTable.DAY_INDEX_SORT_KEY),
                     projection_type=dynamodb.ProjectionType.ALL,
                 )
             ],

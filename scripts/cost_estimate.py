@@ -3,12 +3,12 @@
     .venv/bin/python scripts/cost_estimate.py                 # print the estimate (Markdown)
     .venv/bin/python scripts/cost_estimate.py --write docs/cost.md
 
-The stack facts (function memory, priority lanes, log retention, result expiry, alarms, dashboards,
-and the lifecycle state machine's definition) are read from the synthesized template of the stage
-(bundling skipped, so it takes a few seconds and no network); timings and counts of the service
-come from ``exports.config``. State transitions are counted by walking the deployed definition.
-What a "small export" does (rows, file size, run time, polls, callback) and the prices are
-assumptions, stated in the output.
+The stack facts (function memory, the worker's temporary disk, priority lanes, log retention,
+result expiry, alarms, dashboards, and the lifecycle state machine's definition) are read from
+the synthesized template of the stage (bundling skipped, so it takes a few seconds and no
+network); timings and counts of the service come from ``exports.config``. State transitions are
+counted by walking the deployed definition. What a "small export" does (rows, file size, run
+time, polls, callback) and the prices are assumptions, stated in the output.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from exports.config import Admission, Callback, Metric, Queue, Worker
+from exports.config import Admission, Callback, Metric, Queue, Streaming, Worker
 from exports.workflows import execution_input
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 VOLUMES: Final = (1_000, 1_000_000)
 GB: Final = 1024**3
+# Lambda's ephemeral storage that every function has at no charge (MB, as Lambda counts it: MiB).
+LAMBDA_INCLUDED_EPHEMERAL_MB: Final = 512
 SECONDS_PER_MONTH: Final = 30 * 24 * 3600
 
 
@@ -40,6 +42,8 @@ class Price:
 
     LAMBDA_ARM_GB_SECOND: Final = 0.0000133334
     LAMBDA_REQUEST: Final = 0.20 / 1e6
+    # Ephemeral storage (/tmp) configured above the included 512 MB, per GB-second of run time.
+    LAMBDA_EPHEMERAL_GB_SECOND: Final = 0.0000000309
     HTTP_API_REQUEST: Final = 1.00 / 1e6
     SQS_REQUEST: Final = 0.40 / 1e6
     DYNAMODB_WRITE_UNIT: Final = 0.625 / 1e6  # on-demand write request unit
@@ -122,6 +126,8 @@ class StackFacts:
     lifecycle_memory_mb: int
     callback_memory_mb: int
     worker_batch_size: int
+    # The worker's /tmp (XLSX sheets wait there until the workbook is saved).
+    worker_ephemeral_storage_mb: int
     # Priority lanes: one queue (and DLQ) and one worker event source each.
     lanes: int
     log_retention_days: int
@@ -198,12 +204,14 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     )
     rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
     memory = {function_id: function["Properties"]["MemorySize"] for function_id, function in functions.items()}
+    worker_storage = functions[worker_id]["Properties"].get("EphemeralStorage", {})
     return StackFacts(
         api_memory_mb=memory[api_id],
         worker_memory_mb=memory[worker_id],
         lifecycle_memory_mb=memory[lifecycle_id],
         callback_memory_mb=memory[callback_id],
         worker_batch_size=batch_size,
+        worker_ephemeral_storage_mb=worker_storage.get("Size", LAMBDA_INCLUDED_EPHEMERAL_MB),
         lanes=len(mappings),
         log_retention_days=template["Resources"][log_group_id]["Properties"]["RetentionInDays"],
         results_expiry_days=rules["expire-results"]["ExpirationInDays"],
@@ -305,6 +313,9 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
     task_reads = (1 + work.status_polls + work.downloads + callback_calls) * math.ceil(work.task_item_bytes / 4096)
     order_reads = math.ceil(work.rows * work.order_item_bytes / 4096) / 2
     parts = max(1, math.ceil(work.file_bytes / Worker.UPLOAD_PART_BYTES))
+    # Billed on what is configured, whether the run uses it or not (a CSV export does not).
+    extra_storage_gb = max(0, facts.worker_ephemeral_storage_mb - LAMBDA_INCLUDED_EPHEMERAL_MB) / 1024
+    storage_gb_seconds = extra_storage_gb * work.worker_run_sec
     log_bytes = (
         invocations * work.log_bytes_per_invocation
         + api_requests * work.access_log_bytes_per_request
@@ -325,6 +336,20 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
             f"of {work.worker_run_sec} s x {facts.worker_memory_mb} MB + {lifecycle_calls} lifecycle call x "
             f"{work.lifecycle_run_sec} s x {facts.lifecycle_memory_mb} MB + {callback_calls} callback x "
             f"{work.callback_run_sec} s x {facts.callback_memory_mb} MB = {gb_seconds:.3f} GB-s",
+        ),
+        *(
+            [
+                Line(
+                    "Lambda ephemeral storage",
+                    storage_gb_seconds * Price.LAMBDA_EPHEMERAL_GB_SECOND,
+                    0,
+                    f"worker /tmp of {facts.worker_ephemeral_storage_mb} MB: {extra_storage_gb:g} GB above the "
+                    f"included {LAMBDA_INCLUDED_EPHEMERAL_MB} MB x {work.worker_run_sec} s = "
+                    f"{storage_gb_seconds:g} GB-s",
+                )
+            ]
+            if extra_storage_gb
+            else []
         ),
         Line("Lambda requests", invocations * Price.LAMBDA_REQUEST, 0, f"{invocations} invocations"),
         Line(
@@ -365,9 +390,10 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
         ),
         Line(
             "S3 requests",
-            (2 + parts) * Price.S3_PUT_REQUEST + work.downloads * Price.S3_GET_REQUEST,
+            (2 + parts + 1) * Price.S3_PUT_REQUEST + (1 + work.downloads) * Price.S3_GET_REQUEST,
             0,
-            f"multipart create + {parts} part + complete, {work.downloads} GET",
+            f"multipart create + {parts} part + complete, the result's tags (PUT class); the checkpoint "
+            f"look-up (a GET that finds none) and {work.downloads} download GET",
         ),
         Line(
             "S3 storage",
@@ -439,7 +465,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "- Public **us-east-1** list prices (USD), no free tier, no savings plans: see `Price` in the script,",
         "  and check them against the AWS pricing pages before relying on the totals.",
         f"- One small export: {work.rows:,} orders of {work.order_item_bytes} B read from the day index, "
-        f"a {work.file_bytes // 1024} KB file,",
+        f"a {work.file_bytes // 1024} KB CSV file,",
         f"  a worker run of {work.worker_run_sec} s, {work.api_request_sec} s per API call, "
         f"{work.status_polls} status polls and {work.downloads} download.",
         f"- Its lifecycle execution: a task that {work.lifecycle.description}; the lifecycle function runs "
@@ -450,14 +476,19 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "per API access log line.",
         "- Admission: no `Idempotency-Key` header, no duplicate submit, no hot-key deferral (each would add "
         "a few DynamoDB or SQS requests).",
-        "- Not counted: Cognito (billed per monthly active user, not per export), your own data source "
-        "if it is not the demo table, the CDK bootstrap bucket.",
+        "- Not counted: Cognito (billed per monthly active user, not per export), your own data sources "
+        "if they are not the demo tables, the demo tables' storage and point-in-time recovery (per GB "
+        "they hold), the CDK bootstrap bucket.",
+        "- A `customers` export reads its day index the same way (one query per day of the range, pages of "
+        f"up to {Streaming.SOURCE_PAGE_ROWS:,} rows); a long CSV export that continues in a new invocation "
+        "adds a worker run, a checkpoint PUT and GET, and a task update per hand-over.",
         "",
         "## Stack settings used",
         "",
         f"- API function {facts.api_memory_mb} MB, worker {facts.worker_memory_mb} MB, lifecycle "
         f"{facts.lifecycle_memory_mb} MB, callback {facts.callback_memory_mb} MB (arm64), "
-        f"queue batch size {facts.worker_batch_size}",
+        f"queue batch size {facts.worker_batch_size}; worker /tmp {facts.worker_ephemeral_storage_mb} MB "
+        "(for XLSX workbooks)",
         f"- {facts.lanes} priority lanes: a task queue, a dead-letter queue and a worker event source each",
         f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
         f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machine (Standard), "

@@ -18,12 +18,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import logging
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
 
 _BLOCK_BYTES = 64
 _DIGEST_BYTES = 32
+
+logger = logging.getLogger(__name__)
 
 
 class NotResumable(Exception):
@@ -80,16 +83,25 @@ class _Sha256Ctx(ctypes.Structure):
     )
 
 
+# Sonames to try when ``find_library`` finds nothing (it needs ldconfig or a compiler, which a
+# Lambda runtime may lack): OpenSSL 3, then 1.1.
+_SONAMES = ("libcrypto.so.3", "libcrypto.so.1.1")
+
+
 @cache
 def _libcrypto() -> Any | None:
-    """OpenSSL's libcrypto with the SHA-256 functions typed, or None."""
-    name = ctypes.util.find_library("crypto")
-    if not name:
-        return None
-    try:
-        lib = ctypes.CDLL(name)
-        functions = (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final)
-    except (OSError, AttributeError):
+    """OpenSSL's libcrypto with the SHA-256 functions typed, or None (logged: long exports then
+    cannot hand over)."""
+    lib = None
+    for name in filter(None, (ctypes.util.find_library("crypto"), *_SONAMES)):
+        try:
+            lib = ctypes.CDLL(name)
+            functions = (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final)
+            break
+        except (OSError, AttributeError):
+            lib = None
+    if lib is None:
+        logger.warning("OpenSSL's SHA-256 is not available; long exports cannot hand over")
         return None
     for function in functions:
         function.restype = ctypes.c_int

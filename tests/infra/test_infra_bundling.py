@@ -26,6 +26,23 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer).
 LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml"}}
+# The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
+XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
+# Modules of the shared package the worker needs for exporters at scale (they must be in its
+# asset): the export types and their sources, the writers, resumable uploads and checkpoints.
+WORKER_MODULES = (
+    "exports/services/export_run.py",
+    "exports/writers/resumable_sha256.py",
+    "exports/writers/gzip_stream.py",
+    "exports/writers/sink.py",
+    "exports/writers/xlsx_writer.py",
+    "exports/writers/csv_writer.py",
+    "exports/domain/checkpoint.py",
+    "exports/adapters/s3_results.py",
+    "exports/adapters/dynamodb_customers.py",
+    "exports/export_types/customers.py",
+    "exports/export_types/sales_report.py",
+)
 # Prints the top-level modules loaded by importing a handler the way Lambda does (from its folder).
 _PROBE = "import json, sys; sys.path.insert(0, sys.argv[1]); import handler; print(json.dumps(sorted(sys.modules)))"
 
@@ -71,11 +88,13 @@ def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
     assert shipped == imported[spec.name] | LAZY_IMPORTS.get(spec.name, set())
 
 
-def test_openpyxl_ships_only_with_the_worker_and_every_runtime_dependency_ships_somewhere():
+def test_openpyxl_and_lxml_ship_only_with_the_worker_and_every_runtime_dependency_ships_somewhere():
     shipped = {spec.name: names(spec.package().requirements) for spec in SPECS}
 
-    assert [name for name, distributions in shipped.items() if "openpyxl" in distributions] == [WORKER.name]
-    assert "openpyxl" not in shipped[LIFECYCLE.name] | shipped[CALLBACK.name]
+    for distribution in ("openpyxl", "lxml"):
+        assert [name for name, distributions in shipped.items() if distribution in distributions] == [WORKER.name]
+    for spec in (API, LIFECYCLE, CALLBACK):
+        assert not shipped[spec.name] & {"openpyxl", "lxml"}, spec.name
     assert set().union(*shipped.values()) == set(pinned_requirements())
 
 
@@ -115,12 +134,38 @@ def test_the_bundle_has_the_handler_at_the_root_and_the_shared_package(worker_as
 
 
 def test_the_bundle_has_the_workers_dependencies_for_linux_arm64(worker_asset):
-    for package in ("aws_lambda_powertools", "pydantic", "boto3", "openpyxl", "lxml"):
+    for package in ("aws_lambda_powertools", "pydantic", "boto3", "openpyxl", "et_xmlfile", "lxml"):
         assert (worker_asset / package / "__init__.py").is_file(), package
     assert not (worker_asset / "ulid").exists()
-    (pydantic_core,) = worker_asset.glob("pydantic_core/_pydantic_core.*.so")
-    assert "aarch64" in pydantic_core.name
-    assert f"cpython-{runtime_python_version().replace('.', '')}" in pydantic_core.name
+    tag = f"cpython-{runtime_python_version().replace('.', '')}"
+    # The compiled extensions: pydantic's core, and lxml's etree (openpyxl writes through it).
+    for pattern in ("pydantic_core/_pydantic_core.*.so", "lxml/etree.*.so"):
+        (extension,) = worker_asset.glob(pattern)
+        assert "aarch64" in extension.name, extension.name
+        assert tag in extension.name, extension.name
+    assert not [path.name for path in worker_asset.rglob("*.so") if "x86_64" in path.name]
+
+
+def test_the_bundle_ships_lxml_at_the_pinned_version(worker_asset):
+    (dist_info,) = worker_asset.glob("lxml-*.dist-info")
+    assert f"lxml=={dist_info.name.removeprefix('lxml-').removesuffix('.dist-info')}" == pinned_requirements()["lxml"]
+    wheel = (dist_info / "WHEEL").read_text()
+    assert "aarch64" in wheel and "Root-Is-Purelib: false" in wheel
+
+
+def test_the_bundle_has_the_whole_shared_package_with_the_exporters_modules(worker_asset):
+    for module in WORKER_MODULES:
+        assert (worker_asset / module).read_bytes() == (REPO_ROOT / module).read_bytes(), module
+    shared = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in (REPO_ROOT / "exports").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    bundled = {path.relative_to(worker_asset).as_posix() for path in (worker_asset / "exports").rglob("*.py")}
+    assert shared == bundled
+    # The resumable sha256 loads OpenSSL's libcrypto of the Lambda runtime through ctypes
+    # (exports/writers/resumable_sha256.py, docs/deploy.md): the package brings none of its own.
+    assert not [path.name for path in worker_asset.rglob("libcrypto*")]
 
 
 def test_the_bundle_ships_bytecode_the_runtime_loads_without_checking_sources(worker_asset):

@@ -9,6 +9,7 @@ from exports.config import (
     Admission,
     Callback,
     Capacity,
+    CustomersTable,
     Env,
     HotKey,
     Limits,
@@ -17,6 +18,7 @@ from exports.config import (
     Results,
     TaskTable,
     Worker,
+    XlsxLimits,
 )
 from infra.settings import Sizing
 
@@ -55,6 +57,19 @@ def test_function_timeouts_memory_and_batch_equal_the_config(dev):
     )
     mappings = dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
     assert [mapping["Properties"]["BatchSize"] for mapping in mappings] == [Worker.BATCH_SIZE] * len(LANES)
+
+
+def test_the_workers_temporary_disk_equals_the_config_and_the_other_functions_keep_the_default(dev, prod):
+    # XLSX sheets wait in /tmp until the workbook is saved (XlsxLimits); nothing else writes there.
+    for synth in (dev, prod):
+        functions = synth.stack.functions
+        worker = synth.props(functions.worker.function)
+        assert worker["EphemeralStorage"] == {"Size": XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB}
+        for service_function in (functions.api, functions.lifecycle, functions.callback):
+            assert "EphemeralStorage" not in synth.props(service_function.function)
+    # Lambda accepts 512..10240 MiB; the reserve the export keeps free must leave room for rows.
+    assert 512 <= XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB <= 10240
+    assert XlsxLimits.TMP_RESERVE_BYTES < XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB * 1024 * 1024 // 4
 
 
 def test_each_lane_reads_with_its_share_of_the_workers_and_the_shares_add_up_to_the_ceiling(dev):
@@ -127,6 +142,26 @@ def test_table_keys_indexes_and_ttl_equal_the_config(dev):
         "HASH": OrdersTable.DAY_INDEX_PARTITION_KEY,
         "RANGE": OrdersTable.DAY_INDEX_SORT_KEY,
     }
+
+
+def test_the_customers_table_keys_and_index_equal_the_config(dev, prod):
+    for synth in (dev, prod):
+        customers = synth.props(synth.stack.tables.customers)
+        assert key_schema(customers["KeySchema"]) == {"HASH": CustomersTable.PARTITION_KEY}
+        (by_signup_day,) = customers["GlobalSecondaryIndexes"]
+        assert by_signup_day["IndexName"] == CustomersTable.DAY_INDEX
+        assert key_schema(by_signup_day["KeySchema"]) == {
+            "HASH": CustomersTable.DAY_INDEX_PARTITION_KEY,
+            "RANGE": CustomersTable.DAY_INDEX_SORT_KEY,
+        }
+        assert by_signup_day["Projection"] == {"ProjectionType": "ALL"}
+        # The reader sends every key attribute as a string (exports/adapters/dynamodb_customers.py).
+        assert {attribute["AttributeType"] for attribute in customers["AttributeDefinitions"]} == {"S"}
+        assert {attribute["AttributeName"] for attribute in customers["AttributeDefinitions"]} == {
+            CustomersTable.PARTITION_KEY,
+            CustomersTable.DAY_INDEX_PARTITION_KEY,
+            CustomersTable.DAY_INDEX_SORT_KEY,
+        }
 
 
 def test_result_retention_and_upload_cleanup_equal_the_config(dev, prod):

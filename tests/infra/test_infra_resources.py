@@ -17,6 +17,7 @@ from exports.config import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
     Capacity,
+    CustomersTable,
     Env,
     Metric,
     OrdersTable,
@@ -141,6 +142,7 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
     expected = {
         Env.TASKS_TABLE: dev.ref(stack.tables.tasks),
         Env.ORDERS_TABLE: dev.ref(stack.tables.orders),
+        Env.CUSTOMERS_TABLE: dev.ref(stack.tables.customers),
         Env.RESULTS_BUCKET: dev.ref(stack.storage.bucket),
         Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
         Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
@@ -199,6 +201,8 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
         # CloudFormation fills in the references; stand-in strings take their place here.
         environ = {name: synth.rendered(value) for name, value in variables.items()}
         settings = Settings.from_env(environ)
+        assert settings.orders_table == synth.stand_in(synth.stack.tables.orders)
+        assert settings.customers_table == synth.stand_in(synth.stack.tables.customers)
         assert settings.retention_hours == synth.settings.results_retention_hours
         assert set(settings.queue_urls) == {lane.name for lane in LANES}
         assert (settings.webhook_secret_arn is not None) is (service_function is functions.callback)
@@ -251,6 +255,7 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
     worker = stack.functions.worker
     results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
     day_index = join(dev.arn(stack.tables.orders), f"/index/{OrdersTable.DAY_INDEX}")
+    signup_index = join(dev.arn(stack.tables.customers), f"/index/{CustomersTable.DAY_INDEX}")
     consume = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage"]
 
     assert allowed_pairs(dev, worker) == expected_pairs(
@@ -258,10 +263,19 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             *common_grants(dev, worker),
             # tasks (ending one releases its dedup marker), hot-key buckets and throughput statistics
             (TABLE_ITEM_ACTIONS, dev.arn(stack.tables.tasks)),
+            # the export types' sources: orders (orders, sales_report) and customers, by day index only
             (["dynamodb:Query"], day_index),
-            # each lane's event source; retries and deferred tasks go back to any lane
+            (["dynamodb:Query"], signup_index),
+            # each lane's event source; retries, deferred tasks and hand-overs go back to any lane
             *(([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(q)) for q in stack.queues.task_queues),
-            (["s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"], results),
+            # multipart uploads (PutObject) and aborts, the checkpoint (put, get, delete), the
+            # result's tags, and deleting a file it could not record
+            (
+                ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
+                results,
+            ),
+            # so that a missing checkpoint reads as 404 NoSuchKey rather than 403 AccessDenied
+            (["s3:ListBucket"], dev.arn(stack.storage.bucket)),
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
         ]
     )
@@ -337,7 +351,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 2
+        assert len(tables) == 3
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
@@ -357,9 +371,14 @@ def test_the_tasks_table_expires_records_by_ttl(dev):
 
 
 def test_the_tables_have_the_indexes_the_code_queries(dev):
-    tasks, orders = dev.props(dev.stack.tables.tasks), dev.props(dev.stack.tables.orders)
+    tables = dev.stack.tables
+    tasks, orders, customers = (dev.props(table) for table in (tables.tasks, tables.orders, tables.customers))
     assert [index["IndexName"] for index in tasks["GlobalSecondaryIndexes"]] == [TaskTable.USER_INDEX]
     assert [index["IndexName"] for index in orders["GlobalSecondaryIndexes"]] == [OrdersTable.DAY_INDEX]
+    assert [index["IndexName"] for index in customers["GlobalSecondaryIndexes"]] == [CustomersTable.DAY_INDEX]
+    # The readers return every attribute of an item from the index alone.
+    for table in (tasks, orders, customers):
+        assert [index["Projection"] for index in table["GlobalSecondaryIndexes"]] == [{"ProjectionType": "ALL"}]
 
 
 # --- SQS --------------------------------------------------------------------------------------
@@ -639,6 +658,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "AccessLogsBucketName",
         "TasksTableName",
         "OrdersTableName",
+        "CustomersTableName",
         *(f"TaskQueueUrl{lane_id(lane)}" for lane in LANES),
         *(f"DeadLetterQueueUrl{lane_id(lane)}" for lane in LANES),
         "AlarmTopicArn",
@@ -655,6 +675,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
     dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
     dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})
+    dev.template.has_output("CustomersTableName", {"Value": dev.ref(dev.stack.tables.customers)})
     dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})
     dev.template.has_output("WebhookSecretArn", {"Value": dev.ref(dev.stack.webhook_secret.secret)})
     api_url = json.dumps(dev.template.to_json()["Outputs"]["ApiUrl"]["Value"])
