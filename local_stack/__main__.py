@@ -37,6 +37,11 @@ Try it:
   curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $TOKEN"
   curl -sL -OJ {url}/v1/exports/<task_id>/download -H "Authorization: Bearer $TOKEN"
 
+Or with the CLI (in another terminal):
+
+  source .venv/bin/activate && export EXPORTS_TOKEN={token}
+  exportctl submit orders --from {_recent(7)} --to {_recent(0)} --format xlsx --wait --download ./out/
+
 Ctrl-C stops everything.
 """
 
