@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test bench lint format synth deploy destroy clean openapi
+.PHONY: run test bench compat lint format synth deploy destroy clean openapi
 
 # The virtualenv is rebuilt only when the dependency pins change.
 $(STAMP): pyproject.toml constraints.txt client/pyproject.toml
@@ -33,6 +33,10 @@ openapi: $(STAMP)
 ## bench: rows/s and peak RSS of csv, csv.gz and xlsx exports next to bare writers (a few minutes)
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+## compat: LibreOffice (installed with apt-get when missing) reads both XLSX engines' files; cells compared
+compat: $(STAMP)
+	$(BIN)/python -m bench.compat
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,9 +9,13 @@ Cases:
   bare_csv       csv.writer into a file
   bare_csv_gz    csv.writer into gzip.open (level 6, as csv.gz exports)
   bare_xlsx      an openpyxl write-only workbook saved to a file, values appended as they are
+  bare_xlsx_stream
+                 our XLSX engine (exports/writers/xlsx_engine) writing pages into a file
   csv, csv.gz, xlsx
                  the service's pipeline: run_export (export type pages -> writer -> sink ->
-                 parts), the parts going to a file, progress going to in-memory task records
+                 parts), the parts going to a file, progress going to in-memory task records;
+                 xlsx with the default engine (stream)
+  xlsx_openpyxl  the pipeline with the openpyxl engine (Settings.xlsx_engine = "openpyxl")
 """
 
 from __future__ import annotations
@@ -132,6 +136,18 @@ def run_bare_xlsx(rows: int, folder: Path) -> int:
     return path.stat().st_size
 
 
+def run_bare_xlsx_stream(rows: int, folder: Path) -> int:
+    from exports.writers.xlsx_engine import XlsxStream
+
+    path = folder / "bare_stream.xlsx"
+    with path.open("wb") as out:
+        stream = XlsxStream(_columns(), out)
+        for rows_of_page in pages(rows):
+            stream.write_rows(rows_of_page)
+        stream.close()
+    return path.stat().st_size
+
+
 # the pipeline ---------------------------------------------------------------------------------
 
 
@@ -211,8 +227,8 @@ def _bench_type(rows: int) -> Any:
     return BenchOrders()
 
 
-def run_pipeline(rows: int, folder: Path, fmt: str) -> int:
-    from exports.config import Worker
+def run_pipeline(rows: int, folder: Path, fmt: str, xlsx_engine: str | None = None) -> int:
+    from exports.config import Worker, XlsxEngine
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
     from exports.services.dependencies import Dependencies
@@ -226,6 +242,7 @@ def run_pipeline(rows: int, folder: Path, fmt: str) -> int:
             progress_interval_sec=Worker.PROGRESS_INTERVAL_SEC,
             lease_sec=Worker.LEASE_SEC,
             upload_part_bytes=Worker.UPLOAD_PART_BYTES,
+            xlsx_engine=xlsx_engine or XlsxEngine.DEFAULT,
         ),
         "tasks": tasks,
         "results": results,
@@ -263,7 +280,9 @@ CASES = {
     "bare_xlsx": run_bare_xlsx,
     "csv": lambda rows, folder: run_pipeline(rows, folder, "csv"),
     "csv.gz": lambda rows, folder: run_pipeline(rows, folder, "csv.gz"),
+    "bare_xlsx_stream": run_bare_xlsx_stream,
     "xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx"),
+    "xlsx_openpyxl": lambda rows, folder: run_pipeline(rows, folder, "xlsx", "openpyxl"),
 }
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Admission, Env, HotKey, Results, Worker
+from exports.config import Admission, Env, HotKey, Results, Worker, XlsxEngine
 
 
 class Settings(BaseModel):
@@ -36,6 +37,7 @@ class Settings(BaseModel):
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
     hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
+    xlsx_engine: Literal[XlsxEngine.STREAM, XlsxEngine.OPENPYXL] = XlsxEngine.DEFAULT
 
     @property
     def retention(self) -> timedelta:
@@ -68,6 +70,7 @@ class Settings(BaseModel):
             "max_backlog": Env.MAX_BACKLOG,
             "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
             "hot_key_burst": Env.HOT_KEY_BURST,
+            "xlsx_engine": Env.XLSX_ENGINE,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
         return cls.model_validate(values)

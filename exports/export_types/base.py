@@ -23,6 +23,7 @@ class ColumnKind(StrEnum):
     DECIMAL = "decimal"
     DATE = "date"
     DATETIME = "datetime"
+    BOOLEAN = "boolean"
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ Exports longer than one invocation: the worker handler states how long its invoc
 :attr:`exports.config.LongExports.CHECKPOINT_MARGIN_SEC` before the end, at a page boundary,
 saves a checkpoint next to the result file, queues its task again and raises
 :class:`ExportContinues`; the next invocation that claims the task appends to the same upload
-from that checkpoint. An XLSX workbook cannot be continued (openpyxl holds it in temporary files
-until it is saved), so it stops with ``XLSX_TOO_LARGE`` while there is still time and disk to
-abort cleanly. A failed export aborts its upload and deletes its checkpoint: no partial file.
+from that checkpoint. An XLSX workbook is not continued: it stops with ``XLSX_TOO_LARGE`` while
+there is still time to abort cleanly (and, with the openpyxl engine, which holds the workbook in
+temporary files until it is saved, disk). The stream engine (``XlsxEngine.STREAM``, the default)
+writes the workbook straight into the upload. A failed export aborts its upload and deletes its
+checkpoint: no partial file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
-from exports.config import LongExports, Metric, Results, XlsxLimits
+from exports.config import LongExports, Metric, Results, XlsxEngine, XlsxLimits
 from exports.domain.checkpoint import (
     ExportCheckpoint,
     decode_checkpoint,
@@ -40,7 +42,7 @@ from exports.export_types.base import Column, Cursor, ExportType, Row
 from exports.ports import MultipartUpload, ResultStore, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.progress import ProgressReporter
-from exports.writers import csv_writer, xlsx_writer
+from exports.writers import csv_writer, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.resumable_sha256 import NotResumable, Sha256State
 from exports.writers.sink import MultipartSink, SinkState
@@ -52,7 +54,12 @@ XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
 CONTENT_TYPES: Mapping[ExportFormat, str] = {
     ExportFormat.CSV: csv_writer.CONTENT_TYPE,
     ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
-    ExportFormat.XLSX: xlsx_writer.CONTENT_TYPE,
+    ExportFormat.XLSX: xlsx_engine.CONTENT_TYPE,
+}
+# Settings.xlsx_engine -> the writer; both take (columns, rows, out).
+XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
+    XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
+    XlsxEngine.OPENPYXL: xlsx_writer.write_xlsx,
 }
 
 RemainingMs = Callable[[], int]
@@ -329,34 +336,48 @@ class _Run:
     # XLSX -----------------------------------------------------------------------------------
 
     def xlsx(self) -> ExportResult:
-        """Stream a workbook; stop with XLSX_TOO_LARGE before time or /tmp runs out."""
+        """Stream a workbook; stop with XLSX_TOO_LARGE before the time runs out, or /tmp (openpyxl
+        engine), or the 2 GiB a workbook may take (stream engine)."""
         # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but a
         # stray one must not outlive the task either.
+        engine = self.deps.settings.xlsx_engine
         upload = self._open_upload(None)
         try:
             sink = MultipartSink(upload, self.deps.settings.upload_part_bytes)
             counted = _Counter()
-            xlsx_writer.write_xlsx(self.columns, self._guarded_rows(counted), sink)
+            rows = self._guarded_rows(counted, temp_files=engine == XlsxEngine.OPENPYXL)
+            try:
+                XLSX_WRITERS[engine](self.columns, rows, sink)
+            except xlsx_engine.ArchiveTooLarge as error:
+                raise ExportFailed(
+                    f"the workbook would pass 2 GiB, more than spreadsheet programs open ({counted.rows} rows "
+                    "written); export CSV or csv.gz, or narrow the filters",
+                    code=XLSX_TOO_LARGE,
+                ) from error
             return self._finish(upload, sink, counted.rows)
         except BaseException:
             self._discard(upload)
             raise
 
-    def _guarded_rows(self, counted: _Counter) -> Iterator[Row]:
+    def _guarded_rows(self, counted: _Counter, temp_files: bool) -> Iterator[Row]:
+        """The rows, stopping with XLSX_TOO_LARGE when the rest would not fit in the time left
+        or, for an engine writing ``temp_files``, in /tmp (and their zipping in the time)."""
         temp_dir = tempfile.gettempdir()
-        used_at_start = shutil.disk_usage(temp_dir).used
+        used_at_start = shutil.disk_usage(temp_dir).used if temp_files else 0
         for page in self.export_type.pages(self.filters):
             yield from page.rows
             counted.rows += len(page.rows)
             self.tracker.update(counted.rows, page.fraction)
-            disk = shutil.disk_usage(temp_dir)
-            if disk.free < XlsxLimits.TMP_RESERVE_BYTES:
-                raise ExportFailed(
-                    f"the workbook does not fit in the worker's temporary disk ({disk.free // 2**20} MiB left "
-                    f"after {counted.rows} rows); export CSV or csv.gz, or narrow the filters",
-                    code=XLSX_TOO_LARGE,
-                )
-            save_sec = max(0, disk.used - used_at_start) / XlsxLimits.SAVE_BYTES_PER_SEC
+            save_sec = 0.0
+            if temp_files:
+                disk = shutil.disk_usage(temp_dir)
+                if disk.free < XlsxLimits.TMP_RESERVE_BYTES:
+                    raise ExportFailed(
+                        f"the workbook does not fit in the worker's temporary disk ({disk.free // 2**20} MiB left "
+                        f"after {counted.rows} rows); export CSV or csv.gz, or narrow the filters",
+                        code=XLSX_TOO_LARGE,
+                    )
+                save_sec = max(0, disk.used - used_at_start) / XlsxLimits.SAVE_BYTES_PER_SEC
             if self.budget.below(XlsxLimits.TIME_MARGIN_SEC + save_sec):
                 raise ExportFailed(
                     f"the workbook cannot be finished in one worker run ({counted.rows} rows written); "

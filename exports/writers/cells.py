@@ -9,12 +9,13 @@ from typing import Any
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
-# XML 1.0 cannot carry these control characters; openpyxl refuses them (same set as its own).
-ILLEGAL_XML_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# XML 1.0 cannot carry these: control characters (the set openpyxl refuses), and lone
+# surrogates, U+FFFE and U+FFFF (lxml refuses them: one in a value failed the export).
+ILLEGAL_XML_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def xml_safe(value: Any) -> Any:
-    """Text without the control characters a spreadsheet cannot hold; other values unchanged."""
+    """Text without the characters a spreadsheet cannot hold; other values unchanged."""
     if isinstance(value, str):
         return ILLEGAL_XML_CHARACTERS.sub("", value)
     return value

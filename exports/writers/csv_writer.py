@@ -58,6 +58,10 @@ def _datetime(value: Any) -> Any:
     return csv_text(value)
 
 
+def _boolean(value: Any) -> Any:
+    return value if value.__class__ is bool else csv_text(value)
+
+
 # Per column kind, an expression for value ``{c}``: a cheap test for the usual value, which
 # csv.writer then writes as csv_text would (it writes None as "" and other values with str(),
 # and str() of these types is their csv_text), else the converter above.
@@ -70,6 +74,7 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     ColumnKind.DATE: "({c} if {c}.__class__ is date or {c} is None else _date({c}))",
     ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None and not {c}.microsecond"
     " and {c}.year >= 1000 or {c} is None else _datetime({c}))",
+    ColumnKind.BOOLEAN: "({c} if {c}.__class__ is bool or {c} is None else _boolean({c}))",
 }
 _NAMESPACE = {
     "_TRIGGERS": "".join(FORMULA_TRIGGERS),
@@ -81,6 +86,7 @@ _NAMESPACE = {
     "_decimal": _decimal,
     "_date": _date,
     "_datetime": _datetime,
+    "_boolean": _boolean,
 }
 
 

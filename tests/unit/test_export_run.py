@@ -329,7 +329,7 @@ Usage = namedtuple("Usage", "total used free")
 def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
     readings = iter([Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**6)])
     monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
-    world = make_world(NumbersExport(rows_total=100, page_rows=10))
+    world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
 
     with pytest.raises(ExportFailed) as failed:
         run(world, running_task(world, fmt=ExportFormat.XLSX))
@@ -343,7 +343,7 @@ def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monke
     grown = 10 * XlsxLimits.SAVE_BYTES_PER_SEC  # ten seconds of saving
     readings = iter([Usage(10**12, 0, 10**11)] + [Usage(10**12, grown, 10**11)] * 20)
     monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
-    world = make_world(NumbersExport(rows_total=100, page_rows=10))
+    world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
     just_enough_without_saving = (XlsxLimits.TIME_MARGIN_SEC + 5) * 1000
 
     with pytest.raises(ExportFailed) as failed:

@@ -1,0 +1,199 @@
+"""Sheet rows as SpreadsheetML text, from per-column cell templates.
+
+For the export's columns, one function is generated (like the CSV row encoder): it unpacks each
+row into one local per column and builds the row from each column's template with an inline test
+for the usual value (a ``str`` that needs no escaping, an ``int``, a finite ``Decimal``, a
+``date``, a naive ``datetime``, a ``bool``). Anything else (None aside: no cell) goes through
+:func:`cell`, which handles every value of every type and is what the templates must equal.
+Per-cell calls and per-cell type dispatch are what a general writer spends its time on.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from enum import IntEnum
+from typing import Any
+
+from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.cells import FORMULA_TRIGGERS, neutralise, xml_safe
+
+
+class Style(IntEnum):
+    """Cell formats: their index in ``cellXfs`` of ``xl/styles.xml`` (see ``parts.py``)."""
+
+    NONE = 0
+    HEADER = 1
+    DATE = 2
+    DATETIME = 3
+    DECIMAL = 4
+
+
+COLUMN_STYLES = {ColumnKind.DATE: Style.DATE, ColumnKind.DATETIME: Style.DATETIME, ColumnKind.DECIMAL: Style.DECIMAL}
+_DATE_STYLES = (Style.DATE, Style.DATETIME)
+
+# Serial numbers of the 1900 date system: days since 1899-12-30. Excel counts 1900-02-29,
+# which did not exist, so days before 1900-03-01 are one less (as openpyxl writes them).
+_EPOCH = datetime(1899, 12, 30)
+_EPOCH_ORDINAL = _EPOCH.toordinal()
+_FIRST_EXACT_SERIAL = 61  # 1900-03-01
+_DAY = timedelta(days=1)
+# Excel reads "_xHHHH_" in text as the character HHHH (ECMA-376 ST_Xstring): escape the "_".
+_XSTRING_ESCAPE = re.compile("_(?=x[0-9A-Fa-f]{4}_)")
+_XML_SPACE = (" ", "\t", "\n", "\r")
+
+
+def column_letter(index: int) -> str:
+    """A, B, ..., Z, AA, ... for the 0-based column ``index``."""
+    letters = ""
+    index += 1
+    while index:
+        index, remainder = divmod(index - 1, 26)
+        letters = chr(65 + remainder) + letters
+    return letters
+
+
+def date_serial(value: date) -> int | float:
+    """The serial number of a date or datetime (a time zone is dropped: the wall time counts,
+    as in CSV)."""
+    if isinstance(value, datetime):
+        days = (value.replace(tzinfo=None) - _EPOCH) / _DAY
+        return days - 1 if 1 <= days < _FIRST_EXACT_SERIAL else days
+    days = value.toordinal() - _EPOCH_ORDINAL
+    return days - 1 if 0 < days < _FIRST_EXACT_SERIAL else days
+
+
+def stored_text(value: str) -> str:
+    """The text a cell holds for ``value``: what the other writers store (what XML cannot carry
+    removed, formula text neutralised)."""
+    return neutralise(xml_safe(value))
+
+
+def text_xml(text: str) -> str:
+    """``text`` as the content of ``<t>``: escaped for XML and for Excel's ``_xHHHH_``, with
+    carriage returns kept (an XML reader turns a raw one into a line feed)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    if "_x" in text:
+        text = _XSTRING_ESCAPE.sub("_x005F_", text)
+    return text
+
+
+def text_cell(value: str, ref: str) -> str:
+    """An inline string cell (never styled, as in the other writers); empty text gives no cell."""
+    return _inline(stored_text(value), ref, "")
+
+
+def _inline(text: str, ref: str, styled: str) -> str:
+    if not text:
+        return ""
+    space = ' xml:space="preserve"' if text.startswith(_XML_SPACE) or text.endswith(_XML_SPACE) else ""
+    return f'<c r="{ref}"{styled} t="inlineStr"><is><t{space}>{text_xml(text)}</t></is></c>'
+
+
+def cell(value: Any, ref: str, style: int) -> str:
+    """The cell ``ref`` for any value in a column of cell format ``style``: None and empty text
+    give no cell; numbers, dates and booleans are typed; text is stored as the other writers
+    store it; any other value is its ``str()`` as text (as CSV writes it)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return text_cell(value, ref)
+    if isinstance(value, bool):
+        return f'<c r="{ref}" t="b"><v>{int(value)}</v></c>'
+    if isinstance(value, date):
+        own = Style.DATETIME if isinstance(value, datetime) else Style.DATE
+        return _number(date_serial(value), ref, style if style in _DATE_STYLES else own)
+    if isinstance(value, int | float | Decimal) and _finite(value):
+        return _number(value, ref, style)
+    return text_cell(str(value), ref)
+
+
+def _finite(value: int | float | Decimal) -> bool:
+    return value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
+
+
+def _number(value: Any, ref: str, style: int) -> str:
+    styled = f' s="{style}"' if style else ""
+    return f'<c r="{ref}"{styled}><v>{value}</v></c>'
+
+
+def header_row(columns: Sequence[Column]) -> str:
+    """Row 1: the headers in bold (as given: headers are the export type's own text)."""
+    bold = f' s="{int(Style.HEADER)}"'
+    cells = (_inline(xml_safe(column.header), f"{column_letter(index)}1", bold) for index, column in enumerate(columns))
+    return f'<row r="1">{"".join(cells)}</row>'
+
+
+# Per column kind: the test for the usual value and the f-string of the cell it gives. ``$v`` is
+# the value's local, ``$L`` the column's letter, ``$s`` its cell format (filled in once, when the
+# encoder is made); ``{n}`` is the row number. A value that fails the test goes to cell(); None
+# gives no cell. Text takes the template only when it needs nothing done: printable (no control
+# characters, tabs or line breaks), nothing to escape, no leading formula trigger, no leading or
+# trailing space.
+_FAST_CELLS: dict[ColumnKind, tuple[str, str]] = {
+    ColumnKind.STRING: (
+        "$v.__class__ is str and $v[:1] not in _LEAD and $v[-1:] != ' ' and $v.isprintable()"
+        " and '&' not in $v and '<' not in $v and '>' not in $v and '_x' not in $v",
+        '<c r="$L{n}" t="inlineStr"><is><t>{$v}</t></is></c>',
+    ),
+    ColumnKind.INTEGER: ("$v.__class__ is int", '<c r="$L{n}"><v>{$v}</v></c>'),
+    ColumnKind.DECIMAL: ("$v.__class__ is _Decimal and $v.is_finite()", '<c r="$L{n}" s="$s"><v>{$v}</v></c>'),
+    ColumnKind.DATE: (
+        "$v.__class__ is _date and (_o := $v.toordinal()) >= _EPOCH_ORDINAL + _FIRST_EXACT_SERIAL",
+        '<c r="$L{n}" s="$s"><v>{_o - _EPOCH_ORDINAL}</v></c>',
+    ),
+    # Whole seconds: the day, then the time of day in ten decimals (Excel keeps 15 digits).
+    ColumnKind.DATETIME: (
+        "$v.__class__ is _datetime and $v.tzinfo is None and not $v.microsecond"
+        " and (_o := $v.toordinal()) >= _EPOCH_ORDINAL + _FIRST_EXACT_SERIAL",
+        '<c r="$L{n}" s="$s"><v>{_o - _EPOCH_ORDINAL}.'
+        "{(($v.hour * 3600 + $v.minute * 60 + $v.second) * 10_000_000_000 + 43_200) // 86_400:010d}</v></c>",
+    ),
+    ColumnKind.BOOLEAN: ("$v.__class__ is bool", '<c r="$L{n}" t="b"><v>{$v:d}</v></c>'),
+}
+_NAMESPACE = {
+    "_LEAD": "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable()) + " ",
+    "_Decimal": Decimal,
+    "_date": date,
+    "_datetime": datetime,
+    "_EPOCH": _EPOCH,
+    "_EPOCH_ORDINAL": _EPOCH_ORDINAL,
+    "_FIRST_EXACT_SERIAL": _FIRST_EXACT_SERIAL,
+    "_cell": cell,
+}
+
+RowsEncoder = Callable[[Sequence[Row], int], str]
+
+
+def rows_encoder(columns: Sequence[Column]) -> RowsEncoder:
+    """``encode(rows, last)``: the XML of ``rows`` numbered from ``last + 1``. A row of the
+    wrong length raises ``ValueError``."""
+    if not columns:
+        return lambda rows, last: "".join(f'<row r="{last + number}"/>' for number in range(1, len(rows) + 1))
+    names = [f"c{index}" for index in range(len(columns))]
+    cells = ", ".join(_cell_expression(names[index], index, column) for index, column in enumerate(columns))
+    source = (
+        "def encode(rows, r):\n"
+        "    parts = []\n"
+        "    add = parts.extend\n"
+        f"    for ({', '.join(names)},) in rows:\n"
+        "        r += 1\n"
+        "        n = str(r)\n"
+        f"        add((f'<row r=\"{{n}}\">', {cells}, '</row>'))\n"
+        "    return ''.join(parts)\n"
+    )
+    namespace = dict(_NAMESPACE)
+    exec(compile(source, "<xlsx row encoder>", "exec"), namespace)  # fixed templates, no input in the code
+    return namespace["encode"]
+
+
+def _cell_expression(name: str, index: int, column: Column) -> str:
+    """The expression giving the cell of the local ``name`` (column ``index``) in row ``n``."""
+    test, template = _FAST_CELLS[column.kind]
+    letter, style = column_letter(index), int(COLUMN_STYLES.get(column.kind, Style.NONE))
+    for field, value in (("$v", name), ("$L", letter), ("$s", str(style))):
+        test, template = test.replace(field, value), template.replace(field, value)
+    return f"('' if {name} is None else f{template!r} if {test} else _cell({name}, {letter!r} + n, {style}))"

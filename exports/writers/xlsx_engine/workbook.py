@@ -1,0 +1,147 @@
+"""The workbook written as a zip stream: parts go out as they are made, nothing is seeked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from typing import BinaryIO
+
+from exports.config import XlsxEngine
+from exports.export_types.base import Column, Row
+from exports.writers.xlsx_engine import parts
+from exports.writers.xlsx_engine.rows import header_row, rows_encoder
+from exports.writers.xlsx_engine.zip_stream import MAX_ENTRY_BYTES, ZipStream
+
+CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+# Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
+MAX_DATA_ROWS_PER_SHEET = 1_048_575
+# A sheet also ends, and the next one starts, before its XML outgrows a zip entry without
+# ZIP64 records (4 GiB; see zip_stream.py). At ~700 bytes a row that never comes before the
+# row limit; rows of more than ~4 KiB of XML do.
+MAX_SHEET_XML_BYTES = MAX_ENTRY_BYTES
+# Rows encoded and written together when the caller gives rows one by one.
+BATCH_ROWS = 1000
+
+
+class XlsxStream:
+    """An XLSX file written into ``out`` as rows come: a bold frozen header, column widths,
+    typed cells with number formats; a new sheet, header repeated, past ``max_rows_per_sheet``
+    data rows. Memory is one batch of rows and the compressor's window, whatever the row count.
+
+    ``write_rows`` takes rows (a page), :meth:`close` finishes the file (workbook, relationships,
+    content types and the zip's central directory). After a failure call :meth:`discard`: nothing
+    more reaches ``out``, and nothing is left to clean up (no temporary file is ever made). A file
+    that would pass 2 GiB raises :class:`~exports.writers.xlsx_engine.zip_stream.ArchiveTooLarge`.
+    """
+
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        out: BinaryIO,
+        sheet_title: str = "Export",
+        max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,
+        compress_level: int = XlsxEngine.ZIP_LEVEL,
+        max_sheet_bytes: int = MAX_SHEET_XML_BYTES,
+    ) -> None:
+        if max_rows_per_sheet < 1:
+            raise ValueError("a sheet holds at least one data row")
+        self.rows = 0
+        self._columns = list(columns)
+        self._title = sheet_title
+        self._max_rows = max_rows_per_sheet
+        self._encode = rows_encoder(self._columns)
+        self._head_row = header_row(self._columns).encode()
+        self._tail = parts.SHEET_TAIL.encode()
+        self._zip = ZipStream(out, compress_level)
+        self._max_bytes = max_sheet_bytes - len(self._tail)
+        self._sheet_names: list[str] = []
+        self._in_sheet = 0
+        self._sheet_bytes = 0
+        self._zip.add(parts.PACKAGE_RELS, parts.package_rels())
+        self._zip.add(parts.STYLES, parts.STYLESHEET)
+        self._new_sheet()
+
+    def write_rows(self, rows: Sequence[Row]) -> None:
+        """Append ``rows``; a row of the wrong length raises ``ValueError``."""
+        start, total = 0, len(rows)
+        while start < total:
+            if self._in_sheet == self._max_rows:
+                self._new_sheet()
+            end = min(total, start + self._max_rows - self._in_sheet)
+            batch = rows if start == 0 and end == total else rows[start:end]
+            data = self._encode(batch, self._in_sheet + 1).encode()
+            if self._sheet_bytes + len(data) > self._max_bytes:
+                end = start + self._write_what_fits(batch)
+            else:
+                self._put(data, end - start)
+            start = end
+
+    def close(self) -> int:
+        """Finish the file; returns the number of data rows."""
+        self._end_sheet()
+        self._zip.add(parts.WORKBOOK, parts.workbook(self._sheet_names))
+        self._zip.add(parts.WORKBOOK_RELS, parts.workbook_rels(len(self._sheet_names)))
+        self._zip.add(parts.CONTENT_TYPES, parts.content_types(len(self._sheet_names)))
+        self._zip.close()
+        return self.rows
+
+    def discard(self) -> None:
+        """Write nothing more into ``out`` (the export failed; its upload is aborted)."""
+        self._zip.discard()
+
+    def _new_sheet(self) -> None:
+        self._end_sheet()
+        number = len(self._sheet_names) + 1
+        self._sheet_names.append(self._title if number == 1 else f"{self._title} ({number})")
+        self._zip.start(parts.sheet_part(number))
+        self._in_sheet = self._sheet_bytes = 0
+        self._put(parts.sheet_head(self._columns, selected=number == 1).encode() + self._head_row, 0)
+
+    def _end_sheet(self) -> None:
+        if self._sheet_names:
+            self._zip.write(self._tail)
+            self._zip.end()
+
+    def _put(self, data: bytes, rows: int) -> None:
+        self._zip.write(data)
+        self._sheet_bytes += len(data)
+        self._in_sheet += rows
+        self.rows += rows
+
+    def _write_what_fits(self, rows: Sequence[Row]) -> int:
+        """The rare path: ``rows`` would take the sheet past its size limit. Write them one by
+        one while they fit, then start the next sheet; returns how many were written."""
+        for index, row in enumerate(rows):
+            data = self._encode((row,), self._in_sheet + 1).encode()
+            if self._sheet_bytes + len(data) > self._max_bytes:
+                if self._in_sheet == 0:
+                    raise ValueError(f"row {self.rows + 1} alone is more XML than a sheet may hold")
+                self._new_sheet()
+                return index
+            self._put(data, 1)
+        return len(rows)
+
+
+def write_xlsx_stream(
+    columns: list[Column],
+    rows: Iterable[Row],
+    out: BinaryIO,
+    on_row: Callable[[int], None] | None = None,
+    sheet_title: str = "Export",
+    max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,
+) -> int:
+    """Stream ``rows`` into an XLSX file written into ``out`` (which need not seek); the same
+    call as :func:`exports.writers.xlsx_writer.write_xlsx`. Returns the number of data rows. If
+    ``rows`` raises, nothing more is written into ``out``."""
+    stream = XlsxStream(columns, out, sheet_title=sheet_title, max_rows_per_sheet=max_rows_per_sheet)
+    try:
+        iterator = iter(rows)
+        while batch := list(islice(iterator, BATCH_ROWS)):
+            stream.write_rows(batch)
+            if on_row is not None:
+                for count in range(stream.rows - len(batch) + 1, stream.rows + 1):
+                    on_row(count)
+        return stream.close()
+    except BaseException:
+        stream.discard()
+        raise
