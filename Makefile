@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test bench compat lint format synth deploy destroy clean openapi
+.PHONY: run test bench compat lint format synth deploy destroy clean openapi redrive load
 
 # The virtualenv is rebuilt only when the dependency pins change.
 $(STAMP): pyproject.toml constraints.txt client/pyproject.toml
@@ -37,6 +37,14 @@ bench: $(STAMP)
 ## compat: LibreOffice (installed with apt-get when missing) reads both XLSX engines' files; cells compared
 compat: $(STAMP)
 	$(BIN)/python -m bench.compat
+
+## redrive: move dead-lettered task messages back to their lanes (ARGS="--stack exports-dev" on AWS, "--endpoint-url http://127.0.0.1:<port>" for make run; --dry-run, --lane, --max)
+redrive: $(STAMP)
+	$(BIN)/python scripts/redrive.py $(ARGS)
+
+## load: a bounded local load run on loopback, 60 s (its own stack; ARGS="--url http://127.0.0.1:8000 --token dev-..." for make run)
+load: $(STAMP)
+	$(BIN)/python scripts/load.py $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -116,6 +117,10 @@ class Gateway:
 
     def __init__(self, handler: Handler, tokens: Mapping[str, str], host: str = "127.0.0.1", port: int = 8000) -> None:
         self._handler = handler
+        # Lambda gives an execution environment one event at a time, and the function relies on it
+        # (Powertools' resolver keeps the current event in a module global): requests served on
+        # the server's threads take turns, or one request could run as another request's user.
+        self._one_at_a_time = threading.Lock()
         self._tokens = dict(tokens)
         self._server: BaseWSGIServer = make_server(host, port, self._wsgi, threaded=True)
         self.url = f"http://{host}:{self._server.server_port}"
@@ -139,7 +144,9 @@ class Gateway:
             return _unauthorized()
         body = request.get_data(cache=False)
         event = to_event(request, body, user_id)
-        return from_result(self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29)))
+        with self._one_at_a_time:
+            result = self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29))
+        return from_result(result)
 
     def _user_of(self, request: Request) -> str | None:
         scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")

@@ -16,7 +16,11 @@ from botocore.config import Config
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 
 
+# Presigned download links use Signature Version 4: S3 no longer accepts version 2 everywhere.
+_SERVICE_CONFIG = {"s3": _CONFIG.merge(Config(signature_version="s3v4"))}
+
+
 @cache
 def aws_client(service: str) -> Any:
     """The shared client for ``service`` (e.g. ``"dynamodb"``)."""
-    return boto3.session.Session().client(service, config=_CONFIG)
+    return boto3.session.Session().client(service, config=_SERVICE_CONFIG.get(service, _CONFIG))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
@@ -47,6 +48,21 @@ def check_envelope(event: APIGatewayProxyEventV2) -> None:
     media_type = (event.headers.get("content-type") or "").split(";")[0].strip().lower()
     if body and media_type != "application/json" and not media_type.endswith("+json"):
         raise UnsupportedMediaType("send the body as application/json")
+
+
+def unparsable_body(event: APIGatewayProxyEventV2) -> str | None:
+    """Why the body cannot be read as JSON at all, or None. Catches what the JSON parser raises
+    besides a syntax error: text that is not UTF-8, numbers past Python's digit limit, nesting
+    past the recursion limit."""
+    try:
+        json.loads(_raw_body(event))
+    except RecursionError:
+        return "the body is nested too deeply"
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    except ValueError:
+        return "the body is not valid JSON"
+    return None
 
 
 def caller_id(event: APIGatewayProxyEventV2) -> str:

@@ -19,13 +19,20 @@ from exports.domain.errors import (
     ExportsError,
     InvalidRequest,
     Overloaded,
+    RetryableError,
     ServiceUnavailable,
     TaskNotCancellable,
     TaskNotFound,
     TaskNotReady,
     TaskNotRetryable,
 )
-from exports.http.envelope import PayloadTooLarge, Unauthorized, UnsupportedMediaType, check_envelope
+from exports.http.envelope import (
+    PayloadTooLarge,
+    Unauthorized,
+    UnsupportedMediaType,
+    check_envelope,
+    unparsable_body,
+)
 from exports.services.validation import field_path
 
 logger = logging.getLogger(__name__)
@@ -42,7 +49,8 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     TaskNotRetryable: HTTPStatus.CONFLICT,
     ConditionFailed: HTTPStatus.CONFLICT,
     Overloaded: HTTPStatus.TOO_MANY_REQUESTS,
-    ServiceUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
+    # ServiceUnavailable included: a throttled or unreachable dependency is worth a retry, not a 500.
+    RetryableError: HTTPStatus.SERVICE_UNAVAILABLE,
 }
 MALFORMED_JSON = "MALFORMED_JSON"
 RETRY_AFTER_UNAVAILABLE_SEC = 5
@@ -77,8 +85,13 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     def _service_error(error: ExportsError) -> Response:
         status = _status_of(error)
         if status is HTTPStatus.INTERNAL_SERVER_ERROR:
-            logger.error("service error", extra={"error_code": error.code})
+            # The message names the failed operation and the AWS error code (nothing from the request).
+            logger.error("service error", extra={"error_code": error.code, "detail": error.message})
             return error_response(status, "INTERNAL_ERROR", "internal error")
+        if isinstance(error, RetryableError) and not isinstance(error, ServiceUnavailable):
+            # Its message names the dependency and its error code: keep that in the log.
+            logger.warning("transient fault", extra={"error_code": error.code, "detail": error.message})
+            error = ServiceUnavailable("the export service is busy; try again shortly")
         headers = None
         if isinstance(error, Overloaded):
             headers = {"Retry-After": str(error.retry_after)}
@@ -113,5 +126,14 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response:  # the edge: log it, reveal nothing
+        if isinstance(error, (ValueError, RecursionError)) and app.current_event.body:
+            # Raised while the body was parsed (before any route ran): bad input, not a fault.
+            try:
+                check_envelope(app.current_event)
+            except ExportsError as envelope_error:
+                return _service_error(envelope_error)
+            problem = unparsable_body(app.current_event)
+            if problem:
+                return error_response(HTTPStatus.BAD_REQUEST, MALFORMED_JSON, problem)
         logger.exception("unhandled error", extra={"error_type": type(error).__name__})
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal error")

@@ -23,14 +23,16 @@ def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
     except ExportsError:
         # Harmless: a marker whose holder has ended is taken over by the next identical submit.
         logger.warning("could not release the dedup key", exc_info=True)
-    token = after.lifecycle_token
-    if token is None:
-        # The workflow may have stored its token after ``before`` was read.
-        stored = deps.tasks.get(after.task_id)
-        token = stored.lifecycle_token if stored else None
-    if token:
-        try:
+    # From here on the task has ended whatever happens: nothing may raise, or a caller would
+    # take the ended task for one that still needs ending (and e.g. retry a finished export).
+    try:
+        token = after.lifecycle_token
+        if token is None:
+            # The workflow may have stored its token after ``before`` was read.
+            stored = deps.tasks.get(after.task_id)
+            token = stored.lifecycle_token if stored else None
+        if token:
             deps.lifecycle.report_end(token, after)
-        except ExportsError:
-            logger.warning("could not report the task's end; the deadline will", exc_info=True)
+    except ExportsError:
+        logger.warning("could not report the task's end; the deadline will", exc_info=True)
     return after

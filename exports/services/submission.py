@@ -13,6 +13,7 @@ from exports.api_models import ExportRequest
 from exports.config import Admission, Estimates, Metric
 from exports.domain.admission import Throughput, dedup_key, estimate_completion_sec, lane_for
 from exports.domain.errors import (
+    ConditionFailed,
     DuplicateSubmission,
     ExportsError,
     InvalidRequest,
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 ENQUEUE_FAILED = "ENQUEUE_FAILED"
 SCHEDULE_FAILED = "SCHEDULE_FAILED"
 _ADMIT_ATTEMPTS = 5
+_COMPENSATE_ATTEMPTS = 4
 DEFAULT_THROUGHPUT = Throughput(
     rows_per_sec=Estimates.DEFAULT_ROWS_PER_SEC,
     task_sec=Estimates.DEFAULT_TASK_SEC,
@@ -155,7 +157,23 @@ def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencie
     try:
         send()
     except ExportsError as error:
-        now = deps.clock()
-        end_task(task, fail(task, code, "the task could not be scheduled", now, deps.settings.retention), deps)
+        _fail_unscheduled(task, code, deps)
         deps.metrics.add(Metric.ENQUEUE_FAILED)
         raise ServiceUnavailable("the export service is busy; try again shortly") from error
+
+
+def _fail_unscheduled(task: Task, code: str, deps: Dependencies) -> None:
+    """End the stored task as FAILED with ``code``, retrying transient faults: a task left PENDING
+    without its message (or without its workflow, which would time it out) holds a quota slot and
+    its dedup key for nothing, and a resubmission would be merged into it."""
+    failed = fail(task, code, "the task could not be scheduled", deps.clock(), deps.settings.retention)
+    for attempt in range(_COMPENSATE_ATTEMPTS):
+        try:
+            end_task(task, failed, deps)
+            return
+        except ConditionFailed:
+            return  # it has ended already (an earlier try was written, only its answer was lost)
+        except RetryableError:
+            if attempt + 1 < _COMPENSATE_ATTEMPTS:
+                time.sleep(0.05 * 2**attempt * (1 + deps.random()))
+    logger.error("a task that could not be scheduled could not be marked FAILED either", extra={"code": code})

@@ -40,9 +40,27 @@ def _refuse(reason: str) -> InvalidRequest:
     return InvalidRequest(f"callback_url {reason}", field="callback_url", code=REFUSED)
 
 
+# IPv6 ranges that carry an IPv4 address in their last 32 bits and reach it: NAT64 (the
+# well-known prefix, and the local-use one, which is never public) and IPv4-compatible addresses.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to (mapped, 6to4, NAT64, IPv4-compatible), if any."""
+    if address.ipv4_mapped or address.sixtofour:
+        return address.ipv4_mapped or address.sixtofour
+    if address in _NAT64 or address in _NAT64_LOCAL or address in _IPV4_COMPATIBLE:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return False
+        address = _embedded_ipv4(address) or address
     # is_global is False for private, loopback, link-local (169.254.169.254 included), shared,
     # reserved, unspecified and documentation ranges, and IPv6 unique-local and link-local.
     return address.is_global and not address.is_multicast

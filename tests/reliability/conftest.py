@@ -1,0 +1,154 @@
+"""Fixtures of the reliability suite: moto with the real resources (from the integration suite),
+faults on the functions' clients, and every status change of every task (DynamoDB Streams)."""
+
+import copy
+import random
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from local_stack.embedded_aws import REGION, Resources
+from tests.integration.conftest import atomic_dynamodb, aws, orders, retry_clock, running_aws  # noqa: F401
+from tests.reliability.faults import Faults
+
+# moto answers DynamoDB Streams calls on the service's classic host name only.
+STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
+
+StatusHistory = Callable[[], dict[str, list[tuple[str | None, str | None]]]]
+
+
+def status_history(resources: Resources) -> StatusHistory:
+    """Turn on the tasks table's stream; the returned function reads every (old, new) status of
+    every task id, in order, from it."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    arn = dynamodb.update_table(
+        TableName=resources.tasks_table,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )["TableDescription"]["LatestStreamArn"]
+    streams = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=STREAMS_ENDPOINT)
+
+    def read() -> dict[str, list[tuple[str | None, str | None]]]:
+        changes: dict[str, list[tuple[str | None, str | None]]] = defaultdict(list)
+        for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            while iterator:
+                page = streams.get_records(ShardIterator=iterator, Limit=1000)
+                for record in page["Records"]:
+                    task_id = record["dynamodb"]["Keys"]["task_id"]["S"]
+                    if not task_id.startswith("exp_"):
+                        continue
+                    old = record["dynamodb"].get("OldImage", {}).get("status", {}).get("S")
+                    new = record["dynamodb"].get("NewImage", {}).get("status", {}).get("S")
+                    changes[task_id].append((old, new))
+                iterator = page.get("NextShardIterator") if page["Records"] else None
+        return dict(changes)
+
+    return read
+
+
+@pytest.fixture
+def fast_atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``atomic_dynamodb`` for long runs: moto's writes serialised (DynamoDB is atomic per item),
+    and transactions rolled back item by item instead of moto's deep copy of the whole table
+    before each one, which makes a run of hundreds of tasks quadratic (test harness only)."""
+    from moto.dynamodb import models
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    lock = threading.RLock()
+    original_transact = DynamoDBBackend.transact_write_items
+
+    class _NoTableCopy:
+        """moto's ``copy`` module as its transaction code sees it: tables are not copied."""
+
+        @staticmethod
+        def deepcopy(value: Any) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value)
+
+    def _snapshot(backend: Any, operation: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
+        table = backend.tables.get(operation.get("TableName"))
+        if table is None:
+            return None
+        key = operation.get("Key") or operation.get("Item", {})
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        return table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))
+
+    def _restore(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
+        if range_value is None:
+            table.items.pop(hash_value, None)
+            if item is not None:
+                table.items[hash_value] = item
+        else:
+            table.items[hash_value].pop(range_value, None)
+            if item is not None:
+                table.items[hash_value][range_value] = item
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        with lock:
+            snapshots = [s for entry in transact_items if (s := _snapshot(self, next(iter(entry.values()))))]
+            shards = {id(s[0].stream_shard): s[0].stream_shard for s in snapshots if s[0].stream_shard}
+            streams = [(shard, len(shard.items)) for shard in shards.values()]
+            monkeypatch.setattr(models, "copy", _NoTableCopy)
+            try:
+                original_transact(self, transact_items)
+            except Exception:
+                for table, hash_value, range_value, item in reversed(snapshots):
+                    _restore(table, hash_value, range_value, item)
+                for shard, length in streams:
+                    del shard.items[length:]
+                raise
+            finally:
+                monkeypatch.setattr(models, "copy", copy)
+
+    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", transact_write_items)
+    for name in ("put_item", "update_item", "delete_item"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, locked)
+
+
+def make_faults(seed: int) -> Faults:
+    """Faults for the current thread, installed on the functions' shared clients."""
+    faults = Faults(random.Random(seed))
+    faults.install()
+    return faults
+
+
+def task_records(resources: Resources) -> dict[str, dict[str, Any]]:
+    """Every task record (a scan is fine in a test), by id."""
+    from exports.adapters.dynamodb_items import from_item
+
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    records = {}
+    for page in dynamodb.get_paginator("scan").paginate(TableName=resources.tasks_table):
+        for item in page["Items"]:
+            if item["task_id"]["S"].startswith("exp_"):
+                records[item["task_id"]["S"]] = from_item(item)
+    return records
+
+
+def objects_by_task(resources: Resources) -> dict[str, list[str]]:
+    """Result objects under ``results/<task_id>/``."""
+    s3 = boto3.client("s3", region_name=REGION)
+    found: dict[str, list[str]] = defaultdict(list)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=resources.bucket):
+        for entry in page.get("Contents", []):
+            found[entry["Key"].split("/")[1]].append(entry["Key"])
+    return dict(found)
+
+
+def open_uploads(resources: Resources) -> list[dict[str, Any]]:
+    """Multipart uploads started and neither completed nor aborted."""
+    return boto3.client("s3", region_name=REGION).list_multipart_uploads(Bucket=resources.bucket).get("Uploads", [])

@@ -1,0 +1,148 @@
+"""Tenant isolation on every route of the API: another user's task does not exist for the caller
+(a plain 404, the same answer as an unknown id), lists show only the caller's own tasks, and a
+route nobody classified here fails the suite until someone does."""
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from exports.adapters.s3_results import S3ResultStore
+from exports.domain.status import TaskStatus
+from functions.submit import handler as api
+from local_stack.demo_orders import seed_orders
+from local_stack.embedded_aws import REGION, Resources
+from tests.builders import FakeContext, http_event
+from tests.integration.conftest import SEED_DAY
+from tests.reliability.faults import Lanes
+
+UNKNOWN_ID = "exp_01JZZZZZZZZZZZZZZZZZZZZZZZ"
+# Every route of the API and how it is checked; a new route must be added here.
+TASK_ROUTES = {
+    ("get", "/v1/exports/{task_id}"),
+    ("get", "/v1/exports/{task_id}/download"),
+    ("post", "/v1/exports/{task_id}/cancel"),
+    ("post", "/v1/exports/{task_id}/retry"),
+}
+COLLECTION_ROUTES = {("get", "/v1/exports"), ("post", "/v1/exports")}
+SHARED_ROUTES = {("get", "/v1/export-types")}
+
+
+def call(method: str, path: str, user: str | None, body: Any = None, query: dict[str, str] | None = None) -> Any:
+    result = api.lambda_handler(http_event(method.upper(), path, body, user=user, query=query), FakeContext())
+    return result["statusCode"], json.loads(result["body"]) if result["body"] else None
+
+
+def submit(user: str, day: int) -> str:
+    body = {"export_type": "orders", "filters": {"date_from": f"2025-03-{day:02d}", "date_to": f"2025-03-{day:02d}"}}
+    status, answer = call("post", "/v1/exports", user, body)
+    assert status == 202, answer
+    return answer["task_id"]
+
+
+@pytest.fixture(scope="module")
+def tenants(module_aws: Resources) -> dict[str, dict[str, str]]:
+    """alice: a COMPLETED, a PENDING and a CANCELLED task; bob: one PENDING task."""
+    seed_orders(boto3.client("dynamodb", region_name=REGION), module_aws.orders_table, 400, SEED_DAY)
+    completed = submit("alice", 10)
+    lanes = Lanes(module_aws)
+    lanes.settle("normal", lanes.invoke("normal", lanes.receive("normal")))
+    tasks = {
+        "alice": {"completed": completed, "pending": submit("alice", 11), "cancelled": submit("alice", 12)},
+        "bob": {"pending": submit("bob", 13)},
+    }
+    assert call("post", f"/v1/exports/{tasks['alice']['cancelled']}/cancel", "alice")[0] == 200
+    assert call("get", f"/v1/exports/{completed}", "alice")[1]["status"] == TaskStatus.COMPLETED
+    return tasks
+
+
+@pytest.fixture
+def presigned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every download link minted while the test runs."""
+    minted: list[str] = []
+    original = S3ResultStore.presign_download
+
+    def spy(self: S3ResultStore, key: str, file_name: str, ttl_sec: int) -> str:
+        minted.append(key)
+        return original(self, key, file_name, ttl_sec)
+
+    monkeypatch.setattr(S3ResultStore, "presign_download", spy)
+    yield minted
+
+
+def test_every_route_is_classified() -> None:
+    paths = api.app.get_openapi_schema().paths or {}
+    methods = ("get", "post", "put", "patch", "delete")
+    routes = {(method, path) for path, item in paths.items() for method in methods if getattr(item, method)}
+    assert routes == TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES
+
+
+@pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES))
+@pytest.mark.parametrize("state", ["completed", "pending", "cancelled"])
+def test_another_users_task_is_not_found_on_every_task_route(
+    tenants: dict[str, dict[str, str]], presigned: list[str], method: str, route: str, state: str
+) -> None:
+    target = tenants["alice"][state]
+    before = call("get", f"/v1/exports/{target}", "alice")[1]
+    presigned.clear()
+
+    status, answer = call(method, route.format(task_id=target), "bob")
+    unknown_status, unknown_answer = call(method, route.format(task_id=UNKNOWN_ID), "bob")
+
+    assert status == unknown_status == 404
+    assert answer["error"]["code"] == "TASK_NOT_FOUND"
+    # Indistinguishable from an id that does not exist.
+    assert answer["error"]["message"].replace(target, "<id>") == unknown_answer["error"]["message"].replace(
+        UNKNOWN_ID, "<id>"
+    )
+    assert presigned == []
+    after = call("get", f"/v1/exports/{target}", "alice")[1]
+    assert {k: v for k, v in after.items() if not k.startswith("download")} == {
+        k: v for k, v in before.items() if not k.startswith("download")
+    }
+
+
+def test_lists_show_only_the_callers_tasks_whatever_the_filter(tenants: dict[str, dict[str, str]]) -> None:
+    for user, own in tenants.items():
+        status, page = call("get", "/v1/exports", user, query={"limit": "100"})
+        assert status == 200
+        assert {item["task_id"] for item in page["items"]} == set(own.values())
+        for wanted in TaskStatus:
+            _, filtered = call("get", "/v1/exports", user, query={"status": wanted.value})
+            assert {item["task_id"] for item in filtered["items"]} <= set(own.values())
+
+
+def test_a_page_token_of_another_user_is_refused(tenants: dict[str, dict[str, str]]) -> None:
+    _, page = call("get", "/v1/exports", "alice", query={"limit": "1"})
+    assert page["next_token"]
+
+    status, answer = call("get", "/v1/exports", "bob", query={"limit": "1", "next_token": page["next_token"]})
+
+    assert status == 422
+    assert answer["error"]["field"] == "next_token"
+
+
+def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) -> None:
+    filters = {"date_from": "2025-03-01", "date_to": "2025-03-01"}
+    body = {"export_type": "orders", "user_id": "alice", "filters": filters}
+    status, answer = call("post", "/v1/exports", "bob", body)
+    assert status == 422
+    assert answer["error"]["field"] == "user_id"
+
+
+@pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES))
+def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:
+    path = route.format(task_id=tenants["alice"]["completed"])
+    body = {"export_type": "orders"} if method == "post" else None
+    status, answer = call(method, path, None, body)
+    assert status == 401
+    assert answer["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_the_task_id_pattern_of_the_404_message_is_the_callers_own_input(tenants: dict[str, dict[str, str]]) -> None:
+    """The 404 repeats only what the caller sent: nothing about the owner or the state."""
+    _, answer = call("get", f"/v1/exports/{tenants['alice']['completed']}", "bob")
+    assert re.fullmatch(r"export task exp_\w+ not found", answer["error"]["message"])
