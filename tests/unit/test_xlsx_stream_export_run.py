@@ -123,36 +123,10 @@ def test_a_workbook_that_would_pass_two_gib_stops_with_xlsx_too_large(monkeypatc
     assert world.files.objects == {} and world.files.uploads == {} and len(world.files.aborted) == 1
 
 
+# The openpyxl engine's disk and save-time limits are tested in test_export_run.py.
+
+
 def test_the_stream_engine_needs_no_time_to_save_beyond_the_margin():
     # openpyxl needs time to zip its temporary files; the stream engine has written everything.
     _, result, _ = xlsx_export(rows_total=100, remaining_ms=lambda: (XlsxLimits.TIME_MARGIN_SEC + 1) * 1000)
-    assert result.rows == 100
-
-
-def test_the_openpyxl_engine_still_stops_before_the_temporary_disk_fills_up(monkeypatch):
-    readings = iter([Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**6)])
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
-    world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
-
-    with pytest.raises(ExportFailed) as failed:
-        run(world, running_task(world, fmt=ExportFormat.XLSX))
-
-    assert failed.value.code == "XLSX_TOO_LARGE"
-    assert "temporary disk" in failed.value.message and "after 20 rows" in failed.value.message
-    assert world.files.objects == {}
-
-
-def test_the_openpyxl_engines_time_limit_still_includes_saving_its_temporary_files(monkeypatch):
-    grown = 10 * XlsxLimits.SAVE_BYTES_PER_SEC  # ten seconds of saving
-    readings = iter([Usage(10**12, 0, 10**11)] + [Usage(10**12, grown, 10**11)] * 20)
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
-    world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
-    just_enough_without_saving = (XlsxLimits.TIME_MARGIN_SEC + 5) * 1000
-
-    with pytest.raises(ExportFailed) as failed:
-        run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
-    assert failed.value.code == "XLSX_TOO_LARGE"
-
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: Usage(10**12, 0, 10**11))
-    result = run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
     assert result.rows == 100
