@@ -55,29 +55,22 @@ class Tables(Construct):
             ],
             **common,
         )
-        self.orders = dynamodb.TableV2(
+        self.orders = self._day_indexed("DemoOrders", OrdersTable, common)
+        self.customers = self._day_indexed("DemoCustomers", CustomersTable, common)
+
+    def _day_indexed(
+        self, construct_id: str, keys: type[OrdersTable | CustomersTable], common: dict
+    ) -> dynamodb.TableV2:
+        """A data-source table read day by day through its day index (orders, customers)."""
+        return dynamodb.TableV2(
             self,
-            "DemoOrders",
-            partition_key=_string(OrdersTable.PARTITION_KEY),
+            construct_id,
+            partition_key=_string(keys.PARTITION_KEY),
             global_secondary_indexes=[
                 dynamodb.GlobalSecondaryIndexPropsV2(
-                    index_name=OrdersTable.DAY_INDEX,
-                    partition_key=_string(OrdersTable.DAY_INDEX_PARTITION_KEY),
-                    sort_key=_string(OrdersTable.DAY_INDEX_SORT_KEY),
-                    projection_type=dynamodb.ProjectionType.ALL,
-                )
-            ],
-            **common,
-        )
-        self.customers = dynamodb.TableV2(
-            self,
-            "DemoCustomers",
-            partition_key=_string(CustomersTable.PARTITION_KEY),
-            global_secondary_indexes=[
-                dynamodb.GlobalSecondaryIndexPropsV2(
-                    index_name=CustomersTable.DAY_INDEX,
-                    partition_key=_string(CustomersTable.DAY_INDEX_PARTITION_KEY),
-                    sort_key=_string(CustomersTable.DAY_INDEX_SORT_KEY),
+                    index_name=keys.DAY_INDEX,
+                    partition_key=_string(keys.DAY_INDEX_PARTITION_KEY),
+                    sort_key=_string(keys.DAY_INDEX_SORT_KEY),
                     projection_type=dynamodb.ProjectionType.ALL,
                 )
             ],
