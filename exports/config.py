@@ -6,6 +6,7 @@ with these values, so nothing here is typed twice.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Final
 
 SERVICE_NAME: Final = "exports"
@@ -87,6 +88,10 @@ class Limits:
     TIMEOUT_SEC_MAX: Final = 3600
     MAX_RETRIES_DEFAULT: Final = 3
     MAX_DATE_RANGE_DAYS: Final = 366
+    # Filter dates outside these are refused: a range reaching 9999-12-31 cannot even be read
+    # day by day (the day after it does not exist).
+    EARLIEST_DATE: Final = date(1900, 1, 1)
+    LATEST_DATE: Final = date(2999, 12, 31)
     LIST_PAGE_DEFAULT: Final = 20
     LIST_PAGE_MAX: Final = 100
 
@@ -104,6 +109,16 @@ class Worker:
     # Backoff for retryable failures: base * 4**retry_count seconds, capped, with full jitter.
     RETRY_BASE_DELAY_SEC: Final = 2
     RETRY_MAX_DELAY_SEC: Final = 300
+
+
+class Transient:
+    """Retries of transient AWS faults (throttling, timeouts) on top of the SDK's own, for the
+    writes that must not be lost: a task's state, and the clean-up of files and uploads."""
+
+    ATTEMPTS: Final = 4
+    # Full jitter: each wait is drawn from [0, min(MAX, BASE * 2**n)] seconds.
+    BASE_DELAY_SEC: Final = 0.1
+    MAX_DELAY_SEC: Final = 2.0
 
 
 class Queue:

@@ -23,13 +23,15 @@ from infra.tables import Tables
 # (every handler imports it through the composition root).
 _BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
 _COMMON: Final = (*_BASE, "python-ulid")
+# What functions that end tasks add: they retry state writes with it (exports/services/retries.py).
+_RETRIES: Final = "tenacity"
 
 API: Final = FunctionSpec(
     name="submit",
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=_COMMON,
+    distributions=(*_COMMON, _RETRIES),
 )
 WORKER: Final = FunctionSpec(
     name="worker",
@@ -38,7 +40,7 @@ WORKER: Final = FunctionSpec(
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
-    distributions=(*_BASE, "openpyxl", "lxml"),
+    distributions=(*_BASE, _RETRIES, "openpyxl", "lxml"),
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
 )
@@ -47,7 +49,7 @@ LIFECYCLE: Final = FunctionSpec(
     description="exports lifecycle: stores a task's workflow token, times tasks out at their deadline",
     memory_mb=Sizing.LIFECYCLE_MEMORY_MB,
     timeout_sec=Sizing.LIFECYCLE_TIMEOUT_SEC,
-    distributions=_BASE,
+    distributions=(*_BASE, _RETRIES),
 )
 CALLBACK: Final = FunctionSpec(
     name="callback",
@@ -217,7 +219,8 @@ class ServiceFunctions(Construct):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{Results.KEY_PREFIX}/*]",
-                f"Result files have one key per task under {Results.KEY_PREFIX}/; the grant covers that prefix only.",
+                f"Result files have keys per task and attempt under {Results.KEY_PREFIX}/; "
+                "the grant covers that prefix only.",
             )
 
     @property

@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from exports.config import Polling, Worker
+from exports.config import Polling, Queue, Worker
 from exports.domain.task import Task
 
 
 def has_retries_left(task: Task) -> bool:
     """Whether a transient failure may send the task back to the queue."""
     return task.retry_count < task.max_retries
+
+
+def is_last_delivery(receive_count: int) -> bool:
+    """Whether SQS moves a message to its DLQ if this delivery of it fails too."""
+    return receive_count >= Queue.MAX_RECEIVE_COUNT
 
 
 def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:

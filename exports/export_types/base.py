@@ -5,12 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from exports.config import Streaming
+from exports.config import Limits, Streaming
 from exports.domain.errors import RetryableError
 from exports.domain.task import ExportFormat
 
@@ -36,6 +37,8 @@ class Column:
     width: int = 14
 
 
+# A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.
+FilterDate = Annotated[date, Field(ge=Limits.EARLIEST_DATE, le=Limits.LATEST_DATE)]
 Row = Sequence[Any]
 # Where a row source stands, as JSON-ready values: reading from it gives the rows after it.
 Cursor = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from exports.config import CustomersTable, Streaming
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, Page, Row
+from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page, Row
 
 CountryCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
 
@@ -43,8 +43,8 @@ class CustomersFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    signed_up_from: date = Field(description="First sign-up date included (YYYY-MM-DD).")
-    signed_up_to: date = Field(description="Last sign-up date included (YYYY-MM-DD).")
+    signed_up_from: FilterDate = Field(description="First sign-up date included (YYYY-MM-DD).")
+    signed_up_to: FilterDate = Field(description="Last sign-up date included (YYYY-MM-DD).")
     countries: list[CountryCode] | None = Field(
         default=None,
         min_length=1,

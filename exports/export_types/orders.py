@@ -18,6 +18,7 @@ from exports.export_types.base import (
     Cursor,
     CursorInvalid,
     ExportType,
+    FilterDate,
     Page,
     Row,
     ignore_progress,
@@ -74,8 +75,8 @@ class OrdersFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    date_from: date = Field(description="First order date included (YYYY-MM-DD).")
-    date_to: date = Field(description="Last order date included (YYYY-MM-DD).")
+    date_from: FilterDate = Field(description="First order date included (YYYY-MM-DD).")
+    date_to: FilterDate = Field(description="Last order date included (YYYY-MM-DD).")
     status: OrderStatus | None = Field(default=None, description="Only orders with this status.")
     columns: list[OrderColumnName] | None = Field(
         default=None,

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exports.config import Limits
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, Page
+from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page
 from exports.export_types.orders import OrderStatus
 from exports.ports import OrdersReader
 
@@ -36,8 +36,8 @@ class SalesReportFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    date_from: date = Field(description="First order date included (YYYY-MM-DD).")
-    date_to: date = Field(description="Last order date included (YYYY-MM-DD).")
+    date_from: FilterDate = Field(description="First order date included (YYYY-MM-DD).")
+    date_to: FilterDate = Field(description="Last order date included (YYYY-MM-DD).")
     currency: str = Field(
         pattern=r"^[A-Z]{3}$",
         description="ISO 4217 code: only orders in this currency are totalled (amounts in different "

@@ -7,17 +7,20 @@ import logging
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.services.dependencies import Dependencies
+from exports.services.retries import write_task
 
 logger = logging.getLogger(__name__)
 
 
 def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
-    """Write the terminal ``after`` (conditionally on ``before``), then tell the workflow.
+    """Write the terminal ``after`` (conditionally on ``before``, again on transient faults),
+    then tell the workflow.
 
-    Raises :class:`ConditionFailed` if someone else changed the task first. If telling the
-    workflow fails the task stays ended: the workflow picks the outcome up at the deadline.
+    Raises :class:`ConditionFailed` if someone else changed the task first, and
+    :class:`RetryableError` if the write kept failing. If telling the workflow fails the task
+    stays ended: the workflow picks the outcome up at the deadline.
     """
-    deps.tasks.update(before, after)
+    write_task(before, after, deps)
     try:
         deps.tasks.release_dedup(after)
     except ExportsError:

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from exports.config import LongExports, Metric, Results, XlsxEngine, XlsxLimits
@@ -42,6 +42,7 @@ from exports.export_types.base import Column, Cursor, ExportType, Row
 from exports.ports import MultipartUpload, ResultStore, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.progress import ProgressReporter
+from exports.services.retries import retry_transient
 from exports.writers import csv_writer, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.resumable_sha256 import NotResumable, Sha256State
@@ -171,7 +172,9 @@ def run_export(
     file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
     folder = f"{Results.KEY_PREFIX}/{task.task_id}"
     target = _Target(
-        key=f"{folder}/{file_name}",
+        # One key per attempt: a worker that outlived its lease can neither overwrite nor, when
+        # it finds it lost the task, delete the file of the attempt that took the task over.
+        key=f"{folder}/{task.attempt}/{file_name}",
         file_name=file_name,
         content_type=CONTENT_TYPES[task.format],
         checkpoint_key=f"{folder}/{LongExports.CHECKPOINT_NAME}",
@@ -216,7 +219,6 @@ class _Run:
                 "filters": task.filters,
                 "csv_bom": task.csv_bom,
                 "columns": [[column.name, column.header, column.kind.value] for column in columns],
-                "key": target.key,
             }
         )
 
@@ -325,12 +327,19 @@ class _Run:
             logger.warning("unreadable checkpoint discarded")
             self._delete_checkpoint()
             return None, b""
-        if checkpoint.task_id != self.task.task_id or checkpoint.fingerprint != self.fingerprint:
+        folder = self.target.checkpoint_key.rpartition("/")[0]
+        if (
+            checkpoint.task_id != self.task.task_id
+            or checkpoint.fingerprint != self.fingerprint
+            or not checkpoint.key.startswith(f"{folder}/")
+        ):
             logger.warning("checkpoint of another export discarded")
             with contextlib.suppress(ExportsError):
-                self.files.resume_upload(checkpoint.key, checkpoint.upload_id, ()).abort()
+                retry_transient(self.files.resume_upload(checkpoint.key, checkpoint.upload_id, ()).abort)
             self._delete_checkpoint()
             return None, b""
+        # The upload goes on under the key of the attempt that started it.
+        self.target = replace(self.target, key=checkpoint.key)
         return checkpoint, tail
 
     # XLSX -----------------------------------------------------------------------------------
@@ -402,10 +411,17 @@ class _Run:
 
     def _finish(self, upload: MultipartUpload, sink: MultipartSink, rows: int) -> ExportResult:
         sha256 = sink.finish()
-        upload.complete()
+        try:
+            upload.complete()
+            if self.files is not None:
+                tags = {"rows": str(rows), "bytes": str(sink.bytes_written), "sha256": sha256}
+                self.files.tag_result(self.target.key, tags)
+        except BaseException:
+            # The object may exist (tagging failed, or completing landed and only its answer was
+            # lost) while this attempt fails: it must not outlive the attempt.
+            remove_result(self.target.key, self.deps)
+            raise
         if self.files is not None:
-            tags = {"rows": str(rows), "bytes": str(sink.bytes_written), "sha256": sha256}
-            self.files.tag_result(self.target.key, tags)
             with contextlib.suppress(ExportsError):
                 # Left behind, it is removed with the result files by the bucket's expiry rule.
                 self.files.delete_checkpoint(self.target.checkpoint_key)
@@ -419,9 +435,12 @@ class _Run:
         )
 
     def _discard(self, upload: MultipartUpload) -> None:
-        """Nothing partial may stay behind; a failed abort is left to the bucket's lifecycle rule."""
-        with contextlib.suppress(ExportsError):
-            upload.abort()
+        """Nothing partial may stay behind (S3 keeps, and bills, the parts of an upload until it is
+        aborted); an abort that keeps failing is left to the bucket's lifecycle rule."""
+        try:
+            retry_transient(upload.abort)
+        except ExportsError:
+            logger.warning("could not abort the upload; the bucket's lifecycle rule will", exc_info=True)
         self._delete_checkpoint()
 
     def _delete_checkpoint(self) -> None:
@@ -441,6 +460,15 @@ def _sink_state(checkpoint: ExportCheckpoint, tail: bytes) -> SinkState:
         sha256=Sha256State.from_json(checkpoint.sha256),
         tail=tail,
     )
+
+
+def remove_result(key: str, deps: Dependencies) -> None:
+    """Delete a result file that must not outlive its attempt, again on transient faults; one
+    that stays anyway is logged and left to the bucket's expiry rule."""
+    try:
+        retry_transient(lambda: deps.results.delete(key))
+    except ExportsError:
+        logger.error("could not delete a result file its task does not own", extra={"key": key}, exc_info=True)
 
 
 def continue_later(task: Task, rows: int, percent: int, deps: Dependencies) -> None:

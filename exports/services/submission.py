@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 ENQUEUE_FAILED = "ENQUEUE_FAILED"
 SCHEDULE_FAILED = "SCHEDULE_FAILED"
 _ADMIT_ATTEMPTS = 5
-_COMPENSATE_ATTEMPTS = 4
 DEFAULT_THROUGHPUT = Throughput(
     rows_per_sec=Estimates.DEFAULT_ROWS_PER_SEC,
     task_sec=Estimates.DEFAULT_TASK_SEC,
@@ -163,17 +162,13 @@ def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencie
 
 
 def _fail_unscheduled(task: Task, code: str, deps: Dependencies) -> None:
-    """End the stored task as FAILED with ``code``, retrying transient faults: a task left PENDING
-    without its message (or without its workflow, which would time it out) holds a quota slot and
-    its dedup key for nothing, and a resubmission would be merged into it."""
+    """End the stored task as FAILED with ``code`` (:func:`end_task` retries transient faults): a
+    task left PENDING without its message (or without its workflow, which would time it out)
+    holds a quota slot and its dedup key for nothing, and a resubmission would be merged into it."""
     failed = fail(task, code, "the task could not be scheduled", deps.clock(), deps.settings.retention)
-    for attempt in range(_COMPENSATE_ATTEMPTS):
-        try:
-            end_task(task, failed, deps)
-            return
-        except ConditionFailed:
-            return  # it has ended already (an earlier try was written, only its answer was lost)
-        except RetryableError:
-            if attempt + 1 < _COMPENSATE_ATTEMPTS:
-                time.sleep(0.05 * 2**attempt * (1 + deps.random()))
-    logger.error("a task that could not be scheduled could not be marked FAILED either", extra={"code": code})
+    try:
+        end_task(task, failed, deps)
+    except ConditionFailed:
+        return  # it has ended already
+    except ExportsError:
+        logger.error("a task that could not be scheduled could not be marked FAILED either", extra={"code": code})

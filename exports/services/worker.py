@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -17,19 +18,21 @@ from exports.domain.errors import (
     RetryableError,
     TaskNotFound,
 )
-from exports.domain.policies import has_retries_left, retry_delay_sec
+from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
-from exports.services.export_run import ExportContinues, run_export
+from exports.services.export_run import ExportContinues, remove_result, run_export
 from exports.services.progress import ProgressReporter
+from exports.services.retries import write_task
 from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "INTERNAL_ERROR"
 INVALID_FILTERS = "INVALID_FILTERS"
+DELIVERY_FAILED = "DELIVERY_FAILED"
 
 
 class Outcome(StrEnum):
@@ -43,6 +46,33 @@ class Outcome(StrEnum):
     DEFERRED = "deferred"
     CONTINUED = "continued"
     LOST_OWNERSHIP = "lost_ownership"
+
+
+def process_delivery(message: TaskMessage, receive_count: int, deps: Dependencies) -> Outcome:
+    """:func:`process_task` for the ``receive_count``-th delivery of ``message``. When the last
+    delivery before the DLQ fails too, the task (if there is one) ends FAILED with
+    ``DELIVERY_FAILED`` before the error goes back to SQS: nothing else would end it before its
+    deadline, and its quota slot would stay taken until then."""
+    try:
+        return process_task(message, deps)
+    except Exception as error:
+        if is_last_delivery(receive_count):
+            _abandon(message.task_id, error, deps)
+        raise
+
+
+def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:
+    try:
+        task = deps.tasks.get(task_id)
+        if task is None or task.is_terminal:
+            return
+        why = f"delivering the task kept failing ({type(error).__name__}); its message went to the dead-letter queue"
+        end_task(task, fail(task, DELIVERY_FAILED, why, deps.clock(), deps.settings.retention), deps)
+    except ExportsError:
+        logger.exception("could not fail a task whose message goes to the dead-letter queue")
+        return
+    deps.metrics.add(Metric.FAILED)
+    logger.error("task failed: its message goes to the dead-letter queue", extra={"error_code": DELIVERY_FAILED})
 
 
 def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
@@ -129,12 +159,38 @@ def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> Expor
 
 def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
     now = deps.clock()
+    completed = complete(task, result, now, deps.settings.retention)
     try:
-        end_task(task, complete(task, result, now, deps.settings.retention), deps)
+        end_task(task, completed, deps)
     except ConditionFailed:
         # Cancelled or timed out while the upload completed: the file must not outlive the task.
-        deps.results.delete(result.key)
+        remove_result(result.key, deps)
         return Outcome.LOST_OWNERSHIP
+    except RetryableError as error:
+        return _completion_unrecorded(task, completed, result, error, deps)
+    return _completed(task, result, now, deps)
+
+
+def _completion_unrecorded(
+    task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: Dependencies
+) -> Outcome:
+    """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
+    back instead: that write is conditional on this attempt too, so once it succeeds the
+    completion cannot land any more and the file can go. If it loses, the record says who won."""
+    logger.warning("could not record the completed export", extra={"error_code": error.code})
+    outcome = _retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
+    if outcome is not Outcome.LOST_OWNERSHIP:
+        remove_result(result.key, deps)
+        return outcome
+    stored = deps.tasks.get(task.task_id)
+    if stored is not None and stored.status is completed.status and stored.result == result:
+        end_task(task, completed, deps)  # it landed after all: finish the ending (idempotent)
+        return _completed(task, result, completed.finished_at or deps.clock(), deps)
+    remove_result(result.key, deps)
+    return Outcome.LOST_OWNERSHIP
+
+
+def _completed(task: Task, result: ExportResult, now: datetime, deps: Dependencies) -> Outcome:
     deps.metrics.add(Metric.COMPLETED)
     deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
     deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
@@ -162,7 +218,7 @@ def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> O
     if not has_retries_left(task):
         return _fail(task, code, message, deps)
     try:
-        deps.tasks.update(task, requeue(task, code, message))
+        write_task(task, requeue(task, code, message), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.

@@ -14,12 +14,11 @@ from exports.adapters.sqs_queue import decode_message
 from exports.composition import dependencies_from_environment
 from exports.services.dependencies import Dependencies
 from exports.services.export_run import time_budget
-from exports.services.worker import process_task
+from exports.services.worker import process_delivery
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-processor = BatchProcessor(event_type=EventType.SQS)
 
 
 @cache
@@ -32,9 +31,14 @@ def dependencies() -> Dependencies:
 def handle_record(record: SQSRecord) -> str:
     """Run one task message. Raising marks the record failed, so SQS delivers it again."""
     message = decode_message(record.body)
-    logger.set_correlation_id(message.task_id)
-    logger.append_keys(task_id=message.task_id, receive_count=record.attributes.approximate_receive_count)
-    outcome = process_task(message, dependencies())
+    # Per thread: local mode runs several invocations of this function at once in one process.
+    logger.thread_safe_clear_keys()
+    logger.thread_safe_append_keys(
+        correlation_id=message.task_id,
+        task_id=message.task_id,
+        receive_count=record.attributes.approximate_receive_count,
+    )
+    outcome = process_delivery(message, int(record.attributes.approximate_receive_count), dependencies())
     logger.info("task message processed", extra={"outcome": outcome.value})
     return outcome.value
 
@@ -46,4 +50,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     """Entry point: partial batch failures (the event source reports them to SQS)."""
     # Long exports hand over to a new invocation before this one runs out of time.
     with time_budget(context.get_remaining_time_in_millis):
+        # A processor per invocation: it holds the batch's state, which concurrent invocations
+        # in one process (local mode) must not share.
+        processor = BatchProcessor(event_type=EventType.SQS)
         return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

@@ -1,10 +1,8 @@
 """moto in-process with the same resources local mode and the CDK app define."""
 
-import threading
 import time
 from collections.abc import Iterator
 from datetime import date
-from typing import Any
 
 import boto3
 import pytest
@@ -16,7 +14,7 @@ from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle
 from functions.submit import handler as api
 from functions.worker import handler as worker
-from local_stack import lambda_runtime
+from local_stack import lambda_runtime, moto_locking
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources
 
@@ -107,15 +105,8 @@ def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
 @pytest.fixture
 def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB checks a condition and writes atomically; moto does not lock, so two threads can
-    both pass a check. Serialising moto's writes restores DynamoDB's guarantee (test harness only)."""
+    both pass a check. Serialising moto's operations (as the local stack does) restores it."""
     from moto.dynamodb.models import DynamoDBBackend
 
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
-        original = getattr(DynamoDBBackend, name)
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with lock:
-                return __original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, locked)
+    for name in moto_locking.OPERATIONS:
+        monkeypatch.setattr(DynamoDBBackend, name, moto_locking.locked(getattr(DynamoDBBackend, name)))

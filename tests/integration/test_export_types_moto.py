@@ -71,7 +71,10 @@ def run_queued(aws: Resources) -> None:
 def finished(task_id: str) -> tuple[dict[str, Any], bytes]:
     status, view = call(http_event("GET", f"/v1/exports/{task_id}"))
     assert status == 200 and view["status"] == "COMPLETED", view
-    key = f"results/{task_id}/{view['file_name']}"
+    record = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=Names.TASKS_TABLE, Key={"task_id": {"S": task_id}}
+    )["Item"]
+    key = from_item(record)["result"]["key"]
     body = boto3.client("s3", region_name=REGION).get_object(Bucket=Names.RESULTS_BUCKET, Key=key)["Body"].read()
     return view, body
 

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
@@ -14,6 +15,7 @@ import openpyxl
 import pytest
 from pydantic import BaseModel
 
+from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_items import from_item
 from exports.adapters.sqs_queue import decode_message
 from exports.domain.errors import RetryableError
@@ -350,3 +352,37 @@ def test_poison_messages_fail_alone_and_go_back_to_sqs(orders: Resources, body: 
 
     assert result == {"batchItemFailures": [{"itemIdentifier": "poison-1"}]}
     assert task_item(orders, good_id)["status"] == "COMPLETED"
+
+
+def test_invocations_running_at_once_in_one_process_answer_for_their_own_batch(orders: Resources) -> None:
+    """Local mode polls every lane from threads of one process, so two invocations of the worker
+    function overlap: while one waits in its export, another fails a poison message. Each must
+    report its own failures (Powertools' batch processor holds a batch's state)."""
+    slow_id, quick_id = submit(orders_request("csv", days=1)), submit(orders_request("csv", days=2))
+    messages = receive(orders)
+    slow_batch = [m for m in messages if slow_id in m["Body"]]
+    quick_batch = [m for m in messages if quick_id in m["Body"]]
+    poison = dict(quick_batch[0], MessageId="poison-1", Body="not json")
+    arrived, release = threading.Event(), threading.Event()
+    results: list[dict[str, Any]] = []
+
+    def pause_the_export(**_: Any) -> None:
+        if threading.current_thread().name == "slow-invocation":
+            arrived.set()
+            release.wait(10)
+
+    events = aws_client("s3").meta.events
+    events.register("before-parameter-build.s3.CreateMultipartUpload", pause_the_export)
+    try:
+        slow = threading.Thread(target=lambda: results.append(run_worker(orders, slow_batch)), name="slow-invocation")
+        slow.start()
+        assert arrived.wait(10)
+        quick = run_worker(orders, [poison, *quick_batch])
+    finally:
+        release.set()
+        slow.join(30)
+        events.unregister("before-parameter-build.s3.CreateMultipartUpload", pause_the_export)
+
+    assert quick == {"batchItemFailures": [{"itemIdentifier": "poison-1"}]}
+    assert results == [{"batchItemFailures": []}]
+    assert [task_item(orders, task_id)["status"] for task_id in (slow_id, quick_id)] == ["COMPLETED"] * 2

@@ -149,6 +149,14 @@ def objects_by_task(resources: Resources) -> dict[str, list[str]]:
     return dict(found)
 
 
+def quota(resources: Resources, user: str) -> int:
+    """The user's count of active tasks (0 when the counter was never created)."""
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=resources.tasks_table, Key={"task_id": {"S": f"quota#{user}"}}
+    )
+    return int(item.get("Item", {}).get("active", {}).get("N", "0"))
+
+
 def open_uploads(resources: Resources) -> list[dict[str, Any]]:
     """Multipart uploads started and neither completed nor aborted."""
     return boto3.client("s3", region_name=REGION).list_multipart_uploads(Bucket=resources.bucket).get("Uploads", [])

@@ -271,7 +271,7 @@ def test_each_format_has_its_content_type_file_name_and_upload_metadata(fmt, con
     task = running_task(world, fmt=fmt)
     result = run(world, task)
     assert (result.content_type, result.file_name) == (content_type, file_name)
-    assert result.key == f"results/{task.task_id}/{file_name}"
+    assert result.key == f"results/{task.task_id}/{task.attempt}/{file_name}"
     assert world.files.objects[result.key]["metadata"] == {
         "task-id": task.task_id,
         "export-type": "numbers",
