@@ -77,6 +77,9 @@ def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClo
     """Like ``aws``, but state machines execute and Lambda functions run our handlers."""
     with mock_aws(config=MOTO_CONFIG):
         lambda_runtime.install()
+        # The workflow runs our functions in moto's threads, next to the test's own: lock moto's
+        # DynamoDB, as the local stack does.
+        lock_moto_dynamodb(monkeypatch)
         try:
             resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
             for name, value in resources.function_environment().items():
@@ -106,6 +109,11 @@ def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
 def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB checks a condition and writes atomically; moto does not lock, so two threads can
     both pass a check. Serialising moto's operations (as the local stack does) restores it."""
+    lock_moto_dynamodb(monkeypatch)
+
+
+def lock_moto_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``local_stack.moto_locking`` for one test (undone with its other patches)."""
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in moto_locking.OPERATIONS:

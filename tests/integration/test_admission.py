@@ -260,8 +260,9 @@ def test_concurrent_workers_never_spend_the_same_token(aws: Resources, atomic_dy
 
 
 def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
-    orders: Resources, monkeypatch: pytest.MonkeyPatch
+    orders: Resources, monkeypatch: pytest.MonkeyPatch, atomic_dynamodb: None
 ) -> None:
+    # Worker threads of every lane write to moto at once: atomic_dynamodb, as the local stack.
     monkeypatch.setenv("EXPORTS_MAX_ACTIVE_TASKS_PER_USER", "500")
     monkeypatch.setenv("EXPORTS_HOT_KEY_BURST", "1000")
     api.dependencies.cache_clear()
