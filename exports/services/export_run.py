@@ -212,6 +212,8 @@ class _Run:
         self.budget = budget
         self.tracker = tracker
         self.progress = progress
+        # Set once S3 has the whole object: from then on a failure deletes it, nothing to abort.
+        self.completed = False
         self.fingerprint = fingerprint(
             {
                 "export_type": export_type.name,
@@ -413,6 +415,7 @@ class _Run:
         sha256 = sink.finish()
         try:
             upload.complete()
+            self.completed = True
             if self.files is not None:
                 tags = {"rows": str(rows), "bytes": str(sink.bytes_written), "sha256": sha256}
                 self.files.tag_result(self.target.key, tags)
@@ -437,10 +440,11 @@ class _Run:
     def _discard(self, upload: MultipartUpload) -> None:
         """Nothing partial may stay behind (S3 keeps, and bills, the parts of an upload until it is
         aborted); an abort that keeps failing is left to the bucket's lifecycle rule."""
-        try:
-            retry_transient(upload.abort)
-        except ExportsError:
-            logger.warning("could not abort the upload; the bucket's lifecycle rule will", exc_info=True)
+        if not self.completed:
+            try:
+                retry_transient(upload.abort)
+            except ExportsError:
+                logger.warning("could not abort the upload; the bucket's lifecycle rule will", exc_info=True)
         self._delete_checkpoint()
 
     def _delete_checkpoint(self) -> None:
