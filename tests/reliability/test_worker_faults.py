@@ -6,6 +6,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
 from exports.config import Transient
@@ -15,7 +16,7 @@ from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 from tests.reliability.conftest import make_faults, objects_by_task, open_uploads, quota, task_records
-from tests.reliability.faults import Faults, Lanes, throttle
+from tests.reliability.faults import Faults, Lanes, crash, throttle
 
 
 @pytest.fixture
@@ -164,7 +165,7 @@ def test_a_task_that_could_not_be_scheduled_is_failed_even_if_that_write_is_thro
 
 def lands_but_the_answer_is_lost(service: str, operation: str, params: dict[str, Any]) -> None:
     """The write reaches DynamoDB (through a client of its own), then the connection drops."""
-    boto3.client("dynamodb", region_name=REGION).transact_write_items(**params)
+    getattr(boto3.client("dynamodb", region_name=REGION), xform_name(operation))(**params)
     raise ReadTimeoutError(endpoint_url="https://dynamodb.test")
 
 
@@ -202,3 +203,27 @@ def test_a_completed_write_that_keeps_failing_hands_the_task_back_before_deletin
     assert (record["status"], record["attempt"]) == (TaskStatus.COMPLETED, 2)
     assert record["result"]["key"].startswith(f"results/{task_id}/2/")
     assert quota(orders, "alice") == 0
+
+
+def test_a_retry_handed_back_whose_answer_was_lost_is_still_queued(orders: Resources, faults: Faults) -> None:
+    """The export crashes; writing it back to PENDING lands but its answer is lost. The retry of
+    that write meets its own change: the new message must still be sent (a PENDING task without
+    one would wait for its deadline)."""
+    task_id = submit()
+    faults.once("s3", "UploadPart", crash)
+    faults.once(
+        "dynamodb", "UpdateItem", lands_but_the_answer_is_lost, when=lambda s, o, params: "retry_count" in str(params)
+    )
+
+    lanes = Lanes(orders)
+
+    delivery = lanes.invoke("normal", lanes.receive("normal"))
+
+    # Handled, not failed: a failed delivery would only come back after the queue's visibility
+    # timeout (90 minutes on AWS), past the task's deadline.
+    assert faults.injected["lands_but_the_answer_is_lost:dynamodb.UpdateItem"] == 1
+    assert delivery.failed == set()
+    lanes.settle("normal", delivery)
+    drain(lanes)
+    record = ended_with_its_file_complete_or_absent(orders, task_id)
+    assert (record["status"], record["retry_count"], record["attempt"]) == (TaskStatus.COMPLETED, 1, 2)
