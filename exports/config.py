@@ -186,6 +186,7 @@ class Metric:
     DEDUPLICATED: Final = "ExportDeduplicated"
     DEFERRED: Final = "ExportDeferred"
     REJECTED: Final = "ExportRejected"
+    REDELIVERED: Final = "TaskRedelivered"
 
 
 class Capacity:

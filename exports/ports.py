@@ -28,6 +28,8 @@ class TaskMessage:
     task_id: str
     export_type: str
     priority: int
+    # How often a transient fault before the claim sent the message back (its backoff grows).
+    redeliveries: int = 0
 
 
 class TaskRepository(Protocol):

@@ -188,6 +188,10 @@ class Monitoring(Construct):
                 "Admission: deduplicated / deferred (hot key) / rejected (429)",
                 [business_metric(name) for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.REJECTED)],
             ),
+            _graph(
+                "Worker: retried / redelivered (transient faults) / duplicate deliveries",
+                [business_metric(name) for name in (Metric.RETRIED, Metric.REDELIVERED, Metric.DUPLICATE_DELIVERY)],
+            ),
             _graph("Rows exported", [business_metric(Metric.ROWS_EXPORTED)]),
             _graph(
                 "Export duration (ms)",

@@ -32,6 +32,7 @@ def decode_message(body: str) -> TaskMessage:
         task_id=data["task_id"],
         export_type=str(data.get("export_type", "")),
         priority=int(data.get("priority", 5)),
+        redeliveries=int(data.get("redeliveries", 0)),
     )
 
 

@@ -48,14 +48,13 @@ def write_task(before: Task, after: Task, deps: Dependencies) -> None:
 
 
 def _is_written(current: dict[str, object] | None, after: Task) -> bool:
-    """Whether the stored item is ``after``'s state change (status, its sequence number, the
-    attempt and the end time together tell one writer's change from another's)."""
+    """Whether the stored item is ``after``'s state change. Two writers starting from the same
+    state reach the same status, sequence number and attempt; the times each one set (claim,
+    lease, end) tell them apart."""
     if not current:
         return False
-    stored = Task.model_validate(current)
-    return (stored.status, stored.status_seq, stored.attempt, stored.finished_at) == (
-        after.status,
-        after.status_seq,
-        after.attempt,
-        after.finished_at,
-    )
+    return _change(Task.model_validate(current)) == _change(after)
+
+
+def _change(task: Task) -> tuple[object, ...]:
+    return (task.status, task.status_seq, task.attempt, task.started_at, task.lease_expires_at, task.finished_at)

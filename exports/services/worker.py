@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -44,6 +45,7 @@ class Outcome(StrEnum):
     RETRY_SCHEDULED = "retry_scheduled"
     SKIPPED = "skipped"
     DEFERRED = "deferred"
+    REDELIVERED = "redelivered"
     CONTINUED = "continued"
     LOST_OWNERSHIP = "lost_ownership"
 
@@ -78,9 +80,21 @@ def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:
 def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
     """Run the task named by ``message`` once, whatever how often the message arrives.
 
-    Raises only for deliveries SQS should retry: unknown tasks (they end in the DLQ) and
-    transient faults before the task is claimed or while handing it back to the queue.
+    Raises only for deliveries SQS should retry: unknown tasks (they end in the DLQ), and
+    transient faults when even sending the message again fails.
     """
+    try:
+        claimed = _claim(message, deps)
+    except RetryableError as error:
+        return _redeliver(message, error, deps)
+    if isinstance(claimed, Outcome):
+        return claimed
+    deps.metrics.add(Metric.STARTED)
+    return _run(claimed, deps)
+
+
+def _claim(message: TaskMessage, deps: Dependencies) -> Task | Outcome:
+    """The task, claimed for this worker; or what became of the delivery instead."""
     task = deps.tasks.get(message.task_id)
     if task is None:
         raise TaskNotFound(message.task_id)
@@ -96,12 +110,23 @@ def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
         return _defer(task, wait, deps)
     claimed = claim(task, now, deps.settings.lease)
     try:
-        deps.tasks.update(task, claimed)
+        write_task(task, claimed, deps)
     except ConditionFailed:
         deps.metrics.add(Metric.DUPLICATE_DELIVERY)
         return Outcome.SKIPPED
-    deps.metrics.add(Metric.STARTED)
-    return _run(claimed, deps)
+    return claimed
+
+
+def _redeliver(message: TaskMessage, error: RetryableError, deps: Dependencies) -> Outcome:
+    """A transient fault before the task was claimed: send the message again, soon, with backoff,
+    and acknowledge this one. Left to SQS, it would come back only after the queue's visibility
+    timeout (past the task's deadline) and count towards the DLQ, which is for messages that
+    cannot be handled, not for a dependency's bad minute. The deadline still bounds the task."""
+    delay = retry_delay_sec(message.redeliveries, deps.random)
+    deps.queue.send(replace(message, redeliveries=message.redeliveries + 1), delay_sec=delay)
+    deps.metrics.add(Metric.REDELIVERED)
+    logger.warning("transient fault before the claim; message sent again", extra={"error_code": error.code})
+    return Outcome.REDELIVERED
 
 
 def _hot_key_wait(task: Task, deps: Dependencies) -> float:

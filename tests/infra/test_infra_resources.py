@@ -643,6 +643,9 @@ def test_the_dashboard_shows_the_business_metrics(dev):
         Metric.DEDUPLICATED,
         Metric.DEFERRED,
         Metric.REJECTED,
+        Metric.RETRIED,
+        Metric.REDELIVERED,
+        Metric.DUPLICATE_DELIVERY,
     )
     for name in shown:
         assert f'\\"{METRICS_NAMESPACE}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body

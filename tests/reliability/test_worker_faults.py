@@ -9,7 +9,7 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.config import Transient
+from exports.config import Queue, Transient
 from exports.domain.status import TERMINAL, TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
@@ -227,3 +227,24 @@ def test_a_retry_handed_back_whose_answer_was_lost_is_still_queued(orders: Resou
     drain(lanes)
     record = ended_with_its_file_complete_or_absent(orders, task_id)
     assert (record["status"], record["retry_count"], record["attempt"]) == (TaskStatus.COMPLETED, 1, 2)
+
+
+def test_transient_faults_before_the_claim_send_the_message_again_and_never_reach_the_dlq(
+    orders: Resources, faults: Faults
+) -> None:
+    """Reading the task is throttled on more deliveries than the DLQ's receive limit. Each
+    delivery is acknowledged and the message comes back as a new one (left to SQS it would
+    return only after the visibility timeout, past the deadline, and count towards the DLQ)."""
+    task_id = submit()
+    throttled = Queue.MAX_RECEIVE_COUNT + 1
+    for _ in range(throttled):
+        faults.once("dynamodb", "GetItem", throttle, when=lambda s, o, params: params["Key"]["task_id"]["S"] == task_id)
+    lanes = Lanes(orders)
+
+    deliveries = drain(lanes, limit=throttled + 3)
+
+    assert faults.injected["throttle:dynamodb.GetItem"] == throttled
+    assert deliveries == throttled + 1
+    assert lanes.depth(dead_letters=True) == 0
+    record = ended_with_its_file_complete_or_absent(orders, task_id)
+    assert (record["status"], record["retry_count"]) == (TaskStatus.COMPLETED, 0)
