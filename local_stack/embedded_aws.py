@@ -17,7 +17,7 @@ from moto.server import ThreadedMotoServer
 
 from exports.config import LANES, CustomersTable, Env, Names, OrdersTable, Queue, TaskTable, Worker
 from exports.workflows import lifecycle_definition
-from local_stack import lambda_runtime, moto_locking
+from local_stack import lambda_runtime, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 
 REGION = "us-east-1"
@@ -71,7 +71,7 @@ class EmbeddedAws:
         )
         urllib.request.urlopen(request, timeout=10).close()
         lambda_runtime.install()
-        moto_locking.install()
+        thread_safety.install()
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint_url,
@@ -89,7 +89,7 @@ class EmbeddedAws:
         """Stop the server."""
         self._server.stop()
         lambda_runtime.uninstall()
-        moto_locking.uninstall()
+        thread_safety.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:

@@ -14,7 +14,7 @@ from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle
 from functions.submit import handler as api
 from functions.worker import handler as worker
-from local_stack import lambda_runtime, moto_locking
+from local_stack import lambda_runtime, thread_safety
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources
 
@@ -77,9 +77,9 @@ def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClo
     """Like ``aws``, but state machines execute and Lambda functions run our handlers."""
     with mock_aws(config=MOTO_CONFIG):
         lambda_runtime.install()
-        # The workflow runs our functions in moto's threads, next to the test's own: lock moto's
-        # DynamoDB, as the local stack does.
-        lock_moto_dynamodb(monkeypatch)
+        # The workflow runs our functions in moto's threads, next to the test's own: serialise the
+        # process's shared state, as the local stack does.
+        serialise_shared_state(monkeypatch)
         try:
             resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
             for name, value in resources.function_environment().items():
@@ -109,12 +109,11 @@ def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
 def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB checks a condition and writes atomically; moto does not lock, so two threads can
     both pass a check. Serialising moto's operations (as the local stack does) restores it."""
-    lock_moto_dynamodb(monkeypatch)
+    serialise_shared_state(monkeypatch)
 
 
-def lock_moto_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``local_stack.moto_locking`` for one test (undone with its other patches)."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    for name in moto_locking.OPERATIONS:
-        monkeypatch.setattr(DynamoDBBackend, name, moto_locking.locked(getattr(DynamoDBBackend, name)))
+def serialise_shared_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``local_stack.thread_safety`` for one test (undone with its other patches)."""
+    for methods in thread_safety.SHARED_STATE:
+        for name in methods.names:
+            monkeypatch.setattr(methods.owner, name, methods.locked(getattr(methods.owner, name)))

@@ -1,0 +1,95 @@
+"""What one process needs to run many Lambda invocations at once, as local mode does.
+
+On AWS each execution environment runs one invocation at a time, and DynamoDB is atomic per
+item. Local mode (and the tests that mirror it) runs the API, a worker poller per lane and the
+workflow's functions as threads of one process, against moto, so two pieces of shared state
+are serialised here, each under its own lock:
+
+- moto's DynamoDB backend does not lock: two threads can both pass a condition check, and a
+  transaction deep-copies tables while another thread writes to them (``RuntimeError:
+  dictionary changed size during iteration``, an occasional ``500`` under load);
+- Powertools keeps one metric set per process: an invocation that finds metrics to flush can
+  serialise a set another invocation has just flushed and cleared, and fails with
+  ``SchemaValidationError: Must contain at least one metric`` (it failed the lifecycle
+  function, and with it a task's workflow and callback, in the fault-injection run). Under the
+  lock an invocation may print another's metrics with its own: harmless locally.
+
+Never installed on AWS.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+from moto.dynamodb.models import DynamoDBBackend
+
+
+class SerialisedMethods:
+    """Methods of one class, each run under one shared lock while installed."""
+
+    def __init__(self, owner: type, names: tuple[str, ...]) -> None:
+        self.owner = owner
+        self.names = names
+        self._lock = threading.RLock()
+        self._originals: dict[str, Callable[..., Any]] = {}
+
+    def locked(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        """``method``, run under the lock."""
+
+        @functools.wraps(method)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return run
+
+    def install(self) -> None:
+        """Wrap the methods (idempotent)."""
+        for name in self.names:
+            if name not in self._originals:
+                self._originals[name] = getattr(self.owner, name)
+                setattr(self.owner, name, self.locked(self._originals[name]))
+
+    def uninstall(self) -> None:
+        """Give the class its own methods back."""
+        while self._originals:
+            name, original = self._originals.popitem()
+            setattr(self.owner, name, original)
+
+
+MOTO_DYNAMODB = SerialisedMethods(
+    DynamoDBBackend,
+    (
+        "put_item",
+        "update_item",
+        "delete_item",
+        "transact_write_items",
+        "batch_write_item",
+        "get_item",
+        "batch_get_item",
+        "transact_get_items",
+        "query",
+        "scan",
+    ),
+)
+POWERTOOLS_METRICS = SerialisedMethods(
+    AmazonCloudWatchEMFProvider,
+    ("add_metric", "add_dimension", "add_metadata", "flush_metrics", "clear_metrics", "serialize_metric_set"),
+)
+SHARED_STATE = (MOTO_DYNAMODB, POWERTOOLS_METRICS)
+
+
+def install() -> None:
+    """Serialise every piece of shared state in this process (idempotent)."""
+    for methods in SHARED_STATE:
+        methods.install()
+
+
+def uninstall() -> None:
+    """Undo :func:`install`."""
+    for methods in SHARED_STATE:
+        methods.uninstall()
