@@ -22,6 +22,15 @@ class TaskPage:
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """One receipt of a queue message: where from, and how often it has been received."""
+
+    queue_arn: str
+    receipt_handle: str
+    receive_count: int
+
+
+@dataclass(frozen=True)
 class TaskMessage:
     """What goes on the queue: routing data only, never the filters."""
 
@@ -93,6 +102,10 @@ class TaskQueue(Protocol):
 
     def depths(self) -> dict[str, int]:
         """Approximate waiting messages per lane (may be a few seconds old)."""
+
+    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
+        """Let the failed ``delivery`` come back after ``delay_sec`` rather than the queue's
+        visibility timeout."""
 
 
 class HotKeyLimiter(Protocol):

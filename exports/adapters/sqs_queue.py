@@ -10,9 +10,10 @@ from dataclasses import asdict
 from typing import Any
 
 from exports.adapters.aws_errors import translated
-from exports.config import Admission
+from exports.config import Admission, Queue
 from exports.domain.admission import lane_for
-from exports.ports import TaskMessage
+from exports.domain.errors import ExportsError
+from exports.ports import Delivery, TaskMessage
 
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY_SEC = 900
@@ -56,6 +57,19 @@ class SqsTaskQueue:
                 MessageBody=encode_message(message),
                 DelaySeconds=max(0, min(delay_sec, MAX_DELAY_SEC)),
                 MessageAttributes={"task_id": {"DataType": "String", "StringValue": message.task_id}},
+            )
+
+    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
+        """Shorten the failed delivery's visibility timeout to ``delay_sec``."""
+        queue_name = delivery.queue_arn.rsplit(":", 1)[-1]
+        url = next((url for url in self._urls.values() if url.rsplit("/", 1)[-1] == queue_name), None)
+        if url is None:
+            raise ExportsError(f"not one of the task queues: {delivery.queue_arn}")
+        with translated("delay redelivery"):
+            self._client.change_message_visibility(
+                QueueUrl=url,
+                ReceiptHandle=delivery.receipt_handle,
+                VisibilityTimeout=max(0, min(delay_sec, Queue.VISIBILITY_TIMEOUT_SEC)),
             )
 
     def depths(self) -> dict[str, int]:

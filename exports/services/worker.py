@@ -21,7 +21,7 @@ from exports.domain.errors import (
 )
 from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
-from exports.ports import TaskMessage
+from exports.ports import Delivery, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
 from exports.services.export_run import ExportContinues, remove_result, run_export
@@ -50,17 +50,30 @@ class Outcome(StrEnum):
     LOST_OWNERSHIP = "lost_ownership"
 
 
-def process_delivery(message: TaskMessage, receive_count: int, deps: Dependencies) -> Outcome:
-    """:func:`process_task` for the ``receive_count``-th delivery of ``message``. When the last
-    delivery before the DLQ fails too, the task (if there is one) ends FAILED with
-    ``DELIVERY_FAILED`` before the error goes back to SQS: nothing else would end it before its
-    deadline, and its quota slot would stay taken until then."""
+def process_delivery(message: TaskMessage, delivery: Delivery, deps: Dependencies) -> Outcome:
+    """:func:`process_task` for one ``delivery`` of ``message``; errors go back to SQS.
+
+    A failed delivery comes back after a short backoff, not the queue's visibility timeout (90
+    minutes, past any deadline), so a message that keeps failing reaches the DLQ within minutes.
+    When the last delivery before the DLQ fails too, the task (if there is one) ends FAILED with
+    ``DELIVERY_FAILED`` first: nothing else would end it before its deadline, and its quota slot
+    would stay taken until then.
+    """
     try:
         return process_task(message, deps)
     except Exception as error:
-        if is_last_delivery(receive_count):
+        if is_last_delivery(delivery.receive_count):
             _abandon(message.task_id, error, deps)
+        else:
+            _back_off(delivery, deps)
         raise
+
+
+def _back_off(delivery: Delivery, deps: Dependencies) -> None:
+    try:
+        deps.queue.redeliver_after(delivery, retry_delay_sec(delivery.receive_count - 1, deps.random))
+    except ExportsError:
+        logger.warning("could not shorten the failed delivery's visibility timeout", exc_info=True)
 
 
 def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:

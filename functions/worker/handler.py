@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from exports.adapters.sqs_queue import decode_message
 from exports.composition import dependencies_from_environment
+from exports.ports import Delivery
 from exports.services.dependencies import Dependencies
 from exports.services.export_run import time_budget
 from exports.services.worker import process_delivery
@@ -38,7 +39,12 @@ def handle_record(record: SQSRecord) -> str:
         task_id=message.task_id,
         receive_count=record.attributes.approximate_receive_count,
     )
-    outcome = process_delivery(message, int(record.attributes.approximate_receive_count), dependencies())
+    delivery = Delivery(
+        queue_arn=record.event_source_arn,
+        receipt_handle=record.receipt_handle,
+        receive_count=int(record.attributes.approximate_receive_count),
+    )
+    outcome = process_delivery(message, delivery, dependencies())
     logger.info("task message processed", extra={"outcome": outcome.value})
     return outcome.value
 
