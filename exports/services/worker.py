@@ -132,9 +132,9 @@ def _claim(message: TaskMessage, deps: Dependencies) -> Task | Outcome:
 
 def _redeliver(message: TaskMessage, error: RetryableError, deps: Dependencies) -> Outcome:
     """A transient fault before the task was claimed: send the message again, soon, with backoff,
-    and acknowledge this one. Left to SQS, it would come back only after the queue's visibility
-    timeout (past the task's deadline) and count towards the DLQ, which is for messages that
-    cannot be handled, not for a dependency's bad minute. The deadline still bounds the task."""
+    and acknowledge this one. Failed back to SQS it would count towards the DLQ, which is for
+    messages that cannot be handled, not for a dependency's bad minutes. The deadline still bounds
+    the task."""
     delay = retry_delay_sec(message.redeliveries, deps.random)
     deps.queue.send(replace(message, redeliveries=message.redeliveries + 1), delay_sec=delay)
     deps.metrics.add(Metric.REDELIVERED)
