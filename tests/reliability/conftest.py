@@ -3,7 +3,6 @@ faults on the functions' clients, and every status change of every task (DynamoD
 
 import copy
 import random
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -11,8 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
+from local_stack import thread_safety
 from local_stack.embedded_aws import REGION, Resources
-from tests.integration.conftest import atomic_dynamodb, aws, orders, retry_clock, running_aws  # noqa: F401
+from tests.integration.conftest import aws, orders, retry_clock, running_aws  # noqa: F401
 from tests.reliability.faults import Faults
 
 # moto answers DynamoDB Streams calls on the service's classic host name only.
@@ -53,16 +53,16 @@ def status_history(resources: Resources) -> StatusHistory:
 
 
 @pytest.fixture
-def fast_atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``atomic_dynamodb`` for long runs: moto's writes serialised (DynamoDB is atomic per item),
-    and transactions rolled back item by item instead of moto's deep copy of the whole table
-    before each one, which makes a run of hundreds of tasks quadratic (test harness only)."""
+def fast_atomic_dynamodb(running_aws: Resources, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Transactions for long runs: rolled back item by item instead of moto's deep copy of the
+    whole table before each one, which makes a run of hundreds of tasks quadratic (test harness
+    only). ``running_aws`` already serialises moto's operations; the snapshot, the transaction
+    and its rollback run under that same lock."""
     from moto.dynamodb import models
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 
-    lock = threading.RLock()
     original_transact = DynamoDBBackend.transact_write_items
 
     class _NoTableCopy:
@@ -92,31 +92,24 @@ def fast_atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
                 table.items[hash_value][range_value] = item
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        with lock:
-            snapshots = [s for entry in transact_items if (s := _snapshot(self, next(iter(entry.values()))))]
-            shards = {id(s[0].stream_shard): s[0].stream_shard for s in snapshots if s[0].stream_shard}
-            streams = [(shard, len(shard.items)) for shard in shards.values()]
-            monkeypatch.setattr(models, "copy", _NoTableCopy)
-            try:
-                original_transact(self, transact_items)
-            except Exception:
-                for table, hash_value, range_value, item in reversed(snapshots):
-                    _restore(table, hash_value, range_value, item)
-                for shard, length in streams:
-                    del shard.items[length:]
-                raise
-            finally:
-                monkeypatch.setattr(models, "copy", copy)
+        snapshots = [s for entry in transact_items if (s := _snapshot(self, next(iter(entry.values()))))]
+        shards = {id(s[0].stream_shard): s[0].stream_shard for s in snapshots if s[0].stream_shard}
+        streams = [(shard, len(shard.items)) for shard in shards.values()]
+        monkeypatch.setattr(models, "copy", _NoTableCopy)
+        try:
+            original_transact(self, transact_items)
+        except Exception:
+            for table, hash_value, range_value, item in reversed(snapshots):
+                _restore(table, hash_value, range_value, item)
+            for shard, length in streams:
+                del shard.items[length:]
+            raise
+        finally:
+            monkeypatch.setattr(models, "copy", copy)
 
-    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", transact_write_items)
-    for name in ("put_item", "update_item", "delete_item"):
-        original = getattr(DynamoDBBackend, name)
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with lock:
-                return __original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, locked)
+    monkeypatch.setattr(
+        DynamoDBBackend, "transact_write_items", thread_safety.MOTO_DYNAMODB.locked(transact_write_items)
+    )
 
 
 def make_faults(seed: int) -> Faults:

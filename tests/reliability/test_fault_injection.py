@@ -47,6 +47,7 @@ from tests.reliability.conftest import (
     make_faults,
     objects_by_task,
     open_uploads,
+    quota,
     status_history,
     task_records,
 )
@@ -434,11 +435,9 @@ def check_files(sim: Simulation, records: dict[str, dict[str, Any]]) -> None:
 
 
 def check_quotas(sim: Simulation, records: dict[str, dict[str, Any]]) -> None:
-    dynamodb = boto3.client("dynamodb", region_name=REGION)
     for n in range(USERS):
         user = f"user-{n}"
-        item = dynamodb.get_item(TableName=sim.resources.tasks_table, Key={"task_id": {"S": f"quota#{user}"}})
-        counted = int(item.get("Item", {}).get("active", {}).get("N", "0"))
+        counted = quota(sim.resources, user)
         active = sum(1 for r in records.values() if r["user_id"] == user and r["status"] not in TERMINAL)
         if counted != active or counted != 0:
             sim.violations.append(f"{user}: quota counter {counted}, active tasks {active}")

@@ -1,7 +1,7 @@
 """Races, forced both ways: two workers on one task, cancel against completion, the deadline
 against completion. Each interleaving is made exact by running the rival at a chosen AWS call of
 the worker (a hook before the call), and a threaded run adds the interleavings nobody chose.
-DynamoDB's per-item atomicity is restored in moto (``atomic_dynamodb``)."""
+DynamoDB's per-item atomicity is restored in moto (``running_aws`` serialises its operations)."""
 
 import json
 import random
@@ -94,7 +94,7 @@ def assert_consistent(resources: Resources, task_id: str, expected: str) -> dict
 
 
 @pytest.fixture
-def seeded(running_aws: Resources, atomic_dynamodb: None) -> Resources:
+def seeded(running_aws: Resources) -> Resources:
     seed_orders(boto3.client("dynamodb", region_name=REGION), running_aws.orders_table, 400, SEED_DAY)
     return running_aws
 
