@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime
@@ -267,3 +269,24 @@ def test_a_stopped_task_cancels_its_running_query_and_leaves_no_session(things: 
     while backends(uri) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert backends(uri) == []
+
+
+def peak_rss_kib(uri: str, rows: int) -> int:
+    probe = subprocess.run(
+        [sys.executable, "-m", "tests.postgres.rss_probe", uri, str(rows)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+        timeout=300,
+    )
+    written, rss = probe.stdout.split()
+    assert int(written) == rows
+    return int(rss)
+
+
+def test_a_million_rows_stream_in_constant_memory(scratch: str) -> None:
+    small = peak_rss_kib(scratch, 100_000)
+    large = peak_rss_kib(scratch, 1_000_000)
+
+    assert large <= small * 1.25, (small, large)
