@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from datetime import date, timedelta
 from pathlib import Path
@@ -55,7 +56,10 @@ class BenchDatabases:
         self._folder = tempfile.TemporaryDirectory(prefix="exports-bench-pg-")
         self._server = EmbeddedPostgres(Path(self._folder.name) / "data")
         started = time.perf_counter()
-        self._server.start()
+        with warnings.catch_warnings():
+            # pgserver's platformdirs warns when XDG_RUNTIME_DIR is unset (containers): harmless.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+            self._server.start()
         print(f"  postgres    started in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         return self
 
@@ -180,4 +184,3 @@ def pipeline_inputs() -> tuple[Any, str, dict[str, str]]:
     """What ``bench.cases.run_pipeline`` needs to run the declared ``orders`` type: the
     registry, the type's name and the task's filters."""
     return _registry_now(), EXPORT_TYPE, export_filters()
-

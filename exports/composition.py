@@ -46,7 +46,7 @@ class PowertoolsMetrics:
 
 def build_registry(settings: Settings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
     """The export types of this deployment: the declaration file's, wired to their sources."""
-    declarations = load_declarations(settings.exports_config or default_path())
+    declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
 
     def sql_reader(name: str, source: PostgresSource) -> SqlReader:
         from exports.adapters.postgres_source import PostgresReader

@@ -40,6 +40,9 @@ class Env:
     XLSX_ENGINE: Final = "EXPORTS_XLSX_ENGINE"
     # The declaration file of sources and export types (TOML; default: Declarations.DEFAULT_FILE).
     EXPORTS_CONFIG: Final = "EXPORTS_CONFIG"
+    # JSON object: source name -> keys that replace the declaration's (the CDK app's context
+    # gives connections this way, e.g. {"shop": {"secret_arn": "arn:..."}}).
+    SOURCE_OVERRIDES: Final = "EXPORTS_SOURCE_OVERRIDES"
 
 
 class Names:

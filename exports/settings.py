@@ -40,6 +40,8 @@ class Settings(BaseModel):
     xlsx_engine: Literal[XlsxEngine.STREAM, XlsxEngine.OPENPYXL] = XlsxEngine.DEFAULT
     # The declaration file of sources and export types; None: the one the repository ships.
     exports_config: str | None = None
+    # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).
+    source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
 
     @property
     def retention(self) -> timedelta:
@@ -76,4 +78,6 @@ class Settings(BaseModel):
             "exports_config": Env.EXPORTS_CONFIG,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
+        if Env.SOURCE_OVERRIDES in environ:
+            values["source_overrides"] = json.loads(environ[Env.SOURCE_OVERRIDES])
         return cls.model_validate(values)

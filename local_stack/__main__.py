@@ -64,6 +64,8 @@ def main() -> int:
     # Metrics are disabled locally; Powertools would warn about that on every request.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    # pgserver logs every initdb and pg_ctl run with its whole output.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     started = time.monotonic()
     try:
         config = LocalConfig.from_env()

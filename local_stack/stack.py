@@ -59,7 +59,8 @@ class LocalConfig:
         """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
-        ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``; a dev token and a webhook secret are generated when none is given."""
+        ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``; a dev token and a webhook secret are
+        generated when none is given."""
         spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
         return cls(
             port=int(os.environ.get("PORT", "8000")),

@@ -52,6 +52,9 @@ class IamAuth(_Strict):
     user: str = Field(min_length=1)
     database: str = Field(min_length=1)
     region: str | None = None
+    # The instance's or cluster's resource id (db-... or cluster-...): the CDK app grants
+    # rds-db:connect on it for ``user``.
+    resource_id: str | None = Field(default=None, pattern=r"^(db|cluster)-[A-Za-z0-9]+$")
 
 
 class PostgresSource(_Strict):
@@ -72,7 +75,7 @@ class PostgresSource(_Strict):
     # RDS Proxy's certificates chain to; or a PEM file shipped with the declaration).
     sslmode: SslMode | None = None
     sslrootcert: str | None = None
-    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=1000)
+    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
 
 class DynamoSource(_Strict):
@@ -80,7 +83,7 @@ class DynamoSource(_Strict):
 
     kind: Literal[SourceKind.DYNAMODB]
     description: str = ""
-    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=1000)
+    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
 
 Source = Annotated[PostgresSource | DynamoSource, Field(discriminator="kind")]

@@ -26,7 +26,12 @@ def declaration(body: str) -> str:
 
 
 def test_the_shipped_declarations_load() -> None:
-    assert list(load_declarations(default_path()).file.types) == ["orders", "customers", "sales_report", "orders_dynamodb"]
+    assert list(load_declarations(default_path()).file.types) == [
+        "orders",
+        "customers",
+        "sales_report",
+        "orders_dynamodb",
+    ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
     assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]
 
@@ -34,7 +39,11 @@ def test_the_shipped_declarations_load() -> None:
 @pytest.mark.parametrize(
     ("body", "where", "message"),
     [
-        ('[types.t]\ndescription = "x"\nsource = "nope"\nquery = "SELECT 1 AS a"', "types.t: source", "no source 'nope'"),
+        (
+            '[types.t]\ndescription = "x"\nsource = "nope"\nquery = "SELECT 1 AS a"',
+            "types.t: source",
+            "no source 'nope'",
+        ),
         ('[types.t]\ndescription = "x"\nsource = "db"', "types.t", "exactly one of query"),
         (
             '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT %(missing)s AS a"',
@@ -69,7 +78,8 @@ def test_the_shipped_declarations_load() -> None:
             "at least 5",
         ),
         (
-            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n[types.t.parameters.p]\ntype = "string"\nmin = 1',
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            '[types.t.parameters.p]\ntype = "string"\nmin = 1',
             "types.t: parameters.p.min",
             "no min",
         ),
@@ -129,7 +139,9 @@ def test_the_shipped_declarations_load() -> None:
         ),
     ],
 )
-def test_a_bad_declaration_names_the_file_the_type_and_the_key(tmp_path: Path, body: str, where: str, message: str) -> None:
+def test_a_bad_declaration_names_the_file_the_type_and_the_key(
+    tmp_path: Path, body: str, where: str, message: str
+) -> None:
     path = write_declaration(tmp_path, declaration(body))
 
     with pytest.raises(DeclarationError) as raised:
@@ -206,7 +218,14 @@ VALID = {"day_from": "2025-01-01", "day_to": "2025-01-31"}
 
 def test_every_kind_validates_to_python_values_and_back_to_json(model: type) -> None:
     filters = model.model_validate(
-        {**VALID, "since": "2025-01-02T10:00:00+08:00", "amount": "12.50", "code": "EUR", "state": "open", "ids": [1, 2]}
+        {
+            **VALID,
+            "since": "2025-01-02T10:00:00+08:00",
+            "amount": "12.50",
+            "code": "EUR",
+            "state": "open",
+            "ids": [1, 2],
+        }
     )
 
     assert str(filters.day_from) == "2025-01-01" and filters.count == 10
@@ -270,3 +289,45 @@ def test_the_json_schema_comes_from_the_declaration(model: type) -> None:
     assert properties["state"]["enum"] == ["open", "closed"]
     assert properties["ids"]["items"] == {"type": "integer", "minimum": 1} and properties["ids"]["maxItems"] == 3
     json.dumps(schema)
+
+
+def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None:
+    path = write_declaration(
+        tmp_path, declaration('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"')
+    )
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-1"
+
+    declared = load_declarations(path, {"db": {"url_env": None, "secret_arn": arn}})
+
+    assert declared.file.sources["db"].secret_arn == arn
+    with pytest.raises(DeclarationError, match=r"sources\.other: overridden by the deployment but not declared"):
+        load_declarations(path, {"other": {"secret_arn": arn}})
+
+
+def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
+    from exports.adapters.postgres_connections import SourceNotConfigured, connection_settings
+    from exports.declared.model import PostgresSource
+
+    secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
+    settings = connection_settings("db", source, {}, lambda arn: secret, lambda auth: "token", tmp_path)()
+    assert settings == {
+        "host": "db.example.internal",
+        "port": 6432,
+        "dbname": "shop",
+        "user": "exporter",
+        "password": "pw",
+        "sslmode": "verify-full",
+        "sslrootcert": "system",
+    }
+
+    iam = PostgresSource.model_validate(
+        {"kind": "postgresql", "iam_auth": {"host": "h", "user": "u", "database": "d"}, "sslrootcert": "ca.pem"}
+    )
+    settings = connection_settings("db", iam, {}, lambda arn: secret, lambda auth: f"token-for-{auth.user}", tmp_path)()
+    assert settings["password"] == "token-for-u" and settings["sslmode"] == "verify-full"
+    assert settings["sslrootcert"] == str(tmp_path / "ca.pem")
+
+    unset = PostgresSource(kind="postgresql", url_env="NOT_SET_HERE")
+    with pytest.raises(SourceNotConfigured, match="NOT_SET_HERE, which is not set"):
+        connection_settings("db", unset, {}, lambda arn: secret, lambda auth: "", tmp_path)

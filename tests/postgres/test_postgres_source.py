@@ -18,7 +18,12 @@ import openpyxl
 import psycopg
 import pytest
 
-from exports.adapters.postgres_source import SOURCE_QUERY_FAILED, SOURCE_QUERY_TIMEOUT, PostgresReader, SourceUnavailable
+from exports.adapters.postgres_source import (
+    SOURCE_QUERY_FAILED,
+    SOURCE_QUERY_TIMEOUT,
+    PostgresReader,
+    SourceUnavailable,
+)
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.export_types.base import ExportType, Unbounded
 from exports.writers import csv_writer, xlsx_engine
@@ -96,7 +101,13 @@ def test_values_arrive_typed_nulls_empty_numerics_exact_and_timestamps_in_utc(th
 
     rows = rows_of(types["things"], {})
 
-    assert rows[0] == (1, UNICODE, Decimal("12345678901234567890.1234567890"), datetime(2025, 3, 1, 2, 0), SEED_DAY.replace(2025, 3, 1))
+    assert rows[0] == (
+        1,
+        UNICODE,
+        Decimal("12345678901234567890.1234567890"),
+        datetime(2025, 3, 1, 2, 0),
+        SEED_DAY.replace(2025, 3, 1),
+    )
     assert rows[1] == (2, None, None, None, None)
     assert rows[2][3] == datetime(2025, 3, 1, 15, 0)  # -05:00 -> UTC
     assert rows[2][2] == Decimal("-0.0000000001")

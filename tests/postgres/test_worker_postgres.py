@@ -31,7 +31,7 @@ from exports.services.export_run import time_budget
 from exports.services.worker import Outcome, process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
-from tests.postgres.conftest import SEED_DAY, backends, write_declaration
+from tests.postgres.conftest import backends, write_declaration
 
 PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
 LOW_MS = (LongExports.CHECKPOINT_MARGIN_SEC - 1) * 1000
@@ -99,6 +99,17 @@ def run(deps: Any, task: Any, remaining: Any = None) -> Outcome:
         return process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
 
 
+def time_for_pages(pages: int) -> Any:
+    """An invocation that runs out of time after ``pages`` pages (the source looks once first)."""
+    looks: list[int] = []
+
+    def remaining() -> int:
+        looks.append(1)
+        return PLENTY_MS if len(looks) <= pages else LOW_MS
+
+    return remaining
+
+
 def body_of(aws: Resources, key: str) -> str:
     return boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=key)["Body"].read().decode()
 
@@ -132,13 +143,7 @@ def test_a_long_csv_export_resumes_from_its_keyset_cursor_into_the_same_file(pg_
     invocations = 0
     while not pg_worker.tasks.get(task.task_id).is_terminal:
         invocations += 1
-        looks: list[int] = []
-
-        def remaining() -> int:
-            looks.append(1)
-            return PLENTY_MS if len(looks) < 3 else LOW_MS  # the run looks once, then per page
-
-        run(pg_worker, pg_worker.tasks.get(task.task_id), remaining)
+        run(pg_worker, pg_worker.tasks.get(task.task_id), time_for_pages(2))
         assert invocations < 20
 
     done = pg_worker.tasks.get(task.task_id)
@@ -147,7 +152,9 @@ def test_a_long_csv_export_resumes_from_its_keyset_cursor_into_the_same_file(pg_
     assert leftovers(aws)[1] == []
 
 
-def test_an_unreachable_database_retries_then_fails(pg_worker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_database_retries_then_fails(
+    pg_worker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DB_URL", f"postgresql://postgres@/none?host={tmp_path}")
     worker.dependencies.cache_clear()
     deps = dataclasses.replace(pg_worker, registry=worker.dependencies().registry)
