@@ -14,6 +14,7 @@ from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
+from exports.adapters.postgres_source import PostgresReader
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsLifecycle
@@ -49,8 +50,6 @@ def build_registry(settings: Settings, environ: Mapping[str, str] = os.environ) 
     declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
 
     def sql_reader(name: str, source: PostgresSource) -> SqlReader:
-        from exports.adapters.postgres_source import PostgresReader
-
         connect = connection_settings(
             name,
             source,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -192,6 +192,10 @@ class Batch:
 
     columns: Sequence[ResultColumn]
     rows: list[tuple[Any, ...]]
+
+
+# libpq connection keywords, fresh at each connection (rotated secrets, new IAM tokens).
+ConnectionSettings = Callable[[], dict[str, Any]]
 
 
 class SqlReader(Protocol):

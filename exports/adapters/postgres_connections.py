@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from exports.adapters.postgres_source import ConnectionSettings
 from exports.declared.model import IamAuth, PostgresSource, SslMode
 from exports.domain.errors import ExportsError
+from exports.ports import ConnectionSettings
 
 SecretReader = Callable[[str], Mapping[str, Any]]
 TokenMaker = Callable[[IamAuth], str]

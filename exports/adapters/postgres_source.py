@@ -10,6 +10,9 @@ While the run waits on the server, a watchdog thread asks the run every
 ``Declarations.CANCEL_CHECK_SEC`` whether the task was stopped (cancelled, timed out, taken over)
 and cancels the query if so; the connection is closed whatever way the run ends.
 
+psycopg is imported on first use: the functions that never query a database (the API, the
+lifecycle and callback functions build the same registry) do not pay for it at cold start.
+
 Errors become ours: unreachable or overloaded servers are :class:`SourceUnavailable` (retried
 with backoff), a query that fails is ``SOURCE_QUERY_FAILED`` and one that runs past its time
 ``SOURCE_QUERY_TIMEOUT``; messages carry the SQLSTATE and the server's own words, never the
@@ -23,15 +26,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING, Any
 
 from exports.config import Declarations
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.export_types.base import ColumnKind, RunControl
-from exports.ports import Batch, ResultColumn, SqlRead
+from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +68,6 @@ class SourceUnavailable(RetryableError):
     code = "SOURCE_UNAVAILABLE"
 
 
-ConnectionSettings = Callable[[], dict[str, Any]]
-
-
 class PostgresReader:
     """Runs declared queries against one source. ``settings`` gives libpq's connection keywords
     (host, port, dbname, user, password, sslmode, ...) each time a connection is opened, so
@@ -79,6 +80,8 @@ class PostgresReader:
 
     def describe(self, read: SqlRead, control: RunControl) -> list[ResultColumn]:
         """The result's columns, without reading a row."""
+        from psycopg import sql
+
         with self._connect(control) as conn:
             statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
             with _translated(self.source):
@@ -111,6 +114,8 @@ class PostgresReader:
             _close(conn)
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
+        import psycopg
+
         settings = {
             "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
             **self._settings(),
@@ -144,6 +149,8 @@ def _begin(conn: psycopg.Connection[Any], control: RunControl) -> None:
 
 
 def _keyset_statement(read: SqlRead) -> sql.Composed:
+    from psycopg import sql
+
     statement = sql.SQL("SELECT * FROM ({query}) AS exported").format(query=sql.SQL(read.query))
     if not read.order_key:
         return statement
@@ -259,6 +266,8 @@ class _translated:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> bool:
+        import psycopg
+
         if not isinstance(error, psycopg.Error):
             return False
         if isinstance(error, psycopg.errors.QueryCanceled):
@@ -287,6 +296,8 @@ class _translated:
 
 def _close(conn: psycopg.Connection[Any]) -> None:
     """Close the connection; a query still running on it is cancelled first."""
+    import psycopg
+
     try:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
             conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
