@@ -265,11 +265,11 @@ class _translated:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> None:
         import psycopg
 
         if not isinstance(error, psycopg.Error):
-            return False
+            return
         if isinstance(error, psycopg.errors.QueryCanceled):
             if self._watchdog is not None and self._watchdog.stopped:
                 raise LostOwnership("the task was stopped; its query was cancelled") from None

@@ -305,8 +305,8 @@ def filters_model(
             max_items=len(selectable),
             required=False,
         )
-        annotation = Annotated[Any, PlainValidator(list_checker(columns)), WithJsonSchema(parameter_schema(columns))]
-        fields[COLUMNS_PARAMETER] = (annotation, Field(default=None))
+        chooser = Annotated[Any, PlainValidator(list_checker(columns)), WithJsonSchema(parameter_schema(columns))]
+        fields[COLUMNS_PARAMETER] = (chooser, Field(default=None))
     model = create_model(f"{_camel(type_name)}Filters", __base__=DeclaredFilters, **fields)
     model.date_ranges = tuple(date_ranges)
     return model

@@ -130,8 +130,8 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
     wait = _hot_key_wait(task, deps)
     if wait > 0:
         return _defer(task, wait, deps)
-    lease = _take_slot(task, deps)
-    if lease is False:
+    free, lease = _take_slot(task, deps)
+    if not free:
         deps.metrics.add(Metric.SOURCE_DEFERRED)
         return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
@@ -147,17 +147,17 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
     return claimed, lease
 
 
-def _take_slot(task: Task, deps: Dependencies) -> SlotLease | bool | None:
-    """A slot of the task's source when the source limits concurrent exports (None: it does not
-    or this deployment has no limiter); False when every slot is busy."""
+def _take_slot(task: Task, deps: Dependencies) -> tuple[bool, SlotLease | None]:
+    """Whether the task may run now, and the slot of its source it took (None when the source
+    is not limited, or this deployment has no limiter). False when every slot is busy."""
     limit = deps.registry.get(task.export_type).source_limit()
     if limit is None or deps.slots is None:
-        return None
+        return True, None
     lease = deps.slots.acquire(limit.source, limit.max_concurrent, task.task_id, deps.clock())
     if lease is None:
         logger.info("data source at its limit of concurrent exports", extra={"source": limit.source})
-        return False
-    return lease
+        return False, None
+    return True, lease
 
 
 def _release(lease: SlotLease, deps: Dependencies) -> None:
