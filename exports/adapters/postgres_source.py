@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from exports.config import Declarations
@@ -94,6 +95,7 @@ class PostgresReader:
         early (the export stopped) closes the cursor and the connection."""
         conn = self._connect(control)
         watchdog = _Watchdog(conn, control)
+        prefetch: _Prefetch | None = None
         try:
             with _translated(self.source, watchdog):
                 _begin(conn, control)
@@ -102,16 +104,14 @@ class PostgresReader:
                 watchdog.start()
                 columns = _result_columns(conn, cursor.description or [])
                 convert = _converter(columns)
-                while True:
+                prefetch = _Prefetch(cursor, self._page_rows)
+                for rows in prefetch.pages():
                     watchdog.raise_if_stopped()
-                    rows = cursor.fetchmany(self._page_rows)
-                    if not rows:
-                        break
                     yield Batch(columns, convert(rows))
                 watchdog.raise_if_stopped()
         finally:
             watchdog.stop()
-            _close(conn)
+            _close(conn, prefetch)
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
         import psycopg
@@ -129,6 +129,11 @@ class PostgresReader:
             )
             raise SourceUnavailable(_unreachable(self.source, error)) from None
         conn.read_only = True
+        # The session is in UTC (see _begin): timestamptz values load as naive UTC datetimes,
+        # what a spreadsheet cell holds, without a conversion per value.
+        from psycopg.types.datetime import TimestampBinaryLoader
+
+        conn.adapters.register_loader("timestamptz", TimestampBinaryLoader)
         return conn
 
 
@@ -179,13 +184,11 @@ def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -
 
 
 def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]:
-    """Rows as files hold them: aware timestamps (the session is in UTC) as naive UTC, and
-    values a cell cannot hold (UUIDs, JSON, arrays, intervals, bytes) as text."""
+    """Rows as files hold them: values a cell cannot hold (UUIDs, JSON, arrays, intervals,
+    bytes) as text. Timestamps already load as naive UTC (see :meth:`PostgresReader._connect`)."""
     changes: list[tuple[int, Callable[[Any], Any]]] = []
     for position, column in enumerate(columns):
-        if column.type_name == "timestamptz":
-            changes.append((position, _naive))
-        elif column.kind is ColumnKind.STRING and column.type_name not in _TEXT_TYPES:
+        if column.kind is ColumnKind.STRING and column.type_name not in _TEXT_TYPES:
             changes.append((position, _text))
     if not changes:
         return lambda rows: rows
@@ -202,10 +205,6 @@ def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...
         return converted
 
     return convert
-
-
-def _naive(value: datetime) -> datetime:
-    return value.replace(tzinfo=None) if isinstance(value, datetime) else value
 
 
 def _text(value: Any) -> Any:
@@ -294,14 +293,68 @@ class _translated:
         ) from None
 
 
-def _close(conn: psycopg.Connection[Any]) -> None:
+class _Prefetch:
+    """Fetches the next page in a thread while the caller writes the last one, so the server
+    reads while we write (at most two pages wait: memory stays bounded)."""
+
+    def __init__(self, cursor: Any, page_rows: int) -> None:
+        self._cursor = cursor
+        self._page_rows = page_rows
+        self._pages: queue.Queue[list[tuple[Any, ...]] | BaseException] = queue.Queue(maxsize=2)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._fetch, name="prefetch", daemon=True)
+
+    def pages(self) -> Iterator[list[tuple[Any, ...]]]:
+        """The pages in order until the result ends; a fetch's error is raised here."""
+        self._thread.start()
+        while True:
+            page = self._pages.get()
+            if isinstance(page, BaseException):
+                raise page
+            if not page:
+                return
+            yield page
+
+    def stop(self) -> None:
+        """Stop fetching (a fetch under way ends when the query is cancelled or closed)."""
+        self._stopped.set()
+
+    def join(self) -> None:
+        """Wait for the fetching thread to end."""
+        if self._thread.is_alive():
+            self._thread.join(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+
+    def _fetch(self) -> None:
+        try:
+            while not self._stopped.is_set():
+                page = self._cursor.fetchmany(self._page_rows)
+                self._put(page)
+                if not page:
+                    return
+        except BaseException as error:  # handed to the reading thread, which raises it
+            self._put(error)
+
+    def _put(self, item: list[tuple[Any, ...]] | BaseException) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._pages.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+
+def _close(conn: psycopg.Connection[Any], prefetch: _Prefetch | None = None) -> None:
     """Close the connection; a query still running on it is cancelled first."""
     import psycopg
 
+    if prefetch is not None:
+        prefetch.stop()
     try:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
             conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
     except psycopg.Error:
         logger.warning("could not cancel the query before closing", exc_info=True)
     finally:
+        if prefetch is not None:
+            prefetch.join()
         conn.close()
