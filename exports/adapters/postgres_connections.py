@@ -51,9 +51,9 @@ def connection_settings(
         def from_secret() -> dict[str, Any]:
             secret = read_secret(arn)
             return {
-                "host": secret["host"],
-                "port": int(secret.get("port", 5432)),
-                "dbname": secret.get("dbname") or secret.get("dbName") or "postgres",
+                "host": source.host or secret["host"],
+                "port": source.port or int(secret.get("port", 5432)),
+                "dbname": source.database or secret.get("dbname") or secret.get("dbName") or "postgres",
                 "user": secret["username"],
                 "password": secret["password"],
                 **tls,

@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 SOURCE_QUERY_FAILED = "SOURCE_QUERY_FAILED"
 SOURCE_QUERY_TIMEOUT = "SOURCE_QUERY_TIMEOUT"
+SOURCE_QUERY_CANCELLED = "SOURCE_QUERY_CANCELLED"
+SOURCE_NOT_CONFIGURED = "SOURCE_NOT_CONFIGURED"
+# The longest the look at a query's result columns may take (types that infer their columns).
+DESCRIBE_TIMEOUT_SEC = 30
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
 # shutting down, out of resources. Connection-level failures (class 08) are transient too.
 _TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
@@ -86,7 +90,7 @@ class PostgresReader:
         with self._connect(control) as conn:
             statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
             with _translated(self.source):
-                _begin(conn, control)
+                _begin(conn, control, DESCRIBE_TIMEOUT_SEC)
                 cursor = conn.execute(statement, read.params)
                 return _result_columns(conn, cursor.description or [])
 
@@ -118,7 +122,7 @@ class PostgresReader:
 
         settings = {
             "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
-            **self._settings(),
+            **self._connection_settings(),
             "application_name": f"exports:{control.task_id}"[:63],
         }
         try:
@@ -136,6 +140,25 @@ class PostgresReader:
         conn.adapters.register_loader("timestamptz", TimestampBinaryLoader)
         return conn
 
+    def _connection_settings(self) -> dict[str, Any]:
+        """The libpq keywords; a secret that cannot be read now is retried, one that lacks a
+        key fails the export (no retry makes it whole)."""
+        try:
+            return self._settings()
+        except (RetryableError, ExportFailed):
+            raise
+        except (KeyError, TypeError, ValueError) as error:
+            raise ExportFailed(
+                f"the connection of data source {self.source!r} is misconfigured (missing or bad {error})",
+                code=SOURCE_NOT_CONFIGURED,
+            ) from None
+        except Exception as error:  # Secrets Manager or STS said no, or did not answer
+            logger.warning("could not read a data source's credentials", extra={"source": self.source}, exc_info=True)
+            raise SourceUnavailable(
+                f"could not read the credentials of data source {self.source!r} ({type(error).__name__}); "
+                "the export is retried"
+            ) from None
+
 
 def _unreachable(source: str, error: psycopg.Error) -> str:
     # libpq's message names the host and why; it never holds the password. The host stays out
@@ -144,10 +167,11 @@ def _unreachable(source: str, error: psycopg.Error) -> str:
     return f"could not connect to data source {source!r} ({reason}); the export is retried"
 
 
-def _begin(conn: psycopg.Connection[Any], control: RunControl) -> None:
-    """Start the read-only transaction: UTC, and the statement timeout from the time left."""
-    left = control.seconds_left()
-    timeout_ms = 0 if left is None else max(1000, int(left * 1000))
+def _begin(conn: psycopg.Connection[Any], control: RunControl, at_most_sec: float | None = None) -> None:
+    """Start the read-only transaction: UTC, and the statement timeout from the time left
+    (and ``at_most_sec``)."""
+    limits = [limit for limit in (control.seconds_left(), at_most_sec) if limit is not None]
+    timeout_ms = max(1000, int(min(limits) * 1000)) if limits else 0
     conn.execute(
         "SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)", [str(timeout_ms)]
     )
@@ -272,6 +296,12 @@ class _translated:
         if isinstance(error, psycopg.errors.QueryCanceled):
             if self._watchdog is not None and self._watchdog.stopped:
                 raise LostOwnership("the task was stopped; its query was cancelled") from None
+            if "statement timeout" not in (error.diag.message_primary or ""):
+                raise ExportFailed(
+                    f"the query of data source {self._source!r} was cancelled by the database (an operator "
+                    "or pg_cancel_backend); submit the export again",
+                    code=SOURCE_QUERY_CANCELLED,
+                ) from None
             raise ExportFailed(
                 f"the query of data source {self._source!r} ran out of time (statement_timeout): it must return "
                 "its rows before the task's deadline and within one worker run; narrow the filters",

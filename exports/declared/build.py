@@ -136,7 +136,7 @@ def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: 
     context = PluginContext(
         name=name,
         source=declared.source,
-        options={},
+        options=declared.options,
         environ=readers.environ,
         client=readers.client,
         settings=readers.settings,
@@ -144,5 +144,7 @@ def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: 
     export_type = factory(context)
     if not isinstance(export_type, ExportType):
         raise DeclarationError(declarations.path, where, f"{declared.plugin} did not return an ExportType")
-    export_type.name = name  # type: ignore[misc]  # the declared name is the one served
+    # The declared name and description are the ones served.
+    export_type.name = name  # type: ignore[misc]
+    export_type.description = declared.description  # type: ignore[misc]
     return export_type

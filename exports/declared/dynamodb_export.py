@@ -12,8 +12,13 @@ from exports.declared.common import DeclaredExport
 from exports.declared.model import DynamoQueryDecl
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import render
+from exports.domain.errors import ExportFailed
 from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, Page, Row
 from exports.ports import ItemQuery, ItemsReader
+
+SOURCE_DATA_INVALID = "SOURCE_DATA_INVALID"
+# The name the key templates use for the day being read (see DynamoQueryDecl.each_day).
+DAY_PLACEHOLDER = "day"
 
 
 class DeclaredDynamoExport(DeclaredExport):
@@ -43,10 +48,11 @@ class DeclaredDynamoExport(DeclaredExport):
         partitions = self._partitions(values)
         start, key = _parse_cursor(cursor, len(partitions))
         for position in range(start, len(partitions)):
-            query = self._item_query({**values, "day": partitions[position]})
+            day = partitions[position]
+            query = self._item_query(values if day is None else {**values, DAY_PLACEHOLDER: day})
             while True:
                 items, key = self._reader.page(query, key, Streaming.SOURCE_PAGE_ROWS)
-                rows: list[Row] = [tuple(to_cell(item.get(name)) for name, to_cell in convert) for item in items]
+                rows = _rows(items, convert, self._table)
                 done = position + (0 if key else 1)
                 yield Page(rows, {"partition": done, "key": key}, done / len(partitions))
                 if key is None:
@@ -88,6 +94,16 @@ class DeclaredDynamoExport(DeclaredExport):
             sort_begins_with=begins,
             filters=filters,
         )
+
+
+def _rows(items: list[dict[str, Any]], convert: list[tuple[str, Callable[[Any], Any]]], table: str) -> list[Row]:
+    try:
+        return [tuple(to_cell(item.get(name)) for name, to_cell in convert) for item in items]
+    except (ValueError, TypeError, ArithmeticError) as error:
+        raise ExportFailed(
+            f"an item of table {table!r} holds a value its declared column kind cannot read ({error})",
+            code=SOURCE_DATA_INVALID,
+        ) from None
 
 
 def _parse_cursor(cursor: Cursor | None, partitions: int) -> tuple[int, dict[str, Any] | None]:

@@ -16,10 +16,12 @@ from pydantic_core import PydanticCustomError
 
 import exports
 from exports.config import Declarations as DeclarationSettings
+from exports.declared.dynamodb_export import DAY_PLACEHOLDER
 from exports.declared.model import (
     DeclarationFile,
     DynamoQueryDecl,
     DynamoSource,
+    EachDayDecl,
     ParameterDecl,
     ParameterType,
     PostgresSource,
@@ -39,8 +41,10 @@ from exports.declared.templates import placeholders
 _SQL_PLACEHOLDER = re.compile(r"%\(([^)]*)\)s")
 _BOUNDED = (ParameterType.DATE, ParameterType.DATETIME, ParameterType.INTEGER, ParameterType.DECIMAL)
 _TEXTUAL = (ParameterType.STRING,)
-# The name a DynamoDB type's templates use for the day being read (with each_day).
-DAY_PLACEHOLDER = "day"
+# The keys that say how a PostgreSQL source connects (one of them).
+CONNECTION_KEYS = frozenset({"url_env", "secret_arn", "iam_auth"})
+# What a plugin type may declare besides its factory: the rest is the plugin's own business.
+PLUGIN_KEYS = frozenset({"description", "source", "plugin", "options"})
 
 
 def default_path() -> Path:
@@ -86,12 +90,22 @@ def load_declarations(
         sources = raw.setdefault("sources", {})
         if name not in sources:
             raise DeclarationError(path, f"sources.{name}", "overridden by the deployment but not declared")
-        sources[name] = {**sources[name], **override}
+        declared = dict(sources[name])
+        if CONNECTION_KEYS & set(override):
+            # A connection given by the deployment replaces the file's (e.g. url_env for make run).
+            for key in CONNECTION_KEYS:
+                declared.pop(key, None)
+        sources[name] = {**declared, **override}
     try:
         parsed = DeclarationFile.model_validate(raw)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         raise DeclarationError(path, _where(first["loc"]), first["msg"]) from None
+    for source_name, source in parsed.sources.items():
+        if isinstance(source, PostgresSource):
+            given = [key for key in sorted(CONNECTION_KEYS) if getattr(source, key) is not None]
+            if len(given) > 1:
+                raise DeclarationError(path, f"sources.{source_name}", f"declare one way to connect, not {given}")
     for type_name, declared in parsed.types.items():
         _check_type(path, parsed, type_name, declared)
     return Declarations(path, parsed)
@@ -110,6 +124,9 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
 
     _check_source(fail, file, declared)
     if declared.plugin is not None:
+        extra = sorted(key for key in declared.model_fields_set if key not in PLUGIN_KEYS)
+        if extra:
+            raise fail(extra[0], "a plugin type declares only description, source, plugin and options")
         return
     for parameter, spec in declared.parameters.items():
         _check_parameter(fail, f"parameters.{parameter}", spec)
@@ -250,12 +267,7 @@ def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:
         raise fail("columns", "a DynamoDB type declares its columns (attribute to column)")
     names = set(declared.parameters)
     if spec.each_day is not None:
-        for end in (spec.each_day.start, spec.each_day.end):
-            kind = declared.parameters.get(end)
-            if kind is None or kind.type not in (ParameterType.DATE, ParameterType.DATETIME):
-                raise fail("dynamodb.each_day", f"{end!r} is not a declared date parameter")
-            if not is_required_or_defaulted(kind):
-                raise fail("dynamodb.each_day", f"{end!r} must be required or have a default")
+        _check_each_day(fail, declared, spec.each_day)
         names.add(DAY_PLACEHOLDER)
     templates = _dynamodb_templates(fail, spec)
     for key, template in templates.items():
@@ -270,6 +282,23 @@ def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:
             raise fail(
                 f"dynamodb.filters[{position}].parameter", f"{item_filter.parameter!r} is not a declared parameter"
             )
+
+
+def _check_each_day(fail: Any, declared: TypeDecl, each_day: EachDayDecl) -> None:
+    """The day range of a one-query-per-day type: required date parameters, bounded."""
+    if DAY_PLACEHOLDER in declared.parameters:
+        raise fail(f"parameters.{DAY_PLACEHOLDER}", "is reserved for the day each_day reads")
+    bounded = any(
+        (date_range.start, date_range.end) == (each_day.start, each_day.end) for date_range in declared.date_ranges
+    )
+    if not bounded:
+        raise fail("dynamodb.each_day", "needs a date_ranges entry over the same parameters (it bounds the queries)")
+    for end in (each_day.start, each_day.end):
+        kind = declared.parameters.get(end)
+        if kind is None or kind.type not in (ParameterType.DATE, ParameterType.DATETIME):
+            raise fail("dynamodb.each_day", f"{end!r} is not a declared date parameter")
+        if not is_required_or_defaulted(kind):
+            raise fail("dynamodb.each_day", f"{end!r} must be required or have a default")
 
 
 def _dynamodb_templates(fail: Any, spec: DynamoQueryDecl) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -54,7 +54,7 @@ class IamAuth(_Strict):
     region: str | None = None
     # The instance's or cluster's resource id (db-... or cluster-...): the CDK app grants
     # rds-db:connect on it for ``user``.
-    resource_id: str | None = Field(default=None, pattern=r"^(db|cluster)-[A-Za-z0-9]+$")
+    resource_id: str | None = Field(default=None, pattern=r"^(db|cluster|prx)-[A-Za-z0-9]+$")
 
 
 class PostgresSource(_Strict):
@@ -71,6 +71,11 @@ class PostgresSource(_Strict):
     # A Secrets Manager secret in RDS's shape (username, password, host, port, dbname).
     secret_arn: str | None = Field(default=None, pattern=r"^arn:[a-z-]+:secretsmanager:")
     iam_auth: IamAuth | None = None
+    # With secret_arn: where to connect instead of the secret's own host, port and database
+    # (an RDS Proxy endpoint in front of the database the secret belongs to).
+    host: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    database: str | None = None
     # TLS: sslmode, and the CA to verify against ("system": the runtime's trust store, which
     # RDS Proxy's certificates chain to; or a PEM file shipped with the declaration).
     sslmode: SslMode | None = None
@@ -101,7 +106,8 @@ class ParameterType(StrEnum):
     LIST = "list"
 
 
-Scalar = date | datetime | int | Decimal | str
+# float before Decimal: a TOML number stays a number (in lax mode it could pass for a timestamp).
+Scalar = date | datetime | int | float | Decimal | str
 
 
 class ItemDecl(_Strict):
@@ -211,6 +217,8 @@ class TypeDecl(_Strict):
     source: Identifier
     # A Python factory ("package.module:function") for what a declaration cannot say.
     plugin: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    # What a plugin's factory reads (PluginContext.options); plugins only.
+    options: dict[str, Any] = Field(default_factory=dict)
     query: str | None = None
     dynamodb: DynamoQueryDecl | None = None
     parameters: dict[Identifier, ParameterDecl] = Field(default_factory=dict)

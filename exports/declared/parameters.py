@@ -64,6 +64,8 @@ def _parse_integer(value: Any) -> int:
 
 
 def _parse_decimal(value: Any) -> Decimal:
+    if isinstance(value, Decimal):  # a declared bound or default (TOML numbers)
+        value = str(value)
     if type(value) is int or type(value) is float:
         value = repr(value)
     if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
@@ -231,7 +233,9 @@ def json_value(value: Any) -> Any:
     """A parameter value as it travels in JSON: dates and datetimes in ISO 8601, decimals as
     strings (no float rounding), the rest as it is."""
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        # Naive values are UTC wall-clock times (timestamps are read so), never local time.
+        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return moment.isoformat().replace("+00:00", "Z")
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):

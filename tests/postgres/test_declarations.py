@@ -137,6 +137,24 @@ def test_the_shipped_declarations_load() -> None:
             "types.t: plugin",
             "cannot import",
         ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "exports.composition:demo_orders"\nhot_key = []',
+            "types.t: hot_key",
+            "a plugin type declares only",
+        ),
+        (
+            '[sources.d]\nkind = "dynamodb"\n[types.t]\ndescription = "x"\nsource = "d"\n'
+            'columns = [{ name = "a" }]\n[types.t.parameters.f]\ntype = "date"\n[types.t.parameters.u]\ntype = "date"\n'
+            '[types.t.dynamodb]\ntable = "tbl"\npartition_key = { name = "pk", value = "{day}" }\n'
+            'each_day = { from = "f", to = "u" }\n',
+            "types.t: dynamodb.each_day",
+            "needs a date_ranges entry",
+        ),
+        (
+            '[sources.two]\nkind = "postgresql"\nurl_env = "A"\nsecret_arn = "arn:aws:secretsmanager:x"\n',
+            "sources.two",
+            "declare one way to connect",
+        ),
     ],
 )
 def test_a_bad_declaration_names_the_file_the_type_and_the_key(
@@ -297,9 +315,11 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
     )
     arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-1"
 
-    declared = load_declarations(path, {"db": {"url_env": None, "secret_arn": arn}})
+    declared = load_declarations(path, {"db": {"secret_arn": arn, "host": "proxy.example.internal"}})
 
-    assert declared.file.sources["db"].secret_arn == arn
+    source = declared.file.sources["db"]
+    assert source.secret_arn == arn and source.url_env is None  # the deployment's connection replaces the file's
+    assert source.host == "proxy.example.internal"
     with pytest.raises(DeclarationError, match=r"sources\.other: overridden by the deployment but not declared"):
         load_declarations(path, {"other": {"secret_arn": arn}})
 
@@ -327,6 +347,12 @@ def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) 
     settings = connection_settings("db", iam, {}, lambda arn: secret, lambda auth: f"token-for-{auth.user}", tmp_path)()
     assert settings["password"] == "token-for-u" and settings["sslmode"] == "verify-full"
     assert settings["sslrootcert"] == str(tmp_path / "ca.pem")
+
+    proxied = PostgresSource.model_validate(
+        {"kind": "postgresql", "secret_arn": "arn:aws:secretsmanager:x", "host": "proxy", "port": 5432}
+    )
+    settings = connection_settings("db", proxied, {}, lambda arn: secret, lambda auth: "", tmp_path)()
+    assert (settings["host"], settings["port"], settings["dbname"]) == ("proxy", 5432, "shop")
 
     unset = PostgresSource(kind="postgresql", url_env="NOT_SET_HERE")
     with pytest.raises(SourceNotConfigured, match="NOT_SET_HERE, which is not set"):
@@ -365,3 +391,29 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
         cwd=Path(__file__).parents[2],
     )
     assert probe.stdout.strip() == "['orders', 'customers', 'sales_report', 'orders_dynamodb'] False"
+
+
+def test_naive_datetimes_are_utc_whatever_the_machines_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    from datetime import datetime
+
+    from exports.declared.parameters import json_value
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        assert json_value(datetime(2025, 3, 1, 8, 0)) == "2025-03-01T08:00:00Z"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_decimal_bounds_may_be_toml_numbers(tmp_path: Path) -> None:
+    body = '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"\n'
+    body += '[types.t.parameters.p]\ntype = "decimal"\nmin = 0.5\ndefault = 2.25'
+    declared = load_declarations(write_declaration(tmp_path, declaration(body))).file.types["t"]
+    model = filters_model("t", declared.parameters, declared.date_ranges, [])
+
+    assert str(model.model_validate({}).p) == "2.25"
+    with pytest.raises(ValidationError, match=r"must be at least 0\.5"):
+        model.model_validate({"p": 0.25})

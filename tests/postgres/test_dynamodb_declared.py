@@ -160,3 +160,22 @@ def test_a_table_that_cannot_be_read_fails_the_export_clearly(events: dict[str, 
         list(export.pages(export.parse_filters({})))
 
     assert raised.value.code == "SOURCE_QUERY_FAILED" and "not-there" in raised.value.message
+
+
+def test_a_value_its_column_kind_cannot_read_fails_the_export(events: dict[str, Any]) -> None:
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.put_item(
+        TableName="my-events",
+        Item={
+            "pk": {"S": "TENANT#acme"},
+            "sk": {"S": "2025-03-01T10:15:30Z"},
+            "kind": {"S": "login"},
+            "size": {"S": "big"},
+        },
+    )
+    export = events["events"]
+
+    with pytest.raises(ExportFailed) as raised:
+        list(export.pages(export.parse_filters(FILTERS)))
+
+    assert raised.value.code == "SOURCE_DATA_INVALID" and "my-events" in raised.value.message

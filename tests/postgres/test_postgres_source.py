@@ -60,6 +60,12 @@ description = "names a column that does not exist"
 source = "db"
 query = "SELECT no_such_column FROM things"
 
+[types.wrong_columns]
+description = "declares a column the query does not return"
+source = "db"
+query = "SELECT id FROM things"
+columns = [{ name = "id" }, { name = "label" }]
+
 [types.writer]
 description = "tries to write"
 source = "db"
@@ -301,3 +307,50 @@ def test_a_million_rows_stream_in_constant_memory(scratch: str) -> None:
     large = peak_rss_kib(scratch, 1_000_000)
 
     assert large <= small * 1.25, (small, large)
+
+
+def test_a_declared_column_the_query_lacks_fails_without_retries(things: Any) -> None:
+    _, types = things
+
+    with pytest.raises(ExportFailed) as raised:
+        rows_of(types["wrong_columns"], {})
+
+    assert raised.value.code == SOURCE_QUERY_FAILED and "returns no column 'label'" in raised.value.message
+
+
+def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
+    uri, types = things
+    reader = types["slow"]._reader  # type: ignore[attr-defined]
+
+    def cancel_it() -> None:
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'exports:%'")
+
+    threading.Timer(1.0, cancel_it).start()
+    with pytest.raises(ExportFailed) as raised:
+        list(reader.batches(_read("SELECT pg_sleep(30)"), Control()))
+
+    assert raised.value.code == "SOURCE_QUERY_CANCELLED"
+
+
+@pytest.mark.parametrize(
+    ("secret", "error"),
+    [({"host": "h"}, ExportFailed), (RuntimeError("AccessDenied"), SourceUnavailable)],
+)
+def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: Any, error: type) -> None:
+    from exports.adapters.postgres_connections import connection_settings
+    from exports.declared.model import PostgresSource
+
+    def read(arn: str) -> Any:
+        if isinstance(secret, Exception):
+            raise secret
+        return secret
+
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:x")
+    reader = PostgresReader("db", connection_settings("db", source, {}, read, lambda auth: "", tmp_path))
+
+    with pytest.raises(error) as raised:
+        list(reader.batches(_read("SELECT 1"), Unbounded()))
+
+    if error is ExportFailed:
+        assert raised.value.code == "SOURCE_NOT_CONFIGURED" and "username" in raised.value.message
