@@ -16,6 +16,12 @@ Cases:
                  parts), the parts going to a file, progress going to in-memory task records;
                  xlsx with the default engine (stream)
   xlsx_openpyxl  the pipeline with the openpyxl engine (Settings.xlsx_engine = "openpyxl")
+  pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
+                 read through psycopg and dropped
+  pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
+  pg_csv, pg_xlsx
+                 the pipeline on the declared orders type of exports.toml over PostgreSQL
+                 (the database's URI in EXPORTS_SHOP_DATABASE_URL; see bench/postgres.py)
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from bench import postgres
 
 PAGE_ROWS = 1_000
 _BASE = datetime(2025, 1, 1, 8, 0, 0)
@@ -227,7 +235,15 @@ def _bench_type(rows: int) -> Any:
     return BenchOrders()
 
 
-def run_pipeline(rows: int, folder: Path, fmt: str, xlsx_engine: str | None = None) -> int:
+def run_pipeline(
+    rows: int,
+    folder: Path,
+    fmt: str,
+    xlsx_engine: str | None = None,
+    source: tuple[Any, str, dict[str, Any]] | None = None,
+) -> int:
+    """``run_export`` of a claimed task in ``fmt`` into a file in ``folder``; returns its bytes.
+    ``source`` is (registry, export type, task filters); by default the generated rows."""
     from exports.config import Worker, XlsxEngine
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
@@ -236,6 +252,7 @@ def run_pipeline(rows: int, folder: Path, fmt: str, xlsx_engine: str | None = No
     from exports.services.progress import ProgressReporter
     from exports.settings import Settings
 
+    registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()
     given = {
         "settings": Settings.model_construct(
@@ -246,7 +263,7 @@ def run_pipeline(rows: int, folder: Path, fmt: str, xlsx_engine: str | None = No
         ),
         "tasks": tasks,
         "results": results,
-        "registry": ExportTypeRegistry([_bench_type(rows)]),
+        "registry": registry,
     }
     deps = Dependencies(
         **{
@@ -260,9 +277,9 @@ def run_pipeline(rows: int, folder: Path, fmt: str, xlsx_engine: str | None = No
     task = new_task(
         task_id="exp_bench",
         user_id="bench",
-        export_type="bench",
+        export_type=export_type,
         format=ExportFormat(fmt),
-        filters={},
+        filters=filters,
         now=now,
         retention=timedelta(hours=1),
     )
@@ -283,6 +300,11 @@ CASES = {
     "bare_xlsx_stream": run_bare_xlsx_stream,
     "xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx"),
     "xlsx_openpyxl": lambda rows, folder: run_pipeline(rows, folder, "xlsx", "openpyxl"),
+    # PostgreSQL (bench/postgres.py): the database's URI comes in the source's variable.
+    "pg_copy": lambda rows, folder: postgres.copy_floor(rows),
+    "pg_read": lambda rows, folder: postgres.read_rows(rows),
+    "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
+    "pg_xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx", source=postgres.pipeline_inputs()),
 }
 
 
@@ -307,6 +329,9 @@ def main(argv: Sequence[str]) -> None:
     import openpyxl  # noqa: F401
 
     import exports.services.export_run  # noqa: F401
+
+    if case in postgres.CASES:
+        postgres.prepare()
 
     print(json.dumps(measure(case, rows, folder)))
     sys.stdout.flush()

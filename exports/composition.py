@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
 from exports.adapters.dynamodb_customers import DynamoCustomersReader
 from exports.adapters.dynamodb_orders import DynamoOrdersReader
+from exports.adapters.dynamodb_source import DynamoItemsReader
+from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
+from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
+from exports.adapters.postgres_source import PostgresReader
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
 from exports.config import Estimates
+from exports.declared.build import PluginContext, SourceReaders, build_export_types
+from exports.declared.loader import default_path, load_declarations
+from exports.declared.model import PostgresSource
 from exports.domain.errors import ExportsError
 from exports.export_types.customers import CustomersExport
 from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
 from exports.export_types.sales_report import SalesReportExport
-from exports.ports import BusinessMetrics
+from exports.ports import BusinessMetrics, SqlReader
 from exports.services.dependencies import Dependencies
 from exports.settings import Settings
 from exports.webhooks.signing import SECRET_PREFIX
@@ -38,12 +45,45 @@ class PowertoolsMetrics:
         self._metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def build_registry(settings: Settings) -> ExportTypeRegistry:
-    """The export types of this deployment, wired to their data sources."""
-    dynamodb = aws_client("dynamodb")
-    orders = DynamoOrdersReader(dynamodb, settings.orders_table)
-    customers = DynamoCustomersReader(dynamodb, settings.customers_table)
-    return ExportTypeRegistry([OrdersExport(orders), CustomersExport(customers), SalesReportExport(orders)])
+def build_registry(settings: Settings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
+    """The export types of this deployment: the declaration file's, wired to their sources."""
+    declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
+
+    def sql_reader(name: str, source: PostgresSource) -> SqlReader:
+        connect = connection_settings(
+            name,
+            source,
+            environ,
+            secrets_manager_reader(aws_client),
+            rds_token_maker(aws_client),
+            declarations.base_dir,
+        )
+        return PostgresReader(name, connect)
+
+    readers = SourceReaders(
+        sql_reader=sql_reader,
+        items_reader=lambda: DynamoItemsReader(aws_client("dynamodb")),
+        client=aws_client,
+        environ=environ,
+        settings=settings,
+    )
+    return ExportTypeRegistry(build_export_types(declarations, readers).types)
+
+
+def demo_orders(context: PluginContext) -> OrdersExport:
+    """Plugin factory: the demo ``orders`` type on the demo DynamoDB orders table."""
+    return OrdersExport(DynamoOrdersReader(context.client("dynamodb"), context.settings.orders_table))
+
+
+def demo_customers(context: PluginContext) -> CustomersExport:
+    """Plugin factory: the demo ``customers`` type on the demo DynamoDB customers table."""
+    return CustomersExport(DynamoCustomersReader(context.client("dynamodb"), context.settings.customers_table))
+
+
+def demo_sales_report(context: PluginContext) -> SalesReportExport:
+    """Plugin factory: the demo ``sales_report`` type, totalled in Python over the DynamoDB orders
+    (on PostgreSQL the same report is a declared ``GROUP BY``)."""
+    return SalesReportExport(DynamoOrdersReader(context.client("dynamodb"), context.settings.orders_table))
 
 
 def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
@@ -91,6 +131,7 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
             aws_client("dynamodb"), settings.tasks_table, settings.hot_key_rate_per_minute, settings.hot_key_burst
         ),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
+        slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
     )
 
 

@@ -47,6 +47,11 @@ class Env:
     ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
     # Which code writes XLSX files: XlsxEngine.STREAM (default) or XlsxEngine.OPENPYXL.
     XLSX_ENGINE: Final = "EXPORTS_XLSX_ENGINE"
+    # The declaration file of sources and export types (TOML; default: Declarations.DEFAULT_FILE).
+    EXPORTS_CONFIG: Final = "EXPORTS_CONFIG"
+    # JSON object: source name -> keys that replace the declaration's (the CDK app's context
+    # gives connections this way, e.g. {"shop": {"secret_arn": "arn:..."}}).
+    SOURCE_OVERRIDES: Final = "EXPORTS_SOURCE_OVERRIDES"
 
 
 class Names:
@@ -196,6 +201,8 @@ class Metric:
     DEFERRED: Final = "ExportDeferred"
     REJECTED: Final = "ExportRejected"
     REDELIVERED: Final = "TaskRedelivered"
+    # A task waited because its data source already ran its limit of concurrent exports.
+    SOURCE_DEFERRED: Final = "SourceBusyDeferred"
 
 
 class Capacity:
@@ -335,3 +342,37 @@ class XlsxEngine:
     # as fast as 1 (+0.03 µs a row) for a 4 % smaller file; 6 takes three times as long for
     # 11 % less.
     ZIP_LEVEL: Final = 2
+
+
+class Declarations:
+    """Declared sources and export types (see docs/export-your-own-data.md)."""
+
+    # The demo declaration the repository ships, relative to the repository (and package) root.
+    DEFAULT_FILE: Final = "exports.toml"
+    # Where the CDK app puts the effective declaration inside every function's package.
+    PACKAGED_FILE: Final = "exports.toml"
+    # Rows per fetch from a PostgreSQL server-side cursor (one page: progress and the time
+    # budget are looked at once per page).
+    SQL_PAGE_ROWS: Final = 5000
+    # The longest a PostgreSQL connection attempt may take before the task is retried.
+    CONNECT_TIMEOUT_SEC: Final = 5
+    # While a query runs, the worker looks this often whether its task was cancelled or ran
+    # out of time, and cancels the query if so.
+    CANCEL_CHECK_SEC: Final = 2.0
+    # A declared string parameter without max_length accepts at most this many characters.
+    STRING_MAX_LENGTH: Final = 200
+    # A declared list parameter without max_items accepts at most this many values.
+    LIST_MAX_ITEMS: Final = 100
+    # Default limit of concurrent exports per source (max_concurrent_exports).
+    SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
+
+
+class SourceSlots:
+    """The per-source limit of concurrent exports: one item per slot in the tasks table."""
+
+    KEY_PREFIX: Final = "source-slot#"
+    # A slot whose holder stops renewing it (a crashed worker) is free again after this long;
+    # progress writes renew it (Worker.PROGRESS_INTERVAL_SEC), like the task's lease.
+    LEASE_SEC: Final = Worker.LEASE_SEC
+    # A task over its source's limit comes back after this long at the most (plus jitter).
+    MAX_DEFER_SEC: Final = 30

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from exports.domain.admission import Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
+from exports.export_types.base import ColumnKind, RunControl
 from exports.webhooks.destination import Destination
 
 
@@ -163,3 +164,95 @@ class BusinessMetrics(Protocol):
 
     def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
         """Record ``value`` for the metric ``name``."""
+
+
+@dataclass(frozen=True)
+class ResultColumn:
+    """A column of the query's result: its name, how a file types it, and PostgreSQL's type."""
+
+    name: str
+    kind: ColumnKind
+    type_name: str
+
+
+@dataclass(frozen=True)
+class SqlRead:
+    """One read of a declared query: the SQL text (``%(name)s`` placeholders), its bound values,
+    the unique order key it is read by, and the key values to read after (resuming)."""
+
+    query: str
+    params: Mapping[str, Any]
+    order_key: Sequence[str] = ()
+    after: Sequence[Any] | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows fetched together, as the result's columns hold them (timestamps in naive UTC)."""
+
+    columns: Sequence[ResultColumn]
+    rows: list[tuple[Any, ...]]
+
+
+# libpq connection keywords, fresh at each connection (rotated secrets, new IAM tokens).
+ConnectionSettings = Callable[[], dict[str, Any]]
+
+
+class SqlReader(Protocol):
+    """Runs declared queries against one SQL source."""
+
+    source: str
+
+    def describe(self, read: SqlRead, control: RunControl) -> list[ResultColumn]:
+        """The result's columns, without reading a row."""
+
+    def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
+        """The rows in order of ``read.order_key``, after ``read.after``, in pages."""
+
+
+@dataclass(frozen=True)
+class SlotLease:
+    """One slot of a source's limit of concurrent exports, held by a task."""
+
+    source: str
+    index: int
+    holder: str
+
+
+class SourceSlots(Protocol):
+    """The per-source limit of concurrent exports, shared by all workers."""
+
+    def acquire(self, source: str, limit: int, holder: str, now: datetime) -> SlotLease | None:
+        """One of ``limit`` slots of ``source`` for ``holder`` (a task id); None if all are busy."""
+
+    def renew(self, lease: SlotLease, now: datetime) -> bool:
+        """Extend the lease; False if the slot is no longer ``holder``'s."""
+
+    def release(self, lease: SlotLease) -> None:
+        """Give the slot back (nothing if it is no longer ``holder``'s)."""
+
+
+@dataclass(frozen=True)
+class ItemQuery:
+    """One key-condition query of a declared DynamoDB export type (string keys), its values
+    already rendered from the filters."""
+
+    table: str
+    index: str | None
+    partition_name: str
+    partition_value: str
+    sort_name: str | None = None
+    sort_from: str | None = None
+    sort_to: str | None = None
+    sort_begins_with: str | None = None
+    # (attribute, allowed values): items whose attribute holds one of them.
+    filters: Sequence[tuple[str, Sequence[str]]] = ()
+
+
+class ItemsReader(Protocol):
+    """Queries the user's DynamoDB tables."""
+
+    def page(
+        self, query: ItemQuery, start_key: dict[str, Any] | None, limit: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One page of items (numbers as Decimals) and the key to continue from (None: done)."""

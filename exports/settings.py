@@ -38,6 +38,10 @@ class Settings(BaseModel):
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
     hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
     xlsx_engine: Literal[XlsxEngine.STREAM, XlsxEngine.OPENPYXL] = XlsxEngine.DEFAULT
+    # The declaration file of sources and export types; None: the one the repository ships.
+    exports_config: str | None = None
+    # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).
+    source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
 
     @property
     def retention(self) -> timedelta:
@@ -71,6 +75,9 @@ class Settings(BaseModel):
             "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
             "hot_key_burst": Env.HOT_KEY_BURST,
             "xlsx_engine": Env.XLSX_ENGINE,
+            "exports_config": Env.EXPORTS_CONFIG,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
+        if Env.SOURCE_OVERRIDES in environ:
+            values["source_overrides"] = json.loads(environ[Env.SOURCE_OVERRIDES])
         return cls.model_validate(values)

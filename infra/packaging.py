@@ -41,11 +41,12 @@ SHARED_PACKAGE: Final = REPO_ROOT / "exports"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 PIP_PLATFORM: Final = "manylinux2014_aarch64"
 WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
-# The AWS services the functions' code calls (exports/adapters/*, the callback's secret). botocore
+# The AWS services the functions' code calls (exports/adapters/*: also RDS IAM auth tokens and RDS
+# secrets of declared PostgreSQL sources, the callback's secret). botocore
 # ships ~445 service models (23 MB of a 45 MB package); a package keeps only these, which makes
 # its zip 62% smaller (docs/performance.md, "Package sizes"). A test scans the code for every
 # client it makes, so a new service cannot be forgotten here.
-AWS_SERVICES: Final = ("dynamodb", "s3", "secretsmanager", "sqs", "stepfunctions")
+AWS_SERVICES: Final = ("dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
 BOTOCORE_DATA: Final = Path("botocore") / "data"
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")

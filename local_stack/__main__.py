@@ -9,6 +9,8 @@ import threading
 import time
 import warnings
 
+from exports.declared.loader import DeclarationError
+from local_stack.embedded_postgres import psql_command
 from local_stack.stack import LocalConfig, LocalStack
 
 
@@ -24,7 +26,12 @@ exports is running locally (ready in {seconds:.1f} s)
   API docs     {url}/docs
   token        {token}   (user: {user})
   users        {users}
-  embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_orders} demo orders, last 90 days)
+  PostgreSQL   {stack.database_uri}
+               ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
+                {psql_command()} "{stack.database_uri}")
+  embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
+  export types {", ".join(stack.declared_types)}
+               (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)
   webhooks     signed with EXPORTS_WEBHOOK_SECRET={stack.config.webhook_secret}
                (callbacks to http://127.0.0.1 are allowed locally)
 
@@ -57,6 +64,8 @@ def main() -> int:
     # Metrics are disabled locally; Powertools would warn about that on every request.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    # pgserver logs every initdb and pg_ctl run with its whole output.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     started = time.monotonic()
     try:
         config = LocalConfig.from_env()
@@ -64,9 +73,13 @@ def main() -> int:
         print(f"configuration error: {error}", file=sys.stderr)
         return 2
     stack = LocalStack(config)
-    print("starting exports locally: embedded AWS, tables, queues, demo data ...", flush=True)
+    print("starting exports locally: embedded PostgreSQL and AWS, tables, queues, demo data ...", flush=True)
     try:
         stack.start()
+    except DeclarationError as error:
+        print(f"declaration error: {error}", file=sys.stderr)
+        stack.stop()
+        return 2
     except OSError as error:
         print(f"could not start: {error} (is port {config.port} in use? set PORT=...)", file=sys.stderr)
         stack.stop()

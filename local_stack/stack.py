@@ -9,16 +9,24 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 
 from exports.config import LANES, Env, Worker
+from exports.declared.loader import default_path, load_declarations
 from exports.webhooks.signing import new_secret
 from local_stack.demo_customers import seed_customers
+from local_stack.demo_database import load_demo_data
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources
+from local_stack.embedded_postgres import EmbeddedPostgres
 from local_stack.gateway import Gateway, parse_tokens
 from local_stack.worker_loop import WorkerLoop
 
 logger = logging.getLogger("local_stack")
+
+# The demo declaration's PostgreSQL source reads its URI from this variable (exports.toml).
+DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
+DEMO_DATABASE = "shop"
 
 # Local defaults for Powertools: readable, quiet, no X-Ray daemon to talk to.
 _POWERTOOLS_LOCAL = {
@@ -38,36 +46,59 @@ class LocalConfig:
     aws_port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
     demo_orders: int = 50_000
+    # The DynamoDB demo table gets fewer orders: moto's queries are slow (see docs/performance.md).
+    demo_dynamodb_orders: int = 2_000
+    # The demo declaration reads no customers from DynamoDB; tests of the DynamoDB plugins do.
+    demo_dynamodb_customers: int = 0
     webhook_secret: str = ""
+    postgres_dir: Path = Path(".local/postgres")
+    exports_config: str | None = None
 
     @classmethod
     def from_env(cls) -> LocalConfig:
         """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
-        ``EXPORTS_WEBHOOK_SECRET``; a dev token and a webhook
-        secret are generated when none is given."""
+        ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
+        ``EXPORTS_WEBHOOK_SECRET``,
+        ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``; a dev token and a webhook secret are
+        generated when none is given."""
         spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
             tokens=parse_tokens(spec),
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
+            demo_dynamodb_orders=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_ORDERS", "2000")),
+            demo_dynamodb_customers=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_CUSTOMERS", "0")),
             webhook_secret=os.environ.get(Env.WEBHOOK_SECRET) or new_secret(),
+            postgres_dir=Path(os.environ.get("EXPORTS_POSTGRES_DIR", ".local/postgres")).resolve(),
+            exports_config=os.environ.get(Env.EXPORTS_CONFIG),
         )
 
 
 class LocalStack:
-    """Embedded AWS + resources + demo data + worker loop + HTTP gateway."""
+    """Embedded AWS + embedded PostgreSQL + resources + demo data + worker loop + HTTP gateway."""
 
     def __init__(self, config: LocalConfig) -> None:
         self.config = config
         self.aws = EmbeddedAws(config.aws_port)
+        self.postgres = EmbeddedPostgres(config.postgres_dir)
+        self.database_uri = ""
+        self.declared_types: list[str] = []
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
         self._workers: list[WorkerLoop] = []
         self._serving: threading.Thread | None = None
 
     def start(self) -> None:
-        """Bring everything up; returns once the API answers."""
+        """Bring everything up; returns once the API answers. A declaration error stops it
+        before anything starts (:class:`DeclarationError`)."""
+        declarations = load_declarations(self.config.exports_config or default_path())
+        self.declared_types = list(declarations.file.types)
+        self.postgres.start()
+        self.postgres.create_database(DEMO_DATABASE)
+        self.database_uri = self.postgres.uri(DEMO_DATABASE)
+        orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
+        logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
         endpoint = self.aws.start()
         self.resources = create_resources(partial(client, endpoint_url=endpoint), endpoint)
         local_environment = {
@@ -76,15 +107,25 @@ class LocalStack:
             Env.WEBHOOK_SECRET: self.config.webhook_secret,
             # A developer receives callbacks on their own machine.
             Env.ALLOW_LOCAL_CALLBACKS: "true",
+            DEMO_DATABASE_URL_ENV: self.database_uri,
         }
         for name, value in local_environment.items():
             os.environ.setdefault(name, value)
         seeded = seed_orders(
-            client("dynamodb", endpoint), self.resources.orders_table, self.config.demo_orders, datetime.now(UTC).date()
+            client("dynamodb", endpoint),
+            self.resources.orders_table,
+            self.config.demo_dynamodb_orders,
+            datetime.now(UTC).date(),
         )
-        logger.info("seeded %d demo orders", seeded)
-        seeded = seed_customers(client("dynamodb", endpoint), self.resources.customers_table, datetime.now(UTC).date())
-        logger.info("seeded %d demo customers", seeded)
+        logger.info("seeded %d demo orders into DynamoDB", seeded)
+        if self.config.demo_dynamodb_customers:
+            seeded = seed_customers(
+                client("dynamodb", endpoint),
+                self.resources.customers_table,
+                datetime.now(UTC).date(),
+                self.config.demo_dynamodb_customers,
+            )
+            logger.info("seeded %d demo customers into DynamoDB", seeded)
         # Handlers are imported only now: their clients must be built against the embedded AWS.
         from functions.submit.handler import lambda_handler as api_handler
         from functions.worker.handler import lambda_handler as worker_handler
@@ -113,3 +154,4 @@ class LocalStack:
         for loop in self._workers:
             loop.stop()
         self.aws.stop()
+        self.postgres.stop()

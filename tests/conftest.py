@@ -1,6 +1,7 @@
 """Settings every test shares: no real AWS, quiet Powertools, no X-Ray daemon."""
 
 import os
+from pathlib import Path
 
 # Set before any handler module is imported: Powertools reads them when its objects are made.
 os.environ.update(
@@ -16,5 +17,8 @@ os.environ.update(
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
 )
+# In-process suites run the demo types as Python plugins on moto's DynamoDB; the PostgreSQL suites
+# load the repository's exports.toml themselves.
+os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dynamodb_demo.toml")
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)

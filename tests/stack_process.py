@@ -25,6 +25,9 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
+# The declaration the suites written for the DynamoDB demo types run with (their slow reads keep
+# tasks running long enough to act on them); postgres=True runs make run's own exports.toml.
+DYNAMODB_DEMO = ROOT / "tests" / "declarations" / "dynamodb_demo.toml"
 TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token"}
 READY_TIMEOUT_SEC = 60
 STOP_TIMEOUT_SEC = 30
@@ -60,6 +63,7 @@ class Stack:
     aws_url: str
     process: subprocess.Popen
     log_path: Path
+    database_uri: str
     tokens: Mapping[str, str] = field(default_factory=lambda: dict(TOKENS))
 
     def output(self) -> str:
@@ -97,10 +101,15 @@ def _wait_until_ready(stack: Stack) -> None:
 
 
 @contextmanager
-def running_stack(demo_orders: int = 4000, environment: Mapping[str, str] | None = None) -> Iterator[Stack]:
+def running_stack(
+    demo_orders: int = 4000, environment: Mapping[str, str] | None = None, postgres: bool = False
+) -> Iterator[Stack]:
     """Start ``python -m local_stack`` on free ports, wait until it answers, stop it with SIGINT after.
 
-    Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the stack.
+    With ``postgres`` it serves the repository's exports.toml (the demo types on its embedded
+    PostgreSQL, ``demo_orders`` orders there); otherwise the DynamoDB demo types, with
+    ``demo_orders`` orders in the embedded DynamoDB. Each stack has its own PostgreSQL data
+    directory. Its output goes to a file, not a pipe: a pipe nobody reads fills up and blocks it.
     """
     port, aws_port = free_port(), free_port()
     env = {
@@ -110,16 +119,28 @@ def running_stack(demo_orders: int = 4000, environment: Mapping[str, str] | None
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
         "EXPORTS_DEMO_ORDERS": str(demo_orders),
         "PYTHONUNBUFFERED": "1",
-        **(environment or {}),
     }
+    if postgres:
+        env.pop("EXPORTS_CONFIG", None)
+    else:
+        env.update(
+            {
+                "EXPORTS_CONFIG": str(DYNAMODB_DEMO),
+                "EXPORTS_DEMO_DYNAMODB_ORDERS": str(demo_orders),
+                "EXPORTS_DEMO_DYNAMODB_CUSTOMERS": "5000",
+            }
+        )
+    env.update(environment or {})
     env.pop("AWS_ENDPOINT_URL", None)
     with tempfile.TemporaryDirectory(prefix="exports-stack-") as folder:
+        env["EXPORTS_POSTGRES_DIR"] = str(Path(folder) / "pg")
+        database_uri = f"postgresql://postgres@/shop?host={Path(folder) / 'pg'}"
         log_path = Path(folder) / "stack.log"
         with log_path.open("w", encoding="utf-8") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "local_stack"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
             )
-        stack = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{aws_port}", process, log_path)
+        stack = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{aws_port}", process, log_path, database_uri)
         try:
             _wait_until_ready(stack)
             yield stack

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +62,51 @@ class CursorInvalid(RetryableError):
     code = "CURSOR_INVALID"
 
 
+@dataclass(frozen=True)
+class SourceLimit:
+    """A data source shared by export types, and how many exports may read it at once."""
+
+    source: str
+    max_concurrent: int
+
+
+class RunControl(Protocol):
+    """What a running export may ask about its run: a source that blocks (a long SQL query)
+    uses it to bound and to cancel what it waits for."""
+
+    @property
+    def task_id(self) -> str:
+        """The task being exported (databases see it, e.g. in ``application_name``)."""
+
+    def seconds_left(self) -> float | None:
+        """Seconds until the run must stop (the task's deadline or the invocation's end,
+        whichever is first); None when nothing bounds it."""
+
+    def stop_requested(self) -> bool:
+        """Whether the task was cancelled, taken over or timed out meanwhile (safe to call from
+        another thread; it may read the task store, so call it every few seconds, not per row)."""
+
+
+class Unbounded:
+    """A :class:`RunControl` for runs outside a worker (tests, benchmarks): no limits."""
+
+    def __init__(self, task_id: str = "local") -> None:
+        self._task_id = task_id
+
+    @property
+    def task_id(self) -> str:
+        """The name given."""
+        return self._task_id
+
+    def seconds_left(self) -> float | None:
+        """Nothing bounds the run."""
+        return None
+
+    def stop_requested(self) -> bool:
+        """Never."""
+        return False
+
+
 def ignore_progress(_fraction: float) -> None:
     """The default progress callback."""
 
@@ -112,6 +157,21 @@ class ExportType(ABC):
                 batch = []
         if batch:
             yield Page(batch, fraction=done[0])
+
+    def stream(self, filters: Any, cursor: Cursor | None, control: RunControl) -> Iterator[Page]:
+        """What the worker reads: :meth:`pages`, by default. A type whose source can block for
+        long overrides it to honour ``control`` (bound the wait by the time left, give up
+        when the task is stopped)."""
+        return self.pages(filters, cursor)
+
+    def filters_schema(self) -> dict[str, Any]:
+        """The JSON Schema of ``filters`` that the API serves."""
+        return self.filters_model.model_json_schema()
+
+    def source_limit(self) -> SourceLimit | None:
+        """The source this type shares with others and its limit of concurrent exports; None:
+        no shared limit (the workers' own concurrency still bounds it)."""
+        return None
 
     @property
     def resumable(self) -> bool:

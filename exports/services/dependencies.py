@@ -13,6 +13,7 @@ from exports.ports import (
     HotKeyLimiter,
     Lifecycle,
     ResultStore,
+    SourceSlots,
     TaskQueue,
     TaskRepository,
     ThroughputStats,
@@ -42,6 +43,8 @@ class Dependencies:
     webhook_secret: Callable[[], str]
     limiter: HotKeyLimiter
     throughput: ThroughputStats
+    # The per-source limit of concurrent exports; None: no source is limited (tests, benchmarks).
+    slots: SourceSlots | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)

@@ -142,6 +142,37 @@ class _Budget:
         return left is not None and left < seconds
 
 
+class _Control:
+    """:class:`RunControl` of one run: the time left is the invocation's or the task's deadline's,
+    whichever ends first; asking whether to stop is a progress write (at most every progress
+    interval), which renews the lease of a run that waits long on its source and finds out
+    when the task was cancelled or timed out."""
+
+    def __init__(self, task: Task, budget: _Budget, progress: ProgressReporter, deps: Dependencies) -> None:
+        self._task = task
+        self._budget = budget
+        self._progress = progress
+        self._deps = deps
+
+    @property
+    def task_id(self) -> str:
+        return self._task.task_id
+
+    def seconds_left(self) -> float | None:
+        to_deadline = (self._task.deadline - self._deps.clock()).total_seconds()
+        left = self._budget.seconds_left()
+        return to_deadline if left is None else min(left, to_deadline)
+
+    def stop_requested(self) -> bool:
+        if self._deps.clock() >= self._task.deadline:
+            return True
+        try:
+            self._progress.flush_if_due()
+        except LostOwnership:
+            return True
+        return False
+
+
 class _Progress:
     """Progress per page: rows against the expected count when known, else the source's own
     fraction. :class:`ProgressReporter` writes at most every ``progress_interval_sec``."""
@@ -212,6 +243,7 @@ class _Run:
         self.budget = budget
         self.tracker = tracker
         self.progress = progress
+        self.control = _Control(task, budget, progress, deps)
         # Set once S3 has the whole object: from then on a failure deletes it, nothing to abort.
         self.completed = False
         self.fingerprint = fingerprint(
@@ -246,7 +278,7 @@ class _Run:
             fresh = checkpoint is None
             stream = csv_writer.CsvStream(self.columns, out, bom=self.task.csv_bom and fresh, header=fresh)
             cursor = checkpoint.cursor if checkpoint else None
-            for page in self.export_type.pages(self.filters, cursor):
+            for page in self.export_type.stream(self.filters, cursor, self.control):
                 stream.write_rows(page.rows)
                 rows += len(page.rows)
                 self.tracker.update(rows, page.fraction)
@@ -375,7 +407,7 @@ class _Run:
         or, for an engine writing ``temp_files``, in /tmp (and their zipping in the time)."""
         temp_dir = tempfile.gettempdir()
         used_at_start = shutil.disk_usage(temp_dir).used if temp_files else 0
-        for page in self.export_type.pages(self.filters):
+        for page in self.export_type.stream(self.filters, None, self.control):
             yield from page.rows
             counted.rows += len(page.rows)
             self.tracker.update(counted.rows, page.fraction)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
 from exports.domain.errors import ConditionFailed, LostOwnership
 from exports.domain.task import Task, record_progress
 from exports.services.dependencies import Dependencies
@@ -10,14 +14,18 @@ from exports.services.dependencies import Dependencies
 class ProgressReporter:
     """Writes progress at most every ``progress_interval_sec``; each write is conditional on the
     task still being RUNNING under this worker's attempt, so a cancel or timeout stops the export
-    at the next write with :class:`LostOwnership`."""
+    at the next write with :class:`LostOwnership`. ``on_write`` runs after each write (the worker
+    renews its source slot there). Writes may come from a source's watchdog thread too (a long
+    query keeps the lease alive): they are serialised."""
 
-    def __init__(self, task: Task, deps: Dependencies) -> None:
+    def __init__(self, task: Task, deps: Dependencies, on_write: Callable[[datetime], None] | None = None) -> None:
         self.task = task
         self._deps = deps
         self._rows = 0
         self._fraction = 0.0
         self._last_write = deps.clock()
+        self._on_write = on_write
+        self._lock = threading.Lock()
 
     def on_fraction(self, fraction: float) -> None:
         """The export type says how much of the work is done (0..1)."""
@@ -26,17 +34,24 @@ class ProgressReporter:
     def on_row(self, rows_written: int) -> None:
         """A row was written; report if the interval has passed."""
         self._rows = rows_written
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Write progress if the interval has passed since the last write."""
         elapsed = (self._deps.clock() - self._last_write).total_seconds()
         if elapsed >= self._deps.settings.progress_interval_sec:
             self.flush()
 
     def flush(self) -> None:
         """Write progress now and renew the lease."""
-        now = self._deps.clock()
-        updated = record_progress(self.task, self._rows, int(self._fraction * 100), now, self._deps.settings.lease)
-        try:
-            self._deps.tasks.update(self.task, updated)
-        except ConditionFailed as error:
-            raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
-        self.task = updated
-        self._last_write = now
+        with self._lock:
+            now = self._deps.clock()
+            updated = record_progress(self.task, self._rows, int(self._fraction * 100), now, self._deps.settings.lease)
+            try:
+                self._deps.tasks.update(self.task, updated)
+            except ConditionFailed as error:
+                raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
+            self.task = updated
+            self._last_write = now
+        if self._on_write is not None:
+            self._on_write(now)

@@ -62,7 +62,7 @@ def export_types(deps: Dependencies) -> list[ExportTypeView]:
             name=export_type.name,
             description=export_type.description,
             formats=list(export_type.formats),
-            filters_schema=export_type.filters_model.model_json_schema(),
+            filters_schema=export_type.filters_schema(),
         )
         for export_type in deps.registry
     ]

@@ -7,10 +7,11 @@ import math
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import ValidationError
 
-from exports.config import HotKey, Metric
+from exports.config import HotKey, Metric, SourceSlots
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -21,7 +22,7 @@ from exports.domain.errors import (
 )
 from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
-from exports.ports import Delivery, TaskMessage
+from exports.ports import Delivery, SlotLease, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
 from exports.services.export_run import ExportContinues, remove_result, run_export
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR = "INTERNAL_ERROR"
 INVALID_FILTERS = "INVALID_FILTERS"
 DELIVERY_FAILED = "DELIVERY_FAILED"
+# A source's query ran past its statement timeout (see exports.adapters.postgres_source).
+SOURCE_QUERY_TIMEOUT = "SOURCE_QUERY_TIMEOUT"
 
 
 class Outcome(StrEnum):
@@ -102,12 +105,18 @@ def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
         return _redeliver(message, error, deps)
     if isinstance(claimed, Outcome):
         return claimed
+    task, lease = claimed
     deps.metrics.add(Metric.STARTED)
-    return _run(claimed, deps)
+    try:
+        return _run(task, deps, lease)
+    finally:
+        if lease is not None:
+            _release(lease, deps)
 
 
-def _claim(message: TaskMessage, deps: Dependencies) -> Task | Outcome:
-    """The task, claimed for this worker; or what became of the delivery instead."""
+def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | None] | Outcome:
+    """The task, claimed for this worker, with the slot of its source it holds; or what became
+    of the delivery instead."""
     task = deps.tasks.get(message.task_id)
     if task is None:
         raise TaskNotFound(message.task_id)
@@ -121,13 +130,43 @@ def _claim(message: TaskMessage, deps: Dependencies) -> Task | Outcome:
     wait = _hot_key_wait(task, deps)
     if wait > 0:
         return _defer(task, wait, deps)
+    lease = _take_slot(task, deps)
+    if lease is False:
+        deps.metrics.add(Metric.SOURCE_DEFERRED)
+        return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
     try:
         write_task(task, claimed, deps)
-    except ConditionFailed:
-        deps.metrics.add(Metric.DUPLICATE_DELIVERY)
-        return Outcome.SKIPPED
-    return claimed
+    except BaseException as error:
+        if lease is not None:
+            _release(lease, deps)
+        if isinstance(error, ConditionFailed):
+            deps.metrics.add(Metric.DUPLICATE_DELIVERY)
+            return Outcome.SKIPPED
+        raise
+    return claimed, lease
+
+
+def _take_slot(task: Task, deps: Dependencies) -> SlotLease | bool | None:
+    """A slot of the task's source when the source limits concurrent exports (None: it does not
+    or this deployment has no limiter); False when every slot is busy."""
+    limit = deps.registry.get(task.export_type).source_limit()
+    if limit is None or deps.slots is None:
+        return None
+    lease = deps.slots.acquire(limit.source, limit.max_concurrent, task.task_id, deps.clock())
+    if lease is None:
+        logger.info("data source at its limit of concurrent exports", extra={"source": limit.source})
+        return False
+    return lease
+
+
+def _release(lease: SlotLease, deps: Dependencies) -> None:
+    assert deps.slots is not None
+    try:
+        deps.slots.release(lease)
+    except ExportsError:
+        # Its lease runs out by itself: the slot is free again after SourceSlots.LEASE_SEC.
+        logger.warning("could not release a source slot", extra={"source": lease.source}, exc_info=True)
 
 
 def _redeliver(message: TaskMessage, error: RetryableError, deps: Dependencies) -> Outcome:
@@ -152,21 +191,23 @@ def _hot_key_wait(task: Task, deps: Dependencies) -> float:
     return deps.limiter.acquire(hot_key, deps.clock()) if hot_key else 0.0
 
 
-def _defer(task: Task, wait: float, deps: Dependencies) -> Outcome:
+def _defer(task: Task, wait: float, deps: Dependencies, counted: bool = True) -> Outcome:
     """Come back later: a new delayed message, this one acknowledged. The task stays PENDING and
     keeps its retry budget; the fresh message starts its receive count over, so deferral never
-    leads to the DLQ."""
+    leads to the DLQ. ``counted``: a hot-key deferral (the source's own metric is counted by the
+    caller)."""
     delay = min(HotKey.MAX_DEFER_SEC, math.ceil(wait + wait * deps.random()))
     deps.queue.send(
         TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority), delay_sec=delay
     )
-    deps.metrics.add(Metric.DEFERRED)
-    logger.info("hot key over its rate; task deferred", extra={"delay_sec": delay})
+    if counted:
+        deps.metrics.add(Metric.DEFERRED)
+    logger.info("task deferred", extra={"delay_sec": delay})
     return Outcome.DEFERRED
 
 
-def _run(task: Task, deps: Dependencies) -> Outcome:
-    progress = ProgressReporter(task, deps)
+def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outcome:
+    progress = ProgressReporter(task, deps, on_write=_slot_keeper(lease, deps))
     try:
         result = _export(task, progress, deps)
     except ExportContinues:
@@ -176,6 +217,8 @@ def _run(task: Task, deps: Dependencies) -> Outcome:
         logger.info("task taken away while running; upload aborted")
         return Outcome.LOST_OWNERSHIP
     except ExportFailed as error:
+        if error.code == SOURCE_QUERY_TIMEOUT and deps.clock() >= task.deadline:
+            return _time_out(progress.task, deps)  # the statement timeout was the task's deadline
         return _fail(progress.task, error.code, error.message, deps)
     except ValidationError as error:
         # Stored filters that no longer validate (e.g. the export type changed): no retry helps.
@@ -186,6 +229,24 @@ def _run(task: Task, deps: Dependencies) -> Outcome:
         logger.exception("export crashed")
         return _retry_or_fail(progress.task, INTERNAL_ERROR, f"unexpected {type(error).__name__}", deps)
     return _complete(progress.task, result, deps)
+
+
+def _slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Any:
+    """Renew the source slot with the task's own progress writes, every third of its lease."""
+    if lease is None or deps.slots is None:
+        return None
+    slots = deps.slots
+    renewed = [deps.clock()]
+
+    def renew(now: datetime) -> None:
+        if (now - renewed[0]).total_seconds() >= SourceSlots.LEASE_SEC / 3:
+            try:
+                slots.renew(lease, now)
+                renewed[0] = now
+            except ExportsError:
+                logger.warning("could not renew the source slot", exc_info=True)
+
+    return renew
 
 
 def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> ExportResult:

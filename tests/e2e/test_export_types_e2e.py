@@ -1,4 +1,5 @@
-"""The export types as a user meets them: `make run`'s stack in its own process, over real HTTP."""
+"""The export types as a user meets them: `make run`'s stack in its own process, over real HTTP,
+with the repository's exports.toml on its embedded PostgreSQL."""
 
 import csv
 import gzip
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import openpyxl
+import psycopg
 import pytest
 import requests
 
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    with running_stack(demo_orders=2000) as running:
+    with running_stack(demo_orders=2000, postgres=True) as running:
         yield running
 
 
@@ -44,13 +46,60 @@ def export(stack: Stack, body: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     return view, download.content
 
 
-def test_the_stack_offers_the_three_types(stack: Stack) -> None:
+def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) -> None:
     listed = requests.get(f"{stack.url}/v1/export-types", headers=stack.headers(), timeout=10).json()["items"]
     assert {item["name"]: item["formats"] for item in listed} == {
         "orders": ["csv", "csv.gz", "xlsx"],
         "customers": ["csv", "csv.gz", "xlsx"],
         "sales_report": ["csv", "csv.gz", "xlsx"],
+        "orders_dynamodb": ["csv", "csv.gz", "xlsx"],
     }
+    orders = next(item for item in listed if item["name"] == "orders")["filters_schema"]
+    assert sorted(orders["required"]) == ["date_from", "date_to"] and orders["additionalProperties"] is False
+    assert orders["properties"]["status"]["enum"][:2] == ["pending", "paid"]
+
+
+def test_orders_come_from_postgresql_exactly_as_the_database_holds_them(stack: Stack) -> None:
+    filters = {"date_from": recent(30), "date_to": recent(0), "status": "delivered"}
+    view, body = export(stack, {"export_type": "orders", "format": "csv", "filters": filters})
+
+    rows = list(csv.reader(io.StringIO(body.decode("utf-8"), newline="")))
+    with psycopg.connect(stack.database_uri) as conn:
+        expected = conn.execute(
+            "SELECT order_id, amount::text FROM orders WHERE order_date BETWEEN %s AND %s AND status = 'delivered'"
+            " ORDER BY order_date, order_id",
+            [recent(30), recent(0)],
+        ).fetchall()
+    assert [(row[0], row[10]) for row in rows[1:]] == expected
+    assert view["rows"] == len(expected) > 50
+
+
+@pytest.mark.parametrize(
+    ("filters", "field"),
+    [
+        ({"date_from": 0, "date_to": "2025-01-01"}, "filters.date_from"),
+        ({"date_from": "2025-01-01T00:00:00Z", "date_to": "2025-01-02"}, "filters.date_from"),
+        ({"date_from": "2025-01-02", "date_to": "2025-01-01"}, "filters.date_to"),
+        ({"date_from": "2025-01-01", "date_to": "2025-01-02", "status": "lost"}, "filters.status"),
+        ({"date_from": "2025-01-01", "date_to": "2025-01-02", "columns": ["nope"]}, "filters.columns"),
+    ],
+)
+def test_declared_parameters_refuse_bad_filters_by_name(stack: Stack, filters: dict[str, Any], field: str) -> None:
+    body = {"export_type": "orders", "filters": filters}
+    answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(), timeout=10)
+
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["field"] == field
+
+
+def test_the_declared_dynamodb_type_reads_the_demo_table(stack: Stack) -> None:
+    filters = {"date_from": recent(10), "date_to": recent(0), "status": ["paid", "shipped"]}
+    view, body = export(stack, {"export_type": "orders_dynamodb", "format": "xlsx", "filters": filters})
+
+    rows = list(openpyxl.load_workbook(io.BytesIO(body)).active.iter_rows(values_only=True))
+    assert rows[0] == ("Order ID", "Order date", "Created at (UTC)", "Customer", "Status", "Amount", "Currency")
+    assert len(rows) - 1 == view["rows"] > 0
+    assert {row[4] for row in rows[1:]} <= {"paid", "shipped"}
 
 
 def test_a_customers_list_downloads_as_csv_gz(stack: Stack) -> None:

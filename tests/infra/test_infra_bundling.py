@@ -246,7 +246,9 @@ def clients_made_in(root: Path) -> set[str]:
     """Every service name the code under ``root`` asks the client factory for."""
     found = set()
     for path in root.rglob("*.py"):
-        found |= set(re.findall(r"aws_client\(\s*[\"']([a-z0-9-]+)[\"']", path.read_text()))
+        # The factory itself, or handed on (client_factory, a context's client method).
+        pattern = r"(?:aws_client|client_factory|\.client)\(\s*[\"']([a-z0-9-]+)[\"']"
+        found |= set(re.findall(pattern, path.read_text()))
     return found
 
 

@@ -1,0 +1,186 @@
+"""The PostgreSQL cases of ``make bench``: the declared ``orders`` type of ``exports.toml`` over an
+embedded PostgreSQL, next to the floor, ``COPY (the same query) TO STDOUT (FORMAT csv)``.
+
+``python -m bench`` starts one embedded server (``local_stack.embedded_postgres``, a temporary
+data directory, Unix socket only) and loads one database per row count with the demo orders
+(``local_stack.demo_database.load_demo_data``, 90 days up to :data:`DEMO_TODAY`, loaded with
+``COPY``). Each case process gets that database's URI in the declared source's variable
+(:data:`URI_ENV`), as ``make run`` gives it to the worker, and builds the type the way
+``exports.composition.build_registry`` does: ``build_export_types`` with a ``PostgresReader`` on
+``connection_settings``. The filters cover all 90 days, so the export holds every loaded order.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from datetime import date, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+# The database the bench loads: demo orders over the 90 days up to this day (fixed, so every
+# run exports the same rows).
+DEMO_TODAY = date(2026, 1, 31)
+EXPORT_TYPE = "orders"
+# The declared source of ``orders`` reads its URI from this variable (exports.toml, url_env).
+URI_ENV = "EXPORTS_SHOP_DATABASE_URL"
+CASES = ("pg_copy", "pg_read", "pg_csv", "pg_xlsx")
+
+
+def export_filters() -> dict[str, str]:
+    """The task filters of the bench export: every demo day, all statuses."""
+    from local_stack.demo_orders import DEMO_DAYS
+
+    first = DEMO_TODAY - timedelta(days=DEMO_DAYS - 1)
+    return {"date_from": first.isoformat(), "date_to": DEMO_TODAY.isoformat()}
+
+
+class BenchDatabases:
+    """One embedded PostgreSQL in a temporary directory, one database of demo orders per row
+    count (loaded on first use). Use as a context manager: leaving it stops the server and
+    removes its data."""
+
+    def __init__(self) -> None:
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._server: Any = None
+        self._uris: dict[int, str] = {}
+
+    def __enter__(self) -> BenchDatabases:
+        from local_stack.embedded_postgres import EmbeddedPostgres
+
+        self._folder = tempfile.TemporaryDirectory(prefix="exports-bench-pg-")
+        self._server = EmbeddedPostgres(Path(self._folder.name) / "data")
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            # pgserver's platformdirs warns when XDG_RUNTIME_DIR is unset (containers): harmless.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+            self._server.start()
+        print(f"  postgres    started in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self._folder is not None:
+            self._folder.cleanup()
+
+    def uri(self, rows: int) -> str:
+        """The URI of a database holding ``rows`` demo orders (loaded now if it is new)."""
+        if rows not in self._uris:
+            from local_stack.demo_database import load_demo_data
+
+            name = f"bench_{rows}"
+            self._server.create_database(name)
+            uri = self._server.uri(name)
+            started = time.perf_counter()
+            loaded, _ = load_demo_data(uri, rows, DEMO_TODAY)
+            assert loaded == rows
+            print(
+                f"  postgres    {rows:>9,} demo orders loaded in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._uris[rows] = uri
+        return self._uris[rows]
+
+    def environ(self, rows: int) -> dict[str, str]:
+        """The environment of a case process reading the database of ``rows`` orders."""
+        return {**os.environ, URI_ENV: self.uri(rows)}
+
+
+def _not_used(*_: Any) -> Any:
+    raise AssertionError("the bench source connects with url_env only")
+
+
+def declared_registry(environ: Mapping[str, str] = os.environ) -> Any:
+    """The export types of ``exports.toml`` wired as ``build_registry`` wires them (PostgreSQL
+    sources through ``PostgresReader`` on ``connection_settings``); DynamoDB types, whose
+    tables are not set here, are left out."""
+    from exports.adapters.postgres_connections import connection_settings
+    from exports.adapters.postgres_source import PostgresReader
+    from exports.declared.build import SourceReaders, build_export_types
+    from exports.declared.loader import default_path, load_declarations
+    from exports.export_types.registry import ExportTypeRegistry
+
+    declarations = load_declarations(default_path())
+
+    def sql_reader(name: str, source: Any) -> PostgresReader:
+        connect = connection_settings(name, source, environ, _not_used, _not_used, declarations.base_dir)
+        return PostgresReader(name, connect)
+
+    readers = SourceReaders(sql_reader=sql_reader, items_reader=_not_used, client=_not_used, environ=environ)
+    return ExportTypeRegistry(build_export_types(declarations, readers).types)
+
+
+_registry: list[Any] = []
+
+
+def prepare() -> None:
+    """Build the registry (the declaration read, the types made) before the clock starts, as a
+    warm worker has it; imports psycopg too."""
+    import psycopg  # noqa: F401
+
+    if not _registry:
+        _registry.append(declared_registry())
+
+
+def _registry_now() -> Any:
+    prepare()
+    return _registry[0]
+
+
+def _orders_read() -> tuple[Any, Any]:
+    """The declared type and its parsed bench filters."""
+    export_type = _registry_now().get(EXPORT_TYPE)
+    return export_type, export_type.parse_filters(export_filters())
+
+
+def copy_floor(rows: int) -> int:
+    """The floor: the statement the reader runs (the declared query, ordered by its order key,
+    the same bound filters, a read-only transaction in UTC) as ``COPY ... TO STDOUT (FORMAT csv,
+    HEADER)``, every block read through psycopg and dropped. Returns the bytes read."""
+    import psycopg
+    from psycopg import sql
+
+    export_type, filters = _orders_read()
+    read = export_type._read(filters, None)
+    keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
+    statement = sql.SQL(
+        "COPY (SELECT * FROM ({query}) AS exported ORDER BY {keys}) TO STDOUT (FORMAT csv, HEADER)"
+    ).format(query=sql.SQL(read.query), keys=keys)
+    size = 0
+    with psycopg.connect(os.environ[URI_ENV]) as conn:
+        conn.read_only = True
+        conn.execute("SELECT set_config('TimeZone', 'UTC', true)")
+        with conn.cursor() as cursor, cursor.copy(statement, read.params) as copy:
+            for block in copy:
+                size += len(block)
+            lines = cursor.rowcount
+    assert lines in (rows, -1), lines
+    return size
+
+
+def read_rows(rows: int) -> int:
+    """The type's pages (``stream()``: server-side cursor, binary rows, the reader's conversion,
+    the type's projection) read and dropped: the source's share of the pipeline."""
+    from exports.export_types.base import Unbounded
+
+    export_type, filters = _orders_read()
+    count = 0
+    for page in export_type.stream(filters, None, Unbounded()):
+        count += len(page.rows)
+    assert count == rows, count
+    return 0
+
+
+def pipeline_inputs() -> tuple[Any, str, dict[str, str]]:
+    """What ``bench.cases.run_pipeline`` needs to run the declared ``orders`` type: the
+    registry, the type's name and the task's filters."""
+    return _registry_now(), EXPORT_TYPE, export_filters()

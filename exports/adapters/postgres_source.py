@@ -1,0 +1,307 @@
+"""Reading a declared query from PostgreSQL (psycopg 3), streamed in constant memory.
+
+One export run is one read-only transaction on its own connection: the declared query, wrapped
+as ``SELECT * FROM (<query>) AS exported [WHERE (order key) > (after)] ORDER BY <order key>``,
+runs in a server-side cursor fetched page by page. Filters reach the server only as bound
+parameters. The session runs in UTC with ``statement_timeout`` set from the run's time left, and
+``application_name`` names the task, so an operator can find (and a DBA can kill) the query.
+
+While the run waits on the server, a watchdog thread asks the run every
+``Declarations.CANCEL_CHECK_SEC`` whether the task was stopped (cancelled, timed out, taken over)
+and cancels the query if so; the connection is closed whatever way the run ends.
+
+psycopg is imported on first use: the functions that never query a database (the API, the
+lifecycle and callback functions build the same registry) do not pay for it at cold start.
+
+Errors become ours: unreachable or overloaded servers are :class:`SourceUnavailable` (retried
+with backoff), a query that fails is ``SOURCE_QUERY_FAILED`` and one that runs past its time
+``SOURCE_QUERY_TIMEOUT``; messages carry the SQLSTATE and the server's own words, never the
+connection string or credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from exports.config import Declarations
+from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
+from exports.export_types.base import ColumnKind, RunControl
+from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+
+logger = logging.getLogger(__name__)
+
+SOURCE_QUERY_FAILED = "SOURCE_QUERY_FAILED"
+SOURCE_QUERY_TIMEOUT = "SOURCE_QUERY_TIMEOUT"
+# Server answers that mean "not now" rather than "never": too many connections, starting up or
+# shutting down, out of resources. Connection-level failures (class 08) are transient too.
+_TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
+_KINDS = {
+    "int2": ColumnKind.INTEGER,
+    "int4": ColumnKind.INTEGER,
+    "int8": ColumnKind.INTEGER,
+    "oid": ColumnKind.INTEGER,
+    "numeric": ColumnKind.DECIMAL,
+    "float4": ColumnKind.DECIMAL,
+    "float8": ColumnKind.DECIMAL,
+    "date": ColumnKind.DATE,
+    "timestamp": ColumnKind.DATETIME,
+    "timestamptz": ColumnKind.DATETIME,
+    "bool": ColumnKind.BOOLEAN,
+}
+# Types whose Python values a file cannot hold as they are.
+# Types whose values already arrive as Python text.
+_TEXT_TYPES = frozenset({"text", "varchar", "bpchar", "name", "citext", "char"})
+
+
+class SourceUnavailable(RetryableError):
+    """The database cannot be reached or refuses connections for now: the task is retried."""
+
+    code = "SOURCE_UNAVAILABLE"
+
+
+class PostgresReader:
+    """Runs declared queries against one source. ``settings`` gives libpq's connection keywords
+    (host, port, dbname, user, password, sslmode, ...) each time a connection is opened, so
+    rotated secrets and fresh IAM tokens are picked up."""
+
+    def __init__(self, source: str, settings: ConnectionSettings, page_rows: int = Declarations.SQL_PAGE_ROWS) -> None:
+        self.source = source
+        self._settings = settings
+        self._page_rows = page_rows
+
+    def describe(self, read: SqlRead, control: RunControl) -> list[ResultColumn]:
+        """The result's columns, without reading a row."""
+        from psycopg import sql
+
+        with self._connect(control) as conn:
+            statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
+            with _translated(self.source):
+                _begin(conn, control)
+                cursor = conn.execute(statement, read.params)
+                return _result_columns(conn, cursor.description or [])
+
+    def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
+        """The rows in pages of ``page_rows``, from a server-side cursor; closing the iterator
+        early (the export stopped) closes the cursor and the connection."""
+        conn = self._connect(control)
+        watchdog = _Watchdog(conn, control)
+        try:
+            with _translated(self.source, watchdog):
+                _begin(conn, control)
+                cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
+                cursor.execute(_keyset_statement(read), {**read.params, **_after_params(read)})
+                watchdog.start()
+                columns = _result_columns(conn, cursor.description or [])
+                convert = _converter(columns)
+                while True:
+                    watchdog.raise_if_stopped()
+                    rows = cursor.fetchmany(self._page_rows)
+                    if not rows:
+                        break
+                    yield Batch(columns, convert(rows))
+                watchdog.raise_if_stopped()
+        finally:
+            watchdog.stop()
+            _close(conn)
+
+    def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
+        import psycopg
+
+        settings = {
+            "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
+            **self._settings(),
+            "application_name": f"exports:{control.task_id}"[:63],
+        }
+        try:
+            conn = psycopg.connect(**settings)
+        except psycopg.Error as error:
+            logger.warning(
+                "could not connect to a data source", extra={"source": self.source, "sqlstate": error.sqlstate}
+            )
+            raise SourceUnavailable(_unreachable(self.source, error)) from None
+        conn.read_only = True
+        return conn
+
+
+def _unreachable(source: str, error: psycopg.Error) -> str:
+    # libpq's message names the host and why; it never holds the password. The host stays out
+    # of the task's error too: it is the operator's business, and in the worker's log.
+    reason = "too many connections" if error.sqlstate == "53300" else "the server cannot be reached or refused"
+    return f"could not connect to data source {source!r} ({reason}); the export is retried"
+
+
+def _begin(conn: psycopg.Connection[Any], control: RunControl) -> None:
+    """Start the read-only transaction: UTC, and the statement timeout from the time left."""
+    left = control.seconds_left()
+    timeout_ms = 0 if left is None else max(1000, int(left * 1000))
+    conn.execute(
+        "SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)", [str(timeout_ms)]
+    )
+
+
+def _keyset_statement(read: SqlRead) -> sql.Composed:
+    from psycopg import sql
+
+    statement = sql.SQL("SELECT * FROM ({query}) AS exported").format(query=sql.SQL(read.query))
+    if not read.order_key:
+        return statement
+    keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
+    if read.after is not None:
+        after = sql.SQL(", ").join(sql.Placeholder(f"after_{position}") for position in range(len(read.after)))
+        statement = sql.SQL("{statement} WHERE ({keys}) > ({after})").format(
+            statement=statement, keys=keys, after=after
+        )
+    return sql.SQL("{statement} ORDER BY {keys}").format(statement=statement, keys=keys)
+
+
+def _after_params(read: SqlRead) -> dict[str, Any]:
+    # Saved key values travel as JSON text; bound untyped, the server reads them as the key
+    # columns' own types.
+    return {f"after_{position}": value for position, value in enumerate(read.after or ())}
+
+
+def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -> list[ResultColumn]:
+    columns = []
+    for column in description:
+        info = conn.adapters.types.get(column.type_code)
+        type_name = info.name if info else "unknown"
+        columns.append(ResultColumn(column.name, _KINDS.get(type_name, ColumnKind.STRING), type_name))
+    return columns
+
+
+def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]:
+    """Rows as files hold them: aware timestamps (the session is in UTC) as naive UTC, and
+    values a cell cannot hold (UUIDs, JSON, arrays, intervals, bytes) as text."""
+    changes: list[tuple[int, Callable[[Any], Any]]] = []
+    for position, column in enumerate(columns):
+        if column.type_name == "timestamptz":
+            changes.append((position, _naive))
+        elif column.kind is ColumnKind.STRING and column.type_name not in _TEXT_TYPES:
+            changes.append((position, _text))
+    if not changes:
+        return lambda rows: rows
+
+    def convert(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        converted = []
+        for row in rows:
+            values = list(row)
+            for position, change in changes:
+                value = values[position]
+                if value is not None:
+                    values[position] = change(value)
+            converted.append(tuple(values))
+        return converted
+
+    return convert
+
+
+def _naive(value: datetime) -> datetime:
+    return value.replace(tzinfo=None) if isinstance(value, datetime) else value
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | memoryview):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, timedelta):
+        return str(value)
+    return str(value)
+
+
+class _Watchdog:
+    """Cancels the running query when the run says its task was stopped."""
+
+    def __init__(self, conn: psycopg.Connection[Any], control: RunControl) -> None:
+        self._conn = conn
+        self._control = control
+        self._done = threading.Event()
+        self.stopped = False
+        self._thread = threading.Thread(target=self._watch, name=f"watchdog-{control.task_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(Declarations.CANCEL_CHECK_SEC):
+            try:
+                stop = self._control.stop_requested()
+            except Exception:  # a failed look must not kill the export; the next one may work
+                logger.warning("could not check whether the task was stopped", exc_info=True)
+                continue
+            if stop:
+                self.stopped = True
+                self._conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+                return
+
+    def raise_if_stopped(self) -> None:
+        if self.stopped:
+            raise LostOwnership(f"task {self._control.task_id} was stopped; its query was cancelled")
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+
+
+class _translated:
+    """psycopg's errors, during a read, as ours."""
+
+    def __init__(self, source: str, watchdog: _Watchdog | None = None) -> None:
+        self._source = source
+        self._watchdog = watchdog
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> bool:
+        import psycopg
+
+        if not isinstance(error, psycopg.Error):
+            return False
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            if self._watchdog is not None and self._watchdog.stopped:
+                raise LostOwnership("the task was stopped; its query was cancelled") from None
+            raise ExportFailed(
+                f"the query of data source {self._source!r} ran out of time (statement_timeout): it must return "
+                "its rows before the task's deadline and within one worker run; narrow the filters",
+                code=SOURCE_QUERY_TIMEOUT,
+            ) from None
+        sqlstate = error.sqlstate or ""
+        if isinstance(error, psycopg.OperationalError) and (not sqlstate or sqlstate.startswith("08")):
+            raise SourceUnavailable(
+                f"the connection to data source {self._source!r} was lost; the export is retried"
+            ) from None
+        if sqlstate in _TRANSIENT_SQLSTATES:
+            raise SourceUnavailable(
+                f"data source {self._source!r} is busy or restarting (SQLSTATE {sqlstate}); the export is retried"
+            ) from None
+        primary = error.diag.message_primary or type(error).__name__
+        raise ExportFailed(
+            f"the query of data source {self._source!r} failed: {primary} (SQLSTATE {sqlstate or 'unknown'})",
+            code=SOURCE_QUERY_FAILED,
+        ) from None
+
+
+def _close(conn: psycopg.Connection[Any]) -> None:
+    """Close the connection; a query still running on it is cancelled first."""
+    import psycopg
+
+    try:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+            conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+    except psycopg.Error:
+        logger.warning("could not cancel the query before closing", exc_info=True)
+    finally:
+        conn.close()

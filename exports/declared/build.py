@@ -1,0 +1,148 @@
+"""Export types from checked declarations, wired to their sources' readers."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from exports.declared.dynamodb_export import DeclaredDynamoExport
+from exports.declared.loader import DeclarationError, Declarations
+from exports.declared.model import ColumnDecl, DynamoSource, PostgresSource, TypeDecl
+from exports.declared.parameters import filters_model
+from exports.declared.sql_export import DeclaredSqlExport
+from exports.domain.errors import ExportsError
+from exports.export_types.base import Column, ColumnKind, ExportType, SourceLimit
+from exports.ports import ItemsReader, SqlReader
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PluginContext:
+    """What a Python plugin's factory gets: its declared name and source, the deployment's
+    settings and environment, and the shared AWS client factory."""
+
+    name: str
+    source: str
+    options: Mapping[str, Any]
+    environ: Mapping[str, str]
+    client: Callable[[str], Any]
+    settings: Any = None
+
+
+@dataclass
+class SourceReaders:
+    """How to reach declared sources: a SQL reader per PostgreSQL source, one DynamoDB reader."""
+
+    sql_reader: Callable[[str, PostgresSource], SqlReader]
+    items_reader: Callable[[], ItemsReader]
+    client: Callable[[str], Any]
+    environ: Mapping[str, str] = field(default_factory=dict)
+    settings: Any = None
+
+
+@dataclass(frozen=True)
+class BuiltTypes:
+    """The export types a deployment serves, and those left out with the reason (a source
+    without a connection in this deployment)."""
+
+    types: list[ExportType]
+    left_out: dict[str, str]
+
+
+def build_export_types(declarations: Declarations, readers: SourceReaders) -> BuiltTypes:
+    """Every declared type, in file order; a type whose source cannot be reached from this
+    deployment is left out (and logged), a broken plugin fails like a bad declaration."""
+    file = declarations.file
+    sql_readers: dict[str, SqlReader | str] = {}
+    types: list[ExportType] = []
+    left_out: dict[str, str] = {}
+    for name, declared in file.types.items():
+        source = file.sources[declared.source]
+        limit = SourceLimit(declared.source, source.max_concurrent_exports)
+        if declared.plugin is not None:
+            types.append(_plugin(declarations, name, declared, readers))
+            continue
+        if isinstance(source, PostgresSource):
+            reader = sql_readers.get(declared.source)
+            if reader is None:
+                try:
+                    reader = readers.sql_reader(declared.source, source)
+                except ExportsError as error:
+                    reader = str(error)
+                sql_readers[declared.source] = reader
+            if isinstance(reader, str):
+                left_out[name] = reader
+                continue
+            types.append(
+                DeclaredSqlExport(
+                    reader=reader,
+                    query=declared.query or "",
+                    order_key=declared.order_key or (),
+                    **_common(name, declared, limit),
+                )
+            )
+        else:
+            assert isinstance(source, DynamoSource) and declared.dynamodb is not None
+            table = declared.dynamodb.table or readers.environ.get(declared.dynamodb.table_env or "")
+            if not table:
+                left_out[name] = f"its table name comes from {declared.dynamodb.table_env}, which is not set"
+                continue
+            attributes = {column.name: column.attribute or column.name for column in declared.columns or ()}
+            types.append(
+                DeclaredDynamoExport(
+                    reader=readers.items_reader(),
+                    table=table,
+                    query=declared.dynamodb,
+                    attributes=attributes,
+                    **_common(name, declared, limit),
+                )
+            )
+    for name, reason in left_out.items():
+        logger.warning("export type left out of this deployment", extra={"export_type": name, "reason": reason})
+    return BuiltTypes(types, left_out)
+
+
+def _common(name: str, declared: TypeDecl, limit: SourceLimit) -> dict[str, Any]:
+    selectable = [column.name for column in declared.columns or ()] if declared.selectable_columns else []
+    return {
+        "name": name,
+        "description": declared.description,
+        "filters_model": filters_model(name, declared.parameters, declared.date_ranges, selectable),
+        "parameter_names": list(declared.parameters),
+        "formats": declared.formats,
+        "columns": [_column(column) for column in declared.columns] if declared.columns is not None else None,
+        "file_name": declared.file_name or name,
+        "hot_key": declared.hot_key,
+        "source_limit": limit,
+    }
+
+
+def _column(declared: ColumnDecl) -> Column:
+    return Column(declared.name, declared.header or declared.name, declared.kind or ColumnKind.STRING, declared.width)
+
+
+def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: SourceReaders) -> ExportType:
+    """The export type a plugin factory makes; it is served under its declared name."""
+    module_name, _, attribute = (declared.plugin or "").partition(":")
+    where = f"types.{name}: plugin"
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise DeclarationError(declarations.path, where, f"cannot import {declared.plugin}: {error}") from None
+    context = PluginContext(
+        name=name,
+        source=declared.source,
+        options={},
+        environ=readers.environ,
+        client=readers.client,
+        settings=readers.settings,
+    )
+    export_type = factory(context)
+    if not isinstance(export_type, ExportType):
+        raise DeclarationError(declarations.path, where, f"{declared.plugin} did not return an ExportType")
+    export_type.name = name  # type: ignore[misc]  # the declared name is the one served
+    return export_type

@@ -1,0 +1,316 @@
+"""Declared parameters as a pydantic model: strict validation at submit, and the JSON Schema
+that ``GET /v1/export-types`` serves.
+
+Values are never coerced from another JSON type: a date is a ``YYYY-MM-DD`` string (not ``0``,
+not a datetime), an integer is a JSON integer (not ``true``, not ``"60"``), a datetime is an ISO
+8601 string with its offset. Validated values are Python values (``date``, aware UTC
+``datetime``, ``int``, ``Decimal``, ``str``, lists of those); ``model_dump(mode="json")`` gives
+back strings that validate to the same values, which is how a task stores its filters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from exports.config import Declarations, Limits
+from exports.declared.model import DateRangeDecl, ItemDecl, ParameterDecl, ParameterType
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# ISO 8601 with an explicit offset (or Z): a time without a zone means nothing to a server.
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})")
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+COLUMNS_PARAMETER = "columns"
+
+
+def _fail(message: str) -> PydanticCustomError:
+    return PydanticCustomError("value_error", message)
+
+
+def _parse_date(value: Any) -> date:
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
+        raise _fail("must be a date as YYYY-MM-DD")
+    try:
+        parsed = date.fromisoformat(value)
+    except ValueError:
+        raise _fail("is not a calendar date") from None
+    if not Limits.EARLIEST_DATE <= parsed <= Limits.LATEST_DATE:
+        raise _fail(f"must be between {Limits.EARLIEST_DATE} and {Limits.LATEST_DATE}")
+    return parsed
+
+
+def _parse_datetime(value: Any) -> datetime:
+    if not isinstance(value, str) or not _DATETIME.fullmatch(value):
+        raise _fail("must be an ISO 8601 date and time with its UTC offset, e.g. 2026-01-31T09:30:00Z")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise _fail("is not a valid date and time") from None
+    if not Limits.EARLIEST_DATE <= parsed.date() <= Limits.LATEST_DATE:
+        raise _fail(f"must be between {Limits.EARLIEST_DATE} and {Limits.LATEST_DATE}")
+    return parsed.astimezone(UTC)
+
+
+def _parse_integer(value: Any) -> int:
+    if type(value) is not int:
+        raise _fail("must be an integer")
+    return value
+
+
+def _parse_decimal(value: Any) -> Decimal:
+    if type(value) is int or type(value) is float:
+        value = repr(value)
+    if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
+        raise _fail('must be a decimal number (a JSON number or a string such as "12.50")')
+    try:
+        parsed = Decimal(value)
+    except InvalidOperation:
+        raise _fail("is not a decimal number") from None
+    if not parsed.is_finite():
+        raise _fail("must be a finite number")
+    return parsed
+
+
+def _parse_string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _fail("must be a string")
+    return value
+
+
+_PARSERS: dict[ParameterType, Callable[[Any], Any]] = {
+    ParameterType.DATE: _parse_date,
+    ParameterType.DATETIME: _parse_datetime,
+    ParameterType.INTEGER: _parse_integer,
+    ParameterType.DECIMAL: _parse_decimal,
+    ParameterType.STRING: _parse_string,
+    ParameterType.ENUM: _parse_string,
+}
+
+
+def coerce_bound(declared: ItemDecl, bound: Any) -> Any:
+    """A declared ``min``/``max``/``default`` as the parameter's own kind of value (a TOML date
+    or a string for dates, a number or string for decimals); ValueError if it is not one."""
+    kind = declared.type
+    if kind is ParameterType.DATE and isinstance(bound, date) and not isinstance(bound, datetime):
+        return bound
+    if kind is ParameterType.DATETIME and isinstance(bound, datetime):
+        if bound.tzinfo is None:
+            raise ValueError("a datetime needs its UTC offset")
+        return bound.astimezone(UTC)
+    try:
+        return _PARSERS[kind](bound)
+    except PydanticCustomError as error:
+        raise ValueError(str(error)) from None
+
+
+def item_checker(declared: ItemDecl) -> Callable[[Any], Any]:
+    """Parse one value and check it against the declared enum, bounds, length and pattern."""
+    parse = _PARSERS[declared.type]
+    low = coerce_bound(declared, declared.min) if declared.min is not None else None
+    high = coerce_bound(declared, declared.max) if declared.max is not None else None
+    allowed = tuple(declared.values or ())
+    pattern = re.compile(declared.pattern) if declared.pattern else None
+    max_length = declared.max_length or Declarations.STRING_MAX_LENGTH
+
+    def check(value: Any) -> Any:
+        parsed = parse(value)
+        if allowed and parsed not in allowed:
+            raise _fail(f"must be one of: {', '.join(allowed)}")
+        if low is not None and parsed < low:
+            raise _fail(f"must be at least {low}")
+        if high is not None and parsed > high:
+            raise _fail(f"must be at most {high}")
+        if isinstance(parsed, str) and not allowed:
+            if len(parsed) > max_length:
+                raise _fail(f"must be at most {max_length} characters long")
+            if declared.min_length is not None and len(parsed) < declared.min_length:
+                raise _fail(f"must be at least {declared.min_length} characters long")
+            if pattern is not None and not pattern.fullmatch(parsed):
+                raise _fail(f"must match {declared.pattern}")
+        return parsed
+
+    return check
+
+
+def list_checker(declared: ParameterDecl) -> Callable[[Any], Any]:
+    assert declared.items is not None  # checked by the loader
+    check_item = item_checker(declared.items)
+    max_items = declared.max_items or Declarations.LIST_MAX_ITEMS
+    min_items = declared.min_items or 1
+
+    def check(value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise _fail("must be a list")
+        if not min_items <= len(value) <= max_items:
+            raise _fail(f"must hold {min_items} to {max_items} values")
+        parsed = []
+        for position, item in enumerate(value):
+            try:
+                parsed.append(check_item(item))
+            except PydanticCustomError as error:
+                raise _fail(f"value {position + 1}: {error}") from None
+        if len(set(parsed)) != len(parsed):
+            raise _fail("must not repeat a value")
+        return parsed
+
+    return check
+
+
+def value_checker(declared: ParameterDecl) -> Callable[[Any], Any]:
+    """Parse and check one value of the parameter (a list for list parameters)."""
+    return list_checker(declared) if declared.type is ParameterType.LIST else item_checker(declared)
+
+
+def _item_schema(declared: ItemDecl) -> dict[str, Any]:
+    schema: dict[str, Any]
+    if declared.type is ParameterType.DATE:
+        schema = {"type": "string", "format": "date"}
+    elif declared.type is ParameterType.DATETIME:
+        schema = {"type": "string", "format": "date-time"}
+    elif declared.type is ParameterType.INTEGER:
+        bounds = {"minimum": declared.min, "maximum": declared.max}
+        schema = {"type": "integer"} | {
+            keyword: int(coerce_bound(declared, bound)) for keyword, bound in bounds.items() if bound is not None
+        }
+    elif declared.type is ParameterType.DECIMAL:
+        schema = {"type": ["number", "string"], "format": "decimal"}
+    elif declared.type is ParameterType.ENUM:
+        schema = {"type": "string", "enum": list(declared.values or ())}
+    else:
+        schema = {"type": "string", "maxLength": declared.max_length or Declarations.STRING_MAX_LENGTH}
+        if declared.min_length is not None:
+            schema["minLength"] = declared.min_length
+        if declared.pattern:
+            schema["pattern"] = declared.pattern
+    if declared.type in (ParameterType.DATE, ParameterType.DATETIME, ParameterType.DECIMAL):
+        schema.update(_extension_bounds(declared))
+    return schema
+
+
+def _extension_bounds(declared: ItemDecl) -> dict[str, str]:
+    """JSON Schema bounds numbers only: dates and decimals get extension keywords that clients
+    (such as exportctl) can show."""
+    bounds = {"x-minimum": declared.min, "x-maximum": declared.max}
+    return {keyword: str(coerce_bound(declared, bound)) for keyword, bound in bounds.items() if bound is not None}
+
+
+def parameter_schema(declared: ParameterDecl) -> dict[str, Any]:
+    """The JSON Schema of one parameter."""
+    if declared.type is ParameterType.LIST:
+        assert declared.items is not None
+        schema: dict[str, Any] = {
+            "type": "array",
+            "items": _item_schema(declared.items),
+            "minItems": declared.min_items or 1,
+            "maxItems": declared.max_items or Declarations.LIST_MAX_ITEMS,
+            "uniqueItems": True,
+        }
+    else:
+        schema = _item_schema(declared)
+    if declared.description:
+        schema["description"] = declared.description
+    if declared.default is not None:
+        schema["default"] = _json_default(declared)
+    return schema
+
+
+def _json_default(declared: ParameterDecl) -> Any:
+    value = declared.default
+    items = value if isinstance(value, list) else [value]
+    rendered = [json_value(item) for item in items]
+    return rendered if isinstance(value, list) else rendered[0]
+
+
+def json_value(value: Any) -> Any:
+    """A parameter value as it travels in JSON: dates and datetimes in ISO 8601, decimals as
+    strings (no float rounding), the rest as it is."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def is_required(declared: ParameterDecl) -> bool:
+    """Required unless it says otherwise or has a default."""
+    if declared.required is not None:
+        return declared.required
+    return declared.default is None
+
+
+class DeclaredFilters(BaseModel):
+    """Base of every declared type's filters model; subclasses set ``date_ranges``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    date_ranges: ClassVar[Sequence[DateRangeDecl]] = ()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Check each declared date range: in order, and no longer than its ``max_days``."""
+        for declared in self.date_ranges:
+            start, end = getattr(self, declared.start), getattr(self, declared.end)
+            if start is None or end is None:
+                continue
+            days = _days_between(start, end)
+            if days < 0:
+                _raise_at(declared.end, f"must not be before {declared.start}", end)
+            if days + 1 > declared.max_days:
+                _raise_at(
+                    declared.end, f"the range from {declared.start} must not exceed {declared.max_days} days", end
+                )
+
+
+def _days_between(start: date, end: date) -> int:
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        if end < start:
+            return -1
+        return (end - start).days
+    return (end - start).days
+
+
+def _raise_at(field: str, message: str, value: Any) -> None:
+    error = InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(field,), input=str(value))
+    raise ValidationError.from_exception_data("filters", [error])
+
+
+def filters_model(
+    type_name: str,
+    parameters: dict[str, ParameterDecl],
+    date_ranges: Sequence[DateRangeDecl],
+    selectable: Sequence[str],
+) -> type[DeclaredFilters]:
+    """The pydantic model of a declared type's ``filters``; with ``selectable`` column names, a
+    ``columns`` parameter chooses and orders them."""
+    fields: dict[str, Any] = {}
+    for name, declared in parameters.items():
+        check = value_checker(declared)
+        annotation = Annotated[Any, PlainValidator(check), WithJsonSchema(parameter_schema(declared))]
+        if is_required(declared):
+            fields[name] = (annotation, Field(...))
+        else:
+            default = None if declared.default is None else check(_json_default(declared))
+            fields[name] = (annotation, Field(default=default))
+    if selectable:
+        columns = ParameterDecl(
+            type=ParameterType.LIST,
+            description="Columns to include, in this order (default: all).",
+            items=ItemDecl(type=ParameterType.ENUM, values=list(selectable)),
+            max_items=len(selectable),
+            required=False,
+        )
+        annotation = Annotated[Any, PlainValidator(list_checker(columns)), WithJsonSchema(parameter_schema(columns))]
+        fields[COLUMNS_PARAMETER] = (annotation, Field(default=None))
+    model = create_model(f"{_camel(type_name)}Filters", __base__=DeclaredFilters, **fields)
+    model.date_ranges = tuple(date_ranges)
+    return model
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))

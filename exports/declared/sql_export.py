@@ -1,0 +1,96 @@
+"""An export type declared as a SQL query over a PostgreSQL source."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from exports.declared.common import DeclaredExport
+from exports.declared.parameters import DeclaredFilters, json_value
+from exports.export_types.base import Column, Cursor, CursorInvalid, Page, RunControl, Unbounded
+from exports.ports import ResultColumn, SqlRead, SqlReader
+
+
+class DeclaredSqlExport(DeclaredExport):
+    """Rows of the declared query: streamed from a server-side cursor, ordered by the unique
+    order key when there is one (then a long CSV export resumes after the last row it wrote)."""
+
+    def __init__(self, *, reader: SqlReader, query: str, order_key: Sequence[str], **common: Any) -> None:
+        super().__init__(**common)
+        self._reader = reader
+        self._query = query
+        self._order_key = tuple(order_key)
+
+    def columns(self, filters: DeclaredFilters) -> list[Column]:
+        """The declared columns (or the chosen ones); inferred from the result when undeclared."""
+        if self.declared_columns is None:
+            described = self._reader.describe(self._read(filters, None), Unbounded())
+            return [Column(column.name, column.name, column.kind) for column in described]
+        return self.chosen_columns(filters)
+
+    def pages(self, filters: DeclaredFilters, cursor: Cursor | None = None) -> Iterator[Page]:
+        """:meth:`stream` with nothing bounding the run."""
+        return self.stream(filters, cursor, Unbounded())
+
+    def stream(self, filters: DeclaredFilters, cursor: Cursor | None, control: RunControl) -> Iterator[Page]:
+        """Pages of the query's rows; each cursor holds the order key of the page's last row."""
+        after = _parse_cursor(cursor, len(self._order_key)) if cursor is not None else None
+        if cursor is not None and not self._order_key:
+            raise CursorInvalid(f"export type {self.name} has no order key to resume by")
+        project: Any = None
+        key_of: Any = None
+        for batch in self._reader.batches(self._read(filters, after), control):
+            if project is None:
+                project, key_of = self._shape(batch.columns, filters)
+            rows = [project(row) for row in batch.rows] if project is not _SAME else batch.rows
+            page_cursor = {"after": [json_value(value) for value in key_of(batch.rows[-1])]} if key_of else None
+            yield Page(rows, page_cursor)
+        if project is None and self._order_key:
+            yield Page([], {"after": list(after)} if after is not None else None)
+
+    @property
+    def resumable(self) -> bool:
+        """Resumable when it declares an order key."""
+        return bool(self._order_key)
+
+    def _read(self, filters: DeclaredFilters, after: Sequence[Any] | None) -> SqlRead:
+        params = {name: getattr(filters, name) for name in self.parameter_names}
+        return SqlRead(self._query, params, self._order_key, after)
+
+    def _shape(self, result: Sequence[ResultColumn], filters: DeclaredFilters) -> tuple[Any, Any]:
+        """How to turn a result row into a file row, and how to read its order key."""
+        positions = {column.name: position for position, column in enumerate(result)}
+        wanted = [column.name for column in self.columns_for(filters, result)]
+        missing = [name for name in (*wanted, *self._order_key) if name not in positions]
+        if missing:
+            raise CursorInvalid(f"the query of {self.name} returns no column {missing[0]!r}")
+        indexes = [positions[name] for name in wanted]
+        project = _SAME if indexes == list(range(len(result))) else _getter(indexes)
+        key_of = _getter([positions[name] for name in self._order_key]) if self._order_key else None
+        return project, key_of
+
+    def columns_for(self, filters: DeclaredFilters, result: Sequence[ResultColumn]) -> list[Column]:
+        """The file's columns given the result's (inferred ones follow the result)."""
+        if self.declared_columns is None:
+            return [Column(column.name, column.name, column.kind) for column in result]
+        return self.chosen_columns(filters)
+
+
+_SAME = object()
+
+
+def _getter(indexes: list[int]) -> Any:
+    if len(indexes) == 1:
+        single = operator.itemgetter(indexes[0])
+        return lambda row: (single(row),)
+    return operator.itemgetter(*indexes)
+
+
+def _parse_cursor(cursor: Cursor, size: int) -> list[Any]:
+    after = cursor.get("after") if isinstance(cursor, dict) else None
+    if not isinstance(after, list) or len(after) != size:
+        raise CursorInvalid(f"not a keyset cursor: {cursor!r}")
+    if not all(isinstance(value, str | int | float) and not isinstance(value, bool) for value in after):
+        raise CursorInvalid(f"not a keyset cursor: {cursor!r}")
+    return after

@@ -1,0 +1,367 @@
+"""Declaration files: every mistake names the file, the type and the key; every parameter kind
+validates strictly and its refusals name ``filters.<name>``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from exports.declared.loader import DeclarationError, default_path, load_declarations
+from exports.declared.parameters import filters_model
+from exports.services.validation import invalid_request
+from tests.postgres.conftest import write_declaration
+
+SOURCE = """
+[sources.db]
+kind = "postgresql"
+url_env = "DB_URL"
+"""
+
+
+def declaration(body: str) -> str:
+    return SOURCE + body
+
+
+def test_the_shipped_declarations_load() -> None:
+    assert list(load_declarations(default_path()).file.types) == [
+        "orders",
+        "customers",
+        "sales_report",
+        "orders_dynamodb",
+    ]
+    tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
+    assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "message"),
+    [
+        (
+            '[types.t]\ndescription = "x"\nsource = "nope"\nquery = "SELECT 1 AS a"',
+            "types.t: source",
+            "no source 'nope'",
+        ),
+        ('[types.t]\ndescription = "x"\nsource = "db"', "types.t", "exactly one of query"),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT %(missing)s AS a"',
+            "types.t: query",
+            "%(missing)s is not a declared parameter",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 WHERE a LIKE \'x%\'"',
+            "types.t: query",
+            "literal % as %%",
+        ),
+        ('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1;"', "types.t: query", "trailing ';'"),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n[types.t.parameters.p]\ntype = "when"',
+            "types.t: parameters.p.type",
+            "Input should be",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n[types.t.parameters.p]\ntype = "enum"',
+            "types.t: parameters.p.values",
+            "lists its allowed values",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n[types.t.parameters.p]\ntype = "list"',
+            "types.t: parameters.p.items",
+            "declares what its items are",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            '[types.t.parameters.p]\ntype = "integer"\nmin = 5\ndefault = 1',
+            "types.t: parameters.p.default",
+            "at least 5",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            '[types.t.parameters.p]\ntype = "string"\nmin = 1',
+            "types.t: parameters.p.min",
+            "no min",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nhot_key = ["nope"]',
+            "types.t: hot_key[0]",
+            "not a declared parameter",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nfile_name = "f_{nope}"',
+            "types.t: file_name",
+            "{nope} is not a declared parameter",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nselectable_columns = true',
+            "types.t: selectable_columns",
+            "needs the columns declared",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            'columns = [{ name = "a" }, { name = "a" }]',
+            "types.t: columns[1].name",
+            "declared twice",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nformats = ["pdf"]',
+            "types.t: formats.0",
+            "Input should be",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nunknown_key = 1',
+            "types.t: unknown_key",
+            "Extra inputs are not permitted",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            'date_ranges = [{ from = "a", to = "b", max_days = 3 }]',
+            "types.t: date_ranges[0]",
+            "not a declared date",
+        ),
+        (
+            '[sources.d]\nkind = "dynamodb"\n[types.t]\ndescription = "x"\nsource = "d"\n'
+            'columns = [{ name = "a" }]\n'
+            '[types.t.dynamodb]\ntable = "tbl"\npartition_key = { name = "pk", value = "{p}" }\n',
+            "types.t: dynamodb.partition_key.value",
+            "{p} is not a declared parameter",
+        ),
+        (
+            '[sources.d]\nkind = "dynamodb"\n[types.t]\ndescription = "x"\nsource = "d"\nquery = "SELECT 1"',
+            "types.t: query",
+            "not a PostgreSQL source",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "exports.nowhere:factory"',
+            "types.t: plugin",
+            "cannot import",
+        ),
+    ],
+)
+def test_a_bad_declaration_names_the_file_the_type_and_the_key(
+    tmp_path: Path, body: str, where: str, message: str
+) -> None:
+    path = write_declaration(tmp_path, declaration(body))
+
+    with pytest.raises(DeclarationError) as raised:
+        from tests.postgres.conftest import declared_types
+
+        declared_types(path, {"DB_URL": "postgresql://nowhere"})
+
+    text = str(raised.value)
+    assert text.startswith(f"{path}: {where}"), text
+    assert message in text, text
+
+
+def test_a_file_that_is_not_toml_is_refused_with_its_name(tmp_path: Path) -> None:
+    path = write_declaration(tmp_path, "[types\nbroken")
+
+    with pytest.raises(DeclarationError, match=f"{path}: not a readable TOML file"):
+        load_declarations(path)
+
+
+def test_a_missing_file_says_how_to_name_another(tmp_path: Path) -> None:
+    with pytest.raises(DeclarationError, match="set EXPORTS_CONFIG"):
+        load_declarations(tmp_path / "none.toml")
+
+
+ALL_KINDS = declaration(
+    """
+[types.t]
+description = "every kind"
+source = "db"
+query = "SELECT 1 AS a"
+date_ranges = [{ from = "day_from", to = "day_to", max_days = 31 }]
+[types.t.parameters.day_from]
+type = "date"
+min = 2020-01-01
+[types.t.parameters.day_to]
+type = "date"
+[types.t.parameters.since]
+type = "datetime"
+required = false
+[types.t.parameters.count]
+type = "integer"
+min = 1
+max = 100
+default = 10
+[types.t.parameters.amount]
+type = "decimal"
+required = false
+max = "1000.00"
+[types.t.parameters.code]
+type = "string"
+required = false
+pattern = "[A-Z]{3}"
+[types.t.parameters.state]
+type = "enum"
+values = ["open", "closed"]
+required = false
+[types.t.parameters.ids]
+type = "list"
+required = false
+max_items = 3
+items = { type = "integer", min = 1 }
+"""
+)
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> type:
+    declared = load_declarations(write_declaration(tmp_path, ALL_KINDS)).file.types["t"]
+    return filters_model("t", declared.parameters, declared.date_ranges, [])
+
+
+VALID = {"day_from": "2025-01-01", "day_to": "2025-01-31"}
+
+
+def test_every_kind_validates_to_python_values_and_back_to_json(model: type) -> None:
+    filters = model.model_validate(
+        {
+            **VALID,
+            "since": "2025-01-02T10:00:00+08:00",
+            "amount": "12.50",
+            "code": "EUR",
+            "state": "open",
+            "ids": [1, 2],
+        }
+    )
+
+    assert str(filters.day_from) == "2025-01-01" and filters.count == 10
+    assert filters.since.isoformat() == "2025-01-02T02:00:00+00:00"
+    assert str(filters.amount) == "12.50" and filters.ids == [1, 2]
+    dumped = filters.model_dump(mode="json", exclude_none=True)
+    assert model.model_validate(dumped) == filters
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"day_from": 0}, "day_from", "must be a date as YYYY-MM-DD"),
+        ({"day_from": "2026-10-06T00:00:00Z"}, "day_from", "must be a date as YYYY-MM-DD"),
+        ({"day_from": "2025-02-30"}, "day_from", "is not a calendar date"),
+        ({"day_from": "2019-12-31"}, "day_from", "must be at least 2020-01-01"),
+        ({"day_to": "2024-12-31"}, "day_to", "must not be before day_from"),
+        ({"day_to": "2025-02-01"}, "day_to", "must not exceed 31 days"),
+        ({"since": "2025-01-02T10:00:00"}, "since", "with its UTC offset"),
+        ({"count": True}, "count", "must be an integer"),
+        ({"count": "60"}, "count", "must be an integer"),
+        ({"count": 101}, "count", "must be at most 100"),
+        ({"amount": "12,50"}, "amount", "must be a decimal number"),
+        ({"amount": "NaN"}, "amount", "must be a decimal number"),
+        ({"amount": 1000.01}, "amount", "must be at most 1000.00"),
+        ({"code": "eur"}, "code", "must match"),
+        ({"code": 7}, "code", "must be a string"),
+        ({"state": "OPEN"}, "state", "must be one of: open, closed"),
+        ({"ids": [1, 1]}, "ids", "must not repeat"),
+        ({"ids": [1, 2, 3, 4]}, "ids", "1 to 3 values"),
+        ({"ids": [0]}, "ids", "value 1: must be at least 1"),
+        ({"ids": "1"}, "ids", "must be a list"),
+        ({"other": 1}, "other", "Extra inputs are not permitted"),
+    ],
+)
+def test_each_refusal_names_the_filter(model: type, change: dict, field: str, message: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        model.model_validate({**VALID, **change})
+
+    error = invalid_request(raised.value, prefix="filters")
+    assert error.field == f"filters.{field}"
+    assert message in error.message
+
+
+def test_a_missing_required_parameter_is_named(model: type) -> None:
+    with pytest.raises(ValidationError) as raised:
+        model.model_validate({"day_from": "2025-01-01"})
+
+    assert invalid_request(raised.value, prefix="filters").field == "filters.day_to"
+
+
+def test_the_json_schema_comes_from_the_declaration(model: type) -> None:
+    schema = model.model_json_schema()
+
+    assert schema["additionalProperties"] is False
+    assert sorted(schema["required"]) == ["day_from", "day_to"]
+    properties = schema["properties"]
+    assert properties["day_from"]["format"] == "date" and properties["day_from"]["x-minimum"] == "2020-01-01"
+    assert properties["since"]["format"] == "date-time"
+    assert properties["count"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "title": "Count"}
+    assert properties["state"]["enum"] == ["open", "closed"]
+    assert properties["ids"]["items"] == {"type": "integer", "minimum": 1} and properties["ids"]["maxItems"] == 3
+    json.dumps(schema)
+
+
+def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None:
+    path = write_declaration(
+        tmp_path, declaration('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"')
+    )
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-1"
+
+    declared = load_declarations(path, {"db": {"url_env": None, "secret_arn": arn}})
+
+    assert declared.file.sources["db"].secret_arn == arn
+    with pytest.raises(DeclarationError, match=r"sources\.other: overridden by the deployment but not declared"):
+        load_declarations(path, {"other": {"secret_arn": arn}})
+
+
+def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
+    from exports.adapters.postgres_connections import SourceNotConfigured, connection_settings
+    from exports.declared.model import PostgresSource
+
+    secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
+    settings = connection_settings("db", source, {}, lambda arn: secret, lambda auth: "token", tmp_path)()
+    assert settings == {
+        "host": "db.example.internal",
+        "port": 6432,
+        "dbname": "shop",
+        "user": "exporter",
+        "password": "pw",
+        "sslmode": "verify-full",
+        "sslrootcert": "system",
+    }
+
+    iam = PostgresSource.model_validate(
+        {"kind": "postgresql", "iam_auth": {"host": "h", "user": "u", "database": "d"}, "sslrootcert": "ca.pem"}
+    )
+    settings = connection_settings("db", iam, {}, lambda arn: secret, lambda auth: f"token-for-{auth.user}", tmp_path)()
+    assert settings["password"] == "token-for-u" and settings["sslmode"] == "verify-full"
+    assert settings["sslrootcert"] == str(tmp_path / "ca.pem")
+
+    unset = PostgresSource(kind="postgresql", url_env="NOT_SET_HERE")
+    with pytest.raises(SourceNotConfigured, match="NOT_SET_HERE, which is not set"):
+        connection_settings("db", unset, {}, lambda arn: secret, lambda auth: "", tmp_path)
+
+
+def test_building_the_registry_does_not_import_psycopg() -> None:
+    """The API, lifecycle and callback functions build the registry too; only a query needs psycopg."""
+    import subprocess
+    import sys
+
+    from exports.config import Env
+
+    environment = {
+        Env.TASKS_TABLE: "t",
+        Env.TASK_QUEUE_URLS: "{}",
+        Env.RESULTS_BUCKET: "b",
+        Env.ORDERS_TABLE: "o",
+        Env.CUSTOMERS_TABLE: "c",
+        Env.LIFECYCLE_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:1:stateMachine:x",
+        "EXPORTS_SHOP_DATABASE_URL": "postgresql://nowhere",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PATH": "/usr/bin:/bin",
+    }
+    script = (
+        "import sys\nfrom exports.composition import build_registry\nfrom exports.settings import Settings\n"
+        "import os\nnames = [t.name for t in build_registry(Settings.from_env(os.environ))]\n"
+        "print(names, 'psycopg' in sys.modules)"
+    )
+    probe = subprocess.run(
+        [sys.executable, "-c", script],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert probe.stdout.strip() == "['orders', 'customers', 'sales_report', 'orders_dynamodb'] False"

@@ -1,0 +1,303 @@
+"""The PostgreSQL source on a real server: typed values, bound parameters only, keyset resume,
+read-only, cancellation, timeouts and failures that say what happened."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import psycopg
+import pytest
+
+from exports.adapters.postgres_source import (
+    SOURCE_QUERY_FAILED,
+    SOURCE_QUERY_TIMEOUT,
+    PostgresReader,
+    SourceUnavailable,
+)
+from exports.domain.errors import ExportFailed, LostOwnership
+from exports.export_types.base import ExportType, Unbounded
+from exports.writers import csv_writer, xlsx_engine
+from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
+
+DECLARATION = """
+[sources.db]
+kind = "postgresql"
+url_env = "DB_URL"
+
+[types.things]
+description = "things"
+source = "db"
+query = "SELECT id, label, amount, happened_at, day FROM things WHERE label <> %(not_label)s OR %(not_label)s IS NULL"
+order_key = ["id"]
+[types.things.parameters.not_label]
+type = "string"
+required = false
+
+[types.slow]
+description = "a query that takes its time"
+source = "db"
+query = "SELECT 1 AS one FROM pg_sleep(%(seconds)s)"
+[types.slow.parameters.seconds]
+type = "integer"
+
+[types.inferred]
+description = "columns from the result"
+source = "db"
+query = "SELECT id, amount, happened_at, day, flag, uid, doc FROM things ORDER BY id"
+
+[types.broken]
+description = "names a column that does not exist"
+source = "db"
+query = "SELECT no_such_column FROM things"
+
+[types.writer]
+description = "tries to write"
+source = "db"
+query = "SELECT nextval('things_seq') AS n"
+"""
+# Text from every Unicode plane we can put in a cell, and characters XML 1.0 cannot carry.
+UNICODE = "Aé中😀\U00020000\U000e0041\U0010fffd"
+XML_ILLEGAL = "bell\x07 and form feed\x0c"
+
+
+@pytest.fixture
+def things(scratch: str, tmp_path: Path) -> tuple[str, dict[str, ExportType]]:
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE things (id integer PRIMARY KEY, label text, amount numeric(40, 10), happened_at timestamptz,"
+            " day date, flag boolean, uid uuid, doc jsonb)"
+        )
+        conn.execute("CREATE SEQUENCE things_seq")
+        conn.execute(
+            "INSERT INTO things VALUES"
+            " (1, %s, 12345678901234567890.1234567890, '2025-03-01 10:00:00+08:00', '2025-03-01', true,"
+            "  'a8098c1a-f86e-11da-bd1a-00112444be1e', '{\"k\": [1, 2]}'),"
+            " (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL),"
+            " (3, %s, -0.0000000001, '2025-03-01 10:00:00-05:00', '2025-03-02', false, NULL, NULL),"
+            " (4, 'plain', 1, '2025-06-01 00:00:00+00', '2025-06-01', true, NULL, NULL)",
+            [UNICODE, XML_ILLEGAL],
+        )
+    path = write_declaration(tmp_path, DECLARATION)
+    return scratch, declared_types(path, {"DB_URL": scratch})
+
+
+def rows_of(export: ExportType, filters: dict[str, Any], cursor: Any = None) -> list[tuple[Any, ...]]:
+    parsed = export.parse_filters(filters)
+    return [row for page in export.pages(parsed, cursor) for row in page.rows]
+
+
+def test_values_arrive_typed_nulls_empty_numerics_exact_and_timestamps_in_utc(things: Any) -> None:
+    _, types = things
+
+    rows = rows_of(types["things"], {})
+
+    assert rows[0] == (
+        1,
+        UNICODE,
+        Decimal("12345678901234567890.1234567890"),
+        datetime(2025, 3, 1, 2, 0),
+        SEED_DAY.replace(2025, 3, 1),
+    )
+    assert rows[1] == (2, None, None, None, None)
+    assert rows[2][3] == datetime(2025, 3, 1, 15, 0)  # -05:00 -> UTC
+    assert rows[2][2] == Decimal("-0.0000000001")
+
+
+def test_inferred_columns_follow_the_result_and_odd_types_become_text(things: Any) -> None:
+    _, types = things
+    export = types["inferred"]
+    filters = export.parse_filters({})
+
+    columns = export.columns(filters)
+    rows = rows_of(export, {})
+
+    assert [(column.name, column.kind.value) for column in columns] == [
+        ("id", "integer"),
+        ("amount", "decimal"),
+        ("happened_at", "datetime"),
+        ("day", "date"),
+        ("flag", "boolean"),
+        ("uid", "string"),
+        ("doc", "string"),
+    ]
+    assert rows[0][5] == "a8098c1a-f86e-11da-bd1a-00112444be1e" and rows[0][6] == '{"k": [1, 2]}'
+
+
+def test_files_hold_the_text_exactly_csv_and_xlsx(things: Any) -> None:
+    _, types = things
+    export = types["things"]
+    filters = export.parse_filters({})
+    columns = export.columns(filters)
+    rows = rows_of(export, {})
+
+    stream = io.BytesIO()
+    writer = csv_writer.CsvStream(columns, stream, bom=False, header=True)
+    writer.write_rows(rows)
+    writer.detach()
+    parsed = list(csv.reader(io.StringIO(stream.getvalue().decode("utf-8"))))
+    assert parsed[1][1] == UNICODE
+    assert parsed[1][2] == "12345678901234567890.1234567890"
+
+    book = io.BytesIO()
+    xlsx_engine.write_xlsx_stream(columns, iter(rows), book)
+    book.seek(0)
+    sheet = openpyxl.load_workbook(book, read_only=True).active
+    values = [list(row) for row in sheet.iter_rows(values_only=True)]
+    assert values[1][1] == UNICODE
+    assert values[3][1] == "bell and form feed"  # what XML cannot carry is left out, the rest stays
+    assert values[2][0] == 2 and all(value is None for value in values[2][1:])  # NULL -> empty cell
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "x' OR '1'='1",
+        "'; DROP TABLE things; --",
+        "plain'); DELETE FROM things; --",
+        "%(not_label)s",
+        "\\' OR 1=1 --",
+        "$1",
+    ],
+)
+def test_a_string_parameter_reaches_the_database_only_as_a_bound_value(things: Any, attack: str) -> None:
+    uri, types = things
+
+    rows = rows_of(types["things"], {"not_label": attack})
+
+    # Every row whose label is not the attack text (rows with NULL labels drop out of <>).
+    assert [row[0] for row in rows] == [1, 3, 4]
+    with psycopg.connect(uri) as conn:
+        assert conn.execute("SELECT count(*) FROM things").fetchone() == (4,)
+
+
+def test_pages_resume_after_any_cursor_like_an_uninterrupted_read(things: Any) -> None:
+    _, types = things
+    export = types["things"]
+    reader = export._reader  # type: ignore[attr-defined]
+    reader._page_rows = 1
+    filters = export.parse_filters({})
+
+    pages = list(export.pages(filters))
+    whole = [row for page in pages for row in page.rows]
+    for position, page in enumerate(pages):
+        rest = [row for later in export.pages(filters, page.cursor) for row in later.rows]
+        assert whole[: position + 1] + rest == whole
+
+
+def test_a_query_error_fails_clearly_without_connection_details(things: Any) -> None:
+    uri, types = things
+
+    with pytest.raises(ExportFailed) as raised:
+        rows_of(types["broken"], {})
+
+    assert raised.value.code == SOURCE_QUERY_FAILED
+    assert 'column "no_such_column" does not exist' in raised.value.message
+    assert "42703" in raised.value.message
+    assert uri not in raised.value.message and "postgres" not in raised.value.message.replace("'db'", "")
+
+
+def test_the_transaction_is_read_only(things: Any) -> None:
+    uri, types = things
+
+    with pytest.raises(ExportFailed) as raised:
+        rows_of(types["writer"], {})
+
+    assert raised.value.code == SOURCE_QUERY_FAILED and "read-only" in raised.value.message
+    with psycopg.connect(uri) as conn:
+        assert conn.execute("SELECT last_value, is_called FROM things_seq").fetchone() == (1, False)
+
+
+def test_an_unreachable_database_is_a_retryable_fault(tmp_path: Path) -> None:
+    reader = PostgresReader("db", lambda: {"conninfo": f"postgresql://postgres:secret@/x?host={tmp_path}"})
+
+    with pytest.raises(SourceUnavailable) as raised:
+        list(reader.batches(_read("SELECT 1"), Unbounded()))
+
+    assert "could not connect to data source 'db'" in raised.value.message
+    assert "secret" not in raised.value.message and str(tmp_path) not in raised.value.message
+
+
+class Control:
+    """A run that has ``seconds`` left and is stopped once ``stop_after`` seconds passed."""
+
+    def __init__(self, seconds: float | None = None, stop_after: float | None = None) -> None:
+        self.task_id = "01TESTTASK"
+        self._seconds = seconds
+        self._stop_at = None if stop_after is None else time.monotonic() + stop_after
+
+    def seconds_left(self) -> float | None:
+        return self._seconds
+
+    def stop_requested(self) -> bool:
+        return self._stop_at is not None and time.monotonic() >= self._stop_at
+
+
+def _read(query: str, **params: Any) -> Any:
+    from exports.ports import SqlRead
+
+    return SqlRead(query, params)
+
+
+def test_a_query_past_its_time_is_cancelled_by_the_statement_timeout(things: Any) -> None:
+    uri, types = things
+    reader = types["slow"]._reader  # type: ignore[attr-defined]
+
+    started = time.monotonic()
+    with pytest.raises(ExportFailed) as raised:
+        list(reader.batches(_read("SELECT pg_sleep(30)"), Control(seconds=1.5)))
+
+    assert raised.value.code == SOURCE_QUERY_TIMEOUT
+    assert time.monotonic() - started < 10
+    assert backends(uri) == []
+
+
+def test_a_stopped_task_cancels_its_running_query_and_leaves_no_session(things: Any) -> None:
+    uri, types = things
+    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    seen: list[list[dict[str, Any]]] = []
+    watcher = threading.Timer(1.0, lambda: seen.append(backends(uri)))
+    watcher.start()
+
+    started = time.monotonic()
+    with pytest.raises(LostOwnership):
+        list(reader.batches(_read("SELECT pg_sleep(30)"), Control(stop_after=1.5)))
+
+    watcher.join()
+    assert time.monotonic() - started < 10
+    assert seen[0] and seen[0][0]["application_name"] == "exports:01TESTTASK"
+    assert "export_01testtask" in seen[0][0]["query"] and seen[0][0]["state"] == "active"  # its cursor is fetching
+    deadline = time.monotonic() + 5
+    while backends(uri) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert backends(uri) == []
+
+
+def peak_rss_kib(uri: str, rows: int) -> int:
+    probe = subprocess.run(
+        [sys.executable, "-m", "tests.postgres.rss_probe", uri, str(rows)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+        timeout=300,
+    )
+    written, rss = probe.stdout.split()
+    assert int(written) == rows
+    return int(rss)
+
+
+def test_a_million_rows_stream_in_constant_memory(scratch: str) -> None:
+    small = peak_rss_kib(scratch, 100_000)
+    large = peak_rss_kib(scratch, 1_000_000)
+
+    assert large <= small * 1.25, (small, large)

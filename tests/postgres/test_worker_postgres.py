@@ -1,0 +1,253 @@
+"""The worker on declared PostgreSQL types, with moto for the tasks, queues and files: exports
+that match the database, resumed CSV, failures, the per-source limit, cancel and deadline in
+the middle of a query."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import psycopg
+import pytest
+
+from exports.adapters.clients import aws_client
+from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+from exports.adapters.s3_results import S3ResultStore
+from exports.config import Env, LongExports
+from exports.domain.ids import new_task_id
+from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat, new_task
+from exports.ports import TaskMessage
+from exports.services.control import cancel_export
+from exports.services.export_run import time_budget
+from exports.services.worker import Outcome, process_task
+from functions.worker import handler as worker
+from local_stack.embedded_aws import REGION, Resources
+from tests.postgres.conftest import backends, write_declaration
+
+PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
+LOW_MS = (LongExports.CHECKPOINT_MARGIN_SEC - 1) * 1000
+DECLARATION = """
+[sources.db]
+kind = "postgresql"
+url_env = "DB_URL"
+max_concurrent_exports = 2
+
+[types.numbers]
+description = "numbers, slowly when asked"
+source = "db"
+query = "SELECT n, md5(n::text) AS digest FROM generate_series(1, %(rows)s) AS n WHERE pg_sleep(%(pause)s) IS NOT NULL"
+order_key = ["n"]
+[types.numbers.parameters.rows]
+type = "integer"
+[types.numbers.parameters.pause]
+type = "decimal"
+default = "0"
+"""
+
+
+class NoLimit:
+    """Every task may run now (the tests use one hot key often)."""
+
+    def acquire(self, hot_key: str, now: datetime) -> float:
+        return 0.0
+
+
+@pytest.fixture
+def pg_worker(aws: Resources, scratch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The worker's real dependencies on moto and a PostgreSQL scratch database."""
+    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(write_declaration(tmp_path, DECLARATION)))
+    monkeypatch.setenv("DB_URL", scratch)
+    worker.dependencies.cache_clear()
+    real = worker.dependencies()
+    deps = dataclasses.replace(
+        real,
+        limiter=NoLimit(),
+        results=S3ResultStore(aws_client("s3"), real.settings.results_bucket),
+        settings=real.settings.model_copy(update={"upload_part_bytes": 5 * 1024 * 1024}),
+    )
+    yield deps
+    worker.dependencies.cache_clear()
+
+
+def create(deps: Any, filters: dict[str, Any], fmt: ExportFormat = ExportFormat.CSV, timeout_sec: int = 300) -> Any:
+    now = datetime.now(UTC)
+    task = new_task(
+        task_id=new_task_id(now),
+        user_id="alice",
+        export_type="numbers",
+        format=fmt,
+        filters=filters,
+        now=now,
+        retention=timedelta(hours=1),
+        timeout_sec=timeout_sec,
+    )
+    deps.tasks.create(task, max_active=100)
+    return task
+
+
+def run(deps: Any, task: Any, remaining: Any = None) -> Outcome:
+    with time_budget(remaining or (lambda: PLENTY_MS)):
+        return process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
+
+
+def time_for_pages(pages: int) -> Any:
+    """An invocation that runs out of time after ``pages`` pages (the source looks once first)."""
+    looks: list[int] = []
+
+    def remaining() -> int:
+        looks.append(1)
+        return PLENTY_MS if len(looks) <= pages else LOW_MS
+
+    return remaining
+
+
+def body_of(aws: Resources, key: str) -> str:
+    return boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=key)["Body"].read().decode()
+
+
+def leftovers(aws: Resources) -> tuple[list[str], list[Any]]:
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=aws.bucket).get("Contents", [])]
+    return keys, s3.list_multipart_uploads(Bucket=aws.bucket).get("Uploads", [])
+
+
+def test_an_export_holds_exactly_the_rows_of_the_query(pg_worker: Any, aws: Resources, scratch: str) -> None:
+    task = create(pg_worker, {"rows": 12_000})
+
+    assert run(pg_worker, task) is Outcome.COMPLETED
+
+    done = pg_worker.tasks.get(task.task_id)
+    lines = list(csv.reader(io.StringIO(body_of(aws, done.result.key))))
+    with psycopg.connect(scratch) as conn:
+        expected = conn.execute("SELECT n, md5(n::text) FROM generate_series(1, 12000) AS n").fetchall()
+    assert lines[0] == ["n", "digest"]
+    assert [(int(n), digest) for n, digest in lines[1:]] == expected
+    assert done.result.rows == 12_000
+
+
+def test_a_long_csv_export_resumes_from_its_keyset_cursor_into_the_same_file(pg_worker: Any, aws: Resources) -> None:
+    whole_task = create(pg_worker, {"rows": 23_000})
+    assert run(pg_worker, whole_task) is Outcome.COMPLETED
+    whole = body_of(aws, pg_worker.tasks.get(whole_task.task_id).result.key)
+
+    task = create(pg_worker, {"rows": 23_000, "pause": "0.0"})
+    invocations = 0
+    while not pg_worker.tasks.get(task.task_id).is_terminal:
+        invocations += 1
+        run(pg_worker, pg_worker.tasks.get(task.task_id), time_for_pages(2))
+        assert invocations < 20
+
+    done = pg_worker.tasks.get(task.task_id)
+    assert done.status is TaskStatus.COMPLETED and done.continuations >= 2
+    assert body_of(aws, done.result.key) == whole
+    assert leftovers(aws)[1] == []
+
+
+def test_an_unreachable_database_retries_then_fails(
+    pg_worker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DB_URL", f"postgresql://postgres@/none?host={tmp_path}")
+    worker.dependencies.cache_clear()
+    deps = dataclasses.replace(pg_worker, registry=worker.dependencies().registry)
+    task = create(deps, {"rows": 10})
+
+    outcomes = []
+    for _ in range(task.max_retries + 1):
+        outcomes.append(run(deps, deps.tasks.get(task.task_id)))
+
+    assert outcomes == [Outcome.RETRY_SCHEDULED] * task.max_retries + [Outcome.FAILED]
+    failed = deps.tasks.get(task.task_id)
+    assert failed.error.code == "SOURCE_UNAVAILABLE" and "could not connect to data source 'db'" in failed.error.message
+
+
+def running_in_thread(deps: Any, task: Any) -> tuple[threading.Thread, list[Outcome]]:
+    outcomes: list[Outcome] = []
+    thread = threading.Thread(target=lambda: outcomes.append(run(deps, task)))
+    thread.start()
+    return thread, outcomes
+
+
+def wait_for(condition: Any, within: float = 15) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+def test_a_cancel_in_the_middle_of_a_query_stops_it_and_leaves_nothing(
+    pg_worker: Any, aws: Resources, scratch: str, atomic_dynamodb: None
+) -> None:
+    deps = dataclasses.replace(pg_worker, settings=pg_worker.settings.model_copy(update={"progress_interval_sec": 0.5}))
+    task = create(deps, {"rows": 1, "pause": "60"})
+    thread, outcomes = running_in_thread(deps, task)
+    wait_for(lambda: backends(scratch, f"exports:{task.task_id}"))
+
+    cancel_export(task.task_id, "alice", deps)
+    thread.join(timeout=20)
+
+    assert outcomes == [Outcome.LOST_OWNERSHIP]
+    assert deps.tasks.get(task.task_id).status is TaskStatus.CANCELLED
+    assert leftovers(aws) == ([], [])
+    wait_for(lambda: not backends(scratch, f"exports:{task.task_id}"), within=5)
+
+
+def test_a_deadline_in_the_middle_of_a_query_times_the_task_out(pg_worker: Any, aws: Resources, scratch: str) -> None:
+    task = create(pg_worker, {"rows": 1, "pause": "60"}, timeout_sec=10)
+
+    started = time.monotonic()
+    outcome = run(pg_worker, task)
+
+    assert outcome in (Outcome.TIMED_OUT, Outcome.LOST_OWNERSHIP)
+    assert time.monotonic() - started < 25
+    assert pg_worker.tasks.get(task.task_id).status is TaskStatus.TIMEOUT
+    assert leftovers(aws) == ([], [])
+    wait_for(lambda: not backends(scratch, f"exports:{task.task_id}"), within=5)
+
+
+def test_the_source_limit_holds_across_concurrent_workers_and_defers_the_rest(
+    pg_worker: Any, aws: Resources, scratch: str, atomic_dynamodb: None
+) -> None:
+    tasks = [create(pg_worker, {"rows": 3, "pause": f"1.{index}"}) for index in range(5)]
+    most = [0]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], len(backends(scratch)))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [running_in_thread(pg_worker, task) for task in tasks]
+    for thread, _ in threads:
+        thread.join(timeout=30)
+    stop.set()
+    watcher.join()
+
+    outcomes = [outcome for _, results in threads for outcome in results]
+    assert sorted(outcomes).count(Outcome.COMPLETED) == 2 and outcomes.count(Outcome.DEFERRED) == 3
+    assert most[0] == 2
+    deferred = [task for task, (_, results) in zip(tasks, threads, strict=True) if results == [Outcome.DEFERRED]]
+    assert all(pg_worker.tasks.get(task.task_id).status is TaskStatus.PENDING for task in deferred)
+    slots = DynamoSourceSlots(aws_client("dynamodb"), pg_worker.settings.tasks_table)
+    assert slots.holders("db", 2) == []  # released after each run
+    # Deferred, never lost: each comes back and completes once a slot is free.
+    for task in deferred:
+        assert run(pg_worker, pg_worker.tasks.get(task.task_id)) is Outcome.COMPLETED
+
+
+@pytest.fixture
+def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from tests.integration.conftest import serialise_shared_state
+
+    serialise_shared_state(monkeypatch)
+    yield
