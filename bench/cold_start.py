@@ -169,7 +169,8 @@ def _events(round_number: int, folder: Path, stack: Stack) -> dict[str, Any]:
         return _sample(["invoke", function, str(path)], stack.environment)
 
     body = {
-        "export_type": "orders",
+        # The declared type on the demo DynamoDB table (the PostgreSQL one needs a database).
+        "export_type": "orders_dynamodb",
         "format": "csv",
         "filters": {"date_from": "2026-11-01", "date_to": "2026-11-02"},
     }

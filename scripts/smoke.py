@@ -1,10 +1,11 @@
 """`make smoke URL=... TOKEN=...`: the README walkthrough against a deployed stack, checked.
 
-Steps, each printed with what it saw: list the export types; submit an orders export of the last
-few days; poll it to COMPLETED; download the file and check its sha256 against the one the
-service reported; submit a second export and cancel it; and, with ``--callback-url``, submit one
-more whose signed callback goes to that URL (a receiver you run, e.g. a request bin) and wait
-until the service reports the callback DELIVERED. Any failed step makes the exit status 1.
+Steps, each printed with what it saw: list the export types; submit an export of the last few
+days (``orders_dynamodb``, the demo orders table, unless ``--export-type``); poll it to
+COMPLETED; download the file and check its sha256 against the one the service reported; submit
+a second export and cancel it; and, with ``--callback-url``, submit one more whose signed
+callback goes to that URL (a receiver you run, e.g. a request bin) and wait until the service
+reports the callback DELIVERED. Any failed step makes the exit status 1.
 
 Works against ``make run`` too (``--url http://127.0.0.1:8000``, the banner's token). Uses the
 Python SDK of ./client (installed in .venv by the Makefile).
@@ -25,7 +26,9 @@ from typing import Any
 
 from exports_client import ConflictError, ExportsClient, ExportsError
 
-EXPORT_TYPE = "orders"
+# The declared type on the stack's demo DynamoDB orders table (exports.toml); any type whose
+# parameters are date_from and date_to works (--export-type orders for the PostgreSQL source).
+DEFAULT_EXPORT_TYPE = "orders_dynamodb"
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Smoke:
     client: ExportsClient
     callback_url: str | None
     wait_sec: float
+    export_type: str = DEFAULT_EXPORT_TYPE
     today: date = field(default_factory=lambda: datetime.now(UTC).date())
     task_id: str = ""
     results: list[tuple[str, bool, str]] = field(default_factory=list)
@@ -59,13 +63,13 @@ class Smoke:
 def export_types(smoke: Smoke) -> str:
     """GET /v1/export-types lists the export type the walkthrough uses."""
     types = {item.name: item for item in smoke.client.export_types()}
-    assert EXPORT_TYPE in types, f"{EXPORT_TYPE!r} is not offered: {sorted(types)}"
+    assert smoke.export_type in types, f"{smoke.export_type!r} is not offered: {sorted(types)}"
     return f"{len(types)} types: {', '.join(sorted(types))}"
 
 
 def submit(smoke: Smoke) -> str:
     """POST /v1/exports answers 202 with a task id."""
-    accepted = smoke.client.submit(EXPORT_TYPE, smoke.filters(7), format="csv")
+    accepted = smoke.client.submit(smoke.export_type, smoke.filters(7), format="csv")
     smoke.task_id = accepted.task_id
     return f"task {accepted.task_id} {accepted.status}"
 
@@ -92,7 +96,7 @@ def download(smoke: Smoke) -> str:
 
 def cancel(smoke: Smoke) -> str:
     """A freshly submitted (large, low-priority) export cancelled before it ends."""
-    accepted = smoke.client.submit(EXPORT_TYPE, smoke.filters(89), format="xlsx", priority=10)
+    accepted = smoke.client.submit(smoke.export_type, smoke.filters(89), format="xlsx", priority=10)
     try:
         task = smoke.client.cancel(accepted.task_id)
     except ConflictError:
@@ -106,7 +110,7 @@ def cancel(smoke: Smoke) -> str:
 def callback(smoke: Smoke) -> str:
     """An export with ``callback_url``: the service reports its signed callback DELIVERED."""
     assert smoke.callback_url, "no --callback-url given"
-    accepted = smoke.client.submit(EXPORT_TYPE, smoke.filters(3), format="csv", callback_url=smoke.callback_url)
+    accepted = smoke.client.submit(smoke.export_type, smoke.filters(3), format="csv", callback_url=smoke.callback_url)
     task = smoke.client.wait(accepted.task_id, timeout=smoke.wait_sec)
     deadline = time.monotonic() + smoke.wait_sec
     while task.callback is not None and task.callback.status == "PENDING" and time.monotonic() < deadline:
@@ -130,10 +134,17 @@ STEPS: list[tuple[str, Callable[[Smoke], str]]] = [
 ]
 
 
-def run(url: str, token: str, callback_url: str | None, wait_sec: float, **client_options: Any) -> bool:
+def run(
+    url: str,
+    token: str,
+    callback_url: str | None,
+    wait_sec: float,
+    export_type: str = DEFAULT_EXPORT_TYPE,
+    **client_options: Any,
+) -> bool:
     """Every step in order; True when all passed (the callback step is skipped without a URL)."""
     with ExportsClient(url, token, **client_options) as client:
-        smoke = Smoke(client=client, callback_url=callback_url, wait_sec=wait_sec)
+        smoke = Smoke(client=client, callback_url=callback_url, wait_sec=wait_sec, export_type=export_type)
         for name, step in STEPS:
             if step is callback and not callback_url:
                 print(f"SKIP  {name:<24}          no --callback-url (CALLBACK_URL=https://...) given", flush=True)
@@ -151,10 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", required=True, help="a bearer token of one API user")
     parser.add_argument("--callback-url", help="an https URL whose receiver answers 2xx to the signed callback")
     parser.add_argument("--wait", type=float, default=300, help="seconds to wait for each export (default 300)")
+    parser.add_argument(
+        "--export-type",
+        default=DEFAULT_EXPORT_TYPE,
+        help=f"a type with date_from/date_to (default {DEFAULT_EXPORT_TYPE})",
+    )
     options = parser.parse_args(argv)
     if not options.url or not options.token:
         parser.error("give the stack's URL and a token: make smoke URL=https://... TOKEN=...")
-    return 0 if run(options.url, options.token, options.callback_url, options.wait) else 1
+    return 0 if run(options.url, options.token, options.callback_url, options.wait, options.export_type) else 1
 
 
 if __name__ == "__main__":

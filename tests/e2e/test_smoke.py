@@ -5,7 +5,9 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +70,14 @@ def test_a_callback_the_receiver_refuses_fails_that_step(stack: Stack, capsys) -
     assert code == 1, out
     assert "FAIL  signed callback" in out
     assert "callback FAILED" in out
+
+
+def test_the_deploy_guide_ends_with_the_smoke_check_and_the_makefile_runs_it() -> None:
+    root = Path(__file__).resolve().parents[2]
+    guide = (root / "docs" / "deploy.md").read_text()
+    steps = re.findall(r"^## (\d+)\. (.+)$", guide, flags=re.MULTILINE)
+
+    assert steps[-1][1].startswith("Check the deployment: `make smoke`")
+    assert 'make smoke URL="$API" TOKEN="$TOKEN" CALLBACK_URL=' in guide
+    makefile = (root / "Makefile").read_text()
+    assert re.search(r"^smoke: .*\n\t.*scripts/smoke\.py --url \"\$\(URL\)\" --token \"\$\(TOKEN\)\"", makefile, re.M)
