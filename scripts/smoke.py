@@ -1,7 +1,7 @@
 """`make smoke URL=... TOKEN=...`: the README walkthrough against a deployed stack, checked.
 
 Steps, each printed with what it saw: list the export types; submit an export of the last few
-days (``orders_dynamodb``, the demo orders table, unless ``--export-type``); poll it to
+days (``orders``, else ``orders_dynamodb``, unless ``--export-type``); poll it to
 COMPLETED; download the file and check its sha256 against the one the service reported; submit
 a second export and cancel it; and, with ``--callback-url``, submit one more whose signed
 callback goes to that URL (a receiver you run, e.g. a request bin) and wait until the service
@@ -26,9 +26,10 @@ from typing import Any
 
 from exports_client import ConflictError, ExportsClient, ExportsError
 
-# The declared type on the stack's demo DynamoDB orders table (exports.toml); any type whose
-# parameters are date_from and date_to works (--export-type orders for the PostgreSQL source).
-DEFAULT_EXPORT_TYPE = "orders_dynamodb"
+# Without --export-type, the first of these the stack offers (exports.toml declares orders on
+# PostgreSQL and orders_dynamodb on the demo DynamoDB table); any type whose parameters are
+# date_from and date_to works.
+EXPORT_TYPE_CHOICES = ("orders", "orders_dynamodb")
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Smoke:
     client: ExportsClient
     callback_url: str | None
     wait_sec: float
-    export_type: str = DEFAULT_EXPORT_TYPE
+    export_type: str | None = None
     today: date = field(default_factory=lambda: datetime.now(UTC).date())
     task_id: str = ""
     results: list[tuple[str, bool, str]] = field(default_factory=list)
@@ -63,13 +64,16 @@ class Smoke:
 def export_types(smoke: Smoke) -> str:
     """GET /v1/export-types lists the export type the walkthrough uses."""
     types = {item.name: item for item in smoke.client.export_types()}
-    assert smoke.export_type in types, f"{smoke.export_type!r} is not offered: {sorted(types)}"
-    return f"{len(types)} types: {', '.join(sorted(types))}"
+    wanted = (smoke.export_type,) if smoke.export_type else EXPORT_TYPE_CHOICES
+    offered = [name for name in wanted if name in types]
+    assert offered, f"none of {list(wanted)} is offered: {sorted(types)}"
+    smoke.export_type = offered[0]
+    return f"{len(types)} types: {', '.join(sorted(types))}; exporting {smoke.export_type}"
 
 
 def submit(smoke: Smoke) -> str:
     """POST /v1/exports answers 202 with a task id."""
-    accepted = smoke.client.submit(smoke.export_type, smoke.filters(7), format="csv")
+    accepted = smoke.client.submit(str(smoke.export_type), smoke.filters(7), format="csv")
     smoke.task_id = accepted.task_id
     return f"task {accepted.task_id} {accepted.status}"
 
@@ -96,7 +100,7 @@ def download(smoke: Smoke) -> str:
 
 def cancel(smoke: Smoke) -> str:
     """A freshly submitted (large, low-priority) export cancelled before it ends."""
-    accepted = smoke.client.submit(smoke.export_type, smoke.filters(89), format="xlsx", priority=10)
+    accepted = smoke.client.submit(str(smoke.export_type), smoke.filters(89), format="xlsx", priority=10)
     try:
         task = smoke.client.cancel(accepted.task_id)
     except ConflictError:
@@ -110,7 +114,9 @@ def cancel(smoke: Smoke) -> str:
 def callback(smoke: Smoke) -> str:
     """An export with ``callback_url``: the service reports its signed callback DELIVERED."""
     assert smoke.callback_url, "no --callback-url given"
-    accepted = smoke.client.submit(smoke.export_type, smoke.filters(3), format="csv", callback_url=smoke.callback_url)
+    accepted = smoke.client.submit(
+        str(smoke.export_type), smoke.filters(3), format="csv", callback_url=smoke.callback_url
+    )
     task = smoke.client.wait(accepted.task_id, timeout=smoke.wait_sec)
     deadline = time.monotonic() + smoke.wait_sec
     while task.callback is not None and task.callback.status == "PENDING" and time.monotonic() < deadline:
@@ -139,7 +145,7 @@ def run(
     token: str,
     callback_url: str | None,
     wait_sec: float,
-    export_type: str = DEFAULT_EXPORT_TYPE,
+    export_type: str | None = None,
     **client_options: Any,
 ) -> bool:
     """Every step in order; True when all passed (the callback step is skipped without a URL)."""
@@ -164,8 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=300, help="seconds to wait for each export (default 300)")
     parser.add_argument(
         "--export-type",
-        default=DEFAULT_EXPORT_TYPE,
-        help=f"a type with date_from/date_to (default {DEFAULT_EXPORT_TYPE})",
+        help=f"a type with date_from/date_to (default: the first offered of {', '.join(EXPORT_TYPE_CHOICES)})",
     )
     options = parser.parse_args(argv)
     if not options.url or not options.token:
