@@ -1,19 +1,37 @@
-# Every target sets up what it needs: a fresh machine only needs Python 3.11+, Node 20 and npm.
+# Every target sets up what it needs: a fresh machine only needs Python 3.11+ (with pip), Node 20
+# and npm. uv is bootstrapped from the package index into .uv/ (once per UV_VERSION), then builds
+# .venv from uv.lock.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+UV_VERSION := 0.13.9
+UV_HOME := .uv
+UV := $(UV_HOME)/$(UV_VERSION)/bin/uv
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# uv: the machine's interpreter, never a downloaded one; the venv is the project's .venv.
+export UV_PYTHON := $(PYTHON)
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test bench compat lint format synth deploy destroy clean openapi redrive load
+.PHONY: run test bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes
 
-# The virtualenv is rebuilt only when the dependency pins change.
-$(STAMP): pyproject.toml constraints.txt client/pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]' -e ./client
+# uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
+$(UV):
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
+		--target $(UV_HOME)/$(UV_VERSION) uv==$(UV_VERSION)
+	@test -x $@
+
+# The virtualenv follows uv.lock exactly (--locked: a stale lock is an error, not a silent
+# re-resolve); it is re-synced only when the lock or a pyproject changes.
+$(STAMP): $(UV) pyproject.toml uv.lock client/pyproject.toml
+	$(UV) sync --quiet --locked --extra dev
 	@touch $@
+
+## lock: re-resolve uv.lock after changing a dependency in pyproject.toml
+lock: $(UV)
+	$(UV) lock
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -65,5 +83,13 @@ deploy: $(STAMP) node_modules/.package-lock.json
 destroy: $(STAMP) node_modules/.package-lock.json
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk destroy
 
+## smoke: the README walkthrough against a deployed stack (URL=https://... TOKEN=... [CALLBACK_URL=https://...])
+smoke: $(STAMP)
+	$(BIN)/python scripts/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CALLBACK_URL),--callback-url "$(CALLBACK_URL)") $(ARGS)
+
+## package-sizes: build the four Lambda packages and report their sizes (and botocore's share)
+package-sizes: $(STAMP)
+	$(BIN)/python scripts/package_sizes.py $(ARGS)
+
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(UV_HOME) node_modules cdk.out .pytest_cache .ruff_cache

@@ -17,6 +17,10 @@ the fastest round is the one least disturbed. Prints a table and the checks:
 - peak RSS at the largest row count against the smallest: at most 1.25x for csv, both xlsx
   pipelines and the PostgreSQL csv and xlsx pipelines.
 
+Then the cold-start case (:mod:`bench.cold_start`): each handler's import time and first
+invocation against a bare ``import boto3``, as ratios, in the same run (``--cases cold_start``
+alone runs only it; ``--cold-start-rounds`` sets its samples).
+
 Options: ``--sizes 100000,1000000`` ``--rounds 2`` ``--json results.json`` ``--cases xlsx,bare_xlsx``
 (``--cases pg_copy,pg_read,pg_csv,pg_xlsx`` for PostgreSQL only).
 """
@@ -35,6 +39,7 @@ from typing import Any
 from bench import postgres
 
 ROOT = Path(__file__).resolve().parents[1]
+COLD_START = "cold_start"
 ORDER = (
     "gen",
     "bare_csv",
@@ -172,14 +177,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000", help="row counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=2, help="runs of every case; the fastest counts")
     parser.add_argument("--json", type=Path, help="also write the kept results here")
-    parser.add_argument("--cases", default=",".join(ORDER), help="cases to run, comma-separated")
+    parser.add_argument("--cases", default=",".join((*ORDER, COLD_START)), help="cases to run, comma-separated")
+    parser.add_argument("--cold-start-rounds", type=int, default=5, help="samples per cold-start measurement")
     options = parser.parse_args()
     sizes = [int(size) for size in options.sizes.split(",")]
-    cases = tuple(case for case in ORDER if case in options.cases.split(","))
-    best = measure(sizes, options.rounds, cases)
-    passed = report(best, sizes, cases)
-    if options.json:
-        options.json.write_text(json.dumps(list(best.values()), indent=2) + "\n", encoding="utf-8")
+    chosen = options.cases.split(",")
+    cases = tuple(case for case in ORDER if case in chosen)
+    passed = True
+    if cases:
+        best = measure(sizes, options.rounds, cases)
+        passed = report(best, sizes, cases)
+        if options.json:
+            options.json.write_text(json.dumps(list(best.values()), indent=2) + "\n", encoding="utf-8")
+    if COLD_START in chosen:
+        from bench import cold_start
+
+        cold_start.report(cold_start.measure(options.cold_start_rounds), options.cold_start_rounds)
     sys.exit(0 if passed else 1)
 
 

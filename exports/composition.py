@@ -94,11 +94,17 @@ def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
     if settings.webhook_secret_arn:
         arn = settings.webhook_secret_arn
 
-        def from_secrets_manager() -> str:
-            from aws_lambda_powertools.utilities.parameters import get_secret
+        providers: list[Any] = []
 
+        def from_secrets_manager() -> str:
+            from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+            # On the shared Session's client (Powertools' get_secret would build a Session of its
+            # own); the provider keeps the value for max_age seconds.
+            if not providers:
+                providers.append(SecretsProvider(boto3_client=aws_client("secretsmanager")))
             # Secrets Manager generates the base64 key; the whsec_ prefix is the format's, not ours.
-            value = str(get_secret(arn, max_age=300))
+            value = str(providers[0].get(arn, max_age=300))
             return value if value.startswith(SECRET_PREFIX) else SECRET_PREFIX + value
 
         return from_secrets_manager

@@ -11,6 +11,15 @@ from typing import Final
 
 SERVICE_NAME: Final = "exports"
 METRICS_NAMESPACE: Final = "Exports"
+
+
+def metrics_namespace(stage: str) -> str:
+    """The business metrics' namespace of a deployed ``stage`` (``Exports/dev``): two stages in
+    one account never share a metric, an alarm's numbers or the dashboard's. Local mode, which
+    has no stage, publishes under :data:`METRICS_NAMESPACE`."""
+    return f"{METRICS_NAMESPACE}/{stage}"
+
+
 API_VERSION_PREFIX: Final = "/v1"
 
 

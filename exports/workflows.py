@@ -23,8 +23,16 @@ from typing import Any
 
 from exports.config import Callback
 
-LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
-LAMBDA_INVOKE_WITH_TOKEN = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+# Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
+# passes its stack's, local mode and the tests the default.
+DEFAULT_PARTITION = "aws"
+
+
+def lambda_invoke(partition: str = DEFAULT_PARTITION, *, with_token: bool = False) -> str:
+    """The ``lambda:invoke`` integration ARN in ``partition`` (``.waitForTaskToken`` if ``with_token``)."""
+    return f"arn:{partition}:states:::lambda:invoke" + (".waitForTaskToken" if with_token else "")
+
+
 # Lambda's own transient errors, retried briefly wherever a function is invoked.
 LAMBDA_SERVICE_ERRORS = [
     "Lambda.ServiceException",
@@ -41,7 +49,9 @@ def execution_input(task_id: str, timeout_sec: int, has_callback: bool) -> dict[
     return {"task_id": task_id, "timeout_sec": timeout_sec, "has_callback": has_callback}
 
 
-def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dict[str, Any]:
+def lifecycle_definition(
+    lifecycle_function: str, callback_function: str, partition: str = DEFAULT_PARTITION
+) -> dict[str, Any]:
     """The Amazon States Language definition, for the given function ARNs (or names)."""
     return {
         "Comment": "Owns one export task's time: its deadline and its callback.",
@@ -49,7 +59,7 @@ def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dic
         "States": {
             "AwaitEnd": {
                 "Type": "Task",
-                "Resource": LAMBDA_INVOKE_WITH_TOKEN,
+                "Resource": lambda_invoke(partition, with_token=True),
                 "Parameters": {
                     "FunctionName": lifecycle_function,
                     "Payload": {"action": "watch", "task_id.$": "$.task_id", "token.$": "$$.Task.Token"},
@@ -62,7 +72,7 @@ def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dic
             },
             "Expire": {
                 "Type": "Task",
-                "Resource": LAMBDA_INVOKE,
+                "Resource": lambda_invoke(partition),
                 "Parameters": {
                     "FunctionName": lifecycle_function,
                     "Payload": {"action": "expire", "task_id.$": "$.task_id"},
@@ -79,7 +89,7 @@ def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dic
             },
             "Deliver": {
                 "Type": "Task",
-                "Resource": LAMBDA_INVOKE,
+                "Resource": lambda_invoke(partition),
                 "Parameters": {
                     "FunctionName": callback_function,
                     "Payload": {"action": "deliver", "task_id.$": "$.task_id"},
@@ -98,7 +108,7 @@ def lifecycle_definition(lifecycle_function: str, callback_function: str) -> dic
             },
             "GiveUp": {
                 "Type": "Task",
-                "Resource": LAMBDA_INVOKE,
+                "Resource": lambda_invoke(partition),
                 "Parameters": {
                     "FunctionName": callback_function,
                     "Payload": {"action": "give_up", "task_id.$": "$.task_id", "error.$": "$.callback_error"},

@@ -172,9 +172,13 @@ def _user_pool(scope: Construct, settings: StageSettings) -> tuple[cognito.UserP
         "Threat protection needs the Cognito Plus feature plan (paid per active user); here users are "
         "created by an administrator only, with self sign-up disabled.",
     )
+    # Only the flows the deploy guide uses (USER_PASSWORD_AUTH, SRP for SDKs, and refresh, which
+    # Cognito always allows): no hosted-UI OAuth flows, so no implicit grant and no callback URL
+    # (CDK's default would enable the code and implicit grants with https://example.com).
     client = pool.add_client(
         "ApiClient",
         auth_flows=cognito.AuthFlow(user_password=True, user_srp=True),
+        disable_o_auth=True,
         generate_secret=False,
         prevent_user_existence_errors=True,
         id_token_validity=Duration.hours(1),

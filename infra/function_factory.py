@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config import METRICS_NAMESPACE, SERVICE_NAME
+from exports.config import SERVICE_NAME, metrics_namespace
 from infra.nag import acknowledge
 from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirements_for
 from infra.settings import StageSettings
@@ -43,11 +43,14 @@ def removal_policy(settings: StageSettings) -> RemovalPolicy:
     return RemovalPolicy.RETAIN if settings.protect_data else RemovalPolicy.DESTROY
 
 
-def log_group(scope: Construct, construct_id: str, settings: StageSettings) -> logs.LogGroup:
-    """A log group with the stage's retention."""
+def log_group(
+    scope: Construct, construct_id: str, settings: StageSettings, log_group_name: str | None = None
+) -> logs.LogGroup:
+    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation)."""
     return logs.LogGroup(
         scope,
         construct_id,
+        log_group_name=log_group_name,
         retention=RETENTION[settings.log_retention_days],
         removal_policy=removal_policy(settings),
     )
@@ -65,6 +68,8 @@ class FunctionSpec:
     distributions: tuple[str, ...]
     # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.
     ephemeral_storage_mib: int | None = None
+    # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
+    reserved_concurrency: int | None = None
 
     def package(self) -> PackageSpec:
         """What goes into its Lambda package."""
@@ -109,11 +114,12 @@ class ServiceFunction(Construct):
             ephemeral_storage_size=(
                 Size.mebibytes(spec.ephemeral_storage_mib) if spec.ephemeral_storage_mib is not None else None
             ),
+            reserved_concurrent_executions=spec.reserved_concurrency,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(settings.stage),
                 "POWERTOOLS_LOG_LEVEL": settings.log_level,
                 **environment,
             },

@@ -50,6 +50,7 @@ LIFECYCLE: Final = FunctionSpec(
     memory_mb=Sizing.LIFECYCLE_MEMORY_MB,
     timeout_sec=Sizing.LIFECYCLE_TIMEOUT_SEC,
     distributions=(*_BASE, _RETRIES),
+    reserved_concurrency=Sizing.LIFECYCLE_RESERVED_CONCURRENCY,
 )
 CALLBACK: Final = FunctionSpec(
     name="callback",
@@ -58,6 +59,7 @@ CALLBACK: Final = FunctionSpec(
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks).
     distributions=_COMMON,
+    reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)
 

@@ -1,37 +1,99 @@
 """Alarms to an SNS topic, and a dashboard of the business metrics and the moving parts.
 
 Business metrics are the EMF metrics the functions publish with Powertools: namespace
-:data:`exports.config.METRICS_NAMESPACE`, names from :class:`exports.config.Metric`, and the
-``service`` dimension Powertools adds from ``POWERTOOLS_SERVICE_NAME``.
+:func:`exports.config.metrics_namespace` of the stage (so dev and prod in one account never share
+a number), names from :class:`exports.config.Metric`, and the ``service`` dimension Powertools
+adds from ``POWERTOOLS_SERVICE_NAME``.
+
+Every alarm notifies the topic when it fires and when it recovers (OK), and its description ends
+with a runbook line: what to do first, and the section of docs/alarms.md that says more. The
+topic's policy lets CloudWatch alarms of this stack (account and alarm-name prefix) publish:
+``enforce_ssl`` alone would leave a policy of one Deny, and alarms fail with "not authorized
+to perform SNS:Publish".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Final
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Annotations, ArnFormat, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import METRICS_NAMESPACE, SERVICE_NAME, Metric
+from exports.config import SERVICE_NAME, Metric, metrics_namespace
 from infra.queues import TaskQueues, lane_id
-from infra.settings import StageSettings
+from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
 PERIOD: Final = Duration.minutes(5)
 WIDGET_WIDTH: Final = 8
 GTE: Final = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+RUNBOOK_DOC: Final = "docs/alarms.md"
 
 
-def business_metric(name: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
-    """One of our EMF metrics (``name`` from :class:`exports.config.Metric`)."""
+@dataclass(frozen=True)
+class Runbook:
+    """The first thing to do when an alarm fires, and its section (anchor) in docs/alarms.md."""
+
+    anchor: str
+    first_step: str
+
+    def line(self) -> str:
+        """The runbook line every alarm description ends with."""
+        return f"Runbook: {RUNBOOK_DOC}#{self.anchor}. {self.first_step}"
+
+
+class Runbooks:
+    """One runbook per kind of alarm (docs/alarms.md has a section for each anchor)."""
+
+    FUNCTION_ERRORS: Final = Runbook(
+        "function-errors", "Open the function's log group, filter on ERROR, fix the cause or roll back."
+    )
+    FUNCTION_THROTTLES: Final = Runbook(
+        "function-throttles", "Check the account's Lambda concurrency (ConcurrentExecutions) and the quota."
+    )
+    API_5XX: Final = Runbook("api-5xx", "Read the API function's errors and the access log's integrationError.")
+    DYNAMODB_THROTTLES: Final = Runbook(
+        "dynamodb-throttles", "Look for a hot partition or a burst in the table's metrics; writes are retried."
+    )
+    DEAD_LETTERS: Final = Runbook(
+        "dead-letters", "Read the worker's errors for the task ids, fix, then make redrive the lane."
+    )
+    OLDEST_MESSAGE: Final = Runbook(
+        "oldest-message", "Check worker errors and throttles, and the lane's share of the workers."
+    )
+    EXECUTIONS_FAILED: Final = Runbook(
+        "executions-failed", "Open the failed executions in Step Functions; read the lifecycle function's errors."
+    )
+    EXECUTIONS_TIMED_OUT: Final = Runbook(
+        "executions-timed-out", "An execution outlived its bound: check the callback function's duration."
+    )
+    CALLBACK_FAILED: Final = Runbook(
+        "callback-failed", "Find the task in the callback function's logs; tell the receiver's owner."
+    )
+    ENQUEUE_FAILED: Final = Runbook(
+        "enqueue-failed", "Submits fail with 503: check SQS and Step Functions errors in the API function's logs."
+    )
+
+    @classmethod
+    def all(cls) -> tuple[Runbook, ...]:
+        """Every runbook."""
+        return tuple(value for value in vars(cls).values() if isinstance(value, Runbook))
+
+
+def business_metric(name: str, stage: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
+    """One of our EMF metrics (``name`` from :class:`exports.config.Metric`) of ``stage``."""
     return cloudwatch.Metric(
-        namespace=METRICS_NAMESPACE,
+        namespace=metrics_namespace(stage),
         metric_name=name,
         dimensions_map={"service": SERVICE_NAME},
         statistic=statistic,
@@ -45,31 +107,67 @@ class Monitoring(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
         super().__init__(scope, construct_id)
         self._settings = settings
-        self._prefix = Stack.of(self).stack_name
+        stack = Stack.of(self)
+        self._prefix = stack.stack_name
         self.alarms: list[cloudwatch.Alarm] = []
         self.topic = sns.Topic(
             self, "AlarmTopic", display_name=f"{SERVICE_NAME} alarms ({settings.stage})", enforce_ssl=True
         )
+        self.topic.add_to_resource_policy(self._cloudwatch_may_publish(stack))
         if settings.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        self.destinations: list[sns.ITopic] = [self.topic]
+        if settings.alarm_topic_arn:
+            self.destinations.append(sns.Topic.from_topic_arn(self, "ExistingAlarmTopic", settings.alarm_topic_arn))
+        if not settings.has_alarm_destination:
+            Annotations.of(self).add_warning_v2(
+                "exports:no-alarm-destination", MISSING_ALARM_DESTINATION.format(stage=settings.stage)
+            )
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=self._prefix)
         self._watch_business_metrics()
 
-    def add_alarm(self, construct_id: str, *, metric: cloudwatch.IMetric, threshold: float, description: str) -> None:
-        """An alarm at ``metric >= threshold`` over one period that notifies the topic."""
+    def alarm_arn_pattern(self) -> str:
+        """The ARN of every alarm this construct creates (their names start with the stack's)."""
+        return Stack.of(self).format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=f"{self._prefix}-*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
+    def _cloudwatch_may_publish(self, stack: Stack) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[self.topic.topic_arn],
+            conditions={
+                "StringEquals": {"aws:SourceAccount": stack.account},
+                "ArnLike": {"aws:SourceArn": self.alarm_arn_pattern()},
+            },
+        )
+
+    def add_alarm(
+        self, construct_id: str, *, metric: cloudwatch.IMetric, threshold: float, description: str, runbook: Runbook
+    ) -> cloudwatch.Alarm:
+        """An alarm at ``metric >= threshold`` over one period that notifies every destination
+        when it fires and when it recovers; its description ends with ``runbook``'s line."""
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
             alarm_name=f"{self._prefix}-{construct_id}",
-            alarm_description=description,
+            alarm_description=f"{description} {runbook.line()}",
             metric=metric,
             threshold=threshold,
             comparison_operator=GTE,
             evaluation_periods=1,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        for destination in self.destinations:
+            alarm.add_alarm_action(actions.SnsAction(destination))
+            alarm.add_ok_action(actions.SnsAction(destination))
         self.alarms.append(alarm)
+        return alarm
 
     def watch_queues(self, queues: TaskQueues) -> None:
         """Per lane, alarms on dead letters and on tasks waiting too long; the lanes' depths on
@@ -86,6 +184,7 @@ class Monitoring(Construct):
                 threshold=1,
                 description=f"A task message of the {label} lane crashed the worker too often and is in the "
                 "lane's dead-letter queue.",
+                runbook=Runbooks.DEAD_LETTERS,
             )
             age = lane.queue.metric_approximate_age_of_oldest_message(statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD)
             self.add_alarm(
@@ -94,6 +193,7 @@ class Monitoring(Construct):
                 threshold=self._settings.alarms.oldest_message_age_sec,
                 description=f"Tasks wait in the {label} lane longer than expected: the worker is failing, or the "
                 "lane's share of the workers is saturated.",
+                runbook=Runbooks.OLDEST_MESSAGE,
             )
             depths.append(lane.queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=label))
             # Labelled for the dashboard only: a labelled metric would turn the alarms into metric math.
@@ -105,22 +205,28 @@ class Monitoring(Construct):
             _graph("Oldest queued task by lane (s)", oldest),
         )
 
+    def watch_function(self, construct_id: str, function: lambda_.IFunction, role: str) -> None:
+        """Alarms on any error and any throttle of ``function`` (``role``: what it does, for the
+        descriptions)."""
+        self.add_alarm(
+            f"{construct_id}Errors",
+            metric=function.metric_errors(period=PERIOD, statistic=cloudwatch.Stats.SUM),
+            threshold=1,
+            description=f"The {role} function failed (an exception or a timeout).",
+            runbook=Runbooks.FUNCTION_ERRORS,
+        )
+        self.add_alarm(
+            f"{construct_id}Throttles",
+            metric=function.metric_throttles(period=PERIOD, statistic=cloudwatch.Stats.SUM),
+            threshold=1,
+            description=f"The {role} function was throttled: its reserved or the account's concurrency is exhausted.",
+            runbook=Runbooks.FUNCTION_THROTTLES,
+        )
+
     def watch_worker(self, worker: lambda_.IFunction) -> None:
-        """Alarms on worker errors and throttles; its activity on the dashboard."""
+        """The worker's activity on the dashboard (its alarms come from :meth:`watch_function`)."""
         errors = worker.metric_errors(period=PERIOD)
         throttles = worker.metric_throttles(period=PERIOD)
-        self.add_alarm(
-            "WorkerErrors",
-            metric=errors,
-            threshold=self._settings.alarms.worker_errors_per_5_min,
-            description="The worker function failed (crashed or timed out) on a batch.",
-        )
-        self.add_alarm(
-            "WorkerThrottles",
-            metric=throttles,
-            threshold=1,
-            description="The worker function was throttled: the account's concurrency is exhausted.",
-        )
         self.dashboard.add_widgets(
             _graph(
                 "Worker invocations / errors / throttles", [worker.metric_invocations(period=PERIOD), errors, throttles]
@@ -137,12 +243,37 @@ class Monitoring(Construct):
             metric=server_errors,
             threshold=self._settings.alarms.api_5xx_per_5_min,
             description="The API answered with 5xx errors.",
+            runbook=Runbooks.API_5XX,
         )
         self.dashboard.add_widgets(
             _graph("API requests", [api.metric_count(period=PERIOD)]),
             _graph("API 4xx / 5xx", [api.metric_client_error(period=PERIOD), server_errors]),
             _graph("API latency p90 (ms)", [api.metric_latency(period=PERIOD, statistic=cloudwatch.Stats.p(90))]),
         )
+
+    def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2]]) -> None:
+        """Per table (``(name, table)``), an alarm on any throttled read or write."""
+        graphs = []
+        for name, table in tables:
+            reads = table.metric("ReadThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)
+            writes = table.metric("WriteThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)
+            # Ids unique per table: the dashboard graphs every table's expression together.
+            key = name.lower()
+            throttled = cloudwatch.MathExpression(
+                expression=f"FILL(reads_{key}, 0) + FILL(writes_{key}, 0)",
+                using_metrics={f"reads_{key}": reads, f"writes_{key}": writes},
+                period=PERIOD,
+                label=f"{name} throttled requests",
+            )
+            self.add_alarm(
+                f"{name}TableThrottles",
+                metric=throttled,
+                threshold=1,
+                description=f"DynamoDB throttled reads or writes of the {name.lower()} table.",
+                runbook=Runbooks.DYNAMODB_THROTTLES,
+            )
+            graphs.append(throttled)
+        self.dashboard.add_widgets(_graph("DynamoDB throttled requests", graphs))
 
     def watch_state_machine(self, construct_id: str, state_machine: sfn.StateMachine) -> None:
         """Alarms on failed and timed-out executions of ``state_machine``; its executions on the dashboard."""
@@ -153,12 +284,14 @@ class Monitoring(Construct):
             metric=failed,
             threshold=1,
             description=f"Executions of the {construct_id} state machine failed.",
+            runbook=Runbooks.EXECUTIONS_FAILED,
         )
         self.add_alarm(
             f"{construct_id}TimedOut",
             metric=timed_out,
             threshold=1,
             description=f"Executions of the {construct_id} state machine timed out.",
+            runbook=Runbooks.EXECUTIONS_TIMED_OUT,
         )
         self.dashboard.add_widgets(
             _graph(
@@ -167,38 +300,50 @@ class Monitoring(Construct):
             )
         )
 
+    def _metric(self, name: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
+        return business_metric(name, self._settings.stage, statistic)
+
     def _watch_business_metrics(self) -> None:
-        callback_failed = business_metric(Metric.CALLBACK_FAILED)
+        callback_failed = self._metric(Metric.CALLBACK_FAILED)
         self.add_alarm(
             "CallbackFailed",
             metric=callback_failed,
             threshold=1,
             description="A completion callback could not be delivered to the client's URL.",
+            runbook=Runbooks.CALLBACK_FAILED,
+        )
+        enqueue_failed = self._metric(Metric.ENQUEUE_FAILED)
+        self.add_alarm(
+            "EnqueueFailed",
+            metric=enqueue_failed,
+            threshold=1,
+            description="A submitted task could not be queued or scheduled; it ended FAILED and the client got 503.",
+            runbook=Runbooks.ENQUEUE_FAILED,
         )
         self.dashboard.add_widgets(
             _graph(
                 "Exports submitted / completed / failed / timed out / cancelled",
                 [
-                    business_metric(name)
+                    self._metric(name)
                     for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED, Metric.TIMED_OUT, Metric.CANCELLED)
                 ],
             ),
-            _graph("Callbacks delivered / failed", [business_metric(Metric.CALLBACK_DELIVERED), callback_failed]),
+            _graph("Callbacks delivered / failed", [self._metric(Metric.CALLBACK_DELIVERED), callback_failed]),
             _graph(
-                "Admission: deduplicated / deferred (hot key) / rejected (429)",
-                [business_metric(name) for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.REJECTED)],
+                "Admission: deduplicated / deferred (hot key) / rejected (429) / enqueue failed",
+                [
+                    *(self._metric(name) for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.REJECTED)),
+                    enqueue_failed,
+                ],
             ),
             _graph(
                 "Worker: retried / redelivered (transient faults) / duplicate deliveries",
-                [business_metric(name) for name in (Metric.RETRIED, Metric.REDELIVERED, Metric.DUPLICATE_DELIVERY)],
+                [self._metric(name) for name in (Metric.RETRIED, Metric.REDELIVERED, Metric.DUPLICATE_DELIVERY)],
             ),
-            _graph("Rows exported", [business_metric(Metric.ROWS_EXPORTED)]),
+            _graph("Rows exported", [self._metric(Metric.ROWS_EXPORTED)]),
             _graph(
                 "Export duration (ms)",
-                [
-                    business_metric(Metric.DURATION_MS, stat)
-                    for stat in (cloudwatch.Stats.p(50), cloudwatch.Stats.p(90))
-                ],
+                [self._metric(Metric.DURATION_MS, stat) for stat in (cloudwatch.Stats.p(50), cloudwatch.Stats.p(90))],
             ),
         )
 

@@ -8,8 +8,10 @@ resets file times, so timestamp-checked bytecode would look stale and be recompi
 read-only file system) on every cold start.
 
 Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
-and ``constraints.txt`` pins everything those pull in. The wheels are downloaded once per set of
-pins into a wheelhouse (see :func:`wheelhouse`) and installed from there without an index.
+and ``uv.lock`` pins everything those pull in: the same locked versions as the virtualenv
+(``uv sync``), handed to pip as constraints (:func:`locked_constraints`). The wheels are downloaded
+once per set of pins into a wheelhouse (see :func:`wheelhouse`) and installed from there without
+an index.
 """
 
 from __future__ import annotations
@@ -34,11 +36,18 @@ from aws_cdk import aws_lambda as lambda_
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 PYPROJECT: Final = REPO_ROOT / "pyproject.toml"
-CONSTRAINTS: Final = REPO_ROOT / "constraints.txt"
+LOCKFILE: Final = REPO_ROOT / "uv.lock"
 SHARED_PACKAGE: Final = REPO_ROOT / "exports"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 PIP_PLATFORM: Final = "manylinux2014_aarch64"
 WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
+# The AWS services the functions' code calls (exports/adapters/*: also RDS IAM auth tokens and RDS
+# secrets of declared PostgreSQL sources, the callback's secret). botocore
+# ships ~445 service models (23 MB of a 45 MB package); a package keeps only these, which makes
+# its zip 62% smaller (docs/performance.md, "Package sizes"). A test scans the code for every
+# client it makes, so a new service cannot be forgotten here.
+AWS_SERVICES: Final = ("dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
+BOTOCORE_DATA: Final = Path("botocore") / "data"
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")
 
@@ -70,6 +79,33 @@ def requirements_for(distributions: Iterable[str], pyproject: Path = PYPROJECT) 
     if missing:
         raise ValueError(f"not in [project].dependencies of {pyproject.name}: {missing}")
     return tuple(pins[name] for name in names)
+
+
+@cache
+def locked_constraints(lockfile: Path = LOCKFILE) -> str:
+    """Every package ``lockfile`` takes from an index, as pip constraints (``name==version``
+    lines, sorted). Our own projects (editable, path sources) are left out; a package locked at
+    two versions (a fork by platform) cannot be one constraint and is refused."""
+    versions: dict[str, set[str]] = {}
+    for package in tomllib.loads(lockfile.read_text())["package"]:
+        if "registry" in package.get("source", {}):
+            versions.setdefault(normalized_name(package["name"]), set()).add(package["version"])
+    forked = sorted(name for name, found in versions.items() if len(found) > 1)
+    if forked:
+        raise BundlingError(f"{lockfile.name} locks several versions of {forked}: pin one in pyproject.toml")
+    return "".join(f"{name}=={found.pop()}\n" for name, found in sorted(versions.items()))
+
+
+def _constraints_file() -> Path:
+    """:func:`locked_constraints` in a file pip can read (next to the wheelhouses, by content)."""
+    text = locked_constraints()
+    path = wheel_cache_root() / f"constraints-{hashlib.sha256(text.encode()).hexdigest()[:24]}.txt"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".partial-{os.getpid()}")
+        partial.write_text(text)
+        partial.replace(path)
+    return path
 
 
 def _python_version_of(interpreter: str) -> str | None:
@@ -119,14 +155,16 @@ class PackageSpec:
     handler_dir: Path
     requirements: tuple[str, ...]
     python_version: str
+    # botocore keeps only these services' models (see :data:`AWS_SERVICES`); None keeps all.
+    aws_services: tuple[str, ...] | None = AWS_SERVICES
 
     def fingerprint(self) -> str:
         """A hash of every input of the package: unchanged inputs let CDK reuse a built asset."""
         digest = hashlib.sha256()
         digest.update(Path(__file__).read_bytes())
         digest.update("\n".join((self.python_version, PIP_PLATFORM, *self.requirements)).encode())
-        if CONSTRAINTS.exists():
-            digest.update(CONSTRAINTS.read_bytes())
+        digest.update(repr(self.aws_services).encode())
+        digest.update(locked_constraints().encode())
         for root in (self.handler_dir, SHARED_PACKAGE):
             for path in _source_files(root):
                 digest.update(str(path.relative_to(REPO_ROOT)).encode())
@@ -146,12 +184,10 @@ def _copy(source: Path, target: Path) -> None:
 
 
 def _pip(*arguments: str) -> list[str]:
-    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by constraints.txt."""
+    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by uv.lock."""
     command = [sys.executable, "-m", "pip", *arguments, "--disable-pip-version-check", "--no-input", "--quiet"]
     command += ["--platform", PIP_PLATFORM, "--implementation", "cp", "--only-binary=:all:"]
-    if CONSTRAINTS.exists():
-        command += ["--constraint", str(CONSTRAINTS)]
-    return command
+    return [*command, "--constraint", str(_constraints_file())]
 
 
 def wheel_cache_root() -> Path:
@@ -168,8 +204,7 @@ def wheelhouse(spec: PackageSpec) -> Path:
     """
     key = hashlib.sha256()
     key.update("\n".join((PIP_PLATFORM, spec.python_version, *spec.requirements)).encode())
-    if CONSTRAINTS.exists():
-        key.update(CONSTRAINTS.read_bytes())
+    key.update(locked_constraints().encode())
     root = wheel_cache_root()
     house = root / key.hexdigest()[:24]
     if house.is_dir():
@@ -191,6 +226,8 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
     install = _pip("install", "--no-index", "--find-links", str(wheelhouse(spec)), "--target", str(output_dir))
     install += ["--python-version", spec.python_version, "--no-compile"]
     _run([*install, *spec.requirements], "pip install")
+    if spec.aws_services is not None:
+        trim_botocore(output_dir, spec.aws_services)
     # The handler's folder is a package only for the tests; in Lambda its files sit at the root.
     for source in _source_files(spec.handler_dir):
         if source.name != "__init__.py":
@@ -199,6 +236,21 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
         _copy(source, output_dir / SHARED_PACKAGE.name / source.relative_to(SHARED_PACKAGE))
     compile_all = [str(interpreter), "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
     _run([*compile_all, str(output_dir)], f"compileall with {interpreter}")
+
+
+def trim_botocore(package_dir: Path, keep: Iterable[str]) -> None:
+    """Remove every botocore service model but ``keep``'s (the shared files, endpoints and
+    partitions, stay). A client of a removed service fails with ``UnknownServiceError``."""
+    data = package_dir / BOTOCORE_DATA
+    if not data.is_dir():
+        return
+    kept = set(keep)
+    missing = sorted(kept - {path.name for path in data.iterdir() if path.is_dir()})
+    if missing:
+        raise BundlingError(f"botocore has no service model for {missing}")
+    for model in data.iterdir():
+        if model.is_dir() and model.name not in kept:
+            shutil.rmtree(model)
 
 
 @jsii.implements(ILocalBundling)

@@ -31,6 +31,9 @@ class Context:
     JWT_AUDIENCE: Final = "jwt_audience"
     CORS_ALLOWED_ORIGINS: Final = "cors_allowed_origins"
     ALARM_EMAIL: Final = "alarm_email"
+    # An existing SNS topic (same account and region) the alarms notify as well, e.g. a chat or
+    # paging integration's.
+    ALARM_TOPIC_ARN: Final = "alarm_topic_arn"
     RESULTS_RETENTION_HOURS: Final = "results_retention_hours"
     LOG_LEVEL: Final = "log_level"
     LOG_RETENTION_DAYS: Final = "log_retention_days"
@@ -55,14 +58,36 @@ class Sizing:
     # One callback request (given up after Callback.REQUEST_TIMEOUT_SEC) plus the secret, the DNS
     # lookup of the SSRF guard and the DynamoDB writes around it.
     CALLBACK_TIMEOUT_SEC: Final = 6 * Callback.REQUEST_TIMEOUT_SEC
+    # Reserved concurrency of the lifecycle workflow's functions: a burst of executions (every
+    # submit starts one, every task end delivers one callback) can then neither take the account's
+    # concurrency from the API and the workers nor run unbounded. Over the cap Lambda throttles,
+    # and the state machine retries throttled invokes (Lambda.TooManyRequestsException).
+    LIFECYCLE_RESERVED_CONCURRENCY: Final = 5
+    CALLBACK_RESERVED_CONCURRENCY: Final = 5
+
+
+class AccountQuota:
+    """What the AWS account must allow for this stack (docs/deploy.md, "Account quotas")."""
+
+    # Lambda refuses a reservation that leaves fewer than this many unreserved executions
+    # in the account (and region) for every other function.
+    LAMBDA_MIN_UNRESERVED_CONCURRENCY: Final = 100
+
+    @classmethod
+    def lambda_concurrency_needed(cls) -> int:
+        """The account's Lambda concurrent executions quota one stack needs at least: its
+        reservations plus the minimum Lambda keeps unreserved (new accounts start at 10 and
+        must ask for an increase; the default quota is 1,000)."""
+        reserved = Sizing.LIFECYCLE_RESERVED_CONCURRENCY + Sizing.CALLBACK_RESERVED_CONCURRENCY
+        return reserved + cls.LAMBDA_MIN_UNRESERVED_CONCURRENCY
 
 
 @dataclass(frozen=True)
 class AlarmThresholds:
-    """Stage-dependent alarm thresholds (a dead letter or a throttle always alarms)."""
+    """Stage-dependent alarm thresholds. A function error or throttle, a dead letter, a failed
+    execution, a DynamoDB throttle, a failed callback or enqueue always alarms (threshold 1)."""
 
     oldest_message_age_sec: int
-    worker_errors_per_5_min: int
     api_5xx_per_5_min: int
 
 
@@ -93,14 +118,24 @@ class StageSettings:
     stage: str
     log_level: str
     log_retention_days: int
-    # Deletion protection on tables and the user pool, and RETAIN on stack deletion.
+    # Deletion protection on tables and the user pool, and RETAIN on stack deletion. Unprotected
+    # stages also empty their buckets when the stack is deleted (auto-delete objects).
     protect_data: bool
     alarms: AlarmThresholds
+    # Whether the stack refuses to synthesize without an alarm destination (alarm_email or
+    # alarm_topic_arn); a stage that does not require one warns instead.
+    requires_alarm_destination: bool = False
     results_retention_hours: int = Results.RETENTION_HOURS_DEFAULT
     jwt: JwtIssuer | None = None
     cors_allowed_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
+    alarm_topic_arn: str | None = None
     admission: AdmissionLimits = AdmissionLimits()
+
+    @property
+    def has_alarm_destination(self) -> bool:
+        """Whether an alarm reaches someone: an e-mail subscription or an existing topic."""
+        return bool(self.alarm_email or self.alarm_topic_arn)
 
     @property
     def results_expiry_days(self) -> int:
@@ -140,8 +175,21 @@ class StageSettings:
             overrides["cors_allowed_origins"] = _origins(origins)
         if email := lookup(Context.ALARM_EMAIL):
             overrides["alarm_email"] = _email(str(email))
+        if topic := lookup(Context.ALARM_TOPIC_ARN):
+            overrides["alarm_topic_arn"] = _topic_arn(str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
-        return replace(settings, **overrides)
+        resolved = replace(settings, **overrides)
+        if resolved.requires_alarm_destination and not resolved.has_alarm_destination:
+            raise ValueError(MISSING_ALARM_DESTINATION.format(stage=resolved.stage))
+        return resolved
+
+
+MISSING_ALARM_DESTINATION: Final = (
+    "stage {stage} needs an alarm destination, or its alarms reach no one: add "
+    f"-c {Context.ALARM_EMAIL}=oncall@example.com (confirm the e-mail AWS sends) or "
+    f"-c {Context.ALARM_TOPIC_ARN}=arn:<partition>:sns:<region>:<account>:<topic> (an existing topic whose policy "
+    "lets cloudwatch.amazonaws.com publish)"
+)
 
 
 PRESETS: Final = {
@@ -152,7 +200,6 @@ PRESETS: Final = {
         protect_data=False,
         alarms=AlarmThresholds(
             oldest_message_age_sec=4 * Worker.FUNCTION_TIMEOUT_SEC,
-            worker_errors_per_5_min=5,
             api_5xx_per_5_min=10,
         ),
     ),
@@ -161,9 +208,9 @@ PRESETS: Final = {
         log_level="INFO",
         log_retention_days=90,
         protect_data=True,
+        requires_alarm_destination=True,
         alarms=AlarmThresholds(
             oldest_message_age_sec=2 * Worker.FUNCTION_TIMEOUT_SEC,
-            worker_errors_per_5_min=1,
             api_5xx_per_5_min=5,
         ),
     ),
@@ -253,6 +300,15 @@ def _positive_number(key: str, value: Any) -> float:
     if not 0 < number < math.inf:
         raise ValueError(f"context {key}={value!r}: expected a number above 0")
     return number
+
+
+def _topic_arn(value: str) -> str:
+    parts = value.split(":")
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sns" or not all(parts[3:]):
+        raise ValueError(
+            f"context {Context.ALARM_TOPIC_ARN}={value!r}: expected arn:<partition>:sns:<region>:<account>:<name>"
+        )
+    return value
 
 
 def _email(value: str) -> str:

@@ -22,14 +22,21 @@ def stack_name(stage: str) -> str:
     return f"{SERVICE_NAME}-{stage}"
 
 
+default_stack_name = stack_name
+
+
 class ExportsStack(Stack):
     """Everything the service needs in one account and region."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: StageSettings, stack_name: str | None = None
+    ) -> None:
+        """The stack is called ``stack_name`` (default ``exports-<stage>``); the physical names
+        it gives (state machine, alarms, dashboard, state machine logs) derive from it."""
         super().__init__(
             scope,
             construct_id,
-            stack_name=stack_name(settings.stage),
+            stack_name=stack_name or default_stack_name(settings.stage),
             description=f"{SERVICE_NAME}: asynchronous CSV/XLSX exports ({settings.stage})",
         )
         Tags.of(self).add("service", SERVICE_NAME)
@@ -54,8 +61,18 @@ class ExportsStack(Stack):
         )
         self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
         self.monitoring.watch_queues(self.queues)
+        for alarm_id, role, service_function in (
+            ("Api", "API", self.functions.api),
+            ("Worker", "worker", self.functions.worker),
+            ("LifecycleFunction", "lifecycle", self.functions.lifecycle),
+            ("Callback", "callback", self.functions.callback),
+        ):
+            self.monitoring.watch_function(alarm_id, service_function.function, role)
         self.monitoring.watch_worker(self.functions.worker.function)
         self.monitoring.watch_api(self.api.http_api)
+        self.monitoring.watch_tables(
+            (("Tasks", self.tables.tasks), ("Orders", self.tables.orders), ("Customers", self.tables.customers))
+        )
         self.lifecycle = self.workflows.add_lifecycle(
             lifecycle=self.functions.lifecycle, callback=self.functions.callback
         )

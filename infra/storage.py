@@ -27,6 +27,9 @@ def _private_bucket(scope: Construct, construct_id: str, settings: StageSettings
         minimum_tls_version=1.2,
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         removal_policy=removal_policy(settings),
+        # An unprotected stage's stack deletes its buckets: empty them first (a custom resource
+        # deletes every object), or the delete fails on a non-empty bucket.
+        auto_delete_objects=not settings.protect_data,
         **props,
     )
 
@@ -38,7 +41,7 @@ class ResultsStorage(Construct):
     uploads a crashed worker left behind are aborted after
     :attr:`exports.config.Results.ABORT_INCOMPLETE_UPLOAD_DAYS`. Every download (a presigned GET)
     is recorded in the server access log bucket. On a stage whose data is not protected the
-    buckets are deleted with the stack, which CloudFormation does only once they are empty.
+    buckets are emptied and deleted with the stack (auto-delete objects); a protected stage keeps them.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:

@@ -6,7 +6,8 @@ timed-out executions, and an ARN output. The lifecycle definition itself lives i
 :mod:`exports.workflows`, which local mode and the tests execute too; it is rendered here with the
 real function ARNs.
 
-The lifecycle state machine has a fixed name, so its ARN is known before it exists
+The lifecycle state machine's name is derived from the stack's (two stacks of one stage can share
+an account and region), so its ARN is known before it exists
 (:attr:`Workflows.lifecycle_arn`): the functions get that ARN in their environment and policies,
 while the state machine refers to the functions. Referring to the resource instead would close a
 circle (definition -> functions -> state machine) that CloudFormation refuses.
@@ -24,7 +25,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import Limits, Names
+from exports.config import Limits
 from exports.workflows import lifecycle_definition
 from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring
@@ -32,11 +33,20 @@ from infra.nag import acknowledge
 from infra.settings import StageSettings
 
 LIFECYCLE: Final = "Lifecycle"
+VENDED_LOGS_PREFIX: Final = "/aws/vendedlogs/states/"
 
 
-def lifecycle_state_machine_name(stage: str) -> str:
-    """The lifecycle state machine's physical name in ``stage`` (``exports-task-lifecycle-dev``)."""
-    return f"{Names.LIFECYCLE_STATE_MACHINE}-{stage}"
+def lifecycle_state_machine_name(stack_name: str) -> str:
+    """The lifecycle state machine's physical name in the stack ``stack_name``
+    (``exports-dev-lifecycle``)."""
+    return f"{stack_name}-{LIFECYCLE.lower()}"
+
+
+def state_machine_log_group_name(state_machine_name: str) -> str:
+    """Where a state machine logs: under ``/aws/vendedlogs/states/``, the prefix whose resource
+    policy CloudWatch Logs keeps short (otherwise the account-wide 5,120-character policy limit
+    fails deploys once a few state machines log)."""
+    return f"{VENDED_LOGS_PREFIX}{state_machine_name}"
 
 
 def longest_execution_sec(definition: Mapping[str, Any], function_timeouts: Mapping[str, int]) -> int:
@@ -74,7 +84,7 @@ class Workflows(Construct):
         self._settings = settings
         self._monitoring = monitoring
         self.state_machines: dict[str, sfn.StateMachine] = {}
-        self.lifecycle_name = lifecycle_state_machine_name(settings.stage)
+        self.lifecycle_name = lifecycle_state_machine_name(Stack.of(self).stack_name)
         self.lifecycle_arn = Stack.of(self).format_arn(
             service="states",
             resource="stateMachine",
@@ -86,7 +96,9 @@ class Workflows(Construct):
         """The task lifecycle state machine (:func:`exports.workflows.lifecycle_definition`),
         named :attr:`lifecycle_name`, allowed to invoke exactly its two functions."""
         functions = (lifecycle.function, callback.function)
-        definition = lifecycle_definition(lifecycle.function.function_arn, callback.function.function_arn)
+        definition = lifecycle_definition(
+            lifecycle.function.function_arn, callback.function.function_arn, partition=Stack.of(self).partition
+        )
         timeout_sec = longest_execution_sec(
             definition, {function.function_arn: int(function.timeout.to_seconds()) for function in functions}
         )
@@ -111,7 +123,7 @@ class Workflows(Construct):
         definition: Mapping[str, Any],
         timeout: Duration,
         description: str,
-        state_machine_name: str | None = None,
+        state_machine_name: str,
     ) -> sfn.StateMachine:
         """A Standard state machine for the Amazon States Language ``definition``, with its
         execution ``timeout``, logs, tracing, alarms and an ARN output.
@@ -131,7 +143,12 @@ class Workflows(Construct):
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,
             logs=sfn.LogOptions(
-                destination=log_group(self, f"{construct_id}Logs", self._settings),
+                destination=log_group(
+                    self,
+                    f"{construct_id}Logs",
+                    self._settings,
+                    log_group_name=state_machine_log_group_name(state_machine_name),
+                ),
                 level=sfn.LogLevel.ALL,
                 include_execution_data=False,
             ),

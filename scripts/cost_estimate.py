@@ -159,12 +159,17 @@ def _of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
 
 
 def resolved_definition(state_machine: Mapping[str, Any]) -> dict[str, Any]:
-    """The definition of a state machine resource, ``Fn::GetAtt`` parts replaced by logical ids."""
+    """The definition of a state machine resource, ``Fn::GetAtt`` parts replaced by logical ids
+    and ``Ref`` parts (the partition) by the name they refer to."""
     definition = state_machine["Properties"]["DefinitionString"]
     if isinstance(definition, str):
         return json.loads(definition)
     _, parts = definition["Fn::Join"]
-    return json.loads("".join(part if isinstance(part, str) else part["Fn::GetAtt"][0] for part in parts))
+    return json.loads(
+        "".join(
+            part if isinstance(part, str) else part["Ref"] if "Ref" in part else part["Fn::GetAtt"][0] for part in parts
+        )
+    )
 
 
 def callback_state(definition: Mapping[str, Any]) -> str:
@@ -184,7 +189,12 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     function is the one the lifecycle workflow starts with, the callback function the one it
     retries callbacks on; the API function is the remaining one.
     """
-    functions = _of_type(template, "AWS::Lambda::Function")
+    # Our functions (CDK's own helpers, e.g. the dev buckets' auto-delete, have other handlers).
+    functions = {
+        logical_id: function
+        for logical_id, function in _of_type(template, "AWS::Lambda::Function").items()
+        if function["Properties"].get("Handler") == "handler.lambda_handler"
+    }
     mappings = [mapping["Properties"] for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values()]
     ((worker_id, batch_size),) = {(mapping["FunctionName"]["Ref"], mapping["BatchSize"]) for mapping in mappings}
     state_machines = _of_type(template, "AWS::StepFunctions::StateMachine")
@@ -568,7 +578,12 @@ def synthesized_template(stage: str) -> dict[str, Any]:
     from infra.settings import StageSettings
     from infra.stack import ExportsStack
 
-    context = {**json.loads((REPO_ROOT / "cdk.json").read_text())["context"], "stage": stage}
+    # prod refuses to synthesize without an alarm destination; the address costs nothing here.
+    context = {
+        **json.loads((REPO_ROOT / "cdk.json").read_text())["context"],
+        "stage": stage,
+        "alarm_email": "oncall@example.com",
+    }
     app = App(context={**context, "aws:cdk:bundling-stacks": []})
     stack = ExportsStack(app, "Estimate", settings=StageSettings.from_context(context.get))
     return Template.from_stack(stack).to_json()

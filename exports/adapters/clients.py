@@ -1,13 +1,18 @@
-"""One lazy, cached factory for boto3 clients.
+"""One lazy, cached factory for boto3 clients, on one boto3 Session per process.
 
 Clients are built on first use, never at import, so a client cannot escape a test's mock and
-cold starts pay only for the clients a function uses. ``AWS_ENDPOINT_URL`` (read by boto3
-itself) points every client at the local stack in local mode.
+cold starts pay only for the clients a function uses. They all come from one Session: each
+Session loads its own copy of the endpoint data, credential chain and service models, so a
+Session per client (``boto3.client(...)`` builds one each time) costs a cold start about twice
+the time of one shared Session (``make bench``, case ``cold_start``). A Session is not safe to
+share across threads while it builds clients, so building is serialized; the clients themselves
+are thread-safe. ``AWS_ENDPOINT_URL`` (read by boto3 itself) points every client at the local
+stack in local mode.
 """
 
 from __future__ import annotations
 
-from functools import cache
+import threading
 from typing import Any
 
 import boto3
@@ -20,7 +25,39 @@ _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeou
 _SERVICE_CONFIG = {"s3": _CONFIG.merge(Config(signature_version="s3v4"))}
 
 
-@cache
-def aws_client(service: str) -> Any:
-    """The shared client for ``service`` (e.g. ``"dynamodb"``)."""
-    return boto3.session.Session().client(service, config=_SERVICE_CONFIG.get(service, _CONFIG))
+class ClientFactory:
+    """The shared clients of this process, by service name, all on one Session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._session: boto3.session.Session | None = None
+        self._clients: dict[str, Any] = {}
+
+    def __call__(self, service: str) -> Any:
+        """The shared client for ``service`` (e.g. ``"dynamodb"``)."""
+        client = self._clients.get(service)
+        if client is not None:
+            return client
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self.session().client(service, config=_SERVICE_CONFIG.get(service, _CONFIG))
+            return self._clients[service]
+
+    def session(self) -> boto3.session.Session:
+        """The process's Session, made on first use (call under the lock)."""
+        if self._session is None:
+            self._session = boto3.session.Session()
+        return self._session
+
+    def services(self) -> tuple[str, ...]:
+        """The services that have a client so far."""
+        return tuple(self._clients)
+
+    def cache_clear(self) -> None:
+        """Forget the Session and every client (tests: the next client sees a new mock)."""
+        with self._lock:
+            self._session = None
+            self._clients.clear()
+
+
+aws_client = ClientFactory()

@@ -7,7 +7,6 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
@@ -64,7 +63,8 @@ def _caught_message(error: dict[str, Any] | None) -> str | None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point. ``CallbackRetryable`` propagates: the workflow retries on its name."""
-    request = parse(event={"request": event}, model=CallbackRequest).request
+    # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
+    request = CallbackRequest.model_validate({"request": event}).request
     logger.set_correlation_id(request.task_id)
     logger.append_keys(task_id=request.task_id, action=request.action)
     if isinstance(request, DeliverRequest):

@@ -6,7 +6,6 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
@@ -51,7 +50,8 @@ def dependencies() -> Dependencies:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point; errors propagate so the workflow's Retry sees them."""
-    request = parse(event={"request": event}, model=LifecycleRequest).request
+    # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
+    request = LifecycleRequest.model_validate({"request": event}).request
     logger.set_correlation_id(request.task_id)
     logger.append_keys(task_id=request.task_id, action=request.action)
     if isinstance(request, WatchRequest):

@@ -17,12 +17,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 
-def app_for(stage, outdir):
-    return App(context={**CDK_CONTEXT, "stage": stage, "aws:cdk:bundling-stacks": []}, outdir=str(outdir))
+def app_for(stage, outdir, **context):
+    return App(context={**CDK_CONTEXT, "stage": stage, "aws:cdk:bundling-stacks": [], **context}, outdir=str(outdir))
 
 
 def test_the_app_synthesizes_the_stage_named_in_context(tmp_path):
-    app = app_for("prod", tmp_path)
+    app = app_for("prod", tmp_path, alarm_email="oncall@example.com")
 
     stack = build(app)
     app.synth()
@@ -42,3 +42,12 @@ def test_an_unacknowledged_finding_stops_the_synth(tmp_path):
         app.synth()
 
     assert "AwsSolutions-SQS4" in str(failure.value)
+
+
+def test_prod_without_an_alarm_destination_stops_before_any_stack_is_built(tmp_path):
+    app = app_for("prod", tmp_path)
+
+    with pytest.raises(ValueError, match="alarm destination"):
+        build(app)
+
+    assert app.node.children == []

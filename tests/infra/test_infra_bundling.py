@@ -7,8 +7,10 @@ The bundling test downloads the worker's arm64 wheels once into a wheelhouse ins
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -17,7 +19,18 @@ from aws_cdk import App, Stack
 
 from infra.function_factory import ServiceFunction, runtime_python_version
 from infra.functions import API, CALLBACK, LIFECYCLE, SPECS, WORKER
-from infra.packaging import WHEEL_CACHE_ENV, normalized_name, pinned_requirements
+from infra.packaging import (
+    AWS_SERVICES,
+    BOTOCORE_DATA,
+    LOCKFILE,
+    WHEEL_CACHE_ENV,
+    BundlingError,
+    find_interpreter,
+    locked_constraints,
+    normalized_name,
+    pinned_requirements,
+    trim_botocore,
+)
 from infra.settings import StageSettings
 
 pytestmark = pytest.mark.infra
@@ -98,6 +111,41 @@ def test_openpyxl_and_lxml_ship_only_with_the_worker_and_every_runtime_dependenc
     assert set().union(*shipped.values()) == set(pinned_requirements())
 
 
+def locked():
+    """uv.lock's versions by name, as the bundling reads them."""
+    return dict(line.split("==") for line in locked_constraints().splitlines())
+
+
+def test_the_lock_has_exactly_the_versions_pyproject_pins():
+    versions = locked()
+
+    for name, requirement in pinned_requirements().items():
+        assert requirement.endswith(f"=={versions[name]}"), (requirement, versions[name])
+
+
+def test_the_constraints_are_every_package_the_lock_takes_from_the_index_and_not_our_projects():
+    versions = locked()
+    lock = tomllib.loads(LOCKFILE.read_text())["package"]
+
+    assert set(versions) == {normalized_name(p["name"]) for p in lock if "registry" in p["source"]}
+    assert "exports-service" not in versions
+    assert "exports-client" not in versions
+    # The dev tools are constrained too (harmless: constraints only pin what is installed).
+    assert versions["moto"] and versions["botocore"]
+
+
+def test_a_lock_with_two_versions_of_one_package_is_refused(tmp_path):
+    lockfile = tmp_path / "uv.lock"
+    lockfile.write_text(
+        "version = 1\n"
+        '[[package]]\nname = "six"\nversion = "1.16.0"\nsource = { registry = "https://index.example/simple" }\n'
+        '[[package]]\nname = "six"\nversion = "1.17.0"\nsource = { registry = "https://index.example/simple" }\n'
+    )
+
+    with pytest.raises(BundlingError, match="six"):
+        locked_constraints(lockfile)
+
+
 def test_the_fingerprint_is_stable_and_tells_the_functions_apart():
     assert API.package().fingerprint() == API.package().fingerprint()
     assert len({spec.package().fingerprint() for spec in SPECS}) == len(SPECS)
@@ -146,6 +194,18 @@ def test_the_bundle_has_the_workers_dependencies_for_linux_arm64(worker_asset):
     assert not [path.name for path in worker_asset.rglob("*.so") if "x86_64" in path.name]
 
 
+def test_every_distribution_in_the_bundle_is_at_its_locked_version(worker_asset):
+    versions = locked()
+    shipped = {}
+    for dist_info in worker_asset.glob("*.dist-info"):
+        name, version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)
+        shipped[normalized_name(name)] = version
+
+    assert shipped
+    assert {name: version for name, version in shipped.items() if versions.get(name) != version} == {}
+    assert {"boto3", "botocore", "aws-lambda-powertools", "pydantic", "openpyxl", "lxml"} <= set(shipped)
+
+
 def test_the_bundle_ships_lxml_at_the_pinned_version(worker_asset):
     (dist_info,) = worker_asset.glob("lxml-*.dist-info")
     assert f"lxml=={dist_info.name.removeprefix('lxml-').removesuffix('.dist-info')}" == pinned_requirements()["lxml"]
@@ -177,3 +237,63 @@ def test_the_bundle_ships_bytecode_the_runtime_loads_without_checking_sources(wo
         # so only an unchecked hash keeps the bytecode valid in Lambda.
         flags = int.from_bytes(compiled.read_bytes()[4:8], "little")
         assert flags == 0b01, source
+
+
+# --- botocore trimmed to the services the code calls ------------------------------------------
+
+
+def clients_made_in(root: Path) -> set[str]:
+    """Every service name the code under ``root`` asks the client factory for."""
+    found = set()
+    for path in root.rglob("*.py"):
+        # The factory itself, or handed on (client_factory, a context's client method).
+        pattern = r"(?:aws_client|client_factory|\.client)\(\s*[\"']([a-z0-9-]+)[\"']"
+        found |= set(re.findall(pattern, path.read_text()))
+    return found
+
+
+def test_the_packages_keep_the_model_of_every_service_the_code_calls():
+    used = clients_made_in(REPO_ROOT / "exports") | clients_made_in(REPO_ROOT / "functions")
+
+    assert used == set(AWS_SERVICES)
+    # Clients come only from the factory (exports/adapters/clients.py), never built on the side.
+    for root in ("exports", "functions"):
+        for path in (REPO_ROOT / root).rglob("*.py"):
+            if path.name != "clients.py":
+                assert not re.search(r"boto3\.(client|resource)\(|Session\(\)", path.read_text()), path
+
+
+def test_the_bundle_keeps_only_those_service_models_and_botocores_shared_data(worker_asset):
+    data = worker_asset / BOTOCORE_DATA
+
+    assert sorted(path.name for path in data.iterdir() if path.is_dir()) == sorted(AWS_SERVICES)
+    for shared in ("endpoints.json", "partitions.json", "sdk-default-configuration.json", "_retry.json"):
+        assert (data / shared).is_file(), shared
+
+
+def test_the_trimmed_bundles_sdk_makes_the_used_clients_and_refuses_others(worker_asset):
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import boto3, botocore.exceptions; "
+        "s = boto3.session.Session(region_name='us-east-1', aws_access_key_id='x', aws_secret_access_key='x'); "
+        "[s.client(n) for n in sys.argv[2].split(',')]; "
+        "exec('try:\\n s.client(\\'ec2\\')\\nexcept botocore.exceptions.UnknownServiceError:\\n print(\\'refused\\')')"
+    )
+    interpreter = find_interpreter(runtime_python_version())
+
+    done = subprocess.run(
+        [str(interpreter), "-c", probe, str(worker_asset), ",".join(AWS_SERVICES)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "refused"
+
+
+def test_trimming_refuses_a_service_botocore_does_not_have(tmp_path):
+    (tmp_path / BOTOCORE_DATA / "sqs").mkdir(parents=True)
+
+    with pytest.raises(BundlingError, match="no-such-service"):
+        trim_botocore(tmp_path, ["sqs", "no-such-service"])
+    assert (tmp_path / BOTOCORE_DATA / "sqs").is_dir()

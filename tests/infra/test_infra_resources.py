@@ -23,6 +23,7 @@ from exports.config import (
     OrdersTable,
     Results,
     TaskTable,
+    metrics_namespace,
 )
 from infra.api import PROTECTED_ROUTES, PUBLIC_ROUTES
 from infra.function_factory import RUNTIME
@@ -37,6 +38,22 @@ POWERTOOLS_ENV = ("POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "PO
 
 def of_type(synth, resource_type):
     return synth.template.find_resources(resource_type)
+
+
+def service_functions(synth):
+    """Our functions: every AWS::Lambda::Function but CDK's own helpers (dev's bucket auto-delete)."""
+    return {
+        logical_id: function
+        for logical_id, function in of_type(synth, "AWS::Lambda::Function").items()
+        if function["Properties"].get("Handler") == "handler.lambda_handler"
+    }
+
+
+def test_the_only_other_function_is_cdks_bucket_auto_delete_in_dev(dev, prod):
+    others = set(of_type(dev, "AWS::Lambda::Function")) - set(service_functions(dev))
+    assert [logical_id for logical_id in others if "AutoDeleteObjects" not in logical_id] == []
+    assert len(others) == 1
+    assert set(of_type(prod, "AWS::Lambda::Function")) == set(service_functions(prod))
 
 
 def ssl_only_statement(action, principal=None):
@@ -85,7 +102,7 @@ def lifecycle_arn(synth):
         {"Ref": "AWS::Region"},
         ":",
         {"Ref": "AWS::AccountId"},
-        f":stateMachine:{lifecycle_state_machine_name(synth.settings.stage)}",
+        f":stateMachine:{lifecycle_state_machine_name(synth.stack.stack_name)}",
     )
 
 
@@ -104,7 +121,7 @@ def common_grants(synth, service_function):
 
 
 def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
-    functions = of_type(dev, "AWS::Lambda::Function")
+    functions = service_functions(dev)
     assert len(functions) == len(dev.stack.functions.all) == 4
     for function in functions.values():
         props = function["Properties"]
@@ -115,13 +132,13 @@ def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
         assert props["Handler"] == "handler.lambda_handler"
         variables = props["Environment"]["Variables"]
         assert variables["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
-        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == metrics_namespace(dev.settings.stage)
         assert variables["POWERTOOLS_LOG_LEVEL"] == dev.settings.log_level
 
 
 def test_log_level_follows_the_stage(dev, prod):
     for synth in (dev, prod):
-        for function in of_type(synth, "AWS::Lambda::Function").values():
+        for function in service_functions(synth).values():
             assert (
                 function["Properties"]["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"] == synth.settings.log_level
             )
@@ -215,7 +232,7 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
 
 
 def test_each_function_has_its_own_role_without_managed_policies(dev):
-    functions = of_type(dev, "AWS::Lambda::Function")
+    functions = service_functions(dev)
     roles = {json.dumps(f["Properties"]["Role"]) for f in functions.values()}
     assert len(roles) == len(functions) == 4
     for service_function in dev.stack.functions.all:
@@ -224,8 +241,11 @@ def test_each_function_has_its_own_role_without_managed_policies(dev):
         assert props["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
-    # The only other role is the lifecycle state machine's (test_infra_workflows.py).
-    assert len(of_type(dev, "AWS::IAM::Role")) == 4 + 1
+    # The only other roles are the lifecycle state machine's (test_infra_workflows.py) and, in dev,
+    # the one of CDK's bucket auto-delete helper (a custom resource provider).
+    others = set(of_type(dev, "AWS::IAM::Role")) - {dev.logical_id(f.role) for f in dev.stack.functions.all}
+    assert len(others) == 2
+    assert len([logical_id for logical_id in others if "AutoDeleteObjects" in logical_id]) == 1
 
 
 def test_the_api_function_may_do_exactly_what_its_code_does(dev):
@@ -546,6 +566,10 @@ def test_cors_comes_from_context(dev, prod):
 # --- Monitoring -------------------------------------------------------------------------------
 
 
+# The alarm id prefix of each function: api, worker, lifecycle, callback.
+FUNCTION_ALARM_IDS = ("Api", "Worker", "LifecycleFunction", "Callback")
+
+
 def alarms_by_name(synth):
     prefix = f"{synth.stack.stack_name}-"
     return {
@@ -559,15 +583,18 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
     assert set(alarms) == {
         *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
         *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
-        "WorkerErrors",
-        "WorkerThrottles",
+        *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
+        *(f"{table}TableThrottles" for table in ("Tasks", "Orders", "Customers")),
         "Api5xx",
         "CallbackFailed",
+        "EnqueueFailed",
         "LifecycleFailed",
         "LifecycleTimedOut",
     }
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
+        # A recovery is seen too.
+        assert alarm["OKActions"] == [dev.ref(dev.stack.monitoring.topic)]
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["TreatMissingData"] == "notBreaching"
 
@@ -594,23 +621,32 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
                 {"Name": "QueueName", "Value": {"Fn::GetAtt": [synth.logical_id(lane.queue), "QueueName"]}}
             ]
             assert oldest["Threshold"] == thresholds.oldest_message_age_sec
-        assert (alarms["WorkerErrors"]["Namespace"], alarms["WorkerErrors"]["MetricName"]) == ("AWS/Lambda", "Errors")
-        assert alarms["WorkerErrors"]["Dimensions"] == [
-            {"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.worker.function)}
-        ]
-        assert alarms["WorkerErrors"]["Threshold"] == thresholds.worker_errors_per_5_min
-        assert (alarms["WorkerThrottles"]["MetricName"], alarms["WorkerThrottles"]["Threshold"]) == ("Throttles", 1)
+        functions = synth.stack.functions
+        for alarm_id, service_function in zip(
+            FUNCTION_ALARM_IDS, (functions.api, functions.worker, functions.lifecycle, functions.callback), strict=True
+        ):
+            for kind, metric in (("Errors", "Errors"), ("Throttles", "Throttles")):
+                alarm = alarms[f"{alarm_id}{kind}"]
+                assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
+                assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": synth.ref(service_function.function)}]
+                assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
         assert (alarms["Api5xx"]["Namespace"], alarms["Api5xx"]["MetricName"]) == ("AWS/ApiGateway", "5xx")
         assert alarms["Api5xx"]["Threshold"] == thresholds.api_5xx_per_5_min
 
 
-def test_failed_callbacks_alarm_on_our_business_metric(dev):
-    alarm = alarms_by_name(dev)["CallbackFailed"]
-    assert alarm["Namespace"] == METRICS_NAMESPACE
-    assert alarm["MetricName"] == Metric.CALLBACK_FAILED
-    # Powertools adds the service dimension to every metric it publishes.
-    assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE_NAME}]
-    assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
+@pytest.mark.parametrize(
+    ("alarm_id", "metric"), [("CallbackFailed", Metric.CALLBACK_FAILED), ("EnqueueFailed", Metric.ENQUEUE_FAILED)]
+)
+def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, prod, alarm_id, metric):
+    for synth in (dev, prod):
+        alarm = alarms_by_name(synth)[alarm_id]
+        assert alarm["Namespace"] == metrics_namespace(synth.settings.stage)
+        assert alarm["MetricName"] == metric
+        # Powertools adds the service dimension to every metric it publishes.
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE_NAME}]
+        assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
+    # dev and prod in one account never share the numbers.
+    assert alarms_by_name(dev)[alarm_id]["Namespace"] != alarms_by_name(prod)[alarm_id]["Namespace"]
 
 
 def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
@@ -648,7 +684,8 @@ def test_the_dashboard_shows_the_business_metrics(dev):
         Metric.DUPLICATE_DELIVERY,
     )
     for name in shown:
-        assert f'\\"{METRICS_NAMESPACE}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
+        assert f'\\"{metrics_namespace(dev.settings.stage)}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
+    assert f'\\"{METRICS_NAMESPACE}\\",' not in body
 
 
 # --- Outputs ----------------------------------------------------------------------------------

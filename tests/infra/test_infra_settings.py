@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from exports.config import Admission, HotKey, Results, Worker
-from infra.settings import AdmissionLimits, Context, JwtIssuer, StageSettings
+from infra.settings import AccountQuota, AdmissionLimits, Context, JwtIssuer, Sizing, StageSettings
 
 pytestmark = pytest.mark.infra
 
@@ -28,9 +28,12 @@ def test_stage_defaults_to_dev_and_dev_does_not_protect_data():
     assert settings.results_retention_hours == Results.RETENTION_HOURS_DEFAULT
 
 
+ONCALL = {"alarm_email": "oncall@example.com"}
+
+
 @pytest.mark.parametrize("stage", ["dev", "prod"])
 def test_admission_limits_default_to_the_config_in_every_stage(stage):
-    limits = settings_from(stage=stage).admission
+    limits = settings_from(stage=stage, **ONCALL).admission
 
     assert limits == AdmissionLimits(
         max_active_tasks_per_user=Admission.MAX_ACTIVE_TASKS_PER_USER,
@@ -57,13 +60,13 @@ def test_admission_limits_come_from_context():
 
 
 def test_prod_protects_data_keeps_logs_longer_and_alarms_sooner():
-    dev, prod = settings_from(stage="dev"), settings_from(stage="prod")
+    dev, prod = settings_from(stage="dev"), settings_from(stage="prod", **ONCALL)
 
     assert prod.protect_data is True
     assert prod.log_retention_days > dev.log_retention_days
     assert prod.log_level == "INFO"
     assert prod.alarms.oldest_message_age_sec < dev.alarms.oldest_message_age_sec
-    assert prod.alarms.worker_errors_per_5_min <= dev.alarms.worker_errors_per_5_min
+    assert prod.alarms.api_5xx_per_5_min <= dev.alarms.api_5xx_per_5_min
     # A task may legitimately sit in flight for a whole worker run: never alarm before that.
     assert prod.alarms.oldest_message_age_sec > Worker.FUNCTION_TIMEOUT_SEC
 
@@ -111,6 +114,8 @@ def test_command_line_strings_and_cdk_json_lists_both_work():
         ({"jwt_audience": "a"}, Context.JWT_ISSUER),
         ({"cors_allowed_origins": "app.example.com"}, Context.CORS_ALLOWED_ORIGINS),
         ({"alarm_email": "nobody"}, Context.ALARM_EMAIL),
+        ({"alarm_topic_arn": "alerts"}, Context.ALARM_TOPIC_ARN),
+        ({"alarm_topic_arn": "arn:aws:sqs:eu-west-1:123456789012:alerts"}, Context.ALARM_TOPIC_ARN),
         ({"max_active_tasks_per_user": "0"}, Context.MAX_ACTIVE_TASKS_PER_USER),
         ({"max_active_tasks_per_user": "many"}, Context.MAX_ACTIVE_TASKS_PER_USER),
         ({"max_backlog": "-1"}, Context.MAX_BACKLOG),
@@ -146,3 +151,46 @@ def test_the_deploy_guide_lists_every_context_key_and_the_admission_defaults():
     )
     assert f"| {Admission.MAX_BACKLOG} (`Admission.MAX_BACKLOG`) |" in rows["`max_backlog`"]
     assert f"| {HotKey.RATE_PER_MINUTE} and {HotKey.BURST} (" in rows["`hot_key_rate_per_minute`, `hot_key_burst`"]
+
+
+# --- Alarm destinations -----------------------------------------------------------------------
+
+
+def test_prod_refuses_to_synthesize_without_an_alarm_destination():
+    with pytest.raises(ValueError, match="stage prod needs an alarm destination") as refusal:
+        settings_from(stage="prod")
+
+    # The message names both ways out.
+    assert f"-c {Context.ALARM_EMAIL}=" in str(refusal.value)
+    assert f"-c {Context.ALARM_TOPIC_ARN}=" in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [{"alarm_email": "oncall@example.com"}, {"alarm_topic_arn": "arn:aws-cn:sns:cn-north-1:123456789012:pager"}],
+)
+def test_prod_accepts_an_email_or_an_existing_topic(destination):
+    settings = settings_from(stage="prod", **destination)
+
+    assert settings.has_alarm_destination
+    assert settings.alarm_topic_arn == destination.get("alarm_topic_arn")
+    assert settings.alarm_email == destination.get("alarm_email")
+
+
+def test_dev_synthesizes_without_an_alarm_destination():
+    settings = settings_from(stage="dev")
+
+    assert not settings.requires_alarm_destination
+    assert not settings.has_alarm_destination
+
+
+# --- Account quota ----------------------------------------------------------------------------
+
+
+def test_the_account_quota_needed_counts_the_reservations_and_lambdas_unreserved_minimum():
+    reserved = Sizing.LIFECYCLE_RESERVED_CONCURRENCY + Sizing.CALLBACK_RESERVED_CONCURRENCY
+
+    assert AccountQuota.lambda_concurrency_needed() == reserved + AccountQuota.LAMBDA_MIN_UNRESERVED_CONCURRENCY
+    # The deploy guide states the same number.
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    assert f"at least **{AccountQuota.lambda_concurrency_needed()}**" in guide

@@ -9,8 +9,8 @@ import json
 import pytest
 from aws_cdk import App, Duration, Stack
 
-from exports.config import Callback, Env, Limits, Names
-from exports.workflows import LAMBDA_INVOKE_WITH_TOKEN, lifecycle_definition
+from exports.config import Callback, Env, Limits
+from exports.workflows import lambda_invoke, lifecycle_definition
 from infra.monitoring import Monitoring
 from infra.settings import Sizing, StageSettings
 from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
@@ -18,11 +18,19 @@ from infra.workflows import Workflows, lifecycle_state_machine_name, longest_exe
 pytestmark = pytest.mark.infra
 
 
+# How deployed_definition writes the stack's partition (a Ref AWS::Partition).
+PARTITION = "<AWS::Partition>"
+
+
 def deployed_definition(synth):
-    """The state machine's definition with each ``Fn::GetAtt <id>.Arn`` written as ``<id>.Arn``."""
+    """The state machine's definition with each ``Fn::GetAtt <id>.Arn`` written as ``<id>.Arn``
+    and each ``Ref`` as ``<name>``."""
     definition = synth.props(synth.stack.lifecycle)["DefinitionString"]
     _, parts = definition["Fn::Join"]
-    text = "".join(part if isinstance(part, str) else "{}.{}".format(*part["Fn::GetAtt"]) for part in parts)
+    text = "".join(
+        part if isinstance(part, str) else f"<{part['Ref']}>" if "Ref" in part else "{}.{}".format(*part["Fn::GetAtt"])
+        for part in parts
+    )
     return json.loads(text)
 
 
@@ -55,7 +63,9 @@ def test_the_deployed_definition_is_the_shared_one_with_the_function_arns(assemb
     functions = synth.stack.functions
     deployed = deployed_definition(synth)
 
-    expected = lifecycle_definition(function_arn(synth, functions.lifecycle), function_arn(synth, functions.callback))
+    expected = lifecycle_definition(
+        function_arn(synth, functions.lifecycle), function_arn(synth, functions.callback), partition=PARTITION
+    )
     assert {key: value for key, value in deployed.items() if key != "TimeoutSeconds"} == expected
 
 
@@ -78,7 +88,7 @@ def test_the_wait_for_the_task_ends_at_its_deadline(dev):
     states = deployed_definition(dev)["States"]
 
     assert states["AwaitEnd"]["TimeoutSecondsPath"] == "$.timeout_sec"
-    waiting = [state for state in states.values() if state.get("Resource") == LAMBDA_INVOKE_WITH_TOKEN]
+    waiting = [state for state in states.values() if state.get("Resource") == lambda_invoke(PARTITION, with_token=True)]
     assert waiting == [states["AwaitEnd"]]
     for state in waiting:
         assert "TimeoutSeconds" in state or "TimeoutSecondsPath" in state
@@ -121,7 +131,11 @@ def test_a_definition_cannot_carry_its_own_execution_timeout():
 
     with pytest.raises(ValueError, match="timeout"):
         workflows.add_state_machine(
-            "Twice", definition={"TimeoutSeconds": 5}, timeout=Duration.minutes(1), description="twice"
+            "Twice",
+            definition={"TimeoutSeconds": 5},
+            timeout=Duration.minutes(1),
+            description="twice",
+            state_machine_name="twice",
         )
 
 
@@ -133,8 +147,8 @@ def test_the_state_machine_is_standard_named_from_config_logged_without_data_and
     synth = getattr(assembly, stage)
     props = synth.props(synth.stack.lifecycle)
 
-    assert props["StateMachineName"] == f"{Names.LIFECYCLE_STATE_MACHINE}-{synth.settings.stage}"
-    assert props["StateMachineName"] == lifecycle_state_machine_name(synth.settings.stage)
+    assert props["StateMachineName"] == f"{synth.stack.stack_name}-lifecycle"
+    assert props["StateMachineName"] == lifecycle_state_machine_name(synth.stack.stack_name)
     assert props["StateMachineType"] == "STANDARD"
     assert props["TracingConfiguration"] == {"Enabled": True}
     logging = props["LoggingConfiguration"]

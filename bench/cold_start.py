@@ -1,0 +1,253 @@
+"""Cold starts: each handler's import time and first invocation against a bare ``import boto3``.
+
+Everything is measured in one run, each sample in a fresh interpreter (with ``.pyc`` present, as
+the Lambda packages ship them), the median of ``--rounds`` samples kept:
+
+- ``import boto3`` alone: the baseline every ratio is divided by;
+- each handler module's import (``functions.<name>.handler``);
+- each handler's first invocation, after its import, on a realistic event against a moto server
+  that this process runs on loopback (submit a task, run it as the worker, ask the lifecycle
+  function to expire it, ask the callback function to deliver it): the clients, Sessions, service
+  models and request paths a cold start pays for;
+- building the four clients the functions use from one shared Session against one Session per
+  client (what :mod:`exports.adapters.clients` avoids).
+
+``python -m bench.cold_start [--rounds 5] [--json out.json]``; ``make bench`` runs it after the
+writer cases. A sample process prints one JSON line; ``--child`` runs one (internal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Final
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+FUNCTIONS: Final = ("submit", "worker", "lifecycle", "callback")
+CLIENTS: Final = ("dynamodb", "sqs", "s3", "stepfunctions")
+REGION: Final = "us-east-1"
+# The issue's goal for a handler's import against bare boto3 (shown, not enforced: see docs).
+IMPORT_GOAL: Final = 1.5
+
+
+# --- One sample (a fresh interpreter) ---------------------------------------------------------
+
+
+def _child_import(module: str) -> dict[str, float]:
+    started = time.perf_counter()
+    __import__(module)
+    return {"import_sec": time.perf_counter() - started}
+
+
+def _child_invoke(function: str, event_file: str) -> dict[str, Any]:
+    event = json.loads(Path(event_file).read_text())
+    started = time.perf_counter()
+    module = __import__(f"functions.{function}.handler", fromlist=["lambda_handler"])
+    imported = time.perf_counter()
+    from tests.builders import FakeContext
+
+    answer = module.lambda_handler(event, FakeContext())
+    done = time.perf_counter()
+    return {"import_sec": imported - started, "first_sec": done - imported, "answer": answer}
+
+
+def _child_sessions(mode: str) -> dict[str, float]:
+    import boto3
+
+    started = time.perf_counter()
+    if mode == "shared":
+        session = boto3.session.Session()
+        for service in CLIENTS:
+            session.client(service)
+    else:
+        for service in CLIENTS:
+            boto3.session.Session().client(service)
+    return {"clients_sec": time.perf_counter() - started}
+
+
+def _child(arguments: list[str]) -> None:
+    kind, *rest = arguments
+    if kind == "import":
+        result: dict[str, Any] = _child_import(rest[0])
+    elif kind == "invoke":
+        result = _child_invoke(rest[0], rest[1])
+    else:
+        result = _child_sessions(rest[0])
+    # Powertools prints EMF lines on stdout too: ours is the last line.
+    print(json.dumps(result, default=str), flush=True)
+
+
+# --- The driver -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _sample(arguments: list[str], environment: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cold_start", "--child", *arguments],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"cold start sample {arguments} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class Stack:
+    """A moto server with the service's resources, and the environment the functions get."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.port = _free_port()
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+
+    def __enter__(self) -> Stack:
+        import logging
+
+        from local_stack.embedded_aws import client, create_resources
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server.start()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.resources = create_resources(lambda service: client(service, self.url), self.url)
+        self.sqs = client("sqs", self.url)
+        self.environment = {
+            **{key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "POWERTOOLS_"))},
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "POWERTOOLS_SERVICE_NAME": "exports",
+            "POWERTOOLS_METRICS_NAMESPACE": "Exports",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            # No X-Ray daemon here; the SDK is imported all the same.
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "EXPORTS_WEBHOOK_SECRET": "whsec_" + "A" * 32,
+            **self.resources.function_environment(),
+        }
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.stop()
+
+    def task_message(self) -> dict[str, Any]:
+        """The SQS event of the one message waiting in any lane (the submitted task's)."""
+        from local_stack.worker_loop import to_sqs_event
+
+        for url in self.resources.queue_urls.values():
+            received = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, AttributeNames=["All"])
+            if messages := received.get("Messages", []):
+                arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+                return to_sqs_event(messages, arn["QueueArn"], REGION)
+        raise SystemExit("the submitted task's message is in no lane")
+
+
+def _events(round_number: int, folder: Path, stack: Stack) -> dict[str, Any]:
+    """Run the four first invocations of one round, one task from submit to callback."""
+    from tests.builders import http_event
+
+    def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
+        path = folder / f"{function}-{round_number}.json"
+        path.write_text(json.dumps(event))
+        return _sample(["invoke", function, str(path)], stack.environment)
+
+    body = {
+        # The declared type on the demo DynamoDB table (the PostgreSQL one needs a database).
+        "export_type": "orders_dynamodb",
+        "format": "csv",
+        "filters": {"date_from": "2026-11-01", "date_to": "2026-11-02"},
+    }
+    results = {"submit": invoke("submit", http_event("POST", "/v1/exports", body, user=f"bench-{round_number}"))}
+    answer = results["submit"]["answer"]
+    if answer["statusCode"] != 202:
+        raise SystemExit(f"submit answered {answer['statusCode']}: {answer.get('body')}")
+    task_id = json.loads(answer["body"])["task_id"]
+    results["worker"] = invoke("worker", stack.task_message())
+    results["lifecycle"] = invoke("lifecycle", {"action": "expire", "task_id": task_id})
+    results["callback"] = invoke("callback", {"action": "deliver", "task_id": task_id})
+    return results
+
+
+def measure(rounds: int) -> dict[str, float]:
+    """Median seconds of every measurement, keyed ``boto3``, ``<function>.import``,
+    ``<function>.first``, ``clients.shared`` and ``clients.per_client``."""
+    samples: dict[str, list[float]] = {}
+
+    def add(key: str, value: float) -> None:
+        samples.setdefault(key, []).append(value)
+
+    with Stack() as stack, tempfile.TemporaryDirectory(prefix="exports-cold-") as folder:
+        for round_number in range(1, rounds + 1):
+            add("boto3", _sample(["import", "boto3"], stack.environment)["import_sec"])
+            for function in FUNCTIONS:
+                module = f"functions.{function}.handler"
+                add(f"{function}.import", _sample(["import", module], stack.environment)["import_sec"])
+            for function, result in _events(round_number, Path(folder), stack).items():
+                add(f"{function}.first", result["first_sec"])
+            for mode in ("shared", "per_client"):
+                add(f"clients.{mode}", _sample(["sessions", mode], stack.environment)["clients_sec"])
+            print(f"  cold start round {round_number}/{rounds} done", file=sys.stderr, flush=True)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def report(medians: dict[str, float], rounds: int) -> None:
+    """Print the table of ratios against ``import boto3``."""
+    base = medians["boto3"]
+    print()
+    print(f"Cold start (median of {rounds} fresh interpreters; `import boto3` = {base:.3f} s = 1.00x)")
+    print()
+    print("| function | import s | import / boto3 | first invocation s | first / boto3 | import + first / boto3 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for function in FUNCTIONS:
+        imported, first = medians[f"{function}.import"], medians[f"{function}.first"]
+        print(
+            f"| {function} | {imported:.3f} | {imported / base:.2f}x | {first:.3f} | {first / base:.2f}x |"
+            f" {(imported + first) / base:.2f}x |"
+        )
+    shared, per_client = medians["clients.shared"], medians["clients.per_client"]
+    print()
+    print(f"| {len(CLIENTS)} clients ({', '.join(CLIENTS)}) | seconds | / boto3 |")
+    print("| --- | ---: | ---: |")
+    print(f"| one shared Session (ours) | {shared:.3f} | {shared / base:.2f}x |")
+    print(f"| one Session per client | {per_client:.3f} | {per_client / base:.2f}x |")
+    worst = max(medians[f"{function}.import"] for function in FUNCTIONS) / base
+    print()
+    verdict = "met" if worst <= IMPORT_GOAL else "not met"
+    print(f"handler import, worst: {worst:.2f}x boto3 (goal {IMPORT_GOAL:.2f}x: {verdict})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print (``--child``: one sample, internal)."""
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["--child"]:
+        _child(arguments[1:])
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.cold_start", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="fresh interpreters per measurement; the median counts")
+    parser.add_argument("--json", type=Path, help="also write the medians here")
+    options = parser.parse_args(arguments)
+    medians = measure(options.rounds)
+    report(medians, options.rounds)
+    if options.json:
+        options.json.write_text(json.dumps(medians, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""What a first deploy on a real account needs (issue 16): alarms that can notify and reach
+someone, concurrency caps, log group, bucket and naming rules that hold in a busy account, and
+a Cognito client with only the flows the guide uses. Asserted on the shared synthesized stacks."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from pathlib import Path
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk.assertions import Annotations, Match, Template
+
+from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
+from infra.settings import Sizing, StageSettings
+from infra.stack import ExportsStack
+from infra.workflows import VENDED_LOGS_PREFIX
+from tests.infra.conftest import CDK_CONTEXT, SKIP_BUNDLING
+
+pytestmark = pytest.mark.infra
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def alarms(synth):
+    return [alarm["Properties"] for alarm in synth.template.find_resources("AWS::CloudWatch::Alarm").values()]
+
+
+def topic_statements(synth):
+    (policy,) = synth.template.find_resources("AWS::SNS::TopicPolicy").values()
+    return policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+def rendered_pattern(synth, value):
+    """An ARN pattern of the template with the pseudo parameters written as ``<AWS::...>``."""
+    return synth.rendered(value)
+
+
+# --- Alarms can notify ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_cloudwatch_may_publish_to_the_alarm_topic_for_this_accounts_alarms_only(assembly, stage):
+    synth = getattr(assembly, stage)
+    topic = synth.stack.monitoring.topic
+
+    (allow,) = [statement for statement in topic_statements(synth) if statement["Effect"] == "Allow"]
+
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Resource"] == synth.ref(topic)
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arn = rendered_pattern(synth, allow["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert source_arn == (
+        f"arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:{synth.stack.stack_name}-*"
+    )
+    # The pattern covers every alarm of the stack, and the SSL-only Deny is still there.
+    for alarm in alarms(synth):
+        assert fnmatch.fnmatchcase(alarm["AlarmName"], source_arn.rsplit(":", 1)[1])
+    (deny,) = [statement for statement in topic_statements(synth) if statement["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_dev_without_a_destination_warns_at_synth(dev, prod):
+    Annotations.from_stack(dev.stack).has_warning("*", Match.string_like_regexp("needs an alarm destination"))
+    Annotations.from_stack(prod.stack).has_no_warning("*", Match.string_like_regexp("needs an alarm destination"))
+
+
+def test_an_existing_topic_gets_every_alarm_and_recovery_too():
+    # Given a stage whose alarm destination is an existing topic (e.g. a pager integration's)
+    existing = "arn:aws:sns:eu-west-1:123456789012:pager"
+    settings = StageSettings.from_context({"stage": "prod", "alarm_topic_arn": existing}.get)
+    stack = Stack(App(), "Bare")
+    monitoring = Monitoring(stack, "Monitoring", settings=settings)
+
+    # When it builds its alarms, Then each notifies both topics, on alarm and on OK
+    template = Template.from_stack(stack)
+    own = {"Ref": stack.resolve(stack.get_logical_id(monitoring.topic.node.default_child))}
+    found = [alarm["Properties"] for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    assert found
+    for alarm in found:
+        assert alarm["AlarmActions"] == [own, existing]
+        assert alarm["OKActions"] == [own, existing]
+    template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+# --- Coverage and runbooks --------------------------------------------------------------------
+
+
+def runbook_anchors():
+    """The anchors of docs/alarms.md's headings, as GitHub makes them."""
+    headings = [line.lstrip("#").strip() for line in (REPO_ROOT / RUNBOOK_DOC).read_text().splitlines()]
+    return {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-") for heading in headings if heading}
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_every_alarm_says_what_to_do_and_links_its_runbook_section(assembly, stage):
+    synth = getattr(assembly, stage)
+    anchors = runbook_anchors()
+
+    for alarm in alarms(synth):
+        description = alarm["AlarmDescription"]
+        match = re.search(rf"Runbook: {re.escape(RUNBOOK_DOC)}#([a-z0-9-]+)\. \S", description)
+        assert match, description
+        assert match.group(1) in anchors, f"{alarm['AlarmName']}: no section #{match.group(1)} in {RUNBOOK_DOC}"
+        assert len(description) <= 1024  # CloudWatch's limit
+
+
+def test_every_runbook_is_used_by_an_alarm_and_documented(dev):
+    used = {re.search(r"#([a-z0-9-]+)\.", alarm["AlarmDescription"]).group(1) for alarm in alarms(dev)}
+
+    assert {runbook.anchor for runbook in Runbooks.all()} == used
+    assert {runbook.anchor for runbook in Runbooks.all()} <= runbook_anchors()
+
+
+def test_each_table_alarms_on_any_throttled_read_or_write(dev):
+    by_name = {alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-"): alarm for alarm in alarms(dev)}
+    tables = dev.stack.tables
+
+    for name, table in (("Tasks", tables.tasks), ("Orders", tables.orders), ("Customers", tables.customers)):
+        alarm = by_name[f"{name}TableThrottles"]
+        assert alarm["Threshold"] == 1
+        (expression,) = [query["Expression"] for query in alarm["Metrics"] if "Expression" in query]
+        stats = {query["Id"]: query["MetricStat"] for query in alarm["Metrics"] if "MetricStat" in query}
+        assert sorted(stat["Metric"]["MetricName"] for stat in stats.values()) == [
+            "ReadThrottleEvents",
+            "WriteThrottleEvents",
+        ]
+        # The alarm sums both: any throttled read or write counts.
+        assert all(metric_id in expression for metric_id in stats)
+        assert "+" in expression
+        for stat in stats.values():
+            assert stat["Metric"]["Namespace"] == "AWS/DynamoDB"
+            assert stat["Metric"]["Dimensions"] == [{"Name": "TableName", "Value": dev.ref(table)}]
+            assert stat["Stat"] == "Sum"
+
+
+# --- Limits and names -------------------------------------------------------------------------
+
+
+def test_the_lifecycle_and_callback_functions_have_a_concurrency_cap_and_the_others_none(dev):
+    functions = dev.stack.functions
+
+    assert dev.props(functions.lifecycle.function)["ReservedConcurrentExecutions"] == (
+        Sizing.LIFECYCLE_RESERVED_CONCURRENCY
+    )
+    assert dev.props(functions.callback.function)["ReservedConcurrentExecutions"] == (
+        Sizing.CALLBACK_RESERVED_CONCURRENCY
+    )
+    # The API scales with requests and the worker is capped per lane by its event sources.
+    for service_function in (functions.api, functions.worker):
+        assert "ReservedConcurrentExecutions" not in dev.props(service_function.function)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_state_machine_logs_under_the_vended_logs_prefix(assembly, stage):
+    synth = getattr(assembly, stage)
+    props = synth.props(synth.stack.lifecycle)
+    (destination,) = props["LoggingConfiguration"]["Destinations"]
+    group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+
+    group = synth.template.to_json()["Resources"][group_id]["Properties"]
+    assert group["LogGroupName"] == f"{VENDED_LOGS_PREFIX}{props['StateMachineName']}"
+    assert group["LogGroupName"].startswith("/aws/vendedlogs/states/")
+
+
+def test_dev_buckets_are_emptied_on_stack_deletion_and_prod_buckets_are_kept(dev, prod):
+    auto_deleted = {
+        json.dumps(resource["Properties"]["BucketName"])
+        for resource in dev.template.find_resources("Custom::S3AutoDeleteObjects").values()
+    }
+    storage = dev.stack.storage
+
+    assert auto_deleted == {json.dumps(dev.ref(storage.bucket)), json.dumps(dev.ref(storage.access_logs))}
+    prod.template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_no_arn_is_written_for_one_partition(assembly, stage):
+    synth = getattr(assembly, stage)
+    text = json.dumps(synth.template.to_json())
+
+    assert "arn:aws:" not in text
+    # The state machine's integrations use the stack's partition.
+    definition = json.dumps(synth.props(synth.stack.lifecycle)["DefinitionString"])
+    assert '":states:::lambda:invoke' in definition
+    assert '{"Ref": "AWS::Partition"}' in definition
+
+
+def test_no_infra_or_workflow_source_types_the_aws_partition():
+    sources = [*(REPO_ROOT / "infra").glob("*.py"), REPO_ROOT / "exports" / "workflows.py"]
+
+    assert [path.name for path in sources if "arn:aws:" in path.read_text()] == []
+
+
+@pytest.fixture(scope="module")
+def second_dev_stack(tmp_path_factory):
+    """A second dev stack under another name, in the same app kind as the shared one."""
+    app = App(context={**CDK_CONTEXT, **SKIP_BUNDLING}, outdir=str(tmp_path_factory.mktemp("blue")))
+    stack = ExportsStack(
+        app, "Blue", settings=StageSettings.from_context(CDK_CONTEXT.get), stack_name="exports-dev-blue"
+    )
+    return stack, Template.from_stack(stack)
+
+
+def physical_names(template):
+    resources = template.to_json()["Resources"].values()
+    return {
+        "state machines": {
+            r["Properties"]["StateMachineName"] for r in resources if r["Type"].endswith("StateMachine")
+        },
+        "alarms": {r["Properties"]["AlarmName"] for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"},
+        "dashboards": {
+            r["Properties"]["DashboardName"] for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"
+        },
+        "log groups": {
+            r["Properties"]["LogGroupName"]
+            for r in resources
+            if r["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in r["Properties"]
+        },
+    }
+
+
+def test_two_stacks_of_one_stage_share_no_physical_name(dev, second_dev_stack):
+    stack, template = second_dev_stack
+    ours, theirs = physical_names(dev.template), physical_names(template)
+
+    for kind in ours:
+        assert ours[kind], kind
+        assert ours[kind].isdisjoint(theirs[kind]), kind
+        for name in theirs[kind]:
+            assert stack.stack_name in name, (kind, name)
+
+
+# --- Cognito ----------------------------------------------------------------------------------
+
+
+def test_the_created_app_client_allows_only_the_flows_the_guide_uses(dev):
+    client = dev.props(dev.stack.api.user_pool_client)
+
+    assert sorted(client["ExplicitAuthFlows"]) == [
+        "ALLOW_REFRESH_TOKEN_AUTH",
+        "ALLOW_USER_PASSWORD_AUTH",
+        "ALLOW_USER_SRP_AUTH",
+    ]
+    assert client.get("AllowedOAuthFlowsUserPoolClient", False) is False
+    assert "AllowedOAuthFlows" not in client
+    assert "CallbackURLs" not in client
+    assert "https://example.com" not in json.dumps(dev.template.to_json())
+
+
+def test_an_alarm_without_a_runbook_cannot_be_added():
+    stack = Stack(App(), "Bare")
+    monitoring = Monitoring(stack, "Monitoring", settings=StageSettings.preset("dev"))
+    metric = cloudwatch.Metric(namespace="X", metric_name="Y")
+
+    with pytest.raises(TypeError):
+        monitoring.add_alarm("NoRunbook", metric=metric, threshold=1, description="no runbook")  # type: ignore[call-arg]

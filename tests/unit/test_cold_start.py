@@ -1,0 +1,116 @@
+"""Cold starts (issue 16): one boto3 Session per process, and no import a request path does not
+need. Each import check runs in a fresh interpreter, as a Lambda cold start does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+
+from bench.cold_start import report
+from exports.adapters.clients import ClientFactory
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def after_import(module: str, expression: str) -> object:
+    """``expression`` evaluated right after importing ``module`` in a fresh interpreter."""
+    code = f"import json, sys; import {module}; print(json.dumps({expression}))"
+    environment = {"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PATH": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def modules_after_import(module: str) -> set[str]:
+    """The modules loaded by importing ``module`` in a fresh interpreter."""
+    return set(after_import(module, "sorted(sys.modules)"))
+
+
+def test_every_client_of_a_process_comes_from_one_session(monkeypatch):
+    # Given a factory, and a count of the Sessions boto3 builds
+    made = []
+    real_session = boto3.session.Session
+
+    def counting_session(*args, **kwargs):
+        made.append(1)
+        return real_session(*args, **kwargs)
+
+    monkeypatch.setattr(boto3.session, "Session", counting_session)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    factory = ClientFactory()
+
+    # When the four services' clients are asked for, twice
+    clients = [factory(service) for service in ("dynamodb", "sqs", "s3", "stepfunctions") * 2]
+
+    # Then one Session built them, and each service has one client
+    assert len(made) == 1
+    assert len({id(client) for client in clients}) == 4
+    assert clients[0] is clients[4]
+
+
+def test_clearing_the_factory_makes_a_new_session_and_new_clients(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    factory = ClientFactory()
+    first_session, first_client = factory.session(), factory("sqs")
+
+    factory.cache_clear()
+
+    assert factory("sqs") is not first_client
+    assert factory.session() is not first_session
+
+
+def test_s3_clients_sign_download_links_with_version_4(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+    assert ClientFactory()("s3").meta.config.signature_version == "s3v4"
+
+
+def test_the_api_function_imports_no_openapi_document_models():
+    loaded = modules_after_import("functions.submit.handler")
+
+    assert "aws_lambda_powertools.event_handler" in loaded
+    assert "aws_lambda_powertools.event_handler.openapi.models" not in loaded
+
+
+@pytest.mark.parametrize("function", ["lifecycle", "callback"])
+def test_the_workflow_functions_import_no_powertools_parser(function):
+    loaded = modules_after_import(f"functions.{function}.handler")
+
+    assert f"functions.{function}.handler" in loaded
+    assert "aws_lambda_powertools.utilities.parser" not in loaded
+
+
+@pytest.mark.parametrize("function", ["submit", "lifecycle", "callback", "worker"])
+def test_no_handler_imports_openpyxl_or_builds_a_client_at_import(function):
+    loaded = modules_after_import(f"functions.{function}.handler")
+
+    assert "openpyxl" not in loaded
+    clients = after_import(
+        f"functions.{function}.handler",
+        "__import__('exports.adapters.clients', fromlist=['aws_client']).aws_client.services()",
+    )
+    assert clients == []
+
+
+def test_the_cold_start_report_divides_by_bare_boto3(capsys):
+    medians = {"boto3": 0.2, "clients.shared": 0.1, "clients.per_client": 0.4}
+    for function, (imported, first) in {
+        "submit": (0.3, 0.1),
+        "worker": (0.4, 0.2),
+        "lifecycle": (0.2, 0.1),
+        "callback": (0.2, 0.05),
+    }.items():
+        medians[f"{function}.import"], medians[f"{function}.first"] = imported, first
+
+    report(medians, rounds=3)
+
+    out = capsys.readouterr().out
+    assert "| submit | 0.300 | 1.50x | 0.100 | 0.50x | 2.00x |" in out
+    assert "| one Session per client | 0.400 | 2.00x |" in out
+    assert "worst: 2.00x boto3 (goal 1.50x: not met)" in out
