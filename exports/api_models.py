@@ -17,17 +17,20 @@ class ExportRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    export_type: str = Field(min_length=1, max_length=64, description="A name from GET /v1/export-types.")
+    export_type: str = Field(strict=True, min_length=1, max_length=64, description="A name from GET /v1/export-types.")
     format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Filters of the export type.")
+    # Strict: ``true`` is not a priority and ``"60"`` is not a number of seconds.
     priority: int = Field(
         default=Limits.PRIORITY_DEFAULT,
+        strict=True,
         ge=Limits.PRIORITY_HIGHEST,
         le=Limits.PRIORITY_LOWEST,
         description="1 is the highest, 10 the lowest.",
     )
     timeout_sec: int = Field(
         default=Limits.TIMEOUT_SEC_DEFAULT,
+        strict=True,
         ge=Limits.TIMEOUT_SEC_MIN,
         le=Limits.TIMEOUT_SEC_MAX,
         description="The task times out this long after submission.",
@@ -35,7 +38,7 @@ class ExportRequest(BaseModel):
     callback_url: AnyHttpUrl | None = Field(
         default=None, max_length=2048, description="Called when the task ends (see the docs)."
     )
-    csv_bom: bool = Field(default=False, description="Start CSV files with a UTF-8 BOM (for Excel).")
+    csv_bom: bool = Field(default=False, strict=True, description="Start CSV files with a UTF-8 BOM (for Excel).")
 
 
 class ExportAccepted(BaseModel):
