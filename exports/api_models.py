@@ -39,6 +39,17 @@ class ExportRequest(BaseModel):
         default=None, max_length=2048, description="Called when the task ends (see the docs)."
     )
     csv_bom: bool = Field(default=False, strict=True, description="Start CSV files with a UTF-8 BOM (for Excel).")
+    csv_formula_guard: bool = Field(
+        default=True,
+        strict=True,
+        description=(
+            "CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a"
+            " carriage return is written with a leading apostrophe, so a spreadsheet shows it as"
+            " text instead of running it as a formula (OWASP CSV injection). False: every value is"
+            " written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files"
+            " that no spreadsheet will open, or whose text you trust. XLSX never changes text."
+        ),
+    )
 
 
 class ExportAccepted(BaseModel):

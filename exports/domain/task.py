@@ -85,6 +85,8 @@ class Task(BaseModel):
     format: ExportFormat
     filters: dict[str, Any]
     csv_bom: bool = False
+    # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
+    csv_formula_guard: bool = True
     priority: int = Limits.PRIORITY_DEFAULT
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
     callback_url: str | None = None
@@ -146,6 +148,7 @@ def new_task(
     now: datetime,
     retention: timedelta,
     csv_bom: bool = False,
+    csv_formula_guard: bool = True,
     priority: int = Limits.PRIORITY_DEFAULT,
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
     callback_url: str | None = None,
@@ -162,6 +165,7 @@ def new_task(
         format=format,
         filters=filters,
         csv_bom=csv_bom,
+        csv_formula_guard=csv_formula_guard,
         priority=priority,
         timeout_sec=timeout_sec,
         callback_url=callback_url,

@@ -92,6 +92,7 @@ def submit_export(
         format=request.format,
         filters=canonical_filters,
         csv_bom=request.csv_bom,
+        csv_formula_guard=request.csv_formula_guard,
         priority=request.priority,
         timeout_sec=request.timeout_sec,
         callback_url=callback_url,
@@ -99,7 +100,15 @@ def submit_export(
         retention=deps.settings.retention,
         source=source,
         retry_of=retry_of,
-        dedup_key=dedup_key(user_id, export_type.name, request.format.value, canonical_filters, request.csv_bom),
+        dedup_key=dedup_key(
+            user_id,
+            export_type.name,
+            request.format.value,
+            canonical_filters,
+            request.csv_bom,
+            timeout_sec=request.timeout_sec,
+            csv_formula_guard=request.csv_formula_guard,
+        ),
     )
     lane = lane_for(task.priority)
     estimate = estimate_completion_sec(

@@ -110,3 +110,10 @@ def test_an_unknown_status_is_still_refused(module_aws: Resources) -> None:
     status, body = call(http_event("GET", "/v1/exports", query={"status": "done"}))
     assert status == 422, body
     assert body["error"]["field"] == "status"
+
+
+@pytest.mark.parametrize("value", ["false", 0, None])
+def test_the_csv_formula_guard_is_a_strict_boolean(module_aws: Resources, value: Any) -> None:
+    status, body = call(http_event("POST", "/v1/exports", {**GOOD, "csv_formula_guard": value}))
+    assert status == 422, body
+    assert body["error"]["field"] == "csv_formula_guard"
