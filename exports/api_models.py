@@ -73,11 +73,17 @@ class ErrorView(BaseModel):
 
 
 class CallbackView(BaseModel):
-    """How the callback went: PENDING until delivered or given up."""
+    """How a callback went: PENDING until delivered or given up."""
 
     status: str
     attempts: int
     last_error: str | None = None
+
+
+class SubscriberView(CallbackView):
+    """One submitter's callback (the task's own, or of an identical request merged into it)."""
+
+    url: str
 
 
 class TaskView(BaseModel):
@@ -107,7 +113,13 @@ class TaskView(BaseModel):
     download_url: str | None = None
     download_expires_at: datetime | None = None
     retry_of: str | None = None
-    callback: CallbackView | None = None
+    callback: CallbackView | None = Field(default=None, description="The first callback (callbacks[0]).")
+    callbacks: list[SubscriberView] = Field(
+        default_factory=list, description="Every callback, one per submitter who asked for one, in order."
+    )
+    callback_seq: int = Field(
+        default=0, description="Grows with every status change; a receiver keeps the event with the highest."
+    )
 
     @classmethod
     def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
@@ -139,6 +151,8 @@ class TaskView(BaseModel):
             download_expires_at=download_expires_at,
             retry_of=task.retry_of,
             callback=CallbackView(**task.callback.model_dump()) if task.callback else None,
+            callbacks=[SubscriberView(url=s.url, **s.state.model_dump()) for s in task.subscribers],
+            callback_seq=task.status_seq,
         )
 
 

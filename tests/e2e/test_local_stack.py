@@ -223,7 +223,7 @@ def test_a_callback_reaches_a_receiver_on_the_developers_machine_signed(stack: S
             call.headers["webhook-signature"]
             == "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
         )
-    payload = json.loads(calls[-1].body)
+    payload = json.loads(calls[-1].body)["data"]
     assert payload["task_id"] == task_id
     assert requests.get(payload["download_url"], timeout=10).status_code == 200
     task = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers(), timeout=10).json()

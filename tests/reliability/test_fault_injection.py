@@ -119,7 +119,13 @@ def flapping_receiver() -> Iterator[FlappingReceiver]:
             answer = script.answer()
             with script.lock:
                 script.calls.append(
-                    Hook(body["task_id"], body["status"], body["callback_seq"], self.headers["webhook-id"], answer)
+                    Hook(
+                        body["data"]["task_id"],
+                        body["data"]["status"],
+                        body["data"]["callback_seq"],
+                        self.headers["webhook-id"],
+                        answer,
+                    )
                 )
             if answer == RESET:
                 self.connection.shutdown(socket.SHUT_RDWR)
