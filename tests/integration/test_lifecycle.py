@@ -209,7 +209,7 @@ def test_a_slow_export_hits_its_deadline_and_leaves_nothing_behind(running_aws: 
     assert stored.status is TaskStatus.TIMEOUT
     assert stored.error.code == "DEADLINE_PASSED"
     assert objects_and_uploads(running_aws) == ([], [])
-    assert json.loads(calls[0].body)["status"] == "TIMEOUT"
+    assert json.loads(calls[0].body)["data"]["status"] == "TIMEOUT"
 
 
 def test_cancel_mid_export_stops_the_worker_and_leaves_nothing_behind(running_aws: Resources, deps: Any) -> None:
@@ -233,7 +233,7 @@ def test_cancel_mid_export_stops_the_worker_and_leaves_nothing_behind(running_aw
     assert outcomes == [Outcome.LOST_OWNERSHIP]
     assert deps.tasks.get(task.task_id).status is TaskStatus.CANCELLED
     assert objects_and_uploads(running_aws) == ([], [])
-    assert json.loads(calls[0].body)["status"] == "CANCELLED"
+    assert json.loads(calls[0].body)["data"]["status"] == "CANCELLED"
 
 
 def test_cancel_and_retry_answer_409_when_the_state_does_not_allow_them(running_aws: Resources, deps: Any) -> None:
@@ -295,7 +295,7 @@ def test_no_callback_is_lost_when_the_worker_dies_after_ending_the_task(running_
         calls = hook.wait_for(1, timeout=20)
 
     assert len(calls) == 1
-    assert json.loads(calls[0].body)["status"] == "COMPLETED"
+    assert json.loads(calls[0].body)["data"]["status"] == "COMPLETED"
     assert deps.tasks.get(task.task_id).status is TaskStatus.COMPLETED
 
 

@@ -471,12 +471,12 @@ def check_callbacks(sim: Simulation, records: dict[str, dict[str, Any]]) -> None
     for call in sim.receiver.calls:
         calls[call.task_id].append(call)
     for task_id, record in records.items():
-        if not record.get("callback_url"):
+        if not record.get("subscribers"):
             if calls.get(task_id):
                 sim.violations.append(f"{task_id}: called back without a callback_url")
             continue
         received = calls.get(task_id, [])
-        state = record.get("callback") or {}
+        state = (record.get("subscribers") or [{}])[0].get("state") or {}
         if task_id in sim.promised and not received:
             sim.violations.append(f"{task_id}: callback lost ({record['status']}, {state}) {sim.log[task_id]}")
             continue
