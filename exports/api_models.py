@@ -17,17 +17,20 @@ class ExportRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    export_type: str = Field(min_length=1, max_length=64, description="A name from GET /v1/export-types.")
+    export_type: str = Field(strict=True, min_length=1, max_length=64, description="A name from GET /v1/export-types.")
     format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Filters of the export type.")
+    # Strict: ``true`` is not a priority and ``"60"`` is not a number of seconds.
     priority: int = Field(
         default=Limits.PRIORITY_DEFAULT,
+        strict=True,
         ge=Limits.PRIORITY_HIGHEST,
         le=Limits.PRIORITY_LOWEST,
         description="1 is the highest, 10 the lowest.",
     )
     timeout_sec: int = Field(
         default=Limits.TIMEOUT_SEC_DEFAULT,
+        strict=True,
         ge=Limits.TIMEOUT_SEC_MIN,
         le=Limits.TIMEOUT_SEC_MAX,
         description="The task times out this long after submission.",
@@ -35,7 +38,18 @@ class ExportRequest(BaseModel):
     callback_url: AnyHttpUrl | None = Field(
         default=None, max_length=2048, description="Called when the task ends (see the docs)."
     )
-    csv_bom: bool = Field(default=False, description="Start CSV files with a UTF-8 BOM (for Excel).")
+    csv_bom: bool = Field(default=False, strict=True, description="Start CSV files with a UTF-8 BOM (for Excel).")
+    csv_formula_guard: bool = Field(
+        default=True,
+        strict=True,
+        description=(
+            "CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a"
+            " carriage return is written with a leading apostrophe, so a spreadsheet shows it as"
+            " text instead of running it as a formula (OWASP CSV injection). False: every value is"
+            " written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files"
+            " that no spreadsheet will open, or whose text you trust. XLSX never changes text."
+        ),
+    )
 
 
 class ExportAccepted(BaseModel):
@@ -59,11 +73,17 @@ class ErrorView(BaseModel):
 
 
 class CallbackView(BaseModel):
-    """How the callback went: PENDING until delivered or given up."""
+    """How a callback went: PENDING until delivered or given up."""
 
     status: str
     attempts: int
     last_error: str | None = None
+
+
+class SubscriberView(CallbackView):
+    """One submitter's callback (the task's own, or of an identical request merged into it)."""
+
+    url: str
 
 
 class TaskView(BaseModel):
@@ -93,7 +113,13 @@ class TaskView(BaseModel):
     download_url: str | None = None
     download_expires_at: datetime | None = None
     retry_of: str | None = None
-    callback: CallbackView | None = None
+    callback: CallbackView | None = Field(default=None, description="The first callback (callbacks[0]).")
+    callbacks: list[SubscriberView] = Field(
+        default_factory=list, description="Every callback, one per submitter who asked for one, in order."
+    )
+    callback_seq: int = Field(
+        default=0, description="Grows with every status change; a receiver keeps the event with the highest."
+    )
 
     @classmethod
     def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
@@ -125,6 +151,8 @@ class TaskView(BaseModel):
             download_expires_at=download_expires_at,
             retry_of=task.retry_of,
             callback=CallbackView(**task.callback.model_dump()) if task.callback else None,
+            callbacks=[SubscriberView(url=s.url, **s.state.model_dump()) for s in task.subscribers],
+            callback_seq=task.status_seq,
         )
 
 

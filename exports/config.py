@@ -198,6 +198,8 @@ class Metric:
     CANCELLED: Final = "ExportCancelled"
     CONTINUED: Final = "ExportContinued"
     DEDUPLICATED: Final = "ExportDeduplicated"
+    # An identical request with a higher priority moved a waiting task into a higher lane.
+    PROMOTED: Final = "ExportPromoted"
     DEFERRED: Final = "ExportDeferred"
     REJECTED: Final = "ExportRejected"
     REDELIVERED: Final = "TaskRedelivered"

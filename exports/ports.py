@@ -59,6 +59,11 @@ class TaskRepository(Protocol):
     def get(self, task_id: str) -> Task | None:
         """The task, or None."""
 
+    def merge(self, before: Task, after: Task) -> None:
+        """Write a request merged into the task, if status, attempt, priority and subscribers
+        are still ``before``'s; :class:`ConditionFailed` otherwise."""
+        ...
+
     def update(self, before: Task, after: Task) -> None:
         """Write ``after`` only if the stored task still has ``before``'s status and attempt;
         otherwise raise :class:`ConditionFailed` carrying the current task."""

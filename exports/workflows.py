@@ -11,8 +11,9 @@ One execution per task, started at submit, owns the task's time:
    conditional write: if the task ended meanwhile, its real outcome wins). This is also what makes
    a callback survive a worker that died right after ending the task: the outcome is then picked
    up at the deadline.
-3. With a callback URL, ``Deliver`` sends the callback: retried on ``CallbackRetryable`` 1 s, 4 s
-   and 16 s later; when that is spent ``GiveUp`` records the failure.
+3. With callback subscribers (the outcome says so), ``Deliver`` sends each one's callback:
+   retried on ``CallbackRetryable`` 1 s, 4 s and 16 s later (subscribers already delivered or
+   refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
 
 Four to six state transitions per task keep Standard workflow costs low.
 """
@@ -44,9 +45,15 @@ TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
 _SERVICE_RETRY = {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
 
 
-def execution_input(task_id: str, timeout_sec: int, has_callback: bool) -> dict[str, Any]:
-    """The input an execution starts with."""
-    return {"task_id": task_id, "timeout_sec": timeout_sec, "has_callback": has_callback}
+def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
+    """The input an execution starts with. Whether to deliver callbacks is decided at the end
+    (``$.outcome.has_callback``): identical requests merged into the task add subscribers."""
+    return {"task_id": task_id, "timeout_sec": timeout_sec}
+
+
+def task_outcome(status: str, has_callback: bool) -> dict[str, Any]:
+    """What the lifecycle learns when the task ends (from whoever ended it, or from Expire)."""
+    return {"status": status, "has_callback": has_callback}
 
 
 def lifecycle_definition(
@@ -77,14 +84,14 @@ def lifecycle_definition(
                     "FunctionName": lifecycle_function,
                     "Payload": {"action": "expire", "task_id.$": "$.task_id"},
                 },
-                "ResultSelector": {"status.$": "$.Payload.status"},
+                "ResultSelector": {"status.$": "$.Payload.status", "has_callback.$": "$.Payload.has_callback"},
                 "ResultPath": "$.outcome",
                 "Retry": [_SERVICE_RETRY],
                 "Next": "HasCallback",
             },
             "HasCallback": {
                 "Type": "Choice",
-                "Choices": [{"Variable": "$.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
+                "Choices": [{"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
                 "Default": "Done",
             },
             "Deliver": {

@@ -46,11 +46,20 @@ Try it:
 
 Or with the CLI (in another terminal):
 
-  source .venv/bin/activate && export EXPORTS_TOKEN={token}
+  source .venv/bin/activate && {cli_environment(url, token)}
   exportctl submit orders --from {_recent(7)} --to {_recent(0)} --format xlsx --wait --download ./out/
 
 Ctrl-C stops everything.
 """
+
+
+def cli_environment(url: str, token: str) -> str:
+    """The exports that make ``exportctl`` reach this stack: the token, and the URL whenever it
+    is not the CLI's default (another ``PORT``), so the line works when copied."""
+    from exports_client.cli import DEFAULT_URL
+
+    line = f"export EXPORTS_TOKEN={token}"
+    return line if url.rstrip("/") == DEFAULT_URL else f"{line} EXPORTS_API_URL={url}"
 
 
 def _recent(days_ago: int) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from exports.config import Admission, Callback, Metric, Queue, Streaming, Worker
-from exports.workflows import execution_input
+from exports.workflows import execution_input, task_outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 VOLUMES: Final = (1_000, 1_000_000)
@@ -233,6 +233,14 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     )
 
 
+def _path_value(document: Mapping[str, Any], path: str) -> Any:
+    """The value at a simple JSONPath such as ``$.outcome.has_callback``."""
+    value: Any = document
+    for part in path.removeprefix("$.").split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
 def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[str]:
     """The states one execution enters in ``scenario``, a retried state once per attempt.
 
@@ -240,7 +248,7 @@ def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[st
     catches; Choice rules are evaluated on the execution's input; the callback state is retried
     per its Retry, and caught once its attempts are spent.
     """
-    state_input = execution_input("task", 1, scenario.has_callback)
+    state_input = {**execution_input("task", 1), "outcome": task_outcome("COMPLETED", scenario.has_callback)}
     sender = callback_state(definition)
     entered: list[str] = []
     name = definition["StartAt"]
@@ -254,7 +262,7 @@ def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[st
                 (
                     rule["Next"]
                     for rule in state["Choices"]
-                    if state_input.get(rule["Variable"].removeprefix("$.")) == rule["BooleanEquals"]
+                    if _path_value(state_input, rule["Variable"]) == rule["BooleanEquals"]
                 ),
                 state["Default"],
             )

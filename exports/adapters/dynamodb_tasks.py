@@ -154,8 +154,16 @@ class DynamoTaskRepository:
         item = response.get("Item")
         return Task.model_validate(from_item(item)) if item else None
 
-    def update(self, before: Task, after: Task) -> None:
-        """Write the fields that changed, if status and attempt are still ``before``'s."""
+    def merge(self, before: Task, after: Task) -> None:
+        """Write an identical request merged into the task (its priority, its subscribers), if
+        the task is still exactly as read: same status and attempt, same priority, same
+        subscribers. Two merges at once cannot both append to the list they read; the loser gets
+        :class:`ConditionFailed` and reads again."""
+        self.update(before, after, unchanged=("priority", "subscribers"))
+
+    def update(self, before: Task, after: Task, unchanged: tuple[str, ...] = ()) -> None:
+        """Write the fields that changed, if status and attempt are still ``before``'s (and the
+        fields named in ``unchanged`` too)."""
         old, new = _record(before), _record(after)
         changed = {name: value for name, value in new.items() if old.get(name) != value}
         if not changed:
@@ -165,6 +173,11 @@ class DynamoTaskRepository:
             ":expected_status": {"S": before.status.value},
             ":expected_attempt": {"N": str(before.attempt)},
         }
+        condition = _SAME_STATUS_AND_ATTEMPT
+        for index, name in enumerate(unchanged):
+            names[f"#u{index}"] = name
+            values[f":u{index}"] = to_attribute(old[name])
+            condition += f" AND #u{index} = :u{index}"
         sets, removes = [], []
         for index, (name, value) in enumerate(sorted(changed.items())):
             names[f"#f{index}"] = name
@@ -185,7 +198,7 @@ class DynamoTaskRepository:
             "TableName": self._table,
             "Key": _key(before.task_id),
             "UpdateExpression": expression,
-            "ConditionExpression": _SAME_STATUS_AND_ATTEMPT,
+            "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

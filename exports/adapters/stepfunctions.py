@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
 from exports.domain.task import Task
-from exports.workflows import execution_input
+from exports.workflows import execution_input, task_outcome
 
 logger = logging.getLogger(__name__)
 # The execution no longer waits for this token: it timed out or was already told.
@@ -30,14 +30,16 @@ class StepFunctionsLifecycle:
             self._client.start_execution(
                 stateMachineArn=self._arn,
                 name=task.task_id,
-                input=json.dumps(execution_input(task.task_id, task.timeout_sec, task.callback_url is not None)),
+                input=json.dumps(execution_input(task.task_id, task.timeout_sec)),
             )
 
     def report_end(self, token: str, task: Task) -> None:
         """Hand the task's outcome to its waiting execution; a no-op if it moved on already."""
         try:
             with translated("report task end"):
-                self._client.send_task_success(taskToken=token, output=json.dumps({"status": task.status.value}))
+                self._client.send_task_success(
+                    taskToken=token, output=json.dumps(task_outcome(task.status.value, bool(task.subscribers)))
+                )
         except Exception as error:
             cause = error.__cause__
             if isinstance(cause, ClientError) and error_code(cause) in _MOVED_ON:

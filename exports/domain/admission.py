@@ -12,15 +12,32 @@ from typing import Any
 from exports.config import LANES, Lane
 
 
-def dedup_key(user_id: str, export_type: str, format: str, filters: dict[str, Any], csv_bom: bool) -> str:
+def dedup_key(
+    user_id: str,
+    export_type: str,
+    format: str,
+    filters: dict[str, Any],
+    csv_bom: bool,
+    timeout_sec: int | None = None,
+    csv_formula_guard: bool = True,
+) -> str:
     """The same export asked twice by the same user has the same key.
 
     ``filters`` must already be canonical (validated and dumped by the export type's model, so
     equivalent inputs such as "2025-01-01" and a date object compare equal); key order does not
-    matter.
+    matter. Everything that changes the file is in the key, and so is ``timeout_sec``: a task's
+    deadline is fixed when its lifecycle starts, so requests that ask for different deadlines are
+    not merged (each gets the deadline it asked for). Priority and the callback are not: a merged
+    request raises the task's priority and adds its callback (see services/submission.py).
     """
+    identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}
+    identity["bom"] = csv_bom
+    if timeout_sec is not None:
+        identity["timeout_sec"] = timeout_sec
+    if not csv_formula_guard:
+        identity["formula_guard"] = False
     canonical = json.dumps(
-        {"user": user_id, "type": export_type, "format": format, "filters": filters, "bom": csv_bom},
+        identity,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,

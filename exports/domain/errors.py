@@ -17,9 +17,11 @@ class ExportsError(Exception):
 
 
 class InvalidRequest(ExportsError):
-    """The request is malformed or breaks a rule; ``field`` names the offending input."""
+    """A field of the request breaks a rule; ``field`` names it (``priority``, ``filters.date_from``,
+    ``status``). One code for every such mistake, wherever the field is; rules with a code of
+    their own (an unknown export type, a refused callback URL) pass ``code``."""
 
-    code = "INVALID_REQUEST"
+    code = "VALIDATION_ERROR"
 
     def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
         super().__init__(message, field=field)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exports.config import Limits
 from exports.domain.errors import InvalidTransition
@@ -74,6 +74,17 @@ class CallbackState(BaseModel):
     last_error: str | None = None
 
 
+class Subscriber(BaseModel):
+    """One submitter's callback: where it goes and how its delivery went. A task has one per
+    submitter who asked for a callback (the first, and each identical request merged into it);
+    each is signed, retried and recorded on its own."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    state: CallbackState = CallbackState()
+
+
 class Task(BaseModel):
     """One export job, from submission to its terminal state."""
 
@@ -85,9 +96,10 @@ class Task(BaseModel):
     format: ExportFormat
     filters: dict[str, Any]
     csv_bom: bool = False
+    # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
+    csv_formula_guard: bool = True
     priority: int = Limits.PRIORITY_DEFAULT
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
-    callback_url: str | None = None
     status: TaskStatus = TaskStatus.PENDING
     progress: int = Field(default=0, ge=0, le=100)
     rows_written: int = 0
@@ -109,9 +121,36 @@ class Task(BaseModel):
     continuations: int = 0
     # Bumped by every status change; callbacks carry it as callback_seq so receivers keep the latest.
     status_seq: int = 0
-    callback: CallbackState | None = None
+    # Who is called back when the task ends, in the order they asked (see Subscriber).
+    subscribers: tuple[Subscriber, ...] = ()
     # The lifecycle workflow's task token: whoever ends the task hands the outcome to it.
     lifecycle_token: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_callback_is_one_subscriber(cls, data: Any) -> Any:
+        """Records written before subscribers (``callback_url`` and ``callback``) read as one."""
+        if isinstance(data, dict) and "callback_url" in data:
+            data = dict(data)
+            url, state = data.pop("callback_url"), data.pop("callback", None)
+            if url and not data.get("subscribers"):
+                data["subscribers"] = [{"url": url, "state": state or {}}]
+        return data
+
+    @property
+    def callback_url(self) -> str | None:
+        """The first subscriber's URL (the task's own submitter's, if they asked for one)."""
+        return self.subscribers[0].url if self.subscribers else None
+
+    @property
+    def callback(self) -> CallbackState | None:
+        """The first subscriber's delivery state."""
+        return self.subscribers[0].state if self.subscribers else None
+
+    @property
+    def pending_callbacks(self) -> list[int]:
+        """The positions of the subscribers whose delivery has not ended."""
+        return [i for i, s in enumerate(self.subscribers) if s.state.status is CallbackStatus.PENDING]
 
     @property
     def is_terminal(self) -> bool:
@@ -146,6 +185,7 @@ def new_task(
     now: datetime,
     retention: timedelta,
     csv_bom: bool = False,
+    csv_formula_guard: bool = True,
     priority: int = Limits.PRIORITY_DEFAULT,
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
     callback_url: str | None = None,
@@ -162,6 +202,7 @@ def new_task(
         format=format,
         filters=filters,
         csv_bom=csv_bom,
+        csv_formula_guard=csv_formula_guard,
         priority=priority,
         timeout_sec=timeout_sec,
         callback_url=callback_url,
@@ -171,7 +212,7 @@ def new_task(
         source=source,
         retry_of=retry_of,
         dedup_key=dedup_key,
-        callback=CallbackState() if callback_url else None,
+        subscribers=(Subscriber(url=callback_url),) if callback_url else (),
     )
 
 
@@ -272,25 +313,41 @@ def cancel(task: Task, now: datetime, retention: timedelta) -> Task:
     )
 
 
-def record_callback(task: Task, delivered: bool, error: str | None, final: bool) -> Task:
-    """One more callback attempt: delivered, failed for good (``final``), or to be retried."""
-    state = task.callback or CallbackState()
+def _with_subscriber(task: Task, index: int, state: CallbackState) -> Task:
+    subscribers = list(task.subscribers)
+    subscribers[index] = subscribers[index].model_copy(update={"state": state})
+    return task.model_copy(update={"subscribers": tuple(subscribers)})
+
+
+def record_callback(task: Task, delivered: bool, error: str | None, final: bool, index: int = 0) -> Task:
+    """One more attempt of subscriber ``index``'s callback: delivered, failed for good
+    (``final``), or to be retried."""
+    state = task.subscribers[index].state
     status = CallbackStatus.PENDING
     if delivered or final:
         status = CallbackStatus.DELIVERED if delivered else CallbackStatus.FAILED
-    return task.model_copy(
-        update={"callback": CallbackState(status=status, attempts=state.attempts + 1, last_error=error)}
-    )
+    return _with_subscriber(task, index, CallbackState(status=status, attempts=state.attempts + 1, last_error=error))
 
 
 def give_up_callback(task: Task, error: str | None) -> Task:
-    """Retries are exhausted: the callback failed for good. The last attempt's own error is
-    kept; ``error`` (what stopped the retries) only fills in when none was recorded."""
-    state = task.callback or CallbackState()
-    return task.model_copy(
-        update={
-            "callback": CallbackState(
-                status=CallbackStatus.FAILED, attempts=state.attempts, last_error=state.last_error or error
-            )
-        }
-    )
+    """Retries are exhausted: every callback still pending failed for good. Each keeps its last
+    attempt's own error; ``error`` (what stopped the retries) only fills in when none was
+    recorded."""
+    for index in task.pending_callbacks:
+        state = task.subscribers[index].state
+        failed = CallbackState(
+            status=CallbackStatus.FAILED, attempts=state.attempts, last_error=state.last_error or error
+        )
+        task = _with_subscriber(task, index, failed)
+    return task
+
+
+def merge_request(task: Task, priority: int, callback_url: str | None) -> Task:
+    """An identical request merged into the active ``task``: the task runs at the higher of the
+    two priorities (1 is the highest) and calls the new submitter back too (once per URL)."""
+    if task.is_terminal:
+        raise InvalidTransition(current=task.status.value, target="merged")
+    subscribers = task.subscribers
+    if callback_url and all(subscriber.url != callback_url for subscriber in subscribers):
+        subscribers = (*subscribers, Subscriber(url=callback_url))
+    return task.model_copy(update={"priority": min(task.priority, priority), "subscribers": subscribers})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
@@ -30,7 +31,30 @@ class UnsupportedMediaType(ExportsError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-def _raw_body(event: APIGatewayProxyEventV2) -> bytes:
+class MalformedBody(ExportsError):
+    """The body cannot be read as one JSON document: not UTF-8, not JSON, or a key twice."""
+
+    code = "MALFORMED_JSON"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.field = field
+
+
+class DuplicateKey(ValueError):
+    """An object in the body has the same key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {key} appears twice")
+        self.key = key
+
+
+# UTF-16 and UTF-32 byte-order marks: the JSON parser would decode such a body silently.
+_FOREIGN_BOMS = (b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00", b"\xfe\xff", b"\xff\xfe")
+
+
+def raw_body(event: APIGatewayProxyEventV2) -> bytes:
+    """The body's bytes, base64-decoded when the gateway encoded it."""
     body = event.body or ""
     if event.is_base64_encoded:
         try:
@@ -40,29 +64,65 @@ def _raw_body(event: APIGatewayProxyEventV2) -> bytes:
     return body.encode()
 
 
+def is_json_media_type(content_type: str | None) -> bool:
+    """``application/json`` or ``application/<anything>+json``, in any case, parameters ignored."""
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    kind, _, subtype = media_type.partition("/")
+    return kind == "application" and (subtype == "json" or (subtype.endswith("+json") and len(subtype) > 5))
+
+
+def normalised_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with a JSON ``Content-Type`` spelled ``application/json`` (the request validator
+    compares it case-sensitively and knows no ``+json`` types); anything else unchanged."""
+    headers = event.get("headers") or {}
+    name = next((key for key in headers if key.lower() == "content-type"), None)
+    if name is None or not is_json_media_type(headers[name]) or headers[name] == "application/json":
+        return event
+    rest = {key: value for key, value in headers.items() if key != name}
+    return {**event, "headers": {**rest, "content-type": "application/json"}}
+
+
 def check_envelope(event: APIGatewayProxyEventV2) -> None:
     """Refuse bodies over the size limit (413) and bodies that are not JSON (415)."""
-    body = _raw_body(event)
+    body = raw_body(event)
     if len(body) > Limits.MAX_BODY_BYTES:
         raise PayloadTooLarge(f"the body is larger than {Limits.MAX_BODY_BYTES} bytes")
-    media_type = (event.headers.get("content-type") or "").split(";")[0].strip().lower()
-    if body and media_type != "application/json" and not media_type.endswith("+json"):
+    if body and not is_json_media_type(event.headers.get("content-type")):
         raise UnsupportedMediaType("send the body as application/json")
 
 
-def unparsable_body(event: APIGatewayProxyEventV2) -> str | None:
-    """Why the body cannot be read as JSON at all, or None. Catches what the JSON parser raises
-    besides a syntax error: text that is not UTF-8, numbers past Python's digit limit, nesting
-    past the recursion limit."""
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def strict_json(text: str | bytes) -> Any:
+    """Parse one JSON document strictly: UTF-8 only (a UTF-16 or UTF-32 body, BOM or not, is
+    refused instead of decoded), no key twice in an object. Raises :class:`MalformedBody`."""
+    raw = text.encode() if isinstance(text, str) else text
+    if raw.startswith(_FOREIGN_BOMS):
+        raise MalformedBody("the body must be UTF-8 (it starts with a UTF-16 or UTF-32 byte-order mark)")
     try:
-        json.loads(_raw_body(event))
-    except RecursionError:
-        return "the body is nested too deeply"
+        decoded = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return "the body is not UTF-8"
+        raise MalformedBody("the body is not UTF-8") from None
+    try:
+        return json.loads(decoded, object_pairs_hook=_unique_keys)
+    except DuplicateKey as duplicate:
+        raise MalformedBody(str(duplicate), field=duplicate.key) from None
+    except RecursionError:
+        raise MalformedBody("the body is nested too deeply") from None
     except ValueError:
-        return "the body is not valid JSON"
-    return None
+        raise MalformedBody("the body is not valid JSON") from None
+
+
+def upper_case(value: Any) -> Any:
+    """A query value such as ``status=completed`` read in any case; anything else unchanged."""
+    return value.upper() if isinstance(value, str) else value
 
 
 def caller_id(event: APIGatewayProxyEventV2) -> str:

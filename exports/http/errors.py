@@ -27,11 +27,13 @@ from exports.domain.errors import (
     TaskNotRetryable,
 )
 from exports.http.envelope import (
+    MalformedBody,
     PayloadTooLarge,
     Unauthorized,
     UnsupportedMediaType,
     check_envelope,
-    unparsable_body,
+    raw_body,
+    strict_json,
 )
 from exports.services.validation import field_path
 
@@ -42,6 +44,7 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     Unauthorized: HTTPStatus.UNAUTHORIZED,
     PayloadTooLarge: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
     UnsupportedMediaType: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+    MalformedBody: HTTPStatus.BAD_REQUEST,
     InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
     TaskNotFound: HTTPStatus.NOT_FOUND,
     TaskNotReady: HTTPStatus.CONFLICT,
@@ -52,7 +55,9 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     # ServiceUnavailable included: a throttled or unreachable dependency is worth a retry, not a 500.
     RetryableError: HTTPStatus.SERVICE_UNAVAILABLE,
 }
-MALFORMED_JSON = "MALFORMED_JSON"
+MALFORMED_JSON = MalformedBody.code
+# Every field-level mistake, in the body's fields, its filters or the query string, has this code.
+VALIDATION_ERROR = InvalidRequest.code
 RETRY_AFTER_UNAVAILABLE_SEC = 5
 
 
@@ -83,6 +88,12 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(ExportsError)
     def _service_error(error: ExportsError) -> Response:
+        if isinstance(error, MalformedBody):
+            # Raised by the body's parser: a huge or non-JSON body is that first.
+            try:
+                check_envelope(app.current_event)
+            except ExportsError as envelope_error:
+                error = envelope_error
         status = _status_of(error)
         if status is HTTPStatus.INTERNAL_SERVER_ERROR:
             # The message names the failed operation and the AWS error code (nothing from the request).
@@ -113,7 +124,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         field = field_path(location)
         message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
         return error_response(
-            HTTPStatus.UNPROCESSABLE_ENTITY, "VALIDATION_ERROR", f"{field}: {message}" if field else message, field
+            HTTPStatus.UNPROCESSABLE_ENTITY, VALIDATION_ERROR, f"{field}: {message}" if field else message, field
         )
 
     @app.exception_handler(RequestUnsupportedContentType)
@@ -132,8 +143,9 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
                 check_envelope(app.current_event)
             except ExportsError as envelope_error:
                 return _service_error(envelope_error)
-            problem = unparsable_body(app.current_event)
-            if problem:
-                return error_response(HTTPStatus.BAD_REQUEST, MALFORMED_JSON, problem)
+            try:
+                strict_json(raw_body(app.current_event))
+            except MalformedBody as problem:
+                return _service_error(problem)
         logger.exception("unhandled error", extra={"error_type": type(error).__name__})
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal error")

@@ -7,11 +7,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from exports.api_models import TaskView
 from exports.config import Metric
 from exports.domain.errors import ConditionFailed, InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus
-from exports.domain.task import CallbackStatus, Task, give_up_callback, record_callback
+from exports.domain.task import Task, give_up_callback, record_callback
 from exports.services.dependencies import Dependencies
 from exports.services.queries import download_link
 from exports.webhooks.destination import check_destination
@@ -34,69 +35,90 @@ class DeliveryOutcome(StrEnum):
     NOTHING_TO_DO = "nothing_to_do"
 
 
-def message_id(task: Task) -> str:
-    """The ``webhook-id``: the same for every attempt of the same event."""
-    return f"msg_{task.task_id}_{task.status_seq}"
+# Standard Webhooks event types, by the status the task ended in.
+EVENT_TYPES = {
+    TaskStatus.COMPLETED: "export.completed",
+    TaskStatus.FAILED: "export.failed",
+    TaskStatus.TIMEOUT: "export.timed_out",
+    TaskStatus.CANCELLED: "export.cancelled",
+}
+
+
+def message_id(task: Task, index: int = 0) -> str:
+    """The ``webhook-id`` of subscriber ``index``'s message: the same for every attempt of the
+    same event, different per subscriber."""
+    base = f"msg_{task.task_id}_{task.status_seq}"
+    return base if index == 0 else f"{base}_{index}"
 
 
 def callback_payload(task: Task, deps: Dependencies) -> dict[str, Any]:
-    """The JSON body: the outcome, a fresh link for COMPLETED, and what expires when."""
+    """The JSON body, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
+    ``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it, with a fresh
+    download link and its expiry for COMPLETED."""
     download_url: str | None = None
-    expire_at: datetime = task.expires_at
+    download_expires_at: datetime | None = None
     if task.status is TaskStatus.COMPLETED:
-        download_url, expire_at = download_link(task, deps)
+        download_url, download_expires_at = download_link(task, deps)
+    view = TaskView.of(task, download_url, download_expires_at)
     return {
-        "task_id": task.task_id,
-        "status": task.status.value,
-        "download_url": download_url,
-        "expire_at": expire_at.isoformat(),
-        "error": task.error.model_dump() if task.error else None,
-        "callback_seq": task.status_seq,
-        "occurred_at": (task.finished_at or deps.clock()).isoformat(),
+        "type": EVENT_TYPES[task.status],
+        "timestamp": (task.finished_at or deps.clock()).isoformat(),
+        "data": view.model_dump(mode="json"),
     }
 
 
 def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:
-    """Send the callback once. Raises :class:`CallbackRetryable` when another attempt may work."""
+    """Send each pending subscriber's callback once. Each is signed with its own message id and
+    recorded on its own; raises :class:`CallbackRetryable` while any may still get through (the
+    workflow retries: delivered and failed subscribers are not sent again)."""
     task = deps.tasks.get(task_id)
-    if task is None or not task.is_terminal or not task.callback_url:
-        return DeliveryOutcome.NOTHING_TO_DO
-    if task.callback and task.callback.status is not CallbackStatus.PENDING:
+    if task is None or not task.is_terminal or not task.pending_callbacks:
         return DeliveryOutcome.NOTHING_TO_DO
     body = json.dumps(callback_payload(task, deps), separators=(",", ":"), ensure_ascii=False).encode()
     timestamp = int(deps.clock().timestamp())
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        **signed_headers(deps.webhook_secret(), message_id(task), timestamp, body),
-    }
+    retry: list[str] = []
+    outcomes: list[bool] = []
+    after = task
+    for index in task.pending_callbacks:
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            **signed_headers(deps.webhook_secret(), message_id(task, index), timestamp, body),
+        }
+        delivered, error, final = _attempt(task.subscribers[index].url, body, headers, deps)
+        after = record_callback(after, delivered=delivered, error=error, final=final, index=index)
+        if final:
+            outcomes.append(delivered)
+            deps.metrics.add(Metric.CALLBACK_DELIVERED if delivered else Metric.CALLBACK_FAILED)
+        else:
+            retry.append(error or "failed")
+    _record(task, after, deps)
+    if retry:
+        raise CallbackRetryable(f"callback attempt failed: {'; '.join(retry)}")
+    return DeliveryOutcome.DELIVERED if all(outcomes) else DeliveryOutcome.FAILED
+
+
+def _attempt(url: str, body: bytes, headers: dict[str, str], deps: Dependencies) -> tuple[bool, str | None, bool]:
+    """One attempt to one subscriber: (delivered, error, final)."""
     try:
-        destination = check_destination(task.callback_url, deps.resolve, deps.settings.allow_local_callbacks)
+        destination = check_destination(url, deps.resolve, deps.settings.allow_local_callbacks)
     except InvalidRequest as refused:
-        return _finish(task, delivered=False, error=refused.message, deps=deps)
+        return False, refused.message, True
     response = deps.webhooks.post(destination, body, headers)
     if callback_delivered(response.status):
-        return _finish(task, delivered=True, error=None, deps=deps)
+        return True, None, True
     error = response.error or f"HTTP {response.status}"
-    if not callback_retryable(response.status):
-        return _finish(task, delivered=False, error=error, deps=deps)
-    _record(task, record_callback(task, delivered=False, error=error, final=False), deps)
-    raise CallbackRetryable(f"callback attempt failed: {error}")
+    return False, error, not callback_retryable(response.status)
 
 
 def give_up(task_id: str, error: str | None, deps: Dependencies) -> None:
-    """Retries are spent: record the callback as failed and count it."""
+    """Retries are spent: record every callback still pending as failed and count each."""
     task = deps.tasks.get(task_id)
-    if task is None or (task.callback and task.callback.status is not CallbackStatus.PENDING):
+    if task is None or not task.pending_callbacks:
         return
     _record(task, give_up_callback(task, error), deps)
-    deps.metrics.add(Metric.CALLBACK_FAILED)
-
-
-def _finish(task: Task, delivered: bool, error: str | None, deps: Dependencies) -> DeliveryOutcome:
-    _record(task, record_callback(task, delivered=delivered, error=error, final=True), deps)
-    deps.metrics.add(Metric.CALLBACK_DELIVERED if delivered else Metric.CALLBACK_FAILED)
-    return DeliveryOutcome.DELIVERED if delivered else DeliveryOutcome.FAILED
+    for _ in task.pending_callbacks:
+        deps.metrics.add(Metric.CALLBACK_FAILED)
 
 
 def _record(before: Task, after: Task, deps: Dependencies) -> None:

@@ -44,5 +44,6 @@ def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
         timeout_sec=original.timeout_sec,
         callback_url=original.callback_url,
         csv_bom=original.csv_bom,
+        csv_formula_guard=original.csv_formula_guard,
     )
     return submit_export(request, user_id, deps, source=TaskSource.RETRY, retry_of=original.task_id)

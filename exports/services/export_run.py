@@ -252,6 +252,7 @@ class _Run:
                 "format": task.format.value,
                 "filters": task.filters,
                 "csv_bom": task.csv_bom,
+                "csv_formula_guard": task.csv_formula_guard,
                 "columns": [[column.name, column.header, column.kind.value] for column in columns],
             }
         )
@@ -276,7 +277,13 @@ class _Run:
                 gzip = GzipStream(sink, state=state)
                 out = gzip
             fresh = checkpoint is None
-            stream = csv_writer.CsvStream(self.columns, out, bom=self.task.csv_bom and fresh, header=fresh)
+            stream = csv_writer.CsvStream(
+                self.columns,
+                out,
+                bom=self.task.csv_bom and fresh,
+                header=fresh,
+                formula_guard=self.task.csv_formula_guard,
+            )
             cursor = checkpoint.cursor if checkpoint else None
             for page in self.export_type.stream(self.filters, cursor, self.control):
                 stream.write_rows(page.rows)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from exports.config import Metric
 from exports.domain.errors import ConditionFailed, TaskNotFound
-from exports.domain.status import TaskStatus
-from exports.domain.task import time_out
+from exports.domain.task import Task, time_out
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
 
@@ -17,18 +16,19 @@ def watch(task_id: str, token: str, deps: Dependencies) -> None:
         deps.lifecycle.report_end(token, task)
 
 
-def expire(task_id: str, deps: Dependencies) -> TaskStatus:
-    """At the deadline: TIMEOUT unless the task ended first. Returns the final status."""
+def expire(task_id: str, deps: Dependencies) -> Task:
+    """At the deadline: TIMEOUT unless the task ended first. Returns the ended task."""
     for _ in range(3):
         task = deps.tasks.get(task_id)
         if task is None:
             raise TaskNotFound(task_id)
         if task.is_terminal:
-            return task.status
+            return task
+        timed_out = time_out(task, deps.clock(), deps.settings.retention)
         try:
-            end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
+            end_task(task, timed_out, deps)
         except ConditionFailed:
             continue  # it moved (e.g. PENDING -> RUNNING, or it ended): look again
         deps.metrics.add(Metric.TIMED_OUT)
-        return TaskStatus.TIMEOUT
+        return timed_out
     raise ConditionFailed(f"task {task_id} kept changing while it timed out")

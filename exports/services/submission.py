@@ -22,7 +22,8 @@ from exports.domain.errors import (
     ServiceUnavailable,
 )
 from exports.domain.ids import new_task_id
-from exports.domain.task import Task, TaskSource, fail, new_task
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
@@ -92,6 +93,7 @@ def submit_export(
         format=request.format,
         filters=canonical_filters,
         csv_bom=request.csv_bom,
+        csv_formula_guard=request.csv_formula_guard,
         priority=request.priority,
         timeout_sec=request.timeout_sec,
         callback_url=callback_url,
@@ -99,7 +101,15 @@ def submit_export(
         retention=deps.settings.retention,
         source=source,
         retry_of=retry_of,
-        dedup_key=dedup_key(user_id, export_type.name, request.format.value, canonical_filters, request.csv_bom),
+        dedup_key=dedup_key(
+            user_id,
+            export_type.name,
+            request.format.value,
+            canonical_filters,
+            request.csv_bom,
+            timeout_sec=request.timeout_sec,
+            csv_formula_guard=request.csv_formula_guard,
+        ),
     )
     lane = lane_for(task.priority)
     estimate = estimate_completion_sec(
@@ -129,7 +139,7 @@ def _queue_depths(deps: Dependencies) -> dict[str, int]:
 
 
 def _admit(task: Task, deps: Dependencies) -> Task | None:
-    """Store the task, or return the identical active task it merges into."""
+    """Store the task, or merge it into the identical active task and return that one."""
     replace: str | None = None
     for attempt in range(_ADMIT_ATTEMPTS):
         try:
@@ -138,8 +148,12 @@ def _admit(task: Task, deps: Dependencies) -> Task | None:
         except DuplicateSubmission as duplicate:
             holder = deps.tasks.get(duplicate.holder) if duplicate.holder else None
             if holder is not None and not holder.is_terminal:
+                try:
+                    merged = _merge(holder, task, deps)
+                except ConditionFailed:
+                    continue  # it changed meanwhile (claimed, ended, another merge): look again
                 deps.metrics.add(Metric.DEDUPLICATED)
-                return holder
+                return merged
             # The holder ended (or its marker outlived it): take the key over.
             replace = duplicate.holder
         except Overloaded:
@@ -149,6 +163,27 @@ def _admit(task: Task, deps: Dependencies) -> Task | None:
             # Another transaction on the same items was in flight: back off a little and look again.
             time.sleep(0.05 * (attempt + 1) * (1 + deps.random()))
     raise ServiceUnavailable("too many identical submissions at once; try again shortly")
+
+
+def _merge(holder: Task, request: Task, deps: Dependencies) -> Task:
+    """Merge the new ``request`` into the active ``holder``: nothing a submitter asked for is
+    dropped. The task takes the higher priority and calls the new submitter back too (a
+    conditional write); promoted into a higher lane while it waits, it is queued again there
+    (the message in the lower lane is acknowledged as a duplicate when it comes)."""
+    merged = merge_request(holder, request.priority, request.callback_url)
+    if merged == holder:
+        return holder
+    deps.tasks.merge(holder, merged)
+    promoted = lane_for(merged.priority).name != lane_for(holder.priority).name
+    if promoted and merged.status is TaskStatus.PENDING:
+        message = TaskMessage(task_id=merged.task_id, export_type=merged.export_type, priority=merged.priority)
+        try:
+            deps.queue.send(message)
+        except ExportsError:
+            # The task keeps its place in the lower lane: late, never lost.
+            logger.warning("could not queue a promoted task in its new lane", exc_info=True)
+        deps.metrics.add(Metric.PROMOTED)
+    return merged
 
 
 def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencies) -> None:

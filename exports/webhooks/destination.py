@@ -40,10 +40,59 @@ def _refuse(reason: str) -> InvalidRequest:
     return InvalidRequest(f"callback_url {reason}", field="callback_url", code=REFUSED)
 
 
-# IPv6 ranges that carry an IPv4 address in their last 32 bits and reach it: NAT64 (the
-# well-known prefix, and the local-use one, which is never public) and IPv4-compatible addresses.
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _rules(*rows: tuple[str, str]) -> tuple[tuple[Network, str], ...]:
+    return tuple((ipaddress.ip_network(network), rule) for network, rule in rows)
+
+
+# Every block of the IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and its
+# updates, as of 2025), plus multicast and what lies outside global unicast. A callback is refused
+# if any address of its host falls in one; the 422 names the rule. Blocks the registries call
+# globally reachable (AS112 sinks, anycast service addresses, AMT) are refused as well: they are
+# protocol infrastructure, never a webhook receiver. Addresses that embed an IPv4 address (mapped,
+# 6to4, NAT64, IPv4-compatible) are judged by that IPv4 address.
+IPV4_RULES = _rules(
+    ("0.0.0.0/8", "a 'this network' address (RFC 791)"),
+    ("10.0.0.0/8", "a private address (RFC 1918)"),
+    ("100.64.0.0/10", "a shared (carrier-grade NAT) address (RFC 6598)"),
+    ("127.0.0.0/8", "a loopback address (RFC 1122)"),
+    ("169.254.0.0/16", "a link-local address (RFC 3927)"),
+    ("172.16.0.0/12", "a private address (RFC 1918)"),
+    ("192.0.0.0/24", "an IETF protocol assignment (RFC 6890)"),
+    ("192.0.2.0/24", "a documentation address (RFC 5737)"),
+    ("192.31.196.0/24", "an AS112 address (RFC 7535)"),
+    ("192.52.193.0/24", "an AMT address (RFC 7450)"),
+    ("192.88.99.0/24", "a deprecated 6to4 relay address (RFC 7526)"),
+    ("192.168.0.0/16", "a private address (RFC 1918)"),
+    ("192.175.48.0/24", "an AS112 address (RFC 7534)"),
+    ("198.18.0.0/15", "a benchmarking address (RFC 2544)"),
+    ("198.51.100.0/24", "a documentation address (RFC 5737)"),
+    ("203.0.113.0/24", "a documentation address (RFC 5737)"),
+    ("224.0.0.0/4", "a multicast address (RFC 5771)"),
+    ("240.0.0.0/4", "a reserved address (RFC 1112)"),
+    ("255.255.255.255/32", "the limited broadcast address (RFC 919)"),
+)
+IPV6_RULES = _rules(
+    ("::1/128", "a loopback address (RFC 4291)"),
+    ("::/128", "the unspecified address (RFC 4291)"),
+    ("64:ff9b:1::/48", "a local-use IPv4/IPv6 translation address (RFC 8215)"),
+    ("100::/64", "a discard-only address (RFC 6666)"),
+    ("100:0:0:1::/64", "a dummy IPv6 prefix address (RFC 9780)"),
+    ("2001::/23", "an IETF protocol assignment (RFC 2928)"),
+    ("2001:db8::/32", "a documentation address (RFC 3849)"),
+    ("2620:4f:8000::/48", "an AS112 address (RFC 7534)"),
+    ("3fff::/20", "a documentation address (RFC 9637)"),
+    ("5f00::/16", "a segment routing (SRv6) SID (RFC 9602)"),
+    ("fc00::/7", "a unique-local address (RFC 4193)"),
+    ("fe80::/10", "a link-local address (RFC 4291)"),
+    ("fec0::/10", "a site-local address (RFC 3879)"),
+    ("ff00::/8", "a multicast address (RFC 4291)"),
+)
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
 
@@ -51,19 +100,29 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     """The IPv4 address an IPv6 address leads to (mapped, 6to4, NAT64, IPv4-compatible), if any."""
     if address.ipv4_mapped or address.sixtofour:
         return address.ipv4_mapped or address.sixtofour
-    if address in _NAT64 or address in _NAT64_LOCAL or address in _IPV4_COMPATIBLE:
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 
 
-def _is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+def refusal_rule(address: Address) -> str | None:
+    """Why ``address`` may not receive a callback (the registry block it is in), or None when it
+    is a global unicast address."""
     if isinstance(address, ipaddress.IPv6Address):
-        if address in _NAT64_LOCAL:
-            return False
-        address = _embedded_ipv4(address) or address
-    # is_global is False for private, loopback, link-local (169.254.169.254 included), shared,
-    # reserved, unspecified and documentation ranges, and IPv6 unique-local and link-local.
-    return address.is_global and not address.is_multicast
+        for network, rule in IPV6_RULES:
+            if address in network:
+                return rule
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            reason = refusal_rule(embedded)
+            return f"{reason}, embedded in an IPv6 address" if reason else None
+        if address not in _GLOBAL_UNICAST:
+            return "not a global unicast address (outside 2000::/3, RFC 4291)"
+        return None
+    for network, rule in IPV4_RULES:
+        if address in network:
+            return rule
+    return None
 
 
 def check_destination(url: str, resolve: Resolver, allow_local: bool = False) -> Destination:
@@ -74,7 +133,7 @@ def check_destination(url: str, resolve: Resolver, allow_local: bool = False) ->
     """
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http"):
-        raise _refuse("must use https")
+        raise _refuse("must use https")  # nothing else is a webhook; checked before any lookup
     if parts.username or parts.password:
         raise _refuse("must not carry credentials")
     host = parts.hostname
@@ -92,10 +151,13 @@ def check_destination(url: str, resolve: Resolver, allow_local: bool = False) ->
         raise _refuse(f"host {host} does not resolve")
     local = allow_local and all(a.is_loopback for a in addresses)
     if not local:
+        # The address first: http://192.168.1.5 is refused for being private, not for its scheme.
+        for address in addresses:
+            rule = refusal_rule(address)
+            if rule:
+                raise _refuse(f"host {host} resolves to {address}, which is not public: {rule}")
         if parts.scheme != "https":
             raise _refuse("must use https")
-        if not all(_is_public(a) for a in addresses):
-            raise _refuse(f"host {host} resolves to an address that is not public")
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query

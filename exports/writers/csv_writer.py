@@ -7,6 +7,7 @@ import io
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
@@ -19,8 +20,9 @@ GZIP_CONTENT_TYPE = "application/gzip"
 TEXT_CHUNK_BYTES = 64 * 1024
 
 
-def csv_text(value: Any) -> str:
-    """How a typed value is written in CSV: ISO dates, plain decimals, nothing for None."""
+def csv_text(value: Any, guard: bool = True) -> str:
+    """How a typed value is written in CSV: ISO dates, plain decimals, nothing for None; with
+    ``guard`` (the default), text starting with ``= + - @`` tab or CR gets a leading ``'``."""
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -29,37 +31,42 @@ def csv_text(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, Decimal):
         return format(value, "f")
-    return str(neutralise(value))
+    return str(neutralise(value)) if guard else str(value)
+
+
+def _unguarded(value: Any) -> str:
+    return csv_text(value, guard=False)
 
 
 # Fast paths for the type a column declares; any other value goes through csv_text, so every
 # string is neutralised whatever its column says. Each gives exactly csv_text's text.
-def _string(value: Any) -> Any:
+# ``text`` is csv_text, or without the guard _unguarded.
+def _string(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
     if value.__class__ is str:
-        return "'" + value if value.startswith(FORMULA_TRIGGERS) else value
-    return csv_text(value)
+        return "'" + value if text is csv_text and value.startswith(FORMULA_TRIGGERS) else value
+    return text(value)
 
 
-def _integer(value: Any) -> Any:
-    return value if value.__class__ is int else csv_text(value)
+def _integer(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
+    return value if value.__class__ is int else text(value)
 
 
-def _decimal(value: Any) -> Any:
-    return format(value, "f") if value.__class__ is Decimal else csv_text(value)
+def _decimal(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
+    return format(value, "f") if value.__class__ is Decimal else text(value)
 
 
-def _date(value: Any) -> Any:
-    return value.isoformat() if value.__class__ is date else csv_text(value)
+def _date(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
+    return value.isoformat() if value.__class__ is date else text(value)
 
 
-def _datetime(value: Any) -> Any:
+def _datetime(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
     if value.__class__ is datetime and value.tzinfo is None and value.year >= 1000:
         return value.isoformat(" ", "seconds")
-    return csv_text(value)
+    return text(value)
 
 
-def _boolean(value: Any) -> Any:
-    return value if value.__class__ is bool else csv_text(value)
+def _boolean(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
+    return value if value.__class__ is bool else text(value)
 
 
 # Per column kind, an expression for value ``{c}``: a cheap test for the usual value, which
@@ -90,10 +97,11 @@ _NAMESPACE = {
 }
 
 
-def _generated(columns: Sequence[Column]) -> dict[str, Any]:
+def _generated(columns: Sequence[Column], guard: bool = True) -> dict[str, Any]:
     """``encode(row)`` and ``encode_rows(rows)`` for ``columns``, generated: one inline test
     per column and no call per cell. This is the hot loop of every CSV export, and per-cell
-    function calls would cost more than the writing itself."""
+    function calls would cost more than the writing itself. Without ``guard`` no text is
+    changed (nothing is a trigger, and the converters write text as it is)."""
     names = [f"c{index}" for index in range(len(columns))]
     values = ", ".join(_FAST_PATHS[column.kind].format(c=name) for name, column in zip(names, columns, strict=True))
     unpack = f"({', '.join(names)},)"
@@ -102,34 +110,45 @@ def _generated(columns: Sequence[Column]) -> dict[str, Any]:
         f"def encode_rows(rows):\n    return [({values},) for {unpack} in rows]\n"
     )
     namespace = dict(_NAMESPACE)
+    if not guard:
+        namespace["_TRIGGERS"] = ""
+        for name in ("_string", "_integer", "_decimal", "_date", "_datetime", "_boolean"):
+            namespace[name] = partial(namespace[name], text=_unguarded)
     exec(compile(source, "<csv row encoder>", "exec"), namespace)  # fixed templates, no input in the code
     return namespace
 
 
-def row_encoder(columns: Sequence[Column]) -> Callable[[Row], tuple[Any, ...]]:
-    """A function turning a row into values that ``csv.writer`` writes as :func:`csv_text` would.
-    A row of the wrong length raises ``ValueError``."""
+def row_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Row], tuple[Any, ...]]:
+    """A function turning a row into values that ``csv.writer`` writes as :func:`csv_text` would
+    (with the same ``guard``). A row of the wrong length raises ``ValueError``."""
     if not columns:
         return lambda row: ()
-    return _generated(columns)["encode"]
+    return _generated(columns, guard)["encode"]
 
 
-def rows_encoder(columns: Sequence[Column]) -> Callable[[Iterable[Row]], list[tuple[Any, ...]]]:
+def rows_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Iterable[Row]], list[tuple[Any, ...]]]:
     """:func:`row_encoder` for many rows at once (a page)."""
     if not columns:
         return lambda rows: [() for _ in rows]
-    return _generated(columns)["encode_rows"]
+    return _generated(columns, guard)["encode_rows"]
 
 
 class CsvStream:
     """CSV into a binary stream, rows at a time. ``header=False`` and ``bom=False`` continue a
-    file another process started."""
+    file another process started; ``formula_guard=False`` writes text exactly as it is."""
 
-    def __init__(self, columns: Sequence[Column], out: BinaryIO, bom: bool = False, header: bool = True) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        out: BinaryIO,
+        bom: bool = False,
+        header: bool = True,
+        formula_guard: bool = True,
+    ) -> None:
         self._text = io.TextIOWrapper(out, encoding="utf-8-sig" if bom else "utf-8", newline="", write_through=False)
         self._text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
         self._writer = csv.writer(self._text, dialect="excel", lineterminator="\r\n")
-        self._encode_rows = rows_encoder(columns)
+        self._encode_rows = rows_encoder(columns, formula_guard)
         if header:
             self._writer.writerow([column.header for column in columns])
 
@@ -153,9 +172,10 @@ def write_csv(
     out: BinaryIO,
     bom: bool = False,
     on_row: Callable[[int], None] | None = None,
+    formula_guard: bool = True,
 ) -> int:
     """Stream ``rows`` as CSV into ``out``; returns the number of data rows."""
-    stream = CsvStream(columns, out, bom=bom)
+    stream = CsvStream(columns, out, bom=bom, formula_guard=formula_guard)
     count = 0
     try:
         for row in rows:

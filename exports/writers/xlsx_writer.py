@@ -1,4 +1,5 @@
-"""XLSX with openpyxl in write-only mode: bold frozen header, typed cells, column widths.
+"""XLSX with openpyxl in write-only mode: bold frozen header with an autofilter, repeated on
+printed pages, typed cells, text exactly as given, column widths fitted to the first rows.
 
 openpyxl streams each sheet's XML into a temporary file (lxml does the writing when it is
 installed) and zips the sheets into ``out`` on save; memory stays flat, the temporary files grow
@@ -11,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, islice
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import FORMULA_TRIGGERS, neutralise, xml_safe
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, looks_like_formula, xml_safe
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
@@ -26,16 +28,6 @@ _NUMBER_FORMATS = {
 }
 
 
-def _text(value: Any) -> Any:
-    """Strings a spreadsheet can hold and will not run; other values unchanged."""
-    if value.__class__ is str:
-        # Printable text has no control characters; most text takes this fast path.
-        if value.isprintable() and not value.startswith(FORMULA_TRIGGERS):
-            return value
-        return neutralise(xml_safe(value))
-    return value
-
-
 def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], list[Any]]:
     """A function turning a row into what the sheet appends. A formatted column reuses one
     styled cell: write-only sheets serialise each row as it is appended, so the cell is free
@@ -44,20 +36,42 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
 
     _append_prepared_rows(sheet)
 
+    def text_converter() -> Callable[[Any], Any]:
+        # Text that looks like a formula is stored as text (never a formula), exactly as given,
+        # in a cell styled quotePrefix so it stays text when edited; one such cell per column.
+        quoted = WriteOnlyCell(sheet)
+        quoted.quotePrefix = True
+
+        def convert(value: Any) -> Any:
+            if value.__class__ is not str:
+                return value
+            if not value.isprintable():  # printable text has no control characters: the usual case
+                value = xml_safe(value)
+            if not looks_like_formula(value):
+                return value
+            quoted.value = value
+            quoted.data_type = "s"
+            return quoted
+
+        return convert
+
     def formatted(number_format: str) -> Callable[[Any], Any]:
         cell = WriteOnlyCell(sheet)
         cell.number_format = number_format
 
+        text = text_converter()
+
         def convert(value: Any) -> Any:
             if value is None or value.__class__ is str:
-                return _text(value)
+                return text(value)
             cell.value = value
             return cell
 
         return convert
 
     converters = [
-        formatted(_NUMBER_FORMATS[column.kind]) if column.kind in _NUMBER_FORMATS else _text for column in columns
+        formatted(_NUMBER_FORMATS[column.kind]) if column.kind in _NUMBER_FORMATS else text_converter()
+        for column in columns
     ]
 
     def convert_row(row: Row) -> list[Any]:
@@ -121,14 +135,24 @@ def write_xlsx(
     workbook = Workbook(write_only=True)
     bold = Font(bold=True)
     sheets: list[Any] = []
+    iterator = iter(rows)
+    # The widths are written before the first row: measure them on the first rows, then write those.
+    first = list(islice(iterator, WIDTH_SAMPLE_ROWS))
+    widths = fitted_widths(columns, first)
+    last_column = get_column_letter(len(columns)) if columns else ""
+
+    def end_sheet(sheet: Any, data_rows: int) -> None:
+        if columns:
+            sheet.auto_filter.ref = f"A1:{last_column}{data_rows + 1}"
 
     def new_sheet() -> tuple[Any, Callable[[Row], list[Any]]]:
         number = len(sheets) + 1
         sheet = workbook.create_sheet(sheet_title if number == 1 else f"{sheet_title} ({number})")
         sheets.append(sheet)
         sheet.freeze_panes = "A2"
-        for index, column in enumerate(columns, start=1):
-            sheet.column_dimensions[get_column_letter(index)].width = column.width
+        sheet.print_title_rows = "1:1"
+        for index, width in enumerate(widths, start=1):
+            sheet.column_dimensions[get_column_letter(index)].width = width
         header = []
         for column in columns:
             cell = WriteOnlyCell(sheet, value=column.header)
@@ -140,8 +164,9 @@ def write_xlsx(
     try:
         sheet, convert = new_sheet()
         count = in_sheet = 0
-        for row in rows:
+        for row in chain(first, iterator):
             if in_sheet == max_rows_per_sheet:
+                end_sheet(sheet, in_sheet)
                 sheet, convert = new_sheet()
                 in_sheet = 0
             sheet.append(convert(row))
@@ -149,6 +174,7 @@ def write_xlsx(
             in_sheet += 1
             if on_row:
                 on_row(count)
+        end_sheet(sheet, in_sheet)
         workbook.save(out)
     except BaseException:
         _remove_temporary_files(sheets)

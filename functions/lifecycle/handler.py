@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from exports.composition import dependencies_from_environment
 from exports.services import lifecycle
 from exports.services.dependencies import Dependencies
+from exports.workflows import task_outcome
 
 logger = Logger()
 tracer = Tracer()
@@ -57,4 +58,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if isinstance(request, WatchRequest):
         lifecycle.watch(request.task_id, request.token, dependencies())
         return {"status": "WATCHING"}
-    return {"status": lifecycle.expire(request.task_id, dependencies()).value}
+    task = lifecycle.expire(request.task_id, dependencies())
+    return task_outcome(task.status.value, bool(task.subscribers))

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BeforeValidator
 
 from exports.adapters.clients import aws_client
 from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, TaskList, TaskView
@@ -19,7 +20,7 @@ from exports.composition import dependencies_from_environment
 from exports.config import API_VERSION_PREFIX, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
-from exports.http.envelope import caller_id, check_envelope
+from exports.http.envelope import caller_id, check_envelope, normalised_event, strict_json, upper_case
 from exports.http.errors import register_error_handlers
 from exports.http.idempotency import IdempotentCalls, idempotency_key
 from exports.services import control, queries
@@ -31,7 +32,7 @@ tracer = Tracer()
 metrics = Metrics()
 
 DOCS_PATH = "/docs"
-app = APIGatewayHttpResolver(enable_validation=True)
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_json)
 register_error_handlers(app)
 
 
@@ -147,7 +148,7 @@ def retry(task_id: str) -> Response[ExportAccepted]:
 @tracer.capture_method(capture_response=False)
 def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
-    status: Annotated[TaskStatus | None, Query()] = None,
+    status: Annotated[TaskStatus | None, BeforeValidator(upper_case), Query(description="In any case.")] = None,
     next_token: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> TaskList:
     """The caller's tasks, newest first."""
@@ -195,4 +196,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     """Entry point of the API function."""
     if event.get("rawPath") == DOCS_PATH:
         enable_docs()
-    return app.resolve(event, context)
+    return app.resolve(normalised_event(event), context)

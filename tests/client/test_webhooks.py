@@ -4,6 +4,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 
 import pytest
 
@@ -130,3 +131,35 @@ def test_the_client_verifies_what_the_service_signs() -> None:
     body = b'{"task_id":"exp_1","status":"COMPLETED"}'
     headers = signed_headers(secret, "msg_exp_1_2", int(time.time()), body)
     assert verify_webhook(body, headers, secret)["status"] == "COMPLETED"
+
+
+def test_what_the_service_signs_verifies_with_the_sdk_and_the_reference_library() -> None:
+    """The service's own signer and payload shape, checked by standardwebhooks (the reference)
+    and by verify_webhook, then typed by parse_event."""
+    from standardwebhooks import Webhook
+
+    from exports.webhooks.signing import signed_headers
+    from exports_client import parse_event
+
+    event = {
+        "type": "export.completed",
+        "timestamp": "2026-11-29T10:00:00+00:00",
+        "data": {
+            "task_id": "exp_1", "export_type": "orders", "format": "xlsx", "filters": {}, "priority": 5,
+            "status": "COMPLETED", "progress": 100, "rows_written": 3, "attempt": 1, "retry_count": 0,
+            "max_retries": 3, "created_at": "2026-11-29T09:59:00+00:00", "expires_at": "2026-12-06T10:00:00+00:00",
+            "deadline": "2026-11-29T10:59:00+00:00", "rows": 3, "size_bytes": 10, "sha256": "ab" * 32,
+            "file_name": "orders.xlsx", "download_url": "https://x/y",
+            "download_expires_at": "2026-11-29T10:15:00+00:00",
+            "callback_seq": 2,
+        },
+    }  # fmt: skip
+    body = json.dumps(event).encode()
+    now = int(time.time())  # the reference library checks the timestamp against the clock
+    sent = signed_headers(SECRET, "msg_exp_1_2", now, body)
+
+    assert Webhook(SECRET).verify(body, sent) == event
+    assert verify_webhook(body, sent, SECRET) == event
+    parsed = parse_event(verify_webhook(body, sent, SECRET))
+    assert parsed.type == "export.completed" and parsed.data.download_url == "https://x/y"
+    assert parsed.data.callback_seq == 2

@@ -152,11 +152,15 @@ def test_a_flapping_receiver_gets_the_same_signed_event_until_it_accepts(
         assert call.headers["content-type"] == "application/json"
         assert abs(int(call.headers["webhook-timestamp"]) - time.time()) < 60
     payload = json.loads(calls[-1].body)
-    assert payload["task_id"] == accepted["task_id"]
-    assert payload["status"] == "COMPLETED"
-    assert payload["download_url"]
-    assert payload["callback_seq"] == 2
-    assert set(payload) == {"task_id", "status", "download_url", "expire_at", "error", "callback_seq", "occurred_at"}
+    assert set(payload) == {"type", "timestamp", "data"}
+    assert payload["type"] == "export.completed"
+    data = payload["data"]
+    assert data["task_id"] == accepted["task_id"]
+    assert data["status"] == "COMPLETED"
+    assert data["download_url"] and data["download_expires_at"]
+    assert data["callback_seq"] == 2
+    assert data["rows"] == data["rows_written"] and data["sha256"] and data["file_name"] and data["size_bytes"]
+    assert data["format"] == "csv" and data["export_type"] == "orders" and data["error"] is None
     # The retries waited 1 s, then 4 s (compressed 20x here), in that order.
     assert retry_clock.intervals == [1, 4]
     first_gap, second_gap = calls[1].at - calls[0].at, calls[2].at - calls[1].at
@@ -205,7 +209,7 @@ def test_a_slow_export_hits_its_deadline_and_leaves_nothing_behind(running_aws: 
     assert stored.status is TaskStatus.TIMEOUT
     assert stored.error.code == "DEADLINE_PASSED"
     assert objects_and_uploads(running_aws) == ([], [])
-    assert json.loads(calls[0].body)["status"] == "TIMEOUT"
+    assert json.loads(calls[0].body)["data"]["status"] == "TIMEOUT"
 
 
 def test_cancel_mid_export_stops_the_worker_and_leaves_nothing_behind(running_aws: Resources, deps: Any) -> None:
@@ -229,7 +233,7 @@ def test_cancel_mid_export_stops_the_worker_and_leaves_nothing_behind(running_aw
     assert outcomes == [Outcome.LOST_OWNERSHIP]
     assert deps.tasks.get(task.task_id).status is TaskStatus.CANCELLED
     assert objects_and_uploads(running_aws) == ([], [])
-    assert json.loads(calls[0].body)["status"] == "CANCELLED"
+    assert json.loads(calls[0].body)["data"]["status"] == "CANCELLED"
 
 
 def test_cancel_and_retry_answer_409_when_the_state_does_not_allow_them(running_aws: Resources, deps: Any) -> None:
@@ -291,9 +295,71 @@ def test_no_callback_is_lost_when_the_worker_dies_after_ending_the_task(running_
         calls = hook.wait_for(1, timeout=20)
 
     assert len(calls) == 1
-    assert json.loads(calls[0].body)["status"] == "COMPLETED"
+    assert json.loads(calls[0].body)["data"]["status"] == "COMPLETED"
     assert deps.tasks.get(task.task_id).status is TaskStatus.COMPLETED
 
 
 def get(task_id: str) -> dict[str, Any]:
     return json.loads(api_handler(http_event("GET", f"/v1/exports/{task_id}"), FakeContext())["body"])
+
+
+def run_lane(resources: Resources, lane: str) -> list[dict[str, Any]]:
+    """Hand the lane's queued messages to the worker; returns them."""
+    from local_stack.worker_loop import to_sqs_event
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    messages = sqs.receive_message(
+        QueueUrl=resources.queue_urls[lane], MaxNumberOfMessages=10, AttributeNames=["All"]
+    ).get("Messages", [])
+    if messages:
+        worker.lambda_handler(to_sqs_event(messages, "arn:aws:sqs:us-east-1:123456789012:q", REGION), FakeContext())
+    return messages
+
+
+def test_a_merged_request_loses_nothing_it_asked_for(running_aws: Resources, retry_clock: CompressedRetryClock) -> None:
+    """Given A asks at low priority with a callback, when B asks the same at high priority with
+    its own callback, then B gets A's task promoted into the high lane, and both are called back,
+    each signed on its own and verified by the reference Standard Webhooks library."""
+    from standardwebhooks import Webhook
+
+    with receiver([204]) as hook_a, receiver([503, 204]) as hook_b:
+        first = submit({**orders_body(hook_a.url), "priority": 9})
+        second = submit({**orders_body(hook_b.url), "priority": 1})
+        assert second["deduplicated"] is True and second["task_id"] == first["task_id"]
+        shown = get(first["task_id"])
+        assert shown["priority"] == 1
+        assert [c["url"] for c in shown["callbacks"]] == [hook_a.url, hook_b.url]
+
+        promoted = run_lane(running_aws, "high")
+        assert [json.loads(m["Body"])["priority"] for m in promoted] == [1]
+        calls_a, calls_b = hook_a.wait_for(1), hook_b.wait_for(2)
+        task = wait_for(
+            lambda: (
+                (t := get(first["task_id"]))["callbacks"]
+                and all(c["status"] == "DELIVERED" for c in t["callbacks"])
+                and t
+            )
+        )
+        run_lane(running_aws, "low")  # the message in the old lane is only a duplicate now
+
+    assert task["status"] == "COMPLETED"
+    assert [(c["attempts"], c["last_error"]) for c in task["callbacks"]] == [(1, None), (2, None)]
+    assert task["callback"] == {"status": "DELIVERED", "attempts": 1, "last_error": None}
+    verifier = Webhook(WEBHOOK_SECRET)
+    for call in [*calls_a, *calls_b]:
+        event = verifier.verify(call.body, dict(call.headers))
+        assert event["type"] == "export.completed"
+        assert event["data"]["task_id"] == first["task_id"] and event["data"]["download_url"]
+    ids_a, ids_b = {c.headers["webhook-id"] for c in calls_a}, {c.headers["webhook-id"] for c in calls_b}
+    assert len(ids_a) == len(ids_b) == 1 and ids_a != ids_b
+
+
+def test_requests_with_different_timeouts_are_not_merged(running_aws: Resources) -> None:
+    """Each gets the deadline it asked for: a task's deadline is fixed when its lifecycle starts."""
+    body = {key: value for key, value in orders_body("").items() if key != "callback_url"}
+    first = submit({**body, "timeout_sec": 10})
+    second = submit({**body, "timeout_sec": 3600})
+    assert second["deduplicated"] is False and second["task_id"] != first["task_id"]
+    assert get(second["task_id"])["deadline"] != get(first["task_id"])["deadline"]
+    third = submit({**body, "timeout_sec": 3600, "priority": 2})
+    assert third["deduplicated"] is True and third["task_id"] == second["task_id"]

@@ -119,7 +119,13 @@ def flapping_receiver() -> Iterator[FlappingReceiver]:
             answer = script.answer()
             with script.lock:
                 script.calls.append(
-                    Hook(body["task_id"], body["status"], body["callback_seq"], self.headers["webhook-id"], answer)
+                    Hook(
+                        body["data"]["task_id"],
+                        body["data"]["status"],
+                        body["data"]["callback_seq"],
+                        self.headers["webhook-id"],
+                        answer,
+                    )
                 )
             if answer == RESET:
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -465,12 +471,12 @@ def check_callbacks(sim: Simulation, records: dict[str, dict[str, Any]]) -> None
     for call in sim.receiver.calls:
         calls[call.task_id].append(call)
     for task_id, record in records.items():
-        if not record.get("callback_url"):
+        if not record.get("subscribers"):
             if calls.get(task_id):
                 sim.violations.append(f"{task_id}: called back without a callback_url")
             continue
         received = calls.get(task_id, [])
-        state = record.get("callback") or {}
+        state = (record.get("subscribers") or [{}])[0].get("state") or {}
         if task_id in sim.promised and not received:
             sim.violations.append(f"{task_id}: callback lost ({record['status']}, {state}) {sim.log[task_id]}")
             continue

@@ -117,7 +117,7 @@ def test_a_cancel_or_the_deadline_racing_completion_ends_the_task_one_way_everyw
                 rival(task_id)  # too late: the task has completed
         calls = hook.wait_for(len(POINTS))
 
-    callbacks = {json.loads(c.body)["task_id"]: json.loads(c.body)["status"] for c in calls}
+    callbacks = {json.loads(c.body)["data"]["task_id"]: json.loads(c.body)["data"]["status"] for c in calls}
     for point, task_id in tasks.items():
         expected = TaskStatus.COMPLETED if point is None else status
         assert_consistent(seeded, task_id, expected)
@@ -190,7 +190,7 @@ def test_cancels_from_another_thread_at_random_moments_agree_with_the_file(seede
             results[task_id] = (outcome, answers[0])
         calls = hook.wait_for(len(task_ids))
 
-    callbacks = {json.loads(c.body)["task_id"]: json.loads(c.body)["status"] for c in calls}
+    callbacks = {json.loads(c.body)["data"]["task_id"]: json.loads(c.body)["data"]["status"] for c in calls}
     for task_id, (outcome, answer) in results.items():
         expected = TaskStatus.CANCELLED if answer == 200 else TaskStatus.COMPLETED
         assert answer in (200, 409)

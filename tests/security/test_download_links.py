@@ -119,8 +119,8 @@ def test_the_callback_carries_a_link_as_short_lived_as_the_others(running_aws: R
     with receiver([204]) as hook:
         completed_task(running_aws, callback_url=hook.url)
         (call_,) = hook.wait_for(1)
-    payload = json.loads(call_.body)
+    payload = json.loads(call_.body)["data"]
     assert payload["status"] == "COMPLETED"
     assert_lifetime(payload["download_url"], call_.at - time.monotonic() + time.time(), Results.DOWNLOAD_URL_TTL_SEC)
-    expire_at = datetime.fromisoformat(payload["expire_at"])
+    expire_at = datetime.fromisoformat(payload["download_expires_at"])
     assert 0 < (expire_at - datetime.now(UTC)).total_seconds() <= Results.DOWNLOAD_URL_TTL_SEC

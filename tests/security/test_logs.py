@@ -65,7 +65,11 @@ def test_a_full_task_logs_no_token_secret_signature_or_link(
     output = capfd.readouterr()
     logged = debug_logs.getvalue() + output.out + output.err
 
-    links = [json.loads(view["body"])["download_url"], redirect["headers"]["Location"], json.loads(calls[-1].body)]
+    links = [
+        json.loads(view["body"])["download_url"],
+        redirect["headers"]["Location"],
+        json.loads(calls[-1].body)["data"],
+    ]
     secrets = {
         "bearer token": BEARER,
         "webhook secret": WEBHOOK_SECRET,

@@ -51,6 +51,12 @@ class FakeTasks:
         self.tasks[before.task_id] = after
         self.writes.append((self.clock() if self.clock else None, after))
 
+    def merge(self, before: Task, after: Task) -> None:
+        current = self.tasks[before.task_id]
+        if (current.priority, current.subscribers) != (before.priority, before.subscribers):
+            raise ConditionFailed("changed", current=current.model_dump())
+        self.update(before, after)
+
 
 class FakeQueue:
     def __init__(self) -> None:

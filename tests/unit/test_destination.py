@@ -1,5 +1,7 @@
 """The SSRF guard, with a fake resolver: what may be called back, and what never."""
 
+import ipaddress
+
 import pytest
 
 from exports.domain.errors import InvalidRequest
@@ -82,3 +84,62 @@ def test_local_development_allows_plain_http_to_loopback_only() -> None:
         check_destination("http://intranet:9000/h", resolving_to("10.0.0.2"), allow_local=True)
     with pytest.raises(InvalidRequest):
         check_destination("http://hooks.example.com/h", resolving_to("93.184.216.34"), allow_local=True)
+
+
+@pytest.mark.parametrize(
+    ("address", "rule"),
+    [
+        ("fec0::1", "site-local"),
+        ("fec0:1234::5", "site-local"),
+        ("3fff::1", "documentation"),
+        ("3fff:fff:ffff::1", "documentation"),
+        ("5f00::1", "segment routing"),
+        ("100:0:0:1::1", "dummy"),
+        ("2001:2::1", "IETF protocol assignment"),
+        ("2001:db8::1", "documentation"),
+        ("4000::1", "not a global unicast address"),
+        ("fd00::1", "unique-local"),
+        ("ff02::1", "multicast"),
+        ("192.0.0.9", "IETF protocol assignment"),
+        ("192.88.99.1", "6to4 relay"),
+        ("100.64.0.1", "shared"),
+        ("198.18.0.1", "benchmarking"),
+        ("::ffff:192.168.1.5", "private address"),
+        ("2002:c0a8:105::1", "private address"),
+        ("64:ff9b::a00:1", "private address"),
+    ],
+)
+def test_every_special_purpose_block_is_refused_and_the_rule_named(address: str, rule: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        check_destination("https://hooks.example.com/x", resolving_to(address))
+    assert rule in refused.value.message
+    assert str(ipaddress.ip_address(address)) in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://192.168.1.5/hook", "private address (RFC 1918)"),
+        ("http://10.1.2.3/", "private address"),
+        ("http://[fe80::1]/", "link-local"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ],
+)
+def test_a_private_http_url_is_refused_for_its_address_not_its_scheme(url: str, says: str) -> None:
+    host = url.split("//")[1].split("/", maxsplit=1)[0].strip("[]")
+    with pytest.raises(InvalidRequest) as refused:
+        check_destination(url, resolving_to(host))
+    assert says in refused.value.message
+    assert "https" not in refused.value.message
+
+
+def test_a_public_http_url_is_refused_for_its_scheme() -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        check_destination("http://hooks.example.com/", resolving_to("93.184.216.34"))
+    assert "must use https" in refused.value.message
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8"])
+def test_global_unicast_addresses_pass(address: str) -> None:
+    destination = check_destination("https://hooks.example.com/", resolving_to(address))
+    assert destination.address == str(ipaddress.ip_address(address))

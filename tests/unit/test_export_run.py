@@ -296,7 +296,7 @@ def test_an_xlsx_export_holds_every_row_typed():
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0] == ("N", "Day", "Amount", "Text")
     assert len(rows) == 31 and result.rows == 30
-    assert rows[8][0] == 7 and rows[8][3] == "'=1+1"
+    assert rows[8][0] == 7 and rows[8][3] == "=1+1"
     assert world.files.tags[result.key]["sha256"] == hashlib.sha256(body).hexdigest() == result.sha256
 
 
@@ -362,3 +362,9 @@ def test_rows_of_the_numbers_fake_are_what_the_files_hold():
     assert lines[0] == "N,Day,Amount,Text"
     assert lines[8] == f"7,{number_row(7)[1].isoformat()},0.07,'=1+1"
     assert len(lines) == 102 and lines[-1] == ""
+
+
+def test_a_task_without_the_csv_formula_guard_writes_text_exactly():
+    _, body = one_shot(ExportFormat.CSV, csv_formula_guard=False)
+    lines = body.decode().split("\r\n")
+    assert lines[8] == f"7,{number_row(7)[1].isoformat()},0.07,=1+1"

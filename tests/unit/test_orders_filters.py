@@ -98,7 +98,7 @@ def test_invalid_filters_name_the_offending_field(raw, loc, field, says):
     error = invalid_request(caught.value, prefix="filters")
 
     assert isinstance(error, InvalidRequest)
-    assert error.code == "INVALID_REQUEST"
+    assert error.code == "VALIDATION_ERROR"
     assert error.field == field
     assert error.details == {"field": field}
     assert error.message.startswith(f"{field}: ")

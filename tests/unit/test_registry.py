@@ -57,7 +57,7 @@ def test_unknown_type_is_an_invalid_request_listing_the_known_ones(orders):
     assert "'invoices'" in caught.value.message
     assert caught.value.message.endswith("known types: orders, refunds")
     # the code override is the instance's, not the class's
-    assert InvalidRequest.code == "INVALID_REQUEST"
+    assert InvalidRequest.code == "VALIDATION_ERROR"
 
 
 def test_iterates_over_its_types(orders):

@@ -101,10 +101,10 @@ def test_reused_styled_cells_keep_each_rows_own_values():
     assert {cell.number_format for cell in sheet["C"][1:]} == {"#,##0.00"}
 
 
-def test_text_in_a_formatted_column_is_still_neutralised_and_cleaned():
+def test_text_in_a_formatted_column_is_still_exact_quoted_and_cleaned():
     sheet = load(FORMATTED, [("=1+1", "@x\x0b", "-2")])
-    assert [cell.value for cell in sheet[2]] == ["'=1+1", "'@x", "'-2"]
-    assert all(cell.data_type == "s" for cell in sheet[2])
+    assert [cell.value for cell in sheet[2]] == ["=1+1", "@x", "-2"]
+    assert all(cell.data_type == "s" and cell.quotePrefix for cell in sheet[2])
 
 
 def test_a_failing_source_leaves_no_temporary_sheet_files():
@@ -144,4 +144,4 @@ def test_the_prepared_rows_shortcut_writes_what_openpyxls_own_path_writes(monkey
     plain = load(columns, rows)
 
     assert cells(fast) == cells(plain)
-    assert cells(fast)[3][0][0] == "'=cmd" and cells(fast)[3][2][0] == "not a date"
+    assert cells(fast)[3][0][0] == "=cmd" and cells(fast)[3][2][0] == "not a date"

@@ -20,7 +20,7 @@ from openpyxl.utils.datetime import to_excel
 
 from exports.export_types.base import Column, ColumnKind
 from exports.export_types.orders import ORDER_COLUMNS
-from exports.writers.cells import neutralise, xml_safe
+from exports.writers.cells import MAX_COLUMN_WIDTH, xml_safe
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink
 from exports.writers.xlsx_engine import (
     MAX_DATA_ROWS_PER_SHEET,
@@ -91,7 +91,27 @@ def test_header_is_bold_and_frozen_and_the_columns_have_their_widths():
     assert all(cell.font.b for cell in sheet[1])
     assert sheet.freeze_panes == "A2"
     for index, column in enumerate(ORDER_COLUMNS, start=1):
-        assert sheet.column_dimensions[get_column_letter(index)].width == column.width
+        assert sheet.column_dimensions[get_column_letter(index)].width == max(8, len(column.header) + 3)
+
+
+def test_widths_fit_the_first_rows_up_to_a_cap_and_wide_characters_count_twice():
+    sheet = load([*TEXT, Column("n", "N", ColumnKind.INTEGER)], [("王芳王芳王芳", 1), ("ab", 123456789012)]).active
+    assert sheet.column_dimensions["A"].width == 13  # 6 wide characters, one of padding
+    assert sheet.column_dimensions["B"].width == 13  # 12 digits
+    capped = load(TEXT, [("x" * 500,)]).active
+    assert capped.column_dimensions["A"].width == MAX_COLUMN_WIDTH
+
+
+def test_every_sheet_has_an_autofilter_on_its_header_and_print_titles():
+    _, body = write(ONE, [(n,) for n in range(1, 6)], max_rows_per_sheet=2)
+    book = load_workbook(io.BytesIO(body))
+
+    assert [sheet.auto_filter.ref for sheet in book.worksheets] == ["A1:A3", "A1:A3", "A1:A2"]
+    assert {sheet.print_title_rows for sheet in book.worksheets} == {"$1:$1"}
+    workbook_xml = zipfile.ZipFile(io.BytesIO(body)).read("xl/workbook.xml").decode()
+    assert '<definedName name="_xlnm._FilterDatabase" localSheetId="2" hidden="1">\'Export (3)\'!$A$1:$A$2' in (
+        workbook_xml
+    )
 
 
 def test_data_rows_are_not_bold():
@@ -109,15 +129,17 @@ def test_none_is_no_cell_at_all_in_every_kind():
     assert values(sheet)[1:] == [[None] * 6, [None, 1, None, None, None, None]]
 
 
-def test_formula_looking_text_is_stored_as_text_with_the_apostrophe_like_the_other_writers():
+def test_formula_looking_text_is_stored_exactly_with_the_quote_prefix_style():
     texts = ['=HYPERLINK("http://x")', "+49 30 1234", "-10%", "@home", "\tx", "\rx", "=1+1"]
 
     sheet = load(TEXT, [(text,) for text in texts]).active
 
     read = [row[0] for row in values(sheet)[1:]]
-    assert read == [neutralise(xml_safe(text)) for text in texts]
-    assert read[0] == '\'=HYPERLINK("http://x")' and read[4] == "'\tx" and read[5] == "'\rx"
+    assert read == [xml_safe(text) for text in texts]
+    assert read[0] == '=HYPERLINK("http://x")' and read[4] == "\tx" and read[5] == "\rx"
     assert all(cell.data_type == "s" for row in sheet.iter_rows() for cell in row)
+    assert all(row[0].quotePrefix for row in sheet.iter_rows(min_row=2))
+    assert not sheet["A1"].quotePrefix
 
 
 def test_control_characters_are_removed_and_markup_is_escaped():
@@ -200,7 +222,7 @@ def test_other_values_are_their_text_as_in_csv():
 
     sheet = load(columns, rows).active
 
-    assert values(sheet)[1:] == [["08:30:00", "NaN", "inf"], ["1 day, 0:00:00", "'-Infinity", "[1, 2]"]]
+    assert values(sheet)[1:] == [["08:30:00", "NaN", "inf"], ["1 day, 0:00:00", "-Infinity", "[1, 2]"]]
     assert all(cell.data_type == "s" for row in sheet.iter_rows(min_row=2) for cell in row)
 
 
@@ -289,7 +311,7 @@ def test_rollover_continues_on_a_new_sheet_with_the_header_repeated():
     for sheet in book.worksheets:
         assert sheet.freeze_panes == "A2"
         assert sheet["A1"].font.b
-        assert sheet.column_dimensions["A"].width == ONE[0].width
+        assert sheet.column_dimensions["A"].width == 8
 
 
 def test_rollover_within_one_page_and_across_pages():

@@ -64,7 +64,7 @@ def test_an_xlsx_export_is_written_by_the_stream_engine_by_default():
     assert rows[0] == ("N", "Day", "Amount", "Text")
     assert len(rows) == 31 and result.rows == 30
     n, day, amount, _ = number_row(7)
-    assert rows[8] == (n, datetime.combine(day, time()), float(amount), "'=1+1")
+    assert rows[8] == (n, datetime.combine(day, time()), float(amount), "=1+1")
     assert world.files.tags[result.key]["sha256"] == hashlib.sha256(body).hexdigest() == result.sha256
     assert result.bytes == len(body)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from openpyxl import load_workbook
 
 from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import neutralise, xml_safe
+from exports.writers.cells import looks_like_formula, xml_safe
 from exports.writers.xlsx_engine import XlsxStream, write_xlsx_stream
 from exports.writers.xlsx_writer import write_xlsx
 
@@ -60,8 +60,9 @@ def assert_read_back_equal(kind, value, cell):
     if value is None:
         assert cell.value is None
     elif kind is ColumnKind.STRING:
-        stored = neutralise(xml_safe(value))
+        stored = xml_safe(value)
         assert (shown(cell.value), cell.data_type) == (stored, "s") if stored else cell.value is None
+        assert (bool(stored) and looks_like_formula(stored) == bool(cell.quotePrefix)) or not stored
     elif kind is ColumnKind.INTEGER:
         assert (cell.value, type(cell.value), cell.data_type) == (value, int, "n")
     elif kind is ColumnKind.DECIMAL:

@@ -10,6 +10,7 @@ from openpyxl.utils import get_column_letter
 
 from exports.export_types.base import Column, ColumnKind
 from exports.export_types.orders import ORDER_COLUMNS
+from exports.writers.cells import MAX_COLUMN_WIDTH, fitted_widths
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink
 from exports.writers.xlsx_writer import write_xlsx
 from tests.unit.fakes import FakeUpload
@@ -44,12 +45,24 @@ def test_header_is_bold_and_frozen():
     assert sheet.freeze_panes == "A2"
 
 
-def test_column_widths_follow_the_columns():
-    _, book = write_and_load(list(ORDER_COLUMNS), [])
+def test_column_widths_fit_the_header_and_the_data_up_to_a_cap():
+    rows = [("short", None, None, None, None), ("x" * 200, None, None, None, None)]
+    _, book = write_and_load(TYPED, rows)
     sheet = book.active
 
+    assert sheet.column_dimensions["A"].width == MAX_COLUMN_WIDTH
+    assert sheet.column_dimensions["E"].width == fitted_widths(TYPED, rows)[4] == len("Items") + 3
+    _, empty = write_and_load(list(ORDER_COLUMNS), [])
     for index, column in enumerate(ORDER_COLUMNS, start=1):
-        assert sheet.column_dimensions[get_column_letter(index)].width == column.width
+        assert empty.active.column_dimensions[get_column_letter(index)].width == max(8, len(column.header) + 3)
+
+
+def test_the_header_has_an_autofilter_and_repeats_on_printed_pages():
+    _, book = write_and_load(TYPED, [("a", None, None, None, 1)] * 3)
+    sheet = book.active
+
+    assert sheet.auto_filter.ref == "A1:E4"
+    assert sheet.print_title_rows == "$1:$1"
 
 
 def test_typed_values_keep_their_type_and_number_format():
@@ -76,14 +89,15 @@ def test_none_is_an_empty_cell_in_every_kind():
     assert [cell.value for cell in book.active[2]] == [None] * 5
 
 
-def test_formula_looking_text_is_stored_as_neutralised_text():
+def test_formula_looking_text_is_stored_exactly_as_text_with_the_quote_prefix_style():
     rows = [('=HYPERLINK("http://x")', None, None, None, None), ("@home", None, None, None, None), ("-1", *[None] * 4)]
 
     _, book = write_and_load(TYPED, rows)
     sheet = book.active
 
-    assert [sheet.cell(row, 1).value for row in (2, 3, 4)] == ['\'=HYPERLINK("http://x")', "'@home", "'-1"]
+    assert [sheet.cell(row, 1).value for row in (2, 3, 4)] == ['=HYPERLINK("http://x")', "@home", "-1"]
     assert all(sheet.cell(row, 1).data_type == "s" for row in (2, 3, 4))
+    assert all(sheet.cell(row, 1).quotePrefix for row in (2, 3, 4))
     assert not any(cell.data_type == "f" for row in sheet.iter_rows() for cell in row)
 
 

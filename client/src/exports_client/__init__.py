@@ -35,7 +35,7 @@ from exports_client.models import (
     TaskStatus,
     TaskView,
 )
-from exports_client.webhooks import verify_webhook
+from exports_client.webhooks import parse_event, verify_webhook
 
 __version__ = version("exports-client")
 __all__ = [
@@ -63,5 +63,6 @@ __all__ = [
     "UnexpectedResponseError",
     "WaitTimeoutError",
     "WebhookVerificationError",
+    "parse_event",
     "verify_webhook",
 ]

@@ -101,6 +101,7 @@ class ExportsClient:
         timeout_sec: int | None = None,
         callback_url: str | None = None,
         csv_bom: bool | None = None,
+        csv_formula_guard: bool | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns at once with the new task's id (``202``).
 
@@ -113,6 +114,7 @@ class ExportsClient:
             "timeout_sec": timeout_sec,
             "callback_url": callback_url,
             "csv_bom": csv_bom,
+            "csv_formula_guard": csv_formula_guard,
         }
         body = {
             "export_type": export_type,

@@ -68,6 +68,12 @@ class CallbackView(_Result):
     last_error: str | None = None
 
 
+class SubscriberView(CallbackView):
+    """One submitter's callback (the task's own, or of an identical request merged into it)."""
+
+    url: str
+
+
 class TaskView(_Result):
     """A task as its owner sees it."""
 
@@ -96,6 +102,8 @@ class TaskView(_Result):
     download_expires_at: datetime | None = None
     retry_of: str | None = None
     callback: CallbackView | None = None
+    callbacks: list[SubscriberView] = []
+    callback_seq: int = 0
 
     @property
     def is_terminal(self) -> bool:
@@ -137,3 +145,15 @@ class ErrorBody(_Result):
     """Every error answer of the API has this shape."""
 
     error: ErrorDetail
+
+
+class WebhookEvent(_Result):
+    """A verified callback, in the Standard Webhooks shape: ``type`` (``export.completed``,
+    ``export.failed``, ``export.timed_out``, ``export.cancelled``), ``timestamp`` and ``data``,
+    the task as ``GET /v1/exports/{id}`` shows it (with a fresh ``download_url`` and its
+    ``download_expires_at`` for COMPLETED). Keep the event with the highest
+    ``data.callback_seq`` per task."""
+
+    type: str
+    timestamp: datetime
+    data: TaskView

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from exports_client.errors import WebhookVerificationError
+from exports_client.models import WebhookEvent
 
 DEFAULT_TOLERANCE_SEC: Final = 300
 SECRET_PREFIX: Final = "whsec_"
@@ -47,6 +48,11 @@ def _signatures(header: str) -> list[bytes]:
     return decoded
 
 
+def parse_event(payload: Any) -> WebhookEvent:
+    """A verified payload (:func:`verify_webhook`'s result) as a typed :class:`WebhookEvent`."""
+    return WebhookEvent.model_validate(payload)
+
+
 def verify_webhook(
     body: bytes | str,
     headers: Mapping[str, str],
@@ -55,7 +61,8 @@ def verify_webhook(
     *,
     now: float | None = None,
 ) -> Any:
-    """Check a received webhook and return its JSON payload.
+    """Check a received webhook and return its JSON payload: ``{"type", "timestamp", "data"}``
+    (see :class:`~exports_client.models.WebhookEvent`; :func:`parse_event` types it).
 
     ``body`` must be the raw body exactly as received (not re-serialised JSON); ``headers`` may
     use any case. Raises :class:`WebhookVerificationError` when a signature header is missing or

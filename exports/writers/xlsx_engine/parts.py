@@ -8,9 +8,11 @@ or document properties: none is required, and leaving them out keeps every part 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from xml.sax.saxutils import escape as xml_text
 from xml.sax.saxutils import quoteattr
 
 from exports.export_types.base import Column
+from exports.writers.xlsx_engine.rows import column_letter
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -55,15 +57,38 @@ def package_rels() -> bytes:
     ).encode()
 
 
-def workbook(sheet_names: Sequence[str]) -> bytes:
-    """The workbook: its sheets, in order (relationship ``rId<n>`` is sheet ``n``)."""
+def _sheet_reference(name: str) -> str:
+    """A sheet name as a formula refers to it: quoted, with quotes doubled."""
+    return "'" + name.replace("'", "''") + "'"
+
+
+def filter_range(columns: int, rows: int) -> str:
+    """The autofilter's range: the header row and ``rows`` data rows (``A1:F101``)."""
+    return f"A1:{column_letter(columns - 1)}{rows + 1}"
+
+
+def workbook(sheet_names: Sequence[str], columns: int = 0, sheet_rows: Sequence[int] = ()) -> bytes:
+    """The workbook: its sheets, in order (relationship ``rId<n>`` is sheet ``n``), and per sheet
+    the defined names Excel keeps for its autofilter (``_xlnm._FilterDatabase``, over the header
+    and the ``sheet_rows`` data rows) and its print titles (``_xlnm.Print_Titles``: row 1 repeats
+    on every printed page)."""
     sheets = "".join(
         f'<sheet name={quoteattr(name)} sheetId="{number}" r:id="rId{number}"/>'
         for number, name in enumerate(sheet_names, start=1)
     )
+    names = ""
+    if columns:
+        for index, (name, rows) in enumerate(zip(sheet_names, sheet_rows, strict=True)):
+            sheet = xml_text(_sheet_reference(name))
+            names += (
+                f'<definedName name="_xlnm._FilterDatabase" localSheetId="{index}" hidden="1">'
+                f"{sheet}!$A$1:${column_letter(columns - 1)}${rows + 1}</definedName>"
+                f'<definedName name="_xlnm.Print_Titles" localSheetId="{index}">{sheet}!$1:$1</definedName>'
+            )
+    defined = f"<definedNames>{names}</definedNames>" if names else ""
     return (
         f'{_DECLARATION}<workbook xmlns="{_MAIN}" xmlns:r="{_RELATIONSHIPS}">'
-        f'<bookViews><workbookView activeTab="0"/></bookViews><sheets>{sheets}</sheets></workbook>'
+        f'<bookViews><workbookView activeTab="0"/></bookViews><sheets>{sheets}</sheets>{defined}</workbook>'
     ).encode()
 
 
@@ -80,7 +105,7 @@ def workbook_rels(sheets: int) -> bytes:
     ).encode()
 
 
-# cellXfs in the order of rows.Style: default, bold header, date, datetime, decimal. Number
+# cellXfs in the order of rows.Style: default, bold header, date, datetime, decimal, quoted text. Number
 # format 4 is the built-in "#,##0.00"; 164 and 165 are ours.
 STYLESHEET = (
     f'{_DECLARATION}<styleSheet xmlns="{_MAIN}">'
@@ -92,23 +117,25 @@ STYLESHEET = (
     "</fills>"
     '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
     '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-    '<cellXfs count="5">'
+    '<cellXfs count="6">'
     '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
     '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
     '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="4" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+    '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>'
     "</cellXfs>"
     '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
     "</styleSheet>"
 ).encode()
 
 
-def sheet_head(columns: Sequence[Column], selected: bool) -> str:
-    """A worksheet up to its first row: the header frozen (rows scroll under it), the widths."""
-    widths = "".join(
-        f'<col min="{index}" max="{index}" width="{column.width}" customWidth="1"/>'
-        for index, column in enumerate(columns, start=1)
+def sheet_head(columns: Sequence[Column], selected: bool, widths: Sequence[int] | None = None) -> str:
+    """A worksheet up to its first row: the header frozen (rows scroll under it), the widths
+    (``widths``, else each column's declared width)."""
+    cols = "".join(
+        f'<col min="{index}" max="{index}" width="{width}" customWidth="1"/>'
+        for index, width in enumerate(widths or [column.width for column in columns], start=1)
     )
     tab = ' tabSelected="1"' if selected else ""
     return (
@@ -117,8 +144,15 @@ def sheet_head(columns: Sequence[Column], selected: bool) -> str:
         '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
         '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews>'
         '<sheetFormatPr defaultRowHeight="15"/>'
-        f"{f'<cols>{widths}</cols>' if widths else ''}<sheetData>"
+        f"{f'<cols>{cols}</cols>' if cols else ''}<sheetData>"
     )
 
 
-SHEET_TAIL = "</sheetData></worksheet>"
+# The most a sheet's tail takes (its autofilter range has at most 3 column letters, 7 digits).
+MAX_SHEET_TAIL_BYTES = 64
+
+
+def sheet_tail(columns: int, rows: int) -> str:
+    """The end of a worksheet after its rows: an autofilter on the header row over the data."""
+    auto_filter = f'<autoFilter ref="{filter_range(columns, rows)}"/>' if columns else ""
+    return f"</sheetData>{auto_filter}</worksheet>"

@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import FORMULA_TRIGGERS, neutralise, xml_safe
+from exports.writers.cells import FORMULA_TRIGGERS, looks_like_formula, xml_safe
 
 
 class Style(IntEnum):
@@ -30,6 +30,9 @@ class Style(IntEnum):
     DATE = 2
     DATETIME = 3
     DECIMAL = 4
+    # Text that looks like a formula: stored as it is, with the quotePrefix style (so it stays
+    # text when a user edits the cell) instead of CSV's leading apostrophe.
+    QUOTED = 5
 
 
 COLUMN_STYLES = {ColumnKind.DATE: Style.DATE, ColumnKind.DATETIME: Style.DATETIME, ColumnKind.DECIMAL: Style.DECIMAL}
@@ -67,9 +70,8 @@ def date_serial(value: date) -> int | float:
 
 
 def stored_text(value: str) -> str:
-    """The text a cell holds for ``value``: what the other writers store (what XML cannot carry
-    removed, formula text neutralised)."""
-    return neutralise(xml_safe(value))
+    """The text a cell holds for ``value``: exactly the text, less what XML cannot carry."""
+    return xml_safe(value)
 
 
 def text_xml(text: str) -> str:
@@ -82,8 +84,11 @@ def text_xml(text: str) -> str:
 
 
 def text_cell(value: str, ref: str) -> str:
-    """An inline string cell (never styled, as in the other writers); empty text gives no cell."""
-    return _inline(stored_text(value), ref, "")
+    """An inline string cell, styled ``quotePrefix`` when the text looks like a formula (an
+    inline string is never one: the style only keeps it text if the cell is edited); empty text
+    gives no cell."""
+    text = stored_text(value)
+    return _inline(text, ref, f' s="{int(Style.QUOTED)}"' if looks_like_formula(text) else "")
 
 
 def _inline(text: str, ref: str, styled: str) -> str:

@@ -8,6 +8,7 @@ from typing import BinaryIO
 
 from exports.config import XlsxEngine
 from exports.export_types.base import Column, Row
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.xlsx_engine import parts
 from exports.writers.xlsx_engine.rows import header_row, rows_encoder
 from exports.writers.xlsx_engine.zip_stream import MAX_ENTRY_BYTES, ZipStream
@@ -24,8 +25,9 @@ BATCH_ROWS = 1000
 
 
 class XlsxStream:
-    """An XLSX file written into ``out`` as rows come: a bold frozen header, column widths,
-    typed cells with number formats; a new sheet, header repeated, past ``max_rows_per_sheet``
+    """An XLSX file written into ``out`` as rows come: a bold frozen header with an autofilter,
+    repeated on every printed page, column widths fitted to the first rows (capped), typed
+    cells with number formats, text exactly as given; a new sheet, header repeated, past ``max_rows_per_sheet``
     data rows. Memory is one batch of rows and the compressor's window, whatever the row count.
 
     ``write_rows`` takes rows (a page), :meth:`close` finishes the file (workbook, relationships,
@@ -51,18 +53,22 @@ class XlsxStream:
         self._max_rows = max_rows_per_sheet
         self._encode = rows_encoder(self._columns)
         self._head_row = header_row(self._columns).encode()
-        self._tail = parts.SHEET_TAIL.encode()
         self._zip = ZipStream(out, compress_level)
-        self._max_bytes = max_sheet_bytes - len(self._tail)
+        self._max_bytes = max_sheet_bytes - parts.MAX_SHEET_TAIL_BYTES
         self._sheet_names: list[str] = []
+        self._sheet_rows: list[int] = []
+        self._widths: list[int] | None = None
         self._in_sheet = 0
         self._sheet_bytes = 0
         self._zip.add(parts.PACKAGE_RELS, parts.package_rels())
         self._zip.add(parts.STYLES, parts.STYLESHEET)
-        self._new_sheet()
 
     def write_rows(self, rows: Sequence[Row]) -> None:
-        """Append ``rows``; a row of the wrong length raises ``ValueError``."""
+        """Append ``rows``; a row of the wrong length raises ``ValueError``. The widths of the
+        columns are fitted to the first call's rows (up to WIDTH_SAMPLE_ROWS of them)."""
+        if self._widths is None:
+            self._widths = fitted_widths(self._columns, rows[:WIDTH_SAMPLE_ROWS])
+            self._new_sheet()
         start, total = 0, len(rows)
         while start < total:
             if self._in_sheet == self._max_rows:
@@ -78,8 +84,10 @@ class XlsxStream:
 
     def close(self) -> int:
         """Finish the file; returns the number of data rows."""
+        if self._widths is None:
+            self.write_rows([])
         self._end_sheet()
-        self._zip.add(parts.WORKBOOK, parts.workbook(self._sheet_names))
+        self._zip.add(parts.WORKBOOK, parts.workbook(self._sheet_names, len(self._columns), self._sheet_rows))
         self._zip.add(parts.WORKBOOK_RELS, parts.workbook_rels(len(self._sheet_names)))
         self._zip.add(parts.CONTENT_TYPES, parts.content_types(len(self._sheet_names)))
         self._zip.close()
@@ -95,12 +103,14 @@ class XlsxStream:
         self._sheet_names.append(self._title if number == 1 else f"{self._title} ({number})")
         self._zip.start(parts.sheet_part(number))
         self._in_sheet = self._sheet_bytes = 0
-        self._put(parts.sheet_head(self._columns, selected=number == 1).encode() + self._head_row, 0)
+        head = parts.sheet_head(self._columns, selected=number == 1, widths=self._widths)
+        self._put(head.encode() + self._head_row, 0)
 
     def _end_sheet(self) -> None:
         if self._sheet_names:
-            self._zip.write(self._tail)
+            self._zip.write(parts.sheet_tail(len(self._columns), self._in_sheet).encode())
             self._zip.end()
+            self._sheet_rows.append(self._in_sheet)
 
     def _put(self, data: bytes, rows: int) -> None:
         self._zip.write(data)
