@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from aws_cdk import Duration, RemovalPolicy, Size
@@ -71,12 +72,13 @@ class FunctionSpec:
     # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
     reserved_concurrency: int | None = None
 
-    def package(self) -> PackageSpec:
-        """What goes into its Lambda package."""
+    def package(self, extra_files: tuple[tuple[Path, str], ...] = ()) -> PackageSpec:
+        """What goes into its Lambda package (``extra_files``: see :class:`PackageSpec`)."""
         return PackageSpec(
             handler_dir=FUNCTIONS_DIR / self.name,
             requirements=requirements_for(self.distributions),
             python_version=runtime_python_version(),
+            extra_files=extra_files,
         )
 
 
@@ -91,6 +93,7 @@ class ServiceFunction(Construct):
         spec: FunctionSpec,
         settings: StageSettings,
         environment: Mapping[str, str],
+        extra_files: tuple[tuple[Path, str], ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(
@@ -107,7 +110,7 @@ class ServiceFunction(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
-            code=lambda_code(spec.package(), RUNTIME),
+            code=lambda_code(spec.package(extra_files), RUNTIME),
             role=self.role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Final, cast
 
-from aws_cdk import CfnElement, Stack
+from aws_cdk import ArnFormat, CfnElement, Stack
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
@@ -13,10 +14,12 @@ from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
 from infra.secrets import WebhookSecret
-from infra.settings import AdmissionLimits, Sizing, StageSettings
+from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
+from infra.sources import DeclaredSources
 from infra.storage import ResultsStorage
 from infra.tables import Tables
 
+COLON: Final = ArnFormat.COLON_RESOURCE_NAME
 # Runtime dependencies by function: each package carries only what its code imports
 # (tests/infra/test_infra_bundling.py imports every handler and compares).
 # urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
@@ -40,7 +43,9 @@ WORKER: Final = FunctionSpec(
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
-    distributions=(*_BASE, _RETRIES, "openpyxl", "lxml"),
+    # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the other
+    # functions build the same registry without importing it.
+    distributions=(*_BASE, _RETRIES, "openpyxl", "lxml", "psycopg"),
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
 )
@@ -105,6 +110,7 @@ class ServiceFunctions(Construct):
         storage: ResultsStorage,
         webhook_secret: WebhookSecret,
         lifecycle_state_machine_arn: str,
+        sources: DeclaredSources,
     ) -> None:
         super().__init__(scope, construct_id)
         # Settings.from_env (exports/settings.py) needs all of these in every function.
@@ -117,9 +123,16 @@ class ServiceFunctions(Construct):
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
             Env.RETENTION_HOURS: str(settings.results_retention_hours),
             Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_state_machine_arn,
+            **sources.environment(),
         }
+        packaged = sources.packaged_files()
         self.api = ServiceFunction(
-            self, "Api", spec=API, settings=settings, environment={**environment, **api_limits(settings.admission)}
+            self,
+            "Api",
+            spec=API,
+            settings=settings,
+            environment={**environment, **api_limits(settings.admission)},
+            extra_files=packaged,
         )
         self.worker = ServiceFunction(
             self,
@@ -127,14 +140,18 @@ class ServiceFunctions(Construct):
             spec=WORKER,
             settings=settings,
             environment={**environment, **worker_limits(settings.admission)},
+            extra_files=packaged,
         )
-        self.lifecycle = ServiceFunction(self, "Lifecycle", spec=LIFECYCLE, settings=settings, environment=environment)
+        self.lifecycle = ServiceFunction(
+            self, "Lifecycle", spec=LIFECYCLE, settings=settings, environment=environment, extra_files=packaged
+        )
         self.callback = ServiceFunction(
             self,
             "Callback",
             spec=CALLBACK,
             settings=settings,
             environment={**environment, Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn},
+            extra_files=packaged,
         )
         results = storage.results_objects_arn()
         tasks_table = tables.tasks.table_arn
@@ -192,6 +209,7 @@ class ServiceFunctions(Construct):
         # result files (its access log is another bucket).
         self.worker.allow(["s3:ListBucket"], [storage.bucket.bucket_arn])
         self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
+        self._reach_declared_sources(sources, settings)
         for lane in queues.lanes:
             self.worker.function.add_event_source(
                 event_sources.SqsEventSource(
@@ -224,6 +242,50 @@ class ServiceFunctions(Construct):
                 f"Result files have keys per task and attempt under {Results.KEY_PREFIX}/; "
                 "the grant covers that prefix only.",
             )
+
+    def _reach_declared_sources(self, sources: DeclaredSources, settings: StageSettings) -> None:
+        """Worker: read the named sources' secrets, connect as their RDS IAM users, query the
+        user's own tables (and their indexes) by key; in the VPC given, if any."""
+        stack = Stack.of(self)
+        if arns := sources.secret_arns():
+            self.worker.allow(["secretsmanager:GetSecretValue"], arns)
+        users = [
+            stack.format_arn(service="rds-db", resource="dbuser", resource_name=f"{rid}/{user}", arn_format=COLON)
+            for rid, user in sources.iam_users()
+        ]
+        if users:
+            self.worker.allow(["rds-db:connect"], users)
+        tables = sources.user_tables()
+        if tables:
+            arns = [stack.format_arn(service="dynamodb", resource="table", resource_name=name) for name in tables]
+            self.worker.allow(["dynamodb:Query"], [*arns, *(f"{arn}/index/*" for arn in arns)])
+            for name in tables:
+                acknowledge(
+                    self.worker.role,
+                    f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/{name}/index/*]",
+                    "Declared DynamoDB types may query any index of the tables the declaration names.",
+                )
+        if settings.worker_vpc is not None:
+            self._in_vpc(settings.worker_vpc)
+
+    def _in_vpc(self, vpc: WorkerVpc) -> None:
+        """The worker in the given subnets and security groups, with the network interfaces
+        Lambda creates for it (the other functions stay out, so callbacks reach the internet)."""
+        function = cast(lambda_.CfnFunction, self.worker.function.node.default_child)
+        function.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+            subnet_ids=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
+        )
+        self.worker.allow(
+            [
+                "ec2:CreateNetworkInterface",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            ["*"],
+        )
 
     @property
     def all(self) -> tuple[ServiceFunction, ...]:

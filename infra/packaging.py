@@ -1,11 +1,12 @@
 """Lambda packages built without Docker (CDK local bundling).
 
 A package is: the Linux arm64 wheels of the function's runtime dependencies (``pip install
---platform manylinux2014_aarch64 --only-binary=:all: --target``), the shared ``exports``
-package, the function's own ``handler.py``, and ``.pyc`` files compiled by an interpreter of the
-Lambda runtime's version. The bytecode is written in ``unchecked-hash`` mode: the asset zip
-resets file times, so timestamp-checked bytecode would look stale and be recompiled (into a
-read-only file system) on every cold start.
+--platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 --only-binary=:all:
+--target``), the shared ``exports`` package, the function's own ``handler.py``, the declaration
+of export types (``exports.toml`` at the package root, with the CA bundles it names), and
+``.pyc`` files compiled by an interpreter of the Lambda runtime's version. The bytecode is
+written in ``unchecked-hash`` mode: the asset zip resets file times, so timestamp-checked
+bytecode would look stale and be recompiled (into a read-only file system) on every cold start.
 
 Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
 and ``uv.lock`` pins everything those pull in: the same locked versions as the virtualenv
@@ -40,6 +41,9 @@ LOCKFILE: Final = REPO_ROOT / "uv.lock"
 SHARED_PACKAGE: Final = REPO_ROOT / "exports"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 PIP_PLATFORM: Final = "manylinux2014_aarch64"
+# Wheels built for glibc 2.28 too (psycopg-binary ships no manylinux2014 arm64 wheel): Lambda's
+# python3.12 runtime runs on Amazon Linux 2023, glibc 2.34.
+PIP_PLATFORMS: Final = (PIP_PLATFORM, "manylinux_2_28_aarch64")
 WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 # The AWS services the functions' code calls (exports/adapters/*: also RDS IAM auth tokens and RDS
 # secrets of declared PostgreSQL sources, the callback's secret). botocore
@@ -157,13 +161,19 @@ class PackageSpec:
     python_version: str
     # botocore keeps only these services' models (see :data:`AWS_SERVICES`); None keeps all.
     aws_services: tuple[str, ...] | None = AWS_SERVICES
+    # Files besides the code, as (file, path in the package): the declaration of export types
+    # and the CA bundles it names.
+    extra_files: tuple[tuple[Path, str], ...] = ()
 
     def fingerprint(self) -> str:
         """A hash of every input of the package: unchanged inputs let CDK reuse a built asset."""
         digest = hashlib.sha256()
         digest.update(Path(__file__).read_bytes())
-        digest.update("\n".join((self.python_version, PIP_PLATFORM, *self.requirements)).encode())
+        digest.update("\n".join((self.python_version, *PIP_PLATFORMS, *self.requirements)).encode())
         digest.update(repr(self.aws_services).encode())
+        for source, target in self.extra_files:
+            digest.update(target.encode())
+            digest.update(source.read_bytes())
         digest.update(locked_constraints().encode())
         for root in (self.handler_dir, SHARED_PACKAGE):
             for path in _source_files(root):
@@ -186,7 +196,9 @@ def _copy(source: Path, target: Path) -> None:
 def _pip(*arguments: str) -> list[str]:
     """A pip command for Linux arm64 wheels of the runtime's Python, pinned by uv.lock."""
     command = [sys.executable, "-m", "pip", *arguments, "--disable-pip-version-check", "--no-input", "--quiet"]
-    command += ["--platform", PIP_PLATFORM, "--implementation", "cp", "--only-binary=:all:"]
+    for platform in PIP_PLATFORMS:
+        command += ["--platform", platform]
+    command += ["--implementation", "cp", "--only-binary=:all:"]
     return [*command, "--constraint", str(_constraints_file())]
 
 
@@ -203,7 +215,7 @@ def wheelhouse(spec: PackageSpec) -> Path:
     code never downloads again, and a synth after the first one needs no network.
     """
     key = hashlib.sha256()
-    key.update("\n".join((PIP_PLATFORM, spec.python_version, *spec.requirements)).encode())
+    key.update("\n".join((*PIP_PLATFORMS, spec.python_version, *spec.requirements)).encode())
     key.update(locked_constraints().encode())
     root = wheel_cache_root()
     house = root / key.hexdigest()[:24]
@@ -234,6 +246,8 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
             _copy(source, output_dir / source.relative_to(spec.handler_dir))
     for source in _source_files(SHARED_PACKAGE):
         _copy(source, output_dir / SHARED_PACKAGE.name / source.relative_to(SHARED_PACKAGE))
+    for source, target in spec.extra_files:
+        _copy(source, output_dir / target)
     compile_all = [str(interpreter), "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
     _run([*compile_all, str(output_dir)], f"compileall with {interpreter}")
 

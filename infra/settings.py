@@ -9,9 +9,10 @@ deployment may tune, whose defaults are :class:`exports.config.Admission` and
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from exports.config import Admission, Callback, HotKey, Results, Worker
@@ -41,6 +42,14 @@ class Context:
     MAX_BACKLOG: Final = "max_backlog"
     HOT_KEY_RATE_PER_MINUTE: Final = "hot_key_rate_per_minute"
     HOT_KEY_BURST: Final = "hot_key_burst"
+    # The declaration of sources and export types to deploy (a path; default: exports.toml).
+    EXPORTS_CONFIG: Final = "exports_config"
+    # JSON object, per declared source the keys that replace the file's (its connection on AWS):
+    # '{"shop": {"secret_arn": "arn:..."}}'.
+    SOURCES: Final = "sources"
+    # JSON object: the worker's VPC subnets and security groups, to reach a database in a VPC:
+    # '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'.
+    WORKER_VPC: Final = "worker_vpc"
 
 
 class Sizing:
@@ -131,6 +140,11 @@ class StageSettings:
     alarm_email: str | None = None
     alarm_topic_arn: str | None = None
     admission: AdmissionLimits = AdmissionLimits()
+    # The declaration file to package (None: the repository's exports.toml).
+    exports_config: str | None = None
+    # Per declared source, keys that replace the file's (exports.config.Env.SOURCE_OVERRIDES).
+    source_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    worker_vpc: WorkerVpc | None = None
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -178,10 +192,48 @@ class StageSettings:
         if topic := lookup(Context.ALARM_TOPIC_ARN):
             overrides["alarm_topic_arn"] = _topic_arn(str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
+        if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
+            overrides["exports_config"] = str(path)
+        if (sources := lookup(Context.SOURCES)) is not None:
+            overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
+        if (vpc := lookup(Context.WORKER_VPC)) is not None:
+            overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
         resolved = replace(settings, **overrides)
         if resolved.requires_alarm_destination and not resolved.has_alarm_destination:
             raise ValueError(MISSING_ALARM_DESTINATION.format(stage=resolved.stage))
         return resolved
+
+
+@dataclass(frozen=True)
+class WorkerVpc:
+    """The subnets and security groups the worker runs in (a database in a VPC)."""
+
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...]
+
+
+def _json_object(key: str, value: Any) -> dict[str, Any]:
+    """A context value that is a JSON object (given as JSON text on the command line)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"context {key}: not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"context {key}: expected a JSON object")
+    return value
+
+
+def _worker_vpc(value: dict[str, Any]) -> WorkerVpc:
+    subnets, groups = value.get("subnet_ids"), value.get("security_group_ids")
+    valid = all(
+        isinstance(ids, list) and ids and all(isinstance(item, str) and item.startswith(prefix) for item in ids)
+        for ids, prefix in ((subnets, "subnet-"), (groups, "sg-"))
+    )
+    if not valid or set(value) != {"subnet_ids", "security_group_ids"}:
+        expected = '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'
+        raise ValueError(f"context {Context.WORKER_VPC}: expected {expected}")
+    return WorkerVpc(tuple(subnets), tuple(groups))  # type: ignore[arg-type]
 
 
 MISSING_ALARM_DESTINATION: Final = (

@@ -12,6 +12,7 @@ from infra.monitoring import Monitoring
 from infra.queues import TaskQueues, lane_id
 from infra.secrets import WebhookSecret
 from infra.settings import StageSettings
+from infra.sources import DeclaredSources
 from infra.storage import ResultsStorage
 from infra.tables import Tables
 from infra.workflows import Workflows
@@ -58,6 +59,7 @@ class ExportsStack(Stack):
             storage=self.storage,
             webhook_secret=self.webhook_secret,
             lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
+            sources=DeclaredSources.load(settings),
         )
         self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
         self.monitoring.watch_queues(self.queues)

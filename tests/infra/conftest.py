@@ -39,6 +39,14 @@ PROD_CONTEXT = {
     "max_backlog": "500",
     "hot_key_rate_per_minute": "7.5",
     "hot_key_burst": "2",
+    # Declared sources on AWS: a secret given by the context, IAM auth, the user's own table.
+    "exports_config": str(REPO_ROOT / "tests" / "declarations" / "aws_sources.toml"),
+    "sources": json.dumps(
+        {"billing": {"secret_arn": "arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:billing"}}
+    ),
+    "worker_vpc": json.dumps(
+        {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
+    ),
 }
 
 

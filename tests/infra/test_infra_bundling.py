@@ -32,13 +32,14 @@ from infra.packaging import (
     trim_botocore,
 )
 from infra.settings import StageSettings
+from infra.sources import DeclaredSources
 
 pytestmark = pytest.mark.infra
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml"}}
+LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg"}}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
@@ -104,10 +105,10 @@ def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
 def test_openpyxl_and_lxml_ship_only_with_the_worker_and_every_runtime_dependency_ships_somewhere():
     shipped = {spec.name: names(spec.package().requirements) for spec in SPECS}
 
-    for distribution in ("openpyxl", "lxml"):
+    for distribution in ("openpyxl", "lxml", "psycopg"):
         assert [name for name, distributions in shipped.items() if distribution in distributions] == [WORKER.name]
     for spec in (API, LIFECYCLE, CALLBACK):
-        assert not shipped[spec.name] & {"openpyxl", "lxml"}, spec.name
+        assert not shipped[spec.name] & {"openpyxl", "lxml", "psycopg"}, spec.name
     assert set().union(*shipped.values()) == set(pinned_requirements())
 
 
@@ -168,7 +169,9 @@ def worker_asset(tmp_path_factory) -> Path:
         patch.setenv(WHEEL_CACHE_ENV, str(wheels))
         app = App(context=CDK_CONTEXT, outdir=str(outdir))
         stack = Stack(app, "Bundling")
-        ServiceFunction(stack, "Worker", spec=WORKER, settings=StageSettings.preset("dev"), environment={})
+        settings = StageSettings.preset("dev")
+        packaged = DeclaredSources.load(settings).packaged_files()
+        ServiceFunction(stack, "Worker", spec=WORKER, settings=settings, environment={}, extra_files=packaged)
         app.synth()
     (asset,) = (path for path in outdir.glob("asset.*") if path.is_dir())
     return asset
@@ -192,6 +195,15 @@ def test_the_bundle_has_the_workers_dependencies_for_linux_arm64(worker_asset):
         assert "aarch64" in extension.name, extension.name
         assert tag in extension.name, extension.name
     assert not [path.name for path in worker_asset.rglob("*.so") if "x86_64" in path.name]
+
+
+def test_the_bundle_has_psycopgs_arm64_binary_and_the_declaration_of_export_types(worker_asset):
+    tag = f"cpython-{runtime_python_version().replace('.', '')}"
+    extensions = list(worker_asset.glob("psycopg_binary/_psycopg.*.so"))
+    assert len(extensions) == 1 and "aarch64" in extensions[0].name and tag in extensions[0].name
+    # libpq comes inside the wheel, built for arm64 too.
+    assert list(worker_asset.glob("psycopg_binary.libs/libpq*"))
+    assert (worker_asset / "exports.toml").read_bytes() == (REPO_ROOT / "exports.toml").read_bytes()
 
 
 def test_every_distribution_in_the_bundle_is_at_its_locked_version(worker_asset):
@@ -224,8 +236,11 @@ def test_the_bundle_has_the_whole_shared_package_with_the_exporters_modules(work
     bundled = {path.relative_to(worker_asset).as_posix() for path in (worker_asset / "exports").rglob("*.py")}
     assert shared == bundled
     # The resumable sha256 loads OpenSSL's libcrypto of the Lambda runtime through ctypes
-    # (exports/writers/resumable_sha256.py, docs/deploy.md): the package brings none of its own.
-    assert not [path.name for path in worker_asset.rglob("libcrypto*")]
+    # (exports/writers/resumable_sha256.py, docs/deploy.md): the package brings none of its own
+    # it could load. psycopg's wheel vendors one for its libpq, under a hashed name ctypes never
+    # looks for (libcrypto-<hash>.so.3), next to that libpq only.
+    bundled_crypto = [path.relative_to(worker_asset).as_posix() for path in worker_asset.rglob("libcrypto*")]
+    assert all(re.fullmatch(r"psycopg_binary\.libs/libcrypto-[0-9a-f]{8}\.so\.3", name) for name in bundled_crypto)
 
 
 def test_the_bundle_ships_bytecode_the_runtime_loads_without_checking_sources(worker_asset):

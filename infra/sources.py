@@ -1,0 +1,84 @@
+"""The declared sources and export types the stack deploys: checked at synth (a broken
+declaration fails ``cdk synth`` with the loader's message), packaged into every function, and
+what the worker needs to reach them (secrets, RDS IAM users, the user's own tables)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from exports.config import Declarations as DeclarationFiles
+from exports.config import Env
+from exports.declared.loader import DeclarationError, Declarations, default_path, load_declarations
+from exports.declared.model import PostgresSource
+from infra.settings import StageSettings
+
+
+@dataclass(frozen=True)
+class DeclaredSources:
+    """The checked declaration of a stage, with its source overrides."""
+
+    declarations: Declarations
+    overrides: dict[str, dict[str, object]]
+
+    @classmethod
+    def load(cls, settings: StageSettings) -> DeclaredSources:
+        """The stage's declaration file (``-c exports_config``) with ``-c sources`` applied."""
+        path = Path(settings.exports_config) if settings.exports_config else default_path()
+        return cls(load_declarations(path, settings.source_overrides), settings.source_overrides)
+
+    def packaged_files(self) -> tuple[tuple[Path, str], ...]:
+        """The declaration, as the package's ``exports.toml`` (where the functions look by
+        default), and the CA bundles its sources name, at the same place relative to it."""
+        files = [(self.declarations.path, DeclarationFiles.PACKAGED_FILE)]
+        base = self.declarations.base_dir.resolve()
+        for name, source in self.declarations.file.sources.items():
+            if isinstance(source, PostgresSource) and source.sslrootcert not in (None, "system"):
+                bundle = (base / str(source.sslrootcert)).resolve()
+                if not bundle.is_relative_to(base) or not bundle.is_file():
+                    raise DeclarationError(
+                        self.declarations.path,
+                        f"sources.{name}: sslrootcert",
+                        "must name a file in the declaration's folder",
+                    )
+                files.append((bundle, str(bundle.relative_to(base))))
+        return tuple(files)
+
+    def environment(self) -> dict[str, str]:
+        """What every function needs to build the same registry: the source overrides."""
+        return {Env.SOURCE_OVERRIDES: json.dumps(self.overrides, sort_keys=True)} if self.overrides else {}
+
+    def secret_arns(self) -> list[str]:
+        """The secrets the worker reads to connect."""
+        return sorted(
+            {
+                source.secret_arn
+                for source in self.declarations.file.sources.values()
+                if isinstance(source, PostgresSource) and source.secret_arn
+            }
+        )
+
+    def iam_users(self) -> list[tuple[str, str]]:
+        """(resource id, database user) of every source with RDS IAM authentication."""
+        users = []
+        for name, source in self.declarations.file.sources.items():
+            if isinstance(source, PostgresSource) and source.iam_auth is not None:
+                if source.iam_auth.resource_id is None:
+                    raise DeclarationError(
+                        self.declarations.path,
+                        f"sources.{name}: iam_auth.resource_id",
+                        "is needed on AWS: the worker is granted rds-db:connect on it",
+                    )
+                users.append((source.iam_auth.resource_id, source.iam_auth.user))
+        return sorted(set(users))
+
+    def user_tables(self) -> list[str]:
+        """The DynamoDB tables declared by name (tables named by variable are the stack's own)."""
+        return sorted(
+            {
+                declared.dynamodb.table
+                for declared in self.declarations.file.types.values()
+                if declared.dynamodb is not None and declared.dynamodb.table
+            }
+        )
