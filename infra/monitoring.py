@@ -330,9 +330,12 @@ class Monitoring(Construct):
             ),
             _graph("Callbacks delivered / failed", [self._metric(Metric.CALLBACK_DELIVERED), callback_failed]),
             _graph(
-                "Admission: deduplicated / deferred (hot key) / rejected (429) / enqueue failed",
+                "Admission: deduplicated / deferred (hot key, busy source) / rejected (429) / enqueue failed",
                 [
-                    *(self._metric(name) for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.REJECTED)),
+                    *(
+                        self._metric(name)
+                        for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.SOURCE_DEFERRED, Metric.REJECTED)
+                    ),
                     enqueue_failed,
                 ],
             ),

@@ -678,6 +678,7 @@ def test_the_dashboard_shows_the_business_metrics(dev):
         Metric.DURATION_MS,
         Metric.DEDUPLICATED,
         Metric.DEFERRED,
+        Metric.SOURCE_DEFERRED,
         Metric.REJECTED,
         Metric.RETRIED,
         Metric.REDELIVERED,
