@@ -79,3 +79,104 @@ class FakeApi:
     def paths(self) -> list[str]:
         """``METHOD path`` of every request so far."""
         return [f"{request.method} {request.url.path}" for request in self.requests]
+
+
+_STATUSES = ["pending", "paid", "shipped", "delivered", "cancelled", "refunded"]
+_DATE = {"type": "string", "format": "date"}
+
+
+def export_type_json(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An ExportTypeView as the API sends it, with the filters schema the service derives from a
+    declaration (``additionalProperties: false``, ``required``)."""
+    return {
+        "name": name,
+        "description": f"{name} for tests",
+        "formats": ["csv", "csv.gz", "xlsx"],
+        "filters_schema": {
+            "type": "object",
+            "title": f"{name}Filters",
+            "additionalProperties": False,
+            "properties": properties,
+            "required": required,
+        },
+    }
+
+
+#: The types `make run` serves (as GET /v1/export-types shows exports.toml's), and one with the
+#: other kinds of parameters (integer, decimal, date-time, boolean) a declaration can have.
+EXPORT_TYPES: list[dict[str, Any]] = [
+    export_type_json(
+        "orders",
+        {
+            "date_from": {**_DATE, "description": "First order date included (YYYY-MM-DD)."},
+            "date_to": {**_DATE, "description": "Last order date included (YYYY-MM-DD)."},
+            "status": {"type": "string", "enum": _STATUSES, "default": None},
+            "columns": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["order_id", "order_date", "amount", "note"]},
+                "minItems": 1,
+                "maxItems": 4,
+                "uniqueItems": True,
+                "default": None,
+            },
+        },
+        ["date_from", "date_to"],
+    ),
+    export_type_json(
+        "customers",
+        {
+            "signed_up_from": _DATE,
+            "signed_up_to": _DATE,
+            "countries": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "[A-Z]{2}", "maxLength": 200},
+                "minItems": 1,
+                "maxItems": 50,
+                "uniqueItems": True,
+                "default": None,
+            },
+        },
+        ["signed_up_from", "signed_up_to"],
+    ),
+    export_type_json(
+        "sales_report",
+        {
+            "date_from": _DATE,
+            "date_to": _DATE,
+            "currency": {"type": "string", "pattern": "[A-Z]{3}", "maxLength": 200, "description": "ISO 4217 code"},
+        },
+        ["date_from", "date_to", "currency"],
+    ),
+    export_type_json(
+        "orders_dynamodb",
+        {
+            "date_from": _DATE,
+            "date_to": _DATE,
+            "status": {
+                "type": "array",
+                "items": {"type": "string", "enum": _STATUSES},
+                "minItems": 1,
+                "maxItems": 100,
+                "uniqueItems": True,
+                "default": None,
+            },
+        },
+        ["date_from", "date_to"],
+    ),
+    export_type_json(
+        "invoices",
+        {
+            "issued_after": {"type": "string", "format": "date-time"},
+            "min_total": {"type": ["number", "string"], "format": "decimal", "x-minimum": "0"},
+            "limit": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 1000}, {"type": "null"}]},
+            "paid": {"type": "boolean"},
+            "days": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 31}, "maxItems": 5},
+        },
+        ["issued_after"],
+    ),
+]
+
+
+def serving_types(api: FakeApi) -> FakeApi:
+    """``api`` answering GET /v1/export-types with :data:`EXPORT_TYPES`."""
+    return api.on("GET", "/v1/export-types", json_response(200, {"items": EXPORT_TYPES}))

@@ -12,7 +12,15 @@ import pytest
 from exports_client.cli import ExitCode, main
 from exports_client.models import TaskView
 from exports_client.render import ProgressReporter
-from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
+from tests.client.fake_api import (
+    BASE_URL,
+    TOKEN,
+    FakeApi,
+    error_response,
+    json_response,
+    serving_types,
+    task_json,
+)
 
 
 def run(api: FakeApi, *args: str) -> tuple[int, str, str]:
@@ -75,15 +83,17 @@ def test_a_bad_command_line_is_a_usage_error(capsys: pytest.CaptureFixture[str])
     assert "invalid choice: 'pdf'" in capsys.readouterr().err
 
 
+ACCEPTED = {
+    "task_id": "exp_1",
+    "status": "PENDING",
+    "created_at": "2025-04-01T12:00:00Z",
+    "estimated_completion_sec": 3,
+    "status_url": "/v1/exports/exp_1",
+}
+
+
 def test_submit_sends_the_filters_and_prints_the_task_id() -> None:
-    accepted = {
-        "task_id": "exp_1",
-        "status": "PENDING",
-        "created_at": "2025-04-01T12:00:00Z",
-        "estimated_completion_sec": 3,
-        "status_url": "/v1/exports/exp_1",
-    }
-    api = FakeApi().on("POST", "/v1/exports", json_response(202, accepted))
+    api = serving_types(FakeApi()).on("POST", "/v1/exports", json_response(202, ACCEPTED))
 
     code, out, _ = run(
         api, "submit", "orders", "--from", "2025-01-01", "--to", "2025-03-31", "--status", "paid",
@@ -91,7 +101,8 @@ def test_submit_sends_the_filters_and_prints_the_task_id() -> None:
     )  # fmt: skip
 
     assert code == ExitCode.OK
-    assert json.loads(api.requests[0].content) == {
+    assert api.paths() == ["GET /v1/export-types", "POST /v1/exports"]
+    assert json.loads(api.requests[1].content) == {
         "export_type": "orders",
         "filters": {
             "date_from": "2025-01-01",
@@ -108,12 +119,12 @@ def test_submit_sends_the_filters_and_prints_the_task_id() -> None:
 def test_submit_wait_reports_a_task_that_ended_badly_with_its_own_exit_code() -> None:
     failed = task_json(status="FAILED", error={"code": "SOURCE_UNAVAILABLE", "message": "the orders table is gone"})
     api = (
-        FakeApi()
+        serving_types(FakeApi())
         .on("POST", "/v1/exports", json_response(202, {**failed, "estimated_completion_sec": 1, "status_url": "x"}))
         .on("GET", "/v1/exports/exp_1", json_response(200, failed))
     )
 
-    code, out, err = run(api, "submit", "orders", "--wait", "--json")
+    code, out, err = run(api, "submit", "orders", "--from", "2025-03-01", "--to", "2025-03-31", "--wait", "--json")
 
     assert code == ExitCode.TASK_NOT_COMPLETED
     assert json.loads(out)["status"] == "FAILED"
@@ -169,24 +180,48 @@ def test_download_writes_into_a_new_directory_and_prints_the_path(tmp_path: Path
 
 
 def updates(*states: tuple[str, int, int]) -> list[TaskView]:
+    """Tasks in these (status, progress, rows written) states; a COMPLETED one ran for 8 s."""
+    timing = {"started_at": "2025-04-01T12:00:01Z", "finished_at": "2025-04-01T12:00:09Z"}
     return [
-        TaskView.model_validate(task_json(status=status, progress=progress, rows_written=rows))
+        TaskView.model_validate(
+            task_json(status=status, progress=progress, rows_written=rows)
+            | ({"rows": rows, **timing} if status == "COMPLETED" else {})
+        )
         for status, progress, rows in states
     ]
 
 
-def test_progress_is_plain_lines_off_a_terminal_one_per_change() -> None:
-    stream = io.StringIO()
-    ticks = iter([0.0, 1.0, 3.0, 7.25])  # read at start and at each change
+class FakeClock:
+    """A clock the test moves by hand."""
 
-    with ProgressReporter(stream, clock=lambda: next(ticks)) as progress:
-        for task in updates(("PENDING", 0, 0), ("RUNNING", 40, 1687), ("RUNNING", 40, 1687), ("COMPLETED", 100, 4000)):
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_is_plain_lines_off_a_terminal_one_per_change_with_rows_per_second_and_eta() -> None:
+    stream = io.StringIO()
+    clock = FakeClock()
+    states = [
+        (1.0, ("PENDING", 0, 0)),
+        (3.0, ("RUNNING", 20, 1000)),
+        (5.0, ("RUNNING", 40, 2000)),  # 500 rows/s, 10 %/s: 60 % left is 6 s
+        (5.5, ("RUNNING", 40, 2000)),  # unchanged: no line
+        (9.25, ("COMPLETED", 100, 4000)),  # 4,000 rows in the 8 s it ran
+    ]
+
+    with ProgressReporter(stream, clock=clock) as progress:
+        for (moment, _), task in zip(states, updates(*(state for _, state in states)), strict=True):
+            clock.now = moment
             progress.update(task)
 
     assert stream.getvalue().splitlines() == [
-        "exp_1 PENDING     0%          0 rows     1.0s",
-        "exp_1 RUNNING    40%      1,687 rows     3.0s",
-        "exp_1 COMPLETED 100%      4,000 rows     7.2s",
+        "exp_1 PENDING     0%          0 rows       - rows/s  ETA -:--:--     1.0s",
+        "exp_1 RUNNING    20%      1,000 rows       - rows/s  ETA -:--:--     3.0s",
+        "exp_1 RUNNING    40%      2,000 rows     500 rows/s  ETA 0:00:06     5.0s",
+        "exp_1 COMPLETED 100%      4,000 rows     500 rows/s  ETA 0:00:00     9.2s",
     ]
 
 
@@ -195,16 +230,34 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_progress_is_a_live_bar_on_a_terminal() -> None:
+def screen_of(stream: io.StringIO) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())
+
+
+def test_progress_is_a_live_bar_on_a_terminal_with_rows_per_second_and_an_eta_counting_down() -> None:
     stream = Terminal()
+    clock = FakeClock()
 
-    with ProgressReporter(stream) as progress:
-        for task in updates(("RUNNING", 40, 1687), ("COMPLETED", 100, 4000)):
-            progress.update(task)
+    with ProgressReporter(stream, clock=clock) as progress:
+        clock.now = 2.0
+        running_20, running_40, completed = updates(
+            ("RUNNING", 20, 800), ("RUNNING", 40, 1600), ("COMPLETED", 100, 4000)
+        )
+        progress.update(running_20)
+        clock.now = 4.0
+        progress.update(running_40)  # 400 rows/s, 10 %/s: 6 s left
+        clock.now = 5.0  # a second later, between polls
+        progress._bar.refresh()  # type: ignore[union-attr]
+        between = screen_of(stream).splitlines()[-1]
+        clock.now = 10.0
+        progress.update(completed)
 
-    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())
-    final = screen.splitlines()[-1]
+    assert "400 rows/s" in between
+    assert "ETA 0:00:05" in between
+    final = screen_of(stream).splitlines()[-1]
     assert "COMPLETED" in final
     assert "100%" in final
     assert "4,000 rows" in final
-    assert re.search(r"\d:\d\d:\d\d", final)
+    assert "500 rows/s" in final
+    assert "ETA 0:00:00" in final
+    assert re.search(r"\d:\d\d:\d\d$", final.rstrip())

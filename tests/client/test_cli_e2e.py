@@ -5,6 +5,7 @@ Its stdout and stderr are pipes here, so progress comes as plain lines, not a li
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -14,11 +15,14 @@ import openpyxl
 import pytest
 
 from exports_client.cli import ExitCode
-from tests.client.e2e_support import Exportctl, SlowTasks
+from tests.client.e2e_support import EXPORTCTL, TIMEOUT_SEC, Exportctl, SlowTasks
 from tests.stack_process import recent, slow_filters
 
 pytestmark = pytest.mark.e2e
-PROGRESS_LINE = re.compile(r"^(exp_\w+) (PENDING|RUNNING|COMPLETED) +(\d+)% +([\d,]+) rows +\d+\.\ds$")
+PROGRESS_LINE = re.compile(
+    r"^(exp_\w+) (PENDING|RUNNING|COMPLETED) +(\d+)% +([\d,]+) rows +([\d,]+|-) rows/s"
+    r"  ETA (\d:\d\d:\d\d|-:--:--) +\d+\.\ds$"
+)
 
 
 @dataclass
@@ -54,9 +58,11 @@ def test_submit_wait_download_shows_progress_lines_then_prints_the_path(finished
     # stderr: plain progress lines (no terminal codes), ending COMPLETED with every row
     assert "\x1b[" not in result.stderr
     progress = [m.groups() for m in map(PROGRESS_LINE.match, result.stderr.splitlines()) if m]
-    percents = [int(percent) for _, _, percent, _ in progress]
+    percents = [int(percent) for _, _, percent, *_ in progress]
     assert percents == sorted(percents)
-    assert progress[-1][1:] == ("COMPLETED", "100", f"{len(rows) - 1:,}")
+    assert progress[-1][1:4] == ("COMPLETED", "100", f"{len(rows) - 1:,}")
+    assert progress[-1][5] == "0:00:00"
+    assert progress[-1][4] != "-"  # the rows/s of the whole run
     summary = result.stderr.splitlines()[-1]
     assert re.fullmatch(rf"{finished.task_id}: {len(rows) - 1:,} rows, [\d.]+ KiB, sha256 verified", summary)
 
@@ -102,7 +108,7 @@ def test_types_lists_what_can_be_exported(exportctl: Exportctl) -> None:
     orders = re.search(r"^orders \(([^)]*)\): Orders", table.stdout, re.MULTILINE)
     assert orders is not None, table.stdout
     assert {"csv", "xlsx"} <= set(orders.group(1).split(", "))
-    assert re.search(r"^\s+date_from\*\s+date\s+First order date", table.stdout, re.MULTILINE)
+    assert re.search(r"^\s+date_from\s+date\s+yes\s+-\s+First order date", table.stdout, re.MULTILINE)
     assert "orders" in {t["name"] for t in json.loads(as_json.stdout)}
 
 
@@ -137,10 +143,44 @@ def test_waiting_past_the_timeout_and_downloading_too_early_have_their_codes(
     # An export that runs for seconds, waited for half a second
     slow = slow_filters(2)
     waited = exportctl("submit", "orders", "--from", slow["date_from"], "--to", slow["date_to"], "--wait",
-                       "--timeout", "0.5")  # fmt: skip
+                       "--wait-timeout", "0.5")  # fmt: skip
 
     assert waited.returncode == ExitCode.TIMEOUT == 9
     task_id = slow_tasks.track(re.search(r"exportctl status (exp_\w+)", waited.stderr).group(1))
     early = exportctl("download", task_id)
     assert early.returncode == ExitCode.REJECTED
     assert "409 TASK_NOT_READY" in early.stderr
+
+
+def test_retry_submits_a_cancelled_export_again(exportctl: Exportctl, slow_tasks: SlowTasks) -> None:
+    cancelled = slow_tasks.submit(3)
+    assert exportctl("cancel", cancelled).returncode == ExitCode.OK
+
+    result = exportctl("retry", cancelled, "--json")
+
+    assert result.returncode == ExitCode.OK, result.stderr
+    task_id = slow_tasks.track(json.loads(result.stdout)["task_id"])
+    assert task_id != cancelled
+    status = json.loads(exportctl("status", task_id, "--json").stdout)
+    assert status["retry_of"] == cancelled
+
+
+def test_global_options_before_the_command(exportctl: Exportctl) -> None:
+    result = exportctl("--url", exportctl.url, "--json", "list", "--limit", "1")
+
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert isinstance(json.loads(result.stdout), list)
+
+
+def test_a_closed_pipe_ends_quietly(exportctl: Exportctl) -> None:
+    # Like `exportctl types | head -0`: the reader is gone before exportctl writes
+    env = {**os.environ, "EXPORTS_API_URL": exportctl.url, "EXPORTS_TOKEN": exportctl.token}
+    process = subprocess.Popen(
+        [str(EXPORTCTL), "types"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=TIMEOUT_SEC)
+
+    assert process.returncode == ExitCode.BROKEN_PIPE == 141
+    assert stderr == ""

@@ -132,3 +132,22 @@ def test_wait_stops_at_the_timeout_with_the_last_state_seen() -> None:
     assert len(api.requests) == 5
     assert raised.value.task_id == "exp_1"
     assert raised.value.task is not None and raised.value.task.progress == 60
+
+
+def test_max_interval_caps_the_backoff_and_a_running_tasks_retry_after_but_not_a_429s() -> None:
+    api = FakeApi().on(
+        "GET",
+        "/v1/exports/exp_1",
+        running(retry_after="30"),
+        running(),
+        running(),
+        error_response(429, "RATE_LIMITED", headers={"Retry-After": "9"}),
+        running(retry_after="30"),
+        json_response(200, task_json(status="COMPLETED", progress=100)),
+    )
+    fake_time = FakeTime()
+
+    task = client_for(api, fake_time).wait("exp_1", max_interval=3)
+
+    assert task.status is TaskStatus.COMPLETED
+    assert fake_time.sleeps == [3, 2, 3, 9, 3]

@@ -9,13 +9,16 @@ Configured by ``EXPORTS_API_URL`` (default: ``make run``'s http://127.0.0.1:8000
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from itertools import islice
-from typing import Final, TextIO
+from pathlib import Path
+from typing import Any, Final, TextIO
 
 import httpx
 from pydantic import BaseModel
@@ -35,13 +38,21 @@ from exports_client.errors import (
     ServerError,
     WaitTimeoutError,
 )
-from exports_client.models import ExportFormat, TaskStatus, TaskView
+from exports_client.filters import FilterError, filter_schemas
+from exports_client.models import ExportAccepted, ExportFormat, TaskStatus, TaskView
 from exports_client.render import ProgressReporter, human_size, show, task_details, task_table, to_json, types_view
 
 DEFAULT_URL: Final = "http://127.0.0.1:8000"
 URL_ENV: Final = "EXPORTS_API_URL"
 TOKEN_ENV: Final = "EXPORTS_TOKEN"
 LIST_PAGE_MAX: Final = 100
+PRIORITY_HIGHEST: Final = 1
+PRIORITY_LOWEST: Final = 10
+#: While exportctl waits (bar or lines) no pause between polls of a running export is longer: the
+#: worker records progress every 2 s, so the bar moves with it and sees the end within 2 s.
+LIVE_POLL_SEC: Final = 2.0
+#: ``--timeout N --wait`` waits N s and this much longer, for the service to record the timeout.
+WAIT_GRACE_SEC: Final = 60.0
 
 
 class ExitCode(IntEnum):
@@ -50,7 +61,8 @@ class ExitCode(IntEnum):
     OK = 0
     #: Anything else, e.g. the file could not be written.
     FAILURE = 1
-    #: Bad command line (argparse's own code).
+    #: Bad command line (argparse's own code), or filters the export type's schema refuses
+    #: (unknown, missing, of the wrong type), found before anything is submitted.
     USAGE = 2
     #: No token, or the service refused it (401/403).
     AUTH = 3
@@ -70,6 +82,9 @@ class ExitCode(IntEnum):
     TIMEOUT = 9
     #: Ctrl-C.
     INTERRUPTED = 130
+    #: stdout was closed before everything was written (``exportctl list | head -1``): 128 +
+    #: SIGPIPE, what a shell reports for a command killed by a closed pipe. Nothing is printed.
+    BROKEN_PIPE = 141
 
 
 _EXIT_BY_ERROR: Final[tuple[tuple[type[ExportsError], ExitCode], ...]] = (
@@ -137,27 +152,75 @@ class _Output:
 # -- commands --------------------------------------------------------------------------------------
 
 
+class UsageError(Exception):
+    """A command line that cannot be right, found before any request changes anything (exit 2)."""
+
+
+def _filters_for(client: ExportsClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The submission's ``filters``: ``--filters``, then the shortcuts, then each ``--filter``,
+    typed and checked by the export type's served JSON Schema."""
+    known = filter_schemas(client.export_types())
+    schema = known.get(args.export_type)
+    if schema is None:
+        names = ", ".join(sorted(known)) or "none"
+        raise UsageError(f"unknown export type {args.export_type!r} (this service exports: {names})")
+    filters: dict[str, Any] = dict(args.filters_json or {})
+    entries: list[tuple[str, str]] = []
+    if args.date_from is not None or args.date_to is not None:
+        date_range = schema.date_range()
+        if date_range is None:
+            raise UsageError(
+                f"--from/--to: {schema.export_type} has no date range filter; give its filters with "
+                f"--filter NAME=VALUE (see: exportctl types {schema.export_type})"
+            )
+        entries += [(name, value) for name, value in zip(date_range, (args.date_from, args.date_to), strict=True)
+                    if value is not None]  # fmt: skip
+    entries += [(name, value) for name, value in (("status", args.status), ("columns", args.columns)) if value]
+    entries += args.filter
+    for name, text in entries:
+        filters[name] = schema.parse(name, text)
+    schema.check(filters)
+    return filters
+
+
 def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
-    filters: dict[str, object] = {}
-    if args.date_from:
-        filters["date_from"] = args.date_from
-    if args.date_to:
-        filters["date_to"] = args.date_to
-    if args.status:
-        filters["status"] = args.status
-    if args.columns:
-        filters["columns"] = args.columns
-    accepted = client.submit(args.export_type, filters, format=args.format, priority=args.priority)
+    filters = _filters_for(client, args)
+    accepted = client.submit(
+        args.export_type,
+        filters,
+        format=args.format,
+        priority=args.priority,
+        timeout_sec=args.timeout,
+        callback_url=args.callback_url,
+        csv_bom=args.csv_bom,
+        csv_formula_guard=args.csv_formula_guard,
+    )
     if accepted.deduplicated:
         output.note(f"an identical export is already active: {accepted.task_id} ({accepted.status.value})")
+    wait_sec = args.wait_timeout
+    if wait_sec is None:
+        wait_sec = args.timeout + WAIT_GRACE_SEC if args.timeout is not None else DEFAULT_WAIT_SEC
+    return _follow(client, accepted, args, output, f"submitted {accepted.task_id}", wait_sec)
+
+
+def _retry(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+    accepted = client.retry(args.task_id)
+    wait_sec = args.wait_timeout if args.wait_timeout is not None else DEFAULT_WAIT_SEC
+    return _follow(client, accepted, args, output, f"retried {args.task_id} as {accepted.task_id}", wait_sec)
+
+
+def _follow(
+    client: ExportsClient, accepted: ExportAccepted, args: argparse.Namespace, output: _Output, what: str, wait: float
+) -> ExitCode:
+    """Print the accepted task, or with ``--wait``/``--download`` follow it to its end."""
     if not (args.wait or args.download):
         follow = f"follow it with: exportctl status {accepted.task_id}"
-        output.result(accepted, f"submitted {accepted.task_id} ({accepted.status.value}); {follow}")
+        output.result(accepted, f"{what} ({accepted.status.value}); {follow}")
         return ExitCode.OK
-    output.note(f"submitted {accepted.task_id}; waiting for it (Ctrl-C stops waiting, not the export)")
+    output.note(f"{what}; waiting for it (Ctrl-C stops waiting, not the export)")
     try:
         with ProgressReporter(output.err) as progress:
-            task = client.wait(accepted.task_id, timeout=args.timeout, on_update=progress.update)
+            task = client.wait(accepted.task_id, timeout=wait, on_update=progress.update, max_interval=LIVE_POLL_SEC)
     except KeyboardInterrupt:
         output.note(f"stopped waiting; the export goes on: exportctl status {accepted.task_id}")
         raise
@@ -210,6 +273,12 @@ def _download(client: ExportsClient, args: argparse.Namespace, output: _Output) 
 
 def _types(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
     export_types = client.export_types()
+    if args.names:
+        unknown = sorted(set(args.names) - {export_type.name for export_type in export_types})
+        if unknown:
+            names = ", ".join(sorted(export_type.name for export_type in export_types)) or "none"
+            raise UsageError(f"unknown export type {unknown[0]!r} (this service exports: {names})")
+        export_types = [export_type for export_type in export_types if export_type.name in args.names]
     output.result(export_types, types_view(export_types))
     return ExitCode.OK
 
@@ -220,20 +289,28 @@ _EPILOG = f"""\
 configuration:
   {URL_ENV}   the API (default {DEFAULT_URL}, what `make run` serves); or --url
   {TOKEN_ENV}     your bearer token; or --token
+  --url, --token and --json go before or after the command.
 
 exit codes:
-  0 ok  1 other failure (e.g. cannot write the file)  2 usage  3 authentication
-  4 not found  5 rejected (invalid request or conflicting state)  6 rate limited
+  0 ok  1 other failure (e.g. cannot write the file)  2 usage (also a filter the export type refuses)
+  3 authentication  4 not found  5 rejected (invalid request or conflicting state)  6 rate limited
   7 service failed or unreachable  8 export ended but not COMPLETED  9 --wait timed out
-  130 interrupted
+  130 interrupted  141 stdout closed early (e.g. piped into head)
 """
 
+_SUBMIT_EPILOG = """\
+filters come from the export type's schema (exportctl types TYPE lists them):
+  --filter KEY=VALUE   typed by the filter: integers, decimals ("12.50"), dates (YYYY-MM-DD),
+                       lists as comma-separated values (--filter countries=DE,FR)
+  --filters JSON       a JSON object of filters (or @FILE); --filter and the shortcuts win
+  --from/--to          the type's date range (date_from/date_to, or its one ..._from/..._to pair)
+  --status/--columns   the same as --filter status=... / --filter columns=...
 
-def _columns(value: str) -> list[str]:
-    columns = [column.strip() for column in value.split(",") if column.strip()]
-    if not columns:
-        raise argparse.ArgumentTypeError("give column names separated by commas")
-    return columns
+examples:
+  exportctl submit orders --from 2026-11-01 --to 2026-11-29 --filter status=delivered --format xlsx --wait
+  exportctl submit customers --from 2026-01-01 --to 2026-06-30 --filter countries=DE,FR --download out/
+  exportctl submit sales_report --from 2026-11-01 --to 2026-11-29 --filter currency=EUR --download out/
+"""
 
 
 def _positive(value: str) -> int:
@@ -243,12 +320,85 @@ def _positive(value: str) -> int:
     return number
 
 
+def _priority(value: str) -> int:
+    if not value.strip().lstrip("+-").isdigit() or not PRIORITY_HIGHEST <= int(value) <= PRIORITY_LOWEST:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from {PRIORITY_HIGHEST} (highest) to {PRIORITY_LOWEST}, not {value!r}"
+        )
+    return int(value)
+
+
+def _timeout_sec(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(
+            f"the export's own timeout in whole seconds (the API's timeout_sec), not {value!r};"
+            " to stop waiting sooner use --wait-timeout"
+        )
+    return int(value)
+
+
+def _wait_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return seconds
+
+
+def _key_value(value: str) -> tuple[str, str]:
+    key, equals, text = value.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"give KEY=VALUE, not {value!r}")
+    return key.strip(), text
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as error:
+            raise argparse.ArgumentTypeError(f"cannot read {value[1:]}: {error.strerror or error}") from None
+    try:
+        parsed = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object, e.g. \'{"date_from": "2026-01-01"}\'')
+    return parsed
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, on_command: bool) -> None:
+    """--url, --token and --json: on the main parser with their defaults, and again on each
+    command without defaults (SUPPRESS), so a value given before the command is kept."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if on_command else value
+
+    parser.add_argument("--url", default=default(os.environ.get(URL_ENV) or DEFAULT_URL), help=f"the API (${URL_ENV})")
+    parser.add_argument("--token", default=default(os.environ.get(TOKEN_ENV)), help=f"bearer token (${TOKEN_ENV})")
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print JSON for scripts instead of tables"
+    )
+
+
+def _add_follow_options(parser: argparse.ArgumentParser, default_wait: str) -> None:
+    parser.add_argument("--wait", action="store_true", help="show progress until the export ends")
+    parser.add_argument(
+        "--wait-timeout",
+        type=_wait_seconds,
+        metavar="SECONDS",
+        help=f"with --wait or --download: stop waiting after this long (default: {default_wait})",
+    )
+    parser.add_argument("--download", metavar="DIR", help="wait, then save the file into DIR (created if needed)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``exportctl`` argument parser."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL, help=f"the API (${URL_ENV})")
-    common.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (${TOKEN_ENV})")
-    common.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
+    _add_global_options(common, on_command=True)
 
     parser = argparse.ArgumentParser(
         prog="exportctl",
@@ -256,22 +406,53 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_global_options(parser, on_command=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    submit = commands.add_parser("submit", parents=[common], help="submit an export")
-    submit.add_argument("export_type", metavar="TYPE", help="an export type (see: exportctl types)")
-    submit.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="first day included")
-    submit.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last day included")
-    submit.add_argument("--status", help="only rows with this status (e.g. delivered)")
-    submit.add_argument("--columns", type=_columns, metavar="A,B,...", help="columns to include, in this order")
-    submit.add_argument("--format", choices=[f.value for f in ExportFormat], default=ExportFormat.CSV.value)
-    submit.add_argument("--priority", type=int, metavar="1..10", help="1 is the highest (default 5)")
-    submit.add_argument("--wait", action="store_true", help="show progress until the export ends")
-    submit.add_argument(
-        "--timeout", type=float, default=DEFAULT_WAIT_SEC, metavar="SECONDS", help="stop waiting after this long"
+    submit = commands.add_parser(
+        "submit",
+        parents=[common],
+        help="submit an export",
+        epilog=_SUBMIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    submit.add_argument("--download", metavar="DIR", help="wait, then save the file into DIR (created if needed)")
+    submit.add_argument("export_type", metavar="TYPE", help="an export type (see: exportctl types)")
+    submit.add_argument(
+        "--filter", "-f", action="append", type=_key_value, default=[], metavar="KEY=VALUE", help="a filter (repeat it)"
+    )
+    submit.add_argument("--filters", dest="filters_json", type=_json_object, metavar="JSON", help="filters as JSON")
+    submit.add_argument("--from", dest="date_from", metavar="DATE", help="first day of the type's date range")
+    submit.add_argument("--to", dest="date_to", metavar="DATE", help="last day of the type's date range")
+    submit.add_argument("--status", help="the same as --filter status=STATUS")
+    submit.add_argument("--columns", metavar="A,B,...", help="the same as --filter columns=A,B,...")
+    submit.add_argument("--format", choices=[f.value for f in ExportFormat], default=ExportFormat.CSV.value)
+    submit.add_argument(
+        "--priority", type=_priority, metavar=f"{PRIORITY_HIGHEST}..{PRIORITY_LOWEST}", help="1 is the highest"
+    )
+    submit.add_argument(
+        "--timeout",
+        type=_timeout_sec,
+        metavar="SECONDS",
+        help="the export times out this long after submission (timeout_sec; default: the service's)",
+    )
+    submit.add_argument("--callback-url", metavar="URL", help="called (signed) when the export ends")
+    submit.add_argument(
+        "--csv-bom", action=argparse.BooleanOptionalAction, help="start a CSV file with a UTF-8 BOM (for Excel)"
+    )
+    submit.add_argument(
+        "--csv-formula-guard",
+        action=argparse.BooleanOptionalAction,
+        help="prefix CSV text starting with = + - @ with ' (default: on; --no-csv-formula-guard writes it as it is)",
+    )
+    _add_follow_options(submit, f"--timeout + {WAIT_GRACE_SEC:g} s, or {DEFAULT_WAIT_SEC:g} s")
     submit.set_defaults(run=_submit)
+
+    retry = commands.add_parser(
+        "retry", parents=[common], help="submit a FAILED, TIMEOUT or CANCELLED export again (a new task)"
+    )
+    retry.add_argument("task_id", metavar="ID")
+    _add_follow_options(retry, f"{DEFAULT_WAIT_SEC:g} s")
+    retry.set_defaults(run=_retry)
 
     status = commands.add_parser("status", parents=[common], help="show one export")
     status.add_argument("task_id", metavar="ID")
@@ -294,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     download.set_defaults(run=_download)
 
     types = commands.add_parser("types", parents=[common], help="what can be exported, and its filters")
+    types.add_argument("names", nargs="*", metavar="TYPE", help="only these export types")
     types.set_defaults(run=_types)
     return parser
 
@@ -304,23 +486,65 @@ def main(
     transport: httpx.BaseTransport | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Run ``exportctl``; returns the exit code. ``transport`` replaces the network in tests."""
-    args = build_parser().parse_args(argv)
-    output = _Output(args.json, stdout or sys.stdout, stderr or sys.stderr)
+    """Run ``exportctl``; returns the exit code. ``transport``, ``sleep`` and ``clock`` replace
+    the network, the pauses between polls and the clock that times the wait in tests.
+
+    When stdout is closed early (``exportctl list | head -1``) it stops quietly with
+    :attr:`ExitCode.BROKEN_PIPE` (141, as a command killed by SIGPIPE), without a traceback.
+    """
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:
+            out.flush()  # --help into a closed pipe
+            raise
+        code = _run(args, _Output(args.json, out, err), transport, sleep, clock)
+        out.flush()
+    except BrokenPipeError:
+        _discard(out)
+        return ExitCode.BROKEN_PIPE
+    return code
+
+
+def _run(
+    args: argparse.Namespace,
+    output: _Output,
+    transport: httpx.BaseTransport | None,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> ExitCode:
     run: Callable[[ExportsClient, argparse.Namespace, _Output], ExitCode] = args.run
     if not args.token:
         output.note(f"exportctl: no token: set {TOKEN_ENV} or pass --token")
         return ExitCode.AUTH
     try:
-        with ExportsClient(args.url, args.token, transport=transport) as client:
+        with ExportsClient(args.url, args.token, transport=transport, sleep=sleep, clock=clock) as client:
             return run(client, args, output)
+    except (UsageError, FilterError) as error:
+        output.note(f"exportctl: {error}")
+        return ExitCode.USAGE
     except ExportsError as error:
         output.note(f"exportctl: {describe(error)}")
         return exit_code_for(error)
+    except BrokenPipeError:
+        raise
     except OSError as error:
         output.note(f"exportctl: {error}")
         return ExitCode.FAILURE
     except KeyboardInterrupt:
         output.note("exportctl: interrupted")
         return ExitCode.INTERRUPTED
+
+
+def _discard(stream: TextIO) -> None:
+    """Point a closed stdout at /dev/null, so that the interpreter's last flush does not fail
+    again on the way out (the Python documentation's recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError):  # not a real file (tests), or already closed
+        pass

@@ -35,7 +35,7 @@ from exports_client.models import (
     TaskStatus,
     TaskView,
 )
-from exports_client.polling import poll_delay
+from exports_client.polling import busy_delay, poll_delay
 from exports_client.webhooks import verify_webhook
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
@@ -165,12 +165,16 @@ class ExportsClient:
         task_id: str,
         timeout: float = DEFAULT_WAIT_SEC,
         on_update: Callable[[TaskView], None] | None = None,
+        max_interval: float | None = None,
     ) -> TaskView:
         """Poll until the task ends and return it, whatever its final status.
 
         Polls are spaced 1, 2, 4, ... up to 30 seconds apart, or longer when the service sends
-        ``Retry-After``; answers 429 and 503 are waited out the same way. ``on_update`` sees every
-        state polled. Raises :class:`WaitTimeoutError` once ``timeout`` seconds have passed.
+        ``Retry-After``; answers 429 and 503 are waited out the same way. With ``max_interval``
+        (e.g. while a progress bar is shown) no pause between polls of a pending or running task
+        is longer than that, whatever its ``Retry-After`` (the ``Retry-After`` of 429 and 503 is
+        still honoured in full). ``on_update`` sees every state polled. Raises
+        :class:`WaitTimeoutError` once ``timeout`` seconds have passed.
         """
         deadline = self._clock() + timeout
         task: TaskView | None = None
@@ -181,7 +185,7 @@ class ExportsClient:
             except APIError as error:
                 if not error.retryable:
                     raise
-                retry_after = error.retry_after
+                delay = busy_delay(attempt, error.retry_after, max_interval)
             else:
                 task = self._parse(TaskView, response)
                 if on_update is not None:
@@ -189,10 +193,11 @@ class ExportsClient:
                 if task.is_terminal:
                     return task
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                delay = poll_delay(attempt, retry_after, max_interval)
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
-            self._sleep(min(poll_delay(attempt, retry_after), remaining))
+            self._sleep(min(delay, remaining))
             attempt += 1
 
     def download(self, task_id: str, path: str | Path = ".") -> Path:

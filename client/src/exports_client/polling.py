@@ -15,10 +15,19 @@ def backoff_delay(attempt: int) -> float:
     return min(MAX_DELAY_SEC, MIN_DELAY_SEC * 2 ** min(attempt, _MAX_EXPONENT))
 
 
-def poll_delay(attempt: int, retry_after: float | None) -> float:
+def poll_delay(attempt: int, retry_after: float | None, cap: float | None = None) -> float:
     """The backoff, or longer when the service asked for it with ``Retry-After``.
 
     ``Retry-After`` is a floor, never shortened: the service may know it is busy (429, 503)
-    or that the task is a long one.
+    or that the task is a long one. With ``cap``, neither the backoff nor the ``Retry-After``
+    of a running task's answer makes a pause longer than ``cap`` seconds (someone is watching a
+    progress bar); callers pass ``retry_after`` of 429 and 503 answers as :func:`busy_delay`.
     """
-    return max(backoff_delay(attempt), retry_after or 0.0)
+    delay = max(backoff_delay(attempt), retry_after or 0.0)
+    return delay if cap is None else min(delay, cap)
+
+
+def busy_delay(attempt: int, retry_after: float | None, cap: float | None = None) -> float:
+    """The pause after a 429 or 503: the (capped) backoff, or the ``Retry-After`` the service
+    sent if that is longer. An overloaded service's ``Retry-After`` is never capped."""
+    return max(poll_delay(attempt, None, cap), retry_after or 0.0)

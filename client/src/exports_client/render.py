@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Final, TextIO
@@ -12,9 +16,20 @@ from typing import Any, Final, TextIO
 from pydantic import BaseModel
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
-from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
+from exports_client.filters import FilterSchema, constraints, placeholder, type_name
 from exports_client.models import ExportTypeView, TaskStatus, TaskView
 
 # Off a terminal nothing is wrapped or cut: lines stay whole for grep and logs.
@@ -29,9 +44,18 @@ _STATUS_STYLE: Final = {
 }
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe is the caller's business: rich's own handling points
+    the process's stdout at /dev/null and exits 1, whatever stream it wrote to."""
+
+    def on_broken_pipe(self) -> None:
+        """Let ``BrokenPipeError`` through (exportctl ends quietly with 141)."""
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
 def console(stream: TextIO) -> Console:
     """A rich console on ``stream``: colours and the terminal's width on a TTY, plain text elsewhere."""
-    return Console(file=stream, width=None if stream.isatty() else _PIPE_WIDTH, highlight=False, soft_wrap=False)
+    return _Console(file=stream, width=None if stream.isatty() else _PIPE_WIDTH, highlight=False, soft_wrap=False)
 
 
 def show(view: RenderableType, stream: TextIO) -> None:
@@ -128,50 +152,123 @@ def task_details(task: TaskView) -> Table:
     return grid
 
 
-def _accepts(schema: dict[str, Any], defs: dict[str, Any]) -> str:
-    """A short human description of what a JSON Schema accepts (the subset filters use)."""
-    if "$ref" in schema:
-        return _accepts(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs)
-    if "anyOf" in schema:
-        return " or ".join(_accepts(option, defs) for option in schema["anyOf"] if option.get("type") != "null")
-    if "enum" in schema:
-        return "one of " + ", ".join(str(value) for value in schema["enum"])
-    if schema.get("type") == "array":
-        return f"a list, each {_accepts(schema.get('items', {}), defs)}"
-    return str(schema.get("format") or schema.get("type") or "any")
-
-
 def types_view(export_types: Iterable[ExportTypeView]) -> Group:
-    """Each export type: its formats, its description and its filters."""
+    """Each export type: its formats, its description, its filters (name, type, required, the
+    values or limits it accepts) and how to submit it."""
     blocks: list[RenderableType] = []
     for export_type in export_types:
-        schema = export_type.filters_schema
-        required = set(schema.get("required", []))
-        defs = schema.get("$defs", {})
+        schema = FilterSchema(export_type.name, export_type.filters_schema)
         filters = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2, 0, 0))
-        for header in ("FILTER (* required)", "ACCEPTS", "DESCRIPTION"):
+        for header in ("FILTER", "TYPE", "REQUIRED", "VALUES", "DESCRIPTION"):
             filters.add_column(header)
-        for name, spec in schema.get("properties", {}).items():
-            filters.add_row(f"{name}{'*' if name in required else ''}", _accepts(spec, defs), spec.get("description"))
+        for name, spec in schema.properties.items():
+            required = "yes" if name in schema.required else "no"
+            filters.add_row(name, type_name(spec), required, constraints(spec) or "-", spec.get("description"))
         formats = ", ".join(fmt.value for fmt in export_type.formats)
         blocks += [
             f"[bold]{export_type.name}[/] ({formats}): {export_type.description}",
-            Padding(filters, (0, 0, 1, 2)),
+            Padding(filters, (0, 0, 0, 2)),
+            Padding(Text(submit_example(schema)), (0, 0, 1, 2)),
         ]
     return Group(*blocks)
+
+
+def submit_example(schema: FilterSchema) -> str:
+    """``exportctl submit TYPE ...`` with the type's required filters and its optional ones in
+    brackets, ``--from``/``--to`` standing for its date range."""
+    words = [f"exportctl submit {schema.export_type}"]
+    date_range = schema.date_range()
+    shortcuts = {date_range[0]: "--from", date_range[1]: "--to"} if date_range else {}
+    for name, spec in schema.properties.items():
+        option = shortcuts.get(name)
+        word = f"{option} {placeholder(spec)}" if option else f"--filter {name}={placeholder(spec)}"
+        words.append(word if name in schema.required else f"[{word}]")
+    return " ".join(words)
+
+
+def _clock_text(seconds: float | None) -> str:
+    """``75`` -> ``0:01:15``; unknown -> ``-:--:--``."""
+    if seconds is None:
+        return "-:--:--"
+    whole = max(0, math.ceil(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def _rate_text(rate: float | None) -> str:
+    return f"{rate:,.0f} rows/s" if rate is not None else "- rows/s"
+
+
+@dataclass(frozen=True)
+class _Sample:
+    at: float
+    progress: int
+    rows: int
+
+
+class _Speed:
+    """Rows per second and the time left, from the states seen over the last ``window`` seconds.
+
+    The time left follows the percentage (some types measure progress in days read, not rows);
+    a finished task's rate is its rows over its own run time, as the service timed it.
+    """
+
+    def __init__(self, window: float) -> None:
+        self._window = window
+        self._samples: deque[_Sample] = deque()
+
+    def observe(self, task: TaskView, now: float) -> tuple[float | None, float | None]:
+        """(rows/s, seconds left) after seeing ``task`` at ``now``; None where not known yet."""
+        if task.is_terminal:
+            if task.status is not TaskStatus.COMPLETED:
+                return None, None
+            ran = (task.finished_at - task.started_at).total_seconds() if task.finished_at and task.started_at else 0
+            rows = task.rows if task.rows is not None else task.rows_written
+            return (rows / ran if ran > 0 else None), 0.0
+        if task.status is not TaskStatus.RUNNING:
+            return None, None
+        self._samples.append(_Sample(now, task.progress, task.rows_written))
+        while len(self._samples) > 2 and self._samples[1].at <= now - self._window:
+            self._samples.popleft()
+        first, last = self._samples[0], self._samples[-1]
+        elapsed = last.at - first.at
+        if elapsed <= 0:
+            return None, None
+        rate = max(0.0, (last.rows - first.rows) / elapsed)
+        per_second = (last.progress - first.progress) / elapsed
+        left = (100 - last.progress) / per_second if per_second > 0 else None
+        return rate, left
+
+
+class _EtaColumn(ProgressColumn):
+    """``ETA 0:00:12``, counting down between polls from the last estimate."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def render(self, task: Task) -> Text:
+        """The time left, as of now."""
+        left, at = task.fields.get("left"), task.fields.get("left_at")
+        remaining = None if left is None or at is None else left - (self._clock() - at)
+        return Text(f"ETA {_clock_text(remaining)}")
 
 
 class ProgressReporter:
     """Shows a task's progress while ``exportctl`` waits for it.
 
-    On a terminal: a live bar (status, percent, rows, elapsed). Elsewhere: one plain line each
-    time the status, the percentage or the row count changes, so logs stay readable.
+    On a terminal: a live bar (status, percent, rows, rows/s, ETA, elapsed). Elsewhere: one
+    plain line each time the status, the percentage or the row count changes, so logs stay
+    readable. Rows per second and the ETA come from the states seen over the last
+    ``RATE_WINDOW_SEC`` seconds.
     """
+
+    RATE_WINDOW_SEC: Final = 20.0
 
     def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self._stream = stream
         self._clock = clock
         self._started = clock()
+        self._speed = _Speed(self.RATE_WINDOW_SEC)
         self._last: tuple[TaskStatus, int, int] | None = None
         self._bar: Progress | None = None
         self._bar_task: TaskID | None = None
@@ -181,15 +278,20 @@ class ProgressReporter:
                 BarColumn(),
                 TaskProgressColumn(),
                 TextColumn("{task.fields[rows]:>10,} rows"),
+                TextColumn("{task.fields[rate]:>14}"),
+                _EtaColumn(clock),
                 TimeElapsedColumn(),
                 console=console(stream),
                 transient=False,
+                get_time=clock,
             )
 
     def __enter__(self) -> ProgressReporter:
         if self._bar is not None:
             self._bar.start()
-            self._bar_task = self._bar.add_task("export", total=100, status="SUBMITTED", rows=0)
+            self._bar_task = self._bar.add_task(
+                "export", total=100, status="SUBMITTED", rows=0, rate=_rate_text(None), left=None, left_at=None
+            )
         return self
 
     def __exit__(
@@ -200,16 +302,30 @@ class ProgressReporter:
 
     def update(self, task: TaskView) -> None:
         """Show ``task``'s latest state."""
-        state = (task.status, task.progress, task.rows_written)
+        now = self._clock()
+        rate, left = self._speed.observe(task, now)
+        rows = task.rows if task.is_terminal and task.rows is not None else task.rows_written
         if self._bar is not None and self._bar_task is not None:
-            self._bar.update(self._bar_task, completed=task.progress, status=task.status.value, rows=task.rows_written)
+            self._bar.update(
+                self._bar_task,
+                completed=task.progress,
+                status=task.status.value,
+                rows=rows,
+                rate=_rate_text(rate),
+                left=left,
+                left_at=now,
+            )
+            if task.is_terminal:
+                self._bar.refresh()
             return
+        state = (task.status, task.progress, rows)
         if state == self._last:
             return
         self._last = state
-        elapsed = self._clock() - self._started
+        elapsed = now - self._started
         print(
-            f"{task.task_id} {task.status.value:<9} {task.progress:>3}% {task.rows_written:>10,} rows {elapsed:7.1f}s",
+            f"{task.task_id} {task.status.value:<9} {task.progress:>3}% {rows:>10,} rows {_rate_text(rate):>14}"
+            f"  ETA {_clock_text(left)} {elapsed:7.1f}s",
             file=self._stream,
             flush=True,
         )
