@@ -15,7 +15,7 @@ export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes
+.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes
 
 # uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
 $(UV):
@@ -41,7 +41,7 @@ run: $(STAMP)
 	$(BIN)/python -m local_stack
 
 ## test: lint, then the full test suite (unit, integration, infrastructure, end to end)
-test: $(STAMP) lint
+test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
@@ -67,6 +67,10 @@ load: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+## typecheck: mypy over the service, local mode, the CDK app and the client ([tool.mypy] in pyproject.toml)
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -254,7 +254,7 @@ def run_pipeline(
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()
-    given = {
+    given: dict[str, Any] = {
         "settings": Settings.model_construct(
             progress_interval_sec=Worker.PROGRESS_INTERVAL_SEC,
             lease_sec=Worker.LEASE_SEC,
@@ -265,14 +265,13 @@ def run_pipeline(
         "results": results,
         "registry": registry,
     }
-    deps = Dependencies(
-        **{
-            field.name: given.get(field.name)
-            for field in dataclasses.fields(Dependencies)
-            if field.name in given
-            or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING)
-        }
-    )
+    # The ports a run does not use stay None: a call to one would fail the benchmark loudly.
+    unused: dict[str, Any] = {
+        field.name: None
+        for field in dataclasses.fields(Dependencies)
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    }
+    deps = Dependencies(**{**unused, **given})
     now = datetime.now(UTC)
     task = new_task(
         task_id="exp_bench",

@@ -109,6 +109,10 @@ class TaskQueue(Protocol):
     def depths(self) -> dict[str, int]:
         """Approximate waiting messages per lane (may be a few seconds old)."""
 
+    def running(self) -> dict[str, int]:
+        """Approximate messages being worked on per lane (received, not yet deleted), read
+        together with :meth:`depths`."""
+
     def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
         """Let the failed ``delivery`` come back after ``delay_sec`` rather than the queue's
         visibility timeout."""
@@ -127,8 +131,8 @@ class ThroughputStats(Protocol):
     def get(self, export_type: str) -> Throughput | None:
         """The moving averages, or None before the first run."""
 
-    def record(self, export_type: str, rows: int, seconds: float) -> None:
-        """Fold in one finished run."""
+    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
+        """Fold in one finished run (``days``: the days its date range covers, if it has one)."""
 
 
 class MultipartUpload(Protocol):

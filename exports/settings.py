@@ -37,7 +37,7 @@ class Settings(BaseModel):
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
     hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
-    xlsx_engine: Literal[XlsxEngine.STREAM, XlsxEngine.OPENPYXL] = XlsxEngine.DEFAULT
+    xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
     # The declaration file of sources and export types; None: the one the repository ships.
     exports_config: str | None = None
     # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).

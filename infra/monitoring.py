@@ -172,7 +172,9 @@ class Monitoring(Construct):
     def watch_queues(self, queues: TaskQueues) -> None:
         """Per lane, alarms on dead letters and on tasks waiting too long; the lanes' depths on
         the dashboard."""
-        depths, dead_letters, oldest = [], [], []
+        depths: list[cloudwatch.IMetric] = []
+        dead_letters: list[cloudwatch.IMetric] = []
+        oldest: list[cloudwatch.IMetric] = []
         for lane in queues.lanes:
             name, label = lane_id(lane.lane), lane.lane.name
             dead = lane.dead_letters.metric_approximate_number_of_messages_visible(
@@ -253,7 +255,7 @@ class Monitoring(Construct):
 
     def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2]]) -> None:
         """Per table (``(name, table)``), an alarm on any throttled read or write."""
-        graphs = []
+        graphs: list[cloudwatch.IMetric] = []
         for name, table in tables:
             reads = table.metric("ReadThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)
             writes = table.metric("WriteThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)

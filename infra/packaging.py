@@ -292,6 +292,6 @@ def lambda_code(spec: PackageSpec, runtime: lambda_.Runtime) -> lambda_.Code:
         bundling=BundlingOptions(
             # Required by the API; never pulled: local bundling either succeeds or raises.
             image=runtime.bundling_image,
-            local=LocalBundling(spec),
+            local=LocalBundling(spec),  # type: ignore[arg-type]  # jsii.implements: an ILocalBundling at run time
         ),
     )

@@ -15,6 +15,8 @@ sources").
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
@@ -32,7 +34,7 @@ class Tables(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
         super().__init__(scope, construct_id)
-        common = {
+        common: dict[str, Any] = {
             "billing": dynamodb.Billing.on_demand(),
             "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -59,7 +61,7 @@ class Tables(Construct):
         self.customers = self._day_indexed("DemoCustomers", CustomersTable, common)
 
     def _day_indexed(
-        self, construct_id: str, keys: type[OrdersTable | CustomersTable], common: dict
+        self, construct_id: str, keys: type[OrdersTable | CustomersTable], common: dict[str, Any]
     ) -> dynamodb.TableV2:
         """A data-source table read day by day through its day index (orders, customers)."""
         return dynamodb.TableV2(

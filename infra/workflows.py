@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -100,7 +100,8 @@ class Workflows(Construct):
             lifecycle.function.function_arn, callback.function.function_arn, partition=Stack.of(self).partition
         )
         timeout_sec = longest_execution_sec(
-            definition, {function.function_arn: int(function.timeout.to_seconds()) for function in functions}
+            definition,
+            {function.function_arn: int(cast(Duration, function.timeout).to_seconds()) for function in functions},
         )
         state_machine = self.add_state_machine(
             LIFECYCLE,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from exports.export_types.customers import CUSTOMER_COLUMNS
+from exports.export_types.orders import ORDER_COLUMNS
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_orders import demo_orders
 
@@ -41,33 +43,9 @@ CREATE TABLE orders (
 );
 CREATE INDEX orders_by_date ON orders (order_date, order_id);
 """
-_ORDER_COLUMNS = (
-    "order_id",
-    "order_date",
-    "created_at",
-    "customer_id",
-    "customer_name",
-    "customer_email",
-    "country",
-    "status",
-    "item_count",
-    "items",
-    "amount",
-    "currency",
-    "note",
-)
-_CUSTOMER_COLUMNS = (
-    "customer_id",
-    "name",
-    "email",
-    "phone",
-    "country",
-    "city",
-    "signup_date",
-    "signed_up_at",
-    "plan",
-    "marketing_opt_in",
-)
+# The tables' columns are the demo types' columns, in the same order (exports.toml reads them).
+_ORDER_COLUMNS = tuple(column.name for column in ORDER_COLUMNS)
+_CUSTOMER_COLUMNS = tuple(column.name for column in CUSTOMER_COLUMNS)
 
 
 def load_demo_data(uri: str, orders: int, today: date) -> tuple[int, int]:

@@ -47,7 +47,7 @@ def _invoke(
     body: Any,
     headers: Any,
     response_headers: Any,
-) -> bytes | None:
+) -> str | bytes | None:
     handler = handler_for(function_name)
     if handler is None:
         return _original_invoke(self, function_name, qualifier, body, headers, response_headers)

@@ -554,8 +554,11 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
             [
                 scenario.description,
                 " → ".join(states_entered(definition, scenario)),
-                str(count := state_transitions(definition, scenario)),
-                *(_money(count * volume * Price.STEP_FUNCTIONS_TRANSITION) for volume in VOLUMES),
+                str(state_transitions(definition, scenario)),
+                *(
+                    _money(state_transitions(definition, scenario) * volume * Price.STEP_FUNCTIONS_TRANSITION)
+                    for volume in VOLUMES
+                ),
             ]
             for scenario in SCENARIOS
         ],
@@ -594,7 +597,7 @@ def synthesized_template(stage: str) -> dict[str, Any]:
     }
     app = App(context={**context, "aws:cdk:bundling-stacks": []})
     stack = ExportsStack(app, "Estimate", settings=StageSettings.from_context(context.get))
-    return Template.from_stack(stack).to_json()
+    return dict(Template.from_stack(stack).to_json())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -88,7 +89,10 @@ def client(url: str, tokens: Sequence[str], deadline: float, limit: int, results
         headers = {"Authorization": f"Bearer {token}"}
         day = (today - timedelta(days=rng.randrange(90))).isoformat()
         columns = rng.sample(["order_id", "amount", "status", "country", "currency", "created_at"], 3)
-        body = {"export_type": "orders", "filters": {"date_from": day, "date_to": day, "columns": columns}}
+        body: dict[str, Any] = {
+            "export_type": "orders",
+            "filters": {"date_from": day, "date_to": day, "columns": columns},
+        }
         try:
             started = time.monotonic()
             response = session.post(f"{url}/v1/exports", json=body, headers=headers, timeout=REQUEST_TIMEOUT_SEC)

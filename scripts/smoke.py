@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,7 @@ def run(
             if step is callback and not callback_url:
                 print(f"SKIP  {name:<24}          no --callback-url (CALLBACK_URL=https://...) given", flush=True)
                 continue
-            smoke.step(name, lambda step=step: step(smoke))
+            smoke.step(name, partial(step, smoke))
     failed = [name for name, passed, _ in smoke.results if not passed]
     print(f"\nsmoke: {len(smoke.results) - len(failed)} passed, {len(failed)} failed", flush=True)
     return not failed

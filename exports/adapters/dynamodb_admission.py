@@ -66,17 +66,17 @@ class DynamoThroughputStats:
             item = self._client.get_item(TableName=self._table, Key=_stats_key(export_type)).get("Item")
         return _throughput(item) if item else None
 
-    def record(self, export_type: str, rows: int, seconds: float) -> None:
+    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
         """Fold one finished run in; gives up quietly under heavy contention (it is a statistic)."""
         key = _stats_key(export_type)
         for _ in range(_ATTEMPTS):
             with translated("read throughput"):
                 item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
-            after = updated_throughput(_throughput(item) if item else None, rows, seconds, self._smoothing)
+            after = updated_throughput(_throughput(item) if item else None, rows, seconds, self._smoothing, days)
             values = {
-                "rows_per_sec": {"N": repr(after.rows_per_sec)},
-                "task_sec": {"N": repr(after.task_sec)},
-                "rows_per_task": {"N": repr(after.rows_per_task)},
+                name: {"N": repr(float(value))}
+                for name, value in vars(after).items()
+                if value is not None  # rows_per_day stays unknown for types without a date range
             }
             if _write_if_unchanged(self._client, self._table, key, values, item):
                 return
@@ -87,10 +87,16 @@ def _stats_key(export_type: str) -> dict[str, Any]:
 
 
 def _throughput(item: dict[str, Any]) -> Throughput:
+    def optional(name: str) -> float | None:
+        return float(item[name]["N"]) if name in item else None
+
     return Throughput(
         rows_per_sec=float(item["rows_per_sec"]["N"]),
         task_sec=float(item["task_sec"]["N"]),
         rows_per_task=float(item["rows_per_task"]["N"]),
+        rows_squared=optional("rows_squared"),
+        rows_times_sec=optional("rows_times_sec"),
+        rows_per_day=optional("rows_per_day"),
     )
 
 

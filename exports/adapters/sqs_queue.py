@@ -47,6 +47,7 @@ class SqsTaskQueue:
         self._urls = dict(queue_urls)
         self._cache_sec = cache_sec
         self._depths: dict[str, int] = {}
+        self._running: dict[str, int] = {}
         self._measured_at = -math.inf
 
     def send(self, message: TaskMessage, delay_sec: int = 0) -> None:
@@ -58,6 +59,11 @@ class SqsTaskQueue:
                 DelaySeconds=max(0, min(delay_sec, MAX_DELAY_SEC)),
                 MessageAttributes={"task_id": {"DataType": "String", "StringValue": message.task_id}},
             )
+        lane = lane_for(message.priority).name
+        if lane in self._depths:
+            # Until the next reading, count what this instance queued itself: a burst of submits
+            # within the cache period sees each other.
+            self._depths[lane] += 1
 
     def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
         """Shorten the failed delivery's visibility timeout to ``delay_sec``."""
@@ -74,13 +80,24 @@ class SqsTaskQueue:
 
     def depths(self) -> dict[str, int]:
         """Approximate visible messages per lane, re-read at most every ``cache_sec``."""
-        if time.monotonic() - self._measured_at >= self._cache_sec:
-            depths = {}
-            for lane, url in self._urls.items():
-                with translated("read queue depth"):
-                    attributes = self._client.get_queue_attributes(
-                        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
-                    )["Attributes"]
-                depths[lane] = int(attributes["ApproximateNumberOfMessages"])
-            self._depths, self._measured_at = depths, time.monotonic()
+        self._measure()
         return dict(self._depths)
+
+    def running(self) -> dict[str, int]:
+        """Approximate in-flight messages per lane, read with :meth:`depths`."""
+        self._measure()
+        return dict(self._running)
+
+    def _measure(self) -> None:
+        if time.monotonic() - self._measured_at < self._cache_sec:
+            return
+        depths, running = {}, {}
+        for lane, url in self._urls.items():
+            with translated("read queue depth"):
+                attributes = self._client.get_queue_attributes(
+                    QueueUrl=url,
+                    AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+                )["Attributes"]
+            depths[lane] = int(attributes["ApproximateNumberOfMessages"])
+            running[lane] = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
+        self._depths, self._running, self._measured_at = depths, running, time.monotonic()

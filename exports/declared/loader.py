@@ -90,12 +90,12 @@ def load_declarations(
         sources = raw.setdefault("sources", {})
         if name not in sources:
             raise DeclarationError(path, f"sources.{name}", "overridden by the deployment but not declared")
-        declared = dict(sources[name])
+        merged = dict(sources[name])
         if CONNECTION_KEYS & set(override):
             # A connection given by the deployment replaces the file's (e.g. url_env for make run).
             for key in CONNECTION_KEYS:
-                declared.pop(key, None)
-        sources[name] = {**declared, **override}
+                merged.pop(key, None)
+        sources[name] = {**merged, **override}
     try:
         parsed = DeclarationFile.model_validate(raw)
     except ValidationError as error:

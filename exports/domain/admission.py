@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
-from datetime import datetime
+import re
+from dataclasses import dataclass, replace
+from datetime import date, datetime
 from typing import Any
 
 from exports.config import LANES, Lane
@@ -76,34 +77,110 @@ def take_token(bucket: Bucket | None, now: datetime, rate_per_sec: float, burst:
 
 @dataclass(frozen=True)
 class Throughput:
-    """What recent runs of an export type achieved (moving averages)."""
+    """What recent runs of an export type achieved: exponentially weighted means of each run's
+    rows per second, seconds, rows, rows squared, rows times seconds and rows per day of its
+    date range. The last three are None in statistics recorded before they existed."""
 
     rows_per_sec: float
     task_sec: float
     rows_per_task: float
+    rows_squared: float | None = None
+    rows_times_sec: float | None = None
+    rows_per_day: float | None = None
+
+    def run_sec(self, rows: float) -> float:
+        """Seconds a run of ``rows`` rows should take: a fixed start-up plus a time per row,
+        fitted (least squares) to the recorded runs when their sizes differ enough; with runs of
+        one size only, in proportion to the mean run."""
+        if self.rows_squared is not None and self.rows_times_sec is not None:
+            variance = self.rows_squared - self.rows_per_task**2
+            covariance = self.rows_times_sec - self.rows_per_task * self.task_sec
+            if variance > (_SIZE_SPREAD * self.rows_per_task) ** 2 and covariance > 0:
+                per_row = covariance / variance
+                start_up = self.task_sec - per_row * self.rows_per_task
+                if start_up >= 0:
+                    return start_up + per_row * rows
+        if self.rows_per_task >= 1:
+            return self.task_sec * rows / self.rows_per_task
+        return rows / max(self.rows_per_sec, 0.001)
 
 
-def updated_throughput(old: Throughput | None, rows: int, seconds: float, smoothing: float) -> Throughput:
-    """Fold one finished run into the moving averages."""
+# Runs whose sizes spread less than this (relative standard deviation) fit no start-up time.
+_SIZE_SPREAD = 0.1
+
+
+def updated_throughput(
+    old: Throughput | None, rows: int, seconds: float, smoothing: float, days: int | None = None
+) -> Throughput:
+    """Fold one finished run (``rows`` rows in ``seconds``, over ``days`` days of data when its
+    filters have a date range) into the moving averages."""
     seconds = max(seconds, 0.001)
-    measured = Throughput(rows_per_sec=rows / seconds, task_sec=seconds, rows_per_task=float(rows))
+    measured = Throughput(
+        rows_per_sec=rows / seconds,
+        task_sec=seconds,
+        rows_per_task=float(rows),
+        rows_squared=float(rows) ** 2,
+        rows_times_sec=rows * seconds,
+        rows_per_day=rows / days if days else None,
+    )
     if old is None:
         return measured
 
-    def blend(new: float, previous: float) -> float:
+    def blend(new: float | None, previous: float | None) -> float | None:
+        if new is None or previous is None:
+            return new if previous is None else previous
         return smoothing * new + (1 - smoothing) * previous
 
+    if old.rows_squared is None or old.rows_times_sec is None:
+        # Statistics from before the moments were kept: start them from the means.
+        old = replace(old, rows_squared=old.rows_per_task**2, rows_times_sec=old.rows_per_task * old.task_sec)
     return Throughput(
-        rows_per_sec=blend(measured.rows_per_sec, old.rows_per_sec),
-        task_sec=blend(measured.task_sec, old.task_sec),
-        rows_per_task=blend(measured.rows_per_task, old.rows_per_task),
+        rows_per_sec=smoothing * measured.rows_per_sec + (1 - smoothing) * old.rows_per_sec,
+        task_sec=smoothing * measured.task_sec + (1 - smoothing) * old.task_sec,
+        rows_per_task=smoothing * measured.rows_per_task + (1 - smoothing) * old.rows_per_task,
+        rows_squared=blend(measured.rows_squared, old.rows_squared),
+        rows_times_sec=blend(measured.rows_times_sec, old.rows_times_sec),
+        rows_per_day=blend(measured.rows_per_day, old.rows_per_day),
     )
 
 
-def estimate_completion_sec(throughput: Throughput, queued_ahead: int, workers: int, expected_rows: int | None) -> int:
-    """Seconds until a new task should be done: the queue ahead of it drained by the lane's
-    workers, then its own rows at the measured speed."""
-    waiting = queued_ahead * throughput.task_sec / max(1, workers)
-    rows = expected_rows if expected_rows is not None else throughput.rows_per_task
-    running = rows / max(throughput.rows_per_sec, 0.001)
-    return max(1, math.ceil(waiting + running))
+def date_span_days(filters: dict[str, Any]) -> int | None:
+    """Days covered by the filters' date range (both ends included) when exactly two of the
+    (canonical, JSON) filter values are dates; None otherwise."""
+    days: list[date] = []
+    for value in filters.values():
+        if isinstance(value, str) and _ISO_DATE.fullmatch(value):
+            try:
+                days.append(date.fromisoformat(value))
+            except ValueError:
+                continue
+    if len(days) != 2:
+        return None
+    return abs((days[1] - days[0]).days) + 1
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def expected_task_rows(throughput: Throughput, known_rows: int | None, span_days: int | None) -> float:
+    """The rows a new task should have: what its type knows up front, else its date range's days
+    at the rows per day measured, else the mean of recent runs."""
+    if known_rows is not None:
+        return float(known_rows)
+    if span_days is not None and throughput.rows_per_day is not None:
+        return span_days * throughput.rows_per_day
+    return throughput.rows_per_task
+
+
+def estimate_completion_sec(throughput: Throughput, tasks_ahead: int, workers: int, expected_rows: float) -> int:
+    """Seconds until a new task should be done: the wait for a free worker, then its own run.
+
+    ``tasks_ahead`` are the lane's tasks queued or running when it arrives and ``workers`` the
+    exports the lane runs at once: with fewer ahead than workers it starts at once; otherwise
+    the ``tasks_ahead - workers + 1`` tasks that must end or start before it, each a mean run
+    long, are drained ``workers`` at a time. Its own run takes :meth:`Throughput.run_sec` of
+    ``expected_rows``.
+    """
+    workers = max(1, workers)
+    waiting = max(0, tasks_ahead - workers + 1) * throughput.task_sec / workers
+    return max(1, math.ceil(waiting + throughput.run_sec(expected_rows)))

@@ -205,7 +205,6 @@ def new_task(
         csv_formula_guard=csv_formula_guard,
         priority=priority,
         timeout_sec=timeout_sec,
-        callback_url=callback_url,
         max_retries=max_retries,
         created_at=now,
         expires_at=now + timedelta(seconds=timeout_sec) + retention,

@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from exports.config import Limits
-from exports.domain.errors import ExportsError
+from exports.domain.errors import ExportsError, InvalidRequest
 
 
 class Unauthorized(ExportsError):
@@ -118,6 +118,14 @@ def strict_json(text: str | bytes) -> Any:
         raise MalformedBody("the body is nested too deeply") from None
     except ValueError:
         raise MalformedBody("the body is not valid JSON") from None
+
+
+def refuse_unknown_query(event: APIGatewayProxyEventV2, known: frozenset[str]) -> None:
+    """:class:`InvalidRequest` naming the first query parameter that is not one of ``known``:
+    a misspelt filter (``stauts=FAILED``) must not be silently ignored."""
+    for name in event.query_string_parameters or {}:
+        if name not in known:
+            raise InvalidRequest(f"unknown query parameter {name!r}", field=name or "query")
 
 
 def upper_case(value: Any) -> Any:

@@ -79,8 +79,14 @@ def error_response(
 def _status_of(error: ExportsError) -> HTTPStatus:
     for error_type in type(error).__mro__:
         if error_type in _STATUS:
-            return _STATUS[error_type]  # type: ignore[index]
+            return _STATUS[error_type]
     return HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
+    """The methods the routes of ``path`` answer (empty: no route has that path), sorted."""
+    routes = app._static_routes + app._dynamic_routes  # Powertools keeps no public list of them
+    return sorted({route.method.upper() for route in routes if route.rule.match(path)})
 
 
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:
@@ -133,6 +139,14 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
 
     @app.not_found
     def _no_route(_error: NotFoundError) -> Response:
+        allowed = allowed_methods(app, app.current_event.path)
+        if allowed:
+            return error_response(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                f"{app.current_event.http_method.upper()} is not allowed here; use {', '.join(allowed)}",
+                headers={"Allow": ", ".join(allowed)},
+            )
         return error_response(HTTPStatus.NOT_FOUND, "NOT_FOUND", "no such resource")
 
     @app.exception_handler(Exception)

@@ -42,7 +42,7 @@ def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
         filters=original.filters,
         priority=original.priority,
         timeout_sec=original.timeout_sec,
-        callback_url=original.callback_url,
+        callback_url=original.callback_url,  # type: ignore[arg-type]  # pydantic parses the stored URL
         csv_bom=original.csv_bom,
         csv_formula_guard=original.csv_formula_guard,
     )

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, cast, runtime_checkable
 
 from exports.config import LongExports, Metric, Results, XlsxEngine, XlsxLimits
 from exports.domain.checkpoint import (
@@ -271,11 +271,11 @@ class _Run:
                 state=_sink_state(checkpoint, tail) if checkpoint else None,
             )
             gzip = None
-            out: BinaryIO = sink
+            out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
             if self.task.format is ExportFormat.CSV_GZ:
                 state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
                 gzip = GzipStream(sink, state=state)
-                out = gzip
+                out = cast(BinaryIO, gzip)
             fresh = checkpoint is None
             stream = csv_writer.CsvStream(
                 self.columns,

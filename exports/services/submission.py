@@ -7,11 +7,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from exports.api_models import ExportRequest
 from exports.config import Admission, Estimates, Metric
-from exports.domain.admission import Throughput, dedup_key, estimate_completion_sec, lane_for
+from exports.domain.admission import (
+    Throughput,
+    date_span_days,
+    dedup_key,
+    estimate_completion_sec,
+    expected_task_rows,
+    lane_for,
+)
 from exports.domain.errors import (
     ConditionFailed,
     DuplicateSubmission,
@@ -24,6 +31,7 @@ from exports.domain.errors import (
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
+from exports.export_types.base import ExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
@@ -76,7 +84,7 @@ def submit_export(
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
 
-    depths = _queue_depths(deps)
+    depths, running = _queue_depths(deps)
     if sum(depths.values()) >= deps.settings.max_backlog:
         deps.metrics.add(Metric.REJECTED)
         raise Overloaded(
@@ -111,13 +119,7 @@ def submit_export(
             csv_formula_guard=request.csv_formula_guard,
         ),
     )
-    lane = lane_for(task.priority)
-    estimate = estimate_completion_sec(
-        deps.throughput.get(export_type.name) or DEFAULT_THROUGHPUT,
-        depths.get(lane.name, 0),
-        lane.max_concurrency,
-        expected_rows=None,
-    )
+    estimate = _estimate(task, export_type, filters, depths, running, deps)
     existing = _admit(task, deps)
     if existing is not None:
         return Submission(existing, estimate, deduplicated=True)
@@ -128,14 +130,44 @@ def submit_export(
     return Submission(task, estimate)
 
 
-def _queue_depths(deps: Dependencies) -> dict[str, int]:
-    """The backlog per lane; unknown (empty) if it cannot be read: backpressure fails open, the
-    enqueue itself still reports a broken queue."""
+def _queue_depths(deps: Dependencies) -> tuple[dict[str, int], dict[str, int]]:
+    """The backlog and the tasks being worked on per lane; unknown (empty) if they cannot be
+    read: backpressure fails open, the enqueue itself still reports a broken queue."""
     try:
-        return deps.queue.depths()
+        return deps.queue.depths(), deps.queue.running()
     except ExportsError:
         logger.warning("could not read the queue depth", exc_info=True)
-        return {}
+        return {}, {}
+
+
+def _estimate(
+    task: Task,
+    export_type: ExportType,
+    filters: BaseModel,
+    depths: dict[str, int],
+    running: dict[str, int],
+    deps: Dependencies,
+) -> int:
+    """``estimated_completion_sec``: the lane's tasks ahead (queued and running) drained by the
+    exports it runs at once (fewer when the type's source allows fewer), then this task's own
+    expected rows at the type's measured speed (see :func:`estimate_completion_sec`)."""
+    throughput = _throughput(export_type.name, deps)
+    lane = lane_for(task.priority)
+    workers = lane.max_concurrency
+    limit = export_type.source_limit()
+    if limit is not None:
+        workers = min(workers, limit.max_concurrent)
+    rows = expected_task_rows(throughput, export_type.expected_rows(filters), date_span_days(task.filters))
+    return estimate_completion_sec(throughput, depths.get(lane.name, 0) + running.get(lane.name, 0), workers, rows)
+
+
+def _throughput(export_type: str, deps: Dependencies) -> Throughput:
+    """The type's measured throughput; the defaults before its first run or if it cannot be read."""
+    try:
+        return deps.throughput.get(export_type) or DEFAULT_THROUGHPUT
+    except ExportsError:
+        logger.warning("could not read the throughput statistics", exc_info=True)
+        return DEFAULT_THROUGHPUT
 
 
 def _admit(task: Task, deps: Dependencies) -> Task | None:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from exports.config import HotKey, Metric, SourceSlots
+from exports.domain.admission import date_span_days
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -297,7 +298,7 @@ def _completed(task: Task, result: ExportResult, now: datetime, deps: Dependenci
         seconds = (now - task.started_at).total_seconds()
         deps.metrics.add(Metric.DURATION_MS, seconds * 1000, unit="Milliseconds")
         try:
-            deps.throughput.record(task.export_type, result.rows, seconds)
+            deps.throughput.record(task.export_type, result.rows, seconds, days=date_span_days(task.filters))
         except ExportsError:
             logger.warning("could not record throughput", exc_info=True)  # a statistic, not the export
     return Outcome.COMPLETED

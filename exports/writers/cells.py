@@ -76,10 +76,11 @@ def fitted_widths(columns: Sequence[Column], rows: Iterable[Row]) -> list[int]:
     """A width per column fitted to its header and the values in ``rows``, within
     [:data:`MIN_COLUMN_WIDTH`, :data:`MAX_COLUMN_WIDTH`] (plus one character of padding)."""
     widths = [max(MIN_COLUMN_WIDTH, display_width(column.header) + FILTER_BUTTON_WIDTH) for column in columns]
-    fixed = [_DISPLAY_WIDTHS.get(column.kind) for column in columns]
+    fixed: list[int | None] = [_DISPLAY_WIDTHS.get(column.kind) for column in columns]
     for row in rows:
         for index, value in enumerate(row):
             if index < len(widths) and widths[index] < MAX_COLUMN_WIDTH:
-                width = fixed[index] if fixed[index] is not None and value is not None else display_width(value)
+                known = fixed[index]
+                width = known if known is not None and value is not None else display_width(value)
                 widths[index] = max(widths[index], width + 1)
     return [min(width, MAX_COLUMN_WIDTH) for width in widths]

@@ -83,7 +83,7 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     " and {c}.year >= 1000 or {c} is None else _datetime({c}))",
     ColumnKind.BOOLEAN: "({c} if {c}.__class__ is bool or {c} is None else _boolean({c}))",
 }
-_NAMESPACE = {
+_NAMESPACE: dict[str, Any] = {
     "_TRIGGERS": "".join(FORMULA_TRIGGERS),
     "Decimal": Decimal,
     "date": date,

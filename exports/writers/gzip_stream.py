@@ -45,7 +45,9 @@ class GzipStream(io.RawIOBase):
     ``state`` continues a stream another process suspended: no header is written again.
     """
 
-    def __init__(self, out: BinaryIO, level: int = Streaming.GZIP_LEVEL, state: GzipState | None = None) -> None:
+    def __init__(
+        self, out: BinaryIO | io.RawIOBase, level: int = Streaming.GZIP_LEVEL, state: GzipState | None = None
+    ) -> None:
         super().__init__()
         self._out = out
         self._level = level

@@ -20,9 +20,17 @@ from exports.composition import dependencies_from_environment
 from exports.config import API_VERSION_PREFIX, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
-from exports.http.envelope import caller_id, check_envelope, normalised_event, strict_json, upper_case
+from exports.http.envelope import (
+    caller_id,
+    check_envelope,
+    normalised_event,
+    refuse_unknown_query,
+    strict_json,
+    upper_case,
+)
 from exports.http.errors import register_error_handlers
 from exports.http.idempotency import IdempotentCalls, idempotency_key
+from exports.http.openapi import CACHE_CONTROL, contract_document, location, responses, retry_after
 from exports.services import control, queries
 from exports.services.dependencies import Dependencies
 from exports.services.submission import Submission, submit_export
@@ -72,11 +80,57 @@ def idempotent_calls() -> IdempotentCalls:
     return IdempotentCalls(aws_client("dynamodb"), dependencies().settings.tasks_table)
 
 
+# The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
+_ACCEPTED = {
+    202: {
+        "description": "Accepted: the task (PENDING, or the identical active task when deduplicated).",
+        "headers": {
+            "Location": location("The task's status URL (as `status_url`)."),
+            "Retry-After": retry_after("Seconds to wait before the first poll."),
+        },
+    }
+}
+_SUBMIT_RESPONSES = responses(_ACCEPTED, 400, 409, 413, 415, 422, 429)
+_GET_RESPONSES = responses(
+    {
+        200: {
+            "description": "The task; once COMPLETED with a freshly presigned `download_url`.",
+            "headers": {
+                "Retry-After": retry_after("While PENDING or RUNNING: seconds until the next poll.", required=False),
+                "Cache-Control": CACHE_CONTROL,
+            },
+        }
+    },
+    404,
+)
+_CANCEL_RESPONSES = responses({200: {"description": "The task, CANCELLED."}}, 404, 409)
+_RETRY_RESPONSES = responses(_ACCEPTED, 404, 409, 422, 429)
+_LIST_RESPONSES = responses({200: {"description": "A page of the caller's tasks, newest first."}}, 422)
+_DOWNLOAD_RESPONSES = responses(
+    {
+        302: {
+            "description": "Redirect to a short-lived presigned link to the file (no body).",
+            "headers": {"Location": location("The presigned link."), "Cache-Control": CACHE_CONTROL},
+            "content": {},
+        }
+    },
+    404,
+    409,
+)
+_LIST_QUERY = frozenset({"limit", "status", "next_token"})
+_TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment."}})
+
+
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
 
-@app.post(f"{API_VERSION_PREFIX}/exports", status_code=202, summary="Submit an export", tags=["exports"])
+@app.post(
+    f"{API_VERSION_PREFIX}/exports",
+    summary="Submit an export",
+    tags=["exports"],
+    responses=_SUBMIT_RESPONSES,
+)
 @tracer.capture_method(capture_response=False)
 def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted]:
     """Validate, store as PENDING and queue; answers at once with the task id."""
@@ -114,7 +168,9 @@ def _answer(accepted: dict[str, Any], headers: dict[str, str] | None = None) -> 
     )
 
 
-@app.get(f"{API_VERSION_PREFIX}/exports/<task_id>", summary="Get an export task", tags=["exports"])
+@app.get(
+    f"{API_VERSION_PREFIX}/exports/<task_id>", summary="Get an export task", tags=["exports"], responses=_GET_RESPONSES
+)
 @tracer.capture_method(capture_response=False)
 def get_export(task_id: str) -> Response[TaskView]:
     """The task; once COMPLETED with a freshly presigned download link."""
@@ -128,7 +184,12 @@ def get_export(task_id: str) -> Response[TaskView]:
     return _json(200, view, headers)
 
 
-@app.post(f"{API_VERSION_PREFIX}/exports/<task_id>/cancel", summary="Cancel an export", tags=["exports"])
+@app.post(
+    f"{API_VERSION_PREFIX}/exports/<task_id>/cancel",
+    summary="Cancel an export",
+    tags=["exports"],
+    responses=_CANCEL_RESPONSES,
+)
 @tracer.capture_method(capture_response=False)
 def cancel(task_id: str) -> TaskView:
     """CANCELLED from PENDING or RUNNING; ``409`` once the task has ended."""
@@ -136,7 +197,13 @@ def cancel(task_id: str) -> TaskView:
     return TaskView.of(control.cancel_export(task_id, caller_id(app.current_event), dependencies()))
 
 
-@app.post(f"{API_VERSION_PREFIX}/exports/<task_id>/retry", status_code=202, summary="Retry an export", tags=["exports"])
+@app.post(
+    f"{API_VERSION_PREFIX}/exports/<task_id>/retry",
+    status_code=202,
+    summary="Retry an export",
+    tags=["exports"],
+    responses=_RETRY_RESPONSES,
+)
 @tracer.capture_method(capture_response=False)
 def retry(task_id: str) -> Response[ExportAccepted]:
     """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
@@ -144,14 +211,15 @@ def retry(task_id: str) -> Response[ExportAccepted]:
     return _answer(_accepted(submission).model_dump(mode="json"))
 
 
-@app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"])
+@app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"], responses=_LIST_RESPONSES)
 @tracer.capture_method(capture_response=False)
 def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
     status: Annotated[TaskStatus | None, BeforeValidator(upper_case), Query(description="In any case.")] = None,
     next_token: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> TaskList:
-    """The caller's tasks, newest first."""
+    """The caller's tasks, newest first; ``422`` for a query parameter it does not know."""
+    refuse_unknown_query(app.current_event, _LIST_QUERY)
     page = queries.list_tasks(caller_id(app.current_event), dependencies(), limit, status, next_token)
     return TaskList(items=[TaskView.of(task) for task in page.tasks], next_token=page.cursor)
 
@@ -160,10 +228,10 @@ def list_exports(
     f"{API_VERSION_PREFIX}/exports/<task_id>/download",
     summary="Download the file",
     tags=["exports"],
-    responses={302: {"description": "Redirect to a short-lived presigned link"}},
+    responses=_DOWNLOAD_RESPONSES,
 )
 @tracer.capture_method(capture_response=False)
-def download(task_id: str) -> Response[None]:
+def download(task_id: str) -> Response[str]:
     """``302`` to a fresh presigned link; ``409`` unless the task is COMPLETED."""
     deps = dependencies()
     task = queries.owned_task(task_id, caller_id(app.current_event), deps)
@@ -171,7 +239,12 @@ def download(task_id: str) -> Response[None]:
     return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
 
 
-@app.get(f"{API_VERSION_PREFIX}/export-types", summary="What can be exported", tags=["export types"])
+@app.get(
+    f"{API_VERSION_PREFIX}/export-types",
+    summary="What can be exported",
+    tags=["export types"],
+    responses=_TYPES_RESPONSES,
+)
 @tracer.capture_method(capture_response=False)
 def list_export_types() -> ExportTypeList:
     """Registered export types, their formats and the JSON Schema of their filters."""
@@ -185,7 +258,7 @@ def openapi_document() -> Response[str]:
     return Response(
         status_code=200,
         content_type=content_types.APPLICATION_JSON,
-        body=app.get_openapi_json_schema(**openapi_settings()),
+        body=contract_document(app.get_openapi_json_schema(**openapi_settings())),
     )
 
 

@@ -41,7 +41,8 @@ def test_every_step_of_the_walkthrough_passes_and_the_callback_is_signed(stack: 
     signed = f"{call.headers['webhook-id']}.{call.headers['webhook-timestamp']}.".encode() + call.body
     expected = "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
     assert call.headers["webhook-signature"] == expected
-    assert json.loads(call.body)["status"] == "COMPLETED"
+    event = json.loads(call.body)
+    assert event["type"] == "export.completed" and event["data"]["status"] == "COMPLETED"
 
 
 def test_without_a_callback_url_that_step_is_skipped(stack: Stack, capsys) -> None:

@@ -309,14 +309,17 @@ def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
 # --- estimates ----------------------------------------------------------------------------------
 
 
-def test_the_estimate_follows_measured_throughput_and_the_queue_ahead(aws: Resources) -> None:
+def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_ahead(aws: Resources) -> None:
     deps = worker.dependencies()
-    deps.throughput.record("orders", rows=1000, seconds=10.0)  # 100 rows/s, 10 s per task
-    alone = submit({**BODY, "priority": 1})["estimated_completion_sec"]
+    deps.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 100 rows/s, 100 rows per day
+    small = submit({**BODY, "priority": 1})["estimated_completion_sec"]  # 2 days
+    large = submit({**BODY, "priority": 1, "filters": {"date_from": "2025-01-01", "date_to": "2025-01-31"}})
     for n in range(6):
         submit({**BODY, "filters": {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}})
     api.dependencies.cache_clear()  # a fresh instance reads the queue depth now
     behind_six = submit({**BODY, "filters": {"date_from": "2025-02-01", "date_to": "2025-02-02"}})
 
-    assert alone == 10  # its own 1,000 rows at 100 rows/s, nothing ahead in the high lane
-    assert behind_six["estimated_completion_sec"] == 10 + 6 * 10 // 2  # six tasks ahead, two workers
+    assert small == 2  # its own 200 rows at 100 rows/s, nothing ahead in the high lane
+    assert large["estimated_completion_sec"] == 31  # 3,100 rows; the small one runs beside it
+    # Six tasks ahead, two workers: five of them must end before one is free, 10 s each, two at a time.
+    assert behind_six["estimated_completion_sec"] == 2 + (6 - 2 + 1) * 10 // 2

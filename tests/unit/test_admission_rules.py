@@ -8,8 +8,10 @@ from exports.config import LANES, Capacity
 from exports.domain.admission import (
     Bucket,
     Throughput,
+    date_span_days,
     dedup_key,
     estimate_completion_sec,
+    expected_task_rows,
     lane_for,
     take_token,
     updated_throughput,
@@ -65,16 +67,47 @@ def test_a_bucket_never_holds_more_than_its_burst() -> None:
 
 
 def test_throughput_starts_from_the_first_run_then_moves_smoothly() -> None:
-    first = updated_throughput(None, rows=1000, seconds=10, smoothing=0.3)
-    assert first == Throughput(rows_per_sec=100, task_sec=10, rows_per_task=1000)
+    first = updated_throughput(None, rows=1000, seconds=10, smoothing=0.3, days=10)
+    assert first == Throughput(
+        rows_per_sec=100, task_sec=10, rows_per_task=1000, rows_squared=1e6, rows_times_sec=1e4, rows_per_day=100
+    )
     second = updated_throughput(first, rows=4000, seconds=10, smoothing=0.3)
     assert second.rows_per_sec == pytest.approx(0.3 * 400 + 0.7 * 100)
     assert second.rows_per_task == pytest.approx(0.3 * 4000 + 0.7 * 1000)
+    assert second.rows_per_day == 100  # that run had no date range: the average stays
 
 
-def test_the_estimate_adds_the_queue_ahead_to_the_tasks_own_rows() -> None:
+def test_runs_of_different_sizes_separate_the_start_up_from_the_time_per_row() -> None:
+    # Runs take 2 s plus 1 ms per row: the fit finds both, so a small and a large task differ.
+    measured = None
+    for rows in [100, 10_000, 500, 8_000, 2_000, 100, 10_000]:
+        measured = updated_throughput(measured, rows=rows, seconds=2 + rows / 1000, smoothing=0.3)
+    assert measured is not None
+    assert measured.run_sec(0) == pytest.approx(2, abs=0.01)
+    assert measured.run_sec(20_000) == pytest.approx(22, abs=0.01)
+
+
+def test_runs_of_one_size_scale_with_rows() -> None:
+    measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)  # statistics of old
+    assert measured.run_sec(1000) == 6
+    assert measured.run_sec(4000) == 24
+
+
+def test_a_tasks_size_comes_from_its_type_then_its_date_range_then_the_mean() -> None:
+    measured = Throughput(rows_per_sec=100, task_sec=10, rows_per_task=1000, rows_per_day=50)
+    assert expected_task_rows(measured, known_rows=7, span_days=30) == 7
+    assert expected_task_rows(measured, known_rows=None, span_days=30) == 1500
+    assert expected_task_rows(measured, known_rows=None, span_days=None) == 1000
+    assert date_span_days({"date_from": "2025-01-01", "date_to": "2025-01-31", "status": "paid"}) == 31
+    assert date_span_days({"date_from": "2025-01-01"}) is None
+    assert date_span_days({"a": "2025-01-01", "b": "2025-01-02", "c": "2025-01-03"}) is None
+
+
+def test_the_estimate_waits_for_a_free_worker_then_runs_the_tasks_own_rows() -> None:
     measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)
-    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=None) == 5
-    assert estimate_completion_sec(measured, queued_ahead=10, workers=2, expected_rows=None) == 5 + 30
-    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=4000) == 20
-    assert estimate_completion_sec(measured, queued_ahead=0, workers=2, expected_rows=0) == 1
+    assert estimate_completion_sec(measured, tasks_ahead=0, workers=2, expected_rows=1000) == 6
+    assert estimate_completion_sec(measured, tasks_ahead=1, workers=2, expected_rows=1000) == 6  # a free worker
+    assert estimate_completion_sec(measured, tasks_ahead=2, workers=2, expected_rows=1000) == 6 + 3
+    assert estimate_completion_sec(measured, tasks_ahead=11, workers=2, expected_rows=1000) == 6 + 30
+    assert estimate_completion_sec(measured, tasks_ahead=0, workers=2, expected_rows=4000) == 24
+    assert estimate_completion_sec(measured, tasks_ahead=0, workers=2, expected_rows=0) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import os
@@ -145,7 +146,7 @@ class ExportsClient:
                 return
             next_token = page.next_token
 
-    def export_types(self) -> list[ExportTypeView]:
+    def export_types(self) -> builtins.list[ExportTypeView]:
         """What this deployment can export: formats and the JSON Schema of each type's filters."""
         return self._parse(ExportTypeList, self._request("GET", "/v1/export-types")).items
 

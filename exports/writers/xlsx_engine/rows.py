@@ -159,7 +159,7 @@ _FAST_CELLS: dict[ColumnKind, tuple[str, str]] = {
     ),
     ColumnKind.BOOLEAN: ("$v.__class__ is bool", '<c r="$L{n}" t="b"><v>{$v:d}</v></c>'),
 }
-_NAMESPACE = {
+_NAMESPACE: dict[str, Any] = {
     "_LEAD": "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable()) + " ",
     "_Decimal": Decimal,
     "_date": date,
