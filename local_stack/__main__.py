@@ -86,8 +86,8 @@ def main() -> int:
     try:
         stack.start()
     except DeclarationError as error:
+        # Checked before anything starts: there is nothing to stop.
         print(f"declaration error: {error}", file=sys.stderr)
-        stack.stop()
         return 2
     except OSError as error:
         print(f"could not start: {error} (is port {config.port} in use? set PORT=...)", file=sys.stderr)

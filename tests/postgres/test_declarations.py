@@ -417,3 +417,25 @@ def test_decimal_bounds_may_be_toml_numbers(tmp_path: Path) -> None:
     assert str(model.model_validate({}).p) == "2.25"
     with pytest.raises(ValidationError, match=r"must be at least 0\.5"):
         model.model_validate({"p": 0.25})
+
+
+def test_make_run_stops_at_a_bad_declaration_with_its_message(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = write_declaration(tmp_path, declaration('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1;"'))
+    environment = {**os.environ, "EXPORTS_CONFIG": str(path), "PORT": "1", "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg")}
+
+    started = subprocess.run(
+        [sys.executable, "-m", "local_stack"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],
+    )
+
+    assert started.returncode == 2
+    assert f"declaration error: {path}: types.t: query: must be one statement" in started.stderr
+    assert not (tmp_path / "pg").exists()  # nothing was started
