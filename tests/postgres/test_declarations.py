@@ -434,6 +434,7 @@ def test_make_run_stops_at_a_bad_declaration_with_its_message(tmp_path: Path) ->
         text=True,
         timeout=60,
         cwd=Path(__file__).parents[2],
+        check=False,
     )
 
     assert started.returncode == 2
