@@ -61,10 +61,6 @@ class DeclaredExport(ExportType):
         """The declared source and its ``max_concurrent_exports``."""
         return self._source_limit
 
-    def estimate_sec(self, filters: Any) -> int:
-        """Start-up only: the service measures each type's speed and estimates from that."""
-        return 3
-
 
 def _values(filters: DeclaredFilters) -> dict[str, Any]:
     return {name: getattr(filters, name) for name in type(filters).model_fields}

@@ -191,7 +191,3 @@ class ExportType(ABC):
         """What many users exporting at once would hammer together (e.g. type + date range):
         workers rate-limit per key. None: no hot-key limit for this export."""
         return None
-
-    def estimate_sec(self, filters: Any) -> int:
-        """A rough run time for the 202 answer."""
-        return 5

@@ -124,10 +124,6 @@ class CustomersExport(ExportType):
         """Everyone exporting the same sign-up days reads the same index partitions."""
         return f"{self.name}:{filters.signed_up_from.isoformat()}:{filters.signed_up_to.isoformat()}"
 
-    def estimate_sec(self, filters: CustomersFilters) -> int:
-        """About a second per two months of sign-ups, plus start-up."""
-        return 3 + ((filters.signed_up_to - filters.signed_up_from).days + 1) // 60
-
 
 def _parse_cursor(cursor: Cursor | None, first_day: date) -> tuple[date, dict[str, Any] | None]:
     if cursor is None:

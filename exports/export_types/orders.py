@@ -196,11 +196,6 @@ class OrdersExport(ExportType):
         """``orders_<from>_<to>``."""
         return f"orders_{filters.date_from.isoformat()}_{filters.date_to.isoformat()}"
 
-    def estimate_sec(self, filters: OrdersFilters) -> int:
-        """About a second per ten days of orders, plus start-up."""
-        days = (filters.date_to - filters.date_from).days + 1
-        return 3 + days // 10
-
 
 def _parse_cursor(cursor: Cursor | None, first_day: date) -> tuple[date, int, str | None]:
     """Day, orders of that day already read, and the last of them; :class:`CursorInvalid` for

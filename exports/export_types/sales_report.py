@@ -119,10 +119,6 @@ class SalesReportExport(ExportType):
         """The same index partitions as an orders export of the same days."""
         return f"orders:{filters.date_from.isoformat()}:{filters.date_to.isoformat()}"
 
-    def estimate_sec(self, filters: SalesReportFilters) -> int:
-        """Like an orders export of the same days."""
-        return 3 + ((filters.date_to - filters.date_from).days + 1) // 10
-
 
 def _parse_cursor(cursor: Cursor | None, first_day: date) -> date:
     if cursor is None:

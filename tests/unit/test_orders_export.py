@@ -161,12 +161,6 @@ def test_file_stem_names_the_range():
     assert export.file_stem(filters("2025-03-01", "2025-03-31")) == "orders_2025-03-01_2025-03-31"
 
 
-def test_estimate_grows_with_the_range():
-    export, _ = export_of()
-    assert export.estimate_sec(filters("2025-03-01", "2025-03-01")) == 3
-    assert export.estimate_sec(filters("2025-03-01", "2025-03-31")) == 6
-
-
 def test_demo_orders_all_come_out_typed_and_ordered():
     stored = list(demo_orders(200, today=date(2025, 3, 31)))
     export, _ = export_of(*stored)
