@@ -7,10 +7,8 @@ from typing import Any
 
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
-from exports.domain.errors import ExportFailed, ExportsError, RetryableError
+from exports.domain.errors import ExportFailed, ExportsError, RetryableError, SourceCode
 from exports.ports import ItemQuery
-
-SOURCE_QUERY_FAILED = "SOURCE_QUERY_FAILED"
 
 
 class DynamoItemsReader:
@@ -59,7 +57,7 @@ class DynamoItemsReader:
             raise ExportFailed(
                 f"reading table {query.table!r} failed ({error.details.get('aws_code', 'error')}): check the "
                 "declaration's table, index and key names, and the worker's read permission",
-                code=SOURCE_QUERY_FAILED,
+                code=SourceCode.QUERY_FAILED,
             ) from error
         items = [from_item(item, exact=True) for item in response.get("Items", [])]
         return items, response.get("LastEvaluatedKey")

@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from exports.config import Declarations
-from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
+from exports.domain.errors import ExportFailed, LostOwnership, RetryableError, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ColumnKind, RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead
 
@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SOURCE_QUERY_FAILED = "SOURCE_QUERY_FAILED"
-SOURCE_QUERY_TIMEOUT = "SOURCE_QUERY_TIMEOUT"
-SOURCE_QUERY_CANCELLED = "SOURCE_QUERY_CANCELLED"
-SOURCE_NOT_CONFIGURED = "SOURCE_NOT_CONFIGURED"
 # The longest the look at a query's result columns may take (types that infer their columns).
 DESCRIBE_TIMEOUT_SEC = 30
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
@@ -150,7 +146,7 @@ class PostgresReader:
         except (KeyError, TypeError, ValueError) as error:
             raise ExportFailed(
                 f"the connection of data source {self.source!r} is misconfigured (missing or bad {error})",
-                code=SOURCE_NOT_CONFIGURED,
+                code=SourceCode.NOT_CONFIGURED,
             ) from None
         except Exception as error:  # Secrets Manager or STS said no, or did not answer
             logger.warning("could not read a data source's credentials", extra={"source": self.source}, exc_info=True)
@@ -300,12 +296,11 @@ class _translated:
                 raise ExportFailed(
                     f"the query of data source {self._source!r} was cancelled by the database (an operator "
                     "or pg_cancel_backend); submit the export again",
-                    code=SOURCE_QUERY_CANCELLED,
+                    code=SourceCode.QUERY_CANCELLED,
                 ) from None
-            raise ExportFailed(
+            raise SourceQueryTimeout(
                 f"the query of data source {self._source!r} ran out of time (statement_timeout): it must return "
                 "its rows before the task's deadline and within one worker run; narrow the filters",
-                code=SOURCE_QUERY_TIMEOUT,
             ) from None
         sqlstate = error.sqlstate or ""
         if isinstance(error, psycopg.OperationalError) and (not sqlstate or sqlstate.startswith("08")):
@@ -319,7 +314,7 @@ class _translated:
         primary = error.diag.message_primary or type(error).__name__
         raise ExportFailed(
             f"the query of data source {self._source!r} failed: {primary} (SQLSTATE {sqlstate or 'unknown'})",
-            code=SOURCE_QUERY_FAILED,
+            code=SourceCode.QUERY_FAILED,
         ) from None
 
 

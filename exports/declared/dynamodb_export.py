@@ -12,11 +12,10 @@ from exports.declared.common import DeclaredExport
 from exports.declared.model import DynamoQueryDecl
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import render
-from exports.domain.errors import ExportFailed
+from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, Page, Row
 from exports.ports import ItemQuery, ItemsReader
 
-SOURCE_DATA_INVALID = "SOURCE_DATA_INVALID"
 # The name the key templates use for the day being read (see DynamoQueryDecl.each_day).
 DAY_PLACEHOLDER = "day"
 
@@ -102,7 +101,7 @@ def _rows(items: list[dict[str, Any]], convert: list[tuple[str, Callable[[Any], 
     except (ValueError, TypeError, ArithmeticError) as error:
         raise ExportFailed(
             f"an item of table {table!r} holds a value its declared column kind cannot read ({error})",
-            code=SOURCE_DATA_INVALID,
+            code=SourceCode.DATA_INVALID,
         ) from None
 
 

@@ -8,12 +8,9 @@ from typing import Any
 
 from exports.declared.common import DeclaredExport
 from exports.declared.parameters import DeclaredFilters, json_value
-from exports.domain.errors import ExportFailed
+from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Column, Cursor, CursorInvalid, Page, RunControl, Unbounded
 from exports.ports import ResultColumn, SqlRead, SqlReader
-
-# The code of a query that cannot run as declared (also exports.adapters.postgres_source's).
-SOURCE_QUERY_FAILED = "SOURCE_QUERY_FAILED"
 
 
 class DeclaredSqlExport(DeclaredExport):
@@ -71,7 +68,7 @@ class DeclaredSqlExport(DeclaredExport):
             raise ExportFailed(
                 f"the query of export type {self.name} returns no column {missing[0]!r} (declared in its columns "
                 "or order_key)",
-                code=SOURCE_QUERY_FAILED,
+                code=SourceCode.QUERY_FAILED,
             )
         indexes = [positions[name] for name in wanted]
         project = _SAME if indexes == list(range(len(result))) else _getter(indexes)

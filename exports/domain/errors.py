@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 
 class ExportsError(Exception):
@@ -109,6 +109,24 @@ class ExportFailed(ExportsError):
     def __init__(self, message: str, code: str = "EXPORT_FAILED") -> None:
         super().__init__(message)
         self.code = code
+
+
+class SourceCode:
+    """The error codes of a failed read from a data source, in one place (the task shows them)."""
+
+    QUERY_FAILED: Final = "SOURCE_QUERY_FAILED"
+    QUERY_TIMEOUT: Final = "SOURCE_QUERY_TIMEOUT"
+    QUERY_CANCELLED: Final = "SOURCE_QUERY_CANCELLED"
+    NOT_CONFIGURED: Final = "SOURCE_NOT_CONFIGURED"
+    DATA_INVALID: Final = "SOURCE_DATA_INVALID"
+
+
+class SourceQueryTimeout(ExportFailed):
+    """A source's query ran past its statement timeout: the run's time left, which may have been
+    the task's deadline (then the task times out rather than fails)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=SourceCode.QUERY_TIMEOUT)
 
 
 class Overloaded(ExportsError):

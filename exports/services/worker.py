@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -19,6 +19,7 @@ from exports.domain.errors import (
     ExportsError,
     LostOwnership,
     RetryableError,
+    SourceQueryTimeout,
     TaskNotFound,
 )
 from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
@@ -36,8 +37,6 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR = "INTERNAL_ERROR"
 INVALID_FILTERS = "INVALID_FILTERS"
 DELIVERY_FAILED = "DELIVERY_FAILED"
-# A source's query ran past its statement timeout (see exports.adapters.postgres_source).
-SOURCE_QUERY_TIMEOUT = "SOURCE_QUERY_TIMEOUT"
 
 
 class Outcome(StrEnum):
@@ -218,7 +217,7 @@ def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outc
         logger.info("task taken away while running; upload aborted")
         return Outcome.LOST_OWNERSHIP
     except ExportFailed as error:
-        if error.code == SOURCE_QUERY_TIMEOUT and deps.clock() >= task.deadline:
+        if isinstance(error, SourceQueryTimeout) and deps.clock() >= task.deadline:
             return _time_out(progress.task, deps)  # the statement timeout was the task's deadline
         return _fail(progress.task, error.code, error.message, deps)
     except ValidationError as error:
@@ -232,7 +231,7 @@ def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outc
     return _complete(progress.task, result, deps)
 
 
-def _slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Any:
+def _slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Callable[[datetime], None] | None:
     """Renew the source slot with the task's own progress writes, every third of its lease."""
     if lease is None or deps.slots is None:
         return None

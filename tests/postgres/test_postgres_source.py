@@ -19,12 +19,10 @@ import psycopg
 import pytest
 
 from exports.adapters.postgres_source import (
-    SOURCE_QUERY_FAILED,
-    SOURCE_QUERY_TIMEOUT,
     PostgresReader,
     SourceUnavailable,
 )
-from exports.domain.errors import ExportFailed, LostOwnership
+from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
 from exports.export_types.base import ExportType, Unbounded
 from exports.writers import csv_writer, xlsx_engine
 from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
@@ -206,7 +204,7 @@ def test_a_query_error_fails_clearly_without_connection_details(things: Any) -> 
     with pytest.raises(ExportFailed) as raised:
         rows_of(types["broken"], {})
 
-    assert raised.value.code == SOURCE_QUERY_FAILED
+    assert raised.value.code == SourceCode.QUERY_FAILED
     assert 'column "no_such_column" does not exist' in raised.value.message
     assert "42703" in raised.value.message
     assert uri not in raised.value.message and "postgres" not in raised.value.message.replace("'db'", "")
@@ -218,7 +216,7 @@ def test_the_transaction_is_read_only(things: Any) -> None:
     with pytest.raises(ExportFailed) as raised:
         rows_of(types["writer"], {})
 
-    assert raised.value.code == SOURCE_QUERY_FAILED and "read-only" in raised.value.message
+    assert raised.value.code == SourceCode.QUERY_FAILED and "read-only" in raised.value.message
     with psycopg.connect(uri) as conn:
         assert conn.execute("SELECT last_value, is_called FROM things_seq").fetchone() == (1, False)
 
@@ -262,7 +260,7 @@ def test_a_query_past_its_time_is_cancelled_by_the_statement_timeout(things: Any
     with pytest.raises(ExportFailed) as raised:
         list(reader.batches(_read("SELECT pg_sleep(30)"), Control(seconds=1.5)))
 
-    assert raised.value.code == SOURCE_QUERY_TIMEOUT
+    assert raised.value.code == SourceCode.QUERY_TIMEOUT
     assert time.monotonic() - started < 10
     assert backends(uri) == []
 
@@ -315,7 +313,7 @@ def test_a_declared_column_the_query_lacks_fails_without_retries(things: Any) ->
     with pytest.raises(ExportFailed) as raised:
         rows_of(types["wrong_columns"], {})
 
-    assert raised.value.code == SOURCE_QUERY_FAILED and "returns no column 'label'" in raised.value.message
+    assert raised.value.code == SourceCode.QUERY_FAILED and "returns no column 'label'" in raised.value.message
 
 
 def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
