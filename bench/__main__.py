@@ -30,15 +30,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench import postgres
+from bench.child import run_child
 
-ROOT = Path(__file__).resolve().parents[1]
 COLD_START = "cold_start"
 ORDER = (
     "gen",
@@ -83,17 +82,7 @@ RSS_CHECKED = ("csv", "xlsx_openpyxl", "xlsx", "pg_csv", "pg_xlsx")
 def run_case(case: str, rows: int, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one case in a fresh process (with ``env``, else this one's); its JSON result."""
     with tempfile.TemporaryDirectory(prefix="exports-bench-") as folder:
-        done = subprocess.run(
-            [sys.executable, "-m", "bench.cases", case, str(rows), folder],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-            env=env,
-        )
-    if done.returncode != 0:
-        raise SystemExit(f"case {case} at {rows} rows failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        return run_child("bench.cases", [case, str(rows), folder], env, f"case {case} at {rows} rows")
 
 
 def measure(sizes: list[int], rounds: int, cases: tuple[str, ...]) -> dict[tuple[str, int], dict[str, Any]]:

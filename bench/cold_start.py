@@ -23,14 +23,14 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Final
 
-ROOT: Final = Path(__file__).resolve().parents[1]
+from bench.child import run_child
+
 FUNCTIONS: Final = ("submit", "worker", "lifecycle", "callback")
 CLIENTS: Final = ("dynamodb", "sqs", "s3", "stepfunctions")
 REGION: Final = "us-east-1"
@@ -95,17 +95,7 @@ def _free_port() -> int:
 
 
 def _sample(arguments: list[str], environment: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.cold_start", "--child", *arguments],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"cold start sample {arguments} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child("bench.cold_start", ["--child", *arguments], environment, f"cold start sample {arguments}")
 
 
 class Stack:

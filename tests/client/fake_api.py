@@ -180,3 +180,18 @@ EXPORT_TYPES: list[dict[str, Any]] = [
 def serving_types(api: FakeApi) -> FakeApi:
     """``api`` answering GET /v1/export-types with :data:`EXPORT_TYPES`."""
     return api.on("GET", "/v1/export-types", json_response(200, {"items": EXPORT_TYPES}))
+
+
+class FakeTime:
+    """A clock that only moves when the code under test sleeps; every sleep is recorded."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now

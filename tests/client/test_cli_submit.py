@@ -13,6 +13,7 @@ from tests.client.fake_api import (
     BASE_URL,
     TOKEN,
     FakeApi,
+    FakeTime,
     error_response,
     json_response,
     serving_types,
@@ -26,21 +27,6 @@ ACCEPTED = {
     "estimated_completion_sec": 3,
     "status_url": "/v1/exports/exp_1",
 }
-
-
-class FakeTime:
-    """A clock that only moves when exportctl sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def clock(self) -> float:
-        return self.now
 
 
 def run(api: FakeApi, *args: str, fake_time: FakeTime | None = None) -> tuple[int, str, str]:

@@ -5,22 +5,7 @@ import pytest
 
 from exports_client import ExportsClient, NotFoundError, TaskStatus, WaitTimeoutError
 from exports_client.polling import backoff_delay, poll_delay
-from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
-
-
-class FakeTime:
-    """A clock that only moves when the client sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def clock(self) -> float:
-        return self.now
+from tests.client.fake_api import BASE_URL, TOKEN, FakeApi, FakeTime, error_response, json_response, task_json
 
 
 def client_for(api: FakeApi, fake_time: FakeTime) -> ExportsClient:
