@@ -5,9 +5,12 @@ item. Local mode (and the tests that mirror it) runs the API, a worker poller pe
 workflow's functions as threads of one process, against moto, so two pieces of shared state
 are serialised here, each under its own lock:
 
-- moto's DynamoDB backend does not lock: two threads can both pass a condition check, and a
-  transaction deep-copies tables while another thread writes to them (``RuntimeError:
-  dictionary changed size during iteration``, an occasional ``500`` under load);
+- moto's DynamoDB does not lock: two threads can both pass a condition check, a transaction
+  deep-copies tables while another thread writes to them, and a read serialises the live item
+  after the backend returned it, while another thread adds an attribute to it (``RuntimeError:
+  dictionary changed size during iteration``, an occasional ``500`` under load; the last failed
+  the fault-injection run in CI). Its backend methods and its request handler (parsing, backend
+  call and serialising the answer) share one lock;
 - Powertools keeps one metric set per process: an invocation that finds metrics to flush can
   serialise a set another invocation has just flushed and cleared, and fails with
   ``SchemaValidationError: Must contain at least one metric`` (it failed the lifecycle
@@ -26,16 +29,22 @@ from typing import Any
 
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.responses import DynamoHandler
 
 
 class SerialisedMethods:
     """Methods of one class, each run under one shared lock while installed."""
 
-    def __init__(self, owner: type, names: tuple[str, ...]) -> None:
+    def __init__(self, owner: type, names: tuple[str, ...], lock: threading.RLock | None = None) -> None:
         self.owner = owner
         self.names = names
-        self._lock = threading.RLock()
+        self._lock = lock or threading.RLock()
         self._originals: dict[str, Callable[..., Any]] = {}
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock the methods run under (other classes' methods may share it)."""
+        return self._lock
 
     def locked(self, method: Callable[..., Any]) -> Callable[..., Any]:
         """``method``, run under the lock."""
@@ -76,11 +85,12 @@ MOTO_DYNAMODB = SerialisedMethods(
         "scan",
     ),
 )
+MOTO_DYNAMODB_REQUESTS = SerialisedMethods(DynamoHandler, ("call_action",), lock=MOTO_DYNAMODB.lock)
 POWERTOOLS_METRICS = SerialisedMethods(
     AmazonCloudWatchEMFProvider,
     ("add_metric", "add_dimension", "add_metadata", "flush_metrics", "clear_metrics", "serialize_metric_set"),
 )
-SHARED_STATE = (MOTO_DYNAMODB, POWERTOOLS_METRICS)
+SHARED_STATE = (MOTO_DYNAMODB, MOTO_DYNAMODB_REQUESTS, POWERTOOLS_METRICS)
 
 
 def install() -> None:

@@ -86,6 +86,35 @@ def test_every_conditional_write_that_succeeds_counts_once(counter_table: str, s
     assert int(final["Item"]["version"]["N"]) == len(successes) > 0
 
 
+def test_reads_never_see_an_item_while_another_thread_adds_to_it(counter_table: str, serialised: None) -> None:
+    """moto serialises a read's answer after its backend returned the live item: a write adding
+    an attribute meanwhile made the read raise ``dictionary changed size during iteration``
+    (seen in the fault-injection run in CI)."""
+
+    def read_and_grow() -> None:
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        key, names = {"id": {"S": "c"}}, {"#attribute": threading.current_thread().name.replace("-", "_")}
+        for _ in range(80):
+            dynamodb.get_item(TableName=counter_table, Key=key)
+            dynamodb.update_item(
+                TableName=counter_table,
+                Key=key,
+                UpdateExpression="SET #attribute = :one",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            )
+            dynamodb.update_item(
+                TableName=counter_table, Key=key, UpdateExpression="REMOVE #attribute", ExpressionAttributeNames=names
+            )
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: the race needs no luck
+    try:
+        assert run_in_threads(read_and_grow) == []
+    finally:
+        sys.setswitchinterval(switch)
+
+
 def test_invocations_flushing_metrics_at_once_do_not_fail(serialised: None, capsys: pytest.CaptureFixture[str]) -> None:
     """Each thread plays an invocation that records a metric and flushes at its end, as
     ``@metrics.log_metrics`` does; Powertools shares the metric set across the process."""
