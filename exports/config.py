@@ -21,6 +21,10 @@ def metrics_namespace(stage: str) -> str:
 
 
 API_VERSION_PREFIX: Final = "/v1"
+OPENAPI_PATH: Final = "/openapi.json"
+DOCS_PATH: Final = "/docs"
+# The API's own documentation, served to GET without a token (on AWS and in local mode).
+PUBLIC_PATHS: Final = (OPENAPI_PATH, DOCS_PATH)
 
 
 class Env:

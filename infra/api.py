@@ -21,7 +21,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config import API_VERSION_PREFIX, SERVICE_NAME, Capacity
+from exports.config import API_VERSION_PREFIX, PUBLIC_PATHS, SERVICE_NAME, Capacity
 from infra.function_factory import log_group, removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings
@@ -37,8 +37,6 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
 )
-# The API's own documentation is readable without a token.
-PUBLIC_ROUTES: Final = ("/openapi.json", "/docs")
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {
     "requestId": "$context.requestId",
@@ -88,7 +86,17 @@ class ExportsApi(Construct):
         integration = integrations.HttpLambdaIntegration("ApiFunction", handler)
         for path, methods in PROTECTED_ROUTES:
             self.http_api.add_routes(path=path, methods=list(methods), integration=integration)
-        for path in PUBLIC_ROUTES:
+        # Everything else (another method on a known path, an unknown path) reaches the function
+        # too, with a token, so that it answers 405 with ``Allow`` or its JSON 404 rather than
+        # API Gateway's own ``{"message": "Not Found"}``.
+        apigw.HttpRoute(
+            self,
+            "CatchAll",
+            http_api=self.http_api,
+            route_key=apigw.HttpRouteKey.DEFAULT,
+            integration=integration,
+        )
+        for path in PUBLIC_PATHS:
             routes = self.http_api.add_routes(
                 path=path, methods=[GET], integration=integration, authorizer=apigw.HttpNoneAuthorizer()
             )

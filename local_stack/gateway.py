@@ -18,12 +18,11 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
 
+from exports.config import PUBLIC_PATHS
 from local_stack.lambda_context import LocalLambdaContext
 
 logger = logging.getLogger("local_stack.gateway")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-# Routes API Gateway serves without the authorizer (the CDK app does the same).
-PUBLIC_PATHS = frozenset({"/docs", "/openapi.json"})
 _TEXT_TYPES = ("application/json", "text/", "application/xml")
 
 
@@ -140,7 +139,8 @@ class Gateway:
 
     def _dispatch(self, request: Request) -> Response:
         user_id = self._user_of(request)
-        if user_id is None and request.path not in PUBLIC_PATHS:
+        # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
+        if user_id is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
             return _unauthorized()
         body = request.get_data(cache=False)
         event = to_event(request, body, user_id)

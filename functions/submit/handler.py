@@ -17,7 +17,7 @@ from pydantic import BeforeValidator
 from exports.adapters.clients import aws_client
 from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, TaskList, TaskView
 from exports.composition import dependencies_from_environment
-from exports.config import API_VERSION_PREFIX, Limits, Polling
+from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.http.envelope import (
@@ -39,7 +39,6 @@ logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 
-DOCS_PATH = "/docs"
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_json)
 register_error_handlers(app)
 
@@ -252,7 +251,7 @@ def list_export_types() -> ExportTypeList:
     return ExportTypeList(items=queries.export_types(dependencies()))
 
 
-@app.get("/openapi.json", include_in_schema=False)
+@app.get(OPENAPI_PATH, include_in_schema=False)
 def openapi_document() -> Response[str]:
     """The OpenAPI document of this API."""
     return Response(

@@ -206,6 +206,18 @@ def test_no_or_unknown_token_is_401(stack: Stack) -> None:
         assert counts(stack) == before
 
 
+def test_other_methods_get_405_with_allow_and_only_get_of_the_docs_is_public(stack: Stack) -> None:
+    """As API Gateway routes it (``$default`` behind the authorizer, the docs' GET routes public)."""
+    response = requests.delete(f"{stack.url}/v1/exports", headers=stack.headers("alice"), timeout=10)
+    assert (response.status_code, response.headers["Allow"]) == (405, "GET, POST")
+    assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    response = requests.get(f"{stack.url}/v1/nothing-here", headers=stack.headers("alice"), timeout=10)
+    assert (response.status_code, response.json()["error"]["code"]) == (404, "NOT_FOUND")
+    assert requests.get(f"{stack.url}/openapi.json", timeout=10).status_code == 200
+    for method in ("POST", "DELETE"):
+        assert requests.request(method, f"{stack.url}/openapi.json", timeout=10).status_code == 401
+
+
 def test_a_callback_reaches_a_receiver_on_the_developers_machine_signed(stack: Stack) -> None:
     with receiver([503, 204]) as hook:
         body = {

@@ -15,6 +15,7 @@ from exports.config import (
     API_VERSION_PREFIX,
     LANES,
     METRICS_NAMESPACE,
+    PUBLIC_PATHS,
     SERVICE_NAME,
     Capacity,
     CustomersTable,
@@ -25,7 +26,7 @@ from exports.config import (
     TaskTable,
     metrics_namespace,
 )
-from infra.api import PROTECTED_ROUTES, PUBLIC_ROUTES
+from infra.api import PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.queues import lane_id
 from infra.workflows import lifecycle_state_machine_name
@@ -497,17 +498,25 @@ def routes_by_key(synth):
 
 def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
     protected = {f"{method.value} {path}" for path, methods in PROTECTED_ROUTES for method in methods}
-    public = {f"GET {path}" for path in PUBLIC_ROUTES}
+    public = {f"GET {path}" for path in PUBLIC_PATHS}
     for synth in (dev, prod):
         routes = routes_by_key(synth)
-        assert set(routes) == protected | public
+        assert set(routes) == protected | public | {"$default"}
         for key, route in routes.items():
             if key in public:
                 assert route["AuthorizationType"] == "NONE"
             else:
-                assert key.split(" ")[1].startswith(f"{API_VERSION_PREFIX}/")
+                assert key == "$default" or key.split(" ")[1].startswith(f"{API_VERSION_PREFIX}/")
                 assert route["AuthorizationType"] == "JWT"
                 assert "AuthorizerId" in route
+
+
+def test_other_methods_and_unknown_paths_reach_the_function_behind_the_jwt(dev):
+    """Without a ``$default`` route API Gateway itself answers ``404 {"message": "Not Found"}``
+    to ``DELETE /v1/exports``, where the function answers 405 with ``Allow``."""
+    routes = routes_by_key(dev)
+    assert routes["$default"]["Target"] == routes[f"POST {API_VERSION_PREFIX}/exports"]["Target"]
+    assert routes["$default"]["AuthorizerId"] == routes[f"POST {API_VERSION_PREFIX}/exports"]["AuthorizerId"]
 
 
 def test_without_an_issuer_in_context_a_cognito_user_pool_issues_the_tokens(dev):
