@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from exports.domain.admission import Throughput
+from exports.domain.admission import QueueWait, Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.export_types.base import ColumnKind, RunControl
@@ -40,6 +40,9 @@ class TaskMessage:
     priority: int
     # How often a transient fault before the claim sent the message back (its backoff grows).
     redeliveries: int = 0
+    # Tasks it had to wait for at submit (queued or running ahead of it, beyond the lane's
+    # workers): its first claim measures the lane's wait per task. 0 on every later message.
+    waiting_for: int = 0
 
 
 class TaskRepository(Protocol):
@@ -126,13 +129,19 @@ class HotKeyLimiter(Protocol):
 
 
 class ThroughputStats(Protocol):
-    """Measured speed per export type, for estimates."""
+    """Measured speed per export type and wait per lane, for estimates."""
 
     def get(self, export_type: str) -> Throughput | None:
         """The moving averages, or None before the first run."""
 
     def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
         """Fold in one finished run (``days``: the days its date range covers, if it has one)."""
+
+    def queue_wait(self, lane: str) -> QueueWait | None:
+        """The lane's measured wait per task ahead, or None before its first queued task."""
+
+    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
+        """Fold in one task that waited ``waited_sec`` for a worker behind ``waited_for`` tasks."""
 
 
 class MultipartUpload(Protocol):

@@ -1,4 +1,4 @@
-"""Admission state kept in the tasks table: hot-key token buckets and throughput statistics.
+"""Admission state kept in the tasks table: hot-key token buckets, throughput and queue-wait statistics.
 
 Both are read-modify-write with a condition on what was read (optimistic concurrency), so
 concurrent workers never both spend the same token or lose an update."""
@@ -12,7 +12,14 @@ from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
 from exports.config import TaskTable
-from exports.domain.admission import Bucket, Throughput, take_token, updated_throughput
+from exports.domain.admission import (
+    Bucket,
+    QueueWait,
+    Throughput,
+    take_token,
+    updated_queue_wait,
+    updated_throughput,
+)
 from exports.domain.errors import RetryableError
 
 _ATTEMPTS = 8
@@ -53,7 +60,7 @@ class DynamoHotKeyLimiter:
 
 
 class DynamoThroughputStats:
-    """:class:`exports.ports.ThroughputStats`: moving averages per export type."""
+    """:class:`exports.ports.ThroughputStats`: moving averages per export type and per lane."""
 
     def __init__(self, client: Any, table_name: str, smoothing: float) -> None:
         self._client = client
@@ -81,9 +88,31 @@ class DynamoThroughputStats:
             if _write_if_unchanged(self._client, self._table, key, values, item):
                 return
 
+    def queue_wait(self, lane: str) -> QueueWait | None:
+        """The lane's wait per task ahead, or None before its first queued task."""
+        with translated("read queue wait"):
+            item = self._client.get_item(TableName=self._table, Key=_queue_wait_key(lane)).get("Item")
+        return QueueWait(float(item["sec_per_task"]["N"])) if item else None
+
+    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
+        """Fold one queued task's wait in; gives up quietly under heavy contention."""
+        key = _queue_wait_key(lane)
+        for _ in range(_ATTEMPTS):
+            with translated("read queue wait"):
+                item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+            old = QueueWait(float(item["sec_per_task"]["N"])) if item else None
+            after = updated_queue_wait(old, waited_sec, waited_for, self._smoothing)
+            values = {"sec_per_task": {"N": repr(after.sec_per_task)}}
+            if _write_if_unchanged(self._client, self._table, key, values, item):
+                return
+
 
 def _stats_key(export_type: str) -> dict[str, Any]:
     return {TaskTable.PARTITION_KEY: {"S": f"stats#{export_type}"}}
+
+
+def _queue_wait_key(lane: str) -> dict[str, Any]:
+    return {TaskTable.PARTITION_KEY: {"S": f"queue-wait#{lane}"}}
 
 
 def _throughput(item: dict[str, Any]) -> Throughput:

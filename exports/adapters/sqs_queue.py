@@ -34,6 +34,7 @@ def decode_message(body: str) -> TaskMessage:
         export_type=str(data.get("export_type", "")),
         priority=int(data.get("priority", 5)),
         redeliveries=int(data.get("redeliveries", 0)),
+        waiting_for=int(data.get("waiting_for", 0)),
     )
 
 

@@ -10,14 +10,16 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ValidationError
 
 from exports.api_models import ExportRequest
-from exports.config import Admission, Estimates, Metric
+from exports.config import Admission, Estimates, Lane, Metric
 from exports.domain.admission import (
+    QueueWait,
     Throughput,
     date_span_days,
     dedup_key,
     estimate_completion_sec,
     expected_task_rows,
     lane_for,
+    tasks_to_wait_for,
 )
 from exports.domain.errors import (
     ConditionFailed,
@@ -119,12 +121,15 @@ def submit_export(
             csv_formula_guard=request.csv_formula_guard,
         ),
     )
-    estimate = _estimate(task, export_type, filters, depths, running, deps)
+    waiting_for = _waiting_for(task, export_type, depths, running)
+    estimate = _estimate(task, export_type, filters, waiting_for, deps)
     existing = _admit(task, deps)
     if existing is not None:
         return Submission(existing, estimate, deduplicated=True)
     _dispatch(task, SCHEDULE_FAILED, lambda: deps.lifecycle.start(task), deps)
-    message = TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority)
+    message = TaskMessage(
+        task_id=task.task_id, export_type=task.export_type, priority=task.priority, waiting_for=waiting_for
+    )
     _dispatch(task, ENQUEUE_FAILED, lambda: deps.queue.send(message), deps)
     deps.metrics.add(Metric.SUBMITTED)
     return Submission(task, estimate)
@@ -140,25 +145,35 @@ def _queue_depths(deps: Dependencies) -> tuple[dict[str, int], dict[str, int]]:
         return {}, {}
 
 
-def _estimate(
-    task: Task,
-    export_type: ExportType,
-    filters: BaseModel,
-    depths: dict[str, int],
-    running: dict[str, int],
-    deps: Dependencies,
-) -> int:
-    """``estimated_completion_sec``: the lane's tasks ahead (queued and running) drained by the
-    exports it runs at once (fewer when the type's source allows fewer), then this task's own
-    expected rows at the type's measured speed (see :func:`estimate_completion_sec`)."""
-    throughput = _throughput(export_type.name, deps)
-    lane = lane_for(task.priority)
-    workers = lane.max_concurrency
+def _workers(export_type: ExportType, lane: Lane) -> int:
+    """The exports of this type the lane runs at once (fewer when the type's source allows fewer)."""
     limit = export_type.source_limit()
-    if limit is not None:
-        workers = min(workers, limit.max_concurrent)
+    return lane.max_concurrency if limit is None else min(lane.max_concurrency, limit.max_concurrent)
+
+
+def _waiting_for(task: Task, export_type: ExportType, depths: dict[str, int], running: dict[str, int]) -> int:
+    """The tasks of its lane (queued and running) that must end or start before this one runs."""
+    lane = lane_for(task.priority)
+    return tasks_to_wait_for(depths.get(lane.name, 0) + running.get(lane.name, 0), _workers(export_type, lane))
+
+
+def _estimate(task: Task, export_type: ExportType, filters: BaseModel, waiting_for: int, deps: Dependencies) -> int:
+    """``estimated_completion_sec``: the tasks it waits for at the lane's measured wait per task,
+    then its own expected rows at the type's measured speed (see :func:`estimate_completion_sec`)."""
+    lane = lane_for(task.priority)
+    throughput = _throughput(export_type.name, deps)
     rows = expected_task_rows(throughput, export_type.expected_rows(filters), date_span_days(task.filters))
-    return estimate_completion_sec(throughput, depths.get(lane.name, 0) + running.get(lane.name, 0), workers, rows)
+    queue_wait = _queue_wait(lane.name, deps) if waiting_for else None
+    return estimate_completion_sec(throughput, waiting_for, _workers(export_type, lane), rows, queue_wait)
+
+
+def _queue_wait(lane: str, deps: Dependencies) -> QueueWait | None:
+    """The lane's measured wait per task; None before its first queued task or if it cannot be read."""
+    try:
+        return deps.throughput.queue_wait(lane)
+    except ExportsError:
+        logger.warning("could not read the queue-wait statistics", exc_info=True)
+        return None
 
 
 def _throughput(export_type: str, deps: Dependencies) -> Throughput:

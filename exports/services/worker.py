@@ -12,7 +12,7 @@ from enum import StrEnum
 from pydantic import ValidationError
 
 from exports.config import HotKey, Metric, SourceSlots
-from exports.domain.admission import date_span_days
+from exports.domain.admission import date_span_days, lane_for
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -144,7 +144,21 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
             deps.metrics.add(Metric.DUPLICATE_DELIVERY)
             return Outcome.SKIPPED
         raise
+    _record_queue_wait(message, task, now, deps)
     return claimed, lease
+
+
+def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: Dependencies) -> None:
+    """A first claim through the submit's own message: how long the task waited for a worker
+    behind the tasks it had to wait for (estimates learn from it). A retried, deferred or
+    redelivered task waited for other reasons too, and its message says 0."""
+    if message.waiting_for <= 0 or message.redeliveries or task.attempt:
+        return
+    try:
+        waited = (now - task.created_at).total_seconds()
+        deps.throughput.record_queue_wait(lane_for(task.priority).name, waited, message.waiting_for)
+    except ExportsError:
+        logger.warning("could not record the queue wait", exc_info=True)  # a statistic, not the export
 
 
 def _take_slot(task: Task, deps: Dependencies) -> tuple[bool, SlotLease | None]:

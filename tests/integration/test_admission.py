@@ -323,3 +323,31 @@ def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_a
     assert large["estimated_completion_sec"] == 31  # 3,100 rows; the small one runs beside it
     # Six tasks ahead, two workers: five of them must end before one is free, 10 s each, two at a time.
     assert behind_six["estimated_completion_sec"] == 2 + (6 - 2 + 1) * 10 // 2
+
+
+def test_a_queued_tasks_first_claim_measures_the_lanes_wait_and_later_estimates_use_it(aws: Resources) -> None:
+    deps = worker.dependencies()
+    deps.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 10 s a task, 100 rows per day
+    ids = []
+    for n in range(3):
+        api.dependencies.cache_clear()  # each submit reads the queue depth anew
+        filters = {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}
+        ids.append(submit({**BODY, "filters": filters})["task_id"])
+    bodies = {body["task_id"]: body for body in (json.loads(m["Body"]) for m in messages(aws))}
+    # Two workers in the lane: the third waits for one of the two ahead of it.
+    assert [bodies[task_id]["waiting_for"] for task_id in ids] == [0, 0, 1]
+    assert deps.throughput.queue_wait("normal") is None
+
+    for task_id in ids:
+        message = TaskMessage(task_id, "orders", 5, waiting_for=bodies[task_id]["waiting_for"])
+        assert process_task(message, deps) is Outcome.COMPLETED
+    waited = deps.throughput.queue_wait("normal")
+    since_submit = (datetime.now(UTC) - deps.tasks.get(ids[2]).created_at).total_seconds()
+    assert waited is not None and 0 < waited.sec_per_task < since_submit
+
+    deps.throughput.record_queue_wait("normal", waited_sec=10**6, waited_for=1)  # the lane got slow
+    api.dependencies.cache_clear()
+    alone = submit({**BODY, "priority": 1, "filters": {"date_from": "2025-02-01", "date_to": "2025-02-02"}})
+    queued = submit({**BODY, "filters": {"date_from": "2025-02-10", "date_to": "2025-02-11"}})
+    assert alone["estimated_completion_sec"] < 60  # the high lane is empty: its own run only
+    assert queued["estimated_completion_sec"] > 0.3 * 10**6  # the three still in flight: behind at least one

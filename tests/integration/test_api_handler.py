@@ -60,7 +60,8 @@ def test_submit_answers_202_stores_pending_and_queues_a_small_message(aws: Resou
     messages = queued(aws)
     assert len(messages) == 1
     message = json.loads(messages[0]["Body"])
-    assert message == {"task_id": body["task_id"], "export_type": "orders", "priority": 5, "redeliveries": 0}
+    expected = {"task_id": body["task_id"], "export_type": "orders", "priority": 5, "redeliveries": 0}
+    assert message == {**expected, "waiting_for": 0}  # nothing ahead of it in its lane
     assert "filters" not in messages[0]["Body"]
 
 

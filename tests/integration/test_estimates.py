@@ -19,7 +19,8 @@ from local_stack.worker_loop import WorkerLoop
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 
-ORDERS = 6000  # over the 90 days up to SEED_DAY: about 67 a day
+ORDERS = 4500  # over the 90 days up to SEED_DAY: 50 a day
+MIX = (30, 90, 10, 60, 45)  # days of the exports a burst queues
 
 
 def window(days: int, offset: int = 0) -> dict[str, Any]:
@@ -27,7 +28,10 @@ def window(days: int, offset: int = 0) -> dict[str, Any]:
     return {"date_from": (last - timedelta(days=days - 1)).isoformat(), "date_to": last.isoformat()}
 
 
-def submit(filters: dict[str, Any]) -> tuple[str, int, float]:
+def submit(filters: dict[str, Any], fresh: bool = False) -> tuple[str, int, float]:
+    """Submit; ``fresh``: through a new API instance, which reads the queue depth at once."""
+    if fresh:
+        api.dependencies.cache_clear()
     body = {"export_type": "orders", "format": "csv", "filters": filters, "priority": 5}
     result = api.lambda_handler(http_event("POST", "/v1/exports", body, user="alice"), FakeContext())
     assert result["statusCode"] == 202, result
@@ -46,9 +50,10 @@ def wait_done(task_ids: list[str], limit_sec: float = 120) -> dict[str, float]:
     return done
 
 
-def close(estimate: int, actual: float) -> bool:
-    """Within half of the real duration, or 2 s (estimates are whole seconds; the worker polls)."""
-    return abs(estimate - actual) <= max(2.0, 0.5 * actual)
+def close(estimate: int, actual: float, factor: float) -> bool:
+    """Within ``factor`` of the real duration either way, or 2 s (estimates are whole seconds;
+    the worker polls)."""
+    return abs(estimate - actual) <= 2.0 or actual / factor <= estimate <= actual * factor
 
 
 def test_estimates_follow_size_and_queue_position(aws: Resources, atomic_dynamodb: None) -> None:
@@ -66,22 +71,25 @@ def test_estimates_follow_size_and_queue_position(aws: Resources, atomic_dynamod
             wait_done([task_id])
         report = []
         for label, days in (("small alone", 2), ("large alone", 90)):
-            api.dependencies.cache_clear()
-            task_id, estimate, started = submit(window(days, offset=11))
+            task_id, estimate, started = submit(window(days, offset=11), fresh=True)
             report.append((label, estimate, wait_done([task_id])[task_id] - started))
-        api.dependencies.cache_clear()
-        ahead = [submit(window(90, offset=20 + n)) for n in range(4)]
-        small = submit(window(2, offset=30))
-        finished = wait_done([task_id for task_id, _, _ in [*ahead, small]])
-        report.append(("small behind 4 large", small[1], finished[small[0]] - small[2]))
+        # A burst of the lane's usual mix gives it its measured wait per task ahead; then a small
+        # and a large export queue behind another such burst.
+        burst = [submit(window(days, offset=40 + n), fresh=True) for n, days in enumerate(MIX)]
+        wait_done([task_id for task_id, _, _ in burst])
+        ahead = [submit(window(days, offset=20 + n), fresh=True) for n, days in enumerate(MIX[:4])]
+        small = submit(window(2, offset=30), fresh=True)
+        large = submit(window(90, offset=31), fresh=True)
+        finished = wait_done([task_id for task_id, _, _ in [*ahead, small, large]])
+        report.append(("small behind 4", small[1], finished[small[0]] - small[2]))
+        report.append(("large behind 5", large[1], finished[large[0]] - large[2]))
     finally:
         loop.stop()
     print("\n".join(f"{label}: estimated {estimate} s, took {actual:.1f} s" for label, estimate, actual in report))
-    (small_alone, large_alone, small_queued) = report
+    (small_alone, large_alone, small_queued, large_queued) = report
     assert small_alone[1] < large_alone[1]
-    assert small_queued[1] > small_alone[1]
-    # Alone, an estimate is close to the run. Queued, it still underestimates (measured 9 s for
-    # 41 s): each task ahead is priced at the type's mean run, not at its own size, and runs side
-    # by side share the machine's cores (docs/performance.md, "Estimates").
-    for label, estimate, actual in (small_alone, large_alone):
-        assert close(estimate, actual), f"{label}: estimated {estimate} s, took {actual:.1f} s"
+    assert small_alone[1] < small_queued[1] < large_queued[1]
+    # Alone: the type's measured speed. Queued: the lane's measured wait per task ahead, which
+    # knows the lane's usual mix but not the sizes of what is queued now (docs/performance.md).
+    for (label, estimate, actual), factor in zip(report, (1.5, 1.5, 2, 2), strict=True):
+        assert close(estimate, actual, factor), f"{label}: estimated {estimate} s, took {actual:.1f} s"
