@@ -1,19 +1,20 @@
 # Every target sets up what it needs: a fresh machine only needs Python 3.11+ (with pip), Node 20
 # and npm. uv is bootstrapped from the package index into .uv/ (once per UV_VERSION), then builds
-# .venv from uv.lock.
+# .venv from requirements.lock.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Every package of the virtualenv and the Lambda packages, pinned with its hashes (no index URLs).
+LOCK := requirements.lock
 UV_VERSION := 0.13.9
 UV_HOME := .uv
 UV := $(UV_HOME)/$(UV_VERSION)/bin/uv
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-# uv: the machine's interpreter, never a downloaded one; the venv is the project's .venv.
+# uv: the machine's interpreter, never a downloaded one.
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
-export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 .PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes
 
@@ -23,15 +24,20 @@ $(UV):
 		--target $(UV_HOME)/$(UV_VERSION) uv==$(UV_VERSION)
 	@test -x $@
 
-# The virtualenv follows uv.lock exactly (--locked: a stale lock is an error, not a silent
-# re-resolve); it is re-synced only when the lock or a pyproject changes.
-$(STAMP): $(UV) pyproject.toml uv.lock client/pyproject.toml
-	$(UV) sync --quiet --locked --extra dev
+# The virtualenv holds exactly what the lock lists, each wheel checked against its hash, plus our
+# two projects (editable, without dependencies: the lock has them); re-synced only when the lock
+# or a pyproject changes. A test checks that the lock has every pin of the pyprojects.
+$(STAMP): $(UV) pyproject.toml $(LOCK) client/pyproject.toml
+	test -x $(BIN)/python || $(UV) venv --quiet $(VENV)
+	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(LOCK)
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --editable . --editable ./client
 	@touch $@
 
-## lock: re-resolve uv.lock after changing a dependency in pyproject.toml
+## lock: re-resolve requirements.lock after changing a dependency in a pyproject.toml (the
+## versions already locked are kept where they still fit)
 lock: $(UV)
-	$(UV) lock
+	$(UV) pip compile --quiet pyproject.toml client/pyproject.toml --extra dev --universal --generate-hashes \
+		--python-version 3.11 -o $(LOCK)
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error

@@ -9,10 +9,10 @@ written in ``unchecked-hash`` mode: the asset zip resets file times, so timestam
 bytecode would look stale and be recompiled (into a read-only file system) on every cold start.
 
 Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
-and ``uv.lock`` pins everything those pull in: the same locked versions as the virtualenv
-(``uv sync``), handed to pip as constraints (:func:`locked_constraints`). The wheels are downloaded
-once per set of pins into a wheelhouse (see :func:`wheelhouse`) and installed from there without
-an index.
+and ``requirements.lock`` pins everything those pull in: the same locked versions as the
+virtualenv (``make`` syncs it from the lock), handed to pip as constraints
+(:func:`locked_constraints`). The wheels are downloaded once per set of pins into a wheelhouse
+(see :func:`wheelhouse`) and installed from there without an index.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ from aws_cdk import aws_lambda as lambda_
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 PYPROJECT: Final = REPO_ROOT / "pyproject.toml"
-LOCKFILE: Final = REPO_ROOT / "uv.lock"
+LOCKFILE: Final = REPO_ROOT / "requirements.lock"
+# A pinned line of the lock: ``name==version`` (markers and hashes may follow).
+_LOCKED_PIN: Final = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", re.MULTILINE)
 SHARED_PACKAGE: Final = REPO_ROOT / "exports"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 PIP_PLATFORM: Final = "manylinux2014_aarch64"
@@ -87,13 +89,12 @@ def requirements_for(distributions: Iterable[str], pyproject: Path = PYPROJECT) 
 
 @cache
 def locked_constraints(lockfile: Path = LOCKFILE) -> str:
-    """Every package ``lockfile`` takes from an index, as pip constraints (``name==version``
-    lines, sorted). Our own projects (editable, path sources) are left out; a package locked at
-    two versions (a fork by platform) cannot be one constraint and is refused."""
+    """Every package ``lockfile`` pins, as pip constraints (``name==version`` lines, sorted,
+    without the lock's hashes, which pip refuses in constraints). A package locked at two
+    versions (a fork by platform) cannot be one constraint and is refused."""
     versions: dict[str, set[str]] = {}
-    for package in tomllib.loads(lockfile.read_text())["package"]:
-        if "registry" in package.get("source", {}):
-            versions.setdefault(normalized_name(package["name"]), set()).add(package["version"])
+    for name, version in _LOCKED_PIN.findall(lockfile.read_text()):
+        versions.setdefault(normalized_name(name), set()).add(version)
     forked = sorted(name for name, found in versions.items() if len(found) > 1)
     if forked:
         raise BundlingError(f"{lockfile.name} locks several versions of {forked}: pin one in pyproject.toml")
@@ -194,7 +195,7 @@ def _copy(source: Path, target: Path) -> None:
 
 
 def _pip(*arguments: str) -> list[str]:
-    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by uv.lock."""
+    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by the lock."""
     command = [sys.executable, "-m", "pip", *arguments, "--disable-pip-version-check", "--no-input", "--quiet"]
     for platform in PIP_PLATFORMS:
         command += ["--platform", platform]

@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -113,7 +112,7 @@ def test_openpyxl_and_lxml_ship_only_with_the_worker_and_every_runtime_dependenc
 
 
 def locked():
-    """uv.lock's versions by name, as the bundling reads them."""
+    """requirements.lock's versions by name, as the bundling reads them."""
     return dict(line.split("==") for line in locked_constraints().splitlines())
 
 
@@ -124,11 +123,12 @@ def test_the_lock_has_exactly_the_versions_pyproject_pins():
         assert requirement.endswith(f"=={versions[name]}"), (requirement, versions[name])
 
 
-def test_the_constraints_are_every_package_the_lock_takes_from_the_index_and_not_our_projects():
+def test_the_constraints_are_every_package_the_lock_pins_and_not_our_projects():
     versions = locked()
-    lock = tomllib.loads(LOCKFILE.read_text())["package"]
+    pinned = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", LOCKFILE.read_text(), flags=re.MULTILINE)
 
-    assert set(versions) == {normalized_name(p["name"]) for p in lock if "registry" in p["source"]}
+    assert set(versions) == {normalized_name(name) for name in pinned}
+    assert "--hash" not in locked_constraints()  # pip refuses hashes in constraints
     assert "exports-service" not in versions
     assert "exports-client" not in versions
     # The dev tools are constrained too (harmless: constraints only pin what is installed).
@@ -136,11 +136,10 @@ def test_the_constraints_are_every_package_the_lock_takes_from_the_index_and_not
 
 
 def test_a_lock_with_two_versions_of_one_package_is_refused(tmp_path):
-    lockfile = tmp_path / "uv.lock"
+    lockfile = tmp_path / "requirements.lock"
     lockfile.write_text(
-        "version = 1\n"
-        '[[package]]\nname = "six"\nversion = "1.16.0"\nsource = { registry = "https://index.example/simple" }\n'
-        '[[package]]\nname = "six"\nversion = "1.17.0"\nsource = { registry = "https://index.example/simple" }\n'
+        "six==1.16.0 ; python_version < '3.12' \\\n    --hash=sha256:00\n"
+        "six==1.17.0 ; python_version >= '3.12' \\\n    --hash=sha256:01\n"
     )
 
     with pytest.raises(BundlingError, match="six"):

@@ -1,5 +1,5 @@
 """The set-up `make run` and `make test` do on a fresh machine: uv from the package index with
-the machine's pip, then a virtualenv that follows the committed uv.lock exactly."""
+the machine's pip, then a virtualenv that holds exactly the committed requirements.lock."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-LOCK = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
+CLIENT = tomllib.loads((REPO_ROOT / "client" / "pyproject.toml").read_text())
+LOCK = (REPO_ROOT / "requirements.lock").read_text()
 
 
 def normalized(name: str) -> str:
@@ -18,7 +19,8 @@ def normalized(name: str) -> str:
 
 
 def locked_versions() -> dict[str, str]:
-    return {normalized(package["name"]): package["version"] for package in LOCK["package"] if "version" in package}
+    pins = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", LOCK, flags=re.MULTILINE)
+    return {normalized(name): version for name, version in pins}
 
 
 def test_uv_is_bootstrapped_at_a_pinned_version_with_the_machines_pip():
@@ -26,31 +28,40 @@ def test_uv_is_bootstrapped_at_a_pinned_version_with_the_machines_pip():
     assert "$(PYTHON) -m pip install" in MAKEFILE
     assert "uv==$(UV_VERSION)" in MAKEFILE
     assert version
-    # Never an interpreter of uv's own downloading, and the project's .venv.
+    # Never an interpreter of uv's own downloading.
     assert "export UV_PYTHON_DOWNLOADS := never" in MAKEFILE
-    assert "export UV_PROJECT_ENVIRONMENT := $(VENV)" in MAKEFILE
 
 
-def test_the_virtualenv_is_synced_from_the_lock_and_nothing_else():
+def test_the_virtualenv_is_synced_from_the_lock_with_hashes_and_our_projects_without_dependencies():
     (recipe,) = re.findall(r"^\$\(STAMP\): (.+)\n((?:\t.+\n)+)", MAKEFILE, flags=re.MULTILINE)
     prerequisites, commands = recipe
-    assert {"$(UV)", "pyproject.toml", "uv.lock", "client/pyproject.toml"} <= set(prerequisites.split())
-    assert "$(UV) sync --quiet --locked --extra dev" in commands
-    assert "pip install" not in commands
+    assert {"$(UV)", "pyproject.toml", "$(LOCK)", "client/pyproject.toml"} <= set(prerequisites.split())
+    assert "LOCK := requirements.lock" in MAKEFILE
+    assert "$(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(LOCK)" in commands
+    assert "--no-deps --editable . --editable ./client" in commands
     assert not (REPO_ROOT / "constraints.txt").exists()
 
 
-def test_every_pin_of_pyproject_is_the_locked_version():
+def test_every_locked_package_has_hashes_and_the_lock_names_no_index():
+    entries = re.split(r"\n(?=[A-Za-z0-9])", LOCK.split("\n", 2)[2])
+    assert len(entries) == len(locked_versions()) > 100
+    for entry in entries:
+        assert "--hash=sha256:" in entry, entry.splitlines()[0]
+    assert "://" not in LOCK
+    assert "--index-url" not in LOCK and "--extra-index-url" not in LOCK
+
+
+def test_every_pin_of_the_pyprojects_is_the_locked_version():
     versions = locked_versions()
     pins = [*PYPROJECT["project"]["dependencies"], *PYPROJECT["project"]["optional-dependencies"]["dev"]]
 
     for pin in pins:
         name, version = re.match(r"([A-Za-z0-9._-]+)(?:\[[^]]*\])?==(\S+)", pin).groups()
         assert versions[normalized(name)] == version, pin
+    for requirement in CLIENT["project"]["dependencies"]:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        assert normalized(name) in versions, requirement
 
 
-def test_the_client_is_part_of_the_lock_as_an_editable_path():
-    (client,) = [package for package in LOCK["package"] if package["name"] == "exports-client"]
-
-    assert client["source"] == {"editable": "client"}
-    assert PYPROJECT["tool"]["uv"]["default-groups"] == ["client"]
+def test_our_own_projects_are_not_in_the_lock():
+    assert {"exports-service", "exports-client"}.isdisjoint(locked_versions())
