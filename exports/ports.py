@@ -148,6 +148,14 @@ class MultipartUpload(Protocol):
         """Drop every part; no object remains."""
 
 
+class NumberedParts(Protocol):
+    """Parts of one multipart upload sent under chosen numbers, by several writers at once (see
+    :mod:`exports.writers.segment_upload`)."""
+
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        """Send ``data`` as part ``number``; returns its ETag."""
+
+
 class ResultStore(Protocol):
     """Object storage for result files."""
 

@@ -91,6 +91,12 @@ def write_csv_partition(
     return rows
 
 
+def csv_glue(partitions: int) -> list[bytes]:
+    """The glue of a CSV or csv.gz file of ``partitions`` segments: nothing, the segments are the
+    whole file."""
+    return [b""] * (partitions + 1)
+
+
 # XLSX: the plan ----------------------------------------------------------------------------------
 
 
