@@ -20,14 +20,17 @@ from typing import BinaryIO, Protocol, cast
 
 from exports.config import Worker
 from exports.export_types.base import Column, Row
-from exports.ports import MultipartUpload, NumberedParts
+from exports.ports import NumberedParts
 from exports.writers.partitioned import DeflatedPiece, XlsxLayout, write_csv_partition, write_xlsx_partition
 from exports.writers.resumable_sha256 import new_sha256
 from exports.writers.segment_upload import SegmentSink, SegmentUpload, joins, part_numbers
 
 
-class AssemblyUpload(NumberedParts, MultipartUpload, Protocol):
+class AssemblyUpload(NumberedParts, Protocol):
     """The upload as the assembler sees it: it knows every part the partitions sent."""
+
+    def complete(self) -> None:
+        """Make the object visible from every part sent, in the order of their numbers."""
 
 
 @dataclass(frozen=True)
