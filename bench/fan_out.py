@@ -16,14 +16,13 @@ share the same 2 cores (the ratio shows the overhead of more, smaller partitions
 each partition has its own function, so the ratio at N partitions tends to 1/N plus the
 assembly (joins and one read of the file) over the single worker's time.
 
-``python -m bench.fan_out [--rows 5000000] [--json out.json]``; ``make bench`` runs it after
+``python -m bench.fan_out [--rows 5000000]``; ``make bench`` runs it after
 the writer cases.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import shutil
 import sys
@@ -187,12 +186,7 @@ def report(results: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.fan_out", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000, help="rows of the export")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    options = parser.parse_args(argv)
-    results = measure(options.rows)
-    report(results)
-    if options.json:
-        options.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    report(measure(parser.parse_args(argv).rows))
 
 
 if __name__ == "__main__":
