@@ -228,3 +228,22 @@ def test_a_workbook_past_the_archive_limit_is_refused_by_the_assembler(monkeypat
     monkeypatch.setattr(zip_stream, "MAX_ARCHIVE_BYTES", 5_000)
     with pytest.raises(ArchiveTooLarge):
         partitioned_xlsx(make_rows(2_000), [1_000, 1_000], 1_048_575)
+
+
+def test_a_zip_entry_is_deflated_either_here_or_elsewhere():
+    archive = zip_stream.ZipStream(io.BytesIO(), 1)
+    archive.start("a.xml")
+    archive.write(b"<a/>")
+    with pytest.raises(ValueError, match="deflated here"):
+        archive.add_deflated(0, 1, 1)
+    archive.end()
+    archive.start("b.xml")
+    archive.add_deflated(0, 1, 1)
+    with pytest.raises(ValueError, match="deflated elsewhere"):
+        archive.write(b"<b/>")
+
+
+def test_a_sheet_past_four_gib_is_refused_by_the_assembler(monkeypatch):
+    monkeypatch.setattr(zip_stream, "MAX_ENTRY_BYTES", 20_000)
+    with pytest.raises(ArchiveTooLarge, match="would pass 4 GiB"):
+        partitioned_xlsx(make_rows(300), [150, 150], 1_048_575)

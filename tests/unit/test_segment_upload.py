@@ -91,3 +91,16 @@ def test_a_segment_past_its_range_fails():
 def test_parts_smaller_than_s3_allows_are_refused():
     with pytest.raises(ValueError):
         SegmentSink(NumberedFake(), range(1, 10), MIN_PART_BYTES - 1)
+
+
+def test_before_part_can_stop_the_segment_before_a_part_is_sent():
+    fake = NumberedFake()
+
+    def cancelled():
+        raise RuntimeError("cancelled")
+
+    sink = SegmentSink(fake, range(1, 10), MIN_PART_BYTES, before_part=cancelled)
+    sink.write(bytes(MIN_PART_BYTES))  # the head: held, nothing sent
+    with pytest.raises(RuntimeError, match="cancelled"):
+        sink.write(bytes(MIN_PART_BYTES))
+    assert fake.parts == {}
