@@ -16,8 +16,8 @@ uploads each join as ``tail of the segment before + glue + head``; the head make
 and joins the next one's part (or the last part): partitions of any size, even empty, make a
 valid upload, and a well-sized plan (partitions of a few parts or more) uploads almost every
 byte from its own partition. A segment holds at most 5 MiB + one part, and has ``R - 1``
-interior parts of room: ``part_bytes * (R - 1)`` bytes (``9,999 // m - 1`` parts of 8 MiB: 392
-MiB each with 50 segments); past it a partition fails rather than break the numbering.
+interior parts of room: ``part_bytes * (R - 1)`` bytes (198 parts of 8 MiB, 1.5 GiB, each with
+50 segments); past it a partition fails rather than break the numbering.
 """
 
 from __future__ import annotations
