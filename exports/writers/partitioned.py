@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, cast
 
-from exports.config import Streaming, XlsxEngine
+from exports.config import XlsxEngine
 from exports.export_types.base import Column, Row
 from exports.writers.csv_writer import CsvStream
 from exports.writers.deflate import RawDeflate
@@ -72,7 +72,7 @@ def write_csv_partition(
     """Write partition ``partition``'s rows (``pages``) into ``out`` as its segment of a CSV
     file (the header, and the BOM if ``bom``, only in partition 0), or with ``gzip`` as a
     complete gzip member of a csv.gz file. Returns the number of rows."""
-    member = GzipStream(out, level=Streaming.GZIP_LEVEL) if gzip else None
+    member = GzipStream(out) if gzip else None
     first = partition == 0
     stream = CsvStream(
         columns,
