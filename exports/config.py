@@ -68,6 +68,7 @@ class Names:
     TASK_QUEUE: Final = "exports-tasks"
     RESULTS_BUCKET: Final = "exports-results"
     LIFECYCLE_STATE_MACHINE: Final = "exports-task-lifecycle"
+    FAN_OUT_STATE_MACHINE: Final = "exports-fan-out"
     API_FUNCTION: Final = "exports-api"
     WORKER_FUNCTION: Final = "exports-worker"
     LIFECYCLE_FUNCTION: Final = "exports-lifecycle"

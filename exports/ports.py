@@ -85,6 +85,13 @@ class Lifecycle(Protocol):
         """Tell the execution waiting with ``token`` that ``task`` ended."""
 
 
+class FanOutStarter(Protocol):
+    """The workflow that writes one export's partitions at once and assembles its file."""
+
+    def start(self, task_id: str, attempt: int, partitions: int) -> None:
+        """Start writing the ``partitions`` partitions planned for the task's ``attempt``."""
+
+
 @dataclass(frozen=True)
 class WebhookResponse:
     """What a callback receiver answered: a status, or the network error that stood in the way."""
