@@ -131,7 +131,7 @@ def test_a_cancelled_split_export_leaves_no_object_and_no_upload(
     cancel_export(task.task_id, "alice", split_worker)
 
     executions = _wait_for_fan_outs(running_aws)
-    assert [item["status"] for item in executions] == ["FAILED"]
+    assert [item["status"] for item in executions] == ["SUCCEEDED"]  # by way of Abandon
     assert split_worker.tasks.get(task.task_id).status.value == "CANCELLED"
     keys, uploads = leftovers(running_aws)
     assert keys == [] and uploads == []
