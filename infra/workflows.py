@@ -92,19 +92,15 @@ class Workflows(Construct):
         self._monitoring = monitoring
         self.state_machines: dict[str, sfn.StateMachine] = {}
         self.lifecycle_name = lifecycle_state_machine_name(Stack.of(self).stack_name)
-        self.lifecycle_arn = Stack.of(self).format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=self.lifecycle_name,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        self.lifecycle_arn = self._arn("stateMachine", self.lifecycle_name)
         # Known before it exists too: the worker starts it, and it invokes the worker.
         self.fan_out_name = fan_out_state_machine_name(Stack.of(self).stack_name)
-        self.fan_out_arn = Stack.of(self).format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=self.fan_out_name,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        self.fan_out_arn = self._arn("stateMachine", self.fan_out_name)
+
+    def _arn(self, resource: str, name: str) -> str:
+        """A Step Functions ARN in this stack's partition, region and account."""
+        return Stack.of(self).format_arn(
+            service="states", resource=resource, resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
         )
 
     def add_fan_out(self, *, worker: ServiceFunction) -> sfn.StateMachine:
@@ -126,12 +122,7 @@ class Workflows(Construct):
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[worker.function.function_arn])
         )
         # A Distributed Map runs its iterations as child executions of its own state machine.
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.fan_out_name}/*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        executions = self._arn("execution", f"{self.fan_out_name}/*")
         state_machine.add_to_role_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.fan_out_arn])
         )

@@ -14,9 +14,6 @@ import boto3
 import openpyxl
 import pytest
 
-from exports.adapters.clients import aws_client
-from exports.adapters.s3_results import S3ResultStore
-from exports.config import Env
 from exports.domain.task import ExportFormat
 from exports.services.control import cancel_export
 from exports.services.worker import Outcome
@@ -24,7 +21,7 @@ from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
 from tests.postgres.conftest import write_declaration
-from tests.postgres.test_worker_postgres import DECLARATION, NoLimit, create, leftovers, run
+from tests.postgres.test_worker_postgres import DECLARATION, create, leftovers, run, worker_dependencies
 
 SPLIT = DECLARATION + '[types.numbers.partitions]\nby = "order_key"\n'
 ROWS = 3000
@@ -34,15 +31,8 @@ ROWS = 3000
 def split_worker(running_aws: Resources, scratch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:  # noqa: F811
     """The worker's dependencies, splitting every 1,000 rows into at most 4 partitions; the
     workflow's invocations build their own from the same environment."""
-    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(write_declaration(tmp_path, SPLIT)))
-    monkeypatch.setenv("DB_URL", scratch)
-    worker.dependencies.cache_clear()
-    real = worker.dependencies()
-    deps = dataclasses.replace(
-        real,
-        limiter=NoLimit(),
-        results=S3ResultStore(aws_client("s3"), real.settings.results_bucket),
-        settings=real.settings.model_copy(update={"partition_rows": 1000, "max_partitions": 4}),
+    deps = worker_dependencies(
+        monkeypatch, write_declaration(tmp_path, SPLIT), scratch, partition_rows=1000, max_partitions=4
     )
     yield deps
     _wait_for_fan_outs(running_aws)
