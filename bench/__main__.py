@@ -17,9 +17,12 @@ the fastest round is the one least disturbed. Prints a table and the checks:
 - peak RSS at the largest row count against the smallest: at most 1.25x for csv, both xlsx
   pipelines and the PostgreSQL csv and xlsx pipelines.
 
-Then the cold-start case (:mod:`bench.cold_start`): each handler's import time and first
-invocation against a bare ``import boto3``, as ratios, in the same run (``--cases cold_start``
-alone runs only it; ``--cold-start-rounds`` sets its samples).
+Then the fan-out case (:mod:`bench.fan_out`): one export of ``--fan-out-rows`` rows written by
+1, 2 and 4 partitions at once (a process each) and assembled into one file, per format, wall
+time and the ratio to one partition (``--cases fan_out`` alone runs only it). Then the
+cold-start case (:mod:`bench.cold_start`): each handler's import time and first invocation
+against a bare ``import boto3``, as ratios, in the same run (``--cases cold_start`` alone runs
+only it; ``--cold-start-rounds`` sets its samples).
 
 Options: ``--sizes 100000,1000000`` ``--rounds 2`` ``--json results.json`` ``--cases xlsx,bare_xlsx``
 (``--cases pg_copy,pg_read,pg_csv,pg_xlsx`` for PostgreSQL only).
@@ -39,6 +42,7 @@ from bench import postgres
 from bench.child import run_child
 
 COLD_START = "cold_start"
+FAN_OUT = "fan_out"
 ORDER = (
     "gen",
     "bare_csv",
@@ -166,7 +170,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000", help="row counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=2, help="runs of every case; the fastest counts")
     parser.add_argument("--json", type=Path, help="also write the kept results here")
-    parser.add_argument("--cases", default=",".join((*ORDER, COLD_START)), help="cases to run, comma-separated")
+    parser.add_argument(
+        "--cases", default=",".join((*ORDER, FAN_OUT, COLD_START)), help="cases to run, comma-separated"
+    )
+    parser.add_argument("--fan-out-rows", type=int, default=5_000_000, help="rows of the fan-out case's export")
     parser.add_argument("--cold-start-rounds", type=int, default=5, help="samples per cold-start measurement")
     options = parser.parse_args()
     sizes = [int(size) for size in options.sizes.split(",")]
@@ -178,6 +185,10 @@ def main() -> None:
         passed = report(best, sizes, cases)
         if options.json:
             options.json.write_text(json.dumps(list(best.values()), indent=2) + "\n", encoding="utf-8")
+    if FAN_OUT in chosen:
+        from bench import fan_out
+
+        fan_out.report(fan_out.measure(options.fan_out_rows))
     if COLD_START in chosen:
         from bench import cold_start
 

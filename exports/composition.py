@@ -17,7 +17,7 @@ from exports.adapters.postgres_connections import connection_settings, rds_token
 from exports.adapters.postgres_source import PostgresReader
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
-from exports.adapters.stepfunctions import StepFunctionsLifecycle
+from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
 from exports.config import Estimates
 from exports.declared.build import PluginContext, SourceReaders, build_export_types
@@ -132,6 +132,9 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
         ),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
+        fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn)
+        if settings.fan_out_state_machine_arn
+        else None,
     )
 
 

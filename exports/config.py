@@ -56,6 +56,10 @@ class Env:
     # JSON object: source name -> keys that replace the declaration's (the CDK app's context
     # gives connections this way, e.g. {"shop": {"secret_arn": "arn:..."}}).
     SOURCE_OVERRIDES: Final = "EXPORTS_SOURCE_OVERRIDES"
+    # The most partitions one export is split into (FanOut.MAX_PARTITIONS_DEFAULT if unset).
+    MAX_PARTITIONS: Final = "EXPORTS_MAX_PARTITIONS"
+    # The fan-out state machine (one execution per split export); unset: exports are not split.
+    FAN_OUT_STATE_MACHINE_ARN: Final = "EXPORTS_FAN_OUT_STATE_MACHINE_ARN"
 
 
 class Names:
@@ -68,6 +72,7 @@ class Names:
     TASK_QUEUE: Final = "exports-tasks"
     RESULTS_BUCKET: Final = "exports-results"
     LIFECYCLE_STATE_MACHINE: Final = "exports-task-lifecycle"
+    FAN_OUT_STATE_MACHINE: Final = "exports-fan-out"
     API_FUNCTION: Final = "exports-api"
     WORKER_FUNCTION: Final = "exports-worker"
     LIFECYCLE_FUNCTION: Final = "exports-lifecycle"
@@ -371,6 +376,26 @@ class Declarations:
     LIST_MAX_ITEMS: Final = 100
     # Default limit of concurrent exports per source (max_concurrent_exports).
     SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
+
+
+class FanOut:
+    """One export split into partitions written at once (docs/fan-out.md)."""
+
+    # An export expected to have more rows than this is split, one partition per this many
+    # rows (at ~0.5 M rows/s per partition process, about 20 s of writing each; see
+    # docs/performance.md).
+    PARTITION_ROWS: Final = 10_000_000
+    # Parallel partitions per export, per deployment (Env.MAX_PARTITIONS).
+    MAX_PARTITIONS_DEFAULT: Final = 10
+    MAX_PARTITIONS_LIMIT: Final = 100
+    # Where a split export's plan and its partitions' held bytes are staged, under its
+    # attempt's folder (deleted after assembly or abandonment).
+    STAGING_FOLDER: Final = "fan-out"
+    # A partition that finds every slot of its source busy fails with this error, and the
+    # workflow tries that partition again later.
+    SOURCE_BUSY_ERROR: Final = "PartitionSourceBusy"
+    SOURCE_BUSY_RETRY_SEC: Final = 10
+    SOURCE_BUSY_ATTEMPTS: Final = 30
 
 
 class SourceSlots:

@@ -88,6 +88,13 @@ class Lifecycle(Protocol):
         """Tell the execution waiting with ``token`` that ``task`` ended."""
 
 
+class FanOutStarter(Protocol):
+    """The workflow that writes one export's partitions at once and assembles its file."""
+
+    def start(self, task_id: str, attempt: int, partitions: int) -> None:
+        """Start writing the ``partitions`` partitions planned for the task's ``attempt``."""
+
+
 @dataclass(frozen=True)
 class WebhookResponse:
     """What a callback receiver answered: a status, or the network error that stood in the way."""
@@ -157,6 +164,14 @@ class MultipartUpload(Protocol):
         """Drop every part; no object remains."""
 
 
+class NumberedParts(Protocol):
+    """Parts of one multipart upload sent under chosen numbers, by several writers at once (see
+    :mod:`exports.writers.segment_upload`)."""
+
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        """Send ``data`` as part ``number``; returns its ETag."""
+
+
 class ResultStore(Protocol):
     """Object storage for result files."""
 
@@ -196,12 +211,14 @@ class ResultColumn:
 @dataclass(frozen=True)
 class SqlRead:
     """One read of a declared query: the SQL text (``%(name)s`` placeholders), its bound values,
-    the unique order key it is read by, and the key values to read after (resuming)."""
+    the unique order key it is read by, the key values to read after (resuming, or a
+    partition's start) and the last key values to read (a partition's end)."""
 
     query: str
     params: Mapping[str, Any]
     order_key: Sequence[str] = ()
     after: Sequence[Any] | None = None
+    until: Sequence[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +242,16 @@ class SqlReader(Protocol):
         """The result's columns, without reading a row."""
 
     def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
-        """The rows in order of ``read.order_key``, after ``read.after``, in pages."""
+        """The rows in order of ``read.order_key``, after ``read.after`` and up to
+        ``read.until``, in pages."""
+
+    def count(self, read: SqlRead, control: RunControl) -> int:
+        """How many rows the read has."""
+
+    def boundaries(self, read: SqlRead, step: int, ranges: int, control: RunControl) -> list[tuple[Sequence[Any], int]]:
+        """In one query, the order key and row number (1-based, in key order) of every
+        ``max(step, ceil(rows / ranges))``-th row and of the last row: the ends of at most
+        ``ranges`` keyset ranges."""
 
 
 @dataclass(frozen=True)

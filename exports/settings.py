@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Admission, Env, HotKey, Results, Worker, XlsxEngine
+from exports.config import Admission, Env, FanOut, HotKey, Results, Worker, XlsxEngine
 
 
 class Settings(BaseModel):
@@ -40,6 +40,11 @@ class Settings(BaseModel):
     xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
     # The declaration file of sources and export types; None: the one the repository ships.
     exports_config: str | None = None
+    # Splitting large exports (docs/fan-out.md): rows per partition (tests lower it), the most
+    # partitions per export, and the workflow that runs them (None: never split).
+    partition_rows: int = Field(default=FanOut.PARTITION_ROWS, ge=1)
+    max_partitions: int = Field(default=FanOut.MAX_PARTITIONS_DEFAULT, ge=1, le=FanOut.MAX_PARTITIONS_LIMIT)
+    fan_out_state_machine_arn: str | None = None
     # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).
     source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
 
@@ -76,6 +81,8 @@ class Settings(BaseModel):
             "hot_key_burst": Env.HOT_KEY_BURST,
             "xlsx_engine": Env.XLSX_ENGINE,
             "exports_config": Env.EXPORTS_CONFIG,
+            "max_partitions": Env.MAX_PARTITIONS,
+            "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})
         if Env.SOURCE_OVERRIDES in environ:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exports.config import Callback
+from exports.config import Callback, FanOut
 
 # Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
 # passes its stack's, local mode and the tests the default.
@@ -125,5 +125,92 @@ def lifecycle_definition(
                 "Next": "Done",
             },
             "Done": {"Type": "Succeed"},
+        },
+    }
+
+
+# The worker function's direct-invoke actions of a split export (functions/worker/handler.py).
+PARTITION_ACTION = "fan_out_partition"
+ASSEMBLE_ACTION = "fan_out_assemble"
+ABANDON_ACTION = "fan_out_abandon"
+# Raised when a partition finds its task no longer running under its attempt: never retried.
+LOST_OWNERSHIP_ERROR = "LostOwnership"
+
+
+def fan_out_input(task_id: str, attempt: int, partitions: int) -> dict[str, Any]:
+    """The input of one split export's execution: the partitions are the Map's items."""
+    return {"task_id": task_id, "attempt": attempt, "partitions": list(range(partitions))}
+
+
+def fan_out_definition(
+    worker_function: str, max_concurrency: int, partition: str = DEFAULT_PARTITION
+) -> dict[str, Any]:
+    """One split export: a Distributed Map runs the worker on each partition (at most
+    ``max_concurrency`` at once; a failed partition is retried alone), then the worker assembles
+    the file and ends the task. Any failure, a cancel or the deadline (the partitions stop
+    between parts) lands in ``Abandon``, which aborts the upload, deletes the staging and ends
+    or retries the task."""
+
+    def invoke(action: str, **payload: str) -> dict[str, Any]:
+        return {
+            "Type": "Task",
+            "Resource": lambda_invoke(partition),
+            "Parameters": {
+                "FunctionName": worker_function,
+                "Payload": {"action": action, "task_id.$": "$.task_id", "attempt.$": "$.attempt", **payload},
+            },
+            "ResultPath": None,
+        }
+
+    catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Abandon"}]
+    write = invoke(PARTITION_ACTION, **{"partition.$": "$.partition"})
+    write["Retry"] = [
+        {"ErrorEquals": [LOST_OWNERSHIP_ERROR], "MaxAttempts": 0},
+        {
+            "ErrorEquals": [FanOut.SOURCE_BUSY_ERROR],
+            "IntervalSeconds": FanOut.SOURCE_BUSY_RETRY_SEC,
+            "BackoffRate": 1,
+            "MaxAttempts": FanOut.SOURCE_BUSY_ATTEMPTS,
+        },
+        {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "BackoffRate": 2, "MaxAttempts": 2},
+    ]
+    write["End"] = True
+    return {
+        "Comment": "Writes one export's partitions at once and assembles them into one file.",
+        "StartAt": "Partitions",
+        "States": {
+            "Partitions": {
+                "Type": "Map",
+                "ItemsPath": "$.partitions",
+                "MaxConcurrency": max_concurrency,
+                "ItemSelector": {
+                    "task_id.$": "$.task_id",
+                    "attempt.$": "$.attempt",
+                    "partition.$": "$$.Map.Item.Value",
+                },
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                    "StartAt": "Write",
+                    "States": {"Write": write},
+                },
+                "ResultPath": None,
+                "Catch": catch,
+                "Next": "Assemble",
+            },
+            "Assemble": {
+                **invoke(ASSEMBLE_ACTION),
+                "Retry": [
+                    {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
+                ],
+                "Catch": catch,
+                "End": True,
+            },
+            "Abandon": {
+                **invoke(ABANDON_ACTION, **{"error.$": "$.error"}),
+                "Retry": [_SERVICE_RETRY],
+                "Next": "Abandoned",
+            },
+            # The task records why; a cancel must not count as a failed execution (that alarms).
+            "Abandoned": {"Type": "Succeed"},
         },
     }

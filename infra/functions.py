@@ -110,6 +110,7 @@ class ServiceFunctions(Construct):
         storage: ResultsStorage,
         webhook_secret: WebhookSecret,
         lifecycle_state_machine_arn: str,
+        fan_out_state_machine_arn: str,
         sources: DeclaredSources,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -139,7 +140,12 @@ class ServiceFunctions(Construct):
             "Worker",
             spec=WORKER,
             settings=settings,
-            environment={**environment, **worker_limits(settings.admission)},
+            environment={
+                **environment,
+                **worker_limits(settings.admission),
+                Env.FAN_OUT_STATE_MACHINE_ARN: fan_out_state_machine_arn,
+                Env.MAX_PARTITIONS: str(settings.max_partitions),
+            },
             extra_files=packaged,
         )
         self.lifecycle = ServiceFunction(
@@ -194,6 +200,8 @@ class ServiceFunctions(Construct):
             ],
         )
         self.worker.allow(["sqs:SendMessage"], task_queues)
+        # ... start the fan-out execution of an export it splits.
+        self.worker.allow(["states:StartExecution"], [fan_out_state_machine_arn])
         # ... S3, as exports/adapters/s3_results.py calls it: upload results in parts
         # (s3:PutObject covers create, upload part and complete) or abort them; write, read and
         # delete the checkpoint of a long export (results/<task>/checkpoint.bin: PutObject,

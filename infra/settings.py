@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from exports.config import Admission, Callback, HotKey, Results, Worker
+from exports.config import Admission, Callback, FanOut, HotKey, Results, Worker
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -50,6 +50,8 @@ class Context:
     # JSON object: the worker's VPC subnets and security groups, to reach a database in a VPC:
     # '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'.
     WORKER_VPC: Final = "worker_vpc"
+    # The most partitions one export is split into (the fan-out Map's MaxConcurrency).
+    MAX_PARTITIONS: Final = "max_partitions"
 
 
 class Sizing:
@@ -145,6 +147,8 @@ class StageSettings:
     # Per declared source, keys that replace the file's (exports.config.Env.SOURCE_OVERRIDES).
     source_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     worker_vpc: WorkerVpc | None = None
+    # Parallel partitions per export (exports.config.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
+    max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -192,12 +196,7 @@ class StageSettings:
         if topic := lookup(Context.ALARM_TOPIC_ARN):
             overrides["alarm_topic_arn"] = _topic_arn(str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
-        if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
-            overrides["exports_config"] = str(path)
-        if (sources := lookup(Context.SOURCES)) is not None:
-            overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
-        if (vpc := lookup(Context.WORKER_VPC)) is not None:
-            overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
+        overrides.update(_workload(lookup))
         resolved = replace(settings, **overrides)
         if resolved.requires_alarm_destination and not resolved.has_alarm_destination:
             raise ValueError(MISSING_ALARM_DESTINATION.format(stage=resolved.stage))
@@ -335,6 +334,27 @@ def _admission(defaults: AdmissionLimits, lookup: Callable[[str], Any]) -> Admis
     if (rate := lookup(Context.HOT_KEY_RATE_PER_MINUTE)) is not None:
         overrides["hot_key_rate_per_minute"] = _positive_number(Context.HOT_KEY_RATE_PER_MINUTE, rate)
     return replace(defaults, **overrides)
+
+
+def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
+    """What the stage exports, from where, and how many partitions of one export run at once."""
+    overrides: dict[str, Any] = {}
+    if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
+        overrides["exports_config"] = str(path)
+    if (sources := lookup(Context.SOURCES)) is not None:
+        overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
+    if (most := lookup(Context.MAX_PARTITIONS)) is not None:
+        overrides["max_partitions"] = _max_partitions(most)
+    if (vpc := lookup(Context.WORKER_VPC)) is not None:
+        overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
+    return overrides
+
+
+def _max_partitions(value: Any) -> int:
+    number = _at_least_one(Context.MAX_PARTITIONS, value)
+    if number > FanOut.MAX_PARTITIONS_LIMIT:
+        raise ValueError(f"context {Context.MAX_PARTITIONS}={number}: expected at most {FanOut.MAX_PARTITIONS_LIMIT}")
+    return number
 
 
 def _at_least_one(key: str, value: Any) -> int:

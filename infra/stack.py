@@ -59,6 +59,7 @@ class ExportsStack(Stack):
             storage=self.storage,
             webhook_secret=self.webhook_secret,
             lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
+            fan_out_state_machine_arn=self.workflows.fan_out_arn,
             sources=DeclaredSources.load(settings),
         )
         self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
@@ -78,6 +79,7 @@ class ExportsStack(Stack):
         self.lifecycle = self.workflows.add_lifecycle(
             lifecycle=self.functions.lifecycle, callback=self.functions.callback
         )
+        self.fan_out = self.workflows.add_fan_out(worker=self.functions.worker)
         self._outputs()
 
     def _outputs(self) -> None:

@@ -25,14 +25,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import Limits
-from exports.workflows import lifecycle_definition
+from exports.config import Limits, Worker
+from exports.workflows import fan_out_definition, lifecycle_definition
 from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring
 from infra.nag import acknowledge
 from infra.settings import StageSettings
 
 LIFECYCLE: Final = "Lifecycle"
+FAN_OUT: Final = "FanOut"
 VENDED_LOGS_PREFIX: Final = "/aws/vendedlogs/states/"
 
 
@@ -40,6 +41,12 @@ def lifecycle_state_machine_name(stack_name: str) -> str:
     """The lifecycle state machine's physical name in the stack ``stack_name``
     (``exports-dev-lifecycle``)."""
     return f"{stack_name}-{LIFECYCLE.lower()}"
+
+
+def fan_out_state_machine_name(stack_name: str) -> str:
+    """The fan-out state machine's physical name in the stack ``stack_name``
+    (``exports-dev-fanout``)."""
+    return f"{stack_name}-{FAN_OUT.lower()}"
 
 
 def state_machine_log_group_name(state_machine_name: str) -> str:
@@ -85,12 +92,50 @@ class Workflows(Construct):
         self._monitoring = monitoring
         self.state_machines: dict[str, sfn.StateMachine] = {}
         self.lifecycle_name = lifecycle_state_machine_name(Stack.of(self).stack_name)
-        self.lifecycle_arn = Stack.of(self).format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=self.lifecycle_name,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        self.lifecycle_arn = self._arn("stateMachine", self.lifecycle_name)
+        # Known before it exists too: the worker starts it, and it invokes the worker.
+        self.fan_out_name = fan_out_state_machine_name(Stack.of(self).stack_name)
+        self.fan_out_arn = self._arn("stateMachine", self.fan_out_name)
+
+    def _arn(self, resource: str, name: str) -> str:
+        """A Step Functions ARN in this stack's partition, region and account."""
+        return Stack.of(self).format_arn(
+            service="states", resource=resource, resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
         )
+
+    def add_fan_out(self, *, worker: ServiceFunction) -> sfn.StateMachine:
+        """The fan-out state machine (:func:`exports.workflows.fan_out_definition`): a
+        Distributed Map of worker invocations, at most the stage's ``max_partitions`` at once."""
+        definition = fan_out_definition(
+            worker.function.function_arn, self._settings.max_partitions, partition=Stack.of(self).partition
+        )
+        state_machine = self.add_state_machine(
+            FAN_OUT,
+            definition=definition,
+            # A split export ends by its task's deadline; the assembly and abandonment after it
+            # take at most a few worker runs.
+            timeout=Duration.seconds(Limits.TIMEOUT_SEC_MAX + 3 * Worker.FUNCTION_TIMEOUT_SEC),
+            description="Fan-out state machine: one execution per split export (partitions, then assembly)",
+            state_machine_name=self.fan_out_name,
+        )
+        state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[worker.function.function_arn])
+        )
+        # A Distributed Map runs its iterations as child executions of its own state machine.
+        executions = self._arn("execution", f"{self.fan_out_name}/*")
+        state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.fan_out_arn])
+        )
+        state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:DescribeExecution", "states:StopExecution"], resources=[executions])
+        )
+        acknowledge(
+            state_machine.role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+            f"{self.fan_out_name}/*]",
+            "A Distributed Map's child executions have generated names under its state machine.",
+        )
+        return state_machine
 
     def add_lifecycle(self, *, lifecycle: ServiceFunction, callback: ServiceFunction) -> sfn.StateMachine:
         """The task lifecycle state machine (:func:`exports.workflows.lifecycle_definition`),

@@ -15,8 +15,8 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from exports.config import LANES, CustomersTable, Env, Names, OrdersTable, Queue, TaskTable, Worker
-from exports.workflows import lifecycle_definition
+from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Queue, TaskTable, Worker
+from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 
@@ -35,6 +35,7 @@ class Resources:
     dlq_urls: dict[str, str]
     bucket: str
     state_machine_arn: str
+    fan_out_state_machine_arn: str = ""
     customers_table: str = Names.CUSTOMERS_TABLE
 
     def function_environment(self) -> dict[str, str]:
@@ -46,6 +47,8 @@ class Resources:
             Env.TASK_QUEUE_URLS: json.dumps(self.queue_urls),
             Env.RESULTS_BUCKET: self.bucket,
             Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
+            Env.FAN_OUT_STATE_MACHINE_ARN: self.fan_out_state_machine_arn,
+            Env.MAX_PARTITIONS: str(FanOut.MAX_PARTITIONS_DEFAULT),
         }
 
 
@@ -155,7 +158,7 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
             },
         )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
-    state_machine_arn = _create_lifecycle(make_client)
+    state_machine_arn, fan_out_arn = _create_workflows(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -164,6 +167,7 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
         dlq_urls=dlq_urls,
         bucket=Names.RESULTS_BUCKET,
         state_machine_arn=state_machine_arn,
+        fan_out_state_machine_arn=fan_out_arn,
     )
 
 
@@ -190,8 +194,9 @@ def _create_indexed_table(
     )
 
 
-def _create_lifecycle(make_client: Callable[[str], Any]) -> str:
-    """The functions the workflow invokes and the workflow itself, from the shared definition."""
+def _create_workflows(make_client: Callable[[str], Any]) -> tuple[str, str]:
+    """The functions the workflows invoke and the lifecycle and fan-out workflows themselves,
+    from the shared definitions (moto runs the fan-out's Distributed Map too)."""
     role = make_client("iam").create_role(
         RoleName="exports-local",
         AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
@@ -211,7 +216,16 @@ def _create_lifecycle(make_client: Callable[[str], Any]) -> str:
             Code={"ZipFile": code.getvalue()},
             Timeout=Worker.FUNCTION_TIMEOUT_SEC,
         )["FunctionArn"]
-    definition = lifecycle_definition(arns[Names.LIFECYCLE_FUNCTION], arns[Names.CALLBACK_FUNCTION])
-    return make_client("stepfunctions").create_state_machine(
-        name=Names.LIFECYCLE_STATE_MACHINE, definition=json.dumps(definition), roleArn=role
-    )["stateMachineArn"]
+    definitions = {
+        Names.LIFECYCLE_STATE_MACHINE: lifecycle_definition(
+            arns[Names.LIFECYCLE_FUNCTION], arns[Names.CALLBACK_FUNCTION]
+        ),
+        Names.FAN_OUT_STATE_MACHINE: fan_out_definition(arns[Names.WORKER_FUNCTION], FanOut.MAX_PARTITIONS_DEFAULT),
+    }
+    lifecycle, fan_out = (
+        make_client("stepfunctions").create_state_machine(name=name, definition=json.dumps(body), roleArn=role)[
+            "stateMachineArn"
+        ]
+        for name, body in definitions.items()
+    )
+    return lifecycle, fan_out

@@ -174,12 +174,16 @@ def resolved_definition(state_machine: Mapping[str, Any]) -> dict[str, Any]:
 
 def callback_state(definition: Mapping[str, Any]) -> str:
     """The name of the state that sends the callback (the one retried on CallbackRetryable)."""
-    (name,) = (
+    (name,) = _callback_states(definition)
+    return name
+
+
+def _callback_states(definition: Mapping[str, Any]) -> list[str]:
+    return [
         name
         for name, state in definition["States"].items()
         if any(Callback.RETRYABLE_ERROR in retrier["ErrorEquals"] for retrier in state.get("Retry", []))
-    )
-    return name
+    ]
 
 
 def stack_facts(template: Mapping[str, Any]) -> StackFacts:
@@ -201,7 +205,8 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     (lifecycle,) = (
         resolved_definition(machine)
         for machine in state_machines.values()
-        if callback_state(resolved_definition(machine))
+        # The lifecycle's; the fan-out's (split exports only) is not in this estimate.
+        if _callback_states(resolved_definition(machine))
     )
     lifecycle_id = lifecycle["States"][lifecycle["StartAt"]]["Parameters"]["FunctionName"]
     callback_id = lifecycle["States"][callback_state(lifecycle)]["Parameters"]["FunctionName"]

@@ -25,7 +25,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +113,34 @@ class PostgresReader:
             watchdog.stop()
             _close(conn, prefetch)
 
+    def count(self, read: SqlRead, control: RunControl) -> int:
+        """``count(*)`` of the read."""
+        from psycopg import sql
+
+        statement = sql.SQL("SELECT count(*) FROM ({query}) AS exported").format(query=sql.SQL(read.query))
+        return int(self._one_shot(statement, read.params, control)[0][0])
+
+    def boundaries(self, read: SqlRead, step: int, ranges: int, control: RunControl) -> list[tuple[Sequence[Any], int]]:
+        """One pass over the read's keys numbered in key order (an index-only scan when an
+        index has the order key), keeping every range's last row."""
+        from psycopg import sql
+
+        keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
+        statement = sql.SQL(
+            "SELECT {keys}, exports_row FROM (SELECT {keys}, row_number() OVER (ORDER BY {keys}) AS exports_row, "
+            "count(*) OVER () AS exports_rows FROM ({query}) AS exported) AS numbered "
+            "WHERE exports_row %% greatest(%(exports_step)s, ceil(exports_rows::numeric / %(exports_ranges)s)::bigint) "
+            "= 0 OR exports_row = exports_rows ORDER BY exports_row"
+        ).format(keys=keys, query=sql.SQL(read.query))
+        rows = self._one_shot(statement, {**read.params, "exports_step": step, "exports_ranges": ranges}, control)
+        return [(tuple(row[:-1]), int(row[-1])) for row in rows]
+
+    def _one_shot(self, statement: sql.Composed, params: Mapping[str, Any], control: RunControl) -> list[Any]:
+        """All rows of a small result (a count, the boundaries), bounded by the run's time."""
+        with self._connect(control) as conn, _translated(self.source):
+            _begin(conn, control)
+            return conn.execute(statement, params).fetchall()
+
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
         import psycopg
 
@@ -180,10 +208,18 @@ def _keyset_statement(read: SqlRead) -> sql.Composed:
     if not read.order_key:
         return statement
     keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
-    if read.after is not None:
-        after = sql.SQL(", ").join(sql.Placeholder(f"after_{position}") for position in range(len(read.after)))
-        statement = sql.SQL("{statement} WHERE ({keys}) > ({after})").format(
-            statement=statement, keys=keys, after=after
+    bounds = []
+    for name, operator, values in (("after", ">", read.after), ("until", "<=", read.until)):
+        if values is not None:
+            placeholders = sql.SQL(", ").join(sql.Placeholder(f"{name}_{position}") for position in range(len(values)))
+            bounds.append(
+                sql.SQL("({keys}) {operator} ({values})").format(
+                    keys=keys, operator=sql.SQL(operator), values=placeholders
+                )
+            )
+    if bounds:
+        statement = sql.SQL("{statement} WHERE {bounds}").format(
+            statement=statement, bounds=sql.SQL(" AND ").join(bounds)
         )
     return sql.SQL("{statement} ORDER BY {keys}").format(statement=statement, keys=keys)
 
@@ -191,7 +227,11 @@ def _keyset_statement(read: SqlRead) -> sql.Composed:
 def _after_params(read: SqlRead) -> dict[str, Any]:
     # Saved key values travel as JSON text; bound untyped, the server reads them as the key
     # columns' own types.
-    return {f"after_{position}": value for position, value in enumerate(read.after or ())}
+    return {
+        f"{name}_{position}": value
+        for name, values in (("after", read.after), ("until", read.until))
+        for position, value in enumerate(values or ())
+    }
 
 
 def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -> list[ResultColumn]:

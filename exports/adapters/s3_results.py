@@ -5,7 +5,7 @@ presigned links."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -47,22 +47,28 @@ class S3MultipartUpload:
 
     def upload_part(self, data: bytes) -> None:
         """Send the next part."""
-        number = len(self._parts) + 1
+        self.upload_part_number(len(self._parts) + 1, data)
+
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        """Send ``data`` as part ``number`` (the parts of a fanned-out file come in any order);
+        returns its ETag."""
         with translated("upload part"):
             response = self._client.upload_part(
                 Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=data
             )
         self._parts.append((number, response["ETag"]))
+        return str(response["ETag"])
 
     def complete(self) -> None:
-        """Assemble the parts into the visible object (parts sent beyond them, e.g. by a worker
-        that died after the last checkpoint, are dropped by S3)."""
+        """Assemble the parts, in the order of their numbers, into the visible object (parts sent
+        beyond them, e.g. by a worker that died after the last checkpoint, are dropped by S3)."""
+        parts = sorted(self._parts)
         with translated("complete upload"):
             self._client.complete_multipart_upload(
                 Bucket=self._bucket,
                 Key=self._key,
                 UploadId=self._upload_id,
-                MultipartUpload={"Parts": [{"PartNumber": number, "ETag": etag} for number, etag in self._parts]},
+                MultipartUpload={"Parts": [{"PartNumber": number, "ETag": etag} for number, etag in parts]},
             )
 
     def abort(self) -> None:
@@ -113,6 +119,12 @@ class S3ResultStore:
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> S3MultipartUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
         return S3MultipartUpload(self._client, self._bucket, key, upload_id, parts)
+
+    def read_result(self, key: str, chunk_bytes: int = 1024 * 1024) -> Iterator[bytes]:
+        """The object ``key``'s bytes, streamed in chunks."""
+        with translated("read result"):
+            body = self._client.get_object(Bucket=self._bucket, Key=key)["Body"]
+            yield from body.iter_chunks(chunk_bytes)
 
     def read_checkpoint(self, key: str) -> bytes | None:
         """The checkpoint object, or None if there is none."""

@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
 from exports.domain.task import Task
-from exports.workflows import execution_input, task_outcome
+from exports.workflows import execution_input, fan_out_input, task_outcome
 
 logger = logging.getLogger(__name__)
 # The execution no longer waits for this token: it timed out or was already told.
@@ -46,3 +46,20 @@ class StepFunctionsLifecycle:
                 logger.info("lifecycle execution already moved on", extra={"aws_code": error_code(cause)})
                 return
             raise
+
+
+class StepFunctionsFanOut:
+    """:class:`exports.ports.FanOutStarter`: one execution per split attempt, named after it."""
+
+    def __init__(self, client: Any, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def start(self, task_id: str, attempt: int, partitions: int) -> None:
+        """Start the attempt's execution (a second start of one attempt is refused)."""
+        with translated("start fan-out"):
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                name=f"{task_id}-{attempt}",
+                input=json.dumps(fan_out_input(task_id, attempt, partitions)),
+            )

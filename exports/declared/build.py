@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exports.declared.dynamodb_export import DeclaredDynamoExport
-from exports.declared.loader import DeclarationError, Declarations
-from exports.declared.model import ColumnDecl, DynamoSource, PostgresSource, TypeDecl
+from exports.declared.loader import DeclarationError, Declarations, partition_date_range
+from exports.declared.model import ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
 from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
 from exports.domain.errors import ExportsError
@@ -77,11 +77,16 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
             if isinstance(reader, str):
                 left_out[name] = reader
                 continue
+            partitions = declared.partitions
             types.append(
                 DeclaredSqlExport(
                     reader=reader,
                     query=declared.query or "",
                     order_key=declared.order_key or (),
+                    split_by_key=partitions is not None and partitions.by is PartitionBy.ORDER_KEY,
+                    split_days=partition_date_range(declared)
+                    if partitions is not None and partitions.by is PartitionBy.DATE_RANGE
+                    else None,
                     **_common(name, declared, limit),
                 )
             )

@@ -24,6 +24,7 @@ from exports.declared.model import (
     EachDayDecl,
     ParameterDecl,
     ParameterType,
+    PartitionBy,
     PostgresSource,
     TypeDecl,
 )
@@ -149,6 +150,7 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
         _check_query(fail, declared)
     else:
         _check_dynamodb(fail, declared)
+    _check_partitions(fail, declared)
     try:
         filters_model(name, declared.parameters, declared.date_ranges, _selectable(declared))
     except (ValueError, TypeError) as error:
@@ -256,6 +258,40 @@ def _check_query(fail: Any, declared: TypeDecl) -> None:
     order_key = declared.order_key or []
     if len(set(order_key)) != len(order_key):
         raise fail("order_key", "names a column twice")
+
+
+def _check_partitions(fail: Any, declared: TypeDecl) -> None:
+    """A split needs rows counted up front: SQL types only (a DynamoDB query cannot count a
+    range without reading it), by an order key or by a date range of required dates."""
+    partitions = declared.partitions
+    if partitions is None:
+        return
+    if declared.query is None:
+        raise fail("partitions", "only SQL types are split into partitions")
+    if partitions.by is PartitionBy.ORDER_KEY:
+        if not declared.order_key:
+            raise fail("partitions.by", "order_key partitions need the type's order_key")
+        if partitions.date_range is not None:
+            raise fail("partitions.date_range", "is for date_range partitions")
+        return
+    date_range = partition_date_range(declared)
+    if date_range is None:
+        wanted = partitions.date_range or "one"
+        raise fail("partitions.date_range", f"names no date range of the type (declare {wanted} in date_ranges)")
+    for end in date_range:
+        spec = declared.parameters[end]
+        if spec.type is not ParameterType.DATE or not is_required_or_defaulted(spec):
+            raise fail("partitions.date_range", f"{end!r} must be a date parameter, required or with a default")
+
+
+def partition_date_range(declared: TypeDecl) -> tuple[str, str] | None:
+    """The (from, to) parameters a date_range split cuts: the range whose ``from`` is
+    ``partitions.date_range``, or the type's only range."""
+    ranges = [(item.start, item.end) for item in declared.date_ranges]
+    wanted = declared.partitions.date_range if declared.partitions else None
+    if wanted is not None:
+        ranges = [item for item in ranges if item[0] == wanted]
+    return ranges[0] if len(ranges) == 1 else None
 
 
 def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:

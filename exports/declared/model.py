@@ -210,6 +210,22 @@ class DynamoQueryDecl(_Strict):
     filters: list[AttributeFilterDecl] = Field(default_factory=list)
 
 
+class PartitionBy(StrEnum):
+    """How an export type's rows split into partitions written at once."""
+
+    ORDER_KEY = "order_key"
+    DATE_RANGE = "date_range"
+
+
+class PartitionsDecl(_Strict):
+    """How a large export of the type is split (docs/fan-out.md): keyset ranges of its order key
+    (SQL types), or runs of days of its date range (``date_range``: its ``from`` parameter, when
+    the type declares more than one range)."""
+
+    by: PartitionBy
+    date_range: Identifier | None = None
+
+
 class TypeDecl(_Strict):
     """One export type: where its rows come from, what a caller may ask, what the file holds."""
 
@@ -227,6 +243,7 @@ class TypeDecl(_Strict):
     selectable_columns: bool = False
     order_key: list[Identifier] | None = None
     hot_key: list[Identifier] = Field(default_factory=list)
+    partitions: PartitionsDecl | None = None
     formats: list[ExportFormat] = Field(default_factory=lambda: list(ExportFormat), min_length=1)
     file_name: str | None = None
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
-from typing import Any
+from datetime import date
+from typing import Any, cast
 
 from exports.declared.common import DeclaredExport
 from exports.declared.parameters import DeclaredFilters, json_value
 from exports.domain.errors import ExportFailed, SourceCode
+from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
 from exports.export_types.base import Column, Cursor, CursorInvalid, Page, RunControl, Unbounded
 from exports.ports import ResultColumn, SqlRead, SqlReader
 
@@ -17,11 +19,24 @@ class DeclaredSqlExport(DeclaredExport):
     """Rows of the declared query: streamed from a server-side cursor, ordered by the unique
     order key when there is one (then a long CSV export resumes after the last row it wrote)."""
 
-    def __init__(self, *, reader: SqlReader, query: str, order_key: Sequence[str], **common: Any) -> None:
+    def __init__(
+        self,
+        *,
+        reader: SqlReader,
+        query: str,
+        order_key: Sequence[str],
+        split_by_key: bool = False,
+        split_days: tuple[str, str] | None = None,
+        **common: Any,
+    ) -> None:
         super().__init__(**common)
         self._reader = reader
         self._query = query
         self._order_key = tuple(order_key)
+        # How a large export splits (declared partitions): keyset ranges, or the (from, to)
+        # parameters of the date range whose days it cuts.
+        self._split_by_key = split_by_key
+        self._split_days = split_days
 
     def columns(self, filters: DeclaredFilters) -> list[Column]:
         """The declared columns (or the chosen ones); inferred from the result when undeclared."""
@@ -39,9 +54,48 @@ class DeclaredSqlExport(DeclaredExport):
         after = _parse_cursor(cursor, len(self._order_key)) if cursor is not None else None
         if cursor is not None and not self._order_key:
             raise CursorInvalid(f"export type {self.name} has no order key to resume by")
+        return self._stream(filters, after, None, control)
+
+    def plan_partitions(
+        self, filters: DeclaredFilters, control: RunControl, rows_per_partition: int, max_partitions: int
+    ) -> list[PartitionSpec] | None:
+        """Keyset ranges from one numbering query, or runs of days counted one run at a time
+        (at most ``max_partitions`` counts), grouped into partitions of about equal rows."""
+        if self._split_by_key:
+            read = self._read(filters, None)
+            return keyset_ranges(self._reader.boundaries(read, rows_per_partition, max_partitions, control))
+        if self._split_days is None:
+            return None
+        start_name, end_name = self._split_days
+        runs = day_runs(getattr(filters, start_name), getattr(filters, end_name), max_partitions)
+        counts = [
+            self._reader.count(self._read(_narrowed(filters, start_name, end_name, run), None), control) for run in runs
+        ]
+        groups = group_runs(counts, partition_count(sum(counts), rows_per_partition, max_partitions))
+        return [
+            PartitionSpec(
+                sum(counts[index] for index in group),
+                filters={start_name: runs[group[0]][0].isoformat(), end_name: runs[group[-1]][1].isoformat()},
+            )
+            for group in groups
+        ]
+
+    def partition_stream(self, filters: DeclaredFilters, spec: PartitionSpec, control: RunControl) -> Iterator[Page]:
+        """The rows of one keyset range, or of the export narrowed to a run of days."""
+        if spec.filters:
+            filters = cast(DeclaredFilters, self.parse_filters({**filters.model_dump(mode="json"), **spec.filters}))
+        return self._stream(filters, spec.after, spec.until, control)
+
+    def _stream(
+        self,
+        filters: DeclaredFilters,
+        after: Sequence[Any] | None,
+        until: Sequence[Any] | None,
+        control: RunControl,
+    ) -> Iterator[Page]:
         project: Any = None
         key_of: Any = None
-        for batch in self._reader.batches(self._read(filters, after), control):
+        for batch in self._reader.batches(self._read(filters, after, until), control):
             if project is None:
                 project, key_of = self._shape(batch.columns, filters)
             rows = [project(row) for row in batch.rows] if project is not _SAME else batch.rows
@@ -55,9 +109,11 @@ class DeclaredSqlExport(DeclaredExport):
         """Resumable when it declares an order key."""
         return bool(self._order_key)
 
-    def _read(self, filters: DeclaredFilters, after: Sequence[Any] | None) -> SqlRead:
+    def _read(
+        self, filters: DeclaredFilters, after: Sequence[Any] | None, until: Sequence[Any] | None = None
+    ) -> SqlRead:
         params = {name: getattr(filters, name) for name in self.parameter_names}
-        return SqlRead(self._query, params, self._order_key, after)
+        return SqlRead(self._query, params, self._order_key, after, until)
 
     def _shape(self, result: Sequence[ResultColumn], filters: DeclaredFilters) -> tuple[Any, Any]:
         """How to turn a result row into a file row, and how to read its order key."""
@@ -83,6 +139,11 @@ class DeclaredSqlExport(DeclaredExport):
 
 
 _SAME = object()
+
+
+def _narrowed(filters: DeclaredFilters, start_name: str, end_name: str, run: tuple[date, date]) -> DeclaredFilters:
+    """The filters with their date range cut to ``run``."""
+    return filters.model_copy(update={start_name: run[0], end_name: run[1]})
 
 
 def _getter(indexes: list[int]) -> Any:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from exports.config import Limits, Streaming
 from exports.domain.errors import RetryableError
+from exports.domain.partitions import PartitionSpec
 from exports.domain.task import ExportFormat
 
 
@@ -182,6 +183,17 @@ class ExportType(ABC):
         """How many rows the export will have, when the type knows it up front (progress is
         then rows written against it); None otherwise."""
         return None
+
+    def plan_partitions(
+        self, filters: Any, control: RunControl, rows_per_partition: int, max_partitions: int
+    ) -> list[PartitionSpec] | None:
+        """The partitions an export of ``filters`` is written in, with their row counts (one
+        spec: not worth splitting); None when the type does not split (the default)."""
+        return None
+
+    def partition_stream(self, filters: Any, spec: PartitionSpec, control: RunControl) -> Iterator[Page]:
+        """The pages of one partition of :meth:`plan_partitions`, in the file's order."""
+        raise NotImplementedError(f"export type {self.name} does not split into partitions")
 
     @abstractmethod
     def file_stem(self, filters: Any) -> str:

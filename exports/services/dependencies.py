@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import (
     BusinessMetrics,
+    FanOutStarter,
     HotKeyLimiter,
     Lifecycle,
     ResultStore,
@@ -45,6 +46,8 @@ class Dependencies:
     throughput: ThroughputStats
     # The per-source limit of concurrent exports; None: no source is limited (tests, benchmarks).
     slots: SourceSlots | None = None
+    # The fan-out workflow; None: exports are never split.
+    fan_out: FanOutStarter | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)

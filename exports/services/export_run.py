@@ -38,7 +38,7 @@ from exports.domain.checkpoint import (
 )
 from exports.domain.errors import ConditionFailed, ExportFailed, ExportsError, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task, record_progress, suspend
-from exports.export_types.base import Column, Cursor, ExportType, Row
+from exports.export_types.base import Column, Cursor, ExportType, Row, RunControl
 from exports.ports import MultipartUpload, ResultStore, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.progress import ProgressReporter
@@ -128,6 +128,25 @@ class _Target:
     checkpoint_key: str
 
 
+def result_target(task: Task, export_type: ExportType, filters: Any) -> _Target:
+    """The key, download name and content type of the attempt's file, and its checkpoint's key."""
+    file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
+    folder = f"{Results.KEY_PREFIX}/{task.task_id}"
+    return _Target(
+        # One key per attempt: a worker that outlived its lease can neither overwrite nor, when
+        # it finds it lost the task, delete the file of the attempt that took the task over.
+        key=f"{folder}/{task.attempt}/{file_name}",
+        file_name=file_name,
+        content_type=CONTENT_TYPES[task.format],
+        checkpoint_key=f"{folder}/{LongExports.CHECKPOINT_NAME}",
+    )
+
+
+def run_control(task: Task, progress: ProgressReporter, deps: Dependencies) -> RunControl:
+    """The :class:`RunControl` of a run of ``task`` inside the enclosing :func:`time_budget`."""
+    return _Control(task, _Budget(_remaining_ms.get()), progress, deps)
+
+
 class _Budget:
     """The invocation's remaining time (unbounded when nobody said)."""
 
@@ -200,16 +219,7 @@ def run_export(
     export_type = deps.registry.get(task.export_type)
     filters = export_type.parse_filters(task.filters)
     columns = export_type.columns(filters)
-    file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
-    folder = f"{Results.KEY_PREFIX}/{task.task_id}"
-    target = _Target(
-        # One key per attempt: a worker that outlived its lease can neither overwrite nor, when
-        # it finds it lost the task, delete the file of the attempt that took the task over.
-        key=f"{folder}/{task.attempt}/{file_name}",
-        file_name=file_name,
-        content_type=CONTENT_TYPES[task.format],
-        checkpoint_key=f"{folder}/{LongExports.CHECKPOINT_NAME}",
-    )
+    target = result_target(task, export_type, filters)
     files = deps.results if isinstance(deps.results, ExportFiles) else None
     budget = _Budget(remaining_ms or _remaining_ms.get())
     tracker = _Progress(progress, export_type.expected_rows(filters))

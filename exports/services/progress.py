@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from exports.domain.errors import ConditionFailed, LostOwnership
+from exports.config import SourceSlots
+from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
 from exports.domain.task import Task, record_progress
+from exports.ports import SlotLease
 from exports.services.dependencies import Dependencies
+
+logger = logging.getLogger(__name__)
 
 
 class ProgressReporter:
@@ -55,3 +60,21 @@ class ProgressReporter:
             self._last_write = now
         if self._on_write is not None:
             self._on_write(now)
+
+
+def slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Callable[[datetime], None] | None:
+    """Renew the source slot with the task's own progress writes, every third of its lease."""
+    if lease is None or deps.slots is None:
+        return None
+    slots = deps.slots
+    renewed = [deps.clock()]
+
+    def renew(now: datetime) -> None:
+        if (now - renewed[0]).total_seconds() >= SourceSlots.LEASE_SEC / 3:
+            try:
+                slots.renew(lease, now)
+                renewed[0] = now
+            except ExportsError:
+                logger.warning("could not renew the source slot", exc_info=True)
+
+    return renew

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
@@ -23,12 +22,14 @@ from exports.domain.errors import (
     TaskNotFound,
 )
 from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
+from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import Delivery, SlotLease, TaskMessage
 from exports.services.dependencies import Dependencies
 from exports.services.endings import end_task
 from exports.services.export_run import ExportContinues, remove_result, run_export
-from exports.services.progress import ProgressReporter
+from exports.services.fan_out_run import abandon, assemble_file, start_fan_out
+from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.retries import write_task
 from exports.services.validation import invalid_request
 
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR = "INTERNAL_ERROR"
 INVALID_FILTERS = "INVALID_FILTERS"
 DELIVERY_FAILED = "DELIVERY_FAILED"
+FAN_OUT_FAILED = "FAN_OUT_FAILED"
 
 
 class Outcome(StrEnum):
@@ -50,6 +52,7 @@ class Outcome(StrEnum):
     DEFERRED = "deferred"
     REDELIVERED = "redelivered"
     CONTINUED = "continued"
+    FANNED_OUT = "fanned_out"
     LOST_OWNERSHIP = "lost_ownership"
 
 
@@ -221,7 +224,7 @@ def _defer(task: Task, wait: float, deps: Dependencies, counted: bool = True) ->
 
 
 def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outcome:
-    progress = ProgressReporter(task, deps, on_write=_slot_keeper(lease, deps))
+    progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
     try:
         result = _export(task, progress, deps)
     except ExportContinues:
@@ -242,32 +245,33 @@ def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outc
     except Exception as error:  # the worker's edge: an unforeseen fault must still end the task
         logger.exception("export crashed")
         return _retry_or_fail(progress.task, INTERNAL_ERROR, f"unexpected {type(error).__name__}", deps)
-    return _complete(progress.task, result, deps)
+    return Outcome.FANNED_OUT if result is None else _complete(progress.task, result, deps)
 
 
-def _slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Callable[[datetime], None] | None:
-    """Renew the source slot with the task's own progress writes, every third of its lease."""
-    if lease is None or deps.slots is None:
+def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> ExportResult | None:
+    """Split a large export into partitions written at once (None: the fan-out workflow goes
+    on with it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
+    :mod:`exports.services.export_run`); raises :class:`ExportContinues`, a
+    :class:`LostOwnership`, when a long CSV export hands over to a new invocation."""
+    if start_fan_out(task, progress, deps):
         return None
-    slots = deps.slots
-    renewed = [deps.clock()]
-
-    def renew(now: datetime) -> None:
-        if (now - renewed[0]).total_seconds() >= SourceSlots.LEASE_SEC / 3:
-            try:
-                slots.renew(lease, now)
-                renewed[0] = now
-            except ExportsError:
-                logger.warning("could not renew the source slot", exc_info=True)
-
-    return renew
-
-
-def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> ExportResult:
-    """Stream the task's file to S3 (see :mod:`exports.services.export_run`); raises
-    :class:`ExportContinues`, a :class:`LostOwnership`, when a long CSV export hands over to a
-    new invocation."""
     return run_export(task, progress, deps)
+
+
+def finish_fan_out(task_id: str, attempt: int, deps: Dependencies) -> Outcome:
+    """Assemble a split export's file and end its task COMPLETED (the fan-out workflow's last
+    step); the file is removed again if the task ended meanwhile."""
+    task, result = assemble_file(task_id, attempt, deps)
+    return _complete(task, result, deps)
+
+
+def abandon_fan_out(task_id: str, attempt: int, error: str, deps: Dependencies) -> Outcome:
+    """A split export stopped (cancelled, timed out) or failed: no upload and no staging stay
+    behind, and a task still running this attempt is retried whole or failed with ``error``."""
+    task = abandon(task_id, attempt, deps)
+    if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
+        return Outcome.LOST_OWNERSHIP
+    return _retry_or_fail(task, FAN_OUT_FAILED, f"a partition of the split export failed: {error}", deps)
 
 
 def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from exports.config import Streaming
+from exports.writers.deflate import RawDeflate
 
 # Magic, deflate, no flags, no modification time, no extra flags, OS unknown.
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -51,9 +52,7 @@ class GzipStream(io.RawIOBase):
         super().__init__()
         self._out = out
         self._level = level
-        self._compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
-        self._crc = state.crc32 if state else 0
-        self._size = state.size if state else 0
+        self._deflate = RawDeflate(level, state.crc32, state.size) if state else RawDeflate(level)
         if state is None:
             out.write(GZIP_HEADER)
 
@@ -63,21 +62,20 @@ class GzipStream(io.RawIOBase):
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         """Compress ``data``; whatever deflate releases goes to ``out``."""
-        self._crc = zlib.crc32(data, self._crc)
-        size = len(data) if not isinstance(data, memoryview) else data.nbytes
-        self._size += size
-        compressed = self._compressor.compress(data)
+        before = self._deflate.size
+        compressed = self._deflate.compress(data)
         if compressed:
             self._out.write(compressed)
-        return size
+        return self._deflate.size - before
 
     def suspend(self) -> GzipState:
         """Flush everything compressed so far to ``out`` and return the state to go on from."""
-        self._out.write(self._compressor.flush(zlib.Z_FULL_FLUSH))
-        self._compressor = zlib.compressobj(self._level, zlib.DEFLATED, -zlib.MAX_WBITS)
-        return GzipState(crc32=self._crc, size=self._size)
+        self._out.write(self._deflate.flush(zlib.Z_FULL_FLUSH))
+        state = GzipState(crc32=self._deflate.crc32, size=self._deflate.size)
+        self._deflate = RawDeflate(self._level, state.crc32, state.size)
+        return state
 
     def finish(self) -> None:
         """End the deflate stream and write the trailer (CRC-32, length mod 2**32)."""
-        self._out.write(self._compressor.flush(zlib.Z_FINISH))
-        self._out.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+        self._out.write(self._deflate.flush(zlib.Z_FINISH))
+        self._out.write(struct.pack("<II", self._deflate.crc32 & 0xFFFFFFFF, self._deflate.size & 0xFFFFFFFF))

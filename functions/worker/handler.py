@@ -16,7 +16,9 @@ from exports.composition import dependencies_from_environment
 from exports.ports import Delivery
 from exports.services.dependencies import Dependencies
 from exports.services.export_run import time_budget
-from exports.services.worker import process_delivery
+from exports.services.fan_out_run import write_partition
+from exports.services.worker import abandon_fan_out, finish_fan_out, process_delivery
+from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
 
 logger = Logger()
 tracer = Tracer()
@@ -50,13 +52,31 @@ def handle_record(record: SQSRecord) -> str:
     return outcome.value
 
 
+def fan_out_step(event: dict[str, Any]) -> dict[str, Any]:
+    """One step of a split export; a raised error is the step's error (retried or caught by
+    the workflow by its class name)."""
+    task_id, attempt = str(event["task_id"]), int(event["attempt"])
+    logger.append_keys(correlation_id=task_id, task_id=task_id, action=event["action"])
+    if event["action"] == PARTITION_ACTION:
+        return {"rows": write_partition(task_id, attempt, int(event["partition"]), dependencies())}
+    if event["action"] == ASSEMBLE_ACTION:
+        return {"outcome": finish_fan_out(task_id, attempt, dependencies()).value}
+    if event["action"] == ABANDON_ACTION:
+        error = event.get("error") or {}
+        return {"outcome": abandon_fan_out(task_id, attempt, str(error.get("Error", "")), dependencies()).value}
+    raise ValueError(f"unknown action {event['action']!r}")
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    """Entry point: partial batch failures (the event source reports them to SQS)."""
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse | dict[str, Any]:
+    """Entry point: SQS batches (partial batch failures, which the event source reports to
+    SQS), or a step of the fan-out workflow (``action``)."""
     # Long exports hand over to a new invocation before this one runs out of time.
     with time_budget(context.get_remaining_time_in_millis):
+        if "action" in event:
+            return fan_out_step(event)
         # A processor per invocation: it holds the batch's state, which concurrent invocations
         # in one process (local mode) must not share.
         processor = BatchProcessor(event_type=EventType.SQS)

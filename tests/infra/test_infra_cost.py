@@ -44,7 +44,8 @@ def test_the_stack_facts_come_from_the_template(prod):
     assert facts.log_retention_days == prod.settings.log_retention_days
     assert facts.results_expiry_days == prod.settings.results_expiry_days
     assert facts.alarms == len(prod.template.find_resources("AWS::CloudWatch::Alarm"))
-    assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 1, 1)
+    # The lifecycle and the fan-out.
+    assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 2, 1)
     assert facts.lifecycle_definition["States"].keys() == DEFINITION["States"].keys()
 
 

@@ -29,7 +29,7 @@ from exports.config import (
 from infra.api import PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.queues import lane_id
-from infra.workflows import lifecycle_state_machine_name
+from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
 
 pytestmark = pytest.mark.infra
 
@@ -94,8 +94,9 @@ def join(*parts):
     return {"Fn::Join": ["", list(parts)]}
 
 
-def lifecycle_arn(synth):
-    """The lifecycle state machine's ARN as the template spells it: built from its fixed name."""
+def lifecycle_arn(synth, name=lifecycle_state_machine_name):
+    """The lifecycle (or another) state machine's ARN as the template spells it: built from its
+    fixed name."""
     return join(
         "arn:",
         {"Ref": "AWS::Partition"},
@@ -103,7 +104,7 @@ def lifecycle_arn(synth):
         {"Ref": "AWS::Region"},
         ":",
         {"Ref": "AWS::AccountId"},
-        f":stateMachine:{lifecycle_state_machine_name(synth.stack.stack_name)}",
+        f":stateMachine:{name(synth.stack.stack_name)}",
     )
 
 
@@ -169,7 +170,12 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
     functions = stack.functions
     own = {
         functions.api: {Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG},
-        functions.worker: {Env.HOT_KEY_RATE_PER_MINUTE, Env.HOT_KEY_BURST},
+        functions.worker: {
+            Env.HOT_KEY_RATE_PER_MINUTE,
+            Env.HOT_KEY_BURST,
+            Env.FAN_OUT_STATE_MACHINE_ARN,
+            Env.MAX_PARTITIONS,
+        },
         functions.lifecycle: set(),
         functions.callback: {Env.WEBHOOK_SECRET_ARN},
     }
@@ -242,10 +248,10 @@ def test_each_function_has_its_own_role_without_managed_policies(dev):
         assert props["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
-    # The only other roles are the lifecycle state machine's (test_infra_workflows.py) and, in dev,
-    # the one of CDK's bucket auto-delete helper (a custom resource provider).
+    # The only other roles are the lifecycle and fan-out state machines' (test_infra_workflows.py)
+    # and, in dev, the one of CDK's bucket auto-delete helper (a custom resource provider).
     others = set(of_type(dev, "AWS::IAM::Role")) - {dev.logical_id(f.role) for f in dev.stack.functions.all}
-    assert len(others) == 2
+    assert len(others) == 3
     assert len([logical_id for logical_id in others if "AutoDeleteObjects" in logical_id]) == 1
 
 
@@ -298,6 +304,8 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             # so that a missing checkpoint reads as 404 NoSuchKey rather than 403 AccessDenied
             (["s3:ListBucket"], dev.arn(stack.storage.bucket)),
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
+            # start the fan-out execution of an export it splits
+            (["states:StartExecution"], lifecycle_arn(dev, fan_out_state_machine_name)),
         ]
     )
 
@@ -599,6 +607,8 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "EnqueueFailed",
         "LifecycleFailed",
         "LifecycleTimedOut",
+        "FanOutFailed",
+        "FanOutTimedOut",
     }
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
@@ -714,6 +724,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "AlarmTopicArn",
         "DashboardName",
         "LifecycleStateMachineArn",
+        "FanOutStateMachineArn",
         "WebhookSecretArn",
     }
     assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
@@ -727,6 +738,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})
     dev.template.has_output("CustomersTableName", {"Value": dev.ref(dev.stack.tables.customers)})
     dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})
+    dev.template.has_output("FanOutStateMachineArn", {"Value": dev.ref(dev.stack.fan_out)})
     dev.template.has_output("WebhookSecretArn", {"Value": dev.ref(dev.stack.webhook_secret.secret)})
     api_url = json.dumps(dev.template.to_json()["Outputs"]["ApiUrl"]["Value"])
     assert dev.logical_id(dev.stack.api.http_api) in api_url

@@ -9,8 +9,8 @@ import json
 import pytest
 from aws_cdk import App, Duration, Stack
 
-from exports.config import Callback, Env, Limits
-from exports.workflows import lambda_invoke, lifecycle_definition
+from exports.config import Callback, Env, FanOut, Limits
+from exports.workflows import fan_out_definition, lambda_invoke, lifecycle_definition
 from infra.monitoring import Monitoring
 from infra.settings import Sizing, StageSettings
 from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.infra
 PARTITION = "<AWS::Partition>"
 
 
-def deployed_definition(synth):
-    """The state machine's definition with each ``Fn::GetAtt <id>.Arn`` written as ``<id>.Arn``
-    and each ``Ref`` as ``<name>``."""
-    definition = synth.props(synth.stack.lifecycle)["DefinitionString"]
+def deployed_definition(synth, state_machine=None):
+    """The state machine's (default: the lifecycle's) definition with each ``Fn::GetAtt
+    <id>.Arn`` written as ``<id>.Arn`` and each ``Ref`` as ``<name>``."""
+    definition = synth.props(state_machine or synth.stack.lifecycle)["DefinitionString"]
     _, parts = definition["Fn::Join"]
     text = "".join(
         part if isinstance(part, str) else f"<{part['Ref']}>" if "Ref" in part else "{}.{}".format(*part["Fn::GetAtt"])
@@ -240,3 +240,38 @@ def test_failed_and_timed_out_executions_alarm(dev):
 
 def test_the_state_machine_arn_is_an_output(dev):
     dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})
+
+
+# --- The fan-out state machine ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_fan_out_definition_is_the_shared_one_a_distributed_map_of_worker_runs(assembly, stage):
+    synth = getattr(assembly, stage)
+    deployed = deployed_definition(synth, synth.stack.fan_out)
+
+    expected = fan_out_definition(
+        function_arn(synth, synth.stack.functions.worker), synth.stack.settings.max_partitions, partition=PARTITION
+    )
+    assert {key: value for key, value in deployed.items() if key != "TimeoutSeconds"} == expected
+    partitions = deployed["States"]["Partitions"]
+    assert partitions["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert partitions["MaxConcurrency"] == FanOut.MAX_PARTITIONS_DEFAULT
+    assert deployed["TimeoutSeconds"] >= Limits.TIMEOUT_SEC_MAX
+
+
+def test_the_worker_knows_the_fan_out_by_its_arn_and_its_limit_of_partitions(dev):
+    environment = dev.props(dev.stack.functions.worker.function)["Environment"]["Variables"]
+
+    assert dev.rendered(environment[Env.FAN_OUT_STATE_MACHINE_ARN]).endswith(
+        f":stateMachine:{dev.stack.workflows.fan_out_name}"
+    )
+    assert environment[Env.MAX_PARTITIONS] == str(FanOut.MAX_PARTITIONS_DEFAULT)
+
+
+def test_the_limit_of_partitions_comes_from_the_context():
+    settings = StageSettings.from_context({"max_partitions": "50"}.get)
+
+    assert settings.max_partitions == 50
+    with pytest.raises(ValueError, match="at most 100"):
+        StageSettings.from_context({"max_partitions": "101"}.get)

@@ -61,20 +61,27 @@ class NoLimit:
         return 0.0
 
 
-@pytest.fixture
-def pg_worker(aws: Resources, scratch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The worker's real dependencies on moto and a PostgreSQL scratch database."""
-    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(write_declaration(tmp_path, DECLARATION)))
-    monkeypatch.setenv("DB_URL", scratch)
+def worker_dependencies(monkeypatch: pytest.MonkeyPatch, declaration: Path, uri: str, **settings: Any) -> Any:
+    """The worker's real dependencies for ``declaration`` on the database ``uri`` (hot keys
+    unlimited), with ``settings`` changed; the handler builds the same from the environment."""
+    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(declaration))
+    monkeypatch.setenv("DB_URL", uri)
     worker.dependencies.cache_clear()
     real = worker.dependencies()
-    deps = dataclasses.replace(
+    return dataclasses.replace(
         real,
         limiter=NoLimit(),
         results=S3ResultStore(aws_client("s3"), real.settings.results_bucket),
-        settings=real.settings.model_copy(update={"upload_part_bytes": 5 * 1024 * 1024}),
+        settings=real.settings.model_copy(update=settings),
     )
-    yield deps
+
+
+@pytest.fixture
+def pg_worker(aws: Resources, scratch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The worker's real dependencies on moto and a PostgreSQL scratch database."""
+    yield worker_dependencies(
+        monkeypatch, write_declaration(tmp_path, DECLARATION), scratch, upload_part_bytes=5 * 1024 * 1024
+    )
     worker.dependencies.cache_clear()
 
 

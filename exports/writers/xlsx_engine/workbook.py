@@ -60,8 +60,7 @@ class XlsxStream:
         self._widths: list[int] | None = None
         self._in_sheet = 0
         self._sheet_bytes = 0
-        self._zip.add(parts.PACKAGE_RELS, parts.package_rels())
-        self._zip.add(parts.STYLES, parts.STYLESHEET)
+        start_package(self._zip)
 
     def write_rows(self, rows: Sequence[Row]) -> None:
         """Append ``rows``; a row of the wrong length raises ``ValueError``. The widths of the
@@ -87,10 +86,7 @@ class XlsxStream:
         if self._widths is None:
             self.write_rows([])
         self._end_sheet()
-        self._zip.add(parts.WORKBOOK, parts.workbook(self._sheet_names, len(self._columns), self._sheet_rows))
-        self._zip.add(parts.WORKBOOK_RELS, parts.workbook_rels(len(self._sheet_names)))
-        self._zip.add(parts.CONTENT_TYPES, parts.content_types(len(self._sheet_names)))
-        self._zip.close()
+        finish_package(self._zip, self._sheet_names, len(self._columns), self._sheet_rows)
         return self.rows
 
     def discard(self) -> None:
@@ -100,11 +96,10 @@ class XlsxStream:
     def _new_sheet(self) -> None:
         self._end_sheet()
         number = len(self._sheet_names) + 1
-        self._sheet_names.append(self._title if number == 1 else f"{self._title} ({number})")
+        self._sheet_names.append(sheet_name(self._title, number))
         self._zip.start(parts.sheet_part(number))
         self._in_sheet = self._sheet_bytes = 0
-        head = parts.sheet_head(self._columns, selected=number == 1, widths=self._widths)
-        self._put(head.encode() + self._head_row, 0)
+        self._put(sheet_start(self._columns, number, self._widths, self._head_row), 0)
 
     def _end_sheet(self) -> None:
         if self._sheet_names:
@@ -130,6 +125,32 @@ class XlsxStream:
                 return index
             self._put(data, 1)
         return len(rows)
+
+
+def sheet_name(title: str, number: int) -> str:
+    """The name of sheet ``number`` (1-based): the title, then ``title (2)``, ..."""
+    return title if number == 1 else f"{title} ({number})"
+
+
+def sheet_start(columns: Sequence[Column], number: int, widths: Sequence[int] | None, head_row: bytes) -> bytes:
+    """A sheet's XML up to its first data row: the head (``widths``, the first sheet selected)
+    and ``head_row``, the header row (:func:`~exports.writers.xlsx_engine.rows.header_row`)."""
+    return parts.sheet_head(columns, selected=number == 1, widths=widths).encode() + head_row
+
+
+def start_package(archive: ZipStream) -> None:
+    """The entries that come before the sheets: the package's relationship and the styles."""
+    archive.add(parts.PACKAGE_RELS, parts.package_rels())
+    archive.add(parts.STYLES, parts.STYLESHEET)
+
+
+def finish_package(archive: ZipStream, sheet_names: Sequence[str], columns: int, sheet_rows: Sequence[int]) -> None:
+    """The entries after the sheets (workbook, its relationships, content types), then the
+    central directory: the archive is complete."""
+    archive.add(parts.WORKBOOK, parts.workbook(sheet_names, columns, sheet_rows))
+    archive.add(parts.WORKBOOK_RELS, parts.workbook_rels(len(sheet_names)))
+    archive.add(parts.CONTENT_TYPES, parts.content_types(len(sheet_names)))
+    archive.close()
 
 
 def write_xlsx_stream(

@@ -2,7 +2,10 @@
 
 Each entry is deflated as it is written; its CRC-32 and sizes follow its data in a data
 descriptor (flag bit 3), and the central directory ends the file. Nothing is seeked, and
-nothing is held but zlib's window.
+nothing is held but zlib's window. An entry's data may also have been deflated elsewhere, in
+segments (:meth:`ZipStream.add_deflated`): the archive then counts it without writing it, and
+what it does write is the zip structure around those segments (see
+:mod:`exports.writers.partitioned`).
 
 No ZIP64 record is ever written, because none would be read: Excel reads no ZIP64 central
 directory (Apache POI's findings, bug 57342), and LibreOffice 7.4 opens no package over 2 GiB at
@@ -16,9 +19,10 @@ spreadsheet programs cannot open.
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from exports.writers.deflate import RawDeflate, crc32_combine
 
 # An entry's uncompressed size: 32-bit fields hold up to 0xFFFFFFFE (0xFFFFFFFF means "see the
 # ZIP64 record").
@@ -49,9 +53,12 @@ class _Entry:
     name: bytes
     offset: int
     data_start: int
+    deflate: RawDeflate
     crc: int = 0
     size: int = 0
     compressed: int = 0
+    # Data deflated elsewhere, counted by add_deflated: the end of its stream is in there too.
+    elsewhere: bool = False
 
 
 class ZipStream:
@@ -66,7 +73,6 @@ class ZipStream:
         self._max_bytes = MAX_ARCHIVE_BYTES
         self._entries: list[_Entry] = []
         self._entry: _Entry | None = None
-        self._compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
 
     def start(self, name: str) -> None:
         """Begin the entry ``name`` (ASCII, as every OOXML part name here)."""
@@ -80,26 +86,37 @@ class ZipStream:
         )
         offset = self.bytes_written
         self._emit(header + encoded)
-        self._entry = _Entry(encoded, offset, self.bytes_written)
-        self._compressor = zlib.compressobj(self._level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self._entry = _Entry(encoded, offset, self.bytes_written, RawDeflate(self._level))
 
     def write(self, data: bytes) -> None:
         """Add ``data`` to the open entry."""
-        entry = self._entry
-        if entry is None:
-            raise ValueError("no entry is open")
-        entry.size += len(data)
-        if entry.size > MAX_ENTRY_BYTES:
-            raise ArchiveTooLarge(f"{entry.name.decode()} would pass 4 GiB")
-        entry.crc = zlib.crc32(data, entry.crc)
-        self._emit(self._compressor.compress(data))
+        entry = self._open_entry()
+        if entry.elsewhere:
+            raise ValueError("the entry's data is deflated elsewhere")
+        self._grow(entry, len(data))
+        self._emit(entry.deflate.compress(data))
+        entry.crc = entry.deflate.crc32
+
+    def add_deflated(self, crc32: int, size: int, compressed: int) -> None:
+        """Count the next segment of the open entry's deflate stream, written elsewhere:
+        ``compressed`` bytes of raw deflate of ``size`` bytes whose CRC-32 is ``crc32``. The
+        archive's offsets move on by ``compressed``; nothing is written. The entry's last
+        segment must end the deflate stream (a final block), the others end on a byte boundary."""
+        entry = self._open_entry()
+        if entry.size and not entry.elsewhere:
+            raise ValueError("the entry's data is deflated here")
+        self._grow(entry, size)
+        if self.bytes_written + compressed > self._max_bytes:
+            raise ArchiveTooLarge("the archive would pass 2 GiB")
+        entry.crc = crc32_combine(entry.crc, crc32, size)
+        entry.elsewhere = True
+        self.bytes_written += compressed
 
     def end(self) -> None:
         """End the open entry: the rest of its deflate stream, then its data descriptor."""
-        entry = self._entry
-        if entry is None:
-            raise ValueError("no entry is open")
-        self._emit(self._compressor.flush())
+        entry = self._open_entry()
+        if not entry.elsewhere:
+            self._emit(entry.deflate.flush())
         entry.compressed = self.bytes_written - entry.data_start
         self._emit(_DATA_DESCRIPTOR.pack(0x08074B50, entry.crc, entry.compressed, entry.size))
         self._entries.append(entry)
@@ -146,6 +163,17 @@ class ZipStream:
     def discard(self) -> None:
         """Write nothing more into ``out`` (the file is being thrown away)."""
         self._out = None
+
+    def _open_entry(self) -> _Entry:
+        if self._entry is None:
+            raise ValueError("no entry is open")
+        return self._entry
+
+    @staticmethod
+    def _grow(entry: _Entry, size: int) -> None:
+        entry.size += size
+        if entry.size > MAX_ENTRY_BYTES:
+            raise ArchiveTooLarge(f"{entry.name.decode()} would pass 4 GiB")
 
     def _emit(self, data: bytes) -> None:
         if not data:

@@ -1,0 +1,41 @@
+"""Raw deflate in segments: the CRC-32 combination, and segments compressed apart that
+concatenate into one valid deflate stream."""
+
+import random
+import zlib
+
+import pytest
+
+from exports.writers.deflate import RawDeflate, crc32_combine
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_combined_crc_is_the_crc_of_the_concatenation(seed):
+    rng = random.Random(seed)
+    first, second = rng.randbytes(rng.randrange(0, 5000)), rng.randbytes(rng.randrange(0, 5000))
+
+    assert crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
+
+
+def test_combined_crc_over_long_and_empty_pieces():
+    long = bytes(9 * 2**20) + b"end"
+
+    assert crc32_combine(zlib.crc32(b"abc"), zlib.crc32(long), len(long)) == zlib.crc32(b"abc" + long)
+    assert crc32_combine(zlib.crc32(b"abc"), 0, 0) == zlib.crc32(b"abc")
+    assert crc32_combine(0, zlib.crc32(b"abc"), 3) == zlib.crc32(b"abc")
+
+
+def test_segments_deflated_apart_inflate_as_one_stream():
+    pieces = [b"<row>%d</row>" % n * 500 for n in range(4)]
+    stream, crc = b"", 0
+    for index, piece in enumerate(pieces):
+        deflate = RawDeflate(6)
+        body = deflate.compress(piece)
+        body += deflate.flush(zlib.Z_FINISH if index == len(pieces) - 1 else zlib.Z_SYNC_FLUSH)
+        stream += body
+        crc = crc32_combine(crc, deflate.crc32, deflate.size)
+
+    inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+    assert inflate.decompress(stream) == b"".join(pieces)
+    assert inflate.eof and not inflate.unused_data
+    assert crc == zlib.crc32(b"".join(pieces))
