@@ -46,9 +46,13 @@ node_modules/.package-lock.json: package.json package-lock.json
 run: $(STAMP)
 	$(BIN)/python -m local_stack
 
-## test: lint, then the full test suite (unit, integration, infrastructure, end to end)
+## test: lint, then the full test suite (unit, integration, infrastructure, end to end) in
+## TEST_WORKERS processes (most tests wait on servers and queues, so more than the cores), then
+## the tests that measure wall time, alone
+TEST_WORKERS ?= 4
 test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)

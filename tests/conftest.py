@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 # Set before any handler module is imported: Powertools reads them when its objects are made.
 os.environ.update(
     {
@@ -22,3 +24,17 @@ os.environ.update(
 os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dynamodb_demo.toml")
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)
+
+# Suites whose session-scoped fixtures are expensive (a synthesized CDK app, an embedded
+# PostgreSQL, a local stack process): each runs in one xdist worker, so they start once.
+_SHARED_SUITES = frozenset({"client", "infra", "postgres"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for ``make test``'s parallel run (``--dist loadgroup``): one per module, which keeps
+    a module's tests (and its module-scoped stack or database) in one worker, and one per suite
+    of :data:`_SHARED_SUITES`."""
+    root = Path(__file__).parent
+    for item in items:
+        parts = item.path.relative_to(root).parts
+        item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in _SHARED_SUITES else "/".join(parts)))

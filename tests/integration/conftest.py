@@ -3,6 +3,7 @@
 import time
 from collections.abc import Iterator
 from datetime import date
+from typing import Any
 
 import boto3
 import pytest
@@ -10,6 +11,7 @@ from moto import mock_aws
 
 from exports.adapters.clients import aws_client
 from exports.config import Env
+from exports.domain.status import TERMINAL, TaskStatus
 from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle
 from functions.submit import handler as api
@@ -17,6 +19,7 @@ from functions.worker import handler as worker
 from local_stack import lambda_runtime, thread_safety
 from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources
+from tests.builders import FakeContext
 
 SEED_DAY = date(2025, 3, 31)
 SEED_ORDERS = 400
@@ -94,15 +97,36 @@ def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClo
             _clear_caches()
 
 
-def _wait_for_executions(resources: Resources, limit_sec: float = 60) -> None:
-    """Executions run in threads; let them end before the mock goes away."""
+def _wait_for_executions(resources: Resources, grace_sec: float = 3, limit_sec: float = 30) -> None:
+    """Executions run in threads; let them end before the mock goes away. One still running after
+    ``grace_sec`` waits for a task the test left unended (its deadline may be an hour away): that
+    task is expired as its workflow's deadline would, which ends the execution."""
     sfn = boto3.client("stepfunctions", region_name=REGION)
-    deadline = time.monotonic() + limit_sec
-    while time.monotonic() < deadline:
-        running = sfn.list_executions(stateMachineArn=resources.state_machine_arn, statusFilter="RUNNING")
-        if not running["executions"]:
-            return
+
+    def running() -> list[dict[str, Any]]:
+        machines = [arn for arn in (resources.state_machine_arn, resources.fan_out_state_machine_arn) if arn]
+        return [
+            execution
+            for arn in machines
+            for execution in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]
+        ]
+
+    expire_at, deadline = time.monotonic() + grace_sec, time.monotonic() + limit_sec
+    expired = False
+    while running() and time.monotonic() < deadline:
+        if not expired and time.monotonic() >= expire_at:
+            _expire_unended_tasks(resources)
+            expired = True
         time.sleep(0.2)
+
+
+def _expire_unended_tasks(resources: Resources) -> None:
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    for page in dynamodb.get_paginator("scan").paginate(TableName=resources.tasks_table):
+        for item in page["Items"]:
+            status = item.get("status", {}).get("S")
+            if "user_id" in item and status and TaskStatus(status) not in TERMINAL:
+                lifecycle.lambda_handler({"action": "expire", "task_id": item["task_id"]["S"]}, FakeContext())
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import boto3
+import pytest
 
 from exports.config import LANES
 from exports.domain.status import TaskStatus
@@ -56,6 +57,7 @@ def close(estimate: int, actual: float, factor: float) -> bool:
     return abs(estimate - actual) <= 2.0 or actual / factor <= estimate <= actual * factor
 
 
+@pytest.mark.serial
 def test_estimates_follow_size_and_queue_position(aws: Resources, atomic_dynamodb: None) -> None:
     seed_orders(boto3.client("dynamodb", region_name=REGION), aws.orders_table, ORDERS, SEED_DAY)
     sqs = boto3.client("sqs", region_name=REGION)

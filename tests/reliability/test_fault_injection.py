@@ -14,7 +14,8 @@ the table's stream of changes), at most one result object and only for COMPLETED
 multipart upload, quota counters back to zero, no lost and no premature callback, and the API
 shows the same thing as the table.
 
-Replay a failure with ``EXPORTS_FAULT_SEED=<seed printed in the failure>``.
+Replay a failure with ``EXPORTS_FAULT_SEED=<seed printed in the failure>``; a longer run with
+``EXPORTS_FAULT_TASKS`` (up to 270 tasks; ``make test`` runs 120).
 """
 
 import hashlib
@@ -54,7 +55,7 @@ from tests.reliability.conftest import (
 from tests.reliability.faults import LANE_NAMES, Faults, Lanes, crash
 
 SEED = int(os.environ.get("EXPORTS_FAULT_SEED", "20261129"))
-TASKS = 210
+TASKS = int(os.environ.get("EXPORTS_FAULT_TASKS", "120"))
 USERS = 8
 MAX_STEPS = 6000
 TIME_BUDGET_SEC = 150
@@ -549,4 +550,4 @@ def test_every_accepted_task_ends_once_with_its_file_complete_or_absent_and_its_
     )
     print(summary)
     assert not sim.violations, f"{len(sim.violations)} violations, {summary}:\n" + "\n".join(sim.violations[:40])
-    assert len(sim.promised) >= 200, summary
+    assert len(sim.promised) >= 0.95 * TASKS, summary
