@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
 import time
 import warnings
 
+from exports.config import Env, FanOut
 from exports.declared.loader import DeclarationError
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import LocalConfig, LocalStack
+
+
+def _setting(name: str, default: int) -> str:
+    """A deployment setting as the functions read it (the environment, or its default)."""
+    return f"{int(os.environ.get(name, default)):,}"
 
 
 def _banner(stack: LocalStack, seconds: float) -> str:
@@ -19,6 +26,8 @@ def _banner(stack: LocalStack, seconds: float) -> str:
     url = stack.gateway.url
     token, user = next(iter(stack.config.tokens.items()))
     users = ", ".join(f"{u} ({t})" for t, u in stack.config.tokens.items())
+    split_rows = _setting(Env.PARTITION_ROWS, FanOut.PARTITION_ROWS)
+    most = _setting(Env.MAX_PARTITIONS, FanOut.MAX_PARTITIONS_DEFAULT)
     return f"""
 exports is running locally (ready in {seconds:.1f} s)
 
@@ -32,6 +41,8 @@ exports is running locally (ready in {seconds:.1f} s)
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
   export types {", ".join(stack.declared_types)}
                (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)
+  fan-out      an export of a type with partitions splits past {split_rows} rows
+               (EXPORTS_PARTITION_ROWS), in at most {most} partitions (EXPORTS_MAX_PARTITIONS)
   webhooks     signed with EXPORTS_WEBHOOK_SECRET={stack.config.webhook_secret}
                (callbacks to http://127.0.0.1 are allowed locally)
 
