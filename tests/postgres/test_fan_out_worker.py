@@ -19,6 +19,7 @@ import pytest
 import python_calamine
 
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+from exports.declared.loader import default_path
 from exports.domain.task import ExportFormat
 from exports.services import fan_out_run
 from exports.services.control import cancel_export
@@ -234,3 +235,27 @@ def test_partitions_waiting_for_a_source_slot_keep_the_tasks_lease(
     done = _ended(split_worker, task)
     assert done.status.value == "COMPLETED", done.error
     assert done.rows_written == done.result.rows == ROWS
+
+
+def test_the_demo_generated_orders_split_into_the_single_workers_file(
+    running_aws: Resources,  # noqa: F811
+    scratch: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The type make run offers for 5,000,000 rows (exports.toml), at 2,500 rows in 3 partitions.
+    monkeypatch.setenv("EXPORTS_SHOP_DATABASE_URL", scratch)
+    deps = worker_dependencies(monkeypatch, default_path(), scratch, partition_rows=1000, max_partitions=4)
+    task = create(deps, {"rows": 2500}, export_type="generated_orders")
+
+    assert run(deps, task) is Outcome.FANNED_OUT
+
+    done = _ended(deps, task)
+    assert done.status.value == "COMPLETED", done.error
+    assert done.rows_written == done.result.rows == 2500 and set(done.partition_rows) == {"0", "1", "2"}
+    single = create(deps, {"rows": 2500}, export_type="generated_orders")
+    assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
+    body = _body(running_aws, done.result.key)
+    assert body == _body(running_aws, deps.tasks.get(single.task_id).result.key)
+    assert body.splitlines()[1] == b"1,GEN-00000001,2025-01-02,2025-01-01 00:00:06,customer-7,paid,2,79.19,"
+    _wait_for_fan_outs(running_aws)
+    worker.dependencies.cache_clear()
