@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
 import time
 import warnings
 
-from exports.config import Env, FanOut
 from exports.declared.loader import DeclarationError
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import LocalConfig, LocalStack
-
-
-def _setting(name: str, default: int) -> str:
-    """A deployment setting as the functions read it (the environment, or its default)."""
-    return f"{int(os.environ.get(name, default)):,}"
 
 
 def _banner(stack: LocalStack, seconds: float) -> str:
@@ -26,8 +19,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
     url = stack.gateway.url
     token, user = next(iter(stack.config.tokens.items()))
     users = ", ".join(f"{u} ({t})" for t, u in stack.config.tokens.items())
-    split_rows = _setting(Env.PARTITION_ROWS, FanOut.PARTITION_ROWS)
-    most = _setting(Env.MAX_PARTITIONS, FanOut.MAX_PARTITIONS_DEFAULT)
+    split_rows, most = f"{stack.config.partition_rows:,}", stack.config.max_partitions
     return f"""
 exports is running locally (ready in {seconds:.1f} s)
 
