@@ -58,6 +58,8 @@ class Env:
     SOURCE_OVERRIDES: Final = "EXPORTS_SOURCE_OVERRIDES"
     # The most partitions one export is split into (FanOut.MAX_PARTITIONS_DEFAULT if unset).
     MAX_PARTITIONS: Final = "EXPORTS_MAX_PARTITIONS"
+    # Rows per partition: an export expected to have more is split (FanOut.PARTITION_ROWS if unset).
+    PARTITION_ROWS: Final = "EXPORTS_PARTITION_ROWS"
     # The fan-out state machine (one execution per split export); unset: exports are not split.
     FAN_OUT_STATE_MACHINE_ARN: Final = "EXPORTS_FAN_OUT_STATE_MACHINE_ARN"
 
@@ -383,7 +385,7 @@ class FanOut:
 
     # An export expected to have more rows than this is split, one partition per this many
     # rows (at ~0.5 M rows/s per partition process, about 20 s of writing each; see
-    # docs/performance.md).
+    # docs/performance.md); per deployment with Env.PARTITION_ROWS.
     PARTITION_ROWS: Final = 10_000_000
     # Parallel partitions per export, per deployment (Env.MAX_PARTITIONS).
     MAX_PARTITIONS_DEFAULT: Final = 10
@@ -396,6 +398,9 @@ class FanOut:
     SOURCE_BUSY_ERROR: Final = "PartitionSourceBusy"
     SOURCE_BUSY_RETRY_SEC: Final = 10
     SOURCE_BUSY_ATTEMPTS: Final = 30
+    # A partition's progress write that loses to another partition's reads the task and tries
+    # again this many times, then leaves its count to its next write (the winner renewed the lease).
+    PROGRESS_WRITE_TRIES: Final = 3
 
 
 class SourceSlots:

@@ -71,6 +71,10 @@ class TaskRepository(Protocol):
         """Write ``after`` only if the stored task still has ``before``'s status and attempt;
         otherwise raise :class:`ConditionFailed` carrying the current task."""
 
+    def update_partitions(self, before: Task, after: Task) -> None:
+        """:meth:`update`, also on condition that the per-partition counts are still
+        ``before``'s (partitions writing at once must not drop each other's counts)."""
+
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
 

@@ -40,7 +40,7 @@ class Settings(BaseModel):
     xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
     # The declaration file of sources and export types; None: the one the repository ships.
     exports_config: str | None = None
-    # Splitting large exports (docs/fan-out.md): rows per partition (tests lower it), the most
+    # Splitting large exports (docs/fan-out.md): rows per partition, the most
     # partitions per export, and the workflow that runs them (None: never split).
     partition_rows: int = Field(default=FanOut.PARTITION_ROWS, ge=1)
     max_partitions: int = Field(default=FanOut.MAX_PARTITIONS_DEFAULT, ge=1, le=FanOut.MAX_PARTITIONS_LIMIT)
@@ -82,6 +82,7 @@ class Settings(BaseModel):
             "xlsx_engine": Env.XLSX_ENGINE,
             "exports_config": Env.EXPORTS_CONFIG,
             "max_partitions": Env.MAX_PARTITIONS,
+            "partition_rows": Env.PARTITION_ROWS,
             "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
         }
         values.update({field: environ[var] for field, var in optional.items() if var in environ})

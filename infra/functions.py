@@ -145,6 +145,7 @@ class ServiceFunctions(Construct):
                 **worker_limits(settings.admission),
                 Env.FAN_OUT_STATE_MACHINE_ARN: fan_out_state_machine_arn,
                 Env.MAX_PARTITIONS: str(settings.max_partitions),
+                Env.PARTITION_ROWS: str(settings.partition_rows),
             },
             extra_files=packaged,
         )

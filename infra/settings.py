@@ -52,6 +52,8 @@ class Context:
     WORKER_VPC: Final = "worker_vpc"
     # The most partitions one export is split into (the fan-out Map's MaxConcurrency).
     MAX_PARTITIONS: Final = "max_partitions"
+    # Rows per partition: a larger export is split (exports.config.Env.PARTITION_ROWS).
+    PARTITION_ROWS: Final = "partition_rows"
 
 
 class Sizing:
@@ -149,6 +151,8 @@ class StageSettings:
     worker_vpc: WorkerVpc | None = None
     # Parallel partitions per export (exports.config.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
+    # Rows per partition of a split export (exports.config.Env.PARTITION_ROWS).
+    partition_rows: int = FanOut.PARTITION_ROWS
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -337,7 +341,7 @@ def _admission(defaults: AdmissionLimits, lookup: Callable[[str], Any]) -> Admis
 
 
 def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
-    """What the stage exports, from where, and how many partitions of one export run at once."""
+    """What the stage exports, from where, and how it splits one export (partition size, how many at once)."""
     overrides: dict[str, Any] = {}
     if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
         overrides["exports_config"] = str(path)
@@ -345,6 +349,8 @@ def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
         overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
     if (most := lookup(Context.MAX_PARTITIONS)) is not None:
         overrides["max_partitions"] = _max_partitions(most)
+    if (rows := lookup(Context.PARTITION_ROWS)) is not None:
+        overrides["partition_rows"] = _at_least_one(Context.PARTITION_ROWS, rows)
     if (vpc := lookup(Context.WORKER_VPC)) is not None:
         overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
     return overrides

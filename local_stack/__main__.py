@@ -19,6 +19,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
     url = stack.gateway.url
     token, user = next(iter(stack.config.tokens.items()))
     users = ", ".join(f"{u} ({t})" for t, u in stack.config.tokens.items())
+    split_rows, most = f"{stack.config.partition_rows:,}", stack.config.max_partitions
     return f"""
 exports is running locally (ready in {seconds:.1f} s)
 
@@ -32,6 +33,8 @@ exports is running locally (ready in {seconds:.1f} s)
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
   export types {", ".join(stack.declared_types)}
                (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)
+  fan-out      an export of a type with partitions splits past {split_rows} rows
+               (EXPORTS_PARTITION_ROWS), in at most {most} partitions (EXPORTS_MAX_PARTITIONS)
   webhooks     signed with EXPORTS_WEBHOOK_SECRET={stack.config.webhook_secret}
                (callbacks to http://127.0.0.1 are allowed locally)
 

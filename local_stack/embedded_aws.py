@@ -37,6 +37,8 @@ class Resources:
     state_machine_arn: str
     fan_out_state_machine_arn: str = ""
     customers_table: str = Names.CUSTOMERS_TABLE
+    # The fan-out Map's MaxConcurrency and the worker's EXPORTS_MAX_PARTITIONS, as on AWS.
+    max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -48,7 +50,7 @@ class Resources:
             Env.RESULTS_BUCKET: self.bucket,
             Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
             Env.FAN_OUT_STATE_MACHINE_ARN: self.fan_out_state_machine_arn,
-            Env.MAX_PARTITIONS: str(FanOut.MAX_PARTITIONS_DEFAULT),
+            Env.MAX_PARTITIONS: str(self.max_partitions),
         }
 
 
@@ -106,8 +108,11 @@ def client(service: str, endpoint_url: str) -> Any:
     )
 
 
-def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") -> Resources:
-    """Tables, queues and bucket as the CDK app defines them (keys, indexes, redrive).
+def create_resources(
+    make_client: Callable[[str], Any], endpoint_url: str = "", max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
+) -> Resources:
+    """Tables, queues, bucket and workflows as the CDK app defines them (keys, indexes, redrive;
+    the fan-out Map runs at most ``max_partitions`` partitions at once).
 
     ``make_client`` builds a client by service name, so tests can use moto in-process."""
     dynamodb = make_client("dynamodb")
@@ -158,7 +163,7 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
             },
         )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
-    state_machine_arn, fan_out_arn = _create_workflows(make_client)
+    state_machine_arn, fan_out_arn = _create_workflows(make_client, max_partitions)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -168,6 +173,7 @@ def create_resources(make_client: Callable[[str], Any], endpoint_url: str = "") 
         bucket=Names.RESULTS_BUCKET,
         state_machine_arn=state_machine_arn,
         fan_out_state_machine_arn=fan_out_arn,
+        max_partitions=max_partitions,
     )
 
 
@@ -194,7 +200,7 @@ def _create_indexed_table(
     )
 
 
-def _create_workflows(make_client: Callable[[str], Any]) -> tuple[str, str]:
+def _create_workflows(make_client: Callable[[str], Any], max_partitions: int) -> tuple[str, str]:
     """The functions the workflows invoke and the lifecycle and fan-out workflows themselves,
     from the shared definitions (moto runs the fan-out's Distributed Map too)."""
     role = make_client("iam").create_role(
@@ -220,7 +226,7 @@ def _create_workflows(make_client: Callable[[str], Any]) -> tuple[str, str]:
         Names.LIFECYCLE_STATE_MACHINE: lifecycle_definition(
             arns[Names.LIFECYCLE_FUNCTION], arns[Names.CALLBACK_FUNCTION]
         ),
-        Names.FAN_OUT_STATE_MACHINE: fan_out_definition(arns[Names.WORKER_FUNCTION], FanOut.MAX_PARTITIONS_DEFAULT),
+        Names.FAN_OUT_STATE_MACHINE: fan_out_definition(arns[Names.WORKER_FUNCTION], max_partitions),
     }
     lifecycle, fan_out = (
         make_client("stepfunctions").create_state_machine(name=name, definition=json.dumps(body), roleArn=role)[

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from exports.config import LANES, Env, Worker
+from exports.config import LANES, Env, FanOut, Worker
 from exports.declared.loader import default_path, load_declarations
 from exports.webhooks.signing import new_secret
 from local_stack.demo_customers import seed_customers
@@ -53,13 +53,17 @@ class LocalConfig:
     webhook_secret: str = ""
     postgres_dir: Path = Path(".local/postgres")
     exports_config: str | None = None
+    # Splitting large exports (docs/fan-out.md), as a deployment's CDK context sets them.
+    partition_rows: int = FanOut.PARTITION_ROWS
+    max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
 
     @classmethod
     def from_env(cls) -> LocalConfig:
         """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
-        ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``; a dev token and a webhook secret are
+        ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``, ``EXPORTS_PARTITION_ROWS``,
+        ``EXPORTS_MAX_PARTITIONS``; a dev token and a webhook secret are
         generated when none is given."""
         spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
         return cls(
@@ -72,6 +76,8 @@ class LocalConfig:
             webhook_secret=os.environ.get(Env.WEBHOOK_SECRET) or new_secret(),
             postgres_dir=Path(os.environ.get("EXPORTS_POSTGRES_DIR", ".local/postgres")).resolve(),
             exports_config=os.environ.get(Env.EXPORTS_CONFIG),
+            partition_rows=int(os.environ.get(Env.PARTITION_ROWS, FanOut.PARTITION_ROWS)),
+            max_partitions=int(os.environ.get(Env.MAX_PARTITIONS, FanOut.MAX_PARTITIONS_DEFAULT)),
         )
 
 
@@ -100,7 +106,9 @@ class LocalStack:
         orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
         logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
         endpoint = self.aws.start()
-        self.resources = create_resources(partial(client, endpoint_url=endpoint), endpoint)
+        self.resources = create_resources(
+            partial(client, endpoint_url=endpoint), endpoint, max_partitions=self.config.max_partitions
+        )
         local_environment = {
             **_POWERTOOLS_LOCAL,
             **self.resources.function_environment(),
@@ -108,6 +116,7 @@ class LocalStack:
             # A developer receives callbacks on their own machine.
             Env.ALLOW_LOCAL_CALLBACKS: "true",
             DEMO_DATABASE_URL_ENV: self.database_uri,
+            Env.PARTITION_ROWS: str(self.config.partition_rows),
         }
         for name, value in local_environment.items():
             os.environ.setdefault(name, value)

@@ -161,6 +161,10 @@ class DynamoTaskRepository:
         :class:`ConditionFailed` and reads again."""
         self.update(before, after, unchanged=("priority", "subscribers"))
 
+    def update_partitions(self, before: Task, after: Task) -> None:
+        """Write a split export's progress if its per-partition counts are still as read."""
+        self.update(before, after, unchanged=("partition_rows",))
+
     def update(self, before: Task, after: Task, unchanged: tuple[str, ...] = ()) -> None:
         """Write the fields that changed, if status and attempt are still ``before``'s (and the
         fields named in ``unchanged`` too)."""
@@ -176,6 +180,9 @@ class DynamoTaskRepository:
         condition = _SAME_STATUS_AND_ATTEMPT
         for index, name in enumerate(unchanged):
             names[f"#u{index}"] = name
+            if old[name] is None:  # DynamoDB stores no NULLs: absent
+                condition += f" AND attribute_not_exists(#u{index})"
+                continue
             values[f":u{index}"] = to_attribute(old[name])
             condition += f" AND #u{index} = :u{index}"
         sets, removes = [], []

@@ -125,6 +125,8 @@ class Task(BaseModel):
     subscribers: tuple[Subscriber, ...] = ()
     # The lifecycle workflow's task token: whoever ends the task hands the outcome to it.
     lifecycle_token: str | None = None
+    # A split export's rows per partition (of the current attempt); rows_written is their sum.
+    partition_rows: dict[str, int] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -226,6 +228,7 @@ def claim(task: Task, now: datetime, lease: timedelta) -> Task:
         lease_expires_at=now + lease,
         progress=0,
         rows_written=0,
+        partition_rows=None,
     )
 
 
@@ -240,6 +243,17 @@ def record_progress(task: Task, rows_written: int, progress: int, now: datetime,
             "lease_expires_at": now + lease,
         }
     )
+
+
+def record_partition_progress(
+    task: Task, partition: int, rows_written: int, planned_rows: int, now: datetime, lease: timedelta
+) -> Task:
+    """Progress of one partition of a split RUNNING task: the task shows the rows of every
+    partition summed, and the share of the plan's rows written; also renews the lease."""
+    counts = {**(task.partition_rows or {}), str(partition): rows_written}
+    total = sum(counts.values())
+    progress = total * 100 // planned_rows if planned_rows else 0
+    return record_progress(task, total, progress, now, lease).model_copy(update={"partition_rows": counts})
 
 
 def suspend(task: Task) -> Task:

@@ -15,15 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from exports.config import FanOut, Results
-from exports.domain.errors import ExportsError, LostOwnership, RetryableError
+from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership, RetryableError
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, ExportResult, Task
+from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress
 from exports.export_types.base import ExportType, Row
 from exports.ports import NumberedParts, SlotLease
 from exports.services.dependencies import Dependencies
@@ -73,6 +74,37 @@ class FanOutPlan:
                 "pieces": [SheetPiece(**piece) for piece in body["pieces"]],
             }
         )
+
+
+class PartitionProgress(ProgressReporter):
+    """One partition's progress: its rows go into the task's per-partition counts, so the task
+    shows every partition's rows summed. Partitions write at once: each write is conditional on
+    the counts it read too, and one that loses reads the task again (a task no longer running
+    this attempt raises :class:`LostOwnership`, as for a whole export)."""
+
+    def __init__(
+        self,
+        task: Task,
+        deps: Dependencies,
+        partition: int,
+        planned_rows: int,
+        on_write: Callable[[datetime], None] | None = None,
+    ) -> None:
+        super().__init__(task, deps, on_write)
+        self._partition = partition
+        self._planned_rows = planned_rows
+
+    def _write(self, rows: int, now: datetime) -> Task:
+        task = self.task
+        for _ in range(FanOut.PROGRESS_WRITE_TRIES):
+            lease = self._deps.settings.lease
+            updated = record_partition_progress(task, self._partition, rows, self._planned_rows, now, lease)
+            try:
+                self._deps.tasks.update_partitions(task, updated)
+                return updated
+            except ConditionFailed:
+                task = _owned(task.task_id, task.attempt, self._deps)
+        return task
 
 
 def staging_key(task: Task, name: str) -> str:
@@ -132,9 +164,16 @@ def write_partition(task_id: str, attempt: int, partition: int, deps: Dependenci
     plan = _plan(task, files)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.parse_filters(task.filters)
-    lease = _take_slot(task, partition, export_type, deps)
+    planned = sum(spec.rows for spec in plan.specs)
     try:
-        progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
+        lease = _take_slot(task, partition, export_type, deps)
+    except PartitionSourceBusy:
+        # Waiting for a slot is the export's time too: renew the task's lease (a task that ended
+        # meanwhile stops its partitions here rather than after the wait).
+        PartitionProgress(task, deps, partition, planned).flush()
+        raise
+    try:
+        progress = PartitionProgress(task, deps, partition, planned, on_write=slot_keeper(lease, deps))
         control = run_control(task, progress, deps)
 
         def before_part() -> None:

@@ -51,15 +51,19 @@ class ProgressReporter:
         """Write progress now and renew the lease."""
         with self._lock:
             now = self._deps.clock()
-            updated = record_progress(self.task, self._rows, int(self._fraction * 100), now, self._deps.settings.lease)
-            try:
-                self._deps.tasks.update(self.task, updated)
-            except ConditionFailed as error:
-                raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
-            self.task = updated
+            self.task = self._write(self._rows, now)
             self._last_write = now
         if self._on_write is not None:
             self._on_write(now)
+
+    def _write(self, rows: int, now: datetime) -> Task:
+        """Record ``rows`` (and the fraction) on the task; the task as written."""
+        updated = record_progress(self.task, rows, int(self._fraction * 100), now, self._deps.settings.lease)
+        try:
+            self._deps.tasks.update(self.task, updated)
+        except ConditionFailed as error:
+            raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
+        return updated
 
 
 def slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Callable[[datetime], None] | None:

@@ -271,6 +271,9 @@ def abandon_fan_out(task_id: str, attempt: int, error: str, deps: Dependencies) 
     task = abandon(task_id, attempt, deps)
     if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
         return Outcome.LOST_OWNERSHIP
+    if deps.clock() >= task.deadline:
+        # The partitions stopped at the deadline before the lifecycle's timer ended the task.
+        return _time_out(task, deps)
     return _retry_or_fail(task, FAN_OUT_FAILED, f"a partition of the split export failed: {error}", deps)
 
 

@@ -52,6 +52,7 @@ def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) ->
         "orders": ["csv", "csv.gz", "xlsx"],
         "customers": ["csv", "csv.gz", "xlsx"],
         "sales_report": ["csv", "csv.gz", "xlsx"],
+        "generated_orders": ["csv", "csv.gz", "xlsx"],
         "orders_dynamodb": ["csv", "csv.gz", "xlsx"],
     }
     orders = next(item for item in listed if item["name"] == "orders")["filters_schema"]

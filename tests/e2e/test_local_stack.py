@@ -282,6 +282,10 @@ def test_identical_requests_merge_and_idempotency_keys_replay(stack: Stack) -> N
 
 def test_docs_are_public_and_the_banner_tells_a_newcomer_what_to_do(stack: Stack) -> None:
     assert requests.get(f"{stack.url}/docs", timeout=10).status_code == 200
+    # The API answers before the banner is printed (under load, a SIGINT can land in the middle of it).
+    deadline = time.monotonic() + 30
+    while "Ctrl-C stops everything" not in stack.output() and time.monotonic() < deadline:
+        time.sleep(0.1)
     stack.process.send_signal(signal.SIGINT)
     stack.process.wait(timeout=30)
     output = stack.output()

@@ -175,6 +175,7 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
             Env.HOT_KEY_BURST,
             Env.FAN_OUT_STATE_MACHINE_ARN,
             Env.MAX_PARTITIONS,
+            Env.PARTITION_ROWS,
         },
         functions.lifecycle: set(),
         functions.callback: {Env.WEBHOOK_SECRET_ARN},

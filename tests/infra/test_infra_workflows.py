@@ -267,6 +267,7 @@ def test_the_worker_knows_the_fan_out_by_its_arn_and_its_limit_of_partitions(dev
         f":stateMachine:{dev.stack.workflows.fan_out_name}"
     )
     assert environment[Env.MAX_PARTITIONS] == str(FanOut.MAX_PARTITIONS_DEFAULT)
+    assert environment[Env.PARTITION_ROWS] == str(FanOut.PARTITION_ROWS)
 
 
 def test_the_limit_of_partitions_comes_from_the_context():
@@ -275,3 +276,9 @@ def test_the_limit_of_partitions_comes_from_the_context():
     assert settings.max_partitions == 50
     with pytest.raises(ValueError, match="at most 100"):
         StageSettings.from_context({"max_partitions": "101"}.get)
+
+
+def test_the_rows_per_partition_come_from_the_context():
+    assert StageSettings.from_context({"partition_rows": "1250000"}.get).partition_rows == 1_250_000
+    with pytest.raises(ValueError, match="partition_rows"):
+        StageSettings.from_context({"partition_rows": "0"}.get)

@@ -10,7 +10,7 @@ from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.domain.errors import ConditionFailed, InvalidRequest
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, claim, fail, new_task
+from exports.domain.task import ExportFormat, Task, claim, fail, new_task, record_partition_progress
 from local_stack.embedded_aws import REGION, Resources
 
 LEASE = timedelta(minutes=2)
@@ -86,6 +86,23 @@ def test_of_many_concurrent_claims_exactly_one_wins(repo: DynamoTaskRepository, 
         thread.join()
     assert len(winners) == 1
     assert repo.get(task.task_id).attempt == 1
+
+
+def test_partitions_writing_progress_at_once_cannot_drop_each_others_counts(repo: DynamoTaskRepository) -> None:
+    task = make_task()
+    repo.create(task, MAX_ACTIVE)
+    now = datetime.now(UTC)
+    running = claim(task, now, LEASE)
+    repo.update(task, running)
+    first = record_partition_progress(running, 0, 10, 100, now, LEASE)
+    repo.update_partitions(running, first)  # no counts yet: the attribute is absent
+
+    with pytest.raises(ConditionFailed):  # read before the first write
+        repo.update_partitions(running, record_partition_progress(running, 1, 30, 100, now, LEASE))
+    repo.update_partitions(first, record_partition_progress(first, 1, 30, 100, now, LEASE))
+
+    stored = repo.get(task.task_id)
+    assert stored.partition_rows == {"0": 10, "1": 30} and stored.rows_written == 40
 
 
 def test_none_values_are_removed_not_stored(repo: DynamoTaskRepository) -> None:

@@ -30,6 +30,7 @@ def test_the_shipped_declarations_load() -> None:
         "orders",
         "customers",
         "sales_report",
+        "generated_orders",
         "orders_dynamodb",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
@@ -390,7 +391,9 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
         check=True,
         cwd=Path(__file__).parents[2],
     )
-    assert probe.stdout.strip() == "['orders', 'customers', 'sales_report', 'orders_dynamodb'] False"
+    assert (
+        probe.stdout.strip() == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_dynamodb'] False"
+    )
 
 
 def test_naive_datetimes_are_utc_whatever_the_machines_zone(monkeypatch: pytest.MonkeyPatch) -> None:

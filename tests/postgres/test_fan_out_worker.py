@@ -5,16 +5,23 @@ single worker's, and a cancel leaves no object and no open upload."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
+import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
 import openpyxl
 import pytest
+import python_calamine
 
+from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+from exports.declared.loader import default_path
 from exports.domain.task import ExportFormat
+from exports.services import fan_out_run
 from exports.services.control import cancel_export
 from exports.services.worker import Outcome
 from functions.worker import handler as worker
@@ -63,6 +70,11 @@ def _body(resources: Resources, key: str) -> bytes:
     return boto3.client("s3", region_name=REGION).get_object(Bucket=resources.bucket, Key=key)["Body"].read()
 
 
+def _cells(resources: Resources, key: str) -> list[list[tuple[Any, ...]]]:
+    book = openpyxl.load_workbook(io.BytesIO(_body(resources, key)), read_only=True)
+    return [list(sheet.iter_rows(values_only=True)) for sheet in book.worksheets]
+
+
 def _single(deps: Any, fmt: ExportFormat) -> Any:
     task = create(deps, {"rows": ROWS}, fmt)
     assert run(dataclasses.replace(deps, fan_out=None), task) is Outcome.COMPLETED
@@ -103,11 +115,7 @@ def test_a_split_workbook_has_the_single_workers_cells(split_worker: Any, runnin
     assert done.status.value == "COMPLETED", done.error
     single = _single(split_worker, ExportFormat.XLSX)
 
-    def cells(key: str) -> list[list[tuple[Any, ...]]]:
-        book = openpyxl.load_workbook(io.BytesIO(_body(running_aws, key)), read_only=True)
-        return [list(sheet.iter_rows(values_only=True)) for sheet in book.worksheets]
-
-    assert cells(done.result.key) == cells(single.result.key)
+    assert _cells(running_aws, done.result.key) == _cells(running_aws, single.result.key)
     assert done.result.rows == ROWS
 
 
@@ -125,3 +133,129 @@ def test_a_cancelled_split_export_leaves_no_object_and_no_upload(
     assert split_worker.tasks.get(task.task_id).status.value == "CANCELLED"
     keys, uploads = leftovers(running_aws)
     assert keys == [] and uploads == []
+
+
+def test_a_deadline_in_the_middle_of_a_split_export_times_it_out_and_leaves_nothing(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    task = create(split_worker, {"rows": ROWS}, timeout_sec=10)
+    real = fan_out_run._pages
+
+    def past_the_deadline(pages: Any, progress: Any) -> Any:  # each partition reads its rows late
+        time.sleep(max(0.0, (task.deadline - datetime.now(UTC)).total_seconds()) + 0.5)
+        yield from real(pages, progress)
+
+    monkeypatch.setattr(fan_out_run, "_pages", past_the_deadline)
+
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+
+    done = _ended(split_worker, task, limit_sec=90)
+    assert done.status.value == "TIMEOUT", done.error
+    executions = _wait_for_fan_outs(running_aws, limit_sec=90)
+    assert [item["status"] for item in executions] == ["SUCCEEDED"]  # by way of Abandon
+    keys, uploads = leftovers(running_aws)
+    assert keys == [] and uploads == []
+
+
+def test_a_failing_partition_is_retried_alone(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs: list[int] = []
+    real = fan_out_run.upload_csv_partition
+
+    def fails_once(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
+        runs.append(partition)
+        if partition == 1 and runs.count(1) == 1:
+            raise RuntimeError("a transient fault in partition 1")
+        return real(upload, columns, partition, *args, **kwargs)
+
+    monkeypatch.setattr(fan_out_run, "upload_csv_partition", fails_once)
+    task = create(split_worker, {"rows": ROWS})
+
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+
+    done = _ended(split_worker, task)
+    assert done.status.value == "COMPLETED", done.error
+    assert sorted(runs) == [0, 1, 1, 2]
+    assert done.attempt == 1 and done.retry_count == 0  # the export itself was not retried
+    assert _body(running_aws, done.result.key) == _body(running_aws, _single(split_worker, ExportFormat.CSV).result.key)
+
+
+def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
+    monkeypatch.setattr(fan_out_run, "plan_sheets", functools.partial(fan_out_run.plan_sheets, max_rows_per_sheet=700))
+    task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
+
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+
+    done = _ended(split_worker, task)
+    assert done.status.value == "COMPLETED", done.error
+    header, *rows = _cells(running_aws, _single(split_worker, ExportFormat.XLSX).result.key)[0]
+    sheets = _cells(running_aws, done.result.key)
+    assert [len(sheet) - 1 for sheet in sheets] == [700, 700, 700, 700, 200]
+    assert sheets == [[header, *rows[start : start + 700]] for start in range(0, ROWS, 700)]
+    book = python_calamine.CalamineWorkbook.from_filelike(io.BytesIO(_body(running_aws, done.result.key)))
+    assert [len(book.get_sheet_by_index(i).to_python()) for i in range(5)] == [701, 701, 701, 701, 201]
+
+
+def test_partitions_waiting_for_a_source_slot_keep_the_tasks_lease(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    free = threading.Event()
+    leases: list[Any] = []
+    real = DynamoSourceSlots.acquire
+
+    def busy_until_free(self: Any, source: str, limit: int, holder: str, now: Any) -> Any:
+        if "#" in holder and not free.is_set():  # a partition's holder: every slot taken
+            leases.append(split_worker.tasks.get(holder.partition("#")[0]).lease_expires_at)
+            return None
+        return real(self, source, limit, holder, now)
+
+    monkeypatch.setattr(DynamoSourceSlots, "acquire", busy_until_free)
+    task = create(split_worker, {"rows": ROWS})
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+    claimed = split_worker.tasks.get(task.task_id).lease_expires_at
+
+    deadline = time.monotonic() + 30
+    while len(leases) < 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    free.set()
+
+    assert max(leases) > claimed  # renewed while no partition could run
+    done = _ended(split_worker, task)
+    assert done.status.value == "COMPLETED", done.error
+    assert done.rows_written == done.result.rows == ROWS
+
+
+def test_the_demo_generated_orders_split_into_the_single_workers_file(
+    running_aws: Resources,  # noqa: F811
+    scratch: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The type make run offers for 5,000,000 rows (exports.toml), at 2,500 rows in 3 partitions.
+    monkeypatch.setenv("EXPORTS_SHOP_DATABASE_URL", scratch)
+    deps = worker_dependencies(monkeypatch, default_path(), scratch, partition_rows=1000, max_partitions=4)
+    task = create(deps, {"rows": 2500}, export_type="generated_orders")
+
+    assert run(deps, task) is Outcome.FANNED_OUT
+
+    done = _ended(deps, task)
+    assert done.status.value == "COMPLETED", done.error
+    assert done.rows_written == done.result.rows == 2500 and set(done.partition_rows) == {"0", "1", "2"}
+    single = create(deps, {"rows": 2500}, export_type="generated_orders")
+    assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
+    body = _body(running_aws, done.result.key)
+    assert body == _body(running_aws, deps.tasks.get(single.task_id).result.key)
+    assert body.splitlines()[1] == b"1,GEN-00000001,2025-01-02,2025-01-01 00:00:06,customer-7,paid,2,79.19,"
+    _wait_for_fan_outs(running_aws)
+    worker.dependencies.cache_clear()

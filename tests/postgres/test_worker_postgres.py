@@ -85,12 +85,18 @@ def pg_worker(aws: Resources, scratch: str, tmp_path: Path, monkeypatch: pytest.
     worker.dependencies.cache_clear()
 
 
-def create(deps: Any, filters: dict[str, Any], fmt: ExportFormat = ExportFormat.CSV, timeout_sec: int = 300) -> Any:
+def create(
+    deps: Any,
+    filters: dict[str, Any],
+    fmt: ExportFormat = ExportFormat.CSV,
+    timeout_sec: int = 300,
+    export_type: str = "numbers",
+) -> Any:
     now = datetime.now(UTC)
     task = new_task(
         task_id=new_task_id(now),
         user_id="alice",
-        export_type="numbers",
+        export_type=export_type,
         format=fmt,
         filters=filters,
         now=now,

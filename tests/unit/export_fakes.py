@@ -57,6 +57,11 @@ class FakeTasks:
             raise ConditionFailed("changed", current=current.model_dump())
         self.update(before, after)
 
+    def update_partitions(self, before: Task, after: Task) -> None:
+        if self.tasks[before.task_id].partition_rows != before.partition_rows:
+            raise ConditionFailed("changed", current=self.tasks[before.task_id].model_dump())
+        self.update(before, after)
+
 
 class FakeQueue:
     def __init__(self) -> None:

@@ -3,7 +3,9 @@
 from datetime import date
 
 import pytest
+from pydantic import ValidationError
 
+from exports.config import Env, FanOut
 from exports.domain.partitions import (
     PartitionSpec,
     day_runs,
@@ -12,6 +14,8 @@ from exports.domain.partitions import (
     keyset_step,
     partition_count,
 )
+from exports.settings import Settings
+from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 
 @pytest.mark.parametrize(
@@ -76,3 +80,10 @@ def test_runs_of_days_group_in_partitions_of_about_equal_rows(
 
     assert [list(group) for group in result] == expected
     assert [index for group in result for index in group] == list(range(len(counts)))
+
+
+def test_the_rows_per_partition_are_a_setting_of_the_deployment() -> None:
+    assert Settings.from_env(ENVIRONMENT).partition_rows == FanOut.PARTITION_ROWS
+    assert Settings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "1250000"}).partition_rows == 1_250_000
+    with pytest.raises(ValidationError):
+        Settings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "0"})
