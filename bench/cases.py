@@ -195,6 +195,9 @@ class _FileResults:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         raise NotImplementedError
 
+    def export_files(self) -> None:
+        return None
+
 
 class _Tasks:
     def __init__(self) -> None:

@@ -110,6 +110,10 @@ class S3ResultStore:
                 ExpiresIn=ttl_sec,
             )
 
+    def export_files(self) -> S3ResultStore:
+        """This store: it resumes uploads, keeps checkpoints and tags results."""
+        return self
+
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> S3MultipartUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
         return S3MultipartUpload(self._client, self._bucket, key, upload_id, parts)

@@ -15,7 +15,6 @@ from exports.adapters.sqs_queue import decode_message
 from exports.composition import dependencies_from_environment
 from exports.ports import Delivery
 from exports.services.dependencies import Dependencies
-from exports.services.export_run import time_budget
 from exports.services.worker import process_delivery
 
 logger = Logger()
@@ -30,8 +29,10 @@ def dependencies() -> Dependencies:
 
 
 @tracer.capture_method(capture_response=False)
-def handle_record(record: SQSRecord) -> str:
-    """Run one task message. Raising marks the record failed, so SQS delivers it again."""
+def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
+    """Run one task message. Raising marks the record failed, so SQS delivers it again. The batch
+    processor passes ``lambda_context`` (by this name): long exports hand over to a new
+    invocation before this one runs out of time."""
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
     logger.thread_safe_clear_keys()
@@ -45,7 +46,7 @@ def handle_record(record: SQSRecord) -> str:
         receipt_handle=record.receipt_handle,
         receive_count=int(record.attributes.approximate_receive_count),
     )
-    outcome = process_delivery(message, delivery, dependencies())
+    outcome = process_delivery(message, delivery, dependencies(), lambda_context.get_remaining_time_in_millis)
     logger.info("task message processed", extra={"outcome": outcome.value})
     return outcome.value
 
@@ -55,9 +56,7 @@ def handle_record(record: SQSRecord) -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Entry point: partial batch failures (the event source reports them to SQS)."""
-    # Long exports hand over to a new invocation before this one runs out of time.
-    with time_budget(context.get_remaining_time_in_millis):
-        # A processor per invocation: it holds the batch's state, which concurrent invocations
-        # in one process (local mode) must not share.
-        processor = BatchProcessor(event_type=EventType.SQS)
-        return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    # A processor per invocation: it holds the batch's state, which concurrent invocations in
+    # one process (local mode) must not share.
+    processor = BatchProcessor(event_type=EventType.SQS)
+    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

@@ -139,12 +139,15 @@ class FakeFiles:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         return f"https://example.com/{key}"
 
+    def export_files(self) -> "FakeFiles | None":
+        return self
+
 
 class PlainFiles(FakeFiles):
     """A result store without resumable uploads (only the ResultStore port)."""
 
-    resume_upload = None  # type: ignore[assignment]
-    read_checkpoint = None  # type: ignore[assignment]
+    def export_files(self) -> None:
+        return None
 
 
 class NoFilters(BaseModel):
