@@ -209,6 +209,9 @@ class _Tasks:
     def update(self, before: Any, after: Any) -> None:
         self.tasks[after.task_id] = after
 
+    def record_progress(self, task: Any) -> None:
+        self.tasks[task.task_id] = task
+
 
 def _bench_type(rows: int) -> Any:
     from pydantic import BaseModel

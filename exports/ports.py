@@ -68,6 +68,14 @@ class TaskRepository(Protocol):
         """Write ``after`` only if the stored task still has ``before``'s status and attempt;
         otherwise raise :class:`ConditionFailed` carrying the current task."""
 
+    def record_progress(self, task: Task) -> None:
+        """Write ``task``'s progress (rows written, percent, lease) if the stored task still has
+        its status and attempt; :class:`ConditionFailed` otherwise."""
+
+    def record_callbacks(self, task: Task) -> None:
+        """Write ``task``'s callback delivery states if the stored task still has its status and
+        attempt; :class:`ConditionFailed` otherwise."""
+
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
 

@@ -161,6 +161,29 @@ class DynamoTaskRepository:
         :class:`ConditionFailed` and reads again."""
         self.update(before, after, unchanged=("priority", "subscribers"))
 
+    def record_progress(self, task: Task) -> None:
+        """Write the task's rows written, percent and lease, if status and attempt are unchanged."""
+        self._set(task, ("rows_written", "progress", "lease_expires_at"), "record progress")
+
+    def record_callbacks(self, task: Task) -> None:
+        """Write the subscribers' delivery states, if status and attempt are unchanged."""
+        self._set(task, ("subscribers",), "record callbacks")
+
+    def _set(self, task: Task, fields: tuple[str, ...], operation: str) -> None:
+        record = _record(task)
+        names = {"#status": "status", "#attempt": "attempt"} | {f"#f{i}": name for i, name in enumerate(fields)}
+        values = {f":v{i}": to_attribute(record[name]) for i, name in enumerate(fields)}
+        with _conditional_write(operation, f"task {task.task_id} changed concurrently"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(task.task_id),
+                UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
+                ConditionExpression=_SAME_STATUS_AND_ATTEMPT,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values | _expected(task),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+
     def update(self, before: Task, after: Task, unchanged: tuple[str, ...] = ()) -> None:
         """Write the fields that changed, if status and attempt are still ``before``'s (and the
         fields named in ``unchanged`` too)."""
@@ -169,10 +192,7 @@ class DynamoTaskRepository:
         if not changed:
             return
         names = {"#status": "status", "#attempt": "attempt"}
-        values = {
-            ":expected_status": {"S": before.status.value},
-            ":expected_attempt": {"N": str(before.attempt)},
-        }
+        values = _expected(before)
         condition = _SAME_STATUS_AND_ATTEMPT
         for index, name in enumerate(unchanged):
             names[f"#u{index}"] = name
@@ -294,6 +314,11 @@ def _conditional_write(operation: str, conflict: str) -> Iterator[None]:
                 raise
             item = error.response.get("Item")
             raise ConditionFailed(conflict, current=from_item(item) if item else None) from error
+
+
+def _expected(task: Task) -> dict[str, Any]:
+    """The values of :data:`_SAME_STATUS_AND_ATTEMPT`: ``task``'s status and attempt."""
+    return {":expected_status": {"S": task.status.value}, ":expected_attempt": {"N": str(task.attempt)}}
 
 
 def _key(item_id: str) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRe
 from exports.domain.status import RETRYABLE
 from exports.domain.task import Task, TaskSource, cancel
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
 from exports.services.queries import owned_task
 from exports.services.submission import Submission, submit_export
+from exports.services.task_writes import end_task
 
 
 def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:

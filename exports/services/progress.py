@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from exports.domain.errors import ConditionFailed, LostOwnership
 from exports.domain.task import Task, record_progress
 from exports.services.dependencies import Dependencies
+from exports.services.task_writes import write_progress
 
 
 class ProgressReporter:
@@ -47,10 +47,7 @@ class ProgressReporter:
         with self._lock:
             now = self._deps.clock()
             updated = record_progress(self.task, self._rows, int(self._fraction * 100), now, self._deps.settings.lease)
-            try:
-                self._deps.tasks.update(self.task, updated)
-            except ConditionFailed as error:
-                raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
+            write_progress(updated, self._deps)
             self.task = updated
             self._last_write = now
         if self._on_write is not None:

@@ -34,7 +34,7 @@ from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
 from exports.export_types.base import ExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
+from exports.services.task_writes import end_task
 from exports.services.validation import invalid_request
 from exports.webhooks.destination import check_destination
 

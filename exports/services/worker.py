@@ -26,12 +26,11 @@ from exports.domain.policies import has_retries_left, is_last_delivery, retry_de
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
 from exports.services.export_run import run_export
 from exports.services.long_exports import ExportContinues
 from exports.services.progress import ProgressReporter
 from exports.services.result_cleanup import remove_result
-from exports.services.retries import write_task
+from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
@@ -142,7 +141,7 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
         return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
     try:
-        write_task(task, claimed, deps)
+        move_task(task, claimed, deps)
     except BaseException as error:
         if lease is not None:
             _release(lease, deps)
@@ -316,7 +315,7 @@ def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> O
     if not has_retries_left(task):
         return _fail(task, code, message, deps)
     try:
-        write_task(task, requeue(task, code, message), deps)
+        move_task(task, requeue(task, code, message), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.

@@ -51,6 +51,12 @@ class FakeTasks:
         self.tasks[before.task_id] = after
         self.writes.append((self.clock() if self.clock else None, after))
 
+    def record_progress(self, task: Task) -> None:
+        self.update(task, task)
+
+    def record_callbacks(self, task: Task) -> None:
+        self.update(task, task)
+
     def merge(self, before: Task, after: Task) -> None:
         current = self.tasks[before.task_id]
         if (current.priority, current.subscribers) != (before.priority, before.subscribers):
