@@ -11,6 +11,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.task_table import bucket_id, throughput_id
+from exports.adapters.task_table import key as item_key
 from exports.config import TaskTable
 from exports.domain.admission import Bucket, Throughput, take_token, updated_throughput
 from exports.domain.errors import RetryableError
@@ -29,7 +31,7 @@ class DynamoHotKeyLimiter:
 
     def acquire(self, hot_key: str, now: datetime) -> float:
         """Take a token for ``hot_key``: 0 if granted, else seconds until one is free."""
-        key = {TaskTable.PARTITION_KEY: {"S": f"bucket#{hot_key}"}}
+        key = item_key(bucket_id(hot_key))
         for _ in range(_ATTEMPTS):
             with translated("read token bucket"):
                 item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
@@ -83,7 +85,7 @@ class DynamoThroughputStats:
 
 
 def _stats_key(export_type: str) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": f"stats#{export_type}"}}
+    return item_key(throughput_id(export_type))
 
 
 def _throughput(item: dict[str, Any]) -> Throughput:

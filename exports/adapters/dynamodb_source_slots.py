@@ -15,7 +15,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
-from exports.config import SourceSlots, TaskTable
+from exports.adapters.task_table import key, slot_id
+from exports.config import SourceSlots
 from exports.ports import SlotLease
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -99,4 +100,4 @@ class DynamoSourceSlots:
 
 
 def _key(lease: SlotLease) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": f"{SourceSlots.KEY_PREFIX}{lease.source}#{lease.index}"}}
+    return key(slot_id(lease.source, lease.index))

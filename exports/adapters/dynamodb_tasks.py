@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from exports.adapters.aws_errors import error_code, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
+from exports.adapters.task_table import dedup_id, key, quota_id
 from exports.config import Admission, TaskTable
 from exports.domain.errors import (
     ConditionFailed,
@@ -67,7 +68,7 @@ class DynamoTaskRepository:
             {
                 "Update": {
                     "TableName": self._table,
-                    "Key": _key(_quota_id(task.user_id)),
+                    "Key": key(quota_id(task.user_id)),
                     "UpdateExpression": "SET #active = if_not_exists(#active, :zero) + :one",
                     "ConditionExpression": "attribute_not_exists(#active) OR #active < :max",
                     "ExpressionAttributeNames": {"#active": "active"},
@@ -88,7 +89,7 @@ class DynamoTaskRepository:
             if replace_holder:
                 condition, names, values = "#holder = :stale", {"#holder": "holder"}, {":stale": {"S": replace_holder}}
             marker = {
-                TaskTable.PARTITION_KEY: _dedup_id(task.dedup_key),
+                TaskTable.PARTITION_KEY: dedup_id(task.dedup_key),
                 "holder": task.task_id,
                 "active_until": int(task.deadline.timestamp()),
                 TaskTable.TTL_ATTRIBUTE: int(task.expires_at.timestamp()),
@@ -127,7 +128,7 @@ class DynamoTaskRepository:
             with translated("release dedup key"):
                 self._client.delete_item(
                     TableName=self._table,
-                    Key=_key(_dedup_id(task.dedup_key)),
+                    Key=key(dedup_id(task.dedup_key)),
                     ConditionExpression="#holder = :me",
                     ExpressionAttributeNames={"#holder": "holder"},
                     ExpressionAttributeValues={":me": {"S": task.task_id}},
@@ -140,7 +141,7 @@ class DynamoTaskRepository:
     def active_count(self, user_id: str) -> int:
         """How many of the user's tasks hold a quota slot."""
         with translated("read quota"):
-            item = self._client.get_item(TableName=self._table, Key=_key(_quota_id(user_id)), ConsistentRead=True)
+            item = self._client.get_item(TableName=self._table, Key=key(quota_id(user_id)), ConsistentRead=True)
         return int(item.get("Item", {}).get("active", {}).get("N", "0"))
 
     def get(self, task_id: str) -> Task | None:
@@ -148,7 +149,7 @@ class DynamoTaskRepository:
         with translated("get task"):
             response = self._client.get_item(
                 TableName=self._table,
-                Key={TaskTable.PARTITION_KEY: {"S": task_id}},
+                Key=key(task_id),
                 ConsistentRead=True,
             )
         item = response.get("Item")
@@ -176,7 +177,7 @@ class DynamoTaskRepository:
         with _conditional_write(operation, f"task {task.task_id} changed concurrently"):
             self._client.update_item(
                 TableName=self._table,
-                Key=_key(task.task_id),
+                Key=key(task.task_id),
                 UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
                 ConditionExpression=_SAME_STATUS_AND_ATTEMPT,
                 ExpressionAttributeNames=names,
@@ -216,7 +217,7 @@ class DynamoTaskRepository:
         )
         request = {
             "TableName": self._table,
-            "Key": _key(before.task_id),
+            "Key": key(before.task_id),
             "UpdateExpression": expression,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -228,7 +229,7 @@ class DynamoTaskRepository:
             # Ending a task frees its quota slot in the same transaction: exactly once per task.
             release = {
                 "TableName": self._table,
-                "Key": _key(_quota_id(before.user_id)),
+                "Key": key(quota_id(before.user_id)),
                 "UpdateExpression": "ADD #active :minus_one",
                 "ExpressionAttributeNames": {"#active": "active"},
                 "ExpressionAttributeValues": {":minus_one": {"N": "-1"}},
@@ -265,7 +266,7 @@ class DynamoTaskRepository:
         with _conditional_write("store lifecycle token", f"task {task_id} does not exist"):
             response = self._client.update_item(
                 TableName=self._table,
-                Key=_key(task_id),
+                Key=key(task_id),
                 UpdateExpression="SET #token = :token",
                 ConditionExpression="attribute_exists(#pk)",
                 ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY},
@@ -321,21 +322,8 @@ def _expected(task: Task) -> dict[str, Any]:
     return {":expected_status": {"S": task.status.value}, ":expected_attempt": {"N": str(task.attempt)}}
 
 
-def _key(item_id: str) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": item_id}}
-
-
-def _quota_id(user_id: str) -> str:
-    # Admission items share the table; without a user_id attribute they stay out of the user index.
-    return f"quota#{user_id}"
-
-
-def _dedup_id(dedup_key: str) -> str:
-    return f"dedup#{dedup_key}"
-
-
-def _encode_cursor(key: dict[str, Any]) -> str:
-    plain = {name: value["S"] for name, value in key.items()}
+def _encode_cursor(start_key: dict[str, Any]) -> str:
+    plain = {name: value["S"] for name, value in start_key.items()}
     return base64.urlsafe_b64encode(json.dumps(plain, sort_keys=True).encode()).decode().rstrip("=")
 
 

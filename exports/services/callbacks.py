@@ -7,7 +7,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from exports.api_models import TaskView
 from exports.config import Metric
 from exports.domain.errors import InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
@@ -17,6 +16,7 @@ from exports.services.dependencies import Dependencies
 from exports.services.queries import download_link
 from exports.services.task_writes import write_callbacks
 from exports.webhooks.destination import check_destination
+from exports.webhooks.payload import event_payload
 from exports.webhooks.signing import signed_headers
 
 USER_AGENT = "exports-callback/1"
@@ -36,15 +36,6 @@ class DeliveryOutcome(StrEnum):
     NOTHING_TO_DO = "nothing_to_do"
 
 
-# Standard Webhooks event types, by the status the task ended in.
-EVENT_TYPES = {
-    TaskStatus.COMPLETED: "export.completed",
-    TaskStatus.FAILED: "export.failed",
-    TaskStatus.TIMEOUT: "export.timed_out",
-    TaskStatus.CANCELLED: "export.cancelled",
-}
-
-
 def message_id(task: Task, index: int = 0) -> str:
     """The ``webhook-id`` of subscriber ``index``'s message: the same for every attempt of the
     same event, different per subscriber."""
@@ -60,12 +51,7 @@ def callback_payload(task: Task, deps: Dependencies) -> dict[str, Any]:
     download_expires_at: datetime | None = None
     if task.status is TaskStatus.COMPLETED:
         download_url, download_expires_at = download_link(task, deps)
-    view = TaskView.of(task, download_url, download_expires_at)
-    return {
-        "type": EVENT_TYPES[task.status],
-        "timestamp": (task.finished_at or deps.clock()).isoformat(),
-        "data": view.model_dump(mode="json"),
-    }
+    return event_payload(task, deps.clock(), download_url, download_expires_at)
 
 
 def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:

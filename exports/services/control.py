@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from exports.api_models import ExportRequest
 from exports.config import Metric
 from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRetryable
+from exports.domain.spec import ExportSpec
 from exports.domain.status import RETRYABLE
 from exports.domain.task import Task, TaskSource, cancel
 from exports.services.dependencies import Dependencies
@@ -36,13 +36,14 @@ def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
         raise TaskNotRetryable(
             f"export task {task_id} is {original.status.value}; only ended, unsuccessful tasks retry"
         )
-    request = ExportRequest(
+    request = ExportSpec(
         export_type=original.export_type,
         format=original.format,
         filters=original.filters,
         priority=original.priority,
         timeout_sec=original.timeout_sec,
-        callback_url=original.callback_url,  # type: ignore[arg-type]  # pydantic parses the stored URL
+        # Stored as the first submit normalised it, so it is submitted again as it is.
+        callback_url=original.callback_url,
         csv_bom=original.csv_bom,
         csv_formula_guard=original.csv_formula_guard,
     )
