@@ -8,9 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.aws_errors import ConditionNotMet, translated
 from exports.adapters.task_table import bucket_id, throughput_id
 from exports.adapters.task_table import key as item_key
 from exports.config import TaskTable
@@ -107,8 +105,8 @@ def _write_if_unchanged(
 ) -> bool:
     """Write ``values`` if the item's version is still the one read; False if someone was first."""
     version = int(read["version"]["N"]) if read else 0
-    with translated("update admission state"):
-        try:
+    try:
+        with translated("update admission state"):
             client.put_item(
                 TableName=table,
                 Item={**key, **values, "version": {"N": str(version + 1)}},
@@ -116,8 +114,6 @@ def _write_if_unchanged(
                 ExpressionAttributeNames={"#pk": TaskTable.PARTITION_KEY, "#version": "version"},
                 ExpressionAttributeValues={":version": {"N": str(version)}},
             )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
+    except ConditionNotMet:
+        return False
     return True

@@ -6,22 +6,18 @@ import base64
 import binascii
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.aws_errors import ConditionNotMet, TransactionCancelled, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
 from exports.adapters.task_table import dedup_id, key, quota_id
 from exports.config import Admission, TaskTable
 from exports.domain.errors import (
     ConditionFailed,
     DuplicateSubmission,
-    ExportsError,
     InvalidRequest,
     Overloaded,
-    RetryableError,
 )
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -30,9 +26,8 @@ from exports.ports import TaskPage
 # Named condition fragments, so each write says what it protects.
 _NOT_EXISTS = "attribute_not_exists(#pk)"
 _SAME_STATUS_AND_ATTEMPT = "#status = :expected_status AND #attempt = :expected_attempt"
-_CONDITIONAL_FAILED = "ConditionalCheckFailedException"
-# The same, as a transaction's cancellation reason.
-_REASON_CONDITION_FAILED = "ConditionalCheckFailed"
+# The items of the transactions, by name (their cancellation reasons are read by these).
+_TASK, _QUOTA, _DEDUP = "task", "quota", "dedup"
 
 
 def _record(task: Task) -> dict[str, Any]:
@@ -56,8 +51,8 @@ class DynamoTaskRepository:
         the key; pass its id as ``replace_holder`` once it is known to have ended) or
         :class:`ConditionFailed` (the id exists).
         """
-        items: list[dict[str, Any]] = [
-            {
+        items: dict[str, dict[str, Any]] = {
+            _TASK: {
                 "Put": {
                     "TableName": self._table,
                     "Item": to_item(_record(task)),
@@ -65,7 +60,7 @@ class DynamoTaskRepository:
                     "ExpressionAttributeNames": {"#pk": TaskTable.PARTITION_KEY},
                 }
             },
-            {
+            _QUOTA: {
                 "Update": {
                     "TableName": self._table,
                     "Key": key(quota_id(task.user_id)),
@@ -79,7 +74,7 @@ class DynamoTaskRepository:
                     },
                 }
             },
-        ]
+        }
         if task.dedup_key:
             # Free, or held by a task past its deadline; or (on a second try) still held by the
             # task we found had ended.
@@ -94,26 +89,26 @@ class DynamoTaskRepository:
                 "active_until": int(task.deadline.timestamp()),
                 TaskTable.TTL_ATTRIBUTE: int(task.expires_at.timestamp()),
             }
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": to_item(marker),
-                        "ConditionExpression": condition,
-                        "ExpressionAttributeNames": names,
-                        "ExpressionAttributeValues": values,
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
+            items[_DEDUP] = {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(marker),
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
-            )
-        reasons = self._transact("create task", items)
-        if not reasons:
+            }
+        try:
+            self._transact("create task", items)
             return
-        if reasons[0][0] == _REASON_CONDITION_FAILED:
-            raise ConditionFailed(f"task {task.task_id} exists")
-        if len(reasons) > 2 and reasons[2][0] == _REASON_CONDITION_FAILED:
-            # An identical task is active: that answers the request, quota or not.
-            raise DuplicateSubmission(reasons[2][1].get("holder", {}).get("S", ""))
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(_TASK):
+                raise ConditionFailed(f"task {task.task_id} exists") from cancelled
+            if cancelled.failed(_DEDUP):
+                # An identical task is active: that answers the request, quota or not.
+                holder = cancelled.reasons[_DEDUP].item.get("holder", {}).get("S", "")
+                raise DuplicateSubmission(holder) from cancelled
         raise Overloaded(
             f"you already have {max_active} active exports; wait for one to finish",
             code="QUOTA_EXCEEDED",
@@ -124,19 +119,15 @@ class DynamoTaskRepository:
         """Drop the task's dedup marker if the task still holds it (after it ended)."""
         if not task.dedup_key:
             return
-        try:
-            with translated("release dedup key"):
-                self._client.delete_item(
-                    TableName=self._table,
-                    Key=key(dedup_id(task.dedup_key)),
-                    ConditionExpression="#holder = :me",
-                    ExpressionAttributeNames={"#holder": "holder"},
-                    ExpressionAttributeValues={":me": {"S": task.task_id}},
-                )
-        except ExportsError as error:
-            cause = error.__cause__
-            if not (isinstance(cause, ClientError) and error_code(cause) == _CONDITIONAL_FAILED):
-                raise
+        # Held by another task now (it took the key over): not ours to drop.
+        with suppress(ConditionNotMet), translated("release dedup key"):
+            self._client.delete_item(
+                TableName=self._table,
+                Key=key(dedup_id(task.dedup_key)),
+                ConditionExpression="#holder = :me",
+                ExpressionAttributeNames={"#holder": "holder"},
+                ExpressionAttributeValues={":me": {"S": task.task_id}},
+            )
 
     def active_count(self, user_id: str) -> int:
         """How many of the user's tasks hold a quota slot."""
@@ -234,32 +225,21 @@ class DynamoTaskRepository:
                 "ExpressionAttributeNames": {"#active": "active"},
                 "ExpressionAttributeValues": {":minus_one": {"N": "-1"}},
             }
-            reasons = self._transact("end task", [{"Update": request}, {"Update": release}])
-            if reasons:
-                current = reasons[0][1]
-                raise ConditionFailed(conflict, current=from_item(current) if current else None)
+            try:
+                self._transact("end task", {_TASK: {"Update": request}, _QUOTA: {"Update": release}})
+            except TransactionCancelled as cancelled:
+                current = cancelled.reasons[_TASK].item if _TASK in cancelled.reasons else None
+                raise ConditionFailed(conflict, current=from_item(current) if current else None) from cancelled
             return
         with _conditional_write("update task", conflict):
             self._client.update_item(**request)
 
-    def _transact(self, operation: str, items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        """Run a transaction; if a condition stopped it, each item's (reason code, old item).
-
-        A conflict with another transaction in flight is :class:`RetryableError`: try again."""
-        with translated(operation):
-            try:
-                self._client.transact_write_items(TransactItems=items)
-            except ClientError as error:
-                if error_code(error) != "TransactionCanceledException":
-                    raise
-                reasons = [
-                    (str(reason.get("Code", "None")), reason.get("Item") or {})
-                    for reason in error.response.get("CancellationReasons", [])
-                ]
-                if any(code == "TransactionConflict" for code, _ in reasons):
-                    raise RetryableError(f"{operation}: transaction conflict") from error
-                return reasons
-        return []
+    def _transact(self, operation: str, items: dict[str, dict[str, Any]]) -> None:
+        """Run a transaction of the named ``items``; :class:`TransactionCancelled` with their
+        reasons by name if a condition stopped it, :class:`RetryableError` if it met another
+        transaction in flight (try again)."""
+        with translated(operation, items=tuple(items)):
+            self._client.transact_write_items(TransactItems=list(items.values()))
 
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the workflow's token; the task must exist. Returns the task as stored now."""
@@ -307,14 +287,11 @@ class DynamoTaskRepository:
 @contextmanager
 def _conditional_write(operation: str, conflict: str) -> Iterator[None]:
     """Turn a lost condition into :class:`ConditionFailed` carrying the current item."""
-    with translated(operation):
-        try:
+    try:
+        with translated(operation):
             yield
-        except ClientError as error:
-            if error_code(error) != _CONDITIONAL_FAILED:
-                raise
-            item = error.response.get("Item")
-            raise ConditionFailed(conflict, current=from_item(item) if item else None) from error
+    except ConditionNotMet as lost:
+        raise ConditionFailed(conflict, current=from_item(lost.item) if lost.item else None) from lost
 
 
 def _expected(task: Task) -> dict[str, Any]:
