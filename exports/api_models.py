@@ -55,16 +55,8 @@ class ExportRequest(BaseModel):
 
     def spec(self) -> ExportSpec:
         """The export this body asks for, as the services take it."""
-        return ExportSpec(
-            export_type=self.export_type,
-            format=self.format,
-            filters=self.filters,
-            priority=self.priority,
-            timeout_sec=self.timeout_sec,
-            callback_url=str(self.callback_url) if self.callback_url else None,
-            csv_bom=self.csv_bom,
-            csv_formula_guard=self.csv_formula_guard,
-        )
+        callback_url = str(self.callback_url) if self.callback_url else None
+        return ExportSpec(**self.model_dump(exclude={"callback_url"}), callback_url=callback_url)
 
 
 class ExportAccepted(BaseModel):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from exports.config import Limits
-from exports.domain.task import ExportFormat
+from exports.domain.task import ExportFormat, Task
 
 
 @dataclass(frozen=True)
@@ -22,3 +22,10 @@ class ExportSpec:
     callback_url: str | None = None
     csv_bom: bool = False
     csv_formula_guard: bool = True
+
+    @classmethod
+    def of_task(cls, task: Task) -> ExportSpec:
+        """The export ``task`` was asked for, to run again (its callback URL as stored, which the
+        first submit normalised)."""
+        stored = {spec_field.name for spec_field in fields(cls)} - {"callback_url"}
+        return cls(**task.model_dump(include=stored), callback_url=task.callback_url)

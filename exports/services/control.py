@@ -36,15 +36,5 @@ def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
         raise TaskNotRetryable(
             f"export task {task_id} is {original.status.value}; only ended, unsuccessful tasks retry"
         )
-    request = ExportSpec(
-        export_type=original.export_type,
-        format=original.format,
-        filters=original.filters,
-        priority=original.priority,
-        timeout_sec=original.timeout_sec,
-        # Stored as the first submit normalised it, so it is submitted again as it is.
-        callback_url=original.callback_url,
-        csv_bom=original.csv_bom,
-        csv_formula_guard=original.csv_formula_guard,
-    )
+    request = ExportSpec.of_task(original)
     return submit_export(request, user_id, deps, source=TaskSource.RETRY, retry_of=original.task_id)
