@@ -195,6 +195,9 @@ class _FileResults:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         raise NotImplementedError
 
+    def export_files(self) -> None:
+        return None
+
 
 class _Tasks:
     def __init__(self) -> None:
@@ -205,6 +208,9 @@ class _Tasks:
 
     def update(self, before: Any, after: Any) -> None:
         self.tasks[after.task_id] = after
+
+    def record_progress(self, task: Any) -> None:
+        self.tasks[task.task_id] = task
 
 
 def _bench_type(rows: int) -> Any:

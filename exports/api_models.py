@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 
 from exports.config import Limits
+from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
+from exports.export_types.base import ExportType
 
 
 class ExportRequest(BaseModel):
@@ -50,6 +52,11 @@ class ExportRequest(BaseModel):
             " that no spreadsheet will open, or whose text you trust. XLSX never changes text."
         ),
     )
+
+    def spec(self) -> ExportSpec:
+        """The export this body asks for, as the services take it."""
+        callback_url = str(self.callback_url) if self.callback_url else None
+        return ExportSpec(**self.model_dump(exclude={"callback_url"}), callback_url=callback_url)
 
 
 class ExportAccepted(BaseModel):
@@ -170,6 +177,16 @@ class ExportTypeView(BaseModel):
     description: str
     formats: list[ExportFormat]
     filters_schema: dict[str, Any]
+
+    @classmethod
+    def of(cls, export_type: ExportType) -> ExportTypeView:
+        """The view of ``export_type``, with the JSON Schema of its filters."""
+        return cls(
+            name=export_type.name,
+            description=export_type.description,
+            formats=list(export_type.formats),
+            filters_schema=export_type.filters_schema(),
+        )
 
 
 class ExportTypeList(BaseModel):

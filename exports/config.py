@@ -406,7 +406,6 @@ class FanOut:
 class SourceSlots:
     """The per-source limit of concurrent exports: one item per slot in the tasks table."""
 
-    KEY_PREFIX: Final = "source-slot#"
     # A slot whose holder stops renewing it (a crashed worker) is free again after this long;
     # progress writes renew it (Worker.PROGRESS_INTERVAL_SEC), like the task's lease.
     LEASE_SEC: Final = Worker.LEASE_SEC

@@ -75,6 +75,14 @@ class TaskRepository(Protocol):
         """:meth:`update`, also on condition that the per-partition counts are still
         ``before``'s (partitions writing at once must not drop each other's counts)."""
 
+    def record_progress(self, task: Task) -> None:
+        """Write ``task``'s progress (rows written, percent, lease) if the stored task still has
+        its status and attempt; :class:`ConditionFailed` otherwise."""
+
+    def record_callbacks(self, task: Task) -> None:
+        """Write ``task``'s callback delivery states if the stored task still has its status and
+        attempt; :class:`ConditionFailed` otherwise."""
+
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
 
@@ -176,6 +184,42 @@ class NumberedParts(Protocol):
         """Send ``data`` as part ``number``; returns its ETag."""
 
 
+class ResumableUpload(MultipartUpload, Protocol):
+    """A multipart upload that tells what another invocation needs to go on with it."""
+
+    @property
+    def upload_id(self) -> str:
+        """S3's id of the upload."""
+
+    @property
+    def parts(self) -> list[tuple[int, str]]:
+        """Parts sent so far, as (number, ETag)."""
+
+
+class ExportFiles(Protocol):
+    """What long exports need of a result store: uploads another invocation can pick up again,
+    checkpoints beside the file, tags on the finished object (see
+    :mod:`exports.adapters.s3_results`)."""
+
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> ResumableUpload:
+        """Begin a multipart upload of ``key``."""
+
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> ResumableUpload:
+        """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
+
+    def read_checkpoint(self, key: str) -> bytes | None:
+        """The checkpoint object, or None."""
+
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        """Store the checkpoint object."""
+
+    def delete_checkpoint(self, key: str) -> None:
+        """Remove the checkpoint object."""
+
+    def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
+        """Tag the finished object."""
+
+
 class ResultStore(Protocol):
     """Object storage for result files."""
 
@@ -187,6 +231,14 @@ class ResultStore(Protocol):
 
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         """A short-lived GET link that downloads ``key`` as ``file_name``."""
+
+    def export_files(self) -> ExportFiles | None:
+        """This store's :class:`ExportFiles`; None if it has none (then an export runs in one
+        invocation and its object is not tagged)."""
+
+
+# The invocation's remaining time in milliseconds, as Lambda's context tells it.
+RemainingMs = Callable[[], int]
 
 
 class OrdersReader(Protocol):

@@ -26,7 +26,8 @@ COLON: Final = ArnFormat.COLON_RESOURCE_NAME
 # (every handler imports it through the composition root).
 _BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
 _COMMON: Final = (*_BASE, "python-ulid")
-# What functions that end tasks add: they retry state writes with it (exports/services/retries.py).
+# What functions that write tasks add: the module of every task write (exports/services/task_writes.py)
+# retries state changes with it.
 _RETRIES: Final = "tenacity"
 
 API: Final = FunctionSpec(
@@ -62,8 +63,9 @@ CALLBACK: Final = FunctionSpec(
     description="exports callback: sends one signed callback of an ended task",
     memory_mb=Sizing.CALLBACK_MEMORY_MB,
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
-    # The payload's download link goes through the same query code as the API (task id checks).
-    distributions=_COMMON,
+    # The payload's download link goes through the same query code as the API (task id checks);
+    # the callback states are written by the module of every task write.
+    distributions=(*_COMMON, _RETRIES),
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)

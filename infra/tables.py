@@ -1,9 +1,8 @@
 """DynamoDB: the tasks table and the demo data tables, on demand, with point-in-time recovery.
 
 The tasks table is a single table: besides the tasks it holds the admission items under prefixed
-keys (``quota#<user>``, ``dedup#<hash>``, ``bucket#<hot key>``, ``stats#<export type>``,
-``queue-wait#<lane>``, ``idempotency#...``). They carry no ``user_id``, so they stay out of the ``by_user`` index, and
-those that expire do so by the same TTL attribute as the tasks.
+keys (see :mod:`exports.adapters.task_table`). They carry no ``user_id``, so they stay out of the
+``by_user`` index, and those that expire do so by the same TTL attribute as the tasks.
 
 The orders and customers tables are the data sources of the export types (``orders`` and
 ``sales_report`` read orders, ``customers`` reads customers) and exist for the demo: in a real

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.aws_errors import ConditionNotMet, translated
+from exports.adapters.task_table import bucket_id, queue_wait_id, throughput_id
+from exports.adapters.task_table import key as item_key
 from exports.config import TaskTable
 from exports.domain.admission import (
     Bucket,
@@ -36,7 +36,7 @@ class DynamoHotKeyLimiter:
 
     def acquire(self, hot_key: str, now: datetime) -> float:
         """Take a token for ``hot_key``: 0 if granted, else seconds until one is free."""
-        key = {TaskTable.PARTITION_KEY: {"S": f"bucket#{hot_key}"}}
+        key = item_key(bucket_id(hot_key))
         for _ in range(_ATTEMPTS):
             with translated("read token bucket"):
                 item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
@@ -108,11 +108,11 @@ class DynamoThroughputStats:
 
 
 def _stats_key(export_type: str) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": f"stats#{export_type}"}}
+    return item_key(throughput_id(export_type))
 
 
 def _queue_wait_key(lane: str) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": f"queue-wait#{lane}"}}
+    return item_key(queue_wait_id(lane))
 
 
 def _throughput(item: dict[str, Any]) -> Throughput:
@@ -134,8 +134,8 @@ def _write_if_unchanged(
 ) -> bool:
     """Write ``values`` if the item's version is still the one read; False if someone was first."""
     version = int(read["version"]["N"]) if read else 0
-    with translated("update admission state"):
-        try:
+    try:
+        with translated("update admission state"):
             client.put_item(
                 TableName=table,
                 Item={**key, **values, "version": {"N": str(version + 1)}},
@@ -143,8 +143,6 @@ def _write_if_unchanged(
                 ExpressionAttributeNames={"#pk": TaskTable.PARTITION_KEY, "#version": "version"},
                 ExpressionAttributeValues={":version": {"N": str(version)}},
             )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
+    except ConditionNotMet:
+        return False
     return True

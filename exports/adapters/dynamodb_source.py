@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from exports.adapters.aws_errors import translated
+from exports.adapters.aws_errors import AwsError, translated
 from exports.adapters.dynamodb_items import from_item
-from exports.domain.errors import ExportFailed, ExportsError, RetryableError, SourceCode
+from exports.domain.errors import ExportFailed, SourceCode
 from exports.ports import ItemQuery
 
 
@@ -51,11 +51,9 @@ class DynamoItemsReader:
         try:
             with translated(f"query {query.table}"):
                 response = self._client.query(**request)
-        except RetryableError:
-            raise
-        except ExportsError as error:
+        except AwsError as error:
             raise ExportFailed(
-                f"reading table {query.table!r} failed ({error.details.get('aws_code', 'error')}): check the "
+                f"reading table {query.table!r} failed ({error.aws_code}): check the "
                 "declaration's table, index and key names, and the worker's read permission",
                 code=SourceCode.QUERY_FAILED,
             ) from error

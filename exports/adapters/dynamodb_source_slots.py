@@ -8,17 +8,15 @@ writes."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
-from exports.config import SourceSlots, TaskTable
+from exports.adapters.aws_errors import ConditionNotMet, translated
+from exports.adapters.task_table import key, slot_id
+from exports.config import SourceSlots
 from exports.ports import SlotLease
-
-_CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 class DynamoSourceSlots:
@@ -47,7 +45,8 @@ class DynamoSourceSlots:
 
     def release(self, lease: SlotLease) -> None:
         """Free the slot if it is still ours."""
-        try:
+        # Not ours any more (it expired and was taken): nothing to give back.
+        with contextlib.suppress(ConditionNotMet), translated("release source slot"):
             self._client.update_item(
                 TableName=self._table,
                 Key=_key(lease),
@@ -55,10 +54,6 @@ class DynamoSourceSlots:
                 ConditionExpression="holder = :holder",
                 ExpressionAttributeValues={":holder": {"S": lease.holder}},
             )
-        except ClientError as error:
-            if error_code(error) != _CONDITION_FAILED:
-                with translated("release source slot"):
-                    raise
 
     def holders(self, source: str, limit: int) -> list[str]:
         """Who holds the slots of ``source`` now (for tests and operators)."""
@@ -83,20 +78,18 @@ class DynamoSourceSlots:
         if take:
             values[":now"] = {"N": str(int(now.timestamp()))}
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_key(lease),
-                UpdateExpression="SET holder = :holder, lease_until = :until",
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if error_code(error) == _CONDITION_FAILED:
-                return False
             with translated("take source slot"):
-                raise
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(lease),
+                    UpdateExpression="SET holder = :holder, lease_until = :until",
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues=values,
+                )
+        except ConditionNotMet:
+            return False
         return True
 
 
 def _key(lease: SlotLease) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": f"{SourceSlots.KEY_PREFIX}{lease.source}#{lease.index}"}}
+    return key(slot_id(lease.source, lease.index))

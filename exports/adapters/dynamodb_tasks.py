@@ -6,21 +6,18 @@ import base64
 import binascii
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.aws_errors import ConditionNotMet, TransactionCancelled, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
+from exports.adapters.task_table import dedup_id, key, quota_id
 from exports.config import Admission, TaskTable
 from exports.domain.errors import (
     ConditionFailed,
     DuplicateSubmission,
-    ExportsError,
     InvalidRequest,
     Overloaded,
-    RetryableError,
 )
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -29,9 +26,8 @@ from exports.ports import TaskPage
 # Named condition fragments, so each write says what it protects.
 _NOT_EXISTS = "attribute_not_exists(#pk)"
 _SAME_STATUS_AND_ATTEMPT = "#status = :expected_status AND #attempt = :expected_attempt"
-_CONDITIONAL_FAILED = "ConditionalCheckFailedException"
-# The same, as a transaction's cancellation reason.
-_REASON_CONDITION_FAILED = "ConditionalCheckFailed"
+# The items of the transactions, by name (their cancellation reasons are read by these).
+_TASK, _QUOTA, _DEDUP = "task", "quota", "dedup"
 
 
 def _record(task: Task) -> dict[str, Any]:
@@ -55,8 +51,8 @@ class DynamoTaskRepository:
         the key; pass its id as ``replace_holder`` once it is known to have ended) or
         :class:`ConditionFailed` (the id exists).
         """
-        items: list[dict[str, Any]] = [
-            {
+        items: dict[str, dict[str, Any]] = {
+            _TASK: {
                 "Put": {
                     "TableName": self._table,
                     "Item": to_item(_record(task)),
@@ -64,10 +60,10 @@ class DynamoTaskRepository:
                     "ExpressionAttributeNames": {"#pk": TaskTable.PARTITION_KEY},
                 }
             },
-            {
+            _QUOTA: {
                 "Update": {
                     "TableName": self._table,
-                    "Key": _key(_quota_id(task.user_id)),
+                    "Key": key(quota_id(task.user_id)),
                     "UpdateExpression": "SET #active = if_not_exists(#active, :zero) + :one",
                     "ConditionExpression": "attribute_not_exists(#active) OR #active < :max",
                     "ExpressionAttributeNames": {"#active": "active"},
@@ -78,7 +74,7 @@ class DynamoTaskRepository:
                     },
                 }
             },
-        ]
+        }
         if task.dedup_key:
             # Free, or held by a task past its deadline; or (on a second try) still held by the
             # task we found had ended.
@@ -88,31 +84,31 @@ class DynamoTaskRepository:
             if replace_holder:
                 condition, names, values = "#holder = :stale", {"#holder": "holder"}, {":stale": {"S": replace_holder}}
             marker = {
-                TaskTable.PARTITION_KEY: _dedup_id(task.dedup_key),
+                TaskTable.PARTITION_KEY: dedup_id(task.dedup_key),
                 "holder": task.task_id,
                 "active_until": int(task.deadline.timestamp()),
                 TaskTable.TTL_ATTRIBUTE: int(task.expires_at.timestamp()),
             }
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": to_item(marker),
-                        "ConditionExpression": condition,
-                        "ExpressionAttributeNames": names,
-                        "ExpressionAttributeValues": values,
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
+            items[_DEDUP] = {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(marker),
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
-            )
-        reasons = self._transact("create task", items)
-        if not reasons:
+            }
+        try:
+            self._transact("create task", items)
             return
-        if reasons[0][0] == _REASON_CONDITION_FAILED:
-            raise ConditionFailed(f"task {task.task_id} exists")
-        if len(reasons) > 2 and reasons[2][0] == _REASON_CONDITION_FAILED:
-            # An identical task is active: that answers the request, quota or not.
-            raise DuplicateSubmission(reasons[2][1].get("holder", {}).get("S", ""))
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(_TASK):
+                raise ConditionFailed(f"task {task.task_id} exists") from cancelled
+            if cancelled.failed(_DEDUP):
+                # An identical task is active: that answers the request, quota or not.
+                holder = cancelled.reasons[_DEDUP].item.get("holder", {}).get("S", "")
+                raise DuplicateSubmission(holder) from cancelled
         raise Overloaded(
             f"you already have {max_active} active exports; wait for one to finish",
             code="QUOTA_EXCEEDED",
@@ -123,24 +119,20 @@ class DynamoTaskRepository:
         """Drop the task's dedup marker if the task still holds it (after it ended)."""
         if not task.dedup_key:
             return
-        try:
-            with translated("release dedup key"):
-                self._client.delete_item(
-                    TableName=self._table,
-                    Key=_key(_dedup_id(task.dedup_key)),
-                    ConditionExpression="#holder = :me",
-                    ExpressionAttributeNames={"#holder": "holder"},
-                    ExpressionAttributeValues={":me": {"S": task.task_id}},
-                )
-        except ExportsError as error:
-            cause = error.__cause__
-            if not (isinstance(cause, ClientError) and error_code(cause) == _CONDITIONAL_FAILED):
-                raise
+        # Held by another task now (it took the key over): not ours to drop.
+        with suppress(ConditionNotMet), translated("release dedup key"):
+            self._client.delete_item(
+                TableName=self._table,
+                Key=key(dedup_id(task.dedup_key)),
+                ConditionExpression="#holder = :me",
+                ExpressionAttributeNames={"#holder": "holder"},
+                ExpressionAttributeValues={":me": {"S": task.task_id}},
+            )
 
     def active_count(self, user_id: str) -> int:
         """How many of the user's tasks hold a quota slot."""
         with translated("read quota"):
-            item = self._client.get_item(TableName=self._table, Key=_key(_quota_id(user_id)), ConsistentRead=True)
+            item = self._client.get_item(TableName=self._table, Key=key(quota_id(user_id)), ConsistentRead=True)
         return int(item.get("Item", {}).get("active", {}).get("N", "0"))
 
     def get(self, task_id: str) -> Task | None:
@@ -148,7 +140,7 @@ class DynamoTaskRepository:
         with translated("get task"):
             response = self._client.get_item(
                 TableName=self._table,
-                Key={TaskTable.PARTITION_KEY: {"S": task_id}},
+                Key=key(task_id),
                 ConsistentRead=True,
             )
         item = response.get("Item")
@@ -165,6 +157,29 @@ class DynamoTaskRepository:
         """Write a split export's progress if its per-partition counts are still as read."""
         self.update(before, after, unchanged=("partition_rows",))
 
+    def record_progress(self, task: Task) -> None:
+        """Write the task's rows written, percent and lease, if status and attempt are unchanged."""
+        self._set(task, ("rows_written", "progress", "lease_expires_at"), "record progress")
+
+    def record_callbacks(self, task: Task) -> None:
+        """Write the subscribers' delivery states, if status and attempt are unchanged."""
+        self._set(task, ("subscribers",), "record callbacks")
+
+    def _set(self, task: Task, fields: tuple[str, ...], operation: str) -> None:
+        record = _record(task)
+        names = {"#status": "status", "#attempt": "attempt"} | {f"#f{i}": name for i, name in enumerate(fields)}
+        values = {f":v{i}": to_attribute(record[name]) for i, name in enumerate(fields)}
+        with _conditional_write(operation, f"task {task.task_id} changed concurrently"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=key(task.task_id),
+                UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
+                ConditionExpression=_SAME_STATUS_AND_ATTEMPT,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values | _expected(task),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+
     def update(self, before: Task, after: Task, unchanged: tuple[str, ...] = ()) -> None:
         """Write the fields that changed, if status and attempt are still ``before``'s (and the
         fields named in ``unchanged`` too)."""
@@ -173,10 +188,7 @@ class DynamoTaskRepository:
         if not changed:
             return
         names = {"#status": "status", "#attempt": "attempt"}
-        values = {
-            ":expected_status": {"S": before.status.value},
-            ":expected_attempt": {"N": str(before.attempt)},
-        }
+        values = _expected(before)
         condition = _SAME_STATUS_AND_ATTEMPT
         for index, name in enumerate(unchanged):
             names[f"#u{index}"] = name
@@ -203,7 +215,7 @@ class DynamoTaskRepository:
         )
         request = {
             "TableName": self._table,
-            "Key": _key(before.task_id),
+            "Key": key(before.task_id),
             "UpdateExpression": expression,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -215,44 +227,33 @@ class DynamoTaskRepository:
             # Ending a task frees its quota slot in the same transaction: exactly once per task.
             release = {
                 "TableName": self._table,
-                "Key": _key(_quota_id(before.user_id)),
+                "Key": key(quota_id(before.user_id)),
                 "UpdateExpression": "ADD #active :minus_one",
                 "ExpressionAttributeNames": {"#active": "active"},
                 "ExpressionAttributeValues": {":minus_one": {"N": "-1"}},
             }
-            reasons = self._transact("end task", [{"Update": request}, {"Update": release}])
-            if reasons:
-                current = reasons[0][1]
-                raise ConditionFailed(conflict, current=from_item(current) if current else None)
+            try:
+                self._transact("end task", {_TASK: {"Update": request}, _QUOTA: {"Update": release}})
+            except TransactionCancelled as cancelled:
+                current = cancelled.reasons[_TASK].item if _TASK in cancelled.reasons else None
+                raise ConditionFailed(conflict, current=from_item(current) if current else None) from cancelled
             return
         with _conditional_write("update task", conflict):
             self._client.update_item(**request)
 
-    def _transact(self, operation: str, items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        """Run a transaction; if a condition stopped it, each item's (reason code, old item).
-
-        A conflict with another transaction in flight is :class:`RetryableError`: try again."""
-        with translated(operation):
-            try:
-                self._client.transact_write_items(TransactItems=items)
-            except ClientError as error:
-                if error_code(error) != "TransactionCanceledException":
-                    raise
-                reasons = [
-                    (str(reason.get("Code", "None")), reason.get("Item") or {})
-                    for reason in error.response.get("CancellationReasons", [])
-                ]
-                if any(code == "TransactionConflict" for code, _ in reasons):
-                    raise RetryableError(f"{operation}: transaction conflict") from error
-                return reasons
-        return []
+    def _transact(self, operation: str, items: dict[str, dict[str, Any]]) -> None:
+        """Run a transaction of the named ``items``; :class:`TransactionCancelled` with their
+        reasons by name if a condition stopped it, :class:`RetryableError` if it met another
+        transaction in flight (try again)."""
+        with translated(operation, items=tuple(items)):
+            self._client.transact_write_items(TransactItems=list(items.values()))
 
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the workflow's token; the task must exist. Returns the task as stored now."""
         with _conditional_write("store lifecycle token", f"task {task_id} does not exist"):
             response = self._client.update_item(
                 TableName=self._table,
-                Key=_key(task_id),
+                Key=key(task_id),
                 UpdateExpression="SET #token = :token",
                 ConditionExpression="attribute_exists(#pk)",
                 ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY},
@@ -293,31 +294,20 @@ class DynamoTaskRepository:
 @contextmanager
 def _conditional_write(operation: str, conflict: str) -> Iterator[None]:
     """Turn a lost condition into :class:`ConditionFailed` carrying the current item."""
-    with translated(operation):
-        try:
+    try:
+        with translated(operation):
             yield
-        except ClientError as error:
-            if error_code(error) != _CONDITIONAL_FAILED:
-                raise
-            item = error.response.get("Item")
-            raise ConditionFailed(conflict, current=from_item(item) if item else None) from error
+    except ConditionNotMet as lost:
+        raise ConditionFailed(conflict, current=from_item(lost.item) if lost.item else None) from lost
 
 
-def _key(item_id: str) -> dict[str, Any]:
-    return {TaskTable.PARTITION_KEY: {"S": item_id}}
+def _expected(task: Task) -> dict[str, Any]:
+    """The values of :data:`_SAME_STATUS_AND_ATTEMPT`: ``task``'s status and attempt."""
+    return {":expected_status": {"S": task.status.value}, ":expected_attempt": {"N": str(task.attempt)}}
 
 
-def _quota_id(user_id: str) -> str:
-    # Admission items share the table; without a user_id attribute they stay out of the user index.
-    return f"quota#{user_id}"
-
-
-def _dedup_id(dedup_key: str) -> str:
-    return f"dedup#{dedup_key}"
-
-
-def _encode_cursor(key: dict[str, Any]) -> str:
-    plain = {name: value["S"] for name, value in key.items()}
+def _encode_cursor(start_key: dict[str, Any]) -> str:
+    plain = {name: value["S"] for name, value in start_key.items()}
     return base64.urlsafe_b64encode(json.dumps(plain, sort_keys=True).encode()).decode().rstrip("=")
 
 

@@ -9,11 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
-
-_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+from exports.adapters.aws_errors import ObjectMissing, translated
 
 
 def content_disposition(file_name: str) -> str:
@@ -116,6 +112,10 @@ class S3ResultStore:
                 ExpiresIn=ttl_sec,
             )
 
+    def export_files(self) -> S3ResultStore:
+        """This store: it resumes uploads, keeps checkpoints and tags results."""
+        return self
+
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> S3MultipartUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
         return S3MultipartUpload(self._client, self._bucket, key, upload_id, parts)
@@ -129,14 +129,10 @@ class S3ResultStore:
     def read_checkpoint(self, key: str) -> bytes | None:
         """The checkpoint object, or None if there is none."""
         try:
-            response = self._client.get_object(Bucket=self._bucket, Key=key)
-        except ClientError as error:
-            if error_code(error) in _MISSING:
-                return None
             with translated("read checkpoint"):
-                raise
-        with translated("read checkpoint"):
-            return response["Body"].read()
+                return self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except ObjectMissing:
+            return None
 
     def write_checkpoint(self, key: str, body: bytes) -> None:
         """Store (or replace) the checkpoint object."""

@@ -6,9 +6,7 @@ import json
 import logging
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from exports.adapters.aws_errors import error_code, translated
+from exports.adapters.aws_errors import AwsError, translated
 from exports.domain.task import Task
 from exports.workflows import execution_input, fan_out_input, task_outcome
 
@@ -40,12 +38,10 @@ class StepFunctionsLifecycle:
                 self._client.send_task_success(
                     taskToken=token, output=json.dumps(task_outcome(task.status.value, bool(task.subscribers)))
                 )
-        except Exception as error:
-            cause = error.__cause__
-            if isinstance(cause, ClientError) and error_code(cause) in _MOVED_ON:
-                logger.info("lifecycle execution already moved on", extra={"aws_code": error_code(cause)})
-                return
-            raise
+        except AwsError as error:
+            if error.aws_code not in _MOVED_ON:
+                raise
+            logger.info("lifecycle execution already moved on", extra={"aws_code": error.aws_code})
 
 
 class StepFunctionsFanOut:

@@ -7,15 +7,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from exports.api_models import TaskView
 from exports.config import Metric
-from exports.domain.errors import ConditionFailed, InvalidRequest, RetryableError
+from exports.domain.errors import InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, give_up_callback, record_callback
 from exports.services.dependencies import Dependencies
 from exports.services.queries import download_link
+from exports.services.task_writes import write_callbacks
 from exports.webhooks.destination import check_destination
+from exports.webhooks.payload import event_payload
 from exports.webhooks.signing import signed_headers
 
 USER_AGENT = "exports-callback/1"
@@ -35,15 +36,6 @@ class DeliveryOutcome(StrEnum):
     NOTHING_TO_DO = "nothing_to_do"
 
 
-# Standard Webhooks event types, by the status the task ended in.
-EVENT_TYPES = {
-    TaskStatus.COMPLETED: "export.completed",
-    TaskStatus.FAILED: "export.failed",
-    TaskStatus.TIMEOUT: "export.timed_out",
-    TaskStatus.CANCELLED: "export.cancelled",
-}
-
-
 def message_id(task: Task, index: int = 0) -> str:
     """The ``webhook-id`` of subscriber ``index``'s message: the same for every attempt of the
     same event, different per subscriber."""
@@ -59,12 +51,7 @@ def callback_payload(task: Task, deps: Dependencies) -> dict[str, Any]:
     download_expires_at: datetime | None = None
     if task.status is TaskStatus.COMPLETED:
         download_url, download_expires_at = download_link(task, deps)
-    view = TaskView.of(task, download_url, download_expires_at)
-    return {
-        "type": EVENT_TYPES[task.status],
-        "timestamp": (task.finished_at or deps.clock()).isoformat(),
-        "data": view.model_dump(mode="json"),
-    }
+    return event_payload(task, deps.clock(), download_url, download_expires_at)
 
 
 def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:
@@ -92,7 +79,7 @@ def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:
             deps.metrics.add(Metric.CALLBACK_DELIVERED if delivered else Metric.CALLBACK_FAILED)
         else:
             retry.append(error or "failed")
-    _record(task, after, deps)
+    write_callbacks(after, deps)
     if retry:
         raise CallbackRetryable(f"callback attempt failed: {'; '.join(retry)}")
     return DeliveryOutcome.DELIVERED if all(outcomes) else DeliveryOutcome.FAILED
@@ -116,15 +103,6 @@ def give_up(task_id: str, error: str | None, deps: Dependencies) -> None:
     task = deps.tasks.get(task_id)
     if task is None or not task.pending_callbacks:
         return
-    _record(task, give_up_callback(task, error), deps)
+    write_callbacks(give_up_callback(task, error), deps)
     for _ in task.pending_callbacks:
         deps.metrics.add(Metric.CALLBACK_FAILED)
-
-
-def _record(before: Task, after: Task, deps: Dependencies) -> None:
-    # Conditional like every write; a terminal task's status and attempt never change, so a
-    # conflict means the record is gone (expired) and there is nothing left to record.
-    try:
-        deps.tasks.update(before, after)
-    except ConditionFailed:
-        return

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from exports.api_models import ExportRequest
 from exports.config import Metric
 from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRetryable
+from exports.domain.spec import ExportSpec
 from exports.domain.status import RETRYABLE
 from exports.domain.task import Task, TaskSource, cancel
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
 from exports.services.queries import owned_task
 from exports.services.submission import Submission, submit_export
+from exports.services.task_writes import end_task
 
 
 def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
@@ -36,14 +36,5 @@ def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
         raise TaskNotRetryable(
             f"export task {task_id} is {original.status.value}; only ended, unsuccessful tasks retry"
         )
-    request = ExportRequest(
-        export_type=original.export_type,
-        format=original.format,
-        filters=original.filters,
-        priority=original.priority,
-        timeout_sec=original.timeout_sec,
-        callback_url=original.callback_url,  # type: ignore[arg-type]  # pydantic parses the stored URL
-        csv_bom=original.csv_bom,
-        csv_formula_guard=original.csv_formula_guard,
-    )
+    request = ExportSpec.of_task(original)
     return submit_export(request, user_id, deps, source=TaskSource.RETRY, retry_of=original.task_id)

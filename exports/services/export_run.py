@@ -5,53 +5,39 @@ writer and a :class:`MultipartSink`, reports progress (percent against the expec
 the type knows them), and finishes with one complete object whose rows, bytes and sha256 are
 both in the :class:`ExportResult` and in the object's tags.
 
-Exports longer than one invocation: the worker handler states how long its invocation has left
-(:func:`time_budget`). A CSV or csv.gz export that reaches
-:attr:`exports.config.LongExports.CHECKPOINT_MARGIN_SEC` before the end, at a page boundary,
-saves a checkpoint next to the result file, queues its task again and raises
-:class:`ExportContinues`; the next invocation that claims the task appends to the same upload
-from that checkpoint. An XLSX workbook is not continued: it stops with ``XLSX_TOO_LARGE`` while
-there is still time to abort cleanly (and, with the openpyxl engine, which holds the workbook in
-temporary files until it is saved, disk). The stream engine (``XlsxEngine.STREAM``, the default)
-writes the workbook straight into the upload. A failed export aborts its upload and deletes its
-checkpoint: no partial file.
+The worker handler passes the time its invocation has left. A CSV or csv.gz export that runs
+short of it continues in a new invocation from a checkpoint (:mod:`exports.services.long_exports`);
+an XLSX workbook cannot, and stops in time (:mod:`exports.services.xlsx_guards`). The stream
+engine (``XlsxEngine.STREAM``, the default) writes the workbook straight into the upload. A
+failed export aborts its upload and deletes its checkpoint: no partial file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Protocol, cast, runtime_checkable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, BinaryIO, cast
 
-from exports.config import LongExports, Metric, Results, XlsxEngine, XlsxLimits
-from exports.domain.checkpoint import (
-    ExportCheckpoint,
-    decode_checkpoint,
-    encode_checkpoint,
-    fingerprint,
-    part_records,
-)
-from exports.domain.errors import ConditionFailed, ExportFailed, ExportsError, LostOwnership
-from exports.domain.task import ExportFormat, ExportResult, Task, record_progress, suspend
-from exports.export_types.base import Column, Cursor, ExportType, Row, RunControl
-from exports.ports import MultipartUpload, ResultStore, TaskMessage
+from exports.config import LongExports, Results, XlsxEngine
+from exports.domain.checkpoint import ExportCheckpoint
+from exports.domain.errors import LostOwnership
+from exports.domain.task import ExportFormat, ExportResult, Task
+from exports.export_types.base import Column, Cursor, ExportType, RunControl
+from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
 from exports.services.dependencies import Dependencies
+from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
 from exports.services.progress import ProgressReporter
-from exports.services.retries import retry_transient
+from exports.services.result_cleanup import abort_upload, remove_result
+from exports.services.run_budget import RunBudget
+from exports.services.task_writes import continue_later
+from exports.services.xlsx_guards import RowCount, archive_too_large, guarded_rows
 from exports.writers import csv_writer, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipState, GzipStream
-from exports.writers.resumable_sha256 import NotResumable, Sha256State
-from exports.writers.sink import MultipartSink, SinkState
+from exports.writers.sink import MultipartSink
 
 logger = logging.getLogger(__name__)
 
-EXPORT_TOO_LONG = "EXPORT_TOO_LONG"
-XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
 CONTENT_TYPES: Mapping[ExportFormat, str] = {
     ExportFormat.CSV: csv_writer.CONTENT_TYPE,
     ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
@@ -63,60 +49,6 @@ XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.OPENPYXL: xlsx_writer.write_xlsx,
 }
 
-RemainingMs = Callable[[], int]
-_remaining_ms: ContextVar[RemainingMs | None] = ContextVar("exports_remaining_ms", default=None)
-
-
-@contextlib.contextmanager
-def time_budget(remaining_ms: RemainingMs) -> Iterator[None]:
-    """Exports run inside this block know how long the invocation has left, e.g.
-    ``with time_budget(context.get_remaining_time_in_millis): ...`` in the worker handler."""
-    token = _remaining_ms.set(remaining_ms)
-    try:
-        yield
-    finally:
-        _remaining_ms.reset(token)
-
-
-class ExportContinues(LostOwnership):
-    """The export saved a checkpoint and handed its task to a new invocation: this invocation
-    is done with the task (its upload stays open for the next one)."""
-
-    code = "EXPORT_CONTINUES"
-
-
-@runtime_checkable
-class ResumableUpload(MultipartUpload, Protocol):
-    """A multipart upload that tells what another invocation needs to go on with it."""
-
-    @property
-    def upload_id(self) -> str:
-        """S3's id of the upload."""
-
-    @property
-    def parts(self) -> list[tuple[int, str]]:
-        """Parts sent so far, as (number, ETag)."""
-
-
-@runtime_checkable
-class ExportFiles(ResultStore, Protocol):
-    """A result store that long exports can use (see :mod:`exports.adapters.s3_results`)."""
-
-    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> ResumableUpload:
-        """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
-
-    def read_checkpoint(self, key: str) -> bytes | None:
-        """The checkpoint object, or None."""
-
-    def write_checkpoint(self, key: str, body: bytes) -> None:
-        """Store the checkpoint object."""
-
-    def delete_checkpoint(self, key: str) -> None:
-        """Remove the checkpoint object."""
-
-    def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
-        """Tag the finished object."""
-
 
 @dataclass(frozen=True)
 class _Target:
@@ -125,40 +57,25 @@ class _Target:
     key: str
     file_name: str
     content_type: str
-    checkpoint_key: str
 
 
 def result_target(task: Task, export_type: ExportType, filters: Any) -> _Target:
-    """The key, download name and content type of the attempt's file, and its checkpoint's key."""
+    """The key, download name and content type of the attempt's file."""
     file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
-    folder = f"{Results.KEY_PREFIX}/{task.task_id}"
     return _Target(
         # One key per attempt: a worker that outlived its lease can neither overwrite nor, when
         # it finds it lost the task, delete the file of the attempt that took the task over.
-        key=f"{folder}/{task.attempt}/{file_name}",
+        key=f"{Results.KEY_PREFIX}/{task.task_id}/{task.attempt}/{file_name}",
         file_name=file_name,
         content_type=CONTENT_TYPES[task.format],
-        checkpoint_key=f"{folder}/{LongExports.CHECKPOINT_NAME}",
     )
 
 
-def run_control(task: Task, progress: ProgressReporter, deps: Dependencies) -> RunControl:
-    """The :class:`RunControl` of a run of ``task`` inside the enclosing :func:`time_budget`."""
-    return _Control(task, _Budget(_remaining_ms.get()), progress, deps)
-
-
-class _Budget:
-    """The invocation's remaining time (unbounded when nobody said)."""
-
-    def __init__(self, remaining_ms: RemainingMs | None) -> None:
-        self._remaining_ms = remaining_ms
-
-    def seconds_left(self) -> float | None:
-        return None if self._remaining_ms is None else self._remaining_ms() / 1000
-
-    def below(self, seconds: float) -> bool:
-        left = self.seconds_left()
-        return left is not None and left < seconds
+def run_control(
+    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
+) -> RunControl:
+    """The :class:`RunControl` of a run of ``task`` with ``remaining_ms`` of the invocation left."""
+    return _Control(task, RunBudget(remaining_ms), progress, deps)
 
 
 class _Control:
@@ -167,7 +84,7 @@ class _Control:
     interval), which renews the lease of a run that waits long on its source and finds out
     when the task was cancelled or timed out."""
 
-    def __init__(self, task: Task, budget: _Budget, progress: ProgressReporter, deps: Dependencies) -> None:
+    def __init__(self, task: Task, budget: RunBudget, progress: ProgressReporter, deps: Dependencies) -> None:
         self._task = task
         self._budget = budget
         self._progress = progress
@@ -215,15 +132,17 @@ def run_export(
     task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
 ) -> ExportResult:
     """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
-    invocation. ``remaining_ms`` defaults to the enclosing :func:`time_budget`."""
+    invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over)."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.parse_filters(task.filters)
     columns = export_type.columns(filters)
+    folder = f"{Results.KEY_PREFIX}/{task.task_id}"
     target = result_target(task, export_type, filters)
-    files = deps.results if isinstance(deps.results, ExportFiles) else None
-    budget = _Budget(remaining_ms or _remaining_ms.get())
+    files = deps.results.export_files()
+    checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), files, folder, deps.clock)
     tracker = _Progress(progress, export_type.expected_rows(filters))
-    run = _Run(task, export_type, filters, columns, target, files, deps, budget, tracker, progress)
+    budget = RunBudget(remaining_ms)
+    run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
     return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()
 
 
@@ -238,8 +157,9 @@ class _Run:
         columns: list[Column],
         target: _Target,
         files: ExportFiles | None,
+        checkpoints: Checkpoints,
         deps: Dependencies,
-        budget: _Budget,
+        budget: RunBudget,
         tracker: _Progress,
         progress: ProgressReporter,
     ) -> None:
@@ -249,6 +169,7 @@ class _Run:
         self.columns = columns
         self.target = target
         self.files = files
+        self.checkpoints = checkpoints
         self.deps = deps
         self.budget = budget
         self.tracker = tracker
@@ -256,29 +177,23 @@ class _Run:
         self.control = _Control(task, budget, progress, deps)
         # Set once S3 has the whole object: from then on a failure deletes it, nothing to abort.
         self.completed = False
-        self.fingerprint = fingerprint(
-            {
-                "export_type": export_type.name,
-                "format": task.format.value,
-                "filters": task.filters,
-                "csv_bom": task.csv_bom,
-                "csv_formula_guard": task.csv_formula_guard,
-                "columns": [[column.name, column.header, column.kind.value] for column in columns],
-            }
-        )
-
-    # CSV and csv.gz ------------------------------------------------------------------------
+        # The open upload as another invocation could pick it up (None: the store cannot).
+        self.resumable: ResumableUpload | None = None
 
     def csv(self) -> ExportResult:
         """Stream CSV (gzipped for csv.gz), continuing from a checkpoint if there is one."""
-        checkpoint, tail = self._load_checkpoint()
+        loaded = self.checkpoints.load()
+        checkpoint, tail = loaded if loaded else (None, b"")
+        if checkpoint is not None:
+            # The upload goes on under the key of the attempt that started it.
+            self.target = _Target(checkpoint.key, self.target.file_name, self.target.content_type)
         upload = self._open_upload(checkpoint)
         rows = checkpoint.rows if checkpoint else 0
         try:
             sink = MultipartSink(
                 upload,
                 self.deps.settings.upload_part_bytes,
-                state=_sink_state(checkpoint, tail) if checkpoint else None,
+                state=sink_state(checkpoint, tail) if checkpoint else None,
             )
             gzip = None
             out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
@@ -301,7 +216,7 @@ class _Run:
                 self.tracker.update(rows, page.fraction)
                 if self.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
                     stream.flush()
-                    self._hand_over(upload, sink, gzip, page.cursor, rows)
+                    self._hand_over(sink, gzip, page.cursor, rows)
             stream.detach()
             if gzip is not None:
                 gzip.finish()
@@ -312,37 +227,11 @@ class _Run:
             self._discard(upload)
             raise
 
-    def _hand_over(
-        self,
-        upload: ResumableUpload | MultipartUpload,
-        sink: MultipartSink,
-        gzip: GzipStream | None,
-        cursor: Cursor | None,
-        rows: int,
-    ) -> None:
+    def _hand_over(self, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int) -> None:
         """Save a checkpoint and queue the task for a new invocation; raises ExportContinues."""
-        files, upload = self._resumable(upload, cursor)
-        gzip_state = gzip.suspend() if gzip is not None else None
-        try:
-            state = sink.snapshot()
-        except NotResumable as error:
-            raise ExportFailed(
-                "the export does not fit in one worker run and its sha256 cannot be carried over", code=EXPORT_TOO_LONG
-            ) from error
-        checkpoint = ExportCheckpoint(
-            task_id=self.task.task_id,
-            fingerprint=self.fingerprint,
-            key=self.target.key,
-            upload_id=upload.upload_id,
-            parts=part_records(upload.parts),
-            rows=rows,
-            bytes=state.bytes_written,
-            sha256=state.sha256.to_json(),
-            gzip=gzip_state.to_json() if gzip_state else None,
-            cursor=cursor,
-            saved_at=self.deps.clock(),
+        checkpoint = self.checkpoints.save(
+            self.export_type.name, self.target.key, self.resumable, sink, gzip, cursor, rows
         )
-        files.write_checkpoint(self.target.checkpoint_key, encode_checkpoint(checkpoint, state.tail))
         continue_later(self.progress.task, rows, self.tracker.percent, self.deps)
         logger.info(
             "export continues in a new invocation",
@@ -350,115 +239,44 @@ class _Run:
         )
         raise ExportContinues(f"task {self.task.task_id} continues in a new invocation")
 
-    def _resumable(
-        self, upload: ResumableUpload | MultipartUpload, cursor: Cursor | None
-    ) -> tuple[ExportFiles, ResumableUpload]:
-        """The store and upload to continue with; EXPORT_TOO_LONG if the export cannot."""
-        if cursor is None:
-            why = f"export type {self.export_type.name} cannot continue in a new one"
-        elif self.files is None or not isinstance(upload, ResumableUpload):
-            why = "the result store cannot continue uploads"
-        elif self.task.continuations >= LongExports.MAX_CONTINUATIONS:
-            why = f"it has already continued {self.task.continuations} times"
-        else:
-            return self.files, upload
-        raise ExportFailed(f"the export does not fit in one worker run and {why}", code=EXPORT_TOO_LONG)
-
-    def _load_checkpoint(self) -> tuple[ExportCheckpoint | None, bytes]:
-        """The checkpoint this export left, if it fits; one that does not is thrown away."""
-        if self.files is None:
-            return None, b""
-        blob = self.files.read_checkpoint(self.target.checkpoint_key)
-        if blob is None:
-            return None, b""
-        try:
-            checkpoint, tail = decode_checkpoint(blob)
-            Sha256State.from_json(checkpoint.sha256)
-        except (ValueError, KeyError, TypeError):
-            logger.warning("unreadable checkpoint discarded")
-            self._delete_checkpoint()
-            return None, b""
-        folder = self.target.checkpoint_key.rpartition("/")[0]
-        if (
-            checkpoint.task_id != self.task.task_id
-            or checkpoint.fingerprint != self.fingerprint
-            or not checkpoint.key.startswith(f"{folder}/")
-        ):
-            logger.warning("checkpoint of another export discarded")
-            with contextlib.suppress(ExportsError):
-                retry_transient(self.files.resume_upload(checkpoint.key, checkpoint.upload_id, ()).abort)
-            self._delete_checkpoint()
-            return None, b""
-        # The upload goes on under the key of the attempt that started it.
-        self.target = replace(self.target, key=checkpoint.key)
-        return checkpoint, tail
-
-    # XLSX -----------------------------------------------------------------------------------
-
     def xlsx(self) -> ExportResult:
         """Stream a workbook; stop with XLSX_TOO_LARGE before the time runs out, or /tmp (openpyxl
         engine), or the 2 GiB a workbook may take (stream engine)."""
-        # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but a
-        # stray one must not outlive the task either.
         engine = self.deps.settings.xlsx_engine
         upload = self._open_upload(None)
         try:
             sink = MultipartSink(upload, self.deps.settings.upload_part_bytes)
-            counted = _Counter()
-            rows = self._guarded_rows(counted, temp_files=engine == XlsxEngine.OPENPYXL)
+            counted = RowCount()
+            pages = self.export_type.stream(self.filters, None, self.control)
+            temp_files = engine == XlsxEngine.OPENPYXL
+            rows = guarded_rows(pages, counted, self.tracker.update, self.budget, temp_files)
             try:
                 XLSX_WRITERS[engine](self.columns, rows, sink)
             except xlsx_engine.ArchiveTooLarge as error:
-                raise ExportFailed(
-                    f"the workbook would pass 2 GiB, more than spreadsheet programs open ({counted.rows} rows "
-                    "written); export CSV or csv.gz, or narrow the filters",
-                    code=XLSX_TOO_LARGE,
-                ) from error
+                raise archive_too_large(counted.rows) from error
             return self._finish(upload, sink, counted.rows)
         except BaseException:
+            # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
+            # a stray one must not outlive the task either.
             self._discard(upload)
             raise
 
-    def _guarded_rows(self, counted: _Counter, temp_files: bool) -> Iterator[Row]:
-        """The rows, stopping with XLSX_TOO_LARGE when the rest would not fit in the time left
-        or, for an engine writing ``temp_files``, in /tmp (and their zipping in the time)."""
-        temp_dir = tempfile.gettempdir()
-        used_at_start = shutil.disk_usage(temp_dir).used if temp_files else 0
-        for page in self.export_type.stream(self.filters, None, self.control):
-            yield from page.rows
-            counted.rows += len(page.rows)
-            self.tracker.update(counted.rows, page.fraction)
-            save_sec = 0.0
-            if temp_files:
-                disk = shutil.disk_usage(temp_dir)
-                if disk.free < XlsxLimits.TMP_RESERVE_BYTES:
-                    raise ExportFailed(
-                        f"the workbook does not fit in the worker's temporary disk ({disk.free // 2**20} MiB left "
-                        f"after {counted.rows} rows); export CSV or csv.gz, or narrow the filters",
-                        code=XLSX_TOO_LARGE,
-                    )
-                save_sec = max(0, disk.used - used_at_start) / XlsxLimits.SAVE_BYTES_PER_SEC
-            if self.budget.below(XlsxLimits.TIME_MARGIN_SEC + save_sec):
-                raise ExportFailed(
-                    f"the workbook cannot be finished in one worker run ({counted.rows} rows written); "
-                    "export CSV or csv.gz, or narrow the filters",
-                    code=XLSX_TOO_LARGE,
-                )
-
-    # Shared ---------------------------------------------------------------------------------
-
-    def _open_upload(self, checkpoint: ExportCheckpoint | None) -> ResumableUpload | MultipartUpload:
-        if checkpoint is not None and self.files is not None:
+    def _open_upload(self, checkpoint: ExportCheckpoint | None) -> MultipartUpload:
+        if self.files is None:
+            return self.deps.results.start_upload(
+                self.target.key, self.target.content_type, self.target.file_name, self._metadata()
+            )
+        if checkpoint is not None:
             parts = [(part.number, part.etag) for part in checkpoint.parts]
-            return self.files.resume_upload(self.target.key, checkpoint.upload_id, parts)
-        metadata = {
-            "task-id": self.task.task_id,
-            "export-type": self.export_type.name,
-            "format": self.task.format.value,
-        }
-        return self.deps.results.start_upload(
-            self.target.key, self.target.content_type, self.target.file_name, metadata
-        )
+            self.resumable = self.files.resume_upload(self.target.key, checkpoint.upload_id, parts)
+        else:
+            self.resumable = self.files.start_upload(
+                self.target.key, self.target.content_type, self.target.file_name, self._metadata()
+            )
+        return self.resumable
+
+    def _metadata(self) -> dict[str, str]:
+        return {"task-id": self.task.task_id, "export-type": self.export_type.name, "format": self.task.format.value}
 
     def _finish(self, upload: MultipartUpload, sink: MultipartSink, rows: int) -> ExportResult:
         sha256 = sink.finish()
@@ -471,12 +289,9 @@ class _Run:
         except BaseException:
             # The object may exist (tagging failed, or completing landed and only its answer was
             # lost) while this attempt fails: it must not outlive the attempt.
-            remove_result(self.target.key, self.deps)
+            remove_result(self.target.key, self.deps.results)
             raise
-        if self.files is not None:
-            with contextlib.suppress(ExportsError):
-                # Left behind, it is removed with the result files by the bucket's expiry rule.
-                self.files.delete_checkpoint(self.target.checkpoint_key)
+        self.checkpoints.delete()
         return ExportResult(
             key=self.target.key,
             bytes=sink.bytes_written,
@@ -487,55 +302,7 @@ class _Run:
         )
 
     def _discard(self, upload: MultipartUpload) -> None:
-        """Nothing partial may stay behind (S3 keeps, and bills, the parts of an upload until it is
-        aborted); an abort that keeps failing is left to the bucket's lifecycle rule."""
+        """Nothing partial may stay behind."""
         if not self.completed:
-            try:
-                retry_transient(upload.abort)
-            except ExportsError:
-                logger.warning("could not abort the upload; the bucket's lifecycle rule will", exc_info=True)
-        self._delete_checkpoint()
-
-    def _delete_checkpoint(self) -> None:
-        if self.files is not None:
-            with contextlib.suppress(ExportsError):
-                self.files.delete_checkpoint(self.target.checkpoint_key)
-
-
-class _Counter:
-    rows = 0
-
-
-def _sink_state(checkpoint: ExportCheckpoint, tail: bytes) -> SinkState:
-    return SinkState(
-        bytes_written=checkpoint.bytes,
-        parts_sent=len(checkpoint.parts),
-        sha256=Sha256State.from_json(checkpoint.sha256),
-        tail=tail,
-    )
-
-
-def remove_result(key: str, deps: Dependencies) -> None:
-    """Delete a result file that must not outlive its attempt, again on transient faults; one
-    that stays anyway is logged and left to the bucket's expiry rule."""
-    try:
-        retry_transient(lambda: deps.results.delete(key))
-    except ExportsError:
-        logger.error("could not delete a result file its task does not own", extra={"key": key}, exc_info=True)
-
-
-def continue_later(task: Task, rows: int, percent: int, deps: Dependencies) -> None:
-    """Hand the RUNNING ``task`` to a new invocation: queue it (delayed a little), then make it
-    PENDING again with its rows so far, spending no retry. :class:`LostOwnership` if the task
-    changed meanwhile (then the queued message finds it not claimable and is dropped)."""
-    deps.queue.send(
-        TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
-        delay_sec=LongExports.HANDOVER_DELAY_SEC,
-    )
-    now = deps.clock()
-    current = record_progress(task, rows, percent, now, deps.settings.lease)
-    try:
-        deps.tasks.update(task, suspend(current))
-    except ConditionFailed as error:
-        raise LostOwnership(f"task {task.task_id} is no longer ours") from error
-    deps.metrics.add(Metric.CONTINUED)
+            abort_upload(upload)
+        self.checkpoints.delete()

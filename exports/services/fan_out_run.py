@@ -21,17 +21,18 @@ from datetime import datetime
 from typing import Any, cast
 
 from exports.config import FanOut, Results
-from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership, RetryableError
+from exports.domain.errors import ExportsError, LostOwnership, RetryableError
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress
 from exports.export_types.base import ExportType, Row
-from exports.ports import NumberedParts, SlotLease
+from exports.ports import ExportFiles, NumberedParts, RemainingMs, SlotLease
 from exports.services.dependencies import Dependencies
-from exports.services.export_run import ExportFiles, result_target, run_control
+from exports.services.export_run import result_target, run_control
 from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.retries import retry_transient
+from exports.services.task_writes import write_partition_progress
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import DeflatedPiece, SheetPiece, XlsxLayout, csv_glue, plan_sheets, xlsx_glue
 from exports.writers.segment_upload import SegmentUpload
@@ -99,11 +100,9 @@ class PartitionProgress(ProgressReporter):
         for _ in range(FanOut.PROGRESS_WRITE_TRIES):
             lease = self._deps.settings.lease
             updated = record_partition_progress(task, self._partition, rows, self._planned_rows, now, lease)
-            try:
-                self._deps.tasks.update_partitions(task, updated)
+            if write_partition_progress(task, updated, self._deps):
                 return updated
-            except ConditionFailed:
-                task = _owned(task.task_id, task.attempt, self._deps)
+            task = _owned(task.task_id, task.attempt, self._deps)
         return task
 
 
@@ -112,16 +111,19 @@ def staging_key(task: Task, name: str) -> str:
     return f"{Results.KEY_PREFIX}/{task.task_id}/{task.attempt}/{FanOut.STAGING_FOLDER}/{name}"
 
 
-def start_fan_out(task: Task, progress: ProgressReporter, deps: Dependencies) -> bool:
+def start_fan_out(
+    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
+) -> bool:
     """Plan the claimed ``task``; when it splits in more than one partition, stage the plan,
     start the upload and the workflow and return True (the task stays RUNNING: the workflow
-    ends it). False: the export runs in this worker as usual."""
+    ends it). False: the export runs in this worker as usual. ``remaining_ms``: the
+    invocation's time left, which bounds the planning query."""
     files = _files(deps)
     if deps.fan_out is None or files is None or task.continuations:
         return False
     export_type = deps.registry.get(task.export_type)
     filters = export_type.parse_filters(task.filters)
-    control = run_control(task, progress, deps)
+    control = run_control(task, progress, deps, remaining_ms)
     specs = export_type.plan_partitions(filters, control, deps.settings.partition_rows, deps.settings.max_partitions)
     if specs is None or len(specs) < 2:
         return False
@@ -155,7 +157,9 @@ def _first_rows(export_type: ExportType, filters: Any, specs: Sequence[Partition
     return rows
 
 
-def write_partition(task_id: str, attempt: int, partition: int, deps: Dependencies) -> int:
+def write_partition(
+    task_id: str, attempt: int, partition: int, deps: Dependencies, remaining_ms: RemainingMs | None = None
+) -> int:
     """Write and upload partition ``partition`` of the attempt and stage its result; returns its
     rows. :class:`LostOwnership` when the task was cancelled, timed out or taken over (checked
     before every part), :class:`PartitionSourceBusy` when its source has no free slot."""
@@ -174,7 +178,7 @@ def write_partition(task_id: str, attempt: int, partition: int, deps: Dependenci
         raise
     try:
         progress = PartitionProgress(task, deps, partition, planned, on_write=slot_keeper(lease, deps))
-        control = run_control(task, progress, deps)
+        control = run_control(task, progress, deps, remaining_ms)
 
         def before_part() -> None:
             if deps.clock() >= task.deadline:
@@ -304,7 +308,7 @@ def _owned(task_id: str, attempt: int, deps: Dependencies) -> Task:
 
 
 def _files(deps: Dependencies) -> ExportFiles | None:
-    return deps.results if isinstance(deps.results, ExportFiles) else None
+    return deps.results.export_files()
 
 
 def _plan(task: Task, files: ExportFiles) -> FanOutPlan:

@@ -6,7 +6,7 @@ from exports.config import Metric
 from exports.domain.errors import ConditionFailed, TaskNotFound
 from exports.domain.task import Task, time_out
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
+from exports.services.task_writes import end_task
 
 
 def watch(task_id: str, token: str, deps: Dependencies) -> None:

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from datetime import datetime
 
 from exports.config import SourceSlots
-from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
+from exports.domain.errors import ExportsError
 from exports.domain.task import Task, record_progress
 from exports.ports import SlotLease
 from exports.services.dependencies import Dependencies
+from exports.services.task_writes import write_progress
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +60,7 @@ class ProgressReporter:
     def _write(self, rows: int, now: datetime) -> Task:
         """Record ``rows`` (and the fraction) on the task; the task as written."""
         updated = record_progress(self.task, rows, int(self._fraction * 100), now, self._deps.settings.lease)
-        try:
-            self._deps.tasks.update(self.task, updated)
-        except ConditionFailed as error:
-            raise LostOwnership(f"task {self.task.task_id} is no longer ours") from error
+        write_progress(updated, self._deps)
         return updated
 
 

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from exports.api_models import ExportTypeView, TaskView
 from exports.config import Limits
 from exports.domain.errors import TaskNotFound, TaskNotReady
 from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
+from exports.export_types.base import ExportType
 from exports.ports import TaskPage
 from exports.services.dependencies import Dependencies
+
+
+@dataclass(frozen=True)
+class TaskDetails:
+    """The caller's task, with a download link and the link's expiry once it is COMPLETED."""
+
+    task: Task
+    download_url: str | None = None
+    download_expires_at: datetime | None = None
 
 
 def owned_task(task_id: str, user_id: str, deps: Dependencies) -> Task:
@@ -33,13 +43,13 @@ def download_link(task: Task, deps: Dependencies) -> tuple[str, datetime]:
     return url, deps.clock() + timedelta(seconds=ttl)
 
 
-def task_view(task_id: str, user_id: str, deps: Dependencies) -> TaskView:
+def task_details(task_id: str, user_id: str, deps: Dependencies) -> TaskDetails:
     """The caller's task, with a download link once it is COMPLETED."""
     task = owned_task(task_id, user_id, deps)
     if task.status is TaskStatus.COMPLETED:
         url, expires_at = download_link(task, deps)
-        return TaskView.of(task, url, expires_at)
-    return TaskView.of(task)
+        return TaskDetails(task, url, expires_at)
+    return TaskDetails(task)
 
 
 def list_tasks(
@@ -55,14 +65,6 @@ def list_tasks(
     return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 
 
-def export_types(deps: Dependencies) -> list[ExportTypeView]:
-    """What can be exported, with the JSON Schema of each type's filters."""
-    return [
-        ExportTypeView(
-            name=export_type.name,
-            description=export_type.description,
-            formats=list(export_type.formats),
-            filters_schema=export_type.filters_schema(),
-        )
-        for export_type in deps.registry
-    ]
+def export_types(deps: Dependencies) -> list[ExportType]:
+    """What can be exported."""
+    return list(deps.registry)

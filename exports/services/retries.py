@@ -8,9 +8,7 @@ from typing import TypeVar
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from exports.config import Transient
-from exports.domain.errors import ConditionFailed, RetryableError
-from exports.domain.task import Task
-from exports.services.dependencies import Dependencies
+from exports.domain.errors import RetryableError
 
 T = TypeVar("T")
 
@@ -25,36 +23,3 @@ def retry_transient(action: Callable[[], T]) -> T:
         reraise=True,
     )
     return retrying(action)
-
-
-def write_task(before: Task, after: Task, deps: Dependencies) -> None:
-    """Replace ``before`` with ``after`` (conditionally, as every state write), again on a
-    transient fault.
-
-    A try whose answer was lost may have been written all the same; the next try then fails its
-    condition against ``after`` itself, which counts as success (so writing the same change
-    twice is harmless). :class:`ConditionFailed` if someone else changed the task,
-    :class:`RetryableError` once the tries are spent.
-    """
-
-    def write() -> None:
-        try:
-            deps.tasks.update(before, after)
-        except ConditionFailed as conflict:
-            if not _is_written(conflict.current, after):
-                raise
-
-    retry_transient(write)
-
-
-def _is_written(current: dict[str, object] | None, after: Task) -> bool:
-    """Whether the stored item is ``after``'s state change. Two writers starting from the same
-    state reach the same status, sequence number and attempt; the times each one set (claim,
-    lease, end) tell them apart."""
-    if not current:
-        return False
-    return _change(Task.model_validate(current)) == _change(after)
-
-
-def _change(task: Task) -> tuple[object, ...]:
-    return (task.status, task.status_seq, task.attempt, task.started_at, task.lease_expires_at, task.finished_at)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
-from exports.api_models import ExportRequest
 from exports.config import Admission, Estimates, Lane, Metric
 from exports.domain.admission import (
     QueueWait,
@@ -31,12 +30,13 @@ from exports.domain.errors import (
     ServiceUnavailable,
 )
 from exports.domain.ids import new_task_id
+from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
 from exports.export_types.base import ExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
+from exports.services.task_writes import end_task
 from exports.services.validation import invalid_request
 from exports.webhooks.destination import check_destination
 
@@ -61,7 +61,7 @@ class Submission:
 
 
 def submit_export(
-    request: ExportRequest,
+    request: ExportSpec,
     user_id: str,
     deps: Dependencies,
     source: TaskSource = TaskSource.API,
@@ -82,7 +82,7 @@ def submit_export(
         filters = export_type.parse_filters(request.filters)
     except ValidationError as error:
         raise invalid_request(error, prefix="filters") from None
-    callback_url = str(request.callback_url) if request.callback_url else None
+    callback_url = request.callback_url
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
 

@@ -24,13 +24,14 @@ from exports.domain.errors import (
 from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
-from exports.ports import Delivery, SlotLease, TaskMessage
+from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
 from exports.services.dependencies import Dependencies
-from exports.services.endings import end_task
-from exports.services.export_run import ExportContinues, remove_result, run_export
+from exports.services.export_run import run_export
 from exports.services.fan_out_run import abandon, assemble_file, start_fan_out
+from exports.services.long_exports import ExportContinues
 from exports.services.progress import ProgressReporter, slot_keeper
-from exports.services.retries import write_task
+from exports.services.result_cleanup import remove_result
+from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ class Outcome(StrEnum):
     LOST_OWNERSHIP = "lost_ownership"
 
 
-def process_delivery(message: TaskMessage, delivery: Delivery, deps: Dependencies) -> Outcome:
+def process_delivery(
+    message: TaskMessage, delivery: Delivery, deps: Dependencies, remaining_ms: RemainingMs | None = None
+) -> Outcome:
     """:func:`process_task` for one ``delivery`` of ``message``; errors go back to SQS.
 
     A failed delivery comes back after a short backoff, not the queue's visibility timeout (90
@@ -66,7 +69,7 @@ def process_delivery(message: TaskMessage, delivery: Delivery, deps: Dependencie
     would stay taken until then.
     """
     try:
-        return process_task(message, deps)
+        return process_task(message, deps, remaining_ms)
     except Exception as error:
         if is_last_delivery(delivery.receive_count):
             _abandon(message.task_id, error, deps)
@@ -96,8 +99,10 @@ def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:
     logger.error("task failed: its message goes to the dead-letter queue", extra={"error_code": DELIVERY_FAILED})
 
 
-def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
+def process_task(message: TaskMessage, deps: Dependencies, remaining_ms: RemainingMs | None = None) -> Outcome:
     """Run the task named by ``message`` once, whatever how often the message arrives.
+    ``remaining_ms``: the invocation's time left (a long export hands over before it runs out;
+    None: unbounded).
 
     Raises only for deliveries SQS should retry: unknown tasks (they end in the DLQ), and
     transient faults when even sending the message again fails.
@@ -111,7 +116,7 @@ def process_task(message: TaskMessage, deps: Dependencies) -> Outcome:
     task, lease = claimed
     deps.metrics.add(Metric.STARTED)
     try:
-        return _run(task, deps, lease)
+        return _run(task, deps, lease, remaining_ms)
     finally:
         if lease is not None:
             _release(lease, deps)
@@ -139,7 +144,7 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
         return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
     try:
-        write_task(task, claimed, deps)
+        move_task(task, claimed, deps)
     except BaseException as error:
         if lease is not None:
             _release(lease, deps)
@@ -223,10 +228,10 @@ def _defer(task: Task, wait: float, deps: Dependencies, counted: bool = True) ->
     return Outcome.DEFERRED
 
 
-def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outcome:
+def _run(task: Task, deps: Dependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
     progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
     try:
-        result = _export(task, progress, deps)
+        result = _export(task, progress, deps, remaining_ms)
     except ExportContinues:
         logger.info("export handed over to a new invocation with its checkpoint")
         return Outcome.CONTINUED
@@ -248,14 +253,16 @@ def _run(task: Task, deps: Dependencies, lease: SlotLease | None = None) -> Outc
     return Outcome.FANNED_OUT if result is None else _complete(progress.task, result, deps)
 
 
-def _export(task: Task, progress: ProgressReporter, deps: Dependencies) -> ExportResult | None:
+def _export(
+    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None
+) -> ExportResult | None:
     """Split a large export into partitions written at once (None: the fan-out workflow goes
     on with it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
     :mod:`exports.services.export_run`); raises :class:`ExportContinues`, a
     :class:`LostOwnership`, when a long CSV export hands over to a new invocation."""
-    if start_fan_out(task, progress, deps):
+    if start_fan_out(task, progress, deps, remaining_ms):
         return None
-    return run_export(task, progress, deps)
+    return run_export(task, progress, deps, remaining_ms)
 
 
 def finish_fan_out(task_id: str, attempt: int, deps: Dependencies) -> Outcome:
@@ -284,7 +291,7 @@ def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
         end_task(task, completed, deps)
     except ConditionFailed:
         # Cancelled or timed out while the upload completed: the file must not outlive the task.
-        remove_result(result.key, deps)
+        remove_result(result.key, deps.results)
         return Outcome.LOST_OWNERSHIP
     except RetryableError as error:
         return _completion_unrecorded(task, completed, result, error, deps)
@@ -300,13 +307,13 @@ def _completion_unrecorded(
     logger.warning("could not record the completed export", extra={"error_code": error.code})
     outcome = _retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
     if outcome is not Outcome.LOST_OWNERSHIP:
-        remove_result(result.key, deps)
+        remove_result(result.key, deps.results)
         return outcome
     stored = deps.tasks.get(task.task_id)
     if stored is not None and stored.status is completed.status and stored.result == result:
         end_task(task, completed, deps)  # it landed after all: finish the ending (idempotent)
         return _completed(task, result, completed.finished_at or deps.clock(), deps)
-    remove_result(result.key, deps)
+    remove_result(result.key, deps.results)
     return Outcome.LOST_OWNERSHIP
 
 
@@ -338,7 +345,7 @@ def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> O
     if not has_retries_left(task):
         return _fail(task, code, message, deps)
     try:
-        write_task(task, requeue(task, code, message), deps)
+        move_task(task, requeue(task, code, message), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.

@@ -15,7 +15,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator
 
 from exports.adapters.clients import aws_client
-from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, TaskList, TaskView
+from exports.adapters.dynamodb_idempotency import IdempotentCalls
+from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, ExportTypeView, TaskList, TaskView
 from exports.composition import dependencies_from_environment
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
@@ -29,7 +30,7 @@ from exports.http.envelope import (
     upper_case,
 )
 from exports.http.errors import register_error_handlers
-from exports.http.idempotency import IdempotentCalls, idempotency_key
+from exports.http.idempotency import idempotency_key
 from exports.http.openapi import CACHE_CONTROL, contract_document, location, responses, retry_after
 from exports.services import control, queries
 from exports.services.dependencies import Dependencies
@@ -138,7 +139,7 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return _accepted(submit_export(request, user_id, dependencies())).model_dump(mode="json")
+        return _accepted(submit_export(request.spec(), user_id, dependencies())).model_dump(mode="json")
 
     if key is None:
         return _answer(accept())
@@ -174,13 +175,14 @@ def _answer(accepted: dict[str, Any], headers: dict[str, str] | None = None) -> 
 def get_export(task_id: str) -> Response[TaskView]:
     """The task; once COMPLETED with a freshly presigned download link."""
     deps = dependencies()
-    view = queries.task_view(task_id, caller_id(app.current_event), deps)
-    if view.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
-        retry_after = poll_after_sec(view.created_at, deps.clock())
+    details = queries.task_details(task_id, caller_id(app.current_event), deps)
+    task = details.task
+    if task.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
+        retry_after = poll_after_sec(task.created_at, deps.clock())
         headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
     else:
         headers = {"Cache-Control": f"private, max-age={Polling.TERMINAL_MAX_AGE_SEC}"}
-    return _json(200, view, headers)
+    return _json(200, TaskView.of(task, details.download_url, details.download_expires_at), headers)
 
 
 @app.post(
@@ -248,7 +250,9 @@ def download(task_id: str) -> Response[str]:
 def list_export_types() -> ExportTypeList:
     """Registered export types, their formats and the JSON Schema of their filters."""
     caller_id(app.current_event)
-    return ExportTypeList(items=queries.export_types(dependencies()))
+    return ExportTypeList(
+        items=[ExportTypeView.of(export_type) for export_type in queries.export_types(dependencies())]
+    )
 
 
 @app.get(OPENAPI_PATH, include_in_schema=False)

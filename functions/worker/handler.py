@@ -15,7 +15,6 @@ from exports.adapters.sqs_queue import decode_message
 from exports.composition import dependencies_from_environment
 from exports.ports import Delivery
 from exports.services.dependencies import Dependencies
-from exports.services.export_run import time_budget
 from exports.services.fan_out_run import write_partition
 from exports.services.worker import abandon_fan_out, finish_fan_out, process_delivery
 from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
@@ -32,8 +31,10 @@ def dependencies() -> Dependencies:
 
 
 @tracer.capture_method(capture_response=False)
-def handle_record(record: SQSRecord) -> str:
-    """Run one task message. Raising marks the record failed, so SQS delivers it again."""
+def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
+    """Run one task message. Raising marks the record failed, so SQS delivers it again. The batch
+    processor passes ``lambda_context`` (by this name): long exports hand over to a new
+    invocation before this one runs out of time."""
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
     logger.thread_safe_clear_keys()
@@ -47,18 +48,19 @@ def handle_record(record: SQSRecord) -> str:
         receipt_handle=record.receipt_handle,
         receive_count=int(record.attributes.approximate_receive_count),
     )
-    outcome = process_delivery(message, delivery, dependencies())
+    outcome = process_delivery(message, delivery, dependencies(), lambda_context.get_remaining_time_in_millis)
     logger.info("task message processed", extra={"outcome": outcome.value})
     return outcome.value
 
 
-def fan_out_step(event: dict[str, Any]) -> dict[str, Any]:
+def fan_out_step(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One step of a split export; a raised error is the step's error (retried or caught by
-    the workflow by its class name)."""
+    the workflow by its class name). A partition's query is bounded by the invocation's time."""
     task_id, attempt = str(event["task_id"]), int(event["attempt"])
     logger.append_keys(correlation_id=task_id, task_id=task_id, action=event["action"])
     if event["action"] == PARTITION_ACTION:
-        return {"rows": write_partition(task_id, attempt, int(event["partition"]), dependencies())}
+        partition, remaining_ms = int(event["partition"]), context.get_remaining_time_in_millis
+        return {"rows": write_partition(task_id, attempt, partition, dependencies(), remaining_ms)}
     if event["action"] == ASSEMBLE_ACTION:
         return {"outcome": finish_fan_out(task_id, attempt, dependencies()).value}
     if event["action"] == ABANDON_ACTION:
@@ -73,11 +75,9 @@ def fan_out_step(event: dict[str, Any]) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse | dict[str, Any]:
     """Entry point: SQS batches (partial batch failures, which the event source reports to
     SQS), or a step of the fan-out workflow (``action``)."""
-    # Long exports hand over to a new invocation before this one runs out of time.
-    with time_budget(context.get_remaining_time_in_millis):
-        if "action" in event:
-            return fan_out_step(event)
-        # A processor per invocation: it holds the batch's state, which concurrent invocations
-        # in one process (local mode) must not share.
-        processor = BatchProcessor(event_type=EventType.SQS)
-        return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    if "action" in event:
+        return fan_out_step(event, context)
+    # A processor per invocation: it holds the batch's state, which concurrent invocations in
+    # one process (local mode) must not share.
+    processor = BatchProcessor(event_type=EventType.SQS)
+    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

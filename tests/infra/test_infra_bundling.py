@@ -45,6 +45,8 @@ XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # asset): the export types and their sources, the writers, resumable uploads and checkpoints.
 WORKER_MODULES = (
     "exports/services/export_run.py",
+    "exports/services/long_exports.py",
+    "exports/services/xlsx_guards.py",
     "exports/writers/resumable_sha256.py",
     "exports/writers/gzip_stream.py",
     "exports/writers/sink.py",

@@ -24,7 +24,6 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import TaskMessage
-from exports.services.export_run import time_budget
 from exports.services.worker import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
@@ -73,8 +72,7 @@ def invoke_until_done(deps: Any, task_id: str, pages: int, limit: int = 30) -> i
     """Invoke the worker for the task until it ends; returns the number of invocations."""
     for invocation in range(1, limit + 1):
         task = deps.tasks.get(task_id)
-        with time_budget(pages_then_out_of_time(pages)):
-            process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
+        process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps, pages_then_out_of_time(pages))
         if deps.tasks.get(task_id).is_terminal:
             return invocation
     raise AssertionError("the export did not end")
@@ -182,8 +180,7 @@ def test_a_csv_gz_orders_export_continues_from_mid_day_cursors_with_the_same_con
 def test_the_hand_over_message_on_the_queue_resumes_the_export(aws: Resources) -> None:
     deps = export_deps(NumbersExport(rows_total=50, page_rows=10))
     task = create_task(deps, "numbers", ExportFormat.CSV)
-    with time_budget(pages_then_out_of_time(2)):
-        process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
+    process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps, pages_then_out_of_time(2))
     waiting = deps.tasks.get(task.task_id)
     assert (waiting.status, waiting.rows_written, waiting.continuations) == (TaskStatus.PENDING, 20, 1)
     assert [key.rsplit("/", 1)[1] for key in leftovers(aws)[0]] == [LongExports.CHECKPOINT_NAME]
@@ -201,8 +198,7 @@ def test_an_xlsx_export_that_would_not_finish_in_time_fails_with_xlsx_too_large(
     deps = export_deps(NumbersExport(rows_total=100, page_rows=10))
     task = create_task(deps, "numbers", ExportFormat.XLSX)
 
-    with time_budget(lambda: 5_000):
-        process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
+    process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps, lambda: 5_000)
 
     failed = deps.tasks.get(task.task_id)
     assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "XLSX_TOO_LARGE")

@@ -386,3 +386,18 @@ def test_invocations_running_at_once_in_one_process_answer_for_their_own_batch(o
     assert quick == {"batchItemFailures": [{"itemIdentifier": "poison-1"}]}
     assert results == [{"batchItemFailures": []}]
     assert [task_item(orders, task_id)["status"] for task_id in (slow_id, quick_id)] == ["COMPLETED"] * 2
+
+
+def test_the_handler_hands_the_invocations_remaining_time_to_each_delivery(
+    orders: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+
+    def process_delivery(message, delivery, deps, remaining_ms):
+        seen.append(remaining_ms())
+        return Outcome.SKIPPED
+
+    monkeypatch.setattr(worker, "process_delivery", process_delivery)
+    submit(orders_request())
+    run_worker(orders, receive(orders))
+    assert seen == [FakeContext.get_remaining_time_in_millis()]

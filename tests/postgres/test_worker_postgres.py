@@ -27,7 +27,6 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.ports import TaskMessage
 from exports.services.control import cancel_export
-from exports.services.export_run import time_budget
 from exports.services.worker import Outcome, process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
@@ -108,8 +107,8 @@ def create(
 
 
 def run(deps: Any, task: Any, remaining: Any = None) -> Outcome:
-    with time_budget(remaining or (lambda: PLENTY_MS)):
-        return process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps)
+    message = TaskMessage(task.task_id, task.export_type, task.priority)
+    return process_task(message, deps, remaining or (lambda: PLENTY_MS))
 
 
 def time_for_pages(pages: int) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from exports.adapters.task_table import key, quota_id
 from local_stack import thread_safety
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import aws, orders, retry_clock, running_aws  # noqa: F401
@@ -145,7 +146,7 @@ def objects_by_task(resources: Resources) -> dict[str, list[str]]:
 def quota(resources: Resources, user: str) -> int:
     """The user's count of active tasks (0 when the counter was never created)."""
     item = boto3.client("dynamodb", region_name=REGION).get_item(
-        TableName=resources.tasks_table, Key={"task_id": {"S": f"quota#{user}"}}
+        TableName=resources.tasks_table, Key=key(quota_id(user))
     )
     return int(item.get("Item", {}).get("active", {}).get("N", "0"))
 

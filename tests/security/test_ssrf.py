@@ -14,7 +14,7 @@ from exports.domain.ids import new_task_id
 from exports.domain.task import ExportFormat, fail, new_task
 from exports.ports import WebhookResponse
 from exports.services import callbacks
-from exports.services.endings import end_task
+from exports.services.task_writes import end_task
 from exports.webhooks.destination import Destination, check_destination
 from functions.submit import handler as api
 from functions.worker import handler as worker

@@ -9,10 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from exports.domain.errors import ConditionFailed
+from exports.config import Admission
+from exports.domain.errors import ConditionFailed, DuplicateSubmission, InvalidRequest, Overloaded
+from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row
 from exports.export_types.registry import ExportTypeRegistry
+from exports.ports import TaskPage
 from exports.services.dependencies import Dependencies
 from exports.settings import Settings
 from tests.unit.builders import LEASE, NOW, make_task
@@ -34,33 +37,107 @@ class FakeClock:
 
 
 class FakeTasks:
-    """Task records with the repository's condition: same status and attempt, or ConditionFailed."""
+    """:class:`exports.ports.TaskRepository` in memory, with the adapter's conditions (same status
+    and attempt, quota slots, dedup markers); tests/contract checks it against DynamoDB."""
 
     def __init__(self, *tasks: Task) -> None:
         self.tasks = {task.task_id: task for task in tasks}
+        self.active: dict[str, int] = {}
+        # dedup key -> (holder, the holder's deadline)
+        self.dedup: dict[str, tuple[str, datetime]] = {}
         self.writes: list[tuple[datetime | None, Task]] = []
         self.clock: FakeClock | None = None
+
+    def create(self, task: Task, max_active: int, replace_holder: str | None = None) -> None:
+        if task.task_id in self.tasks:
+            raise ConditionFailed(f"task {task.task_id} exists")
+        if task.dedup_key and task.dedup_key in self.dedup:
+            holder, until = self.dedup[task.dedup_key]
+            free = holder == replace_holder if replace_holder else until < task.created_at
+            if not free:
+                raise DuplicateSubmission(holder)
+        if self.active.get(task.user_id, 0) >= max_active:
+            raise Overloaded("quota", code="QUOTA_EXCEEDED", retry_after=Admission.RETRY_AFTER_QUOTA_SEC)
+        self.active[task.user_id] = self.active.get(task.user_id, 0) + 1
+        if task.dedup_key:
+            self.dedup[task.dedup_key] = (task.task_id, task.deadline)
+        self.tasks[task.task_id] = task
+
+    def release_dedup(self, task: Task) -> None:
+        if task.dedup_key and self.dedup.get(task.dedup_key, ("",))[0] == task.task_id:
+            del self.dedup[task.dedup_key]
+
+    def active_count(self, user_id: str) -> int:
+        return self.active.get(user_id, 0)
 
     def get(self, task_id: str) -> Task | None:
         return self.tasks.get(task_id)
 
     def update(self, before: Task, after: Task) -> None:
-        current = self.tasks[before.task_id]
-        if (current.status, current.attempt) != (before.status, before.attempt):
-            raise ConditionFailed("changed", current=current.model_dump())
-        self.tasks[before.task_id] = after
-        self.writes.append((self.clock() if self.clock else None, after))
+        """Like the adapter, writes only the fields that changed (others stay as stored)."""
+        old, new = before.model_dump(), after.model_dump()
+        changes = {name: value for name, value in new.items() if old[name] != value}
+        if not changes:
+            return
+        self._write(before, changes)
+        if after.is_terminal and not before.is_terminal:
+            self.active[before.user_id] -= 1
+
+    def record_progress(self, task: Task) -> None:
+        self._write(task, task.model_dump(include={"rows_written", "progress", "lease_expires_at"}))
+
+    def record_callbacks(self, task: Task) -> None:
+        self._write(task, task.model_dump(include={"subscribers"}))
 
     def merge(self, before: Task, after: Task) -> None:
-        current = self.tasks[before.task_id]
+        current = self._current(before)
         if (current.priority, current.subscribers) != (before.priority, before.subscribers):
-            raise ConditionFailed("changed", current=current.model_dump())
+            raise ConditionFailed("changed", current=current.model_dump(mode="json"))
         self.update(before, after)
 
     def update_partitions(self, before: Task, after: Task) -> None:
         if self.tasks[before.task_id].partition_rows != before.partition_rows:
             raise ConditionFailed("changed", current=self.tasks[before.task_id].model_dump())
         self.update(before, after)
+
+    def set_lifecycle_token(self, task_id: str, token: str) -> Task:
+        if task_id not in self.tasks:
+            raise ConditionFailed(f"task {task_id} does not exist")
+        self.tasks[task_id] = self.tasks[task_id].model_copy(update={"lifecycle_token": token})
+        return self.tasks[task_id]
+
+    def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
+        after = None
+        if cursor is not None:
+            owner, _, after = cursor.partition("/")
+            if owner != user_id or not after:
+                raise InvalidRequest("next_token is not valid", field="next_token")
+        tasks = sorted(
+            (
+                task
+                for task in self.tasks.values()
+                if task.user_id == user_id
+                and (status is None or task.status is status)
+                and (after is None or task.task_id < after)
+            ),
+            key=lambda task: task.task_id,
+            reverse=True,
+        )
+        page = tasks[:limit]
+        more = len(tasks) > limit
+        return TaskPage(tasks=page, cursor=f"{user_id}/{page[-1].task_id}" if more else None)
+
+    def _current(self, before: Task) -> Task:
+        current = self.tasks.get(before.task_id)
+        if current is None or (current.status, current.attempt) != (before.status, before.attempt):
+            raise ConditionFailed("changed", current=current.model_dump(mode="json") if current else None)
+        return current
+
+    def _write(self, before: Task, changes: dict[str, Any]) -> None:
+        current = self._current(before)
+        stored = Task.model_validate(current.model_dump() | changes)
+        self.tasks[before.task_id] = stored
+        self.writes.append((self.clock() if self.clock else None, stored))
 
 
 class FakeQueue:
@@ -144,12 +221,15 @@ class FakeFiles:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         return f"https://example.com/{key}"
 
+    def export_files(self) -> "FakeFiles | None":
+        return self
+
 
 class PlainFiles(FakeFiles):
     """A result store without resumable uploads (only the ResultStore port)."""
 
-    resume_upload = None  # type: ignore[assignment]
-    read_checkpoint = None  # type: ignore[assignment]
+    def export_files(self) -> None:
+        return None
 
 
 class NoFilters(BaseModel):

@@ -17,9 +17,13 @@ from exports.domain.checkpoint import decode_checkpoint, encode_checkpoint
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
-from exports.services import export_run
-from exports.services.export_run import ExportContinues, run_export, time_budget
+from exports.ports import TaskMessage
+from exports.services import xlsx_guards
+from exports.services.export_run import run_export
+from exports.services.long_exports import ExportContinues
 from exports.services.progress import ProgressReporter
+from exports.services.worker import Outcome, process_task
+from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
     NumbersExport,
     PlainFiles,
@@ -138,11 +142,12 @@ def test_without_a_time_budget_the_export_never_hands_over():
     assert result.rows == 50 and world.queue.sent == []
 
 
-def test_the_budget_comes_from_the_enclosing_time_budget_block():
+def test_the_worker_passes_the_invocations_time_left_to_the_run():
     world = make_world(NumbersExport())
-    task = running_task(world)
-    with time_budget(budget(0)), pytest.raises(ExportContinues):
-        run(world, task)
+    task = make_task(export_type="numbers", format=ExportFormat.CSV, filters={})
+    world.tasks.tasks[task.task_id] = task
+    message = TaskMessage(task.task_id, task.export_type, task.priority)
+    assert process_task(message, world.deps, budget(0)) is Outcome.CONTINUED
     assert world.tasks.get(task.task_id).rows_written == 10
 
 
@@ -328,7 +333,7 @@ Usage = namedtuple("Usage", "total used free")
 
 def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
     readings = iter([Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**6)])
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
+    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: next(readings))
     world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
 
     with pytest.raises(ExportFailed) as failed:
@@ -342,7 +347,7 @@ def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
 def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monkeypatch):
     grown = 10 * XlsxLimits.SAVE_BYTES_PER_SEC  # ten seconds of saving
     readings = iter([Usage(10**12, 0, 10**11)] + [Usage(10**12, grown, 10**11)] * 20)
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: next(readings))
+    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: next(readings))
     world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
     just_enough_without_saving = (XlsxLimits.TIME_MARGIN_SEC + 5) * 1000
 
@@ -350,7 +355,7 @@ def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monke
         run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
     assert failed.value.code == "XLSX_TOO_LARGE"
 
-    monkeypatch.setattr(export_run.shutil, "disk_usage", lambda _path: Usage(10**12, 0, 10**11))
+    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: Usage(10**12, 0, 10**11))
     result = run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
     assert result.rows == 100
 

@@ -107,7 +107,9 @@ def test_text_in_a_formatted_column_is_still_exact_quoted_and_cleaned():
     assert all(cell.data_type == "s" and cell.quotePrefix for cell in sheet[2])
 
 
-def test_a_failing_source_leaves_no_temporary_sheet_files():
+def test_a_failing_source_leaves_no_temporary_sheet_files(tmp_path, monkeypatch):
+    # A temporary folder of this test's own: other test processes write openpyxl files too.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(glob.glob(f"{tempfile.gettempdir()}/openpyxl*"))
 
     def rows():

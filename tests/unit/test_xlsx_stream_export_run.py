@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from exports.config import Env, XlsxEngine, XlsxLimits
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
-from exports.services import export_run
+from exports.services import xlsx_guards
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.settings import Settings
@@ -85,7 +85,7 @@ def test_the_stream_engine_never_looks_at_the_temporary_disk(monkeypatch):
     def no_disk(_path):
         raise AssertionError("the stream engine writes no temporary file")
 
-    monkeypatch.setattr(export_run.shutil, "disk_usage", no_disk)
+    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", no_disk)
     before = set(glob.glob(f"{tempfile.gettempdir()}/*"))
 
     _, result, _ = xlsx_export(rows_total=100)

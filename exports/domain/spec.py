@@ -1,0 +1,31 @@
+"""What a submitter asks for, as the services take it (the HTTP body is mapped onto this)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from exports.config import Limits
+from exports.domain.task import ExportFormat, Task
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """An export to run: its type, format, the type's filters (not yet parsed), its priority and
+    timeout, the URL to call back when it ends, and the CSV options."""
+
+    export_type: str
+    format: ExportFormat = ExportFormat.CSV
+    filters: dict[str, Any] = field(default_factory=dict)
+    priority: int = Limits.PRIORITY_DEFAULT
+    timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
+    callback_url: str | None = None
+    csv_bom: bool = False
+    csv_formula_guard: bool = True
+
+    @classmethod
+    def of_task(cls, task: Task) -> ExportSpec:
+        """The export ``task`` was asked for, to run again (its callback URL as stored, which the
+        first submit normalised)."""
+        stored = {spec_field.name for spec_field in fields(cls)} - {"callback_url"}
+        return cls(**task.model_dump(include=stored), callback_url=task.callback_url)

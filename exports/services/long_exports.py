@@ -1,0 +1,172 @@
+"""Exports longer than one invocation: the checkpoint of a CSV or csv.gz export.
+
+A CSV or csv.gz export that reaches :attr:`exports.config.LongExports.CHECKPOINT_MARGIN_SEC`
+before the end of its invocation, at a page boundary, saves a checkpoint next to the result file
+(the upload's id and parts, the counts, the sha256 and gzip states, the source's cursor and the
+bytes not yet sent), hands its task over to a new invocation and raises :class:`ExportContinues`;
+the next invocation that claims the task appends to the same upload from that checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from exports.config import LongExports
+from exports.domain.checkpoint import (
+    ExportCheckpoint,
+    decode_checkpoint,
+    encode_checkpoint,
+    fingerprint,
+    part_records,
+)
+from exports.domain.errors import ExportFailed, ExportsError, LostOwnership
+from exports.domain.task import Task
+from exports.export_types.base import Column, Cursor
+from exports.ports import ExportFiles, ResumableUpload
+from exports.services.retries import retry_transient
+from exports.writers.gzip_stream import GzipStream
+from exports.writers.resumable_sha256 import NotResumable, Sha256State
+from exports.writers.sink import MultipartSink, SinkState
+
+logger = logging.getLogger(__name__)
+
+EXPORT_TOO_LONG = "EXPORT_TOO_LONG"
+
+
+class ExportContinues(LostOwnership):
+    """The export saved a checkpoint and handed its task to a new invocation: this invocation
+    is done with the task (its upload stays open for the next one)."""
+
+    code = "EXPORT_CONTINUES"
+
+
+def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) -> str:
+    """What the file is made of (type, format, filters, CSV options, columns): a checkpoint only
+    fits an export with the same."""
+    return fingerprint(
+        {
+            "export_type": export_type,
+            "format": task.format.value,
+            "filters": task.filters,
+            "csv_bom": task.csv_bom,
+            "csv_formula_guard": task.csv_formula_guard,
+            "columns": [[column.name, column.header, column.kind.value] for column in columns],
+        }
+    )
+
+
+class Checkpoints:
+    """The checkpoint of one task's export, beside its result files in ``folder``; ``files`` None:
+    the result store cannot continue uploads (nothing is read or saved)."""
+
+    def __init__(
+        self, task: Task, fingerprint: str, files: ExportFiles | None, folder: str, clock: Callable[[], datetime]
+    ) -> None:
+        self._task = task
+        self._fingerprint = fingerprint
+        self._files = files
+        self._folder = folder
+        self._clock = clock
+        self.key = f"{folder}/{LongExports.CHECKPOINT_NAME}"
+
+    def load(self) -> tuple[ExportCheckpoint, bytes] | None:
+        """The checkpoint this export left and its unsent bytes, if it fits; one that does not is
+        thrown away (with the upload it names)."""
+        if self._files is None:
+            return None
+        blob = self._files.read_checkpoint(self.key)
+        if blob is None:
+            return None
+        try:
+            checkpoint, tail = decode_checkpoint(blob)
+            Sha256State.from_json(checkpoint.sha256)
+        except (ValueError, KeyError, TypeError):
+            logger.warning("unreadable checkpoint discarded")
+            self.delete()
+            return None
+        if (
+            checkpoint.task_id != self._task.task_id
+            or checkpoint.fingerprint != self._fingerprint
+            or not checkpoint.key.startswith(f"{self._folder}/")
+        ):
+            logger.warning("checkpoint of another export discarded")
+            with contextlib.suppress(ExportsError):
+                retry_transient(self._files.resume_upload(checkpoint.key, checkpoint.upload_id, ()).abort)
+            self.delete()
+            return None
+        return checkpoint, tail
+
+    def save(
+        self,
+        export_type: str,
+        key: str,
+        upload: ResumableUpload | None,
+        sink: MultipartSink,
+        gzip: GzipStream | None,
+        cursor: Cursor | None,
+        rows: int,
+    ) -> ExportCheckpoint:
+        """Store where the export of ``key`` stands after ``rows`` rows (``upload`` None: it
+        cannot be resumed); EXPORT_TOO_LONG if the export cannot continue."""
+        if cursor is None:
+            why = f"export type {export_type} cannot continue in a new one"
+        elif self._files is None or upload is None:
+            why = "the result store cannot continue uploads"
+        elif self._task.continuations >= LongExports.MAX_CONTINUATIONS:
+            why = f"it has already continued {self._task.continuations} times"
+        else:
+            return self._write(self._files, key, upload, sink, gzip, cursor, rows)
+        raise ExportFailed(f"the export does not fit in one worker run and {why}", code=EXPORT_TOO_LONG)
+
+    def _write(
+        self,
+        files: ExportFiles,
+        key: str,
+        upload: ResumableUpload,
+        sink: MultipartSink,
+        gzip: GzipStream | None,
+        cursor: Cursor,
+        rows: int,
+    ) -> ExportCheckpoint:
+        gzip_state = gzip.suspend() if gzip is not None else None
+        try:
+            state = sink.snapshot()
+        except NotResumable as error:
+            raise ExportFailed(
+                "the export does not fit in one worker run and its sha256 cannot be carried over", code=EXPORT_TOO_LONG
+            ) from error
+        checkpoint = ExportCheckpoint(
+            task_id=self._task.task_id,
+            fingerprint=self._fingerprint,
+            key=key,
+            upload_id=upload.upload_id,
+            parts=part_records(upload.parts),
+            rows=rows,
+            bytes=state.bytes_written,
+            sha256=state.sha256.to_json(),
+            gzip=gzip_state.to_json() if gzip_state else None,
+            cursor=cursor,
+            saved_at=self._clock(),
+        )
+        files.write_checkpoint(self.key, encode_checkpoint(checkpoint, state.tail))
+        return checkpoint
+
+    def delete(self) -> None:
+        """Remove the checkpoint; one left behind goes with the result files by the bucket's
+        expiry rule."""
+        if self._files is not None:
+            with contextlib.suppress(ExportsError):
+                self._files.delete_checkpoint(self.key)
+
+
+def sink_state(checkpoint: ExportCheckpoint, tail: bytes) -> SinkState:
+    """The multipart sink's state where ``checkpoint`` left it."""
+    return SinkState(
+        bytes_written=checkpoint.bytes,
+        parts_sent=len(checkpoint.parts),
+        sha256=Sha256State.from_json(checkpoint.sha256),
+        tail=tail,
+    )

@@ -1,0 +1,122 @@
+"""Every write of a task's state, in one place: moves between states (again on transient faults,
+a move that already landed counting as done), endings, the hand-over of a long export to a new
+invocation, progress and callback delivery states."""
+
+from __future__ import annotations
+
+import logging
+
+from exports.config import LongExports, Metric
+from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
+from exports.domain.task import Task, record_progress, suspend
+from exports.ports import TaskMessage
+from exports.services.dependencies import Dependencies
+from exports.services.retries import retry_transient
+
+logger = logging.getLogger(__name__)
+
+
+def move_task(before: Task, after: Task, deps: Dependencies) -> None:
+    """Replace ``before`` with ``after`` (conditionally, as every state write), again on a
+    transient fault.
+
+    A try whose answer was lost may have been written all the same; the next try then fails its
+    condition against ``after`` itself, which counts as success (so writing the same change
+    twice is harmless). :class:`ConditionFailed` if someone else changed the task,
+    :class:`RetryableError` once the tries are spent.
+    """
+
+    def write() -> None:
+        try:
+            deps.tasks.update(before, after)
+        except ConditionFailed as conflict:
+            if not _is_written(conflict.current, after):
+                raise
+
+    retry_transient(write)
+
+
+def _is_written(current: dict[str, object] | None, after: Task) -> bool:
+    """Whether the stored item is ``after``'s state change. Two writers starting from the same
+    state reach the same status, sequence number and attempt; the times each one set (claim,
+    lease, end) tell them apart."""
+    if not current:
+        return False
+    return _change(Task.model_validate(current)) == _change(after)
+
+
+def _change(task: Task) -> tuple[object, ...]:
+    return (task.status, task.status_seq, task.attempt, task.started_at, task.lease_expires_at, task.finished_at)
+
+
+def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
+    """Write the terminal ``after`` (conditionally on ``before``, again on transient faults),
+    then tell the workflow.
+
+    Raises :class:`ConditionFailed` if someone else changed the task first, and
+    :class:`RetryableError` if the write kept failing. If telling the workflow fails the task
+    stays ended: the workflow picks the outcome up at the deadline.
+    """
+    move_task(before, after, deps)
+    try:
+        deps.tasks.release_dedup(after)
+    except ExportsError:
+        # Harmless: a marker whose holder has ended is taken over by the next identical submit.
+        logger.warning("could not release the dedup key", exc_info=True)
+    # From here on the task has ended whatever happens: nothing may raise, or a caller would
+    # take the ended task for one that still needs ending (and e.g. retry a finished export).
+    try:
+        token = after.lifecycle_token
+        if token is None:
+            # The workflow may have stored its token after ``before`` was read.
+            stored = deps.tasks.get(after.task_id)
+            token = stored.lifecycle_token if stored else None
+        if token:
+            deps.lifecycle.report_end(token, after)
+    except ExportsError:
+        logger.warning("could not report the task's end; the deadline will", exc_info=True)
+    return after
+
+
+def continue_later(task: Task, rows: int, percent: int, deps: Dependencies) -> None:
+    """Hand the RUNNING ``task`` to a new invocation: queue it (delayed a little), then make it
+    PENDING again with its rows so far, spending no retry. :class:`LostOwnership` if the task
+    changed meanwhile (then the queued message finds it not claimable and is dropped)."""
+    deps.queue.send(
+        TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
+        delay_sec=LongExports.HANDOVER_DELAY_SEC,
+    )
+    current = record_progress(task, rows, percent, deps.clock(), deps.settings.lease)
+    try:
+        move_task(task, suspend(current), deps)
+    except ConditionFailed as error:
+        raise LostOwnership(f"task {task.task_id} is no longer ours") from error
+    deps.metrics.add(Metric.CONTINUED)
+
+
+def write_progress(task: Task, deps: Dependencies) -> None:
+    """Store the RUNNING ``task``'s progress and renewed lease; :class:`LostOwnership` if it is no
+    longer this attempt's (cancelled, timed out, taken over)."""
+    try:
+        deps.tasks.record_progress(task)
+    except ConditionFailed as error:
+        raise LostOwnership(f"task {task.task_id} is no longer ours") from error
+
+
+def write_partition_progress(before: Task, after: Task, deps: Dependencies) -> bool:
+    """Store a split export's progress (per-partition counts) if those counts are still
+    ``before``'s; False when another partition wrote first (read the task again and retry)."""
+    try:
+        deps.tasks.update_partitions(before, after)
+    except ConditionFailed:
+        return False
+    return True
+
+
+def write_callbacks(task: Task, deps: Dependencies) -> None:
+    """Store the ended ``task``'s callback delivery states. A terminal task's status and attempt
+    never change, so a conflict means the record is gone (expired): nothing left to record."""
+    try:
+        deps.tasks.record_callbacks(task)
+    except ConditionFailed:
+        return

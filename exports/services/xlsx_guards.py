@@ -1,0 +1,66 @@
+"""What stops an XLSX export before it runs out of room: a workbook cannot continue in a new
+invocation, so it ends with ``XLSX_TOO_LARGE`` while there is still time to abort cleanly, before
+the openpyxl engine's temporary files fill /tmp, or when the stream engine's archive would pass
+the 2 GiB spreadsheet programs open."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+
+from exports.config import XlsxLimits
+from exports.domain.errors import ExportFailed
+from exports.export_types.base import Page, Row
+from exports.services.run_budget import RunBudget
+
+XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
+
+
+class RowCount:
+    """Rows handed to the workbook so far."""
+
+    rows = 0
+
+
+def guarded_rows(
+    pages: Iterable[Page],
+    counted: RowCount,
+    on_page: Callable[[int, float | None], None],
+    budget: RunBudget,
+    temp_files: bool,
+) -> Iterator[Row]:
+    """The rows of ``pages``, counted; ``on_page(rows, fraction)`` after each page. Stops with
+    XLSX_TOO_LARGE when the rest would not fit in the time left or, for an engine writing
+    ``temp_files``, in /tmp (and their zipping in the time)."""
+    temp_dir = tempfile.gettempdir()
+    used_at_start = shutil.disk_usage(temp_dir).used if temp_files else 0
+    for page in pages:
+        yield from page.rows
+        counted.rows += len(page.rows)
+        on_page(counted.rows, page.fraction)
+        save_sec = 0.0
+        if temp_files:
+            disk = shutil.disk_usage(temp_dir)
+            if disk.free < XlsxLimits.TMP_RESERVE_BYTES:
+                raise ExportFailed(
+                    f"the workbook does not fit in the worker's temporary disk ({disk.free // 2**20} MiB left "
+                    f"after {counted.rows} rows); export CSV or csv.gz, or narrow the filters",
+                    code=XLSX_TOO_LARGE,
+                )
+            save_sec = max(0, disk.used - used_at_start) / XlsxLimits.SAVE_BYTES_PER_SEC
+        if budget.below(XlsxLimits.TIME_MARGIN_SEC + save_sec):
+            raise ExportFailed(
+                f"the workbook cannot be finished in one worker run ({counted.rows} rows written); "
+                "export CSV or csv.gz, or narrow the filters",
+                code=XLSX_TOO_LARGE,
+            )
+
+
+def archive_too_large(rows: int) -> ExportFailed:
+    """The error of a workbook that would pass 2 GiB after ``rows`` rows."""
+    return ExportFailed(
+        f"the workbook would pass 2 GiB, more than spreadsheet programs open ({rows} rows "
+        "written); export CSV or csv.gz, or narrow the filters",
+        code=XLSX_TOO_LARGE,
+    )
