@@ -8,7 +8,10 @@ has LibreOffice Calc convert every sheet of both files to CSV headless (``soffic
 
 - the stream engine's cells must be what the source rows should show (text as the writers store
   it, numbers and dates in their formats, booleans as TRUE/FALSE);
-- the openpyxl engine's cells must equal the stream engine's.
+- the openpyxl engine's cells must equal the stream engine's;
+- the fan-out's workbook (the same rows written as three partitions, the last one first, and
+  assembled as the fan-out's assembler does, sheets cut across the partitions) must equal the
+  stream engine's too.
 
 Text like "_x0041_" is written escaped ("_x005F_x0041_") by the stream engine: Excel reads any
 "_xHHHH_" as the character HHHH (ECMA-376 ST_Xstring). Calc decodes only some of them (the
@@ -22,6 +25,7 @@ Run: ``python -m bench.compat [--keep FOLDER]``.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -33,8 +37,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import neutralise, xml_safe
+from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, xml_safe
+from exports.writers.partitioned import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.xlsx_engine import write_xlsx_stream
 from exports.writers.xlsx_writer import write_xlsx
 
@@ -101,8 +106,9 @@ def expected_text(column: Column, value: Any) -> tuple[bool, str]:
     if value is None:
         return False, ""
     if isinstance(value, str):
-        # Text as the writers store it; Calc keeps a line break as LF alone.
-        text = neutralise(xml_safe(value)).replace("\r\n", "\n")
+        # Text exactly as given (a formula-looking one only gets the quotePrefix style); Calc
+        # keeps a line break as LF alone.
+        text = xml_safe(value).replace("\r\n", "\n")
         return bool(text), text
     if isinstance(value, bool):
         shown = "TRUE" if value else "FALSE"
@@ -154,6 +160,29 @@ def read_csv(path: Path) -> list[list[tuple[bool, str]]]:
     if row:
         rows.append(row)
     return rows
+
+
+def partitioned_workbook(
+    columns: Sequence[Column],
+    partitions: Sequence[Sequence[Sequence[Row]]],
+    max_rows_per_sheet: int,
+    order: Sequence[int] | None = None,
+) -> bytes:
+    """The workbook of ``partitions`` (each a list of pages of rows) written partition by
+    partition in ``order`` (any) and assembled: glue, segment, glue, ..., as the fan-out does."""
+    rows = [row for pages in partitions for page in pages for row in page]
+    sizes = [sum(len(page) for page in pages) for pages in partitions]
+    layout = XlsxLayout(
+        columns, fitted_widths(columns, rows[:WIDTH_SAMPLE_ROWS]), plan_sheets(sizes, max_rows_per_sheet)
+    )
+    segments, written = {}, {}
+    for index in order if order is not None else range(len(partitions)):
+        outputs = [io.BytesIO() for _ in layout.pieces_of(index)]
+        written[index] = write_xlsx_partition(layout, index, partitions[index], outputs)
+        segments[index] = [out.getvalue() for out in outputs]
+    glue = xlsx_glue(layout, [piece for index in range(len(partitions)) for piece in written[index]])
+    bodies = [body for index in range(len(partitions)) for body in segments[index]]
+    return b"".join(run + body for run, body in zip(glue, [*bodies, b""], strict=True))
 
 
 def soffice() -> str:
@@ -230,10 +259,16 @@ def main() -> None:
     naive = [tuple(v.replace(tzinfo=None) if isinstance(v, datetime) else v for v in row) for row in rows]
     writers = {"stream": (write_xlsx_stream, rows), "openpyxl": (write_xlsx, naive)}
     read: dict[str, list[list[list[tuple[bool, str]]]]] = {}
-    for engine, (write, engine_rows) in writers.items():
+    # Cuts inside the first and second sheets (ROWS_PER_SHEET rows each): pieces of a sheet from
+    # two partitions are joined in the middle of its XML.
+    partitions = [[rows[:5]], [rows[5:19]], [rows[19:]]]
+    (folder / "fan-out.xlsx").write_bytes(partitioned_workbook(COLUMNS, partitions, ROWS_PER_SHEET, order=[2, 1, 0]))
+    for engine in (*writers, "fan-out"):
         path = folder / f"{engine}.xlsx"
-        with path.open("wb") as out:
-            write(COLUMNS, engine_rows, out, max_rows_per_sheet=ROWS_PER_SHEET)
+        if engine in writers:
+            write, engine_rows = writers[engine]
+            with path.open("wb") as out:
+                write(COLUMNS, engine_rows, out, max_rows_per_sheet=ROWS_PER_SHEET)
         sheets = convert(binary, path, folder / engine)
         in_order = sorted(sheets, key=lambda name: int(name.rpartition("(")[2].rstrip(")")) if "(" in name else 1)
         print(f"{engine}: {path.stat().st_size:,} bytes, sheets {in_order}")
@@ -258,6 +293,8 @@ def main() -> None:
                     problems.append(f"{where}: stream {our_cell!r}, expected {want_cell!r}")
                 if their_cell != our_cell:
                     problems.append(f"{where}: openpyxl {their_cell!r}, stream {our_cell!r}")
+    if read["fan-out"] != read["stream"]:
+        problems.append("the fan-out's workbook (three partitions, assembled) differs from the stream engine's")
     print(f"compared {cells} cells of {len(expected)} sheets per engine ({version(binary)})")
     for line in problems:
         print(f"  MISMATCH {line}")

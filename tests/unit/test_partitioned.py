@@ -13,6 +13,7 @@ import pytest
 from openpyxl import load_workbook
 from python_calamine import CalamineWorkbook
 
+from bench.compat import partitioned_workbook
 from exports.export_types.base import Column, ColumnKind
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.csv_writer import write_csv
@@ -22,7 +23,6 @@ from exports.writers.partitioned import (
     plan_sheets,
     write_csv_partition,
     write_xlsx_partition,
-    xlsx_glue,
 )
 from exports.writers.xlsx_engine import ArchiveTooLarge, write_xlsx_stream, zip_stream
 
@@ -152,19 +152,9 @@ def layout_for(rows, sizes, max_rows):
 
 
 def partitioned_xlsx(rows, sizes, max_rows, order=None):
-    """The workbook written partition by partition (in ``order``, any), assembled."""
-    layout = layout_for(rows, sizes, max_rows)
-    partitions = split(rows, sizes)
-    segments, written = {}, {}
-    for index in order or range(len(sizes)):
-        outputs = [io.BytesIO() for _ in layout.pieces_of(index)]
-        written[index] = write_xlsx_partition(layout, index, partitions[index], outputs)
-        segments[index] = [out.getvalue() for out in outputs]
-    in_order = [piece for index in range(len(sizes)) for piece in written[index]]
-    glue = xlsx_glue(layout, in_order)
-    bodies = [body for index in range(len(sizes)) for body in segments[index]]
-    assert len(glue) == len(bodies) + 1
-    return b"".join(run + body for run, body in zip(glue, [*bodies, b""], strict=True))
+    """The workbook written partition by partition (in ``order``, any), assembled (the same
+    assembly ``make compat`` has LibreOffice read)."""
+    return partitioned_workbook(COLUMNS, split(rows, sizes), max_rows, list(order) if order is not None else None)
 
 
 def entries(body):
