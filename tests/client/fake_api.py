@@ -12,6 +12,14 @@ import httpx
 BASE_URL = "http://api.test"
 TOKEN = "t0ken"
 CREATED = datetime(2025, 4, 1, 12, 0, tzinfo=UTC)
+# The 202 answer of a submit.
+ACCEPTED = {
+    "task_id": "exp_1",
+    "status": "PENDING",
+    "created_at": "2025-04-01T12:00:00Z",
+    "estimated_completion_sec": 3,
+    "status_url": "/v1/exports/exp_1",
+}
 
 
 def task_json(task_id: str = "exp_1", status: str = "RUNNING", **changes: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from exports_client.cli import ExitCode, main
 from exports_client.models import TaskView
 from exports_client.render import ProgressReporter
 from tests.client.fake_api import (
+    ACCEPTED,
     BASE_URL,
     TOKEN,
     FakeApi,
@@ -81,15 +82,6 @@ def test_a_bad_command_line_is_a_usage_error(capsys: pytest.CaptureFixture[str])
         main(["submit", "orders", "--format", "pdf"])
     assert raised.value.code == ExitCode.USAGE
     assert "invalid choice: 'pdf'" in capsys.readouterr().err
-
-
-ACCEPTED = {
-    "task_id": "exp_1",
-    "status": "PENDING",
-    "created_at": "2025-04-01T12:00:00Z",
-    "estimated_completion_sec": 3,
-    "status_url": "/v1/exports/exp_1",
-}
 
 
 def test_submit_sends_the_filters_and_prints_the_task_id() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from exports_client.cli import LIVE_POLL_SEC, ExitCode, main
 from tests.client.fake_api import (
+    ACCEPTED,
     BASE_URL,
     TOKEN,
     FakeApi,
@@ -19,14 +20,6 @@ from tests.client.fake_api import (
     serving_types,
     task_json,
 )
-
-ACCEPTED = {
-    "task_id": "exp_1",
-    "status": "PENDING",
-    "created_at": "2025-04-01T12:00:00Z",
-    "estimated_completion_sec": 3,
-    "status_url": "/v1/exports/exp_1",
-}
 
 
 def run(api: FakeApi, *args: str, fake_time: FakeTime | None = None) -> tuple[int, str, str]:
