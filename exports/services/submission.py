@@ -121,8 +121,10 @@ def submit_export(
             csv_formula_guard=request.csv_formula_guard,
         ),
     )
-    waiting_for = _waiting_for(task, export_type, depths, running)
-    estimate = _estimate(task, export_type, filters, waiting_for, deps)
+    lane = lane_for(task.priority)
+    workers = _workers(export_type, lane)
+    waiting_for = tasks_to_wait_for(depths.get(lane.name, 0) + running.get(lane.name, 0), workers)
+    estimate = _estimate(task, export_type, filters, lane, workers, waiting_for, deps)
     existing = _admit(task, deps)
     if existing is not None:
         return Submission(existing, estimate, deduplicated=True)
@@ -151,20 +153,22 @@ def _workers(export_type: ExportType, lane: Lane) -> int:
     return lane.max_concurrency if limit is None else min(lane.max_concurrency, limit.max_concurrent)
 
 
-def _waiting_for(task: Task, export_type: ExportType, depths: dict[str, int], running: dict[str, int]) -> int:
-    """The tasks of its lane (queued and running) that must end or start before this one runs."""
-    lane = lane_for(task.priority)
-    return tasks_to_wait_for(depths.get(lane.name, 0) + running.get(lane.name, 0), _workers(export_type, lane))
-
-
-def _estimate(task: Task, export_type: ExportType, filters: BaseModel, waiting_for: int, deps: Dependencies) -> int:
-    """``estimated_completion_sec``: the tasks it waits for at the lane's measured wait per task,
-    then its own expected rows at the type's measured speed (see :func:`estimate_completion_sec`)."""
-    lane = lane_for(task.priority)
+def _estimate(
+    task: Task,
+    export_type: ExportType,
+    filters: BaseModel,
+    lane: Lane,
+    workers: int,
+    waiting_for: int,
+    deps: Dependencies,
+) -> int:
+    """``estimated_completion_sec``: the ``waiting_for`` tasks ahead in ``lane`` at its measured
+    wait per task, then its own expected rows at the type's measured speed (see
+    :func:`estimate_completion_sec`)."""
     throughput = _throughput(export_type.name, deps)
     rows = expected_task_rows(throughput, export_type.expected_rows(filters), date_span_days(task.filters))
     queue_wait = _queue_wait(lane.name, deps) if waiting_for else None
-    return estimate_completion_sec(throughput, waiting_for, _workers(export_type, lane), rows, queue_wait)
+    return estimate_completion_sec(throughput, waiting_for, workers, rows, queue_wait)
 
 
 def _queue_wait(lane: str, deps: Dependencies) -> QueueWait | None:
