@@ -38,3 +38,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.relative_to(root).parts
         item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in _SHARED_SUITES else "/".join(parts)))
+
+
+@pytest.fixture
+def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of the test's own as :func:`tempfile.gettempdir`: other test processes
+    write temporary files too, so "nothing left behind" can only be checked in a private folder."""
+    import tempfile
+
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

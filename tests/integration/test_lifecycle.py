@@ -161,10 +161,9 @@ def test_a_flapping_receiver_gets_the_same_signed_event_until_it_accepts(
     assert data["callback_seq"] == 2
     assert data["rows"] == data["rows_written"] and data["sha256"] and data["file_name"] and data["size_bytes"]
     assert data["format"] == "csv" and data["export_type"] == "orders" and data["error"] is None
-    # The retries waited 1 s, then 4 s (compressed 20x here), in that order.
+    # The retries waited 1 s, then 4 s (compressed 20x here), in that order. The gaps between the
+    # calls are not compared: on a loaded machine a Lambda's start can outweigh a compressed wait.
     assert retry_clock.intervals == [1, 4]
-    first_gap, second_gap = calls[1].at - calls[0].at, calls[2].at - calls[1].at
-    assert second_gap > first_gap
     assert task["callback"] == {"status": "DELIVERED", "attempts": 3, "last_error": None}
 
 

@@ -1,11 +1,9 @@
 """run_export with fakes: one complete file, hand-over to new invocations, clean failures, progress."""
 
-import glob
 import gzip
 import hashlib
 import io
 import itertools
-import tempfile
 import zlib
 from collections import namedtuple
 
@@ -305,12 +303,7 @@ def test_an_xlsx_export_holds_every_row_typed():
     assert world.files.tags[result.key]["sha256"] == hashlib.sha256(body).hexdigest() == result.sha256
 
 
-def temp_sheets():
-    return set(glob.glob(f"{tempfile.gettempdir()}/openpyxl*"))
-
-
-def test_an_xlsx_export_stops_with_xlsx_too_large_while_there_is_time_to_abort():
-    before = temp_sheets()
+def test_an_xlsx_export_stops_with_xlsx_too_large_while_there_is_time_to_abort(private_tempdir):
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
     calls = []
 
@@ -324,7 +317,7 @@ def test_an_xlsx_export_stops_with_xlsx_too_large_while_there_is_time_to_abort()
     assert failed.value.code == "XLSX_TOO_LARGE"
     assert "40 rows" in failed.value.message
     assert world.files.objects == {} and world.files.uploads == {} and len(world.files.aborted) == 1
-    assert temp_sheets() == before
+    assert list(private_tempdir.iterdir()) == []
     assert world.queue.sent == []
 
 

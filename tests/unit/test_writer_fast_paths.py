@@ -1,8 +1,6 @@
 """The writers' fast paths give exactly what the general rules give, and XLSX leaves nothing in /tmp."""
 
-import glob
 import io
-import tempfile
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -107,10 +105,7 @@ def test_text_in_a_formatted_column_is_still_exact_quoted_and_cleaned():
     assert all(cell.data_type == "s" and cell.quotePrefix for cell in sheet[2])
 
 
-def test_a_failing_source_leaves_no_temporary_sheet_files(tmp_path, monkeypatch):
-    # A temporary folder of this test's own: other test processes write openpyxl files too.
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    before = set(glob.glob(f"{tempfile.gettempdir()}/openpyxl*"))
+def test_a_failing_source_leaves_no_temporary_sheet_files(private_tempdir):
 
     def rows():
         yield from ((n,) for n in range(2_500))
@@ -119,7 +114,7 @@ def test_a_failing_source_leaves_no_temporary_sheet_files(tmp_path, monkeypatch)
     with pytest.raises(RuntimeError):
         write_xlsx([Column("n", "N", ColumnKind.INTEGER)], rows(), io.BytesIO(), max_rows_per_sheet=1_000)
 
-    assert set(glob.glob(f"{tempfile.gettempdir()}/openpyxl*")) == before
+    assert list(private_tempdir.iterdir()) == []
 
 
 def test_sheets_roll_over_at_excels_row_limit_by_default():

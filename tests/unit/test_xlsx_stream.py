@@ -2,13 +2,11 @@
 and a zip written forward only into a stream that cannot seek."""
 
 import base64
-import glob
 import io
 import random
 import re
 import shutil
 import subprocess
-import tempfile
 import zipfile
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -513,8 +511,7 @@ def test_parts_go_out_while_rows_are_still_coming_in_small_writes():
     assert sheet_xml.count(b"</row>") == total + 1
 
 
-def test_a_failing_source_writes_nothing_more_and_leaves_no_file_behind():
-    before = set(glob.glob(f"{tempfile.gettempdir()}/*"))
+def test_a_failing_source_writes_nothing_more_and_leaves_no_file_behind(private_tempdir):
     sink = MultipartSink(FakeUpload(), MIN_PART_BYTES)
     written_when_it_failed = []
 
@@ -527,7 +524,7 @@ def test_a_failing_source_writes_nothing_more_and_leaves_no_file_behind():
         write_xlsx_stream(ONE, rows(), sink, max_rows_per_sheet=1_000)
 
     assert sink.bytes_written == written_when_it_failed[0]
-    assert set(glob.glob(f"{tempfile.gettempdir()}/*")) <= before
+    assert list(private_tempdir.iterdir()) == []
 
 
 def test_the_openpyxl_writer_writes_booleans_typed_too():
