@@ -6,6 +6,7 @@ the adapter on moto. Observing what a port cannot tell by itself (an object's bo
 small probe per implementation.
 """
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,13 +18,15 @@ from moto import mock_aws
 
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.s3_results import S3ResultStore
-from exports.domain.errors import ConditionFailed, DuplicateSubmission, InvalidRequest, Overloaded
+from exports.adapters.sqs_queue import SqsTaskQueue
+from exports.config import LANES
+from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus
 from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
-from exports.ports import ExportFiles, ResultStore, TaskRepository
+from exports.ports import Delivery, ExportFiles, ResultStore, TaskMessage, TaskQueue, TaskRepository
 from local_stack.embedded_aws import REGION, create_resources
 from tests.unit.builders import LEASE, NOW, RETENTION, make_task
-from tests.unit.export_fakes import FakeFiles, FakeTasks
+from tests.unit.export_fakes import FakeFiles, FakeQueue, FakeTasks
 
 MIB = 1024 * 1024
 # S3 wants every part but the last to be at least 5 MiB.
@@ -287,3 +290,77 @@ def test_a_deleted_result_is_gone_and_deleting_it_again_is_harmless(files: Files
     files.results.delete(KEY)
     files.results.delete(KEY)
     assert files.body(KEY) is None
+
+
+# TaskQueue --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Queue:
+    """A TaskQueue implementation and what a worker's poll does to one of its lanes."""
+
+    queue: TaskQueue
+    # Take one waiting message of the lane, as a worker's poll does: its delivery.
+    receive: Callable[[str], Delivery]
+
+
+@pytest.fixture(params=["fake", "sqs"])
+def queue(request: pytest.FixtureRequest) -> Queue:
+    if request.param == "fake":
+        fake = FakeQueue()
+        return Queue(fake, fake.receive)
+    resources = request.getfixturevalue("moto")
+    sqs = boto3.client("sqs", region_name=REGION)
+
+    def receive(lane: str) -> Delivery:
+        url = resources.queue_urls[lane]
+        (received,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        return Delivery(queue_arn=arn, receipt_handle=received["ReceiptHandle"], receive_count=1)
+
+    # No depth cache: every reading is the queue's.
+    return Queue(SqsTaskQueue(sqs, resources.queue_urls, cache_sec=0), receive)
+
+
+def message(n: int, priority: int) -> TaskMessage:
+    return TaskMessage(task_id=task_n(n).task_id, export_type="orders", priority=priority)
+
+
+def test_a_message_waits_on_its_prioritys_lane(queue: Queue) -> None:
+    assert queue.queue.depths() == {lane.name: 0 for lane in LANES}
+    queue.queue.send(message(1, priority=1))
+    queue.queue.send(message(2, priority=9))
+    queue.queue.send(message(3, priority=9))
+    assert queue.queue.depths() == {"high": 1, "normal": 0, "low": 2}
+    assert queue.queue.running() == {lane.name: 0 for lane in LANES}
+
+
+def test_a_delayed_message_is_not_yet_waiting(queue: Queue) -> None:
+    queue.queue.send(message(1, priority=5), delay_sec=60)
+    assert queue.queue.depths()["normal"] == 0
+
+
+def test_a_received_message_counts_as_running_until_it_is_done(queue: Queue) -> None:
+    queue.queue.send(message(1, priority=5))
+    queue.queue.send(message(2, priority=5))
+    queue.receive("normal")
+    assert queue.queue.depths()["normal"] == 1
+    assert queue.queue.running()["normal"] == 1
+
+
+def test_a_failed_delivery_comes_back_after_the_delay_it_is_given(queue: Queue) -> None:
+    queue.queue.send(message(1, priority=5))
+    queue.queue.send(message(2, priority=5))
+    later, now = queue.receive("normal"), queue.receive("normal")
+    queue.queue.redeliver_after(later, 60)
+    queue.queue.redeliver_after(now, 0)
+    assert queue.queue.depths()["normal"] == 1
+    assert queue.queue.running()["normal"] == 1
+
+
+def test_a_redelivery_must_name_one_of_the_task_queues(queue: Queue) -> None:
+    queue.queue.send(message(1, priority=5))
+    delivery = queue.receive("normal")
+    elsewhere = dataclasses.replace(delivery, queue_arn=delivery.queue_arn.rsplit(":", 1)[0] + ":elsewhere")
+    with pytest.raises(ExportsError):
+        queue.queue.redeliver_after(elsewhere, 10)

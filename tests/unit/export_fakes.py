@@ -9,13 +9,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from exports.config import Admission
-from exports.domain.errors import ConditionFailed, DuplicateSubmission, InvalidRequest, Overloaded
+from exports.config import LANES, Admission
+from exports.domain.admission import lane_for
+from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import TaskPage
+from exports.ports import Delivery, TaskPage
 from exports.services.dependencies import Dependencies
 from exports.settings import Settings
 from tests.unit.builders import LEASE, NOW, make_task
@@ -141,11 +142,45 @@ class FakeTasks:
 
 
 class FakeQueue:
+    """:class:`exports.ports.TaskQueue` in memory: lanes of waiting messages, exact depths.
+
+    ``sent`` keeps every message with its delay; a delayed message does not count as waiting (SQS
+    counts it apart); :meth:`receive` is what a worker's poll does to a lane."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[Any, int]] = []
+        self.redelivered: list[tuple[Delivery, int]] = []
+        self._waiting = {lane.name: 0 for lane in LANES}
+        self._running = {lane.name: 0 for lane in LANES}
 
     def send(self, message: Any, delay_sec: int = 0) -> None:
         self.sent.append((message, delay_sec))
+        if delay_sec <= 0:
+            self._waiting[lane_for(message.priority).name] += 1
+
+    def receive(self, lane: str) -> Delivery:
+        """A worker takes one waiting message of ``lane``: it runs until deleted."""
+        self._waiting[lane] -= 1
+        self._running[lane] += 1
+        queue_name = next(each.queue_name for each in LANES if each.name == lane)
+        return Delivery(f"arn:aws:sqs:us-east-1:123456789012:{queue_name}", f"receipt-{len(self.redelivered)}", 1)
+
+    def depths(self) -> dict[str, int]:
+        return dict(self._waiting)
+
+    def running(self) -> dict[str, int]:
+        return dict(self._running)
+
+    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
+        """Without a delay the message waits again at once; with one it stays in flight."""
+        queue_name = delivery.queue_arn.rsplit(":", 1)[-1]
+        lane = next((each.name for each in LANES if each.queue_name == queue_name), None)
+        if lane is None:
+            raise ExportsError(f"not one of the task queues: {delivery.queue_arn}")
+        self.redelivered.append((delivery, delay_sec))
+        if delay_sec <= 0 and self._running[lane]:
+            self._running[lane] -= 1
+            self._waiting[lane] += 1
 
 
 class FakeMetrics:
