@@ -30,6 +30,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 _SHARED_SUITES = frozenset({"client", "infra", "postgres"})
 
 
+# First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups for ``make test``'s parallel run (``--dist loadgroup``): one per module, which keeps
     a module's tests (and its module-scoped stack or database) in one worker, and one per suite
