@@ -15,7 +15,7 @@ Cases:
                  the service's pipeline: run_export (export type pages -> writer -> sink ->
                  parts), the parts going to a file, progress going to in-memory task records;
                  xlsx with the default engine (stream)
-  xlsx_openpyxl  the pipeline with the openpyxl engine (Settings.xlsx_engine = "openpyxl")
+  xlsx_openpyxl  the pipeline with the openpyxl engine (WorkerSettings.xlsx_engine = "openpyxl")
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
@@ -253,15 +253,15 @@ def run_pipeline(
     from exports.config import Worker, XlsxEngine
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.services.dependencies import Dependencies
+    from exports.services.dependencies import WorkerDependencies
     from exports.services.export_run import run_export
     from exports.services.progress import ProgressReporter
-    from exports.settings import Settings
+    from exports.settings import WorkerSettings
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()
     given: dict[str, Any] = {
-        "settings": Settings.model_construct(
+        "settings": WorkerSettings.model_construct(
             progress_interval_sec=Worker.PROGRESS_INTERVAL_SEC,
             lease_sec=Worker.LEASE_SEC,
             upload_part_bytes=Worker.UPLOAD_PART_BYTES,
@@ -274,10 +274,10 @@ def run_pipeline(
     # The ports a run does not use stay None: a call to one would fail the benchmark loudly.
     unused: dict[str, Any] = {
         field.name: None
-        for field in dataclasses.fields(Dependencies)
+        for field in dataclasses.fields(WorkerDependencies)
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     }
-    deps = Dependencies(**{**unused, **given})
+    deps = WorkerDependencies(**{**unused, **given})
     now = datetime.now(UTC)
     task = new_task(
         task_id="exp_bench",

@@ -1,4 +1,9 @@
-"""Building the real adapters from settings: the composition root every handler uses."""
+"""Building the real adapters from the environment: one composition root per function.
+
+Each handler's cached ``dependencies()`` calls its own root (``compose_api``, ``compose_worker``,
+``compose_callback``, ``compose_lifecycle``), which reads that function's settings and builds
+only the adapters that function uses, on the shared boto3 clients.
+"""
 
 from __future__ import annotations
 
@@ -24,13 +29,19 @@ from exports.declared.build import PluginContext, SourceReaders, build_export_ty
 from exports.declared.loader import default_path, load_declarations
 from exports.declared.model import PostgresSource
 from exports.domain.errors import ExportsError
+from exports.export_types.base import ExportType
 from exports.export_types.customers import CustomersExport
 from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
 from exports.export_types.sales_report import SalesReportExport
 from exports.ports import BusinessMetrics, SqlReader
-from exports.services.dependencies import Dependencies
-from exports.settings import Settings
+from exports.services.dependencies import (
+    ApiDependencies,
+    CallbackDependencies,
+    LifecycleDependencies,
+    WorkerDependencies,
+)
+from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from exports.webhooks.signing import SECRET_PREFIX
 
 
@@ -45,7 +56,7 @@ class PowertoolsMetrics:
         self._metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def build_registry(settings: Settings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
+def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[ExportType]:
     """The export types of this deployment: the declaration file's, wired to their sources."""
     declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
 
@@ -67,7 +78,12 @@ def build_registry(settings: Settings, environ: Mapping[str, str] = os.environ) 
         environ=environ,
         settings=settings,
     )
-    return ExportTypeRegistry(build_export_types(declarations, readers).types)
+    return list(build_export_types(declarations, readers).types)
+
+
+def build_registry(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
+    """The registry of the declared export types, built now."""
+    return ExportTypeRegistry(declared_export_types(settings, environ))
 
 
 def demo_orders(context: PluginContext) -> OrdersExport:
@@ -86,7 +102,7 @@ def demo_sales_report(context: PluginContext) -> SalesReportExport:
     return SalesReportExport(DynamoOrdersReader(context.client("dynamodb"), context.settings.orders_table))
 
 
-def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
+def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
     """The signing secret: given directly (local mode) or read, cached, from Secrets Manager."""
     if settings.webhook_secret:
         secret = settings.webhook_secret
@@ -115,18 +131,34 @@ def webhook_secret_provider(settings: Settings) -> Callable[[], str]:
     return missing
 
 
-def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependencies:
-    """Real adapters on the shared boto3 clients."""
-    return Dependencies(
+def compose_api(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> ApiDependencies:
+    """The API function's adapters on the shared boto3 clients; the registry is built on the
+    first request that needs an export type (a submit, a retry, the list of types)."""
+    settings = ApiSettings.from_env(environ)
+    return ApiDependencies(
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
         queue=SqsTaskQueue(aws_client("sqs"), settings.queue_urls),
         results=S3ResultStore(aws_client("s3"), settings.results_bucket),
-        registry=build_registry(settings),
+        registry=ExportTypeRegistry.on_first_use(lambda: declared_export_types(settings, environ)),
         metrics=metrics,
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
-        webhooks=PinnedWebhookSender(),
-        webhook_secret=webhook_secret_provider(settings),
+        throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
+    )
+
+
+def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> WorkerDependencies:
+    """The worker's adapters on the shared boto3 clients; every task it runs needs its export
+    type, so the registry is built at once."""
+    settings = WorkerSettings.from_env(environ)
+    return WorkerDependencies(
+        settings=settings,
+        tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
+        queue=SqsTaskQueue(aws_client("sqs"), settings.queue_urls),
+        results=S3ResultStore(aws_client("s3"), settings.results_bucket),
+        registry=build_registry(settings, environ),
+        metrics=metrics,
+        lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         limiter=DynamoHotKeyLimiter(
             aws_client("dynamodb"), settings.tasks_table, settings.hot_key_rate_per_minute, settings.hot_key_burst
         ),
@@ -138,7 +170,26 @@ def build_dependencies(settings: Settings, metrics: BusinessMetrics) -> Dependen
     )
 
 
-def dependencies_from_environment(metrics: Any) -> Dependencies:
-    """What every handler's cached ``dependencies()`` builds: settings from the environment the
-    CDK app (or local mode) sets, adapters on the shared clients, metrics on Powertools."""
-    return build_dependencies(Settings.from_env(os.environ), PowertoolsMetrics(metrics))
+def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
+    """The callback function's adapters: no registry, no queue, no limiter; the signing secret
+    is read from Secrets Manager on the first delivery."""
+    settings = CallbackSettings.from_env(environ)
+    return CallbackDependencies(
+        settings=settings,
+        tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
+        results=S3ResultStore(aws_client("s3"), settings.results_bucket),
+        metrics=metrics,
+        webhooks=PinnedWebhookSender(),
+        webhook_secret=webhook_secret_provider(settings),
+    )
+
+
+def compose_lifecycle(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> LifecycleDependencies:
+    """The lifecycle function's adapters: the tasks table and the lifecycle workflow."""
+    settings = LifecycleSettings.from_env(environ)
+    return LifecycleDependencies(
+        settings=settings,
+        tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
+        lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
+        metrics=metrics,
+    )

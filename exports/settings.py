@@ -1,91 +1,192 @@
-"""Typed settings of the functions, parsed from the environment at the edge (never at import)."""
+"""Typed settings of each function, parsed from the environment at the edge (never at import).
+
+Each function has its own class with only the fields it uses, read from only its own variables
+(names in :class:`exports.config.Env`). A class says which variable each field comes from
+(:attr:`FunctionSettings.REQUIRED`, :attr:`FunctionSettings.OPTIONAL`); ``from_env`` reads
+exactly those, and the CDK app gives each function exactly those (``infra/functions.py``).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Literal
+from typing import ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from exports.config import Admission, Env, FanOut, HotKey, Results, Worker, XlsxEngine
 
+# The variables whose value is a JSON object.
+_JSON_VARIABLES = frozenset({Env.TASK_QUEUE_URLS, Env.SOURCE_OVERRIDES})
 
-class Settings(BaseModel):
-    """What the services need to know about their deployment."""
+
+class MissingVariable(LookupError):
+    """A variable a function's settings require is not set."""
+
+    def __init__(self, settings: str, variables: list[str]) -> None:
+        self.variables = variables
+        super().__init__(f"{settings} needs the environment variable(s) {', '.join(variables)}, which are not set")
+
+
+class FunctionSettings(BaseModel):
+    """What every function reads: the tasks table, and how long ended tasks are kept."""
 
     model_config = ConfigDict(frozen=True)
 
+    # Field -> the variable it is read from. A required variable missing fails ``from_env``
+    # (:class:`MissingVariable`); an optional one leaves the field's default. Each class lists
+    # its base's and its own.
+    REQUIRED: ClassVar[Mapping[str, str]] = {"tasks_table": Env.TASKS_TABLE}
+    OPTIONAL: ClassVar[Mapping[str, str]] = {"retention_hours": Env.RETENTION_HOURS}
+
     tasks_table: str
-    queue_urls: dict[str, str]
-    results_bucket: str
-    orders_table: str
-    customers_table: str
-    state_machine_arn: str
-    webhook_secret: str | None = None
-    webhook_secret_arn: str | None = None
-    allow_local_callbacks: bool = False
-    download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     retention_hours: int = Field(
         default=Results.RETENTION_HOURS_DEFAULT, ge=Results.RETENTION_HOURS_MIN, le=Results.RETENTION_HOURS_MAX
     )
-    lease_sec: int = Worker.LEASE_SEC
-    progress_interval_sec: float = Worker.PROGRESS_INTERVAL_SEC
-    upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
-    max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
-    max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
-    hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
-    hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
-    xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
-    # The declaration file of sources and export types; None: the one the repository ships.
-    exports_config: str | None = None
-    # Splitting large exports (docs/fan-out.md): rows per partition, the most
-    # partitions per export, and the workflow that runs them (None: never split).
-    partition_rows: int = Field(default=FanOut.PARTITION_ROWS, ge=1)
-    max_partitions: int = Field(default=FanOut.MAX_PARTITIONS_DEFAULT, ge=1, le=FanOut.MAX_PARTITIONS_LIMIT)
-    fan_out_state_machine_arn: str | None = None
-    # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).
-    source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
 
     @property
     def retention(self) -> timedelta:
         """How long records and files are kept after a task ends."""
         return timedelta(hours=self.retention_hours)
 
+    @classmethod
+    def variables(cls) -> frozenset[str]:
+        """Every variable these settings read, required or not."""
+        return frozenset({*cls.REQUIRED.values(), *cls.OPTIONAL.values()})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        """Settings from the variables the CDK app (or local mode) sets; other variables are
+        ignored. :class:`MissingVariable` names the required ones that are not set."""
+        missing = [variable for variable in cls.REQUIRED.values() if variable not in environ]
+        if missing:
+            raise MissingVariable(cls.__name__, missing)
+        values = {
+            field: json.loads(environ[variable]) if variable in _JSON_VARIABLES else environ[variable]
+            for field, variable in {**cls.REQUIRED, **cls.OPTIONAL}.items()
+            if variable in environ
+        }
+        return cls.model_validate(values)
+
+
+class RegistrySettings(FunctionSettings):
+    """What a function that builds the export-type registry (the API, the worker) reads besides:
+    the declaration file, the deployment's source overrides and the demo types' tables."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **FunctionSettings.REQUIRED,
+        "orders_table": Env.ORDERS_TABLE,
+        "customers_table": Env.CUSTOMERS_TABLE,
+    }
+    OPTIONAL: ClassVar[Mapping[str, str]] = {
+        **FunctionSettings.OPTIONAL,
+        "exports_config": Env.EXPORTS_CONFIG,
+        "source_overrides": Env.SOURCE_OVERRIDES,
+    }
+
+    orders_table: str
+    customers_table: str
+    # The declaration file of sources and export types; None: the one the repository ships.
+    exports_config: str | None = None
+    # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).
+    source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
+
+
+class ApiSettings(RegistrySettings):
+    """The API function's: queues and admission limits at submit, the lifecycle workflow it
+    starts, download links, and whether callbacks may go to loopback addresses."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.REQUIRED,
+        "queue_urls": Env.TASK_QUEUE_URLS,
+        "results_bucket": Env.RESULTS_BUCKET,
+        "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
+    }
+    OPTIONAL: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.OPTIONAL,
+        "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
+        "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
+        "max_active_tasks_per_user": Env.MAX_ACTIVE_TASKS_PER_USER,
+        "max_backlog": Env.MAX_BACKLOG,
+    }
+
+    queue_urls: dict[str, str]
+    results_bucket: str
+    state_machine_arn: str
+    download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
+    allow_local_callbacks: bool = False
+    max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
+    max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
+
+
+class WorkerSettings(RegistrySettings):
+    """The worker's: queues, results bucket, lifecycle workflow, leases and progress, the XLSX
+    engine, the hot-key limit, and splitting large exports (docs/fan-out.md)."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.REQUIRED,
+        "queue_urls": Env.TASK_QUEUE_URLS,
+        "results_bucket": Env.RESULTS_BUCKET,
+        "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
+    }
+    OPTIONAL: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.OPTIONAL,
+        "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
+        "hot_key_burst": Env.HOT_KEY_BURST,
+        "xlsx_engine": Env.XLSX_ENGINE,
+        "max_partitions": Env.MAX_PARTITIONS,
+        "partition_rows": Env.PARTITION_ROWS,
+        "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
+    }
+
+    queue_urls: dict[str, str]
+    results_bucket: str
+    state_machine_arn: str
+    lease_sec: int = Worker.LEASE_SEC
+    progress_interval_sec: float = Worker.PROGRESS_INTERVAL_SEC
+    upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
+    hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
+    hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
+    xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
+    # Rows per partition, the most partitions per export, and the workflow that runs them
+    # (None: never split).
+    partition_rows: int = Field(default=FanOut.PARTITION_ROWS, ge=1)
+    max_partitions: int = Field(default=FanOut.MAX_PARTITIONS_DEFAULT, ge=1, le=FanOut.MAX_PARTITIONS_LIMIT)
+    fan_out_state_machine_arn: str | None = None
+
     @property
     def lease(self) -> timedelta:
         """How long a claim lasts without a progress write."""
         return timedelta(seconds=self.lease_sec)
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Settings from the variables the CDK app (or local mode) sets."""
-        values: dict[str, object] = {
-            "tasks_table": environ[Env.TASKS_TABLE],
-            "queue_urls": json.loads(environ[Env.TASK_QUEUE_URLS]),
-            "results_bucket": environ[Env.RESULTS_BUCKET],
-            "orders_table": environ[Env.ORDERS_TABLE],
-            "customers_table": environ[Env.CUSTOMERS_TABLE],
-            "state_machine_arn": environ[Env.LIFECYCLE_STATE_MACHINE_ARN],
-        }
-        optional = {
-            "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
-            "retention_hours": Env.RETENTION_HOURS,
-            "webhook_secret": Env.WEBHOOK_SECRET,
-            "webhook_secret_arn": Env.WEBHOOK_SECRET_ARN,
-            "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
-            "max_active_tasks_per_user": Env.MAX_ACTIVE_TASKS_PER_USER,
-            "max_backlog": Env.MAX_BACKLOG,
-            "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
-            "hot_key_burst": Env.HOT_KEY_BURST,
-            "xlsx_engine": Env.XLSX_ENGINE,
-            "exports_config": Env.EXPORTS_CONFIG,
-            "max_partitions": Env.MAX_PARTITIONS,
-            "partition_rows": Env.PARTITION_ROWS,
-            "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
-        }
-        values.update({field: environ[var] for field, var in optional.items() if var in environ})
-        if Env.SOURCE_OVERRIDES in environ:
-            values["source_overrides"] = json.loads(environ[Env.SOURCE_OVERRIDES])
-        return cls.model_validate(values)
+
+class CallbackSettings(FunctionSettings):
+    """The callback function's: the results bucket (the payload's download link) and the
+    signing secret, given directly (local mode) or by its Secrets Manager ARN."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {**FunctionSettings.REQUIRED, "results_bucket": Env.RESULTS_BUCKET}
+    OPTIONAL: ClassVar[Mapping[str, str]] = {
+        **FunctionSettings.OPTIONAL,
+        "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
+        "webhook_secret": Env.WEBHOOK_SECRET,
+        "webhook_secret_arn": Env.WEBHOOK_SECRET_ARN,
+        "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
+    }
+
+    results_bucket: str
+    download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
+    webhook_secret: str | None = None
+    webhook_secret_arn: str | None = None
+    allow_local_callbacks: bool = False
+
+
+class LifecycleSettings(FunctionSettings):
+    """The lifecycle function's: the workflow it hands a task's outcome to."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **FunctionSettings.REQUIRED,
+        "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
+    }
+
+    state_machine_arn: str

@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from exports.config import SERVICE_NAME, metrics_namespace
+from exports.settings import FunctionSettings
 from infra.nag import acknowledge
 from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirements_for
 from infra.settings import StageSettings
@@ -67,10 +68,22 @@ class FunctionSpec:
     timeout_sec: int
     # Runtime dependencies it imports, by name; the versions come from pyproject.toml.
     distributions: tuple[str, ...]
+    # What its handler parses from the environment (exports/settings.py): the function gets
+    # exactly the variables these settings read (:meth:`own_environment`).
+    runtime_settings: type[FunctionSettings]
     # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.
     ephemeral_storage_mib: int | None = None
     # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
     reserved_concurrency: int | None = None
+
+    def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:
+        """Of the ``available`` variables, the ones its settings read; ``ValueError`` naming
+        any they require that is not there."""
+        missing = sorted(set(self.runtime_settings.REQUIRED.values()) - set(available))
+        if missing:
+            raise ValueError(f"the {self.name} function needs {', '.join(missing)}")
+        reads = self.runtime_settings.variables()
+        return {name: value for name, value in available.items() if name in reads}
 
     def package(self, extra_files: tuple[tuple[Path, str], ...] = ()) -> PackageSpec:
         """What goes into its Lambda package (``extra_files``: see :class:`PackageSpec`)."""
@@ -96,6 +109,7 @@ class ServiceFunction(Construct):
         extra_files: tuple[tuple[Path, str], ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        self.spec = spec
         self.role = iam.Role(
             self,
             "Role",

@@ -10,6 +10,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from exports.config import CustomersTable, Env, OrdersTable, Results, TaskTable, Worker, XlsxLimits
+from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
@@ -36,6 +37,7 @@ API: Final = FunctionSpec(
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
     distributions=(*_COMMON, _RETRIES),
+    runtime_settings=ApiSettings,
 )
 WORKER: Final = FunctionSpec(
     name="worker",
@@ -44,9 +46,10 @@ WORKER: Final = FunctionSpec(
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
-    # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the other
-    # functions build the same registry without importing it.
+    # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
+    # builds the same registry without importing it.
     distributions=(*_BASE, _RETRIES, "openpyxl", "lxml", "psycopg"),
+    runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
 )
@@ -56,6 +59,7 @@ LIFECYCLE: Final = FunctionSpec(
     memory_mb=Sizing.LIFECYCLE_MEMORY_MB,
     timeout_sec=Sizing.LIFECYCLE_TIMEOUT_SEC,
     distributions=(*_BASE, _RETRIES),
+    runtime_settings=LifecycleSettings,
     reserved_concurrency=Sizing.LIFECYCLE_RESERVED_CONCURRENCY,
 )
 CALLBACK: Final = FunctionSpec(
@@ -66,6 +70,7 @@ CALLBACK: Final = FunctionSpec(
     # The payload's download link goes through the same query code as the API (task id checks);
     # the callback states are written by the module of every task write.
     distributions=(*_COMMON, _RETRIES),
+    runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)
@@ -95,10 +100,10 @@ def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
 class ServiceFunctions(Construct):
     """The API function, the queue worker, and the two functions of the lifecycle workflow.
 
-    The lifecycle state machine invokes the lifecycle and callback functions, and all four
-    functions call it back (start an execution, hand a task's outcome to it): they know it by
-    ``lifecycle_state_machine_arn``, an ARN built from its fixed name, so neither side of that
-    circle refers to the other's resource.
+    The lifecycle state machine invokes the lifecycle and callback functions, and the API, the
+    worker and the lifecycle function call it (start an execution, hand a task's outcome to it):
+    they know it by ``lifecycle_state_machine_arn``, an ARN built from its fixed name, so neither
+    side of that circle refers to the other's resource.
     """
 
     def __init__(
@@ -116,8 +121,9 @@ class ServiceFunctions(Construct):
         sources: DeclaredSources,
     ) -> None:
         super().__init__(scope, construct_id)
-        # Settings.from_env (exports/settings.py) needs all of these in every function.
-        environment = {
+        # Every variable the stack has a value for; each function gets the ones its settings read
+        # (FunctionSpec.own_environment), so no function carries another's.
+        available = {
             Env.TASKS_TABLE: tables.tasks.table_name,
             Env.ORDERS_TABLE: tables.orders.table_name,
             Env.CUSTOMERS_TABLE: tables.customers.table_name,
@@ -126,42 +132,30 @@ class ServiceFunctions(Construct):
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
             Env.RETENTION_HOURS: str(settings.results_retention_hours),
             Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_state_machine_arn,
+            **api_limits(settings.admission),
+            **worker_limits(settings.admission),
+            Env.FAN_OUT_STATE_MACHINE_ARN: fan_out_state_machine_arn,
+            Env.MAX_PARTITIONS: str(settings.max_partitions),
+            Env.PARTITION_ROWS: str(settings.partition_rows),
+            Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn,
             **sources.environment(),
         }
         packaged = sources.packaged_files()
-        self.api = ServiceFunction(
-            self,
-            "Api",
-            spec=API,
-            settings=settings,
-            environment={**environment, **api_limits(settings.admission)},
-            extra_files=packaged,
-        )
-        self.worker = ServiceFunction(
-            self,
-            "Worker",
-            spec=WORKER,
-            settings=settings,
-            environment={
-                **environment,
-                **worker_limits(settings.admission),
-                Env.FAN_OUT_STATE_MACHINE_ARN: fan_out_state_machine_arn,
-                Env.MAX_PARTITIONS: str(settings.max_partitions),
-                Env.PARTITION_ROWS: str(settings.partition_rows),
-            },
-            extra_files=packaged,
-        )
-        self.lifecycle = ServiceFunction(
-            self, "Lifecycle", spec=LIFECYCLE, settings=settings, environment=environment, extra_files=packaged
-        )
-        self.callback = ServiceFunction(
-            self,
-            "Callback",
-            spec=CALLBACK,
-            settings=settings,
-            environment={**environment, Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn},
-            extra_files=packaged,
-        )
+
+        def service_function(construct_id: str, spec: FunctionSpec) -> ServiceFunction:
+            return ServiceFunction(
+                self,
+                construct_id,
+                spec=spec,
+                settings=settings,
+                environment=spec.own_environment(available),
+                extra_files=packaged,
+            )
+
+        self.api = service_function("Api", API)
+        self.worker = service_function("Worker", WORKER)
+        self.lifecycle = service_function("Lifecycle", LIFECYCLE)
+        self.callback = service_function("Callback", CALLBACK)
         results = storage.results_objects_arn()
         tasks_table = tables.tasks.table_arn
         task_queues = [queue.queue_arn for queue in queues.task_queues]

@@ -46,7 +46,8 @@ class DeclaredSources:
         return tuple(files)
 
     def environment(self) -> dict[str, str]:
-        """What every function needs to build the same registry: the source overrides."""
+        """What the functions that build the registry (API, worker) need besides the file: the
+        source overrides."""
         return {Env.SOURCE_OVERRIDES: json.dumps(self.overrides, sort_keys=True)} if self.overrides else {}
 
     def secret_arns(self) -> list[str]:

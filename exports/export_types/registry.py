@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 
 from exports.domain.errors import InvalidRequest
 from exports.export_types.base import ExportType
@@ -12,14 +13,34 @@ class ExportTypeRegistry:
     """Export types by name; the API lists them and the worker runs them."""
 
     def __init__(self, types: Iterable[ExportType]) -> None:
-        self._types = {export_type.name: export_type for export_type in types}
+        self._types: dict[str, ExportType] | None = {export_type.name: export_type for export_type in types}
+        self._build: Callable[[], Iterable[ExportType]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def on_first_use(cls, build: Callable[[], Iterable[ExportType]]) -> ExportTypeRegistry:
+        """A registry whose types ``build`` makes when one is first asked for (reading the
+        declaration file and wiring its sources is left to the requests that need a type)."""
+        registry = cls(())
+        registry._types, registry._build = None, build
+        return registry
+
+    def _by_name(self) -> dict[str, ExportType]:
+        types = self._types
+        if types is None:
+            with self._lock:  # local mode runs several invocations of a function in one process
+                if self._types is None and self._build is not None:
+                    self._types = {export_type.name: export_type for export_type in self._build()}
+                types = self._types or {}
+        return types
 
     def get(self, name: str) -> ExportType:
         """The type called ``name``; :class:`InvalidRequest` naming ``export_type`` otherwise."""
+        types = self._by_name()
         try:
-            return self._types[name]
+            return types[name]
         except KeyError:
-            known = ", ".join(sorted(self._types))
+            known = ", ".join(sorted(types))
             raise InvalidRequest(
                 f"unknown export type {name!r}; known types: {known}",
                 field="export_type",
@@ -27,4 +48,4 @@ class ExportTypeRegistry:
             ) from None
 
     def __iter__(self) -> Iterator[ExportType]:
-        return iter(self._types.values())
+        return iter(self._by_name().values())

@@ -12,7 +12,7 @@ from exports.domain.errors import InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, give_up_callback, record_callback
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import CallbackDependencies
 from exports.services.queries import download_link
 from exports.services.task_writes import write_callbacks
 from exports.webhooks.destination import check_destination
@@ -43,7 +43,7 @@ def message_id(task: Task, index: int = 0) -> str:
     return base if index == 0 else f"{base}_{index}"
 
 
-def callback_payload(task: Task, deps: Dependencies) -> dict[str, Any]:
+def callback_payload(task: Task, deps: CallbackDependencies) -> dict[str, Any]:
     """The JSON body, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
     ``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it, with a fresh
     download link and its expiry for COMPLETED."""
@@ -54,7 +54,7 @@ def callback_payload(task: Task, deps: Dependencies) -> dict[str, Any]:
     return event_payload(task, deps.clock(), download_url, download_expires_at)
 
 
-def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:
+def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
     """Send each pending subscriber's callback once. Each is signed with its own message id and
     recorded on its own; raises :class:`CallbackRetryable` while any may still get through (the
     workflow retries: delivered and failed subscribers are not sent again)."""
@@ -85,7 +85,9 @@ def deliver(task_id: str, deps: Dependencies) -> DeliveryOutcome:
     return DeliveryOutcome.DELIVERED if all(outcomes) else DeliveryOutcome.FAILED
 
 
-def _attempt(url: str, body: bytes, headers: dict[str, str], deps: Dependencies) -> tuple[bool, str | None, bool]:
+def _attempt(
+    url: str, body: bytes, headers: dict[str, str], deps: CallbackDependencies
+) -> tuple[bool, str | None, bool]:
     """One attempt to one subscriber: (delivered, error, final)."""
     try:
         destination = check_destination(url, deps.resolve, deps.settings.allow_local_callbacks)
@@ -98,7 +100,7 @@ def _attempt(url: str, body: bytes, headers: dict[str, str], deps: Dependencies)
     return False, error, not callback_retryable(response.status)
 
 
-def give_up(task_id: str, error: str | None, deps: Dependencies) -> None:
+def give_up(task_id: str, error: str | None, deps: CallbackDependencies) -> None:
     """Retries are spent: record every callback still pending as failed and count each."""
     task = deps.tasks.get(task_id)
     if task is None or not task.pending_callbacks:

@@ -7,13 +7,13 @@ from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRe
 from exports.domain.spec import ExportSpec
 from exports.domain.status import RETRYABLE
 from exports.domain.task import Task, TaskSource, cancel
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import ApiDependencies
 from exports.services.queries import owned_task
 from exports.services.submission import Submission, submit_export
 from exports.services.task_writes import end_task
 
 
-def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
+def cancel_export(task_id: str, user_id: str, deps: ApiDependencies) -> Task:
     """CANCELLED from PENDING or RUNNING. A running worker sees it at its next progress write or
     upload part, aborts its upload and leaves no file."""
     for _ in range(3):
@@ -29,7 +29,7 @@ def cancel_export(task_id: str, user_id: str, deps: Dependencies) -> Task:
     raise ConditionFailed(f"task {task_id} kept changing; try again")
 
 
-def retry_export(task_id: str, user_id: str, deps: Dependencies) -> Submission:
+def retry_export(task_id: str, user_id: str, deps: ApiDependencies) -> Submission:
     """A new task with the same parameters, linked by ``retry_of``."""
     original = owned_task(task_id, user_id, deps)
     if original.status not in RETRYABLE:

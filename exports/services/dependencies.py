@@ -1,4 +1,10 @@
-"""The ports a service call works with, gathered once per function instance."""
+"""The ports each function's service calls work with, gathered once per function instance.
+
+Each function has its own bag with exactly what its services use (built by its composition
+root, :mod:`exports.composition`). The service helpers several functions share (the task writes,
+the download link) take a :class:`typing.Protocol` naming only what they read, which every bag
+that reaches them satisfies.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import (
@@ -20,7 +27,7 @@ from exports.ports import (
     ThroughputStats,
     WebhookSender,
 )
-from exports.settings import Settings
+from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from exports.webhooks.destination import Resolver, system_resolver
 
 
@@ -29,25 +36,115 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True)
-class Dependencies:
-    """Everything a service function needs from outside."""
+class TaskStore(Protocol):
+    """What a write of a task's state reads: the task records."""
 
-    settings: Settings
+    @property
+    def tasks(self) -> TaskRepository:
+        """The task records."""
+        ...
+
+
+class TaskEnding(TaskStore, Protocol):
+    """What ending a task reads: the task records, and the workflow told of the end."""
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """The task's lifecycle workflow."""
+        ...
+
+
+class DownloadLinkSettings(Protocol):
+    """The setting a download link reads."""
+
+    @property
+    def download_url_ttl_sec(self) -> int:
+        """How long a presigned link works."""
+        ...
+
+
+class DownloadLinks(Protocol):
+    """What signing a download link reads (the API's reads, the callback's payload)."""
+
+    @property
+    def settings(self) -> DownloadLinkSettings:
+        """The link's lifetime."""
+        ...
+
+    @property
+    def results(self) -> ResultStore:
+        """The result files."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """The current time."""
+        ...
+
+
+@dataclass(frozen=True)
+class ApiDependencies:
+    """The API function's: submit (admission, queues, estimates, the lifecycle workflow), read,
+    cancel and retry tasks, sign download links, list the export types."""
+
+    settings: ApiSettings
+    tasks: TaskRepository
+    queue: TaskQueue
+    results: ResultStore
+    # Built on first use (ExportTypeRegistry.on_first_use): reads of tasks never need it.
+    registry: ExportTypeRegistry
+    metrics: BusinessMetrics
+    lifecycle: Lifecycle
+    throughput: ThroughputStats
+    resolve: Resolver = system_resolver
+    clock: Callable[[], datetime] = utc_now
+    random: Callable[[], float] = field(default=random.random)
+
+
+@dataclass(frozen=True)
+class WorkerDependencies:
+    """The worker's: claim, run and end tasks, write their files, re-queue them, split large
+    exports, the hot-key limit and the per-source limit."""
+
+    settings: WorkerSettings
     tasks: TaskRepository
     queue: TaskQueue
     results: ResultStore
     registry: ExportTypeRegistry
     metrics: BusinessMetrics
     lifecycle: Lifecycle
-    webhooks: WebhookSender
-    webhook_secret: Callable[[], str]
     limiter: HotKeyLimiter
     throughput: ThroughputStats
     # The per-source limit of concurrent exports; None: no source is limited (tests, benchmarks).
     slots: SourceSlots | None = None
     # The fan-out workflow; None: exports are never split.
     fan_out: FanOutStarter | None = None
-    resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
+
+
+@dataclass(frozen=True)
+class CallbackDependencies:
+    """The callback function's: read the ended task, sign its payload (with a fresh download
+    link), post it, record the attempt. No registry, no queue, no limiter."""
+
+    settings: CallbackSettings
+    tasks: TaskRepository
+    results: ResultStore
+    metrics: BusinessMetrics
+    webhooks: WebhookSender
+    # The signing secret, read (from Secrets Manager on AWS) on first use.
+    webhook_secret: Callable[[], str]
+    resolve: Resolver = system_resolver
+    clock: Callable[[], datetime] = utc_now
+
+
+@dataclass(frozen=True)
+class LifecycleDependencies:
+    """The lifecycle function's: store the workflow's token on a task, time the task out."""
+
+    settings: LifecycleSettings
+    tasks: TaskRepository
+    lifecycle: Lifecycle
+    metrics: BusinessMetrics
+    clock: Callable[[], datetime] = utc_now

@@ -25,7 +25,7 @@ from exports.domain.errors import LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.export_types.base import Column, Cursor, ExportType, RunControl
 from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
 from exports.services.progress import ProgressReporter
 from exports.services.result_cleanup import abort_upload, remove_result
@@ -43,7 +43,7 @@ CONTENT_TYPES: Mapping[ExportFormat, str] = {
     ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
     ExportFormat.XLSX: xlsx_engine.CONTENT_TYPE,
 }
-# Settings.xlsx_engine -> the writer; both take (columns, rows, out).
+# WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
     XlsxEngine.OPENPYXL: xlsx_writer.write_xlsx,
@@ -72,7 +72,7 @@ def result_target(task: Task, export_type: ExportType, filters: Any) -> _Target:
 
 
 def run_control(
-    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
+    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> RunControl:
     """The :class:`RunControl` of a run of ``task`` with ``remaining_ms`` of the invocation left."""
     return _Control(task, RunBudget(remaining_ms), progress, deps)
@@ -84,7 +84,7 @@ class _Control:
     interval), which renews the lease of a run that waits long on its source and finds out
     when the task was cancelled or timed out."""
 
-    def __init__(self, task: Task, budget: RunBudget, progress: ProgressReporter, deps: Dependencies) -> None:
+    def __init__(self, task: Task, budget: RunBudget, progress: ProgressReporter, deps: WorkerDependencies) -> None:
         self._task = task
         self._budget = budget
         self._progress = progress
@@ -129,7 +129,7 @@ class _Progress:
 
 
 def run_export(
-    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
+    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> ExportResult:
     """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
     invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over)."""
@@ -158,7 +158,7 @@ class _Run:
         target: _Target,
         files: ExportFiles | None,
         checkpoints: Checkpoints,
-        deps: Dependencies,
+        deps: WorkerDependencies,
         budget: RunBudget,
         tracker: _Progress,
         progress: ProgressReporter,

@@ -27,7 +27,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress
 from exports.export_types.base import ExportType, Row
 from exports.ports import ExportFiles, NumberedParts, RemainingMs, SlotLease
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import WorkerDependencies
 from exports.services.export_run import result_target, run_control
 from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
 from exports.services.progress import ProgressReporter, slot_keeper
@@ -86,7 +86,7 @@ class PartitionProgress(ProgressReporter):
     def __init__(
         self,
         task: Task,
-        deps: Dependencies,
+        deps: WorkerDependencies,
         partition: int,
         planned_rows: int,
         on_write: Callable[[datetime], None] | None = None,
@@ -112,7 +112,7 @@ def staging_key(task: Task, name: str) -> str:
 
 
 def start_fan_out(
-    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None = None
+    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> bool:
     """Plan the claimed ``task``; when it splits in more than one partition, stage the plan,
     start the upload and the workflow and return True (the task stays RUNNING: the workflow
@@ -158,7 +158,7 @@ def _first_rows(export_type: ExportType, filters: Any, specs: Sequence[Partition
 
 
 def write_partition(
-    task_id: str, attempt: int, partition: int, deps: Dependencies, remaining_ms: RemainingMs | None = None
+    task_id: str, attempt: int, partition: int, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> int:
     """Write and upload partition ``partition`` of the attempt and stage its result; returns its
     rows. :class:`LostOwnership` when the task was cancelled, timed out or taken over (checked
@@ -221,7 +221,7 @@ def _pages(pages: Iterator[Any], progress: ProgressReporter) -> Iterator[Sequenc
         yield page.rows
 
 
-def _take_slot(task: Task, partition: int, export_type: ExportType, deps: Dependencies) -> SlotLease | None:
+def _take_slot(task: Task, partition: int, export_type: ExportType, deps: WorkerDependencies) -> SlotLease | None:
     """Each partition holds a slot of its source's limit, as a whole export does."""
     limit = export_type.source_limit()
     if limit is None or deps.slots is None:
@@ -232,7 +232,7 @@ def _take_slot(task: Task, partition: int, export_type: ExportType, deps: Depend
     return lease
 
 
-def assemble_file(task_id: str, attempt: int, deps: Dependencies) -> tuple[Task, ExportResult]:
+def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple[Task, ExportResult]:
     """Upload the joins, complete the upload, read it back for its sha256, tag it and delete
     the staging: the file of the attempt, and the task as read (for its ending)."""
     task = _owned(task_id, attempt, deps)
@@ -267,7 +267,7 @@ def assemble_file(task_id: str, attempt: int, deps: Dependencies) -> tuple[Task,
     return task, result
 
 
-def abandon(task_id: str, attempt: int, deps: Dependencies) -> Task | None:
+def abandon(task_id: str, attempt: int, deps: WorkerDependencies) -> Task | None:
     """Abort the attempt's upload and delete its staging (and a file completed just before a
     failure); the task as it is now, or None if it is gone."""
     task = deps.tasks.get(task_id)
@@ -300,14 +300,14 @@ def _delete_staging(task: Task, plan: FanOutPlan, files: ExportFiles) -> None:
             files.delete_checkpoint(staging_key(task, name))
 
 
-def _owned(task_id: str, attempt: int, deps: Dependencies) -> Task:
+def _owned(task_id: str, attempt: int, deps: WorkerDependencies) -> Task:
     task = deps.tasks.get(task_id)
     if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
         raise LostOwnership(f"task {task_id} is no longer running attempt {attempt}")
     return task
 
 
-def _files(deps: Dependencies) -> ExportFiles | None:
+def _files(deps: WorkerDependencies) -> ExportFiles | None:
     return deps.results.export_files()
 
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from exports.config import Metric
 from exports.domain.errors import ConditionFailed, TaskNotFound
 from exports.domain.task import Task, time_out
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import LifecycleDependencies
 from exports.services.task_writes import end_task
 
 
-def watch(task_id: str, token: str, deps: Dependencies) -> None:
+def watch(task_id: str, token: str, deps: LifecycleDependencies) -> None:
     """Store the workflow's token on the task; if the task already ended, report it at once."""
     task = deps.tasks.set_lifecycle_token(task_id, token)
     if task.is_terminal:
         deps.lifecycle.report_end(token, task)
 
 
-def expire(task_id: str, deps: Dependencies) -> Task:
+def expire(task_id: str, deps: LifecycleDependencies) -> Task:
     """At the deadline: TIMEOUT unless the task ended first. Returns the ended task."""
     for _ in range(3):
         task = deps.tasks.get(task_id)

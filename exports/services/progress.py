@@ -11,7 +11,7 @@ from exports.config import SourceSlots
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task, record_progress
 from exports.ports import SlotLease
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import WorkerDependencies
 from exports.services.task_writes import write_progress
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,9 @@ class ProgressReporter:
     renews its source slot there). Writes may come from a source's watchdog thread too (a long
     query keeps the lease alive): they are serialised."""
 
-    def __init__(self, task: Task, deps: Dependencies, on_write: Callable[[datetime], None] | None = None) -> None:
+    def __init__(
+        self, task: Task, deps: WorkerDependencies, on_write: Callable[[datetime], None] | None = None
+    ) -> None:
         self.task = task
         self._deps = deps
         self._rows = 0
@@ -64,7 +66,7 @@ class ProgressReporter:
         return updated
 
 
-def slot_keeper(lease: SlotLease | None, deps: Dependencies) -> Callable[[datetime], None] | None:
+def slot_keeper(lease: SlotLease | None, deps: WorkerDependencies) -> Callable[[datetime], None] | None:
     """Renew the source slot with the task's own progress writes, every third of its lease."""
     if lease is None or deps.slots is None:
         return None

@@ -12,7 +12,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.export_types.base import ExportType
 from exports.ports import TaskPage
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import ApiDependencies, DownloadLinks
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class TaskDetails:
     download_expires_at: datetime | None = None
 
 
-def owned_task(task_id: str, user_id: str, deps: Dependencies) -> Task:
+def owned_task(task_id: str, user_id: str, deps: ApiDependencies) -> Task:
     """The caller's task; :class:`TaskNotFound` for unknown ids, other users' tasks and expired
     tasks alike."""
     task = deps.tasks.get(task_id) if is_task_id(task_id) else None
@@ -34,7 +34,7 @@ def owned_task(task_id: str, user_id: str, deps: Dependencies) -> Task:
     return task
 
 
-def download_link(task: Task, deps: Dependencies) -> tuple[str, datetime]:
+def download_link(task: Task, deps: DownloadLinks) -> tuple[str, datetime]:
     """A fresh presigned link to a COMPLETED task's file and when it stops working."""
     if task.status is not TaskStatus.COMPLETED or task.result is None:
         raise TaskNotReady(task.task_id, task.status.value)
@@ -43,7 +43,7 @@ def download_link(task: Task, deps: Dependencies) -> tuple[str, datetime]:
     return url, deps.clock() + timedelta(seconds=ttl)
 
 
-def task_details(task_id: str, user_id: str, deps: Dependencies) -> TaskDetails:
+def task_details(task_id: str, user_id: str, deps: ApiDependencies) -> TaskDetails:
     """The caller's task, with a download link once it is COMPLETED."""
     task = owned_task(task_id, user_id, deps)
     if task.status is TaskStatus.COMPLETED:
@@ -54,7 +54,7 @@ def task_details(task_id: str, user_id: str, deps: Dependencies) -> TaskDetails:
 
 def list_tasks(
     user_id: str,
-    deps: Dependencies,
+    deps: ApiDependencies,
     limit: int = Limits.LIST_PAGE_DEFAULT,
     status: TaskStatus | None = None,
     cursor: str | None = None,
@@ -65,6 +65,6 @@ def list_tasks(
     return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 
 
-def export_types(deps: Dependencies) -> list[ExportType]:
+def export_types(deps: ApiDependencies) -> list[ExportType]:
     """What can be exported."""
     return list(deps.registry)

@@ -35,7 +35,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
 from exports.export_types.base import ExportType
 from exports.ports import TaskMessage
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import ApiDependencies
 from exports.services.task_writes import end_task
 from exports.services.validation import invalid_request
 from exports.webhooks.destination import check_destination
@@ -63,7 +63,7 @@ class Submission:
 def submit_export(
     request: ExportSpec,
     user_id: str,
-    deps: Dependencies,
+    deps: ApiDependencies,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
 ) -> Submission:
@@ -137,7 +137,7 @@ def submit_export(
     return Submission(task, estimate)
 
 
-def _queue_depths(deps: Dependencies) -> tuple[dict[str, int], dict[str, int]]:
+def _queue_depths(deps: ApiDependencies) -> tuple[dict[str, int], dict[str, int]]:
     """The backlog and the tasks being worked on per lane; unknown (empty) if they cannot be
     read: backpressure fails open, the enqueue itself still reports a broken queue."""
     try:
@@ -160,7 +160,7 @@ def _estimate(
     lane: Lane,
     workers: int,
     waiting_for: int,
-    deps: Dependencies,
+    deps: ApiDependencies,
 ) -> int:
     """``estimated_completion_sec``: the ``waiting_for`` tasks ahead in ``lane`` at its measured
     wait per task, then its own expected rows at the type's measured speed (see
@@ -171,7 +171,7 @@ def _estimate(
     return estimate_completion_sec(throughput, waiting_for, workers, rows, queue_wait)
 
 
-def _queue_wait(lane: str, deps: Dependencies) -> QueueWait | None:
+def _queue_wait(lane: str, deps: ApiDependencies) -> QueueWait | None:
     """The lane's measured wait per task; None before its first queued task or if it cannot be read."""
     try:
         return deps.throughput.queue_wait(lane)
@@ -180,7 +180,7 @@ def _queue_wait(lane: str, deps: Dependencies) -> QueueWait | None:
         return None
 
 
-def _throughput(export_type: str, deps: Dependencies) -> Throughput:
+def _throughput(export_type: str, deps: ApiDependencies) -> Throughput:
     """The type's measured throughput; the defaults before its first run or if it cannot be read."""
     try:
         return deps.throughput.get(export_type) or DEFAULT_THROUGHPUT
@@ -189,7 +189,7 @@ def _throughput(export_type: str, deps: Dependencies) -> Throughput:
         return DEFAULT_THROUGHPUT
 
 
-def _admit(task: Task, deps: Dependencies) -> Task | None:
+def _admit(task: Task, deps: ApiDependencies) -> Task | None:
     """Store the task, or merge it into the identical active task and return that one."""
     replace: str | None = None
     for attempt in range(_ADMIT_ATTEMPTS):
@@ -216,7 +216,7 @@ def _admit(task: Task, deps: Dependencies) -> Task | None:
     raise ServiceUnavailable("too many identical submissions at once; try again shortly")
 
 
-def _merge(holder: Task, request: Task, deps: Dependencies) -> Task:
+def _merge(holder: Task, request: Task, deps: ApiDependencies) -> Task:
     """Merge the new ``request`` into the active ``holder``: nothing a submitter asked for is
     dropped. The task takes the higher priority and calls the new submitter back too (a
     conditional write); promoted into a higher lane while it waits, it is queued again there
@@ -237,7 +237,7 @@ def _merge(holder: Task, request: Task, deps: Dependencies) -> Task:
     return merged
 
 
-def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencies) -> None:
+def _dispatch(task: Task, code: str, send: Callable[[], None], deps: ApiDependencies) -> None:
     """Run ``send``; if it fails, end the stored task as FAILED with ``code`` and tell the caller."""
     try:
         send()
@@ -247,7 +247,7 @@ def _dispatch(task: Task, code: str, send: Callable[[], None], deps: Dependencie
         raise ServiceUnavailable("the export service is busy; try again shortly") from error
 
 
-def _fail_unscheduled(task: Task, code: str, deps: Dependencies) -> None:
+def _fail_unscheduled(task: Task, code: str, deps: ApiDependencies) -> None:
     """End the stored task as FAILED with ``code`` (:func:`end_task` retries transient faults): a
     task left PENDING without its message (or without its workflow, which would time it out)
     holds a quota slot and its dedup key for nothing, and a resubmission would be merged into it."""

@@ -10,13 +10,13 @@ from exports.config import LongExports, Metric
 from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
 from exports.domain.task import Task, record_progress, suspend
 from exports.ports import TaskMessage
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import TaskEnding, TaskStore, WorkerDependencies
 from exports.services.retries import retry_transient
 
 logger = logging.getLogger(__name__)
 
 
-def move_task(before: Task, after: Task, deps: Dependencies) -> None:
+def move_task(before: Task, after: Task, deps: TaskStore) -> None:
     """Replace ``before`` with ``after`` (conditionally, as every state write), again on a
     transient fault.
 
@@ -49,7 +49,7 @@ def _change(task: Task) -> tuple[object, ...]:
     return (task.status, task.status_seq, task.attempt, task.started_at, task.lease_expires_at, task.finished_at)
 
 
-def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
+def end_task(before: Task, after: Task, deps: TaskEnding) -> Task:
     """Write the terminal ``after`` (conditionally on ``before``, again on transient faults),
     then tell the workflow.
 
@@ -78,7 +78,7 @@ def end_task(before: Task, after: Task, deps: Dependencies) -> Task:
     return after
 
 
-def continue_later(task: Task, rows: int, percent: int, deps: Dependencies) -> None:
+def continue_later(task: Task, rows: int, percent: int, deps: WorkerDependencies) -> None:
     """Hand the RUNNING ``task`` to a new invocation: queue it (delayed a little), then make it
     PENDING again with its rows so far, spending no retry. :class:`LostOwnership` if the task
     changed meanwhile (then the queued message finds it not claimable and is dropped)."""
@@ -94,7 +94,7 @@ def continue_later(task: Task, rows: int, percent: int, deps: Dependencies) -> N
     deps.metrics.add(Metric.CONTINUED)
 
 
-def write_progress(task: Task, deps: Dependencies) -> None:
+def write_progress(task: Task, deps: TaskStore) -> None:
     """Store the RUNNING ``task``'s progress and renewed lease; :class:`LostOwnership` if it is no
     longer this attempt's (cancelled, timed out, taken over)."""
     try:
@@ -103,7 +103,7 @@ def write_progress(task: Task, deps: Dependencies) -> None:
         raise LostOwnership(f"task {task.task_id} is no longer ours") from error
 
 
-def write_partition_progress(before: Task, after: Task, deps: Dependencies) -> bool:
+def write_partition_progress(before: Task, after: Task, deps: TaskStore) -> bool:
     """Store a split export's progress (per-partition counts) if those counts are still
     ``before``'s; False when another partition wrote first (read the task again and retry)."""
     try:
@@ -113,7 +113,7 @@ def write_partition_progress(before: Task, after: Task, deps: Dependencies) -> b
     return True
 
 
-def write_callbacks(task: Task, deps: Dependencies) -> None:
+def write_callbacks(task: Task, deps: TaskStore) -> None:
     """Store the ended ``task``'s callback delivery states. A terminal task's status and attempt
     never change, so a conflict means the record is gone (expired): nothing left to record."""
     try:

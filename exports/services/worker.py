@@ -25,7 +25,7 @@ from exports.domain.policies import has_retries_left, is_last_delivery, retry_de
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import WorkerDependencies
 from exports.services.export_run import run_export
 from exports.services.fan_out_run import abandon, assemble_file, start_fan_out
 from exports.services.long_exports import ExportContinues
@@ -58,7 +58,7 @@ class Outcome(StrEnum):
 
 
 def process_delivery(
-    message: TaskMessage, delivery: Delivery, deps: Dependencies, remaining_ms: RemainingMs | None = None
+    message: TaskMessage, delivery: Delivery, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> Outcome:
     """:func:`process_task` for one ``delivery`` of ``message``; errors go back to SQS.
 
@@ -78,14 +78,14 @@ def process_delivery(
         raise
 
 
-def _back_off(delivery: Delivery, deps: Dependencies) -> None:
+def _back_off(delivery: Delivery, deps: WorkerDependencies) -> None:
     try:
         deps.queue.redeliver_after(delivery, retry_delay_sec(delivery.receive_count - 1, deps.random))
     except ExportsError:
         logger.warning("could not shorten the failed delivery's visibility timeout", exc_info=True)
 
 
-def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:
+def _abandon(task_id: str, error: Exception, deps: WorkerDependencies) -> None:
     try:
         task = deps.tasks.get(task_id)
         if task is None or task.is_terminal:
@@ -99,7 +99,7 @@ def _abandon(task_id: str, error: Exception, deps: Dependencies) -> None:
     logger.error("task failed: its message goes to the dead-letter queue", extra={"error_code": DELIVERY_FAILED})
 
 
-def process_task(message: TaskMessage, deps: Dependencies, remaining_ms: RemainingMs | None = None) -> Outcome:
+def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None) -> Outcome:
     """Run the task named by ``message`` once, whatever how often the message arrives.
     ``remaining_ms``: the invocation's time left (a long export hands over before it runs out;
     None: unbounded).
@@ -122,7 +122,7 @@ def process_task(message: TaskMessage, deps: Dependencies, remaining_ms: Remaini
             _release(lease, deps)
 
 
-def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | None] | Outcome:
+def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLease | None] | Outcome:
     """The task, claimed for this worker, with the slot of its source it holds; or what became
     of the delivery instead."""
     task = deps.tasks.get(message.task_id)
@@ -156,7 +156,7 @@ def _claim(message: TaskMessage, deps: Dependencies) -> tuple[Task, SlotLease | 
     return claimed, lease
 
 
-def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: Dependencies) -> None:
+def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: WorkerDependencies) -> None:
     """A first claim through the submit's own message: how long the task waited for a worker
     behind the tasks it had to wait for (estimates learn from it). A retried, deferred or
     redelivered task waited for other reasons too, and its message says 0."""
@@ -169,7 +169,7 @@ def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: De
         logger.warning("could not record the queue wait", exc_info=True)  # a statistic, not the export
 
 
-def _take_slot(task: Task, deps: Dependencies) -> tuple[bool, SlotLease | None]:
+def _take_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:
     """Whether the task may run now, and the slot of its source it took (None when the source
     is not limited, or this deployment has no limiter). False when every slot is busy."""
     limit = deps.registry.get(task.export_type).source_limit()
@@ -182,7 +182,7 @@ def _take_slot(task: Task, deps: Dependencies) -> tuple[bool, SlotLease | None]:
     return True, lease
 
 
-def _release(lease: SlotLease, deps: Dependencies) -> None:
+def _release(lease: SlotLease, deps: WorkerDependencies) -> None:
     assert deps.slots is not None
     try:
         deps.slots.release(lease)
@@ -191,7 +191,7 @@ def _release(lease: SlotLease, deps: Dependencies) -> None:
         logger.warning("could not release a source slot", extra={"source": lease.source}, exc_info=True)
 
 
-def _redeliver(message: TaskMessage, error: RetryableError, deps: Dependencies) -> Outcome:
+def _redeliver(message: TaskMessage, error: RetryableError, deps: WorkerDependencies) -> Outcome:
     """A transient fault before the task was claimed: send the message again, soon, with backoff,
     and acknowledge this one. Failed back to SQS it would count towards the DLQ, which is for
     messages that cannot be handled, not for a dependency's bad minutes. The deadline still bounds
@@ -203,7 +203,7 @@ def _redeliver(message: TaskMessage, error: RetryableError, deps: Dependencies) 
     return Outcome.REDELIVERED
 
 
-def _hot_key_wait(task: Task, deps: Dependencies) -> float:
+def _hot_key_wait(task: Task, deps: WorkerDependencies) -> float:
     """Seconds to wait before this task's hot key has a token; 0 to run now."""
     export_type = deps.registry.get(task.export_type)
     try:
@@ -213,7 +213,7 @@ def _hot_key_wait(task: Task, deps: Dependencies) -> float:
     return deps.limiter.acquire(hot_key, deps.clock()) if hot_key else 0.0
 
 
-def _defer(task: Task, wait: float, deps: Dependencies, counted: bool = True) -> Outcome:
+def _defer(task: Task, wait: float, deps: WorkerDependencies, counted: bool = True) -> Outcome:
     """Come back later: a new delayed message, this one acknowledged. The task stays PENDING and
     keeps its retry budget; the fresh message starts its receive count over, so deferral never
     leads to the DLQ. ``counted``: a hot-key deferral (the source's own metric is counted by the
@@ -228,7 +228,7 @@ def _defer(task: Task, wait: float, deps: Dependencies, counted: bool = True) ->
     return Outcome.DEFERRED
 
 
-def _run(task: Task, deps: Dependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
+def _run(task: Task, deps: WorkerDependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
     progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
     try:
         result = _export(task, progress, deps, remaining_ms)
@@ -254,7 +254,7 @@ def _run(task: Task, deps: Dependencies, lease: SlotLease | None, remaining_ms: 
 
 
 def _export(
-    task: Task, progress: ProgressReporter, deps: Dependencies, remaining_ms: RemainingMs | None
+    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None
 ) -> ExportResult | None:
     """Split a large export into partitions written at once (None: the fan-out workflow goes
     on with it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
@@ -265,14 +265,14 @@ def _export(
     return run_export(task, progress, deps, remaining_ms)
 
 
-def finish_fan_out(task_id: str, attempt: int, deps: Dependencies) -> Outcome:
+def finish_fan_out(task_id: str, attempt: int, deps: WorkerDependencies) -> Outcome:
     """Assemble a split export's file and end its task COMPLETED (the fan-out workflow's last
     step); the file is removed again if the task ended meanwhile."""
     task, result = assemble_file(task_id, attempt, deps)
     return _complete(task, result, deps)
 
 
-def abandon_fan_out(task_id: str, attempt: int, error: str, deps: Dependencies) -> Outcome:
+def abandon_fan_out(task_id: str, attempt: int, error: str, deps: WorkerDependencies) -> Outcome:
     """A split export stopped (cancelled, timed out) or failed: no upload and no staging stay
     behind, and a task still running this attempt is retried whole or failed with ``error``."""
     task = abandon(task_id, attempt, deps)
@@ -284,7 +284,7 @@ def abandon_fan_out(task_id: str, attempt: int, error: str, deps: Dependencies) 
     return _retry_or_fail(task, FAN_OUT_FAILED, f"a partition of the split export failed: {error}", deps)
 
 
-def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
+def _complete(task: Task, result: ExportResult, deps: WorkerDependencies) -> Outcome:
     now = deps.clock()
     completed = complete(task, result, now, deps.settings.retention)
     try:
@@ -299,7 +299,7 @@ def _complete(task: Task, result: ExportResult, deps: Dependencies) -> Outcome:
 
 
 def _completion_unrecorded(
-    task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: Dependencies
+    task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: WorkerDependencies
 ) -> Outcome:
     """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
     back instead: that write is conditional on this attempt too, so once it succeeds the
@@ -317,7 +317,7 @@ def _completion_unrecorded(
     return Outcome.LOST_OWNERSHIP
 
 
-def _completed(task: Task, result: ExportResult, now: datetime, deps: Dependencies) -> Outcome:
+def _completed(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
     deps.metrics.add(Metric.COMPLETED)
     deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
     deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
@@ -331,7 +331,7 @@ def _completed(task: Task, result: ExportResult, now: datetime, deps: Dependenci
     return Outcome.COMPLETED
 
 
-def _fail(task: Task, code: str, message: str, deps: Dependencies) -> Outcome:
+def _fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
     try:
         end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
     except ConditionFailed:
@@ -341,7 +341,7 @@ def _fail(task: Task, code: str, message: str, deps: Dependencies) -> Outcome:
     return Outcome.FAILED
 
 
-def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> Outcome:
+def _retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
     if not has_retries_left(task):
         return _fail(task, code, message, deps)
     try:
@@ -358,7 +358,7 @@ def _retry_or_fail(task: Task, code: str, message: str, deps: Dependencies) -> O
     return Outcome.RETRY_SCHEDULED
 
 
-def _time_out(task: Task, deps: Dependencies) -> Outcome:
+def _time_out(task: Task, deps: WorkerDependencies) -> Outcome:
     try:
         end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
     except ConditionFailed:

@@ -10,9 +10,9 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
-from exports.composition import dependencies_from_environment
+from exports.composition import PowertoolsMetrics, compose_callback
 from exports.services import callbacks
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import CallbackDependencies
 
 logger = Logger()
 tracer = Tracer()
@@ -41,9 +41,9 @@ class CallbackRequest(BaseModel):
 
 
 @cache
-def dependencies() -> Dependencies:
-    """Adapters for this function instance, built on first use from the environment."""
-    return dependencies_from_environment(metrics)
+def dependencies() -> CallbackDependencies:
+    """This function's adapters, built on first use from its own variables of the environment."""
+    return compose_callback(PowertoolsMetrics(metrics))
 
 
 def _caught_message(error: dict[str, Any] | None) -> str | None:

@@ -9,9 +9,9 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
-from exports.composition import dependencies_from_environment
+from exports.composition import PowertoolsMetrics, compose_lifecycle
 from exports.services import lifecycle
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import LifecycleDependencies
 from exports.workflows import task_outcome
 
 logger = Logger()
@@ -41,9 +41,9 @@ class LifecycleRequest(BaseModel):
 
 
 @cache
-def dependencies() -> Dependencies:
-    """Adapters for this function instance, built on first use from the environment."""
-    return dependencies_from_environment(metrics)
+def dependencies() -> LifecycleDependencies:
+    """This function's adapters, built on first use from its own variables of the environment."""
+    return compose_lifecycle(PowertoolsMetrics(metrics))
 
 
 @logger.inject_lambda_context(clear_state=True)

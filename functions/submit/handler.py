@@ -17,7 +17,7 @@ from pydantic import BeforeValidator
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, ExportTypeView, TaskList, TaskView
-from exports.composition import dependencies_from_environment
+from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
@@ -33,7 +33,7 @@ from exports.http.errors import register_error_handlers
 from exports.http.idempotency import idempotency_key
 from exports.http.openapi import CACHE_CONTROL, contract_document, location, responses, retry_after
 from exports.services import control, queries
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import ApiDependencies
 from exports.services.submission import Submission, submit_export
 
 logger = Logger()
@@ -69,9 +69,9 @@ def enable_docs() -> None:
 
 
 @cache
-def dependencies() -> Dependencies:
-    """Adapters for this function instance, built on first use from the environment."""
-    return dependencies_from_environment(metrics)
+def dependencies() -> ApiDependencies:
+    """This function's adapters, built on first use from its own variables of the environment."""
+    return compose_api(PowertoolsMetrics(metrics))
 
 
 @cache

@@ -12,9 +12,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from exports.adapters.sqs_queue import decode_message
-from exports.composition import dependencies_from_environment
+from exports.composition import PowertoolsMetrics, compose_worker
 from exports.ports import Delivery
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import WorkerDependencies
 from exports.services.fan_out_run import write_partition
 from exports.services.worker import abandon_fan_out, finish_fan_out, process_delivery
 from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
@@ -25,9 +25,9 @@ metrics = Metrics()
 
 
 @cache
-def dependencies() -> Dependencies:
-    """Adapters for this function instance, built on first use from the environment."""
-    return dependencies_from_environment(metrics)
+def dependencies() -> WorkerDependencies:
+    """This function's adapters, built on first use from its own variables of the environment."""
+    return compose_worker(PowertoolsMetrics(metrics))
 
 
 @tracer.capture_method(capture_response=False)

@@ -158,7 +158,7 @@ def test_every_function_logs_to_its_own_group_with_the_stage_retention(dev, prod
 
 def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(dev):
     stack = dev.stack
-    expected = {
+    values = {
         Env.TASKS_TABLE: dev.ref(stack.tables.tasks),
         Env.ORDERS_TABLE: dev.ref(stack.tables.orders),
         Env.CUSTOMERS_TABLE: dev.ref(stack.tables.customers),
@@ -166,43 +166,76 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
         Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
         Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
         Env.LIFECYCLE_STATE_MACHINE_ARN: lifecycle_arn(dev),
+        Env.WEBHOOK_SECRET_ARN: dev.ref(stack.webhook_secret.secret),
     }
-    functions = stack.functions
-    own = {
-        functions.api: {Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG},
-        functions.worker: {
+    for service_function in stack.functions.all:
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        assert {name: variables[name] for name in values if name in variables} == {
+            name: value for name, value in values.items() if name in variables
+        }
+
+
+def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
+    functions = dev.stack.functions
+    common = {Env.TASKS_TABLE, Env.RETENTION_HOURS}
+    registry = {Env.ORDERS_TABLE, Env.CUSTOMERS_TABLE}
+    tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
+    expected = {
+        functions.api: common
+        | registry
+        | tasks
+        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG},
+        functions.worker: common
+        | registry
+        | tasks
+        | {
             Env.HOT_KEY_RATE_PER_MINUTE,
             Env.HOT_KEY_BURST,
             Env.FAN_OUT_STATE_MACHINE_ARN,
             Env.MAX_PARTITIONS,
             Env.PARTITION_ROWS,
         },
-        functions.lifecycle: set(),
-        functions.callback: {Env.WEBHOOK_SECRET_ARN},
+        # No registry, no queue, no workflow: the task, its file's link and the signing key.
+        functions.callback: common | {Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN},
+        functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
     }
-    assert dev.props(functions.callback.function)["Environment"]["Variables"][Env.WEBHOOK_SECRET_ARN] == dev.ref(
-        stack.webhook_secret.secret
-    )
     for service_function in functions.all:
-        variables = dev.props(service_function.function)["Environment"]["Variables"]
-        assert {name: variables[name] for name in expected} == expected
-        assert set(variables) == set(expected) | {Env.TASK_QUEUE_URLS} | own[service_function] | set(POWERTOOLS_ENV)
+        reads = service_function.spec.runtime_settings
+        variables = set(dev.props(service_function.function)["Environment"]["Variables"]) - set(POWERTOOLS_ENV)
+        assert variables == expected[service_function], service_function.node.id
+        # Nothing its settings do not read, and everything they require.
+        assert set(reads.REQUIRED.values()) <= variables <= reads.variables()
+    # prod also passes the declared sources' overrides, to the two functions that build the registry.
+    for service_function in prod.stack.functions.all:
+        variables = set(prod.props(service_function.function)["Environment"]["Variables"]) - set(POWERTOOLS_ENV)
+        assert variables <= service_function.spec.runtime_settings.variables()
 
 
-def test_every_function_finds_each_lanes_queue_by_lane_name(dev):
-    # Settings.from_env reads a JSON object {lane name: queue URL}; CloudFormation fills in the URLs.
+def test_a_function_whose_settings_require_a_variable_the_stack_lacks_is_refused():
+    from infra.functions import CALLBACK
+
+    with pytest.raises(ValueError, match=f"callback function needs {Env.RESULTS_BUCKET}"):
+        CALLBACK.own_environment({Env.TASKS_TABLE: "tasks"})
+
+
+def test_the_functions_that_queue_tasks_find_each_lanes_queue_by_lane_name(dev):
+    # WorkerSettings and ApiSettings read a JSON object {lane name: queue URL}; CloudFormation fills in the URLs.
     lanes = {lane.lane.name: dev.stand_in(lane.queue) for lane in dev.stack.queues.lanes}
     assert set(lanes) == {lane.name for lane in LANES}
-    for service_function in dev.stack.functions.all:
+    functions = dev.stack.functions
+    for service_function in (functions.api, functions.worker):
         variables = dev.props(service_function.function)["Environment"]["Variables"]
         assert json.loads(dev.rendered(variables[Env.TASK_QUEUE_URLS])) == lanes
+    for service_function in (functions.lifecycle, functions.callback):
+        assert Env.TASK_QUEUE_URLS not in dev.props(service_function.function)["Environment"]["Variables"]
 
 
-def test_the_admission_limits_reach_the_functions_that_apply_them(dev, prod):
+def test_the_admission_limits_reach_only_the_functions_that_apply_them(dev, prod):
     for synth in (dev, prod):
         limits = synth.settings.admission
-        api = synth.props(synth.stack.functions.api.function)["Environment"]["Variables"]
-        worker = synth.props(synth.stack.functions.worker.function)["Environment"]["Variables"]
+        functions = synth.stack.functions
+        api = synth.props(functions.api.function)["Environment"]["Variables"]
+        worker = synth.props(functions.worker.function)["Environment"]["Variables"]
         assert (int(api[Env.MAX_ACTIVE_TASKS_PER_USER]), int(api[Env.MAX_BACKLOG])) == (
             limits.max_active_tasks_per_user,
             limits.max_backlog,
@@ -211,32 +244,46 @@ def test_the_admission_limits_reach_the_functions_that_apply_them(dev, prod):
             limits.hot_key_rate_per_minute,
             limits.hot_key_burst,
         )
+        hot_key = {Env.HOT_KEY_RATE_PER_MINUTE, Env.HOT_KEY_BURST}
+        quota = {Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG}
+        assert not hot_key & set(api)
+        assert not quota & set(worker)
+        for service_function in (functions.lifecycle, functions.callback):
+            variables = synth.props(service_function.function)["Environment"]["Variables"]
+            assert not (hot_key | quota) & set(variables)
     assert prod.settings.admission != dev.settings.admission
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
 def test_every_function_can_build_its_settings_from_its_environment(assembly, stage):
-    # Settings.from_env is the first thing every handler does: a missing variable breaks it on AWS.
-    from exports.settings import Settings
-
+    # Its settings' from_env is the first thing every handler does: a missing variable breaks it on AWS.
     synth = getattr(assembly, stage)
     functions = synth.stack.functions
+    parsed = {}
     for service_function in functions.all:
         variables = synth.props(service_function.function)["Environment"]["Variables"]
         # CloudFormation fills in the references; stand-in strings take their place here.
         environ = {name: synth.rendered(value) for name, value in variables.items()}
-        settings = Settings.from_env(environ)
+        parsed[service_function] = service_function.spec.runtime_settings.from_env(environ)
+    for settings in parsed.values():
+        assert settings.tasks_table == synth.stand_in(synth.stack.tables.tasks)
+        assert settings.retention_hours == synth.settings.results_retention_hours
+    api, worker = parsed[functions.api], parsed[functions.worker]
+    callback, lifecycle = parsed[functions.callback], parsed[functions.lifecycle]
+    for settings in (api, worker):
         assert settings.orders_table == synth.stand_in(synth.stack.tables.orders)
         assert settings.customers_table == synth.stand_in(synth.stack.tables.customers)
-        assert settings.retention_hours == synth.settings.results_retention_hours
         assert set(settings.queue_urls) == {lane.name for lane in LANES}
-        assert (settings.webhook_secret_arn is not None) is (service_function is functions.callback)
-        if service_function is functions.api:
-            assert settings.max_active_tasks_per_user == synth.settings.admission.max_active_tasks_per_user
-            assert settings.max_backlog == synth.settings.admission.max_backlog
-        if service_function is functions.worker:
-            assert settings.hot_key_rate_per_minute == synth.settings.admission.hot_key_rate_per_minute
-            assert settings.hot_key_burst == synth.settings.admission.hot_key_burst
+        assert settings.results_bucket == synth.stand_in(synth.stack.storage.bucket)
+    assert api.max_active_tasks_per_user == synth.settings.admission.max_active_tasks_per_user
+    assert api.max_backlog == synth.settings.admission.max_backlog
+    assert worker.hot_key_rate_per_minute == synth.settings.admission.hot_key_rate_per_minute
+    assert worker.hot_key_burst == synth.settings.admission.hot_key_burst
+    assert worker.max_partitions == synth.settings.max_partitions
+    assert worker.fan_out_state_machine_arn
+    assert callback.webhook_secret_arn is not None
+    assert callback.results_bucket == synth.stand_in(synth.stack.storage.bucket)
+    assert lifecycle.state_machine_arn == api.state_machine_arn == worker.state_machine_arn
 
 
 def test_each_function_has_its_own_role_without_managed_policies(dev):

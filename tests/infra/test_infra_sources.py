@@ -48,10 +48,13 @@ def test_the_dev_stack_packages_the_demo_declaration_without_overrides(dev):
     assert actions_on(worker_statements(dev), "secretsmanager:GetSecretValue") == []
 
 
-def test_every_function_gets_the_deployments_source_connections(prod):
-    for function in prod.stack.functions.all:
+def test_the_functions_that_build_the_registry_get_the_deployments_source_connections(prod):
+    functions = prod.stack.functions
+    for function in (functions.api, functions.worker):
         variables = prod.props(function.function)["Environment"]["Variables"]
         assert json.loads(variables[Env.SOURCE_OVERRIDES]) == {"billing": {"secret_arn": SECRET}}
+    for function in (functions.lifecycle, functions.callback):
+        assert Env.SOURCE_OVERRIDES not in prod.props(function.function)["Environment"]["Variables"]
 
 
 def test_the_worker_reads_only_the_named_secret_and_connects_only_as_the_iam_user(prod):

@@ -206,9 +206,12 @@ def test_the_functions_know_the_state_machine_by_its_formatted_arn_not_by_refere
         ]
     }
 
-    for service_function in stack.functions.all:
+    # The callback function never calls the workflow: it does not know it.
+    functions = stack.functions
+    for service_function in (functions.api, functions.worker, functions.lifecycle):
         variables = dev.props(service_function.function)["Environment"]["Variables"]
         assert variables[Env.LIFECYCLE_STATE_MACHINE_ARN] == formatted
+    assert Env.LIFECYCLE_STATE_MACHINE_ARN not in dev.props(functions.callback.function)["Environment"]["Variables"]
     # Nothing but what watches the state machine refers to it: no function, role or policy.
     referring = {
         resource["Type"]

@@ -16,6 +16,7 @@ from exports.ports import WebhookResponse
 from exports.services import callbacks
 from exports.services.task_writes import end_task
 from exports.webhooks.destination import Destination, check_destination
+from functions.callback import handler as callback_function
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
@@ -156,12 +157,12 @@ def ended_task_with_callback(deps: Any, callback_url: str) -> str:
 def test_a_name_that_turns_private_after_submit_is_not_called(module_aws: Resources, rebound_to: str) -> None:
     sender = RecordingSender()
     deps = replace(
-        worker.dependencies(),
+        callback_function.dependencies(),
         webhooks=sender,
         resolve=lambda host, port: [rebound_to],
         webhook_secret=lambda: WEBHOOK_SECRET,
     )
-    task_id = ended_task_with_callback(deps, "https://hooks.example.com/in")
+    task_id = ended_task_with_callback(worker.dependencies(), "https://hooks.example.com/in")
 
     outcome = callbacks.deliver(task_id, deps)
 
@@ -176,10 +177,10 @@ def test_a_name_that_turns_private_after_submit_is_not_called(module_aws: Resour
 def test_redirects_are_never_followed(module_aws: Resources, status: int) -> None:
     """The receiver answers with a redirect (to a closed local port): one request, no second one,
     and the callback is recorded as failed for good."""
-    settings = worker.dependencies().settings.model_copy(update={"allow_local_callbacks": True})
-    deps = replace(worker.dependencies(), settings=settings, webhook_secret=lambda: WEBHOOK_SECRET)
+    settings = callback_function.dependencies().settings.model_copy(update={"allow_local_callbacks": True})
+    deps = replace(callback_function.dependencies(), settings=settings, webhook_secret=lambda: WEBHOOK_SECRET)
     with receiver([status]) as hook:
-        task_id = ended_task_with_callback(deps, hook.url)
+        task_id = ended_task_with_callback(worker.dependencies(), hook.url)
         outcome = callbacks.deliver(task_id, deps)
         assert len(hook.requests) == 1
 

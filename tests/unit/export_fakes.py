@@ -17,8 +17,8 @@ from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import Delivery, TaskPage
-from exports.services.dependencies import Dependencies
-from exports.settings import Settings
+from exports.services.dependencies import WorkerDependencies
+from exports.settings import WorkerSettings
 from tests.unit.builders import LEASE, NOW, make_task
 
 MIB = 1024 * 1024
@@ -342,9 +342,9 @@ class PlainNumbersExport(ExportType):
 
 @dataclasses.dataclass
 class World:
-    """Dependencies made of fakes, and the fakes themselves."""
+    """The worker's dependencies made of fakes, and the fakes themselves."""
 
-    deps: Dependencies
+    deps: WorkerDependencies
     tasks: FakeTasks
     queue: FakeQueue
     files: FakeFiles
@@ -353,12 +353,12 @@ class World:
 
 
 def make_world(*export_types: ExportType, files: FakeFiles | None = None, **settings: Any) -> World:
-    """Dependencies of fakes; fields the export never uses are left as plain objects."""
+    """The worker's dependencies of fakes; fields the export never uses are left as plain objects."""
     clock, tasks, queue, metrics = FakeClock(), FakeTasks(), FakeQueue(), FakeMetrics()
     tasks.clock = clock
     files = files if files is not None else FakeFiles()
     given = {
-        "settings": Settings.model_construct(
+        "settings": WorkerSettings.model_construct(
             **{"progress_interval_sec": 2.0, "lease_sec": 120, "upload_part_bytes": 5 * MIB, **settings}
         ),
         "tasks": tasks,
@@ -370,11 +370,11 @@ def make_world(*export_types: ExportType, files: FakeFiles | None = None, **sett
     }
     fields = {
         field.name: given.get(field.name, object())
-        for field in dataclasses.fields(Dependencies)
+        for field in dataclasses.fields(WorkerDependencies)
         if field.name in given
         or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING)
     }
-    return World(Dependencies(**fields), tasks, queue, files, clock, metrics)
+    return World(WorkerDependencies(**fields), tasks, queue, files, clock, metrics)
 
 
 def running_task(world: World, export_type: str = "numbers", fmt: ExportFormat = ExportFormat.CSV, **fields: Any):

@@ -14,7 +14,7 @@ from exports.domain.partitions import (
     keyset_step,
     partition_count,
 )
-from exports.settings import Settings
+from exports.settings import WorkerSettings
 from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 
@@ -83,7 +83,7 @@ def test_runs_of_days_group_in_partitions_of_about_equal_rows(
 
 
 def test_the_rows_per_partition_are_a_setting_of_the_deployment() -> None:
-    assert Settings.from_env(ENVIRONMENT).partition_rows == FanOut.PARTITION_ROWS
-    assert Settings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "1250000"}).partition_rows == 1_250_000
+    assert WorkerSettings.from_env(ENVIRONMENT).partition_rows == FanOut.PARTITION_ROWS
+    assert WorkerSettings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "1250000"}).partition_rows == 1_250_000
     with pytest.raises(ValidationError):
-        Settings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "0"})
+        WorkerSettings.from_env({**ENVIRONMENT, Env.PARTITION_ROWS: "0"})

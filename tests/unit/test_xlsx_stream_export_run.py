@@ -17,7 +17,7 @@ from exports.domain.task import ExportFormat
 from exports.services import xlsx_guards
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
-from exports.settings import Settings
+from exports.settings import WorkerSettings
 from exports.writers.xlsx_engine import zip_stream
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task
 
@@ -48,10 +48,10 @@ def entries(body):
 
 def test_the_stream_engine_is_the_default_and_openpyxl_can_be_chosen_by_environment():
     assert XlsxEngine.DEFAULT == XlsxEngine.STREAM
-    assert Settings.from_env(ENVIRONMENT).xlsx_engine == "stream"
-    assert Settings.from_env({**ENVIRONMENT, Env.XLSX_ENGINE: "openpyxl"}).xlsx_engine == "openpyxl"
+    assert WorkerSettings.from_env(ENVIRONMENT).xlsx_engine == "stream"
+    assert WorkerSettings.from_env({**ENVIRONMENT, Env.XLSX_ENGINE: "openpyxl"}).xlsx_engine == "openpyxl"
     with pytest.raises(ValidationError):
-        Settings.from_env({**ENVIRONMENT, Env.XLSX_ENGINE: "xlsxwriter"})
+        WorkerSettings.from_env({**ENVIRONMENT, Env.XLSX_ENGINE: "xlsxwriter"})
 
 
 def test_an_xlsx_export_is_written_by_the_stream_engine_by_default():
