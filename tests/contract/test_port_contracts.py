@@ -1,12 +1,15 @@
 """The same behaviour tests against each fake and against the real adapter on moto, so the fakes
 the unit tests run on cannot drift from what the adapters do.
 
-Each port has a fixture parametrised by implementation: ``fake`` (tests/unit/export_fakes.py) and
-the adapter on moto. Observing what a port cannot tell by itself (an object's body) goes through a
-small probe per implementation.
+Each port has a fixture parametrised by implementation: ``fake`` (tests/unit/export_fakes.py,
+tests/unit/service_fakes.py) and the adapter on moto. Observing what a port cannot tell by itself
+(an object's body, a slot's holders, an execution's input) goes through a small probe per
+implementation. The webhook sender has no case here: it speaks HTTP, not AWS (its adapter is
+tested against a local receiver in tests/integration/test_callback_delivery.py).
 """
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,17 +19,34 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
+from exports.adapters.stepfunctions import StepFunctionsLifecycle
 from exports.config import LANES
+from exports.domain.admission import QueueWait, Throughput, updated_throughput
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus
 from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
-from exports.ports import Delivery, ExportFiles, ResultStore, TaskMessage, TaskQueue, TaskRepository
+from exports.ports import (
+    Delivery,
+    ExportFiles,
+    HotKeyLimiter,
+    Lifecycle,
+    ResultStore,
+    SlotLease,
+    SourceSlots,
+    TaskMessage,
+    TaskQueue,
+    TaskRepository,
+    ThroughputStats,
+)
 from local_stack.embedded_aws import REGION, create_resources
 from tests.unit.builders import LEASE, NOW, RETENTION, make_task
 from tests.unit.export_fakes import FakeFiles, FakeQueue, FakeTasks
+from tests.unit.service_fakes import FakeHotKeyLimiter, FakeLifecycle, FakeSourceSlots, FakeThroughputStats
 
 MIB = 1024 * 1024
 # S3 wants every part but the last to be at least 5 MiB.
@@ -364,3 +384,195 @@ def test_a_redelivery_must_name_one_of_the_task_queues(queue: Queue) -> None:
     elsewhere = dataclasses.replace(delivery, queue_arn=delivery.queue_arn.rsplit(":", 1)[0] + ":elsewhere")
     with pytest.raises(ExportsError):
         queue.queue.redeliver_after(elsewhere, 10)
+
+
+# HotKeyLimiter ----------------------------------------------------------------------------------
+
+RATE_PER_MINUTE, BURST = 6, 2  # a token every 10 s, two at once
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def limiter(request: pytest.FixtureRequest) -> HotKeyLimiter:
+    if request.param == "fake":
+        return FakeHotKeyLimiter(RATE_PER_MINUTE, BURST)
+    resources = request.getfixturevalue("moto")
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    return DynamoHotKeyLimiter(dynamodb, resources.tasks_table, RATE_PER_MINUTE, BURST)
+
+
+def test_a_hot_key_grants_its_burst_then_says_how_long_to_wait(limiter: HotKeyLimiter) -> None:
+    assert [limiter.acquire("orders:march", NOW) for _ in range(BURST)] == [0.0] * BURST
+    assert limiter.acquire("orders:march", NOW) == pytest.approx(10.0)
+    assert limiter.acquire("orders:march", NOW + timedelta(seconds=4)) == pytest.approx(6.0)
+    assert limiter.acquire("orders:april", NOW) == 0.0  # another key has its own bucket
+
+
+def test_a_refused_take_spends_nothing_and_tokens_come_back_at_the_rate(limiter: HotKeyLimiter) -> None:
+    for _ in range(BURST):
+        limiter.acquire("k", NOW)
+    for _ in range(3):
+        assert limiter.acquire("k", NOW + timedelta(seconds=5)) > 0
+    assert limiter.acquire("k", NOW + timedelta(seconds=10)) == 0.0
+    assert limiter.acquire("k", NOW + timedelta(seconds=10)) == pytest.approx(10.0)
+    later = NOW + timedelta(hours=1)  # a long pause refills to the burst, not beyond
+    assert [limiter.acquire("k", later) for _ in range(BURST + 1)][-1] == pytest.approx(10.0)
+
+
+# ThroughputStats --------------------------------------------------------------------------------
+
+SMOOTHING = 0.5
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def throughput(request: pytest.FixtureRequest) -> ThroughputStats:
+    if request.param == "fake":
+        return FakeThroughputStats(SMOOTHING)
+    resources = request.getfixturevalue("moto")
+    return DynamoThroughputStats(boto3.client("dynamodb", region_name=REGION), resources.tasks_table, SMOOTHING)
+
+
+def test_throughput_is_unknown_until_a_run_is_recorded_then_averages_runs(throughput: ThroughputStats) -> None:
+    assert throughput.get("orders") is None
+    throughput.record("orders", rows=1000, seconds=10.0, days=10)
+    first = throughput.get("orders")
+    assert first == Throughput(
+        rows_per_sec=100.0,
+        task_sec=10.0,
+        rows_per_task=1000.0,
+        rows_squared=1e6,
+        rows_times_sec=1e4,
+        rows_per_day=100.0,
+    )
+    throughput.record("orders", rows=3000, seconds=10.0, days=10)
+    assert throughput.get("orders") == updated_throughput(first, 3000, 10.0, SMOOTHING, 10)
+    assert throughput.get("customers") is None
+
+
+def test_a_type_without_a_date_range_keeps_its_rows_per_day_unknown(throughput: ThroughputStats) -> None:
+    throughput.record("customers", rows=50, seconds=2.0)
+    stored = throughput.get("customers")
+    assert stored is not None and stored.rows_per_day is None
+    assert (stored.rows_per_sec, stored.rows_per_task) == (25.0, 50.0)
+
+
+def test_queue_wait_is_measured_per_lane(throughput: ThroughputStats) -> None:
+    assert throughput.queue_wait("normal") is None
+    throughput.record_queue_wait("normal", waited_sec=30.0, waited_for=3)
+    assert throughput.queue_wait("normal") == QueueWait(10.0)
+    throughput.record_queue_wait("normal", waited_sec=20.0, waited_for=1)
+    assert throughput.queue_wait("normal") == QueueWait(15.0)
+    assert throughput.queue_wait("high") is None
+
+
+# SourceSlots ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Slots:
+    """A SourceSlots implementation and who holds a source's slots now."""
+
+    slots: SourceSlots
+    holders: Callable[[str, int], list[str]]
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def slots(request: pytest.FixtureRequest) -> Slots:
+    if request.param == "fake":
+        fake = FakeSourceSlots(lease=LEASE)
+        return Slots(fake, fake.holders)
+    resources = request.getfixturevalue("moto")
+    dynamo = DynamoSourceSlots(boto3.client("dynamodb", region_name=REGION), resources.tasks_table, lease=LEASE)
+    return Slots(dynamo, dynamo.holders)
+
+
+def test_a_source_gives_out_at_most_its_limit_of_slots(slots: Slots) -> None:
+    first = slots.slots.acquire("shop", 2, "exp_a", NOW)
+    second = slots.slots.acquire("shop", 2, "exp_b", NOW)
+    assert first is not None and second is not None
+    assert {first.index, second.index} == {0, 1}
+    assert slots.slots.acquire("shop", 2, "exp_c", NOW) is None
+    assert sorted(slots.holders("shop", 2)) == ["exp_a", "exp_b"]
+    assert slots.slots.acquire("warehouse", 2, "exp_c", NOW) is not None  # another source
+
+
+def test_a_holder_asking_again_gets_its_own_slot(slots: Slots) -> None:
+    lease = slots.slots.acquire("shop", 1, "exp_a", NOW)
+    assert slots.slots.acquire("shop", 1, "exp_a", NOW + timedelta(seconds=1)) == lease
+
+
+def test_a_released_slot_is_free_and_releasing_anothers_slot_changes_nothing(slots: Slots) -> None:
+    lease = slots.slots.acquire("shop", 1, "exp_a", NOW)
+    assert lease is not None
+    slots.slots.release(SlotLease("shop", lease.index, "exp_b"))  # not exp_b's
+    assert slots.holders("shop", 1) == ["exp_a"]
+    slots.slots.release(lease)
+    assert slots.holders("shop", 1) == []
+    slots.slots.release(lease)  # released already: harmless
+    assert slots.slots.acquire("shop", 1, "exp_b", NOW) is not None
+
+
+def test_an_expired_lease_is_taken_over_and_its_old_holder_cannot_renew_it(slots: Slots) -> None:
+    lease = slots.slots.acquire("shop", 1, "exp_a", NOW)
+    assert lease is not None
+    assert slots.slots.acquire("shop", 1, "exp_b", NOW + LEASE - timedelta(seconds=1)) is None
+    late = NOW + LEASE + timedelta(seconds=2)
+    taken = slots.slots.acquire("shop", 1, "exp_b", late)
+    assert taken is not None and slots.holders("shop", 1) == ["exp_b"]
+    assert slots.slots.renew(lease, late) is False
+    slots.slots.release(lease)  # the old holder's release leaves the new holder's slot alone
+    assert slots.holders("shop", 1) == ["exp_b"]
+
+
+def test_renewing_keeps_a_slot_past_its_first_lease(slots: Slots) -> None:
+    lease = slots.slots.acquire("shop", 1, "exp_a", NOW)
+    assert lease is not None
+    assert slots.slots.renew(lease, NOW + LEASE - timedelta(seconds=5)) is True
+    assert slots.slots.acquire("shop", 1, "exp_b", NOW + LEASE + timedelta(seconds=2)) is None
+    assert slots.slots.renew(SlotLease("shop", lease.index, "exp_b"), NOW) is False
+    assert slots.slots.renew(SlotLease("shop", lease.index + 1, "exp_a"), NOW) is False  # never taken
+
+
+# Lifecycle --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workflow:
+    """A Lifecycle implementation and the executions it started: task id -> input."""
+
+    lifecycle: Lifecycle
+    executions: Callable[[], dict[str, dict[str, Any]]]
+
+
+@pytest.fixture(params=["fake", "stepfunctions"])
+def workflow(request: pytest.FixtureRequest) -> Workflow:
+    if request.param == "fake":
+        fake = FakeLifecycle()
+        return Workflow(fake, lambda: dict(fake.started))
+    resources = request.getfixturevalue("moto")
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+
+    def executions() -> dict[str, dict[str, Any]]:
+        listed = sfn.list_executions(stateMachineArn=resources.state_machine_arn)["executions"]
+        return {
+            execution["name"]: json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+            for execution in listed
+        }
+
+    return Workflow(StepFunctionsLifecycle(sfn, resources.state_machine_arn), executions)
+
+
+def test_a_task_gets_one_execution_named_after_it_with_its_deadline(workflow: Workflow) -> None:
+    task = task_n(1, timeout_sec=60)
+    workflow.lifecycle.start(task)
+    workflow.lifecycle.start(task)  # started again (a retried submit): still one execution
+    workflow.lifecycle.start(task_n(2))
+    assert workflow.executions() == {
+        task.task_id: {"task_id": task.task_id, "timeout_sec": 60},
+        task_n(2).task_id: {"task_id": task_n(2).task_id, "timeout_sec": 300},
+    }
+
+
+def test_an_end_reported_to_an_execution_that_moved_on_is_no_error(workflow: Workflow) -> None:
+    task = task_n(1)
+    workflow.lifecycle.start(task)
+    workflow.lifecycle.report_end("a-token-nobody-waits-for", cancel(task, NOW, RETENTION))

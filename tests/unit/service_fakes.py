@@ -1,0 +1,287 @@
+"""Fakes for the ports the services need beyond those of tests/unit/export_fakes.py (hot-key
+limiter, throughput statistics, source slots, lifecycle workflow, webhook sender, resolver), and
+:func:`service_world`, the one place that builds a service's dependencies from fakes.
+
+Each fake applies the adapter's own rule (the same pure function where there is one);
+tests/contract/test_port_contracts.py runs the same behaviour tests against each fake and the
+adapter on moto (the webhook sender excepted: it is HTTP, see tests/integration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from exports.config import HotKey, SourceSlots
+from exports.domain.admission import (
+    Bucket,
+    QueueWait,
+    Throughput,
+    take_token,
+    updated_queue_wait,
+    updated_throughput,
+)
+from exports.domain.errors import ExportsError
+from exports.domain.task import Task
+from exports.export_types.base import ExportType, SourceLimit
+from exports.ports import SlotLease, WebhookResponse
+from exports.services.dependencies import Dependencies
+from exports.webhooks.destination import Destination
+from exports.workflows import execution_input, task_outcome
+from tests.unit.export_fakes import FakeClock, FakeFiles, FakeMetrics, FakeQueue, FakeTasks, NumbersExport, make_world
+
+# A signing secret of the Standard Webhooks form (whsec_ + base64 of 24 bytes).
+WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+# What the fake resolver answers for a host it was not told about: a public address.
+PUBLIC_ADDRESS = "93.184.216.34"
+
+
+class FakeHotKeyLimiter:
+    """:class:`exports.ports.HotKeyLimiter` like ``DynamoHotKeyLimiter``: a token bucket per hot
+    key (``take_token``), written only when a token is taken."""
+
+    def __init__(self, rate_per_minute: float = HotKey.RATE_PER_MINUTE, burst: int = HotKey.BURST) -> None:
+        self._rate = rate_per_minute / 60
+        self._burst = burst
+        self.buckets: dict[str, Bucket] = {}
+        self.calls: list[str] = []
+
+    def acquire(self, hot_key: str, now: datetime) -> float:
+        self.calls.append(hot_key)
+        allowed, after, wait = take_token(self.buckets.get(hot_key), now, self._rate, self._burst)
+        if not allowed:
+            return wait
+        self.buckets[hot_key] = after
+        return 0.0
+
+
+class FakeThroughputStats:
+    """:class:`exports.ports.ThroughputStats` like ``DynamoThroughputStats``: moving averages per
+    export type and per lane (``updated_throughput``, ``updated_queue_wait``). ``broken``: every
+    call fails as an unreachable table would."""
+
+    def __init__(self, smoothing: float = 0.3) -> None:
+        self._smoothing = smoothing
+        self.types: dict[str, Throughput] = {}
+        self.lanes: dict[str, QueueWait] = {}
+        self.broken = False
+
+    def get(self, export_type: str) -> Throughput | None:
+        self._check()
+        return self.types.get(export_type)
+
+    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
+        self._check()
+        self.types[export_type] = updated_throughput(self.types.get(export_type), rows, seconds, self._smoothing, days)
+
+    def queue_wait(self, lane: str) -> QueueWait | None:
+        self._check()
+        return self.lanes.get(lane)
+
+    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
+        self._check()
+        self.lanes[lane] = updated_queue_wait(self.lanes.get(lane), waited_sec, waited_for, self._smoothing)
+
+    def _check(self) -> None:
+        if self.broken:
+            raise ExportsError("throughput statistics unavailable")
+
+
+class FakeSourceSlots:
+    """:class:`exports.ports.SourceSlots` like ``DynamoSourceSlots``: ``limit`` slots per source,
+    tried from the holder's own start (crc32 of its id); a slot is free without a holder, when it
+    is the holder's already, or once its lease (whole seconds, as stored) ran out. Renewing
+    needs the slot to still be the holder's, whatever its lease."""
+
+    def __init__(self, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)) -> None:
+        self._lease = lease
+        # (source, index) -> (holder, lease end in epoch seconds)
+        self.slots: dict[tuple[str, int], tuple[str, int]] = {}
+        self.released: list[SlotLease] = []
+
+    def acquire(self, source: str, limit: int, holder: str, now: datetime) -> SlotLease | None:
+        start = zlib.crc32(holder.encode()) % limit
+        for offset in range(limit):
+            lease = SlotLease(source, (start + offset) % limit, holder)
+            held = self.slots.get((source, lease.index))
+            if held is None or held[0] == holder or held[1] < int(now.timestamp()):
+                self._hold(lease, now)
+                return lease
+        return None
+
+    def renew(self, lease: SlotLease, now: datetime) -> bool:
+        held = self.slots.get((lease.source, lease.index))
+        if held is None or held[0] != lease.holder:
+            return False
+        self._hold(lease, now)
+        return True
+
+    def release(self, lease: SlotLease) -> None:
+        self.released.append(lease)
+        held = self.slots.get((lease.source, lease.index))
+        if held is not None and held[0] == lease.holder:
+            del self.slots[(lease.source, lease.index)]
+
+    def holders(self, source: str, limit: int) -> list[str]:
+        """Who holds the slots of ``source`` now (as ``DynamoSourceSlots.holders``)."""
+        return [self.slots[(source, i)][0] for i in range(limit) if (source, i) in self.slots]
+
+    def _hold(self, lease: SlotLease, now: datetime) -> None:
+        self.slots[(lease.source, lease.index)] = (lease.holder, int((now + self._lease).timestamp()))
+
+
+class FakeLifecycle:
+    """:class:`exports.ports.Lifecycle` like ``StepFunctionsLifecycle``: one execution per task,
+    named after it (starting it again starts no second one); an end reported to a token nobody
+    waits for is no error. ``started``: task id -> the execution's input; ``reports``: (token,
+    the outcome sent). ``fail_start``: the workflow refuses to start (an AWS error)."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, dict[str, Any]] = {}
+        self.reports: list[tuple[str, dict[str, Any]]] = []
+        self.fail_start = False
+
+    def start(self, task: Task) -> None:
+        if self.fail_start:
+            raise ExportsError("start lifecycle: ServiceUnavailable")
+        self.started.setdefault(task.task_id, execution_input(task.task_id, task.timeout_sec))
+
+    def report_end(self, token: str, task: Task) -> None:
+        self.reports.append((token, task_outcome(task.status.value, bool(task.subscribers))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Post:
+    """One callback the fake sender was asked to post."""
+
+    destination: Destination
+    body: bytes
+    headers: dict[str, str]
+
+
+class FakeWebhooks:
+    """:class:`exports.ports.WebhookSender` that answers from a script: each post takes the next
+    answer (an HTTP status, or a string: the network error, ``status=None`` as the adapter
+    returns it); the last answer repeats. ``posts`` keeps what was sent."""
+
+    def __init__(self, *answers: int | str) -> None:
+        self.answers: list[int | str] = list(answers) or [204]
+        self.posts: list[Post] = []
+
+    def post(self, destination: Destination, body: bytes, headers: dict[str, str]) -> WebhookResponse:
+        self.posts.append(Post(destination, body, dict(headers)))
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, str):
+            return WebhookResponse(status=None, error=answer)
+        return WebhookResponse(status=answer, error=None)
+
+
+class FakeResolver:
+    """DNS in memory: host -> addresses; unknown hosts resolve to one public address."""
+
+    def __init__(self, hosts: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.hosts = {host: list(addresses) for host, addresses in (hosts or {}).items()}
+        self.lookups: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.lookups.append(host)
+        return list(self.hosts.get(host, [PUBLIC_ADDRESS]))
+
+
+class BrokenQueue(FakeQueue):
+    """A queue whose sends fail (an unreachable SQS) while ``broken``; depths still read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def send(self, message: Any, delay_sec: int = 0) -> None:
+        if self.broken:
+            raise ExportsError("send message: AWS.SimpleQueueService.NonExistentQueue")
+        super().send(message, delay_sec)
+
+
+class LimitedNumbers(NumbersExport):
+    """Numbered rows read from a data source that allows ``max_concurrent`` exports at once."""
+
+    name = "limited_numbers"
+
+    def __init__(self, max_concurrent: int = 1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_concurrent = max_concurrent
+
+    def source_limit(self) -> SourceLimit:
+        return SourceLimit("shop", self.max_concurrent)
+
+
+@dataclasses.dataclass
+class ServiceWorld:
+    """A service's dependencies made of fakes, and the fakes themselves."""
+
+    deps: Dependencies
+    tasks: FakeTasks
+    queue: FakeQueue
+    files: FakeFiles
+    clock: FakeClock
+    metrics: FakeMetrics
+    limiter: FakeHotKeyLimiter
+    throughput: FakeThroughputStats
+    slots: FakeSourceSlots
+    lifecycle: FakeLifecycle
+    webhooks: FakeWebhooks
+    resolve: FakeResolver
+
+    def counts(self, name: str) -> float:
+        """The sum of the metric ``name``'s points."""
+        return sum(value for metric, value in self.metrics.points if metric == name)
+
+
+def service_world(
+    *export_types: ExportType,
+    queue: FakeQueue | None = None,
+    webhooks: FakeWebhooks | None = None,
+    resolve: FakeResolver | None = None,
+    hot_key_rate_per_minute: float = HotKey.RATE_PER_MINUTE,
+    hot_key_burst: int = HotKey.BURST,
+    random: float = 0.5,
+    **settings: Any,
+) -> ServiceWorld:
+    """Every port a service uses as a fake (``random``: what ``deps.random()`` returns). The only
+    place the services' dependencies are assembled for these tests: when ``Dependencies`` is
+    split per function, this is the function to adapt."""
+    world = make_world(*export_types, **settings)
+    if queue is not None:
+        world.queue = queue
+    limiter = FakeHotKeyLimiter(hot_key_rate_per_minute, hot_key_burst)
+    throughput, slots, lifecycle = FakeThroughputStats(), FakeSourceSlots(), FakeLifecycle()
+    webhooks = webhooks if webhooks is not None else FakeWebhooks()
+    resolve = resolve if resolve is not None else FakeResolver()
+    deps = dataclasses.replace(
+        world.deps,
+        queue=world.queue,
+        limiter=limiter,
+        throughput=throughput,
+        lifecycle=lifecycle,
+        webhooks=webhooks,
+        webhook_secret=lambda: WEBHOOK_SECRET,
+        slots=slots,
+        resolve=resolve,
+        random=lambda: random,
+    )
+    return ServiceWorld(
+        deps,
+        world.tasks,
+        world.queue,
+        world.files,
+        world.clock,
+        world.metrics,
+        limiter,
+        throughput,
+        slots,
+        lifecycle,
+        webhooks,
+        resolve,
+    )

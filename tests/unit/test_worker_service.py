@@ -1,0 +1,319 @@
+"""process_task and process_delivery on fakes: claim, complete, retries with backoff, leases,
+deadlines, cancellation, hot-key and source-slot deferrals, and failed deliveries."""
+
+from typing import Any
+
+import pytest
+
+from exports.config import Metric
+from exports.domain.admission import QueueWait
+from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task
+from exports.export_types.orders import OrdersExport
+from exports.ports import Delivery, TaskMessage
+from exports.services.control import cancel_export
+from exports.services.worker import Outcome, process_delivery, process_task
+from tests.unit.builders import make_order, make_task
+from tests.unit.export_fakes import NumbersExport
+from tests.unit.fakes import FakeOrdersReader
+from tests.unit.service_fakes import LimitedNumbers, ServiceWorld, service_world
+
+NORMAL_QUEUE = "arn:aws:sqs:us-east-1:123456789012:exports-tasks-normal"
+
+
+def put(w: ServiceWorld, n: int = 1, export_type: str = "numbers", **fields: Any) -> Task:
+    """A PENDING task ``n`` created now, admitted like a submit does."""
+    now = w.clock()
+    fields = {"filters": {}, "created_at": now, "expires_at": now + w.deps.settings.retention, **fields}
+    task = make_task(task_id=f"exp_01JNCS6Z0000000000000000{n:02d}", export_type=export_type, **fields)
+    w.tasks.create(task, max_active=100)
+    return task
+
+
+def message(task: Task, **fields: Any) -> TaskMessage:
+    return TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority, **fields)
+
+
+def flaky(failures: int) -> NumbersExport:
+    """Numbered rows whose source is throttled ``failures`` times before it works."""
+    left = [failures]
+
+    def throttled(first: int) -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            raise RetryableError("source throttled")
+
+    return NumbersExport(before_page=throttled)
+
+
+def test_a_task_is_claimed_exported_and_completed() -> None:
+    w = service_world()
+    task = put(w)
+    w.clock.advance(3)
+
+    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+
+    done = w.tasks.get(task.task_id)
+    assert (done.status, done.attempt, done.progress, done.rows_written) == (TaskStatus.COMPLETED, 1, 100, 100)
+    body = w.files.objects[done.result.key]["body"]
+    assert body.startswith(b"N,Day,Amount,Text\r\n") and body.count(b"\r\n") == 101
+    assert done.result.bytes == len(body)
+    assert w.tasks.active_count("alice") == 0
+    assert (w.counts(Metric.STARTED), w.counts(Metric.COMPLETED), w.counts(Metric.ROWS_EXPORTED)) == (1, 1, 100)
+    assert w.throughput.get("numbers").rows_per_task == 100
+    assert w.files.uploads == {}
+
+
+def test_a_duplicate_delivery_is_acknowledged_without_a_second_export() -> None:
+    w = service_world()
+    task = put(w)
+    process_task(message(task), w.deps)
+    first = w.tasks.get(task.task_id)
+
+    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+
+    assert w.tasks.get(task.task_id) == first
+    assert len(w.files.objects) == 1 and w.counts(Metric.DUPLICATE_DELIVERY) == 1
+
+
+def test_the_worker_tells_the_workflow_when_the_task_ends() -> None:
+    w = service_world()
+    task = put(w)
+    w.tasks.set_lifecycle_token(task.task_id, "token-1")
+    process_task(message(task), w.deps)
+    assert w.lifecycle.reports == [("token-1", {"status": "COMPLETED", "has_callback": False})]
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent() -> None:
+    w = service_world(flaky(10), random=0.5)
+    task = put(w, max_retries=2)
+
+    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    again = w.tasks.get(task.task_id)
+    assert (again.status, again.retry_count, again.error.code) == (TaskStatus.PENDING, 1, "TRANSIENT_ERROR")
+    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.deps) is Outcome.FAILED
+
+    # Full jitter at 0.5 of 2 s, then of 2 * 4 s.
+    assert w.queue.sent == [(message(task), 1), (message(task), 4)]
+    final = w.tasks.get(task.task_id)
+    assert (final.status, final.retry_count, final.attempt, final.error.code) == (
+        TaskStatus.FAILED,
+        2,
+        3,
+        "TRANSIENT_ERROR",
+    )
+    assert w.files.objects == {} and w.files.uploads == {}
+    assert (w.counts(Metric.RETRIED), w.counts(Metric.FAILED)) == (2, 1)
+    assert w.tasks.active_count("alice") == 0
+
+
+def test_a_retry_that_succeeds_completes_the_task() -> None:
+    w = service_world(flaky(1))
+    task = put(w)
+    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    done = w.tasks.get(task.task_id)
+    assert (done.status, done.retry_count, done.attempt, done.result.rows) == (TaskStatus.COMPLETED, 1, 2, 100)
+
+
+def test_a_crash_in_the_export_is_retried_as_an_internal_error() -> None:
+    def crash(first: int) -> None:
+        raise ZeroDivisionError
+
+    w = service_world(NumbersExport(before_page=crash))
+    task = put(w, max_retries=0)
+    assert process_task(message(task), w.deps) is Outcome.FAILED
+    assert w.tasks.get(task.task_id).error.code == "INTERNAL_ERROR"
+
+
+def test_stored_filters_that_no_longer_validate_fail_the_task_without_a_retry() -> None:
+    w = service_world(OrdersExport(FakeOrdersReader([])))
+    task = put(w, export_type="orders", filters={"date_from": "x"})
+    assert process_task(message(task), w.deps) is Outcome.FAILED
+    failed = w.tasks.get(task.task_id)
+    assert (failed.status, failed.error.code, failed.retry_count) == (TaskStatus.FAILED, "INVALID_FILTERS", 0)
+    assert w.queue.sent == []
+
+
+# --- leases, deadlines, cancellation ------------------------------------------------------------
+
+
+def test_a_running_task_under_a_live_lease_is_not_run_twice() -> None:
+    w = service_world()
+    task = put(w)
+    running = task.model_copy(
+        update={"status": TaskStatus.RUNNING, "attempt": 1, "lease_expires_at": w.clock() + w.deps.settings.lease}
+    )
+    w.tasks.tasks[task.task_id] = running
+    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+    assert w.tasks.get(task.task_id) == running and w.files.objects == {}
+
+
+def test_a_task_whose_worker_died_is_reclaimed_after_its_lease() -> None:
+    w = service_world()
+    task = put(w)
+    w.tasks.tasks[task.task_id] = task.model_copy(
+        update={"status": TaskStatus.RUNNING, "attempt": 1, "lease_expires_at": w.clock()}
+    )
+    w.clock.advance(1)
+    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert w.tasks.get(task.task_id).attempt == 2
+
+
+def test_a_task_past_its_deadline_times_out_instead_of_running() -> None:
+    w = service_world()
+    task = put(w, timeout_sec=300)
+    w.clock.advance(300)
+    assert process_task(message(task), w.deps) is Outcome.TIMED_OUT
+    stored = w.tasks.get(task.task_id)
+    assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
+    assert w.files.objects == {} and w.counts(Metric.TIMED_OUT) == 1 and w.counts(Metric.STARTED) == 0
+
+
+def test_a_cancelled_task_is_not_run() -> None:
+    w = service_world()
+    task = put(w)
+    cancel_export(task.task_id, "alice", w.deps)
+    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+    assert w.files.objects == {} and w.files.uploads == {} and w.counts(Metric.STARTED) == 0
+
+
+def test_a_task_cancelled_mid_export_leaves_no_object_and_no_upload() -> None:
+    w = service_world()
+
+    def cancel_at_page_five(first: int) -> None:
+        w.clock.advance(3)  # time for a progress write between pages
+        if first == 50:
+            cancel_export(task.task_id, "alice", w.deps)
+
+    w.deps.registry.get("numbers").before_page = cancel_at_page_five
+    task = put(w)
+
+    assert process_task(message(task), w.deps) is Outcome.LOST_OWNERSHIP
+
+    assert w.tasks.get(task.task_id).status is TaskStatus.CANCELLED
+    assert w.files.objects == {} and w.files.uploads == {}
+    assert w.counts(Metric.COMPLETED) == 0
+
+
+# --- hot keys and source slots ------------------------------------------------------------------
+
+
+def test_a_hot_key_over_its_rate_defers_without_spending_retries() -> None:
+    orders = [make_order(order_id=f"O{n}", order_day="2025-03-30") for n in range(3)]
+    w = service_world(OrdersExport(FakeOrdersReader(orders)), hot_key_burst=2, hot_key_rate_per_minute=1)
+    march = {"date_from": "2025-03-30", "date_to": "2025-03-31"}
+    tasks = [put(w, n, "orders", filters=march, user_id=user) for n, user in enumerate(("u1", "u2", "u3"), 1)]
+
+    outcomes = [process_task(message(task), w.deps) for task in tasks]
+
+    assert outcomes == [Outcome.COMPLETED, Outcome.COMPLETED, Outcome.DEFERRED]
+    deferred = w.tasks.get(tasks[2].task_id)
+    assert (deferred.status, deferred.retry_count, deferred.attempt) == (TaskStatus.PENDING, 0, 0)
+    assert w.queue.sent == [(message(tasks[2]), 60)]  # a token in 60 s, plus jitter, at most 60 s
+    assert w.queue.depths()["normal"] == 0  # delayed, not waiting
+    assert w.counts(Metric.DEFERRED) == 1
+    other = put(w, 4, "orders", filters={"date_from": "2025-03-29", "date_to": "2025-03-31"}, user_id="u1")
+    assert process_task(message(other), w.deps) is Outcome.COMPLETED  # another hot key is not affected
+
+
+def test_a_source_at_its_limit_defers_the_task_and_a_run_holds_and_frees_its_slot() -> None:
+    held: list[list[str]] = []
+    w = service_world(LimitedNumbers(max_concurrent=1))
+    w.deps.registry.get("limited_numbers").before_page = lambda first: held.append(w.slots.holders("shop", 1))
+    busy = w.slots.acquire("shop", 1, "exp_someone_else", w.clock())
+    task = put(w, export_type="limited_numbers")
+
+    assert process_task(message(task), w.deps) is Outcome.DEFERRED
+
+    assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
+    assert w.queue.sent == [(message(task), 23)]  # half of SourceSlots.MAX_DEFER_SEC, plus jitter
+    assert w.counts(Metric.SOURCE_DEFERRED) == 1 and w.counts(Metric.DEFERRED) == 0
+
+    w.slots.release(busy)
+    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert held and all(holders == [task.task_id] for holders in held)
+    assert w.slots.holders("shop", 1) == []
+
+
+def test_a_failed_run_frees_its_slot_too() -> None:
+    def crash(first: int) -> None:
+        raise RetryableError("throttled")
+
+    w = service_world(LimitedNumbers(max_concurrent=1, before_page=crash))
+    task = put(w, export_type="limited_numbers")
+    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    assert w.slots.holders("shop", 1) == [] and len(w.slots.released) == 1
+
+
+# --- queue waits and deliveries -----------------------------------------------------------------
+
+
+def test_a_first_claim_measures_the_lanes_wait_per_task_ahead() -> None:
+    w = service_world()
+    task, later = put(w, 1), put(w, 2)
+    w.clock.advance(30)
+
+    process_task(message(task, waiting_for=2), w.deps)
+    process_task(message(later, waiting_for=1, redeliveries=1), w.deps)  # waited for other reasons too
+
+    assert w.throughput.queue_wait("normal") == QueueWait(15.0)
+
+
+def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff() -> None:
+    w = service_world(random=0.5)
+    task = put(w)
+    real_get = w.tasks.get
+    faults = [RetryableError("read task: ThrottlingException")]
+
+    def throttled(task_id: str) -> Task | None:
+        if faults:
+            raise faults.pop()
+        return real_get(task_id)
+
+    w.tasks.get = throttled  # type: ignore[method-assign]
+
+    assert process_task(message(task, waiting_for=3), w.deps) is Outcome.REDELIVERED
+
+    assert w.queue.sent == [(message(task, waiting_for=3, redeliveries=1), 1)]
+    assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
+    assert w.counts(Metric.REDELIVERED) == 1
+
+
+def test_a_failed_delivery_comes_back_after_a_short_backoff() -> None:
+    w = service_world(random=0.5)
+    unknown = TaskMessage("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", "numbers", 5)
+    w.queue.send(unknown)
+    delivery = w.queue.receive("normal")
+
+    with pytest.raises(TaskNotFound):
+        process_delivery(unknown, delivery, w.deps)
+
+    assert w.queue.redelivered == [(delivery, 1)]
+
+
+def test_when_the_last_delivery_fails_too_the_task_ends_failed() -> None:
+    w = service_world()
+    task = put(w)
+    update = w.tasks.update
+
+    def claims_refused(before: Task, after: Task) -> None:
+        if after.status is TaskStatus.RUNNING:
+            raise ExportsError("update task: AccessDeniedException")
+        update(before, after)
+
+    w.tasks.update = claims_refused  # type: ignore[method-assign]
+    last = Delivery(NORMAL_QUEUE, "receipt-5", receive_count=5)
+
+    with pytest.raises(ExportsError):
+        process_delivery(message(task), last, w.deps)
+
+    failed = w.tasks.get(task.task_id)
+    assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "DELIVERY_FAILED")
+    assert w.queue.redelivered == []  # it goes to the DLQ
+    assert w.tasks.active_count("alice") == 0 and w.counts(Metric.FAILED) == 1
