@@ -28,7 +28,13 @@ from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.export_types.base import ExportType, SourceLimit
 from exports.ports import SlotLease, WebhookResponse
-from exports.services.dependencies import Dependencies
+from exports.services.dependencies import (
+    ApiDependencies,
+    CallbackDependencies,
+    LifecycleDependencies,
+    WorkerDependencies,
+)
+from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings
 from exports.webhooks.destination import Destination
 from exports.workflows import execution_input, task_outcome
 from tests.unit.export_fakes import FakeClock, FakeFiles, FakeMetrics, FakeQueue, FakeTasks, NumbersExport, make_world
@@ -219,9 +225,12 @@ class LimitedNumbers(NumbersExport):
 
 @dataclasses.dataclass
 class ServiceWorld:
-    """A service's dependencies made of fakes, and the fakes themselves."""
+    """Each function's dependencies made of the same fakes, and the fakes themselves."""
 
-    deps: Dependencies
+    api: ApiDependencies
+    worker: WorkerDependencies
+    callback: CallbackDependencies
+    lifecycle_deps: LifecycleDependencies
     tasks: FakeTasks
     queue: FakeQueue
     files: FakeFiles
@@ -249,9 +258,8 @@ def service_world(
     random: float = 0.5,
     **settings: Any,
 ) -> ServiceWorld:
-    """Every port a service uses as a fake (``random``: what ``deps.random()`` returns). The only
-    place the services' dependencies are assembled for these tests: when ``Dependencies`` is
-    split per function, this is the function to adapt."""
+    """Every port a service uses as a fake (``random``: what ``deps.random()`` returns), wired
+    into each function's dependencies; ``settings`` go to every function's settings that has them."""
     world = make_world(*export_types, **settings)
     if queue is not None:
         world.queue = queue
@@ -259,20 +267,50 @@ def service_world(
     throughput, slots, lifecycle = FakeThroughputStats(), FakeSourceSlots(), FakeLifecycle()
     webhooks = webhooks if webhooks is not None else FakeWebhooks()
     resolve = resolve if resolve is not None else FakeResolver()
-    deps = dataclasses.replace(
+    worker = dataclasses.replace(
         world.deps,
         queue=world.queue,
         limiter=limiter,
         throughput=throughput,
         lifecycle=lifecycle,
-        webhooks=webhooks,
-        webhook_secret=lambda: WEBHOOK_SECRET,
         slots=slots,
-        resolve=resolve,
         random=lambda: random,
     )
+    api = ApiDependencies(
+        settings=ApiSettings.model_construct(**settings),
+        tasks=world.tasks,
+        queue=world.queue,
+        results=world.files,
+        registry=world.deps.registry,
+        metrics=world.metrics,
+        lifecycle=lifecycle,
+        throughput=throughput,
+        resolve=resolve,
+        clock=world.clock,
+        random=lambda: random,
+    )
+    callback = CallbackDependencies(
+        settings=CallbackSettings.model_construct(**settings),
+        tasks=world.tasks,
+        results=world.files,
+        metrics=world.metrics,
+        webhooks=webhooks,
+        webhook_secret=lambda: WEBHOOK_SECRET,
+        resolve=resolve,
+        clock=world.clock,
+    )
+    lifecycle_deps = LifecycleDependencies(
+        settings=LifecycleSettings.model_construct(**settings),
+        tasks=world.tasks,
+        lifecycle=lifecycle,
+        metrics=world.metrics,
+        clock=world.clock,
+    )
     return ServiceWorld(
-        deps,
+        api,
+        worker,
+        callback,
+        lifecycle_deps,
         world.tasks,
         world.queue,
         world.files,

@@ -47,7 +47,7 @@ def test_a_completed_tasks_callback_is_signed_and_carries_a_download_link() -> N
     w = world(204)
     task = ended(w, HOOK)
 
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.DELIVERED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
 
     (post,) = w.webhooks.posts
     assert (post.destination.host, post.destination.address, post.destination.target) == (
@@ -76,13 +76,13 @@ def test_a_retryable_answer_raises_for_the_workflow_and_the_next_attempt_sends_t
     task = ended(w, HOOK)
 
     with pytest.raises(CallbackRetryable):
-        deliver(task.task_id, w.deps)
+        deliver(task.task_id, w.callback)
     waiting = w.tasks.get(task.task_id).callback
     error = failure if isinstance(failure, str) else f"HTTP {failure}"
     assert (waiting.status, waiting.attempts, waiting.last_error) == (CallbackStatus.PENDING, 1, error)
     assert w.counts(Metric.CALLBACK_FAILED) == 0
 
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.DELIVERED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
 
     first, second = w.webhooks.posts
     assert first.headers["webhook-id"] == second.headers["webhook-id"]
@@ -96,13 +96,13 @@ def test_a_final_4xx_or_a_redirect_is_not_retried(status: int) -> None:
     w = world(status)
     task = ended(w, HOOK)
 
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.FAILED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.FAILED
 
     assert len(w.webhooks.posts) == 1
     recorded = w.tasks.get(task.task_id).callback
     assert (recorded.status, recorded.attempts, recorded.last_error) == (CallbackStatus.FAILED, 1, f"HTTP {status}")
     assert w.counts(Metric.CALLBACK_FAILED) == 1
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.NOTHING_TO_DO  # nothing is sent again
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.NOTHING_TO_DO  # nothing is sent again
     assert len(w.webhooks.posts) == 1
 
 
@@ -111,7 +111,7 @@ def test_a_destination_that_now_resolves_inside_is_refused_at_send() -> None:
     task = ended(w, HOOK)
     w.resolve.hosts["hooks.example.com"] = ["169.254.169.254"]  # passed at submit; DNS changed since
 
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.FAILED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.FAILED
 
     assert w.webhooks.posts == []
     recorded = w.tasks.get(task.task_id).callback
@@ -124,8 +124,8 @@ def test_each_subscriber_is_signed_on_its_own_and_a_delivered_one_is_not_sent_ag
     task = ended(w, HOOK, OTHER)
 
     with pytest.raises(CallbackRetryable):
-        deliver(task.task_id, w.deps)
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.DELIVERED
+        deliver(task.task_id, w.callback)
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
 
     to_hook, to_other, to_other_again = w.webhooks.posts
     assert [p.destination.host for p in w.webhooks.posts] == ["hooks.example.com"] + ["other.example.com"] * 2
@@ -140,7 +140,7 @@ def test_each_subscriber_is_signed_on_its_own_and_a_delivered_one_is_not_sent_ag
 def test_a_cancelled_task_is_called_back_without_a_link() -> None:
     w = world(204)
     task = ended(w, HOOK, completed=False)
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.DELIVERED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
     data = json.loads(w.webhooks.posts[0].body)["data"]
     assert (data["status"], data["download_url"]) == ("CANCELLED", None)
     assert json.loads(w.webhooks.posts[0].body)["type"] == "export.cancelled"
@@ -152,7 +152,7 @@ def test_there_is_nothing_to_deliver_for_a_task_not_ended_without_a_callback_or_
     w.tasks.tasks[active.task_id] = active
     quiet = ended(w)
     for task_id in (active.task_id, quiet.task_id, "exp_01JUNKJUNKJUNKJUNKJUNKJUNK"):
-        assert deliver(task_id, w.deps) is DeliveryOutcome.NOTHING_TO_DO
+        assert deliver(task_id, w.callback) is DeliveryOutcome.NOTHING_TO_DO
     assert w.webhooks.posts == []
 
 
@@ -161,9 +161,9 @@ def test_giving_up_records_every_pending_callback_as_failed() -> None:
     task = ended(w, HOOK, OTHER)
     for _ in range(4):
         with pytest.raises(CallbackRetryable):
-            deliver(task.task_id, w.deps)
+            deliver(task.task_id, w.callback)
 
-    give_up(task.task_id, "HTTP 500", w.deps)
+    give_up(task.task_id, "HTTP 500", w.callback)
 
     stored = w.tasks.get(task.task_id)
     assert stored.status is TaskStatus.COMPLETED  # the export's outcome never depends on its callback
@@ -171,7 +171,7 @@ def test_giving_up_records_every_pending_callback_as_failed() -> None:
         (CallbackStatus.FAILED, 4, "HTTP 500")
     ] * 2
     assert w.counts(Metric.CALLBACK_FAILED) == 2
-    give_up(task.task_id, "again", w.deps)  # nothing pending any more
+    give_up(task.task_id, "again", w.callback)  # nothing pending any more
     assert w.counts(Metric.CALLBACK_FAILED) == 2
 
 
@@ -183,5 +183,5 @@ def test_a_record_gone_by_the_time_its_states_are_written_is_no_error() -> None:
         raise ConditionFailed("the record is gone")
 
     w.tasks.record_callbacks = expired  # type: ignore[method-assign]
-    assert deliver(task.task_id, w.deps) is DeliveryOutcome.DELIVERED
+    assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
     assert len(w.webhooks.posts) == 1

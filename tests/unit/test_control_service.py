@@ -30,7 +30,7 @@ def world() -> ServiceWorld:
 
 def pending(w: ServiceWorld, **fields: Any) -> Task:
     request = ExportSpec(**{"export_type": "orders", "filters": MARCH, **fields})
-    return submit_export(request, "alice", w.deps).task
+    return submit_export(request, "alice", w.api).task
 
 
 def running(w: ServiceWorld, task: Task) -> Task:
@@ -47,7 +47,7 @@ def test_cancel_ends_a_pending_task_frees_its_slot_and_tells_its_workflow() -> N
     task = pending(w)
     w.tasks.set_lifecycle_token(task.task_id, "token-1")
 
-    cancelled = cancel_export(task.task_id, "alice", w.deps)
+    cancelled = cancel_export(task.task_id, "alice", w.api)
 
     assert cancelled.status is TaskStatus.CANCELLED and cancelled.finished_at == w.clock()
     assert w.tasks.get(task.task_id).status is TaskStatus.CANCELLED
@@ -60,10 +60,10 @@ def test_cancel_of_a_running_task_takes_it_from_its_worker() -> None:
     w = world()
     claimed = running(w, pending(w))
 
-    cancel_export(claimed.task_id, "alice", w.deps)
+    cancel_export(claimed.task_id, "alice", w.api)
 
     with pytest.raises(LostOwnership):  # the worker's next progress write
-        write_progress(record_progress(claimed, 10, 10, w.clock(), LEASE), w.deps)
+        write_progress(record_progress(claimed, 10, 10, w.clock(), LEASE), w.api)
     assert w.tasks.get(claimed.task_id).status is TaskStatus.CANCELLED
 
 
@@ -82,7 +82,7 @@ def test_cancel_looks_again_when_a_worker_moved_the_task_meanwhile() -> None:
 
     w.tasks.update = claimed_underfoot  # type: ignore[method-assign]
 
-    cancelled = cancel_export(task.task_id, "alice", w.deps)
+    cancelled = cancel_export(task.task_id, "alice", w.api)
 
     assert moved and (cancelled.status, cancelled.attempt) == (TaskStatus.CANCELLED, 1)
     assert w.tasks.get(task.task_id).status is TaskStatus.CANCELLED
@@ -92,16 +92,16 @@ def test_cancel_looks_again_when_a_worker_moved_the_task_meanwhile() -> None:
 def test_cancel_refuses_an_ended_task_and_hides_other_users_tasks() -> None:
     w = world()
     task = pending(w)
-    cancel_export(task.task_id, "alice", w.deps)
+    cancel_export(task.task_id, "alice", w.api)
 
     with pytest.raises(TaskNotCancellable):
-        cancel_export(task.task_id, "alice", w.deps)
+        cancel_export(task.task_id, "alice", w.api)
     with pytest.raises(TaskNotFound):
-        cancel_export(task.task_id, "bob", w.deps)
+        cancel_export(task.task_id, "bob", w.api)
     with pytest.raises(TaskNotFound):
-        cancel_export("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", "alice", w.deps)
+        cancel_export("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", "alice", w.api)
     with pytest.raises(TaskNotFound):
-        cancel_export("../../etc", "alice", w.deps)
+        cancel_export("../../etc", "alice", w.api)
     assert w.counts(Metric.CANCELLED) == 1
 
 
@@ -112,13 +112,13 @@ def test_retry_refuses_a_task_that_has_not_ended_or_that_completed() -> None:
     w = world()
     task = pending(w)
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.deps)
+        retry_export(task.task_id, "alice", w.api)
     claimed = running(w, task)
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.deps)
+        retry_export(task.task_id, "alice", w.api)
     w.tasks.update(claimed, complete(claimed, make_result(), w.clock(), timedelta(hours=1)))
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.deps)
+        retry_export(task.task_id, "alice", w.api)
     assert len(w.tasks.tasks) == 1 and len(w.queue.sent) == 1
 
 
@@ -127,12 +127,12 @@ def test_retry_creates_a_linked_task_with_the_same_parameters(end: str) -> None:
     w = world()
     original = pending(w, priority=2, format=ExportFormat.XLSX, callback_url="https://hooks.example.com/in")
     if end == "cancelled":
-        cancel_export(original.task_id, "alice", w.deps)
+        cancel_export(original.task_id, "alice", w.api)
     else:
         claimed = running(w, original)
         w.tasks.update(claimed, fail(claimed, "X", "broken", w.clock(), timedelta(hours=1)))
 
-    retried = retry_export(original.task_id, "alice", w.deps).task
+    retried = retry_export(original.task_id, "alice", w.api).task
 
     assert retried.task_id != original.task_id
     assert (retried.retry_of, retried.source.value, retried.status) == (original.task_id, "retry", TaskStatus.PENDING)
@@ -141,7 +141,7 @@ def test_retry_creates_a_linked_task_with_the_same_parameters(end: str) -> None:
     assert w.queue.sent[-1][0].task_id == retried.task_id
     assert retried.task_id in w.lifecycle.started
     with pytest.raises(TaskNotFound):
-        retry_export(original.task_id, "bob", w.deps)
+        retry_export(original.task_id, "bob", w.api)
 
 
 # --- reads --------------------------------------------------------------------------------------
@@ -150,16 +150,16 @@ def test_retry_creates_a_linked_task_with_the_same_parameters(end: str) -> None:
 def test_details_show_a_download_link_once_completed() -> None:
     w = world()
     task = pending(w)
-    assert task_details(task.task_id, "alice", w.deps).download_url is None
+    assert task_details(task.task_id, "alice", w.api).download_url is None
     claimed = running(w, task)
     w.tasks.update(claimed, complete(claimed, make_result(key="results/x/orders.csv"), w.clock(), timedelta(hours=1)))
 
-    details = task_details(task.task_id, "alice", w.deps)
+    details = task_details(task.task_id, "alice", w.api)
 
     assert details.download_url == "https://example.com/results/x/orders.csv"
-    assert details.download_expires_at == w.clock() + timedelta(seconds=w.deps.settings.download_url_ttl_sec)
+    assert details.download_expires_at == w.clock() + timedelta(seconds=w.api.settings.download_url_ttl_sec)
     with pytest.raises(TaskNotFound):
-        task_details(task.task_id, "bob", w.deps)
+        task_details(task.task_id, "bob", w.api)
 
 
 def test_a_task_past_its_retention_is_gone_even_before_ttl_deletes_it() -> None:
@@ -168,10 +168,10 @@ def test_a_task_past_its_retention_is_gone_even_before_ttl_deletes_it() -> None:
     w.clock.advance((task.expires_at - w.clock()).total_seconds())
 
     with pytest.raises(TaskNotFound):
-        task_details(task.task_id, "alice", w.deps)
+        task_details(task.task_id, "alice", w.api)
     with pytest.raises(TaskNotFound):
-        cancel_export(task.task_id, "alice", w.deps)
-    assert list_tasks("alice", w.deps).tasks == []
+        cancel_export(task.task_id, "alice", w.api)
+    assert list_tasks("alice", w.api).tasks == []
 
 
 def test_list_is_newest_first_paged_and_private() -> None:
@@ -179,17 +179,17 @@ def test_list_is_newest_first_paged_and_private() -> None:
     ids = []
     for n in range(5):
         filters = {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}
-        ids.append(submit_export(ExportSpec("orders", filters=filters), "alice", w.deps).task.task_id)
+        ids.append(submit_export(ExportSpec("orders", filters=filters), "alice", w.api).task.task_id)
         w.clock.advance(1)
-    submit_export(ExportSpec("orders", filters=MARCH), "bob", w.deps)
+    submit_export(ExportSpec("orders", filters=MARCH), "bob", w.api)
 
-    page = list_tasks("alice", w.deps, limit=3)
-    rest = list_tasks("alice", w.deps, limit=3, cursor=page.cursor)
+    page = list_tasks("alice", w.api, limit=3)
+    rest = list_tasks("alice", w.api, limit=3, cursor=page.cursor)
 
     assert [t.task_id for t in page.tasks] == ids[::-1][:3]
     assert ([t.task_id for t in rest.tasks], rest.cursor) == (ids[::-1][3:], None)
-    assert list_tasks("alice", w.deps, status=TaskStatus.COMPLETED).tasks == []
-    assert len(list_tasks("bob", w.deps).tasks) == 1
+    assert list_tasks("alice", w.api, status=TaskStatus.COMPLETED).tasks == []
+    assert len(list_tasks("bob", w.api).tasks) == 1
 
 
 # --- the lifecycle workflow's calls -------------------------------------------------------------
@@ -198,14 +198,14 @@ def test_list_is_newest_first_paged_and_private() -> None:
 def test_watch_stores_the_token_and_reports_an_already_ended_task_at_once() -> None:
     w = world()
     task = pending(w)
-    watch(task.task_id, "token-1", w.deps)
+    watch(task.task_id, "token-1", w.lifecycle_deps)
     assert w.tasks.get(task.task_id).lifecycle_token == "token-1"
     assert w.lifecycle.reports == []
 
     ended = pending(w, timeout_sec=60)
     claimed = running(w, ended)
     w.tasks.update(claimed, fail(claimed, "X", "y", w.clock(), timedelta(hours=1)))  # before the token came
-    watch(ended.task_id, "token-2", w.deps)
+    watch(ended.task_id, "token-2", w.lifecycle_deps)
     assert w.lifecycle.reports == [("token-2", {"status": "FAILED", "has_callback": False})]
 
 
@@ -215,14 +215,14 @@ def test_expire_times_out_a_task_that_has_not_ended_and_leaves_an_ended_one_alon
     w.tasks.set_lifecycle_token(task.task_id, "token-1")
     w.clock.advance(task.timeout_sec)
 
-    timed_out = expire(task.task_id, w.deps)
+    timed_out = expire(task.task_id, w.lifecycle_deps)
 
     assert (timed_out.status, timed_out.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
     assert w.tasks.get(task.task_id).status is TaskStatus.TIMEOUT
     assert w.tasks.active_count("alice") == 0
     assert w.lifecycle.reports == [("token-1", {"status": "TIMEOUT", "has_callback": True})]
     assert w.counts(Metric.TIMED_OUT) == 1
-    assert expire(task.task_id, w.deps) == w.tasks.get(task.task_id)  # ended already: as it is
+    assert expire(task.task_id, w.lifecycle_deps) == w.tasks.get(task.task_id)  # ended already: as it is
     assert w.counts(Metric.TIMED_OUT) == 1
     with pytest.raises(TaskNotFound):
-        expire("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", w.deps)
+        expire("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", w.lifecycle_deps)

@@ -37,7 +37,7 @@ def days(n: int, **fields: Any) -> ExportSpec:
 
 
 def submit(w: ServiceWorld, request: ExportSpec | None = None, user: str = "alice") -> Submission:
-    return submit_export(request or spec(), user, w.deps)
+    return submit_export(request or spec(), user, w.api)
 
 
 def test_a_submit_stores_a_pending_task_starts_its_lifecycle_and_queues_a_small_message() -> None:
@@ -102,7 +102,7 @@ def test_a_format_the_type_does_not_produce_is_refused() -> None:
 
     w = service_world(CsvOnly())
     with pytest.raises(InvalidRequest) as refused:
-        submit_export(ExportSpec(export_type="numbers", format=ExportFormat.XLSX), "alice", w.deps)
+        submit_export(ExportSpec(export_type="numbers", format=ExportFormat.XLSX), "alice", w.api)
     assert refused.value.field == "format"
     assert w.tasks.tasks == {}
 
@@ -148,7 +148,7 @@ def test_a_request_differing_only_in_priority_is_merged_into_the_task() -> None:
 def test_once_the_first_task_ended_an_identical_request_makes_a_new_task() -> None:
     w = world()
     first = submit(w)
-    cancel_export(first.task.task_id, "alice", w.deps)
+    cancel_export(first.task.task_id, "alice", w.api)
 
     second = submit(w)
 
@@ -160,7 +160,7 @@ def test_once_the_first_task_ended_an_identical_request_makes_a_new_task() -> No
 def test_a_dedup_marker_outliving_its_ended_holder_is_taken_over() -> None:
     w = world()
     first = submit(w)
-    cancelled = cancel_export(first.task.task_id, "alice", w.deps)
+    cancelled = cancel_export(first.task.task_id, "alice", w.api)
     w.tasks.dedup[cancelled.dedup_key] = (first.task.task_id, first.task.deadline)  # its release was lost
 
     second = submit(w)
@@ -222,7 +222,7 @@ def test_a_user_at_quota_is_refused_until_a_task_ends() -> None:
     assert w.counts(Metric.REJECTED) == 1
     assert submit(w, days(2), user="bob").task.user_id == "bob"  # quotas are per user
 
-    cancel_export(first.task.task_id, "alice", w.deps)
+    cancel_export(first.task.task_id, "alice", w.api)
     assert submit(w, days(2)).task.status is TaskStatus.PENDING
 
 

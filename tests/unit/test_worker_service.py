@@ -25,7 +25,7 @@ NORMAL_QUEUE = "arn:aws:sqs:us-east-1:123456789012:exports-tasks-normal"
 def put(w: ServiceWorld, n: int = 1, export_type: str = "numbers", **fields: Any) -> Task:
     """A PENDING task ``n`` created now, admitted like a submit does."""
     now = w.clock()
-    fields = {"filters": {}, "created_at": now, "expires_at": now + w.deps.settings.retention, **fields}
+    fields = {"filters": {}, "created_at": now, "expires_at": now + w.worker.settings.retention, **fields}
     task = make_task(task_id=f"exp_01JNCS6Z0000000000000000{n:02d}", export_type=export_type, **fields)
     w.tasks.create(task, max_active=100)
     return task
@@ -52,7 +52,7 @@ def test_a_task_is_claimed_exported_and_completed() -> None:
     task = put(w)
     w.clock.advance(3)
 
-    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert process_task(message(task), w.worker) is Outcome.COMPLETED
 
     done = w.tasks.get(task.task_id)
     assert (done.status, done.attempt, done.progress, done.rows_written) == (TaskStatus.COMPLETED, 1, 100, 100)
@@ -68,10 +68,10 @@ def test_a_task_is_claimed_exported_and_completed() -> None:
 def test_a_duplicate_delivery_is_acknowledged_without_a_second_export() -> None:
     w = service_world()
     task = put(w)
-    process_task(message(task), w.deps)
+    process_task(message(task), w.worker)
     first = w.tasks.get(task.task_id)
 
-    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+    assert process_task(message(task), w.worker) is Outcome.SKIPPED
 
     assert w.tasks.get(task.task_id) == first
     assert len(w.files.objects) == 1 and w.counts(Metric.DUPLICATE_DELIVERY) == 1
@@ -81,7 +81,7 @@ def test_the_worker_tells_the_workflow_when_the_task_ends() -> None:
     w = service_world()
     task = put(w)
     w.tasks.set_lifecycle_token(task.task_id, "token-1")
-    process_task(message(task), w.deps)
+    process_task(message(task), w.worker)
     assert w.lifecycle.reports == [("token-1", {"status": "COMPLETED", "has_callback": False})]
 
 
@@ -92,11 +92,11 @@ def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent() -
     w = service_world(flaky(10), random=0.5)
     task = put(w, max_retries=2)
 
-    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
     again = w.tasks.get(task.task_id)
     assert (again.status, again.retry_count, again.error.code) == (TaskStatus.PENDING, 1, "TRANSIENT_ERROR")
-    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
-    assert process_task(message(task), w.deps) is Outcome.FAILED
+    assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.worker) is Outcome.FAILED
 
     # Full jitter at 0.5 of 2 s, then of 2 * 4 s.
     assert w.queue.sent == [(message(task), 1), (message(task), 4)]
@@ -115,8 +115,8 @@ def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent() -
 def test_a_retry_that_succeeds_completes_the_task() -> None:
     w = service_world(flaky(1))
     task = put(w)
-    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
-    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.worker) is Outcome.COMPLETED
     done = w.tasks.get(task.task_id)
     assert (done.status, done.retry_count, done.attempt, done.result.rows) == (TaskStatus.COMPLETED, 1, 2, 100)
 
@@ -127,14 +127,14 @@ def test_a_crash_in_the_export_is_retried_as_an_internal_error() -> None:
 
     w = service_world(NumbersExport(before_page=crash))
     task = put(w, max_retries=0)
-    assert process_task(message(task), w.deps) is Outcome.FAILED
+    assert process_task(message(task), w.worker) is Outcome.FAILED
     assert w.tasks.get(task.task_id).error.code == "INTERNAL_ERROR"
 
 
 def test_stored_filters_that_no_longer_validate_fail_the_task_without_a_retry() -> None:
     w = service_world(OrdersExport(FakeOrdersReader([])))
     task = put(w, export_type="orders", filters={"date_from": "x"})
-    assert process_task(message(task), w.deps) is Outcome.FAILED
+    assert process_task(message(task), w.worker) is Outcome.FAILED
     failed = w.tasks.get(task.task_id)
     assert (failed.status, failed.error.code, failed.retry_count) == (TaskStatus.FAILED, "INVALID_FILTERS", 0)
     assert w.queue.sent == []
@@ -147,10 +147,10 @@ def test_a_running_task_under_a_live_lease_is_not_run_twice() -> None:
     w = service_world()
     task = put(w)
     running = task.model_copy(
-        update={"status": TaskStatus.RUNNING, "attempt": 1, "lease_expires_at": w.clock() + w.deps.settings.lease}
+        update={"status": TaskStatus.RUNNING, "attempt": 1, "lease_expires_at": w.clock() + w.worker.settings.lease}
     )
     w.tasks.tasks[task.task_id] = running
-    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+    assert process_task(message(task), w.worker) is Outcome.SKIPPED
     assert w.tasks.get(task.task_id) == running and w.files.objects == {}
 
 
@@ -161,7 +161,7 @@ def test_a_task_whose_worker_died_is_reclaimed_after_its_lease() -> None:
         update={"status": TaskStatus.RUNNING, "attempt": 1, "lease_expires_at": w.clock()}
     )
     w.clock.advance(1)
-    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert process_task(message(task), w.worker) is Outcome.COMPLETED
     assert w.tasks.get(task.task_id).attempt == 2
 
 
@@ -169,7 +169,7 @@ def test_a_task_past_its_deadline_times_out_instead_of_running() -> None:
     w = service_world()
     task = put(w, timeout_sec=300)
     w.clock.advance(300)
-    assert process_task(message(task), w.deps) is Outcome.TIMED_OUT
+    assert process_task(message(task), w.worker) is Outcome.TIMED_OUT
     stored = w.tasks.get(task.task_id)
     assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
     assert w.files.objects == {} and w.counts(Metric.TIMED_OUT) == 1 and w.counts(Metric.STARTED) == 0
@@ -178,8 +178,8 @@ def test_a_task_past_its_deadline_times_out_instead_of_running() -> None:
 def test_a_cancelled_task_is_not_run() -> None:
     w = service_world()
     task = put(w)
-    cancel_export(task.task_id, "alice", w.deps)
-    assert process_task(message(task), w.deps) is Outcome.SKIPPED
+    cancel_export(task.task_id, "alice", w.api)
+    assert process_task(message(task), w.worker) is Outcome.SKIPPED
     assert w.files.objects == {} and w.files.uploads == {} and w.counts(Metric.STARTED) == 0
 
 
@@ -189,12 +189,12 @@ def test_a_task_cancelled_mid_export_leaves_no_object_and_no_upload() -> None:
     def cancel_at_page_five(first: int) -> None:
         w.clock.advance(3)  # time for a progress write between pages
         if first == 50:
-            cancel_export(task.task_id, "alice", w.deps)
+            cancel_export(task.task_id, "alice", w.api)
 
-    w.deps.registry.get("numbers").before_page = cancel_at_page_five
+    w.worker.registry.get("numbers").before_page = cancel_at_page_five
     task = put(w)
 
-    assert process_task(message(task), w.deps) is Outcome.LOST_OWNERSHIP
+    assert process_task(message(task), w.worker) is Outcome.LOST_OWNERSHIP
 
     assert w.tasks.get(task.task_id).status is TaskStatus.CANCELLED
     assert w.files.objects == {} and w.files.uploads == {}
@@ -210,7 +210,7 @@ def test_a_hot_key_over_its_rate_defers_without_spending_retries() -> None:
     march = {"date_from": "2025-03-30", "date_to": "2025-03-31"}
     tasks = [put(w, n, "orders", filters=march, user_id=user) for n, user in enumerate(("u1", "u2", "u3"), 1)]
 
-    outcomes = [process_task(message(task), w.deps) for task in tasks]
+    outcomes = [process_task(message(task), w.worker) for task in tasks]
 
     assert outcomes == [Outcome.COMPLETED, Outcome.COMPLETED, Outcome.DEFERRED]
     deferred = w.tasks.get(tasks[2].task_id)
@@ -219,24 +219,24 @@ def test_a_hot_key_over_its_rate_defers_without_spending_retries() -> None:
     assert w.queue.depths()["normal"] == 0  # delayed, not waiting
     assert w.counts(Metric.DEFERRED) == 1
     other = put(w, 4, "orders", filters={"date_from": "2025-03-29", "date_to": "2025-03-31"}, user_id="u1")
-    assert process_task(message(other), w.deps) is Outcome.COMPLETED  # another hot key is not affected
+    assert process_task(message(other), w.worker) is Outcome.COMPLETED  # another hot key is not affected
 
 
 def test_a_source_at_its_limit_defers_the_task_and_a_run_holds_and_frees_its_slot() -> None:
     held: list[list[str]] = []
     w = service_world(LimitedNumbers(max_concurrent=1))
-    w.deps.registry.get("limited_numbers").before_page = lambda first: held.append(w.slots.holders("shop", 1))
+    w.worker.registry.get("limited_numbers").before_page = lambda first: held.append(w.slots.holders("shop", 1))
     busy = w.slots.acquire("shop", 1, "exp_someone_else", w.clock())
     task = put(w, export_type="limited_numbers")
 
-    assert process_task(message(task), w.deps) is Outcome.DEFERRED
+    assert process_task(message(task), w.worker) is Outcome.DEFERRED
 
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
     assert w.queue.sent == [(message(task), 23)]  # half of SourceSlots.MAX_DEFER_SEC, plus jitter
     assert w.counts(Metric.SOURCE_DEFERRED) == 1 and w.counts(Metric.DEFERRED) == 0
 
     w.slots.release(busy)
-    assert process_task(message(task), w.deps) is Outcome.COMPLETED
+    assert process_task(message(task), w.worker) is Outcome.COMPLETED
     assert held and all(holders == [task.task_id] for holders in held)
     assert w.slots.holders("shop", 1) == []
 
@@ -247,7 +247,7 @@ def test_a_failed_run_frees_its_slot_too() -> None:
 
     w = service_world(LimitedNumbers(max_concurrent=1, before_page=crash))
     task = put(w, export_type="limited_numbers")
-    assert process_task(message(task), w.deps) is Outcome.RETRY_SCHEDULED
+    assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
     assert w.slots.holders("shop", 1) == [] and len(w.slots.released) == 1
 
 
@@ -259,8 +259,8 @@ def test_a_first_claim_measures_the_lanes_wait_per_task_ahead() -> None:
     task, later = put(w, 1), put(w, 2)
     w.clock.advance(30)
 
-    process_task(message(task, waiting_for=2), w.deps)
-    process_task(message(later, waiting_for=1, redeliveries=1), w.deps)  # waited for other reasons too
+    process_task(message(task, waiting_for=2), w.worker)
+    process_task(message(later, waiting_for=1, redeliveries=1), w.worker)  # waited for other reasons too
 
     assert w.throughput.queue_wait("normal") == QueueWait(15.0)
 
@@ -278,7 +278,7 @@ def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff
 
     w.tasks.get = throttled  # type: ignore[method-assign]
 
-    assert process_task(message(task, waiting_for=3), w.deps) is Outcome.REDELIVERED
+    assert process_task(message(task, waiting_for=3), w.worker) is Outcome.REDELIVERED
 
     assert w.queue.sent == [(message(task, waiting_for=3, redeliveries=1), 1)]
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
@@ -292,7 +292,7 @@ def test_a_failed_delivery_comes_back_after_a_short_backoff() -> None:
     delivery = w.queue.receive("normal")
 
     with pytest.raises(TaskNotFound):
-        process_delivery(unknown, delivery, w.deps)
+        process_delivery(unknown, delivery, w.worker)
 
     assert w.queue.redelivered == [(delivery, 1)]
 
@@ -311,7 +311,7 @@ def test_when_the_last_delivery_fails_too_the_task_ends_failed() -> None:
     last = Delivery(NORMAL_QUEUE, "receipt-5", receive_count=5)
 
     with pytest.raises(ExportsError):
-        process_delivery(message(task), last, w.deps)
+        process_delivery(message(task), last, w.worker)
 
     failed = w.tasks.get(task.task_id)
     assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "DELIVERY_FAILED")
