@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -27,6 +28,8 @@ logger = logging.getLogger("local_stack")
 # The demo declaration's PostgreSQL source reads its URI from this variable (exports.toml).
 DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
 DEMO_DATABASE = "shop"
+# How long stopping waits for the worker loops' current long polls (1 s) and batches.
+STOP_GRACE_SEC = 3
 
 # Local defaults for Powertools: readable, quiet, no X-Ray daemon to talk to.
 _POWERTOOLS_LOCAL = {
@@ -160,7 +163,12 @@ class LocalStack:
         """Shut down in reverse order."""
         if self.gateway:
             self.gateway.shutdown()
+        # Every lane's pollers are told at once, then given STOP_GRACE_SEC in all: Ctrl-C must not
+        # wait for an export in flight, whose task and file go with the in-memory AWS anyway.
         for loop in self._workers:
-            loop.stop()
+            loop.request_stop()
+        deadline = time.monotonic() + STOP_GRACE_SEC
+        for loop in self._workers:
+            loop.join(max(0.0, deadline - time.monotonic()))
         self.aws.stop()
         self.postgres.stop()

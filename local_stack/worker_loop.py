@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -70,15 +71,27 @@ class WorkerLoop:
 
     def stop(self) -> None:
         """Stop after the current batches."""
+        self.request_stop()
+        self.join(self._wait_sec + 30)
+
+    def request_stop(self) -> None:
+        """Let every poller stop after its current batch, without waiting for it."""
         self._stop.set()
+
+    def join(self, timeout_sec: float) -> None:
+        """Wait up to ``timeout_sec`` in all for the pollers to stop (they are daemon threads: an
+        export still running after it ends with the process)."""
+        deadline = time.monotonic() + timeout_sec
         for thread in self._threads:
-            thread.join(timeout=self._wait_sec + 30)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _poll(self) -> None:
         while not self._stop.is_set():
             try:
                 self.poll_once()
             except Exception:  # the loop must outlive any one failure, as Lambda's poller does
+                if self._stop.is_set():
+                    return  # the embedded AWS is going away under it
                 logger.exception("worker poll failed")
                 self._stop.wait(1)
 

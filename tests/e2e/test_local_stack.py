@@ -286,8 +286,19 @@ def test_docs_are_public_and_the_banner_tells_a_newcomer_what_to_do(stack: Stack
     deadline = time.monotonic() + 30
     while "Ctrl-C stops everything" not in stack.output() and time.monotonic() < deadline:
         time.sleep(0.1)
+    # Ctrl-C with an export in flight: the stack stops at once rather than after the export.
+    body = {"export_type": "orders", "format": "xlsx", "filters": {"date_from": recent(89), "date_to": recent(0)}}
+    task_id = submit(stack, body).json()["task_id"]
+    while (
+        requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers("alice"), timeout=10).json()["status"]
+        == "PENDING"
+        and time.monotonic() < deadline + 30
+    ):
+        time.sleep(0.1)
+    asked = time.monotonic()
     stack.process.send_signal(signal.SIGINT)
     stack.process.wait(timeout=30)
+    assert time.monotonic() - asked < 15
     output = stack.output()
     assert stack.process.returncode == 0
     assert stack.url in output
