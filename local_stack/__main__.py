@@ -100,7 +100,11 @@ def main() -> int:
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.set())
-    stopping.wait()
+    # Timed waits: the kernel may hand Ctrl-C to any of the stack's threads, and then nothing
+    # interrupts an untimed wait of the main thread, the only one that runs Python's handlers
+    # (a loaded CI run ignored a SIGINT for 30 s). Woken every half second, it runs them.
+    while not stopping.wait(0.5):
+        pass
     print("\nstopping ...", flush=True)
     stack.stop()
     return 0
