@@ -28,7 +28,7 @@ WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    with running_stack(environment={"EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET}) as running:
+    with running_stack(demo_orders=1000, environment={"EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET}) as running:
         yield running
 
 

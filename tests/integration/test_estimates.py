@@ -20,7 +20,7 @@ from local_stack.worker_loop import WorkerLoop
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 
-ORDERS = 4500  # over the 90 days up to SEED_DAY: 50 a day
+ORDERS = 2250  # over the 90 days up to SEED_DAY: 25 a day
 MIX = (30, 90, 10, 60, 45)  # days of the exports a burst queues
 
 
