@@ -30,7 +30,7 @@ class MissingVariable(LookupError):
 
 
 class FunctionSettings(BaseModel):
-    """What every function reads: the tasks table, and how long ended tasks are kept."""
+    """What every function reads: the tasks table."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -38,17 +38,9 @@ class FunctionSettings(BaseModel):
     # (:class:`MissingVariable`); an optional one leaves the field's default. Each class lists
     # its base's and its own.
     REQUIRED: ClassVar[Mapping[str, str]] = {"tasks_table": Env.TASKS_TABLE}
-    OPTIONAL: ClassVar[Mapping[str, str]] = {"retention_hours": Env.RETENTION_HOURS}
+    OPTIONAL: ClassVar[Mapping[str, str]] = {}
 
     tasks_table: str
-    retention_hours: int = Field(
-        default=Results.RETENTION_HOURS_DEFAULT, ge=Results.RETENTION_HOURS_MIN, le=Results.RETENTION_HOURS_MAX
-    )
-
-    @property
-    def retention(self) -> timedelta:
-        """How long records and files are kept after a task ends."""
-        return timedelta(hours=self.retention_hours)
 
     @classmethod
     def variables(cls) -> frozenset[str]:
@@ -70,17 +62,33 @@ class FunctionSettings(BaseModel):
         return cls.model_validate(values)
 
 
-class RegistrySettings(FunctionSettings):
+class TaskEndSettings(FunctionSettings):
+    """What a function that ends tasks (all but the callback) reads besides: how long ended
+    tasks and their files are kept."""
+
+    OPTIONAL: ClassVar[Mapping[str, str]] = {**FunctionSettings.OPTIONAL, "retention_hours": Env.RETENTION_HOURS}
+
+    retention_hours: int = Field(
+        default=Results.RETENTION_HOURS_DEFAULT, ge=Results.RETENTION_HOURS_MIN, le=Results.RETENTION_HOURS_MAX
+    )
+
+    @property
+    def retention(self) -> timedelta:
+        """How long records and files are kept after a task ends."""
+        return timedelta(hours=self.retention_hours)
+
+
+class RegistrySettings(TaskEndSettings):
     """What a function that builds the export-type registry (the API, the worker) reads besides:
     the declaration file, the deployment's source overrides and the demo types' tables."""
 
     REQUIRED: ClassVar[Mapping[str, str]] = {
-        **FunctionSettings.REQUIRED,
+        **TaskEndSettings.REQUIRED,
         "orders_table": Env.ORDERS_TABLE,
         "customers_table": Env.CUSTOMERS_TABLE,
     }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
-        **FunctionSettings.OPTIONAL,
+        **TaskEndSettings.OPTIONAL,
         "exports_config": Env.EXPORTS_CONFIG,
         "source_overrides": Env.SOURCE_OVERRIDES,
     }
@@ -93,9 +101,9 @@ class RegistrySettings(FunctionSettings):
     source_overrides: dict[str, dict[str, object]] = Field(default_factory=dict)
 
 
-class ApiSettings(RegistrySettings):
-    """The API function's: queues and admission limits at submit, the lifecycle workflow it
-    starts, download links, and whether callbacks may go to loopback addresses."""
+class TaskFlowSettings(RegistrySettings):
+    """What the two functions that queue tasks and tell the lifecycle workflow of them (the API,
+    the worker) read besides: the lanes' queues, the results bucket, the workflow."""
 
     REQUIRED: ClassVar[Mapping[str, str]] = {
         **RegistrySettings.REQUIRED,
@@ -103,35 +111,36 @@ class ApiSettings(RegistrySettings):
         "results_bucket": Env.RESULTS_BUCKET,
         "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
     }
+
+    queue_urls: dict[str, str]
+    results_bucket: str
+    state_machine_arn: str
+
+
+class ApiSettings(TaskFlowSettings):
+    """The API function's: admission limits at submit, download links, and whether callbacks
+    may go to loopback addresses."""
+
     OPTIONAL: ClassVar[Mapping[str, str]] = {
-        **RegistrySettings.OPTIONAL,
+        **TaskFlowSettings.OPTIONAL,
         "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         "max_active_tasks_per_user": Env.MAX_ACTIVE_TASKS_PER_USER,
         "max_backlog": Env.MAX_BACKLOG,
     }
 
-    queue_urls: dict[str, str]
-    results_bucket: str
-    state_machine_arn: str
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
     max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
 
 
-class WorkerSettings(RegistrySettings):
-    """The worker's: queues, results bucket, lifecycle workflow, leases and progress, the XLSX
-    engine, the hot-key limit, and splitting large exports (docs/fan-out.md)."""
+class WorkerSettings(TaskFlowSettings):
+    """The worker's: leases and progress, the XLSX engine, the hot-key limit, and splitting
+    large exports (docs/fan-out.md)."""
 
-    REQUIRED: ClassVar[Mapping[str, str]] = {
-        **RegistrySettings.REQUIRED,
-        "queue_urls": Env.TASK_QUEUE_URLS,
-        "results_bucket": Env.RESULTS_BUCKET,
-        "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
-    }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
-        **RegistrySettings.OPTIONAL,
+        **TaskFlowSettings.OPTIONAL,
         "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
         "hot_key_burst": Env.HOT_KEY_BURST,
         "xlsx_engine": Env.XLSX_ENGINE,
@@ -140,9 +149,6 @@ class WorkerSettings(RegistrySettings):
         "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
     }
 
-    queue_urls: dict[str, str]
-    results_bucket: str
-    state_machine_arn: str
     lease_sec: int = Worker.LEASE_SEC
     progress_interval_sec: float = Worker.PROGRESS_INTERVAL_SEC
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
@@ -181,11 +187,11 @@ class CallbackSettings(FunctionSettings):
     allow_local_callbacks: bool = False
 
 
-class LifecycleSettings(FunctionSettings):
+class LifecycleSettings(TaskEndSettings):
     """The lifecycle function's: the workflow it hands a task's outcome to."""
 
     REQUIRED: ClassVar[Mapping[str, str]] = {
-        **FunctionSettings.REQUIRED,
+        **TaskEndSettings.REQUIRED,
         "state_machine_arn": Env.LIFECYCLE_STATE_MACHINE_ARN,
     }
 

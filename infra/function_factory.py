@@ -110,6 +110,7 @@ class ServiceFunction(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.spec = spec
+        self.package = spec.package(extra_files)
         self.role = iam.Role(
             self,
             "Role",
@@ -124,7 +125,7 @@ class ServiceFunction(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
-            code=lambda_code(spec.package(extra_files), RUNTIME),
+            code=lambda_code(self.package, RUNTIME),
             role=self.role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),

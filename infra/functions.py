@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from exports.config import CustomersTable, Env, OrdersTable, Results, TaskTable, Worker, XlsxLimits
-from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
+from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
@@ -149,7 +149,8 @@ class ServiceFunctions(Construct):
                 spec=spec,
                 settings=settings,
                 environment=spec.own_environment(available),
-                extra_files=packaged,
+                # The declaration (and its CA bundles) only where the registry is built.
+                extra_files=packaged if issubclass(spec.runtime_settings, RegistrySettings) else (),
             )
 
         self.api = service_function("Api", API)

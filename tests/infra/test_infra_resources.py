@@ -177,7 +177,7 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
 
 def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
     functions = dev.stack.functions
-    common = {Env.TASKS_TABLE, Env.RETENTION_HOURS}
+    common = {Env.TASKS_TABLE, Env.RETENTION_HOURS}  # the callback ends no task: no retention
     registry = {Env.ORDERS_TABLE, Env.CUSTOMERS_TABLE}
     tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
     expected = {
@@ -196,7 +196,7 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.PARTITION_ROWS,
         },
         # No registry, no queue, no workflow: the task, its file's link and the signing key.
-        functions.callback: common | {Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN},
+        functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN},
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
     }
     for service_function in functions.all:
@@ -265,11 +265,12 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
         # CloudFormation fills in the references; stand-in strings take their place here.
         environ = {name: synth.rendered(value) for name, value in variables.items()}
         parsed[service_function] = service_function.spec.runtime_settings.from_env(environ)
-    for settings in parsed.values():
-        assert settings.tasks_table == synth.stand_in(synth.stack.tables.tasks)
-        assert settings.retention_hours == synth.settings.results_retention_hours
     api, worker = parsed[functions.api], parsed[functions.worker]
     callback, lifecycle = parsed[functions.callback], parsed[functions.lifecycle]
+    for settings in parsed.values():
+        assert settings.tasks_table == synth.stand_in(synth.stack.tables.tasks)
+    for settings in (api, worker, lifecycle):
+        assert settings.retention_hours == synth.settings.results_retention_hours
     for settings in (api, worker):
         assert settings.orders_table == synth.stand_in(synth.stack.tables.orders)
         assert settings.customers_table == synth.stand_in(synth.stack.tables.customers)

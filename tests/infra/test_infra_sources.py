@@ -48,6 +48,13 @@ def test_the_dev_stack_packages_the_demo_declaration_without_overrides(dev):
     assert actions_on(worker_statements(dev), "secretsmanager:GetSecretValue") == []
 
 
+def test_only_the_functions_that_build_the_registry_carry_the_declaration(prod):
+    functions = prod.stack.functions
+    packaged = {function: {target for _, target in function.package.extra_files} for function in functions.all}
+    assert "exports.toml" in packaged[functions.api] and "exports.toml" in packaged[functions.worker]
+    assert packaged[functions.callback] == packaged[functions.lifecycle] == set()
+
+
 def test_the_functions_that_build_the_registry_get_the_deployments_source_connections(prod):
     functions = prod.stack.functions
     for function in (functions.api, functions.worker):
