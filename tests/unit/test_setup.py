@@ -3,6 +3,7 @@ the machine's pip, then a virtualenv that holds exactly the committed requiremen
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -65,3 +66,25 @@ def test_every_pin_of_the_pyprojects_is_the_locked_version():
 
 def test_our_own_projects_are_not_in_the_lock():
     assert {"exports-service", "exports-client"}.isdisjoint(locked_versions())
+
+
+def cdk_modules_imported() -> set[str]:
+    """The aws_cdk modules infra/ and app.py import (``from aws_cdk import aws_x``, or deeper)."""
+    found = set()
+    for path in [*(REPO_ROOT / "infra").glob("*.py"), REPO_ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "aws_cdk":
+                found.add(node.module)
+                if node.module == "aws_cdk":
+                    found.update(f"aws_cdk.{alias.name}" for alias in node.names if alias.name.startswith("aws_"))
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "aws_cdk")
+    return found
+
+
+def test_mypy_checks_every_aws_cdk_module_the_cdk_app_uses():
+    # The rest of aws_cdk is skipped for speed: a module missing here would be checked as Any.
+    overrides = PYPROJECT["tool"]["mypy"]["overrides"]
+    checked = next(set(o["module"]) for o in overrides if o.get("follow_imports") == "normal")
+    assert next(o["module"] for o in overrides if o.get("follow_imports") == "skip") == ["aws_cdk.*"]
+    assert cdk_modules_imported() == checked
