@@ -48,10 +48,15 @@ class FunctionSettings(BaseModel):
         return frozenset({*cls.REQUIRED.values(), *cls.OPTIONAL.values()})
 
     @classmethod
+    def missing_variables(cls, environ: Mapping[str, str]) -> list[str]:
+        """The required variables ``environ`` does not set, in declaration order."""
+        return [variable for variable in cls.REQUIRED.values() if variable not in environ]
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Self:
         """Settings from the variables the CDK app (or local mode) sets; other variables are
         ignored. :class:`MissingVariable` names the required ones that are not set."""
-        missing = [variable for variable in cls.REQUIRED.values() if variable not in environ]
+        missing = cls.missing_variables(environ)
         if missing:
             raise MissingVariable(cls.__name__, missing)
         values = {

@@ -79,7 +79,7 @@ class FunctionSpec:
     def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:
         """Of the ``available`` variables, the ones its settings read; ``ValueError`` naming
         any they require that is not there."""
-        missing = sorted(set(self.runtime_settings.REQUIRED.values()) - set(available))
+        missing = self.runtime_settings.missing_variables(available)
         if missing:
             raise ValueError(f"the {self.name} function needs {', '.join(missing)}")
         reads = self.runtime_settings.variables()

@@ -1,6 +1,7 @@
 """Settings every test shares: no real AWS, quiet Powertools, no X-Ray daemon."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary folder of the test's own as :func:`tempfile.gettempdir`: other test processes
     write temporary files too, so "nothing left behind" can only be checked in a private folder."""
-    import tempfile
-
     folder = tmp_path / "tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
