@@ -12,26 +12,27 @@ from exports.export_types.base import ExportType
 class ExportTypeRegistry:
     """Export types by name; the API lists them and the worker runs them."""
 
-    def __init__(self, types: Iterable[ExportType]) -> None:
-        self._types: dict[str, ExportType] | None = {export_type.name: export_type for export_type in types}
-        self._build: Callable[[], Iterable[ExportType]] | None = None
+    def __init__(
+        self, types: Iterable[ExportType] = (), *, build: Callable[[], Iterable[ExportType]] | None = None
+    ) -> None:
+        given = tuple(types)
+        self._build = build or (lambda: given)
+        self._types: dict[str, ExportType] | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def on_first_use(cls, build: Callable[[], Iterable[ExportType]]) -> ExportTypeRegistry:
         """A registry whose types ``build`` makes when one is first asked for (reading the
         declaration file and wiring its sources is left to the requests that need a type)."""
-        registry = cls(())
-        registry._types, registry._build = None, build
-        return registry
+        return cls(build=build)
 
     def _by_name(self) -> dict[str, ExportType]:
         types = self._types
         if types is None:
             with self._lock:  # local mode runs several invocations of a function in one process
-                if self._types is None and self._build is not None:
-                    self._types = {export_type.name: export_type for export_type in self._build()}
-                types = self._types or {}
+                types = self._types
+                if types is None:
+                    types = self._types = {export_type.name: export_type for export_type in self._build()}
         return types
 
     def get(self, name: str) -> ExportType:
