@@ -47,12 +47,10 @@ run: $(STAMP)
 	$(BIN)/python -m local_stack
 
 ## test: lint, then the full test suite (unit, integration, infrastructure, end to end) in
-## TEST_WORKERS processes (most tests wait on servers and queues, so more than the cores), then
-## the tests that measure wall time, alone
+## TEST_WORKERS processes (most tests wait on servers and queues, so more than the cores)
 TEST_WORKERS ?= 4
 test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial"
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)

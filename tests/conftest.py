@@ -1,10 +1,17 @@
 """Settings every test shares: no real AWS, quiet Powertools, no X-Ray daemon."""
 
+import functools
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import botocore.loaders
+import botocore.session
 import pytest
+
+from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
+from tests.xdist_groups import schedule_rank, xdist_group
 
 # Set before any handler module is imported: Powertools reads them when its objects are made.
 os.environ.update(
@@ -26,21 +33,27 @@ os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dyn
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-# Suites whose session-scoped fixtures are expensive (a synthesized CDK app, an embedded
-# PostgreSQL, a local stack process): each runs in one xdist worker, so they start once.
-_SHARED_SUITES = frozenset({"client", "infra", "postgres"})
+# Each boto3 session parses botocore's JSON service models again, and moto's mock_aws() gives every
+# test a new default session: one loader per data path for the whole process parses each model once
+# (json.loads took about a third of the CPU of the in-process moto suites).
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 
 # First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups for ``make test``'s parallel run (``--dist loadgroup``): one per module, which keeps
-    a module's tests (and its module-scoped stack or database) in one worker, and one per suite
-    of :data:`_SHARED_SUITES`."""
+    a module's tests (and its module-scoped stack or database) in one worker; one per suite of
+    :data:`tests.xdist_groups.SHARED_SUITES`; one per shared stack of
+    :data:`tests.xdist_groups.SHARED_STACKS`."""
     root = Path(__file__).parent
+    ranks = {}
     for item in items:
         parts = item.path.relative_to(root).parts
-        item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in _SHARED_SUITES else "/".join(parts)))
+        group = xdist_group(parts, getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.xdist_group(group))
+        ranks[item] = schedule_rank(parts, group)
+    items.sort(key=ranks.__getitem__)  # stable: collection order within a rank
 
 
 @pytest.fixture
@@ -51,3 +64,21 @@ def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
+
+
+# Local stacks several end-to-end modules share (tests/xdist_groups.py runs every test using one
+# in one worker, so each starts once per run).
+
+
+@pytest.fixture(scope="session")
+def dynamodb_stack() -> Iterator[Stack]:
+    """The DynamoDB demo types, 1,000 orders, a webhook secret the tests know."""
+    with running_stack(demo_orders=1000, environment={"EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET}) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def postgres_stack() -> Iterator[Stack]:
+    """`make run`'s own declaration on its embedded PostgreSQL, 2,000 orders."""
+    with running_stack(demo_orders=2000, postgres=True) as running:
+        yield running

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # tasks running long enough to act on them); postgres=True runs make run's own exports.toml.
 DYNAMODB_DEMO = ROOT / "tests" / "declarations" / "dynamodb_demo.toml"
 TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token"}
+# The signing secret of the stacks that tests verify callbacks of.
+WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # Generous: stacks of several test workers may start at once on two cores.
 READY_TIMEOUT_SEC = 180
 STOP_TIMEOUT_SEC = 30
@@ -103,7 +105,7 @@ def _wait_until_ready(stack: Stack) -> None:
 
 @contextmanager
 def running_stack(
-    demo_orders: int = 4000, environment: Mapping[str, str] | None = None, postgres: bool = False
+    demo_orders: int = 1000, environment: Mapping[str, str] | None = None, postgres: bool = False
 ) -> Iterator[Stack]:
     """Start ``python -m local_stack`` on free ports, wait until it answers, stop it with SIGINT after.
 
@@ -118,17 +120,20 @@ def running_stack(
         "PORT": str(port),
         "EXPORTS_AWS_PORT": str(aws_port),
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}={user}" for user, token in TOKENS.items()),
-        "EXPORTS_DEMO_ORDERS": str(demo_orders),
         "PYTHONUNBUFFERED": "1",
     }
+    # The database the stack's types do not read gets a token amount: seeding moto costs ~4 ms an item.
     if postgres:
         env.pop("EXPORTS_CONFIG", None)
+        # orders_dynamodb's type still reads the DynamoDB demo table.
+        env.update({"EXPORTS_DEMO_ORDERS": str(demo_orders), "EXPORTS_DEMO_DYNAMODB_ORDERS": "200"})
     else:
         env.update(
             {
                 "EXPORTS_CONFIG": str(DYNAMODB_DEMO),
+                "EXPORTS_DEMO_ORDERS": "100",
                 "EXPORTS_DEMO_DYNAMODB_ORDERS": str(demo_orders),
-                # No DynamoDB-backed test exports customers: a few, as seeding moto costs ~4 ms an item.
+                # No DynamoDB-backed test exports customers: a few.
                 "EXPORTS_DEMO_DYNAMODB_CUSTOMERS": "100",
             }
         )

@@ -6,14 +6,13 @@ import pytest
 
 from exports_client import ExportsClient
 from tests.client.e2e_support import Exportctl, SlowTasks
-from tests.stack_process import Stack, running_stack
+from tests.stack_process import Stack
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
-    """The local stack, shared by the whole suite."""
-    with running_stack(demo_orders=4000) as running:
-        yield running
+def stack(dynamodb_stack: Stack) -> Stack:
+    """The local stack the client's end-to-end tests share (with the e2e suite's)."""
+    return dynamodb_stack
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ PostgreSQL): every demo type submitted with its filters from the served schema, 
 import csv
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
@@ -12,16 +11,15 @@ import pytest
 
 from exports_client.cli import ExitCode
 from tests.client.e2e_support import Exportctl
-from tests.stack_process import Stack, recent, running_stack
+from tests.stack_process import Stack, recent
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def pg_stack() -> Iterator[Stack]:
+def pg_stack(postgres_stack: Stack) -> Stack:
     """The stack as `make run` starts it: exports.toml's types on PostgreSQL."""
-    with running_stack(demo_orders=4000, postgres=True) as running:
-        yield running
+    return postgres_stack
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import gzip
 import hashlib
 import io
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import openpyxl
@@ -15,15 +14,14 @@ import pytest
 import requests
 
 from exports.export_types.orders import OrderStatus
-from tests.stack_process import Stack, recent, running_stack
+from tests.stack_process import Stack, recent
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    with running_stack(demo_orders=2000, postgres=True) as running:
-        yield running
+def stack(postgres_stack: Stack) -> Stack:
+    return postgres_stack
 
 
 def export(stack: Stack, body: dict[str, Any]) -> tuple[dict[str, Any], bytes]:

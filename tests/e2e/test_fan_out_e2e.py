@@ -25,9 +25,9 @@ def split() -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="module")
-def whole() -> Iterator[Stack]:
-    with running_stack(demo_orders=100, postgres=True) as running:
-        yield running
+def whole(postgres_stack: Stack) -> Stack:
+    """A stack that does not split."""
+    return postgres_stack
 
 
 def _export(stack: Stack, fmt: str) -> tuple[dict[str, Any], bytes]:

@@ -20,10 +20,9 @@ import requests
 from exports.adapters.dynamodb_items import from_item
 from exports.config import LANES, Names
 from tests.receiver import receiver
-from tests.stack_process import Stack, recent, running_stack
+from tests.stack_process import WEBHOOK_SECRET, Stack, recent, running_stack
 
 pytestmark = pytest.mark.e2e
-WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 @pytest.fixture(scope="module")

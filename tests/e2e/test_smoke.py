@@ -6,23 +6,20 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from scripts import smoke
 from tests.receiver import receiver
-from tests.stack_process import Stack, running_stack
+from tests.stack_process import WEBHOOK_SECRET, Stack
 
 pytestmark = pytest.mark.e2e
-WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    with running_stack(demo_orders=1000, environment={"EXPORTS_WEBHOOK_SECRET": WEBHOOK_SECRET}) as running:
-        yield running
+def stack(dynamodb_stack: Stack) -> Stack:
+    return dynamodb_stack
 
 
 def test_every_step_of_the_walkthrough_passes_and_the_callback_is_signed(stack: Stack, capsys) -> None:

@@ -1,26 +1,30 @@
 """``estimated_completion_sec`` against reality, on moto with the lanes' real worker loops: a small
 and a large export, alone and queued behind others, each estimate compared with how long the task
-really took from its submit to COMPLETED."""
+really took from its submit to COMPLETED.
+
+The orders come from a paced source (:mod:`tests.integration.paced_orders`): an export takes the
+time its size says whatever else runs on the machine, so the test can share the cores with the
+rest of the suite; what it checks is how the estimate follows size and queue position."""
 
 import json
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from exports.config import LANES
+from exports.config import LANES, Env
 from exports.domain.status import TaskStatus
 from functions.submit import handler as api
 from functions.worker import handler as worker
-from local_stack.demo_orders import seed_orders
 from local_stack.embedded_aws import REGION, Resources
 from local_stack.worker_loop import WorkerLoop
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 
-ORDERS = 2250  # over the 90 days up to SEED_DAY: 25 a day
+PACED = Path(__file__).parents[1] / "declarations" / "paced_orders.toml"  # 2,250 orders: 25 a day
 MIX = (30, 90, 10, 60, 45)  # days of the exports a burst queues
 
 
@@ -57,9 +61,10 @@ def close(estimate: int, actual: float, factor: float) -> bool:
     return abs(estimate - actual) <= 2.0 or actual / factor <= estimate <= actual * factor
 
 
-@pytest.mark.serial
-def test_estimates_follow_size_and_queue_position(aws: Resources, atomic_dynamodb: None) -> None:
-    seed_orders(boto3.client("dynamodb", region_name=REGION), aws.orders_table, ORDERS, SEED_DAY)
+def test_estimates_follow_size_and_queue_position(
+    aws: Resources, atomic_dynamodb: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(PACED))
     sqs = boto3.client("sqs", region_name=REGION)
     lane = next(lane for lane in LANES if lane.name == "normal")
     loop = WorkerLoop(

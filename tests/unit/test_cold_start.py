@@ -3,6 +3,7 @@ need. Each import check runs in a fresh interpreter, as a Lambda cold start does
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -17,19 +18,20 @@ from exports.adapters.clients import ClientFactory
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def after_import(module: str, expression: str) -> object:
-    """``expression`` evaluated right after importing ``module`` in a fresh interpreter."""
-    code = f"import json, sys; import {module}; print(json.dumps({expression}))"
+@functools.cache
+def cold_import(function: str) -> tuple[frozenset[str], list[str]]:
+    """The modules loaded and the AWS clients built by importing ``function``'s handler in a fresh
+    interpreter (once per function: each check below reads the same import)."""
+    code = (
+        f"import json, sys; import functions.{function}.handler; loaded = sorted(sys.modules); "
+        "from exports.adapters.clients import aws_client; print(json.dumps([loaded, aws_client.services()]))"
+    )
     environment = {"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PATH": ""}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, check=True
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def modules_after_import(module: str) -> set[str]:
-    """The modules loaded by importing ``module`` in a fresh interpreter."""
-    return set(after_import(module, "sorted(sys.modules)"))
+    loaded, clients = json.loads(done.stdout.strip().splitlines()[-1])
+    return frozenset(loaded), clients
 
 
 def test_every_client_of_a_process_comes_from_one_session(monkeypatch):
@@ -72,7 +74,7 @@ def test_s3_clients_sign_download_links_with_version_4(monkeypatch):
 
 
 def test_the_api_function_imports_no_openapi_document_models():
-    loaded = modules_after_import("functions.submit.handler")
+    loaded, _ = cold_import("submit")
 
     assert "aws_lambda_powertools.event_handler" in loaded
     assert "aws_lambda_powertools.event_handler.openapi.models" not in loaded
@@ -80,7 +82,7 @@ def test_the_api_function_imports_no_openapi_document_models():
 
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_powertools_parser(function):
-    loaded = modules_after_import(f"functions.{function}.handler")
+    loaded, _ = cold_import(function)
 
     assert f"functions.{function}.handler" in loaded
     assert "aws_lambda_powertools.utilities.parser" not in loaded
@@ -88,13 +90,9 @@ def test_the_workflow_functions_import_no_powertools_parser(function):
 
 @pytest.mark.parametrize("function", ["submit", "lifecycle", "callback", "worker"])
 def test_no_handler_imports_openpyxl_or_builds_a_client_at_import(function):
-    loaded = modules_after_import(f"functions.{function}.handler")
+    loaded, clients = cold_import(function)
 
     assert "openpyxl" not in loaded
-    clients = after_import(
-        f"functions.{function}.handler",
-        "__import__('exports.adapters.clients', fromlist=['aws_client']).aws_client.services()",
-    )
     assert clients == []
 
 
