@@ -49,6 +49,9 @@ run: $(STAMP)
 ## test: lint, then the full test suite (unit, integration, infrastructure, end to end) in
 ## TEST_WORKERS processes (most tests wait on servers and queues, so more than the cores)
 TEST_WORKERS ?= 4
+# The suite starts dozens of Python processes (test workers, local stacks, exportctl): with
+# bytecode caching off (PYTHONDONTWRITEBYTECODE set) each compiled every module it imports again.
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 

@@ -33,6 +33,8 @@ TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token"}
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # Generous: stacks of several test workers may start at once on two cores.
 READY_TIMEOUT_SEC = 180
+# The banner's last line.
+READY_LINE = "Ctrl-C stops everything"
 STOP_TIMEOUT_SEC = 30
 
 
@@ -89,10 +91,11 @@ class Stack:
 
 
 def _wait_until_ready(stack: Stack) -> None:
+    """Until the API answers and the banner is printed (in that order: the API is up first)."""
     deadline = time.monotonic() + READY_TIMEOUT_SEC
     while True:
         try:
-            if requests.get(f"{stack.url}/openapi.json", timeout=5).status_code == 200:
+            if READY_LINE in stack.output() and requests.get(f"{stack.url}/openapi.json", timeout=5).status_code == 200:
                 return
         except requests.RequestException:  # not listening yet, or too busy starting to answer
             pass
