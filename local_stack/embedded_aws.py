@@ -17,7 +17,7 @@ from moto.server import ThreadedMotoServer
 
 from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Queue, TaskTable, Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
-from local_stack import lambda_runtime, thread_safety
+from local_stack import lambda_runtime, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 
 REGION = "us-east-1"
@@ -76,7 +76,8 @@ class EmbeddedAws:
         )
         urllib.request.urlopen(request, timeout=10).close()
         lambda_runtime.install()
-        thread_safety.install()
+        moto_transactions.install()
+        thread_safety.install()  # after: it wraps the transactions installed just now
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint_url,
@@ -95,6 +96,7 @@ class EmbeddedAws:
         self._server.stop()
         lambda_runtime.uninstall()
         thread_safety.uninstall()
+        moto_transactions.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:

@@ -10,6 +10,7 @@ import botocore.loaders
 import botocore.session
 import pytest
 
+from local_stack import moto_transactions
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
 
@@ -37,6 +38,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 # test a new default session: one loader per data path for the whole process parses each model once
 # (json.loads took about a third of the CPU of the in-process moto suites).
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+# moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.
+moto_transactions.install()
 
 
 # First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.

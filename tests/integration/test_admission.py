@@ -270,10 +270,8 @@ def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
     day = SEED_DAY.isoformat()
     low = [
         submit({**BODY, "priority": 10, "filters": {"date_from": day, "date_to": day, "columns": [c]}})["task_id"]
-        for c in ["order_id", "amount", "status", "currency"] * 50
-        for _ in [0]
+        for c in ["order_id", "amount", "status", "currency"]
     ]
-    low = list(dict.fromkeys(low))
     low += [
         submit(
             {**BODY, "priority": 10, "filters": {"date_from": day, "date_to": day, "columns": ["order_id", c]}},

@@ -1,17 +1,14 @@
 """Fixtures of the reliability suite: moto with the real resources (from the integration suite),
 faults on the functions' clients, and every status change of every task (DynamoDB Streams)."""
 
-import copy
 import random
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 import boto3
-import pytest
 
 from exports.adapters.task_table import key, quota_id
-from local_stack import thread_safety
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import aws, orders, retry_clock, running_aws  # noqa: F401
 from tests.reliability.faults import Faults
@@ -51,66 +48,6 @@ def status_history(resources: Resources) -> StatusHistory:
         return dict(changes)
 
     return read
-
-
-@pytest.fixture
-def fast_atomic_dynamodb(running_aws: Resources, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    """Transactions for long runs: rolled back item by item instead of moto's deep copy of the
-    whole table before each one, which makes a run of hundreds of tasks quadratic (test harness
-    only). ``running_aws`` already serialises moto's operations; the snapshot, the transaction
-    and its rollback run under that same lock."""
-    from moto.dynamodb import models
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.models.table import Table
-
-    original_transact = DynamoDBBackend.transact_write_items
-
-    class _NoTableCopy:
-        """moto's ``copy`` module as its transaction code sees it: tables are not copied."""
-
-        @staticmethod
-        def deepcopy(value: Any) -> Any:
-            return value if isinstance(value, Table) else copy.deepcopy(value)
-
-    def _snapshot(backend: Any, operation: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
-        table = backend.tables.get(operation.get("TableName"))
-        if table is None:
-            return None
-        key = operation.get("Key") or operation.get("Item", {})
-        hash_value = DynamoType(key[table.hash_key_attr])
-        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-        return table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))
-
-    def _restore(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
-        if range_value is None:
-            table.items.pop(hash_value, None)
-            if item is not None:
-                table.items[hash_value] = item
-        else:
-            table.items[hash_value].pop(range_value, None)
-            if item is not None:
-                table.items[hash_value][range_value] = item
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        snapshots = [s for entry in transact_items if (s := _snapshot(self, next(iter(entry.values()))))]
-        shards = {id(s[0].stream_shard): s[0].stream_shard for s in snapshots if s[0].stream_shard}
-        streams = [(shard, len(shard.items)) for shard in shards.values()]
-        monkeypatch.setattr(models, "copy", _NoTableCopy)
-        try:
-            original_transact(self, transact_items)
-        except Exception:
-            for table, hash_value, range_value, item in reversed(snapshots):
-                _restore(table, hash_value, range_value, item)
-            for shard, length in streams:
-                del shard.items[length:]
-            raise
-        finally:
-            monkeypatch.setattr(models, "copy", copy)
-
-    monkeypatch.setattr(
-        DynamoDBBackend, "transact_write_items", thread_safety.MOTO_DYNAMODB.locked(transact_write_items)
-    )
 
 
 def make_faults(seed: int) -> Faults:

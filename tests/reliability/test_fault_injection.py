@@ -511,7 +511,6 @@ def check_api(sim: Simulation, records: dict[str, dict[str, Any]]) -> None:
 @pytest.fixture
 def simulation(
     running_aws: Resources,
-    fast_atomic_dynamodb: None,
     flapping_receiver: FlappingReceiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Simulation:
