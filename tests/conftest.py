@@ -1,4 +1,5 @@
-"""Settings every test shares: no real AWS, quiet Powertools, no X-Ray daemon."""
+"""Settings every test shares (no real AWS, quiet Powertools, no X-Ray daemon, moto and botocore
+made cheaper to start), the groups of the parallel run, and the local stacks modules share."""
 
 import functools
 import os
