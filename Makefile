@@ -46,14 +46,19 @@ node_modules/.package-lock.json: package.json package-lock.json
 run: $(STAMP)
 	$(BIN)/python -m local_stack
 
-## test: lint, then the full test suite (unit, integration, infrastructure, end to end) in
-## TEST_WORKERS processes (most tests wait on servers and queues, so more than the cores)
-TEST_WORKERS ?= 4
+## test: lint, then mypy beside the full test suite (unit, integration, infrastructure, end to
+## end) in TEST_WORKERS processes (some tests wait on servers and queues, so more than the cores;
+## each process more costs CPU of its own, and the suite is bound by CPU)
+TEST_WORKERS ?= 3
 # The suite starts dozens of Python processes (test workers, local stacks, exportctl): with
 # bytecode caching off (PYTHONDONTWRITEBYTECODE set) each compiled every module it imports again.
 test: export PYTHONDONTWRITEBYTECODE =
-test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+# mypy uses one core: it runs while the suite starts, and its report is printed after the suite's.
+test: $(STAMP) lint
+	@report=$$(mktemp); $(BIN)/mypy > $$report 2>&1 & typecheck=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder; tests=$$?; \
+	wait $$typecheck; types=$$?; echo "mypy:"; cat $$report; rm -f $$report; \
+	exit $$(( tests != 0 || types != 0 ))
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)
