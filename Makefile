@@ -47,9 +47,8 @@ run: $(STAMP)
 	$(BIN)/python -m local_stack
 
 ## test: lint, then mypy beside the full test suite (unit, integration, infrastructure, end to
-## end) in TEST_WORKERS processes (some tests wait on servers and queues, so more than the cores;
-## each process more costs CPU of its own, and the suite is bound by CPU)
-TEST_WORKERS ?= 3
+## end) in TEST_WORKERS processes (some tests wait on servers and queues, so more than the cores)
+TEST_WORKERS ?= 4
 # The suite starts dozens of Python processes (test workers, local stacks, exportctl): with
 # bytecode caching off (PYTHONDONTWRITEBYTECODE set) each compiled every module it imports again.
 test: export PYTHONDONTWRITEBYTECODE =
