@@ -39,6 +39,8 @@ def _snapshot(backend: Any, operation: dict[str, Any]) -> tuple[Any, Any, Any, A
     if table is None:
         return None  # moto refuses the transaction before writing anything
     key = operation.get("Key") or operation.get("Item", {})
+    if table.hash_key_attr not in key or (table.range_key_attr and table.range_key_attr not in key):
+        return None  # moto refuses this operation before writing it
     hash_value = DynamoType(key[table.hash_key_attr])
     range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
     return table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))

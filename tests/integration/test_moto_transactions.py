@@ -91,3 +91,13 @@ def test_it_stays_installed_until_every_install_is_undone():
     moto_transactions.install()  # an in-process local stack, say
     moto_transactions.uninstall()
     assert DynamoDBBackend.transact_write_items is ours
+
+
+def test_an_operation_without_its_key_cancels_the_transaction_as_in_moto_and_writes_nothing(dynamodb):
+    keyless = {"Put": {"TableName": TABLE, "Item": {"n": {"N": "1"}}}}
+
+    with pytest.raises(ClientError) as refused:
+        dynamodb.transact_write_items(TransactItems=[writes(condition_holds=True)[0], keyless])
+
+    assert refused.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"id": {"S": "new"}})
