@@ -24,6 +24,8 @@ from tests.builders import FakeContext
 SEED_DAY = date(2025, 3, 31)
 SEED_ORDERS = 400
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+# moto answers DynamoDB Streams calls on the service's classic host name only.
+STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
 
 
 def _clear_caches() -> None:

@@ -11,10 +11,9 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
 from local_stack import moto_transactions
+from tests.integration.conftest import STREAMS_ENDPOINT
 
 TABLE = "transactions"
-# moto answers DynamoDB Streams calls on the service's classic host name only.
-STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 
 
 @pytest.fixture

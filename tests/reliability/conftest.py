@@ -10,11 +10,8 @@ import boto3
 
 from exports.adapters.task_table import key, quota_id
 from local_stack.embedded_aws import REGION, Resources
-from tests.integration.conftest import aws, orders, retry_clock, running_aws  # noqa: F401
+from tests.integration.conftest import STREAMS_ENDPOINT, aws, orders, retry_clock, running_aws  # noqa: F401
 from tests.reliability.faults import Faults
-
-# moto answers DynamoDB Streams calls on the service's classic host name only.
-STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
 
 StatusHistory = Callable[[], dict[str, list[tuple[str | None, str | None]]]]
 
