@@ -92,7 +92,9 @@ def demo_orders(count: int, today: date, seed: int = SEED) -> Iterator[dict[str,
 
 
 def seed_orders(dynamodb: Any, table: str, count: int, today: date) -> int:
-    """Write the demo orders with batch writes; returns how many were written."""
+    """Write the demo orders with batch writes through ``dynamodb`` (AWS, or any endpoint);
+    returns how many were written. Local mode writes into its own moto directly
+    (:func:`local_stack.embedded_aws.put_items`)."""
     return seed_items(dynamodb, table, demo_orders(count, today))
 
 

@@ -8,16 +8,19 @@ import logging
 import os
 import urllib.request
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from boto3.dynamodb.types import TypeSerializer
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 
 from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Queue, TaskTable, Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
-from local_stack import lambda_runtime, moto_transactions, thread_safety
+from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 
 REGION = "us-east-1"
@@ -76,6 +79,7 @@ class EmbeddedAws:
         )
         urllib.request.urlopen(request, timeout=10).close()
         lambda_runtime.install()
+        moto_item_responses.install()
         moto_transactions.install()
         thread_safety.install()  # after: it wraps the transactions installed just now
         os.environ.update(
@@ -97,6 +101,7 @@ class EmbeddedAws:
         lambda_runtime.uninstall()
         thread_safety.uninstall()
         moto_transactions.uninstall()
+        moto_item_responses.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:
@@ -108,6 +113,21 @@ def client(service: str, endpoint_url: str) -> Any:
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
+
+
+def put_items(table: str, items: Iterable[dict[str, Any]]) -> int:
+    """Write ``items`` (plain Python values) straight into ``table`` of this process's moto: the
+    embedded server's, or a test's ``mock_aws``. Returns how many were written. Demo data skips
+    the server's HTTP API, moto's request parsing and its answers: about 4 ms an item that way,
+    a tenth of it here."""
+    serializer = TypeSerializer()
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
+    written = 0
+    with thread_safety.MOTO_DYNAMODB.lock:
+        for item in items:
+            backend.put_item(table, {name: serializer.serialize(value) for name, value in item.items()})
+            written += 1
+    return written
 
 
 def create_resources(

@@ -23,6 +23,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 
 from local_stack import thread_safety
+from local_stack.moto_patch import CountedPatch
 
 
 class _NoTableCopy:
@@ -57,36 +58,10 @@ def _restore(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
             table.items[hash_value][range_value] = item
 
 
-class ItemRollback:
-    """The replacement of ``DynamoDBBackend.transact_write_items``, installed until as many
-    :meth:`uninstall` calls as :meth:`install` calls (an in-process local stack in a test session
-    that installed it too must not remove it)."""
+def _item_by_item(original: Callable[..., None]) -> Callable[..., None]:
+    """``DynamoDBBackend.transact_write_items`` that keeps aside only the items it names."""
 
-    def __init__(self) -> None:
-        self._original: Callable[..., None] | None = None
-        self._installs = 0
-
-    def install(self) -> None:
-        """Roll moto's transactions back item by item."""
-        self._installs += 1
-        if self._original is None:
-            self._original = DynamoDBBackend.transact_write_items
-
-            def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
-                self._run(backend, transact_items)
-
-            DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign,assignment]
-
-    def uninstall(self) -> None:
-        """Undo one :meth:`install`; the last gives moto its own transactions back."""
-        self._installs = max(0, self._installs - 1)
-        if self._installs == 0 and self._original is not None:
-            DynamoDBBackend.transact_write_items = self._original  # type: ignore[method-assign]
-            self._original = None
-
-    def _run(self, backend: Any, transact_items: list[dict[str, Any]]) -> None:
-        original = self._original
-        assert original is not None
+    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
         # Under local mode's DynamoDB lock: no other thread sees the items or the module swapped.
         with thread_safety.MOTO_DYNAMODB.lock:
             snapshots = [s for entry in transact_items if (s := _snapshot(backend, next(iter(entry.values()))))]
@@ -104,7 +79,9 @@ class ItemRollback:
             finally:
                 models.copy = copy
 
+    return transact_write_items
 
-ROLLBACK = ItemRollback()
+
+ROLLBACK = CountedPatch(DynamoDBBackend, "transact_write_items", _item_by_item)
 install = ROLLBACK.install
 uninstall = ROLLBACK.uninstall

@@ -15,10 +15,10 @@ from pathlib import Path
 from exports.config import LANES, Env, FanOut, Worker
 from exports.declared.loader import default_path, load_declarations
 from exports.webhooks.signing import new_secret
-from local_stack.demo_customers import seed_customers
+from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources, put_items
 from local_stack.embedded_postgres import EmbeddedPostgres
 from local_stack.gateway import Gateway, parse_tokens
 from local_stack.worker_loop import WorkerLoop
@@ -31,8 +31,8 @@ DEMO_DATABASE = "shop"
 # The worker loops' long polls: a message is handed over as soon as it is sent whatever the wait,
 # and a longer wait means fewer empty receives (an idle stack used 4% of a core at 1 s).
 POLL_WAIT_SEC = 10
-# How long stopping waits for the worker loops' current batches (the pollers are daemon threads:
-# a long poll in progress does not hold the stop up).
+# How long stopping waits for the worker loops' current batches (a long poll in progress does not
+# hold the stop up: the pollers are daemon threads).
 STOP_GRACE_SEC = 3
 
 # Local defaults for Powertools: readable, quiet, no X-Ray daemon to talk to.
@@ -127,19 +127,12 @@ class LocalStack:
         }
         for name, value in local_environment.items():
             os.environ.setdefault(name, value)
-        seeded = seed_orders(
-            client("dynamodb", endpoint),
-            self.resources.orders_table,
-            self.config.demo_dynamodb_orders,
-            datetime.now(UTC).date(),
-        )
+        today = datetime.now(UTC).date()
+        seeded = put_items(self.resources.orders_table, demo_orders(self.config.demo_dynamodb_orders, today))
         logger.info("seeded %d demo orders into DynamoDB", seeded)
         if self.config.demo_dynamodb_customers:
-            seeded = seed_customers(
-                client("dynamodb", endpoint),
-                self.resources.customers_table,
-                datetime.now(UTC).date(),
-                self.config.demo_dynamodb_customers,
+            seeded = put_items(
+                self.resources.customers_table, demo_customers(today, self.config.demo_dynamodb_customers)
             )
             logger.info("seeded %d demo customers into DynamoDB", seeded)
         # Handlers are imported only now: their clients must be built against the embedded AWS.
@@ -174,6 +167,6 @@ class LocalStack:
             loop.request_stop()
         deadline = time.monotonic() + STOP_GRACE_SEC
         for loop in self._workers:
-            loop.join(max(0.0, deadline - time.monotonic()))
+            loop.wait_for_batches(max(0.0, deadline - time.monotonic()))
         self.aws.stop()
         self.postgres.stop()

@@ -57,6 +57,9 @@ class WorkerLoop:
         self._batch_size = batch_size
         self._wait_sec = wait_sec
         self._stop = threading.Event()
+        # How many pollers are processing a batch: stopping waits for them, not for long polls.
+        self._busy = 0
+        self._idle = threading.Condition()
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
         self._queue_arn = attributes["QueueArn"]
         self._region = self._queue_arn.split(":")[3]
@@ -70,20 +73,22 @@ class WorkerLoop:
             thread.start()
 
     def stop(self) -> None:
-        """Stop after the current batches."""
+        """Stop after the current batches and long polls."""
         self.request_stop()
-        self.join(self._wait_sec + 30)
+        deadline = time.monotonic() + self._wait_sec + 30
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def request_stop(self) -> None:
         """Let every poller stop after its current batch, without waiting for it."""
         self._stop.set()
 
-    def join(self, timeout_sec: float) -> None:
-        """Wait up to ``timeout_sec`` in all for the pollers to stop (they are daemon threads: an
-        export still running after it ends with the process)."""
-        deadline = time.monotonic() + timeout_sec
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    def wait_for_batches(self, timeout_sec: float) -> None:
+        """Wait up to ``timeout_sec`` for the batches being processed, not for long polls (the
+        pollers are daemon threads: one still polling, or an export still running after, ends
+        with the process)."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._busy == 0, timeout=timeout_sec)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -106,6 +111,19 @@ class WorkerLoop:
         ).get("Messages", [])
         if not messages:
             return 0
+        with self._idle:
+            if self._stop.is_set():
+                return 0  # received while stopping: left to the queue, as a stopped poller would
+            self._busy += 1
+        try:
+            self._process(messages)
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+        return len(messages)
+
+    def _process(self, messages: list[dict[str, Any]]) -> None:
         event = to_sqs_event(messages, self._queue_arn, self._region)
         result = self._handler(event, LocalLambdaContext("exports-worker"))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
@@ -115,4 +133,3 @@ class WorkerLoop:
                 QueueUrl=self._queue_url,
                 Entries=[{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(done)],
             )
-        return len(messages)

@@ -11,7 +11,7 @@ import botocore.loaders
 import botocore.session
 import pytest
 
-from local_stack import moto_transactions
+from local_stack import moto_item_responses, moto_transactions
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
 
@@ -41,6 +41,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 # moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.
 moto_transactions.install()
+# moto serialises its answers by walking botocore's shapes: answers about items are dumped as JSON.
+moto_item_responses.install()
 
 
 # First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.

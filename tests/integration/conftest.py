@@ -17,8 +17,8 @@ from functions.lifecycle import handler as lifecycle
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack import lambda_runtime, thread_safety
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources, put_items
 from tests.builders import FakeContext
 
 SEED_DAY = date(2025, 3, 31)
@@ -49,7 +49,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Resources]:
 @pytest.fixture
 def orders(aws: Resources) -> Resources:
     """The demo orders (90 days up to SEED_DAY) in the orders table."""
-    seed_orders(boto3.client("dynamodb", region_name=REGION), aws.orders_table, SEED_ORDERS, SEED_DAY)
+    put_items(aws.orders_table, demo_orders(SEED_ORDERS, SEED_DAY))
     return aws
 
 

@@ -29,8 +29,8 @@ from exports.ports import TaskMessage
 from exports.services.worker import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
-from local_stack.demo_customers import seed_customers
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_customers import demo_customers
+from local_stack.embedded_aws import REGION, Resources, put_items
 from local_stack.worker_loop import to_sqs_event
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
@@ -43,7 +43,7 @@ CUSTOMERS = 1_500
 @pytest.fixture
 def shop(orders: Resources) -> Resources:
     """Demo orders and demo customers in moto."""
-    seed_customers(boto3.client("dynamodb", region_name=REGION), orders.customers_table, SEED_DAY, CUSTOMERS)
+    put_items(orders.customers_table, demo_customers(SEED_DAY, CUSTOMERS))
     return orders
 
 

@@ -39,8 +39,8 @@ from exports.config import Callback, Env
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import REGION, Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 from tests.reliability.conftest import (
@@ -514,7 +514,7 @@ def simulation(
     flapping_receiver: FlappingReceiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Simulation:
-    seed_orders(boto3.client("dynamodb", region_name=REGION), running_aws.orders_table, 400, SEED_DAY)
+    put_items(running_aws.orders_table, demo_orders(400, SEED_DAY))
     monkeypatch.setenv(Env.HOT_KEY_BURST, "50")
     faults = make_faults(SEED)
     # A lost SendTaskSuccess would only make the workflow wait for the deadline.

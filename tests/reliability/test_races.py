@@ -21,8 +21,8 @@ from exports.services.worker import Outcome, process_task
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import REGION, Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 from tests.receiver import receiver
@@ -95,7 +95,7 @@ def assert_consistent(resources: Resources, task_id: str, expected: str) -> dict
 
 @pytest.fixture
 def seeded(running_aws: Resources) -> Resources:
-    seed_orders(boto3.client("dynamodb", region_name=REGION), running_aws.orders_table, 400, SEED_DAY)
+    put_items(running_aws.orders_table, demo_orders(400, SEED_DAY))
     return running_aws
 
 

@@ -8,14 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import boto3
 import pytest
 
 from exports.adapters.s3_results import S3ResultStore
 from exports.config import Env, Results
 from functions.submit import handler as api
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY, _clear_caches
 from tests.receiver import receiver
@@ -115,7 +114,7 @@ def test_no_link_for_a_task_that_has_no_file(aws: Resources) -> None:
 
 
 def test_the_callback_carries_a_link_as_short_lived_as_the_others(running_aws: Resources) -> None:
-    seed_orders(boto3.client("dynamodb", region_name=REGION), running_aws.orders_table, 400, SEED_DAY)
+    put_items(running_aws.orders_table, demo_orders(400, SEED_DAY))
     with receiver([204]) as hook:
         completed_task(running_aws, callback_url=hook.url)
         (call_,) = hook.wait_for(1)

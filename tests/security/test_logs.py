@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import boto3
 import pytest
 
 from functions.submit.handler import lambda_handler as api_handler
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY, WEBHOOK_SECRET
 from tests.receiver import receiver
@@ -46,7 +45,7 @@ def debug_logs() -> Iterator[io.StringIO]:
 def test_a_full_task_logs_no_token_secret_signature_or_link(
     running_aws: Resources, debug_logs: io.StringIO, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    seed_orders(boto3.client("dynamodb", region_name=REGION), running_aws.orders_table, 400, SEED_DAY)
+    put_items(running_aws.orders_table, demo_orders(400, SEED_DAY))
     headers = {"authorization": f"Bearer {BEARER}"}
     with receiver([503, 204]) as hook:
         body = {

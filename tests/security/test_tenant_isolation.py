@@ -7,14 +7,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from exports.adapters.s3_results import S3ResultStore
 from exports.domain.status import TaskStatus
 from functions.submit import handler as api
-from local_stack.demo_orders import seed_orders
-from local_stack.embedded_aws import REGION, Resources
+from local_stack.demo_orders import demo_orders
+from local_stack.embedded_aws import Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 from tests.reliability.faults import Lanes
@@ -46,7 +45,7 @@ def submit(user: str, day: int) -> str:
 @pytest.fixture(scope="module")
 def tenants(module_aws: Resources) -> dict[str, dict[str, str]]:
     """alice: a COMPLETED, a PENDING and a CANCELLED task; bob: one PENDING task."""
-    seed_orders(boto3.client("dynamodb", region_name=REGION), module_aws.orders_table, 400, SEED_DAY)
+    put_items(module_aws.orders_table, demo_orders(400, SEED_DAY))
     completed = submit("alice", 10)
     lanes = Lanes(module_aws)
     lanes.settle("normal", lanes.invoke("normal", lanes.receive("normal")))
