@@ -12,9 +12,10 @@ from typing import Any
 
 
 class CountedPatch:
-    """``owner.name`` replaced by ``replace(original)`` from the first install to the last uninstall."""
+    """``owner.name`` (of a class or a module) replaced by ``replace(original)`` from the first
+    install to the last uninstall."""
 
-    def __init__(self, owner: type, name: str, replace: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    def __init__(self, owner: object, name: str, replace: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         self.owner = owner
         self.name = name
         self._replace = replace
