@@ -1,4 +1,4 @@
-"""A file written by 1, 2 and 4 partitions at once (uploaded in reverse order) as the parts of
+"""A file written by 1 and 4 partitions at once (uploaded in reverse order) as the parts of
 one S3 multipart upload on moto: a real completed object equal to the single worker's file
 (CSV byte for byte, csv.gz inflated, XLSX entry for entry), every part but the last at least
 5 MiB (moto refuses smaller ones, as S3 does), its sha256, bytes and rows right, and no upload
@@ -27,9 +27,10 @@ from exports.writers.xlsx_engine import write_xlsx_stream
 
 BUCKET = "fan-out-results"
 COLUMNS = [Column("n", "N", ColumnKind.INTEGER), Column("text", "Text", width=40)]
-# ~24 MB of CSV, ~19 MB of XLSX: several 5 MiB parts, and partitions too small for a part.
+# ~24 MB of CSV, ~19 MB of XLSX: several 5 MiB parts. Of the 4 partitions' CSV, one fills more
+# than a part, one is too small for a part and one is empty: every case a split in 2 would add.
 ROWS_TOTAL = 90_000
-SIZES = {1: [90_000], 2: [60_000, 30_000], 4: [35_000, 10_000, 0, 45_000]}
+SIZES = {1: [90_000], 4: [35_000, 10_000, 0, 45_000]}
 # A sheet boundary inside partitions, and on none of their edges.
 SHEET_ROWS = 25_000
 
@@ -91,7 +92,7 @@ def single_csv(rows):
     return out.getvalue()
 
 
-@pytest.mark.parametrize("partitions", [1, 2, 4])
+@pytest.mark.parametrize("partitions", sorted(SIZES))
 @pytest.mark.parametrize("compressed", [False, True], ids=["csv", "csv.gz"])
 def test_csv_fanned_out_on_s3_is_the_single_workers_file(store, rows, partitions, compressed):
     sizes = SIZES[partitions]
@@ -115,7 +116,7 @@ def test_csv_fanned_out_on_s3_is_the_single_workers_file(store, rows, partitions
     assert len(part_sizes) > 1 or compressed  # csv.gz of 4 partitions: none fills a part
 
 
-@pytest.mark.parametrize("partitions", [1, 2, 4])
+@pytest.mark.parametrize("partitions", sorted(SIZES))
 def test_xlsx_fanned_out_on_s3_is_the_single_workers_workbook(store, rows, partitions):
     sizes = SIZES[partitions]
     layout = XlsxLayout(COLUMNS, fitted_widths(COLUMNS, rows[:WIDTH_SAMPLE_ROWS]), plan_sheets(sizes, SHEET_ROWS))
