@@ -46,18 +46,24 @@ node_modules/.package-lock.json: package.json package-lock.json
 run: $(STAMP)
 	$(BIN)/python -m local_stack
 
-## test: lint, then mypy beside the full test suite (unit, integration, infrastructure, end to
-## end) in TEST_WORKERS processes (some tests wait on servers and queues, so more than the cores)
-TEST_WORKERS ?= 4
+## test: lint, then mypy and the infrastructure suite beside the rest of the suite (unit,
+## integration, end to end) in TEST_WORKERS processes (some tests wait on servers and queues, so
+## more processes than cores)
+TEST_WORKERS ?= 3
 # The suite starts dozens of Python processes (test workers, local stacks, exportctl): with
 # bytecode caching off (PYTHONDONTWRITEBYTECODE set) each compiled every module it imports again.
 test: export PYTHONDONTWRITEBYTECODE =
-# mypy uses one core: it runs while the suite starts, and its report is printed after the suite's.
+# mypy and the infrastructure suite use one core each: they run while the rest starts, and their
+# reports are printed after its own. The infrastructure suite runs in a process of its own, so
+# the other test processes do not import the CDK (and start its node kernel) to collect it.
 test: $(STAMP) lint
-	@report=$$(mktemp); $(BIN)/mypy > $$report 2>&1 & typecheck=$$!; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder; tests=$$?; \
-	wait $$typecheck; types=$$?; echo "mypy:"; cat $$report; rm -f $$report; \
-	exit $$(( tests != 0 || types != 0 ))
+	@types=$$(mktemp); infra=$$(mktemp); \
+	$(BIN)/mypy > $$types 2>&1 & typecheck=$$!; \
+	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & synth=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --ignore=tests/infra; tests=$$?; \
+	wait $$synth; stack=$$?; echo "infrastructure suite:"; cat $$infra; \
+	wait $$typecheck; types_ok=$$?; echo "mypy:"; cat $$types; rm -f $$types $$infra; \
+	exit $$(( tests != 0 || stack != 0 || types_ok != 0 ))
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)
