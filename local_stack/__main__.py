@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -11,7 +12,7 @@ import warnings
 
 from exports.declared.loader import DeclarationError
 from local_stack.embedded_postgres import psql_command
-from local_stack.stack import LocalConfig, LocalStack
+from local_stack.stack import GC_THRESHOLDS, LocalConfig, LocalStack
 
 
 def _banner(stack: LocalStack, seconds: float) -> str:
@@ -97,6 +98,7 @@ def main() -> int:
         stack.stop()
         return 1
     print(_banner(stack, time.monotonic() - started), flush=True)
+    gc.set_threshold(*GC_THRESHOLDS)
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.set())

@@ -13,6 +13,7 @@ import botocore.session
 import pytest
 
 from local_stack import moto_item_responses, moto_transactions
+from local_stack.stack import GC_THRESHOLDS
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
 
@@ -40,10 +41,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 # test a new default session: one loader per data path for the whole process parses each model once
 # (json.loads took about a third of the CPU of the in-process moto suites).
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
-# A test process holds a large heap that lives as long as it does (botocore's models, moto's
-# backends, pydantic's schemas): at Python's default thresholds the collector walked all of it
-# every few seconds, about 15% of the CPU of the moto suites. Young objects are collected rarer.
-gc.set_threshold(50_000, 20, 100)
+# The collector walked the process's large long-lived heap every few seconds.
+gc.set_threshold(*GC_THRESHOLDS)
 # moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.
 moto_transactions.install()
 # moto serialises its answers by walking botocore's shapes: answers about items are dumped as JSON.
