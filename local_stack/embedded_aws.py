@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import botocore.session
 from boto3.dynamodb.types import TypeSerializer
 from moto import backends
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -66,6 +67,12 @@ LISTED_ONCE = CountedPatch(
     backends, "list_of_moto_modules", lambda original: functools.cache(lambda: tuple(original()))
 )
 
+# Each botocore session parses botocore's JSON service models again with a loader of its own,
+# and moto makes sessions of its own (a service's backend asks one for its regions), as does every
+# test under mock_aws(): one loader per data path for the whole process parses each model once
+# (json.loads was 8% of a local stack's CPU, and about a third of the in-process moto suites').
+SHARED_LOADER = CountedPatch(botocore.session, "create_loader", functools.cache)
+
 
 class EmbeddedAws:
     """A moto server on 127.0.0.1 (``port`` 0 picks a free one)."""
@@ -78,6 +85,7 @@ class EmbeddedAws:
         """Start the server; every boto3 client made afterwards in this process talks to it."""
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         LISTED_ONCE.install()
+        SHARED_LOADER.install()
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -114,6 +122,7 @@ class EmbeddedAws:
         moto_transactions.uninstall()
         moto_item_responses.uninstall()
         LISTED_ONCE.uninstall()
+        SHARED_LOADER.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:

@@ -1,18 +1,16 @@
 """Settings every test shares (no real AWS, quiet Powertools, no X-Ray daemon, moto and botocore
 made cheaper to start), the groups of the parallel run, and the local stacks modules share."""
 
-import functools
 import gc
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import botocore.loaders
-import botocore.session
 import pytest
 
 from local_stack import moto_item_responses, moto_transactions
+from local_stack.embedded_aws import SHARED_LOADER
 from local_stack.stack import GC_THRESHOLDS
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
@@ -37,10 +35,8 @@ os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dyn
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-# Each boto3 session parses botocore's JSON service models again, and moto's mock_aws() gives every
-# test a new default session: one loader per data path for the whole process parses each model once
-# (json.loads took about a third of the CPU of the in-process moto suites).
-botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+# moto's mock_aws() gives every test a new boto3 session, which parsed botocore's models again.
+SHARED_LOADER.install()
 # The collector walked the process's large long-lived heap every few seconds.
 gc.set_threshold(*GC_THRESHOLDS)
 # moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.
