@@ -20,6 +20,7 @@ from moto import backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Queue, TaskTable, Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
@@ -73,6 +74,13 @@ LISTED_ONCE = CountedPatch(
 # (json.loads was 8% of a local stack's CPU, and about a third of the in-process moto suites').
 SHARED_LOADER = CountedPatch(botocore.session, "create_loader", functools.cache)
 
+# moto parses a new state machine's definition to validate it (some 30 ms with its ANTLR parser),
+# and the in-process tests create the same two machines a couple of hundred times: a definition
+# once accepted is accepted again (one refused is parsed, and refused, every time).
+VALIDATED_ONCE = CountedPatch(
+    StepFunctionsParserBackend, "_validate_definition", lambda original: staticmethod(functools.cache(original))
+)
+
 
 class EmbeddedAws:
     """A moto server on 127.0.0.1 (``port`` 0 picks a free one)."""
@@ -86,6 +94,7 @@ class EmbeddedAws:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         LISTED_ONCE.install()
         SHARED_LOADER.install()
+        VALIDATED_ONCE.install()
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -123,6 +132,7 @@ class EmbeddedAws:
         moto_item_responses.uninstall()
         LISTED_ONCE.uninstall()
         SHARED_LOADER.uninstall()
+        VALIDATED_ONCE.uninstall()
 
 
 def client(service: str, endpoint_url: str) -> Any:

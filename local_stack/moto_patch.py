@@ -7,6 +7,7 @@ many :meth:`CountedPatch.uninstall` calls as :meth:`CountedPatch.install` calls.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -25,13 +26,14 @@ class CountedPatch:
     @property
     def original(self) -> Callable[..., Any]:
         """moto's own method (installed or not)."""
-        return self._original or getattr(self.owner, self.name)
+        return self._original or inspect.getattr_static(self.owner, self.name)
 
     def install(self) -> None:
         """Replace the method (once, however many installs)."""
         self._installs += 1
         if self._original is None:
-            self._original = getattr(self.owner, self.name)
+            # As the class holds it: a static method stays one when it is given back.
+            self._original = inspect.getattr_static(self.owner, self.name)
             setattr(self.owner, self.name, self._replace(self._original))
 
     def uninstall(self) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from local_stack import moto_item_responses, moto_transactions
-from local_stack.embedded_aws import SHARED_LOADER
+from local_stack.embedded_aws import SHARED_LOADER, VALIDATED_ONCE
 from local_stack.stack import GC_THRESHOLDS
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
@@ -37,6 +37,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 
 # moto's mock_aws() gives every test a new boto3 session, which parsed botocore's models again.
 SHARED_LOADER.install()
+# moto validated the same state machine definitions again in every test that creates them.
+VALIDATED_ONCE.install()
 # The collector walked the process's large long-lived heap every few seconds.
 gc.set_threshold(*GC_THRESHOLDS)
 # moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.

@@ -2,16 +2,27 @@
 patches: moto's server lists the same service folders, once, and botocore sessions share one
 loader (installed for the whole test session by tests/conftest.py)."""
 
-import botocore.session
-from moto import backends
+import inspect
+import json
 
-from local_stack.embedded_aws import LISTED_ONCE, SHARED_LOADER
+import boto3
+import botocore.session
+import pytest
+from botocore.exceptions import ClientError
+from moto import backends, mock_aws
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+from local_stack.embedded_aws import LISTED_ONCE, MOTO_CONFIG, REGION, SHARED_LOADER, VALIDATED_ONCE
 from local_stack.moto_patch import CountedPatch
 
 
 class Service:
     def answer(self) -> str:
         return "moto's"
+
+    @staticmethod
+    def check(value: str) -> str:
+        return value
 
 
 def test_a_patch_stays_until_as_many_uninstalls_as_installs():
@@ -26,6 +37,15 @@ def test_a_patch_stays_until_as_many_uninstalls_as_installs():
     assert Service().answer() == "moto's"
     patch.uninstall()  # one too many changes nothing
     assert Service().answer() == "moto's"
+
+
+def test_a_static_method_is_given_back_static():
+    patch = CountedPatch(Service, "check", lambda original: staticmethod(lambda value: original(value).upper()))
+    patch.install()
+    assert Service().check("a") == "A"
+    patch.uninstall()
+    assert isinstance(inspect.getattr_static(Service, "check"), staticmethod)
+    assert Service().check("a") == "a"
 
 
 def test_the_servers_service_folders_are_listed_once_and_are_motos_own():
@@ -46,3 +66,20 @@ def test_botocore_sessions_share_one_loader_while_it_is_installed():
     SHARED_LOADER.install()  # a local stack in the session, say
     SHARED_LOADER.uninstall()
     assert botocore.session.Session().get_component("data_loader") is first.get_component("data_loader")
+
+
+def test_a_definition_is_validated_once_and_a_bad_one_is_refused_every_time():
+    definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}})
+    with mock_aws(config=MOTO_CONFIG):  # the backend that executes machines validates them
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        role = "arn:aws:iam::123456789012:role/any"
+        for name in ("first", "second"):
+            sfn.create_state_machine(name=name, definition=definition, roleArn=role)
+        for name in ("bad", "bad-again"):
+            with pytest.raises(ClientError, match="in definition"):
+                sfn.create_state_machine(name=name, definition='{"StartAt": "Nowhere"}', roleArn=role)
+
+    cache = StepFunctionsParserBackend._validate_definition.cache_info()
+    assert cache.hits >= 1  # the second machine's definition
+    assert isinstance(inspect.getattr_static(StepFunctionsParserBackend, "_validate_definition"), staticmethod)
+    assert VALIDATED_ONCE.original is not inspect.getattr_static(StepFunctionsParserBackend, "_validate_definition")
