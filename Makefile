@@ -58,12 +58,12 @@ test: export PYTHONDONTWRITEBYTECODE =
 # the other test processes do not import the CDK (and start its node kernel) to collect it.
 test: $(STAMP) lint
 	@types=$$(mktemp); infra=$$(mktemp); \
-	$(BIN)/mypy > $$types 2>&1 & typecheck=$$!; \
-	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & synth=$$!; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --ignore=tests/infra; tests=$$?; \
-	wait $$synth; stack=$$?; echo "infrastructure suite:"; cat $$infra; \
-	wait $$typecheck; types_ok=$$?; echo "mypy:"; cat $$types; rm -f $$types $$infra; \
-	exit $$(( tests != 0 || stack != 0 || types_ok != 0 ))
+	$(BIN)/mypy > $$types 2>&1 & types_pid=$$!; \
+	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & infra_pid=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --ignore=tests/infra; tests_rc=$$?; \
+	wait $$infra_pid; infra_rc=$$?; echo "infrastructure suite:"; cat $$infra; \
+	wait $$types_pid; types_rc=$$?; echo "mypy:"; cat $$types; rm -f $$types $$infra; \
+	exit $$(( tests_rc != 0 || infra_rc != 0 || types_rc != 0 ))
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)

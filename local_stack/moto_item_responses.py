@@ -2,12 +2,13 @@
 
 moto writes every answer by walking the operation's output shape from botocore's model, looking
 each member up by its aliases: a Query page of orders took longer to serialise than to run, and
-the serialiser was about a third of the CPU of the in-process worker and fault-injection tests
-(and of a local stack's DynamoDB exports). An answer about items is already the wire's JSON once
-moto has turned its attribute values into dicts, so the operations below are dumped with moto's
-own encoder for DynamoDB (bytes in base64, times as epoch seconds); every other operation, and
-every error, keeps moto's serialiser. ``tests/integration/test_moto_item_responses.py`` checks
-that botocore reads the same answers either way.
+the serialiser took a fifth to a third of the CPU of the in-process worker and fault-injection
+tests (and slowed a local stack's DynamoDB exports about 2.5 times). An answer about items is
+already the wire's JSON once moto has turned its attribute values into dicts, so the operations
+below are dumped with moto's own encoder for DynamoDB (bytes in base64, times as epoch seconds);
+every other operation, and every error, keeps moto's serialiser.
+``tests/integration/test_moto_item_responses.py`` checks that botocore reads the same answers
+either way.
 
 Installed by the local stack and, for the whole session, by the test suite. Never on AWS.
 """

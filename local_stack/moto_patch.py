@@ -1,4 +1,4 @@
-"""A method of a moto class replaced while anyone needs it replaced.
+"""A method or function of moto (or botocore) replaced while anyone needs it replaced.
 
 The local stack and the test suite both install the speed-ups of ``local_stack``: an in-process
 stack inside a test session must not remove what the session installed, so a patch stays until as
@@ -25,11 +25,11 @@ class CountedPatch:
 
     @property
     def original(self) -> Callable[..., Any]:
-        """moto's own method (installed or not)."""
+        """The library's own attribute (installed or not)."""
         return self._original or inspect.getattr_static(self.owner, self.name)
 
     def install(self) -> None:
-        """Replace the method (once, however many installs)."""
+        """Replace the attribute (once, however many installs)."""
         self._installs += 1
         if self._original is None:
             # As the class holds it: a static method stays one when it is given back.
@@ -37,7 +37,7 @@ class CountedPatch:
             setattr(self.owner, self.name, self._replace(self._original))
 
     def uninstall(self) -> None:
-        """Undo one :meth:`install`; the last gives moto its own method back."""
+        """Undo one :meth:`install`; the last gives the library its own attribute back."""
         self._installs = max(0, self._installs - 1)
         if self._installs == 0 and self._original is not None:
             setattr(self.owner, self.name, self._original)
