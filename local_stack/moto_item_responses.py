@@ -53,5 +53,3 @@ def _dumped(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 JSON_ITEMS = CountedPatch(DynamoResult, "execute_result", _dumped)
-install = JSON_ITEMS.install
-uninstall = JSON_ITEMS.uninstall

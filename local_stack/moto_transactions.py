@@ -83,5 +83,3 @@ def _item_by_item(original: Callable[..., None]) -> Callable[..., None]:
 
 
 ROLLBACK = CountedPatch(DynamoDBBackend, "transact_write_items", _item_by_item)
-install = ROLLBACK.install
-uninstall = ROLLBACK.uninstall

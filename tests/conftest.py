@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack import moto_item_responses, moto_transactions
-from local_stack.embedded_aws import SHARED_LOADER, VALIDATED_ONCE
+from local_stack.embedded_aws import SPEED_UPS
 from local_stack.stack import GC_THRESHOLDS
 from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
@@ -35,16 +34,14 @@ os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dyn
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-# moto's mock_aws() gives every test a new boto3 session, which parsed botocore's models again.
-SHARED_LOADER.install()
-# moto validated the same state machine definitions again in every test that creates them.
-VALIDATED_ONCE.install()
+# local mode's speed-ups of moto and botocore (local_stack/embedded_aws.py), for the whole session:
+# every test's mock_aws() is a new boto3 session, which parsed botocore's models again; tests of
+# many tasks were quadratic in moto's transactions; moto validated the same definitions again and
+# serialised its answers about items by walking botocore's shapes.
+for patch in SPEED_UPS:
+    patch.install()
 # The collector walked the process's large long-lived heap every few seconds.
 gc.set_threshold(*GC_THRESHOLDS)
-# moto's transactions deep-copy the tables they name; tests of many tasks became quadratic.
-moto_transactions.install()
-# moto serialises its answers by walking botocore's shapes: answers about items are dumped as JSON.
-moto_item_responses.install()
 
 
 # First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.

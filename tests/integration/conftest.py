@@ -20,10 +20,10 @@ from local_stack import lambda_runtime, thread_safety
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import MOTO_CONFIG, REGION, Resources, create_resources, put_items
 from tests.builders import FakeContext
+from tests.stack_process import WEBHOOK_SECRET
 
 SEED_DAY = date(2025, 3, 31)
 SEED_ORDERS = 400
-WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # moto answers DynamoDB Streams calls on the service's classic host name only.
 STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
 

@@ -87,8 +87,8 @@ def test_a_transaction_whose_conditions_hold_writes_everything(dynamodb):
 
 def test_it_stays_installed_until_every_install_is_undone():
     ours = DynamoDBBackend.transact_write_items
-    moto_transactions.install()  # an in-process local stack, say
-    moto_transactions.uninstall()
+    moto_transactions.ROLLBACK.install()  # an in-process local stack, say
+    moto_transactions.ROLLBACK.uninstall()
     assert DynamoDBBackend.transact_write_items is ours
 
 
