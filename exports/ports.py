@@ -265,16 +265,27 @@ class ResultColumn:
 
 
 @dataclass(frozen=True)
+class SqlSession:
+    """What a read sets in its transaction before the query, so the database's row-level
+    security sees the caller: a role (``SET LOCAL ROLE``) and custom settings with their
+    values (a string, a list of strings as a ``text[]`` literal, a JSON object as JSON text)."""
+
+    role: str | None = None
+    settings: Sequence[tuple[str, Any]] = ()
+
+
+@dataclass(frozen=True)
 class SqlRead:
     """One read of a declared query: the SQL text (``%(name)s`` placeholders), its bound values,
     the unique order key it is read by, the key values to read after (resuming, or a
-    partition's start) and the last key values to read (a partition's end)."""
+    partition's start), the last key values to read (a partition's end) and the session set-up."""
 
     query: str
     params: Mapping[str, Any]
     order_key: Sequence[str] = ()
     after: Sequence[Any] | None = None
     until: Sequence[Any] | None = None
+    session: SqlSession | None = None
 
 
 @dataclass(frozen=True)

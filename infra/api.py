@@ -2,12 +2,17 @@
 
 Tokens come from an OIDC provider named in context (``jwt_issuer`` + ``jwt_audience``: Cognito,
 Auth0, Okta, Entra ID, ...) or, when none is named, from a Cognito user pool created here.
-The functions read the caller's id from the verified token's ``sub`` claim.
+The functions read the caller's id from the verified token's ``sub`` claim, and the declaration's
+caller values and access rules from its other claims: a user pool created here defines the
+custom attributes and groups the declaration names.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import jsii
@@ -36,6 +41,7 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/cancel", (POST,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
+    (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
 )
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {
@@ -56,13 +62,29 @@ ACCESS_LOG_FORMAT: Final = {
 CORS_MAX_AGE: Final = Duration.hours(1)
 
 
+@dataclass(frozen=True)
+class CallerIdentity:
+    """What the declaration reads from callers' tokens that a user pool created here must define:
+    custom attributes (``custom:<name>`` claims) and groups (``cognito:groups``)."""
+
+    custom_attributes: Sequence[str] = ()
+    groups: Sequence[str] = ()
+
+
 class ExportsApi(Construct):
     """An HTTP API in front of the API function."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, settings: StageSettings, handler: lambda_.IFunction
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: StageSettings,
+        handler: lambda_.IFunction,
+        identity: CallerIdentity = CallerIdentity(),
     ) -> None:
         super().__init__(scope, construct_id)
+        self._identity = identity
         self.user_pool: cognito.UserPool | None = None
         self.user_pool_client: cognito.UserPoolClient | None = None
         self.http_api = apigw.HttpApi(
@@ -117,7 +139,7 @@ class ExportsApi(Construct):
             return authorizers.HttpJwtAuthorizer(
                 "Jwt", jwt_issuer=settings.jwt.issuer, jwt_audience=list(settings.jwt.audience)
             )
-        self.user_pool, self.user_pool_client = _user_pool(self, settings)
+        self.user_pool, self.user_pool_client = _user_pool(self, settings, self._identity)
         return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=[self.user_pool_client])
 
 
@@ -151,8 +173,11 @@ def _cors(settings: StageSettings) -> apigw.CorsPreflightOptions | None:
     )
 
 
-def _user_pool(scope: Construct, settings: StageSettings) -> tuple[cognito.UserPool, cognito.UserPoolClient]:
-    """A user pool whose users an administrator creates, and an app client without a secret."""
+def _user_pool(
+    scope: Construct, settings: StageSettings, identity: CallerIdentity
+) -> tuple[cognito.UserPool, cognito.UserPoolClient]:
+    """A user pool whose users an administrator creates, with the custom attributes and groups
+    the declaration reads, and an app client without a secret that cannot write them."""
     pool = cognito.UserPool(
         scope,
         "Users",
@@ -167,7 +192,16 @@ def _user_pool(scope: Construct, settings: StageSettings) -> tuple[cognito.UserP
         mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
         deletion_protection=settings.protect_data,
         removal_policy=removal_policy(settings),
+        # Mutable so that an administrator can move a user (admin-update-user-attributes); only
+        # administrators can: the app client below may read them, never write them.
+        custom_attributes={
+            name: cognito.StringAttribute(min_len=1, max_len=256, mutable=True) for name in identity.custom_attributes
+        },
     )
+    for group in identity.groups:
+        cognito.CfnUserPoolGroup(
+            scope, f"Group{_construct_name(group)}", user_pool_id=pool.user_pool_id, group_name=group
+        )
     acknowledge(
         pool,
         "AwsSolutions-COG2",
@@ -191,5 +225,17 @@ def _user_pool(scope: Construct, settings: StageSettings) -> tuple[cognito.UserP
         prevent_user_existence_errors=True,
         id_token_validity=Duration.hours(1),
         access_token_validity=Duration.hours(1),
+        # Cognito's default lets a signed-in user write every mutable attribute with their own
+        # token (UpdateUserAttributes): they could set their own custom:tenant_id. Users may
+        # read the custom attributes and change only their name.
+        read_attributes=cognito.ClientAttributes()
+        .with_standard_attributes(email=True, email_verified=True, fullname=True)
+        .with_custom_attributes(*identity.custom_attributes),
+        write_attributes=cognito.ClientAttributes().with_standard_attributes(fullname=True),
     )
     return pool, client
+
+
+def _construct_name(group: str) -> str:
+    """A group name as part of a construct id (letters and digits)."""
+    return "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", group)) or "Group"

@@ -14,6 +14,10 @@ from exports.declared.loader import DeclarationError, Declarations, default_path
 from exports.declared.model import PostgresSource
 from infra.settings import StageSettings
 
+# How Cognito names a custom attribute's claim, and its groups claim.
+COGNITO_CUSTOM = "custom:"
+COGNITO_GROUPS = "cognito:groups"
+
 
 @dataclass(frozen=True)
 class DeclaredSources:
@@ -49,6 +53,29 @@ class DeclaredSources:
         """What the functions that build the registry (API, worker) need besides the file: the
         source overrides."""
         return {Env.SOURCE_OVERRIDES: json.dumps(self.overrides, sort_keys=True)} if self.overrides else {}
+
+    def cognito_attributes(self) -> list[str]:
+        """The Cognito custom attributes the declaration reads (``custom:tenant_id`` in a caller
+        binding or an allow rule): a user pool the stack creates defines them."""
+        claims = set(self.declarations.bound_claims)
+        for declared in self.declarations.file.types.values():
+            if declared.allow is not None:
+                claims.update(declared.allow.claims)
+        return sorted(claim.removeprefix(COGNITO_CUSTOM) for claim in claims if claim.startswith(COGNITO_CUSTOM))
+
+    def cognito_groups(self) -> list[str]:
+        """The groups the declaration's allow rules name, when they read Cognito's groups claim:
+        a user pool the stack creates has them."""
+        if self.declarations.file.access.groups_claim != COGNITO_GROUPS:
+            return []
+        return sorted(
+            {
+                group
+                for declared in self.declarations.file.types.values()
+                if declared.allow
+                for group in declared.allow.groups
+            }
+        )
 
     def secret_arns(self) -> list[str]:
         """The secrets the worker reads to connect."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
 from exports.config import SERVICE_NAME
-from infra.api import ExportsApi
+from infra.api import CallerIdentity, ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
 from infra.queues import TaskQueues, lane_id
@@ -50,6 +50,9 @@ class ExportsStack(Stack):
         self.monitoring = Monitoring(self, "Monitoring", settings=settings)
         # Before the functions: they need the lifecycle state machine's ARN (known from its name).
         self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
+        sources = DeclaredSources.load(settings)
+        for warning in sources.declarations.warnings:
+            Annotations.of(self).add_warning_v2("exports:unscoped-export-type", warning)
         self.functions = ServiceFunctions(
             self,
             "Functions",
@@ -60,9 +63,15 @@ class ExportsStack(Stack):
             webhook_secret=self.webhook_secret,
             lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
             fan_out_state_machine_arn=self.workflows.fan_out_arn,
-            sources=DeclaredSources.load(settings),
+            sources=sources,
         )
-        self.api = ExportsApi(self, "Api", settings=settings, handler=self.functions.api.function)
+        self.api = ExportsApi(
+            self,
+            "Api",
+            settings=settings,
+            handler=self.functions.api.function,
+            identity=CallerIdentity(sources.cognito_attributes(), sources.cognito_groups()),
+        )
         self.monitoring.watch_queues(self.queues)
         for alarm_id, role, service_function in (
             ("Api", "API", self.functions.api),

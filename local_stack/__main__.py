@@ -19,15 +19,20 @@ def _banner(stack: LocalStack, seconds: float) -> str:
     assert stack.gateway and stack.resources
     url = stack.gateway.url
     token, user = next(iter(stack.config.tokens.items()))
-    users = ", ".join(f"{u} ({t})" for t, u in stack.config.tokens.items())
+    users = "\n               ".join(
+        f"{signed.user_id:<6} {signed_token}   {signed.describe()}"
+        for signed_token, signed in stack.config.tokens.items()
+    )
     split_rows, most = f"{stack.config.partition_rows:,}", stack.config.max_partitions
     return f"""
 exports is running locally (ready in {seconds:.1f} s)
 
   API          {url}
   API docs     {url}/docs
-  token        {token}   (user: {user})
+  token        {token}   (user: {user.user_id})
   users        {users}
+               (their claims, from {stack.config.users_file}: each export type binds the
+                caller's tenant from them, so every user exports only their tenant's rows)
   PostgreSQL   {stack.database_uri}
                ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
                 {psql_command()} "{stack.database_uri}")
@@ -47,7 +52,7 @@ Try it:
             "filters": {{"date_from": "{_recent(7)}", "date_to": "{_recent(0)}"}}}}'
   curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $TOKEN"
   curl -sL -OJ {url}/v1/exports/<task_id>/download -H "Authorization: Bearer $TOKEN"
-
+{_other_user(stack)}
 Or with the CLI (in another terminal):
 
   source .venv/bin/activate && {cli_environment(url, token)}
@@ -55,6 +60,18 @@ Or with the CLI (in another terminal):
 
 Ctrl-C stops everything.
 """
+
+
+def _other_user(stack: LocalStack) -> str:
+    """The line that shows tenancy: the same request as another user gives another file."""
+    users = list(stack.config.tokens.items())
+    if len(users) < 2:
+        return ""
+    token, user = users[1]
+    return (
+        f"\n  The same request with {user.user_id}'s token (TOKEN={token}) exports {user.user_id}'s own rows:"
+        "\n  no user ever gets another tenant's.\n"
+    )
 
 
 def cli_environment(url: str, token: str) -> str:

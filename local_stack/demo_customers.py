@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from local_stack.demo_orders import seed_items
+from local_stack.demo_tenants import tenant_of
 
 SEED = 20251102
 DEMO_CUSTOMERS = 5_000
@@ -72,6 +73,7 @@ def demo_customers(today: date, count: int = DEMO_CUSTOMERS, seed: int = SEED) -
         signed_up_at = datetime.combine(day, time(), tzinfo=UTC) + timedelta(seconds=rng.randrange(86_400))
         yield {
             "customer_id": f"C{number:05d}",
+            "tenant_id": tenant_of(f"C{number:05d}"),
             "name": name,
             "email": f"customer{number:05d}@example.com",
             # Phone numbers start with "+": a spreadsheet would read them as formulas.

@@ -15,6 +15,7 @@ DROP TABLE IF EXISTS orders;
 DROP TABLE IF EXISTS customers;
 CREATE TABLE customers (
     customer_id      text PRIMARY KEY,
+    tenant_id        text NOT NULL,
     name             text NOT NULL,
     email            text,
     phone            text,
@@ -25,9 +26,10 @@ CREATE TABLE customers (
     plan             text,
     marketing_opt_in boolean NOT NULL DEFAULT false
 );
-CREATE INDEX customers_by_signup ON customers (signup_date, customer_id);
+CREATE INDEX customers_by_signup ON customers (tenant_id, signup_date, customer_id);
 CREATE TABLE orders (
     order_id       text PRIMARY KEY,
+    tenant_id      text NOT NULL,
     order_date     date NOT NULL,
     created_at     timestamptz NOT NULL,
     customer_id    text NOT NULL,
@@ -41,11 +43,15 @@ CREATE TABLE orders (
     currency       char(3) NOT NULL,
     note           text
 );
+-- Every demo type reads one tenant's rows (exports.toml binds tenant_id from the token); the
+-- admin type reads them all, in the same order.
+CREATE INDEX orders_by_tenant_date ON orders (tenant_id, order_date, order_id);
 CREATE INDEX orders_by_date ON orders (order_date, order_id);
 """
-# The tables' columns are the demo types' columns, in the same order (exports.toml reads them).
-_ORDER_COLUMNS = tuple(column.name for column in ORDER_COLUMNS)
-_CUSTOMER_COLUMNS = tuple(column.name for column in CUSTOMER_COLUMNS)
+# The tables' columns: the tenant, then the demo types' columns in the same order (exports.toml
+# reads them).
+_ORDER_COLUMNS = ("tenant_id", *(column.name for column in ORDER_COLUMNS))
+_CUSTOMER_COLUMNS = ("tenant_id", *(column.name for column in CUSTOMER_COLUMNS))
 
 
 def load_demo_data(uri: str, orders: int, today: date) -> tuple[int, int]:
@@ -74,6 +80,7 @@ def _copy(cursor: Any, table: str, columns: tuple[str, ...], rows: Any) -> int:
 def _order_rows(count: int, today: date) -> Any:
     for order in demo_orders(count, today):
         yield (
+            order["tenant_id"],
             order["order_id"],
             order["order_day"],
             order["created_at"],
@@ -93,6 +100,7 @@ def _order_rows(count: int, today: date) -> Any:
 def _customer_rows(today: date) -> Any:
     for customer in demo_customers(today):
         yield (
+            customer["tenant_id"],
             customer["customer_id"],
             customer["name"],
             customer.get("email"),

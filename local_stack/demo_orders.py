@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from exports.export_types.orders import OrderStatus
+from local_stack.demo_tenants import tenant_of
 
 SEED = 20251101
 DEMO_DAYS = 90
@@ -71,11 +72,13 @@ def demo_orders(count: int, today: date, seed: int = SEED) -> Iterator[dict[str,
         lines = rng.sample(_PRODUCTS, k=rng.randint(1, 3))
         quantities = [rng.randint(1, 4) for _ in lines]
         amount = sum((price * qty for (_, _, price), qty in zip(lines, quantities, strict=True)), Decimal("0"))
+        customer_id = f"C{rng.randrange(1, 5000):05d}"
         item: dict[str, Any] = {
             "order_id": f"ORD-{number:07d}",
+            "tenant_id": tenant_of(customer_id),
             "order_day": day.isoformat(),
             "created_at": created.isoformat(timespec="seconds"),
-            "customer_id": f"C{rng.randrange(1, 5000):05d}",
+            "customer_id": customer_id,
             "customer_name": name,
             "customer_email": f"{handle}{rng.randrange(100)}@example.com",
             "country": country,

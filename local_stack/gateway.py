@@ -1,7 +1,8 @@
 """An HTTP server that plays API Gateway (HTTP API, payload format 2.0) with a JWT authorizer.
 
-Bearer tokens map to users (``EXPORTS_LOCAL_TOKENS``); the user id goes exactly where the JWT
-authorizer puts the ``sub`` claim, so the API function runs unchanged.
+Bearer tokens map to users (:mod:`local_stack.local_users`); the user id and claims go exactly
+where the JWT authorizer puts them, in its format (an array claim as ``"[a b]"``), so the API
+function runs unchanged.
 """
 
 from __future__ import annotations
@@ -20,24 +21,22 @@ from werkzeug.wrappers import Request, Response
 
 from exports.config import PUBLIC_PATHS
 from local_stack.lambda_context import LocalLambdaContext
+from local_stack.local_users import LocalUser
 
 logger = logging.getLogger("local_stack.gateway")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 _TEXT_TYPES = ("application/json", "text/", "application/xml")
 
 
-def parse_tokens(spec: str) -> dict[str, str]:
-    """``"alice-token=alice,bob-token=bob"`` -> ``{"alice-token": "alice", "bob-token": "bob"}``."""
-    tokens = {}
-    for pair in filter(None, (part.strip() for part in spec.split(","))):
-        token, _, user = pair.partition("=")
-        if not token or not user:
-            raise ValueError(f"EXPORTS_LOCAL_TOKENS: expected token=user, got {pair!r}")
-        tokens[token.strip()] = user.strip()
-    return tokens
+def authorizer_claims(user: LocalUser) -> dict[str, str]:
+    """The claims as API Gateway's JWT authorizer passes them: strings, arrays as ``"[a b]"``."""
+    claims = {"sub": user.user_id, "iss": "local", "aud": "exports"}
+    for name, value in user.claims.items():
+        claims[name] = f"[{' '.join(value)}]" if isinstance(value, list) else value
+    return claims
 
 
-def to_event(request: Request, body: bytes, user_id: str | None) -> dict[str, Any]:
+def to_event(request: Request, body: bytes, user: LocalUser | None) -> dict[str, Any]:
     """The HTTP API v2 event API Gateway would send for ``request``."""
     headers: dict[str, str] = {}
     for name, value in request.headers.items():
@@ -82,10 +81,10 @@ def to_event(request: Request, body: bytes, user_id: str | None) -> dict[str, An
         event["body"] = text_body if text_body is not None else base64.b64encode(body).decode()
     if request.cookies:
         event["cookies"] = [f"{key}={value}" for key, value in request.cookies.items()]
-    if user_id is not None:
-        event["requestContext"]["authorizer"] = {
-            "jwt": {"claims": {"sub": user_id, "iss": "local", "aud": "exports"}, "scopes": None}
-        }
+    if user is not None:
+        scope = user.claims.get("scope")
+        scopes = scope.split() if isinstance(scope, str) else None
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": authorizer_claims(user), "scopes": scopes}}
     return event
 
 
@@ -114,7 +113,9 @@ def _unauthorized() -> Response:
 class Gateway:
     """The local HTTP API in front of the API function."""
 
-    def __init__(self, handler: Handler, tokens: Mapping[str, str], host: str = "127.0.0.1", port: int = 8000) -> None:
+    def __init__(
+        self, handler: Handler, tokens: Mapping[str, LocalUser], host: str = "127.0.0.1", port: int = 8000
+    ) -> None:
         self._handler = handler
         # Lambda gives an execution environment one event at a time, and the function relies on it
         # (Powertools' resolver keeps the current event in a module global): requests served on
@@ -138,17 +139,17 @@ class Gateway:
         return response(environ, start_response)
 
     def _dispatch(self, request: Request) -> Response:
-        user_id = self._user_of(request)
+        user = self._user_of(request)
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
-        if user_id is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
+        if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
             return _unauthorized()
         body = request.get_data(cache=False)
-        event = to_event(request, body, user_id)
+        event = to_event(request, body, user)
         with self._one_at_a_time:
             result = self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29))
         return from_result(result)
 
-    def _user_of(self, request: Request) -> str | None:
+    def _user_of(self, request: Request) -> LocalUser | None:
         scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")
         if scheme.lower() != "bearer":
             return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,7 +19,8 @@ from local_stack.demo_database import load_demo_data
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources, put_items
 from local_stack.embedded_postgres import EmbeddedPostgres
-from local_stack.gateway import Gateway, parse_tokens
+from local_stack.gateway import Gateway
+from local_stack.local_users import LocalUser, default_users_path, load_users, signed_in
 from local_stack.worker_loop import WorkerLoop
 
 logger = logging.getLogger("local_stack")
@@ -57,7 +57,9 @@ class LocalConfig:
 
     port: int = 8000
     aws_port: int = 0
-    tokens: dict[str, str] = field(default_factory=dict)
+    # Bearer token -> the dev user it signs in, with the claims their token carries.
+    tokens: dict[str, LocalUser] = field(default_factory=dict)
+    users_file: Path = field(default_factory=default_users_path)
     demo_orders: int = 50_000
     # The DynamoDB demo table gets fewer orders: moto's queries are slow (see docs/performance.md).
     demo_dynamodb_orders: int = 2_000
@@ -72,17 +74,19 @@ class LocalConfig:
 
     @classmethod
     def from_env(cls) -> LocalConfig:
-        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_TOKENS``, ``EXPORTS_DEMO_ORDERS``,
+        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_USERS``, ``EXPORTS_LOCAL_TOKENS``,
+        ``EXPORTS_DEMO_ORDERS``,
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
         ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``, ``EXPORTS_PARTITION_ROWS``,
-        ``EXPORTS_MAX_PARTITIONS``; a dev token and a webhook secret are
+        ``EXPORTS_MAX_PARTITIONS``; tokens for the dev users and a webhook secret are
         generated when none is given."""
-        spec = os.environ.get("EXPORTS_LOCAL_TOKENS") or f"dev-{secrets.token_urlsafe(12)}=dev-user"
+        users_file = Path(os.environ.get(Env.LOCAL_USERS) or default_users_path())
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
-            tokens=parse_tokens(spec),
+            tokens=signed_in(load_users(users_file), os.environ.get(Env.LOCAL_TOKENS)),
+            users_file=users_file,
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
             demo_dynamodb_orders=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_ORDERS", "2000")),
             demo_dynamodb_customers=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_CUSTOMERS", "0")),

@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 
 import requests
 
+from local_stack.demo_tenants import TENANTS
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT_SEC = 10
 
@@ -158,10 +160,17 @@ def local_stack(users: int, demo_orders: int, log_path: str | None = None) -> It
     output goes to ``log_path`` (or a temporary file)."""
     tokens = [f"load-{n}-{os.urandom(6).hex()}" for n in range(users)]
     port = _free_port()
+    # The users spread over the demo tenants (the demo types bind the tenant claim).
+    users_file = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)  # noqa: SIM115 (removed below)
+    with users_file:
+        for n in range(users):
+            tenant = TENANTS[n % len(TENANTS)]
+            users_file.write(f'[users.load-user-{n}]\nclaims = {{ "custom:tenant_id" = "{tenant}" }}\n')
     env = {
         **os.environ,
         "PORT": str(port),
         "EXPORTS_AWS_PORT": str(_free_port()),
+        "EXPORTS_LOCAL_USERS": users_file.name,
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}=load-user-{n}" for n, token in enumerate(tokens)),
         "EXPORTS_DEMO_ORDERS": str(demo_orders),
         "PYTHONUNBUFFERED": "1",
@@ -190,6 +199,7 @@ def local_stack(users: int, demo_orders: int, log_path: str | None = None) -> It
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            os.unlink(users_file.name)
 
 
 def _loopback(url: str) -> bool:

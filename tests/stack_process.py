@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # The declaration the suites written for the DynamoDB demo types run with (their slow reads keep
 # tasks running long enough to act on them); postgres=True runs make run's own exports.toml.
 DYNAMODB_DEMO = ROOT / "tests" / "declarations" / "dynamodb_demo.toml"
-TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token"}
+# alice, bob and carol are local-users.toml's (tenants acme, globex and initech; carol is in the
+# admin group); dave is in no users file, so his token carries no claim but sub.
+TOKENS: Mapping[str, str] = {"alice": "alice-token", "bob": "bob-token", "carol": "carol-token", "dave": "dave-token"}
 # The signing secret of the stacks that tests verify callbacks of.
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # Generous: stacks of several test workers may start at once on two cores.

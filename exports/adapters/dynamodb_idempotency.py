@@ -39,7 +39,7 @@ class IdempotencyKeyReused(InvalidRequest):
 
 
 class IdempotentCalls:
-    """Replays stored answers for repeated (user, key) pairs."""
+    """Replays stored answers for repeated (user, caller scope, key) triples."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         persistence = DynamoDBPersistenceLayer(
@@ -49,7 +49,7 @@ class IdempotentCalls:
             boto3_client=client,
         )
         config = IdempotencyConfig(
-            event_key_jmespath="[user_id, key]",
+            event_key_jmespath="[user_id, scope, key]",
             payload_validation_jmespath="body",
             expires_after_seconds=Admission.IDEMPOTENCY_TTL_SEC,
             raise_on_no_idempotency_key=True,
@@ -64,9 +64,11 @@ class IdempotentCalls:
         self._run = run
 
     def replay_or_call(
-        self, user_id: str, key: str, body: dict[str, Any], call: Callable[[], dict[str, Any]]
+        self, user_id: str, key: str, body: dict[str, Any], call: Callable[[], dict[str, Any]], scope: str = ""
     ) -> tuple[dict[str, Any], bool]:
-        """The stored answer for (user, key) with ``replayed=True``, or ``call()``'s, stored."""
+        """The stored answer for (user, scope, key) with ``replayed=True``, or ``call()``'s,
+        stored. ``scope``: the caller's bound claims (a key reused under another tenant claim is
+        another request)."""
         called = False
 
         def first_time() -> dict[str, Any]:
@@ -75,7 +77,7 @@ class IdempotentCalls:
             return call()
 
         try:
-            answer = self._run(request={"user_id": user_id, "key": key, "body": body}, call=first_time)
+            answer = self._run(request={"user_id": user_id, "scope": scope, "key": key, "body": body}, call=first_time)
         except IdempotencyValidationError:
             raise IdempotencyKeyReused() from None
         except IdempotencyAlreadyInProgressError:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from exports.config import Declarations
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ColumnKind, RunControl
-from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead
+from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
 if TYPE_CHECKING:
     import psycopg
@@ -86,7 +86,7 @@ class PostgresReader:
         with self._connect(control) as conn:
             statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
             with _translated(self.source):
-                _begin(conn, control, DESCRIBE_TIMEOUT_SEC)
+                _begin(conn, control, read.session, DESCRIBE_TIMEOUT_SEC)
                 cursor = conn.execute(statement, read.params)
                 return _result_columns(conn, cursor.description or [])
 
@@ -98,7 +98,7 @@ class PostgresReader:
         prefetch: _Prefetch | None = None
         try:
             with _translated(self.source, watchdog):
-                _begin(conn, control)
+                _begin(conn, control, read.session)
                 cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
                 cursor.execute(_keyset_statement(read), {**read.params, **_after_params(read)})
                 watchdog.start()
@@ -118,7 +118,7 @@ class PostgresReader:
         from psycopg import sql
 
         statement = sql.SQL("SELECT count(*) FROM ({query}) AS exported").format(query=sql.SQL(read.query))
-        return int(self._one_shot(statement, read.params, control)[0][0])
+        return int(self._one_shot(statement, read, read.params, control)[0][0])
 
     def boundaries(self, read: SqlRead, step: int, ranges: int, control: RunControl) -> list[tuple[Sequence[Any], int]]:
         """One pass over the read's keys numbered in key order (an index-only scan when an
@@ -132,13 +132,16 @@ class PostgresReader:
             "WHERE exports_row %% greatest(%(exports_step)s, ceil(exports_rows::numeric / %(exports_ranges)s)::bigint) "
             "= 0 OR exports_row = exports_rows ORDER BY exports_row"
         ).format(keys=keys, query=sql.SQL(read.query))
-        rows = self._one_shot(statement, {**read.params, "exports_step": step, "exports_ranges": ranges}, control)
+        params = {**read.params, "exports_step": step, "exports_ranges": ranges}
+        rows = self._one_shot(statement, read, params, control)
         return [(tuple(row[:-1]), int(row[-1])) for row in rows]
 
-    def _one_shot(self, statement: sql.Composed, params: Mapping[str, Any], control: RunControl) -> list[Any]:
+    def _one_shot(
+        self, statement: sql.Composed, read: SqlRead, params: Mapping[str, Any], control: RunControl
+    ) -> list[Any]:
         """All rows of a small result (a count, the boundaries), bounded by the run's time."""
         with self._connect(control) as conn, _translated(self.source):
-            _begin(conn, control)
+            _begin(conn, control, read.session)
             return conn.execute(statement, params).fetchall()
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
@@ -191,14 +194,40 @@ def _unreachable(source: str, error: psycopg.Error) -> str:
     return f"could not connect to data source {source!r} ({reason}); the export is retried"
 
 
-def _begin(conn: psycopg.Connection[Any], control: RunControl, at_most_sec: float | None = None) -> None:
-    """Start the read-only transaction: UTC, and the statement timeout from the time left
-    (and ``at_most_sec``)."""
+def _begin(
+    conn: psycopg.Connection[Any], control: RunControl, session: SqlSession | None, at_most_sec: float | None = None
+) -> None:
+    """Start the read-only transaction: UTC, the statement timeout from the time left (and
+    ``at_most_sec``), then the session's role and settings (every one ``LOCAL``: they end with
+    the transaction)."""
     limits = [limit for limit in (control.seconds_left(), at_most_sec) if limit is not None]
     timeout_ms = max(1000, int(min(limits) * 1000)) if limits else 0
     conn.execute(
         "SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)", [str(timeout_ms)]
     )
+    if session is not None:
+        _set_session(conn, session)
+
+
+def _set_session(conn: psycopg.Connection[Any], session: SqlSession) -> None:
+    """``SET LOCAL ROLE`` and one ``set_config(name, value, true)`` per setting, values bound."""
+    from psycopg import sql
+
+    if session.role is not None:
+        conn.execute(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)))
+    if not session.settings:
+        return
+    calls, params = [], []
+    for name, value in session.settings:
+        if isinstance(value, list):
+            # PostgreSQL writes the array literal itself: current_setting(...)::text[] reads it back.
+            calls.append(sql.SQL("set_config(%s, %s::text[]::text, true)"))
+        else:
+            calls.append(sql.SQL("set_config(%s, %s, true)"))
+        params.extend(
+            [name, json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, dict) else value]
+        )
+    conn.execute(sql.SQL("SELECT {calls}").format(calls=sql.SQL(", ").join(calls)), params)
 
 
 def _keyset_statement(read: SqlRead) -> sql.Composed:

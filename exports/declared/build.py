@@ -9,10 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exports.declared.dynamodb_export import DeclaredDynamoExport
-from exports.declared.loader import DeclarationError, Declarations, partition_date_range
-from exports.declared.model import ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
+from exports.declared.loader import (
+    DeclarationError,
+    Declarations,
+    caller_bindings,
+    partition_date_range,
+    session_settings,
+)
+from exports.declared.model import AccessDecl, ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
 from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
+from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportsError
 from exports.export_types.base import Column, ColumnKind, ExportType, SourceLimit
 from exports.ports import ItemsReader, SqlReader
@@ -87,7 +94,9 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
                     split_days=partition_date_range(declared)
                     if partitions is not None and partitions.by is PartitionBy.DATE_RANGE
                     else None,
-                    **_common(name, declared, limit),
+                    role=declared.session.role if declared.session else None,
+                    settings=session_settings(declared),
+                    **_common(name, declared, limit, file.access),
                 )
             )
         else:
@@ -103,20 +112,30 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
                     table=table,
                     query=declared.dynamodb,
                     attributes=attributes,
-                    **_common(name, declared, limit),
+                    **_common(name, declared, limit, file.access),
                 )
             )
     for name, reason in left_out.items():
         logger.warning("export type left out of this deployment", extra={"export_type": name, "reason": reason})
+    for warning in declarations.warnings:
+        logger.warning(warning)
     return BuiltTypes(types, left_out)
 
 
-def _common(name: str, declared: TypeDecl, limit: SourceLimit) -> dict[str, Any]:
+def _common(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl) -> dict[str, Any]:
     selectable = [column.name for column in declared.columns or ()] if declared.selectable_columns else []
+    bound = caller_bindings(declared)
     return {
         "name": name,
         "description": declared.description,
-        "filters_model": filters_model(name, declared.parameters, declared.date_ranges, selectable),
+        "filters_model": filters_model(name, declared.parameters, declared.date_ranges, selectable, bound),
+        "bindings": [
+            CallerBinding(
+                binding_name, kind, declared.caller[binding_name].claim if binding_name in declared.caller else None
+            )
+            for binding_name, kind in bound.items()
+        ],
+        "access": _access_rule(declared, access),
         "parameter_names": list(declared.parameters),
         "formats": declared.formats,
         "columns": [_column(column) for column in declared.columns] if declared.columns is not None else None,
@@ -124,6 +143,18 @@ def _common(name: str, declared: TypeDecl, limit: SourceLimit) -> dict[str, Any]
         "hot_key": declared.hot_key,
         "source_limit": limit,
     }
+
+
+def _access_rule(declared: TypeDecl, access: AccessDecl) -> AccessRule | None:
+    allow = declared.allow
+    if allow is None:
+        return None
+    return AccessRule(
+        groups=tuple(allow.groups),
+        scopes=tuple(allow.scopes),
+        claims={claim: tuple(values) for claim, values in allow.claims.items()},
+        groups_claim=access.groups_claim,
+    )
 
 
 def _column(declared: ColumnDecl) -> Column:

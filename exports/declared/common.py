@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters
 from exports.declared.templates import file_stem, render
+from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Column, ExportType, SourceLimit
+
+# A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
+_HOT_KEY_MAX_CHARS = 200
 
 
 class DeclaredExport(ExportType):
@@ -26,11 +34,14 @@ class DeclaredExport(ExportType):
         file_name: str,
         hot_key: Sequence[str],
         source_limit: SourceLimit,
+        bindings: Sequence[CallerBinding] = (),
+        access: AccessRule | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name  # type: ignore[misc]
         self.description = description  # type: ignore[misc]
         self.filters_model = filters_model  # type: ignore[misc]
+        self._declared_filters = filters_model
         self.formats = tuple(formats)  # type: ignore[misc]
         self.parameter_names = tuple(parameter_names)
         self.declared_columns = tuple(columns) if columns is not None else None
@@ -38,6 +49,37 @@ class DeclaredExport(ExportType):
         self._file_name = file_name
         self._hot_key = tuple(hot_key)
         self._source_limit = source_limit
+        self._bindings = tuple(bindings)
+        self._access = access
+
+    def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
+        """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is
+        refused (a caller never sets what its token decides)."""
+        model = self._declared_filters
+        for name in model.bound_names:
+            if name in raw:
+                error = InitErrorDetails(
+                    type=PydanticCustomError(
+                        "value_error", "is bound to the caller's identity and cannot be set in filters"
+                    ),
+                    loc=(name,),
+                    input="",
+                )
+                raise ValidationError.from_exception_data("filters", [error])
+        return model.model_validate({**raw, **(bound or {})})
+
+    def allows(self, caller: Caller) -> bool:
+        """The declared ``allow`` rule (none: everyone)."""
+        return self._access is None or self._access.allows(caller)
+
+    def bind_caller(self, caller: Caller) -> dict[str, Any]:
+        """The declared ``caller`` values from the token."""
+        return bind_caller(self._bindings, caller)
+
+    @property
+    def bindings(self) -> tuple[CallerBinding, ...]:
+        """The declared caller bindings."""
+        return self._bindings
 
     def chosen_columns(self, filters: DeclaredFilters) -> list[Column]:
         """The declared columns, or those the caller chose, in the caller's order."""
@@ -51,11 +93,17 @@ class DeclaredExport(ExportType):
         return file_stem(self._file_name, _values(filters))
 
     def hot_key(self, filters: DeclaredFilters) -> str | None:
-        """The type and the values of its ``hot_key`` parameters; None when it declares none."""
+        """The type, the values of its ``hot_key`` parameters and its caller-bound values (one
+        tenant's burst never throttles another's); None when it declares no hot key. Hashed
+        past ``_HOT_KEY_MAX_CHARS``."""
         if not self._hot_key:
             return None
         values = _values(filters)
-        return ":".join([self.name, *(render("{" + name + "}", values) for name in self._hot_key)])
+        scoped = [binding.name for binding in self._bindings if binding.kind is not BindingKind.CLAIMS]
+        key = ":".join([self.name, *(render("{" + name + "}", values) for name in (*self._hot_key, *scoped))])
+        if len(key) > _HOT_KEY_MAX_CHARS:
+            return f"{self.name}#{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
+        return key
 
     def source_limit(self) -> SourceLimit:
         """The declared source and its ``max_concurrent_exports``."""

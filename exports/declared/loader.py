@@ -18,6 +18,7 @@ import exports
 from exports.config import Declarations as DeclarationSettings
 from exports.declared.dynamodb_export import DAY_PLACEHOLDER
 from exports.declared.model import (
+    CallerBindingDecl,
     DeclarationFile,
     DynamoQueryDecl,
     DynamoSource,
@@ -37,6 +38,7 @@ from exports.declared.parameters import (
     value_checker,
 )
 from exports.declared.templates import placeholders
+from exports.domain.caller import BindingKind
 
 # Named psycopg placeholders; a literal % is written %%.
 _SQL_PLACEHOLDER = re.compile(r"%\(([^)]*)\)s")
@@ -46,6 +48,9 @@ _TEXTUAL = (ParameterType.STRING,)
 CONNECTION_KEYS = frozenset({"url_env", "secret_arn", "iam_auth"})
 # What a plugin type may declare besides its factory: the rest is the plugin's own business.
 PLUGIN_KEYS = frozenset({"description", "source", "plugin", "options"})
+# The caller-bound value that session.jwt_claims binds, and the setting it goes to (PostgREST's).
+JWT_CLAIMS_BINDING = "jwt_claims"
+JWT_CLAIMS_SETTING = "request.jwt.claims"
 
 
 def default_path() -> Path:
@@ -73,6 +78,28 @@ class Declarations:
     def base_dir(self) -> Path:
         """Relative paths in the file (CA bundles) are relative to its folder."""
         return self.path.parent
+
+    @property
+    def warnings(self) -> list[str]:
+        """What start-up and synth warn about: declared types that bind nothing of the caller and
+        have no access rule export the same rows to every caller (a plugin scopes in its code,
+        with ``ExportType.bind_caller`` and ``allows``)."""
+        return [
+            f"type {name} exports the same rows to every caller (it declares no caller values and no allow rule; "
+            "see docs/export-your-own-data.md#tenancy)"
+            for name, declared in self.file.types.items()
+            if declared.plugin is None and not caller_bindings(declared) and declared.allow is None
+        ]
+
+    @property
+    def bound_claims(self) -> set[str]:
+        """Every claim some type binds (submit keys its idempotency records by their values)."""
+        return {
+            binding.claim
+            for declared in self.file.types.values()
+            for binding in declared.caller.values()
+            if binding.claim is not None
+        }
 
 
 def load_declarations(
@@ -131,6 +158,7 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
         return
     for parameter, spec in declared.parameters.items():
         _check_parameter(fail, f"parameters.{parameter}", spec)
+    _check_caller(fail, declared)
     if declared.selectable_columns and COLUMNS_PARAMETER in declared.parameters:
         raise fail(f"parameters.{COLUMNS_PARAMETER}", "is reserved for selectable_columns")
     _check_ranges(fail, declared)
@@ -143,16 +171,18 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
     for position, parameter in enumerate(declared.hot_key):
         if parameter not in names:
             raise fail(f"hot_key[{position}]", f"{parameter!r} is not a declared parameter")
+    bound = caller_bindings(declared)
     for parameter in placeholders(declared.file_name or ""):
-        if parameter not in names:
-            raise fail("file_name", f"{{{parameter}}} is not a declared parameter")
+        if parameter not in names and bound.get(parameter) not in (BindingKind.STRING, BindingKind.LIST):
+            raise fail("file_name", f"{{{parameter}}} is not a declared parameter or caller value")
     if declared.query is not None:
         _check_query(fail, declared)
     else:
         _check_dynamodb(fail, declared)
     _check_partitions(fail, declared)
+    _check_bindings_used(fail, declared)
     try:
-        filters_model(name, declared.parameters, declared.date_ranges, _selectable(declared))
+        filters_model(name, declared.parameters, declared.date_ranges, _selectable(declared), bound)
     except (ValueError, TypeError) as error:
         raise fail("parameters", str(error)) from None
 
@@ -249,9 +279,10 @@ def _check_query(fail: Any, declared: TypeDecl) -> None:
         raise fail("query", "is empty")
     if query.rstrip().endswith(";"):
         raise fail("query", "must be one statement without a trailing ';' (it runs as a subquery)")
+    bound = caller_bindings(declared)
     for parameter in _SQL_PLACEHOLDER.findall(query):
-        if parameter not in declared.parameters:
-            raise fail("query", f"%({parameter})s is not a declared parameter")
+        if parameter not in declared.parameters and parameter not in bound:
+            raise fail("query", f"%({parameter})s is not a declared parameter or caller value")
     rest = _SQL_PLACEHOLDER.sub("", query).replace("%%", "")
     if "%" in rest:
         raise fail("query", "use named placeholders such as %(date_from)s, and write a literal % as %%")
@@ -305,18 +336,23 @@ def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:
     if spec.each_day is not None:
         _check_each_day(fail, declared, spec.each_day)
         names.add(DAY_PLACEHOLDER)
+    bound = caller_bindings(declared)
     templates = _dynamodb_templates(fail, spec)
     for key, template in templates.items():
         for parameter in placeholders(template):
+            if bound.get(parameter) is BindingKind.STRING:
+                continue  # a caller value always has one
             if parameter not in names:
-                raise fail(key, f"{{{parameter}}} is not a declared parameter")
+                raise fail(key, f"{{{parameter}}} is not a declared parameter or string caller value")
             spec_of = declared.parameters.get(parameter)
             if spec_of is not None and not is_required_or_defaulted(spec_of):
                 raise fail(key, f"{{{parameter}}} is optional: a key condition needs a value")
     for position, item_filter in enumerate(spec.filters):
-        if item_filter.parameter not in declared.parameters:
+        parameter = item_filter.parameter
+        if parameter not in declared.parameters and bound.get(parameter) not in (BindingKind.STRING, BindingKind.LIST):
             raise fail(
-                f"dynamodb.filters[{position}].parameter", f"{item_filter.parameter!r} is not a declared parameter"
+                f"dynamodb.filters[{position}].parameter",
+                f"{parameter!r} is not a declared parameter or string or list caller value",
             )
 
 
@@ -351,6 +387,80 @@ def _dynamodb_templates(fail: Any, spec: DynamoQueryDecl) -> dict[str, str]:
         for position, part in enumerate(sort.between or ()):
             templates[f"dynamodb.sort_key.between[{position}]"] = part
     return templates
+
+
+def caller_bindings(declared: TypeDecl) -> dict[str, BindingKind]:
+    """The type's caller-bound values by name, with the one ``session.jwt_claims`` adds."""
+    bound = {name: binding.type for name, binding in declared.caller.items()}
+    if declared.session is not None and declared.session.jwt_claims:
+        bound[JWT_CLAIMS_BINDING] = BindingKind.CLAIMS
+    return bound
+
+
+def session_settings(declared: TypeDecl) -> list[tuple[str, str]]:
+    """(setting, caller value) pairs a SQL type sets in its transaction."""
+    if declared.session is None:
+        return []
+    settings = list(declared.session.settings.items())
+    if declared.session.jwt_claims:
+        settings.append((JWT_CLAIMS_SETTING, JWT_CLAIMS_BINDING))
+    return settings
+
+
+def _check_caller(fail: Any, declared: TypeDecl) -> None:
+    """Caller values: each a claim (or all claims), named apart from every parameter."""
+    reserved = {COLUMNS_PARAMETER: "selectable_columns", DAY_PLACEHOLDER: "dynamodb.each_day"}
+    for name, binding in declared.caller.items():
+        key = f"caller.{name}"
+        _check_binding(fail, key, binding)
+        if name in declared.parameters:
+            raise fail(key, f"{name!r} is also a parameter: a value comes from the token or the request, not both")
+        if name in reserved:
+            raise fail(key, f"{name!r} is reserved for {reserved[name]}")
+        if name == JWT_CLAIMS_BINDING and declared.session is not None and declared.session.jwt_claims:
+            raise fail(key, f"{name!r} is reserved for session.jwt_claims")
+    allow = declared.allow
+    if allow is not None and not (allow.groups or allow.scopes or allow.claims):
+        raise fail("allow", "lists the groups, scopes or claims a caller needs (an empty rule allows everyone)")
+    session = declared.session
+    if session is None:
+        return
+    if declared.query is None:
+        raise fail("session", "only SQL types set a session (role and settings)")
+    if JWT_CLAIMS_BINDING in declared.parameters and session.jwt_claims:
+        raise fail(f"parameters.{JWT_CLAIMS_BINDING}", "is reserved for session.jwt_claims")
+    for setting, name in session.settings.items():
+        if name not in declared.caller:
+            raise fail(f"session.settings.{setting}", f"{name!r} is not a declared caller value")
+        if setting == JWT_CLAIMS_SETTING and session.jwt_claims:
+            raise fail(f"session.settings.{setting}", "is what session.jwt_claims sets")
+
+
+def _check_binding(fail: Any, key: str, binding: CallerBindingDecl) -> None:
+    if binding.type is BindingKind.CLAIMS:
+        if binding.claim is not None:
+            raise fail(f"{key}.claim", 'a "claims" value is every claim: it names none')
+    elif binding.claim is None:
+        raise fail(f"{key}.claim", "names the claim of the caller's token it comes from (e.g. sub)")
+
+
+def _check_bindings_used(fail: Any, declared: TypeDecl) -> None:
+    """A caller value that reaches no query, key condition, item filter or session setting
+    would scope nothing while the declaration reads as if it did: refused."""
+    used: set[str] = {name for _, name in session_settings(declared)}
+    if declared.query is not None:
+        used.update(_SQL_PLACEHOLDER.findall(declared.query))
+    if declared.dynamodb is not None:
+        used.update(
+            name
+            for template in _dynamodb_templates(fail, declared.dynamodb).values()
+            for name in placeholders(template)
+        )
+        used.update(item_filter.parameter for item_filter in declared.dynamodb.filters)
+    for name in declared.caller:
+        if name not in used:
+            where = "the query or a session setting" if declared.query is not None else "a key condition or filter"
+            raise fail(f"caller.{name}", f"is bound but {where} never uses it, so it would scope no row")
 
 
 def is_required_or_defaulted(spec: ParameterDecl) -> bool:

@@ -15,12 +15,17 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from exports.config import Declarations
+from exports.domain.caller import BindingKind
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
 
 # Names that reach SQL, templates, JSON Schema and file names: plain identifiers only.
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
+# A custom PostgreSQL setting (a "placeholder variable"): two or more dotted identifiers.
+SettingName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+$", max_length=63)]
+# A claim of the caller's token, as the authorizer passes it (``sub``, ``custom:tenant_id``, ...).
+ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:./#@-]{1,256}$")]
 
 
 class _Strict(BaseModel):
@@ -210,6 +215,41 @@ class DynamoQueryDecl(_Strict):
     filters: list[AttributeFilterDecl] = Field(default_factory=list)
 
 
+class CallerBindingDecl(_Strict):
+    """A value bound from the caller's verified token, never from the request: one claim as a
+    string (``type = "string"``, the default) or a list of strings (``"list"``, e.g. groups),
+    or every claim as a JSON object (``"claims"``, no ``claim``)."""
+
+    claim: ClaimName | None = None
+    type: BindingKind = BindingKind.STRING
+
+
+class AllowDecl(_Strict):
+    """Who may use the type: every part given must hold (a group of the caller's in
+    ``groups``, a scope in ``scopes``, each claim of ``claims`` with one of its values)."""
+
+    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] = Field(default_factory=list)
+    scopes: list[Annotated[str, StringConstraints(min_length=1, max_length=256)]] = Field(default_factory=list)
+    claims: dict[ClaimName, list[Annotated[str, StringConstraints(min_length=1)]]] = Field(default_factory=dict)
+
+
+class SessionDecl(_Strict):
+    """What a SQL type sets inside its read-only transaction, so the database's own row-level
+    security applies: ``SET LOCAL ROLE role``, each setting of ``settings`` to a caller-bound
+    value (``set_config(name, value, true)``), and with ``jwt_claims`` PostgREST's
+    ``request.jwt.claims`` (every verified claim, as JSON)."""
+
+    role: Identifier | None = None
+    settings: dict[SettingName, Identifier] = Field(default_factory=dict)
+    jwt_claims: bool = False
+
+
+class AccessDecl(_Strict):
+    """Deployment-wide: the claim that lists a caller's groups (``allow.groups`` reads it)."""
+
+    groups_claim: ClaimName = "cognito:groups"
+
+
 class PartitionBy(StrEnum):
     """How an export type's rows split into partitions written at once."""
 
@@ -238,6 +278,10 @@ class TypeDecl(_Strict):
     query: str | None = None
     dynamodb: DynamoQueryDecl | None = None
     parameters: dict[Identifier, ParameterDecl] = Field(default_factory=dict)
+    # Values from the caller's token, bound like parameters (see CallerBindingDecl).
+    caller: dict[Identifier, CallerBindingDecl] = Field(default_factory=dict)
+    allow: AllowDecl | None = None
+    session: SessionDecl | None = None
     date_ranges: list[DateRangeDecl] = Field(default_factory=list)
     columns: list[ColumnDecl] | None = None
     selectable_columns: bool = False
@@ -251,5 +295,6 @@ class TypeDecl(_Strict):
 class DeclarationFile(_Strict):
     """The whole file."""
 
+    access: AccessDecl = AccessDecl()
     sources: dict[Identifier, Source] = Field(default_factory=dict)
     types: dict[Identifier, TypeDecl] = Field(default_factory=dict)

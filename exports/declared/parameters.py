@@ -11,16 +11,18 @@ back strings that validate to the same values, which is how a task stores its fi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from exports.config import Declarations, Limits
 from exports.declared.model import DateRangeDecl, ItemDecl, ParameterDecl, ParameterType
+from exports.domain.caller import BindingKind
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # ISO 8601 with an explicit offset (or Z): a time without a zone means nothing to a server.
@@ -250,11 +252,34 @@ def is_required(declared: ParameterDecl) -> bool:
     return declared.default is None
 
 
+def _bound_checker(kind: BindingKind) -> Callable[[Any], Any]:
+    """A caller-bound value as :func:`exports.domain.caller.bind_caller` makes it (and a task
+    records it): a string, a list of strings, or the claims object."""
+
+    def check(value: Any) -> Any:
+        if kind is BindingKind.STRING and isinstance(value, str):
+            return value
+        if kind is BindingKind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return value
+        if kind is BindingKind.CLAIMS and isinstance(value, dict):
+            return value
+        raise _fail(f"is not a caller-bound {kind.value}")
+
+    return check
+
+
 class DeclaredFilters(BaseModel):
-    """Base of every declared type's filters model; subclasses set ``date_ranges``."""
+    """Base of every declared type's filters model; subclasses set ``date_ranges`` and
+    ``bound_names`` (the caller-bound fields: set from the token, left out of the schema and of
+    the dumped filters, refused in a request's filters)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     date_ranges: ClassVar[Sequence[DateRangeDecl]] = ()
+    bound_names: ClassVar[tuple[str, ...]] = ()
+
+    def bound_values(self) -> dict[str, Any]:
+        """The caller-bound values, as the task records them."""
+        return {name: getattr(self, name) for name in self.bound_names}
 
     def model_post_init(self, context: Any, /) -> None:
         """Check each declared date range: in order, and no longer than its ``max_days``."""
@@ -289,10 +314,14 @@ def filters_model(
     parameters: dict[str, ParameterDecl],
     date_ranges: Sequence[DateRangeDecl],
     selectable: Sequence[str],
+    bound: Mapping[str, BindingKind] | None = None,
 ) -> type[DeclaredFilters]:
     """The pydantic model of a declared type's ``filters``; with ``selectable`` column names, a
-    ``columns`` parameter chooses and orders them."""
+    ``columns`` parameter chooses and orders them; ``bound`` names the caller-bound values."""
     fields: dict[str, Any] = {}
+    for name, kind in (bound or {}).items():
+        bound_value = Annotated[Any, PlainValidator(_bound_checker(kind)), SkipJsonSchema()]
+        fields[name] = (bound_value, Field(..., exclude=True))
     for name, declared in parameters.items():
         check = value_checker(declared)
         annotation = Annotated[Any, PlainValidator(check), WithJsonSchema(parameter_schema(declared))]
@@ -313,6 +342,7 @@ def filters_model(
         fields[COLUMNS_PARAMETER] = (chooser, Field(default=None))
     model = create_model(f"{_camel(type_name)}Filters", __base__=DeclaredFilters, **fields)
     model.date_ranges = tuple(date_ranges)
+    model.bound_names = tuple(bound or ())
     return model
 
 

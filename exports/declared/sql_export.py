@@ -5,14 +5,14 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Sequence
 from datetime import date
-from typing import Any, cast
+from typing import Any
 
 from exports.declared.common import DeclaredExport
 from exports.declared.parameters import DeclaredFilters, json_value
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
 from exports.export_types.base import Column, Cursor, CursorInvalid, Page, RunControl, Unbounded
-from exports.ports import ResultColumn, SqlRead, SqlReader
+from exports.ports import ResultColumn, SqlRead, SqlReader, SqlSession
 
 
 class DeclaredSqlExport(DeclaredExport):
@@ -27,10 +27,15 @@ class DeclaredSqlExport(DeclaredExport):
         order_key: Sequence[str],
         split_by_key: bool = False,
         split_days: tuple[str, str] | None = None,
+        role: str | None = None,
+        settings: Sequence[tuple[str, str]] = (),
         **common: Any,
     ) -> None:
         super().__init__(**common)
         self._reader = reader
+        # The session set-up: a role, and (setting, caller-bound value's name) pairs.
+        self._role = role
+        self._settings = tuple(settings)
         self._query = query
         self._order_key = tuple(order_key)
         # How a large export splits (declared partitions): keyset ranges, or the (from, to)
@@ -83,7 +88,8 @@ class DeclaredSqlExport(DeclaredExport):
     def partition_stream(self, filters: DeclaredFilters, spec: PartitionSpec, control: RunControl) -> Iterator[Page]:
         """The rows of one keyset range, or of the export narrowed to a run of days."""
         if spec.filters:
-            filters = cast(DeclaredFilters, self.parse_filters({**filters.model_dump(mode="json"), **spec.filters}))
+            narrowed = {**filters.model_dump(mode="json"), **spec.filters}
+            filters = self.parse_filters(narrowed, filters.bound_values())
         return self._stream(filters, spec.after, spec.until, control)
 
     def _stream(
@@ -112,8 +118,12 @@ class DeclaredSqlExport(DeclaredExport):
     def _read(
         self, filters: DeclaredFilters, after: Sequence[Any] | None, until: Sequence[Any] | None = None
     ) -> SqlRead:
-        params = {name: getattr(filters, name) for name in self.parameter_names}
-        return SqlRead(self._query, params, self._order_key, after, until)
+        params = {name: getattr(filters, name) for name in (*self.parameter_names, *filters.bound_names)}
+        session = None
+        if self._role is not None or self._settings:
+            settings = [(setting, getattr(filters, name)) for setting, name in self._settings]
+            session = SqlSession(self._role, settings)
+        return SqlRead(self._query, params, self._order_key, after, until, session)
 
     def _shape(self, result: Sequence[ResultColumn], filters: DeclaredFilters) -> tuple[Any, Any]:
         """How to turn a result row into a file row, and how to read its order key."""

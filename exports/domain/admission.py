@@ -21,8 +21,10 @@ def dedup_key(
     csv_bom: bool,
     timeout_sec: int | None = None,
     csv_formula_guard: bool = True,
+    caller: dict[str, Any] | None = None,
 ) -> str:
-    """The same export asked twice by the same user has the same key.
+    """The same export asked twice by the same user, with the same caller-bound values (a
+    tenant claim that changed makes another export), has the same key.
 
     ``filters`` must already be canonical (validated and dumped by the export type's model, so
     equivalent inputs such as "2025-01-01" and a date object compare equal); key order does not
@@ -33,6 +35,8 @@ def dedup_key(
     """
     identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}
     identity["bom"] = csv_bom
+    if caller:
+        identity["caller"] = caller
     if timeout_sec is not None:
         identity["timeout_sec"] = timeout_sec
     if not csv_formula_guard:

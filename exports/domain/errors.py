@@ -40,6 +40,12 @@ class TaskNotFound(ExportsError):
         self.task_id = task_id
 
 
+class UnknownExportType(ExportsError):
+    """No export type of that name among those the caller may use (404 on its own URL)."""
+
+    code = "UNKNOWN_EXPORT_TYPE"
+
+
 class InvalidTransition(ExportsError):
     """The transition table does not allow this status change."""
 

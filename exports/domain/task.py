@@ -95,6 +95,9 @@ class Task(BaseModel):
     export_type: str
     format: ExportFormat
     filters: dict[str, Any]
+    # The values the export type bound from the submitter's token (a tenant id, groups), as they
+    # were at submit: every run, partition and resumption of the task reads these.
+    caller: dict[str, Any] = Field(default_factory=dict)
     csv_bom: bool = False
     # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
     csv_formula_guard: bool = True
@@ -186,6 +189,7 @@ def new_task(
     filters: dict[str, Any],
     now: datetime,
     retention: timedelta,
+    caller: dict[str, Any] | None = None,
     csv_bom: bool = False,
     csv_formula_guard: bool = True,
     priority: int = Limits.PRIORITY_DEFAULT,
@@ -203,6 +207,7 @@ def new_task(
         export_type=export_type,
         format=format,
         filters=filters,
+        caller=caller or {},
         csv_bom=csv_bom,
         csv_formula_guard=csv_formula_guard,
         priority=priority,

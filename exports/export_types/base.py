@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
@@ -12,9 +12,10 @@ from typing import Annotated, Any, ClassVar, Protocol
 from pydantic import BaseModel, Field
 
 from exports.config import Limits, Streaming
+from exports.domain.caller import Caller
 from exports.domain.errors import RetryableError
 from exports.domain.partitions import PartitionSpec
-from exports.domain.task import ExportFormat
+from exports.domain.task import ExportFormat, Task
 
 
 class ColumnKind(StrEnum):
@@ -122,9 +123,24 @@ class ExportType(ABC):
     filters_model: ClassVar[type[BaseModel]]
     formats: ClassVar[tuple[ExportFormat, ...]] = (ExportFormat.CSV, ExportFormat.CSV_GZ, ExportFormat.XLSX)
 
-    def parse_filters(self, raw: dict[str, Any]) -> BaseModel:
-        """Validated filters; pydantic's ValidationError names the offending field."""
+    def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> BaseModel:
+        """Validated filters; pydantic's ValidationError names the offending field. ``bound``:
+        the caller-bound values (:meth:`bind_caller`), which a type without bindings has none of."""
         return self.filters_model.model_validate(raw)
+
+    def task_filters(self, task: Task) -> BaseModel:
+        """The filters ``task`` runs with: its filters and the caller-bound values recorded at
+        submit (a claim that changed since does not change a running export)."""
+        return self.parse_filters(task.filters, task.caller)
+
+    def allows(self, caller: Caller) -> bool:
+        """Whether ``caller`` may see and use this type (default: everyone)."""
+        return True
+
+    def bind_caller(self, caller: Caller) -> dict[str, Any]:
+        """The values this type binds from the caller's token, JSON-ready (default: none);
+        :class:`exports.domain.caller.CallerRefused` when the token lacks a claim it needs."""
+        return {}
 
     @abstractmethod
     def columns(self, filters: Any) -> list[Column]:

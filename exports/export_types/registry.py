@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
+from exports.domain.caller import Caller
 from exports.domain.errors import InvalidRequest
 from exports.export_types.base import ExportType
 
@@ -35,18 +36,28 @@ class ExportTypeRegistry:
                     types = self._types = {export_type.name: export_type for export_type in self._build()}
         return types
 
-    def get(self, name: str) -> ExportType:
-        """The type called ``name``; :class:`InvalidRequest` naming ``export_type`` otherwise."""
+    def get(self, name: str, caller: Caller | None = None) -> ExportType:
+        """The type called ``name``; :class:`InvalidRequest` naming ``export_type`` otherwise.
+        With ``caller``, a type the caller may not use is unknown too, and so is it in the list
+        of known types: a refused caller cannot tell it exists."""
         types = self._by_name()
-        try:
-            return types[name]
-        except KeyError:
-            known = ", ".join(sorted(types))
+        export_type = types.get(name)
+        if export_type is None or (caller is not None and not export_type.allows(caller)):
+            known = ", ".join(sorted(self.names_for(caller)))
             raise InvalidRequest(
                 f"unknown export type {name!r}; known types: {known}",
                 field="export_type",
                 code="UNKNOWN_EXPORT_TYPE",
-            ) from None
+            )
+        return export_type
+
+    def for_caller(self, caller: Caller | None) -> list[ExportType]:
+        """The types ``caller`` may use (every type without a caller), in declaration order."""
+        return [export_type for export_type in self if caller is None or export_type.allows(caller)]
+
+    def names_for(self, caller: Caller | None) -> list[str]:
+        """The names of :meth:`for_caller`."""
+        return [export_type.name for export_type in self.for_caller(caller)]
 
     def __iter__(self) -> Iterator[ExportType]:
         return iter(self._by_name().values())

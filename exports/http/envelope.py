@@ -10,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from exports.config import Limits
+from exports.domain.caller import Caller
 from exports.domain.errors import ExportsError, InvalidRequest
 
 
@@ -135,8 +136,16 @@ def upper_case(value: Any) -> Any:
 
 def caller_id(event: APIGatewayProxyEventV2) -> str:
     """The user's id from the JWT authorizer's ``sub`` claim; never from the request itself."""
-    claims = event.request_context.authorizer.jwt_claim or {}
+    return caller_of(event).user_id
+
+
+def caller_of(event: APIGatewayProxyEventV2) -> Caller:
+    """The verified caller: the JWT authorizer's ``sub``, claims and scopes; never anything
+    from the request itself."""
+    authorizer = event.request_context.authorizer
+    claims = authorizer.jwt_claim or {}
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise Unauthorized("a valid bearer token is required")
-    return subject
+    scopes = authorizer.jwt_scopes
+    return Caller(subject, dict(claims), tuple(scopes) if scopes is not None else None)

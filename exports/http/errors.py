@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
     ConditionFailed,
     ExportsError,
@@ -25,6 +26,7 @@ from exports.domain.errors import (
     TaskNotFound,
     TaskNotReady,
     TaskNotRetryable,
+    UnknownExportType,
 )
 from exports.http.envelope import (
     MalformedBody,
@@ -46,7 +48,9 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     UnsupportedMediaType: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
     MalformedBody: HTTPStatus.BAD_REQUEST,
     InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
+    CallerRefused: HTTPStatus.FORBIDDEN,
     TaskNotFound: HTTPStatus.NOT_FOUND,
+    UnknownExportType: HTTPStatus.NOT_FOUND,
     TaskNotReady: HTTPStatus.CONFLICT,
     TaskNotCancellable: HTTPStatus.CONFLICT,
     TaskNotRetryable: HTTPStatus.CONFLICT,

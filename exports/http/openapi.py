@@ -38,7 +38,9 @@ CACHE_CONTROL = _header("How long the answer may be cached.", {"type": "string"}
 _ERRORS: dict[int, str] = {
     400: "The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`).",
     401: "No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function).",
-    404: "No such task among the caller's (code TASK_NOT_FOUND); another user's task is not found either.",
+    403: "The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored).",
+    404: "No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), "
+    "or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE).",
     409: "The task is not in a state that allows this (e.g. TASK_NOT_READY, TASK_NOT_CANCELLABLE).",
     413: "The body is larger than the limit (code PAYLOAD_TOO_LARGE).",
     415: "The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE).",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from exports.config import Metric
+from exports.domain.caller import Caller
 from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRetryable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import RETRYABLE
@@ -29,12 +30,14 @@ def cancel_export(task_id: str, user_id: str, deps: ApiDependencies) -> Task:
     raise ConditionFailed(f"task {task_id} kept changing; try again")
 
 
-def retry_export(task_id: str, user_id: str, deps: ApiDependencies) -> Submission:
-    """A new task with the same parameters, linked by ``retry_of``."""
-    original = owned_task(task_id, user_id, deps)
+def retry_export(task_id: str, caller: Caller, deps: ApiDependencies) -> Submission:
+    """A new task with the same parameters, linked by ``retry_of``. It is a new submission by
+    ``caller``: the type must still be theirs to use, and it binds their token's values now (a
+    user moved to another tenant cannot re-run an export of the former one)."""
+    original = owned_task(task_id, caller.user_id, deps)
     if original.status not in RETRYABLE:
         raise TaskNotRetryable(
             f"export task {task_id} is {original.status.value}; only ended, unsuccessful tasks retry"
         )
     request = ExportSpec.of_task(original)
-    return submit_export(request, user_id, deps, source=TaskSource.RETRY, retry_of=original.task_id)
+    return submit_export(request, caller, deps, source=TaskSource.RETRY, retry_of=original.task_id)

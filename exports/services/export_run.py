@@ -134,7 +134,7 @@ def run_export(
     """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
     invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over)."""
     export_type = deps.registry.get(task.export_type)
-    filters = export_type.parse_filters(task.filters)
+    filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
     folder = f"{Results.KEY_PREFIX}/{task.task_id}"
     target = result_target(task, export_type, filters)

@@ -122,7 +122,7 @@ def start_fan_out(
     if deps.fan_out is None or files is None or task.continuations:
         return False
     export_type = deps.registry.get(task.export_type)
-    filters = export_type.parse_filters(task.filters)
+    filters = export_type.task_filters(task)
     control = run_control(task, progress, deps, remaining_ms)
     specs = export_type.plan_partitions(filters, control, deps.settings.partition_rows, deps.settings.max_partitions)
     if specs is None or len(specs) < 2:
@@ -167,7 +167,7 @@ def write_partition(
     files = cast(ExportFiles, _files(deps))
     plan = _plan(task, files)
     export_type = deps.registry.get(task.export_type)
-    filters = export_type.parse_filters(task.filters)
+    filters = export_type.task_filters(task)
     planned = sum(spec.rows for spec in plan.specs)
     try:
         lease = _take_slot(task, partition, export_type, deps)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from exports.config import Limits
-from exports.domain.errors import TaskNotFound, TaskNotReady
+from exports.domain.caller import Caller
+from exports.domain.errors import InvalidRequest, TaskNotFound, TaskNotReady, UnknownExportType
 from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -65,6 +66,15 @@ def list_tasks(
     return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 
 
-def export_types(deps: ApiDependencies) -> list[ExportType]:
-    """What can be exported."""
-    return list(deps.registry)
+def export_types(caller: Caller, deps: ApiDependencies) -> list[ExportType]:
+    """What ``caller`` can export (the types whose access rule they pass)."""
+    return deps.registry.for_caller(caller)
+
+
+def export_type(name: str, caller: Caller, deps: ApiDependencies) -> ExportType:
+    """One type ``caller`` can export; :class:`UnknownExportType` for any other name, whether no
+    type or a type refused to the caller has it."""
+    try:
+        return deps.registry.get(name, caller)
+    except InvalidRequest as error:
+        raise UnknownExportType(error.message) from None

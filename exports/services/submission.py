@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from exports.domain.admission import (
     lane_for,
     tasks_to_wait_for,
 )
+from exports.domain.caller import Caller
 from exports.domain.errors import (
     ConditionFailed,
     DuplicateSubmission,
@@ -62,7 +64,7 @@ class Submission:
 
 def submit_export(
     request: ExportSpec,
-    user_id: str,
+    caller: Caller,
     deps: ApiDependencies,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
@@ -70,18 +72,22 @@ def submit_export(
     """Admit the request: validate it, refuse it under backpressure or over quota, merge it into
     an identical active task, or create the task, start its lifecycle and queue it.
 
-    Nothing is stored unless the whole request is valid (the callback URL included: it must pass
-    the SSRF guard) and admitted. If the workflow or the queue refuses, the task is marked FAILED
-    at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``) rather than left PENDING, and the caller
-    gets :class:`ServiceUnavailable` to retry.
+    The type must be one ``caller`` may use (else it is unknown, as if it did not exist); the
+    values it binds from the caller's token are recorded on the task, and a token that lacks one
+    is refused (:class:`CallerRefused`). Nothing is stored unless the whole request is valid (the
+    callback URL included: it must pass the SSRF guard) and admitted. If the workflow or the
+    queue refuses, the task is marked FAILED at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``)
+    rather than left PENDING, and the caller gets :class:`ServiceUnavailable` to retry.
     """
-    export_type = deps.registry.get(request.export_type)
+    export_type = deps.registry.get(request.export_type, caller)
     if request.format not in export_type.formats:
         raise InvalidRequest(f"export type {export_type.name} does not produce {request.format.value}", field="format")
+    bound = export_type.bind_caller(caller)
     try:
-        filters = export_type.parse_filters(request.filters)
+        filters = export_type.parse_filters(request.filters, bound)
     except ValidationError as error:
         raise invalid_request(error, prefix="filters") from None
+    user_id = caller.user_id
     callback_url = request.callback_url
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
@@ -102,6 +108,7 @@ def submit_export(
         export_type=export_type.name,
         format=request.format,
         filters=canonical_filters,
+        caller=bound,
         csv_bom=request.csv_bom,
         csv_formula_guard=request.csv_formula_guard,
         priority=request.priority,
@@ -119,6 +126,7 @@ def submit_export(
             request.csv_bom,
             timeout_sec=request.timeout_sec,
             csv_formula_guard=request.csv_formula_guard,
+            caller=bound,
         ),
     )
     lane = lane_for(task.priority)
@@ -135,6 +143,17 @@ def submit_export(
     _dispatch(task, ENQUEUE_FAILED, lambda: deps.queue.send(message), deps)
     deps.metrics.add(Metric.SUBMITTED)
     return Submission(task, estimate)
+
+
+def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str:
+    """What an Idempotency-Key is scoped by besides the user: the values the requested type
+    binds from the caller's token, so a key reused under another tenant claim is another
+    request (empty when the type binds none, or is refused: the submit then fails anyway)."""
+    try:
+        bound = deps.registry.get(export_type, caller).bind_caller(caller)
+    except ExportsError:
+        return ""
+    return json.dumps(bound, sort_keys=True, ensure_ascii=False) if bound else ""
 
 
 def _queue_depths(deps: ApiDependencies) -> tuple[dict[str, int], dict[str, int]]:

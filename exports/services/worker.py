@@ -207,7 +207,7 @@ def _hot_key_wait(task: Task, deps: WorkerDependencies) -> float:
     """Seconds to wait before this task's hot key has a token; 0 to run now."""
     export_type = deps.registry.get(task.export_type)
     try:
-        hot_key = export_type.hot_key(export_type.parse_filters(task.filters))
+        hot_key = export_type.hot_key(export_type.task_filters(task))
     except ValidationError:
         return 0.0  # the run itself fails the task with INVALID_FILTERS
     return deps.limiter.acquire(hot_key, deps.clock()) if hot_key else 0.0

@@ -23,6 +23,7 @@ from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.http.envelope import (
     caller_id,
+    caller_of,
     check_envelope,
     normalised_event,
     refuse_unknown_query,
@@ -34,7 +35,7 @@ from exports.http.idempotency import idempotency_key
 from exports.http.openapi import CACHE_CONTROL, contract_document, location, responses, retry_after
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
-from exports.services.submission import Submission, submit_export
+from exports.services.submission import Submission, caller_scope, submit_export
 
 logger = Logger()
 tracer = Tracer()
@@ -90,7 +91,7 @@ _ACCEPTED = {
         },
     }
 }
-_SUBMIT_RESPONSES = responses(_ACCEPTED, 400, 409, 413, 415, 422, 429)
+_SUBMIT_RESPONSES = responses(_ACCEPTED, 400, 403, 409, 413, 415, 422, 429)
 _GET_RESPONSES = responses(
     {
         200: {
@@ -104,7 +105,7 @@ _GET_RESPONSES = responses(
     404,
 )
 _CANCEL_RESPONSES = responses({200: {"description": "The task, CANCELLED."}}, 404, 409)
-_RETRY_RESPONSES = responses(_ACCEPTED, 404, 409, 422, 429)
+_RETRY_RESPONSES = responses(_ACCEPTED, 403, 404, 409, 422, 429)
 _LIST_RESPONSES = responses({200: {"description": "A page of the caller's tasks, newest first."}}, 422)
 _DOWNLOAD_RESPONSES = responses(
     {
@@ -118,7 +119,8 @@ _DOWNLOAD_RESPONSES = responses(
     409,
 )
 _LIST_QUERY = frozenset({"limit", "status", "next_token"})
-_TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment."}})
+_TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
+_TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 
 
 def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
@@ -135,15 +137,17 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted]:
     """Validate, store as PENDING and queue; answers at once with the task id."""
     check_envelope(app.current_event)
-    user_id = caller_id(app.current_event)
+    caller = caller_of(app.current_event)
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return _accepted(submit_export(request.spec(), user_id, dependencies())).model_dump(mode="json")
+        return _accepted(submit_export(request.spec(), caller, dependencies())).model_dump(mode="json")
 
     if key is None:
         return _answer(accept())
-    answer, replayed = idempotent_calls().replay_or_call(user_id, key, request.model_dump(mode="json"), accept)
+    scope = caller_scope(request.export_type, caller, dependencies())
+    body = request.model_dump(mode="json")
+    answer, replayed = idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
     return _answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
 
 
@@ -208,7 +212,7 @@ def cancel(task_id: str) -> TaskView:
 @tracer.capture_method(capture_response=False)
 def retry(task_id: str) -> Response[ExportAccepted]:
     """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
-    submission = control.retry_export(task_id, caller_id(app.current_event), dependencies())
+    submission = control.retry_export(task_id, caller_of(app.current_event), dependencies())
     return _answer(_accepted(submission).model_dump(mode="json"))
 
 
@@ -248,11 +252,22 @@ def download(task_id: str) -> Response[str]:
 )
 @tracer.capture_method(capture_response=False)
 def list_export_types() -> ExportTypeList:
-    """Registered export types, their formats and the JSON Schema of their filters."""
-    caller_id(app.current_event)
-    return ExportTypeList(
-        items=[ExportTypeView.of(export_type) for export_type in queries.export_types(dependencies())]
-    )
+    """The export types the caller may use, their formats and the JSON Schema of their filters."""
+    types = queries.export_types(caller_of(app.current_event), dependencies())
+    return ExportTypeList(items=[ExportTypeView.of(export_type) for export_type in types])
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/export-types/<name>",
+    summary="One export type",
+    tags=["export types"],
+    responses=_TYPE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def get_export_type(name: str) -> ExportTypeView:
+    """One type the caller may use; ``404`` for any other name (a type refused to the caller
+    looks the same as no type)."""
+    return ExportTypeView.of(queries.export_type(name, caller_of(app.current_event), dependencies()))
 
 
 @app.get(OPENAPI_PATH, include_in_schema=False)

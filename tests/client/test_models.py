@@ -30,6 +30,7 @@ OPERATIONS = {
     ("post", "/v1/exports/{task_id}/cancel"): ExportsClient.cancel,
     ("post", "/v1/exports/{task_id}/retry"): ExportsClient.retry,
     ("get", "/v1/export-types"): ExportsClient.export_types,
+    ("get", "/v1/export-types/{name}"): ExportsClient.export_type,
 }
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}

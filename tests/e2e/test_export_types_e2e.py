@@ -24,14 +24,18 @@ def stack(postgres_stack: Stack) -> Stack:
     return postgres_stack
 
 
-def export(stack: Stack, body: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """Submit, wait until the task ends, download the file through its link."""
-    answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(), timeout=10)
+def export(stack: Stack, body: dict[str, Any], user: str = "alice") -> tuple[dict[str, Any], bytes]:
+    """Submit as ``user``, wait until the task ends, download the file through its link."""
+    answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(user), timeout=10)
     assert answer.status_code == 202, answer.text
-    task_id = answer.json()["task_id"]
+    return finished(stack, answer.json()["task_id"], user)
+
+
+def finished(stack: Stack, task_id: str, user: str = "alice") -> tuple[dict[str, Any], bytes]:
+    """Wait until ``user``'s task ends; it must be COMPLETED: its view and its file."""
     deadline = time.monotonic() + 60
     while True:
-        view = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers(), timeout=10).json()
+        view = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=stack.headers(user), timeout=10).json()
         if view["status"] not in ("PENDING", "RUNNING") or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -65,7 +69,8 @@ def test_orders_come_from_postgresql_exactly_as_the_database_holds_them(stack: S
     rows = list(csv.reader(io.StringIO(body.decode("utf-8"), newline="")))
     with psycopg.connect(stack.database_uri) as conn:
         expected = conn.execute(
-            "SELECT order_id, amount::text FROM orders WHERE order_date BETWEEN %s AND %s AND status = 'delivered'"
+            "SELECT order_id, amount::text FROM orders WHERE tenant_id = 'acme' AND order_date BETWEEN %s AND %s"
+            " AND status = 'delivered'"
             " ORDER BY order_date, order_id",
             [recent(30), recent(0)],
         ).fetchall()

@@ -30,8 +30,8 @@ def whole(postgres_stack: Stack) -> Stack:
     return postgres_stack
 
 
-def _export(stack: Stack, fmt: str) -> tuple[dict[str, Any], bytes]:
-    return export(stack, {"export_type": "generated_orders", "format": fmt, "filters": {"rows": ROWS}})
+def _export(stack: Stack, fmt: str, user: str = "alice") -> tuple[dict[str, Any], bytes]:
+    return export(stack, {"export_type": "generated_orders", "format": fmt, "filters": {"rows": ROWS}}, user)
 
 
 def test_a_split_export_through_the_local_stack_is_the_unsplit_file(split: Stack, whole: Stack) -> None:
@@ -42,6 +42,9 @@ def test_a_split_export_through_the_local_stack_is_the_unsplit_file(split: Stack
 
     assert split_csv == whole_csv and split_view["sha256"] == whole_view["sha256"]
     assert split_view["rows_written"] == ROWS
+    # Every partition runs with the tenant bound at submit: bob's split file is globex's only.
+    bob_rows = _export(split, "csv", "bob")[1].decode().splitlines()[1:]
+    assert len(bob_rows) == ROWS and all(row.split(",")[1].startswith("globex-GEN-") for row in bob_rows)
 
     def cells(body: bytes) -> list[list[tuple[Any, ...]]]:
         book = openpyxl.load_workbook(io.BytesIO(body), read_only=True)

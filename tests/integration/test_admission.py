@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
+from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config import LANES
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
@@ -135,6 +136,24 @@ def test_the_same_key_with_another_body_is_refused(aws: Resources) -> None:
 def test_keys_are_per_user(aws: Resources) -> None:
     key = {"Idempotency-Key": "shared-key"}
     assert submit(headers=key)["task_id"] != submit(user="bob", headers=key)["task_id"]
+
+
+def test_keys_are_per_caller_scope_too(aws: Resources) -> None:
+    # The same user, whose tenant claim changed: the same key is another request.
+    calls = IdempotentCalls(boto3.client("dynamodb", region_name=REGION), aws.tasks_table)
+    answers = iter([{"task_id": "first"}, {"task_id": "second"}, {"task_id": "unexpected"}])
+
+    def call() -> dict[str, Any]:
+        return next(answers)
+
+    acme = calls.replay_or_call("alice", "k-scope", {"b": 1}, call, scope='{"tenant_id": "acme"}')
+    globex = calls.replay_or_call("alice", "k-scope", {"b": 1}, call, scope='{"tenant_id": "globex"}')
+    again = calls.replay_or_call("alice", "k-scope", {"b": 1}, call, scope='{"tenant_id": "acme"}')
+    assert (acme, globex, again) == (
+        ({"task_id": "first"}, False),
+        ({"task_id": "second"}, False),
+        ({"task_id": "first"}, True),
+    )
 
 
 def test_a_request_that_fails_validation_stores_nothing_under_its_key(aws: Resources) -> None:

@@ -31,6 +31,7 @@ def test_the_shipped_declarations_load() -> None:
         "customers",
         "sales_report",
         "generated_orders",
+        "orders_all_tenants",
         "orders_dynamodb",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
@@ -390,7 +391,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
         cwd=Path(__file__).parents[2],
     )
     assert (
-        probe.stdout.strip() == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_dynamodb'] False"
+        probe.stdout.strip()
+        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'orders_dynamodb'] False"
     )
 
 

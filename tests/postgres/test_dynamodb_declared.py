@@ -11,10 +11,12 @@ from typing import Any
 
 import boto3
 import pytest
+from pydantic import ValidationError
 
 from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import load_declarations
+from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportFailed
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
@@ -55,6 +57,25 @@ kind = "integer"
 [[types.events.columns]]
 name = "cost"
 kind = "decimal"
+
+[types.my_events]
+description = "the caller's own tenant's events: the tenant comes from the token, never the request"
+source = "mine"
+file_name = "events_{tenant}"
+[types.my_events.caller]
+tenant = { claim = "custom:tenant_id" }
+[types.my_events.dynamodb]
+table = "my-events"
+partition_key = { name = "pk", value = "TENANT#{tenant}" }
+sort_key = { name = "sk", begins_with = "{day}" }
+[types.my_events.parameters.day]
+type = "string"
+pattern = "[0-9-]+"
+[[types.my_events.columns]]
+name = "pk"
+[[types.my_events.columns]]
+name = "at"
+attribute = "sk"
 
 [types.prefixed]
 description = "sort key prefix"
@@ -125,6 +146,23 @@ def test_rows_come_from_the_partition_and_range_with_typed_columns(events: dict[
     assert rows[0] == (datetime(2025, 3, 1, 10, 11), "delete", 110, Decimal("11.25"))
     assert rows[1] == (datetime(2025, 3, 1, 10, 12), "login", None, Decimal("12.25"))  # no size: empty
     assert export.file_stem(filters) == "events_acme"
+
+
+def test_a_caller_bound_tenant_is_the_partition_key_and_cannot_come_from_the_request(events: dict[str, Any]) -> None:
+    export = events["my_events"]
+    bound = export.bind_caller(Caller("u1", {"sub": "u1", "custom:tenant_id": "other"}))
+    filters = export.parse_filters({"day": "2025-03-01"}, bound)
+
+    rows = [row for page in export.pages(filters) for row in page.rows]
+
+    assert len(rows) == 60 and {row[0] for row in rows} == {"TENANT#other"}
+    assert export.file_stem(filters) == "events_other"
+    assert "tenant" not in export.filters_schema()["properties"]
+    with pytest.raises(ValidationError) as refused:
+        export.parse_filters({"day": "2025-03-01", "tenant": "acme"}, bound)
+    assert refused.value.errors()[0]["loc"] == ("tenant",)
+    with pytest.raises(CallerRefused):
+        export.bind_caller(Caller("u2", {"sub": "u2"}))
 
 
 def test_pages_resume_from_the_tables_own_continuation_key(

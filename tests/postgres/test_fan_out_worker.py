@@ -30,6 +30,9 @@ from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (
 from tests.postgres.conftest import write_declaration
 from tests.postgres.test_worker_postgres import DECLARATION, create, leftovers, run, worker_dependencies
 
+# The tenant the demo types bind from the submitter's token (exports.toml).
+ACME = {"tenant_id": "acme"}
+
 SPLIT = DECLARATION + '[types.numbers.partitions]\nby = "order_key"\n'
 ROWS = 3000
 
@@ -242,20 +245,22 @@ def test_the_demo_generated_orders_split_into_the_single_workers_file(
     scratch: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The type make run offers for 5,000,000 rows (exports.toml), at 2,500 rows in 3 partitions.
+    # The type make run offers for 5,000,000 rows (exports.toml), at 2,500 rows in 3 partitions;
+    # every partition runs with the tenant bound at submit (recorded on the task).
     monkeypatch.setenv("EXPORTS_SHOP_DATABASE_URL", scratch)
     deps = worker_dependencies(monkeypatch, default_path(), scratch, partition_rows=1000, max_partitions=4)
-    task = create(deps, {"rows": 2500}, export_type="generated_orders")
+    task = create(deps, {"rows": 2500}, export_type="generated_orders", caller=ACME)
 
     assert run(deps, task) is Outcome.FANNED_OUT
 
     done = _ended(deps, task)
     assert done.status.value == "COMPLETED", done.error
     assert done.rows_written == done.result.rows == 2500 and set(done.partition_rows) == {"0", "1", "2"}
-    single = create(deps, {"rows": 2500}, export_type="generated_orders")
+    single = create(deps, {"rows": 2500}, export_type="generated_orders", caller=ACME)
     assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
     body = _body(running_aws, done.result.key)
     assert body == _body(running_aws, deps.tasks.get(single.task_id).result.key)
-    assert body.splitlines()[1] == b"1,GEN-00000001,2025-01-02,2025-01-01 00:00:06,customer-7,paid,2,79.19,"
+    assert body.splitlines()[1] == b"1,acme-GEN-00000001,2025-01-02,2025-01-01 00:00:06,customer-7,paid,2,79.19,"
+    assert all(line.split(b",")[1].startswith(b"acme-GEN-") for line in body.splitlines()[1:])
     _wait_for_fan_outs(running_aws)
     worker.dependencies.cache_clear()

@@ -11,6 +11,8 @@ from exports.export_types.base import ExportType, Unbounded
 from tests.postgres.conftest import declared_types, write_declaration
 
 FILTERS = {"date_from": "2025-01-01", "date_to": "2025-03-31"}
+# The demo types bind the caller's tenant (exports.toml).
+ACME = {"tenant_id": "acme"}
 SQL_TYPE = """
 [sources.db]
 kind = "postgresql"
@@ -44,7 +46,7 @@ def test_keyset_ranges_come_from_one_query_and_their_rows_make_the_export(
     demo_types: dict[str, ExportType], size: int, most: int, expected: int
 ) -> None:
     orders = demo_types["orders"]
-    filters = orders.parse_filters(FILTERS)
+    filters = orders.parse_filters(FILTERS, ACME)
     whole = _rows(orders, filters)
 
     specs = orders.plan_partitions(filters, Unbounded(), size, most)
@@ -58,7 +60,7 @@ def test_keyset_ranges_come_from_one_query_and_their_rows_make_the_export(
 
 def test_an_empty_export_plans_no_range(demo_types: dict[str, ExportType]) -> None:
     orders = demo_types["orders"]
-    filters = orders.parse_filters({"date_from": "2001-01-01", "date_to": "2001-01-31"})
+    filters = orders.parse_filters({"date_from": "2001-01-01", "date_to": "2001-01-31"}, ACME)
 
     assert orders.plan_partitions(filters, Unbounded(), 10, 4) == []
 

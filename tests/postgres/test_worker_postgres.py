@@ -90,6 +90,7 @@ def create(
     fmt: ExportFormat = ExportFormat.CSV,
     timeout_sec: int = 300,
     export_type: str = "numbers",
+    caller: dict[str, Any] | None = None,
 ) -> Any:
     now = datetime.now(UTC)
     task = new_task(
@@ -98,6 +99,7 @@ def create(
         export_type=export_type,
         format=fmt,
         filters=filters,
+        caller=caller,
         now=now,
         retention=timedelta(hours=1),
         timeout_sec=timeout_sec,

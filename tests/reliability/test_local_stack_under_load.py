@@ -15,6 +15,7 @@ import requests
 
 from exports.config import Env
 from local_stack.gateway import Gateway
+from local_stack.local_users import LocalUser
 from tests.stack_process import Stack, recent, running_stack
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +39,7 @@ def test_the_gateway_hands_the_function_one_request_at_a_time() -> None:
             running -= 1
         return {"statusCode": 200, "body": event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"]}
 
-    gateway = Gateway(handler, {"alice-token": "alice", "bob-token": "bob"}, port=0)
+    gateway = Gateway(handler, {"alice-token": LocalUser("alice"), "bob-token": LocalUser("bob")}, port=0)
     serving = threading.Thread(target=gateway.serve_forever, daemon=True)
     serving.start()
     answers: list[tuple[str, str]] = []

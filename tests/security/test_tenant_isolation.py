@@ -27,7 +27,8 @@ TASK_ROUTES = {
     ("post", "/v1/exports/{task_id}/retry"),
 }
 COLLECTION_ROUTES = {("get", "/v1/exports"), ("post", "/v1/exports")}
-SHARED_ROUTES = {("get", "/v1/export-types")}
+# Export types are per caller (access rules, tests/e2e/test_tenancy_e2e.py), not per task.
+SHARED_ROUTES = {("get", "/v1/export-types"), ("get", "/v1/export-types/{name}")}
 
 
 def call(method: str, path: str, user: str | None, body: Any = None, query: dict[str, str] | None = None) -> Any:
@@ -134,7 +135,7 @@ def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) 
 
 @pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES))
 def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:
-    path = route.format(task_id=tenants["alice"]["completed"])
+    path = route.format(task_id=tenants["alice"]["completed"], name="orders")
     body = {"export_type": "orders"} if method == "post" else None
     status, answer = call(method, path, None, body)
     assert status == 401

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from exports.config import Metric
+from exports.domain.caller import Caller
 from exports.domain.errors import LostOwnership, TaskNotCancellable, TaskNotFound, TaskNotRetryable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
@@ -30,7 +31,7 @@ def world() -> ServiceWorld:
 
 def pending(w: ServiceWorld, **fields: Any) -> Task:
     request = ExportSpec(**{"export_type": "orders", "filters": MARCH, **fields})
-    return submit_export(request, "alice", w.api).task
+    return submit_export(request, Caller("alice"), w.api).task
 
 
 def running(w: ServiceWorld, task: Task) -> Task:
@@ -112,13 +113,13 @@ def test_retry_refuses_a_task_that_has_not_ended_or_that_completed() -> None:
     w = world()
     task = pending(w)
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.api)
+        retry_export(task.task_id, Caller("alice"), w.api)
     claimed = running(w, task)
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.api)
+        retry_export(task.task_id, Caller("alice"), w.api)
     w.tasks.update(claimed, complete(claimed, make_result(), w.clock(), timedelta(hours=1)))
     with pytest.raises(TaskNotRetryable):
-        retry_export(task.task_id, "alice", w.api)
+        retry_export(task.task_id, Caller("alice"), w.api)
     assert len(w.tasks.tasks) == 1 and len(w.queue.sent) == 1
 
 
@@ -132,7 +133,7 @@ def test_retry_creates_a_linked_task_with_the_same_parameters(end: str) -> None:
         claimed = running(w, original)
         w.tasks.update(claimed, fail(claimed, "X", "broken", w.clock(), timedelta(hours=1)))
 
-    retried = retry_export(original.task_id, "alice", w.api).task
+    retried = retry_export(original.task_id, Caller("alice"), w.api).task
 
     assert retried.task_id != original.task_id
     assert (retried.retry_of, retried.source.value, retried.status) == (original.task_id, "retry", TaskStatus.PENDING)
@@ -141,7 +142,7 @@ def test_retry_creates_a_linked_task_with_the_same_parameters(end: str) -> None:
     assert w.queue.sent[-1][0].task_id == retried.task_id
     assert retried.task_id in w.lifecycle.started
     with pytest.raises(TaskNotFound):
-        retry_export(original.task_id, "bob", w.api)
+        retry_export(original.task_id, Caller("bob"), w.api)
 
 
 # --- reads --------------------------------------------------------------------------------------
@@ -179,9 +180,9 @@ def test_list_is_newest_first_paged_and_private() -> None:
     ids = []
     for n in range(5):
         filters = {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}
-        ids.append(submit_export(ExportSpec("orders", filters=filters), "alice", w.api).task.task_id)
+        ids.append(submit_export(ExportSpec("orders", filters=filters), Caller("alice"), w.api).task.task_id)
         w.clock.advance(1)
-    submit_export(ExportSpec("orders", filters=MARCH), "bob", w.api)
+    submit_export(ExportSpec("orders", filters=MARCH), Caller("bob"), w.api)
 
     page = list_tasks("alice", w.api, limit=3)
     rest = list_tasks("alice", w.api, limit=3, cursor=page.cursor)

@@ -30,13 +30,14 @@ def test_no_operation_documents_a_shape_the_service_never_returns(document: dict
 @pytest.mark.parametrize(
     ("operation", "statuses"),
     [
-        ("POST /v1/exports", {"202", "400", "401", "409", "413", "415", "422", "429", "503"}),
+        ("POST /v1/exports", {"202", "400", "401", "403", "409", "413", "415", "422", "429", "503"}),
         ("GET /v1/exports", {"200", "401", "422", "503"}),
         ("GET /v1/exports/{task_id}", {"200", "401", "404", "503"}),
         ("POST /v1/exports/{task_id}/cancel", {"200", "401", "404", "409", "503"}),
-        ("POST /v1/exports/{task_id}/retry", {"202", "401", "404", "409", "422", "429", "503"}),
+        ("POST /v1/exports/{task_id}/retry", {"202", "401", "403", "404", "409", "422", "429", "503"}),
         ("GET /v1/exports/{task_id}/download", {"302", "401", "404", "409", "503"}),
         ("GET /v1/export-types", {"200", "401", "503"}),
+        ("GET /v1/export-types/{name}", {"200", "401", "404", "503"}),
     ],
 )
 def test_every_real_answer_is_documented(document: dict[str, Any], operation: str, statuses: set[str]) -> None:

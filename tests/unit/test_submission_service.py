@@ -7,6 +7,7 @@ import pytest
 
 from exports.config import Metric
 from exports.domain.admission import QueueWait
+from exports.domain.caller import Caller
 from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
@@ -37,7 +38,7 @@ def days(n: int, **fields: Any) -> ExportSpec:
 
 
 def submit(w: ServiceWorld, request: ExportSpec | None = None, user: str = "alice") -> Submission:
-    return submit_export(request or spec(), user, w.api)
+    return submit_export(request or spec(), Caller(user), w.api)
 
 
 def test_a_submit_stores_a_pending_task_starts_its_lifecycle_and_queues_a_small_message() -> None:
@@ -102,7 +103,7 @@ def test_a_format_the_type_does_not_produce_is_refused() -> None:
 
     w = service_world(CsvOnly())
     with pytest.raises(InvalidRequest) as refused:
-        submit_export(ExportSpec(export_type="numbers", format=ExportFormat.XLSX), "alice", w.api)
+        submit_export(ExportSpec(export_type="numbers", format=ExportFormat.XLSX), Caller("alice"), w.api)
     assert refused.value.field == "format"
     assert w.tasks.tasks == {}
 

@@ -147,8 +147,14 @@ class ExportsClient:
             next_token = page.next_token
 
     def export_types(self) -> builtins.list[ExportTypeView]:
-        """What this deployment can export: formats and the JSON Schema of each type's filters."""
+        """What this deployment can export for you: formats and the JSON Schema of each type's
+        filters (types whose access rule you do not pass are not listed)."""
         return self._parse(ExportTypeList, self._request("GET", "/v1/export-types")).items
+
+    def export_type(self, name: str) -> ExportTypeView:
+        """One export type; :class:`NotFoundError` (``UNKNOWN_EXPORT_TYPE``) for a name that is no
+        type you may use."""
+        return self._parse(ExportTypeView, self._request("GET", f"/v1/export-types/{quote(name, safe='')}"))
 
     def cancel(self, task_id: str) -> TaskView:
         """Cancel a task that has not ended; :class:`ConflictError` (``TASK_NOT_CANCELLABLE``) if it has."""

@@ -53,7 +53,8 @@ class AuthenticationError(APIError):
 
 
 class NotFoundError(APIError):
-    """404: no such task (or not yours; the service does not tell them apart) or no such route."""
+    """404: no such task (or not yours; the service does not tell them apart), no such export type
+    among those you may use, or no such route."""
 
 
 class ConflictError(APIError):
