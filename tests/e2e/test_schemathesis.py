@@ -45,7 +45,8 @@ DOCUMENT: Path = ROOT / "docs" / "openapi.json"
 # Schemas are the deployment's configuration (exports.toml), served by GET /v1/export-types, not
 # part of the static document. So for POST /v1/exports a 422 (VALIDATION_ERROR naming
 # export_type or filters.<name>) is a correct answer to schema-valid data; 429 too (the caller's
-# quota of active tasks fills up during the run). Likewise for GET /v1/exports: next_token is
+# quota of active tasks fills up during the run), and 403 (CLAIM_MISSING: the type binds a claim
+# the caller's token lacks, a matter of the token, not of the request). Likewise for GET /v1/exports: next_token is
 # an opaque cursor that only a previous page hands out, so a made-up one, however well formed,
 # is refused with 422 (field next_token). Every other operation keeps the default.
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
@@ -53,7 +54,9 @@ CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
         "operations": [
             {
                 "include-name": "POST /v1/exports",
-                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "409", "422", "429"]}},
+                "checks": {
+                    "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}
+                },
             },
             {
                 "include-name": "GET /v1/exports",
