@@ -30,9 +30,26 @@ class EmbeddedPostgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
 
-    def uri(self, database: str = "postgres") -> str:
-        """A libpq URI of ``database`` on the server's socket, e.g. for ``psql``."""
-        return f"postgresql://postgres@/{quote(database)}?host={quote(str(self.data_dir))}"
+    def uri(self, database: str = "postgres", user: str = "postgres") -> str:
+        """A libpq URI of ``database`` on the server's socket as ``user`` (the superuser by
+        default, e.g. for ``psql``)."""
+        return f"postgresql://{quote(user)}@/{quote(database)}?host={quote(str(self.data_dir))}"
+
+    def create_reader(self, role: str) -> None:
+        """A login role that reads every table and writes nothing (``pg_read_all_data``,
+        read-only transactions, no superuser): what the exports connect as, so a declared query
+        cannot write, and cannot run ``COPY ... TO PROGRAM`` either. Row-level security still
+        applies to it."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.uri(), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+            name = sql.Identifier(role)
+            if not exists:
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE").format(name))
+            conn.execute(sql.SQL("GRANT pg_read_all_data TO {}").format(name))
+            conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(name))
 
     def create_database(self, name: str) -> None:
         """Create ``name`` unless it exists."""

@@ -28,6 +28,8 @@ logger = logging.getLogger("local_stack")
 # The demo declaration's PostgreSQL source reads its URI from this variable (exports.toml).
 DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
 DEMO_DATABASE = "shop"
+# The role the exports read the demo database as (the banner's URI is the superuser's, for you).
+READER_ROLE = "exports_reader"
 # The worker loops' long polls: a message is handed over as soon as it is sent whatever the wait,
 # and a longer wait means fewer empty receives (an idle stack used 4% of a core at 1 s).
 POLL_WAIT_SEC = 10
@@ -122,6 +124,7 @@ class LocalStack:
         self.database_uri = self.postgres.uri(DEMO_DATABASE)
         orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
         logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
+        self.postgres.create_reader(READER_ROLE)
         endpoint = self.aws.start()
         self.resources = create_resources(
             partial(client, endpoint_url=endpoint), endpoint, max_partitions=self.config.max_partitions
@@ -132,7 +135,7 @@ class LocalStack:
             Env.WEBHOOK_SECRET: self.config.webhook_secret,
             # A developer receives callbacks on their own machine.
             Env.ALLOW_LOCAL_CALLBACKS: "true",
-            DEMO_DATABASE_URL_ENV: self.database_uri,
+            DEMO_DATABASE_URL_ENV: self.postgres.uri(DEMO_DATABASE, user=READER_ROLE),
             Env.PARTITION_ROWS: str(self.config.partition_rows),
         }
         for name, value in local_environment.items():

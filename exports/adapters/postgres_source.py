@@ -26,12 +26,19 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from exports.adapters.postgres_values import (
+    NATIVE_KINDS,
+    SESSION_FORMATS,
+    float_to_decimal,
+    projection,
+    read_as,
+    register_loaders,
+)
 from exports.config import Declarations
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError, SourceCode, SourceQueryTimeout
-from exports.export_types.base import ColumnKind, RunControl
+from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
 if TYPE_CHECKING:
@@ -45,22 +52,6 @@ DESCRIBE_TIMEOUT_SEC = 30
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
 # shutting down, out of resources. Connection-level failures (class 08) are transient too.
 _TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
-_KINDS = {
-    "int2": ColumnKind.INTEGER,
-    "int4": ColumnKind.INTEGER,
-    "int8": ColumnKind.INTEGER,
-    "oid": ColumnKind.INTEGER,
-    "numeric": ColumnKind.DECIMAL,
-    "float4": ColumnKind.DECIMAL,
-    "float8": ColumnKind.DECIMAL,
-    "date": ColumnKind.DATE,
-    "timestamp": ColumnKind.DATETIME,
-    "timestamptz": ColumnKind.DATETIME,
-    "bool": ColumnKind.BOOLEAN,
-}
-# Types whose Python values a file cannot hold as they are.
-# Types whose values already arrive as Python text.
-_TEXT_TYPES = frozenset({"text", "varchar", "bpchar", "name", "citext", "char"})
 
 
 class SourceUnavailable(RetryableError):
@@ -81,14 +72,10 @@ class PostgresReader:
 
     def describe(self, read: SqlRead, control: RunControl) -> list[ResultColumn]:
         """The result's columns, without reading a row."""
-        from psycopg import sql
 
-        with self._connect(control) as conn:
-            statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
-            with _translated(self.source):
-                _begin(conn, control, read.session, DESCRIBE_TIMEOUT_SEC)
-                cursor = conn.execute(statement, read.params)
-                return _result_columns(conn, cursor.description or [])
+        with self._connect(control) as conn, _translated(self.source):
+            _begin(conn, control, read.session, DESCRIBE_TIMEOUT_SEC)
+            return _result_columns(conn, _described(conn, read))
 
     def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
         """The rows in pages of ``page_rows``, from a server-side cursor; closing the iterator
@@ -99,10 +86,14 @@ class PostgresReader:
         try:
             with _translated(self.source, watchdog):
                 _begin(conn, control, read.session)
+                # The result's types first: the columns no Python value holds exactly are read as
+                # PostgreSQL's text (postgres_values.read_as).
+                described = _described(conn, read)
+                select = projection([column.name for column in described], [_type_name(conn, c) for c in described])
                 cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
-                cursor.execute(_keyset_statement(read), {**read.params, **_after_params(read)})
+                cursor.execute(_keyset_statement(read, select), {**read.params, **_after_params(read)})
                 watchdog.start()
-                columns = _result_columns(conn, cursor.description or [])
+                columns = _result_columns(conn, described)
                 convert = _converter(columns)
                 prefetch = _Prefetch(cursor, self._page_rows)
                 for rows in prefetch.pages():
@@ -142,7 +133,8 @@ class PostgresReader:
         """All rows of a small result (a count, the boundaries), bounded by the run's time."""
         with self._connect(control) as conn, _translated(self.source):
             _begin(conn, control, read.session)
-            return conn.execute(statement, params).fetchall()
+            # Prepared: the extended protocol runs exactly one statement, whatever the query says.
+            return conn.execute(statement, params, prepare=True).fetchall()
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
         import psycopg
@@ -160,11 +152,7 @@ class PostgresReader:
             )
             raise SourceUnavailable(_unreachable(self.source, error)) from None
         conn.read_only = True
-        # The session is in UTC (see _begin): timestamptz values load as naive UTC datetimes,
-        # what a spreadsheet cell holds, without a conversion per value.
-        from psycopg.types.datetime import TimestampBinaryLoader
-
-        conn.adapters.register_loader("timestamptz", TimestampBinaryLoader)
+        register_loaders(conn)
         return conn
 
     def _connection_settings(self) -> dict[str, Any]:
@@ -202,8 +190,10 @@ def _begin(
     the transaction)."""
     limits = [limit for limit in (control.seconds_left(), at_most_sec) if limit is not None]
     timeout_ms = max(1000, int(min(limits) * 1000)) if limits else 0
+    formats = ", ".join(f"set_config('{name}', '{value}', true)" for name, value in SESSION_FORMATS)
     conn.execute(
-        "SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)", [str(timeout_ms)]
+        f"SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true), {formats}",
+        [str(timeout_ms)],
     )
     if session is not None:
         _set_session(conn, session)
@@ -230,13 +220,31 @@ def _set_session(conn: psycopg.Connection[Any], session: SqlSession) -> None:
     conn.execute(sql.SQL("SELECT {calls}").format(calls=sql.SQL(", ").join(calls)), params)
 
 
-def _keyset_statement(read: SqlRead) -> sql.Composed:
+def _described(conn: psycopg.Connection[Any], read: SqlRead) -> list[Any]:
+    """The result's columns (``LIMIT 0``, prepared: one statement, the extended protocol)."""
     from psycopg import sql
 
-    statement = sql.SQL("SELECT * FROM ({query}) AS exported").format(query=sql.SQL(read.query))
+    statement = sql.SQL("SELECT * FROM ({query}) AS exported LIMIT 0").format(query=sql.SQL(read.query))
+    return list(conn.execute(statement, read.params, prepare=True).description or [])
+
+
+def _type_name(conn: psycopg.Connection[Any], column: Any) -> str:
+    info = conn.adapters.types.get(column.type_code)
+    return info.name if info else "unknown"
+
+
+def _keyset_statement(read: SqlRead, select: sql.Composable | None = None) -> sql.Composed:
+    """The read's rows in key order after ``read.after`` and up to ``read.until``; ``select``:
+    the select list (None: every column as it is)."""
+    from psycopg import sql
+
+    statement = sql.SQL("SELECT {select} FROM ({query}) AS exported").format(
+        select=select if select is not None else sql.SQL("*"), query=sql.SQL(read.query)
+    )
     if not read.order_key:
         return statement
-    keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
+    # Qualified: a key the select list casts to text still compares and sorts as its own type.
+    keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
     bounds = []
     for name, operator, values in (("after", ">", read.after), ("until", "<=", read.until)):
         if values is not None:
@@ -264,21 +272,24 @@ def _after_params(read: SqlRead) -> dict[str, Any]:
 
 
 def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -> list[ResultColumn]:
+    """The columns as the file types them (postgres_values.read_as), with PostgreSQL's type."""
     columns = []
     for column in description:
-        info = conn.adapters.types.get(column.type_code)
-        type_name = info.name if info else "unknown"
-        columns.append(ResultColumn(column.name, _KINDS.get(type_name, ColumnKind.STRING), type_name))
+        type_name = _type_name(conn, column)
+        cast = read_as(type_name)
+        columns.append(ResultColumn(column.name, NATIVE_KINDS[type_name] if cast is None else cast[1], type_name))
     return columns
 
 
 def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]:
-    """Rows as files hold them: values a cell cannot hold (UUIDs, JSON, arrays, intervals,
-    bytes) as text. Timestamps already load as naive UTC (see :meth:`PostgresReader._connect`)."""
+    """Rows as files hold them: floats as the exact decimals PostgreSQL prints, UUIDs as text.
+    (Timestamps load as naive UTC and the other types arrive as text: see postgres_values.)"""
     changes: list[tuple[int, Callable[[Any], Any]]] = []
     for position, column in enumerate(columns):
-        if column.kind is ColumnKind.STRING and column.type_name not in _TEXT_TYPES:
-            changes.append((position, _text))
+        if column.type_name in ("float4", "float8"):
+            changes.append((position, float_to_decimal(column.type_name)))
+        elif column.type_name == "uuid":
+            changes.append((position, str))
     if not changes:
         return lambda rows: rows
 
@@ -294,18 +305,6 @@ def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...
         return converted
 
     return convert
-
-
-def _text(value: Any) -> Any:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes | memoryview):
-        return "\\x" + bytes(value).hex()
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, timedelta):
-        return str(value)
-    return str(value)
 
 
 class _Watchdog:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+
+from boto3.dynamodb.types import Binary
 
 from exports.config import Streaming
 from exports.declared.common import DeclaredExport
@@ -119,7 +123,42 @@ def _text(value: Any) -> str | None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, Binary | bytes | bytearray):
+        return _base64(value)
+    return item_json(value)
+
+
+def _base64(value: Binary | bytes | bytearray) -> str:
+    return base64.b64encode(bytes(value.value if isinstance(value, Binary) else value)).decode("ascii")
+
+
+def item_json(value: Any) -> str:
+    """A DynamoDB map, list, set or binary value as canonical JSON text: map keys sorted, sets
+    sorted (numbers by value, binary by bytes), numbers with exactly their digits (never through
+    a binary float), binary as base64; the same bytes on every run."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal | int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Binary | bytes | bytearray):
+        return json.dumps(_base64(value))
+    if isinstance(value, dict):
+        members = (f"{json.dumps(key, ensure_ascii=False)}:{item_json(value[key])}" for key in sorted(value))
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, set | frozenset):
+        ordered = sorted(value, key=lambda item: bytes(item.value) if isinstance(item, Binary) else item)
+        return "[" + ",".join(item_json(item) for item in ordered) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(item_json(item) for item in value) + "]"
+    raise TypeError(f"{type(value).__name__} is not a DynamoDB value")
 
 
 def _integer(value: Any) -> int | None:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import FORMULA_TRIGGERS, neutralise
+from exports.writers.cells import FORMULA_TRIGGERS, neutralise, plain_number
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 # RFC 6713. Not Content-Encoding: the download is the .csv.gz file itself, not CSV in transit.
@@ -22,16 +22,18 @@ TEXT_CHUNK_BYTES = 64 * 1024
 
 
 def csv_text(value: Any, guard: bool = True) -> str:
-    """How a typed value is written in CSV: ISO dates, plain decimals, nothing for None; with
+    """How a typed value is written in CSV: ISO 8601 dates and times (four-digit years,
+    microseconds when there are any, the wall time of an aware one), numbers with every digit
+    and no exponent (NaN, Infinity, -Infinity as PostgreSQL spells them), nothing for None; with
     ``guard`` (the default), text starting with ``= + - @`` tab or CR gets a leading ``'``."""
     if value is None:
         return ""
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        return value.replace(tzinfo=None).isoformat(" ")
     if isinstance(value, date):
         return value.isoformat()
-    if isinstance(value, Decimal):
-        return format(value, "f")
+    if isinstance(value, Decimal | float):
+        return plain_number(value)
     return str(neutralise(value)) if guard else str(value)
 
 
@@ -61,8 +63,6 @@ def _date(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
 
 
 def _datetime(value: Any, text: Callable[[Any], str] = csv_text) -> Any:
-    if value.__class__ is datetime and value.tzinfo is None and value.year >= 1000:
-        return value.isoformat(" ", "seconds")
     return text(value)
 
 
@@ -80,8 +80,8 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     ColumnKind.DECIMAL: "((_t if 'E' not in (_t := str({c})) else _decimal({c})) if {c}.__class__ is Decimal"
     " else None if {c} is None else _decimal({c}))",
     ColumnKind.DATE: "({c} if {c}.__class__ is date or {c} is None else _date({c}))",
-    ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None and not {c}.microsecond"
-    " and {c}.year >= 1000 or {c} is None else _datetime({c}))",
+    # str() of a naive datetime is its ISO 8601 form, microseconds included when there are any.
+    ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None or {c} is None else _datetime({c}))",
     ColumnKind.BOOLEAN: "({c} if {c}.__class__ is bool or {c} is None else _boolean({c}))",
 }
 _NAMESPACE: dict[str, Any] = {

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from itertools import chain, islice
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, looks_like_formula, xml_safe
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, looks_like_formula, spreadsheet_value
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
@@ -26,6 +27,8 @@ _NUMBER_FORMATS = {
     ColumnKind.DATE: "yyyy-mm-dd",
     ColumnKind.DATETIME: "yyyy-mm-dd hh:mm:ss",
 }
+# A date and time with sub-seconds, shown to the millisecond (the stream engine's style too).
+_MILLISECONDS_FORMAT = "yyyy-mm-dd hh:mm:ss.000"
 
 
 def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], list[Any]]:
@@ -43,11 +46,8 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
         quoted.quotePrefix = True
 
         def convert(value: Any) -> Any:
-            if value.__class__ is not str:
-                return value
-            if not value.isprintable():  # printable text has no control characters: the usual case
-                value = xml_safe(value)
-            if not looks_like_formula(value):
+            value = spreadsheet_value(value)
+            if value.__class__ is not str or not looks_like_formula(value):
                 return value
             quoted.value = value
             quoted.data_type = "s"
@@ -58,14 +58,20 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
     def formatted(number_format: str) -> Callable[[Any], Any]:
         cell = WriteOnlyCell(sheet)
         cell.number_format = number_format
+        with_milliseconds = WriteOnlyCell(sheet)
+        with_milliseconds.number_format = _MILLISECONDS_FORMAT
 
         text = text_converter()
 
         def convert(value: Any) -> Any:
             if value is None or value.__class__ is str:
                 return text(value)
-            cell.value = value
-            return cell
+            value = spreadsheet_value(value)
+            if value.__class__ is str:  # a number or date no cell holds: its text (nothing to escape)
+                return text(value)
+            chosen = with_milliseconds if isinstance(value, datetime) and value.microsecond else cell
+            chosen.value = value
+            return chosen
 
         return convert
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import openpyxl
+import python_calamine
 import psycopg
 import pytest
 
@@ -158,8 +159,11 @@ def test_files_hold_the_text_exactly_csv_and_xlsx(things: Any) -> None:
     sheet = openpyxl.load_workbook(book, read_only=True).active
     values = [list(row) for row in sheet.iter_rows(values_only=True)]
     assert values[1][1] == UNICODE
-    assert values[3][1] == "bell and form feed"  # what XML cannot carry is left out, the rest stays
+    assert values[3][1] == "bell_x0007_ and form feed_x000C_"  # Excel's escapes, which openpyxl leaves
     assert values[2][0] == 2 and all(value is None for value in values[2][1:])  # NULL -> empty cell
+    assert values[1][2] == "12345678901234567890.1234567890"  # no double holds it: every digit, as text
+    calamine = python_calamine.CalamineWorkbook.from_filelike(io.BytesIO(book.getvalue()))
+    assert calamine.get_sheet_by_index(0).to_python()[3][1] == "bell\x07 and form feed\x0c"
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,7 @@ def test_typed_values_are_written_as_plain_text():
 
     _, data = write(columns, [row])
 
-    assert parse(data)[1] == ["2025-03-01", "2025-03-01 12:30:05", "1234.50", "1000", "-2.50", "7", "-4", ""]
+    assert parse(data)[1] == ["2025-03-01", "2025-03-01 12:30:05.123456", "1234.50", "1000", "-2.50", "7", "-4", ""]
 
 
 def test_formula_text_is_neutralised():

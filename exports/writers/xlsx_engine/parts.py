@@ -105,25 +105,27 @@ def workbook_rels(sheets: int) -> bytes:
     ).encode()
 
 
-# cellXfs in the order of rows.Style: default, bold header, date, datetime, decimal, quoted text. Number
-# format 4 is the built-in "#,##0.00"; 164 and 165 are ours.
+# cellXfs in the order of rows.Style: default, bold header, date, datetime, decimal, quoted text,
+# datetime with milliseconds. Number format 4 is the built-in "#,##0.00"; 164 to 166 are ours.
 STYLESHEET = (
     f'{_DECLARATION}<styleSheet xmlns="{_MAIN}">'
-    '<numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/>'
-    '<numFmt numFmtId="165" formatCode="yyyy-mm-dd hh:mm:ss"/></numFmts>'
+    '<numFmts count="3"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/>'
+    '<numFmt numFmtId="165" formatCode="yyyy-mm-dd hh:mm:ss"/>'
+    '<numFmt numFmtId="166" formatCode="yyyy-mm-dd hh:mm:ss.000"/></numFmts>'
     '<fonts count="2"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     '<font><b/><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>'
     '<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
     "</fills>"
     '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
     '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-    '<cellXfs count="6">'
+    '<cellXfs count="7">'
     '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
     '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
     '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="4" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>'
+    '<xf numFmtId="166" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     "</cellXfs>"
     '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
     "</styleSheet>"

@@ -10,8 +10,6 @@ Per-cell calls and per-cell type dispatch are what a general writer spends its t
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -19,7 +17,17 @@ from enum import IntEnum
 from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import FORMULA_TRIGGERS, looks_like_formula, xml_safe
+from exports.writers.cells import (
+    FORMULA_TRIGGERS,
+    MAX_CELL_TEXT,
+    MAX_EXACT_INTEGER,
+    exact_double,
+    looks_like_formula,
+    plain_number,
+    serial_text,
+    xml_safe,
+    xstring,
+)
 
 
 class Style(IntEnum):
@@ -33,10 +41,12 @@ class Style(IntEnum):
     # Text that looks like a formula: stored as it is, with the quotePrefix style (so it stays
     # text when a user edits the cell) instead of CSV's leading apostrophe.
     QUOTED = 5
+    # A date and time with sub-seconds: shown to the millisecond, Excel's precision.
+    DATETIME_MS = 6
 
 
 COLUMN_STYLES = {ColumnKind.DATE: Style.DATE, ColumnKind.DATETIME: Style.DATETIME, ColumnKind.DECIMAL: Style.DECIMAL}
-_DATE_STYLES = (Style.DATE, Style.DATETIME)
+_DATE_STYLES = (Style.DATE, Style.DATETIME, Style.DATETIME_MS)
 
 # Serial numbers of the 1900 date system: days since 1899-12-30. Excel counts 1900-02-29,
 # which did not exist, so days before 1900-03-01 are one less (as openpyxl writes them).
@@ -44,8 +54,6 @@ _EPOCH = datetime(1899, 12, 30)
 _EPOCH_ORDINAL = _EPOCH.toordinal()
 _FIRST_EXACT_SERIAL = 61  # 1900-03-01
 _DAY = timedelta(days=1)
-# Excel reads "_xHHHH_" in text as the character HHHH (ECMA-376 ST_Xstring): escape the "_".
-_XSTRING_ESCAPE = re.compile("_(?=x[0-9A-Fa-f]{4}_)")
 _XML_SPACE = (" ", "\t", "\n", "\r")
 
 
@@ -69,39 +77,34 @@ def date_serial(value: date) -> int | float:
     return days - 1 if 0 < days < _FIRST_EXACT_SERIAL else days
 
 
-def stored_text(value: str) -> str:
-    """The text a cell holds for ``value``: exactly the text, less what XML cannot carry."""
-    return xml_safe(value)
-
-
-def text_xml(text: str) -> str:
-    """``text`` as the content of ``<t>``: escaped for XML and for Excel's ``_xHHHH_``, with
-    carriage returns kept (an XML reader turns a raw one into a line feed)."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
-    if "_x" in text:
-        text = _XSTRING_ESCAPE.sub("_x005F_", text)
-    return text
+def _escaped(stored: str) -> str:
+    """Stored text as the content of ``<t>``: escaped for XML, with carriage returns kept (an XML
+    reader turns a raw one into a line feed)."""
+    return stored.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
 
 
 def text_cell(value: str, ref: str) -> str:
     """An inline string cell, styled ``quotePrefix`` when the text looks like a formula (an
     inline string is never one: the style only keeps it text if the cell is edited); empty text
     gives no cell."""
-    text = stored_text(value)
-    return _inline(text, ref, f' s="{int(Style.QUOTED)}"' if looks_like_formula(text) else "")
+    return _inline(value, ref, f' s="{int(Style.QUOTED)}"' if looks_like_formula(value) else "")
 
 
 def _inline(text: str, ref: str, styled: str) -> str:
-    if not text:
+    """The inline string cell of ``text`` as the cell stores it (:func:`xstring`); no cell when
+    nothing is left."""
+    stored = xstring(text)
+    if not stored:
         return ""
-    space = ' xml:space="preserve"' if text.startswith(_XML_SPACE) or text.endswith(_XML_SPACE) else ""
-    return f'<c r="{ref}"{styled} t="inlineStr"><is><t{space}>{text_xml(text)}</t></is></c>'
+    space = ' xml:space="preserve"' if stored.startswith(_XML_SPACE) or stored.endswith(_XML_SPACE) else ""
+    return f'<c r="{ref}"{styled} t="inlineStr"><is><t{space}>{_escaped(stored)}</t></is></c>'
 
 
 def cell(value: Any, ref: str, style: int) -> str:
     """The cell ``ref`` for any value in a column of cell format ``style``: None and empty text
-    give no cell; numbers, dates and booleans are typed; text is stored as the other writers
-    store it; any other value is its ``str()`` as text (as CSV writes it)."""
+    give no cell; numbers a double holds exactly, dates from 1900-03-01 and booleans are typed;
+    other numbers and dates are their CSV text (every digit; ISO 8601), as text; text is stored
+    exactly (:func:`xstring`); any other value is its ``str()`` as text."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -109,15 +112,26 @@ def cell(value: Any, ref: str, style: int) -> str:
     if isinstance(value, bool):
         return f'<c r="{ref}" t="b"><v>{int(value)}</v></c>'
     if isinstance(value, date):
-        own = Style.DATETIME if isinstance(value, datetime) else Style.DATE
-        return _number(date_serial(value), ref, style if style in _DATE_STYLES else own)
-    if isinstance(value, int | float | Decimal) and _finite(value):
-        return _number(value, ref, style)
+        text = serial_text(value)
+        if text is not None:
+            return text_cell(text, ref)
+        if isinstance(value, datetime):
+            return _datetime(value, ref, style)
+        return _number(date_serial(value), ref, style if style in _DATE_STYLES else Style.DATE)
+    if isinstance(value, int | float | Decimal):
+        number = exact_double(value)
+        return _number(number, ref, style) if number is not None else text_cell(plain_number(value), ref)
     return text_cell(str(value), ref)
 
 
-def _finite(value: int | float | Decimal) -> bool:
-    return value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
+def _datetime(value: datetime, ref: str, style: int) -> str:
+    """A date and time from 1900-03-01: to the millisecond (Excel's precision; cut, never
+    rounded up into the next second), shown with its milliseconds when it has any."""
+    milliseconds = value.microsecond // 1000
+    moment = value.replace(microsecond=milliseconds * 1000)
+    if milliseconds:
+        return _number(date_serial(moment), ref, Style.DATETIME_MS)
+    return _number(date_serial(moment), ref, style if style in _DATE_STYLES else Style.DATETIME)
 
 
 def _number(value: Any, ref: str, style: int) -> str:
@@ -141,11 +155,15 @@ def header_row(columns: Sequence[Column]) -> str:
 _FAST_CELLS: dict[ColumnKind, tuple[str, str]] = {
     ColumnKind.STRING: (
         "$v.__class__ is str and $v[:1] not in _LEAD and $v[-1:] != ' ' and $v.isprintable()"
-        " and '&' not in $v and '<' not in $v and '>' not in $v and '_x' not in $v",
+        " and '&' not in $v and '<' not in $v and '>' not in $v and '_x' not in $v and len($v) <= _SHORT",
         '<c r="$L{n}" t="inlineStr"><is><t>{$v}</t></is></c>',
     ),
-    ColumnKind.INTEGER: ("$v.__class__ is int", '<c r="$L{n}"><v>{$v}</v></c>'),
-    ColumnKind.DECIMAL: ("$v.__class__ is _Decimal and $v.is_finite()", '<c r="$L{n}" s="$s"><v>{$v}</v></c>'),
+    ColumnKind.INTEGER: ("$v.__class__ is int and -_EXACT <= $v <= _EXACT", '<c r="$L{n}"><v>{$v}</v></c>'),
+    # At most 15 significant digits and no exponent (16 characters at most): a double holds it.
+    ColumnKind.DECIMAL: (
+        "$v.__class__ is _Decimal and len(_t := str($v)) <= 16 and 'E' not in _t and $v.is_finite()",
+        '<c r="$L{n}" s="$s"><v>{_t}</v></c>',
+    ),
     ColumnKind.DATE: (
         "$v.__class__ is _date and (_o := $v.toordinal()) >= _EPOCH_ORDINAL + _FIRST_EXACT_SERIAL",
         '<c r="$L{n}" s="$s"><v>{_o - _EPOCH_ORDINAL}</v></c>',
@@ -167,6 +185,9 @@ _NAMESPACE: dict[str, Any] = {
     "_EPOCH": _EPOCH,
     "_EPOCH_ORDINAL": _EPOCH_ORDINAL,
     "_FIRST_EXACT_SERIAL": _FIRST_EXACT_SERIAL,
+    "_EXACT": MAX_EXACT_INTEGER,
+    # Text this short is within Excel's limit whatever its characters (UTF-16 code units).
+    "_SHORT": MAX_CELL_TEXT // 2,
     "_cell": cell,
 }
 
