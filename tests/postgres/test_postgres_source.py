@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import openpyxl
-import python_calamine
 import psycopg
 import pytest
+import python_calamine
 
 from exports.adapters.postgres_source import (
     PostgresReader,

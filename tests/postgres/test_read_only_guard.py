@@ -53,7 +53,7 @@ def guarded(
 
 def reader_as(postgres: EmbeddedPostgres, scratch: str, user: str) -> PostgresReader:
     """A reader of the scratch database connecting as ``user``."""
-    database = scratch.split("@/", 1)[1].split("?")[0]
+    database = scratch.split("@/", 1)[1].split("?", maxsplit=1)[0]
     source = PostgresSource(kind="postgresql", url_env="DB_URL")
     environ = {"DB_URL": postgres.uri(database, user=user)}
     return PostgresReader("db", connection_settings("db", source, environ, _none, _none, Path(".")))
