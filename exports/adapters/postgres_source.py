@@ -229,8 +229,12 @@ def _described(conn: psycopg.Connection[Any], read: SqlRead) -> list[Any]:
 
 
 def _type_name(conn: psycopg.Connection[Any], column: Any) -> str:
+    """PostgreSQL's name of the column's type; an array's is its element's with ``[]`` (psycopg
+    files an array's oid under its element type)."""
     info = conn.adapters.types.get(column.type_code)
-    return info.name if info else "unknown"
+    if info is None:
+        return "unknown"
+    return f"{info.name}[]" if column.type_code == info.array_oid else info.name
 
 
 def _keyset_statement(read: SqlRead, select: sql.Composable | None = None) -> sql.Composed:

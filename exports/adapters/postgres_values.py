@@ -5,7 +5,7 @@ The rule (docs/export-your-own-data.md, "How values are typed"): integers, numer
 booleans, dates, timestamps, text and UUIDs load as Python values (binary, fast); ``money`` is
 read as its ``numeric`` value; every other type (enums, json and jsonb, arrays, intervals,
 composites, ranges, geometric and network types, ``bytea``, ...) is read as PostgreSQL's own
-text output, with the query casting it ``::text`` (intervals in ISO 8601, ``bytea`` in hex): never
+text output, the query turning it into text (intervals in ISO 8601, ``bytea`` in hex): never
 a Python ``repr``, never through a float. Dates and timestamps Python's ``date`` cannot hold
 (``infinity``, ``-infinity``, BC, years past 9999) arrive as PostgreSQL writes them, as text.
 """
@@ -78,7 +78,14 @@ def projection(names: Sequence[str], type_names: Sequence[str]) -> sql.Composabl
     items = []
     for name, cast in zip(names, casts, strict=True):
         column = sql.SQL("exported.{name}").format(name=sql.Identifier(name))
-        if cast is not None:
+        if cast is TEXT_CAST:
+            # format's %s is the type's output function, what psql shows: ::text would differ for
+            # a few types (it cuts char(n)'s padding, adds inet's /32). num_nulls: a composite of
+            # NULL fields IS NULL, yet it is a value ("(,)").
+            column = sql.SQL(
+                "CASE WHEN num_nulls({column}) = 1 THEN NULL ELSE format('%%s', {column}) END AS {name}"
+            ).format(column=column, name=sql.Identifier(name))
+        elif cast is not None:
             column = sql.SQL("{column}::{type} AS {name}").format(
                 column=column, type=sql.SQL(cast[0]), name=sql.Identifier(name)
             )

@@ -31,8 +31,9 @@ from exports.services.progress import ProgressReporter
 from exports.services.result_cleanup import abort_upload, remove_result
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
-from exports.services.xlsx_guards import RowCount, archive_too_large, guarded_rows
+from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
 from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
 
@@ -254,6 +255,8 @@ class _Run:
                 XLSX_WRITERS[engine](self.columns, rows, sink)
             except xlsx_engine.ArchiveTooLarge as error:
                 raise archive_too_large(counted.rows) from error
+            except CellTooLong as error:
+                raise cell_too_long(error, self.columns, counted.rows) from None
             return self._finish(upload, sink, counted.rows)
         except BaseException:
             # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but

@@ -33,7 +33,8 @@ from exports.services.fan_out import PartitionResult, assemble, upload_csv_parti
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.retries import retry_transient
 from exports.services.task_writes import write_partition_progress
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.services.xlsx_guards import cell_too_long
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, CellTooLong, fitted_widths
 from exports.writers.partitioned import DeflatedPiece, SheetPiece, XlsxLayout, csv_glue, plan_sheets, xlsx_glue
 from exports.writers.segment_upload import SegmentUpload
 
@@ -190,7 +191,10 @@ def write_partition(
         part_bytes = deps.settings.upload_part_bytes
         if task.format is ExportFormat.XLSX:
             layout = XlsxLayout(export_type.columns(filters), plan.widths, plan.pieces)
-            result = upload_xlsx_partition(upload, layout, partition, pages, part_bytes, before_part)
+            try:
+                result = upload_xlsx_partition(upload, layout, partition, pages, part_bytes, before_part)
+            except CellTooLong as error:
+                raise cell_too_long(error, layout.columns, 0) from None
         else:
             result = upload_csv_partition(
                 upload,

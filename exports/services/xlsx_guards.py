@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from exports.config import XlsxLimits
 from exports.domain.errors import ExportFailed
-from exports.export_types.base import Page, Row
+from exports.export_types.base import Column, Page, Row
 from exports.services.run_budget import RunBudget
+from exports.writers.cells import CellTooLong
 
 XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
+# A text longer than an XLSX cell holds (the file would have to cut it).
+XLSX_CELL_TOO_LONG = "XLSX_CELL_TOO_LONG"
 
 
 class RowCount:
@@ -63,4 +66,14 @@ def archive_too_large(rows: int) -> ExportFailed:
         f"the workbook would pass 2 GiB, more than spreadsheet programs open ({rows} rows "
         "written); export CSV or csv.gz, or narrow the filters",
         code=XLSX_TOO_LARGE,
+    )
+
+
+def cell_too_long(error: CellTooLong, columns: Sequence[Column], rows: int) -> ExportFailed:
+    """The error of a text no XLSX cell holds: which column, which row, and what to do."""
+    column = columns[error.column].name if error.column is not None and error.column < len(columns) else "?"
+    row = error.row - 1 if error.row is not None else rows
+    return ExportFailed(
+        f"column {column!r}, row {row:,}: {error}; export CSV or csv.gz, which hold any length",
+        code=XLSX_CELL_TOO_LONG,
     )

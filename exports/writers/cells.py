@@ -35,11 +35,14 @@ FIRST_SERIAL_DAY = date(1900, 3, 1)
 
 
 class CellTooLong(ValueError):
-    """Text longer than a spreadsheet cell holds: the export fails rather than cut it."""
+    """Text longer than a spreadsheet cell holds: the export fails rather than cut it. ``column``
+    (0-based) and ``row`` (1-based, the header is row 1) say where, when the writer knows."""
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, column: int | None = None, row: int | None = None) -> None:
         super().__init__(f"a text of {length:,} characters; an XLSX cell holds at most {MAX_CELL_TEXT:,}")
         self.length = length
+        self.column = column
+        self.row = row
 
 
 def xml_safe(value: Any) -> Any:

@@ -13,11 +13,19 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from decimal import Decimal
 from itertools import chain, islice
 from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, looks_like_formula, spreadsheet_value
+from exports.writers.cells import (
+    WIDTH_SAMPLE_ROWS,
+    CellTooLong,
+    exact_double,
+    fitted_widths,
+    looks_like_formula,
+    spreadsheet_value,
+)
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's hard limit is 1,048,576 rows a sheet, one of which is our header.
@@ -70,7 +78,12 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
             if value.__class__ is str:  # a number or date no cell holds: its text (nothing to escape)
                 return text(value)
             chosen = with_milliseconds if isinstance(value, datetime) and value.microsecond else cell
-            chosen.value = value
+            if isinstance(value, float | Decimal):
+                # openpyxl writes numbers with 16 digits, a double may need 17: its exact text.
+                chosen.value = exact_double(value)
+                chosen.data_type = "n"
+            else:
+                chosen.value = value
             return chosen
 
         return convert
@@ -81,7 +94,11 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
     ]
 
     def convert_row(row: Row) -> list[Any]:
-        return [convert(value) for convert, value in zip(converters, row, strict=True)]
+        try:
+            return [convert(value) for convert, value in zip(converters, row, strict=True)]
+        except CellTooLong as error:
+            lengths = [len(value) if isinstance(value, str) else 0 for value in row]
+            raise CellTooLong(error.length, lengths.index(max(lengths))) from None
 
     return convert_row
 

@@ -4,6 +4,8 @@ continuation key."""
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -12,12 +14,14 @@ from typing import Any
 import boto3
 import pytest
 from pydantic import ValidationError
+from python_calamine import CalamineWorkbook
 
 from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import load_declarations
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportFailed
+from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
 
@@ -76,6 +80,20 @@ name = "pk"
 [[types.my_events.columns]]
 name = "at"
 attribute = "sk"
+
+[types.attributes]
+description = "every DynamoDB attribute type, as text"
+source = "mine"
+[types.attributes.dynamodb]
+table = "my-events"
+partition_key = { name = "pk", value = "TYPES" }
+[[types.attributes.columns]]
+name = "sk"
+[[types.attributes.columns]]
+name = "value"
+[[types.attributes.columns]]
+name = "number"
+kind = "decimal"
 
 [types.prefixed]
 description = "sort key prefix"
@@ -163,6 +181,55 @@ def test_a_caller_bound_tenant_is_the_partition_key_and_cannot_come_from_the_req
     assert refused.value.errors()[0]["loc"] == ("tenant",)
     with pytest.raises(CallerRefused):
         export.bind_caller(Caller("u2", {"sub": "u2"}))
+
+
+# Every attribute type, and the text each is written as (maps and lists as canonical JSON: keys
+# and sets sorted, numbers with their own digits, binary as base64).
+ATTRIBUTES = [
+    ({"S": '王芳 "quoted"'}, '王芳 "quoted"'),
+    ({"N": "12345678901234567890.123456789"}, "12345678901234567890.123456789"),
+    ({"B": b"\x00\xffbin"}, "AP9iaW4="),
+    ({"BOOL": True}, "true"),
+    ({"NULL": True}, ""),
+    (
+        {"M": {"z": {"N": "1.50"}, "a": {"L": [{"S": "x"}, {"NULL": True}, {"BOOL": False}]}, "b": {"B": b"a"}}},
+        '{"a":["x",null,false],"b":"YQ==","z":1.50}',
+    ),
+    ({"L": [{"N": "3.14159265358979323846264"}, {"M": {}}, {"L": []}]}, "[3.14159265358979323846264,{},[]]"),
+    ({"SS": ["b", "a", "c"]}, '["a","b","c"]'),
+    ({"NS": ["10", "9", "-1.5"]}, "[-1.5,9,10]"),
+    ({"BS": [b"z", b"a"]}, '["YQ==","eg=="]'),
+]
+
+
+def test_every_attribute_type_is_written_exactly_and_the_same_every_time(
+    events: dict[str, Any], aws: Resources
+) -> None:
+    client = boto3.client("dynamodb", region_name=REGION)
+    for position, (attribute, _) in enumerate(ATTRIBUTES):
+        item = {"pk": {"S": "TYPES"}, "sk": {"S": f"{position:02d}"}, "value": attribute}
+        client.put_item(TableName="my-events", Item=item)
+    client.put_item(TableName="my-events", Item={"pk": {"S": "TYPES"}, "sk": {"S": "99"}, "number": {"N": "1E+3"}})
+    export = events["attributes"]
+    filters = export.parse_filters({})
+
+    rows = [row for page in export.pages(filters) for row in page.rows]
+
+    assert [row[1] or "" for row in rows[:-1]] == [text for _, text in ATTRIBUTES]
+    assert rows[-1][2] == Decimal("1E+3")
+    columns = export.columns(filters)
+    out = io.BytesIO()
+    stream = csv_writer.CsvStream(columns, out, formula_guard=False)
+    stream.write_rows(rows)
+    stream.detach()
+    cells = list(csv.reader(io.StringIO(out.getvalue().decode("utf-8"), newline="")))[1:]
+    assert [cell[1] for cell in cells[:-1]] == [text for _, text in ATTRIBUTES] and cells[-1][2] == "1000"
+    book = io.BytesIO()
+    xlsx_engine.write_xlsx_stream(columns, iter(rows), book)
+    sheet = CalamineWorkbook.from_filelike(io.BytesIO(book.getvalue())).get_sheet_by_index(0).to_python()
+    assert [row[1] for row in sheet[1:-1]] == [text for _, text in ATTRIBUTES] and sheet[-1][2] == 1000.0
+    again = [row for page in export.pages(filters) for row in page.rows]
+    assert again == rows  # sets and maps in the same order on every read
 
 
 def test_pages_resume_from_the_tables_own_continuation_key(

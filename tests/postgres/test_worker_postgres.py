@@ -50,6 +50,12 @@ type = "integer"
 [types.numbers.parameters.pause]
 type = "decimal"
 default = "0"
+
+[types.long_notes]
+description = "a text longer than an XLSX cell holds in its third row"
+source = "db"
+query = "SELECT n, CASE WHEN n = 3 THEN repeat('x', 40000) ELSE 'short' END AS note FROM generate_series(1, 5) AS n"
+order_key = ["n"]
 """
 
 
@@ -164,6 +170,23 @@ def test_a_long_csv_export_resumes_from_its_keyset_cursor_into_the_same_file(pg_
     assert done.status is TaskStatus.COMPLETED and done.continuations >= 2
     assert body_of(aws, done.result.key) == whole
     assert leftovers(aws)[1] == []
+
+
+def test_a_text_no_xlsx_cell_holds_fails_the_workbook_naming_its_column_and_csv_holds_it(
+    pg_worker: Any, aws: Resources
+) -> None:
+    workbook = create(pg_worker, {}, fmt=ExportFormat.XLSX, export_type="long_notes")
+
+    assert run(pg_worker, workbook) is Outcome.FAILED
+
+    failed = pg_worker.tasks.get(workbook.task_id)
+    assert failed.error.code == "XLSX_CELL_TOO_LONG"
+    assert "column 'note', row 3: a text of 40,000 characters" in failed.error.message
+    assert leftovers(aws) == ([], [])  # no file, no open upload
+    text = create(pg_worker, {}, export_type="long_notes")
+    assert run(pg_worker, text) is Outcome.COMPLETED
+    lines = list(csv.reader(io.StringIO(body_of(aws, pg_worker.tasks.get(text.task_id).result.key))))
+    assert lines[3] == ["3", "x" * 40_000]
 
 
 def test_an_unreachable_database_retries_then_fails(

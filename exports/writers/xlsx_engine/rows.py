@@ -21,6 +21,7 @@ from exports.writers.cells import (
     FORMULA_TRIGGERS,
     MAX_CELL_TEXT,
     MAX_EXACT_INTEGER,
+    CellTooLong,
     exact_double,
     looks_like_formula,
     plain_number,
@@ -67,6 +68,14 @@ def column_letter(index: int) -> str:
     return letters
 
 
+def column_index(letters: str) -> int:
+    """The 0-based index of the column ``letters`` (the inverse of :func:`column_letter`)."""
+    index = 0
+    for letter in letters:
+        index = index * 26 + ord(letter) - 64
+    return index - 1
+
+
 def date_serial(value: date) -> int | float:
     """The serial number of a date or datetime (a time zone is dropped: the wall time counts,
     as in CSV)."""
@@ -93,7 +102,11 @@ def text_cell(value: str, ref: str) -> str:
 def _inline(text: str, ref: str, styled: str) -> str:
     """The inline string cell of ``text`` as the cell stores it (:func:`xstring`); no cell when
     nothing is left."""
-    stored = xstring(text)
+    try:
+        stored = xstring(text)
+    except CellTooLong as error:
+        letters = ref.rstrip("0123456789")
+        raise CellTooLong(error.length, column_index(letters), int(ref[len(letters) :])) from None
     if not stored:
         return ""
     space = ' xml:space="preserve"' if stored.startswith(_XML_SPACE) or stored.endswith(_XML_SPACE) else ""

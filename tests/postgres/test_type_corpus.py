@@ -1,0 +1,265 @@
+"""The type corpus: every built-in PostgreSQL type (arrays, a domain, an enum and a composite too)
+and the edge values that went wrong before, exported in every format and compared cell by cell
+with the database read by an independent path: psycopg's text output of ``col::text`` in a
+session of its own, and the files read back with python-calamine (the XLSX as Excel shows it).
+
+The rules are docs/export-your-own-data.md's "How values are typed": a number cell only where a
+double holds the value exactly, every other value as PostgreSQL's text; never a Python repr."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.string import TextLoader
+from python_calamine import CalamineWorkbook
+
+from exports.export_types.base import ColumnKind, ExportType
+from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.writers.gzip_stream import GzipStream
+from tests.postgres.conftest import declared_types, write_declaration
+
+SCHEMA = """
+CREATE TYPE mood AS ENUM ('happy', 'sad');
+CREATE DOMAIN positive AS integer CHECK (VALUE > 0);
+CREATE DOMAIN label AS text;
+CREATE TYPE pair AS (n integer, t text);
+CREATE TABLE corpus (
+    id integer PRIMARY KEY,
+    c_int2 smallint, c_int4 integer, c_int8 bigint, c_numeric numeric, c_numeric_2 numeric(10, 2),
+    c_real real, c_double double precision, c_money money,
+    c_text text, c_varchar varchar(10), c_char char(5), c_name name, c_bytea bytea, c_bool boolean,
+    c_date date, c_time time, c_timetz timetz, c_timestamp timestamp, c_timestamptz timestamptz,
+    c_interval interval, c_uuid uuid, c_json json, c_jsonb jsonb,
+    c_inet inet, c_cidr cidr, c_macaddr macaddr, c_macaddr8 macaddr8,
+    c_point point, c_line line, c_lseg lseg, c_box box, c_path path, c_polygon polygon, c_circle circle,
+    c_bit bit(4), c_varbit varbit, c_tsvector tsvector, c_tsquery tsquery,
+    c_int4range int4range, c_numrange numrange, c_tstzrange tstzrange, c_daterange daterange,
+    c_multirange int4multirange, c_oid oid, c_lsn pg_lsn,
+    c_int_array integer[], c_numeric_array numeric[], c_varchar_array varchar[], c_matrix text[],
+    c_mood mood, c_moods mood[], c_positive positive, c_label label, c_pair pair
+);
+INSERT INTO corpus VALUES (
+    1, -32768, 2147483647, 9007199254740992, 12.50, 1234.56, 0.1, 0.30000000000000004, 1234.56,
+    'Zoë "quoted", 王芳', 'short', 'ab', 'pg_name', '\\xdeadbeef', true,
+    '2025-03-01', '08:30:00', '08:30:00+02', '2025-03-01 12:30:05', '2025-03-01 12:30:05+00',
+    'P1Y2M3DT4H5M6S', 'a8098c1a-f86e-11da-bd1a-00112444be1e', '{"k": [1, 2], "s": "x"}', '{"b": 1.50, "a": null}',
+    '192.168.0.1/24', '10.0.0.0/8', '08:00:2b:01:02:03', '08:00:2b:01:02:03:04:05',
+    '(1.5,2)', '{1,-1,0}', '[(0,0),(1,1)]', '(1,1),(0,0)', '[(0,0),(1,1),(2,0)]', '((0,0),(1,1),(1,0))', '<(0,0),1>',
+    B'1010', B'101', 'a fat cat', 'fat & cat', '[1,10)', '(1.5,2.5]', '[2025-01-01 00:00+00,2025-02-01 00:00+00)',
+    '[2025-01-01,2025-02-01)', '{[1,3),[5,7)}', 42, '16/B374D848',
+    '{1,2,3}', '{1.5,2}', '{"a b","c,d",NULL}', '{{a,b},{c,d}}',
+    'happy', '{happy,sad}', 7, 'a label', '(1,"x y")'
+), (
+    3, 32767, -2147483648, 9007199254740993, 1e400, -0.005, 'NaN', 1e-10, -0.01,
+    E'bell\\x07 tab\\t ctrl\\x01 _x0041_ literal', '', ' ', 'n', '\\x', false,
+    '0044-03-15 BC', '23:59:59.999999', '00:00:00-12', '-infinity', '9999-12-31 23:59:59.999999+00',
+    '-1 day -00:00:01', '00000000-0000-0000-0000-000000000000', '"a JSON string"', 'null',
+    '::1', '::/0', '00:00:00:00:00:00', '00:00:00:00:00:00:00:00',
+    '(-0,1e-10)', '{0,1,0}', '[(1,2),(3,4)]', '(0,0),(0,0)', '((0,0),(1,1))', '((0,0))', '<(1,1),0.5>',
+    B'0000', B'', '', 'a', 'empty', '(,)', 'empty', '(,2025-01-01)', '{}', 0, '0/0',
+    '{}', '{NaN,Infinity,-Infinity}', '{}', '{}',
+    'sad', '{}', 1, '=1+1', '(,)'
+), (
+    4, 0, 0, -9223372036854775808, 'Infinity', 99999999.99, 'Infinity', '-Infinity', 0,
+    repeat('long ', 300), '王芳王芳', 'x', 'x', '\\x00ff', NULL,
+    'infinity', '00:00:00', '12:00:00+14', '0005-01-01 00:00:00', '1899-12-30 00:00:00+00',
+    '0', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{"big": 3.14159265358979323846264, "huge": 12345678901234567890.1}',
+    '[1, "two", {"three": 3.0}]', '255.255.255.255', '192.168.0.0/16', 'ff:ff:ff:ff:ff:ff',
+    'ff:ff:ff:ff:ff:ff:ff:ff', '(1e300,-1e300)', '{1,0,-1e300}', '[(0,0),(0,0)]', '(2,2),(1,1)', '[(0,0)]',
+    '((0,0),(0,1))', '<(0,0),0>', B'1111', B'1111111111', 'x:1A y:2B', '!x', '(,)', '[0,0]', '(,)',
+    '[1900-02-28,1900-03-01]', '{[1,2)}', 4294967295, 'FFFFFFFF/FFFFFFFF',
+    '{-2147483648,2147483647}', '{1e-20,12345678901234567890.123}', '{"王"}', '{{NULL}}',
+    'happy', '{sad,happy,sad}', 2147483647, '-leading minus', '(2147483647,"")'
+), (
+    5, 1, 1, 1, 0.1, 0.10, -0.0, 1e300, 92233720368547758.07,
+    '1900-03-01 looks like a date', 'a', 'abcde', 'zz', '\\x41', true,
+    '1900-02-28', '12:00:00', '12:00:00+00', '1900-03-01 00:00:00.001', '2025-01-01 10:00:00.123456+00',
+    'PT0.000001S', '12345678-1234-1234-1234-123456789abc', '1e400', '{}',
+    '10.1.2.3', '10.1.0.0/16', '01:23:45:67:89:ab', '01:23:45:67:89:ab:cd:ef', '(0,0)', '{1,1,1}',
+    '[(0,0),(0,1)]', '(1,1),(0,0)', '((0,0),(1,0),(1,1))', '((0,0),(1,0),(0,1))', '<(5,5),5>', B'0101', B'0',
+    'z', 'z', '[5,6)', '[0,1)', '[2025-01-01 00:00:00.5+00,)', '[2025-01-01,)', '{[1,2),[3,4)}', 1, '1/1',
+    '{0}', '{0.0}', '{""}', '{{"",""}}', 'sad', '{happy}', 3, '@home', '(0,"_x0041_")'
+);
+-- A row of NULLs in every column.
+INSERT INTO corpus (id) VALUES (2);
+"""
+DECLARATION = """
+[sources.db]
+kind = "postgresql"
+url_env = "DB_URL"
+
+[types.corpus]
+description = "every type"
+source = "db"
+query = "SELECT * FROM corpus"
+order_key = ["id"]
+# The corpus is the same for every caller.
+allow = { groups = ["tests"] }
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(postgres: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ExportType]:
+    uri = postgres.uri("corpus")
+    postgres.create_database("corpus")
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(
+            "DROP TABLE IF EXISTS corpus; DROP TYPE IF EXISTS pair, mood; DROP DOMAIN IF EXISTS positive, label"
+        )
+        conn.execute(SCHEMA)
+    folder = tmp_path_factory.mktemp("corpus")
+    return uri, declared_types(write_declaration(folder, DECLARATION), {"DB_URL": uri})["corpus"]
+
+
+def database_text(uri: str, names: list[str]) -> list[list[str | None]]:
+    """Every cell as PostgreSQL's output function writes it (psycopg's text results, loaded as
+    the text itself), in a session of its own with the settings the rules name (UTC, ISO 8601
+    intervals, hex bytea); money by its numeric value, timestamptz as its UTC wall time."""
+    columns = []
+    for name in names:
+        if name == "c_money":
+            columns.append(f"{name}::numeric")
+        elif name == "c_timestamptz":
+            columns.append(f"{name} AT TIME ZONE 'UTC'")
+        else:
+            columns.append(name)
+    query = f"SELECT {', '.join(columns)} FROM corpus ORDER BY id"
+    with psycopg.connect(uri) as conn:
+        conn.execute("SET TimeZone = 'UTC'; SET IntervalStyle = 'iso_8601'; SET bytea_output = 'hex'")
+        for column in conn.execute(query + " LIMIT 0").description or []:
+            conn.adapters.register_loader(column.type_code, TextLoader)
+        return [list(row) for row in conn.execute(query).fetchall()]
+
+
+def export_rows(export_type: ExportType) -> tuple[list[Any], list[tuple[Any, ...]]]:
+    filters = export_type.parse_filters({})
+    pages = list(export_type.pages(filters))
+    return export_type.columns(filters), [row for page in pages for row in page.rows]
+
+
+def write(fmt: str, columns: list[Any], rows: list[tuple[Any, ...]]) -> bytes:
+    out = io.BytesIO()
+    if fmt == "xlsx":
+        xlsx_engine.write_xlsx_stream(columns, iter(rows), out)
+    elif fmt == "xlsx-openpyxl":
+        xlsx_writer.write_xlsx(columns, iter(rows), out)
+    elif fmt == "csv.gz":
+        gzipped = GzipStream(out)
+        stream = csv_writer.CsvStream(columns, gzipped, formula_guard=False)  # type: ignore[arg-type]
+        stream.write_rows(rows)
+        stream.detach()
+        gzipped.finish()
+    else:
+        stream = csv_writer.CsvStream(columns, out, formula_guard=False)
+        stream.write_rows(rows)
+        stream.detach()
+    return out.getvalue()
+
+
+def read_back(fmt: str, body: bytes) -> list[list[Any]]:
+    if fmt.startswith("xlsx"):
+        sheet = CalamineWorkbook.from_filelike(io.BytesIO(body)).get_sheet_by_index(0).to_python()
+        width = len(sheet[0])
+        return [list(row) + [""] * (width - len(row)) for row in sheet[1:]]
+    text = gzip.decompress(body) if fmt == "csv.gz" else body
+    return list(csv.reader(io.StringIO(text.decode("utf-8"), newline="")))[1:]
+
+
+def _integer(text: str, spreadsheet: bool) -> Any:
+    number = int(text)
+    return float(number) if spreadsheet and abs(number) <= 2**53 else text
+
+
+def _decimal(text: str, spreadsheet: bool) -> Any:
+    value = Decimal(text)
+    if not value.is_finite():
+        return str(value)  # NaN, Infinity, -Infinity: PostgreSQL's spelling
+    double = float(value)
+    if spreadsheet and double not in (float("inf"), float("-inf")) and Decimal(repr(double)) == value:
+        return double
+    return format(value, "f")
+
+
+def _boolean(text: str, spreadsheet: bool) -> Any:
+    return (text == "t") if spreadsheet else str(text == "t")
+
+
+def _date(text: str, spreadsheet: bool) -> Any:
+    serial = spreadsheet and not text.endswith("BC") and "infinity" not in text and text >= "1900-03-01"
+    return date.fromisoformat(text) if serial else text
+
+
+def _datetime(text: str, spreadsheet: bool) -> Any:
+    if "infinity" in text or text.endswith("BC"):
+        return text
+    moment = datetime.fromisoformat(text)
+    if spreadsheet and moment.date() >= date(1900, 3, 1):
+        return moment.replace(microsecond=moment.microsecond // 1000 * 1000)  # cut to the millisecond
+    return moment.isoformat(" ")
+
+
+EXPECTED = {
+    ColumnKind.INTEGER: _integer,
+    ColumnKind.DECIMAL: _decimal,
+    ColumnKind.BOOLEAN: _boolean,
+    ColumnKind.DATE: _date,
+    ColumnKind.DATETIME: _datetime,
+}
+
+
+def expected_cell(kind: ColumnKind, text: str | None, fmt: str) -> Any:
+    """What the file holds for the database's text of a value, by the documented rules: text is
+    PostgreSQL's own, exactly."""
+    if text is None:
+        return ""
+    rule = EXPECTED.get(kind)
+    return rule(text, fmt.startswith("xlsx")) if rule else text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "csv.gz", "xlsx", "xlsx-openpyxl"])
+def test_every_cell_of_every_type_is_the_databases_value(corpus: tuple[str, ExportType], fmt: str) -> None:
+    uri, export_type = corpus
+    columns, rows = export_rows(export_type)
+    names = [column.name for column in columns]
+    database = database_text(uri, names)
+
+    cells = read_back(fmt, write(fmt, columns, rows))
+
+    assert len(cells) == len(database) == 5
+    mismatches = [
+        (names[position], texts[0], cell, expected_cell(columns[position].kind, text, fmt))
+        for texts, read in zip(database, cells, strict=True)
+        for position, (cell, text) in enumerate(zip(read, texts, strict=True))
+        if cell != expected_cell(columns[position].kind, text, fmt)
+    ]
+    assert mismatches == [], "\n".join(map(repr, mismatches))
+
+
+def test_the_inferred_kinds_follow_the_rules(corpus: tuple[str, ExportType]) -> None:
+    _, export_type = corpus
+    columns, _ = export_rows(export_type)
+    kinds = {column.name: column.kind for column in columns}
+    assert {name for name, kind in kinds.items() if kind is ColumnKind.DECIMAL} == {
+        "c_numeric",
+        "c_numeric_2",
+        "c_real",
+        "c_double",
+        "c_money",
+    }
+    assert {name for name, kind in kinds.items() if kind is ColumnKind.INTEGER} == {
+        "id",
+        "c_int2",
+        "c_int4",
+        "c_int8",
+        "c_oid",
+        "c_positive",
+    }
+    assert kinds["c_positive"] is ColumnKind.INTEGER  # a domain reads as its base type
+    assert kinds["c_mood"] is kinds["c_jsonb"] is kinds["c_interval"] is ColumnKind.STRING
