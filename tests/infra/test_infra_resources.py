@@ -26,10 +26,11 @@ from exports.config import (
     TaskTable,
     metrics_namespace,
 )
-from infra.api import PROTECTED_ROUTES
+from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.queues import lane_id
 from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
+from tests.builders import FakeContext, http_event
 
 pytestmark = pytest.mark.infra
 
@@ -553,10 +554,12 @@ def routes_by_key(synth):
     }
 
 
-def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
+def test_every_v1_route_needs_a_jwt_and_only_the_docs_and_preflights_are_public(dev, prod):
     protected = {f"{method.value} {path}" for path, methods in PROTECTED_ROUTES for method in methods}
-    public = {f"GET {path}" for path in PUBLIC_PATHS}
     for synth in (dev, prod):
+        # With CORS on (prod), preflights reach the function without a token.
+        preflight = {f"OPTIONS {PREFLIGHT_PATH}"} if synth.settings.cors_allowed_origins else set()
+        public = {f"GET {path}" for path in PUBLIC_PATHS} | preflight
         routes = routes_by_key(synth)
         assert set(routes) == protected | public | {"$default"}
         for key, route in routes.items():
@@ -566,6 +569,23 @@ def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
                 assert key == "$default" or key.split(" ")[1].startswith(f"{API_VERSION_PREFIX}/")
                 assert route["AuthorizationType"] == "JWT"
                 assert "AuthorizerId" in route
+
+
+def test_with_cors_a_preflight_route_without_authorizer_outranks_the_default_route(dev, prod):
+    assert f"OPTIONS {PREFLIGHT_PATH}" not in routes_by_key(dev)
+    routes = routes_by_key(prod)
+    preflight = routes[f"OPTIONS {PREFLIGHT_PATH}"]
+    assert preflight["AuthorizationType"] == "NONE" and "AuthorizerId" not in preflight
+    assert preflight["Target"] == routes["$default"]["Target"]
+
+
+def test_the_function_answers_a_preflight_without_a_token():
+    from functions.submit.handler import lambda_handler
+
+    for path in (f"{API_VERSION_PREFIX}/exports", f"{API_VERSION_PREFIX}/exports/exp_1/cancel"):
+        headers = {"origin": "https://app.example.com", "access-control-request-method": "POST"}
+        preflight = http_event("OPTIONS", path, user=None, headers=headers)
+        assert lambda_handler(preflight, FakeContext())["statusCode"] == 204
 
 
 def test_other_methods_and_unknown_paths_reach_the_function_behind_the_jwt(dev):
