@@ -48,13 +48,20 @@ def removal_policy(settings: StageSettings) -> RemovalPolicy:
 def log_group(
     scope: Construct, construct_id: str, settings: StageSettings, log_group_name: str | None = None
 ) -> logs.LogGroup:
-    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation)."""
+    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation).
+
+    A named group a protected stage keeps is kept except when its own creation rolls back
+    (``RetainExceptOnCreate``): a retained leftover of a failed first deploy would hold the
+    name, and the next create would fail with "already exists"."""
+    policy = removal_policy(settings)
+    if log_group_name is not None and policy is RemovalPolicy.RETAIN:
+        policy = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
     return logs.LogGroup(
         scope,
         construct_id,
         log_group_name=log_group_name,
         retention=RETENTION[settings.log_retention_days],
-        removal_policy=removal_policy(settings),
+        removal_policy=policy,
     )
 
 

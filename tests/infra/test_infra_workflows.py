@@ -157,7 +157,25 @@ def test_the_state_machine_is_standard_named_from_config_logged_without_data_and
     log_group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
     log_group = synth.template.to_json()["Resources"][log_group_id]
     assert log_group["Properties"]["RetentionInDays"] == synth.settings.log_retention_days
-    assert log_group["DeletionPolicy"] == ("Retain" if synth.settings.protect_data else "Delete")
+    assert log_group["DeletionPolicy"] == ("RetainExceptOnCreate" if synth.settings.protect_data else "Delete")
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_a_rolled_back_first_deploy_leaves_no_named_log_group_behind(assembly, stage):
+    """Every log group with a fixed name (the state machines') is deleted when its creation
+    rolls back, in every stage, so that the next deploy can create it again; once created, a
+    protected stage keeps it."""
+    synth = getattr(assembly, stage)
+    named = {
+        logical_id: group
+        for logical_id, group in synth.template.find_resources("AWS::Logs::LogGroup").items()
+        if "LogGroupName" in group["Properties"]
+    }
+
+    assert len(named) == len(synth.stack.workflows.state_machines) == 2
+    for group in named.values():
+        assert group["DeletionPolicy"] == ("RetainExceptOnCreate" if synth.settings.protect_data else "Delete")
+        assert group["UpdateReplacePolicy"] == ("Retain" if synth.settings.protect_data else "Delete")
 
 
 def test_the_state_machine_may_invoke_exactly_its_two_functions(dev):
