@@ -255,9 +255,12 @@ class ServiceFunctions(Construct):
         stack = Stack.of(self)
         if arns := sources.secret_arns():
             self.worker.allow(["secretsmanager:GetSecretValue"], arns)
+        # In the source's region when it names one (the token is signed for that region too).
         users = [
-            stack.format_arn(service="rds-db", resource="dbuser", resource_name=f"{rid}/{user}", arn_format=COLON)
-            for rid, user in sources.iam_users()
+            stack.format_arn(
+                service="rds-db", region=region, resource="dbuser", resource_name=f"{rid}/{user}", arn_format=COLON
+            )
+            for rid, user, region in sources.iam_users()
         ]
         if users:
             self.worker.allow(["rds-db:connect"], users)

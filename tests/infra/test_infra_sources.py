@@ -67,10 +67,12 @@ def test_the_functions_that_build_the_registry_get_the_deployments_source_connec
 def test_the_worker_reads_only_the_named_secret_and_connects_only_as_the_iam_user(prod):
     statements = worker_statements(prod)
 
-    assert actions_on(statements, "secretsmanager:GetSecretValue") == [SECRET]
+    # The context gave the secret's partial ARN: IAM matches the full one, suffix and all.
+    assert actions_on(statements, "secretsmanager:GetSecretValue") == [f"{SECRET}-??????"]
     (users,) = actions_on(statements, "rds-db:connect")
+    # In the source's own region (the stack's is another), where its proxy is.
     assert prod.rendered(users) == (
-        "arn:<AWS::Partition>:rds-db:<AWS::Region>:<AWS::AccountId>:dbuser:prx-0123456789abcdef/exporter"
+        "arn:<AWS::Partition>:rds-db:eu-west-1:<AWS::AccountId>:dbuser:prx-0123456789abcdef/exporter"
     )
     # CDK merges the worker's Query statements: the demo indexes and the declared table are in one.
     queried = {prod.rendered(arn) for found in actions_on(statements, "dynamodb:Query") for arn in found}
@@ -120,6 +122,32 @@ def test_a_broken_declaration_fails_the_synth_naming_file_type_and_key(tmp_path:
 
     with pytest.raises(DeclarationError, match=r"mine\.toml: types\.t: source: no source 'nope'"):
         DeclaredSources.load(settings)
+
+
+@pytest.mark.parametrize(
+    ("given", "granted"),
+    [
+        (f"{SECRET}-Ab12Cd", f"{SECRET}-Ab12Cd"),
+        (SECRET, f"{SECRET}-??????"),
+        (
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-??????",
+        ),
+    ],
+)
+def test_a_secret_is_granted_by_its_full_arn_even_when_given_without_its_suffix(tmp_path: Path, given, granted):
+    text = f'[sources.db]\nkind = "postgresql"\nsecret_arn = "{given}"\n'
+    sources = DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+    assert sources.secret_arns() == [granted]
+
+
+def test_an_iam_user_without_a_region_is_granted_in_the_stacks(tmp_path: Path):
+    auth = '{ host = "h", user = "u", database = "d", resource_id = "db-ABC" }'
+    text = f'[sources.db]\nkind = "postgresql"\niam_auth = {auth}\n'
+    sources = DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+    assert sources.iam_users() == [("db-ABC", "u", None)]
 
 
 def test_iam_auth_on_aws_needs_the_resource_id_for_its_grant(tmp_path: Path):
