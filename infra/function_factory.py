@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -144,7 +144,7 @@ class ServiceFunction(Construct):
             log_group=self.log_group,
             environment={
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-                "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(settings.stage),
+                "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(Stack.of(self).stack_name),
                 "POWERTOOLS_LOG_LEVEL": settings.log_level,
                 **environment,
             },
@@ -162,6 +162,10 @@ class ServiceFunction(Construct):
             "X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level scoping.",
         )
 
-    def allow(self, actions: list[str], resources: list[str]) -> None:
-        """Let the function's role perform ``actions`` on ``resources``."""
-        self.role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources))
+    def allow(self, actions: list[str], resources: list[str], conditions: Mapping[str, Any] | None = None) -> None:
+        """Let the function's role perform ``actions`` on ``resources`` (under ``conditions``)."""
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=actions, resources=resources, conditions=dict(conditions) if conditions else None
+            )
+        )

@@ -90,8 +90,34 @@ def test_only_the_worker_runs_in_the_vpc_so_callbacks_still_reach_the_internet(p
     }
     for function in (prod.stack.functions.api, prod.stack.functions.callback, prod.stack.functions.lifecycle):
         assert "VpcConfig" not in prod.props(function.function)
-    (interfaces,) = actions_on(worker_statements(prod), "ec2:CreateNetworkInterface")
-    assert interfaces == "*"
+    statements = worker_statements(prod)
+    # Lambda's VPC guide: the Describe actions only on "*"; the rest in this account and region.
+    assert actions_on(statements, "ec2:DescribeNetworkInterfaces") == ["*"]
+    assert actions_on(statements, "ec2:DescribeSubnets") == ["*"]
+    for action in (
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    ):
+        (resource,) = actions_on(statements, action)
+        assert prod.rendered(resource) == "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*"
+
+
+def test_the_vpc_grants_are_acknowledged_with_reasons_of_their_own_not_the_x_ray_one(prod):
+    networking = prod.stack.functions.node.find_child("WorkerVpcNetworking")
+    acknowledged = {
+        rule: reason
+        for entry in networking.node.metadata
+        if entry.type == "aws:cdk:acknowledged-rules"
+        for rule, reason in entry.data.items()
+    }
+
+    assert set(acknowledged) == {
+        "Annotation::AwsSolutions-IAM5[Resource::*]",
+        "Annotation::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*]",
+    }
+    assert all("X-Ray" not in reason and "Lambda" in reason for reason in acknowledged.values())
 
 
 def test_the_declaration_and_its_ca_bundle_are_packaged_at_the_paths_the_functions_read():
