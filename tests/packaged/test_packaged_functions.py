@@ -296,3 +296,21 @@ def test_the_lifecycle_and_callback_functions_handle_an_ended_task(runtime, pack
 
     assert expired == {"status": "COMPLETED", "has_callback": False}
     assert "outcome" in delivered
+
+
+def test_a_database_certificate_the_runtime_does_not_trust_fails_the_export_for_good(
+    runtime, packages, environment, aws
+):
+    # Given a runtime whose trust store is the machine's own, without the database's CA
+    untrusting = Runtime(
+        trust_bundle=runtime.trust_store, trust_store=runtime.trust_store, endpoint_url=runtime.endpoint_url
+    )
+    submitted = submit(runtime, packages, environment)
+
+    invocation = invoke(untrusting, packages["worker"], sqs_event(aws, "normal"), environment)
+
+    assert invocation.result == {"batchItemFailures": []}
+    task = task_item(aws, submitted["task_id"])
+    assert task["status"] == "FAILED" and int(task.get("retry_count", 0)) == 0  # not retried
+    assert task["error"]["code"] == "SOURCE_TLS_UNVERIFIED"
+    assert "sslrootcert" in task["error"]["message"]
