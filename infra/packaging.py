@@ -7,6 +7,8 @@ of export types (``exports.toml`` at the package root, with the CA bundles it na
 ``.pyc`` files compiled by an interpreter of the Lambda runtime's version. The bytecode is
 written in ``unchecked-hash`` mode: the asset zip resets file times, so timestamp-checked
 bytecode would look stale and be recompiled (into a read-only file system) on every cold start.
+The same package can be built for x86_64 (:attr:`PackageSpec.platforms`), which the packaged
+function suite (``tests/packaged``) runs on this machine as Lambda would.
 
 Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
 and ``requirements.lock`` pins everything those pull in: the same locked versions as the
