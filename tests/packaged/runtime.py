@@ -95,6 +95,10 @@ class Runtime:
         self.bootstrap = self.runtime_dir / BOOTSTRAP.name
         shutil.copyfile(BOOTSTRAP, self.bootstrap)
 
+    def close(self) -> None:
+        """Remove the runtime's folder and what invocations left in it."""
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
     def lambda_variables(self, function: PackagedFunction) -> dict[str, str]:
         """The variables Lambda sets for ``function`` (docs: "Defined runtime environment
         variables"), with the local stack's endpoint and credentials."""

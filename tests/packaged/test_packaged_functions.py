@@ -156,12 +156,14 @@ def runtime_trust_store(interpreter: str) -> Path:
 @pytest.fixture(scope="module")
 def runtime(
     packages: dict[str, PackagedFunction], aws: dict[str, Any], authority: TestAuthority, tmp_path_factory: Any
-) -> Runtime:
+) -> Iterator[Runtime]:
     """Lambda's runtime whose operating system trusts the test CA besides its usual roots."""
     store = runtime_trust_store(packages["worker"].interpreter)
     bundle = tmp_path_factory.mktemp("trust") / "ca-bundle.crt"
     bundle.write_text(store.read_text() + authority.ca_file.read_text())
-    return Runtime(trust_bundle=bundle, trust_store=store, endpoint_url=aws["endpoint_url"])
+    running = Runtime(trust_bundle=bundle, trust_store=store, endpoint_url=aws["endpoint_url"])
+    yield running
+    running.close()
 
 
 def invoke(
@@ -307,7 +309,10 @@ def test_a_database_certificate_the_runtime_does_not_trust_fails_the_export_for_
     )
     submitted = submit(runtime, packages, environment)
 
-    invocation = invoke(untrusting, packages["worker"], sqs_event(aws, "normal"), environment)
+    try:
+        invocation = invoke(untrusting, packages["worker"], sqs_event(aws, "normal"), environment)
+    finally:
+        untrusting.close()
 
     assert invocation.result == {"batchItemFailures": []}
     task = task_item(aws, submitted["task_id"])
