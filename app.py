@@ -6,8 +6,11 @@ docs/deploy.md.
 
 from __future__ import annotations
 
+import sys
+
 from aws_cdk import App
 
+from exports.declared.loader import DeclarationError
 from infra.nag import add_checks
 from infra.settings import StageSettings
 from infra.stack import ExportsStack, stack_name
@@ -24,7 +27,10 @@ def build(app: App) -> ExportsStack:
 def main() -> None:
     """Synthesize the app as the CDK CLI asks (context and output folder from its environment)."""
     app = App()
-    build(app)
+    try:
+        build(app)
+    except (ValueError, DeclarationError) as error:  # a context or declaration mistake: its message says it all
+        sys.exit(f"exports: {error}")
     app.synth()
 
 

@@ -51,9 +51,27 @@ class PowertoolsMetrics:
     def __init__(self, metrics: Any) -> None:
         self._metrics = metrics
 
-    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
-        """Add a data point to the metrics flushed at the end of the invocation."""
-        self._metrics.add_metric(name=name, unit=unit, value=value)
+    def add(
+        self, name: str, value: float = 1, unit: str = "Count", dimensions: Mapping[str, str] | None = None
+    ) -> None:
+        """Add a data point to the metrics flushed at the end of the invocation; one with its
+        own ``dimensions`` is written at once as a metric of its own (EMF gives every metric of
+        a record the same dimensions)."""
+        if not dimensions:
+            self._metrics.add_metric(name=name, unit=unit, value=value)
+            return
+        from aws_lambda_powertools import single_metric
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        metric = single_metric(
+            name=name,
+            unit=MetricUnit(unit),
+            value=value,
+            namespace=self._metrics.namespace,
+            default_dimensions=dict(dimensions),
+        )
+        with metric:  # written out as the block ends
+            pass
 
 
 def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[ExportType]:

@@ -13,11 +13,11 @@ SERVICE_NAME: Final = "exports"
 METRICS_NAMESPACE: Final = "Exports"
 
 
-def metrics_namespace(stage: str) -> str:
-    """The business metrics' namespace of a deployed ``stage`` (``Exports/dev``): two stages in
-    one account never share a metric, an alarm's numbers or the dashboard's. Local mode, which
-    has no stage, publishes under :data:`METRICS_NAMESPACE`."""
-    return f"{METRICS_NAMESPACE}/{stage}"
+def metrics_namespace(stack_name: str) -> str:
+    """The business metrics' namespace of a deployed stack (``Exports/exports-dev``): two stacks
+    in one account, of one stage or of two, never share a metric, an alarm's numbers or the
+    dashboard's. Local mode, which has no stack, publishes under :data:`METRICS_NAMESPACE`."""
+    return f"{METRICS_NAMESPACE}/{stack_name}"
 
 
 API_VERSION_PREFIX: Final = "/v1"
@@ -191,6 +191,13 @@ class Callback:
     SIGNATURE_TOLERANCE_SEC: Final = 300
 
 
+# The dimensions ExportFailed carries besides ``service``: the task's error code and the data
+# source of its export type (NO_SOURCE for a type without one).
+ERROR_CODE_DIMENSION: Final = "error_code"
+SOURCE_DIMENSION: Final = "source"
+NO_SOURCE: Final = "-"
+
+
 class Metric:
     """Business metric names (EMF), shared with dashboards and alarms."""
 
@@ -228,6 +235,26 @@ class Capacity:
     # Default route throttling of the HTTP API stage (steady requests per second, and burst).
     API_THROTTLE_RATE_PER_SEC: Final = 50
     API_THROTTLE_BURST: Final = 100
+
+
+class ThrottleRetry:
+    """How the lifecycle workflow retries its function when Lambda throttles it
+    (``Lambda.TooManyRequestsException``) in AwaitEnd and Expire, whose loss would cost a task
+    its deadline and its callback. Every submit starts an execution whose first step invokes
+    the lifecycle function, and the API admits bursts of ``Capacity.API_THROTTLE_BURST`` (100)
+    against its few reserved executions (infra's ``Sizing.LIFECYCLE_RESERVED_CONCURRENCY``, 5):
+    most of a burst is throttled at first. Full jitter spreads the retries so they do not come
+    back in step; waits of 1, 2, 4 ... s capped at MAX_DELAY_SEC give a window of about three
+    minutes (half of it on average), for work of the burst that takes some 20 s at 1 s an
+    invocation."""
+
+    INTERVAL_SEC: Final = 1
+    BACKOFF_RATE: Final = 2.0
+    MAX_ATTEMPTS: Final = 10
+    MAX_DELAY_SEC: Final = 30
+    # The longest one lifecycle invocation is taken to last when sizing the window (a DynamoDB
+    # update and a Step Functions call, cold start included).
+    INVOCATION_SEC: Final = 1.0
 
 
 class Lane:
@@ -394,11 +421,9 @@ class FanOut:
     # Where a split export's plan and its partitions' held bytes are staged, under its
     # attempt's folder (deleted after assembly or abandonment).
     STAGING_FOLDER: Final = "fan-out"
-    # A partition that finds every slot of its source busy fails with this error, and the
-    # workflow tries that partition again later.
-    SOURCE_BUSY_ERROR: Final = "PartitionSourceBusy"
+    # A partition that finds every slot of its source busy says so, and the workflow waits this
+    # long before it tries that partition again (until a slot frees or the task's deadline).
     SOURCE_BUSY_RETRY_SEC: Final = 10
-    SOURCE_BUSY_ATTEMPTS: Final = 30
     # A partition's progress write that loses to another partition's reads the task and tries
     # again this many times, then leaves its count to its next write (the winner renewed the lease).
     PROGRESS_WRITE_TRIES: Final = 3

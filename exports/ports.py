@@ -251,8 +251,11 @@ class OrdersReader(Protocol):
 class BusinessMetrics(Protocol):
     """Counts of business events (EMF on AWS)."""
 
-    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
-        """Record ``value`` for the metric ``name``."""
+    def add(
+        self, name: str, value: float = 1, unit: str = "Count", dimensions: Mapping[str, str] | None = None
+    ) -> None:
+        """Record ``value`` for the metric ``name`` (with ``dimensions``, in addition to the
+        service's: a series of its own, e.g. ExportFailed by error code and source)."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exports.config import Callback, FanOut
+from exports.config import Callback, FanOut, ThrottleRetry
 
 # Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
 # passes its stack's, local mode and the tests the default.
@@ -43,6 +43,20 @@ LAMBDA_SERVICE_ERRORS = [
 ]
 TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
 _SERVICE_RETRY = {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
+# The lifecycle function's throttles, where a lost step loses a deadline (config.ThrottleRetry);
+# Lambda's other transient errors as everywhere.
+_LIFECYCLE_RETRY = [
+    {
+        "ErrorEquals": [LAMBDA_THROTTLED],
+        "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
+        "BackoffRate": ThrottleRetry.BACKOFF_RATE,
+        "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
+        "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
+        "JitterStrategy": "FULL",
+    },
+    {**_SERVICE_RETRY, "ErrorEquals": [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]},
+]
 
 
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
@@ -73,7 +87,7 @@ def lifecycle_definition(
                 },
                 "TimeoutSecondsPath": "$.timeout_sec",
                 "ResultPath": "$.outcome",
-                "Retry": [_SERVICE_RETRY],
+                "Retry": _LIFECYCLE_RETRY,
                 "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.deadline", "Next": "Expire"}],
                 "Next": "HasCallback",
             },
@@ -86,7 +100,7 @@ def lifecycle_definition(
                 },
                 "ResultSelector": {"status.$": "$.Payload.status", "has_callback.$": "$.Payload.has_callback"},
                 "ResultPath": "$.outcome",
-                "Retry": [_SERVICE_RETRY],
+                "Retry": _LIFECYCLE_RETRY,
                 "Next": "HasCallback",
             },
             "HasCallback": {
@@ -133,8 +147,27 @@ def lifecycle_definition(
 PARTITION_ACTION = "fan_out_partition"
 ASSEMBLE_ACTION = "fan_out_assemble"
 ABANDON_ACTION = "fan_out_abandon"
-# Raised when a partition finds its task no longer running under its attempt: never retried.
-LOST_OWNERSHIP_ERROR = "LostOwnership"
+
+
+class PartitionStatus:
+    """What one partition step returns (``status``): waiting and stopping are results the
+    workflow reads, not errors, so the worker function's Errors count only faults."""
+
+    # Its rows are written and staged.
+    WRITTEN = "written"
+    # Every slot of its source is taken: the workflow waits and tries it again.
+    BUSY = "busy"
+    # Its task no longer runs this attempt (cancelled, timed out, taken over): nothing to do.
+    STOPPED = "stopped"
+    # A final error (a failing query, ...): the task has ended FAILED with its code.
+    FAILED = "failed"
+
+
+# The assembler's outcome when a partition has failed the attempt (exports.services.worker.Outcome.FAILED).
+ASSEMBLY_FAILED = "failed"
+# The Fail states of the fan-out workflow (their names are the executions' errors).
+PARTITION_FAILED_ERROR = "PartitionFailed"
+FAN_OUT_FAILED_ERROR = "FanOutFailed"
 
 
 def fan_out_input(task_id: str, attempt: int, partitions: int) -> dict[str, Any]:
@@ -146,10 +179,15 @@ def fan_out_definition(
     worker_function: str, max_concurrency: int, partition: str = DEFAULT_PARTITION
 ) -> dict[str, Any]:
     """One split export: a Distributed Map runs the worker on each partition (at most
-    ``max_concurrency`` at once; a failed partition is retried alone), then the worker assembles
-    the file and ends the task. Any failure, a cancel or the deadline (the partitions stop
-    between parts) lands in ``Abandon``, which aborts the upload, deletes the staging and ends
-    or retries the task."""
+    ``max_concurrency`` at once), then the worker assembles the file and ends the task.
+
+    A partition whose source is busy waits (Choice + Wait) and is tried again; one whose task
+    stopped (a cancel, the deadline: the partitions stop between parts) ends quietly, and the
+    assembler then cleans up instead of assembling. A partition's final error has already ended
+    the task FAILED with its code: the partition fails, which fails the Map. A fault (a
+    partition's transient error after its retries, a failing assembly) lands in ``Abandon``,
+    which aborts the upload, deletes the staging and retries or fails a task still running;
+    the execution then fails (``FanOutFailed``), so that its alarm sees it."""
 
     def invoke(action: str, **payload: str) -> dict[str, Any]:
         return {
@@ -163,18 +201,15 @@ def fan_out_definition(
         }
 
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Abandon"}]
-    write = invoke(PARTITION_ACTION, **{"partition.$": "$.partition"})
-    write["Retry"] = [
-        {"ErrorEquals": [LOST_OWNERSHIP_ERROR], "MaxAttempts": 0},
-        {
-            "ErrorEquals": [FanOut.SOURCE_BUSY_ERROR],
-            "IntervalSeconds": FanOut.SOURCE_BUSY_RETRY_SEC,
-            "BackoffRate": 1,
-            "MaxAttempts": FanOut.SOURCE_BUSY_ATTEMPTS,
-        },
-        {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "BackoffRate": 2, "MaxAttempts": 2},
-    ]
-    write["End"] = True
+    write = {
+        **invoke(PARTITION_ACTION, **{"partition.$": "$.partition"}),
+        "ResultSelector": {"status.$": "$.Payload.status"},
+        "ResultPath": "$.step",
+        # Transient faults (and Lambda's own) of one partition: that partition is tried again.
+        "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "BackoffRate": 2, "MaxAttempts": 2}],
+        "Next": "Written",
+    }
+    step = "$.step.status"
     return {
         "Comment": "Writes one export's partitions at once and assembles them into one file.",
         "StartAt": "Partitions",
@@ -191,7 +226,24 @@ def fan_out_definition(
                 "ItemProcessor": {
                     "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
                     "StartAt": "Write",
-                    "States": {"Write": write},
+                    "States": {
+                        "Write": write,
+                        "Written": {
+                            "Type": "Choice",
+                            "Choices": [
+                                {"Variable": step, "StringEquals": PartitionStatus.BUSY, "Next": "WaitForSlot"},
+                                {"Variable": step, "StringEquals": PartitionStatus.FAILED, "Next": "PartitionFailed"},
+                            ],
+                            "Default": "PartitionDone",
+                        },
+                        "WaitForSlot": {"Type": "Wait", "Seconds": FanOut.SOURCE_BUSY_RETRY_SEC, "Next": "Write"},
+                        "PartitionFailed": {
+                            "Type": "Fail",
+                            "Error": PARTITION_FAILED_ERROR,
+                            "Cause": "A partition failed for good; its task records the error.",
+                        },
+                        "PartitionDone": {"Type": "Succeed"},
+                    },
                 },
                 "ResultPath": None,
                 "Catch": catch,
@@ -199,18 +251,31 @@ def fan_out_definition(
             },
             "Assemble": {
                 **invoke(ASSEMBLE_ACTION),
+                "ResultSelector": {"outcome.$": "$.Payload.outcome"},
+                "ResultPath": "$.assembled",
                 "Retry": [
                     {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
                 ],
                 "Catch": catch,
-                "End": True,
+                "Next": "Assembled",
             },
+            # A partition's final error may also let the Map end (a Map that tolerates it): the
+            # assembler then finds the attempt FAILED.
+            "Assembled": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.assembled.outcome", "StringEquals": ASSEMBLY_FAILED, "Next": "Abandoned"}],
+                "Default": "Done",
+            },
+            "Done": {"Type": "Succeed"},
             "Abandon": {
                 **invoke(ABANDON_ACTION, **{"error.$": "$.error"}),
                 "Retry": [_SERVICE_RETRY],
                 "Next": "Abandoned",
             },
-            # The task records why; a cancel must not count as a failed execution (that alarms).
-            "Abandoned": {"Type": "Succeed"},
+            "Abandoned": {
+                "Type": "Fail",
+                "Error": FAN_OUT_FAILED_ERROR,
+                "Cause": "The split export was abandoned after a fault; its task records the outcome.",
+            },
         },
     }

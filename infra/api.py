@@ -60,6 +60,8 @@ ACCESS_LOG_FORMAT: Final = {
     "userId": "$context.authorizer.claims.sub",
 }
 CORS_MAX_AGE: Final = Duration.hours(1)
+# The unauthenticated route of CORS preflights (with CORS on): every path.
+PREFLIGHT_PATH: Final = "/{proxy+}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,25 @@ class ExportsApi(Construct):
             route_key=apigw.HttpRouteKey.DEFAULT,
             integration=integration,
         )
+        if settings.cors_allowed_origins:
+            # $default catches OPTIONS too, behind the authorizer: a browser's preflight carries no
+            # token, so it would get 401 and every cross-origin call would fail. This route ranks
+            # above $default and needs none (AWS: "Configuring CORS for an HTTP API with a $default
+            # route and an authorizer").
+            preflight = apigw.HttpRoute(
+                self,
+                "Preflight",
+                http_api=self.http_api,
+                route_key=apigw.HttpRouteKey.with_(PREFLIGHT_PATH, apigw.HttpMethod.OPTIONS),
+                integration=integration,
+                authorizer=apigw.HttpNoneAuthorizer(),
+            )
+            acknowledge(
+                preflight,
+                "AwsSolutions-APIG4",
+                "CORS preflight requests carry no credentials by the browser's rules; the function answers "
+                "them with an empty 204 and reads nothing.",
+            )
         for path in PUBLIC_PATHS:
             routes = self.http_api.add_routes(
                 path=path, methods=[GET], integration=integration, authorizer=apigw.HttpNoneAuthorizer()

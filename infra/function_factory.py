@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -48,13 +48,20 @@ def removal_policy(settings: StageSettings) -> RemovalPolicy:
 def log_group(
     scope: Construct, construct_id: str, settings: StageSettings, log_group_name: str | None = None
 ) -> logs.LogGroup:
-    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation)."""
+    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation).
+
+    A named group a protected stage keeps is kept except when its own creation rolls back
+    (``RetainExceptOnCreate``): a retained leftover of a failed first deploy would hold the
+    name, and the next create would fail with "already exists"."""
+    policy = removal_policy(settings)
+    if log_group_name is not None and policy is RemovalPolicy.RETAIN:
+        policy = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
     return logs.LogGroup(
         scope,
         construct_id,
         log_group_name=log_group_name,
         retention=RETENTION[settings.log_retention_days],
-        removal_policy=removal_policy(settings),
+        removal_policy=policy,
     )
 
 
@@ -137,7 +144,7 @@ class ServiceFunction(Construct):
             log_group=self.log_group,
             environment={
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-                "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(settings.stage),
+                "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(Stack.of(self).stack_name),
                 "POWERTOOLS_LOG_LEVEL": settings.log_level,
                 **environment,
             },
@@ -155,6 +162,10 @@ class ServiceFunction(Construct):
             "X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level scoping.",
         )
 
-    def allow(self, actions: list[str], resources: list[str]) -> None:
-        """Let the function's role perform ``actions`` on ``resources``."""
-        self.role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources))
+    def allow(self, actions: list[str], resources: list[str], conditions: Mapping[str, Any] | None = None) -> None:
+        """Let the function's role perform ``actions`` on ``resources`` (under ``conditions``)."""
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=actions, resources=resources, conditions=dict(conditions) if conditions else None
+            )
+        )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final, cast
 
 from aws_cdk import ArnFormat, CfnElement, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
@@ -154,7 +156,10 @@ class ServiceFunctions(Construct):
             )
 
         self.api = service_function("Api", API)
-        self.worker = service_function("Worker", WORKER)
+        # Sized for the stage's largest split export (the assembler holds every segment's ends).
+        self.worker = service_function(
+            "Worker", replace(WORKER, memory_mb=Sizing.worker_memory_mb(settings.max_partitions))
+        )
         self.lifecycle = service_function("Lifecycle", LIFECYCLE)
         self.callback = service_function("Callback", CALLBACK)
         results = storage.results_objects_arn()
@@ -209,11 +214,13 @@ class ServiceFunctions(Construct):
             ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
             [results],
         )
-        # Every CSV export first looks for its checkpoint. Without s3:ListBucket, S3 answers a
-        # GetObject of a missing key with 403 AccessDenied instead of 404 NoSuchKey, which the
-        # adapter cannot tell from a real refusal: the export would fail. The bucket holds only
-        # result files (its access log is another bucket).
-        self.worker.allow(["s3:ListBucket"], [storage.bucket.bucket_arn])
+        # Every CSV export first looks for its checkpoint, by listing its key (S3ResultStore.
+        # read_checkpoint): only under the results prefix.
+        self.worker.allow(
+            ["s3:ListBucket"],
+            [storage.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{Results.KEY_PREFIX}/*"]}},
+        )
         self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
         self._reach_declared_sources(sources, settings)
         for lane in queues.lanes:
@@ -255,9 +262,12 @@ class ServiceFunctions(Construct):
         stack = Stack.of(self)
         if arns := sources.secret_arns():
             self.worker.allow(["secretsmanager:GetSecretValue"], arns)
+        # In the source's region when it names one (the token is signed for that region too).
         users = [
-            stack.format_arn(service="rds-db", resource="dbuser", resource_name=f"{rid}/{user}", arn_format=COLON)
-            for rid, user in sources.iam_users()
+            stack.format_arn(
+                service="rds-db", region=region, resource="dbuser", resource_name=f"{rid}/{user}", arn_format=COLON
+            )
+            for rid, user, region in sources.iam_users()
         ]
         if users:
             self.worker.allow(["rds-db:connect"], users)
@@ -281,16 +291,38 @@ class ServiceFunctions(Construct):
         function.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
             subnet_ids=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
         )
-        self.worker.allow(
-            [
-                "ec2:CreateNetworkInterface",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeSubnets",
-                "ec2:DeleteNetworkInterface",
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:UnassignPrivateIpAddresses",
+        # A policy of its own, so that its findings carry their own reasons. Lambda's VPC guide:
+        # the Describe actions work only on "*"; the others are scoped to this account and
+        # region (its own example for DeleteNetworkInterface).
+        in_account = Stack.of(self).format_arn(service="ec2", resource="*", resource_name="*")
+        networking = iam.Policy(
+            self,
+            "WorkerVpcNetworking",
+            roles=[self.worker.role],
+            statements=[
+                iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], resources=["*"]),
+                iam.PolicyStatement(
+                    actions=[
+                        "ec2:CreateNetworkInterface",
+                        "ec2:DeleteNetworkInterface",
+                        "ec2:AssignPrivateIpAddresses",
+                        "ec2:UnassignPrivateIpAddresses",
+                    ],
+                    resources=[in_account],
+                ),
             ],
-            ["*"],
+        )
+        acknowledge(
+            networking,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets, which Lambda needs to attach the worker to "
+            "its subnets, work only when allowed on all resources (Lambda's VPC configuration guide).",
+        )
+        acknowledge(
+            networking,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*]",
+            "Lambda creates, deletes and re-addresses the worker's network interfaces in the given subnets; "
+            "their ids are generated, so the grant is this account's and region's EC2 resources.",
         )
 
     @property

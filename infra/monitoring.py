@@ -1,9 +1,10 @@
 """Alarms to an SNS topic, and a dashboard of the business metrics and the moving parts.
 
 Business metrics are the EMF metrics the functions publish with Powertools: namespace
-:func:`exports.config.metrics_namespace` of the stage (so dev and prod in one account never share
+:func:`exports.config.metrics_namespace` of the stack (so two stacks in one account never share
 a number), names from :class:`exports.config.Metric`, and the ``service`` dimension Powertools
-adds from ``POWERTOOLS_SERVICE_NAME``.
+adds from ``POWERTOOLS_SERVICE_NAME``; ExportFailed also carries the error code and the source,
+and its alarm and graph read it with Metrics Insights across them.
 
 Every alarm notifies the topic when it fires and when it recovers (OK), and its description ends
 with a runbook line: what to do first, and the section of docs/alarms.md that says more. The
@@ -14,7 +15,7 @@ to perform SNS:Publish".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,7 +31,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import SERVICE_NAME, Metric, metrics_namespace
+from exports.config import ERROR_CODE_DIMENSION, SERVICE_NAME, SOURCE_DIMENSION, Metric, metrics_namespace
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
@@ -77,6 +78,10 @@ class Runbooks:
     EXECUTIONS_TIMED_OUT: Final = Runbook(
         "executions-timed-out", "An execution outlived its bound: check the callback function's duration."
     )
+    EXPORT_FAILED: Final = Runbook(
+        "export-failed",
+        "Graph 'Failed exports by error code and source' says which; read that code in the worker's logs.",
+    )
     CALLBACK_FAILED: Final = Runbook(
         "callback-failed", "Find the task in the callback function's logs; tell the receiver's owner."
     )
@@ -90,10 +95,10 @@ class Runbooks:
         return tuple(value for value in vars(cls).values() if isinstance(value, Runbook))
 
 
-def business_metric(name: str, stage: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
-    """One of our EMF metrics (``name`` from :class:`exports.config.Metric`) of ``stage``."""
+def business_metric(name: str, namespace: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
+    """One of our EMF metrics (``name`` from :class:`exports.config.Metric`) in ``namespace``."""
     return cloudwatch.Metric(
-        namespace=metrics_namespace(stage),
+        namespace=namespace,
         metric_name=name,
         dimensions_map={"service": SERVICE_NAME},
         statistic=statistic,
@@ -109,6 +114,7 @@ class Monitoring(Construct):
         self._settings = settings
         stack = Stack.of(self)
         self._prefix = stack.stack_name
+        self.namespace = metrics_namespace(stack.stack_name)
         self.alarms: list[cloudwatch.Alarm] = []
         self.topic = sns.Topic(
             self, "AlarmTopic", display_name=f"{SERVICE_NAME} alarms ({settings.stage})", enforce_ssl=True
@@ -148,10 +154,18 @@ class Monitoring(Construct):
         )
 
     def add_alarm(
-        self, construct_id: str, *, metric: cloudwatch.IMetric, threshold: float, description: str, runbook: Runbook
+        self,
+        construct_id: str,
+        *,
+        metric: cloudwatch.IMetric,
+        threshold: float,
+        description: str,
+        runbook: Runbook,
+        missing_data: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
     ) -> cloudwatch.Alarm:
         """An alarm at ``metric >= threshold`` over one period that notifies every destination
-        when it fires and when it recovers; its description ends with ``runbook``'s line."""
+        when it fires and when it recovers; its description ends with ``runbook``'s line. No
+        data counts as no fault unless ``missing_data`` says otherwise."""
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
@@ -161,7 +175,7 @@ class Monitoring(Construct):
             threshold=threshold,
             comparison_operator=GTE,
             evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=missing_data,
         )
         for destination in self.destinations:
             alarm.add_alarm_action(actions.SnsAction(destination))
@@ -187,6 +201,9 @@ class Monitoring(Construct):
                 description=f"A task message of the {label} lane crashed the worker too often and is in the "
                 "lane's dead-letter queue.",
                 runbook=Runbooks.DEAD_LETTERS,
+                # SQS stops publishing for a queue idle some hours, as a DLQ with a dead letter
+                # sitting in it is: the alarm keeps its state then, and recovers when it is emptied.
+                missing_data=cloudwatch.TreatMissingData.IGNORE,
             )
             age = lane.queue.metric_approximate_age_of_oldest_message(statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD)
             self.add_alarm(
@@ -253,17 +270,29 @@ class Monitoring(Construct):
             _graph("API latency p90 (ms)", [api.metric_latency(period=PERIOD, statistic=cloudwatch.Stats.p(90))]),
         )
 
-    def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2]]) -> None:
-        """Per table (``(name, table)``), an alarm on any throttled read or write."""
+    def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2, Sequence[str]]]) -> None:
+        """Per table (``(name, table, its global secondary indexes)``), an alarm on any throttled
+        read or write of the table or of an index (DynamoDB counts an index's throttles under
+        its own ``GlobalSecondaryIndexName`` dimension only)."""
         graphs: list[cloudwatch.IMetric] = []
-        for name, table in tables:
-            reads = table.metric("ReadThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)
-            writes = table.metric("WriteThrottleEvents", statistic=cloudwatch.Stats.SUM, period=PERIOD)
+        for name, table, indexes in tables:
             # Ids unique per table: the dashboard graphs every table's expression together.
             key = name.lower()
+            counted: dict[str, cloudwatch.IMetric] = {}
+            for scope, dimensions in (
+                ("table", {}),
+                *((f"index{number}", {"GlobalSecondaryIndexName": index}) for number, index in enumerate(indexes)),
+            ):
+                for kind in ("Read", "Write"):
+                    counted[f"{kind.lower()}s_{scope}_{key}"] = table.metric(
+                        f"{kind}ThrottleEvents",
+                        statistic=cloudwatch.Stats.SUM,
+                        period=PERIOD,
+                        dimensions_map={"TableName": table.table_name, **dimensions},
+                    )
             throttled = cloudwatch.MathExpression(
-                expression=f"FILL(reads_{key}, 0) + FILL(writes_{key}, 0)",
-                using_metrics={f"reads_{key}": reads, f"writes_{key}": writes},
+                expression=" + ".join(f"FILL({metric_id}, 0)" for metric_id in counted),
+                using_metrics=counted,
                 period=PERIOD,
                 label=f"{name} throttled requests",
             )
@@ -271,7 +300,7 @@ class Monitoring(Construct):
                 f"{name}TableThrottles",
                 metric=throttled,
                 threshold=1,
-                description=f"DynamoDB throttled reads or writes of the {name.lower()} table.",
+                description=f"DynamoDB throttled reads or writes of the {name.lower()} table or its indexes.",
                 runbook=Runbooks.DYNAMODB_THROTTLES,
             )
             graphs.append(throttled)
@@ -303,9 +332,20 @@ class Monitoring(Construct):
         )
 
     def _metric(self, name: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
-        return business_metric(name, self._settings.stage, statistic)
+        return business_metric(name, self.namespace, statistic)
 
     def _watch_business_metrics(self) -> None:
+        failed = cloudwatch.MathExpression(
+            expression=failed_exports_query(self.namespace), period=PERIOD, label="failed exports"
+        )
+        self.add_alarm(
+            "ExportFailed",
+            metric=failed,
+            threshold=1,
+            description="An export ended FAILED (a failing source, a bad query, a broken declaration, retries "
+            "spent on a fault).",
+            runbook=Runbooks.EXPORT_FAILED,
+        )
         callback_failed = self._metric(Metric.CALLBACK_FAILED)
         self.add_alarm(
             "CallbackFailed",
@@ -326,8 +366,17 @@ class Monitoring(Construct):
             _graph(
                 "Exports submitted / completed / failed / timed out / cancelled",
                 [
-                    self._metric(name)
-                    for name in (Metric.SUBMITTED, Metric.COMPLETED, Metric.FAILED, Metric.TIMED_OUT, Metric.CANCELLED)
+                    *(self._metric(name) for name in (Metric.SUBMITTED, Metric.COMPLETED)),
+                    failed,
+                    *(self._metric(name) for name in (Metric.TIMED_OUT, Metric.CANCELLED)),
+                ],
+            ),
+            _graph(
+                "Failed exports by error code and source",
+                [
+                    cloudwatch.MathExpression(
+                        expression=failed_exports_query(self.namespace, group_by=True), period=PERIOD
+                    )
                 ],
             ),
             _graph("Callbacks delivered / failed", [self._metric(Metric.CALLBACK_DELIVERED), callback_failed]),
@@ -351,6 +400,14 @@ class Monitoring(Construct):
                 [self._metric(Metric.DURATION_MS, stat) for stat in (cloudwatch.Stats.p(50), cloudwatch.Stats.p(90))],
             ),
         )
+
+
+def failed_exports_query(namespace: str, group_by: bool = False) -> str:
+    """The Metrics Insights query of ExportFailed over every error code and source (summed, or
+    one series per code and source)."""
+    schema = ", ".join(sorted(("service", ERROR_CODE_DIMENSION, SOURCE_DIMENSION)))
+    query = f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {schema})'
+    return f"{query} GROUP BY {ERROR_CODE_DIMENSION}, {SOURCE_DIMENSION}" if group_by else query
 
 
 def _graph(title: str, metrics: list[cloudwatch.IMetric]) -> cloudwatch.GraphWidget:

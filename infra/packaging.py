@@ -7,6 +7,8 @@ of export types (``exports.toml`` at the package root, with the CA bundles it na
 ``.pyc`` files compiled by an interpreter of the Lambda runtime's version. The bytecode is
 written in ``unchecked-hash`` mode: the asset zip resets file times, so timestamp-checked
 bytecode would look stale and be recompiled (into a read-only file system) on every cold start.
+The same package can be built for x86_64 (:attr:`PackageSpec.platforms`), which the packaged
+function suite (``tests/packaged``) runs on this machine as Lambda would.
 
 Versions are never typed here: they come from ``[project].dependencies`` in ``pyproject.toml``,
 and ``requirements.lock`` pins everything those pull in: the same locked versions as the
@@ -46,6 +48,9 @@ PIP_PLATFORM: Final = "manylinux2014_aarch64"
 # Wheels built for glibc 2.28 too (psycopg-binary ships no manylinux2014 arm64 wheel): Lambda's
 # python3.12 runtime runs on Amazon Linux 2023, glibc 2.34.
 PIP_PLATFORMS: Final = (PIP_PLATFORM, "manylinux_2_28_aarch64")
+# The same dependency set for this machine's architecture: the packaged-function suite
+# (tests/packaged) builds and runs the packages here, where arm64 code cannot run.
+X86_64_PLATFORMS: Final = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 # The AWS services the functions' code calls (exports/adapters/*: also RDS IAM auth tokens and RDS
 # secrets of declared PostgreSQL sources, the callback's secret). botocore
@@ -165,12 +170,14 @@ class PackageSpec:
     # Files besides the code, as (file, path in the package): the declaration of export types
     # and the CA bundles it names.
     extra_files: tuple[tuple[Path, str], ...] = ()
+    # pip's target platforms: Lambda's arm64 (what the CDK app deploys) unless told otherwise.
+    platforms: tuple[str, ...] = PIP_PLATFORMS
 
     def fingerprint(self) -> str:
         """A hash of every input of the package: unchanged inputs let CDK reuse a built asset."""
         digest = hashlib.sha256()
         digest.update(Path(__file__).read_bytes())
-        digest.update("\n".join((self.python_version, *PIP_PLATFORMS, *self.requirements)).encode())
+        digest.update("\n".join((self.python_version, *self.platforms, *self.requirements)).encode())
         digest.update(repr(self.aws_services).encode())
         for source, target in self.extra_files:
             digest.update(target.encode())
@@ -194,10 +201,10 @@ def _copy(source: Path, target: Path) -> None:
     shutil.copy2(source, target)
 
 
-def _pip(*arguments: str) -> list[str]:
-    """A pip command for Linux arm64 wheels of the runtime's Python, pinned by the lock."""
+def _pip(platforms: tuple[str, ...], *arguments: str) -> list[str]:
+    """A pip command for Linux wheels of ``platforms`` and the runtime's Python, pinned by the lock."""
     command = [sys.executable, "-m", "pip", *arguments, "--disable-pip-version-check", "--no-input", "--quiet"]
-    for platform in PIP_PLATFORMS:
+    for platform in platforms:
         command += ["--platform", platform]
     command += ["--implementation", "cp", "--only-binary=:all:"]
     return [*command, "--constraint", str(_constraints_file())]
@@ -216,7 +223,7 @@ def wheelhouse(spec: PackageSpec) -> Path:
     code never downloads again, and a synth after the first one needs no network.
     """
     key = hashlib.sha256()
-    key.update("\n".join((*PIP_PLATFORMS, spec.python_version, *spec.requirements)).encode())
+    key.update("\n".join((*spec.platforms, spec.python_version, *spec.requirements)).encode())
     key.update(locked_constraints().encode())
     root = wheel_cache_root()
     house = root / key.hexdigest()[:24]
@@ -224,7 +231,7 @@ def wheelhouse(spec: PackageSpec) -> Path:
         return house
     partial = root / f"{house.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    download = _pip("download", "--dest", str(partial), "--python-version", spec.python_version)
+    download = _pip(spec.platforms, "download", "--dest", str(partial), "--python-version", spec.python_version)
     _run([*download, *spec.requirements], "pip download")
     try:
         partial.rename(house)
@@ -236,7 +243,9 @@ def wheelhouse(spec: PackageSpec) -> Path:
 def build_package(spec: PackageSpec, output_dir: Path) -> None:
     """Write the package of ``spec`` into ``output_dir``."""
     interpreter = find_interpreter(spec.python_version)
-    install = _pip("install", "--no-index", "--find-links", str(wheelhouse(spec)), "--target", str(output_dir))
+    install = _pip(
+        spec.platforms, "install", "--no-index", "--find-links", str(wheelhouse(spec)), "--target", str(output_dir)
+    )
     install += ["--python-version", spec.python_version, "--no-compile"]
     _run([*install, *spec.requirements], "pip install")
     if spec.aws_services is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from exports.config import Admission, Callback, FanOut, HotKey, Results, Worker
+from exports.writers.sink import MIN_PART_BYTES
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -77,6 +78,20 @@ class Sizing:
     # and the state machine retries throttled invokes (Lambda.TooManyRequestsException).
     LIFECYCLE_RESERVED_CONCURRENCY: Final = 5
     CALLBACK_RESERVED_CONCURRENCY: Final = 5
+    # What a worker run needs besides a split export's held bytes: the interpreter, boto3,
+    # pydantic, a page of rows and the writer's buffers (peak RSS of a whole export is about
+    # 250 MB, docs/performance.md), with room to spare.
+    WORKER_BASE_MB: Final = 512
+
+    @staticmethod
+    def worker_memory_mb(max_partitions: int) -> int:
+        """The worker's memory for a stage splitting exports in up to ``max_partitions``: the
+        assembler holds every segment's head and tail at once (at most one minimum part plus
+        one upload part each, 13 MiB), so 100 partitions need more than the 1024 MB that serve
+        an unsplit export. Rounded up to 64 MB; never below ``WORKER_MEMORY_MB``."""
+        held_mb = max_partitions * (MIN_PART_BYTES + Worker.UPLOAD_PART_BYTES) / (1024 * 1024)
+        needed = math.ceil((Sizing.WORKER_BASE_MB + held_mb) / 64) * 64
+        return max(Sizing.WORKER_MEMORY_MB, needed)
 
 
 class AccountQuota:

@@ -5,6 +5,7 @@ what the worker needs to reach them (secrets, RDS IAM users, the user's own tabl
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,9 @@ from exports.declared.loader import DeclarationError, Declarations, default_path
 from exports.declared.model import PostgresSource
 from infra.settings import StageSettings
 
+# Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN.
+_COMPLETE_SECRET_ARN = re.compile(r":secret:.+-[A-Za-z0-9]{6}$")
+PARTIAL_SECRET_SUFFIX = "-??????"
 # How Cognito names a custom attribute's claim, and its groups claim.
 COGNITO_CUSTOM = "custom:"
 COGNITO_GROUPS = "cognito:groups"
@@ -78,17 +82,20 @@ class DeclaredSources:
         )
 
     def secret_arns(self) -> list[str]:
-        """The secrets the worker reads to connect."""
-        return sorted(
-            {
-                source.secret_arn
-                for source in self.declarations.file.sources.values()
-                if isinstance(source, PostgresSource) and source.secret_arn
-            }
-        )
+        """The secrets the worker reads to connect, as IAM resources: a complete ARN as it is,
+        a partial one (without the ``-XXXXXX`` suffix Secrets Manager appends to the name,
+        which GetSecretValue accepts) with that suffix as a wildcard: IAM compares the full ARN,
+        so the bare partial one would be denied."""
+        arns = set()
+        for source in self.declarations.file.sources.values():
+            if isinstance(source, PostgresSource) and source.secret_arn:
+                arn = source.secret_arn
+                arns.add(arn if _COMPLETE_SECRET_ARN.search(arn) else f"{arn}{PARTIAL_SECRET_SUFFIX}")
+        return sorted(arns)
 
-    def iam_users(self) -> list[tuple[str, str]]:
-        """(resource id, database user) of every source with RDS IAM authentication."""
+    def iam_users(self) -> list[tuple[str, str, str | None]]:
+        """(resource id, database user, region or None for the stack's) of every source with
+        RDS IAM authentication."""
         users = []
         for name, source in self.declarations.file.sources.items():
             if isinstance(source, PostgresSource) and source.iam_auth is not None:
@@ -98,8 +105,8 @@ class DeclaredSources:
                         f"sources.{name}: iam_auth.resource_id",
                         "is needed on AWS: the worker is granted rds-db:connect on it",
                     )
-                users.append((source.iam_auth.resource_id, source.iam_auth.user))
-        return sorted(set(users))
+                users.append((source.iam_auth.resource_id, source.iam_auth.user, source.iam_auth.region))
+        return sorted(set(users), key=str)
 
     def user_tables(self) -> list[str]:
         """The DynamoDB tables declared by name (tables named by variable are the stack's own)."""

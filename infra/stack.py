@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
-from exports.config import SERVICE_NAME
+from exports.config import SERVICE_NAME, CustomersTable, OrdersTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
@@ -83,7 +83,11 @@ class ExportsStack(Stack):
         self.monitoring.watch_worker(self.functions.worker.function)
         self.monitoring.watch_api(self.api.http_api)
         self.monitoring.watch_tables(
-            (("Tasks", self.tables.tasks), ("Orders", self.tables.orders), ("Customers", self.tables.customers))
+            (
+                ("Tasks", self.tables.tasks, (TaskTable.USER_INDEX,)),
+                ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,)),
+                ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,)),
+            )
         )
         self.lifecycle = self.workflows.add_lifecycle(
             lifecycle=self.functions.lifecycle, callback=self.functions.callback

@@ -62,7 +62,8 @@ def longest_execution_sec(definition: Mapping[str, Any], function_timeouts: Mapp
     Each Task state is entered at most once (the definition has no loops) and tried at most
     ``1 + sum(MaxAttempts)`` times. An attempt is bounded by the invoked function's timeout, or by
     a longer ``TimeoutSeconds`` (for ``TimeoutSecondsPath``: the longest task timeout the API
-    accepts). Retry pauses are added on top. ``function_timeouts`` maps each ``FunctionName`` of
+    accepts). Retry pauses (each at most its ``MaxDelaySeconds``; full jitter only shortens
+    them) are added on top. ``function_timeouts`` maps each ``FunctionName`` of
     the definition to that function's timeout. Generous on purpose: an execution that times out
     would lose its callback.
     """
@@ -75,7 +76,9 @@ def longest_execution_sec(definition: Mapping[str, Any], function_timeouts: Mapp
         retries = state.get("Retry", [])
         attempts = 1 + sum(retrier["MaxAttempts"] for retrier in retries)
         pauses = sum(
-            retrier["IntervalSeconds"] * retrier["BackoffRate"] ** attempt
+            min(
+                retrier.get("MaxDelaySeconds", math.inf), retrier["IntervalSeconds"] * retrier["BackoffRate"] ** attempt
+            )
             for retrier in retries
             for attempt in range(retrier["MaxAttempts"])
         )

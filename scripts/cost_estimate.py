@@ -61,6 +61,17 @@ class Price:
     ALARM_MONTH: Final = 0.10  # standard resolution, one metric per alarm
     DASHBOARD_MONTH: Final = 3.00
     DATA_TRANSFER_OUT_GB: Final = 0.09
+    # The worker in a VPC (-c worker_vpc): per availability zone and hour, and per GB processed.
+    NAT_GATEWAY_HOUR: Final = 0.045
+    NAT_GATEWAY_GB: Final = 0.045
+    INTERFACE_ENDPOINT_HOUR: Final = 0.01
+    INTERFACE_ENDPOINT_GB: Final = 0.01
+    HOURS_PER_MONTH: Final = 730
+
+
+# The interface endpoints a worker in private subnets needs (docs/export-your-own-data.md, "On
+# AWS"); the DynamoDB and S3 gateway endpoints cost nothing.
+WORKER_INTERFACE_ENDPOINTS: Final = ("sqs", "states", "secretsmanager", "xray")
 
 
 @dataclass(frozen=True)
@@ -413,10 +424,10 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
         ),
         Line(
             "S3 requests",
-            (2 + parts + 1) * Price.S3_PUT_REQUEST + (1 + work.downloads) * Price.S3_GET_REQUEST,
+            (2 + parts + 1 + 1) * Price.S3_PUT_REQUEST + work.downloads * Price.S3_GET_REQUEST,
             0,
-            f"multipart create + {parts} part + complete, the result's tags (PUT class); the checkpoint "
-            f"look-up (a GET that finds none) and {work.downloads} download GET",
+            f"multipart create + {parts} part + complete, the result's tags, the checkpoint look-up (a LIST that "
+            f"finds none) (PUT class); {work.downloads} download GET",
         ),
         Line(
             "S3 storage",
@@ -514,8 +525,8 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "(for XLSX workbooks)",
         f"- {facts.lanes} priority lanes: a task queue, a dead-letter queue and a worker event source each",
         f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
-        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machine (Standard), "
-        f"{facts.secrets} secret",
+        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machines (Standard: "
+        f"the lifecycle, and the fan-out of split exports, which this estimate does not split), {facts.secrets} secret",
         "",
         "## Monthly cost",
         "",
@@ -578,7 +589,39 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "task that reaches its deadline costs one more transition (`Expire`).",
         "",
     ]
+    out += _vpc_costs()
     return "\n".join(out)
+
+
+def _vpc_costs(zones: int = 2) -> list[str]:
+    """The fixed monthly cost of a worker in private subnets (``-c worker_vpc``), not in the
+    table above: its way out to AWS, per availability zone of its subnets."""
+    endpoints = len(WORKER_INTERFACE_ENDPOINTS)
+    endpoint_month = endpoints * zones * Price.INTERFACE_ENDPOINT_HOUR * Price.HOURS_PER_MONTH
+    nat_month = zones * Price.NAT_GATEWAY_HOUR * Price.HOURS_PER_MONTH
+    return [
+        "## The worker in a VPC",
+        "",
+        "Not in the table: with `-c worker_vpc` the worker reaches AWS from private subnets through VPC",
+        f"endpoints or a NAT gateway (a fixed monthly cost, here for subnets in {zones} availability zones).",
+        "The DynamoDB and S3 gateway endpoints are free.",
+        "",
+        *_table(
+            ["Way out", "Monthly, fixed", "Per GB"],
+            [
+                [
+                    f"{endpoints} interface endpoints ({', '.join(WORKER_INTERFACE_ENDPOINTS)}) x {zones} zones",
+                    _money(endpoint_month),
+                    _money(Price.INTERFACE_ENDPOINT_GB),
+                ],
+                [f"a NAT gateway per zone ({zones})", _money(nat_month), _money(Price.NAT_GATEWAY_GB)],
+            ],
+        ),
+        "",
+        "Split exports' partitions read the database from the same subnets; their bytes to S3 go through",
+        "the free gateway endpoint either way.",
+        "",
+    ]
 
 
 def synthesized_template(stage: str) -> dict[str, Any]:

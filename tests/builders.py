@@ -13,8 +13,10 @@ def http_event(
     headers: dict[str, str] | None = None,
     query: dict[str, str] | None = None,
     raw_body: str | None = None,
+    claims: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload 2.0) event, with the JWT authorizer's claims for ``user``."""
+    """An API Gateway HTTP API (payload 2.0) event, with the JWT authorizer's claims for ``user``
+    (``sub``, and ``claims`` besides)."""
     all_headers = {"content-type": "application/json", **(headers or {})}
     event: dict[str, Any] = {
         "version": "2.0",
@@ -41,7 +43,7 @@ def http_event(
     elif body is not None:
         event["body"] = json.dumps(body)
     if user is not None:
-        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": user}, "scopes": None}}
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": user, **(claims or {})}, "scopes": None}}
     return event
 
 

@@ -23,7 +23,17 @@ def xdist_group(parts: tuple[str, ...], fixturenames: Iterable[str]) -> str:
 # orders them by their number of tests): the long ones first, so the many short ones fill the
 # workers in at the end. The shared groups come first, then modules by how long their suite's
 # tests usually take.
-SUITES_BY_LENGTH = ("e2e", "reliability", "postgres", "integration", "security", "contract", "client", "unit")
+SUITES_BY_LENGTH = (
+    "e2e",
+    "packaged",
+    "reliability",
+    "postgres",
+    "integration",
+    "security",
+    "contract",
+    "client",
+    "unit",
+)
 
 
 def schedule_rank(parts: tuple[str, ...], group: str) -> int:

@@ -5,26 +5,62 @@ TLS: a source reached through a secret or IAM defaults to ``sslmode=verify-full`
 runtime's trust store (``sslrootcert=system``, which RDS Proxy's certificates chain to); a
 database that presents the RDS CA's certificates needs that CA's bundle shipped with the
 declaration (``sslrootcert = "certs/rds-global-bundle.pem"``, relative to the declaration file).
+
+``system`` is resolved here, not by libpq (:func:`trust_runtime_roots`): libpq takes it to mean
+its OpenSSL's default store, and psycopg-binary bundles an OpenSSL whose default store
+(``/usr/lib/psycopg-openssl``) exists neither on Lambda nor on most hosts, so it trusted nothing.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from exports.declared.model import IamAuth, PostgresSource, SslMode
-from exports.domain.errors import ExportsError
+from exports.domain.errors import ExportFailed, ExportsError, SourceCode
 from exports.ports import ConnectionSettings
 
 SecretReader = Callable[[str], Mapping[str, Any]]
 TokenMaker = Callable[[IamAuth], str]
 
 
+# libpq's value of sslrootcert for "the SSL library's trust store".
+SYSTEM_ROOTS: Final = "system"
+
+
 class SourceNotConfigured(ExportsError):
     """A source's connection cannot be built (its environment variable is not set)."""
 
     code = "SOURCE_NOT_CONFIGURED"
+
+
+def runtime_ca_bundle() -> str | None:
+    """The CA bundle of the runtime's own OpenSSL, the one the interpreter's ``ssl`` module is
+    linked against: ``SSL_CERT_FILE`` if set, else the OS's bundle (``/etc/pki/tls/cert.pem``
+    on Lambda's Amazon Linux 2023, kept current with the runtime and holding the Amazon roots
+    RDS Proxy chains to). None when there is no such file."""
+    return ssl.get_default_verify_paths().cafile
+
+
+def trust_runtime_roots(source: str, keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """libpq's connection ``keywords`` of data source ``source`` with ``sslrootcert=system``
+    replaced by :func:`runtime_ca_bundle`. libpq refuses ``system`` with a mode weaker than
+    ``verify-full`` (anyone can get a publicly trusted certificate for a host they own), so the
+    mode is ``verify-full``, as libpq itself would have it. Without a bundle the export fails
+    (``SOURCE_TLS_UNVERIFIED``): no retry brings one."""
+    if keywords.get("sslrootcert") != SYSTEM_ROOTS:
+        return dict(keywords)
+    bundle = runtime_ca_bundle()
+    if bundle is None:
+        raise ExportFailed(
+            f"data source {source!r} verifies its server against the runtime's trust store "
+            '(sslrootcert = "system"), and this runtime has no CA bundle: ship the server\'s CA '
+            'bundle with the declaration (sslrootcert = "certs/<bundle>.pem") or set SSL_CERT_FILE',
+            code=SourceCode.TLS_UNVERIFIED,
+        )
+    return {**keywords, "sslrootcert": bundle, "sslmode": SslMode.VERIFY_FULL.value}
 
 
 def connection_settings(
@@ -79,19 +115,24 @@ def _tls(source: PostgresSource, base_dir: Path) -> dict[str, str]:
     settings: dict[str, str] = {}
     if mode is not None:
         settings["sslmode"] = mode.value
-    root = source.sslrootcert or ("system" if mode in (SslMode.VERIFY_CA, SslMode.VERIFY_FULL) else None)
+    root = source.sslrootcert or (SYSTEM_ROOTS if mode in (SslMode.VERIFY_CA, SslMode.VERIFY_FULL) else None)
     if root is not None:
-        settings["sslrootcert"] = root if root == "system" else str((base_dir / root).resolve())
+        settings["sslrootcert"] = root if root == SYSTEM_ROOTS else str((base_dir / root).resolve())
     return settings
 
 
 def secrets_manager_reader(client_factory: Callable[[str], Any]) -> SecretReader:
     """Read an RDS-shaped JSON secret, cached for five minutes (rotations are picked up)."""
+    providers: list[Any] = []  # one provider (and its cache) per reader, made on first use
 
     def read(arn: str) -> Mapping[str, Any]:
-        from aws_lambda_powertools.utilities.parameters import get_secret
+        from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-        value = get_secret(arn, transform="json", max_age=300, boto3_client=client_factory("secretsmanager"))
+        # The client goes to the provider: get_secret() would pass it on to GetSecretValue as a
+        # parameter, which botocore refuses.
+        if not providers:
+            providers.append(SecretsProvider(boto3_client=client_factory("secretsmanager")))
+        value = providers[0].get(arn, transform="json", max_age=300)
         if not isinstance(value, Mapping):
             raise SourceNotConfigured(f"secret {arn} does not hold a JSON object")
         return value

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from exports.adapters.postgres_connections import trust_runtime_roots
 from exports.adapters.postgres_values import (
     NATIVE_KINDS,
     SESSION_FORMATS,
@@ -52,6 +53,12 @@ DESCRIBE_TIMEOUT_SEC = 30
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
 # shutting down, out of resources. Connection-level failures (class 08) are transient too.
 _TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
+# libpq's messages when it cannot verify the server (fe-secure-openssl.c), and what they mean.
+_CERTIFICATE_FAILURES = (
+    ("certificate verify failed", "the certificate does not chain to a trusted CA"),
+    ("does not match host name", "the certificate names another host"),
+    ("root certificate file", "the CA bundle cannot be read"),
+)
 
 
 class SourceUnavailable(RetryableError):
@@ -138,10 +145,15 @@ class PostgresReader:
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
 
+        # One set of keywords, a URI's parameters included, so that sslrootcert=system is
+        # resolved wherever it was given.
+        given = dict(self._connection_settings())
+        keywords = conninfo_to_dict(given.pop("conninfo", ""), **given)
         settings = {
             "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
-            **self._connection_settings(),
+            **trust_runtime_roots(self.source, keywords),
             "application_name": f"exports:{control.task_id}"[:63],
         }
         try:
@@ -150,6 +162,8 @@ class PostgresReader:
             logger.warning(
                 "could not connect to a data source", extra={"source": self.source, "sqlstate": error.sqlstate}
             )
+            if reason := _certificate_failure(error):
+                raise ExportFailed(_unverified(self.source, reason), code=SourceCode.TLS_UNVERIFIED) from None
             raise SourceUnavailable(_unreachable(self.source, error)) from None
         conn.read_only = True
         register_loaders(conn)
@@ -173,6 +187,26 @@ class PostgresReader:
                 f"could not read the credentials of data source {self.source!r} ({type(error).__name__}); "
                 "the export is retried"
             ) from None
+
+
+def _certificate_failure(error: psycopg.Error) -> str | None:
+    """Why libpq could not verify the server's certificate, or None for any other failure.
+    libpq reports these client-side, without a SQLSTATE: its own words are all there is."""
+    message = str(error)
+    for marker, reason in _CERTIFICATE_FAILURES:
+        if marker in message:
+            return reason
+    return None
+
+
+def _unverified(source: str, reason: str) -> str:
+    return (
+        f"could not verify the TLS certificate of data source {source!r} ({reason}); not retried. The "
+        "server's certificate must chain to a CA the worker trusts and name the host connected to: set the "
+        "source's sslrootcert to the CA bundle of the server, shipped with the declaration (for RDS, "
+        "certs/rds-global-bundle.pem), or connect through RDS Proxy, whose certificates the runtime's trust "
+        'store (sslrootcert = "system") verifies'
+    )
 
 
 def _unreachable(source: str, error: psycopg.Error) -> str:

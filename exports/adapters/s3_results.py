@@ -127,11 +127,16 @@ class S3ResultStore:
             yield from body.iter_chunks(chunk_bytes)
 
     def read_checkpoint(self, key: str) -> bytes | None:
-        """The checkpoint object, or None if there is none."""
+        """The checkpoint object, or None if there is none. Listed first (most exports have
+        none): the worker may list only under the results prefix, and a GET of a missing key
+        would be a 403 without a list permission the GET's own request can match."""
         try:
             with translated("read checkpoint"):
+                listed = self._client.list_objects_v2(Bucket=self._bucket, Prefix=key, MaxKeys=1)
+                if not any(item["Key"] == key for item in listed.get("Contents", [])):
+                    return None
                 return self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
-        except ObjectMissing:
+        except ObjectMissing:  # deleted between the list and the get
             return None
 
     def write_checkpoint(self, key: str, body: bytes) -> None:

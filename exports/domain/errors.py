@@ -125,6 +125,9 @@ class SourceCode:
     QUERY_CANCELLED: Final = "SOURCE_QUERY_CANCELLED"
     NOT_CONFIGURED: Final = "SOURCE_NOT_CONFIGURED"
     DATA_INVALID: Final = "SOURCE_DATA_INVALID"
+    # The server's TLS certificate could not be verified (untrusted CA, wrong host name, no CA
+    # bundle): final, since only a change of configuration makes it pass.
+    TLS_UNVERIFIED: Final = "SOURCE_TLS_UNVERIFIED"
 
 
 class SourceQueryTimeout(ExportFailed):

@@ -88,9 +88,12 @@ def _status_of(error: ExportsError) -> HTTPStatus:
 
 
 def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
-    """The methods the routes of ``path`` answer (empty: no route has that path), sorted."""
+    """The methods the routes of ``path`` answer (empty: no route has that path), sorted. CORS
+    preflights (OPTIONS, answered on every path) say nothing about a path: they are left out."""
     routes = app._static_routes + app._dynamic_routes  # Powertools keeps no public list of them
-    return sorted({route.method.upper() for route in routes if route.rule.match(path)})
+    return sorted(
+        {route.method.upper() for route in routes if route.rule.match(path) and route.method.upper() != "OPTIONS"}
+    )
 
 
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from exports.config import FanOut, Results
-from exports.domain.errors import ExportsError, LostOwnership, RetryableError
+from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress
@@ -41,11 +41,9 @@ from exports.writers.segment_upload import SegmentUpload
 logger = logging.getLogger(__name__)
 
 
-class PartitionSourceBusy(RetryableError):
-    """Every slot of the partition's source is taken: the workflow tries the partition later
-    (the class name is the error the definition retries on)."""
-
-    code = FanOut.SOURCE_BUSY_ERROR
+class PartitionSourceBusy(ExportsError):
+    """Every slot of the partition's source is taken: the workflow waits and tries the partition
+    again (:func:`exports.services.worker.partition_step` turns it into that result)."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import ValidationError
 
-from exports.config import HotKey, Metric, SourceSlots
+from exports.config import ERROR_CODE_DIMENSION, NO_SOURCE, SOURCE_DIMENSION, HotKey, Metric, SourceSlots
 from exports.domain.admission import date_span_days, lane_for
 from exports.domain.errors import (
     ConditionFailed,
@@ -27,12 +27,13 @@ from exports.domain.task import ExportResult, Task, claim, complete, fail, reque
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
 from exports.services.dependencies import WorkerDependencies
 from exports.services.export_run import run_export
-from exports.services.fan_out_run import abandon, assemble_file, start_fan_out
+from exports.services.fan_out_run import PartitionSourceBusy, abandon, assemble_file, start_fan_out, write_partition
 from exports.services.long_exports import ExportContinues
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.result_cleanup import remove_result
 from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
+from exports.workflows import PartitionStatus
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def _abandon(task_id: str, error: Exception, deps: WorkerDependencies) -> None:
     except ExportsError:
         logger.exception("could not fail a task whose message goes to the dead-letter queue")
         return
-    deps.metrics.add(Metric.FAILED)
+    count_failure(task, DELIVERY_FAILED, deps)
     logger.error("task failed: its message goes to the dead-letter queue", extra={"error_code": DELIVERY_FAILED})
 
 
@@ -265,10 +266,50 @@ def _export(
     return run_export(task, progress, deps, remaining_ms)
 
 
+def partition_step(
+    task_id: str, attempt: int, partition: int, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
+) -> str:
+    """Write one partition of a split export; what came of it, as the fan-out workflow reads it
+    (:class:`exports.workflows.PartitionStatus`). Waiting for a source slot and a task that
+    stopped are results, not errors; a final error ends the task FAILED with its code (the
+    other partitions then stop between parts); a transient one propagates, for the workflow to
+    try the partition again."""
+    try:
+        write_partition(task_id, attempt, partition, deps, remaining_ms)
+    except PartitionSourceBusy:
+        return PartitionStatus.BUSY
+    except LostOwnership:
+        return PartitionStatus.STOPPED
+    except ExportFailed as error:
+        task = deps.tasks.get(task_id)
+        if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
+            return PartitionStatus.STOPPED
+        if isinstance(error, SourceQueryTimeout) and deps.clock() >= task.deadline:
+            return PartitionStatus.STOPPED  # the deadline: the assembler times the task out
+        outcome = _fail(task, error.code, f"partition {partition}: {error.message}", deps)
+        return PartitionStatus.FAILED if outcome is Outcome.FAILED else PartitionStatus.STOPPED
+    return PartitionStatus.WRITTEN
+
+
 def finish_fan_out(task_id: str, attempt: int, deps: WorkerDependencies) -> Outcome:
     """Assemble a split export's file and end its task COMPLETED (the fan-out workflow's last
-    step); the file is removed again if the task ended meanwhile."""
-    task, result = assemble_file(task_id, attempt, deps)
+    step); the file is removed again if the task ended meanwhile. A task that stopped while
+    its partitions ran (so some staged nothing) is cleaned up instead: it is no longer this
+    attempt's (LOST_OWNERSHIP; FAILED when a partition's final error ended it), or it reached
+    its deadline and times out now."""
+    task = deps.tasks.get(task_id)
+    if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
+        abandon(task_id, attempt, deps)
+        failed = task is not None and task.status is TaskStatus.FAILED and task.attempt == attempt
+        return Outcome.FAILED if failed else Outcome.LOST_OWNERSHIP  # FAILED: a partition failed it
+    if deps.clock() >= task.deadline:
+        abandon(task_id, attempt, deps)
+        return _time_out(task, deps)
+    try:
+        task, result = assemble_file(task_id, attempt, deps)
+    except LostOwnership:  # cancelled or taken over while assembling: a stop, not a fault
+        abandon(task_id, attempt, deps)
+        return Outcome.LOST_OWNERSHIP
     return _complete(task, result, deps)
 
 
@@ -336,9 +377,20 @@ def _fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outc
         end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
-    deps.metrics.add(Metric.FAILED)
+    count_failure(task, code, deps)
     logger.warning("export failed", extra={"error_code": code})
     return Outcome.FAILED
+
+
+def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
+    """One ExportFailed, by error code and data source: the alarm pages on any, the dashboard
+    says which code of which source (``-`` for a type that declares no source)."""
+    try:
+        limit = deps.registry.get(task.export_type).source_limit()
+    except ExportsError:  # a type no longer declared
+        limit = None
+    source = limit.source if limit is not None else NO_SOURCE
+    deps.metrics.add(Metric.FAILED, dimensions={ERROR_CODE_DIMENSION: code, SOURCE_DIMENSION: source})
 
 
 def _retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:

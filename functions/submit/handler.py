@@ -270,6 +270,14 @@ def get_export_type(name: str) -> ExportTypeView:
     return ExportTypeView.of(queries.export_type(name, caller_of(app.current_event), dependencies()))
 
 
+@app.route(".+", method="OPTIONS", include_in_schema=False)
+def preflight() -> Response[str]:
+    """A browser's CORS preflight, which reaches the function through the unauthenticated
+    ``OPTIONS /{proxy+}`` route when CORS is on: an empty 204, to which API Gateway adds the
+    stage's CORS headers (it ignores the integration's own)."""
+    return Response(status_code=204, content_type=content_types.TEXT_PLAIN, body="")
+
+
 @app.get(OPENAPI_PATH, include_in_schema=False)
 def openapi_document() -> Response[str]:
     """The OpenAPI document of this API."""

@@ -15,8 +15,7 @@ from exports.adapters.sqs_queue import decode_message
 from exports.composition import PowertoolsMetrics, compose_worker
 from exports.ports import Delivery
 from exports.services.dependencies import WorkerDependencies
-from exports.services.fan_out_run import write_partition
-from exports.services.worker import abandon_fan_out, finish_fan_out, process_delivery
+from exports.services.worker import abandon_fan_out, finish_fan_out, partition_step, process_delivery
 from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
 
 logger = Logger()
@@ -54,13 +53,14 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
 
 
 def fan_out_step(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """One step of a split export; a raised error is the step's error (retried or caught by
-    the workflow by its class name). A partition's query is bounded by the invocation's time."""
+    """One step of a split export; what it came to is its result (the workflow reads a
+    partition's ``status``), and only a fault raises (retried or caught by the workflow). A
+    partition's query is bounded by the invocation's time."""
     task_id, attempt = str(event["task_id"]), int(event["attempt"])
     logger.append_keys(correlation_id=task_id, task_id=task_id, action=event["action"])
     if event["action"] == PARTITION_ACTION:
         partition, remaining_ms = int(event["partition"]), context.get_remaining_time_in_millis
-        return {"rows": write_partition(task_id, attempt, partition, dependencies(), remaining_ms)}
+        return {"status": partition_step(task_id, attempt, partition, dependencies(), remaining_ms)}
     if event["action"] == ASSEMBLE_ACTION:
         return {"outcome": finish_fan_out(task_id, attempt, dependencies()).value}
     if event["action"] == ABANDON_ACTION:

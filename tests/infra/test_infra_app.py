@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,6 +45,26 @@ def test_an_unacknowledged_finding_stops_the_synth(tmp_path):
         app.synth()
 
     assert "AwsSolutions-SQS4" in str(failure.value)
+
+
+def test_prod_without_an_alarm_destination_is_refused_in_one_line_without_a_traceback(tmp_path):
+    context = {**CDK_CONTEXT, "stage": "prod"}
+    environment = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path)}
+
+    synth = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert synth.returncode == 1
+    (line,) = [line for line in synth.stderr.splitlines() if line.strip() and "!!" not in line]
+    assert line.startswith("exports: stage prod needs an alarm destination") and "alarm_email" in line
+    assert "Traceback" not in synth.stderr
 
 
 def test_prod_without_an_alarm_destination_stops_before_any_stack_is_built(tmp_path):

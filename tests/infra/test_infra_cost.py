@@ -142,3 +142,12 @@ def test_the_published_estimate_prices_the_workers_temporary_disk():
 
     assert f"worker /tmp {XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB} MB" in text
     assert "| Lambda ephemeral storage |" in text
+
+
+def test_the_published_estimate_is_the_scripts_output_for_todays_template():
+    from scripts.cost_estimate import REPO_ROOT, render, synthesized_template
+
+    published = (REPO_ROOT / "docs" / "cost.md").read_text()
+
+    assert published == render(synthesized_template("prod"), "prod")
+    assert "2 state machines" in published and "## The worker in a VPC" in published

@@ -14,6 +14,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
+from exports.config import CustomersTable, OrdersTable, TaskTable
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
 from infra.settings import Sizing, StageSettings
 from infra.stack import ExportsStack
@@ -120,21 +121,35 @@ def test_each_table_alarms_on_any_throttled_read_or_write(dev):
     by_name = {alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-"): alarm for alarm in alarms(dev)}
     tables = dev.stack.tables
 
-    for name, table in (("Tasks", tables.tasks), ("Orders", tables.orders), ("Customers", tables.customers)):
+    for name, table, index in (
+        ("Tasks", tables.tasks, TaskTable.USER_INDEX),
+        ("Orders", tables.orders, OrdersTable.DAY_INDEX),
+        ("Customers", tables.customers, CustomersTable.DAY_INDEX),
+    ):
         alarm = by_name[f"{name}TableThrottles"]
         assert alarm["Threshold"] == 1
         (expression,) = [query["Expression"] for query in alarm["Metrics"] if "Expression" in query]
         stats = {query["Id"]: query["MetricStat"] for query in alarm["Metrics"] if "MetricStat" in query}
-        assert sorted(stat["Metric"]["MetricName"] for stat in stats.values()) == [
-            "ReadThrottleEvents",
-            "WriteThrottleEvents",
-        ]
-        # The alarm sums both: any throttled read or write counts.
-        assert all(metric_id in expression for metric_id in stats)
-        assert "+" in expression
+
+        # The table's own series and its index's: DynamoDB counts an index's throttles only there.
+        def sorted_dimensions(dimensions):
+            return json.dumps(sorted(dimensions, key=lambda dimension: dimension["Name"]))
+
+        series = sorted(
+            (stat["Metric"]["MetricName"], sorted_dimensions(stat["Metric"]["Dimensions"])) for stat in stats.values()
+        )
+        table_only = [{"Name": "TableName", "Value": dev.ref(table)}]
+        with_index = [*table_only, {"Name": "GlobalSecondaryIndexName", "Value": index}]
+        assert series == sorted(
+            (metric, sorted_dimensions(dimensions))
+            for metric in ("ReadThrottleEvents", "WriteThrottleEvents")
+            for dimensions in (table_only, with_index)
+        )
+        # The alarm sums them all: any throttled read or write counts.
+        assert all(f"FILL({metric_id}, 0)" in expression for metric_id in stats)
+        assert expression.count("+") == len(stats) - 1
         for stat in stats.values():
             assert stat["Metric"]["Namespace"] == "AWS/DynamoDB"
-            assert stat["Metric"]["Dimensions"] == [{"Name": "TableName", "Value": dev.ref(table)}]
             assert stat["Stat"] == "Sum"
 
 

@@ -13,10 +13,12 @@ from aws_cdk.assertions import Match
 
 from exports.config import (
     API_VERSION_PREFIX,
+    ERROR_CODE_DIMENSION,
     LANES,
     METRICS_NAMESPACE,
     PUBLIC_PATHS,
     SERVICE_NAME,
+    SOURCE_DIMENSION,
     Capacity,
     CustomersTable,
     Env,
@@ -26,10 +28,11 @@ from exports.config import (
     TaskTable,
     metrics_namespace,
 )
-from infra.api import PROTECTED_ROUTES
+from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.queues import lane_id
 from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
+from tests.builders import FakeContext, http_event
 
 pytestmark = pytest.mark.infra
 
@@ -79,7 +82,8 @@ def allowed_pairs(synth, service_function):
     for policy in policies:
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
-            assert "Condition" not in statement
+            # The one conditioned grant: the worker's listing, under the results prefix only.
+            assert "Condition" not in statement or statement["Action"] == "s3:ListBucket", statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             pairs |= {(action, json.dumps(resource, sort_keys=True)) for action in actions for resource in resources}
@@ -134,7 +138,7 @@ def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
         assert props["Handler"] == "handler.lambda_handler"
         variables = props["Environment"]["Variables"]
         assert variables["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
-        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == metrics_namespace(dev.settings.stage)
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == metrics_namespace(dev.stack.stack_name)
         assert variables["POWERTOOLS_LOG_LEVEL"] == dev.settings.log_level
 
 
@@ -350,13 +354,26 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
                 ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
                 results,
             ),
-            # so that a missing checkpoint reads as 404 NoSuchKey rather than 403 AccessDenied
+            # the checkpoint look-up lists its key (conditioned to the results prefix, below)
             (["s3:ListBucket"], dev.arn(stack.storage.bucket)),
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
             # start the fan-out execution of an export it splits
             (["states:StartExecution"], lifecycle_arn(dev, fan_out_state_machine_name)),
         ]
     )
+
+
+def test_the_worker_lists_only_under_the_results_prefix(dev):
+    role_id = dev.logical_id(dev.stack.functions.worker.role)
+    (listing,) = [
+        statement
+        for policy in dev.template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "s3:ListBucket"
+    ]
+
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{Results.KEY_PREFIX}/*"]}}
 
 
 def test_no_function_but_the_api_and_the_worker_touches_a_queue(dev):
@@ -553,10 +570,12 @@ def routes_by_key(synth):
     }
 
 
-def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
+def test_every_v1_route_needs_a_jwt_and_only_the_docs_and_preflights_are_public(dev, prod):
     protected = {f"{method.value} {path}" for path, methods in PROTECTED_ROUTES for method in methods}
-    public = {f"GET {path}" for path in PUBLIC_PATHS}
     for synth in (dev, prod):
+        # With CORS on (prod), preflights reach the function without a token.
+        preflight = {f"OPTIONS {PREFLIGHT_PATH}"} if synth.settings.cors_allowed_origins else set()
+        public = {f"GET {path}" for path in PUBLIC_PATHS} | preflight
         routes = routes_by_key(synth)
         assert set(routes) == protected | public | {"$default"}
         for key, route in routes.items():
@@ -566,6 +585,23 @@ def test_every_v1_route_needs_a_jwt_and_only_the_docs_are_public(dev, prod):
                 assert key == "$default" or key.split(" ")[1].startswith(f"{API_VERSION_PREFIX}/")
                 assert route["AuthorizationType"] == "JWT"
                 assert "AuthorizerId" in route
+
+
+def test_with_cors_a_preflight_route_without_authorizer_outranks_the_default_route(dev, prod):
+    assert f"OPTIONS {PREFLIGHT_PATH}" not in routes_by_key(dev)
+    routes = routes_by_key(prod)
+    preflight = routes[f"OPTIONS {PREFLIGHT_PATH}"]
+    assert preflight["AuthorizationType"] == "NONE" and "AuthorizerId" not in preflight
+    assert preflight["Target"] == routes["$default"]["Target"]
+
+
+def test_the_function_answers_a_preflight_without_a_token():
+    from functions.submit.handler import lambda_handler
+
+    for path in (f"{API_VERSION_PREFIX}/exports", f"{API_VERSION_PREFIX}/exports/exp_1/cancel"):
+        headers = {"origin": "https://app.example.com", "access-control-request-method": "POST"}
+        preflight = http_event("OPTIONS", path, user=None, headers=headers)
+        assert lambda_handler(preflight, FakeContext())["statusCode"] == 204
 
 
 def test_other_methods_and_unknown_paths_reach_the_function_behind_the_jwt(dev):
@@ -652,6 +688,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
         *(f"{table}TableThrottles" for table in ("Tasks", "Orders", "Customers")),
         "Api5xx",
+        "ExportFailed",
         "CallbackFailed",
         "EnqueueFailed",
         "LifecycleFailed",
@@ -664,7 +701,9 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         # A recovery is seen too.
         assert alarm["OKActions"] == [dev.ref(dev.stack.monitoring.topic)]
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        assert alarm["TreatMissingData"] == "notBreaching"
+        # No data is no fault; a dead letter keeps its alarm while SQS publishes nothing.
+        dead_letters = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-").startswith("DeadLetters")
+        assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
 
 
 def test_each_lanes_dlq_alarm_fires_on_the_first_dead_letter(dev):
@@ -708,13 +747,26 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
 def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, prod, alarm_id, metric):
     for synth in (dev, prod):
         alarm = alarms_by_name(synth)[alarm_id]
-        assert alarm["Namespace"] == metrics_namespace(synth.settings.stage)
+        assert alarm["Namespace"] == metrics_namespace(synth.stack.stack_name)
         assert alarm["MetricName"] == metric
         # Powertools adds the service dimension to every metric it publishes.
         assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE_NAME}]
         assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
-    # dev and prod in one account never share the numbers.
+    # Two stacks in one account never share the numbers.
     assert alarms_by_name(dev)[alarm_id]["Namespace"] != alarms_by_name(prod)[alarm_id]["Namespace"]
+
+
+def test_failed_exports_alarm_on_every_error_code_and_source(dev, prod):
+    for synth in (dev, prod):
+        alarm = alarms_by_name(synth)["ExportFailed"]
+        (query,) = alarm["Metrics"]
+        namespace = metrics_namespace(synth.stack.stack_name)
+        # One sum over every series ExportFailed is published in (service, error_code, source).
+        assert query["Expression"] == (
+            f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {ERROR_CODE_DIMENSION}, service, '
+            f"{SOURCE_DIMENSION})"
+        )
+        assert query["Period"] == 300 and alarm["Threshold"] == 1
 
 
 def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
@@ -737,7 +789,6 @@ def test_the_dashboard_shows_the_business_metrics(dev):
     shown = (
         Metric.SUBMITTED,
         Metric.COMPLETED,
-        Metric.FAILED,
         Metric.TIMED_OUT,
         Metric.CANCELLED,
         Metric.CALLBACK_DELIVERED,
@@ -752,9 +803,12 @@ def test_the_dashboard_shows_the_business_metrics(dev):
         Metric.REDELIVERED,
         Metric.DUPLICATE_DELIVERY,
     )
+    namespace = metrics_namespace(dev.stack.stack_name)
     for name in shown:
-        assert f'\\"{metrics_namespace(dev.settings.stage)}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
+        assert f'\\"{namespace}\\",\\"{name}\\",\\"service\\",\\"{SERVICE_NAME}\\"' in body
     assert f'\\"{METRICS_NAMESPACE}\\",' not in body
+    # Failed exports, summed and by error code and source, through Metrics Insights.
+    assert f"GROUP BY {ERROR_CODE_DIMENSION}, {SOURCE_DIMENSION}" in body
 
 
 # --- Outputs ----------------------------------------------------------------------------------

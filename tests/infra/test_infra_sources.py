@@ -67,10 +67,12 @@ def test_the_functions_that_build_the_registry_get_the_deployments_source_connec
 def test_the_worker_reads_only_the_named_secret_and_connects_only_as_the_iam_user(prod):
     statements = worker_statements(prod)
 
-    assert actions_on(statements, "secretsmanager:GetSecretValue") == [SECRET]
+    # The context gave the secret's partial ARN: IAM matches the full one, suffix and all.
+    assert actions_on(statements, "secretsmanager:GetSecretValue") == [f"{SECRET}-??????"]
     (users,) = actions_on(statements, "rds-db:connect")
+    # In the source's own region (the stack's is another), where its proxy is.
     assert prod.rendered(users) == (
-        "arn:<AWS::Partition>:rds-db:<AWS::Region>:<AWS::AccountId>:dbuser:prx-0123456789abcdef/exporter"
+        "arn:<AWS::Partition>:rds-db:eu-west-1:<AWS::AccountId>:dbuser:prx-0123456789abcdef/exporter"
     )
     # CDK merges the worker's Query statements: the demo indexes and the declared table are in one.
     queried = {prod.rendered(arn) for found in actions_on(statements, "dynamodb:Query") for arn in found}
@@ -88,8 +90,34 @@ def test_only_the_worker_runs_in_the_vpc_so_callbacks_still_reach_the_internet(p
     }
     for function in (prod.stack.functions.api, prod.stack.functions.callback, prod.stack.functions.lifecycle):
         assert "VpcConfig" not in prod.props(function.function)
-    (interfaces,) = actions_on(worker_statements(prod), "ec2:CreateNetworkInterface")
-    assert interfaces == "*"
+    statements = worker_statements(prod)
+    # Lambda's VPC guide: the Describe actions only on "*"; the rest in this account and region.
+    assert actions_on(statements, "ec2:DescribeNetworkInterfaces") == ["*"]
+    assert actions_on(statements, "ec2:DescribeSubnets") == ["*"]
+    for action in (
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    ):
+        (resource,) = actions_on(statements, action)
+        assert prod.rendered(resource) == "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*"
+
+
+def test_the_vpc_grants_are_acknowledged_with_reasons_of_their_own_not_the_x_ray_one(prod):
+    networking = prod.stack.functions.node.find_child("WorkerVpcNetworking")
+    acknowledged = {
+        rule: reason
+        for entry in networking.node.metadata
+        if entry.type == "aws:cdk:acknowledged-rules"
+        for rule, reason in entry.data.items()
+    }
+
+    assert set(acknowledged) == {
+        "Annotation::AwsSolutions-IAM5[Resource::*]",
+        "Annotation::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*]",
+    }
+    assert all("X-Ray" not in reason and "Lambda" in reason for reason in acknowledged.values())
 
 
 def test_the_declaration_and_its_ca_bundle_are_packaged_at_the_paths_the_functions_read():
@@ -120,6 +148,32 @@ def test_a_broken_declaration_fails_the_synth_naming_file_type_and_key(tmp_path:
 
     with pytest.raises(DeclarationError, match=r"mine\.toml: types\.t: source: no source 'nope'"):
         DeclaredSources.load(settings)
+
+
+@pytest.mark.parametrize(
+    ("given", "granted"),
+    [
+        (f"{SECRET}-Ab12Cd", f"{SECRET}-Ab12Cd"),
+        (SECRET, f"{SECRET}-??????"),
+        (
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-??????",
+        ),
+    ],
+)
+def test_a_secret_is_granted_by_its_full_arn_even_when_given_without_its_suffix(tmp_path: Path, given, granted):
+    text = f'[sources.db]\nkind = "postgresql"\nsecret_arn = "{given}"\n'
+    sources = DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+    assert sources.secret_arns() == [granted]
+
+
+def test_an_iam_user_without_a_region_is_granted_in_the_stacks(tmp_path: Path):
+    auth = '{ host = "h", user = "u", database = "d", resource_id = "db-ABC" }'
+    text = f'[sources.db]\nkind = "postgresql"\niam_auth = {auth}\n'
+    sources = DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+    assert sources.iam_users() == [("db-ABC", "u", None)]
 
 
 def test_iam_auth_on_aws_needs_the_resource_id_for_its_grant(tmp_path: Path):

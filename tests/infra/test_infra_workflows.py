@@ -9,8 +9,16 @@ import json
 import pytest
 from aws_cdk import App, Duration, Stack
 
-from exports.config import Callback, Env, FanOut, Limits
-from exports.workflows import fan_out_definition, lambda_invoke, lifecycle_definition
+from exports.config import Callback, Capacity, Env, FanOut, Limits, ThrottleRetry, Worker
+from exports.services.worker import Outcome
+from exports.workflows import (
+    FAN_OUT_FAILED_ERROR,
+    PartitionStatus,
+    fan_out_definition,
+    lambda_invoke,
+    lifecycle_definition,
+)
+from exports.writers.sink import MIN_PART_BYTES
 from infra.monitoring import Monitoring
 from infra.settings import Sizing, StageSettings
 from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
@@ -82,6 +90,46 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
     # The issue's schedule: the first attempt, then 1 s, 4 s and 16 s later.
     assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (1, 4, 3)
     assert deliver["Catch"][0]["Next"] == "GiveUp"
+
+
+@pytest.mark.parametrize("state", ["AwaitEnd", "Expire"])
+def test_throttles_of_the_lifecycle_function_are_retried_with_full_jitter_through_a_burst(dev, state):
+    throttled, *others = deployed_definition(dev)["States"][state]["Retry"]
+
+    assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+    assert throttled["JitterStrategy"] == "FULL"
+    assert throttled["MaxDelaySeconds"] == ThrottleRetry.MAX_DELAY_SEC
+    assert all("Lambda.TooManyRequestsException" not in other["ErrorEquals"] for other in others)
+    # A burst the API admits, queued behind the function's reserved executions, is worked off
+    # well within the expected retry window (full jitter waits half of each cap on average).
+    waits = [
+        min(throttled["MaxDelaySeconds"], throttled["IntervalSeconds"] * throttled["BackoffRate"] ** n)
+        for n in range(throttled["MaxAttempts"])
+    ]
+    burst_sec = Capacity.API_THROTTLE_BURST / Sizing.LIFECYCLE_RESERVED_CONCURRENCY * ThrottleRetry.INVOCATION_SEC
+    assert sum(waits) / 2 >= 2 * burst_sec
+
+
+def test_waiting_and_stopping_partitions_are_results_and_an_abandoned_fan_out_fails(dev):
+    states = deployed_definition(dev, dev.stack.fan_out)["States"]
+    item = states["Partitions"]["ItemProcessor"]["States"]
+
+    assert item["Write"]["ResultSelector"] == {"status.$": "$.Payload.status"}
+    # No error of ours is retried by name any more: only faults raise.
+    assert [retry["ErrorEquals"] for retry in item["Write"]["Retry"]] == [["States.ALL"]]
+    choices = {choice["StringEquals"]: choice["Next"] for choice in item["Written"]["Choices"]}
+    assert choices == {PartitionStatus.BUSY: "WaitForSlot", PartitionStatus.FAILED: "PartitionFailed"}
+    assert item["WaitForSlot"] == {"Type": "Wait", "Seconds": FanOut.SOURCE_BUSY_RETRY_SEC, "Next": "Write"}
+    assert item["PartitionFailed"]["Type"] == "Fail"
+    assert states["Abandon"]["Next"] == "Abandoned"
+    assert states["Abandoned"] == {
+        "Type": "Fail",
+        "Error": FAN_OUT_FAILED_ERROR,
+        "Cause": states["Abandoned"]["Cause"],
+    }
+    (failed,) = states["Assembled"]["Choices"]
+    assert (failed["StringEquals"], failed["Next"]) == (Outcome.FAILED.value, "Abandoned")
+    assert [name for name, state in states.items() if state["Type"] == "Succeed"] == ["Done"]
 
 
 def test_the_wait_for_the_task_ends_at_its_deadline(dev):
@@ -157,7 +205,25 @@ def test_the_state_machine_is_standard_named_from_config_logged_without_data_and
     log_group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
     log_group = synth.template.to_json()["Resources"][log_group_id]
     assert log_group["Properties"]["RetentionInDays"] == synth.settings.log_retention_days
-    assert log_group["DeletionPolicy"] == ("Retain" if synth.settings.protect_data else "Delete")
+    assert log_group["DeletionPolicy"] == ("RetainExceptOnCreate" if synth.settings.protect_data else "Delete")
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_a_rolled_back_first_deploy_leaves_no_named_log_group_behind(assembly, stage):
+    """Every log group with a fixed name (the state machines') is deleted when its creation
+    rolls back, in every stage, so that the next deploy can create it again; once created, a
+    protected stage keeps it."""
+    synth = getattr(assembly, stage)
+    named = {
+        logical_id: group
+        for logical_id, group in synth.template.find_resources("AWS::Logs::LogGroup").items()
+        if "LogGroupName" in group["Properties"]
+    }
+
+    assert len(named) == len(synth.stack.workflows.state_machines) == 2
+    for group in named.values():
+        assert group["DeletionPolicy"] == ("RetainExceptOnCreate" if synth.settings.protect_data else "Delete")
+        assert group["UpdateReplacePolicy"] == ("Retain" if synth.settings.protect_data else "Delete")
 
 
 def test_the_state_machine_may_invoke_exactly_its_two_functions(dev):
@@ -285,3 +351,14 @@ def test_the_rows_per_partition_come_from_the_context():
     assert StageSettings.from_context({"partition_rows": "1250000"}.get).partition_rows == 1_250_000
     with pytest.raises(ValueError, match="partition_rows"):
         StageSettings.from_context({"partition_rows": "0"}.get)
+
+
+def test_the_worker_has_memory_for_the_assembly_of_its_largest_split_export(dev):
+    held_mib = (MIN_PART_BYTES + Worker.UPLOAD_PART_BYTES) / 2**20  # a segment's head and tail
+    deployed = dev.props(dev.stack.functions.worker.function)["MemorySize"]
+
+    assert deployed == Sizing.worker_memory_mb(dev.settings.max_partitions) >= Sizing.WORKER_MEMORY_MB
+    for partitions in (1, FanOut.MAX_PARTITIONS_DEFAULT, 50, FanOut.MAX_PARTITIONS_LIMIT):
+        memory = Sizing.worker_memory_mb(partitions)
+        assert memory >= Sizing.WORKER_BASE_MB + partitions * held_mib and memory % 64 == 0
+    assert Sizing.worker_memory_mb(FanOut.MAX_PARTITIONS_LIMIT) > 1024 + 256  # 100 would not fit in 1024

@@ -57,23 +57,31 @@ RETRY_TIME_SCALE = 0.05
 
 
 class CompressedRetryClock:
-    """Step Functions Retry sleeps, recorded at full length and slept 20x shorter."""
+    """Step Functions Retry sleeps and Wait states, recorded at full length and slept 20x shorter."""
 
     def __init__(self) -> None:
         self.intervals: list[float] = []
+        self.waits: list[float] = []
 
     def sleep(self, seconds: float) -> None:
         self.intervals.append(seconds)
         time.sleep(seconds * RETRY_TIME_SCALE)
 
+    def wait(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        time.sleep(seconds * RETRY_TIME_SCALE)
+
 
 @pytest.fixture
 def retry_clock(monkeypatch: pytest.MonkeyPatch) -> CompressedRetryClock:
-    """Compress the workflow's retry waits (test harness only: the definition is unchanged)."""
+    """Compress the workflow's retry and Wait states' waits (test harness only: the definition
+    is unchanged)."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 
     clock = CompressedRetryClock()
     monkeypatch.setattr(retrier_decl, "time", clock)
+    monkeypatch.setattr(WaitFunction, "_wait_interval", lambda self, env, wait_seconds: clock.wait(wait_seconds))
     return clock
 
 

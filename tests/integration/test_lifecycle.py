@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 
 import boto3
 import pytest
+from moto.awslambda.exceptions import LambdaClientError
 from pydantic import BaseModel
 
-from exports.config import Callback
+from exports.config import Callback, Names, ThrottleRetry
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, complete, new_task
@@ -25,6 +26,7 @@ from exports.ports import TaskMessage
 from exports.services.worker import Outcome, process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
+from local_stack import lambda_runtime
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import WEBHOOK_SECRET, CompressedRetryClock
@@ -362,3 +364,49 @@ def test_requests_with_different_timeouts_are_not_merged(running_aws: Resources)
     assert get(second["task_id"])["deadline"] != get(first["task_id"])["deadline"]
     third = submit({**body, "timeout_sec": 3600, "priority": 2})
     assert third["deduplicated"] is True and third["task_id"] == second["task_id"]
+
+
+def test_a_throttled_lifecycle_function_is_retried_with_full_jitter_until_it_runs(
+    running_aws: Resources, retry_clock: CompressedRetryClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given Lambda throttles the lifecycle function's first invocations, as in a burst of submits
+    throttled, invoked = 6, []
+    real = lambda_runtime.handler_for
+
+    def throttling(function_name: str) -> Any:
+        if Names.LIFECYCLE_FUNCTION in function_name:
+            invoked.append(function_name)
+            if len(invoked) <= throttled:
+                raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
+        return real(function_name)
+
+    monkeypatch.setattr(lambda_runtime, "handler_for", throttling)
+
+    # When a task is submitted, then run
+    body = {key: value for key, value in orders_body("").items() if key != "callback_url"}
+    accepted = submit({**body, "timeout_sec": 300})
+    wait_for(lambda: len(invoked) > throttled)
+    run_queued_work(running_aws)
+
+    # Then its execution waited for the function and got the task's outcome
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    execution = wait_for(
+        lambda: next(
+            (
+                e
+                for e in sfn.list_executions(stateMachineArn=running_aws.state_machine_arn)["executions"]
+                if e["name"].startswith(accepted["task_id"]) and e["status"] != "RUNNING"
+            ),
+            None,
+        )
+    )
+    assert execution["status"] == "SUCCEEDED"
+    assert get(accepted["task_id"])["status"] == "COMPLETED"
+    # ... after one wait per throttle, each drawn from [0, min(cap, 1 s x 2^n)] (full jitter)
+    caps = [
+        min(ThrottleRetry.MAX_DELAY_SEC, ThrottleRetry.INTERVAL_SEC * ThrottleRetry.BACKOFF_RATE**n)
+        for n in range(throttled)
+    ]
+    assert len(retry_clock.intervals) == throttled
+    assert all(0 <= waited <= cap for waited, cap in zip(retry_clock.intervals, caps, strict=True))
+    assert retry_clock.intervals != caps  # drawn, not the plain backoff

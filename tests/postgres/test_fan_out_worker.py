@@ -20,6 +20,7 @@ import python_calamine
 
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.declared.loader import default_path
+from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.task import ExportFormat
 from exports.services import fan_out_run
 from exports.services.control import cancel_export
@@ -132,7 +133,8 @@ def test_a_cancelled_split_export_leaves_no_object_and_no_upload(
     cancel_export(task.task_id, "alice", split_worker)
 
     executions = _wait_for_fan_outs(running_aws)
-    assert [item["status"] for item in executions] == ["SUCCEEDED"]  # by way of Abandon
+    # A cancel is no fault: the partitions stop, the assembler cleans up, the execution succeeds.
+    assert [item["status"] for item in executions] == ["SUCCEEDED"]
     assert split_worker.tasks.get(task.task_id).status.value == "CANCELLED"
     keys, uploads = leftovers(running_aws)
     assert keys == [] and uploads == []
@@ -157,7 +159,7 @@ def test_a_deadline_in_the_middle_of_a_split_export_times_it_out_and_leaves_noth
     done = _ended(split_worker, task, limit_sec=90)
     assert done.status.value == "TIMEOUT", done.error
     executions = _wait_for_fan_outs(running_aws, limit_sec=90)
-    assert [item["status"] for item in executions] == ["SUCCEEDED"]  # by way of Abandon
+    assert [item["status"] for item in executions] == ["SUCCEEDED"]  # the deadline is no fault either
     keys, uploads = leftovers(running_aws)
     assert keys == [] and uploads == []
 
@@ -186,6 +188,55 @@ def test_a_failing_partition_is_retried_alone(
     assert sorted(runs) == [0, 1, 1, 2]
     assert done.attempt == 1 and done.retry_count == 0  # the export itself was not retried
     assert _body(running_aws, done.result.key) == _body(running_aws, _single(split_worker, ExportFormat.CSV).result.key)
+
+
+def test_a_final_partition_error_fails_the_task_with_its_code_and_the_execution(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = fan_out_run.upload_csv_partition
+
+    def query_fails(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
+        if partition == 1:
+            raise ExportFailed("the query of data source 'db' failed: boom", code=SourceCode.QUERY_FAILED)
+        return real(upload, columns, partition, *args, **kwargs)
+
+    monkeypatch.setattr(fan_out_run, "upload_csv_partition", query_fails)
+    task = create(split_worker, {"rows": ROWS})
+
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+
+    done = _ended(split_worker, task)
+    assert done.status.value == "FAILED" and done.error.code == SourceCode.QUERY_FAILED
+    assert done.retry_count == 0  # final: the export is not tried again
+    executions = _wait_for_fan_outs(running_aws)
+    assert [item["status"] for item in executions] == ["FAILED"]  # FanOutFailed sees it
+    assert leftovers(running_aws) == ([], [])
+
+
+def test_a_partition_that_keeps_failing_retries_the_export_and_fails_the_execution(
+    split_worker: Any,
+    running_aws: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = fan_out_run.upload_csv_partition
+
+    def always_faulty(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
+        if partition == 1:
+            raise RuntimeError("a fault that outlasts the partition's retries")
+        return real(upload, columns, partition, *args, **kwargs)
+
+    monkeypatch.setattr(fan_out_run, "upload_csv_partition", always_faulty)
+    task = create(split_worker, {"rows": ROWS})
+
+    assert run(split_worker, task) is Outcome.FANNED_OUT
+
+    executions = _wait_for_fan_outs(running_aws)
+    assert [item["status"] for item in executions] == ["FAILED"]
+    retried = split_worker.tasks.get(task.task_id)
+    assert retried.status.value == "PENDING" and retried.retry_count == 1
+    assert retried.error.code == "FAN_OUT_FAILED"
 
 
 def test_a_split_workbooks_sheets_are_cut_across_its_partitions(

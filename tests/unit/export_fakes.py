@@ -186,9 +186,12 @@ class FakeQueue:
 class FakeMetrics:
     def __init__(self) -> None:
         self.points: list[tuple[str, float]] = []
+        self.dimensions: list[tuple[str, dict[str, str]]] = []
 
-    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
+    def add(self, name: str, value: float = 1, unit: str = "Count", dimensions: Any = None) -> None:
         self.points.append((name, value))
+        if dimensions:
+            self.dimensions.append((name, dict(dimensions)))
 
 
 class FakeFileUpload:

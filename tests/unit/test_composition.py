@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping
 
 import pytest
@@ -185,3 +186,18 @@ def test_the_worker_builds_its_registry_and_limiter_at_once(monkeypatch):
     assert built == [1]
     assert deps.settings.hot_key_burst == 5
     assert deps.fan_out is not None
+
+
+def test_a_metric_with_dimensions_is_a_series_of_its_own(capsys, monkeypatch):
+    from aws_lambda_powertools import Metrics
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Exports/test-stack")
+    metrics = composition.PowertoolsMetrics(Metrics())
+
+    metrics.add("ExportFailed", dimensions={"error_code": "SOURCE_QUERY_FAILED", "source": "shop"})
+
+    (emitted,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (directive,) = emitted["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "Exports/test-stack"
+    assert sorted(directive["Dimensions"][0]) == ["error_code", "service", "source"]
+    assert (emitted["error_code"], emitted["source"], emitted["ExportFailed"]) == ("SOURCE_QUERY_FAILED", "shop", [1.0])

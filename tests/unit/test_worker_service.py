@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from exports.config import Metric
+from exports.config import NO_SOURCE, Metric
 from exports.domain.admission import QueueWait
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
@@ -110,6 +110,8 @@ def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent() -
     assert w.files.objects == {} and w.files.uploads == {}
     assert (w.counts(Metric.RETRIED), w.counts(Metric.FAILED)) == (2, 1)
     assert w.tasks.active_count("alice") == 0
+    # The failure is counted by its code and its type's source (a plugin type declares none).
+    assert w.metrics.dimensions == [(Metric.FAILED, {"error_code": "TRANSIENT_ERROR", "source": NO_SOURCE})]
 
 
 def test_a_retry_that_succeeds_completes_the_task() -> None:

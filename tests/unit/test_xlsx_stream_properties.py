@@ -65,9 +65,10 @@ def assert_read_back_equal(kind, value, cell):
         stored = _LONE_SURROGATES.sub("", value)
         assert (shown(cell.value), cell.data_type) == (stored, "s") if stored else cell.value is None
         assert (bool(stored) and looks_like_formula(stored) == bool(cell.quotePrefix)) or not stored
-    elif kind in (ColumnKind.DATE, ColumnKind.DATETIME) and (
-        value.date() if isinstance(value, datetime) else value
-    ) < FIRST_SERIAL_DAY:
+    elif (
+        kind in (ColumnKind.DATE, ColumnKind.DATETIME)
+        and (value.date() if isinstance(value, datetime) else value) < FIRST_SERIAL_DAY
+    ):
         text = value.isoformat(" ") if isinstance(value, datetime) else value.isoformat()
         assert (cell.value, cell.data_type) == (text, "s")
     elif kind is ColumnKind.INTEGER:
