@@ -44,7 +44,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 ## run: the whole service locally on an embedded AWS (HTTP API on http://127.0.0.1:8000)
 run: $(STAMP)
-	$(BIN)/python -m local_stack
+	$(BIN)/python -m local_stack --stop-with-parent
 
 ## test: lint, then mypy and the infrastructure suite beside the rest of the suite (unit,
 ## integration, end to end) in TEST_WORKERS processes (some tests wait on servers and queues, so

@@ -104,6 +104,9 @@ class TaskView(BaseModel):
     status: TaskStatus
     progress: int
     rows_written: int
+    partitions: int | None = Field(
+        default=None, description="Into how many partitions the export was split (written at once); none: one worker."
+    )
     attempt: int
     retry_count: int
     max_retries: int
@@ -141,6 +144,7 @@ class TaskView(BaseModel):
             status=task.status,
             progress=task.progress,
             rows_written=task.rows_written,
+            partitions=len(task.partition_rows) if task.partition_rows else None,
             attempt=task.attempt,
             retry_count=task.retry_count,
             max_retries=task.max_retries,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
@@ -13,6 +16,9 @@ import warnings
 from exports.declared.loader import DeclarationError
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import GC_THRESHOLDS, LocalConfig, LocalStack
+
+# prctl's option that asks for a signal when the parent process dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
 
 
 def _banner(stack: LocalStack, seconds: float) -> str:
@@ -43,6 +49,8 @@ exports is running locally (ready in {seconds:.1f} s)
                (EXPORTS_PARTITION_ROWS), in at most {most} partitions (EXPORTS_MAX_PARTITIONS)
   webhooks     signed with EXPORTS_WEBHOOK_SECRET={stack.config.webhook_secret}
                (callbacks to http://127.0.0.1 are allowed locally)
+  state        tasks, files, queues and the embedded DynamoDB tables are in memory: a restart starts
+               them empty. The PostgreSQL data in {stack.config.postgres_dir} is kept.
 
 Try it:
 
@@ -89,14 +97,39 @@ def _recent(days_ago: int) -> str:
     return (datetime.now(UTC).date() - timedelta(days=days_ago)).isoformat()
 
 
-def main() -> int:
-    """Start the stack, print how to use it, wait for Ctrl-C or SIGTERM."""
+def _stop_with_parent() -> None:
+    """Be sent SIGTERM when the process that started this one dies (``kill -9`` of ``make``):
+    no orphan stack keeps serving the port (Linux; elsewhere a no-op). ``make run`` asks for
+    it (``--stop-with-parent``); a stack started on its own may outlive its shell."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the stack, print how to use it, wait for Ctrl-C or SIGTERM (with
+    ``--stop-with-parent``, also sent when the process that started it dies)."""
+    parser = argparse.ArgumentParser(prog="python -m local_stack", description="The whole service, locally.")
+    parser.add_argument(
+        "--stop-with-parent", action="store_true", help="stop when the process that started this one dies"
+    )
+    arguments = parser.parse_args(argv)
     # Metrics are disabled locally; Powertools would warn about that on every request.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     # pgserver logs every initdb and pg_ctl run with its whole output.
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     started = time.monotonic()
+    # From the start: a SIGTERM (or the parent's death) during start-up stops the stack once up.
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
+    if arguments.stop_with_parent:
+        _stop_with_parent()
     try:
         config = LocalConfig.from_env()
     except ValueError as error:
@@ -111,14 +144,11 @@ def main() -> int:
         print(f"declaration error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"could not start: {error} (is port {config.port} in use? set PORT=...)", file=sys.stderr)
+        print(f"could not start: {error}", file=sys.stderr)
         stack.stop()
         return 1
     print(_banner(stack, time.monotonic() - started), flush=True)
     gc.set_threshold(*GC_THRESHOLDS)
-    stopping = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.set())
     # Timed waits: the kernel may hand Ctrl-C to any of the stack's threads, and then nothing
     # interrupts an untimed wait of the main thread, the only one that runs Python's handlers
     # (a loaded CI run ignored a SIGINT for 30 s). Woken every half second, it runs them.

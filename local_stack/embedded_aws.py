@@ -125,7 +125,9 @@ class EmbeddedAws:
         return self.endpoint_url
 
     def stop(self) -> None:
-        """Stop the server."""
+        """Stop the server (nothing to do when it never started: start-up stopped before)."""
+        if not self.endpoint_url:
+            return
         self._server.stop()
         lambda_runtime.uninstall()
         thread_safety.uninstall()

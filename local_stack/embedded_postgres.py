@@ -10,15 +10,20 @@ distribution's PostgreSQL.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 logger = logging.getLogger(__name__)
+# How long a server left running by a killed process gets to shut down (fast shutdown: seconds).
+ABANDONED_STOP_SEC = 15
 
 
 class EmbeddedPostgres:
@@ -29,11 +34,34 @@ class EmbeddedPostgres:
         self._server: object | None = None
 
     def start(self) -> None:
-        """Initialise the data directory if needed and start (or join) its server."""
+        """Initialise the data directory if needed and start (or join) its server; a server left
+        running by a process that was killed is stopped first."""
         import pgserver
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._stop_abandoned()
         self._server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
+
+    def _stop_abandoned(self) -> None:
+        """pgserver keeps the pids of the processes using a server in ``.handle_pids.json`` and
+        stops it when the last one lets go; a process killed with ``kill -9`` never lets go, so
+        its server would run for ever (and be joined, never stopped, by the next one). A server
+        none of whose users is alive is stopped here (fast shutdown) before anything starts."""
+        handles, pid_file = self.data_dir / ".handle_pids.json", self.data_dir / "postmaster.pid"
+        users = json.loads(handles.read_text() or "[]") if handles.exists() else []
+        if any(_alive(pid) for pid in users):
+            return  # another local stack (or test process) uses it: join it
+        handles.unlink(missing_ok=True)
+        if not pid_file.exists():
+            return
+        postmaster = int(pid_file.read_text().split()[0])
+        if not _alive(postmaster):
+            return  # a stale pid file: PostgreSQL starts over it
+        logger.warning("stopping the PostgreSQL a killed local stack left running (pid %d)", postmaster)
+        os.kill(postmaster, signal.SIGINT)
+        deadline = time.monotonic() + ABANDONED_STOP_SEC
+        while _alive(postmaster) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def uri(self, database: str = "postgres", user: str = "postgres") -> str:
         """A libpq URI of ``database`` on the server's socket as ``user`` (the superuser by
@@ -71,6 +99,20 @@ class EmbeddedPostgres:
         if self._server is not None:
             self._server.cleanup()  # type: ignore[attr-defined]
             self._server = None
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (and is not a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc (not Linux): it exists
 
 
 def psql_command() -> str:

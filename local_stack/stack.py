@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -100,6 +101,17 @@ class LocalConfig:
         )
 
 
+def ensure_free(port: int) -> None:
+    """OSError naming ``port`` when something listens on it on 127.0.0.1."""
+    with socket.socket() as probe:
+        # As the gateway binds (werkzeug sets it): a port in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise OSError(error.errno, f"port {port} is in use (another make run? set PORT=...)") from None
+
+
 class LocalStack:
     """Embedded AWS + embedded PostgreSQL + resources + demo data + worker loop + HTTP gateway."""
 
@@ -109,6 +121,7 @@ class LocalStack:
         self.postgres = EmbeddedPostgres(config.postgres_dir)
         self.database_uri = ""
         self.declared_types: list[str] = []
+        self.declaration_warnings: list[str] = []
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
         self._workers: list[WorkerLoop] = []
@@ -119,6 +132,9 @@ class LocalStack:
         before anything starts (:class:`DeclarationError`)."""
         declarations = load_declarations(self.config.exports_config or default_path())
         self.declared_types = list(declarations.file.types)
+        self.declaration_warnings = declarations.warnings
+        # Checked first: a port in use is reported at once, not after the demo data loaded.
+        ensure_free(self.config.port)
         self.postgres.start()
         self.postgres.create_database(DEMO_DATABASE)
         self.database_uri = self.postgres.uri(DEMO_DATABASE)

@@ -250,6 +250,14 @@ def record_progress(task: Task, rows_written: int, progress: int, now: datetime,
     )
 
 
+def split(task: Task, partitions: int) -> Task:
+    """A RUNNING task about to be written in ``partitions`` partitions: each starts at 0 rows, so
+    the task shows into how many it was split from the start."""
+    if task.status is not TaskStatus.RUNNING:
+        raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
+    return task.model_copy(update={"partition_rows": {str(index): 0 for index in range(partitions)}})
+
+
 def record_partition_progress(
     task: Task, partition: int, rows_written: int, planned_rows: int, now: datetime, lease: timedelta
 ) -> Task:

@@ -130,10 +130,16 @@ class _Progress:
 
 
 def run_export(
-    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
+    task: Task,
+    progress: ProgressReporter,
+    deps: WorkerDependencies,
+    remaining_ms: RemainingMs | None = None,
+    planned_rows: int | None = None,
 ) -> ExportResult:
     """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
-    invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over)."""
+    invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over);
+    ``planned_rows``: the rows the fan-out plan counted, which progress is measured against when
+    the type does not know its row count itself."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
@@ -141,7 +147,7 @@ def run_export(
     target = result_target(task, export_type, filters)
     files = deps.results.export_files()
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), files, folder, deps.clock)
-    tracker = _Progress(progress, export_type.expected_rows(filters))
+    tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows)
     budget = RunBudget(remaining_ms)
     run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
     return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()

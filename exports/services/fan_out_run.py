@@ -24,7 +24,7 @@ from exports.config import FanOut, Results
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress
+from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress, split
 from exports.export_types.base import ExportType, Row
 from exports.ports import ExportFiles, NumberedParts, RemainingMs, SlotLease
 from exports.services.dependencies import WorkerDependencies
@@ -110,22 +110,31 @@ def staging_key(task: Task, name: str) -> str:
     return f"{Results.KEY_PREFIX}/{task.task_id}/{task.attempt}/{FanOut.STAGING_FOLDER}/{name}"
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What planning decided: ``split`` (the fan-out workflow writes the file), or one worker
+    writes it, of ``rows`` rows when the plan counted them (progress is measured against it)."""
+
+    split: bool
+    rows: int | None = None
+
+
 def start_fan_out(
     task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
-) -> bool:
-    """Plan the claimed ``task``; when it splits in more than one partition, stage the plan,
-    start the upload and the workflow and return True (the task stays RUNNING: the workflow
-    ends it). False: the export runs in this worker as usual. ``remaining_ms``: the
+) -> Planned:
+    """Plan the claimed ``task``; when it splits in more than one partition, record the split on
+    the task, stage the plan, start the upload and the workflow (the task stays RUNNING: the
+    workflow ends it). Otherwise the export runs in this worker as usual. ``remaining_ms``: the
     invocation's time left, which bounds the planning query."""
     files = _files(deps)
     if deps.fan_out is None or files is None or task.continuations:
-        return False
+        return Planned(split=False)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     control = run_control(task, progress, deps, remaining_ms)
     specs = export_type.plan_partitions(filters, control, deps.settings.partition_rows, deps.settings.max_partitions)
     if specs is None or len(specs) < 2:
-        return False
+        return Planned(split=False, rows=sum(spec.rows for spec in specs) if specs is not None else None)
     widths: list[int] = []
     pieces: list[SheetPiece] = []
     if task.format is ExportFormat.XLSX:
@@ -138,12 +147,13 @@ def start_fan_out(
     plan = FanOutPlan(target.key, target.file_name, target.content_type, upload.upload_id, specs, widths, pieces)
     try:
         files.write_checkpoint(staging_key(task, "plan.json"), plan.to_json())
+        deps.tasks.update_partitions(task, split(task, len(specs)))
         deps.fan_out.start(task.task_id, task.attempt, len(specs))
     except BaseException:
         _clean_up(task, plan, files)
         raise
     logger.info("export split into partitions", extra={"partitions": len(specs), "rows": sum(s.rows for s in specs)})
-    return True
+    return Planned(split=True)
 
 
 def _first_rows(export_type: ExportType, filters: Any, specs: Sequence[PartitionSpec], control: Any) -> list[Row]:

@@ -261,9 +261,10 @@ def _export(
     on with it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
     :mod:`exports.services.export_run`); raises :class:`ExportContinues`, a
     :class:`LostOwnership`, when a long CSV export hands over to a new invocation."""
-    if start_fan_out(task, progress, deps, remaining_ms):
+    planned = start_fan_out(task, progress, deps, remaining_ms)
+    if planned.split:
         return None
-    return run_export(task, progress, deps, remaining_ms)
+    return run_export(task, progress, deps, remaining_ms, planned.rows)
 
 
 def partition_step(

@@ -19,6 +19,7 @@ import pytest
 import python_calamine
 
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+from exports.api_models import TaskView
 from exports.declared.loader import default_path
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.task import ExportFormat
@@ -303,10 +304,12 @@ def test_the_demo_generated_orders_split_into_the_single_workers_file(
     task = create(deps, {"rows": 2500}, export_type="generated_orders", caller=ACME)
 
     assert run(deps, task) is Outcome.FANNED_OUT
+    assert TaskView.of(deps.tasks.get(task.task_id)).partitions == 3  # shown from the split on
 
     done = _ended(deps, task)
     assert done.status.value == "COMPLETED", done.error
     assert done.rows_written == done.result.rows == 2500 and set(done.partition_rows) == {"0", "1", "2"}
+    assert TaskView.of(done).partitions == 3
     single = create(deps, {"rows": 2500}, export_type="generated_orders", caller=ACME)
     assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
     body = _body(running_aws, done.result.key)

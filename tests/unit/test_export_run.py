@@ -254,6 +254,17 @@ def test_progress_is_written_at_most_every_interval_against_the_expected_rows():
     assert percents == sorted(percents) and max(percents) == 45
 
 
+def test_progress_is_measured_against_the_plans_count_when_the_type_knows_none():
+    # A type that splits when large counted its rows to plan; a single worker's run of it uses that.
+    world = make_world(NumbersExport(rows_total=100, page_rows=10))
+    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)
+    task = running_task(world)
+
+    run_export(task, ProgressReporter(task, world.deps), world.deps, None, planned_rows=400)
+
+    assert [written.progress for _, written in world.tasks.writes][:3] == [2, 5, 7]
+
+
 def test_progress_without_an_expected_count_follows_the_sources_fraction():
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
     world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class TaskStatus(StrEnum):
@@ -85,6 +85,9 @@ class TaskView(_Result):
     status: TaskStatus
     progress: int
     rows_written: int
+    partitions: int | None = Field(
+        default=None, description="Into how many partitions the export was split (written at once); none: one worker."
+    )
     attempt: int
     retry_count: int
     max_retries: int
