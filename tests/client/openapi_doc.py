@@ -9,6 +9,7 @@ tests/e2e/test_openapi_served.py while `make run`'s stack serves anything else.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from exports.composition import declared_export_types
 from exports.config import Env, Names
 from exports.export_types.registry import ExportTypeRegistry
+from exports.http.openapi import SHARED_REQUEST, SUBMIT_PATH
 from exports.settings import RegistrySettings
 from local_stack.stack import DEMO_DATABASE_URL_ENV
 
@@ -39,6 +41,20 @@ def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]
     }
     registry = ExportTypeRegistry(declared_export_types(RegistrySettings.from_env(environ), environ))
     return json.loads(api_document(registry.open_to_everyone()))
+
+
+def shared_contract(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` without what depends on the deployment's export types: the per-type
+    components and the submit body's union and examples (the body is then the shared
+    ``ExportRequest``). Two deployments' documents differ in nothing else."""
+    shared = copy.deepcopy(document)
+    schemas = shared["components"]["schemas"]
+    for name in [name for name in schemas if name.startswith(("ExportRequest.", "Filters."))]:
+        del schemas[name]
+    body = shared["paths"][SUBMIT_PATH]["post"]["requestBody"]
+    body.pop("description", None)
+    body["content"]["application/json"] = {"schema": {"$ref": f"#/components/schemas/{SHARED_REQUEST}"}}
+    return shared
 
 
 def swagger_spec(page: str) -> dict[str, Any]:
