@@ -60,12 +60,20 @@ def export(stack: Stack, user: str, filters: dict[str, Any]) -> dict[str, Any]:
 def run_the_docs_script(stack: Stack, folder: Path) -> None:
     script = folder / "my_tables.py"
     script.write_text(docs_block("dynamodb-table", "python"), encoding="utf-8")
-    environment = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": stack.aws_url,
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_REGION": "us-east-1",
+    # Only the variables the guide exports (the tests' own AWS settings left out).
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(
+        {
+            "AWS_ENDPOINT_URL": stack.aws_url,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+    )
+    exported = re.search(r"^export (AWS_ENDPOINT_URL=.*)$", DOCS.read_text(encoding="utf-8"), re.MULTILINE)
+    assert exported, "the guide's export line is missing"
+    assert {pair.split("=")[0] for pair in exported.group(1).split()} == {
+        n for n in environment if n.startswith("AWS_")
     }
     command = [sys.executable, str(script)]
     done = subprocess.run(command, check=False, env=environment, capture_output=True, text=True, timeout=60)
