@@ -191,7 +191,14 @@ def _type_request(
     schema["title"] = f"{SHARED_REQUEST}.{export_type.name}"
     schema["description"] = export_type.description
     properties = schema["properties"]
-    properties["export_type"] = {"const": export_type.name, "type": "string", "description": "The export type."}
+    # const for JSON Schema 2020-12 validators, a one-value enum for generators that read only
+    # enums (openapi-typescript's documented pattern for a discriminated oneOf); the same rule.
+    properties["export_type"] = {
+        "const": export_type.name,
+        "enum": [export_type.name],
+        "type": "string",
+        "description": "The export type.",
+    }
     formats = [fmt.value for fmt in export_type.formats]
     required = ["export_type"]
     if set(export_type.formats) != _ALL_FORMATS:
