@@ -82,6 +82,7 @@ def responses(success: dict[int, dict[str, Any]], *errors: int | tuple[int, str]
     return {**success, **{status: error(status, described.get(status)) for status in every}}
 
 
+_SCHEMAS = "#/components/schemas/"
 # Powertools' own validation-error answer and its component schemas: never what this API sends.
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
@@ -92,8 +93,7 @@ def contract_document(document: str, export_types: Sequence[ExportType] = ()) ->
     body, and with the request body of ``POST /v1/exports`` of ``export_types``
     (:func:`describe_export_types`); everything else unchanged."""
     data = json.loads(document)
-    prefix = "#/components/schemas/"
-    removed = {prefix + name for name in _POWERTOOLS_SCHEMAS}
+    removed = {_SCHEMAS + name for name in _POWERTOOLS_SCHEMAS}
     for path in data.get("paths", {}).values():
         for operation in path.values():
             answers = operation.get("responses", {})
@@ -110,7 +110,6 @@ def contract_document(document: str, export_types: Sequence[ExportType] = ()) ->
     return json.dumps(data, ensure_ascii=False)
 
 
-_SCHEMAS = "#/components/schemas/"
 SUBMIT_PATH = "/v1/exports"
 SHARED_REQUEST = "ExportRequest"
 # The day the examples' dates are (a fixed one keeps the committed document stable): any date
@@ -244,7 +243,7 @@ def _example(schema: dict[str, Any], schemas: dict[str, Any]) -> Any:
     kinds = {kinds} if isinstance(kinds, str) else set(kinds)
     if "object" in kinds:
         properties = schema.get("properties", {})
-        return {name: _example(properties[name], schemas) for name in schema.get("required", [])}
+        return {name: _example(properties.get(name, {}), schemas) for name in schema.get("required", [])}
     if "array" in kinds and schema.get("minItems", 0) <= 1:
         return [_example(schema.get("items", {}), schemas)]
     return _scalar(schema, kinds)
