@@ -211,15 +211,13 @@ def _check_parameter(fail: Any, key: str, spec: ParameterDecl) -> None:
         _check_item(fail, key, spec)
     if spec.required and spec.default is not None:
         raise fail(f"{key}.default", "a required parameter has no default")
-    if spec.default is not None:
-        check = value_checker(spec)
-        default = (
-            [json_value(item) for item in spec.default] if isinstance(spec.default, list) else json_value(spec.default)
-        )
+    for word, value in (("default", spec.default), ("example", spec.example)):
+        if value is None:
+            continue
         try:
-            check(default)
+            value_checker(spec)([json_value(item) for item in value] if isinstance(value, list) else json_value(value))
         except PydanticCustomError as error:
-            raise fail(f"{key}.default", str(error)) from None
+            raise fail(f"{key}.{word}", str(error)) from None
 
 
 def _check_item(fail: Any, key: str, spec: Any) -> None:

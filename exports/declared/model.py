@@ -141,6 +141,9 @@ class ParameterDecl(ItemDecl):
     description: str = ""
     required: bool | None = None
     default: Scalar | list[Scalar] | None = None
+    # A value to show: served as the JSON Schema's ``examples`` and used in the OpenAPI document's
+    # example request; checked against the parameter's rules like ``default``.
+    example: Scalar | list[Scalar] | None = None
     items: ItemDecl | None = None
     min_items: int | None = Field(default=None, ge=1)
     max_items: int | None = Field(default=None, ge=1)

@@ -191,7 +191,8 @@ def _item_schema(declared: ItemDecl) -> dict[str, Any]:
         if declared.min_length is not None:
             schema["minLength"] = declared.min_length
         if declared.pattern:
-            schema["pattern"] = declared.pattern
+            # The whole value must match; a JSON Schema pattern matches anywhere unless anchored.
+            schema["pattern"] = f"^(?:{declared.pattern})$"
     if declared.type in (ParameterType.DATE, ParameterType.DATETIME, ParameterType.DECIMAL):
         schema.update(_extension_bounds(declared))
     return schema
@@ -221,11 +222,14 @@ def parameter_schema(declared: ParameterDecl) -> dict[str, Any]:
         schema["description"] = declared.description
     if declared.default is not None:
         schema["default"] = _json_default(declared)
+    if declared.example is not None:
+        schema["examples"] = [_json_default(declared, declared.example)]
     return schema
 
 
-def _json_default(declared: ParameterDecl) -> Any:
-    value = declared.default
+def _json_default(declared: ParameterDecl, value: Any = None) -> Any:
+    """The default (or ``value``, another value of the parameter) as it travels in JSON."""
+    value = declared.default if value is None else value
     items = value if isinstance(value, list) else [value]
     rendered = [json_value(item) for item in items]
     return rendered if isinstance(value, list) else rendered[0]
@@ -329,7 +333,7 @@ def filters_model(
             fields[name] = (annotation, Field(...))
         else:
             default = None if declared.default is None else check(_json_default(declared))
-            fields[name] = (annotation, Field(default=default))
+            fields[name] = (annotation, Field(default=default, json_schema_extra=_no_null_default))
     if selectable:
         columns = ParameterDecl(
             type=ParameterType.LIST,
@@ -339,11 +343,18 @@ def filters_model(
             required=False,
         )
         chooser = Annotated[Any, PlainValidator(list_checker(columns)), WithJsonSchema(parameter_schema(columns))]
-        fields[COLUMNS_PARAMETER] = (chooser, Field(default=None))
+        fields[COLUMNS_PARAMETER] = (chooser, Field(default=None, json_schema_extra=_no_null_default))
     model = create_model(f"{_camel(type_name)}Filters", __base__=DeclaredFilters, **fields)
     model.date_ranges = tuple(date_ranges)
     model.bound_names = tuple(bound or ())
     return model
+
+
+def _no_null_default(schema: dict[str, Any]) -> None:
+    """Leave out the ``"default": null`` of an optional parameter without a default: ``null`` is
+    no value of the parameter (it is refused in ``filters``), so the schema must not offer it."""
+    if "default" in schema and schema["default"] is None:
+        del schema["default"]
 
 
 def _camel(name: str) -> str:

@@ -9,6 +9,10 @@ from exports.domain.caller import Caller
 from exports.domain.errors import InvalidRequest
 from exports.export_types.base import ExportType
 
+# A caller without claims, groups or scopes: a type it may use is open to every caller (an access
+# rule always asks for something the token has).
+ANYONE = Caller(user_id="", scopes=())
+
 
 class ExportTypeRegistry:
     """Export types by name; the API lists them and the worker runs them."""
@@ -54,6 +58,11 @@ class ExportTypeRegistry:
     def for_caller(self, caller: Caller | None) -> list[ExportType]:
         """The types ``caller`` may use (every type without a caller), in declaration order."""
         return [export_type for export_type in self if caller is None or export_type.allows(caller)]
+
+    def open_to_everyone(self) -> list[ExportType]:
+        """The types every caller may use, those without an access rule (what the OpenAPI
+        document, served without a token, describes), in declaration order."""
+        return self.for_caller(ANYONE)
 
     def names_for(self, caller: Caller | None) -> list[str]:
         """The names of :meth:`for_caller`."""

@@ -40,6 +40,7 @@ class SalesReportFilters(BaseModel):
     date_to: FilterDate = Field(description="Last order date included (YYYY-MM-DD).")
     currency: str = Field(
         pattern=r"^[A-Z]{3}$",
+        examples=["EUR"],
         description="ISO 4217 code: only orders in this currency are totalled (amounts in different "
         "currencies do not add up).",
     )

@@ -1,18 +1,25 @@
-"""What the OpenAPI document says each route answers: every real status, its body and headers.
+"""What the OpenAPI document says each route answers: every real status, its body and headers,
+and the request body of each export type this deployment serves.
 
 The routes pass these to Powertools' ``responses=``; :func:`contract_document` then removes what
 Powertools adds on its own (a 422 ``HTTPValidationError`` of FastAPI's ``{"detail": [...]}``
 shape, which this API never returns: every error is :class:`exports.api_models.ErrorBody`, see
-exports/http/errors.py). 401 and 413 may come from the gateway itself (the JWT authorizer, the
-payload limit) in the same shape.
+exports/http/errors.py) and makes the body of ``POST /v1/exports`` a union on ``export_type``
+with one schema per type (:func:`describe_export_types`). 401 and 413 may come from the gateway
+itself (the JWT authorizer, the payload limit) in the same shape.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from exports.api_models import ErrorBody
+from exports.domain.task import ExportFormat
+from exports.export_types.base import ExportType
 
 _JSON = "application/json"
 _RETRY_AFTER_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0}
@@ -41,7 +48,7 @@ _ERRORS: dict[int, str] = {
     403: "The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored).",
     404: "No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), "
     "or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE).",
-    409: "The task is not in a state that allows this (e.g. TASK_NOT_READY, TASK_NOT_CANCELLABLE).",
+    409: "The task is not in a state that allows this.",
     413: "The body is larger than the limit (code PAYLOAD_TOO_LARGE).",
     415: "The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE).",
     422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it).",
@@ -51,32 +58,42 @@ _ERRORS: dict[int, str] = {
 _RETRY_LATER = (429, 503)
 
 
-def error(status: int) -> dict[str, Any]:
-    """The documented error answer ``status``: the one error shape, and ``Retry-After`` on 429/503."""
-    response: dict[str, Any] = {"description": _ERRORS[status], "content": {_JSON: {"model": ErrorBody}}}
+def error(status: int, description: str | None = None) -> dict[str, Any]:
+    """The documented error answer ``status`` (``description``: what it means on this route, else
+    on every route): the one error shape, and ``Retry-After`` on 429/503."""
+    response: dict[str, Any] = {"description": description or _ERRORS[status], "content": {_JSON: {"model": ErrorBody}}}
     if status in _RETRY_LATER:
         response["headers"] = {"Retry-After": retry_after("Seconds to wait before trying again.")}
     return response
 
 
-def responses(success: dict[int, dict[str, Any]], *errors: int) -> dict[int, Any]:
+def conflict(codes: dict[str, str]) -> tuple[int, str]:
+    """A route's ``409``, naming each code it can answer with what it means there (for
+    :func:`responses`)."""
+    return 409, " ".join([_ERRORS[409], *(f"{code}: {meaning}" for code, meaning in codes.items())])
+
+
+def responses(success: dict[int, dict[str, Any]], *errors: int | tuple[int, str]) -> dict[int, Any]:
     """A route's ``responses=``: its success answers (Powertools fills in a missing ``content``
-    from the route's return type) and its error statuses; 401 and 503 are possible on every route."""
-    every = sorted({401, 503, *errors})
-    return {**success, **{status: error(status) for status in every}}
+    from the route's return type) and its error statuses, each a status or a (status,
+    description) of this route; 401 and 503 are possible on every route."""
+    described = dict(given if isinstance(given, tuple) else (given, None) for given in errors)
+    every = sorted({401, 503, *described})
+    return {**success, **{status: error(status, described.get(status)) for status in every}}
 
 
+_SCHEMAS = "#/components/schemas/"
 # Powertools' own validation-error answer and its component schemas: never what this API sends.
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
-def contract_document(document: str) -> str:
+def contract_document(document: str, export_types: Sequence[ExportType] = ()) -> str:
     """The OpenAPI document without Powertools' ``HTTPValidationError``/``ValidationError``
-    schemas (and any answer still pointing at them), and with no ``content`` on answers that
-    have no body; everything else unchanged."""
+    schemas (and any answer still pointing at them), with no ``content`` on answers that have no
+    body, and with the request body of ``POST /v1/exports`` of ``export_types``
+    (:func:`describe_export_types`); everything else unchanged."""
     data = json.loads(document)
-    prefix = "#/components/schemas/"
-    removed = {prefix + name for name in _POWERTOOLS_SCHEMAS}
+    removed = {_SCHEMAS + name for name in _POWERTOOLS_SCHEMAS}
     for path in data.get("paths", {}).values():
         for operation in path.values():
             answers = operation.get("responses", {})
@@ -89,4 +106,185 @@ def contract_document(document: str) -> str:
     schemas = data.get("components", {}).get("schemas", {})
     for name in _POWERTOOLS_SCHEMAS:
         schemas.pop(name, None)
+    describe_export_types(data, export_types)
     return json.dumps(data, ensure_ascii=False)
+
+
+SUBMIT_PATH = "/v1/exports"
+SHARED_REQUEST = "ExportRequest"
+# The day the examples' dates are (a fixed one keeps the committed document stable): any date
+# range from it to itself passes every date_ranges rule.
+EXAMPLE_DAY = "2026-01-05"
+_ALL_FORMATS = frozenset(ExportFormat)
+_BODY_DESCRIPTION = (
+    "One schema per export type this deployment serves to every caller, told apart by"
+    " `export_type`; each has the type's `filters` (the JSON Schema GET /v1/export-types serves) and"
+    " its formats, and an example that runs as it is. A type with an access rule (`allow`) is not in"
+    " this document, which is served without a token: its callers find it in GET /v1/export-types and"
+    " send the same fields (`#/components/schemas/ExportRequest`) with its `filters_schema`."
+)
+
+
+def describe_export_types(data: dict[str, Any], export_types: Sequence[ExportType]) -> None:
+    """Make the body of ``POST /v1/exports`` in ``data`` a ``oneOf`` of one schema per type,
+    discriminated by ``export_type`` (``ExportRequest.<type>``: the shared fields of
+    ``ExportRequest``, ``export_type`` a ``const``, the type's formats, ``filters`` a reference to
+    ``Filters.<type>``, its filters' JSON Schema), with an example body per type. Without types
+    the body stays the shared ``ExportRequest``."""
+    if not export_types:
+        return
+    schemas = data["components"]["schemas"]
+    shared = schemas[SHARED_REQUEST]
+    body = data["paths"][SUBMIT_PATH]["post"]["requestBody"]
+    mapping: dict[str, str] = {}
+    examples: dict[str, Any] = {}
+    for export_type in export_types:
+        filters_name = f"Filters.{export_type.name}"
+        filters = _hoisted(export_type.filters_schema(), filters_name, schemas)
+        schemas[filters_name] = filters
+        request_name = f"{SHARED_REQUEST}.{export_type.name}"
+        schemas[request_name] = _type_request(shared, export_type, _SCHEMAS + filters_name, filters)
+        mapping[export_type.name] = _SCHEMAS + request_name
+        example = _example_filters(filters, schemas)
+        if example is not None:
+            examples[export_type.name] = {
+                "summary": export_type.description,
+                "value": {"export_type": export_type.name, "format": export_type.formats[0].value, "filters": example},
+            }
+    body["description"] = _BODY_DESCRIPTION
+    media = body["content"][_JSON]
+    media["schema"] = {
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": "export_type", "mapping": mapping},
+    }
+    if examples:
+        media["examples"] = examples
+
+
+def _hoisted(schema: dict[str, Any], name: str, schemas: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$defs`` moved into the components as ``<name>.<def>`` (a ``#/$defs/``
+    reference would point at the document's root once the schema is inside it)."""
+    schema = copy.deepcopy(schema)
+    definitions = schema.pop("$defs", {})
+
+    def relinked(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: f"{_SCHEMAS}{name}.{value.removeprefix('#/$defs/')}"
+                if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/")
+                else relinked(value)
+                for key, value in node.items()
+            }
+        return [relinked(item) for item in node] if isinstance(node, list) else node
+
+    for definition, definition_schema in definitions.items():
+        schemas[f"{name}.{definition}"] = relinked(definition_schema)
+    return relinked(schema)
+
+
+def _type_request(
+    shared: dict[str, Any], export_type: ExportType, filters_ref: str, filters: dict[str, Any]
+) -> dict[str, Any]:
+    """``ExportRequest`` for one type: its name as ``export_type``, its formats, its filters."""
+    schema = copy.deepcopy(shared)
+    schema["title"] = f"{SHARED_REQUEST}.{export_type.name}"
+    schema["description"] = export_type.description
+    properties = schema["properties"]
+    # const for JSON Schema 2020-12 validators, a one-value enum for generators that read only
+    # enums (openapi-typescript's documented pattern for a discriminated oneOf); the same rule.
+    properties["export_type"] = {
+        "const": export_type.name,
+        "enum": [export_type.name],
+        "type": "string",
+        "description": "The export type.",
+    }
+    formats = [fmt.value for fmt in export_type.formats]
+    required = ["export_type"]
+    if set(export_type.formats) != _ALL_FORMATS:
+        described = {"description": properties["format"].get("description", ""), "enum": formats, "type": "string"}
+        if ExportFormat.CSV in export_type.formats:
+            described["default"] = ExportFormat.CSV.value
+        else:
+            required.append("format")  # the default, csv, is not one of this type's
+        properties["format"] = described
+    properties["filters"] = {"$ref": filters_ref, "description": properties["filters"].get("description", "")}
+    if filters.get("required"):
+        required.append("filters")  # the default, {}, would leave them out
+    schema["required"] = required
+    return schema
+
+
+class _NoExample(Exception):
+    """A value the schema alone does not give (a string that must match a pattern)."""
+
+
+def _example_filters(filters: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any] | None:
+    """Filters that pass ``filters``: its required parameters only, each its first example, its
+    default, its first allowed value or the smallest value its bounds allow (dates
+    :data:`EXAMPLE_DAY`, so every date range is one day). None when a required value cannot be
+    made up from the schema: no example is better than one that fails."""
+    try:
+        value = _example(filters, schemas)
+    except _NoExample:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _example(schema: dict[str, Any], schemas: dict[str, Any]) -> Any:
+    if "$ref" in schema:
+        return _example(schemas[schema["$ref"].removeprefix(_SCHEMAS)], schemas)
+    given = _given_value(schema)
+    if given is not None:
+        return given
+    for branch in schema.get("anyOf", schema.get("oneOf", [])):
+        if branch.get("type") != "null":
+            return _example(branch, schemas)
+    kinds = schema.get("type", [])
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds)
+    if "object" in kinds:
+        properties = schema.get("properties", {})
+        return {name: _example(properties.get(name, {}), schemas) for name in schema.get("required", [])}
+    if "array" in kinds and schema.get("minItems", 0) <= 1:
+        return [_example(schema.get("items", {}), schemas)]
+    return _scalar(schema, kinds)
+
+
+def _given_value(schema: dict[str, Any]) -> Any:
+    """A value the schema names: its first example or allowed value, its constant, its default."""
+    for word in ("examples", "enum"):
+        if schema.get(word):
+            return schema[word][0]
+    return schema.get("const", schema.get("default"))
+
+
+# Made-up values by format, unless a bound (x-minimum, x-maximum) gives one.
+_BY_FORMAT = {"date": EXAMPLE_DAY, "date-time": f"{EXAMPLE_DAY}T00:00:00Z", "decimal": "1"}
+
+
+def _scalar(schema: dict[str, Any], kinds: set[str]) -> Any:
+    if schema.get("format") in _BY_FORMAT:
+        return schema.get("x-minimum", schema.get("x-maximum", _BY_FORMAT[schema["format"]]))
+    if kinds & {"integer", "number"}:
+        return schema.get("minimum", schema.get("maximum", 1))
+    if "boolean" in kinds:
+        return False
+    if "string" in kinds and "pattern" not in schema:
+        return "x" * max(1, schema.get("minLength", 1))
+    raise _NoExample
+
+
+def swagger_page(document: str) -> str:
+    """Swagger UI (Powertools' page and the assets it bundles) on ``document`` itself: ``/docs``
+    shows exactly what ``/openapi.json`` serves. (Powertools' ``enable_swagger`` would embed a
+    document of its own, with the framework's 422 shape and without the export types.)"""
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui
+
+    assets = Path(swagger_ui.__file__).parent
+    return swagger_ui.generate_swagger_html(
+        # Inside a <script>: "</" would end it (Powertools escapes its own document the same way).
+        document.replace("</", "<\\/"),
+        (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
+        "",
+        None,
+    )

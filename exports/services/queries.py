@@ -71,6 +71,12 @@ def export_types(caller: Caller, deps: ApiDependencies) -> list[ExportType]:
     return deps.registry.for_caller(caller)
 
 
+def documented_export_types(deps: ApiDependencies) -> list[ExportType]:
+    """The types the OpenAPI document describes: those every caller may use (it is served
+    without a token, so a type restricted to some callers is not named in it)."""
+    return deps.registry.open_to_everyone()
+
+
 def export_type(name: str, caller: Caller, deps: ApiDependencies) -> ExportType:
     """One type ``caller`` can export; :class:`UnknownExportType` for any other name, whether no
     type or a type refused to the caller has it."""

@@ -4,6 +4,7 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
+from exports.export_types.base import ExportType
 from exports.http.envelope import (
     caller_id,
     caller_of,
@@ -32,7 +34,15 @@ from exports.http.envelope import (
 )
 from exports.http.errors import register_error_handlers
 from exports.http.idempotency import idempotency_key
-from exports.http.openapi import CACHE_CONTROL, contract_document, location, responses, retry_after
+from exports.http.openapi import (
+    CACHE_CONTROL,
+    conflict,
+    contract_document,
+    location,
+    responses,
+    retry_after,
+    swagger_page,
+)
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.submission import Submission, caller_scope, submit_export
@@ -64,12 +74,6 @@ def openapi_settings() -> dict[str, Any]:
 
 
 @cache
-def enable_docs() -> None:
-    """Register the Swagger UI route (it imports the OpenAPI models), once, on its first request."""
-    app.enable_swagger(path=DOCS_PATH, **openapi_settings())
-
-
-@cache
 def dependencies() -> ApiDependencies:
     """This function's adapters, built on first use from its own variables of the environment."""
     return compose_api(PowertoolsMetrics(metrics))
@@ -91,7 +95,16 @@ _ACCEPTED = {
         },
     }
 }
-_SUBMIT_RESPONSES = responses(_ACCEPTED, 400, 403, 409, 413, 415, 422, 429)
+_SUBMIT_RESPONSES = responses(
+    _ACCEPTED,
+    400,
+    403,
+    conflict({"CONFLICT": "a request with the same Idempotency-Key is still in progress; try again shortly."}),
+    413,
+    415,
+    422,
+    429,
+)
 _GET_RESPONSES = responses(
     {
         200: {
@@ -104,8 +117,24 @@ _GET_RESPONSES = responses(
     },
     404,
 )
-_CANCEL_RESPONSES = responses({200: {"description": "The task, CANCELLED."}}, 404, 409)
-_RETRY_RESPONSES = responses(_ACCEPTED, 403, 404, 409, 422, 429)
+_CANCEL_RESPONSES = responses(
+    {200: {"description": "The task, CANCELLED."}},
+    404,
+    conflict(
+        {
+            "TASK_NOT_CANCELLABLE": "the task has ended already.",
+            "CONFLICT": "the task kept changing while it was being cancelled; try again.",
+        }
+    ),
+)
+_RETRY_RESPONSES = responses(
+    _ACCEPTED,
+    403,
+    404,
+    conflict({"TASK_NOT_RETRYABLE": "only a FAILED, TIMEOUT or CANCELLED task is submitted again."}),
+    422,
+    429,
+)
 _LIST_RESPONSES = responses({200: {"description": "A page of the caller's tasks, newest first."}}, 422)
 _DOWNLOAD_RESPONSES = responses(
     {
@@ -116,7 +145,7 @@ _DOWNLOAD_RESPONSES = responses(
         }
     },
     404,
-    409,
+    conflict({"TASK_NOT_READY": "the task has not COMPLETED, so there is no file (yet)."}),
 )
 _LIST_QUERY = frozenset({"limit", "status", "next_token"})
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
@@ -130,6 +159,10 @@ def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
 @app.post(
     f"{API_VERSION_PREFIX}/exports",
     summary="Submit an export",
+    description="Validates the body (the export type validates its own `filters`), stores the task as PENDING"
+    " and queues it; answers at once with the task id. An identical active export of the same user is"
+    " answered with that task (`deduplicated`). With `Idempotency-Key`, the same key and body within"
+    " 24 hours replay the first answer (`Idempotent-Replayed: true`).",
     tags=["exports"],
     responses=_SUBMIT_RESPONSES,
 )
@@ -173,7 +206,12 @@ def _answer(accepted: dict[str, Any], headers: dict[str, str] | None = None) -> 
 
 
 @app.get(
-    f"{API_VERSION_PREFIX}/exports/<task_id>", summary="Get an export task", tags=["exports"], responses=_GET_RESPONSES
+    f"{API_VERSION_PREFIX}/exports/<task_id>",
+    summary="Get an export task",
+    description="The caller's task: status, progress, rows, timestamps, error; once COMPLETED a freshly presigned"
+    " `download_url`. Another user's task is not found. Poll after `Retry-After` seconds while it runs.",
+    tags=["exports"],
+    responses=_GET_RESPONSES,
 )
 @tracer.capture_method(capture_response=False)
 def get_export(task_id: str) -> Response[TaskView]:
@@ -192,6 +230,8 @@ def get_export(task_id: str) -> Response[TaskView]:
 @app.post(
     f"{API_VERSION_PREFIX}/exports/<task_id>/cancel",
     summary="Cancel an export",
+    description="Ends a PENDING or RUNNING task as CANCELLED: a running worker stops at its next progress write"
+    " and leaves no file.",
     tags=["exports"],
     responses=_CANCEL_RESPONSES,
 )
@@ -206,6 +246,8 @@ def cancel(task_id: str) -> TaskView:
     f"{API_VERSION_PREFIX}/exports/<task_id>/retry",
     status_code=202,
     summary="Retry an export",
+    description="Submits a FAILED, TIMEOUT or CANCELLED task again as a new task with the same parameters"
+    " (`retry_of` points back), as a new submission by the caller.",
     tags=["exports"],
     responses=_RETRY_RESPONSES,
 )
@@ -216,7 +258,14 @@ def retry(task_id: str) -> Response[ExportAccepted]:
     return _answer(_accepted(submission).model_dump(mode="json"))
 
 
-@app.get(f"{API_VERSION_PREFIX}/exports", summary="List your export tasks", tags=["exports"], responses=_LIST_RESPONSES)
+@app.get(
+    f"{API_VERSION_PREFIX}/exports",
+    summary="List your export tasks",
+    description="The caller's tasks, newest first, a page at a time (`next_token` from the previous page);"
+    " `status` filters by status, in any case.",
+    tags=["exports"],
+    responses=_LIST_RESPONSES,
+)
 @tracer.capture_method(capture_response=False)
 def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
@@ -232,6 +281,8 @@ def list_exports(
 @app.get(
     f"{API_VERSION_PREFIX}/exports/<task_id>/download",
     summary="Download the file",
+    description="A `302` to a short-lived presigned link to the COMPLETED task's file, minted on each request;"
+    " the bearer token is not sent to the file store.",
     tags=["exports"],
     responses=_DOWNLOAD_RESPONSES,
 )
@@ -247,6 +298,8 @@ def download(task_id: str) -> Response[str]:
 @app.get(
     f"{API_VERSION_PREFIX}/export-types",
     summary="What can be exported",
+    description="The export types the caller may use, their formats and the JSON Schema of their filters"
+    " (`filters_schema`), in declaration order.",
     tags=["export types"],
     responses=_TYPES_RESPONSES,
 )
@@ -260,6 +313,8 @@ def list_export_types() -> ExportTypeList:
 @app.get(
     f"{API_VERSION_PREFIX}/export-types/<name>",
     summary="One export type",
+    description="One export type the caller may use; `404` for any other name (a type refused to the caller"
+    " looks the same as no type).",
     tags=["export types"],
     responses=_TYPE_RESPONSES,
 )
@@ -278,14 +333,24 @@ def preflight() -> Response[str]:
     return Response(status_code=204, content_type=content_types.TEXT_PLAIN, body="")
 
 
+def api_document(export_types: Sequence[ExportType]) -> str:
+    """The OpenAPI document of this API serving ``export_types`` (their request bodies)."""
+    return contract_document(app.get_openapi_json_schema(**openapi_settings()), export_types)
+
+
 @app.get(OPENAPI_PATH, include_in_schema=False)
 def openapi_document() -> Response[str]:
-    """The OpenAPI document of this API."""
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=contract_document(app.get_openapi_json_schema(**openapi_settings())),
-    )
+    """The OpenAPI document of this API, with the export types every caller may use (it is
+    served without a token)."""
+    document = api_document(queries.documented_export_types(dependencies()))
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document)
+
+
+@app.get(DOCS_PATH, include_in_schema=False)
+def swagger_ui() -> Response[str]:
+    """Swagger UI on the document ``/openapi.json`` serves."""
+    document = api_document(queries.documented_export_types(dependencies()))
+    return Response(status_code=200, content_type=content_types.TEXT_HTML, body=swagger_page(document))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
@@ -293,6 +358,4 @@ def openapi_document() -> Response[str]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point of the API function."""
-    if event.get("rawPath") == DOCS_PATH:
-        enable_docs()
     return app.resolve(normalised_event(event), context)

@@ -137,7 +137,7 @@ EXPORT_TYPES: list[dict[str, Any]] = [
             "signed_up_to": _DATE,
             "countries": {
                 "type": "array",
-                "items": {"type": "string", "pattern": "[A-Z]{2}", "maxLength": 200},
+                "items": {"type": "string", "pattern": "^(?:[A-Z]{2})$", "maxLength": 200},
                 "minItems": 1,
                 "maxItems": 50,
                 "uniqueItems": True,
@@ -151,7 +151,12 @@ EXPORT_TYPES: list[dict[str, Any]] = [
         {
             "date_from": _DATE,
             "date_to": _DATE,
-            "currency": {"type": "string", "pattern": "[A-Z]{3}", "maxLength": 200, "description": "ISO 4217 code"},
+            "currency": {
+                "type": "string",
+                "pattern": "^(?:[A-Z]{3})$",
+                "maxLength": 200,
+                "description": "ISO 4217 code",
+            },
         },
         ["date_from", "date_to", "currency"],
     ),

@@ -1,27 +1,67 @@
-"""The OpenAPI document the API serves, read in-process (no server, no AWS).
+"""The OpenAPI document `make run` serves, read in-process (no server, no AWS).
 
+The served document depends on the deployment's export types (each type's request body), so the
+committed one is that of the repository's exports.toml as `make run` serves it.
 ``python -m tests.client.openapi_doc`` writes it to docs/openapi.json (``make openapi``);
-test_openapi_doc.py fails while the committed file differs from it.
+test_openapi_doc.py fails while the committed file differs from it, and
+tests/e2e/test_openapi_served.py while `make run`'s stack serves anything else.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
-from tests.builders import FakeContext, http_event
+from exports.composition import declared_export_types
+from exports.config import Env, Names
+from exports.export_types.registry import ExportTypeRegistry
+from exports.http.openapi import SHARED_REQUEST, SUBMIT_PATH
+from exports.settings import RegistrySettings
+from local_stack.stack import DEMO_DATABASE_URL_ENV
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+ROOT = Path(__file__).resolve().parents[2]
+DOC_PATH = ROOT / "docs" / "openapi.json"
+REPOSITORY_DECLARATION = ROOT / "exports.toml"
 
 
-def served_openapi() -> dict[str, Any]:
-    """What ``GET /openapi.json`` answers, resolved by the API function's own router."""
-    from functions.submit.handler import app
+def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]:
+    """What ``GET /openapi.json`` answers in `make run` with ``declaration``: the API function's
+    own document, with the types its registry would hold (built, never connected: the demo
+    database's URI and the demo table's name only make its types part of the deployment)."""
+    from functions.submit.handler import api_document
 
-    response = app.resolve(http_event("GET", "/openapi.json", user=None), FakeContext())
-    assert response["statusCode"] == 200, response
-    return json.loads(response["body"])
+    environ = {
+        Env.TASKS_TABLE: Names.TASKS_TABLE,
+        Env.ORDERS_TABLE: Names.ORDERS_TABLE,
+        Env.CUSTOMERS_TABLE: Names.CUSTOMERS_TABLE,
+        Env.EXPORTS_CONFIG: str(declaration),
+        DEMO_DATABASE_URL_ENV: "postgresql://exports_reader@/shop",
+    }
+    registry = ExportTypeRegistry(declared_export_types(RegistrySettings.from_env(environ), environ))
+    return json.loads(api_document(registry.open_to_everyone()))
+
+
+def shared_contract(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` without what depends on the deployment's export types: the per-type
+    components and the submit body's union and examples (the body is then the shared
+    ``ExportRequest``). Two deployments' documents differ in nothing else."""
+    shared = copy.deepcopy(document)
+    schemas = shared["components"]["schemas"]
+    for name in [name for name in schemas if name.startswith(("ExportRequest.", "Filters."))]:
+        del schemas[name]
+    body = shared["paths"][SUBMIT_PATH]["post"]["requestBody"]
+    body.pop("description", None)
+    body["content"]["application/json"] = {"schema": {"$ref": f"#/components/schemas/{SHARED_REQUEST}"}}
+    return shared
+
+
+def swagger_spec(page: str) -> dict[str, Any]:
+    """The document a Swagger UI page (``GET /docs``) shows: the one in its ``spec:`` option."""
+    start = page.index("spec: ") + len("spec: ")
+    document, _ = json.JSONDecoder().raw_decode(page, start)
+    return document
 
 
 def render(document: dict[str, Any]) -> str:

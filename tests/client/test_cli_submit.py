@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from exports_client.cli import LIVE_POLL_SEC, ExitCode, main
+from exports_client.filters import shown_pattern
 from tests.client.fake_api import (
     ACCEPTED,
     BASE_URL,
@@ -152,6 +153,8 @@ def test_filters_json_is_merged_and_filter_wins(tmp_path: Path) -> None:
          'filter limit: must be an integer, not "20"'),
         (["customers", "--from", "2025-01-01", "--to", "2025-01-31", "--filter", "countries=de"],
          'filter countries: value 1 must match [A-Z]{2}, not "de"'),
+        (["customers", "--from", "2025-01-01", "--to", "2025-01-31", "--filter", "countries=xDEx"],
+         'filter countries: value 1 must match [A-Z]{2}, not "xDEx"'),
         (["customers", "--from", "2025-01-01", "--to", "2025-01-31", "--filter", "countries=DE,DE"],
          'filter countries: repeats "DE"'),
         (["orders", "--from", "2025-02-30", "--to", "2025-03-31"],
@@ -351,7 +354,7 @@ def test_types_shows_each_filter_with_its_type_whether_required_and_its_values()
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ") and line.split()}
     assert rows["signed_up_from"][:3] == ["signed_up_from", "date", "yes"]
     assert rows["countries"][:5] == ["countries", "list", "of", "string", "no"]
-    assert rows["currency"][:4] == ["currency", "string", "yes", "matching"]
+    assert rows["currency"][:5] == ["currency", "string", "yes", "matching", "[A-Z]{3}"]  # served ^(?:[A-Z]{3})$
     assert rows["limit"][:4] == ["limit", "integer", "no", "1..1000"]
     assert rows["min_total"][:5] == ["min_total", "decimal", "no", "at", "least"]
     assert "pending, paid, shipped, delivered, cancelled, refunded" in out
@@ -369,3 +372,18 @@ def test_types_with_names_shows_only_those() -> None:
     code, _, err = run(api, "types", "nope")
     assert code == ExitCode.USAGE
     assert "unknown export type 'nope'" in err
+
+
+@pytest.mark.parametrize(
+    ("pattern", "shown"),
+    [
+        ("^(?:[A-Z]{2})$", "[A-Z]{2}"),  # the service's form of a declared pattern
+        ("^(?:a|b)$", "a|b"),
+        ("^[A-Z]{3}$", "[A-Z]{3}"),  # a plugin's pydantic pattern
+        ("^a|b$", "^a|b$"),  # not one whole-value pattern: as it is
+        ("[A-Z]", "[A-Z]"),
+        ("^a\\$", "^a\\$"),
+    ],
+)
+def test_a_whole_value_pattern_is_shown_without_its_anchors(pattern: str, shown: str) -> None:
+    assert shown_pattern(pattern) == shown

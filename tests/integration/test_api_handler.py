@@ -10,6 +10,7 @@ from exports.config import Limits
 from functions.submit.handler import lambda_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
+from tests.client.openapi_doc import swagger_spec
 
 VALID = {
     "export_type": "orders",
@@ -227,11 +228,14 @@ def test_openapi_document_and_swagger_ui_are_served(aws: Resources) -> None:
         spec["paths"]
     )
     request_schema = spec["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert request_schema["$ref"].endswith("ExportRequest")
+    assert request_schema["discriminator"]["mapping"] == {
+        name: f"#/components/schemas/ExportRequest.{name}" for name in ("orders", "customers", "sales_report")
+    }
     status, headers, html = call(http_event("GET", "/docs", user=None))
     assert status == 200
     assert "text/html" in headers["content-type"]
     assert "swagger" in html.lower()
+    assert swagger_spec(html) == spec
 
 
 def test_a_failed_enqueue_fails_the_task_instead_of_stranding_it(

@@ -81,6 +81,12 @@ def test_the_shipped_declarations_load() -> None:
         ),
         (
             '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
+            '[types.t.parameters.p]\ntype = "string"\npattern = "[A-Z]{3}"\nexample = "eur"',
+            "types.t: parameters.p.example",
+            "must match",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
             '[types.t.parameters.p]\ntype = "string"\nmin = 1',
             "types.t: parameters.p.min",
             "no min",
@@ -214,6 +220,7 @@ max = "1000.00"
 type = "string"
 required = false
 pattern = "[A-Z]{3}"
+example = "EUR"
 [types.t.parameters.state]
 type = "enum"
 values = ["open", "closed"]
@@ -309,6 +316,20 @@ def test_the_json_schema_comes_from_the_declaration(model: type) -> None:
     assert properties["state"]["enum"] == ["open", "closed"]
     assert properties["ids"]["items"] == {"type": "integer", "minimum": 1} and properties["ids"]["maxItems"] == 3
     json.dumps(schema)
+
+
+def test_the_json_schema_says_what_the_validation_does(model: type) -> None:
+    properties = model.model_json_schema()["properties"]
+
+    # The whole value must match, as the validator's fullmatch: "xEURx" is refused.
+    assert properties["code"]["pattern"] == "^(?:[A-Z]{3})$"
+    assert properties["code"]["examples"] == ["EUR"]
+    # null is refused in filters, so an optional parameter without a default offers none.
+    assert "default" not in properties["state"] and properties["count"]["default"] == 10
+    with pytest.raises(ValidationError):
+        model.model_validate({**VALID, "code": "xEURx"})
+    with pytest.raises(ValidationError):
+        model.model_validate({**VALID, "state": None})
 
 
 def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None:

@@ -1,12 +1,26 @@
-"""The OpenAPI document states every real answer: the one error shape, the headers, a bodiless 302."""
+"""The OpenAPI document states every real answer (the one error shape, the headers, a bodiless
+302, each 409's codes), describes every operation, and describes the body of each export type open
+to every caller with an example that passes its schema (tests/e2e/test_openapi_served.py submits
+them to `make run`'s stack)."""
 
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from tests.client.openapi_doc import served_openapi
+from tests.stack_process import DYNAMODB_DEMO
 
 ERROR_REF = "#/components/schemas/ErrorBody"
+REF = "#/components/schemas/"
+DOCUMENT_URI = "urn:exports:openapi"
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +71,185 @@ def test_the_headers_are_documented_and_the_redirect_has_no_body(document: dict[
         for status in ("429", "503"):
             if status in operation["responses"]:
                 assert operation["responses"][status]["headers"]["Retry-After"]["required"], (name, status)
+
+
+def test_every_operation_has_a_summary_and_a_description(document: dict[str, Any]) -> None:
+    for name, operation in operations(document):
+        assert operation.get("summary") and operation.get("description"), name
+
+
+@pytest.mark.parametrize(
+    ("operation", "codes"),
+    [
+        ("POST /v1/exports", {"CONFLICT"}),
+        ("POST /v1/exports/{task_id}/cancel", {"TASK_NOT_CANCELLABLE", "CONFLICT"}),
+        ("POST /v1/exports/{task_id}/retry", {"TASK_NOT_RETRYABLE"}),
+        ("GET /v1/exports/{task_id}/download", {"TASK_NOT_READY"}),
+    ],
+)
+def test_each_409_names_the_codes_its_operation_answers(
+    document: dict[str, Any], operation: str, codes: set[str]
+) -> None:
+    description = dict(operations(document))[operation]["responses"]["409"]["description"]
+    assert set(re.findall(r"\b([A-Z][A-Z_]+): ", description)) == codes
+
+
+def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]) -> None:
+    validate(document)
+
+
+def test_the_submit_body_is_one_schema_per_type_open_to_every_caller(document: dict[str, Any]) -> None:
+    # Given exports.toml's types: orders_all_tenants is for the admin group only.
+    schemas = document["components"]["schemas"]
+    media = document["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
+    mapping = media["schema"]["discriminator"]["mapping"]
+
+    assert list(mapping) == ["orders", "customers", "sales_report", "generated_orders", "orders_dynamodb"]
+    assert media["schema"]["oneOf"] == [{"$ref": ref} for ref in mapping.values()]
+    assert not [name for name in schemas if "orders_all_tenants" in name]
+    shared = schemas["ExportRequest"]
+    for name, ref in mapping.items():
+        request = schemas[ref.removeprefix(REF)]
+        assert request["properties"]["export_type"]["const"] == name
+        assert set(request["properties"]) == set(shared["properties"])
+        assert request["properties"]["filters"]["$ref"] == f"{REF}Filters.{name}"
+        assert request["required"] == ["export_type", "filters"]  # every demo type has required filters
+    assert schemas["Filters.orders"]["required"] == ["date_from", "date_to"]
+    assert schemas["Filters.sales_report"]["properties"]["currency"]["pattern"] == "^(?:[A-Z]{3})$"
+
+
+def test_every_example_is_valid_for_its_schema_and_every_type_has_one(document: dict[str, Any]) -> None:
+    media = document["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
+    examples = list(examples_in(document))
+
+    assert set(media["examples"]) == set(media["schema"]["discriminator"]["mapping"])
+    assert len(examples) == len(media["examples"])
+    for where, schema_path, value in examples:
+        errors = list(validator(document, schema_path).iter_errors(value))
+        assert not errors, (where, [error.message for error in errors])
+        if where.startswith("POST /v1/exports "):  # and it is its own type's: the name is the type's
+            assert where.endswith(f" {value['export_type']}")
+            branch = validator(document, f"/components/schemas/ExportRequest.{value['export_type']}")
+            assert not list(branch.iter_errors(value)), where
+
+
+def test_a_plugin_types_definitions_move_into_the_components() -> None:
+    # Given the plugin orders type, whose filters schema has $defs (OrderStatus).
+    plugin_document = served_openapi(DYNAMODB_DEMO)
+
+    text = json.dumps(plugin_document)
+    assert "#/$defs/" not in text and "$defs" not in text
+    status = plugin_document["components"]["schemas"]["Filters.orders"]["properties"]["status"]
+    assert {"$ref": f"{REF}Filters.orders.OrderStatus"} in status["anyOf"]
+    validate(plugin_document)
+    for where, schema_path, value in examples_in(plugin_document):
+        assert not list(validator(plugin_document, schema_path).iter_errors(value)), where
+
+
+def test_a_type_without_csv_requires_a_format_and_one_without_a_made_up_value_has_no_example(tmp_path: Path) -> None:
+    declaration = tmp_path / "exports.toml"
+    declaration.write_text(
+        """
+[sources.tables]
+kind = "dynamodb"
+
+[types.codes]
+description = "Codes."
+source = "tables"
+formats = ["xlsx"]
+allow = { groups = ["ops"] }
+dynamodb = { table = "codes", partition_key = { name = "pk", value = "{code}" } }
+columns = [{ name = "code" }]
+
+[types.codes.parameters.code]
+type = "string"
+pattern = "[A-Z]{3}"
+
+[types.labels]
+description = "Labels."
+source = "tables"
+formats = ["xlsx", "csv.gz"]
+dynamodb = { table = "labels", partition_key = { name = "pk", value = "{label}" } }
+columns = [{ name = "label" }]
+
+[types.labels.parameters.label]
+type = "string"
+pattern = "[a-z]+"
+""",
+        encoding="utf-8",
+    )
+    custom = served_openapi(declaration)
+
+    schemas = custom["components"]["schemas"]
+    media = custom["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
+    assert list(media["schema"]["discriminator"]["mapping"]) == ["labels"]  # codes has an access rule
+    labels = schemas["ExportRequest.labels"]
+    assert labels["required"] == ["export_type", "format", "filters"]
+    assert labels["properties"]["format"]["enum"] == ["xlsx", "csv.gz"]
+    assert "default" not in labels["properties"]["format"]
+    assert "examples" not in media
+    validate(custom)
+
+
+def test_without_a_type_open_to_everyone_the_body_is_the_shared_request(tmp_path: Path) -> None:
+    declaration = tmp_path / "exports.toml"
+    declaration.write_text(
+        """
+[sources.tables]
+kind = "dynamodb"
+
+[types.codes]
+description = "Codes."
+source = "tables"
+allow = { groups = ["ops"] }
+dynamodb = { table = "codes", partition_key = { name = "pk", value = "ALL" } }
+columns = [{ name = "code" }]
+""",
+        encoding="utf-8",
+    )
+    custom = served_openapi(declaration)
+
+    body = custom["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
+    assert body["schema"] == {"$ref": f"{REF}ExportRequest"}
+    assert not [name for name in custom["components"]["schemas"] if name.startswith("Filters.")]
+
+
+def examples_in(document: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """Every example in the document's operations: where, the JSON pointer of its schema, its value."""
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            where = f"{method.upper()} {path}"
+            pointer = f"/paths/{escape(path)}/{method}"
+            for index, parameter in enumerate(operation.get("parameters", [])):
+                for value in parameter_examples(parameter):
+                    yield f"{where} {parameter['name']}", f"{pointer}/parameters/{index}/schema", value
+            for media_type, media in operation.get("requestBody", {}).get("content", {}).items():
+                for name, value in media_examples(media):
+                    yield f"{where} {name}", f"{pointer}/requestBody/content/{escape(media_type)}/schema", value
+
+
+def parameter_examples(parameter: dict[str, Any]) -> list[Any]:
+    return media_values(parameter) + list(parameter.get("schema", {}).get("examples", []))
+
+
+def media_examples(media: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(name, example["value"]) for name, example in media.get("examples", {}).items()] + (
+        [("example", media["example"])] if "example" in media else []
+    )
+
+
+def media_values(item: dict[str, Any]) -> list[Any]:
+    return [example["value"] for example in item.get("examples", {}).values()] + (
+        [item["example"]] if "example" in item else []
+    )
+
+
+def escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def validator(document: dict[str, Any], pointer: str) -> Draft202012Validator:
+    """A validator of the schema at ``pointer`` in ``document``, its references resolved there."""
+    resource = Resource.from_contents(document, default_specification=DRAFT202012)
+    registry = Registry().with_resource(DOCUMENT_URI, resource)
+    return Draft202012Validator({"$ref": f"{DOCUMENT_URI}#{pointer}"}, registry=registry)

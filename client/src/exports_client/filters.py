@@ -98,7 +98,7 @@ def constraints(schema: Mapping[str, Any]) -> str:
     elif high is not None:
         parts.append(f"at most {high}")
     if schema.get("pattern"):
-        parts.append(f"matching {schema['pattern']}")
+        parts.append(f"matching {shown_pattern(schema['pattern'])}")
     if "array" in _types(schema):
         low_items, high_items = schema.get("minItems"), schema.get("maxItems")
         if high_items is not None:
@@ -264,7 +264,7 @@ class FilterSchema:
             raise FilterError(name, f"{where}must be at least {schema['minLength']} characters long")
         pattern = schema.get("pattern")
         if pattern and _matches(pattern, value) is False:
-            raise FilterError(name, f"{where}must match {pattern}, not {shown}")
+            raise FilterError(name, f"{where}must match {shown_pattern(pattern)}, not {shown}")
 
     def _check_bounds(self, name: str, schema: Mapping[str, Any], value: Any, shown: Any, where: str) -> None:
         for keyword, extension, below in (("minimum", "x-minimum", True), ("maximum", "x-maximum", False)):
@@ -351,6 +351,18 @@ def _bound_like(value: Any, bound: Any) -> Any:
     if isinstance(value, date):
         return _date(str(bound))
     return bound if isinstance(bound, int | float) and not isinstance(bound, bool) else None
+
+
+def shown_pattern(pattern: str) -> str:
+    """A pattern as people read it: the service's form of a whole-value pattern, ``^(?:X)$``, and
+    a plain ``^X$`` without alternatives are shown as ``X`` (a whole value matching it); any
+    other as it is."""
+    if pattern.startswith("^(?:") and pattern.endswith(")$"):
+        return pattern[4:-2]
+    inner = pattern[1:-1]
+    if pattern.startswith("^") and pattern.endswith("$") and inner and "|" not in inner and not inner.endswith("\\"):
+        return inner
+    return pattern
 
 
 def _matches(pattern: str, value: str) -> bool | None:
