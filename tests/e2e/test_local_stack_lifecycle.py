@@ -88,6 +88,7 @@ def test_a_busy_port_is_reported_at_once_and_nothing_starts(folder: Path) -> Non
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
     assert run.returncode == 1
     assert f"could not start: [Errno 98] port {port} is in use" in run.stderr
