@@ -130,6 +130,9 @@ class Task(BaseModel):
     lifecycle_token: str | None = None
     # A split export's rows per partition (of the current attempt); rows_written is their sum.
     partition_rows: dict[str, int] | None = None
+    # The rows submit expected, when the type knows its count or its speed was measured: a run
+    # that knows no better measures its progress against it.
+    estimated_rows: int | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -190,6 +193,7 @@ def new_task(
     now: datetime,
     retention: timedelta,
     caller: dict[str, Any] | None = None,
+    estimated_rows: int | None = None,
     csv_bom: bool = False,
     csv_formula_guard: bool = True,
     priority: int = Limits.PRIORITY_DEFAULT,
@@ -208,6 +212,7 @@ def new_task(
         format=format,
         filters=filters,
         caller=caller or {},
+        estimated_rows=estimated_rows,
         csv_bom=csv_bom,
         csv_formula_guard=csv_formula_guard,
         priority=priority,

@@ -112,16 +112,20 @@ class _Control:
 
 class _Progress:
     """Progress per page: rows against the expected count when known, else the source's own
-    fraction. :class:`ProgressReporter` writes at most every ``progress_interval_sec``."""
+    fraction, else rows against an estimate. :class:`ProgressReporter` writes at most every
+    ``progress_interval_sec``."""
 
-    def __init__(self, reporter: ProgressReporter, expected_rows: int | None) -> None:
+    def __init__(self, reporter: ProgressReporter, expected_rows: int | None, estimated_rows: int | None) -> None:
         self._reporter = reporter
         self._expected = expected_rows
+        self._estimated = estimated_rows
         self.percent = 0
 
     def update(self, rows: int, fraction: float | None) -> None:
         if self._expected:
             fraction = rows / self._expected
+        elif fraction is None and self._estimated:
+            fraction = rows / self._estimated
         if fraction is not None:
             fraction = min(max(fraction, 0.0), 1.0)
             self.percent = int(fraction * 100)
@@ -138,8 +142,8 @@ def run_export(
 ) -> ExportResult:
     """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
     invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over);
-    ``planned_rows``: the rows the fan-out plan counted, which progress is measured against when
-    the type does not know its row count itself."""
+    progress is measured against the rows the type knows it has, else ``planned_rows`` (what the
+    fan-out plan counted), else the task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
@@ -147,7 +151,7 @@ def run_export(
     target = result_target(task, export_type, filters)
     files = deps.results.export_files()
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), files, folder, deps.clock)
-    tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows)
+    tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows)
     budget = RunBudget(remaining_ms)
     run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
     return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from exports.config import Admission, Estimates, Lane, Metric
 from exports.domain.admission import (
@@ -101,6 +101,10 @@ def submit_export(
             retry_after=Admission.RETRY_AFTER_BACKLOG_SEC,
         )
     canonical_filters = filters.model_dump(mode="json", exclude_none=True)
+    measured = _measured_throughput(export_type.name, deps)
+    known_rows = export_type.expected_rows(filters)
+    throughput = measured or DEFAULT_THROUGHPUT
+    rows = expected_task_rows(throughput, known_rows, date_span_days(canonical_filters))
     now = deps.clock()
     task = new_task(
         task_id=new_task_id(now),
@@ -109,6 +113,8 @@ def submit_export(
         format=request.format,
         filters=canonical_filters,
         caller=bound,
+        # Only what is known or measured: a made-up default would be a wrong percentage.
+        estimated_rows=round(rows) if measured is not None or known_rows is not None else None,
         csv_bom=request.csv_bom,
         csv_formula_guard=request.csv_formula_guard,
         priority=request.priority,
@@ -132,7 +138,8 @@ def submit_export(
     lane = lane_for(task.priority)
     workers = _workers(export_type, lane)
     waiting_for = tasks_to_wait_for(depths.get(lane.name, 0) + running.get(lane.name, 0), workers)
-    estimate = _estimate(task, export_type, filters, lane, workers, waiting_for, deps)
+    queue_wait = _queue_wait(lane.name, deps) if waiting_for else None
+    estimate = estimate_completion_sec(throughput, waiting_for, workers, rows, queue_wait)
     existing = _admit(task, deps)
     if existing is not None:
         return Submission(existing, estimate, deduplicated=True)
@@ -172,24 +179,6 @@ def _workers(export_type: ExportType, lane: Lane) -> int:
     return lane.max_concurrency if limit is None else min(lane.max_concurrency, limit.max_concurrent)
 
 
-def _estimate(
-    task: Task,
-    export_type: ExportType,
-    filters: BaseModel,
-    lane: Lane,
-    workers: int,
-    waiting_for: int,
-    deps: ApiDependencies,
-) -> int:
-    """``estimated_completion_sec``: the ``waiting_for`` tasks ahead in ``lane`` at its measured
-    wait per task, then its own expected rows at the type's measured speed (see
-    :func:`estimate_completion_sec`)."""
-    throughput = _throughput(export_type.name, deps)
-    rows = expected_task_rows(throughput, export_type.expected_rows(filters), date_span_days(task.filters))
-    queue_wait = _queue_wait(lane.name, deps) if waiting_for else None
-    return estimate_completion_sec(throughput, waiting_for, workers, rows, queue_wait)
-
-
 def _queue_wait(lane: str, deps: ApiDependencies) -> QueueWait | None:
     """The lane's measured wait per task; None before its first queued task or if it cannot be read."""
     try:
@@ -199,13 +188,14 @@ def _queue_wait(lane: str, deps: ApiDependencies) -> QueueWait | None:
         return None
 
 
-def _throughput(export_type: str, deps: ApiDependencies) -> Throughput:
-    """The type's measured throughput; the defaults before its first run or if it cannot be read."""
+def _measured_throughput(export_type: str, deps: ApiDependencies) -> Throughput | None:
+    """The type's measured throughput; None before its first run or if it cannot be read (the
+    estimate then takes the defaults)."""
     try:
-        return deps.throughput.get(export_type) or DEFAULT_THROUGHPUT
+        return deps.throughput.get(export_type)
     except ExportsError:
         logger.warning("could not read the throughput statistics", exc_info=True)
-        return DEFAULT_THROUGHPUT
+        return None
 
 
 def _admit(task: Task, deps: ApiDependencies) -> Task | None:

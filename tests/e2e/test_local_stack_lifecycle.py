@@ -123,31 +123,34 @@ def test_the_stack_make_run_starts_stops_when_make_is_killed(folder: Path) -> No
         parent.kill()
 
 
+def start(folder: Path, env: dict[str, str], name: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """``python -m local_stack`` with its output in ``folder/name.log``, once it is ready."""
+    log = folder / f"{name}.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "local_stack"], cwd=ROOT, env=env, stdout=out, stderr=out)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            pytest.fail(f"the {name} stack ended:\n{log.read_text()}")
+        return READY_LINE in log.read_text()
+
+    wait_for(ready, START_TIMEOUT_SEC, f"the {name} stack")
+    return process, log
+
+
 def test_a_postgresql_a_killed_stack_left_running_is_stopped_by_the_next(folder: Path) -> None:
     env = environment(folder, free_port())
-    first = subprocess.Popen(
-        [sys.executable, "-m", "local_stack"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
-    )
-    assert first.stdout is not None
-    wait_for(lambda: READY_LINE in (first.stdout.readline() or ""), START_TIMEOUT_SEC, "the first stack")
+    first, _ = start(folder, env, "first")
     abandoned = postmaster(folder)
     first.kill()  # kill -9 of the service: its PostgreSQL keeps running
     first.wait()
     assert abandoned is not None and not gone(abandoned)
 
-    second = subprocess.Popen(
-        [sys.executable, "-m", "local_stack"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert second.stdout is not None
-    lines: list[str] = []
-    wait_for(lambda: lines.append(second.stdout.readline()) or READY_LINE in lines[-1], START_TIMEOUT_SEC, "restart")
-    assert any(f"stopping the PostgreSQL a killed local stack left running (pid {abandoned})" in line for line in lines)
-    assert gone(abandoned)
-    second.send_signal(signal.SIGINT)
-    second.wait(timeout=STOP_TIMEOUT_SEC)
+    second, log = start(folder, env, "second")
+    try:
+        assert f"stopping the PostgreSQL a killed local stack left running (pid {abandoned})" in log.read_text()
+        assert gone(abandoned)
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.wait(timeout=STOP_TIMEOUT_SEC)
     assert postmaster(folder) is None  # and the one it started stops with it

@@ -300,11 +300,14 @@ class NumbersExport(ExportType):
         page_rows: int = 10,
         expected: int | None = None,
         before_page: Callable[[int], None] | None = None,
+        fractions: bool = True,
     ) -> None:
         self.rows_total = rows_total
         self.page_rows = page_rows
         self.expected = expected
         self.before_page = before_page
+        # Whether each page says how much of the work is done (a SQL source does not).
+        self.fractions = fractions
 
     def columns(self, filters: Any) -> list[Column]:
         return list(NUMBER_COLUMNS)
@@ -315,7 +318,8 @@ class NumbersExport(ExportType):
             if self.before_page:
                 self.before_page(first)
             last = min(first + self.page_rows, self.rows_total)
-            yield Page([number_row(n) for n in range(first, last)], {"next": last}, last / self.rows_total)
+            fraction = last / self.rows_total if self.fractions else None
+            yield Page([number_row(n) for n in range(first, last)], {"next": last}, fraction)
 
     def expected_rows(self, filters: Any) -> int | None:
         return self.expected

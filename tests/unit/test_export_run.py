@@ -265,6 +265,17 @@ def test_progress_is_measured_against_the_plans_count_when_the_type_knows_none()
     assert [written.progress for _, written in world.tasks.writes][:3] == [2, 5, 7]
 
 
+def test_progress_of_a_source_that_knows_nothing_follows_the_submits_estimate():
+    world = make_world(NumbersExport(rows_total=100, page_rows=10, fractions=False))
+    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)
+    task = running_task(world).model_copy(update={"estimated_rows": 50})
+
+    run(world, task)
+
+    percents = [written.progress for _, written in world.tasks.writes]
+    assert percents[:4] == [20, 40, 60, 80] and max(percents) == 99  # past the estimate: 99 until done
+
+
 def test_progress_without_an_expected_count_follows_the_sources_fraction():
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
     world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)

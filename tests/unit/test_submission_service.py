@@ -291,6 +291,17 @@ def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_a
     assert w.queue.sent[-1][0].waiting_for == 5
 
 
+def test_a_task_records_the_rows_expected_only_when_measured_or_known() -> None:
+    w = world()
+    unmeasured = submit(w, days(1)).task
+    w.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 100 rows per day
+    measured = submit(w, days(3)).task  # 4 days
+
+    assert unmeasured.estimated_rows is None  # the defaults are no measure of this type
+    assert measured.estimated_rows == 400
+    assert w.tasks.get(measured.task_id).estimated_rows == 400
+
+
 def test_a_lanes_measured_wait_is_used_for_the_tasks_ahead() -> None:
     w = world()
     w.throughput.record("orders", rows=1000, seconds=10.0, days=10)
