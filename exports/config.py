@@ -118,6 +118,15 @@ class Limits:
     # day by day (the day after it does not exist).
     EARLIEST_DATE: Final = date(1900, 1, 1)
     LATEST_DATE: Final = date(2999, 12, 31)
+    # Filter integers are PostgreSQL bigints: beyond them a bound parameter (or an array of
+    # them) fails in the worker, so submit refuses them.
+    INTEGER_MIN: Final = -(2**63)
+    INTEGER_MAX: Final = 2**63 - 1
+    # Filter decimals: at most this many digits before and after the point. PostgreSQL's numeric
+    # takes 131,072 and 16,383; a bound this far inside them keeps `1e999999` (and its exact
+    # comparisons with a declared min or max) from ever reaching the worker.
+    DECIMAL_MAX_INTEGER_DIGITS: Final = 1000
+    DECIMAL_MAX_FRACTION_DIGITS: Final = 1000
     LIST_PAGE_DEFAULT: Final = 20
     LIST_PAGE_MAX: Final = 100
 
