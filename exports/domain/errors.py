@@ -23,9 +23,17 @@ class InvalidRequest(ExportsError):
 
     code = "VALIDATION_ERROR"
 
-    def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        field: str | None = None,
+        code: str | None = None,
+        problems: tuple[tuple[str | None, str], ...] = (),
+    ) -> None:
         super().__init__(message, field=field)
         self.field = field
+        # Every (field, message) when the request broke several rules at once, first one first.
+        self.problems = problems
         if code:
             self.code = code
 
