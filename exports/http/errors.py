@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from http import HTTPStatus
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
