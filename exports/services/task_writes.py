@@ -66,13 +66,16 @@ def end_task(before: Task, after: Task, deps: TaskEnding) -> Task:
     # From here on the task has ended whatever happens: nothing may raise, or a caller would
     # take the ended task for one that still needs ending (and e.g. retry a finished export).
     try:
-        token = after.lifecycle_token
-        if token is None:
-            # The workflow may have stored its token after ``before`` was read.
-            stored = deps.tasks.get(after.task_id)
-            token = stored.lifecycle_token if stored else None
+        # The task as stored now, not as the ender held it: an identical request merged in
+        # while it ran (or between the worker's read and its claim) added a subscriber the
+        # ender never saw, and the workflow delivers callbacks only if the outcome names one.
+        # No merge can follow the end (a merge needs the status it read), so this is final;
+        # the workflow may also have stored its token after ``before`` was read.
+        stored = deps.tasks.get(after.task_id)
+        ended = stored if stored is not None and stored.status is after.status else after
+        token = after.lifecycle_token or ended.lifecycle_token
         if token:
-            deps.lifecycle.report_end(token, after)
+            deps.lifecycle.report_end(token, ended)
     except ExportsError:
         logger.warning("could not report the task's end; the deadline will", exc_info=True)
     return after
