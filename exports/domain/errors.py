@@ -132,6 +132,11 @@ class SourceCode:
     QUERY_TIMEOUT: Final = "SOURCE_QUERY_TIMEOUT"
     QUERY_CANCELLED: Final = "SOURCE_QUERY_CANCELLED"
     NOT_CONFIGURED: Final = "SOURCE_NOT_CONFIGURED"
+    # Connections the server refuses for good: waiting does not fix a wrong password.
+    AUTH_FAILED: Final = "SOURCE_AUTH_FAILED"
+    ACCESS_DENIED: Final = "SOURCE_ACCESS_DENIED"
+    DATABASE_UNKNOWN: Final = "SOURCE_DATABASE_UNKNOWN"
+    CONNECTION_LIMIT: Final = "SOURCE_CONNECTION_LIMIT"
     DATA_INVALID: Final = "SOURCE_DATA_INVALID"
 
 
