@@ -649,3 +649,39 @@ def test_the_shipped_sql_types_pass_the_start_up_check(demo_types: dict[str, Any
     from exports.declared.build import check_sql_results
 
     check_sql_results(load_declarations(default_path()), list(demo_types.values()))
+
+
+def test_make_run_stops_when_a_query_does_not_return_its_order_key(tmp_path: Path) -> None:
+    """The check needs the database, so make run makes it once its embedded PostgreSQL is up,
+    then stops it again and exits 2, before the API or a worker starts."""
+    import os
+    import subprocess
+    import sys
+
+    body = (
+        '[sources.shop]\nkind = "postgresql"\nurl_env = "EXPORTS_SHOP_DATABASE_URL"\n'
+        '[types.t]\ndescription = "x"\nsource = "shop"\nquery = "SELECT order_id FROM orders"\norder_key = ["nope"]\n'
+    )
+    path = write_declaration(tmp_path, body)
+    environment = {
+        **os.environ,
+        "EXPORTS_CONFIG": str(path),
+        "PORT": "1",
+        "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg"),
+        "EXPORTS_DEMO_ORDERS": "50",
+        "EXPORTS_DEMO_DYNAMODB_ORDERS": "5",
+    }
+
+    started = subprocess.run(
+        [sys.executable, "-m", "local_stack"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+        check=False,
+    )
+
+    assert started.returncode == 2, started.stderr[-2000:]
+    assert f"declaration error: {path}: types.t: order_key: the query returns no column 'nope'" in started.stderr
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
