@@ -34,12 +34,13 @@ from exports.declared.parameters import (
     COLUMNS_PARAMETER,
     check_text,
     coerce_bound,
+    compile_pattern,
     filters_model,
     is_required,
     json_value,
     value_checker,
 )
-from exports.declared.sql_text import pattern_problem, statement_problem
+from exports.declared.sql_text import statement_problem
 from exports.declared.templates import placeholders
 from exports.domain.caller import BindingKind
 
@@ -335,9 +336,10 @@ def _check_text_rules(fail: Any, key: str, spec: Any) -> None:
     if spec.min_length is not None and spec.max_length is not None and spec.min_length > spec.max_length:
         raise fail(f"{key}.min_length", f"is greater than max_length ({spec.min_length} > {spec.max_length})")
     if spec.pattern is not None:
-        problem = pattern_problem(spec.pattern)
-        if problem:
-            raise fail(f"{key}.pattern", problem)
+        try:
+            compile_pattern(spec.pattern)
+        except ValueError as error:
+            raise fail(f"{key}.pattern", str(error)) from None
 
 
 def _check_ranges(fail: Any, declared: TypeDecl) -> None:

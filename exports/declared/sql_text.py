@@ -1,27 +1,18 @@
-"""Checks on the text an operator declares that no value check can make: that a query is one
-statement, and that a string parameter's pattern cannot backtrack without end.
+"""That a declared query is one statement.
 
-The query check is a scanner of PostgreSQL's lexical structure (string constants, escape
+The check is a scanner of PostgreSQL's lexical structure (string constants, escape
 strings, dollar quoting, quoted identifiers, nested block comments, line comments): a ``;``
-outside all of them ends a statement, so the query holds more than one. It does not parse SQL;
-the database does, with the extended protocol, which runs one statement whatever the scanner saw.
+outside all of them ends a statement, so the query holds more than one. It does not parse SQL:
+the database does, and what the scanner passes is still only run inside the read-only
+transaction, as a subquery.
 """
 
 from __future__ import annotations
 
 import re
 
-# The standard library's own regular expression parser (what re.compile runs); its tree is
-# the same in Python 3.11 and 3.12, the versions the service and its functions run on.
-from re import _constants as sre_constants  # type: ignore[attr-defined]
-from re import _parser as sre_parser  # type: ignore[attr-defined]
-from typing import Any
-
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
 _IDENTIFIER_CHARACTER = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]")
-# A repeated group may hold choices (an alternation, an optional or variable repeat) only if it
-# repeats at most this often: (\d{1,3}\.){3} tries 3**3 splits, (a+)+ tries 2**n.
-_MAX_REPEAT_OF_CHOICES = 4
 
 
 def statement_problem(query: str) -> str | None:
@@ -104,72 +95,3 @@ def _block_comment_end(query: str, start: int) -> int:
         else:
             position += 1
     return -1
-
-
-def pattern_problem(pattern: str) -> str | None:
-    """Why ``pattern`` cannot be a parameter's pattern, or None.
-
-    Python's engine backtracks: a repeated group that can match the same text in more than one
-    way (``(a+)+$``, ``(a|aa)*``, ``(a?){30}``) takes time exponential in the value's length,
-    and a value of 24 characters already takes seconds. Such a group is refused, as are
-    backreferences; possessive quantifiers and atomic groups (which never give text back) are
-    allowed, so ``(?:foo|bar)++`` is the way to repeat an alternation.
-    """
-    try:
-        tree = sre_parser.parse(pattern)
-    except re.error as error:
-        return f"not a regular expression: {error}"
-    except RecursionError:
-        return "not a regular expression: it is nested too deeply"
-    return _unsafe(list(tree))
-
-
-def _unsafe(items: list[tuple[Any, Any]]) -> str | None:
-    for op, value in items:
-        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
-            _low, high, sub = value
-            if high > _MAX_REPEAT_OF_CHOICES and _has_choices(list(sub)):
-                return (
-                    "repeats a group that can match the same text in several ways (as in (a+)+ or (a|aa)*),"
-                    " which can take exponential time: make the inner part fixed, or the repetition"
-                    " possessive (++, *+) or atomic ((?>...))"
-                )
-        if op in (sre_constants.GROUPREF, sre_constants.GROUPREF_EXISTS):
-            return "uses a backreference, which can take exponential time"
-        for sub in _children(op, value):
-            problem = _unsafe(sub)
-            if problem:
-                return problem
-    return None
-
-
-def _has_choices(items: list[tuple[Any, Any]]) -> bool:
-    """Whether the subpattern may match in more than one way: an alternation or a repeat of
-    variable length that can give text back (possessive repeats and atomic groups cannot)."""
-    for op, value in items:
-        if op is sre_constants.BRANCH:
-            return True
-        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and value[0] != value[1]:
-            return True
-        if op in (sre_constants.POSSESSIVE_REPEAT, sre_constants.ATOMIC_GROUP):
-            continue
-        if any(_has_choices(sub) for sub in _children(op, value)):
-            return True
-    return False
-
-
-def _children(op: Any, value: Any) -> list[list[tuple[Any, Any]]]:
-    """The subpatterns of one node of the parse tree."""
-    if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT):
-        return [list(value[2])]
-    if op is sre_constants.SUBPATTERN:
-        return [list(value[3])]
-    if op is sre_constants.BRANCH:
-        return [list(branch) for branch in value[1]]
-    if op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
-        return [list(value[1])]
-    if op is sre_constants.ATOMIC_GROUP:
-        return [list(value)]
-    if op is sre_constants.GROUPREF_EXISTS:
-        return [list(part) for part in value[1:] if part is not None]
-    return []
