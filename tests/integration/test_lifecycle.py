@@ -449,3 +449,46 @@ def test_a_callback_merged_into_a_running_task_without_one_is_delivered(
     assert task["status"] == "COMPLETED" and task["rows"] == 2
     assert [(c["url"], c["attempts"]) for c in task["callbacks"]] == [(hook.url, 1)]
     assert json.loads(call.body)["type"] == "export.completed"
+
+
+class MergeAfterRead:
+    """The task repository, with an identical request submitted right after the worker's first
+    read of the task: the merge lands between that read and the claim, which is conditional on
+    status and attempt only, so the worker runs with a copy that lacks the new subscriber."""
+
+    def __init__(self, tasks: Any, merge: Callable[[], dict[str, Any]]) -> None:
+        self._tasks = tasks
+        self._merge = merge
+        self.merged: list[dict[str, Any]] = []
+
+    def get(self, task_id: str) -> Any:
+        task = self._tasks.get(task_id)
+        if not self.merged:
+            self.merged.append(self._merge())
+        return task
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tasks, name)
+
+
+def test_a_callback_merged_between_the_workers_read_and_its_claim_is_delivered(
+    running_aws: Resources, retry_clock: CompressedRetryClock, gated: Any
+) -> None:
+    """The PENDING order of issue 23's dedup bug, made certain: the worker read the task
+    before the merge and claimed it after."""
+    from dataclasses import replace
+
+    body = {"export_type": "gated", "format": "csv", "timeout_sec": 60}
+    GatedExport.release.set()
+    with receiver([204]) as hook:
+        first = submit(body)
+        tasks = MergeAfterRead(gated.tasks, lambda: submit({**body, "callback_url": hook.url}))
+
+        outcome = process_task(TaskMessage(first["task_id"], "gated", 5), replace(gated, tasks=tasks))
+        (call,) = hook.wait_for(1)
+        task = wait_for(lambda: (t := get(first["task_id"]))["callbacks"][0]["status"] == "DELIVERED" and t)
+
+    assert tasks.merged[0]["deduplicated"] is True and tasks.merged[0]["task_id"] == first["task_id"]
+    assert outcome is Outcome.COMPLETED and task["status"] == "COMPLETED"
+    assert [(c["url"], c["attempts"]) for c in task["callbacks"]] == [(hook.url, 1)]
+    assert json.loads(call.body)["data"]["task_id"] == first["task_id"]
