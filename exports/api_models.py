@@ -199,12 +199,21 @@ class ExportTypeList(BaseModel):
     items: list[ExportTypeView]
 
 
+class FieldProblem(BaseModel):
+    """One invalid field of a request."""
+
+    field: str | None = None
+    message: str
+
+
 class ErrorDetail(BaseModel):
-    """What went wrong: a stable code, a message and, for bad input, the field."""
+    """What went wrong: a stable code, a message and, for bad input, the field; ``errors`` lists
+    every invalid field when there are several (the first is ``field`` and ``message``)."""
 
     code: str
     message: str
     field: str | None = None
+    errors: list[FieldProblem] | None = None
 
 
 class ErrorBody(BaseModel):

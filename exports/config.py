@@ -118,6 +118,15 @@ class Limits:
     # day by day (the day after it does not exist).
     EARLIEST_DATE: Final = date(1900, 1, 1)
     LATEST_DATE: Final = date(2999, 12, 31)
+    # Filter integers are PostgreSQL bigints: beyond them a bound parameter (or an array of
+    # them) fails in the worker, so submit refuses them.
+    INTEGER_MIN: Final = -(2**63)
+    INTEGER_MAX: Final = 2**63 - 1
+    # Filter decimals: at most this many digits before and after the point. PostgreSQL's numeric
+    # takes 131,072 and 16,383; a bound this far inside them keeps `1e999999` (and its exact
+    # comparisons with a declared min or max) from ever reaching the worker.
+    DECIMAL_MAX_INTEGER_DIGITS: Final = 1000
+    DECIMAL_MAX_FRACTION_DIGITS: Final = 1000
     LIST_PAGE_DEFAULT: Final = 20
     LIST_PAGE_MAX: Final = 100
 
@@ -132,8 +141,12 @@ class Worker:
     # S3 wants every part but the last to be at least 5 MiB.
     UPLOAD_PART_BYTES: Final = 8 * 1024 * 1024
     BATCH_SIZE: Final = 1
-    # Backoff for retryable failures: base * 4**retry_count seconds, capped, with full jitter.
-    RETRY_BASE_DELAY_SEC: Final = 2
+    # Backoff for retryable failures (a source unavailable, throttling): retry n + 1 waits
+    # between half and all of min(MAX, BASE * 4**n) seconds ("equal jitter"): 7.5-15 s, 30-60 s,
+    # 120-240 s. The default three retries span 2.6 to 5.3 minutes, so a database failover
+    # (about a minute on RDS Multi-AZ) is outlasted, where 2 s * 4**n with full jitter gave up
+    # after 25-35 s.
+    RETRY_BASE_DELAY_SEC: Final = 15
     RETRY_MAX_DELAY_SEC: Final = 300
 
 
@@ -400,6 +413,17 @@ class Declarations:
     # While a query runs, the worker looks this often whether its task was cancelled or ran
     # out of time, and cancels the query if so.
     CANCEL_CHECK_SEC: Final = 2.0
+    # A server that has not ended the query this long after a cancel, or after its
+    # statement_timeout should have, does not answer at all (a hung or stopped backend, a
+    # network that drops packets): the worker closes the connection's socket itself.
+    UNANSWERED_GRACE_SEC: Final = 5.0
+    # TCP keepalives on every connection (libpq's keepalives_*, tcp_user_timeout): a peer that
+    # vanished (a failed-over host, a dropped route) is noticed within about a minute, even
+    # while no query runs. Unix sockets ignore them.
+    KEEPALIVES_IDLE_SEC: Final = 30
+    KEEPALIVES_INTERVAL_SEC: Final = 10
+    KEEPALIVES_COUNT: Final = 3
+    TCP_USER_TIMEOUT_MS: Final = 60_000
     # A declared string parameter without max_length accepts at most this many characters.
     STRING_MAX_LENGTH: Final = 200
     # A declared list parameter without max_items accepts at most this many values.

@@ -32,13 +32,16 @@ _COMMON: Final = (*_BASE, "python-ulid")
 # What functions that write tasks add: the module of every task write (exports/services/task_writes.py)
 # retries state changes with it.
 _RETRIES: Final = "tenacity"
+# What functions that build the export-type registry add: declared string patterns run on RE2
+# (exports/declared/parameters.py), imported when the registry is built, not at cold start.
+_PATTERNS: Final = "google-re2"
 
 API: Final = FunctionSpec(
     name="submit",
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES),
+    distributions=(*_COMMON, _RETRIES, _PATTERNS),
     runtime_settings=ApiSettings,
 )
 WORKER: Final = FunctionSpec(
@@ -50,7 +53,7 @@ WORKER: Final = FunctionSpec(
     # task ids are never made here, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
     # builds the same registry without importing it.
-    distributions=(*_BASE, _RETRIES, "openpyxl", "lxml", "psycopg"),
+    distributions=(*_BASE, _RETRIES, _PATTERNS, "openpyxl", "lxml", "psycopg"),
     runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
     except DeclarationError as error:
-        # Checked before anything starts: there is nothing to stop.
+        # Checked before anything starts, or (the export types) stopped again: nothing to stop.
         print(f"declaration error: {error}", file=sys.stderr)
         return 2
     except OSError as error:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -26,6 +27,25 @@ from local_stack.local_users import LocalUser
 logger = logging.getLogger("local_stack.gateway")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 _TEXT_TYPES = ("application/json", "text/", "application/xml")
+# What a log line must not hold raw: C0 controls, DEL, C1 controls, the line and paragraph
+# separators (some viewers break lines there), and the backslash the escapes start with.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+
+
+def printable(text: str) -> str:
+    """``text`` for one log line: control characters (CR, LF, ESC, ...), DEL, C1 controls and
+    Unicode's line and paragraph separators escaped as ``\\xNN`` / ``\\uNNNN``, and a backslash
+    doubled, so a request path (decoded from ``%0d%0a`` or ``%1b[``) cannot end the line, forge
+    another, or colour the terminal; and an escape in the log always means one in the path."""
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    character = match.group(0)
+    if character == "\\":
+        return "\\\\"
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def authorizer_claims(user: LocalUser) -> dict[str, str]:
@@ -131,8 +151,8 @@ class Gateway:
         response = self._dispatch(request)
         logger.info(
             "%s %s %s %.0fms",
-            request.method,
-            request.full_path.rstrip("?"),
+            printable(request.method),
+            printable(request.full_path.rstrip("?")),
             response.status_code,
             (time.monotonic() - started) * 1000,
         )

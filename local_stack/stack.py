@@ -13,7 +13,8 @@ from functools import partial
 from pathlib import Path
 
 from exports.config import LANES, Env, FanOut, Worker
-from exports.declared.loader import default_path, load_declarations
+from exports.declared.build import check_sql_results
+from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.webhooks.signing import new_secret
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
@@ -164,6 +165,12 @@ class LocalStack:
                 self.resources.customers_table, demo_customers(today, self.config.demo_dynamodb_customers)
             )
             logger.info("seeded %d demo customers into DynamoDB", seeded)
+        try:
+            self._check_export_types()
+        except DeclarationError:
+            self.aws.stop()
+            self.postgres.stop()
+            raise
         # Handlers are imported only now: their clients must be built against the embedded AWS.
         from functions.submit.handler import lambda_handler as api_handler
         from functions.worker.handler import lambda_handler as worker_handler
@@ -185,6 +192,18 @@ class LocalStack:
         self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port)
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
+
+    def _check_export_types(self) -> None:
+        """Build the export types once, as the functions will, and describe each SQL type's
+        query: a plugin factory that fails (or exits) and a query that does not return its
+        declared columns or order key stop start-up with a :class:`DeclarationError`, instead
+        of answering 500 or failing every export later."""
+        from exports.composition import declared_export_types
+        from exports.settings import RegistrySettings
+
+        settings = RegistrySettings.from_env(os.environ)
+        declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
+        check_sql_results(declarations, declared_export_types(settings, os.environ))
 
     def stop(self) -> None:
         """Shut down in reverse order."""

@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
+import re
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.postgres_connections import trust_runtime_roots
@@ -38,7 +43,14 @@ from exports.adapters.postgres_values import (
     register_loaders,
 )
 from exports.config import Declarations
-from exports.domain.errors import ExportFailed, LostOwnership, RetryableError, SourceCode, SourceQueryTimeout
+from exports.domain.errors import (
+    ExportFailed,
+    ExportsError,
+    LostOwnership,
+    RetryableError,
+    SourceCode,
+    SourceQueryTimeout,
+)
 from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
@@ -80,26 +92,29 @@ class PostgresReader:
     def describe(self, read: SqlRead, control: RunControl) -> list[ResultColumn]:
         """The result's columns, without reading a row."""
 
-        with self._connect(control) as conn, _translated(self.source):
-            _begin(conn, control, read.session, DESCRIBE_TIMEOUT_SEC)
+        with self._watched(control, DESCRIBE_TIMEOUT_SEC) as (conn, limit_sec):
+            _begin(conn, limit_sec, read.session)
             return _result_columns(conn, _described(conn, read))
 
     def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
         """The rows in pages of ``page_rows``, from a server-side cursor; closing the iterator
         early (the export stopped) closes the cursor and the connection."""
         conn = self._connect(control)
-        watchdog = _Watchdog(conn, control)
+        limit_sec = _time_limit(control)
+        watchdog = _Watchdog(conn, control, limit_sec)
         prefetch: _Prefetch | None = None
         try:
             with _translated(self.source, watchdog):
-                _begin(conn, control, read.session)
+                # Watched from the first statement: a server that stops answering is let go of
+                # at the run's end, whichever statement it hangs in.
+                watchdog.start()
+                _begin(conn, limit_sec, read.session)
                 # The result's types first: the columns no Python value holds exactly are read as
                 # PostgreSQL's text (postgres_values.read_as).
                 described = _described(conn, read)
                 select = projection([column.name for column in described], [_type_name(conn, c) for c in described])
                 cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
                 cursor.execute(_keyset_statement(read, select), {**read.params, **_after_params(read)})
-                watchdog.start()
                 columns = _result_columns(conn, described)
                 convert = _converter(columns)
                 prefetch = _Prefetch(cursor, self._page_rows)
@@ -138,10 +153,27 @@ class PostgresReader:
         self, statement: sql.Composed, read: SqlRead, params: Mapping[str, Any], control: RunControl
     ) -> list[Any]:
         """All rows of a small result (a count, the boundaries), bounded by the run's time."""
-        with self._connect(control) as conn, _translated(self.source):
-            _begin(conn, control, read.session)
+        with self._watched(control) as (conn, limit_sec):
+            _begin(conn, limit_sec, read.session)
             # Prepared: the extended protocol runs exactly one statement, whatever the query says.
             return conn.execute(statement, params, prepare=True).fetchall()
+
+    @contextmanager
+    def _watched(
+        self, control: RunControl, at_most_sec: float | None = None
+    ) -> Iterator[tuple[psycopg.Connection[Any], float | None]]:
+        """A connection for one short statement and its time limit, its errors ours, watched
+        like an export's."""
+        conn = self._connect(control)
+        limit_sec = _time_limit(control, at_most_sec)
+        watchdog = _Watchdog(conn, control, limit_sec)
+        try:
+            with _translated(self.source, watchdog):
+                watchdog.start()
+                yield conn, limit_sec
+        finally:
+            watchdog.stop()
+            _close(conn)
 
     def _connect(self, control: RunControl) -> psycopg.Connection[Any]:
         import psycopg
@@ -153,6 +185,11 @@ class PostgresReader:
         keywords = conninfo_to_dict(given.pop("conninfo", ""), **given)
         settings = {
             "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
+            "keepalives": 1,
+            "keepalives_idle": Declarations.KEEPALIVES_IDLE_SEC,
+            "keepalives_interval": Declarations.KEEPALIVES_INTERVAL_SEC,
+            "keepalives_count": Declarations.KEEPALIVES_COUNT,
+            "tcp_user_timeout": Declarations.TCP_USER_TIMEOUT_MS,
             **trust_runtime_roots(self.source, keywords),
             "application_name": f"exports:{control.task_id}"[:63],
         }
@@ -164,7 +201,7 @@ class PostgresReader:
             )
             if reason := _certificate_failure(error):
                 raise ExportFailed(_unverified(self.source, reason), code=SourceCode.TLS_UNVERIFIED) from None
-            raise SourceUnavailable(_unreachable(self.source, error)) from None
+            raise _connect_error(self.source, error) from None
         conn.read_only = True
         register_loaders(conn)
         return conn
@@ -209,21 +246,65 @@ def _unverified(source: str, reason: str) -> str:
     )
 
 
-def _unreachable(source: str, error: psycopg.Error) -> str:
-    # libpq's message names the host and why; it never holds the password. The host stays out
-    # of the task's error too: it is the operator's business, and in the worker's log.
-    reason = "too many connections" if error.sqlstate == "53300" else "the server cannot be reached or refused"
-    return f"could not connect to data source {source!r} ({reason}); the export is retried"
+def _connect_error(source: str, error: psycopg.Error) -> ExportsError:
+    """A refused connection as ours: final with its own code when waiting cannot fix it (a wrong
+    password, an unknown role or database, no access, the role's or database's connection
+    limit), otherwise :class:`SourceUnavailable` (retried).
+
+    libpq hands over a refused connection without its SQLSTATE (psycopg's ``sqlstate`` is None,
+    psycopg issue 1188): the server's FATAL message is all there is, so it is matched, in the
+    server's default English. A server that answers in another language is retried as before.
+    Neither message names the host or the user: they are the operator's business, and in the
+    worker's log; the password is never in libpq's message.
+    """
+    text = str(error)
+    for pattern, code, reason in _FINAL_CONNECT_ERRORS:
+        if re.search(pattern, text):
+            return ExportFailed(f"data source {source!r} refused the connection: {reason}; not retried", code=code)
+    reason = "too many connections" if "too many clients" in text else "the server cannot be reached or refused"
+    return SourceUnavailable(f"could not connect to data source {source!r} ({reason}); the export is retried")
 
 
-def _begin(
-    conn: psycopg.Connection[Any], control: RunControl, session: SqlSession | None, at_most_sec: float | None = None
-) -> None:
-    """Start the read-only transaction: UTC, the statement timeout from the time left (and
-    ``at_most_sec``), then the session's role and settings (every one ``LOCAL``: they end with
-    the transaction)."""
+# (a pattern of the server's FATAL message, our code, what to tell the operator). Each SQLSTATE is
+# the one the server sends (and logs).
+_FINAL_CONNECT_ERRORS = (
+    (
+        "authentication failed for user",
+        SourceCode.AUTH_FAILED,
+        "its credentials were refused (password, IAM token or certificate; SQLSTATE 28P01)",
+    ),
+    (r'database "[^"]*" does not exist', SourceCode.DATABASE_UNKNOWN, "the database does not exist (SQLSTATE 3D000)"),
+    (r'role "[^"]*" does not exist', SourceCode.AUTH_FAILED, "the role does not exist (SQLSTATE 28000)"),
+    ("is not permitted to log in", SourceCode.ACCESS_DENIED, "the role may not log in (SQLSTATE 28000)"),
+    ("pg_hba.conf", SourceCode.ACCESS_DENIED, "pg_hba.conf has no entry that admits it (SQLSTATE 28000)"),
+    ("permission denied for database", SourceCode.ACCESS_DENIED, "the role lacks CONNECT on it (SQLSTATE 42501)"),
+    (
+        "too many connections for role",
+        SourceCode.CONNECTION_LIMIT,
+        "the role's CONNECTION LIMIT is reached (SQLSTATE 53300): raise it above the source's"
+        " max_concurrent_exports, or give the exports a role of their own",
+    ),
+    (
+        "too many connections for database",
+        SourceCode.CONNECTION_LIMIT,
+        "the database's CONNECTION LIMIT is reached (SQLSTATE 53300)",
+    ),
+)
+
+
+def _time_limit(control: RunControl, at_most_sec: float | None = None) -> float | None:
+    """How long the statements of one connection may take: the run's time left, at most
+    ``at_most_sec``; None when nothing bounds them. Asked once per connection: the statement
+    timeout and the watchdog's bound are the same."""
     limits = [limit for limit in (control.seconds_left(), at_most_sec) if limit is not None]
-    timeout_ms = max(1000, int(min(limits) * 1000)) if limits else 0
+    return min(limits) if limits else None
+
+
+def _begin(conn: psycopg.Connection[Any], limit_sec: float | None, session: SqlSession | None) -> None:
+    """Start the read-only transaction: UTC, the statement timeout ``limit_sec``, the output
+    formats of the types read as text, then the session's role and settings (every one
+    ``LOCAL``: they end with the transaction)."""
+    timeout_ms = max(1000, int(limit_sec * 1000)) if limit_sec is not None else 0
     formats = ", ".join(f"set_config('{name}', '{value}', true)" for name, value in SESSION_FORMATS)
     conn.execute(
         f"SELECT set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true), {formats}",
@@ -346,13 +427,20 @@ def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...
 
 
 class _Watchdog:
-    """Cancels the running query when the run says its task was stopped."""
+    """Cancels the running query when the run says its task was stopped, and lets go of a
+    server that does not answer: once the cancel, or the statement timeout at the run's end,
+    should have ended the query and ``UNANSWERED_GRACE_SEC`` more have passed, it shuts the
+    connection's socket down, so the blocked read fails at once instead of waiting for a
+    backend that may never answer (stopped, hung, or behind a dead route)."""
 
-    def __init__(self, conn: psycopg.Connection[Any], control: RunControl) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], control: RunControl, limit_sec: float | None) -> None:
         self._conn = conn
         self._control = control
         self._done = threading.Event()
         self.stopped = False
+        self.severed = False
+        grace = Declarations.UNANSWERED_GRACE_SEC
+        self._answer_by = None if limit_sec is None else time.monotonic() + max(1.0, limit_sec) + grace
         self._thread = threading.Thread(target=self._watch, name=f"watchdog-{control.task_id}", daemon=True)
 
     def start(self) -> None:
@@ -360,6 +448,9 @@ class _Watchdog:
 
     def _watch(self) -> None:
         while not self._done.wait(Declarations.CANCEL_CHECK_SEC):
+            if self._answer_by is not None and time.monotonic() >= self._answer_by:
+                self._sever()
+                return
             try:
                 stop = self._control.stop_requested()
             except Exception:  # a failed look must not kill the export; the next one may work
@@ -368,7 +459,25 @@ class _Watchdog:
             if stop:
                 self.stopped = True
                 self._conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+                if not self._done.wait(Declarations.UNANSWERED_GRACE_SEC):
+                    self._sever()
                 return
+
+    def _sever(self) -> None:
+        """Shut the socket down under libpq (on a duplicate of its descriptor: libpq still
+        owns and closes the original), which wakes the read blocked on it with an error."""
+        import psycopg
+
+        self.severed = True
+        logger.warning("a data source did not answer in time; closing its connection", extra=self._keys())
+        try:
+            with socket.socket(fileno=os.dup(self._conn.fileno())) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)
+        except (OSError, psycopg.Error):  # it closed meanwhile: nothing left to free
+            logger.warning("could not shut the connection down", extra=self._keys(), exc_info=True)
+
+    def _keys(self) -> dict[str, str]:
+        return {"task_id": self._control.task_id}
 
     def raise_if_stopped(self) -> None:
         if self.stopped:
@@ -395,6 +504,13 @@ class _translated:
 
         if not isinstance(error, psycopg.Error):
             return
+        if self._watchdog is not None and self._watchdog.severed:
+            if self._watchdog.stopped:
+                raise LostOwnership("the task was stopped; its data source did not answer the cancel") from None
+            raise SourceQueryTimeout(
+                f"data source {self._source!r} did not answer before the run's time was up (not even its "
+                "statement_timeout): the worker closed the connection"
+            ) from None
         if isinstance(error, psycopg.errors.QueryCanceled):
             if self._watchdog is not None and self._watchdog.stopped:
                 raise LostOwnership("the task was stopped; its query was cancelled") from None

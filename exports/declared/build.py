@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,15 +11,17 @@ from exports.declared.dynamodb_export import DeclaredDynamoExport
 from exports.declared.loader import (
     DeclarationError,
     Declarations,
+    PluginError,
     caller_bindings,
     partition_date_range,
+    plugin_factory,
     session_settings,
 )
 from exports.declared.model import AccessDecl, ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
 from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
 from exports.domain.caller import AccessRule, CallerBinding
-from exports.domain.errors import ExportsError
+from exports.domain.errors import ExportFailed, ExportsError
 from exports.export_types.base import Column, ColumnKind, ExportType, SourceLimit
 from exports.ports import ItemsReader, SqlReader
 
@@ -122,6 +123,30 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
     return BuiltTypes(types, left_out)
 
 
+def check_sql_results(declarations: Declarations, types: Sequence[ExportType]) -> None:
+    """Describe each SQL type's query (no row read) and refuse, as a declaration error, one that
+    fails or does not return a declared column or order key column. Local mode runs this at
+    start-up; a deployed worker finds the same mistakes at the type's first export
+    (``SOURCE_QUERY_FAILED``). A source that cannot be reached now is only logged."""
+    for export_type in types:
+        if not isinstance(export_type, DeclaredSqlExport):
+            continue
+        name = export_type.name
+        try:
+            missing = export_type.missing_result_columns()
+        except ExportFailed as error:
+            raise DeclarationError(declarations.path, f"types.{name}: query", error.message) from None
+        except ExportsError as error:
+            logger.warning("could not check the query's columns", extra={"export_type": name, "reason": str(error)})
+            continue
+        if missing:
+            declared = declarations.file.types[name]
+            key = "order_key" if missing[0] in (declared.order_key or ()) else f"columns.{missing[0]}"
+            raise DeclarationError(
+                declarations.path, f"types.{name}: {key}", f"the query returns no column {missing[0]!r}"
+            )
+
+
 def _common(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl) -> dict[str, Any]:
     selectable = [column.name for column in declared.columns or ()] if declared.selectable_columns else []
     bound = caller_bindings(declared)
@@ -163,12 +188,11 @@ def _column(declared: ColumnDecl) -> Column:
 
 def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: SourceReaders) -> ExportType:
     """The export type a plugin factory makes; it is served under its declared name."""
-    module_name, _, attribute = (declared.plugin or "").partition(":")
     where = f"types.{name}: plugin"
     try:
-        factory = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise DeclarationError(declarations.path, where, f"cannot import {declared.plugin}: {error}") from None
+        factory = plugin_factory(declared.plugin or "")
+    except PluginError as error:
+        raise DeclarationError(declarations.path, where, str(error)) from None
     context = PluginContext(
         name=name,
         source=declared.source,
@@ -177,7 +201,12 @@ def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: 
         client=readers.client,
         settings=readers.settings,
     )
-    export_type = factory(context)
+    try:
+        export_type = factory(context)
+    except (Exception, SystemExit) as error:  # the operator's code, at its edge: sys:exit must not end the process
+        raise DeclarationError(
+            declarations.path, where, f"{declared.plugin} failed: {type(error).__name__}: {error}"
+        ) from None
     if not isinstance(export_type, ExportType):
         raise DeclarationError(declarations.path, where, f"{declared.plugin} did not return an ExportType")
     # The declared name and description are the ones served.

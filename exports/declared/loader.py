@@ -4,9 +4,10 @@ with a message an operator can act on."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,15 @@ from exports.declared.model import (
 )
 from exports.declared.parameters import (
     COLUMNS_PARAMETER,
+    check_text,
     coerce_bound,
+    compile_pattern,
     filters_model,
     is_required,
     json_value,
     value_checker,
 )
+from exports.declared.sql_text import statement_problem
 from exports.declared.templates import placeholders
 from exports.domain.caller import BindingKind
 
@@ -108,12 +112,7 @@ def load_declarations(
     """Parse and check the file at ``path``. ``source_overrides`` (from the CDK app's context)
     replace keys of named sources, e.g. ``{"shop": {"secret_arn": "arn:..."}}``."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DeclarationError(path, "", "no such declaration file (set EXPORTS_CONFIG to yours)") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise DeclarationError(path, "", f"not a readable TOML file: {error}") from None
+    raw = _read_toml(path)
     for name, override in (source_overrides or {}).items():
         sources = raw.setdefault("sources", {})
         if name not in sources:
@@ -128,7 +127,9 @@ def load_declarations(
         parsed = DeclarationFile.model_validate(raw)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        raise DeclarationError(path, _where(first["loc"]), first["msg"]) from None
+        raise DeclarationError(path, _where(_named(first["loc"], raw)), first["msg"]) from None
+    except RecursionError:
+        raise DeclarationError(path, "", "a value is nested too deeply") from None
     for source_name, source in parsed.sources.items():
         if isinstance(source, PostgresSource):
             given = [key for key in sorted(CONNECTION_KEYS) if getattr(source, key) is not None]
@@ -137,6 +138,40 @@ def load_declarations(
     for type_name, declared in parsed.types.items():
         _check_type(path, parsed, type_name, declared)
     return Declarations(path, parsed)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DeclarationError(path, "", "no such declaration file (set EXPORTS_CONFIG to yours)") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise DeclarationError(path, "", f"not a readable TOML file: {error}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively: a few thousand levels
+        # exhaust the stack. No declaration nests that deep.
+        raise DeclarationError(path, "", "not a readable TOML file: it is nested too deeply") from None
+
+
+def _named(location: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
+    """``types.orders.columns.8.kind`` as ``types.orders.columns.order_id.kind``: a column is
+    known by its name, not its position (which an operator would have to count)."""
+    named: list[Any] = []
+    node = raw
+    for part in location:
+        if isinstance(part, int) and named and named[-1] == "columns" and isinstance(node, list):
+            entry = node[part] if 0 <= part < len(node) else None
+            name = entry.get("name") if isinstance(entry, dict) else None
+            named.append(name if isinstance(name, str) and name else part)
+        else:
+            named.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(named)
 
 
 def _where(location: tuple[Any, ...]) -> str:
@@ -152,9 +187,7 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
 
     _check_source(fail, file, declared)
     if declared.plugin is not None:
-        extra = sorted(key for key in declared.model_fields_set if key not in PLUGIN_KEYS)
-        if extra:
-            raise fail(extra[0], "a plugin type declares only description, source, plugin and options")
+        _check_plugin(fail, declared)
         return
     for parameter, spec in declared.parameters.items():
         _check_parameter(fail, f"parameters.{parameter}", spec)
@@ -185,6 +218,36 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
         filters_model(name, declared.parameters, declared.date_ranges, _selectable(declared), bound)
     except (ValueError, TypeError) as error:
         raise fail("parameters", str(error)) from None
+
+
+class PluginError(ValueError):
+    """A plugin factory that cannot be imported or called."""
+
+
+def plugin_factory(reference: str) -> Callable[..., Any]:
+    """The factory ``package.module:function`` names, imported now: at load, so a broken
+    reference stops start-up and synth instead of failing the first request. A module that
+    raises, or exits, while it is imported is a :class:`PluginError` too."""
+    module_name, _, attribute = reference.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise PluginError(f"cannot import {reference}: {error}") from None
+    except (Exception, SystemExit) as error:  # the operator's code, at its edge
+        raise PluginError(f"importing {module_name} failed: {type(error).__name__}: {error}") from None
+    if not callable(factory):
+        raise PluginError(f"{reference} is not a function")
+    return factory
+
+
+def _check_plugin(fail: Any, declared: TypeDecl) -> None:
+    extra = sorted(key for key in declared.model_fields_set if key not in PLUGIN_KEYS)
+    if extra:
+        raise fail(extra[0], "a plugin type declares only description, source, plugin and options")
+    try:
+        plugin_factory(declared.plugin or "")
+    except PluginError as error:
+        raise fail("plugin", str(error)) from None
 
 
 def _check_source(fail: Any, file: DeclarationFile, declared: TypeDecl) -> None:
@@ -226,6 +289,28 @@ def _check_item(fail: Any, key: str, spec: Any) -> None:
             raise fail(f"{key}.values", "an enum parameter lists its allowed values")
     elif spec.values is not None:
         raise fail(f"{key}.values", "values are for enum parameters")
+    _check_values(fail, key, spec)
+    _check_bounds(fail, key, spec)
+    _check_text_rules(fail, key, spec)
+
+
+def _check_values(fail: Any, key: str, spec: Any) -> None:
+    """An enum's values: none empty, none twice (a choice listed twice is a typo of another)."""
+    if spec.values is not None:
+        for position, value in enumerate(spec.values):
+            if not value:
+                raise fail(f"{key}.values", f"value {position + 1} is empty")
+            problem = check_text(value)
+            if problem:
+                raise fail(f"{key}.values", f"value {position + 1} {problem}")
+        repeated = sorted({value for value in spec.values if spec.values.count(value) > 1})
+        if repeated:
+            raise fail(f"{key}.values", f"lists {', '.join(map(repr, repeated))} more than once")
+
+
+def _check_bounds(fail: Any, key: str, spec: Any) -> None:
+    """``min`` and ``max``: of the parameter's own kind, and not crossed (no value could pass)."""
+    bounds: dict[str, Any] = {}
     for bound in ("min", "max"):
         value = getattr(spec, bound)
         if value is None:
@@ -233,17 +318,26 @@ def _check_item(fail: Any, key: str, spec: Any) -> None:
         if spec.type not in _BOUNDED:
             raise fail(f"{key}.{bound}", f"{spec.type.value} parameters have no {bound}")
         try:
-            coerce_bound(spec, value)
+            bounds[bound] = coerce_bound(spec, value)
         except ValueError as error:
             raise fail(f"{key}.{bound}", str(error)) from None
+    if len(bounds) == 2 and bounds["min"] > bounds["max"]:
+        raise fail(f"{key}.min", f"is greater than max ({bounds['min']} > {bounds['max']}): no value could pass")
+
+
+def _check_text_rules(fail: Any, key: str, spec: Any) -> None:
+    """Lengths and pattern: string parameters only, lengths not crossed, a pattern that cannot
+    backtrack without end."""
     for option in ("min_length", "max_length", "pattern"):
         if getattr(spec, option) is not None and spec.type not in _TEXTUAL:
             raise fail(f"{key}.{option}", "is for string parameters")
+    if spec.min_length is not None and spec.max_length is not None and spec.min_length > spec.max_length:
+        raise fail(f"{key}.min_length", f"is greater than max_length ({spec.min_length} > {spec.max_length})")
     if spec.pattern is not None:
         try:
-            re.compile(spec.pattern)
-        except re.error as error:
-            raise fail(f"{key}.pattern", f"not a regular expression: {error}") from None
+            compile_pattern(spec.pattern)
+        except ValueError as error:
+            raise fail(f"{key}.pattern", str(error)) from None
 
 
 def _check_ranges(fail: Any, declared: TypeDecl) -> None:
@@ -265,9 +359,9 @@ def _check_columns(fail: Any, declared: TypeDecl) -> None:
             raise fail("selectable_columns", "needs the columns declared")
         return
     seen: set[str] = set()
-    for position, column in enumerate(columns):
+    for column in columns:
         if column.name in seen:
-            raise fail(f"columns[{position}].name", f"{column.name!r} is declared twice")
+            raise fail(f"columns.{column.name}", "is declared twice")
         seen.add(column.name)
 
 
@@ -275,8 +369,9 @@ def _check_query(fail: Any, declared: TypeDecl) -> None:
     query = declared.query or ""
     if not query.strip():
         raise fail("query", "is empty")
-    if query.rstrip().endswith(";"):
-        raise fail("query", "must be one statement without a trailing ';' (it runs as a subquery)")
+    problem = statement_problem(query)
+    if problem:
+        raise fail("query", f"must be one statement (it runs as a subquery): it {problem}")
     bound = caller_bindings(declared)
     for parameter in _SQL_PLACEHOLDER.findall(query):
         if parameter not in declared.parameters and parameter not in bound:

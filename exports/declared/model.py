@@ -12,7 +12,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictStr, StringConstraints
 
 from exports.config import Declarations
 from exports.domain.caller import BindingKind
@@ -29,7 +29,9 @@ ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:./#@-]{1,256
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a declaration says what it means. "4" is not an integer bound, "true" not a
+    # boolean, "12" not a max_days (lax mode would coerce each, and a typo would pass).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SourceKind(StrEnum):
@@ -83,7 +85,7 @@ class PostgresSource(_Strict):
     database: str | None = None
     # TLS: sslmode, and the CA to verify against ("system": the runtime's trust store, which
     # RDS Proxy's certificates chain to; or a PEM file shipped with the declaration).
-    sslmode: SslMode | None = None
+    sslmode: SslMode | None = Field(default=None, strict=False)
     sslrootcert: str | None = None
     max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
@@ -108,11 +110,12 @@ class ParameterType(StrEnum):
     DECIMAL = "decimal"
     STRING = "string"
     ENUM = "enum"
+    BOOLEAN = "boolean"
     LIST = "list"
 
 
-# float before Decimal: a TOML number stays a number (in lax mode it could pass for a timestamp).
-Scalar = date | datetime | int | float | Decimal | str
+# Strict: a TOML boolean stays a boolean (never the integer 1), a number a number.
+Scalar = bool | date | datetime | int | float | Decimal | str
 
 
 class ItemDecl(_Strict):
@@ -137,7 +140,7 @@ class ItemDecl(_Strict):
 class ParameterDecl(ItemDecl):
     """A filter a caller sends in ``filters``: its type, whether it is required, its bounds."""
 
-    type: ParameterType  # type: ignore[assignment]  # a parameter may also be a list
+    type: ParameterType = Field(strict=False)  # type: ignore[assignment]  # a parameter may also be a list
     description: str = ""
     required: bool | None = None
     default: Scalar | list[Scalar] | None = None
@@ -165,7 +168,7 @@ class ColumnDecl(_Strict):
 
     name: Identifier
     header: str | None = None
-    kind: ColumnKind | None = None
+    kind: ColumnKind | None = Field(default=None, strict=False)
     width: int = Field(default=14, ge=1, le=255)
     attribute: str | None = None
 
@@ -193,7 +196,8 @@ class SortKeyDecl(_Strict):
     model_config = ConfigDict(populate_by_name=True)
 
     name: str = Field(min_length=1)
-    between: tuple[str, str] | None = None
+    # Lax: a TOML array is a list (a strict tuple would refuse it); its items stay strings.
+    between: tuple[StrictStr, StrictStr] | None = Field(default=None, strict=False)
     begins_with: str | None = None
     start: str | None = Field(default=None, alias="from")
     end: str | None = Field(default=None, alias="to")
@@ -224,7 +228,7 @@ class CallerBindingDecl(_Strict):
     or every claim as a JSON object (``"claims"``, no ``claim``)."""
 
     claim: ClaimName | None = None
-    type: BindingKind = BindingKind.STRING
+    type: BindingKind = Field(default=BindingKind.STRING, strict=False)
 
 
 class AllowDecl(_Strict):
@@ -265,7 +269,7 @@ class PartitionsDecl(_Strict):
     (SQL types), or runs of days of its date range (``date_range``: its ``from`` parameter, when
     the type declares more than one range)."""
 
-    by: PartitionBy
+    by: PartitionBy = Field(strict=False)
     date_range: Identifier | None = None
 
 
@@ -291,7 +295,10 @@ class TypeDecl(_Strict):
     order_key: list[Identifier] | None = None
     hot_key: list[Identifier] = Field(default_factory=list)
     partitions: PartitionsDecl | None = None
-    formats: list[ExportFormat] = Field(default_factory=lambda: list(ExportFormat), min_length=1)
+    # Each item lax too: a field's strict=False does not reach the items of its list.
+    formats: list[Annotated[ExportFormat, Strict(False)]] = Field(
+        default_factory=lambda: list(ExportFormat), min_length=1
+    )
     file_name: str | None = None
 
 

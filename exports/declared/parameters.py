@@ -54,14 +54,21 @@ def _parse_datetime(value: Any) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise _fail("is not a valid date and time") from None
+    # The local date first (converting year 1 or 9999 to UTC could overflow), then the UTC
+    # moment the worker binds: 1900-01-01T00:00+14:00 is 1899-12-31 in UTC.
     if not Limits.EARLIEST_DATE <= parsed.date() <= Limits.LATEST_DATE:
         raise _fail(f"must be between {Limits.EARLIEST_DATE} and {Limits.LATEST_DATE}")
-    return parsed.astimezone(UTC)
+    moment = parsed.astimezone(UTC)
+    if not Limits.EARLIEST_DATE <= moment.date() <= Limits.LATEST_DATE:
+        raise _fail(f"must be between {Limits.EARLIEST_DATE} and {Limits.LATEST_DATE} in UTC")
+    return moment
 
 
 def _parse_integer(value: Any) -> int:
     if type(value) is not int:
         raise _fail("must be an integer")
+    if not Limits.INTEGER_MIN <= value <= Limits.INTEGER_MAX:
+        raise _fail(f"must be between {Limits.INTEGER_MIN} and {Limits.INTEGER_MAX} (a 64-bit integer)")
     return value
 
 
@@ -78,12 +85,41 @@ def _parse_decimal(value: Any) -> Decimal:
         raise _fail("is not a decimal number") from None
     if not parsed.is_finite():
         raise _fail("must be a finite number")
+    exponent = int(parsed.as_tuple().exponent)
+    integer_digits = max(0, parsed.adjusted() + 1) if parsed else 0
+    if integer_digits > Limits.DECIMAL_MAX_INTEGER_DIGITS or -exponent > Limits.DECIMAL_MAX_FRACTION_DIGITS:
+        raise _fail(
+            f"must have at most {Limits.DECIMAL_MAX_INTEGER_DIGITS} digits before the point"
+            f" and {Limits.DECIMAL_MAX_FRACTION_DIGITS} after it"
+        )
     return parsed
+
+
+def check_text(value: str) -> str | None:
+    """Why ``value`` cannot be stored and bound as text, or None: a lone UTF-16 surrogate
+    (JSON's ``"\\ud800"``) has no UTF-8 form, and PostgreSQL text cannot hold NUL. One rule for
+    every string a request carries (submit and the worker's re-validation both apply it)."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (it holds a lone surrogate)"
+    return None
 
 
 def _parse_string(value: Any) -> str:
     if not isinstance(value, str):
         raise _fail("must be a string")
+    problem = check_text(value)
+    if problem:
+        raise _fail(problem)
+    return value
+
+
+def _parse_boolean(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _fail("must be true or false")
     return value
 
 
@@ -94,6 +130,7 @@ _PARSERS: dict[ParameterType, Callable[[Any], Any]] = {
     ParameterType.DECIMAL: _parse_decimal,
     ParameterType.STRING: _parse_string,
     ParameterType.ENUM: _parse_string,
+    ParameterType.BOOLEAN: _parse_boolean,
 }
 
 
@@ -113,13 +150,29 @@ def coerce_bound(declared: ItemDecl, bound: Any) -> Any:
         raise ValueError(str(error)) from None
 
 
+def compile_pattern(pattern: str) -> Any:
+    """A declared ``pattern`` compiled by RE2, which matches in time linear in the value's
+    length: ``(a+)+$`` cannot make a submit backtrack for seconds, as Python's engine would.
+    RE2's syntax has no backreferences and no lookarounds, and its ``\\w``, ``\\d`` and ``\\s``
+    are ASCII. ValueError names what RE2 refused."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the loader reports it; RE2 would also print it to stderr
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as error:
+        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
+        raise ValueError(f"not a pattern RE2 accepts: {reason}") from None
+
+
 def item_checker(declared: ItemDecl) -> Callable[[Any], Any]:
     """Parse one value and check it against the declared enum, bounds, length and pattern."""
     parse = _PARSERS[declared.type]
     low = coerce_bound(declared, declared.min) if declared.min is not None else None
     high = coerce_bound(declared, declared.max) if declared.max is not None else None
     allowed = tuple(declared.values or ())
-    pattern = re.compile(declared.pattern) if declared.pattern else None
+    pattern = compile_pattern(declared.pattern) if declared.pattern else None
     max_length = declared.max_length or Declarations.STRING_MAX_LENGTH
 
     def check(value: Any) -> Any:
@@ -186,6 +239,8 @@ def _item_schema(declared: ItemDecl) -> dict[str, Any]:
         schema = {"type": ["number", "string"], "format": "decimal"}
     elif declared.type is ParameterType.ENUM:
         schema = {"type": "string", "enum": list(declared.values or ())}
+    elif declared.type is ParameterType.BOOLEAN:
+        schema = {"type": "boolean"}
     else:
         schema = {"type": "string", "maxLength": declared.max_length or Declarations.STRING_MAX_LENGTH}
         if declared.min_length is not None:

@@ -141,6 +141,16 @@ class DeclaredSqlExport(DeclaredExport):
         key_of = _getter([positions[name] for name in self._order_key]) if self._order_key else None
         return project, key_of
 
+    def missing_result_columns(self) -> list[str]:
+        """The declared columns and order key columns the query does not return, found by
+        describing it (every parameter and caller value NULL, no row read): what local mode
+        checks at start-up, before any export can fail on it."""
+        names = (*self.parameter_names, *self._declared_filters.bound_names)
+        described = self._reader.describe(SqlRead(self._query, dict.fromkeys(names)), Unbounded())
+        returned = {column.name for column in described}
+        wanted = [column.name for column in self.declared_columns or ()]
+        return [name for name in dict.fromkeys((*wanted, *self._order_key)) if name not in returned]
+
     def columns_for(self, filters: DeclaredFilters, result: Sequence[ResultColumn]) -> list[Column]:
         """The file's columns given the result's (inferred ones follow the result)."""
         if self.declared_columns is None:

@@ -29,6 +29,8 @@ def render(template: str, values: Mapping[str, Any]) -> str:
         value = values.get(match.group(1))
         if value is None:
             return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
         if isinstance(value, list):
             return "-".join(str(json_value(item)) for item in value)
         return str(json_value(value))

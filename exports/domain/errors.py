@@ -23,9 +23,17 @@ class InvalidRequest(ExportsError):
 
     code = "VALIDATION_ERROR"
 
-    def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        field: str | None = None,
+        code: str | None = None,
+        problems: tuple[tuple[str | None, str], ...] = (),
+    ) -> None:
         super().__init__(message, field=field)
         self.field = field
+        # Every (field, message) when the request broke several rules at once, first one first.
+        self.problems = problems
         if code:
             self.code = code
 
@@ -124,6 +132,11 @@ class SourceCode:
     QUERY_TIMEOUT: Final = "SOURCE_QUERY_TIMEOUT"
     QUERY_CANCELLED: Final = "SOURCE_QUERY_CANCELLED"
     NOT_CONFIGURED: Final = "SOURCE_NOT_CONFIGURED"
+    # Connections the server refuses for good: waiting does not fix a wrong password.
+    AUTH_FAILED: Final = "SOURCE_AUTH_FAILED"
+    ACCESS_DENIED: Final = "SOURCE_ACCESS_DENIED"
+    DATABASE_UNKNOWN: Final = "SOURCE_DATABASE_UNKNOWN"
+    CONNECTION_LIMIT: Final = "SOURCE_CONNECTION_LIMIT"
     DATA_INVALID: Final = "SOURCE_DATA_INVALID"
     # The server's TLS certificate could not be verified (untrusted CA, wrong host name, no CA
     # bundle): final, since only a change of configuration makes it pass.

@@ -20,12 +20,15 @@ def is_last_delivery(receive_count: int) -> bool:
 
 
 def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:
-    """Seconds before retry number ``retry_count + 1``: exponential backoff with full jitter.
+    """Seconds before retry number ``retry_count + 1``: exponential backoff with equal jitter,
+    between half the ceiling and all of it (see :class:`exports.config.Worker`). The fixed
+    half is what spreads the retries over minutes whatever the draws; the random half keeps
+    the workers of one outage from retrying in step.
 
     ``random`` returns a float in [0, 1); injecting it keeps the policy deterministic in tests.
     """
     ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**retry_count)
-    return max(1, round(ceiling * random()))
+    return max(1, round(ceiling / 2 * (1 + random())))
 
 
 def poll_after_sec(created_at: datetime, now: datetime) -> int:

@@ -1,9 +1,10 @@
-"""Every error answer of the API comes from here: ``{"error": {"code", "message", "field"?}}``."""
+"""Every error answer of the API comes from here: ``{"error": {"code", "message", "field"?, "errors"?}}``."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -66,12 +67,22 @@ RETRY_AFTER_UNAVAILABLE_SEC = 5
 
 
 def error_response(
-    status: HTTPStatus, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+    status: HTTPStatus,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    problems: Sequence[tuple[str | None, str]] = (),
 ) -> Response:
-    """A JSON error answer."""
+    """A JSON error answer; ``problems`` (every invalid field, when there are several) become
+    its ``errors`` list."""
     detail: dict[str, Any] = {"code": code, "message": message}
     if field:
         detail["field"] = field
+    if problems:
+        detail["errors"] = [
+            {"field": where, "message": text} if where else {"message": text} for where, text in problems
+        ]
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
@@ -121,7 +132,9 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             headers = {"Retry-After": str(error.retry_after)}
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:
             headers = {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)}
-        return error_response(status, error.code, error.message, getattr(error, "field", None), headers)
+        return error_response(
+            status, error.code, error.message, getattr(error, "field", None), headers, getattr(error, "problems", ())
+        )
 
     @app.exception_handler(RequestValidationError)
     def _invalid_request(error: RequestValidationError) -> Response:
@@ -130,14 +143,23 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             check_envelope(app.current_event)
         except ExportsError as envelope_error:
             return _service_error(envelope_error)
-        first = error.errors()[0]
-        location = [part for part in first["loc"] if part not in ("body", "query", "path")]
-        if first["type"] == "json_invalid":
+        details = list(error.errors())
+        if details[0]["type"] == "json_invalid":
             return error_response(HTTPStatus.BAD_REQUEST, MALFORMED_JSON, "the body is not valid JSON")
-        field = field_path(location)
-        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        problems = [
+            (
+                field_path([part for part in detail["loc"] if part not in ("body", "query", "path")]),
+                str(detail.get("msg", "invalid value")).removeprefix("Value error, "),
+            )
+            for detail in details
+        ]
+        field, message = problems[0]
         return error_response(
-            HTTPStatus.UNPROCESSABLE_ENTITY, VALIDATION_ERROR, f"{field}: {message}" if field else message, field
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            VALIDATION_ERROR,
+            f"{field}: {message}" if field else message,
+            field,
+            problems=problems if len(problems) > 1 else (),
         )
 
     @app.exception_handler(RequestUnsupportedContentType)

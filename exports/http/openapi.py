@@ -51,7 +51,8 @@ _ERRORS: dict[int, str] = {
     409: "The task is not in a state that allows this.",
     413: "The body is larger than the limit (code PAYLOAD_TOO_LARGE).",
     415: "The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE).",
-    422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it).",
+    422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` "
+    "lists every invalid one when there are several).",
     429: "Too many active tasks, or the queue is full: try again after `Retry-After` seconds.",
     503: "A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE).",
 }

@@ -66,16 +66,29 @@ def end_task(before: Task, after: Task, deps: TaskEnding) -> Task:
     # From here on the task has ended whatever happens: nothing may raise, or a caller would
     # take the ended task for one that still needs ending (and e.g. retry a finished export).
     try:
-        token = after.lifecycle_token
-        if token is None:
-            # The workflow may have stored its token after ``before`` was read.
-            stored = deps.tasks.get(after.task_id)
-            token = stored.lifecycle_token if stored else None
+        ended = _as_stored(after, deps)
+        token = after.lifecycle_token or ended.lifecycle_token
         if token:
-            deps.lifecycle.report_end(token, after)
+            deps.lifecycle.report_end(token, ended)
     except ExportsError:
         logger.warning("could not report the task's end; the deadline will", exc_info=True)
     return after
+
+
+def _as_stored(after: Task, deps: TaskEnding) -> Task:
+    """The ended task as stored now, not as its ender held it: an identical request merged in
+    while it ran (or between the worker's read and its claim) added a subscriber the ender never
+    saw, and the workflow delivers callbacks only if the outcome names one. No merge can follow
+    the end (a merge needs the status it read), so this read is final; it also finds a token
+    the workflow stored after the ender read the task. Read again on transient faults; if it
+    still fails, ``after`` is reported (right unless a merge raced the end) rather than nothing,
+    which would leave the outcome to the deadline."""
+    try:
+        stored = retry_transient(lambda: deps.tasks.get(after.task_id))
+    except ExportsError:
+        logger.warning("could not read the ended task; reporting it as the ender held it", exc_info=True)
+        return after
+    return stored if stored is not None and stored.status is after.status else after
 
 
 def continue_later(task: Task, rows: int, percent: int, deps: WorkerDependencies) -> None:

@@ -21,8 +21,13 @@ def field_path(location: Sequence[str | int], prefix: str | None = None) -> str 
 
 
 def invalid_request(error: ValidationError, prefix: str | None = None) -> InvalidRequest:
-    """The first problem of ``error`` as an :class:`InvalidRequest`."""
-    first = error.errors(include_url=False)[0]
-    field = field_path(first["loc"], prefix)
-    message = first["msg"].removeprefix("Value error, ")
-    return InvalidRequest(f"{field}: {message}" if field else message, field=field)
+    """``error`` as an :class:`InvalidRequest`: its first problem, and all of them when there are
+    several (a caller who left out three filters hears of the three at once)."""
+    problems = tuple(
+        (field_path(detail["loc"], prefix), detail["msg"].removeprefix("Value error, "))
+        for detail in error.errors(include_url=False)
+    )
+    field, message = problems[0]
+    return InvalidRequest(
+        f"{field}: {message}" if field else message, field=field, problems=problems if len(problems) > 1 else ()
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,10 @@ def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]
     """What ``GET /openapi.json`` answers in `make run` with ``declaration``: the API function's
     own document, with the types its registry would hold (built, never connected: the demo
     database's URI and the demo table's name only make its types part of the deployment)."""
+    # As make run runs the function: no X-Ray daemon to talk to, a region for the clients the
+    # registry builds (never called).
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     from functions.submit.handler import api_document
 
     environ = {

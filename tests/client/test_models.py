@@ -13,6 +13,8 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from exports.api_models import ErrorBody as ServiceErrorBody
+from exports.api_models import ErrorDetail as ServiceErrorDetail
+from exports.api_models import FieldProblem as ServiceFieldProblem
 from exports_client import ExportsClient, models
 from tests.client.openapi_doc import DOC_PATH
 
@@ -106,9 +108,8 @@ def test_list_takes_exactly_the_query_parameters_of_the_api() -> None:
 def test_errors_are_read_with_the_services_error_shape() -> None:
     # The error envelope is not in the OpenAPI document, so compare with the service's model.
     assert contract(schema_of(models.ErrorBody)) == contract(schema_of(ServiceErrorBody))
-    assert contract(schema_of(models.ErrorDetail)) == contract(
-        ServiceErrorBody.model_json_schema()["$defs"]["ErrorDetail"]
-    )
+    assert contract(schema_of(models.ErrorDetail)) == contract(schema_of(ServiceErrorDetail))
+    assert contract(schema_of(models.FieldProblem)) == contract(schema_of(ServiceFieldProblem))
 
 
 def test_the_terminal_states_are_those_of_the_service() -> None:

@@ -128,3 +128,31 @@ def test_a_sales_report_downloads_as_a_workbook_with_a_row_per_day_and_status(st
     assert len(rows) - 1 == view["rows"] == 21 * len(OrderStatus)
     assert {row[2] for row in rows[1:]} == {"USD"}
     assert sum(row[3] for row in rows[1:]) > 0
+
+
+@pytest.mark.parametrize(
+    ("export_type", "field", "raw_value", "message"),
+    [
+        ("sales_report", "currency", '"\\ud800"', "lone surrogate"),
+        ("sales_report", "currency", '"EU\\u0000R"', "NUL"),
+        ("orders_dynamodb", "status", '["paid", "\\udfff"]', "lone surrogate"),
+    ],
+    ids=["a lone surrogate (PostgreSQL)", "a NUL (PostgreSQL)", "a lone surrogate in a list (DynamoDB)"],
+)
+def test_text_no_source_can_take_is_a_422_at_submit_not_a_500(
+    stack: Stack, export_type: str, field: str, raw_value: str, message: str
+) -> None:
+    """Issue 23: a lone surrogate in a declared string filter answered 500 (the dedup key's UTF-8
+    encoding), NUL was accepted and failed in the worker. The filter's own rule refuses both."""
+    raw = (
+        f'{{"export_type": "{export_type}", "filters": {{"date_from": "{recent(3)}", "date_to": "{recent(0)}", '
+        f'"{field}": {raw_value}}}}}'
+    )
+    headers = {**stack.headers(), "Content-Type": "application/json"}
+
+    answer = requests.post(f"{stack.url}/v1/exports", data=raw.encode(), headers=headers, timeout=10)
+
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["field"] == f"filters.{field}"
+    assert message in error["message"]

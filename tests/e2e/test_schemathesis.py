@@ -114,6 +114,10 @@ def test_every_answer_is_the_documented_one_and_every_4xx_is_a_json_error(
         assert response.headers.get("content-type", [""])[0].startswith("application/json"), described
         body = response.json()
         assert set(body) == {"error"}, described
-        assert {"code", "message"} <= set(body["error"]) <= {"code", "message", "field"}, described
+        assert {"code", "message"} <= set(body["error"]) <= {"code", "message", "field", "errors"}, described
+        for problem in body["error"].get("errors", []):  # every invalid field, the first one first
+            assert {"message"} <= set(problem) <= {"field", "message"}, described
+        if "errors" in body["error"]:
+            assert body["error"]["errors"][0].get("field") == body["error"].get("field"), described
         assert isinstance(body["error"]["code"], str) and body["error"]["code"].isupper(), described
         assert isinstance(body["error"]["message"], str) and body["error"]["message"], described

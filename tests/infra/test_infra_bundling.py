@@ -37,8 +37,9 @@ pytestmark = pytest.mark.infra
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
-# Imported only on a path the handler's import does not take (the worker's XLSX writer).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg"}}
+# Imported only on a path the handler's import does not take (the worker's XLSX writer; RE2 when
+# the registry is built).
+LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2"}, API.name: {"google-re2"}}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
@@ -205,6 +206,12 @@ def test_the_bundle_has_psycopgs_arm64_binary_and_the_declaration_of_export_type
     # libpq comes inside the wheel, built for arm64 too.
     assert list(worker_asset.glob("psycopg_binary.libs/libpq*"))
     assert (worker_asset / "exports.toml").read_bytes() == (REPO_ROOT / "exports.toml").read_bytes()
+
+
+def test_the_bundle_has_re2s_arm64_binary_for_declared_patterns(worker_asset):
+    tag = f"cpython-{runtime_python_version().replace('.', '')}"
+    extensions = list(worker_asset.glob("re2/_re2.*.so"))
+    assert len(extensions) == 1 and "aarch64" in extensions[0].name and tag in extensions[0].name
 
 
 def test_every_distribution_in_the_bundle_is_at_its_locked_version(worker_asset):

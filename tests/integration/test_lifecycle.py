@@ -410,3 +410,133 @@ def test_a_throttled_lifecycle_function_is_retried_with_full_jitter_until_it_run
     assert len(retry_clock.intervals) == throttled
     assert all(0 <= waited <= cap for waited, cap in zip(retry_clock.intervals, caps, strict=True))
     assert retry_clock.intervals != caps  # drawn, not the plain backoff
+
+
+class GatedExport(ExportType):
+    """A few rows, then it waits for ``release``: holds its task RUNNING as long as a test needs."""
+
+    name = "gated"
+    description = "test"
+    filters_model = NoFilters
+    started: ClassVar[threading.Event] = threading.Event()
+    release: ClassVar[threading.Event] = threading.Event()
+
+    def columns(self, filters: Any) -> list[Column]:
+        return [Column("n", "N", ColumnKind.INTEGER)]
+
+    def rows(self, filters: Any, on_fraction: Callable[[float], None] = ignore_progress) -> Iterator[Row]:
+        GatedExport.started.set()
+        yield (1,)
+        assert GatedExport.release.wait(30)
+        yield (2,)
+
+    def file_stem(self, filters: Any) -> str:
+        return "gated"
+
+
+@pytest.fixture
+def gated(running_aws: Resources, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The API and the worker both serve ``gated``; returns the worker's dependencies."""
+    from dataclasses import replace
+    from functools import cache
+
+    from functions.submit import handler as api
+
+    api_deps = api.dependencies()
+    registry = ExportTypeRegistry([*api_deps.registry, GatedExport()])
+    monkeypatch.setattr(api, "dependencies", cache(lambda: replace(api_deps, registry=registry)))
+    GatedExport.started.clear()
+    GatedExport.release.clear()
+    return replace(worker.dependencies(), registry=registry)
+
+
+def test_a_callback_merged_into_a_pending_task_without_one_is_delivered(
+    running_aws: Resources, retry_clock: CompressedRetryClock
+) -> None:
+    """Issue 23: the first request asked for no callback, an identical one merged into it while
+    PENDING did. The workflow learned "no callback" from the task as the worker held it, and the
+    second caller's callback stayed PENDING with 0 attempts after COMPLETED."""
+    with receiver([204]) as hook:
+        first = submit({**orders_body(""), "callback_url": None})
+        second = submit(orders_body(hook.url))
+        assert second["deduplicated"] is True and second["task_id"] == first["task_id"]
+
+        run_queued_work(running_aws)
+        (call,) = hook.wait_for(1)
+        task = wait_for(lambda: (t := get(first["task_id"]))["callbacks"][0]["status"] == "DELIVERED" and t)
+
+    assert task["status"] == "COMPLETED"
+    assert task["callbacks"] == [{"url": hook.url, "status": "DELIVERED", "attempts": 1, "last_error": None}]
+    assert json.loads(call.body)["data"]["task_id"] == first["task_id"]
+    assert call.headers["webhook-signature"] == expected_signature(call)
+
+
+def test_a_callback_merged_into_a_running_task_without_one_is_delivered(
+    running_aws: Resources, retry_clock: CompressedRetryClock, gated: Any
+) -> None:
+    """The same, merged while the worker runs the export (it holds the task as it claimed it)."""
+    body = {"export_type": "gated", "format": "csv", "timeout_sec": 60}
+    with receiver([204]) as hook:
+        first = submit(body)
+        outcomes: list[Outcome] = []
+        running = threading.Thread(
+            target=lambda: outcomes.append(process_task(TaskMessage(first["task_id"], "gated", 5), gated))
+        )
+        running.start()
+        assert GatedExport.started.wait(10)
+        assert get(first["task_id"])["status"] == "RUNNING"
+
+        second = submit({**body, "callback_url": hook.url})
+        assert second["deduplicated"] is True and second["task_id"] == first["task_id"]
+        GatedExport.release.set()
+        running.join(30)
+        (call,) = hook.wait_for(1)
+        task = wait_for(lambda: (t := get(first["task_id"]))["callbacks"][0]["status"] == "DELIVERED" and t)
+
+    assert outcomes == [Outcome.COMPLETED]
+    assert task["status"] == "COMPLETED" and task["rows"] == 2
+    assert [(c["url"], c["attempts"]) for c in task["callbacks"]] == [(hook.url, 1)]
+    assert json.loads(call.body)["type"] == "export.completed"
+
+
+class MergeAfterRead:
+    """The task repository, with an identical request submitted right after the worker's first
+    read of the task: the merge lands between that read and the claim, which is conditional on
+    status and attempt only, so the worker runs with a copy that lacks the new subscriber."""
+
+    def __init__(self, tasks: Any, merge: Callable[[], dict[str, Any]]) -> None:
+        self._tasks = tasks
+        self._merge = merge
+        self.merged: list[dict[str, Any]] = []
+
+    def get(self, task_id: str) -> Any:
+        task = self._tasks.get(task_id)
+        if not self.merged:
+            self.merged.append(self._merge())
+        return task
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tasks, name)
+
+
+def test_a_callback_merged_between_the_workers_read_and_its_claim_is_delivered(
+    running_aws: Resources, retry_clock: CompressedRetryClock, gated: Any
+) -> None:
+    """The PENDING order of issue 23's dedup bug, made certain: the worker read the task
+    before the merge and claimed it after."""
+    from dataclasses import replace
+
+    body = {"export_type": "gated", "format": "csv", "timeout_sec": 60}
+    GatedExport.release.set()
+    with receiver([204]) as hook:
+        first = submit(body)
+        tasks = MergeAfterRead(gated.tasks, lambda: submit({**body, "callback_url": hook.url}))
+
+        outcome = process_task(TaskMessage(first["task_id"], "gated", 5), replace(gated, tasks=tasks))
+        (call,) = hook.wait_for(1)
+        task = wait_for(lambda: (t := get(first["task_id"]))["callbacks"][0]["status"] == "DELIVERED" and t)
+
+    assert tasks.merged[0]["deduplicated"] is True and tasks.merged[0]["task_id"] == first["task_id"]
+    assert outcome is Outcome.COMPLETED and task["status"] == "COMPLETED"
+    assert [(c["url"], c["attempts"]) for c in task["callbacks"]] == [(hook.url, 1)]
+    assert json.loads(call.body)["data"]["task_id"] == first["task_id"]

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_items import from_item
-from exports.adapters.sqs_queue import decode_message
 from exports.domain.errors import RetryableError
 from exports.domain.status import TaskStatus
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
@@ -271,8 +270,12 @@ def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent(aws
     assert process_task(message_for(task), deps) is Outcome.RETRY_SCHEDULED
     again = deps.tasks.get(task.task_id)
     assert (again.status, again.retry_count, again.error.code) == (TaskStatus.PENDING, 1, "TRANSIENT_ERROR")
-    (message,) = receive(aws, wait=3)
-    assert decode_message(message["Body"]).task_id == task.task_id
+    # Queued again, delayed by the backoff (half of 15 s at the lowest draw): not visible yet.
+    assert receive(aws) == []
+    attributes = boto3.client("sqs", region_name=REGION).get_queue_attributes(
+        QueueUrl=aws.queue_urls["normal"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
 
     assert process_task(message_for(task), deps) is Outcome.RETRY_SCHEDULED
     assert process_task(message_for(task), deps) is Outcome.FAILED

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -38,6 +39,124 @@ def test_the_shipped_declarations_load() -> None:
     assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]
 
 
+def typed(parameter: str) -> str:
+    """A SQL type ``t`` with one parameter ``p`` declared by the TOML lines ``parameter``."""
+    return (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT %(p)s AS a"\n[types.t.parameters.p]\n' + parameter
+    )
+
+
+# What issue 23 found the loader accepting (or crashing on): each must stop start-up and synth.
+BREAKING_DECLARATIONS = {
+    "a statement after the query": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS x; COMMIT; INSERT INTO t VALUES (1)"',
+        "types.t: query",
+        "holds a ';' outside a string or comment",
+    ),
+    "a ';' between dollar quotes is not a separator, one after them is": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT $q$;$q$ AS x; DROP TABLE t"',
+        "types.t: query",
+        "holds a ';'",
+    ),
+    "an unterminated comment": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS x /* ; "',
+        "types.t: query",
+        "never closed",
+    ),
+    "a string for an integer bound": (
+        typed('type = "integer"\nmin = "4"'),
+        "types.t: parameters.p.min",
+        "must be an integer",
+    ),
+    "a string for a boolean": (
+        typed('type = "integer"\nrequired = "true"'),
+        "types.t: parameters.p.required",
+        "boolean",
+    ),
+    "a string for max_days": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT %(a)s, %(b)s"\n'
+        'date_ranges = [{ from = "a", to = "b", max_days = "12" }]\n'
+        '[types.t.parameters.a]\ntype = "date"\n[types.t.parameters.b]\ntype = "date"',
+        "types.t: date_ranges.0.max_days",
+        "integer",
+    ),
+    "a string for a column width": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a, 2 AS order_id"\n'
+        'columns = [{ name = "a" }, { name = "order_id", width = "9" }]',
+        "types.t: columns.order_id.width",
+        "integer",
+    ),
+    "a column of an unknown kind, by its name": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a, 2 AS order_id"\n'
+        'columns = [{ name = "a" }, { name = "order_id", kind = "money" }]',
+        "types.t: columns.order_id.kind",
+        "Input should be",
+    ),
+    "min above max": (typed('type = "integer"\nmin = 5\nmax = 4'), "types.t: parameters.p.min", "greater than max"),
+    "min above max (dates)": (
+        typed('type = "date"\nmin = 2025-02-01\nmax = 2025-01-01'),
+        "types.t: parameters.p.min",
+        "greater than max",
+    ),
+    "min_length above max_length": (
+        typed('type = "string"\nmin_length = 5\nmax_length = 4'),
+        "types.t: parameters.p.min_length",
+        "greater than max_length",
+    ),
+    "a repeated enum value": (
+        typed('type = "enum"\nvalues = ["a", "b", "a"]'),
+        "types.t: parameters.p.values",
+        "'a' more than once",
+    ),
+    "an empty enum value": (
+        typed('type = "enum"\nvalues = ["a", ""]'),
+        "types.t: parameters.p.values",
+        "value 2 is empty",
+    ),
+    "a repeated enum value of list items": (
+        typed('type = "list"\nitems = { type = "enum", values = ["x", "x"] }'),
+        "types.t: parameters.p.items.values",
+        "more than once",
+    ),
+    "a backreference (RE2 has none)": (
+        typed('type = "string"\npattern = "(a*)\\\\1"'),
+        "types.t: parameters.p.pattern",
+        "not a pattern RE2 accepts: invalid escape sequence",
+    ),
+    "a lookahead (RE2 has none)": (
+        typed('type = "string"\npattern = "(?=a)a"'),
+        "types.t: parameters.p.pattern",
+        "not a pattern RE2 accepts: invalid perl operator",
+    ),
+    "a boolean with a bound": (typed('type = "boolean"\nmin = true'), "types.t: parameters.p.min", "no min"),
+    "a boolean default that is a string": (
+        typed('type = "boolean"\ndefault = "true"'),
+        "types.t: parameters.p.default",
+        "must be true or false",
+    ),
+    "a decimal bound past the digit limit": (
+        typed('type = "decimal"\nmax = "1e999999"'),
+        "types.t: parameters.p.max",
+        "at most 1000 digits",
+    ),
+    "a plugin module that does not exist": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "nosuchmod:f"',
+        "types.t: plugin",
+        "cannot import nosuchmod:f",
+    ),
+    "a plugin that is not a function": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "sys:maxsize"',
+        "types.t: plugin",
+        "is not a function",
+    ),
+    "a plugin that exits the process": (
+        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "sys:exit"',
+        "types.t: plugin",
+        "sys:exit failed: SystemExit",
+    ),
+}
+
+
 @pytest.mark.parametrize(
     ("body", "where", "message"),
     [
@@ -57,7 +176,7 @@ def test_the_shipped_declarations_load() -> None:
             "types.t: query",
             "literal % as %%",
         ),
-        ('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1;"', "types.t: query", "trailing ';'"),
+        ('[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1;"', "types.t: query", "must be one statement"),
         (
             '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n[types.t.parameters.p]\ntype = "when"',
             "types.t: parameters.p.type",
@@ -109,7 +228,7 @@ def test_the_shipped_declarations_load() -> None:
         (
             '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\n'
             'columns = [{ name = "a" }, { name = "a" }]',
-            "types.t: columns[1].name",
+            "types.t: columns.a",
             "declared twice",
         ),
         (
@@ -163,7 +282,9 @@ def test_the_shipped_declarations_load() -> None:
             "sources.two",
             "declare one way to connect",
         ),
+        *BREAKING_DECLARATIONS.values(),
     ],
+    ids=lambda value: value[:60] if isinstance(value, str) else None,
 )
 def test_a_bad_declaration_names_the_file_the_type_and_the_key(
     tmp_path: Path, body: str, where: str, message: str
@@ -184,6 +305,25 @@ def test_a_file_that_is_not_toml_is_refused_with_its_name(tmp_path: Path) -> Non
     path = write_declaration(tmp_path, "[types\nbroken")
 
     with pytest.raises(DeclarationError, match=f"{path}: not a readable TOML file"):
+        load_declarations(path)
+
+
+def test_deeply_nested_toml_is_a_declaration_error_not_a_traceback(tmp_path: Path) -> None:
+    path = write_declaration(tmp_path, "x = " + "[" * 5000 + "]" * 5000)
+
+    with pytest.raises(DeclarationError, match=f"{path}: not a readable TOML file: it is nested too deeply"):
+        load_declarations(path)
+
+
+def test_deeply_nested_plugin_options_are_a_declaration_error(tmp_path: Path) -> None:
+    nested = "{ a = " * 400 + "1" + " }" * 400
+    body = (
+        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "exports.composition:demo_orders"\n'
+        f"options = {{ o = {nested} }}"
+    )
+    path = write_declaration(tmp_path, declaration(body))
+
+    with pytest.raises(DeclarationError, match=f"{path}: "):
         load_declarations(path)
 
 
@@ -230,6 +370,13 @@ type = "list"
 required = false
 max_items = 3
 items = { type = "integer", min = 1 }
+[types.t.parameters.big]
+type = "list"
+required = false
+items = { type = "integer" }
+[types.t.parameters.paid]
+type = "boolean"
+default = false
 """
 )
 
@@ -252,8 +399,10 @@ def test_every_kind_validates_to_python_values_and_back_to_json(model: type) -> 
             "code": "EUR",
             "state": "open",
             "ids": [1, 2],
+            "big": [-(2**63), 2**63 - 1],
         }
     )
+    assert filters.paid is False and model.model_validate({**VALID, "paid": True}).paid is True
 
     assert str(filters.day_from) == "2025-01-01" and filters.count == 10
     assert filters.since.isoformat() == "2025-01-02T02:00:00+00:00"
@@ -286,6 +435,22 @@ def test_every_kind_validates_to_python_values_and_back_to_json(model: type) -> 
         ({"ids": [0]}, "ids", "value 1: must be at least 1"),
         ({"ids": "1"}, "ids", "must be a list"),
         ({"other": 1}, "other", "Extra inputs are not permitted"),
+        # Accepted once and then failed in the worker (issue 23): refused at submit, by the same
+        # rules the worker re-validates with.
+        ({"code": "\ud800"}, "code", "lone surrogate"),
+        ({"state": "op\ud800en"}, "state", "lone surrogate"),
+        ({"code": "A\x00B"}, "code", "NUL"),
+        ({"amount": "1e999999"}, "amount", "at most 1000 digits before the point"),
+        ({"amount": "1e-1001"}, "amount", "and 1000 after it"),
+        ({"amount": float("1e300") * 1e10}, "amount", "must be a decimal number"),
+        ({"big": [2**63]}, "big", "value 1: must be between"),
+        ({"big": [-(2**63) - 1]}, "big", "64-bit integer"),
+        ({"count": 2**63}, "count", "64-bit integer"),
+        ({"since": "1900-01-01T00:00:00+14:00"}, "since", "in UTC"),
+        ({"since": "2999-12-31T23:00:00-05:00"}, "since", "in UTC"),
+        ({"since": "0001-01-01T00:00:00+14:00"}, "since", "must be between 1900-01-01"),
+        ({"paid": "true"}, "paid", "must be true or false"),
+        ({"paid": 1}, "paid", "must be true or false"),
     ],
 )
 def test_each_refusal_names_the_filter(model: type, change: dict, field: str, message: str) -> None:
@@ -315,6 +480,7 @@ def test_the_json_schema_comes_from_the_declaration(model: type) -> None:
     assert properties["count"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "title": "Count"}
     assert properties["state"]["enum"] == ["open", "closed"]
     assert properties["ids"]["items"] == {"type": "integer", "minimum": 1} and properties["ids"]["maxItems"] == 3
+    assert properties["paid"] == {"type": "boolean", "default": False, "title": "Paid"}
     json.dumps(schema)
 
 
@@ -464,3 +630,92 @@ def test_make_run_stops_at_a_bad_declaration_with_its_message(tmp_path: Path) ->
     assert started.returncode == 2
     assert f"declaration error: {path}: types.t: query: must be one statement" in started.stderr
     assert not (tmp_path / "pg").exists()  # nothing was started
+
+
+@pytest.mark.parametrize(
+    ("columns", "where", "missing"),
+    [
+        ('order_key = ["nope"]', "types.t: order_key", "'nope'"),
+        ('columns = [{ name = "a" }, { name = "gone" }]', "types.t: columns.gone", "'gone'"),
+    ],
+)
+def test_a_query_that_does_not_return_its_order_key_is_a_declaration_error_at_start_up(
+    shop: str, tmp_path: Path, columns: str, where: str, missing: str
+) -> None:
+    """What local mode checks once the database is up: describing the query (every parameter
+    NULL, no row read) shows which declared column it does not return."""
+    from exports.declared.build import check_sql_results
+    from tests.postgres.conftest import declared_types
+
+    body = (
+        '[types.t]\ndescription = "x"\nsource = "db"\n'
+        'query = "SELECT order_id AS a FROM orders WHERE order_date >= %(since)s"\n'
+        f'{columns}\n[types.t.parameters.since]\ntype = "date"\n'
+    )
+    path = write_declaration(tmp_path, declaration(body))
+    types = declared_types(path, {"DB_URL": shop})
+
+    with pytest.raises(DeclarationError) as raised:
+        check_sql_results(load_declarations(path), list(types.values()))
+
+    assert str(raised.value) == f"{path}: {where}: the query returns no column {missing}"
+
+
+def test_the_shipped_sql_types_pass_the_start_up_check(demo_types: dict[str, Any]) -> None:
+    from exports.declared.build import check_sql_results
+
+    check_sql_results(load_declarations(default_path()), list(demo_types.values()))
+
+
+def test_make_run_stops_when_a_query_does_not_return_its_order_key(tmp_path: Path) -> None:
+    """The check needs the database, so make run makes it once its embedded PostgreSQL is up,
+    then stops it again and exits 2, before the API or a worker starts."""
+    import os
+    import subprocess
+    import sys
+
+    body = (
+        '[sources.shop]\nkind = "postgresql"\nurl_env = "EXPORTS_SHOP_DATABASE_URL"\n'
+        '[types.t]\ndescription = "x"\nsource = "shop"\nquery = "SELECT order_id FROM orders"\norder_key = ["nope"]\n'
+    )
+    path = write_declaration(tmp_path, body)
+    environment = {
+        **os.environ,
+        "EXPORTS_CONFIG": str(path),
+        "PORT": "1",
+        "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg"),
+        "EXPORTS_DEMO_ORDERS": "50",
+        "EXPORTS_DEMO_DYNAMODB_ORDERS": "5",
+    }
+
+    started = subprocess.run(
+        [sys.executable, "-m", "local_stack"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+        check=False,
+    )
+
+    assert started.returncode == 2, started.stderr[-2000:]
+    assert f"declaration error: {path}: types.t: order_key: the query returns no column 'nope'" in started.stderr
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(a|aa)*$", "(\\w+\\s?)*$", "(a?){30}a{30}"])
+def test_a_catastrophic_pattern_validates_in_linear_time(tmp_path: Path, pattern: str) -> None:
+    """Issue 23: with Python's engine, (a+)+$ took 4.5 s to refuse a 24-character value (each
+    character more doubles it). RE2 refuses 10,000 characters in well under a millisecond;
+    the bound here leaves room for a loaded machine."""
+    import time
+
+    body = typed(f'type = "string"\nmax_length = 20000\npattern = "{pattern.replace(chr(92), chr(92) * 2)}"')
+    declared = load_declarations(write_declaration(tmp_path, declaration(body))).file.types["t"]
+    model = filters_model("t", declared.parameters, declared.date_ranges, [])
+
+    started = time.perf_counter()
+    for length in (24, 200, 10_000):
+        with pytest.raises(ValidationError, match="must match"):
+            model.model_validate({"p": "a" * length + "!"})
+    assert time.perf_counter() - started < 0.5

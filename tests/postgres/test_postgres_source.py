@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -23,9 +24,11 @@ from exports.adapters.postgres_source import (
     PostgresReader,
     SourceUnavailable,
 )
-from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
+from exports.config import Declarations
+from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ExportType, Unbounded
 from exports.writers import csv_writer, xlsx_engine
+from local_stack.embedded_postgres import EmbeddedPostgres
 from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
 
 DECLARATION = """
@@ -235,6 +238,70 @@ def test_an_unreachable_database_is_a_retryable_fault(tmp_path: Path) -> None:
     assert "secret" not in raised.value.message and str(tmp_path) not in raised.value.message
 
 
+@pytest.fixture(scope="module")
+def refusing_roles(postgres: EmbeddedPostgres) -> Iterator[str]:
+    """Roles the server refuses for good, each in its own way; the server's socket folder.
+    ``exports_pw`` must give a password (a pg_hba.conf line for it alone, reloaded)."""
+    hba = postgres.data_dir / "pg_hba.conf"
+    original = hba.read_text()
+    with psycopg.connect(postgres.uri(), autocommit=True) as conn:
+        for role, options in [
+            ("exports_pw", "LOGIN PASSWORD 'right'"),
+            ("exports_nologin", "NOLOGIN"),
+            ("exports_full", "LOGIN CONNECTION LIMIT 0"),
+        ]:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            conn.execute(f"CREATE ROLE {role} {options}")
+        hba.write_text("local all exports_pw scram-sha-256\n" + original)
+        conn.execute("SELECT pg_reload_conf()")
+    time.sleep(0.2)  # the postmaster re-reads the file on SIGHUP
+    yield str(postgres.data_dir)
+    hba.write_text(original)
+    with psycopg.connect(postgres.uri(), autocommit=True) as conn:
+        conn.execute("SELECT pg_reload_conf()")
+
+
+@pytest.mark.parametrize(
+    ("user", "database", "code", "reason"),
+    [
+        ("exports_pw:wrong", "postgres", SourceCode.AUTH_FAILED, "credentials were refused"),
+        ("nobody_here", "postgres", SourceCode.AUTH_FAILED, "the role does not exist"),
+        ("postgres", "no_such_database", SourceCode.DATABASE_UNKNOWN, "the database does not exist"),
+        ("exports_nologin", "postgres", SourceCode.ACCESS_DENIED, "may not log in"),
+        ("exports_full", "postgres", SourceCode.CONNECTION_LIMIT, "CONNECTION LIMIT is reached"),
+    ],
+    ids=[
+        "a wrong password",
+        "an unknown role",
+        "an unknown database",
+        "a role that may not log in",
+        "a role's connection limit",
+    ],
+)
+def test_a_connection_that_waiting_cannot_fix_fails_at_once_with_its_own_code(
+    refusing_roles: str, user: str, database: str, code: str, reason: str
+) -> None:
+    """Issue 23: these were retried as SOURCE_UNAVAILABLE, "the server cannot be reached",
+    until the retries were spent. They are final, and say what to fix."""
+    reader = PostgresReader("db", lambda: {"conninfo": f"postgresql://{user}@/{database}?host={refusing_roles}"})
+
+    with pytest.raises(ExportFailed) as raised:
+        list(reader.batches(_read("SELECT 1"), Unbounded()))
+
+    assert raised.value.code == code and reason in raised.value.message
+    assert raised.value.message.startswith("data source 'db' refused the connection: ")
+    assert "wrong" not in raised.value.message and refusing_roles not in raised.value.message
+
+
+def test_the_right_password_connects(refusing_roles: str) -> None:
+    """The pg_hba.conf line above does ask for a password: with the right one the role reads."""
+    reader = PostgresReader(
+        "db", lambda: {"conninfo": f"postgresql://exports_pw:right@/postgres?host={refusing_roles}"}
+    )
+
+    assert [batch.rows for batch in reader.batches(_read("SELECT 1 AS one"), Unbounded())] == [[(1,)]]
+
+
 class Control:
     """A run that has ``seconds`` left and is stopped once ``stop_after`` seconds passed."""
 
@@ -266,6 +333,9 @@ def test_a_query_past_its_time_is_cancelled_by_the_statement_timeout(things: Any
 
     assert raised.value.code == SourceCode.QUERY_TIMEOUT
     assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 5  # a backend leaves pg_stat_activity a moment after its client
+    while backends(uri) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert backends(uri) == []
 
 
@@ -358,3 +428,65 @@ def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: An
 
     if error is ExportFailed:
         assert raised.value.code == "SOURCE_NOT_CONFIGURED" and "username" in raised.value.message
+
+
+def _backend_pid(uri: str, application_name: str, timeout: float = 10) -> int:
+    """The pid of the server process of the session named ``application_name``, once it fetches
+    from its cursor (the query runs in the FETCH)."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(uri, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
+                " AND query LIKE 'FETCH%%'",
+                [application_name],
+            ).fetchone()
+            if row:
+                return int(row[0])
+            time.sleep(0.05)
+    pytest.fail(f"no active backend named {application_name}")
+
+
+@pytest.mark.parametrize(
+    ("control", "raised_type", "bound_sec"),
+    [
+        (Control(seconds=2), SourceQueryTimeout, 2 + Declarations.UNANSWERED_GRACE_SEC),
+        (Control(stop_after=1), LostOwnership, 1 + Declarations.UNANSWERED_GRACE_SEC),
+    ],
+    ids=["at the run's end", "when the task is stopped"],
+)
+def test_a_stopped_backend_does_not_hold_the_worker(
+    things: Any, control: Control, raised_type: type, bound_sec: float
+) -> None:
+    """Issue 23: a backend stopped with SIGSTOP answers nothing, not even its statement_timeout
+    or a cancel (both are signals it cannot take while stopped), and the worker waited for it
+    with its upload open. Now it closes the connection itself, bounded in time."""
+    import os
+    import signal
+
+    uri, types = things
+    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            list(reader.batches(_read("SELECT pg_sleep(60) AS x"), control))
+        except BaseException as error:
+            errors.append(error)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    pid = _backend_pid(uri, f"exports:{control.task_id}")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        thread.join(bound_sec + Declarations.CANCEL_CHECK_SEC + Declarations.CONNECT_TIMEOUT_SEC + 5)
+        elapsed = time.monotonic() - started
+        assert not thread.is_alive(), "the worker is still waiting for the stopped backend"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+    (error,) = errors
+    assert isinstance(error, raised_type), error
+    assert bound_sec <= elapsed <= bound_sec + Declarations.CANCEL_CHECK_SEC + Declarations.CONNECT_TIMEOUT_SEC + 3

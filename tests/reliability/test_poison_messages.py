@@ -190,8 +190,8 @@ def test_redrive_uses_sqs_own_move_task_where_there_is_one(orders: Resources) ->
 
 def test_a_failed_delivery_comes_back_after_a_short_backoff_not_the_visibility_timeout(orders: Resources) -> None:
     """Received with the queue's long visibility timeout, a delivery that raises is made visible
-    again after its backoff (1 to 2 s for a first failure), so the five receives before the DLQ,
-    and DELIVERY_FAILED, come within minutes, not after the task's deadline."""
+    again after its backoff (7.5 to 15 s for a first failure), so the five receives before the
+    DLQ, and DELIVERY_FAILED, come within minutes, not after the task's deadline."""
     lanes = Lanes(orders)
     task_id = submit(26)
     faults = make_faults(seed=9)
@@ -200,7 +200,7 @@ def test_a_failed_delivery_comes_back_after_a_short_backoff_not_the_visibility_t
     delivery = lanes.invoke("normal", lanes.receive("normal", visibility_sec=Queue.VISIBILITY_TIMEOUT_SEC))
 
     assert len(delivery.failed) == 1
-    (again,) = lanes.sqs.receive_message(QueueUrl=lanes.urls["normal"], WaitTimeSeconds=5, AttributeNames=["All"])[
+    (again,) = lanes.sqs.receive_message(QueueUrl=lanes.urls["normal"], WaitTimeSeconds=20, AttributeNames=["All"])[
         "Messages"
     ]
     assert (json.loads(again["Body"])["task_id"], again["Attributes"]["ApproximateReceiveCount"]) == (task_id, "2")

@@ -126,3 +126,30 @@ def test_odd_task_ids_are_simply_not_found(module_aws: Resources, task_id: str) 
 @pytest.mark.parametrize("key", ["k" * 300, "clé", "a b", ""])
 def test_bad_idempotency_keys_are_refused(module_aws: Resources, key: str) -> None:
     assert_clear_4xx(*post(body=GOOD, headers={"idempotency-key": key}), 422)
+
+
+def test_every_missing_filter_is_reported_at_once(module_aws: Resources) -> None:
+    status, body = post(body={"export_type": "orders", "filters": {"status": "nope"}})
+
+    assert_clear_4xx(status, body, 422, "VALIDATION_ERROR")
+    assert body["error"]["field"] == "filters.date_from"
+    assert [problem["field"] for problem in body["error"]["errors"]] == [
+        "filters.date_from",
+        "filters.date_to",
+        "filters.status",
+    ]
+    assert body["error"]["errors"][0]["message"] in body["error"]["message"]
+
+
+def test_every_invalid_body_field_is_reported_at_once(module_aws: Resources) -> None:
+    status, body = post(body={**GOOD, "priority": 0, "timeout_sec": 1})
+
+    assert_clear_4xx(status, body, 422, "VALIDATION_ERROR")
+    assert [problem["field"] for problem in body["error"]["errors"]] == ["priority", "timeout_sec"]
+
+
+def test_one_invalid_field_has_no_list(module_aws: Resources) -> None:
+    status, body = post(body={**GOOD, "priority": 0})
+
+    assert_clear_4xx(status, body, 422, "VALIDATION_ERROR")
+    assert body["error"]["field"] == "priority" and "errors" not in body["error"]

@@ -22,7 +22,7 @@ def test_has_retries_left(retry_count, max_retries, expected):
 
 
 def test_backoff_is_base_times_four_to_the_retry_count_until_the_cap():
-    assert UNCAPPED == [0, 1, 2, 3]  # with base 2 s and a 300 s cap: 2, 8, 32, 128
+    assert UNCAPPED == [0, 1, 2]  # with base 15 s and a 300 s cap: 15, 60, 240
     for n in UNCAPPED:
         assert retry_delay_sec(n, random=lambda: ALMOST_ONE) == Worker.RETRY_BASE_DELAY_SEC * 4**n
 
@@ -38,22 +38,33 @@ def test_backoff_grows_with_each_retry():
     assert len(set(delays)) == len(UNCAPPED) + 1
 
 
-def test_full_jitter_scales_the_ceiling():
-    assert retry_delay_sec(2, random=lambda: 0.5) == 16
+def test_equal_jitter_draws_the_upper_half_of_the_ceiling():
+    assert retry_delay_sec(1, random=lambda: 0.5) == 45  # 30 s fixed, half of the other 30 s
 
 
 @pytest.mark.parametrize("retry_count", range(6))
-def test_backoff_is_never_below_one_second(retry_count):
-    assert retry_delay_sec(retry_count, random=lambda: 0.0) == 1
+def test_backoff_is_never_below_half_the_ceiling(retry_count):
+    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**retry_count)
+    assert retry_delay_sec(retry_count, random=lambda: 0.0) == round(ceiling / 2)
 
 
-def test_backoff_stays_within_one_second_and_the_ceiling():
+def test_backoff_stays_within_half_the_ceiling_and_the_ceiling():
     draws = random.Random(11).random
     for n in range(7):
         ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**n)
         delays = [retry_delay_sec(n, random=draws) for _ in range(200)]
-        assert min(delays) >= 1
+        assert min(delays) >= ceiling / 2
         assert max(delays) <= ceiling
+
+
+def test_the_default_retries_outlast_a_database_failover_whatever_the_draws():
+    """Issue 23: 2 s * 4**n with full jitter spent three retries in 25-35 s, so a 60-second
+    failover ended FAILED. Even the shortest draws now put the last retry minutes out."""
+    from exports.config import Limits
+
+    shortest = [retry_delay_sec(n, random=lambda: 0.0) for n in range(Limits.MAX_RETRIES_DEFAULT)]
+    longest = [retry_delay_sec(n, random=lambda: ALMOST_ONE) for n in range(Limits.MAX_RETRIES_DEFAULT)]
+    assert sum(shortest) >= 150 and sum(longest) <= Limits.TIMEOUT_SEC_DEFAULT + 30
 
 
 @pytest.mark.parametrize(

@@ -98,8 +98,8 @@ def test_a_transient_failure_requeues_with_backoff_until_the_budget_is_spent() -
     assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
     assert process_task(message(task), w.worker) is Outcome.FAILED
 
-    # Full jitter at 0.5 of 2 s, then of 2 * 4 s.
-    assert w.queue.sent == [(message(task), 1), (message(task), 4)]
+    # Equal jitter at 0.5: three quarters of 15 s, then of 15 * 4 s.
+    assert w.queue.sent == [(message(task), 11), (message(task), 45)]
     final = w.tasks.get(task.task_id)
     assert (final.status, final.retry_count, final.attempt, final.error.code) == (
         TaskStatus.FAILED,
@@ -282,12 +282,12 @@ def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff
 
     assert process_task(message(task, waiting_for=3), w.worker) is Outcome.REDELIVERED
 
-    assert w.queue.sent == [(message(task, waiting_for=3, redeliveries=1), 1)]
+    assert w.queue.sent == [(message(task, waiting_for=3, redeliveries=1), 11)]
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
     assert w.counts(Metric.REDELIVERED) == 1
 
 
-def test_a_failed_delivery_comes_back_after_a_short_backoff() -> None:
+def test_a_failed_delivery_comes_back_after_the_retry_backoff() -> None:
     w = service_world(random=0.5)
     unknown = TaskMessage("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", "numbers", 5)
     w.queue.send(unknown)
@@ -296,7 +296,7 @@ def test_a_failed_delivery_comes_back_after_a_short_backoff() -> None:
     with pytest.raises(TaskNotFound):
         process_delivery(unknown, delivery, w.worker)
 
-    assert w.queue.redelivered == [(delivery, 1)]
+    assert w.queue.redelivered == [(delivery, 11)]
 
 
 def test_when_the_last_delivery_fails_too_the_task_ends_failed() -> None:

@@ -136,12 +136,21 @@ class ExportTypeList(_Result):
     items: list[ExportTypeView]
 
 
+class FieldProblem(_Result):
+    """One invalid field of a request."""
+
+    field: str | None = None
+    message: str
+
+
 class ErrorDetail(_Result):
-    """What went wrong: a stable code, a message and, for bad input, the field."""
+    """What went wrong: a stable code, a message and, for bad input, the field; ``errors`` lists
+    every invalid field when there are several (the first is ``field`` and ``message``)."""
 
     code: str
     message: str
     field: str | None = None
+    errors: list[FieldProblem] | None = None
 
 
 class ErrorBody(_Result):
