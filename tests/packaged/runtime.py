@@ -84,6 +84,8 @@ class Runtime:
     trust_bundle: Path
     trust_store: Path
     endpoint_url: str
+    # Folders no function may write even where they lie under /tmp (a clone in /tmp: the project).
+    read_only: tuple[Path, ...] = ()
     scratch: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="exports-lambda-")))
     runtime_dir: Path = field(init=False)
     bootstrap: Path = field(init=False)
@@ -143,6 +145,8 @@ class Runtime:
                 "set -e",
                 f"mount --bind {shlex.quote(str(self.trust_bundle))} {shlex.quote(str(self.trust_store))}",
                 "mount --bind /tmp /tmp",
+                *(f"mount --bind {shlex.quote(str(path))} {shlex.quote(str(path))}" for path in self.read_only),
+                *(f"mount -o remount,bind,ro {shlex.quote(str(path))}" for path in self.read_only),
                 f"mount --bind {package} {package}",
                 f"mount -o remount,bind,ro {package}",
                 # Bind remounts change this namespace's mount only, never the machine's.

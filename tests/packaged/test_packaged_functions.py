@@ -161,7 +161,7 @@ def runtime(
     store = runtime_trust_store(packages["worker"].interpreter)
     bundle = tmp_path_factory.mktemp("trust") / "ca-bundle.crt"
     bundle.write_text(store.read_text() + authority.ca_file.read_text())
-    running = Runtime(trust_bundle=bundle, trust_store=store, endpoint_url=aws["endpoint_url"])
+    running = Runtime(trust_bundle=bundle, trust_store=store, endpoint_url=aws["endpoint_url"], read_only=(ROOT,))
     yield running
     running.close()
 
@@ -307,7 +307,10 @@ def test_a_database_certificate_the_runtime_does_not_trust_fails_the_export_for_
 ):
     # Given a runtime whose trust store is the machine's own, without the database's CA
     untrusting = Runtime(
-        trust_bundle=runtime.trust_store, trust_store=runtime.trust_store, endpoint_url=runtime.endpoint_url
+        trust_bundle=runtime.trust_store,
+        trust_store=runtime.trust_store,
+        endpoint_url=runtime.endpoint_url,
+        read_only=runtime.read_only,
     )
     submitted = submit(runtime, packages, environment)
 
