@@ -76,11 +76,6 @@ class DeclaredExport(ExportType):
         """The declared ``caller`` values from the token."""
         return bind_caller(self._bindings, caller)
 
-    @property
-    def bindings(self) -> tuple[CallerBinding, ...]:
-        """The declared caller bindings."""
-        return self._bindings
-
     def chosen_columns(self, filters: DeclaredFilters) -> list[Column]:
         """The declared columns, or those the caller chose, in the caller's order."""
         chosen = getattr(filters, COLUMNS_PARAMETER, None)
