@@ -6,10 +6,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
-
-from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters
+from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
 from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
 from exports.domain.task import ExportFormat
@@ -58,14 +55,7 @@ class DeclaredExport(ExportType):
         model = self._declared_filters
         for name in model.bound_names:
             if name in raw:
-                error = InitErrorDetails(
-                    type=PydanticCustomError(
-                        "value_error", "is bound to the caller's identity and cannot be set in filters"
-                    ),
-                    loc=(name,),
-                    input="",
-                )
-                raise ValidationError.from_exception_data("filters", [error])
+                raise_at(name, "is bound to the caller's identity and cannot be set in filters", raw[name])
         return model.model_validate({**raw, **(bound or {})})
 
     def allows(self, caller: Caller) -> bool:

@@ -348,11 +348,9 @@ class DeclaredFilters(BaseModel):
                 continue
             days = _days_between(start, end)
             if days < 0:
-                _raise_at(declared.end, f"must not be before {declared.start}", end)
+                raise_at(declared.end, f"must not be before {declared.start}", end)
             if days + 1 > declared.max_days:
-                _raise_at(
-                    declared.end, f"the range from {declared.start} must not exceed {declared.max_days} days", end
-                )
+                raise_at(declared.end, f"the range from {declared.start} must not exceed {declared.max_days} days", end)
 
 
 def _days_between(start: date, end: date) -> int:
@@ -363,7 +361,9 @@ def _days_between(start: date, end: date) -> int:
     return (end - start).days
 
 
-def _raise_at(field: str, message: str, value: Any) -> None:
+def raise_at(field: str, message: str, value: Any) -> None:
+    """Raise pydantic's ValidationError for filter ``field`` (what submit turns into a 422
+    naming ``filters.<field>``)."""
     error = InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(field,), input=str(value))
     raise ValidationError.from_exception_data("filters", [error])
 
