@@ -122,7 +122,6 @@ class LocalStack:
         self.postgres = EmbeddedPostgres(config.postgres_dir)
         self.database_uri = ""
         self.declared_types: list[str] = []
-        self.declaration_warnings: list[str] = []
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
         self._workers: list[WorkerLoop] = []
@@ -133,7 +132,6 @@ class LocalStack:
         before anything starts (:class:`DeclarationError`)."""
         declarations = load_declarations(self.config.exports_config or default_path())
         self.declared_types = list(declarations.file.types)
-        self.declaration_warnings = declarations.warnings
         # Checked first: a port in use is reported at once, not after the demo data loaded.
         ensure_free(self.config.port)
         self.postgres.start()
