@@ -176,14 +176,6 @@ class MultipartUpload(Protocol):
         """Drop every part; no object remains."""
 
 
-class NumberedParts(Protocol):
-    """Parts of one multipart upload sent under chosen numbers, by several writers at once (see
-    :mod:`exports.writers.segment_upload`)."""
-
-    def upload_part_number(self, number: int, data: bytes) -> str:
-        """Send ``data`` as part ``number``; returns its ETag."""
-
-
 class ResumableUpload(MultipartUpload, Protocol):
     """A multipart upload that tells what another invocation needs to go on with it."""
 
@@ -196,16 +188,32 @@ class ResumableUpload(MultipartUpload, Protocol):
         """Parts sent so far, as (number, ETag)."""
 
 
-class ExportFiles(Protocol):
-    """What long exports need of a result store: uploads another invocation can pick up again,
-    checkpoints beside the file, tags on the finished object (see
-    :mod:`exports.adapters.s3_results`)."""
+class NumberedParts(Protocol):
+    """Parts of one multipart upload sent under chosen numbers, by several writers at once (see
+    :mod:`exports.writers.segment_upload`)."""
 
-    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> ResumableUpload:
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        """Send ``data`` as part ``number``; returns its ETag."""
+
+
+class SharedUpload(ResumableUpload, NumberedParts, Protocol):
+    """A resumable upload whose parts may also be sent under chosen numbers: what the fan-out's
+    partitions and its assembler write one file through."""
+
+
+class ExportFiles(Protocol):
+    """What long and split exports need of a result store: uploads another invocation can pick
+    up again (and several write at once), checkpoints and staging beside the file, the finished
+    object read back and tagged (see :mod:`exports.adapters.s3_results`)."""
+
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> SharedUpload:
         """Begin a multipart upload of ``key``."""
 
-    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> ResumableUpload:
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> SharedUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
+
+    def read_result(self, key: str) -> Iterator[bytes]:
+        """The finished object ``key``'s bytes, in order, in chunks."""
 
     def read_checkpoint(self, key: str) -> bytes | None:
         """The checkpoint object, or None."""

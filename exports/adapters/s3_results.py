@@ -102,14 +102,16 @@ class S3ResultStore:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         """A GET link valid for ``ttl_sec`` that saves the file as ``file_name``."""
         with translated("presign download"):
-            return self._client.generate_presigned_url(
-                "get_object",
-                Params={
-                    "Bucket": self._bucket,
-                    "Key": key,
-                    "ResponseContentDisposition": content_disposition(file_name),
-                },
-                ExpiresIn=ttl_sec,
+            return str(
+                self._client.generate_presigned_url(
+                    "get_object",
+                    Params={
+                        "Bucket": self._bucket,
+                        "Key": key,
+                        "ResponseContentDisposition": content_disposition(file_name),
+                    },
+                    ExpiresIn=ttl_sec,
+                )
             )
 
     def export_files(self) -> S3ResultStore:
@@ -135,7 +137,7 @@ class S3ResultStore:
                 listed = self._client.list_objects_v2(Bucket=self._bucket, Prefix=key, MaxKeys=1)
                 if not any(item["Key"] == key for item in listed.get("Contents", [])):
                     return None
-                return self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+                return bytes(self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read())
         except ObjectMissing:  # deleted between the list and the get
             return None
 

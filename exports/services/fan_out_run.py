@@ -18,15 +18,16 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, cast
+
+from pydantic import BaseModel
 
 from exports.config import FanOut, Results
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress, split
-from exports.export_types.base import ExportType, Row
-from exports.ports import ExportFiles, NumberedParts, RemainingMs, SlotLease
+from exports.export_types.base import ExportType, Page, Row, RunControl
+from exports.ports import ExportFiles, RemainingMs, SlotLease
 from exports.services.dependencies import WorkerDependencies
 from exports.services.export_run import result_target, run_control
 from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
@@ -143,7 +144,7 @@ def start_fan_out(
         pieces = plan_sheets([spec.rows for spec in specs])
     target = result_target(task, export_type, filters)
     metadata = {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
-    upload = cast(Any, deps.results.start_upload(target.key, target.content_type, target.file_name, metadata))
+    upload = files.start_upload(target.key, target.content_type, target.file_name, metadata)
     plan = FanOutPlan(target.key, target.file_name, target.content_type, upload.upload_id, specs, widths, pieces)
     try:
         files.write_checkpoint(staging_key(task, "plan.json"), plan.to_json())
@@ -156,7 +157,9 @@ def start_fan_out(
     return Planned(split=True)
 
 
-def _first_rows(export_type: ExportType, filters: Any, specs: Sequence[PartitionSpec], control: Any) -> list[Row]:
+def _first_rows(
+    export_type: ExportType, filters: BaseModel, specs: Sequence[PartitionSpec], control: RunControl
+) -> list[Row]:
     rows: list[Row] = []
     for spec in specs:
         for page in export_type.partition_stream(filters, spec, control):
@@ -173,7 +176,7 @@ def write_partition(
     rows. :class:`LostOwnership` when the task was cancelled, timed out or taken over (checked
     before every part), :class:`PartitionSourceBusy` when its source has no free slot."""
     task = _owned(task_id, attempt, deps)
-    files = cast(ExportFiles, _files(deps))
+    files = _split_files(deps)
     plan = _plan(task, files)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
@@ -195,7 +198,7 @@ def write_partition(
             progress.flush()
 
         pages = _pages(export_type.partition_stream(filters, plan.specs[partition], control), progress)
-        upload = cast(NumberedParts, files.resume_upload(plan.key, plan.upload_id, ()))
+        upload = files.resume_upload(plan.key, plan.upload_id, ())
         part_bytes = deps.settings.upload_part_bytes
         if task.format is ExportFormat.XLSX:
             layout = XlsxLayout(export_type.columns(filters), plan.widths, plan.pieces)
@@ -225,7 +228,7 @@ def write_partition(
                 deps.slots.release(lease)
 
 
-def _pages(pages: Iterator[Any], progress: ProgressReporter) -> Iterator[Sequence[Row]]:
+def _pages(pages: Iterator[Page], progress: ProgressReporter) -> Iterator[Sequence[Row]]:
     rows = 0
     for page in pages:
         rows += len(page.rows)
@@ -248,7 +251,7 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
     """Upload the joins, complete the upload, read it back for its sha256, tag it and delete
     the staging: the file of the attempt, and the task as read (for its ending)."""
     task = _owned(task_id, attempt, deps)
-    files = cast(ExportFiles, _files(deps))
+    files = _split_files(deps)
     plan = _plan(task, files)
     results = []
     for partition in range(len(plan.specs)):
@@ -264,7 +267,7 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
         glue = csv_glue(len(segments))
     parts = [part for segment in segments for part in segment.parts]
     upload = files.resume_upload(plan.key, plan.upload_id, parts)
-    assembled = assemble(cast(Any, upload), glue, segments, lambda: cast(Any, files).read_result(plan.key))
+    assembled = assemble(upload, glue, segments, lambda: files.read_result(plan.key))
     rows = sum(result.rows for result in results)
     files.tag_result(plan.key, {"rows": str(rows), "bytes": str(assembled.bytes), "sha256": assembled.sha256})
     _delete_staging(task, plan, files)
@@ -321,6 +324,14 @@ def _owned(task_id: str, attempt: int, deps: WorkerDependencies) -> Task:
 
 def _files(deps: WorkerDependencies) -> ExportFiles | None:
     return deps.results.export_files()
+
+
+def _split_files(deps: WorkerDependencies) -> ExportFiles:
+    """The store's :class:`ExportFiles`: a split export was planned only where it has them."""
+    files = _files(deps)
+    if files is None:
+        raise ExportsError("a split export needs a result store with export files")
+    return files
 
 
 def _plan(task: Task, files: ExportFiles) -> FanOutPlan:

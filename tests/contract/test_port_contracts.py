@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -20,11 +21,12 @@ import pytest
 from moto import mock_aws
 
 from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
-from exports.adapters.stepfunctions import StepFunctionsLifecycle
+from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.config import LANES
 from exports.domain.admission import QueueWait, Throughput, updated_throughput
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
@@ -33,7 +35,10 @@ from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, 
 from exports.ports import (
     Delivery,
     ExportFiles,
+    FanOutStarter,
     HotKeyLimiter,
+    ItemQuery,
+    ItemsReader,
     Lifecycle,
     ResultStore,
     SlotLease,
@@ -46,7 +51,14 @@ from exports.ports import (
 from local_stack.embedded_aws import REGION, create_resources
 from tests.unit.builders import LEASE, NOW, RETENTION, make_task
 from tests.unit.export_fakes import FakeFiles, FakeQueue, FakeTasks
-from tests.unit.service_fakes import FakeHotKeyLimiter, FakeLifecycle, FakeSourceSlots, FakeThroughputStats
+from tests.unit.service_fakes import (
+    FakeFanOut,
+    FakeHotKeyLimiter,
+    FakeItemsReader,
+    FakeLifecycle,
+    FakeSourceSlots,
+    FakeThroughputStats,
+)
 
 MIB = 1024 * 1024
 # S3 wants every part but the last to be at least 5 MiB.
@@ -301,6 +313,27 @@ def test_a_finished_object_is_tagged(files: Files) -> None:
     upload.complete()
     files.store.tag_result(KEY, {"rows": "1", "sha256": "abc"})
     assert files.tags(KEY) == {"rows": "1", "sha256": "abc"}
+
+
+def test_numbered_parts_sent_in_any_order_by_several_writers_make_one_object_in_number_order(files: Files) -> None:
+    started = files.store.start_upload(KEY, "text/csv", "numbers.csv", {})
+    second = files.store.resume_upload(KEY, started.upload_id, ())
+    third_etag = second.upload_part_number(3, b"third")
+    first_etag = started.upload_part_number(1, PART)
+    assembler = files.store.resume_upload(KEY, started.upload_id, [(1, first_etag), (3, third_etag)])
+    assembler.upload_part_number(2, PART)
+    assembler.complete()
+    assert files.body(KEY) == PART + PART + b"third"
+
+
+def test_a_finished_object_reads_back_in_order(files: Files) -> None:
+    upload = files.store.start_upload(KEY, "text/csv", "numbers.csv", {})
+    upload.upload_part(PART)
+    upload.upload_part(b"end")
+    upload.complete()
+    chunks = list(files.store.read_result(KEY))
+    assert b"".join(chunks) == PART + b"end"
+    assert len(chunks) > 1  # streamed, not one read of the whole file
 
 
 def test_a_deleted_result_is_gone_and_deleting_it_again_is_harmless(files: Files) -> None:
@@ -576,3 +609,116 @@ def test_an_end_reported_to_an_execution_that_moved_on_is_no_error(workflow: Wor
     task = task_n(1)
     workflow.lifecycle.start(task)
     workflow.lifecycle.report_end("a-token-nobody-waits-for", cancel(task, NOW, RETENTION))
+
+
+# FanOutStarter ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FanOutWorkflow:
+    """A FanOutStarter implementation and the executions it started: name -> input."""
+
+    starter: FanOutStarter
+    executions: Callable[[], dict[str, dict[str, Any]]]
+
+
+@pytest.fixture(params=["fake", "stepfunctions"])
+def fan_out(request: pytest.FixtureRequest) -> FanOutWorkflow:
+    if request.param == "fake":
+        fake = FakeFanOut()
+        return FanOutWorkflow(fake, lambda: dict(fake.started))
+    resources = request.getfixturevalue("moto")
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+
+    def executions() -> dict[str, dict[str, Any]]:
+        listed = sfn.list_executions(stateMachineArn=resources.fan_out_state_machine_arn)["executions"]
+        return {
+            execution["name"]: json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+            for execution in listed
+        }
+
+    return FanOutWorkflow(StepFunctionsFanOut(sfn, resources.fan_out_state_machine_arn), executions)
+
+
+def test_each_split_attempt_gets_one_execution_named_after_it_with_its_partitions(fan_out: FanOutWorkflow) -> None:
+    fan_out.starter.start("exp_1", 0, 3)
+    fan_out.starter.start("exp_1", 1, 2)  # the retried attempt: an execution of its own
+    assert fan_out.executions() == {
+        "exp_1-0": {"task_id": "exp_1", "attempt": 0, "partitions": [0, 1, 2]},
+        "exp_1-1": {"task_id": "exp_1", "attempt": 1, "partitions": [0, 1]},
+    }
+
+
+def test_an_attempt_cannot_start_a_second_execution(fan_out: FanOutWorkflow) -> None:
+    fan_out.starter.start("exp_1", 0, 3)
+    with pytest.raises(ExportsError):
+        fan_out.starter.start("exp_1", 0, 2)
+    assert list(fan_out.executions()) == ["exp_1-0"]
+
+
+# ItemsReader ------------------------------------------------------------------------------------
+
+ITEMS_TABLE = "contract-items"
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def items(request: pytest.FixtureRequest) -> ItemsReader:
+    rows = [
+        {"pk": "shop", "sk": f"2025-01-0{day}", "status": status, "total": total}
+        for day, status, total in [(1, "paid", "10.10"), (2, "open", "5"), (3, "paid", "0.30"), (4, "paid", "7")]
+    ] + [{"pk": "other", "sk": "2025-01-01", "status": "paid", "total": "1"}]
+    if request.param == "fake":
+        fake = FakeItemsReader({ITEMS_TABLE: ("pk", "sk")})
+        for row in rows:
+            fake.put(ITEMS_TABLE, {**row, "total": Decimal(row["total"])})
+        return fake
+    request.getfixturevalue("moto")
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.create_table(
+        TableName=ITEMS_TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for row in rows:
+        item = {name: {"S": value} for name, value in row.items() if name != "total"}
+        dynamodb.put_item(TableName=ITEMS_TABLE, Item={**item, "total": {"N": row["total"]}})
+    return DynamoItemsReader(dynamodb)
+
+
+def read_all(reader: ItemsReader, query: ItemQuery, limit: int) -> list[list[dict[str, Any]]]:
+    """Every page of ``query``, following the continuation keys."""
+    pages, start = [], None
+    while True:
+        page, start = reader.page(query, start, limit)
+        pages.append(page)
+        if start is None:
+            return pages
+
+
+def test_a_partition_reads_page_by_page_in_sort_key_order_with_exact_numbers(items: ItemsReader) -> None:
+    query = ItemQuery(table=ITEMS_TABLE, index=None, partition_name="pk", partition_value="shop")
+    pages = read_all(items, query, limit=3)
+    assert [[item["sk"] for item in page] for page in pages] == [
+        ["2025-01-01", "2025-01-02", "2025-01-03"],
+        ["2025-01-04"],
+    ]
+    assert pages[0][0]["total"] == Decimal("10.10")
+
+
+def test_a_sort_key_range_or_prefix_bounds_the_read(items: ItemsReader) -> None:
+    between = ItemQuery(ITEMS_TABLE, None, "pk", "shop", "sk", sort_from="2025-01-02", sort_to="2025-01-03")
+    assert [item["sk"] for item in read_all(items, between, 10)[0]] == ["2025-01-02", "2025-01-03"]
+    from_day = ItemQuery(ITEMS_TABLE, None, "pk", "shop", "sk", sort_from="2025-01-03")
+    assert [item["sk"] for item in read_all(items, from_day, 10)[0]] == ["2025-01-03", "2025-01-04"]
+    prefix = ItemQuery(ITEMS_TABLE, None, "pk", "shop", "sk", sort_begins_with="2025-01-0")
+    assert len(read_all(items, prefix, 10)[0]) == 4
+
+
+def test_filters_apply_after_the_limit_so_a_page_may_come_back_short(items: ItemsReader) -> None:
+    query = ItemQuery(ITEMS_TABLE, None, "pk", "shop", filters=[("status", ["paid"])])
+    pages = read_all(items, query, limit=2)
+    assert [[item["sk"] for item in page] for page in pages] == [["2025-01-01"], ["2025-01-03", "2025-01-04"]]

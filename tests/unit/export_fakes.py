@@ -204,14 +204,20 @@ class FakeFileUpload:
         self.parts = list(parts)
 
     def upload_part(self, data: bytes) -> None:
-        number = len(self.parts) + 1
+        self.upload_part_number(len(self.parts) + 1, data)
+
+    def upload_part_number(self, number: int, data: bytes) -> str:
         self.files.uploads[self.upload_id]["parts"][number] = bytes(data)
-        self.parts.append((number, f'"etag-{number}"'))
+        etag = f'"etag-{number}"'
+        self.parts.append((number, etag))
+        return etag
 
     def complete(self) -> None:
+        # As S3: the parts named, in the order of their numbers.
         upload = self.files.uploads.pop(self.upload_id)
-        body = b"".join(upload["parts"][number] for number, _ in self.parts)
-        self.files.objects[self.key] = {"body": body, "metadata": upload["metadata"], "parts": len(self.parts)}
+        parts = sorted(self.parts)
+        body = b"".join(upload["parts"][number] for number, _ in parts)
+        self.files.objects[self.key] = {"body": body, "metadata": upload["metadata"], "parts": len(parts)}
 
     def abort(self) -> None:
         self.files.uploads.pop(self.upload_id, None)
@@ -220,6 +226,8 @@ class FakeFileUpload:
 
 class FakeFiles:
     """Result files in memory: uploads that can be resumed, checkpoints, tags."""
+
+    READ_CHUNK = 64 * 1024
 
     def __init__(self) -> None:
         self.uploads: dict[str, dict[str, Any]] = {}
@@ -240,6 +248,11 @@ class FakeFiles:
 
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> FakeFileUpload:
         return FakeFileUpload(self, key, upload_id, parts)
+
+    def read_result(self, key: str) -> Iterator[bytes]:
+        body = self.objects[key]["body"]
+        for start in range(0, len(body), self.READ_CHUNK):
+            yield body[start : start + self.READ_CHUNK]
 
     def read_checkpoint(self, key: str) -> bytes | None:
         return self.checkpoints.get(key)

@@ -27,7 +27,7 @@ from exports.domain.admission import (
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.export_types.base import ExportType, SourceLimit
-from exports.ports import SlotLease, WebhookResponse
+from exports.ports import ItemQuery, SlotLease, WebhookResponse
 from exports.services.dependencies import (
     ApiDependencies,
     CallbackDependencies,
@@ -36,7 +36,7 @@ from exports.services.dependencies import (
 )
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings
 from exports.webhooks.destination import Destination
-from exports.workflows import execution_input, task_outcome
+from exports.workflows import execution_input, fan_out_input, task_outcome
 from tests.unit.export_fakes import FakeClock, FakeFiles, FakeMetrics, FakeQueue, FakeTasks, NumbersExport, make_world
 
 # A signing secret of the Standard Webhooks form (whsec_ + base64 of 24 bytes).
@@ -323,3 +323,66 @@ def service_world(
         webhooks,
         resolve,
     )
+
+
+class FakeFanOut:
+    """:class:`exports.ports.FanOutStarter` like ``StepFunctionsFanOut``: one execution per split
+    attempt, named ``<task>-<attempt>``, its input the workflow's (a second start of one attempt
+    is refused). ``started``: execution name -> input."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, dict[str, Any]] = {}
+
+    def start(self, task_id: str, attempt: int, partitions: int) -> None:
+        name = f"{task_id}-{attempt}"
+        if name in self.started:
+            raise ExportsError(f"start fan-out: execution {name} already exists")
+        self.started[name] = fan_out_input(task_id, attempt, partitions)
+
+
+class FakeItemsReader:
+    """:class:`exports.ports.ItemsReader` on tables in memory (string keys, the key schema
+    given per table), as DynamoDB queries them: items of one partition in sort key order, at
+    most ``limit`` read per page and filtered after the read (a page may come back short or
+    empty while more follow), continued from the last read item's key."""
+
+    def __init__(self, keys: Mapping[str, tuple[str, str]]) -> None:
+        self._keys = dict(keys)
+        self.items: dict[str, list[dict[str, Any]]] = {table: [] for table in keys}
+
+    def put(self, table: str, item: dict[str, Any]) -> None:
+        self.items[table].append(item)
+
+    def page(
+        self, query: ItemQuery, start_key: dict[str, Any] | None, limit: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        partition_name, sort_name = self._keys[query.table]
+        matching = sorted(
+            (
+                item
+                for item in self.items[query.table]
+                if item[partition_name] == query.partition_value and _sort_matches(query, item.get(sort_name))
+            ),
+            key=lambda item: str(item[sort_name]),
+        )
+        if start_key is not None:
+            after = start_key[sort_name]["S"]
+            matching = [item for item in matching if str(item[sort_name]) > after]
+        read = matching[:limit]
+        kept = [item for item in read if all(item.get(name) in allowed for name, allowed in query.filters)]
+        more = len(matching) > limit
+        last = read[-1] if more else None
+        key = {partition_name: {"S": last[partition_name]}, sort_name: {"S": last[sort_name]}} if last else None
+        return [dict(item) for item in kept], key
+
+
+def _sort_matches(query: ItemQuery, value: Any) -> bool:
+    if query.sort_name is None:
+        return True
+    if value is None:
+        return False
+    if query.sort_begins_with is not None:
+        return str(value).startswith(query.sort_begins_with)
+    low_ok = query.sort_from is None or str(value) >= query.sort_from
+    high_ok = query.sort_to is None or str(value) <= query.sort_to
+    return low_ok and high_ok
