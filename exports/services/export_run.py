@@ -7,9 +7,15 @@ both in the :class:`ExportResult` and in the object's tags.
 
 The worker handler passes the time its invocation has left. A CSV or csv.gz export that runs
 short of it continues in a new invocation from a checkpoint (:mod:`exports.services.long_exports`);
-an XLSX workbook cannot, and stops in time (:mod:`exports.services.xlsx_guards`). The stream
-engine (``XlsxEngine.STREAM``, the default) writes the workbook straight into the upload. A
-failed export aborts its upload and deletes its checkpoint: no partial file.
+and :func:`run_export` returns :class:`HandedOver` (a value: handing over is how a long export
+goes on, not a fault). An XLSX workbook cannot, and stops in time
+(:mod:`exports.services.xlsx_guards`). The stream engine (``XlsxEngine.STREAM``, the default)
+writes the workbook straight into the upload. A failed export aborts its upload and deletes its
+checkpoint: no partial file (:class:`exports.services.attempt_files.AttemptFiles` owns them).
+
+:data:`FORMATS` says per file format what the worker needs: its content type and extension,
+whether it can hand over to a new invocation, whether the fan-out may split it, and the
+writer; a new format is one entry there.
 """
 
 from __future__ import annotations
@@ -17,18 +23,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, BinaryIO, cast
+from typing import BinaryIO, cast
 
-from exports.config import LongExports, Results, XlsxEngine
+from pydantic import BaseModel
+
+from exports.config import LongExports, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.export_types.base import Column, Cursor, ExportType, RunControl
-from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
+from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
+from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
-from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
+from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
 from exports.services.progress import ProgressReporter
-from exports.services.result_cleanup import abort_upload, remove_result
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
@@ -39,11 +47,6 @@ from exports.writers.sink import MultipartSink
 
 logger = logging.getLogger(__name__)
 
-CONTENT_TYPES: Mapping[ExportFormat, str] = {
-    ExportFormat.CSV: csv_writer.CONTENT_TYPE,
-    ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
-    ExportFormat.XLSX: xlsx_engine.CONTENT_TYPE,
-}
 # WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
@@ -52,24 +55,23 @@ XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
 
 
 @dataclass(frozen=True)
-class _Target:
-    """Where the file goes and what it is called."""
+class HandedOver:
+    """The export saved a checkpoint after ``rows`` rows and its task waits, queued, for a new
+    invocation (the upload stays open for it)."""
 
-    key: str
-    file_name: str
-    content_type: str
+    rows: int
 
 
-def result_target(task: Task, export_type: ExportType, filters: Any) -> _Target:
+def result_target(task: Task, export_type: ExportType, filters: BaseModel) -> ResultTarget:
     """The key, download name and content type of the attempt's file."""
-    file_name = f"{export_type.file_stem(filters)}.{task.format.value}"
-    return _Target(
-        # One key per attempt: a worker that outlived its lease can neither overwrite nor, when
-        # it finds it lost the task, delete the file of the attempt that took the task over.
-        key=f"{Results.KEY_PREFIX}/{task.task_id}/{task.attempt}/{file_name}",
-        file_name=file_name,
-        content_type=CONTENT_TYPES[task.format],
-    )
+    spec = FORMATS[task.format]
+    file_name = f"{export_type.file_stem(filters)}.{spec.extension}"
+    return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type)
+
+
+def upload_metadata(task: Task, export_type: ExportType) -> dict[str, str]:
+    """The metadata on the attempt's upload (and so on its file)."""
+    return {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
 
 
 def run_control(
@@ -139,172 +141,77 @@ def run_export(
     deps: WorkerDependencies,
     remaining_ms: RemainingMs | None = None,
     planned_rows: int | None = None,
-) -> ExportResult:
-    """Write the file of the claimed ``task``; :class:`ExportContinues` when it goes on in a new
-    invocation. ``remaining_ms``: the invocation's time left (None: unbounded, never hands over);
-    progress is measured against the rows the type knows it has, else ``planned_rows`` (what the
-    fan-out plan counted), else the task's ``estimated_rows``."""
+) -> ExportResult | HandedOver:
+    """Write the file of the claimed ``task``, or hand it over to a new invocation
+    (:class:`HandedOver`). ``remaining_ms``: the invocation's time left (None: unbounded, never
+    hands over); progress is measured against the rows the type knows it has, else
+    ``planned_rows`` (what the fan-out plan counted), else the task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
-    folder = f"{Results.KEY_PREFIX}/{task.task_id}"
-    target = result_target(task, export_type, filters)
-    files = deps.results.export_files()
-    checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), files, folder, deps.clock)
-    tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows)
-    budget = RunBudget(remaining_ms)
-    run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
-    return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()
+    attempt = AttemptFiles(task, deps.results)
+    checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
+    spec = FORMATS[task.format]
+    run = ExportRun(
+        task=task,
+        export_type=export_type,
+        filters=filters,
+        columns=columns,
+        target=result_target(task, export_type, filters),
+        attempt=attempt,
+        checkpoints=checkpoints,
+        # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
+        resumed=checkpoints.load() if spec.resumable else None,
+        deps=deps,
+        budget=RunBudget(remaining_ms),
+        tracker=_Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows),
+        progress=progress,
+    )
+    return spec.write(run)
 
 
-class _Run:
-    """One invocation's share of one export."""
+@dataclass
+class ExportRun:
+    """One invocation's share of one export: what the format's writer streams from and into.
+    ``resumed``: the checkpoint it goes on from and its unsent bytes."""
 
-    def __init__(
-        self,
-        task: Task,
-        export_type: ExportType,
-        filters: Any,
-        columns: list[Column],
-        target: _Target,
-        files: ExportFiles | None,
-        checkpoints: Checkpoints,
-        deps: WorkerDependencies,
-        budget: RunBudget,
-        tracker: _Progress,
-        progress: ProgressReporter,
-    ) -> None:
-        self.task = task
-        self.export_type = export_type
-        self.filters = filters
-        self.columns = columns
-        self.target = target
-        self.files = files
-        self.checkpoints = checkpoints
-        self.deps = deps
-        self.budget = budget
-        self.tracker = tracker
-        self.progress = progress
-        self.control = _Control(task, budget, progress, deps)
-        # Set once S3 has the whole object: from then on a failure deletes it, nothing to abort.
-        self.completed = False
-        # The open upload as another invocation could pick it up (None: the store cannot).
-        self.resumable: ResumableUpload | None = None
+    task: Task
+    export_type: ExportType
+    filters: BaseModel
+    columns: list[Column]
+    target: ResultTarget
+    attempt: AttemptFiles
+    checkpoints: Checkpoints
+    resumed: tuple[ExportCheckpoint, bytes] | None
+    deps: WorkerDependencies
+    budget: RunBudget
+    tracker: _Progress
+    progress: ProgressReporter
+    # The open upload as another invocation could pick it up (None: the store cannot).
+    resumable: ResumableUpload | None = None
 
-    def csv(self) -> ExportResult:
-        """Stream CSV (gzipped for csv.gz), continuing from a checkpoint if there is one."""
-        loaded = self.checkpoints.load()
-        checkpoint, tail = loaded if loaded else (None, b"")
-        if checkpoint is not None:
-            # The upload goes on under the key of the attempt that started it.
-            self.target = _Target(checkpoint.key, self.target.file_name, self.target.content_type)
-        upload = self._open_upload(checkpoint)
-        rows = checkpoint.rows if checkpoint else 0
-        try:
-            sink = MultipartSink(
-                upload,
-                self.deps.settings.upload_part_bytes,
-                state=sink_state(checkpoint, tail) if checkpoint else None,
-            )
-            gzip = None
-            out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
-            if self.task.format is ExportFormat.CSV_GZ:
-                state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
-                gzip = GzipStream(sink, state=state)
-                out = cast(BinaryIO, gzip)
-            fresh = checkpoint is None
-            stream = csv_writer.CsvStream(
-                self.columns,
-                out,
-                bom=self.task.csv_bom and fresh,
-                header=fresh,
-                formula_guard=self.task.csv_formula_guard,
-            )
-            cursor = checkpoint.cursor if checkpoint else None
-            for page in self.export_type.stream(self.filters, cursor, self.control):
-                stream.write_rows(page.rows)
-                rows += len(page.rows)
-                self.tracker.update(rows, page.fraction)
-                if self.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
-                    stream.flush()
-                    self._hand_over(sink, gzip, page.cursor, rows)
-            stream.detach()
-            if gzip is not None:
-                gzip.finish()
-            return self._finish(upload, sink, rows)
-        except ExportContinues:
-            raise
-        except BaseException:
-            self._discard(upload)
-            raise
+    @property
+    def control(self) -> RunControl:
+        """The run's :class:`RunControl` for the export type's reads."""
+        return _Control(self.task, self.budget, self.progress, self.deps)
 
-    def _hand_over(self, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int) -> None:
-        """Save a checkpoint and queue the task for a new invocation; raises ExportContinues."""
-        checkpoint = self.checkpoints.save(
-            self.export_type.name, self.target.key, self.resumable, sink, gzip, cursor, rows
-        )
-        continue_later(self.progress.task, rows, self.tracker.percent, self.deps)
-        logger.info(
-            "export continues in a new invocation",
-            extra={"rows": rows, "parts": len(checkpoint.parts), "continuation": self.task.continuations + 1},
-        )
-        raise ExportContinues(f"task {self.task.task_id} continues in a new invocation")
-
-    def xlsx(self) -> ExportResult:
-        """Stream a workbook; stop with XLSX_TOO_LARGE before the time runs out, or /tmp (openpyxl
-        engine), or the 2 GiB a workbook may take (stream engine)."""
-        engine = self.deps.settings.xlsx_engine
-        upload = self._open_upload(None)
-        try:
-            sink = MultipartSink(upload, self.deps.settings.upload_part_bytes)
-            counted = RowCount()
-            pages = self.export_type.stream(self.filters, None, self.control)
-            temp_files = engine == XlsxEngine.OPENPYXL
-            rows = guarded_rows(pages, counted, self.tracker.update, self.budget, temp_files)
-            try:
-                XLSX_WRITERS[engine](self.columns, rows, sink)
-            except xlsx_engine.ArchiveTooLarge as error:
-                raise archive_too_large(counted.rows) from error
-            except CellTooLong as error:
-                raise cell_too_long(error, self.columns, counted.rows) from None
-            return self._finish(upload, sink, counted.rows)
-        except BaseException:
-            # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
-            # a stray one must not outlive the task either.
-            self._discard(upload)
-            raise
-
-    def _open_upload(self, checkpoint: ExportCheckpoint | None) -> MultipartUpload:
-        if self.files is None:
-            return self.deps.results.start_upload(
-                self.target.key, self.target.content_type, self.target.file_name, self._metadata()
-            )
+    def open_upload(self, checkpoint: ExportCheckpoint | None) -> MultipartUpload:
+        """The file's upload: picked up where ``checkpoint`` left it, or started."""
         if checkpoint is not None:
             parts = [(part.number, part.etag) for part in checkpoint.parts]
-            self.resumable = self.files.resume_upload(self.target.key, checkpoint.upload_id, parts)
-        else:
-            self.resumable = self.files.start_upload(
-                self.target.key, self.target.content_type, self.target.file_name, self._metadata()
-            )
+            self.resumable = self.attempt.resume(self.target.key, checkpoint.upload_id, parts)
+            return self.resumable
+        metadata = upload_metadata(self.task, self.export_type)
+        if self.attempt.files is None:
+            return self.attempt.start(self.target, metadata)
+        self.resumable = self.attempt.start_shared(self.target, metadata)
         return self.resumable
 
-    def _metadata(self) -> dict[str, str]:
-        return {"task-id": self.task.task_id, "export-type": self.export_type.name, "format": self.task.format.value}
-
-    def _finish(self, upload: MultipartUpload, sink: MultipartSink, rows: int) -> ExportResult:
+    def finish(self, upload: MultipartUpload, sink: MultipartSink, rows: int) -> ExportResult:
+        """Complete and tag the file; the export's result."""
         sha256 = sink.finish()
-        try:
-            upload.complete()
-            self.completed = True
-            if self.files is not None:
-                tags = {"rows": str(rows), "bytes": str(sink.bytes_written), "sha256": sha256}
-                self.files.tag_result(self.target.key, tags)
-        except BaseException:
-            # The object may exist (tagging failed, or completing landed and only its answer was
-            # lost) while this attempt fails: it must not outlive the attempt.
-            remove_result(self.target.key, self.deps.results)
-            raise
-        self.checkpoints.delete()
+        tags = {"rows": str(rows), "bytes": str(sink.bytes_written), "sha256": sha256}
+        self.attempt.complete(upload, self.target.key, tags)
         return ExportResult(
             key=self.target.key,
             bytes=sink.bytes_written,
@@ -314,8 +221,105 @@ class _Run:
             file_name=self.target.file_name,
         )
 
-    def _discard(self, upload: MultipartUpload) -> None:
-        """Nothing partial may stay behind."""
-        if not self.completed:
-            abort_upload(upload)
-        self.checkpoints.delete()
+
+def write_csv(run: ExportRun) -> ExportResult | HandedOver:
+    """Stream CSV (gzipped for csv.gz), continuing from a checkpoint if there is one; hand over
+    at a page boundary when the invocation runs short of time."""
+    checkpoint, tail = run.resumed if run.resumed else (None, b"")
+    if checkpoint is not None:
+        # The upload goes on under the key of the attempt that started it.
+        run.target = ResultTarget(checkpoint.key, run.target.file_name, run.target.content_type)
+    upload = run.open_upload(checkpoint)
+    rows = checkpoint.rows if checkpoint else 0
+    try:
+        sink = MultipartSink(
+            upload, run.deps.settings.upload_part_bytes, state=sink_state(checkpoint, tail) if checkpoint else None
+        )
+        gzip = None
+        out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
+        if run.task.format is ExportFormat.CSV_GZ:
+            state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
+            gzip = GzipStream(sink, state=state)
+            out = cast(BinaryIO, gzip)
+        fresh = checkpoint is None
+        stream = csv_writer.CsvStream(
+            run.columns, out, bom=run.task.csv_bom and fresh, header=fresh, formula_guard=run.task.csv_formula_guard
+        )
+        cursor = checkpoint.cursor if checkpoint else None
+        for page in run.export_type.stream(run.filters, cursor, run.control):
+            stream.write_rows(page.rows)
+            rows += len(page.rows)
+            run.tracker.update(rows, page.fraction)
+            if run.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+                stream.flush()
+                return _hand_over(run, sink, gzip, page.cursor, rows)
+        stream.detach()
+        if gzip is not None:
+            gzip.finish()
+        return run.finish(upload, sink, rows)
+    except BaseException:
+        run.attempt.discard(upload)
+        raise
+
+
+def _hand_over(
+    run: ExportRun, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int
+) -> HandedOver:
+    """Save a checkpoint and queue the task for a new invocation."""
+    checkpoint = run.checkpoints.save(run.export_type.name, run.target.key, run.resumable, sink, gzip, cursor, rows)
+    continue_later(run.progress.task, rows, run.tracker.percent, run.deps)
+    logger.info(
+        "export continues in a new invocation",
+        extra={"rows": rows, "parts": len(checkpoint.parts), "continuation": run.task.continuations + 1},
+    )
+    return HandedOver(rows)
+
+
+def write_xlsx(run: ExportRun) -> ExportResult:
+    """Stream a workbook; stop with XLSX_TOO_LARGE before the time runs out, or /tmp (openpyxl
+    engine), or the 2 GiB a workbook may take (stream engine)."""
+    engine = run.deps.settings.xlsx_engine
+    upload = run.open_upload(None)
+    try:
+        sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
+        counted = RowCount()
+        pages = run.export_type.stream(run.filters, None, run.control)
+        temp_files = engine == XlsxEngine.OPENPYXL
+        rows = guarded_rows(pages, counted, run.tracker.update, run.budget, temp_files)
+        try:
+            XLSX_WRITERS[engine](run.columns, rows, sink)
+        except xlsx_engine.ArchiveTooLarge as error:
+            raise archive_too_large(counted.rows) from error
+        except CellTooLong as error:
+            raise cell_too_long(error, run.columns, counted.rows) from None
+        return run.finish(upload, sink, counted.rows)
+    except BaseException:
+        # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
+        # a stray one must not outlive the task either.
+        run.attempt.discard(upload)
+        raise
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """What the worker knows of one file format."""
+
+    content_type: str
+    # The download name's extension (after the type's file stem).
+    extension: str
+    # A long export of it hands over to a new invocation from a checkpoint (else it must fit
+    # in one invocation, and stops in time when it does not).
+    resumable: bool
+    # The fan-out may write it in partitions at once (exports.services.fan_out_run).
+    splittable: bool
+    # Writes the file of one run (exports.services.export_run.ExportRun).
+    write: Callable[[ExportRun], ExportResult | HandedOver]
+
+
+FORMATS: Mapping[ExportFormat, FormatSpec] = {
+    ExportFormat.CSV: FormatSpec(csv_writer.CONTENT_TYPE, "csv", resumable=True, splittable=True, write=write_csv),
+    ExportFormat.CSV_GZ: FormatSpec(
+        csv_writer.GZIP_CONTENT_TYPE, "csv.gz", resumable=True, splittable=True, write=write_csv
+    ),
+    ExportFormat.XLSX: FormatSpec(xlsx_engine.CONTENT_TYPE, "xlsx", resumable=False, splittable=True, write=write_xlsx),
+}

@@ -21,18 +21,18 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from exports.config import FanOut, Results
+from exports.config import FanOut
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, ExportResult, Task, record_partition_progress, split
 from exports.export_types.base import ExportType, Page, Row, RunControl
-from exports.ports import ExportFiles, RemainingMs, SlotLease
+from exports.ports import RemainingMs, SlotLease
+from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import result_target, run_control
+from exports.services.export_run import FORMATS, result_target, run_control, upload_metadata
 from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
 from exports.services.progress import ProgressReporter, slot_keeper
-from exports.services.retries import retry_transient
 from exports.services.task_writes import write_partition_progress
 from exports.services.xlsx_guards import cell_too_long
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, CellTooLong, fitted_widths
@@ -40,6 +40,10 @@ from exports.writers.partitioned import DeflatedPiece, SheetPiece, XlsxLayout, c
 from exports.writers.segment_upload import SegmentUpload
 
 logger = logging.getLogger(__name__)
+
+
+# The staged plan of an attempt, beside its partitions' results (``partition-<k>``).
+PLAN = "plan.json"
 
 
 class PartitionSourceBusy(ExportsError):
@@ -106,11 +110,6 @@ class PartitionProgress(ProgressReporter):
         return task
 
 
-def staging_key(task: Task, name: str) -> str:
-    """Where the attempt's plan (``plan.json``) or a partition's result (``partition-<k>``) is."""
-    return f"{Results.KEY_PREFIX}/{task.task_id}/{task.attempt}/{FanOut.STAGING_FOLDER}/{name}"
-
-
 @dataclass(frozen=True)
 class Planned:
     """What planning decided: ``split`` (the fan-out workflow writes the file), or one worker
@@ -127,8 +126,8 @@ def start_fan_out(
     the task, stage the plan, start the upload and the workflow (the task stays RUNNING: the
     workflow ends it). Otherwise the export runs in this worker as usual. ``remaining_ms``: the
     invocation's time left, which bounds the planning query."""
-    files = _files(deps)
-    if deps.fan_out is None or files is None or task.continuations:
+    attempt = AttemptFiles(task, deps.results)
+    if deps.fan_out is None or attempt.files is None or task.continuations or not FORMATS[task.format].splittable:
         return Planned(split=False)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
@@ -143,15 +142,14 @@ def start_fan_out(
         widths = fitted_widths(export_type.columns(filters), _first_rows(export_type, filters, specs, control))
         pieces = plan_sheets([spec.rows for spec in specs])
     target = result_target(task, export_type, filters)
-    metadata = {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
-    upload = files.start_upload(target.key, target.content_type, target.file_name, metadata)
+    upload = attempt.start_shared(target, upload_metadata(task, export_type))
     plan = FanOutPlan(target.key, target.file_name, target.content_type, upload.upload_id, specs, widths, pieces)
     try:
-        files.write_checkpoint(staging_key(task, "plan.json"), plan.to_json())
+        attempt.stage(PLAN, plan.to_json())
         deps.tasks.update_partitions(task, split(task, len(specs)))
         deps.fan_out.start(task.task_id, task.attempt, len(specs))
     except BaseException:
-        _clean_up(task, plan, files)
+        _clean_up(attempt, plan)
         raise
     logger.info("export split into partitions", extra={"partitions": len(specs), "rows": sum(s.rows for s in specs)})
     return Planned(split=True)
@@ -176,13 +174,13 @@ def write_partition(
     rows. :class:`LostOwnership` when the task was cancelled, timed out or taken over (checked
     before every part), :class:`PartitionSourceBusy` when its source has no free slot."""
     task = _owned(task_id, attempt, deps)
-    files = _split_files(deps)
+    files = AttemptFiles(task, deps.results)
     plan = _plan(task, files)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     planned = sum(spec.rows for spec in plan.specs)
     try:
-        lease = _take_slot(task, partition, export_type, deps)
+        lease = _partition_slot(task, partition, export_type, deps)
     except PartitionSourceBusy:
         # Waiting for a slot is the export's time too: renew the task's lease (a task that ended
         # meanwhile stops its partitions here rather than after the wait).
@@ -198,7 +196,7 @@ def write_partition(
             progress.flush()
 
         pages = _pages(export_type.partition_stream(filters, plan.specs[partition], control), progress)
-        upload = files.resume_upload(plan.key, plan.upload_id, ())
+        upload = files.resume(plan.key, plan.upload_id)
         part_bytes = deps.settings.upload_part_bytes
         if task.format is ExportFormat.XLSX:
             layout = XlsxLayout(export_type.columns(filters), plan.widths, plan.pieces)
@@ -220,7 +218,7 @@ def write_partition(
                 before_part=before_part,
             )
         before_part()  # a stopped task's partition stages nothing
-        files.write_checkpoint(staging_key(task, f"partition-{partition}"), _encode(result))
+        files.stage(_partition_name(partition), _encode(result))
         return result.rows
     finally:
         if lease is not None and deps.slots is not None:
@@ -236,7 +234,7 @@ def _pages(pages: Iterator[Page], progress: ProgressReporter) -> Iterator[Sequen
         yield page.rows
 
 
-def _take_slot(task: Task, partition: int, export_type: ExportType, deps: WorkerDependencies) -> SlotLease | None:
+def _partition_slot(task: Task, partition: int, export_type: ExportType, deps: WorkerDependencies) -> SlotLease | None:
     """Each partition holds a slot of its source's limit, as a whole export does."""
     limit = export_type.source_limit()
     if limit is None or deps.slots is None:
@@ -251,11 +249,11 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
     """Upload the joins, complete the upload, read it back for its sha256, tag it and delete
     the staging: the file of the attempt, and the task as read (for its ending)."""
     task = _owned(task_id, attempt, deps)
-    files = _split_files(deps)
+    files = AttemptFiles(task, deps.results)
     plan = _plan(task, files)
     results = []
     for partition in range(len(plan.specs)):
-        blob = files.read_checkpoint(staging_key(task, f"partition-{partition}"))
+        blob = files.staged(_partition_name(partition))
         if blob is None:
             raise ExportsError(f"partition {partition} left no result")
         results.append(_decode(blob))
@@ -266,11 +264,11 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
     else:
         glue = csv_glue(len(segments))
     parts = [part for segment in segments for part in segment.parts]
-    upload = files.resume_upload(plan.key, plan.upload_id, parts)
-    assembled = assemble(upload, glue, segments, lambda: files.read_result(plan.key))
+    upload = files.resume(plan.key, plan.upload_id, parts)
+    assembled = assemble(upload, glue, segments, lambda: files.read(plan.key))
     rows = sum(result.rows for result in results)
-    files.tag_result(plan.key, {"rows": str(rows), "bytes": str(assembled.bytes), "sha256": assembled.sha256})
-    _delete_staging(task, plan, files)
+    files.tag(plan.key, {"rows": str(rows), "bytes": str(assembled.bytes), "sha256": assembled.sha256})
+    files.unstage(_staged_names(plan))
     result = ExportResult(
         key=plan.key,
         bytes=assembled.bytes,
@@ -282,37 +280,33 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
     return task, result
 
 
-def abandon(task_id: str, attempt: int, deps: WorkerDependencies) -> Task | None:
+def discard_split_attempt(task_id: str, attempt: int, deps: WorkerDependencies) -> Task | None:
     """Abort the attempt's upload and delete its staging (and a file completed just before a
     failure); the task as it is now, or None if it is gone."""
     task = deps.tasks.get(task_id)
-    files = _files(deps)
-    if task is None or files is None:
-        return task
-    attempt_task = task.model_copy(update={"attempt": attempt})
-    blob = files.read_checkpoint(staging_key(attempt_task, "plan.json"))
+    if task is None:
+        return None
+    files = AttemptFiles(task.model_copy(update={"attempt": attempt}), deps.results)
+    blob = files.staged(PLAN)
     if blob is not None:
-        _clean_up(attempt_task, FanOutPlan.from_json(blob), files)
+        _clean_up(files, FanOutPlan.from_json(blob))
     return task
 
 
-def _clean_up(task: Task, plan: FanOutPlan, files: ExportFiles) -> None:
+def _clean_up(files: AttemptFiles, plan: FanOutPlan) -> None:
     """No object and no open upload stay behind (one that cannot be aborted now is left to the
     bucket's rule for incomplete uploads)."""
-    try:
-        retry_transient(files.resume_upload(plan.key, plan.upload_id, ()).abort)
-    except ExportsError:
-        logger.warning("could not abort a split export's upload", exc_info=True)
-    with contextlib.suppress(ExportsError):
-        files.delete_checkpoint(plan.key)
-    _delete_staging(task, plan, files)
+    files.abort(plan.key, plan.upload_id)
+    files.remove(plan.key)
+    files.unstage(_staged_names(plan))
 
 
-def _delete_staging(task: Task, plan: FanOutPlan, files: ExportFiles) -> None:
-    names = ["plan.json", *(f"partition-{partition}" for partition in range(len(plan.specs)))]
-    for name in names:
-        with contextlib.suppress(ExportsError):
-            files.delete_checkpoint(staging_key(task, name))
+def _staged_names(plan: FanOutPlan) -> list[str]:
+    return [PLAN, *(_partition_name(partition) for partition in range(len(plan.specs)))]
+
+
+def _partition_name(partition: int) -> str:
+    return f"partition-{partition}"
 
 
 def _owned(task_id: str, attempt: int, deps: WorkerDependencies) -> Task:
@@ -322,20 +316,8 @@ def _owned(task_id: str, attempt: int, deps: WorkerDependencies) -> Task:
     return task
 
 
-def _files(deps: WorkerDependencies) -> ExportFiles | None:
-    return deps.results.export_files()
-
-
-def _split_files(deps: WorkerDependencies) -> ExportFiles:
-    """The store's :class:`ExportFiles`: a split export was planned only where it has them."""
-    files = _files(deps)
-    if files is None:
-        raise ExportsError("a split export needs a result store with export files")
-    return files
-
-
-def _plan(task: Task, files: ExportFiles) -> FanOutPlan:
-    blob = files.read_checkpoint(staging_key(task, "plan.json"))
+def _plan(task: Task, files: AttemptFiles) -> FanOutPlan:
+    blob = files.staged(PLAN)
     if blob is None:
         raise LostOwnership(f"task {task.task_id} has no plan for attempt {task.attempt}")
     return FanOutPlan.from_json(blob)

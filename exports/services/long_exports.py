@@ -3,13 +3,12 @@
 A CSV or csv.gz export that reaches :attr:`exports.config.LongExports.CHECKPOINT_MARGIN_SEC`
 before the end of its invocation, at a page boundary, saves a checkpoint next to the result file
 (the upload's id and parts, the counts, the sha256 and gzip states, the source's cursor and the
-bytes not yet sent), hands its task over to a new invocation and raises :class:`ExportContinues`;
+bytes not yet sent) and hands its task over to a new invocation (the run's outcome says so);
 the next invocation that claims the task appends to the same upload from that checkpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -22,11 +21,11 @@ from exports.domain.checkpoint import (
     fingerprint,
     part_records,
 )
-from exports.domain.errors import ExportFailed, ExportsError, LostOwnership
+from exports.domain.errors import ExportFailed
 from exports.domain.task import Task
 from exports.export_types.base import Column, Cursor
-from exports.ports import ExportFiles, ResumableUpload
-from exports.services.retries import retry_transient
+from exports.ports import ResumableUpload
+from exports.services.attempt_files import AttemptFiles
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.resumable_sha256 import NotResumable, Sha256State
 from exports.writers.sink import MultipartSink, SinkState
@@ -34,13 +33,6 @@ from exports.writers.sink import MultipartSink, SinkState
 logger = logging.getLogger(__name__)
 
 EXPORT_TOO_LONG = "EXPORT_TOO_LONG"
-
-
-class ExportContinues(LostOwnership):
-    """The export saved a checkpoint and handed its task to a new invocation: this invocation
-    is done with the task (its upload stays open for the next one)."""
-
-    code = "EXPORT_CONTINUES"
 
 
 def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) -> str:
@@ -59,25 +51,19 @@ def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) 
 
 
 class Checkpoints:
-    """The checkpoint of one task's export, beside its result files in ``folder``; ``files`` None:
-    the result store cannot continue uploads (nothing is read or saved)."""
+    """The checkpoint of one task's export, kept by its :class:`AttemptFiles` (a store that
+    cannot continue uploads reads and saves none)."""
 
-    def __init__(
-        self, task: Task, fingerprint: str, files: ExportFiles | None, folder: str, clock: Callable[[], datetime]
-    ) -> None:
+    def __init__(self, task: Task, fingerprint: str, attempt: AttemptFiles, clock: Callable[[], datetime]) -> None:
         self._task = task
         self._fingerprint = fingerprint
-        self._files = files
-        self._folder = folder
+        self._attempt = attempt
         self._clock = clock
-        self.key = f"{folder}/{LongExports.CHECKPOINT_NAME}"
 
     def load(self) -> tuple[ExportCheckpoint, bytes] | None:
         """The checkpoint this export left and its unsent bytes, if it fits; one that does not is
         thrown away (with the upload it names)."""
-        if self._files is None:
-            return None
-        blob = self._files.read_checkpoint(self.key)
+        blob = self._attempt.read_checkpoint()
         if blob is None:
             return None
         try:
@@ -85,17 +71,16 @@ class Checkpoints:
             Sha256State.from_json(checkpoint.sha256)
         except (ValueError, KeyError, TypeError):
             logger.warning("unreadable checkpoint discarded")
-            self.delete()
+            self._attempt.delete_checkpoint()
             return None
         if (
             checkpoint.task_id != self._task.task_id
             or checkpoint.fingerprint != self._fingerprint
-            or not checkpoint.key.startswith(f"{self._folder}/")
+            or not self._attempt.owns(checkpoint.key)
         ):
             logger.warning("checkpoint of another export discarded")
-            with contextlib.suppress(ExportsError):
-                retry_transient(self._files.resume_upload(checkpoint.key, checkpoint.upload_id, ()).abort)
-            self.delete()
+            self._attempt.abort(checkpoint.key, checkpoint.upload_id)
+            self._attempt.delete_checkpoint()
             return None
         return checkpoint, tail
 
@@ -113,17 +98,16 @@ class Checkpoints:
         cannot be resumed); EXPORT_TOO_LONG if the export cannot continue."""
         if cursor is None:
             why = f"export type {export_type} cannot continue in a new one"
-        elif self._files is None or upload is None:
+        elif self._attempt.files is None or upload is None:
             why = "the result store cannot continue uploads"
         elif self._task.continuations >= LongExports.MAX_CONTINUATIONS:
             why = f"it has already continued {self._task.continuations} times"
         else:
-            return self._write(self._files, key, upload, sink, gzip, cursor, rows)
+            return self._write(key, upload, sink, gzip, cursor, rows)
         raise ExportFailed(f"the export does not fit in one worker run and {why}", code=EXPORT_TOO_LONG)
 
     def _write(
         self,
-        files: ExportFiles,
         key: str,
         upload: ResumableUpload,
         sink: MultipartSink,
@@ -151,15 +135,8 @@ class Checkpoints:
             cursor=cursor,
             saved_at=self._clock(),
         )
-        files.write_checkpoint(self.key, encode_checkpoint(checkpoint, state.tail))
+        self._attempt.write_checkpoint(encode_checkpoint(checkpoint, state.tail))
         return checkpoint
-
-    def delete(self) -> None:
-        """Remove the checkpoint; one left behind goes with the result files by the bucket's
-        expiry rule."""
-        if self._files is not None:
-            with contextlib.suppress(ExportsError):
-                self._files.delete_checkpoint(self.key)
 
 
 def sink_state(checkpoint: ExportCheckpoint, tail: bytes) -> SinkState:

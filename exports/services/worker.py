@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import assert_never
 
 from pydantic import ValidationError
 
@@ -25,12 +26,17 @@ from exports.domain.policies import has_retries_left, is_last_delivery, retry_de
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
+from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import run_export
-from exports.services.fan_out_run import PartitionSourceBusy, abandon, assemble_file, start_fan_out, write_partition
-from exports.services.long_exports import ExportContinues
+from exports.services.export_run import HandedOver, run_export
+from exports.services.fan_out_run import (
+    PartitionSourceBusy,
+    assemble_file,
+    discard_split_attempt,
+    start_fan_out,
+    write_partition,
+)
 from exports.services.progress import ProgressReporter, slot_keeper
-from exports.services.result_cleanup import remove_result
 from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
 from exports.workflows import PartitionStatus
@@ -73,7 +79,7 @@ def process_delivery(
         return process_task(message, deps, remaining_ms)
     except Exception as error:
         if is_last_delivery(delivery.receive_count):
-            _abandon(message.task_id, error, deps)
+            _fail_dead_lettered(message.task_id, error, deps)
         else:
             _back_off(delivery, deps)
         raise
@@ -86,7 +92,7 @@ def _back_off(delivery: Delivery, deps: WorkerDependencies) -> None:
         logger.warning("could not shorten the failed delivery's visibility timeout", exc_info=True)
 
 
-def _abandon(task_id: str, error: Exception, deps: WorkerDependencies) -> None:
+def _fail_dead_lettered(task_id: str, error: Exception, deps: WorkerDependencies) -> None:
     try:
         task = deps.tasks.get(task_id)
         if task is None or task.is_terminal:
@@ -139,7 +145,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
     wait = _hot_key_wait(task, deps)
     if wait > 0:
         return _defer(task, wait, deps)
-    free, lease = _take_slot(task, deps)
+    free, lease = _acquire_source_slot(task, deps)
     if not free:
         deps.metrics.add(Metric.SOURCE_DEFERRED)
         return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
@@ -170,7 +176,7 @@ def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: Wo
         logger.warning("could not record the queue wait", exc_info=True)  # a statistic, not the export
 
 
-def _take_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:
+def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:
     """Whether the task may run now, and the slot of its source it took (None when the source
     is not limited, or this deployment has no limiter). False when every slot is busy."""
     limit = deps.registry.get(task.export_type).source_limit()
@@ -229,42 +235,104 @@ def _defer(task: Task, wait: float, deps: WorkerDependencies, counted: bool = Tr
     return Outcome.DEFERRED
 
 
+@dataclass(frozen=True)
+class Written:
+    """The file is complete: the task is to be recorded COMPLETED with ``result``."""
+
+    result: ExportResult
+
+
+@dataclass(frozen=True)
+class Passed:
+    """The task went on elsewhere: a long export to a new invocation (``CONTINUED``), a split
+    one to the fan-out workflow (``FANNED_OUT``); nothing left for this worker to do."""
+
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The task stopped being this attempt's (cancelled, timed out, taken over)."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The run failed with ``code``: for good, or ``retryable`` (the task is retried while it
+    has retries left)."""
+
+    code: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class OutOfTime:
+    """The source's statement timeout was the task's deadline: the task times out."""
+
+
+# What one run of an export came to.
+RunOutcome = Written | Passed | Lost | Failed | OutOfTime
+
+
 def _run(task: Task, deps: WorkerDependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
     progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
-    try:
-        result = _export(task, progress, deps, remaining_ms)
-    except ExportContinues:
-        logger.info("export handed over to a new invocation with its checkpoint")
-        return Outcome.CONTINUED
-    except LostOwnership:
-        logger.info("task taken away while running; upload aborted")
-        return Outcome.LOST_OWNERSHIP
-    except ExportFailed as error:
-        if isinstance(error, SourceQueryTimeout) and deps.clock() >= task.deadline:
-            return _time_out(progress.task, deps)  # the statement timeout was the task's deadline
-        return _fail(progress.task, error.code, error.message, deps)
-    except ValidationError as error:
-        # Stored filters that no longer validate (e.g. the export type changed): no retry helps.
-        return _fail(progress.task, INVALID_FILTERS, invalid_request(error).message, deps)
-    except RetryableError as error:
-        return _retry_or_fail(progress.task, error.code, error.message, deps)
-    except Exception as error:  # the worker's edge: an unforeseen fault must still end the task
-        logger.exception("export crashed")
-        return _retry_or_fail(progress.task, INTERNAL_ERROR, f"unexpected {type(error).__name__}", deps)
-    return Outcome.FANNED_OUT if result is None else _complete(progress.task, result, deps)
+    return _settle(_export(task, progress, deps, remaining_ms), progress.task, deps)
+
+
+def _settle(outcome: RunOutcome, task: Task, deps: WorkerDependencies) -> Outcome:
+    """What the worker does with each outcome of a run (``task``: as the run last wrote it)."""
+    match outcome:
+        case Written(result):
+            return _record_completion(task, result, deps)
+        case Passed(passed):
+            return passed
+        case Lost():
+            logger.info("task taken away while running; upload aborted")
+            return Outcome.LOST_OWNERSHIP
+        case Failed(code, message, retryable=True):
+            return _retry_or_fail(task, code, message, deps)
+        case Failed(code, message):
+            return _fail(task, code, message, deps)
+        case OutOfTime():
+            return _time_out(task, deps)
+    assert_never(outcome)
 
 
 def _export(
     task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None
-) -> ExportResult | None:
-    """Split a large export into partitions written at once (None: the fan-out workflow goes
-    on with it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
-    :mod:`exports.services.export_run`); raises :class:`ExportContinues`, a
-    :class:`LostOwnership`, when a long CSV export hands over to a new invocation."""
-    planned = start_fan_out(task, progress, deps, remaining_ms)
-    if planned.split:
-        return None
-    return run_export(task, progress, deps, remaining_ms, planned.rows)
+) -> RunOutcome:
+    """Split a large export into partitions written at once (the fan-out workflow goes on with
+    it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
+    :mod:`exports.services.export_run`), which a long CSV export hands over to a new
+    invocation."""
+    try:
+        planned = start_fan_out(task, progress, deps, remaining_ms)
+        if planned.split:
+            return Passed(Outcome.FANNED_OUT)
+        written = run_export(task, progress, deps, remaining_ms, planned.rows)
+    except Exception as error:  # the worker's edge: an unforeseen fault must still end the task
+        return _outcome_of(error, task, deps)
+    if isinstance(written, HandedOver):
+        logger.info("export handed over to a new invocation with its checkpoint")
+        return Passed(Outcome.CONTINUED)
+    return Written(written)
+
+
+def _outcome_of(error: Exception, task: Task, deps: WorkerDependencies) -> RunOutcome:
+    """The outcome an error that ended a run stands for."""
+    if isinstance(error, LostOwnership):
+        return Lost()
+    if isinstance(error, SourceQueryTimeout) and deps.clock() >= task.deadline:
+        return OutOfTime()
+    if isinstance(error, ExportFailed):
+        return Failed(error.code, error.message)
+    if isinstance(error, ValidationError):
+        # Stored filters that no longer validate (e.g. the export type changed): no retry helps.
+        return Failed(INVALID_FILTERS, invalid_request(error).message)
+    if isinstance(error, RetryableError):
+        return Failed(error.code, error.message, retryable=True)
+    logger.exception("export crashed")
+    return Failed(INTERNAL_ERROR, f"unexpected {type(error).__name__}", retryable=True)
 
 
 def partition_step(
@@ -300,24 +368,24 @@ def finish_fan_out(task_id: str, attempt: int, deps: WorkerDependencies) -> Outc
     its deadline and times out now."""
     task = deps.tasks.get(task_id)
     if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
-        abandon(task_id, attempt, deps)
+        discard_split_attempt(task_id, attempt, deps)
         failed = task is not None and task.status is TaskStatus.FAILED and task.attempt == attempt
         return Outcome.FAILED if failed else Outcome.LOST_OWNERSHIP  # FAILED: a partition failed it
     if deps.clock() >= task.deadline:
-        abandon(task_id, attempt, deps)
+        discard_split_attempt(task_id, attempt, deps)
         return _time_out(task, deps)
     try:
         task, result = assemble_file(task_id, attempt, deps)
     except LostOwnership:  # cancelled or taken over while assembling: a stop, not a fault
-        abandon(task_id, attempt, deps)
+        discard_split_attempt(task_id, attempt, deps)
         return Outcome.LOST_OWNERSHIP
-    return _complete(task, result, deps)
+    return _settle(Written(result), task, deps)
 
 
 def abandon_fan_out(task_id: str, attempt: int, error: str, deps: WorkerDependencies) -> Outcome:
     """A split export stopped (cancelled, timed out) or failed: no upload and no staging stay
     behind, and a task still running this attempt is retried whole or failed with ``error``."""
-    task = abandon(task_id, attempt, deps)
+    task = discard_split_attempt(task_id, attempt, deps)
     if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
         return Outcome.LOST_OWNERSHIP
     if deps.clock() >= task.deadline:
@@ -326,40 +394,41 @@ def abandon_fan_out(task_id: str, attempt: int, error: str, deps: WorkerDependen
     return _retry_or_fail(task, FAN_OUT_FAILED, f"a partition of the split export failed: {error}", deps)
 
 
-def _complete(task: Task, result: ExportResult, deps: WorkerDependencies) -> Outcome:
+def _record_completion(task: Task, result: ExportResult, deps: WorkerDependencies) -> Outcome:
     now = deps.clock()
     completed = complete(task, result, now, deps.settings.retention)
     try:
         end_task(task, completed, deps)
     except ConditionFailed:
         # Cancelled or timed out while the upload completed: the file must not outlive the task.
-        remove_result(result.key, deps.results)
+        AttemptFiles(task, deps.results).remove(result.key)
         return Outcome.LOST_OWNERSHIP
     except RetryableError as error:
-        return _completion_unrecorded(task, completed, result, error, deps)
-    return _completed(task, result, now, deps)
+        return _hand_back_unrecorded(task, completed, result, error, deps)
+    return _count_completion(task, result, now, deps)
 
 
-def _completion_unrecorded(
+def _hand_back_unrecorded(
     task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: WorkerDependencies
 ) -> Outcome:
     """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
     back instead: that write is conditional on this attempt too, so once it succeeds the
     completion cannot land any more and the file can go. If it loses, the record says who won."""
     logger.warning("could not record the completed export", extra={"error_code": error.code})
+    files = AttemptFiles(task, deps.results)
     outcome = _retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
     if outcome is not Outcome.LOST_OWNERSHIP:
-        remove_result(result.key, deps.results)
+        files.remove(result.key)
         return outcome
     stored = deps.tasks.get(task.task_id)
     if stored is not None and stored.status is completed.status and stored.result == result:
         end_task(task, completed, deps)  # it landed after all: finish the ending (idempotent)
-        return _completed(task, result, completed.finished_at or deps.clock(), deps)
-    remove_result(result.key, deps.results)
+        return _count_completion(task, result, completed.finished_at or deps.clock(), deps)
+    files.remove(result.key)
     return Outcome.LOST_OWNERSHIP
 
 
-def _completed(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
+def _count_completion(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
     deps.metrics.add(Metric.COMPLETED)
     deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
     deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")

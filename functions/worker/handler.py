@@ -1,22 +1,23 @@
-"""The worker function: SQS batches of task messages, each run once, failures reported per record."""
+"""The worker function: SQS batches of task messages, each run once, failures reported per record;
+and the steps of the fan-out workflow, told apart from a batch by :class:`WorkerEvent`."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
 
 from exports.adapters.sqs_queue import decode_message
 from exports.composition import PowertoolsMetrics, compose_worker
 from exports.ports import Delivery
 from exports.services.dependencies import WorkerDependencies
 from exports.services.worker import abandon_fan_out, finish_fan_out, partition_step, process_delivery
-from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
 
 logger = Logger()
 tracer = Tracer()
@@ -52,31 +53,81 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
     return outcome.value
 
 
-def fan_out_step(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+class PartitionStep(BaseModel):
+    """Write one partition of a split export (``workflows.PARTITION_ACTION``)."""
+
+    action: Literal["fan_out_partition"]
+    task_id: str
+    attempt: int
+    partition: int
+
+
+class AssembleStep(BaseModel):
+    """Assemble a split export's file and end its task (``workflows.ASSEMBLE_ACTION``)."""
+
+    action: Literal["fan_out_assemble"]
+    task_id: str
+    attempt: int
+
+
+class StepError(BaseModel):
+    """What a Catch put in ``$.error``: the error's name (and its cause, unread here)."""
+
+    Error: str = ""
+
+
+class AbandonStep(BaseModel):
+    """Clean up a split export that stopped or failed (``workflows.ABANDON_ACTION``)."""
+
+    action: Literal["fan_out_abandon"]
+    task_id: str
+    attempt: int
+    error: StepError | None = None
+
+
+FanOutStep = Annotated[PartitionStep | AssembleStep | AbandonStep, Field(discriminator="action")]
+
+
+class SqsBatch(BaseModel):
+    """A batch of task messages from the SQS event source (its records are read by the batch
+    processor)."""
+
+    Records: list[dict[str, object]]
+
+
+class WorkerEvent(BaseModel):
+    """What the worker function is invoked with: a step of the fan-out workflow, or an SQS batch."""
+
+    # Built on first use, not at import: most cold starts serve an SQS batch at once anyway, but
+    # the import stays as cheap as the other handlers'.
+    model_config = ConfigDict(defer_build=True)
+
+    event: FanOutStep | SqsBatch
+
+
+def fan_out_step(step: PartitionStep | AssembleStep | AbandonStep, context: LambdaContext) -> dict[str, str]:
     """One step of a split export; what it came to is its result (the workflow reads a
     partition's ``status``), and only a fault raises (retried or caught by the workflow). A
     partition's query is bounded by the invocation's time."""
-    task_id, attempt = str(event["task_id"]), int(event["attempt"])
-    logger.append_keys(correlation_id=task_id, task_id=task_id, action=event["action"])
-    if event["action"] == PARTITION_ACTION:
-        partition, remaining_ms = int(event["partition"]), context.get_remaining_time_in_millis
-        return {"status": partition_step(task_id, attempt, partition, dependencies(), remaining_ms)}
-    if event["action"] == ASSEMBLE_ACTION:
-        return {"outcome": finish_fan_out(task_id, attempt, dependencies()).value}
-    if event["action"] == ABANDON_ACTION:
-        error = event.get("error") or {}
-        return {"outcome": abandon_fan_out(task_id, attempt, str(error.get("Error", "")), dependencies()).value}
-    raise ValueError(f"unknown action {event['action']!r}")
+    logger.append_keys(correlation_id=step.task_id, task_id=step.task_id, action=step.action)
+    if isinstance(step, PartitionStep):
+        remaining_ms = context.get_remaining_time_in_millis
+        return {"status": partition_step(step.task_id, step.attempt, step.partition, dependencies(), remaining_ms)}
+    if isinstance(step, AssembleStep):
+        return {"outcome": finish_fan_out(step.task_id, step.attempt, dependencies()).value}
+    error = step.error.Error if step.error is not None else ""
+    return {"outcome": abandon_fan_out(step.task_id, step.attempt, error, dependencies()).value}
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse | dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse | dict[str, str]:
     """Entry point: SQS batches (partial batch failures, which the event source reports to
-    SQS), or a step of the fan-out workflow (``action``)."""
-    if "action" in event:
-        return fan_out_step(event, context)
+    SQS), or a step of the fan-out workflow."""
+    parsed = WorkerEvent.model_validate({"event": event}).event
+    if not isinstance(parsed, SqsBatch):
+        return fan_out_step(parsed, context)
     # A processor per invocation: it holds the batch's state, which concurrent invocations in
     # one process (local mode) must not share.
     processor = BatchProcessor(event_type=EventType.SQS)

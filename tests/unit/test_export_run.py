@@ -17,8 +17,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.ports import TaskMessage
 from exports.services import xlsx_guards
-from exports.services.export_run import run_export
-from exports.services.long_exports import ExportContinues
+from exports.services.export_run import HandedOver, run_export
 from exports.services.progress import ProgressReporter
 from exports.services.worker import Outcome, process_task
 from tests.unit.builders import make_task
@@ -55,11 +54,11 @@ def run_in_invocations(world, task, pages_per_invocation):
     """Invoke until the export completes; each invocation has time for a few pages."""
     invocations = 1
     while True:
-        try:
-            return run(world, task, budget(pages_per_invocation - 1)), invocations
-        except ExportContinues:
-            invocations += 1
-            task = reclaim(world, task.task_id)
+        outcome = run(world, task, budget(pages_per_invocation - 1))
+        if not isinstance(outcome, HandedOver):
+            return outcome, invocations
+        invocations += 1
+        task = reclaim(world, task.task_id)
 
 
 def one_shot(fmt, export_type=None, **fields):
@@ -116,8 +115,7 @@ def test_the_hand_over_saves_a_checkpoint_and_queues_the_task_without_spending_a
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
     task = running_task(world)
 
-    with pytest.raises(ExportContinues):
-        run(world, task, budget(3))
+    assert isinstance(run(world, task, budget(3)), HandedOver)
 
     waiting = world.tasks.get(task.task_id)
     assert waiting.status is TaskStatus.PENDING
@@ -186,8 +184,7 @@ def test_a_failure_after_resuming_aborts_the_upload_and_drops_the_checkpoint():
 
     world = make_world(NumbersExport(before_page=fail_at_60))
     task = running_task(world)
-    with pytest.raises(ExportContinues):
-        run(world, task, budget(2))
+    assert isinstance(run(world, task, budget(2)), HandedOver)
 
     with pytest.raises(RetryableError):
         run(world, reclaim(world, task.task_id))
@@ -201,8 +198,7 @@ def test_a_checkpoint_that_does_not_fit_is_discarded_and_the_export_starts_over(
     expected_result, expected_body = one_shot(ExportFormat.CSV)
     world = make_world(NumbersExport())
     task = running_task(world)
-    with pytest.raises(ExportContinues):
-        run(world, task, budget(2))
+    assert isinstance(run(world, task, budget(2)), HandedOver)
     (key,) = world.files.checkpoints
     if damage == "garbage":
         world.files.checkpoints[key] = b"not a checkpoint"
