@@ -254,7 +254,7 @@ def run_pipeline(
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
     from exports.services.dependencies import WorkerDependencies
-    from exports.services.export_run import run_export
+    from exports.services.export_run import HandedOver, run_export
     from exports.services.progress import ProgressReporter
     from exports.settings import WorkerSettings
 
@@ -291,6 +291,7 @@ def run_pipeline(
     task = claim(task, now, timedelta(seconds=Worker.LEASE_SEC))
     tasks.tasks[task.task_id] = task
     result = run_export(task, ProgressReporter(task, deps), deps)
+    assert not isinstance(result, HandedOver)  # unbounded time: it never hands over
     assert result.rows == rows and results.path is not None and results.path.stat().st_size == result.bytes
     return result.bytes
 

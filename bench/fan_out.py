@@ -3,13 +3,14 @@ assembled into one file; wall time per format and its ratio to one partition, in
 
 Each partition generates its share of the bench's rows (the same rows as ``bench.cases``, in
 pages of 1,000) and writes it through the service's fan-out path
-(:mod:`exports.services.fan_out`) into a file-backed multipart upload (a file per part); the
-assembler then uploads the joins, "completes" the upload (the parts concatenated in number
-order) and hashes the completed file, as it reads an S3 object back. The time runs from the
-partitions' start (their processes already forked) to the sha256; the CPU seconds of every
-process are shown next to it (on a shared machine the wall time also shows others' load). The CSV's sha256 is the same
-for every partition count (the file is the same, byte for byte); csv.gz and XLSX are checked
-by length only here (tests/unit/test_partitioned.py checks their contents).
+(:mod:`exports.fan_out.partition`, :mod:`exports.fan_out.assemble`) into a file-backed multipart
+upload (a file per part); the assembler then uploads the joins, "completes" the upload (the
+parts concatenated in number order) and hashes the completed file, as it reads an S3 object
+back. The time runs from the partitions' start (their processes already forked) to the sha256;
+the CPU seconds of every process are shown next to it (on a shared machine the wall time also
+shows others' load). The CSV's sha256 is the same for every partition count (the file is the
+same, byte for byte); csv.gz and XLSX are checked by length only here
+(tests/unit/test_partitioned.py checks their contents).
 
 On this machine's 2 cores the best a ratio can be is 0.5 at 2 partitions, and 4 partitions
 share the same 2 cores (the ratio shows the overhead of more, smaller partitions); on Lambda
@@ -35,7 +36,8 @@ from typing import Any, Final
 
 from bench.cases import PAGE_ROWS, page
 from exports.export_types.orders import ORDER_COLUMNS
-from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
+from exports.fan_out.assemble import assemble
+from exports.fan_out.partition import PartitionResult, upload_csv_partition, upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue
 

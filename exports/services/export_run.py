@@ -310,7 +310,7 @@ class FormatSpec:
     # A long export of it hands over to a new invocation from a checkpoint (else it must fit
     # in one invocation, and stops in time when it does not).
     resumable: bool
-    # The fan-out may write it in partitions at once (exports.services.fan_out_run).
+    # The fan-out may write it in partitions at once (exports.fan_out).
     splittable: bool
     # Writes the file of one run (exports.services.export_run.ExportRun).
     write: Callable[[ExportRun], ExportResult | HandedOver]

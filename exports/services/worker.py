@@ -1,18 +1,21 @@
-"""Running one export task: claim it, stream its rows into a file on S3, finish it."""
+"""Running one export task: claim it, stream its rows into a file on S3, end it.
+
+:func:`process_task` claims the task named by a message (or defers it, skips a duplicate, times
+out a task past its deadline), runs it and ends it through the one table of
+:func:`exports.services.endings.settle`.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
-from typing import assert_never
 
 from pydantic import ValidationError
 
-from exports.config import ERROR_CODE_DIMENSION, NO_SOURCE, SOURCE_DIMENSION, HotKey, Metric, SourceSlots
-from exports.domain.admission import date_span_days, lane_for
+from exports.config import HotKey, Metric, SourceSlots
+from exports.domain.admission import lane_for
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -22,46 +25,38 @@ from exports.domain.errors import (
     SourceQueryTimeout,
     TaskNotFound,
 )
-from exports.domain.policies import has_retries_left, is_last_delivery, retry_delay_sec
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportResult, Task, claim, complete, fail, requeue, time_out
+from exports.domain.policies import is_last_delivery, retry_delay_sec
+from exports.domain.task import Task, claim, fail
+from exports.fan_out.plan import start_fan_out
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
-from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import HandedOver, run_export
-from exports.services.fan_out_run import (
-    PartitionSourceBusy,
-    assemble_file,
-    discard_split_attempt,
-    start_fan_out,
-    write_partition,
+from exports.services.endings import (
+    Failed,
+    Lost,
+    Outcome,
+    OutOfTime,
+    Passed,
+    RunOutcome,
+    Written,
+    count_failure,
+    end_timed_out,
+    settle,
 )
+from exports.services.export_run import HandedOver, run_export
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
-from exports.workflows import PartitionStatus
 
 logger = logging.getLogger(__name__)
 
+
 INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
 INVALID_FILTERS = "INVALID_FILTERS"
+
+
 DELIVERY_FAILED = "DELIVERY_FAILED"
-FAN_OUT_FAILED = "FAN_OUT_FAILED"
-
-
-class Outcome(StrEnum):
-    """What became of one delivery of a task message."""
-
-    COMPLETED = "completed"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    RETRY_SCHEDULED = "retry_scheduled"
-    SKIPPED = "skipped"
-    DEFERRED = "deferred"
-    REDELIVERED = "redelivered"
-    CONTINUED = "continued"
-    FANNED_OUT = "fanned_out"
-    LOST_OWNERSHIP = "lost_ownership"
 
 
 def process_delivery(
@@ -141,7 +136,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
         logger.info("task not claimable, delivery acknowledged", extra={"status": task.status.value})
         return Outcome.SKIPPED
     if now >= task.deadline:
-        return _time_out(task, deps)
+        return end_timed_out(task, deps)
     wait = _hot_key_wait(task, deps)
     if wait > 0:
         return _defer(task, wait, deps)
@@ -235,74 +230,16 @@ def _defer(task: Task, wait: float, deps: WorkerDependencies, counted: bool = Tr
     return Outcome.DEFERRED
 
 
-@dataclass(frozen=True)
-class Written:
-    """The file is complete: the task is to be recorded COMPLETED with ``result``."""
-
-    result: ExportResult
-
-
-@dataclass(frozen=True)
-class Passed:
-    """The task went on elsewhere: a long export to a new invocation (``CONTINUED``), a split
-    one to the fan-out workflow (``FANNED_OUT``); nothing left for this worker to do."""
-
-    outcome: Outcome
-
-
-@dataclass(frozen=True)
-class Lost:
-    """The task stopped being this attempt's (cancelled, timed out, taken over)."""
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The run failed with ``code``: for good, or ``retryable`` (the task is retried while it
-    has retries left)."""
-
-    code: str
-    message: str
-    retryable: bool = False
-
-
-@dataclass(frozen=True)
-class OutOfTime:
-    """The source's statement timeout was the task's deadline: the task times out."""
-
-
-# What one run of an export came to.
-RunOutcome = Written | Passed | Lost | Failed | OutOfTime
-
-
 def _run(task: Task, deps: WorkerDependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
     progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
-    return _settle(_export(task, progress, deps, remaining_ms), progress.task, deps)
-
-
-def _settle(outcome: RunOutcome, task: Task, deps: WorkerDependencies) -> Outcome:
-    """What the worker does with each outcome of a run (``task``: as the run last wrote it)."""
-    match outcome:
-        case Written(result):
-            return _record_completion(task, result, deps)
-        case Passed(passed):
-            return passed
-        case Lost():
-            logger.info("task taken away while running; upload aborted")
-            return Outcome.LOST_OWNERSHIP
-        case Failed(code, message, retryable=True):
-            return _retry_or_fail(task, code, message, deps)
-        case Failed(code, message):
-            return _fail(task, code, message, deps)
-        case OutOfTime():
-            return _time_out(task, deps)
-    assert_never(outcome)
+    return settle(_export(task, progress, deps, remaining_ms), progress.task, deps)
 
 
 def _export(
     task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None
 ) -> RunOutcome:
     """Split a large export into partitions written at once (the fan-out workflow goes on with
-    it, see :mod:`exports.services.fan_out_run`), or stream the task's file to S3 (see
+    it, see :mod:`exports.fan_out`), or stream the task's file to S3 (see
     :mod:`exports.services.export_run`), which a long CSV export hands over to a new
     invocation."""
     try:
@@ -333,157 +270,3 @@ def _outcome_of(error: Exception, task: Task, deps: WorkerDependencies) -> RunOu
         return Failed(error.code, error.message, retryable=True)
     logger.exception("export crashed")
     return Failed(INTERNAL_ERROR, f"unexpected {type(error).__name__}", retryable=True)
-
-
-def partition_step(
-    task_id: str, attempt: int, partition: int, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
-) -> str:
-    """Write one partition of a split export; what came of it, as the fan-out workflow reads it
-    (:class:`exports.workflows.PartitionStatus`). Waiting for a source slot and a task that
-    stopped are results, not errors; a final error ends the task FAILED with its code (the
-    other partitions then stop between parts); a transient one propagates, for the workflow to
-    try the partition again."""
-    try:
-        write_partition(task_id, attempt, partition, deps, remaining_ms)
-    except PartitionSourceBusy:
-        return PartitionStatus.BUSY
-    except LostOwnership:
-        return PartitionStatus.STOPPED
-    except ExportFailed as error:
-        task = deps.tasks.get(task_id)
-        if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
-            return PartitionStatus.STOPPED
-        if isinstance(error, SourceQueryTimeout) and deps.clock() >= task.deadline:
-            return PartitionStatus.STOPPED  # the deadline: the assembler times the task out
-        outcome = _fail(task, error.code, f"partition {partition}: {error.message}", deps)
-        return PartitionStatus.FAILED if outcome is Outcome.FAILED else PartitionStatus.STOPPED
-    return PartitionStatus.WRITTEN
-
-
-def finish_fan_out(task_id: str, attempt: int, deps: WorkerDependencies) -> Outcome:
-    """Assemble a split export's file and end its task COMPLETED (the fan-out workflow's last
-    step); the file is removed again if the task ended meanwhile. A task that stopped while
-    its partitions ran (so some staged nothing) is cleaned up instead: it is no longer this
-    attempt's (LOST_OWNERSHIP; FAILED when a partition's final error ended it), or it reached
-    its deadline and times out now."""
-    task = deps.tasks.get(task_id)
-    if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
-        discard_split_attempt(task_id, attempt, deps)
-        failed = task is not None and task.status is TaskStatus.FAILED and task.attempt == attempt
-        return Outcome.FAILED if failed else Outcome.LOST_OWNERSHIP  # FAILED: a partition failed it
-    if deps.clock() >= task.deadline:
-        discard_split_attempt(task_id, attempt, deps)
-        return _time_out(task, deps)
-    try:
-        task, result = assemble_file(task_id, attempt, deps)
-    except LostOwnership:  # cancelled or taken over while assembling: a stop, not a fault
-        discard_split_attempt(task_id, attempt, deps)
-        return Outcome.LOST_OWNERSHIP
-    return _settle(Written(result), task, deps)
-
-
-def abandon_fan_out(task_id: str, attempt: int, error: str, deps: WorkerDependencies) -> Outcome:
-    """A split export stopped (cancelled, timed out) or failed: no upload and no staging stay
-    behind, and a task still running this attempt is retried whole or failed with ``error``."""
-    task = discard_split_attempt(task_id, attempt, deps)
-    if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
-        return Outcome.LOST_OWNERSHIP
-    if deps.clock() >= task.deadline:
-        # The partitions stopped at the deadline before the lifecycle's timer ended the task.
-        return _time_out(task, deps)
-    return _retry_or_fail(task, FAN_OUT_FAILED, f"a partition of the split export failed: {error}", deps)
-
-
-def _record_completion(task: Task, result: ExportResult, deps: WorkerDependencies) -> Outcome:
-    now = deps.clock()
-    completed = complete(task, result, now, deps.settings.retention)
-    try:
-        end_task(task, completed, deps)
-    except ConditionFailed:
-        # Cancelled or timed out while the upload completed: the file must not outlive the task.
-        AttemptFiles(task, deps.results).remove(result.key)
-        return Outcome.LOST_OWNERSHIP
-    except RetryableError as error:
-        return _hand_back_unrecorded(task, completed, result, error, deps)
-    return _count_completion(task, result, now, deps)
-
-
-def _hand_back_unrecorded(
-    task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: WorkerDependencies
-) -> Outcome:
-    """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
-    back instead: that write is conditional on this attempt too, so once it succeeds the
-    completion cannot land any more and the file can go. If it loses, the record says who won."""
-    logger.warning("could not record the completed export", extra={"error_code": error.code})
-    files = AttemptFiles(task, deps.results)
-    outcome = _retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
-    if outcome is not Outcome.LOST_OWNERSHIP:
-        files.remove(result.key)
-        return outcome
-    stored = deps.tasks.get(task.task_id)
-    if stored is not None and stored.status is completed.status and stored.result == result:
-        end_task(task, completed, deps)  # it landed after all: finish the ending (idempotent)
-        return _count_completion(task, result, completed.finished_at or deps.clock(), deps)
-    files.remove(result.key)
-    return Outcome.LOST_OWNERSHIP
-
-
-def _count_completion(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
-    deps.metrics.add(Metric.COMPLETED)
-    deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
-    deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
-    if task.started_at:
-        seconds = (now - task.started_at).total_seconds()
-        deps.metrics.add(Metric.DURATION_MS, seconds * 1000, unit="Milliseconds")
-        try:
-            deps.throughput.record(task.export_type, result.rows, seconds, days=date_span_days(task.filters))
-        except ExportsError:
-            logger.warning("could not record throughput", exc_info=True)  # a statistic, not the export
-    return Outcome.COMPLETED
-
-
-def _fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
-    try:
-        end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
-    except ConditionFailed:
-        return Outcome.LOST_OWNERSHIP
-    count_failure(task, code, deps)
-    logger.warning("export failed", extra={"error_code": code})
-    return Outcome.FAILED
-
-
-def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
-    """One ExportFailed, by error code and data source: the alarm pages on any, the dashboard
-    says which code of which source (``-`` for a type that declares no source)."""
-    try:
-        limit = deps.registry.get(task.export_type).source_limit()
-    except ExportsError:  # a type no longer declared
-        limit = None
-    source = limit.source if limit is not None else NO_SOURCE
-    deps.metrics.add(Metric.FAILED, dimensions={ERROR_CODE_DIMENSION: code, SOURCE_DIMENSION: source})
-
-
-def _retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
-    if not has_retries_left(task):
-        return _fail(task, code, message, deps)
-    try:
-        move_task(task, requeue(task, code, message), deps)
-    except ConditionFailed:
-        return Outcome.LOST_OWNERSHIP
-    # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.
-    deps.queue.send(
-        TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
-        delay_sec=retry_delay_sec(task.retry_count, deps.random),
-    )
-    deps.metrics.add(Metric.RETRIED)
-    logger.warning("export will be retried", extra={"error_code": code, "retry_count": task.retry_count + 1})
-    return Outcome.RETRY_SCHEDULED
-
-
-def _time_out(task: Task, deps: WorkerDependencies) -> Outcome:
-    try:
-        end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
-    except ConditionFailed:
-        return Outcome.SKIPPED
-    deps.metrics.add(Metric.TIMED_OUT)
-    return Outcome.TIMED_OUT

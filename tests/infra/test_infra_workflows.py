@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 
 from exports.config import Callback, Capacity, Env, FanOut, Limits, ThrottleRetry, Worker
-from exports.services.worker import Outcome
+from exports.services.endings import Outcome
 from exports.workflows import (
     FAN_OUT_FAILED_ERROR,
     PartitionStatus,

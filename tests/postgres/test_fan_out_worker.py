@@ -23,9 +23,10 @@ from exports.api_models import TaskView
 from exports.declared.loader import default_path
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.task import ExportFormat
-from exports.services import fan_out_run
+from exports.fan_out import partition as partition_module
+from exports.fan_out import plan as plan_module
 from exports.services.control import cancel_export
-from exports.services.worker import Outcome
+from exports.services.endings import Outcome
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
@@ -147,13 +148,13 @@ def test_a_deadline_in_the_middle_of_a_split_export_times_it_out_and_leaves_noth
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     task = create(split_worker, {"rows": ROWS}, timeout_sec=10)
-    real = fan_out_run._pages
+    real = partition_module._pages
 
     def past_the_deadline(pages: Any, progress: Any) -> Any:  # each partition reads its rows late
         time.sleep(max(0.0, (task.deadline - datetime.now(UTC)).total_seconds()) + 0.5)
         yield from real(pages, progress)
 
-    monkeypatch.setattr(fan_out_run, "_pages", past_the_deadline)
+    monkeypatch.setattr(partition_module, "_pages", past_the_deadline)
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
 
@@ -171,7 +172,7 @@ def test_a_failing_partition_is_retried_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runs: list[int] = []
-    real = fan_out_run.upload_csv_partition
+    real = partition_module.upload_csv_partition
 
     def fails_once(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         runs.append(partition)
@@ -179,7 +180,7 @@ def test_a_failing_partition_is_retried_alone(
             raise RuntimeError("a transient fault in partition 1")
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(fan_out_run, "upload_csv_partition", fails_once)
+    monkeypatch.setattr(partition_module, "upload_csv_partition", fails_once)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -196,14 +197,14 @@ def test_a_final_partition_error_fails_the_task_with_its_code_and_the_execution(
     running_aws: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = fan_out_run.upload_csv_partition
+    real = partition_module.upload_csv_partition
 
     def query_fails(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         if partition == 1:
             raise ExportFailed("the query of data source 'db' failed: boom", code=SourceCode.QUERY_FAILED)
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(fan_out_run, "upload_csv_partition", query_fails)
+    monkeypatch.setattr(partition_module, "upload_csv_partition", query_fails)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -221,14 +222,14 @@ def test_a_partition_that_keeps_failing_retries_the_export_and_fails_the_executi
     running_aws: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = fan_out_run.upload_csv_partition
+    real = partition_module.upload_csv_partition
 
     def always_faulty(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         if partition == 1:
             raise RuntimeError("a fault that outlasts the partition's retries")
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(fan_out_run, "upload_csv_partition", always_faulty)
+    monkeypatch.setattr(partition_module, "upload_csv_partition", always_faulty)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -246,7 +247,7 @@ def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
-    monkeypatch.setattr(fan_out_run, "plan_sheets", functools.partial(fan_out_run.plan_sheets, max_rows_per_sheet=700))
+    monkeypatch.setattr(plan_module, "plan_sheets", functools.partial(plan_module.plan_sheets, max_rows_per_sheet=700))
     task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
 
     assert run(split_worker, task) is Outcome.FANNED_OUT

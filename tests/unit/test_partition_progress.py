@@ -7,7 +7,7 @@ import pytest
 
 from exports.domain.errors import LostOwnership
 from exports.domain.task import cancel, requeue
-from exports.services.fan_out_run import PartitionProgress
+from exports.fan_out.partition import PartitionProgress
 from tests.unit.export_fakes import make_world, reclaim, running_task
 
 PLANNED = 1000

@@ -1,0 +1,225 @@
+"""One partition of a split export: its rows written and uploaded as numbered parts of the one
+upload (the bytes are :mod:`exports.writers.partitioned`'s, the part numbers and sizes
+:mod:`exports.writers.segment_upload`'s), its progress in the task's per-partition counts, and its
+result staged for the assembler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import BinaryIO, cast
+
+from exports.config import FanOut, Worker
+from exports.domain.errors import ExportsError, LostOwnership
+from exports.domain.task import ExportFormat, Task, record_partition_progress
+from exports.export_types.base import Column, ExportType, Page, Row
+from exports.fan_out.plan import load_plan, owned_task, partition_name
+from exports.ports import NumberedParts, RemainingMs, SlotLease
+from exports.services.attempt_files import AttemptFiles
+from exports.services.dependencies import WorkerDependencies
+from exports.services.export_run import run_control
+from exports.services.progress import ProgressReporter, slot_keeper
+from exports.services.task_writes import write_partition_progress
+from exports.services.xlsx_guards import cell_too_long
+from exports.writers.cells import CellTooLong
+from exports.writers.partitioned import DeflatedPiece, XlsxLayout, write_csv_partition, write_xlsx_partition
+from exports.writers.segment_upload import SegmentSink, SegmentUpload, part_numbers
+
+logger = logging.getLogger(__name__)
+
+
+class PartitionSourceBusy(ExportsError):
+    """Every slot of the partition's source is taken: the workflow waits and tries the partition
+    again (:func:`exports.fan_out.workflow.partition_step` turns it into that result)."""
+
+
+class PartitionProgress(ProgressReporter):
+    """One partition's progress: its rows go into the task's per-partition counts, so the task
+    shows every partition's rows summed. Partitions write at once: each write is conditional on
+    the counts it read too, and one that loses reads the task again (a task no longer running
+    this attempt raises :class:`LostOwnership`, as for a whole export)."""
+
+    def __init__(
+        self,
+        task: Task,
+        deps: WorkerDependencies,
+        partition: int,
+        planned_rows: int,
+        on_write: Callable[[datetime], None] | None = None,
+    ) -> None:
+        super().__init__(task, deps, on_write)
+        self._partition = partition
+        self._planned_rows = planned_rows
+
+    def _write(self, rows: int, now: datetime) -> Task:
+        task = self.task
+        for _ in range(FanOut.PROGRESS_WRITE_TRIES):
+            lease = self._deps.settings.lease
+            updated = record_partition_progress(task, self._partition, rows, self._planned_rows, now, lease)
+            if write_partition_progress(task, updated, self._deps):
+                return updated
+            task = owned_task(task.task_id, task.attempt, self._deps)
+        return task
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """What one partition hands to the assembler: its rows, its segments as uploaded and, for
+    XLSX, its pieces' CRC-32s and lengths (one per segment)."""
+
+    rows: int
+    segments: tuple[SegmentUpload, ...]
+    pieces: tuple[DeflatedPiece, ...] = ()
+
+
+def upload_csv_partition(
+    upload: NumberedParts,
+    columns: Sequence[Column],
+    partition: int,
+    partitions: int,
+    pages: Iterable[Sequence[Row]],
+    gzip: bool = False,
+    bom: bool = False,
+    formula_guard: bool = True,
+    part_bytes: int = Worker.UPLOAD_PART_BYTES,
+    before_part: Callable[[], None] | None = None,
+) -> PartitionResult:
+    """Write and upload partition ``partition`` (of ``partitions``) of a CSV or csv.gz file:
+    one segment, in the partition's range of part numbers."""
+    sink = SegmentSink(upload, part_numbers(partition, partitions), part_bytes, before_part)
+    rows = write_csv_partition(
+        columns, pages, cast(BinaryIO, sink), partition, gzip=gzip, bom=bom, formula_guard=formula_guard
+    )
+    return PartitionResult(rows, (sink.finish(),))
+
+
+def upload_xlsx_partition(
+    upload: NumberedParts,
+    layout: XlsxLayout,
+    partition: int,
+    pages: Iterable[Sequence[Row]],
+    part_bytes: int = Worker.UPLOAD_PART_BYTES,
+    before_part: Callable[[], None] | None = None,
+) -> PartitionResult:
+    """Write and upload partition ``partition`` of a workbook: one segment per piece, each in
+    the range of part numbers of its place among all the workbook's pieces."""
+    places = [index for index, piece in enumerate(layout.pieces) if piece.partition == partition]
+    sinks = [SegmentSink(upload, part_numbers(place, len(layout.pieces)), part_bytes, before_part) for place in places]
+    written = write_xlsx_partition(layout, partition, pages, [cast(BinaryIO, sink) for sink in sinks])
+    rows = sum(layout.pieces[place].rows for place in places)
+    return PartitionResult(rows, tuple(sink.finish() for sink in sinks), tuple(written))
+
+
+def write_partition(
+    task_id: str, attempt: int, partition: int, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
+) -> int:
+    """Write and upload partition ``partition`` of the attempt and stage its result; returns its
+    rows. :class:`LostOwnership` when the task was cancelled, timed out or taken over (checked
+    before every part), :class:`PartitionSourceBusy` when its source has no free slot."""
+    task = owned_task(task_id, attempt, deps)
+    files = AttemptFiles(task, deps.results)
+    plan = load_plan(task, files)
+    export_type = deps.registry.get(task.export_type)
+    filters = export_type.task_filters(task)
+    planned = sum(spec.rows for spec in plan.specs)
+    try:
+        lease = _partition_slot(task, partition, export_type, deps)
+    except PartitionSourceBusy:
+        # Waiting for a slot is the export's time too: renew the task's lease (a task that ended
+        # meanwhile stops its partitions here rather than after the wait).
+        PartitionProgress(task, deps, partition, planned).flush()
+        raise
+    try:
+        progress = PartitionProgress(task, deps, partition, planned, on_write=slot_keeper(lease, deps))
+        control = run_control(task, progress, deps, remaining_ms)
+
+        def before_part() -> None:
+            if deps.clock() >= task.deadline:
+                raise LostOwnership(f"task {task_id} ran out of time")
+            progress.flush()
+
+        pages = _pages(export_type.partition_stream(filters, plan.specs[partition], control), progress)
+        upload = files.resume(plan.key, plan.upload_id)
+        part_bytes = deps.settings.upload_part_bytes
+        if task.format is ExportFormat.XLSX:
+            layout = XlsxLayout(export_type.columns(filters), plan.widths, plan.pieces)
+            try:
+                result = upload_xlsx_partition(upload, layout, partition, pages, part_bytes, before_part)
+            except CellTooLong as error:
+                raise cell_too_long(error, layout.columns, 0) from None
+        else:
+            result = upload_csv_partition(
+                upload,
+                export_type.columns(filters),
+                partition,
+                len(plan.specs),
+                pages,
+                gzip=task.format is ExportFormat.CSV_GZ,
+                bom=task.csv_bom,
+                formula_guard=task.csv_formula_guard,
+                part_bytes=part_bytes,
+                before_part=before_part,
+            )
+        before_part()  # a stopped task's partition stages nothing
+        files.stage(partition_name(partition), encode_result(result))
+        return result.rows
+    finally:
+        if lease is not None and deps.slots is not None:
+            with contextlib.suppress(ExportsError):
+                deps.slots.release(lease)
+
+
+def _pages(pages: Iterator[Page], progress: ProgressReporter) -> Iterator[Sequence[Row]]:
+    rows = 0
+    for page in pages:
+        rows += len(page.rows)
+        progress.on_row(rows)
+        yield page.rows
+
+
+def _partition_slot(task: Task, partition: int, export_type: ExportType, deps: WorkerDependencies) -> SlotLease | None:
+    """Each partition holds a slot of its source's limit, as a whole export does."""
+    limit = export_type.source_limit()
+    if limit is None or deps.slots is None:
+        return None
+    lease = deps.slots.acquire(limit.source, limit.max_concurrent, f"{task.task_id}#{partition}", deps.clock())
+    if lease is None:
+        raise PartitionSourceBusy(f"data source {limit.source} is at its limit of concurrent exports")
+    return lease
+
+
+# A partition's staged result: a JSON header line, then each segment's head and tail bytes.
+
+
+def encode_result(result: PartitionResult) -> bytes:
+    header = {
+        "rows": result.rows,
+        "segments": [
+            {"parts": segment.parts, "head": len(segment.head), "tail": len(segment.tail), "bytes": segment.bytes}
+            for segment in result.segments
+        ],
+        "pieces": [asdict(piece) for piece in result.pieces],
+    }
+    held = b"".join(segment.head + segment.tail for segment in result.segments)
+    return json.dumps(header).encode() + b"\n" + held
+
+
+def decode_result(blob: bytes) -> PartitionResult:
+    line, _, held = blob.partition(b"\n")
+    header = json.loads(line)
+    segments = []
+    offset = 0
+    for segment in header["segments"]:
+        head = held[offset : offset + segment["head"]]
+        offset += segment["head"]
+        tail = held[offset : offset + segment["tail"]]
+        offset += segment["tail"]
+        parts = tuple((int(number), str(etag)) for number, etag in segment["parts"])
+        segments.append(SegmentUpload(parts, head, tail, segment["bytes"]))
+    pieces = tuple(DeflatedPiece(**piece) for piece in header["pieces"])
+    return PartitionResult(header["rows"], tuple(segments), pieces)

@@ -1,0 +1,155 @@
+"""Planning a split export: the worker that claimed the task counts its partitions and, when
+there is more than one, stages the plan, starts the one upload and the fan-out workflow.
+
+Staging: the plan and each partition's result (its parts, its pieces' checksums, the head and
+tail bytes it held back) are objects under the attempt's folder (``<task>/<attempt>/fan-out/``),
+read by the next step and deleted once the file is assembled or abandoned; a Step Functions
+payload holds only 256 KiB. Nothing in this package writes the task's state except through the
+progress reporter (conditional on status and attempt, which is how a cancel or the deadline
+stops every partition between two parts) and the endings in :mod:`exports.services.endings`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from pydantic import BaseModel
+
+from exports.domain.errors import LostOwnership
+from exports.domain.partitions import PartitionSpec
+from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat, Task, split
+from exports.export_types.base import ExportType, Row, RunControl
+from exports.ports import RemainingMs
+from exports.services.attempt_files import AttemptFiles
+from exports.services.dependencies import WorkerDependencies
+from exports.services.export_run import FORMATS, result_target, run_control, upload_metadata
+from exports.services.progress import ProgressReporter
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.writers.partitioned import SheetPiece, plan_sheets
+
+logger = logging.getLogger(__name__)
+
+
+# The staged plan of an attempt, beside its partitions' results (``partition-<k>``).
+PLAN = "plan.json"
+
+
+@dataclass(frozen=True)
+class FanOutPlan:
+    """What every step of one split attempt reads: the file, the upload and the partitions."""
+
+    key: str
+    file_name: str
+    content_type: str
+    upload_id: str
+    specs: Sequence[PartitionSpec]
+    widths: Sequence[int] = ()
+    pieces: Sequence[SheetPiece] = ()
+
+    def to_json(self) -> bytes:
+        """The staged plan."""
+        body = {**asdict(self), "specs": [spec.to_json() for spec in self.specs]}
+        return json.dumps(body).encode()
+
+    @classmethod
+    def from_json(cls, blob: bytes) -> FanOutPlan:
+        """The plan read back."""
+        body = json.loads(blob)
+        return cls(
+            **{
+                **body,
+                "specs": [PartitionSpec.from_json(spec) for spec in body["specs"]],
+                "pieces": [SheetPiece(**piece) for piece in body["pieces"]],
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What planning decided: ``split`` (the fan-out workflow writes the file), or one worker
+    writes it, of ``rows`` rows when the plan counted them (progress is measured against it)."""
+
+    split: bool
+    rows: int | None = None
+
+
+def start_fan_out(
+    task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
+) -> Planned:
+    """Plan the claimed ``task``; when it splits in more than one partition, record the split on
+    the task, stage the plan, start the upload and the workflow (the task stays RUNNING: the
+    workflow ends it). Otherwise the export runs in this worker as usual. ``remaining_ms``: the
+    invocation's time left, which bounds the planning query."""
+    attempt = AttemptFiles(task, deps.results)
+    if deps.fan_out is None or attempt.files is None or task.continuations or not FORMATS[task.format].splittable:
+        return Planned(split=False)
+    export_type = deps.registry.get(task.export_type)
+    filters = export_type.task_filters(task)
+    control = run_control(task, progress, deps, remaining_ms)
+    specs = export_type.plan_partitions(filters, control, deps.settings.partition_rows, deps.settings.max_partitions)
+    if specs is None or len(specs) < 2:
+        return Planned(split=False, rows=sum(spec.rows for spec in specs) if specs is not None else None)
+    widths: list[int] = []
+    pieces: list[SheetPiece] = []
+    if task.format is ExportFormat.XLSX:
+        # The single worker fits the widths to the export's first rows: so does the plan.
+        widths = fitted_widths(export_type.columns(filters), _first_rows(export_type, filters, specs, control))
+        pieces = plan_sheets([spec.rows for spec in specs])
+    target = result_target(task, export_type, filters)
+    upload = attempt.start_shared(target, upload_metadata(task, export_type))
+    plan = FanOutPlan(target.key, target.file_name, target.content_type, upload.upload_id, specs, widths, pieces)
+    try:
+        attempt.stage(PLAN, plan.to_json())
+        deps.tasks.update_partitions(task, split(task, len(specs)))
+        deps.fan_out.start(task.task_id, task.attempt, len(specs))
+    except BaseException:
+        clean_up(attempt, plan)
+        raise
+    logger.info("export split into partitions", extra={"partitions": len(specs), "rows": sum(s.rows for s in specs)})
+    return Planned(split=True)
+
+
+def _first_rows(
+    export_type: ExportType, filters: BaseModel, specs: Sequence[PartitionSpec], control: RunControl
+) -> list[Row]:
+    rows: list[Row] = []
+    for spec in specs:
+        for page in export_type.partition_stream(filters, spec, control):
+            rows.extend(page.rows[: WIDTH_SAMPLE_ROWS - len(rows)])
+            if len(rows) >= WIDTH_SAMPLE_ROWS:
+                return rows
+    return rows
+
+
+def owned_task(task_id: str, attempt: int, deps: WorkerDependencies) -> Task:
+    task = deps.tasks.get(task_id)
+    if task is None or task.status is not TaskStatus.RUNNING or task.attempt != attempt:
+        raise LostOwnership(f"task {task_id} is no longer running attempt {attempt}")
+    return task
+
+
+def load_plan(task: Task, files: AttemptFiles) -> FanOutPlan:
+    blob = files.staged(PLAN)
+    if blob is None:
+        raise LostOwnership(f"task {task.task_id} has no plan for attempt {task.attempt}")
+    return FanOutPlan.from_json(blob)
+
+
+def clean_up(files: AttemptFiles, plan: FanOutPlan) -> None:
+    """No object and no open upload stay behind (one that cannot be aborted now is left to the
+    bucket's rule for incomplete uploads)."""
+    files.abort(plan.key, plan.upload_id)
+    files.remove(plan.key)
+    files.unstage(staged_names(plan))
+
+
+def staged_names(plan: FanOutPlan) -> list[str]:
+    return [PLAN, *(partition_name(partition) for partition in range(len(plan.specs)))]
+
+
+def partition_name(partition: int) -> str:
+    return f"partition-{partition}"

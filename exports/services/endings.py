@@ -1,0 +1,197 @@
+"""How a run of an export ends a task: one table from the run's outcome to what the worker does
+(:func:`settle`), and the endings themselves (COMPLETED recorded, FAILED, TIMEOUT, retried), shared
+by the single worker (:mod:`exports.services.worker`) and the fan-out's steps
+(:mod:`exports.fan_out.workflow`).
+
+A run returns its outcome as a value (:data:`RunOutcome`): the file written, the task passed on
+(handed over to a new invocation, or fanned out to the workflow), the task lost, a failure with
+its code (for good or retryable), or the deadline reached. No ending is an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import assert_never
+
+from exports.config import ERROR_CODE_DIMENSION, NO_SOURCE, SOURCE_DIMENSION, Metric
+from exports.domain.admission import date_span_days
+from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
+from exports.domain.policies import has_retries_left, retry_delay_sec
+from exports.domain.task import ExportResult, Task, complete, fail, requeue, time_out
+from exports.ports import TaskMessage
+from exports.services.attempt_files import AttemptFiles
+from exports.services.dependencies import WorkerDependencies
+from exports.services.task_writes import end_task, move_task
+
+logger = logging.getLogger(__name__)
+
+
+class Outcome(StrEnum):
+    """What became of one delivery of a task message."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    RETRY_SCHEDULED = "retry_scheduled"
+    SKIPPED = "skipped"
+    DEFERRED = "deferred"
+    REDELIVERED = "redelivered"
+    CONTINUED = "continued"
+    FANNED_OUT = "fanned_out"
+    LOST_OWNERSHIP = "lost_ownership"
+
+
+@dataclass(frozen=True)
+class Written:
+    """The file is complete: the task is to be recorded COMPLETED with ``result``."""
+
+    result: ExportResult
+
+
+@dataclass(frozen=True)
+class Passed:
+    """The task went on elsewhere: a long export to a new invocation (``CONTINUED``), a split
+    one to the fan-out workflow (``FANNED_OUT``); nothing left for this worker to do."""
+
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The task stopped being this attempt's (cancelled, timed out, taken over)."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The run failed with ``code``: for good, or ``retryable`` (the task is retried while it
+    has retries left)."""
+
+    code: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class OutOfTime:
+    """The source's statement timeout was the task's deadline: the task times out."""
+
+
+# What one run of an export came to.
+RunOutcome = Written | Passed | Lost | Failed | OutOfTime
+
+
+def settle(outcome: RunOutcome, task: Task, deps: WorkerDependencies) -> Outcome:
+    """What the worker does with each outcome of a run (``task``: as the run last wrote it)."""
+    match outcome:
+        case Written(result):
+            return record_completion(task, result, deps)
+        case Passed(passed):
+            return passed
+        case Lost():
+            logger.info("task taken away while running; upload aborted")
+            return Outcome.LOST_OWNERSHIP
+        case Failed(code, message, retryable=True):
+            return retry_or_fail(task, code, message, deps)
+        case Failed(code, message):
+            return end_failed(task, code, message, deps)
+        case OutOfTime():
+            return end_timed_out(task, deps)
+    assert_never(outcome)
+
+
+def record_completion(task: Task, result: ExportResult, deps: WorkerDependencies) -> Outcome:
+    now = deps.clock()
+    completed = complete(task, result, now, deps.settings.retention)
+    try:
+        end_task(task, completed, deps)
+    except ConditionFailed:
+        # Cancelled or timed out while the upload completed: the file must not outlive the task.
+        AttemptFiles(task, deps.results).remove(result.key)
+        return Outcome.LOST_OWNERSHIP
+    except RetryableError as error:
+        return _hand_back_unrecorded(task, completed, result, error, deps)
+    return _count_completion(task, result, now, deps)
+
+
+def _hand_back_unrecorded(
+    task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: WorkerDependencies
+) -> Outcome:
+    """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
+    back instead: that write is conditional on this attempt too, so once it succeeds the
+    completion cannot land any more and the file can go. If it loses, the record says who won."""
+    logger.warning("could not record the completed export", extra={"error_code": error.code})
+    files = AttemptFiles(task, deps.results)
+    outcome = retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
+    if outcome is not Outcome.LOST_OWNERSHIP:
+        files.remove(result.key)
+        return outcome
+    stored = deps.tasks.get(task.task_id)
+    if stored is not None and stored.status is completed.status and stored.result == result:
+        end_task(task, completed, deps)  # it landed after all: finish the ending (idempotent)
+        return _count_completion(task, result, completed.finished_at or deps.clock(), deps)
+    files.remove(result.key)
+    return Outcome.LOST_OWNERSHIP
+
+
+def _count_completion(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
+    deps.metrics.add(Metric.COMPLETED)
+    deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
+    deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
+    if task.started_at:
+        seconds = (now - task.started_at).total_seconds()
+        deps.metrics.add(Metric.DURATION_MS, seconds * 1000, unit="Milliseconds")
+        try:
+            deps.throughput.record(task.export_type, result.rows, seconds, days=date_span_days(task.filters))
+        except ExportsError:
+            logger.warning("could not record throughput", exc_info=True)  # a statistic, not the export
+    return Outcome.COMPLETED
+
+
+def end_failed(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
+    try:
+        end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
+    except ConditionFailed:
+        return Outcome.LOST_OWNERSHIP
+    count_failure(task, code, deps)
+    logger.warning("export failed", extra={"error_code": code})
+    return Outcome.FAILED
+
+
+def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
+    """One ExportFailed, by error code and data source: the alarm pages on any, the dashboard
+    says which code of which source (``-`` for a type that declares no source)."""
+    try:
+        limit = deps.registry.get(task.export_type).source_limit()
+    except ExportsError:  # a type no longer declared
+        limit = None
+    source = limit.source if limit is not None else NO_SOURCE
+    deps.metrics.add(Metric.FAILED, dimensions={ERROR_CODE_DIMENSION: code, SOURCE_DIMENSION: source})
+
+
+def retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
+    if not has_retries_left(task):
+        return end_failed(task, code, message, deps)
+    try:
+        move_task(task, requeue(task, code, message), deps)
+    except ConditionFailed:
+        return Outcome.LOST_OWNERSHIP
+    # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.
+    deps.queue.send(
+        TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
+        delay_sec=retry_delay_sec(task.retry_count, deps.random),
+    )
+    deps.metrics.add(Metric.RETRIED)
+    logger.warning("export will be retried", extra={"error_code": code, "retry_count": task.retry_count + 1})
+    return Outcome.RETRY_SCHEDULED
+
+
+def end_timed_out(task: Task, deps: WorkerDependencies) -> Outcome:
+    try:
+        end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
+    except ConditionFailed:
+        return Outcome.SKIPPED
+    deps.metrics.add(Metric.TIMED_OUT)
+    return Outcome.TIMED_OUT
