@@ -341,7 +341,7 @@ class SlotLease:
     holder: str
 
 
-class SourceSlots(Protocol):
+class SourceSlotLeases(Protocol):
     """The per-source limit of concurrent exports, shared by all workers."""
 
     def acquire(self, source: str, limit: int, holder: str, now: datetime) -> SlotLease | None:

@@ -163,7 +163,7 @@ class PartitionStatus:
     FAILED = "failed"
 
 
-# The assembler's outcome when a partition has failed the attempt (exports.services.worker.Outcome.FAILED).
+# The assembler's outcome when a partition has failed the attempt (exports.services.endings.Outcome.FAILED).
 ASSEMBLY_FAILED = "failed"
 # The Fail states of the fan-out workflow (their names are the executions' errors).
 PARTITION_FAILED_ERROR = "PartitionFailed"

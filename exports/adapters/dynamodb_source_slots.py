@@ -20,7 +20,7 @@ from exports.ports import SlotLease
 
 
 class DynamoSourceSlots:
-    """:class:`exports.ports.SourceSlots` on the tasks table."""
+    """:class:`exports.ports.SourceSlotLeases` on the tasks table."""
 
     def __init__(
         self, client: Any, table_name: str, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)

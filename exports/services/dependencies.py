@@ -21,7 +21,7 @@ from exports.ports import (
     HotKeyLimiter,
     Lifecycle,
     ResultStore,
-    SourceSlots,
+    SourceSlotLeases,
     TaskQueue,
     TaskRepository,
     ThroughputStats,
@@ -116,7 +116,7 @@ class WorkerDependencies:
     limiter: HotKeyLimiter
     throughput: ThroughputStats
     # The per-source limit of concurrent exports; None: no source is limited (tests, benchmarks).
-    slots: SourceSlots | None = None
+    slots: SourceSlotLeases | None = None
     # The fan-out workflow; None: exports are never split.
     fan_out: FanOutStarter | None = None
     clock: Callable[[], datetime] = utc_now

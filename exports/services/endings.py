@@ -1,6 +1,6 @@
 """How a run of an export ends a task: one table from the run's outcome to what the worker does
 (:func:`settle`), and the endings themselves (COMPLETED recorded, FAILED, TIMEOUT, retried), shared
-by the single worker (:mod:`exports.services.worker`) and the fan-out's steps
+by the single worker (:mod:`exports.services.deliveries`) and the fan-out's steps
 (:mod:`exports.fan_out.workflow`).
 
 A run returns its outcome as a value (:data:`RunOutcome`): the file written, the task passed on

@@ -17,8 +17,8 @@ from exports.adapters.sqs_queue import decode_message
 from exports.composition import PowertoolsMetrics, compose_worker
 from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
 from exports.ports import Delivery
+from exports.services.deliveries import process_delivery
 from exports.services.dependencies import WorkerDependencies
-from exports.services.worker import process_delivery
 
 logger = Logger()
 tracer = Tracer()

@@ -42,7 +42,7 @@ from exports.ports import (
     Lifecycle,
     ResultStore,
     SlotLease,
-    SourceSlots,
+    SourceSlotLeases,
     TaskMessage,
     TaskQueue,
     TaskRepository,
@@ -497,14 +497,14 @@ def test_queue_wait_is_measured_per_lane(throughput: ThroughputStats) -> None:
     assert throughput.queue_wait("high") is None
 
 
-# SourceSlots ------------------------------------------------------------------------------------
+# SourceSlotLeases ------------------------------------------------------------------------------------
 
 
 @dataclass
 class Slots:
-    """A SourceSlots implementation and who holds a source's slots now."""
+    """A SourceSlotLeases implementation and who holds a source's slots now."""
 
-    slots: SourceSlots
+    slots: SourceSlotLeases
     holders: Callable[[str, int], list[str]]
 
 

@@ -15,8 +15,8 @@ from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config import LANES
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
+from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
-from exports.services.worker import process_task
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

@@ -24,7 +24,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import TaskMessage
-from exports.services.worker import process_task
+from exports.services.deliveries import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

@@ -26,7 +26,7 @@ from exports.domain.status import TaskStatus
 from exports.export_types.customers import CustomersExport, CustomersFilters
 from exports.export_types.orders import OrderStatus
 from exports.ports import TaskMessage
-from exports.services.worker import process_task
+from exports.services.deliveries import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.demo_customers import demo_customers

@@ -23,8 +23,8 @@ from exports.domain.task import ExportFormat, Task, complete, new_task
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import TaskMessage
+from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
-from exports.services.worker import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack import lambda_runtime

@@ -21,8 +21,8 @@ from exports.domain.errors import RetryableError
 from exports.domain.status import TaskStatus
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
 from exports.export_types.registry import ExportTypeRegistry
+from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
-from exports.services.worker import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

@@ -18,7 +18,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page
 from exports.ports import TaskMessage
-from exports.services.worker import process_task
+from exports.services.deliveries import process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
 from tests.integration.test_export_continuation import create_task, export_deps, leftovers, s3, tags_of

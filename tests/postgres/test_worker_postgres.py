@@ -27,8 +27,8 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.ports import TaskMessage
 from exports.services.control import cancel_export
+from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
-from exports.services.worker import process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import backends, write_declaration

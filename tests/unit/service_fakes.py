@@ -97,7 +97,7 @@ class FakeThroughputStats:
 
 
 class FakeSourceSlots:
-    """:class:`exports.ports.SourceSlots` like ``DynamoSourceSlots``: ``limit`` slots per source,
+    """:class:`exports.ports.SourceSlotLeases` like ``DynamoSourceSlots``: ``limit`` slots per source,
     tried from the holder's own start (crc32 of its id); a slot is free without a holder, when it
     is the holder's already, or once its lease (whole seconds, as stored) ran out. Renewing
     needs the slot to still be the holder's, whatever its lease."""

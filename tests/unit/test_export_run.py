@@ -17,10 +17,10 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.ports import TaskMessage
 from exports.services import xlsx_guards
+from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.export_run import HandedOver, run_export
 from exports.services.progress import ProgressReporter
-from exports.services.worker import process_task
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
     NumbersExport,

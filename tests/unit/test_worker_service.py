@@ -13,8 +13,8 @@ from exports.domain.task import Task
 from exports.export_types.orders import OrdersExport
 from exports.ports import Delivery, TaskMessage
 from exports.services.control import cancel_export
+from exports.services.deliveries import process_delivery, process_task
 from exports.services.endings import Outcome
-from exports.services.worker import process_delivery, process_task
 from tests.unit.builders import make_order, make_task
 from tests.unit.export_fakes import NumbersExport
 from tests.unit.fakes import FakeOrdersReader

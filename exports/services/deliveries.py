@@ -1,4 +1,5 @@
-"""Running one export task: claim it, stream its rows into a file on S3, end it.
+"""The deliveries of task messages (the worker function runs one per SQS record): claim the
+task, stream its rows into a file on S3, end it.
 
 :func:`process_task` claims the task named by a message (or defers it, skips a duplicate, times
 out a task past its deadline), runs it and ends it through the one table of
