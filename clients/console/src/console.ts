@@ -5,7 +5,7 @@
 import { ApiError, ExportsClient, type ExportTypeView, type TaskView } from "@exports/client";
 
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
-import { type Action, createRow, updateRow } from "./task-row.js";
+import { type Action, createRow, shortId, updateRow } from "./task-row.js";
 
 const LIST_LIMIT = 50;
 
@@ -76,7 +76,7 @@ class Session {
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
       });
-      this.announce(`Export ${accepted.task_id.slice(0, 8)} submitted`);
+      this.announce(`Export ${shortId(accepted.task_id)} submitted`);
       this.follow(accepted.task_id);
     } catch (failure) {
       if (!(failure instanceof ApiError)) throw failure;
@@ -92,7 +92,7 @@ class Session {
         this.show(await this.client.cancel(task.task_id));
       } else {
         const accepted = await this.client.retry(task.task_id);
-        this.announce(`Retry of ${task.task_id.slice(0, 8)} submitted as ${accepted.task_id.slice(0, 8)}`);
+        this.announce(`Retry of ${shortId(task.task_id)} submitted as ${shortId(accepted.task_id)}`);
         this.follow(accepted.task_id);
       }
     } catch (failure) {
@@ -138,7 +138,7 @@ class Session {
       const first = !this.announced.has(task.task_id);
       this.announced.set(task.task_id, milestone);
       if (!first || task.status === "PENDING") {
-        this.announce(`${task.export_type} export ${task.task_id.slice(0, 8)}: ${task.status.toLowerCase()}, ${task.progress} %`);
+        this.announce(`${task.export_type} export ${shortId(task.task_id)}: ${task.status.toLowerCase()}, ${task.progress} %`);
       }
     }
   }

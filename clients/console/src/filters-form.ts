@@ -15,11 +15,44 @@ export interface FilterSchema {
   "x-maximum"?: number;
   default?: unknown;
   examples?: readonly unknown[];
+  $ref?: string;
+  anyOf?: readonly FilterSchema[];
+  oneOf?: readonly FilterSchema[];
 }
 
 export interface ObjectSchema {
   properties?: Record<string, FilterSchema>;
   required?: readonly string[];
+  $defs?: Record<string, FilterSchema>;
+  definitions?: Record<string, FilterSchema>;
+}
+
+/** ``schema`` with its local references resolved and an optional value's ``anyOf: [X, null]``
+ * (pydantic's shape for ``X | None``) read as X; the outer title and description win. */
+export function resolved(schema: FilterSchema, root: ObjectSchema, depth = 0): FilterSchema {
+  if (depth > 16) return schema; // a reference cycle: leave it to the server's validation
+  let current = schema;
+  if (current.$ref?.startsWith("#/")) {
+    let target: unknown = root;
+    for (const part of current.$ref.slice(2).split("/")) target = (target as Record<string, unknown> | undefined)?.[part];
+    const { $ref: _, ...rest } = current;
+    // A definition's title names a type (OrderStatus), not the field.
+    const { title: _title, ...definition } = resolved((target as FilterSchema | undefined) ?? {}, root, depth + 1);
+    current = { ...definition, ...rest };
+  }
+  const options = (current.anyOf ?? current.oneOf)?.filter((option) => option.type !== "null");
+  if (options && options.length === 1) {
+    const { anyOf: _a, oneOf: _o, ...rest } = current;
+    current = { ...resolved(options[0]!, root, depth + 1), ...rest };
+  }
+  if (current.items) current = { ...current, items: resolved(current.items, root, depth + 1) };
+  return current;
+}
+
+/** A readable label of a filter without a title: ``signed_up_from`` -> ``Signed up from``. */
+function labelOf(name: string): string {
+  const words = name.replace(/_/g, " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 const DAY_MS = 86_400_000;
@@ -46,13 +79,13 @@ export function renderFilters(fieldset: HTMLFieldSetElement, schema: ObjectSchem
   for (const child of [...fieldset.children]) if (child.tagName !== "LEGEND") child.remove();
   const required = new Set(schema.required ?? []);
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
-    fieldset.append(field(name, property, required.has(name)));
+    fieldset.append(field(name, resolved(property, schema), required.has(name)));
   }
 }
 
 function field(name: string, schema: FilterSchema, required: boolean): HTMLElement {
   const id = `filter-${name}`;
-  const label = `${schema.title ?? name}${required ? " (required)" : ""}`;
+  const label = `${schema.title ?? labelOf(name)}${required ? " (required)" : ""}`;
   const hint = schema.description ? element("p", { class: "hint", id: `${id}-hint` }, schema.description) : null;
   const items = schema.items;
   if (schema.type === "array" && items?.enum) {

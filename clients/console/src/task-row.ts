@@ -7,6 +7,12 @@ export type Action = "cancel" | "retry";
 /** What the row's buttons ask for. */
 export type OnAction = (action: Action, task: TaskView) => void;
 
+/** A task's id short enough to read: its last characters (ids start with a timestamp, which
+ * tasks submitted together share). */
+export function shortId(taskId: string): string {
+  return taskId.slice(-6);
+}
+
 const RETRYABLE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
 
 /** Seconds left, from the pace so far; null before there is a pace, or once it ended. */
@@ -76,8 +82,8 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   const text = (selector: string, value: string): void => {
     row.querySelector(selector)!.textContent = value;
   };
-  const shortId = task.task_id.slice(0, 8);
-  text(".title", `${task.export_type} · ${task.format} · ${shortId}`);
+  const short = shortId(task.task_id);
+  text(".title", `${task.export_type} · ${task.format} · ${short}`);
   const status = row.querySelector<HTMLElement>(".status")!;
   status.textContent = task.status.toLowerCase();
   status.dataset["status"] = task.status;
@@ -89,7 +95,7 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   text(".eta", eta(task));
   text(".created", new Date(task.created_at).toLocaleString());
   text(".task-error", task.error ? `${task.error.code}: ${task.error.message}` : "");
-  const label = `${task.export_type} export ${shortId}`;
+  const label = `${task.export_type} export ${short}`;
   const cancel = row.querySelector<HTMLButtonElement>('[data-action="cancel"]')!;
   cancel.hidden = isTerminal(task.status);
   cancel.setAttribute("aria-label", `Cancel ${label}`);

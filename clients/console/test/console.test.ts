@@ -95,6 +95,11 @@ describe("the export console", () => {
     page.on("websocket", (socket) => sockets.push(socket.url()));
     await signIn(page, "alice");
     await page.getByLabel("Export type").selectOption("orders");
+    // The form follows the served schema: an optional enum is a select, a list of values checkboxes.
+    assert.deepEqual(await page.getByLabel("Status", { exact: true }).locator("option").allTextContents(), [
+      "any", "pending", "paid", "shipped", "delivered", "cancelled", "refunded",
+    ]);
+    assert.equal(await page.getByRole("group", { name: "Columns" }).getByRole("checkbox").count(), 13);
     await page.getByLabel("Format").selectOption("csv");
     const taskId = await submitForm(page, () => page.getByRole("button", { name: "Export", exact: true }).click());
     await barReaches100(page, taskId);
