@@ -166,6 +166,34 @@ describe("the export console", () => {
     await close();
   });
 
+  test("cancel a running export, then retry it: a new task in the list", async () => {
+    const { page, close } = await openConsole();
+    await signIn(page, "alice");
+    await page.getByLabel("Export type").selectOption("orders");
+    // A year read day by day: seconds of work, long enough to cancel it.
+    const day = (daysAgo: number): string => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+    // Distinct each run: an identical active export would answer with the existing task.
+    const variant = 80 + Math.floor(Math.random() * 200);
+    await page.getByLabel("Date From (required)").fill(day(365 + variant));
+    await page.getByLabel("Date To (required)").fill(day(variant));
+    const taskId = await submitForm(page, () => page.getByRole("button", { name: "Export", exact: true }).click());
+    const row = page.locator(`[data-task-id="${taskId}"]`);
+    await row.getByRole("button", { name: /^Cancel / }).click();
+    await page.waitForFunction((id) => document.querySelector(`[data-task-id="${id}"] .status`)?.textContent === "cancelled", taskId);
+    assert.equal(await row.getByRole("button", { name: /^Cancel / }).isHidden(), true);
+    const [retried] = await Promise.all([
+      page.waitForResponse((answer) => answer.request().method() === "POST" && answer.url().endsWith(`/v1/exports/${taskId}/retry`)),
+      row.getByRole("button", { name: /^Retry / }).click(),
+    ]);
+    assert.equal(retried.status(), 202);
+    const retryId = ((await retried.json()) as { task_id: string }).task_id;
+    const retryRow = page.locator(`[data-task-id="${retryId}"]`);
+    await retryRow.waitFor();
+    await retryRow.getByRole("button", { name: /^Cancel / }).click();
+    await page.waitForFunction((id) => document.querySelector(`[data-task-id="${id}"] .status`)?.textContent === "cancelled", retryId);
+    await close();
+  });
+
   test("bad input: the field the API names is marked and the message shown", async () => {
     const { page, requests, close } = await openConsole();
     await signIn(page, "alice");

@@ -207,6 +207,8 @@ export class ExportsClient {
       });
     } catch (error) {
       if (error instanceof StreamUnavailableError) return error.offered ? "failed" : "unavailable";
+      // No ticket this time (429, 503, ...): poll meanwhile; a poll reports what concerns the task.
+      if (error instanceof ApiError) return "failed";
       throw error;
     }
     let heard = false;
