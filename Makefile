@@ -16,7 +16,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes
+.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console
 
 # uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
 $(UV):
@@ -39,11 +39,21 @@ lock: $(UV)
 	$(UV) pip compile --quiet pyproject.toml client/pyproject.toml --extra dev --universal --generate-hashes \
 		--python-version 3.11 -o $(LOCK)
 
-node_modules/.package-lock.json: package.json package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json clients/typescript/package.json clients/console/package.json
 	npm ci --no-audit --no-fund --loglevel=error
 
+# The real-browser tests drive Debian's Chromium (Playwright's own browser downloads are not used).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+## console: build the TypeScript client and the export console that make run serves at /console/
+console: node_modules/.package-lock.json
+	npm run --silent build --workspace clients/typescript
+	npm run --silent build --workspace clients/console
+
 ## run: the whole service locally on an embedded AWS (HTTP API on http://127.0.0.1:8000)
-run: $(STAMP)
+run: $(STAMP) console
 	$(BIN)/python -m local_stack --stop-with-parent
 
 ## test: lint, then mypy and the infrastructure suite beside the rest of the suite (unit,
@@ -56,7 +66,8 @@ test: export PYTHONDONTWRITEBYTECODE =
 # mypy and the infrastructure suite use one core each: they run while the rest starts, and their
 # reports are printed after its own. The infrastructure suite runs in a process of its own, so
 # the other test processes do not import the CDK (and start its node kernel) to collect it.
-test: $(STAMP) lint
+# node_modules and Chromium: the TypeScript client's and the console's tests (tests/e2e/test_web_client.py).
+test: $(STAMP) lint node_modules/.package-lock.json $(CHROMIUM)
 	@types=$$(mktemp); infra=$$(mktemp); \
 	$(BIN)/mypy > $$types 2>&1 & types_pid=$$!; \
 	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & infra_pid=$$!; \

@@ -35,6 +35,7 @@ exports is running locally (ready in {seconds:.1f} s)
 
   API          {url}
   API docs     {url}/docs
+  console      {url}/console/  (sign in with a token below)
   token        {token}   (user: {user.user_id})
   users        {users}
                (their claims, from {stack.config.users_file}: each export type binds the

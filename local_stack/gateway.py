@@ -15,9 +15,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from werkzeug.exceptions import NotFound
 from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.utils import redirect, send_from_directory
 from werkzeug.wrappers import Request, Response
 
 from exports.config import PUBLIC_PATHS
@@ -30,6 +33,8 @@ _TEXT_TYPES = ("application/json", "text/", "application/xml")
 # What a log line must not hold raw: C0 controls, DEL, C1 controls, the line and paragraph
 # separators (some viewers break lines there), and the backslash the escapes start with.
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+# Where the export console's static files are served (clients/console; no token: the page asks).
+CONSOLE_PATH = "/console"
 
 
 def printable(text: str) -> str:
@@ -134,9 +139,15 @@ class Gateway:
     """The local HTTP API in front of the API function."""
 
     def __init__(
-        self, handler: Handler, tokens: Mapping[str, LocalUser], host: str = "127.0.0.1", port: int = 8000
+        self,
+        handler: Handler,
+        tokens: Mapping[str, LocalUser],
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        console_dir: Path | None = None,
     ) -> None:
         self._handler = handler
+        self._console_dir = console_dir
         # Lambda gives an execution environment one event at a time, and the function relies on it
         # (Powertools' resolver keeps the current event in a module global): requests served on
         # the server's threads take turns, or one request could run as another request's user.
@@ -159,6 +170,8 @@ class Gateway:
         return response(environ, start_response)
 
     def _dispatch(self, request: Request) -> Response:
+        if self._console_dir and (request.path == CONSOLE_PATH or request.path.startswith(f"{CONSOLE_PATH}/")):
+            return self._console(request, self._console_dir)
         user = self._user_of(request)
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
         if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
@@ -168,6 +181,18 @@ class Gateway:
         with self._one_at_a_time:
             result = self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29))
         return from_result(result)
+
+    @staticmethod
+    def _console(request: Request, folder: Path) -> Response:
+        """A file of the console's build (its page for the folder itself); 404 for any other."""
+        if request.path == CONSOLE_PATH:  # the page's relative links need the trailing slash
+            return redirect(f"{CONSOLE_PATH}/")
+        name = request.path.removeprefix(f"{CONSOLE_PATH}/") or "index.html"
+        try:
+            return send_from_directory(folder, name, request.environ)
+        except NotFound:
+            body = {"error": {"code": "NOT_FOUND", "message": f"no console file {name} (build it: make console)"}}
+            return Response(json.dumps(body), status=404, content_type="application/json")
 
     def _user_of(self, request: Request) -> LocalUser | None:
         scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")

@@ -27,6 +27,8 @@ from local_stack.worker_loop import WorkerLoop
 
 logger = logging.getLogger("local_stack")
 
+# The export console's build (`make console`), served at /console.
+CONSOLE_DIR = Path(__file__).resolve().parents[1] / "clients" / "console" / "dist"
 # The demo declaration's PostgreSQL source reads its URI from this variable (exports.toml).
 DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
 DEMO_DATABASE = "shop"
@@ -187,7 +189,7 @@ class LocalStack:
         ]
         for loop in self._workers:
             loop.start()
-        self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port)
+        self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port, console_dir=CONSOLE_DIR)
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
 

@@ -1,0 +1,205 @@
+/** The export console: sign in with a token, submit an export from a form generated from the
+ * type's filter schema, follow every task live (pushed events, or polling where the API has no
+ * push stream), cancel, retry, download. */
+
+import { ApiError, ExportsClient, type ExportTypeView, type TaskView } from "@exports/client";
+
+import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
+import { type Action, createRow, shortId, updateRow } from "./task-row.js";
+
+const LIST_LIMIT = 50;
+
+function byId<T extends HTMLElement>(id: string): T {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`the page has no #${id}`);
+  return found as T;
+}
+
+/** The API's base URL: the page's meta tag, or the page's own origin. */
+function apiUrl(): string {
+  const configured = document.querySelector<HTMLMetaElement>('meta[name="exports-api-url"]')?.content.trim();
+  return configured || window.location.origin;
+}
+
+/** A signed-in user's session: the client, the rows, the watches (stopped on sign-out). */
+class Session {
+  readonly client: ExportsClient;
+  private readonly stop = new AbortController();
+  private readonly rows = new Map<string, HTMLLIElement>();
+  private readonly watching = new Set<string>();
+  private readonly announced = new Map<string, string>();
+  private types: ExportTypeView[] = [];
+
+  constructor(token: string) {
+    this.client = new ExportsClient({ baseUrl: apiUrl(), token });
+  }
+
+  async start(): Promise<void> {
+    this.types = await this.client.exportTypes();
+    const select = byId<HTMLSelectElement>("export-type");
+    select.replaceChildren(
+      ...this.types.map((type) => Object.assign(document.createElement("option"), { value: type.name, textContent: type.name })),
+    );
+    this.showType();
+    const page = await this.client.list({ limit: LIST_LIMIT });
+    for (const task of [...page.items].reverse()) this.show(task);
+    for (const task of page.items) this.follow(task.task_id);
+    this.refreshEmpty();
+  }
+
+  end(): void {
+    this.stop.abort(new DOMException("signed out", "AbortError"));
+    this.client.close();
+    byId("tasks").replaceChildren();
+    byId("announcer").textContent = "";
+  }
+
+  /** The chosen type's description, filters and formats. */
+  showType(): void {
+    const name = byId<HTMLSelectElement>("export-type").value;
+    const type = this.types.find((candidate) => candidate.name === name);
+    if (!type) return;
+    byId("type-description").textContent = type.description;
+    renderFilters(byId<HTMLFieldSetElement>("filters"), type.filters_schema as ObjectSchema);
+    byId<HTMLSelectElement>("format").replaceChildren(
+      ...type.formats.map((format) => Object.assign(document.createElement("option"), { value: format, textContent: format })),
+    );
+  }
+
+  async submit(form: HTMLFormElement): Promise<void> {
+    const error = byId("form-error");
+    error.textContent = "";
+    markInvalid(form, null);
+    try {
+      const accepted = await this.client.submit({
+        export_type: byId<HTMLSelectElement>("export-type").value,
+        format: byId<HTMLSelectElement>("format").value as "csv",
+        filters: readFilters(byId<HTMLFieldSetElement>("filters")),
+      });
+      this.announce(`Export ${shortId(accepted.task_id)} submitted`);
+      this.follow(accepted.task_id);
+    } catch (failure) {
+      if (!(failure instanceof ApiError)) throw failure;
+      error.textContent = failure.field ? `${failure.field}: ${failure.message}` : failure.message;
+      markInvalid(form, failure.field);
+    }
+  }
+
+  private async act(action: Action, task: TaskView): Promise<void> {
+    const row = this.rows.get(task.task_id);
+    try {
+      if (action === "cancel") {
+        this.show(await this.client.cancel(task.task_id));
+      } else {
+        const accepted = await this.client.retry(task.task_id);
+        this.announce(`Retry of ${shortId(task.task_id)} submitted as ${shortId(accepted.task_id)}`);
+        this.follow(accepted.task_id);
+      }
+    } catch (failure) {
+      if (!(failure instanceof ApiError) || !row) throw failure;
+      row.querySelector(".task-error")!.textContent = `${failure.code}: ${failure.message}`;
+    }
+  }
+
+  /** Follow ``taskId`` until it ends (once per task). */
+  private follow(taskId: string): void {
+    if (this.watching.has(taskId)) return;
+    this.watching.add(taskId);
+    void (async () => {
+      try {
+        for await (const event of this.client.watch(taskId, { signal: this.stop.signal })) {
+          this.show(event.data);
+          byId("transport").textContent =
+            event.source === "push" ? "Live: pushed by the server." : "Live: checking for changes (no push stream).";
+        }
+      } catch (failure) {
+        if (this.stop.signal.aborted) return;
+        const row = this.rows.get(taskId);
+        if (row) row.querySelector(".task-error")!.textContent = `not followed any more: ${String(failure)}`;
+      } finally {
+        this.watching.delete(taskId);
+      }
+    })();
+  }
+
+  /** Add or update the task's row (newest first), and announce status changes and quarters. */
+  private show(task: TaskView): void {
+    let row = this.rows.get(task.task_id);
+    if (row) {
+      updateRow(row, task);
+    } else {
+      row = createRow(task, (action, current) => void this.act(action, current));
+      this.rows.set(task.task_id, row);
+      byId("tasks").prepend(row);
+      this.refreshEmpty();
+    }
+    const milestone = `${task.status} ${Math.floor(task.progress / 25) * 25}`;
+    if (this.announced.get(task.task_id) !== milestone) {
+      const first = !this.announced.has(task.task_id);
+      this.announced.set(task.task_id, milestone);
+      if (!first || task.status === "PENDING") {
+        this.announce(`${task.export_type} export ${shortId(task.task_id)}: ${task.status.toLowerCase()}, ${task.progress} %`);
+      }
+    }
+  }
+
+  private announce(message: string): void {
+    byId("announcer").textContent = message;
+  }
+
+  private refreshEmpty(): void {
+    byId("no-tasks").hidden = this.rows.size > 0;
+  }
+}
+
+let session: Session | null = null;
+
+function signedIn(on: boolean, who = ""): void {
+  byId("sign-in").hidden = on;
+  byId("new-export").hidden = !on;
+  byId("tasks-section").hidden = !on;
+  byId("sign-out").hidden = !on;
+  const label = byId("who");
+  label.hidden = !on;
+  label.textContent = who;
+}
+
+async function signIn(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const input = byId<HTMLInputElement>("token");
+  const error = byId("sign-in-error");
+  error.textContent = "";
+  const candidate = new Session(input.value.trim());
+  try {
+    await candidate.start();
+  } catch (failure) {
+    candidate.end();
+    error.textContent = failure instanceof ApiError && failure.status === 401 ? "That token is not valid." : String(failure);
+    input.focus();
+    return;
+  }
+  session = candidate;
+  input.value = "";
+  signedIn(true, "Signed in");
+  byId<HTMLSelectElement>("export-type").focus();
+}
+
+function signOut(): void {
+  session?.end();
+  session = null;
+  signedIn(false);
+  byId<HTMLInputElement>("token").focus();
+}
+
+function main(): void {
+  byId<HTMLFormElement>("sign-in-form").addEventListener("submit", (event) => void signIn(event));
+  byId("sign-out").addEventListener("click", signOut);
+  byId("export-type").addEventListener("change", () => session?.showType());
+  byId<HTMLFormElement>("export-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    void session?.submit(event.currentTarget as HTMLFormElement);
+  });
+  signedIn(false);
+}
+
+main();

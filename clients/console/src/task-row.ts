@@ -1,0 +1,109 @@
+/** One task in the list: status, a progress bar, rows, ETA, and what can be done with it. */
+
+import { isTerminal, type TaskView } from "@exports/client";
+
+export type Action = "cancel" | "retry";
+
+/** What the row's buttons ask for. */
+export type OnAction = (action: Action, task: TaskView) => void;
+
+/** A task's id short enough to read: its last characters (ids start with a timestamp, which
+ * tasks submitted together share). */
+export function shortId(taskId: string): string {
+  return taskId.slice(-6);
+}
+
+const RETRYABLE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
+
+/** Seconds left, from the pace so far; null before there is a pace, or once it ended. */
+export function etaSeconds(task: TaskView, now: number = Date.now()): number | null {
+  if (task.status !== "RUNNING" || !task.started_at || task.progress <= 0 || task.progress >= 100) return null;
+  const elapsed = (now - Date.parse(task.started_at)) / 1000;
+  return Math.max(0, Math.round((elapsed * (100 - task.progress)) / task.progress));
+}
+
+function eta(task: TaskView): string {
+  const seconds = etaSeconds(task);
+  if (seconds === null) return isTerminal(task.status) ? "done" : "estimating";
+  return seconds < 90 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`;
+}
+
+function rows(task: TaskView): string {
+  const total = typeof task.rows === "number" ? task.rows : null;
+  return total === null ? task.rows_written.toLocaleString() : `${task.rows_written.toLocaleString()} of ${total.toLocaleString()}`;
+}
+
+/** A new row's element for ``task`` (fill it with :func:`updateRow`). */
+export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
+  const row = document.createElement("li");
+  row.className = "task";
+  row.dataset["taskId"] = task.task_id;
+  const titleId = `task-${task.task_id}-title`;
+  row.setAttribute("aria-labelledby", titleId);
+  row.innerHTML = `
+    <div class="task-head">
+      <span class="title"></span>
+      <span class="status"></span>
+    </div>
+    <div class="progress">
+      <progress max="100" value="0"></progress>
+      <span class="percent" aria-hidden="true"></span>
+    </div>
+    <dl class="facts">
+      <div><dt>Rows</dt><dd class="rows"></dd></div>
+      <div><dt>ETA</dt><dd class="eta"></dd></div>
+      <div><dt>Created</dt><dd class="created"></dd></div>
+    </dl>
+    <p class="error task-error"></p>
+    <div class="actions">
+      <button type="button" class="secondary" data-action="cancel">Cancel</button>
+      <button type="button" class="secondary" data-action="retry">Retry</button>
+      <a class="button download" download>Download</a>
+    </div>`;
+  // Set as attributes, never into the markup: the ids come from the server.
+  row.querySelector(".title")!.id = titleId;
+  row.querySelector("progress")!.setAttribute("aria-labelledby", titleId);
+  for (const button of row.querySelectorAll<HTMLButtonElement>("button[data-action]")) {
+    button.addEventListener("click", () => onAction(button.dataset["action"] as Action, current(row)));
+  }
+  updateRow(row, task);
+  return row;
+}
+
+const views = new WeakMap<HTMLElement, TaskView>();
+
+function current(row: HTMLElement): TaskView {
+  return views.get(row)!;
+}
+
+/** Show ``task``'s state in ``row``. */
+export function updateRow(row: HTMLLIElement, task: TaskView): void {
+  views.set(row, task);
+  const text = (selector: string, value: string): void => {
+    row.querySelector(selector)!.textContent = value;
+  };
+  const short = shortId(task.task_id);
+  text(".title", `${task.export_type} · ${task.format} · ${short}`);
+  const status = row.querySelector<HTMLElement>(".status")!;
+  status.textContent = task.status.toLowerCase();
+  status.dataset["status"] = task.status;
+  const bar = row.querySelector("progress")!;
+  bar.value = task.progress;
+  bar.setAttribute("aria-valuetext", `${task.progress} %, ${task.status.toLowerCase()}`);
+  text(".percent", `${task.progress} %`);
+  text(".rows", rows(task));
+  text(".eta", eta(task));
+  text(".created", new Date(task.created_at).toLocaleString());
+  text(".task-error", task.error ? `${task.error.code}: ${task.error.message}` : "");
+  const label = `${task.export_type} export ${short}`;
+  const cancel = row.querySelector<HTMLButtonElement>('[data-action="cancel"]')!;
+  cancel.hidden = isTerminal(task.status);
+  cancel.setAttribute("aria-label", `Cancel ${label}`);
+  const retry = row.querySelector<HTMLButtonElement>('[data-action="retry"]')!;
+  retry.hidden = !RETRYABLE.has(task.status);
+  retry.setAttribute("aria-label", `Retry ${label}`);
+  const download = row.querySelector<HTMLAnchorElement>(".download")!;
+  download.hidden = !(task.status === "COMPLETED" && task.download_url);
+  if (task.download_url) download.href = task.download_url;
+  download.setAttribute("aria-label", `Download ${task.file_name ?? label}`);
+}

@@ -1,0 +1,274 @@
+/** The typed client: the API's calls (openapi-fetch over the generated types) and watch(). */
+
+import createClient, { type Client } from "openapi-fetch";
+
+import { Backoff, type BackoffPolicy, SEED_BACKOFF, sleep } from "./backoff.js";
+import { ApiError, StreamError, WatchTimeoutError } from "./errors.js";
+import { isTerminal, polledEvent, type StreamTicket, type TaskEvent, type TaskView } from "./events.js";
+import { PushConnection, StreamUnavailableError, type WebSocketConstructor } from "./push.js";
+import type { components, operations, paths } from "./schema.js";
+
+/** A submission of any export type (the service checks the filters against the type's schema). */
+export type ExportRequest = components["schemas"]["ExportRequest"];
+type SubmitBody = NonNullable<operations["submit_v1_exports_post"]["requestBody"]>["content"]["application/json"];
+/** A submission of one of the export types the document was generated from, filters typed. */
+export type TypedExportRequest = SubmitBody;
+export type ExportAccepted = components["schemas"]["ExportAccepted"];
+export type ExportFormat = components["schemas"]["ExportFormat"];
+export type ExportTypeView = components["schemas"]["ExportTypeView"];
+export type TaskList = components["schemas"]["TaskList"];
+export type ListQuery = NonNullable<operations["list_exports_v1_exports_get"]["parameters"]["query"]>;
+
+export interface ClientOptions {
+  /** The API's base URL, e.g. `http://127.0.0.1:8000` (`make run`) or the stack's `ApiUrl`. */
+  baseUrl: string;
+  /** The bearer token, or a function that returns a current one (called for every request). */
+  token: string | (() => string | Promise<string>);
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof globalThis.fetch;
+  /** The WebSocket class for watch(): the global one by default (browsers); pass `ws`'s in
+   * Node 20, which has none. null: poll only. */
+  WebSocket?: WebSocketConstructor | null;
+}
+
+export interface WatchOptions {
+  /** Stops the watch: the iterator throws the signal's reason. */
+  signal?: AbortSignal;
+  /** Polling waits (default: the seeds', 1 s doubling to 30 s, giving up after 5 minutes). */
+  backoff?: BackoffPolicy;
+}
+
+/** A file to download: a short-lived presigned link and the file's name. */
+export interface DownloadLink {
+  url: string;
+  fileName: string | null;
+}
+
+/** The exports API. One instance per user (token); watch()es share one WebSocket. */
+export class ExportsClient {
+  private readonly http: Client<paths>;
+  private readonly push: PushConnection | null;
+  private readonly fetchImpl: typeof globalThis.fetch;
+  private readonly baseUrl: string;
+  private readonly token: ClientOptions["token"];
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.token = options.token;
+    // Late-bound: a browser's fetch must be called on the window.
+    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.http = createClient<paths>({ baseUrl: this.baseUrl, fetch: this.fetchImpl });
+    this.http.use({
+      onRequest: async ({ request }) => {
+        request.headers.set("Authorization", `Bearer ${await this.currentToken()}`);
+        return request;
+      },
+    });
+    const WebSocketImpl =
+      options.WebSocket === undefined
+        ? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket ?? null
+        : options.WebSocket;
+    this.push = WebSocketImpl ? new PushConnection(() => this.streamTicket(), WebSocketImpl) : null;
+  }
+
+  /** The export types the caller may use, with their formats and filter schemas. */
+  async exportTypes(): Promise<ExportTypeView[]> {
+    return (await ok(this.http.GET("/v1/export-types"))).items;
+  }
+
+  /** One export type (its filters' JSON Schema is `filters_schema`). */
+  async exportType(name: string): Promise<ExportTypeView> {
+    return ok(this.http.GET("/v1/export-types/{name}", { params: { path: { name } } }));
+  }
+
+  /** Submit an export; an identical active one answers with that task (`deduplicated`). */
+  async submit(request: ExportRequest | TypedExportRequest): Promise<ExportAccepted> {
+    // The document's body is the union of its own types; a deployment serves types of its own.
+    return ok(this.http.POST("/v1/exports", { body: request as SubmitBody }));
+  }
+
+  /** One of the caller's tasks. */
+  async get(taskId: string): Promise<TaskView> {
+    return ok(this.http.GET("/v1/exports/{task_id}", { params: { path: { task_id: taskId } } }));
+  }
+
+  /** A page of the caller's tasks, newest first (`next_token` for the next page). */
+  async list(query: ListQuery = {}): Promise<TaskList> {
+    return ok(this.http.GET("/v1/exports", { params: { query } }));
+  }
+
+  /** Cancel a task that has not ended. */
+  async cancel(taskId: string): Promise<TaskView> {
+    return ok(this.http.POST("/v1/exports/{task_id}/cancel", { params: { path: { task_id: taskId } } }));
+  }
+
+  /** Start a failed, timed-out or cancelled task again, as a new task. */
+  async retry(taskId: string): Promise<ExportAccepted> {
+    return ok(this.http.POST("/v1/exports/{task_id}/retry", { params: { path: { task_id: taskId } } }));
+  }
+
+  /** The presigned link of a completed task's file (409 while it has none). */
+  async downloadLink(taskId: string): Promise<DownloadLink> {
+    const { response, error } = await this.http.GET("/v1/exports/{task_id}/download", {
+      params: { path: { task_id: taskId } },
+      redirect: "manual",
+    });
+    const location = response.headers.get("location");
+    if (response.status >= 300 && response.status < 400 && location) {
+      return { url: location, fileName: null };
+    }
+    // A browser hides a redirect's target from scripts (an opaque redirect): the task carries it.
+    if (response.type === "opaqueredirect") {
+      const task = await this.get(taskId);
+      if (task.download_url) return { url: task.download_url, fileName: task.file_name ?? null };
+    }
+    throw await ApiError.from(response, error);
+  }
+
+  /** A completed task's file, fetched (in a browser, the bucket's CORS must allow the page). */
+  async download(taskId: string): Promise<Response> {
+    const link = await this.downloadLink(taskId);
+    const response = await this.fetchImpl(link.url);
+    if (!response.ok) throw await ApiError.from(response);
+    return response;
+  }
+
+  /** A single-use ticket for the push stream (POST /v1/stream-tickets). */
+  async streamTicket(): Promise<StreamTicket> {
+    const response = await this.fetchImpl(`${this.baseUrl}/v1/stream-tickets`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${await this.currentToken()}` },
+    });
+    // No such route: this API offers no push stream.
+    if (response.status === 404 || response.status === 405) {
+      throw new StreamUnavailableError("this API has no push stream", false);
+    }
+    if (response.status !== 201) throw await ApiError.from(response);
+    return (await response.json()) as StreamTicket;
+  }
+
+  /**
+   * The task's events until it ends: its current state first, then every status change and
+   * progress step. Pushed over the WebSocket when the API offers one (no requests while it is
+   * up; after a drop it subscribes again and skips what it already saw); polled with the seeds'
+   * backoff otherwise, or while the socket cannot connect. Throws WatchTimeoutError after about
+   * five minutes of polling, ApiError / StreamError when the task is not the caller's.
+   */
+  async *watch(taskId: string, options: WatchOptions = {}): AsyncGenerator<TaskEvent, void, undefined> {
+    const { signal } = options;
+    const waits = new Backoff(options.backoff ?? SEED_BACKOFF);
+    const seen = { seq: Number.NEGATIVE_INFINITY };
+    let lastPolled: string | null = null;
+    let pushOffered = this.push !== null;
+    for (;;) {
+      signal?.throwIfAborted();
+      if (pushOffered) {
+        const outcome = yield* this.pushed(taskId, seen, signal);
+        if (outcome === "ended") return;
+        if (outcome === "unavailable") pushOffered = false;
+        if (outcome === "dropped") {
+          waits.reset();
+          continue;
+        }
+      }
+      // Polling: the socket is not there (or just failed to connect, tried again after the wait).
+      const view = await this.get(taskId);
+      const state = JSON.stringify([view.status, view.progress, view.rows_written, view.attempt]);
+      if (state !== lastPolled) {
+        lastPolled = state;
+        yield polledEvent(view);
+      }
+      if (isTerminal(view.status)) return;
+      const wait = waits.next();
+      if (wait === null) throw new WatchTimeoutError(taskId, waits.waited);
+      await sleep(wait, signal);
+    }
+  }
+
+  /** Close the push stream's socket (a Node process then exits when nothing else runs). */
+  close(): void {
+    this.push?.close();
+  }
+
+  /** One subscription's events. Returns why it stopped: the task ended, the socket dropped after
+   * events (subscribe again), it failed to connect (poll, then try again), or there is no push. */
+  private async *pushed(
+    taskId: string,
+    seen: { seq: number },
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<TaskEvent, "ended" | "dropped" | "failed" | "unavailable", undefined> {
+    const queue = new Inbox<TaskEvent | StreamError | "closed">();
+    let unsubscribe: () => void;
+    try {
+      unsubscribe = await this.push!.subscribe(taskId, {
+        event: (event) => queue.put(event),
+        error: (error) => queue.put(error),
+        closed: () => queue.put("closed"),
+      });
+    } catch (error) {
+      if (error instanceof StreamUnavailableError) return error.offered ? "failed" : "unavailable";
+      // No ticket this time (429, 503, ...): poll meanwhile; a poll reports what concerns the task.
+      if (error instanceof ApiError) return "failed";
+      throw error;
+    }
+    let heard = false;
+    try {
+      for (;;) {
+        const item = await queue.take(signal);
+        // A socket that drops before saying anything is as good as one that did not connect.
+        if (item === "closed") return heard ? "dropped" : "failed";
+        if (item instanceof StreamError) throw item;
+        heard = true;
+        if (item.seq !== null && item.seq <= seen.seq) continue;
+        seen.seq = item.seq ?? seen.seq;
+        yield item;
+        if (isTerminal(item.data.status)) return "ended";
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  private async currentToken(): Promise<string> {
+    return typeof this.token === "function" ? this.token() : this.token;
+  }
+}
+
+/** The data of an openapi-fetch answer, or its error envelope thrown as an ApiError. */
+async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok && data !== undefined) return data;
+  throw await ApiError.from(response, error);
+}
+
+/** A queue one consumer awaits. */
+class Inbox<T> {
+  private readonly items: T[] = [];
+  private waiter: ((item: T) => void) | null = null;
+
+  put(item: T): void {
+    if (this.waiter) {
+      const waiter = this.waiter;
+      this.waiter = null;
+      waiter(item);
+    } else {
+      this.items.push(item);
+    }
+  }
+
+  take(signal?: AbortSignal): Promise<T> {
+    if (this.items.length > 0) return Promise.resolve(this.items.shift() as T);
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = (): void => {
+        this.waiter = null;
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiter = (item) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(item);
+      };
+    });
+  }
+}

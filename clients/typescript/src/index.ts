@@ -1,0 +1,30 @@
+/** @exports/client: the exports API from TypeScript, in browsers and Node 20. */
+
+export { Backoff, type BackoffPolicy, SEED_BACKOFF } from "./backoff.js";
+export {
+  type ClientOptions,
+  type DownloadLink,
+  type ExportAccepted,
+  type ExportFormat,
+  type ExportRequest,
+  ExportsClient,
+  type ExportTypeView,
+  type ListQuery,
+  type TaskList,
+  type TypedExportRequest,
+  type WatchOptions,
+} from "./client.js";
+export { ApiError, type ErrorDetail, ExportsError, type FieldProblem, StreamError, WatchTimeoutError } from "./errors.js";
+export {
+  EVENT_TYPES,
+  isTerminal,
+  type StreamTicket,
+  SUBPROTOCOL,
+  type TaskEvent,
+  type TaskEventType,
+  type TaskStatus,
+  type TaskView,
+  TERMINAL_STATUSES,
+} from "./events.js";
+export { StreamUnavailableError, type WebSocketConstructor, type WebSocketLike } from "./push.js";
+export type { components, paths } from "./schema.js";
