@@ -29,6 +29,7 @@ from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, Sourc
 from exports.export_types.base import ExportType, Unbounded
 from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_postgres import EmbeddedPostgres
+from tests.polling import poll_until
 from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
 
 DECLARATION = """
@@ -433,18 +434,18 @@ def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: An
 def _backend_pid(uri: str, application_name: str, timeout: float = 10) -> int:
     """The pid of the server process of the session named ``application_name``, once it fetches
     from its cursor (the query runs in the FETCH)."""
-    deadline = time.monotonic() + timeout
     with psycopg.connect(uri, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            row = conn.execute(
+        row = poll_until(
+            lambda: conn.execute(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
                 " AND query LIKE 'FETCH%%'",
                 [application_name],
-            ).fetchone()
-            if row:
-                return int(row[0])
-            time.sleep(0.05)
-    pytest.fail(f"no active backend named {application_name}")
+            ).fetchone(),
+            timeout_sec=timeout,
+            interval_sec=0.05,
+            fail=f"no active backend named {application_name}",
+        )
+    return int(row[0])
 
 
 @pytest.mark.parametrize(
