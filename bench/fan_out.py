@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.cases import PAGE_ROWS, page
-from exports.export_types.orders import ORDER_COLUMNS
+from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.services.fan_out import PartitionResult, assemble, upload_csv_partition, upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue

@@ -31,6 +31,9 @@ class Env:
     """Environment variable names the functions read (set by the CDK app and by local mode)."""
 
     TASKS_TABLE: Final = "EXPORTS_TASKS_TABLE"
+    # The demo tables' names, which the CDK app and local mode set for the functions that build
+    # the registry when a declared type names them as its ``table_env`` (exports.toml's
+    # orders_dynamodb does); no settings read them.
     ORDERS_TABLE: Final = "EXPORTS_ORDERS_TABLE"
     CUSTOMERS_TABLE: Final = "EXPORTS_CUSTOMERS_TABLE"
     # JSON object: priority lane name -> queue URL.
@@ -38,8 +41,6 @@ class Env:
     RESULTS_BUCKET: Final = "EXPORTS_RESULTS_BUCKET"
     DOWNLOAD_URL_TTL_SEC: Final = "EXPORTS_DOWNLOAD_URL_TTL_SEC"
     RETENTION_HOURS: Final = "EXPORTS_RETENTION_HOURS"
-    LOCAL_TOKENS: Final = "EXPORTS_LOCAL_TOKENS"
-    LOCAL_USERS: Final = "EXPORTS_LOCAL_USERS"
     LIFECYCLE_STATE_MACHINE_ARN: Final = "EXPORTS_LIFECYCLE_STATE_MACHINE_ARN"
     # The webhook signing secret: its Secrets Manager ARN on AWS, or the secret itself locally.
     WEBHOOK_SECRET_ARN: Final = "EXPORTS_WEBHOOK_SECRET_ARN"
@@ -200,8 +201,6 @@ class Callback:
     REQUEST_TIMEOUT_SEC: Final = 5
     # Errors the workflow retries with the schedule above (the callback function raises them).
     RETRYABLE_ERROR: Final = "CallbackRetryable"
-    # Receivers should refuse signatures older than this.
-    SIGNATURE_TOLERANCE_SEC: Final = 300
 
 
 # The dimensions ExportFailed carries besides ``service``: the task's error code and the data

@@ -155,7 +155,7 @@ def test_the_customers_table_keys_and_index_equal_the_config(dev, prod):
             "RANGE": CustomersTable.DAY_INDEX_SORT_KEY,
         }
         assert by_signup_day["Projection"] == {"ProjectionType": "ALL"}
-        # The reader sends every key attribute as a string (exports/adapters/dynamodb_customers.py).
+        # The reader sends every key attribute as a string (examples/demo_plugins/dynamodb_customers.py).
         assert {attribute["AttributeType"] for attribute in customers["AttributeDefinitions"]} == {"S"}
         assert {attribute["AttributeName"] for attribute in customers["AttributeDefinitions"]} == {
             CustomersTable.PARTITION_KEY,

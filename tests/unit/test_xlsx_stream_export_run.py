@@ -26,8 +26,6 @@ ENVIRONMENT = {
     Env.TASKS_TABLE: "tasks",
     Env.TASK_QUEUE_URLS: '{"normal": "https://queue"}',
     Env.RESULTS_BUCKET: "results",
-    Env.ORDERS_TABLE: "orders",
-    Env.CUSTOMERS_TABLE: "customers",
     Env.LIFECYCLE_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:x",
 }
 
