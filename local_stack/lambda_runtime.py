@@ -50,7 +50,8 @@ def _invoke(
 ) -> str | bytes | None:
     handler = handler_for(function_name)
     if handler is None:
-        return INVOKE.original(self, function_name, qualifier, body, headers, response_headers)
+        answer: str | bytes | None = INVOKE.original(self, function_name, qualifier, body, headers, response_headers)
+        return answer
     event = json.loads(body) if body else {}
     try:
         result = handler(event, LocalLambdaContext(function_name.rsplit(":", maxsplit=1)[-1]))

@@ -28,8 +28,8 @@ os.environ.update(
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
 )
-# In-process suites run the demo types as Python plugins on moto's DynamoDB; the PostgreSQL suites
-# load the repository's exports.toml themselves.
+# In-process suites run declared types on moto's DynamoDB (orders, customers; sales_report is the
+# example plugin); the PostgreSQL suites load the repository's exports.toml themselves.
 os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dynamodb_demo.toml")
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)

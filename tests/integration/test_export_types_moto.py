@@ -100,7 +100,7 @@ def test_the_api_lists_every_type_with_its_formats_and_filter_schema(aws: Resour
 def test_submit_refuses_bad_customers_filters_naming_the_field(aws: Resources) -> None:
     filters = {"signed_up_from": "2025-01-01", "signed_up_to": "2025-01-02", "countries": ["de"]}
     status, answer = call(http_event("POST", "/v1/exports", {"export_type": "customers", "filters": filters}))
-    assert (status, answer["error"]["field"]) == (422, "filters.countries[0]")
+    assert (status, answer["error"]["field"]) == (422, "filters.countries")
 
 
 def test_a_customers_export_holds_the_customers_of_the_range_and_countries(shop: Resources) -> None:
