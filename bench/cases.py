@@ -96,7 +96,7 @@ def pages(rows: int) -> Iterator[list[tuple[Any, ...]]]:
 
 
 def _columns() -> list[Any]:
-    from exports.export_types.orders import ORDER_COLUMNS
+    from examples.demo_plugins.orders import ORDER_COLUMNS
 
     return list(ORDER_COLUMNS)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.cases import PAGE_ROWS, page
-from exports.export_types.orders import ORDER_COLUMNS
+from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.fan_out.assemble import assemble
 from exports.fan_out.partition import PartitionResult, upload_csv_partition, upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths

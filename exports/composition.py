@@ -13,8 +13,6 @@ from typing import Any
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
-from exports.adapters.dynamodb_customers import DynamoCustomersReader
-from exports.adapters.dynamodb_orders import DynamoOrdersReader
 from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
@@ -25,15 +23,12 @@ from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
 from exports.config import Estimates
-from exports.declared.build import PluginContext, SourceReaders, build_export_types
+from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.declared.model import PostgresSource
 from exports.domain.errors import ExportsError
 from exports.export_types.base import ExportType
-from exports.export_types.customers import CustomersExport
-from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
-from exports.export_types.sales_report import SalesReportExport
 from exports.ports import BusinessMetrics, SqlReader
 from exports.services.dependencies import (
     ApiDependencies,
@@ -102,22 +97,6 @@ def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str]
 def build_registry(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
     """The registry of the declared export types, built now."""
     return ExportTypeRegistry(declared_export_types(settings, environ))
-
-
-def demo_orders(context: PluginContext) -> OrdersExport:
-    """Plugin factory: the demo ``orders`` type on the demo DynamoDB orders table."""
-    return OrdersExport(DynamoOrdersReader(context.client("dynamodb"), context.settings.orders_table))
-
-
-def demo_customers(context: PluginContext) -> CustomersExport:
-    """Plugin factory: the demo ``customers`` type on the demo DynamoDB customers table."""
-    return CustomersExport(DynamoCustomersReader(context.client("dynamodb"), context.settings.customers_table))
-
-
-def demo_sales_report(context: PluginContext) -> SalesReportExport:
-    """Plugin factory: the demo ``sales_report`` type, totalled in Python over the DynamoDB orders
-    (on PostgreSQL the same report is a declared ``GROUP BY``)."""
-    return SalesReportExport(DynamoOrdersReader(context.client("dynamodb"), context.settings.orders_table))
 
 
 def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:

@@ -31,6 +31,9 @@ class Env:
     """Environment variable names the functions read (set by the CDK app and by local mode)."""
 
     TASKS_TABLE: Final = "EXPORTS_TASKS_TABLE"
+    # The demo tables' names, which the CDK app and local mode set for the functions that build
+    # the registry when a declared type names them as its ``table_env`` (exports.toml's
+    # orders_dynamodb does); no settings read them.
     ORDERS_TABLE: Final = "EXPORTS_ORDERS_TABLE"
     CUSTOMERS_TABLE: Final = "EXPORTS_CUSTOMERS_TABLE"
     # JSON object: priority lane name -> queue URL.
@@ -38,8 +41,6 @@ class Env:
     RESULTS_BUCKET: Final = "EXPORTS_RESULTS_BUCKET"
     DOWNLOAD_URL_TTL_SEC: Final = "EXPORTS_DOWNLOAD_URL_TTL_SEC"
     RETENTION_HOURS: Final = "EXPORTS_RETENTION_HOURS"
-    LOCAL_TOKENS: Final = "EXPORTS_LOCAL_TOKENS"
-    LOCAL_USERS: Final = "EXPORTS_LOCAL_USERS"
     LIFECYCLE_STATE_MACHINE_ARN: Final = "EXPORTS_LIFECYCLE_STATE_MACHINE_ARN"
     # The webhook signing secret: its Secrets Manager ARN on AWS, or the secret itself locally.
     WEBHOOK_SECRET_ARN: Final = "EXPORTS_WEBHOOK_SECRET_ARN"
@@ -113,7 +114,6 @@ class Limits:
     TIMEOUT_SEC_MIN: Final = 10
     TIMEOUT_SEC_MAX: Final = 3600
     MAX_RETRIES_DEFAULT: Final = 3
-    MAX_DATE_RANGE_DAYS: Final = 366
     # Filter dates outside these are refused: a range reaching 9999-12-31 cannot even be read
     # day by day (the day after it does not exist).
     EARLIEST_DATE: Final = date(1900, 1, 1)
@@ -148,16 +148,6 @@ class Worker:
     # after 25-35 s.
     RETRY_BASE_DELAY_SEC: Final = 15
     RETRY_MAX_DELAY_SEC: Final = 300
-
-
-class Transient:
-    """Retries of transient AWS faults (throttling, timeouts) on top of the SDK's own, for the
-    writes that must not be lost: a task's state, and the clean-up of files and uploads."""
-
-    ATTEMPTS: Final = 4
-    # Full jitter: each wait is drawn from [0, min(MAX, BASE * 2**n)] seconds.
-    BASE_DELAY_SEC: Final = 0.1
-    MAX_DELAY_SEC: Final = 2.0
 
 
 class Queue:
@@ -200,8 +190,6 @@ class Callback:
     REQUEST_TIMEOUT_SEC: Final = 5
     # Errors the workflow retries with the schedule above (the callback function raises them).
     RETRYABLE_ERROR: Final = "CallbackRetryable"
-    # Receivers should refuse signatures older than this.
-    SIGNATURE_TOLERANCE_SEC: Final = 300
 
 
 # The dimensions ExportFailed carries besides ``service``: the task's error code and the data
@@ -333,19 +321,6 @@ class CustomersTable:
     DAY_INDEX: Final = "by_signup_day"
     DAY_INDEX_PARTITION_KEY: Final = "signup_day"
     DAY_INDEX_SORT_KEY: Final = "signed_up_at"
-    # A customer list may span years: one key-condition query per day of the range.
-    MAX_SIGNUP_RANGE_DAYS: Final = 3660
-    MAX_COUNTRIES: Final = 50
-
-
-class Streaming:
-    """How an export streams: page sizes, progress, compression."""
-
-    # Rows per page read from a day index (one DynamoDB query page). The export looks at the
-    # clock (progress, time budget, disk) once per page.
-    SOURCE_PAGE_ROWS: Final = 1000
-    # zlib level of csv.gz: 6 is zlib's default balance of speed and size.
-    GZIP_LEVEL: Final = 6
 
 
 class LongExports:
@@ -366,21 +341,13 @@ class LongExports:
 
 
 class XlsxLimits:
-    """What bounds an XLSX export (it cannot continue in a new invocation). The disk limit and
-    the save time apply to the openpyxl engine only, which keeps each sheet in a temporary file
-    in /tmp until the workbook is saved; the stream engine writes no file."""
+    """The XLSX engines' room on AWS (the limits an export stops at are the engines' own:
+    exports/writers/xlsx_limits.py)."""
 
-    # Stop with XLSX_TOO_LARGE when /tmp has less than this left.
-    TMP_RESERVE_BYTES: Final = 64 * 1024 * 1024
-    # Saving zips the temporary sheets into the upload: budget for it at this rate (measured
-    # locally at well above it; see docs/performance.md).
-    SAVE_BYTES_PER_SEC: Final = 40 * 1024 * 1024
-    # Stop with XLSX_TOO_LARGE when less than this plus the estimated save time is left.
-    TIME_MARGIN_SEC: Final = 30
     # The worker's /tmp (Lambda ephemeral storage, 512..10240 MiB; what is above 512 MiB is billed
     # per GB-second of every worker run). At about 740 bytes of sheet XML per 13-column order row
-    # (docs/performance.md) it holds about 2.8 million rows before TMP_RESERVE_BYTES is reached,
-    # and saving that much at SAVE_BYTES_PER_SEC takes under a minute of the run.
+    # (docs/performance.md) it holds about 2.8 million rows before xlsx_limits.TMP_RESERVE_BYTES is
+    # reached, and saving that much at xlsx_limits.SAVE_BYTES_PER_SEC takes under a minute of the run.
     WORKER_EPHEMERAL_STORAGE_MIB: Final = 2048
 
 
@@ -392,10 +359,6 @@ class XlsxEngine:
     # exports/writers/xlsx_writer.py: openpyxl's write-only workbook (the reference).
     OPENPYXL: Final = "openpyxl"
     DEFAULT: Final = STREAM
-    # zlib level of the stream engine's zip entries. Measured (docs/performance.md): 2 deflates
-    # as fast as 1 (+0.03 µs a row) for a 4 % smaller file; 6 takes three times as long for
-    # 11 % less.
-    ZIP_LEVEL: Final = 2
 
 
 class Declarations:
@@ -405,31 +368,6 @@ class Declarations:
     DEFAULT_FILE: Final = "exports.toml"
     # Where the CDK app puts the effective declaration inside every function's package.
     PACKAGED_FILE: Final = "exports.toml"
-    # Rows per fetch from a PostgreSQL server-side cursor (one page: progress and the time
-    # budget are looked at once per page).
-    SQL_PAGE_ROWS: Final = 5000
-    # The longest a PostgreSQL connection attempt may take before the task is retried.
-    CONNECT_TIMEOUT_SEC: Final = 5
-    # While a query runs, the worker looks this often whether its task was cancelled or ran
-    # out of time, and cancels the query if so.
-    CANCEL_CHECK_SEC: Final = 2.0
-    # A server that has not ended the query this long after a cancel, or after its
-    # statement_timeout should have, does not answer at all (a hung or stopped backend, a
-    # network that drops packets): the worker closes the connection's socket itself.
-    UNANSWERED_GRACE_SEC: Final = 5.0
-    # TCP keepalives on every connection (libpq's keepalives_*, tcp_user_timeout): a peer that
-    # vanished (a failed-over host, a dropped route) is noticed within about a minute, even
-    # while no query runs. Unix sockets ignore them.
-    KEEPALIVES_IDLE_SEC: Final = 30
-    KEEPALIVES_INTERVAL_SEC: Final = 10
-    KEEPALIVES_COUNT: Final = 3
-    TCP_USER_TIMEOUT_MS: Final = 60_000
-    # A declared string parameter without max_length accepts at most this many characters.
-    STRING_MAX_LENGTH: Final = 200
-    # A declared list parameter without max_items accepts at most this many values.
-    LIST_MAX_ITEMS: Final = 100
-    # Default limit of concurrent exports per source (max_concurrent_exports).
-    SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
 
 
 class FanOut:

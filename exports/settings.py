@@ -85,21 +85,15 @@ class TaskEndSettings(FunctionSettings):
 
 class RegistrySettings(TaskEndSettings):
     """What a function that builds the export-type registry (the API, the worker) reads besides:
-    the declaration file, the deployment's source overrides and the demo types' tables."""
+    the declaration file and the deployment's source overrides. (Tables a declared type names by
+    variable, ``table_env``, are read from the environment when the registry is built.)"""
 
-    REQUIRED: ClassVar[Mapping[str, str]] = {
-        **TaskEndSettings.REQUIRED,
-        "orders_table": Env.ORDERS_TABLE,
-        "customers_table": Env.CUSTOMERS_TABLE,
-    }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
         **TaskEndSettings.OPTIONAL,
         "exports_config": Env.EXPORTS_CONFIG,
         "source_overrides": Env.SOURCE_OVERRIDES,
     }
 
-    orders_table: str
-    customers_table: str
     # The declaration file of sources and export types; None: the one the repository ships.
     exports_config: str | None = None
     # Keys of declared sources replaced by the deployment (Env.SOURCE_OVERRIDES).

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Final, cast
 
 from aws_cdk import ArnFormat, CfnElement, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import CustomersTable, Env, OrdersTable, Results, TaskTable, Worker, XlsxLimits
+from exports.config import Env, Results, TaskTable, Worker, XlsxLimits
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
@@ -102,6 +103,24 @@ def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
     }
 
 
+# Read, write and delete single items of the tasks table (the API and the worker).
+TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+
+
+@dataclass(frozen=True)
+class ResourceArns:
+    """What the functions are granted on, as IAM resources (tokens until deployed)."""
+
+    tasks_table: str
+    tasks_by_user: str
+    task_queues: list[str]
+    results: str
+    bucket: str
+    lifecycle: str
+    fan_out: str
+    webhook_secret: str
+
+
 class ServiceFunctions(Construct):
     """The API function, the queue worker, and the two functions of the lifecycle workflow.
 
@@ -130,8 +149,6 @@ class ServiceFunctions(Construct):
         # (FunctionSpec.own_environment), so no function carries another's.
         available = {
             Env.TASKS_TABLE: tables.tasks.table_name,
-            Env.ORDERS_TABLE: tables.orders.table_name,
-            Env.CUSTOMERS_TABLE: tables.customers.table_name,
             Env.TASK_QUEUE_URLS: queues.urls_json(),
             Env.RESULTS_BUCKET: storage.bucket.bucket_name,
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
@@ -145,17 +162,24 @@ class ServiceFunctions(Construct):
             Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn,
             **sources.environment(),
         }
+        # The stack's own tables that declared types name by variable (table_env): the functions
+        # that build the registry get those variables, no settings read them.
+        declared_tables = {
+            variable: table for variable, table in tables.by_variable().items() if variable in sources.table_variables()
+        }
+        registry_environment = {variable: table.table_name for variable, table in declared_tables.items()}
         packaged = sources.packaged_files()
 
         def service_function(construct_id: str, spec: FunctionSpec) -> ServiceFunction:
+            builds_registry = issubclass(spec.runtime_settings, RegistrySettings)
             return ServiceFunction(
                 self,
                 construct_id,
                 spec=spec,
                 settings=settings,
-                environment=spec.own_environment(available),
+                environment={**spec.own_environment(available), **(registry_environment if builds_registry else {})},
                 # The declaration (and its CA bundles) only where the registry is built.
-                extra_files=packaged if issubclass(spec.runtime_settings, RegistrySettings) else (),
+                extra_files=packaged if builds_registry else (),
             )
 
         self.api = service_function("Api", API)
@@ -165,89 +189,28 @@ class ServiceFunctions(Construct):
         )
         self.lifecycle = service_function("Lifecycle", LIFECYCLE)
         self.callback = service_function("Callback", CALLBACK)
-        results = storage.results_objects_arn()
-        tasks_table = tables.tasks.table_arn
-        task_queues = [queue.queue_arn for queue in queues.task_queues]
-        lifecycle = lifecycle_state_machine_arn
-
         # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
         # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
         # authorized per item by the action of each item (PutItem, UpdateItem).
-
-        # API: create a task in one transaction with its quota count and dedup marker (Put +
-        # Update), read tasks and statistics, end a cancelled or unqueueable task (UpdateItem,
-        # DeleteItem of its dedup marker), keep Idempotency-Key records (Put, Get, Update,
-        # Delete), list a user's tasks; queue new tasks on their lane and read the lanes' depths
-        # (backpressure, estimates); sign download links (a presigned GET carries the permissions
-        # of the role that signed it).
-        self.api.allow(
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table]
+        arns = ResourceArns(
+            tasks_table=tables.tasks.table_arn,
+            tasks_by_user=Tables.index_arn(tables.tasks, TaskTable.USER_INDEX),
+            task_queues=[queue.queue_arn for queue in queues.task_queues],
+            results=storage.results_objects_arn(),
+            bucket=storage.bucket.bucket_arn,
+            lifecycle=lifecycle_state_machine_arn,
+            fan_out=fan_out_state_machine_arn,
+            webhook_secret=webhook_secret.secret_arn,
         )
-        self.api.allow(["dynamodb:Query"], [Tables.index_arn(tables.tasks, TaskTable.USER_INDEX)])
-        self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], task_queues)
-        self.api.allow(["s3:GetObject"], [results])
-        # ... start each task's lifecycle execution, and hand a cancelled task's outcome to it.
-        self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [lifecycle])
-
-        # Worker: claim, update and end tasks (the end also releases the quota count and deletes
-        # the dedup marker), take hot-key tokens and record throughput (GetItem, conditional
-        # PutItem), read orders and customers by day (key-condition queries on the day indexes,
-        # exports/adapters/dynamodb_*.py), re-queue retries, deferred tasks and hand-overs of long
-        # exports on any lane with a delay. One event source per lane, each with the lane's share
-        # of the worker concurrency.
-        self.worker.allow(
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table]
+        self._grant_api(arns)
+        self._grant_worker(
+            arns,
+            queues,
+            [(declared_tables[name], index) for name, index in sources.table_indexes() if name in declared_tables],
         )
-        self.worker.allow(
-            ["dynamodb:Query"],
-            [
-                Tables.index_arn(tables.orders, OrdersTable.DAY_INDEX),
-                Tables.index_arn(tables.customers, CustomersTable.DAY_INDEX),
-            ],
-        )
-        self.worker.allow(["sqs:SendMessage"], task_queues)
-        # ... start the fan-out execution of an export it splits.
-        self.worker.allow(["states:StartExecution"], [fan_out_state_machine_arn])
-        # ... S3, as exports/adapters/s3_results.py calls it: upload results in parts
-        # (s3:PutObject covers create, upload part and complete) or abort them; write, read and
-        # delete the checkpoint of a long export (results/<task>/checkpoint.bin: PutObject,
-        # GetObject, DeleteObject); tag the finished object with rows, bytes and sha256; delete a
-        # file it could not record.
-        self.worker.allow(
-            ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
-            [results],
-        )
-        # Every CSV export first looks for its checkpoint, by listing its key (S3ResultStore.
-        # read_checkpoint): only under the results prefix.
-        self.worker.allow(
-            ["s3:ListBucket"],
-            [storage.bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{Results.KEY_PREFIX}/*"]}},
-        )
-        self.worker.allow(["states:SendTaskSuccess"], [lifecycle])
         self._reach_declared_sources(sources, settings)
-        for lane in queues.lanes:
-            self.worker.function.add_event_source(
-                event_sources.SqsEventSource(
-                    lane.queue,
-                    batch_size=Worker.BATCH_SIZE,
-                    report_batch_item_failures=True,
-                    max_concurrency=lane.lane.max_concurrency,
-                )
-            )
-
-        # Lifecycle: store the workflow's token on the task (UpdateItem returning the task), time
-        # the task out (GetItem, an UpdateItem transaction that also releases the quota count,
-        # DeleteItem of the dedup marker) and hand the outcome to the workflow.
-        self.lifecycle.allow(["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [tasks_table])
-        self.lifecycle.allow(["states:SendTaskSuccess"], [lifecycle])
-
-        # Callback: read the ended task and record the attempt (it never ends a task, so it
-        # deletes nothing), sign a fresh download link, read the signing key. Its POST goes out
-        # over HTTPS from the Lambda service network (no VPC).
-        self.callback.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [tasks_table])
-        self.callback.allow(["s3:GetObject"], [results])
-        self.callback.allow(["secretsmanager:GetSecretValue"], [webhook_secret.secret_arn])
+        self._grant_lifecycle(arns)
+        self._grant_callback(arns)
 
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))
@@ -258,6 +221,83 @@ class ServiceFunctions(Construct):
                 f"Result files have keys per task and attempt under {Results.KEY_PREFIX}/; "
                 "the grant covers that prefix only.",
             )
+
+    def _grant_api(self, arns: ResourceArns) -> None:
+        """API: create a task in one transaction with its quota count and dedup marker (Put +
+        Update), read tasks and statistics, end a cancelled or unqueueable task (UpdateItem,
+        DeleteItem of its dedup marker), keep Idempotency-Key records (Put, Get, Update,
+        Delete), list a user's tasks; queue new tasks on their lane and read the lanes' depths
+        (backpressure, estimates); sign download links (a presigned GET carries the permissions
+        of the role that signed it); start each task's lifecycle execution, and hand a cancelled
+        task's outcome to it."""
+        self.api.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
+        self.api.allow(["dynamodb:Query"], [arns.tasks_by_user])
+        self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
+        self.api.allow(["s3:GetObject"], [arns.results])
+        self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_worker(
+        self, arns: ResourceArns, queues: TaskQueues, source_indexes: list[tuple[dynamodb.TableV2, str | None]]
+    ) -> None:
+        """Worker: claim, update and end tasks (the end also releases the quota count and deletes
+        the dedup marker), take hot-key tokens and record throughput (GetItem, conditional
+        PutItem), query the stack's tables the declared types read (by the index they name),
+        re-queue retries, deferred tasks and hand-overs of long exports on any lane with a delay.
+        One event source per lane, each with the lane's share of the worker concurrency."""
+        self.worker.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
+        if source_indexes:
+            self.worker.allow(
+                ["dynamodb:Query"],
+                list(
+                    dict.fromkeys(
+                        Tables.index_arn(table, index) if index else table.table_arn for table, index in source_indexes
+                    )
+                ),
+            )
+        self.worker.allow(["sqs:SendMessage"], arns.task_queues)
+        # ... start the fan-out execution of an export it splits.
+        self.worker.allow(["states:StartExecution"], [arns.fan_out])
+        # ... S3, as exports/adapters/s3_results.py calls it: upload results in parts
+        # (s3:PutObject covers create, upload part and complete) or abort them; write, read and
+        # delete the checkpoint of a long export (results/<task>/checkpoint.bin: PutObject,
+        # GetObject, DeleteObject); tag the finished object with rows, bytes and sha256; delete a
+        # file it could not record.
+        self.worker.allow(
+            ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
+            [arns.results],
+        )
+        # Every CSV export first looks for its checkpoint, by listing its key (S3ResultStore.
+        # read_checkpoint): only under the results prefix.
+        self.worker.allow(
+            ["s3:ListBucket"],
+            [arns.bucket],
+            conditions={"StringLike": {"s3:prefix": [f"{Results.KEY_PREFIX}/*"]}},
+        )
+        self.worker.allow(["states:SendTaskSuccess"], [arns.lifecycle])
+        for lane in queues.lanes:
+            self.worker.function.add_event_source(
+                event_sources.SqsEventSource(
+                    lane.queue,
+                    batch_size=Worker.BATCH_SIZE,
+                    report_batch_item_failures=True,
+                    max_concurrency=lane.lane.max_concurrency,
+                )
+            )
+
+    def _grant_lifecycle(self, arns: ResourceArns) -> None:
+        """Lifecycle: store the workflow's token on the task (UpdateItem returning the task), time
+        the task out (GetItem, an UpdateItem transaction that also releases the quota count,
+        DeleteItem of the dedup marker) and hand the outcome to the workflow."""
+        self.lifecycle.allow(["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [arns.tasks_table])
+        self.lifecycle.allow(["states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_callback(self, arns: ResourceArns) -> None:
+        """Callback: read the ended task and record the attempt (it never ends a task, so it
+        deletes nothing), sign a fresh download link, read the signing key. Its POST goes out
+        over HTTPS from the Lambda service network (no VPC)."""
+        self.callback.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [arns.tasks_table])
+        self.callback.allow(["s3:GetObject"], [arns.results])
+        self.callback.allow(["secretsmanager:GetSecretValue"], [arns.webhook_secret])
 
     def _reach_declared_sources(self, sources: DeclaredSources, settings: StageSettings) -> None:
         """Worker: read the named sources' secrets, connect as their RDS IAM users, query the

@@ -108,6 +108,19 @@ class DeclaredSources:
                 users.append((source.iam_auth.resource_id, source.iam_auth.user, source.iam_auth.region))
         return sorted(set(users), key=str)
 
+    def table_variables(self) -> set[str]:
+        """The variables declared DynamoDB types name their table by (``table_env``)."""
+        return {name for name, _ in self.table_indexes()}
+
+    def table_indexes(self) -> list[tuple[str, str | None]]:
+        """(table variable, index or None for the table itself) that declared DynamoDB types
+        read, for the tables they name by variable."""
+        read: set[tuple[str, str | None]] = set()
+        for declared in self.declarations.file.types.values():
+            if declared.dynamodb is not None and declared.dynamodb.table_env:
+                read.add((declared.dynamodb.table_env, declared.dynamodb.index))
+        return sorted(read, key=str)
+
     def user_tables(self) -> list[str]:
         """The DynamoDB tables declared by name (tables named by variable are the stack's own)."""
         return sorted(

@@ -4,12 +4,12 @@ The tasks table is a single table: besides the tasks it holds the admission item
 keys (see :mod:`exports.adapters.task_table`). They carry no ``user_id``, so they stay out of the
 ``by_user`` index, and those that expire do so by the same TTL attribute as the tasks.
 
-The orders and customers tables are the data sources of the export types (``orders`` and
-``sales_report`` read orders, ``customers`` reads customers) and exist for the demo: in a real
-deployment point ``EXPORTS_ORDERS_TABLE`` and ``EXPORTS_CUSTOMERS_TABLE`` (see
-:class:`infra.functions.ServiceFunctions`) at your own tables with the same key schemas and day
-indexes, and grant the worker ``Query`` on their indexes instead (docs/deploy.md, "The data
-sources").
+The orders and customers tables hold the demo data: a declared DynamoDB type reads one by naming
+its variable as ``table_env`` (``EXPORTS_ORDERS_TABLE``, as exports.toml's ``orders_dynamodb``
+does, or ``EXPORTS_CUSTOMERS_TABLE``); the functions that build the registry get the variables
+the declaration names, and the worker ``Query`` on the index each declared type reads (see
+:class:`infra.functions.ServiceFunctions`). Your own tables are declared by name instead
+(docs/deploy.md, "The data sources").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config import CustomersTable, OrdersTable, TaskTable
+from exports.config import CustomersTable, Env, OrdersTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -77,6 +77,10 @@ class Tables(Construct):
             ],
             **common,
         )
+
+    def by_variable(self) -> dict[str, dynamodb.TableV2]:
+        """The demo tables by the variable a declared type names them with (``table_env``)."""
+        return {Env.ORDERS_TABLE: self.orders, Env.CUSTOMERS_TABLE: self.customers}
 
     @staticmethod
     def index_arn(table: dynamodb.TableV2, index_name: str) -> str:

@@ -6,10 +6,22 @@ import random
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
-from exports.export_types.orders import OrderStatus
 from local_stack.demo_tenants import tenant_of
+
+
+class OrderStatus(StrEnum):
+    """Statuses a demo order goes through (the declared types list the same values)."""
+
+    PENDING = "pending"
+    PAID = "paid"
+    SHIPPED = "shipped"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+    REFUNDED = "refunded"
+
 
 SEED = 20251101
 DEMO_DAYS = 90

@@ -26,7 +26,7 @@ from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTabl
 from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
-from local_stack.moto_patch import CountedPatch
+from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
 
 REGION = "us-east-1"
 MOTO_CONFIG = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
@@ -65,20 +65,23 @@ class Resources:
 # moto's server lists its package's folders on every request, to match the host name against
 # service names (about 7% of a local stack's CPU); they do not change while it runs.
 LISTED_ONCE = CountedPatch(
-    backends, "list_of_moto_modules", lambda original: functools.cache(lambda: tuple(original()))
+    backends, "list_of_moto_modules", lambda original: functools.cache(lambda: tuple(original())), verified_on=MOTO
 )
 
 # Each botocore session parses botocore's JSON service models again with a loader of its own,
 # and moto makes sessions of its own (a service's backend asks one for its regions), as does every
 # test under mock_aws(): one loader per data path for the whole process parses each model once
 # (json.loads was 8% of a local stack's CPU, and about a third of the in-process moto suites').
-SHARED_LOADER = CountedPatch(botocore.session, "create_loader", functools.cache)
+SHARED_LOADER = CountedPatch(botocore.session, "create_loader", functools.cache, verified_on=BOTOCORE)
 
 # moto parses a new state machine's definition to validate it (some 30 ms with its ANTLR parser),
 # and the in-process tests create the same two machines a couple of hundred times: a definition
 # once accepted is accepted again (one refused is parsed, and refused, every time).
 VALIDATED_ONCE = CountedPatch(
-    StepFunctionsParserBackend, "_validate_definition", lambda original: staticmethod(functools.cache(original))
+    StepFunctionsParserBackend,
+    "_validate_definition",
+    lambda original: staticmethod(functools.cache(original)),
+    verified_on=MOTO,
 )
 
 # What makes an in-process moto cheaper, in local mode and for the whole test session alike

@@ -19,6 +19,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from exports.config import Names
 from local_stack.lambda_context import LocalLambdaContext
+from local_stack.moto_patch import MOTO, CountedPatch
 
 logger = logging.getLogger("local_stack.lambda")
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -30,7 +31,6 @@ HANDLER_MODULES = {
     Names.LIFECYCLE_FUNCTION: "functions.lifecycle.handler",
     Names.CALLBACK_FUNCTION: "functions.callback.handler",
 }
-_original_invoke = LambdaSimpleBackend.invoke
 
 
 def handler_for(function_name: str) -> Handler | None:
@@ -50,7 +50,8 @@ def _invoke(
 ) -> str | bytes | None:
     handler = handler_for(function_name)
     if handler is None:
-        return _original_invoke(self, function_name, qualifier, body, headers, response_headers)
+        answer: str | bytes | None = INVOKE.original(self, function_name, qualifier, body, headers, response_headers)
+        return answer
     event = json.loads(body) if body else {}
     try:
         result = handler(event, LocalLambdaContext(function_name.rsplit(":", maxsplit=1)[-1]))
@@ -67,11 +68,15 @@ def _invoke(
     return json.dumps(result).encode()
 
 
+# moto's Docker-free Lambda backend, running our handlers.
+INVOKE = CountedPatch(LambdaSimpleBackend, "invoke", lambda original: _invoke, verified_on=MOTO)
+
+
 def install() -> None:
     """Make moto's Docker-free Lambda backend run our handlers."""
-    LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
+    INVOKE.install()
 
 
 def uninstall() -> None:
-    """Restore moto's own behaviour."""
-    LambdaSimpleBackend.invoke = _original_invoke  # type: ignore[method-assign]
+    """Restore moto's own behaviour (after as many uninstalls as installs)."""
+    INVOKE.uninstall()

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 USERS_FILE = "local-users.toml"
+# Local mode's own variables (no function reads them): the users file, and the tokens.
+USERS_VARIABLE = "EXPORTS_LOCAL_USERS"
+TOKENS_VARIABLE = "EXPORTS_LOCAL_TOKENS"
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,6 @@ def signed_in(users: Mapping[str, LocalUser], token_spec: str | None) -> dict[st
         token, _, user_id = pair.partition("=")
         token, user_id = token.strip(), user_id.strip()
         if not token or not user_id:
-            raise ValueError(f"EXPORTS_LOCAL_TOKENS: expected token=user, got {pair!r}")
+            raise ValueError(f"{TOKENS_VARIABLE}: expected token=user, got {pair!r}")
         tokens[token] = users.get(user_id) or LocalUser(user_id)
     return tokens

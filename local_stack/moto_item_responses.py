@@ -22,7 +22,7 @@ from typing import Any
 from moto.dynamodb.models.utilities import DynamoJsonEncoder
 from moto.dynamodb.responses import DynamoResult
 
-from local_stack.moto_patch import CountedPatch
+from local_stack.moto_patch import MOTO, CountedPatch
 
 ITEM_OPERATIONS = frozenset(
     {
@@ -52,4 +52,4 @@ def _dumped(original: Callable[..., Any]) -> Callable[..., Any]:
     return execute_result
 
 
-JSON_ITEMS = CountedPatch(DynamoResult, "execute_result", _dumped)
+JSON_ITEMS = CountedPatch(DynamoResult, "execute_result", _dumped, verified_on=MOTO)

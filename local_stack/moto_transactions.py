@@ -23,7 +23,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 
 from local_stack import thread_safety
-from local_stack.moto_patch import CountedPatch
+from local_stack.moto_patch import MOTO, CountedPatch
 
 
 class _NoTableCopy:
@@ -82,4 +82,4 @@ def _item_by_item(original: Callable[..., None]) -> Callable[..., None]:
     return transact_write_items
 
 
-ROLLBACK = CountedPatch(DynamoDBBackend, "transact_write_items", _item_by_item)
+ROLLBACK = CountedPatch(DynamoDBBackend, "transact_write_items", _item_by_item, verified_on=MOTO)

@@ -22,7 +22,14 @@ from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources, put_items
 from local_stack.embedded_postgres import EmbeddedPostgres
 from local_stack.gateway import Gateway
-from local_stack.local_users import LocalUser, default_users_path, load_users, signed_in
+from local_stack.local_users import (
+    TOKENS_VARIABLE,
+    USERS_VARIABLE,
+    LocalUser,
+    default_users_path,
+    load_users,
+    signed_in,
+)
 from local_stack.worker_loop import WorkerLoop
 
 logger = logging.getLogger("local_stack")
@@ -87,11 +94,11 @@ class LocalConfig:
         ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``, ``EXPORTS_PARTITION_ROWS``,
         ``EXPORTS_MAX_PARTITIONS``; tokens for the dev users and a webhook secret are
         generated when none is given."""
-        users_file = Path(os.environ.get(Env.LOCAL_USERS) or default_users_path())
+        users_file = Path(os.environ.get(USERS_VARIABLE) or default_users_path())
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
-            tokens=signed_in(load_users(users_file), os.environ.get(Env.LOCAL_TOKENS)),
+            tokens=signed_in(load_users(users_file), os.environ.get(TOKENS_VARIABLE)),
             users_file=users_file,
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
             demo_dynamodb_orders=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_ORDERS", "2000")),

@@ -31,15 +31,25 @@ from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import Ama
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.responses import DynamoHandler
 
+from local_stack.moto_patch import MOTO, POWERTOOLS, CountedPatch
+
 
 class SerialisedMethods:
-    """Methods of one class, each run under one shared lock while installed."""
+    """Methods of one class, each run under one shared lock while installed (one
+    :class:`CountedPatch` each, verified on ``verified_on``)."""
 
-    def __init__(self, owner: type, names: tuple[str, ...], lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self,
+        owner: type,
+        names: tuple[str, ...],
+        *,
+        verified_on: tuple[str, str],
+        lock: threading.RLock | None = None,
+    ) -> None:
         self.owner = owner
         self.names = names
         self._lock = lock or threading.RLock()
-        self._originals: dict[str, Callable[..., Any]] = {}
+        self._patches = tuple(CountedPatch(owner, name, self.locked, verified_on=verified_on) for name in names)
 
     @property
     def lock(self) -> threading.RLock:
@@ -57,17 +67,14 @@ class SerialisedMethods:
         return run
 
     def install(self) -> None:
-        """Wrap the methods (idempotent)."""
-        for name in self.names:
-            if name not in self._originals:
-                self._originals[name] = getattr(self.owner, name)
-                setattr(self.owner, name, self.locked(self._originals[name]))
+        """Wrap the methods (once, however many installs)."""
+        for patch in self._patches:
+            patch.install()
 
     def uninstall(self) -> None:
-        """Give the class its own methods back."""
-        while self._originals:
-            name, original = self._originals.popitem()
-            setattr(self.owner, name, original)
+        """Undo one :meth:`install`; the last gives the class its own methods back."""
+        for patch in reversed(self._patches):
+            patch.uninstall()
 
 
 MOTO_DYNAMODB = SerialisedMethods(
@@ -84,22 +91,24 @@ MOTO_DYNAMODB = SerialisedMethods(
         "query",
         "scan",
     ),
+    verified_on=MOTO,
 )
-MOTO_DYNAMODB_REQUESTS = SerialisedMethods(DynamoHandler, ("call_action",), lock=MOTO_DYNAMODB.lock)
+MOTO_DYNAMODB_REQUESTS = SerialisedMethods(DynamoHandler, ("call_action",), verified_on=MOTO, lock=MOTO_DYNAMODB.lock)
 POWERTOOLS_METRICS = SerialisedMethods(
     AmazonCloudWatchEMFProvider,
     ("add_metric", "add_dimension", "add_metadata", "flush_metrics", "clear_metrics", "serialize_metric_set"),
+    verified_on=POWERTOOLS,
 )
 SHARED_STATE = (MOTO_DYNAMODB, MOTO_DYNAMODB_REQUESTS, POWERTOOLS_METRICS)
 
 
 def install() -> None:
-    """Serialise every piece of shared state in this process (idempotent)."""
+    """Serialise every piece of shared state in this process (counted: see :class:`CountedPatch`)."""
     for methods in SHARED_STATE:
         methods.install()
 
 
 def uninstall() -> None:
-    """Undo :func:`install`."""
-    for methods in SHARED_STATE:
+    """Undo one :func:`install`."""
+    for methods in reversed(SHARED_STATE):
         methods.uninstall()

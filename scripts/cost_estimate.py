@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from exports.config import Admission, Callback, Metric, Queue, Streaming, Worker
+from exports.config import Admission, Callback, Metric, Queue, Worker
+from exports.export_types.base import SOURCE_PAGE_ROWS
 from exports.workflows import execution_input, task_outcome
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -514,7 +515,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "if they are not the demo tables, the demo tables' storage and point-in-time recovery (per GB "
         "they hold), the CDK bootstrap bucket.",
         "- A `customers` export reads its day index the same way (one query per day of the range, pages of "
-        f"up to {Streaming.SOURCE_PAGE_ROWS:,} rows); a long CSV export that continues in a new invocation "
+        f"up to {SOURCE_PAGE_ROWS:,} rows); a long CSV export that continues in a new invocation "
         "adds a worker run, a checkpoint PUT and GET, and a task update per hand-over.",
         "",
         "## Stack settings used",

@@ -11,7 +11,7 @@ import pytest
 
 from local_stack.embedded_aws import SPEED_UPS
 from local_stack.stack import GC_THRESHOLDS
-from tests.stack_process import WEBHOOK_SECRET, Stack, running_stack
+from tests.stack_process import SPEED_UPS_OFF, WEBHOOK_SECRET, Stack, running_stack
 from tests.xdist_groups import schedule_rank, xdist_group
 
 # Set before any handler module is imported: Powertools reads them when its objects are made.
@@ -28,8 +28,8 @@ os.environ.update(
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
 )
-# In-process suites run the demo types as Python plugins on moto's DynamoDB; the PostgreSQL suites
-# load the repository's exports.toml themselves.
+# In-process suites run declared types on moto's DynamoDB (orders, customers; sales_report is the
+# example plugin); the PostgreSQL suites load the repository's exports.toml themselves.
 os.environ["EXPORTS_CONFIG"] = str(Path(__file__).parent / "declarations" / "dynamodb_demo.toml")
 # A stray endpoint would send in-process moto tests to a real server.
 os.environ.pop("AWS_ENDPOINT_URL", None)
@@ -37,11 +37,20 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 # local mode's speed-ups of moto and botocore (local_stack/embedded_aws.py), for the whole session:
 # every test's mock_aws() is a new boto3 session, which parsed botocore's models again; tests of
 # many tasks were quadratic in moto's transactions; moto validated the same definitions again and
-# serialised its answers about items by walking botocore's shapes.
-for patch in SPEED_UPS:
-    patch.install()
+# serialised its answers about items by walking botocore's shapes. With SPEED_UPS_OFF set to "1"
+# moto runs as it ships: tests/integration/test_moto_patch.py runs the port contracts so once, so
+# the speed-ups cannot hide a difference between the fakes and moto.
+if os.environ.get(SPEED_UPS_OFF) != "1":
+    for patch in SPEED_UPS:
+        patch.install()
 # The collector walked the process's large long-lived heap every few seconds.
 gc.set_threshold(*GC_THRESHOLDS)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say when the session ran without the speed-ups."""
+    if os.environ.get(SPEED_UPS_OFF) == "1":
+        terminalreporter.write_line("local_stack speed-ups off: moto as it ships")
 
 
 # First: pytest-xdist's own hook of the same name turns the marks into the groups it schedules by.

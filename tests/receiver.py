@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.polling import poll_until
+
 
 @dataclass
 class Received:
@@ -26,10 +28,9 @@ class Receiver:
     delay_sec: float = 0.0
 
     def wait_for(self, count: int, timeout: float = 30) -> list[Received]:
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.requests
+        return poll_until(
+            lambda: self.requests, lambda requests: len(requests) >= count, timeout_sec=timeout, interval_sec=0.05
+        )
 
 
 @contextmanager

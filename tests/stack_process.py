@@ -27,6 +27,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 # The declaration the suites written for the DynamoDB demo types run with (their slow reads keep
 # tasks running long enough to act on them); postgres=True runs make run's own exports.toml.
+# Set to "1": the test session leaves moto as it ships (tests/conftest.py installs local_stack's
+# speed-ups otherwise).
+SPEED_UPS_OFF = "EXPORTS_TEST_SPEED_UPS_OFF"
 DYNAMODB_DEMO = ROOT / "tests" / "declarations" / "dynamodb_demo.toml"
 # alice, bob and carol are local-users.toml's (tenants acme, globex and initech; carol is in the
 # admin group); dave is in no users file, so his token carries no claim but sub.

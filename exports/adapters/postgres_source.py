@@ -7,7 +7,7 @@ parameters. The session runs in UTC with ``statement_timeout`` set from the run'
 ``application_name`` names the task, so an operator can find (and a DBA can kill) the query.
 
 While the run waits on the server, a watchdog thread asks the run every
-``Declarations.CANCEL_CHECK_SEC`` whether the task was stopped (cancelled, timed out, taken over)
+``CANCEL_CHECK_SEC`` whether the task was stopped (cancelled, timed out, taken over)
 and cancels the query if so; the connection is closed whatever way the run ends.
 
 psycopg is imported on first use: the functions that never query a database (the API, the
@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from exports.adapters.postgres_connections import trust_runtime_roots
 from exports.adapters.postgres_values import (
@@ -42,7 +42,6 @@ from exports.adapters.postgres_values import (
     read_as,
     register_loaders,
 )
-from exports.config import Declarations
 from exports.domain.errors import (
     ExportFailed,
     ExportsError,
@@ -53,6 +52,26 @@ from exports.domain.errors import (
 )
 from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
+
+# Rows per fetch from a PostgreSQL server-side cursor (one page: progress and the time budget are
+# looked at once per page).
+SQL_PAGE_ROWS: Final = 5000
+# The longest a PostgreSQL connection attempt may take before the task is retried.
+CONNECT_TIMEOUT_SEC: Final = 5
+# While a query runs, the worker looks this often whether its task was cancelled or ran out of
+# time, and cancels the query if so.
+CANCEL_CHECK_SEC: Final = 2.0
+# A server that has not ended the query this long after a cancel, or after its statement_timeout
+# should have, does not answer at all (a hung or stopped backend, a network that drops packets):
+# the worker closes the connection's socket itself.
+UNANSWERED_GRACE_SEC: Final = 5.0
+# TCP keepalives on every connection (libpq's keepalives_*, tcp_user_timeout): a peer that
+# vanished (a failed-over host, a dropped route) is noticed within about a minute, even while no
+# query runs. Unix sockets ignore them.
+KEEPALIVES_IDLE_SEC: Final = 30
+KEEPALIVES_INTERVAL_SEC: Final = 10
+KEEPALIVES_COUNT: Final = 3
+TCP_USER_TIMEOUT_MS: Final = 60_000
 
 if TYPE_CHECKING:
     import psycopg
@@ -84,7 +103,7 @@ class PostgresReader:
     (host, port, dbname, user, password, sslmode, ...) each time a connection is opened, so
     rotated secrets and fresh IAM tokens are picked up."""
 
-    def __init__(self, source: str, settings: ConnectionSettings, page_rows: int = Declarations.SQL_PAGE_ROWS) -> None:
+    def __init__(self, source: str, settings: ConnectionSettings, page_rows: int = SQL_PAGE_ROWS) -> None:
         self.source = source
         self._settings = settings
         self._page_rows = page_rows
@@ -184,12 +203,12 @@ class PostgresReader:
         given = dict(self._connection_settings())
         keywords = conninfo_to_dict(given.pop("conninfo", ""), **given)
         settings = {
-            "connect_timeout": Declarations.CONNECT_TIMEOUT_SEC,
+            "connect_timeout": CONNECT_TIMEOUT_SEC,
             "keepalives": 1,
-            "keepalives_idle": Declarations.KEEPALIVES_IDLE_SEC,
-            "keepalives_interval": Declarations.KEEPALIVES_INTERVAL_SEC,
-            "keepalives_count": Declarations.KEEPALIVES_COUNT,
-            "tcp_user_timeout": Declarations.TCP_USER_TIMEOUT_MS,
+            "keepalives_idle": KEEPALIVES_IDLE_SEC,
+            "keepalives_interval": KEEPALIVES_INTERVAL_SEC,
+            "keepalives_count": KEEPALIVES_COUNT,
+            "tcp_user_timeout": TCP_USER_TIMEOUT_MS,
             **trust_runtime_roots(self.source, keywords),
             "application_name": f"exports:{control.task_id}"[:63],
         }
@@ -439,7 +458,7 @@ class _Watchdog:
         self._done = threading.Event()
         self.stopped = False
         self.severed = False
-        grace = Declarations.UNANSWERED_GRACE_SEC
+        grace = UNANSWERED_GRACE_SEC
         self._answer_by = None if limit_sec is None else time.monotonic() + max(1.0, limit_sec) + grace
         self._thread = threading.Thread(target=self._watch, name=f"watchdog-{control.task_id}", daemon=True)
 
@@ -447,7 +466,7 @@ class _Watchdog:
         self._thread.start()
 
     def _watch(self) -> None:
-        while not self._done.wait(Declarations.CANCEL_CHECK_SEC):
+        while not self._done.wait(CANCEL_CHECK_SEC):
             if self._answer_by is not None and time.monotonic() >= self._answer_by:
                 self._sever()
                 return
@@ -458,8 +477,8 @@ class _Watchdog:
                 continue
             if stop:
                 self.stopped = True
-                self._conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
-                if not self._done.wait(Declarations.UNANSWERED_GRACE_SEC):
+                self._conn.cancel_safe(timeout=CONNECT_TIMEOUT_SEC)
+                if not self._done.wait(UNANSWERED_GRACE_SEC):
                     self._sever()
                 return
 
@@ -486,7 +505,7 @@ class _Watchdog:
     def stop(self) -> None:
         self._done.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+            self._thread.join(timeout=CONNECT_TIMEOUT_SEC)
 
 
 class _translated:
@@ -569,7 +588,7 @@ class _Prefetch:
     def join(self) -> None:
         """Wait for the fetching thread to end."""
         if self._thread.is_alive():
-            self._thread.join(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+            self._thread.join(timeout=CONNECT_TIMEOUT_SEC)
 
     def _fetch(self) -> None:
         try:
@@ -598,7 +617,7 @@ def _close(conn: psycopg.Connection[Any], prefetch: _Prefetch | None = None) -> 
         prefetch.stop()
     try:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
-            conn.cancel_safe(timeout=Declarations.CONNECT_TIMEOUT_SEC)
+            conn.cancel_safe(timeout=CONNECT_TIMEOUT_SEC)
     except psycopg.Error:
         logger.warning("could not cancel the query before closing", exc_info=True)
     finally:

@@ -22,7 +22,7 @@ from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
-from exports.export_types.base import Column, ColumnKind, ExportType, SourceLimit
+from exports.export_types.base import SOURCE_PAGE_ROWS, Column, ColumnKind, ExportType, SourceLimit
 from exports.ports import ItemsReader, SqlReader
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,8 @@ class SourceReaders:
     client: Callable[[str], Any]
     environ: Mapping[str, str] = field(default_factory=dict)
     settings: Any = None
+    # Items per DynamoDB query page of the declared DynamoDB types.
+    page_rows: int = SOURCE_PAGE_ROWS
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
                     table=table,
                     query=declared.dynamodb,
                     attributes=attributes,
+                    page_rows=readers.page_rows,
                     **_common(name, declared, limit, file.access),
                 )
             )

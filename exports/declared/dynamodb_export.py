@@ -11,13 +11,12 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary
 
-from exports.config import Streaming
 from exports.declared.common import DeclaredExport
 from exports.declared.model import DynamoQueryDecl
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import render
 from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, Page, Row
+from exports.export_types.base import SOURCE_PAGE_ROWS, Column, ColumnKind, Cursor, CursorInvalid, Page, Row
 from exports.ports import ItemQuery, ItemsReader
 
 # The name the key templates use for the day being read (see DynamoQueryDecl.each_day).
@@ -28,13 +27,21 @@ class DeclaredDynamoExport(DeclaredExport):
     """Items of one partition (or one partition per day of a date range), optionally within a
     sort-key range and filtered on attributes; columns map attributes to typed cells. The
     cursor is the partition being read and DynamoDB's own continuation key, so a long CSV
-    export resumes without reading anything twice."""
+    export resumes without reading anything twice. ``page_rows``: items per query page."""
 
     def __init__(
-        self, *, reader: ItemsReader, table: str, query: DynamoQueryDecl, attributes: dict[str, str], **common: Any
+        self,
+        *,
+        reader: ItemsReader,
+        table: str,
+        query: DynamoQueryDecl,
+        attributes: dict[str, str],
+        page_rows: int = SOURCE_PAGE_ROWS,
+        **common: Any,
     ) -> None:
         super().__init__(**common)
         self._reader = reader
+        self._page_rows = page_rows
         self._table = table
         self._query = query
         self._attributes = attributes
@@ -54,7 +61,7 @@ class DeclaredDynamoExport(DeclaredExport):
             day = partitions[position]
             query = self._item_query(values if day is None else {**values, DAY_PLACEHOLDER: day})
             while True:
-                items, key = self._reader.page(query, key, Streaming.SOURCE_PAGE_ROWS)
+                items, key = self._reader.page(query, key, self._page_rows)
                 rows = _rows(items, convert, self._table)
                 done = position + (0 if key else 1)
                 yield Page(rows, {"partition": done, "key": key}, done / len(partitions))

@@ -10,14 +10,16 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictStr, StringConstraints
 
-from exports.config import Declarations
 from exports.domain.caller import BindingKind
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
+
+# Default limit of concurrent exports per source (max_concurrent_exports).
+SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
 
 # Names that reach SQL, templates, JSON Schema and file names: plain identifiers only.
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")]
@@ -87,7 +89,7 @@ class PostgresSource(_Strict):
     # RDS Proxy's certificates chain to; or a PEM file shipped with the declaration).
     sslmode: SslMode | None = Field(default=None, strict=False)
     sslrootcert: str | None = None
-    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
+    max_concurrent_exports: int = Field(default=SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
 
 class DynamoSource(_Strict):
@@ -95,7 +97,7 @@ class DynamoSource(_Strict):
 
     kind: Literal[SourceKind.DYNAMODB]
     description: str = ""
-    max_concurrent_exports: int = Field(default=Declarations.SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
+    max_concurrent_exports: int = Field(default=SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
 
 Source = Annotated[PostgresSource | DynamoSource, Field(discriminator="kind")]

@@ -14,15 +14,20 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from exports.config import Declarations, Limits
+from exports.config import Limits
 from exports.declared.model import DateRangeDecl, ItemDecl, ParameterDecl, ParameterType
 from exports.domain.caller import BindingKind
+
+# A declared string parameter without max_length accepts at most this many characters.
+STRING_MAX_LENGTH: Final = 200
+# A declared list parameter without max_items accepts at most this many values.
+LIST_MAX_ITEMS: Final = 100
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # ISO 8601 with an explicit offset (or Z): a time without a zone means nothing to a server.
@@ -173,7 +178,7 @@ def item_checker(declared: ItemDecl) -> Callable[[Any], Any]:
     high = coerce_bound(declared, declared.max) if declared.max is not None else None
     allowed = tuple(declared.values or ())
     pattern = compile_pattern(declared.pattern) if declared.pattern else None
-    max_length = declared.max_length or Declarations.STRING_MAX_LENGTH
+    max_length = declared.max_length or STRING_MAX_LENGTH
 
     def check(value: Any) -> Any:
         parsed = parse(value)
@@ -198,7 +203,7 @@ def item_checker(declared: ItemDecl) -> Callable[[Any], Any]:
 def list_checker(declared: ParameterDecl) -> Callable[[Any], Any]:
     assert declared.items is not None  # checked by the loader
     check_item = item_checker(declared.items)
-    max_items = declared.max_items or Declarations.LIST_MAX_ITEMS
+    max_items = declared.max_items or LIST_MAX_ITEMS
     min_items = declared.min_items or 1
 
     def check(value: Any) -> list[Any]:
@@ -242,7 +247,7 @@ def _item_schema(declared: ItemDecl) -> dict[str, Any]:
     elif declared.type is ParameterType.BOOLEAN:
         schema = {"type": "boolean"}
     else:
-        schema = {"type": "string", "maxLength": declared.max_length or Declarations.STRING_MAX_LENGTH}
+        schema = {"type": "string", "maxLength": declared.max_length or STRING_MAX_LENGTH}
         if declared.min_length is not None:
             schema["minLength"] = declared.min_length
         if declared.pattern:
@@ -268,7 +273,7 @@ def parameter_schema(declared: ParameterDecl) -> dict[str, Any]:
             "type": "array",
             "items": _item_schema(declared.items),
             "minItems": declared.min_items or 1,
-            "maxItems": declared.max_items or Declarations.LIST_MAX_ITEMS,
+            "maxItems": declared.max_items or LIST_MAX_ITEMS,
             "uniqueItems": True,
         }
     else:

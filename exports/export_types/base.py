@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field
 
-from exports.config import Limits, Streaming
+from exports.config import Limits
 from exports.domain.caller import Caller
 from exports.domain.errors import RetryableError
 from exports.domain.partitions import PartitionSpec
@@ -44,6 +44,10 @@ FilterDate = Annotated[date, Field(ge=Limits.EARLIEST_DATE, le=Limits.LATEST_DAT
 Row = Sequence[Any]
 # Where a row source stands, as JSON-ready values: reading from it gives the rows after it.
 Cursor = dict[str, Any]
+# Rows per page read from a source that pages by count (one DynamoDB query page): the export
+# looks at the clock (progress, time budget, disk) once per page. Types take their own as a
+# constructor parameter, defaulting to this.
+SOURCE_PAGE_ROWS = 1000
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ class ExportType(ABC):
         batch: list[Row] = []
         for row in self.rows(filters, on_fraction=lambda fraction: done.__setitem__(0, fraction)):
             batch.append(row)
-            if len(batch) == Streaming.SOURCE_PAGE_ROWS:
+            if len(batch) == SOURCE_PAGE_ROWS:
                 yield Page(batch, fraction=done[0])
                 batch = []
         if batch:

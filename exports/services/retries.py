@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from exports.config import Transient
 from exports.domain.errors import RetryableError
+
+
+class Transient:
+    """Retries of transient AWS faults (throttling, timeouts) on top of the SDK's own, for the
+    writes that must not be lost: a task's state, and the clean-up of files and uploads."""
+
+    ATTEMPTS: Final = 4
+    # Full jitter: each wait is drawn from [0, min(MAX, BASE * 2**n)] seconds.
+    BASE_DELAY_SEC: Final = 0.1
+    MAX_DELAY_SEC: Final = 2.0
+
 
 T = TypeVar("T")
 

@@ -9,10 +9,10 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from exports.config import XlsxLimits
 from exports.domain.errors import ExportFailed
 from exports.export_types.base import Column, Page, Row
 from exports.services.run_budget import RunBudget
+from exports.writers import xlsx_limits
 from exports.writers.cells import CellTooLong
 
 XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
@@ -45,14 +45,14 @@ def guarded_rows(
         save_sec = 0.0
         if temp_files:
             disk = shutil.disk_usage(temp_dir)
-            if disk.free < XlsxLimits.TMP_RESERVE_BYTES:
+            if disk.free < xlsx_limits.TMP_RESERVE_BYTES:
                 raise ExportFailed(
                     f"the workbook does not fit in the worker's temporary disk ({disk.free // 2**20} MiB left "
                     f"after {counted.rows} rows); export CSV or csv.gz, or narrow the filters",
                     code=XLSX_TOO_LARGE,
                 )
-            save_sec = max(0, disk.used - used_at_start) / XlsxLimits.SAVE_BYTES_PER_SEC
-        if budget.below(XlsxLimits.TIME_MARGIN_SEC + save_sec):
+            save_sec = max(0, disk.used - used_at_start) / xlsx_limits.SAVE_BYTES_PER_SEC
+        if budget.below(xlsx_limits.TIME_MARGIN_SEC + save_sec):
             raise ExportFailed(
                 f"the workbook cannot be finished in one worker run ({counted.rows} rows written); "
                 "export CSV or csv.gz, or narrow the filters",

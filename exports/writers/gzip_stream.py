@@ -14,10 +14,12 @@ import io
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
-from exports.config import Streaming
 from exports.writers.deflate import RawDeflate
+
+# zlib level of csv.gz: 6 is zlib's default balance of speed and size.
+GZIP_LEVEL: Final = 6
 
 # Magic, deflate, no flags, no modification time, no extra flags, OS unknown.
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -46,9 +48,7 @@ class GzipStream(io.RawIOBase):
     ``state`` continues a stream another process suspended: no header is written again.
     """
 
-    def __init__(
-        self, out: BinaryIO | io.RawIOBase, level: int = Streaming.GZIP_LEVEL, state: GzipState | None = None
-    ) -> None:
+    def __init__(self, out: BinaryIO | io.RawIOBase, level: int = GZIP_LEVEL, state: GzipState | None = None) -> None:
         super().__init__()
         self._out = out
         self._level = level

@@ -41,7 +41,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, cast
 
-from exports.config import XlsxEngine
 from exports.export_types.base import Column, Row
 from exports.writers.csv_writer import CsvStream
 from exports.writers.deflate import RawDeflate
@@ -50,6 +49,7 @@ from exports.writers.xlsx_engine import parts
 from exports.writers.xlsx_engine.rows import header_row, rows_encoder
 from exports.writers.xlsx_engine.workbook import (
     MAX_DATA_ROWS_PER_SHEET,
+    ZIP_LEVEL,
     finish_package,
     sheet_name,
     sheet_start,
@@ -160,7 +160,7 @@ class XlsxLayout:
     widths: Sequence[int]
     pieces: Sequence[SheetPiece]
     sheet_title: str = "Export"
-    level: int = XlsxEngine.ZIP_LEVEL
+    level: int = ZIP_LEVEL
 
     def pieces_of(self, partition: int) -> list[SheetPiece]:
         """The pieces partition ``partition`` writes, in order."""

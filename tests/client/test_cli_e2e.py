@@ -134,7 +134,7 @@ def test_an_invalid_request_names_the_field(exportctl: Exportctl) -> None:
 
     assert result.returncode == ExitCode.REJECTED == 5
     assert "422" in result.stderr
-    assert "date_from must not be after date_to" in result.stderr
+    assert "filters.date_to: must not be before date_from" in result.stderr
 
 
 def test_waiting_past_the_timeout_and_downloading_too_early_have_their_codes(

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import requests
 
-from exports.export_types.orders import OrderStatus
+from examples.demo_plugins.orders import OrderStatus
 from tests.stack_process import Stack, recent
 
 pytestmark = pytest.mark.e2e

@@ -20,6 +20,7 @@ from exports.config import (
     Worker,
     XlsxLimits,
 )
+from exports.writers import xlsx_limits
 from infra.settings import Sizing
 
 pytestmark = pytest.mark.infra
@@ -69,7 +70,7 @@ def test_the_workers_temporary_disk_equals_the_config_and_the_other_functions_ke
             assert "EphemeralStorage" not in synth.props(service_function.function)
     # Lambda accepts 512..10240 MiB; the reserve the export keeps free must leave room for rows.
     assert 512 <= XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB <= 10240
-    assert XlsxLimits.TMP_RESERVE_BYTES < XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB * 1024 * 1024 // 4
+    assert xlsx_limits.TMP_RESERVE_BYTES < XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB * 1024 * 1024 // 4
 
 
 def test_each_lane_reads_with_its_share_of_the_workers_and_the_shares_add_up_to_the_ceiling(dev):
@@ -155,7 +156,7 @@ def test_the_customers_table_keys_and_index_equal_the_config(dev, prod):
             "RANGE": CustomersTable.DAY_INDEX_SORT_KEY,
         }
         assert by_signup_day["Projection"] == {"ProjectionType": "ALL"}
-        # The reader sends every key attribute as a string (exports/adapters/dynamodb_customers.py).
+        # The reader sends every key attribute as a string (examples/demo_plugins/dynamodb_customers.py).
         assert {attribute["AttributeType"] for attribute in customers["AttributeDefinitions"]} == {"S"}
         assert {attribute["AttributeName"] for attribute in customers["AttributeDefinitions"]} == {
             CustomersTable.PARTITION_KEY,

@@ -165,7 +165,6 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
     values = {
         Env.TASKS_TABLE: dev.ref(stack.tables.tasks),
         Env.ORDERS_TABLE: dev.ref(stack.tables.orders),
-        Env.CUSTOMERS_TABLE: dev.ref(stack.tables.customers),
         Env.RESULTS_BUCKET: dev.ref(stack.storage.bucket),
         Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
         Env.RETENTION_HOURS: str(dev.settings.results_retention_hours),
@@ -182,7 +181,8 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
 def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
     functions = dev.stack.functions
     common = {Env.TASKS_TABLE, Env.RETENTION_HOURS}  # the callback ends no task: no retention
-    registry = {Env.ORDERS_TABLE, Env.CUSTOMERS_TABLE}
+    # The demo table exports.toml's orders_dynamodb names (its table_env); no settings read it.
+    registry = {Env.ORDERS_TABLE}
     tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
     expected = {
         functions.api: common
@@ -207,12 +207,13 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         reads = service_function.spec.runtime_settings
         variables = set(dev.props(service_function.function)["Environment"]["Variables"]) - set(POWERTOOLS_ENV)
         assert variables == expected[service_function], service_function.node.id
-        # Nothing its settings do not read, and everything they require.
-        assert set(reads.REQUIRED.values()) <= variables <= reads.variables()
+        # Nothing but what its settings read and the declared tables' variables, and everything
+        # they require.
+        assert set(reads.REQUIRED.values()) <= variables <= reads.variables() | registry
     # prod also passes the declared sources' overrides, to the two functions that build the registry.
     for service_function in prod.stack.functions.all:
         variables = set(prod.props(service_function.function)["Environment"]["Variables"]) - set(POWERTOOLS_ENV)
-        assert variables <= service_function.spec.runtime_settings.variables()
+        assert variables <= service_function.spec.runtime_settings.variables() | registry
 
 
 def test_a_function_whose_settings_require_a_variable_the_stack_lacks_is_refused():
@@ -276,8 +277,6 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
     for settings in (api, worker, lifecycle):
         assert settings.retention_hours == synth.settings.results_retention_hours
     for settings in (api, worker):
-        assert settings.orders_table == synth.stand_in(synth.stack.tables.orders)
-        assert settings.customers_table == synth.stand_in(synth.stack.tables.customers)
         assert set(settings.queue_urls) == {lane.name for lane in LANES}
         assert settings.results_bucket == synth.stand_in(synth.stack.storage.bucket)
     assert api.max_active_tasks_per_user == synth.settings.admission.max_active_tasks_per_user
@@ -335,7 +334,6 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
     worker = stack.functions.worker
     results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
     day_index = join(dev.arn(stack.tables.orders), f"/index/{OrdersTable.DAY_INDEX}")
-    signup_index = join(dev.arn(stack.tables.customers), f"/index/{CustomersTable.DAY_INDEX}")
     consume = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage"]
 
     assert allowed_pairs(dev, worker) == expected_pairs(
@@ -343,9 +341,8 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             *common_grants(dev, worker),
             # tasks (ending one releases its dedup marker), hot-key buckets and throughput statistics
             (TABLE_ITEM_ACTIONS, dev.arn(stack.tables.tasks)),
-            # the export types' sources: orders (orders, sales_report) and customers, by day index only
+            # the declared types' demo table (exports.toml's orders_dynamodb), by its day index only
             (["dynamodb:Query"], day_index),
-            (["dynamodb:Query"], signup_index),
             # each lane's event source; retries, deferred tasks and hand-overs go back to any lane
             *(([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(q)) for q in stack.queues.task_queues),
             # multipart uploads (PutObject) and aborts, the checkpoint (put, get, delete), the

@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import Any
 
+from examples.demo_plugins.orders import OrdersExport
 from exports.declared.build import PluginContext
-from exports.export_types.orders import OrdersExport
 from local_stack.demo_orders import demo_orders
 
 SEC_PER_ORDER = 0.0025
 
 
 class PacedOrdersReader:
-    """:class:`exports.ports.OrdersReader` over the demo orders held in memory."""
+    """:class:`examples.demo_plugins.orders.OrdersReader` over the demo orders held in memory."""
 
     def __init__(self, count: int, today: date) -> None:
         by_day: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -23,6 +23,7 @@ from local_stack.embedded_aws import REGION, Resources
 from local_stack.worker_loop import WorkerLoop
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
+from tests.polling import poll_until
 
 PACED = Path(__file__).parents[1] / "declarations" / "paced_orders.toml"  # 2,250 orders: 25 a day
 MIX = (30, 90, 10, 60, 45)  # days of the exports a burst queues
@@ -45,14 +46,21 @@ def submit(filters: dict[str, Any], fresh: bool = False) -> tuple[str, int, floa
 
 
 def wait_done(task_ids: list[str], limit_sec: float = 120) -> dict[str, float]:
-    deps, done, deadline = worker.dependencies(), {}, time.monotonic() + limit_sec
-    while len(done) < len(task_ids) and time.monotonic() < deadline:
+    deps, done = worker.dependencies(), {}
+
+    def completed() -> dict[str, float]:
         for task_id in task_ids:
             if task_id not in done and deps.tasks.get(task_id).status is TaskStatus.COMPLETED:
                 done[task_id] = time.monotonic()
-        time.sleep(0.05)
-    assert len(done) == len(task_ids), "exports did not complete"
-    return done
+        return done
+
+    return poll_until(
+        completed,
+        lambda done: len(done) == len(task_ids),
+        timeout_sec=limit_sec,
+        interval_sec=0.05,
+        fail="exports did not complete",
+    )
 
 
 def close(estimate: int, actual: float, factor: float) -> bool:

@@ -7,14 +7,14 @@ import gzip
 import hashlib
 import io
 import json
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
-import pytest
 
+from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
+from examples.demo_plugins.orders import OrdersExport
 from exports.adapters.clients import aws_client
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import decode_message
@@ -30,6 +30,7 @@ from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
+from tests.polling import poll_until
 from tests.unit.export_fakes import NumbersExport
 
 PART = 5 * 1024 * 1024
@@ -45,10 +46,13 @@ class NoLimit:
 
 
 def export_deps(*extra_types: Any) -> Any:
-    """The worker's real adapters with the resumable result store, 5 MiB parts and extra types."""
+    """The worker's real adapters with the resumable result store, 5 MiB parts and extra types
+    (replacing the declared types of the same names)."""
     real = worker.dependencies()
+    replaced = {export_type.name for export_type in extra_types}
+    kept = [export_type for export_type in real.registry if export_type.name not in replaced]
     changes: dict[str, Any] = {
-        "registry": ExportTypeRegistry([*real.registry, *extra_types]),
+        "registry": ExportTypeRegistry([*kept, *extra_types]),
         "results": S3ResultStore(aws_client("s3"), real.settings.results_bucket),
         "settings": real.settings.model_copy(update={"upload_part_bytes": PART}),
     }
@@ -94,14 +98,14 @@ def tags_of(aws: Resources, key: str) -> dict[str, str]:
 def next_message(aws: Resources, within_sec: float) -> dict[str, Any]:
     """The first message that becomes visible on any lane within ``within_sec``."""
     sqs = boto3.client("sqs", region_name=REGION)
-    deadline = time.monotonic() + within_sec
-    while time.monotonic() < deadline:
+
+    def first_visible() -> list[dict[str, Any]]:
         for url in aws.queue_urls.values():
-            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
-            if messages:
-                return messages[0]
-        time.sleep(0.1)
-    raise AssertionError("no message arrived")
+            if messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []):
+                return messages
+        return []
+
+    return poll_until(first_visible, timeout_sec=within_sec, fail="no message arrived")[0]
 
 
 def create_task(deps: Any, export_type: str, fmt: ExportFormat) -> Any:
@@ -146,10 +150,10 @@ def test_a_big_csv_export_hands_over_several_times_and_ends_as_one_multipart_obj
 
 
 def test_a_csv_gz_orders_export_continues_from_mid_day_cursors_with_the_same_content(
-    orders: Resources, monkeypatch: pytest.MonkeyPatch
+    orders: Resources,
 ) -> None:
-    monkeypatch.setattr("exports.export_types.orders.Streaming.SOURCE_PAGE_ROWS", 3)
-    deps = export_deps()
+    # The demo orders plugin reading 3 orders a page: many cursors within each day.
+    deps = export_deps(OrdersExport(DynamoOrdersReader(aws_client("dynamodb"), orders.orders_table), page_rows=3))
     filters = {"date_from": (SEED_DAY - timedelta(days=29)).isoformat(), "date_to": SEED_DAY.isoformat()}
     reference_id = submit({"export_type": "orders", "format": "csv", "filters": filters})
     assert invoke_until_done(deps, reference_id, pages=10_000) == 1

@@ -31,6 +31,7 @@ from local_stack import lambda_runtime
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import WEBHOOK_SECRET, CompressedRetryClock
+from tests.polling import poll_until
 from tests.receiver import Received, receiver
 
 
@@ -42,13 +43,7 @@ def expected_signature(received: Received) -> str:
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail("condition not met in time")
+    return poll_until(check, timeout_sec=timeout, fail="condition not met in time")
 
 
 class NoFilters(BaseModel):

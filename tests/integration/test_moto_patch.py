@@ -4,6 +4,10 @@ loader (installed for the whole test session by tests/conftest.py)."""
 
 import inspect
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import boto3
 import botocore.session
@@ -12,8 +16,13 @@ from botocore.exceptions import ClientError
 from moto import backends, mock_aws
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-from local_stack.embedded_aws import LISTED_ONCE, MOTO_CONFIG, REGION, SHARED_LOADER, VALIDATED_ONCE
-from local_stack.moto_patch import CountedPatch
+from local_stack.embedded_aws import LISTED_ONCE, MOTO_CONFIG, REGION, SHARED_LOADER, SPEED_UPS, VALIDATED_ONCE
+from local_stack.lambda_runtime import INVOKE
+from local_stack.moto_patch import MOTO, CountedPatch, UnverifiedLibrary
+from tests.stack_process import SPEED_UPS_OFF
+
+REPO_ROOT = Path(__file__).parents[2]
+CONTRACTS = REPO_ROOT / "tests" / "contract"
 
 
 class Service:
@@ -26,7 +35,9 @@ class Service:
 
 
 def test_a_patch_stays_until_as_many_uninstalls_as_installs():
-    patch = CountedPatch(Service, "answer", lambda original: lambda self: f"faster than {original(self)}")
+    patch = CountedPatch(
+        Service, "answer", lambda original: lambda self: f"faster than {original(self)}", verified_on=MOTO
+    )
     patch.install()
     patch.install()  # an in-process local stack in a session that installed it, say
     patch.uninstall()
@@ -39,8 +50,40 @@ def test_a_patch_stays_until_as_many_uninstalls_as_installs():
     assert Service().answer() == "moto's"
 
 
+def test_a_patch_verified_on_another_version_of_its_library_refuses_to_install():
+    patch = CountedPatch(Service, "answer", lambda original: lambda self: "patched", verified_on=("moto", "0.0.1"))
+    with pytest.raises(UnverifiedLibrary, match=r"Service.answer was verified on moto 0.0.1, but 5\.\d+\.\d+"):
+        patch.install()
+    assert Service().answer() == "moto's"
+
+
+@pytest.mark.parametrize(
+    "patch", [LISTED_ONCE, SHARED_LOADER, VALIDATED_ONCE, *SPEED_UPS, INVOKE], ids=lambda patch: patch.name
+)
+def test_every_local_stack_patch_is_verified_on_the_installed_library(patch):
+    patch.check_version()  # raises UnverifiedLibrary when a pinned library moved without its patches
+
+
+def test_the_port_contracts_hold_on_moto_without_the_speed_ups():
+    # The session installs SPEED_UPS for every other test; the contracts once more on plain moto.
+    environment = {**os.environ, SPEED_UPS_OFF: "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CONTRACTS)],
+        check=False,
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "speed-ups off" in run.stdout
+
+
 def test_a_static_method_is_given_back_static():
-    patch = CountedPatch(Service, "check", lambda original: staticmethod(lambda value: original(value).upper()))
+    patch = CountedPatch(
+        Service, "check", lambda original: staticmethod(lambda value: original(value).upper()), verified_on=MOTO
+    )
     patch.install()
     assert Service().check("a") == "A"
     patch.uninstall()

@@ -137,7 +137,7 @@ def test_invocations_flushing_metrics_at_once_do_not_fail(serialised: None, caps
     assert printed
 
 
-def test_installing_is_idempotent_and_uninstalling_restores_the_classes() -> None:
+def test_installing_twice_wraps_once_and_the_last_uninstall_restores_the_classes() -> None:
     originals = {
         (methods.owner, name): getattr(methods.owner, name)
         for methods in thread_safety.SHARED_STATE
@@ -148,6 +148,8 @@ def test_installing_is_idempotent_and_uninstalling_restores_the_classes() -> Non
     try:
         for (owner, name), original in originals.items():
             assert getattr(owner, name).__wrapped__ is original  # wrapped once, not twice
+        thread_safety.uninstall()
+        assert all(getattr(owner, name).__wrapped__ is original for (owner, name), original in originals.items())
     finally:
         thread_safety.uninstall()
     assert all(getattr(owner, name) is original for (owner, name), original in originals.items())

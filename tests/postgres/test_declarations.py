@@ -265,7 +265,8 @@ BREAKING_DECLARATIONS = {
             "cannot import",
         ),
         (
-            '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "exports.composition:demo_orders"\nhot_key = []',
+            '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "examples.demo_plugins.factories:orders"\n'
+            "hot_key = []",
             "types.t: hot_key",
             "a plugin type declares only",
         ),
@@ -318,7 +319,7 @@ def test_deeply_nested_toml_is_a_declaration_error_not_a_traceback(tmp_path: Pat
 def test_deeply_nested_plugin_options_are_a_declaration_error(tmp_path: Path) -> None:
     nested = "{ a = " * 400 + "1" + " }" * 400
     body = (
-        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "exports.composition:demo_orders"\n'
+        '[types.t]\ndescription = "x"\nsource = "db"\nplugin = "examples.demo_plugins.factories:orders"\n'
         f"options = {{ o = {nested} }}"
     )
     path = write_declaration(tmp_path, declaration(body))
@@ -558,8 +559,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
 
     environment = {
         Env.TASKS_TABLE: "t",
+        # orders_dynamodb's table (its table_env).
         Env.ORDERS_TABLE: "o",
-        Env.CUSTOMERS_TABLE: "c",
         "EXPORTS_SHOP_DATABASE_URL": "postgresql://nowhere",
         "AWS_DEFAULT_REGION": "us-east-1",
         "PATH": "/usr/bin:/bin",

@@ -21,6 +21,7 @@ from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import load_declarations
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportFailed
+from exports.export_types.base import SOURCE_PAGE_ROWS
 from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
@@ -142,11 +143,18 @@ def events(aws: Resources, tmp_path: Path) -> dict[str, Any]:
             if minute % 2:
                 item["size"] = {"N": str(minute * 10)}
             client.put_item(TableName="my-events", Item=item)
+    return declared_events(tmp_path)
+
+
+def declared_events(tmp_path: Path, page_rows: int = SOURCE_PAGE_ROWS) -> dict[str, Any]:
+    """The declaration's types on the events table, reading ``page_rows`` items a query page."""
+    client = boto3.client("dynamodb", region_name=REGION)
     declarations = load_declarations(write_declaration(tmp_path, DECLARATION))
     readers = SourceReaders(
         sql_reader=lambda name, source: None,  # type: ignore[arg-type, return-value]
         items_reader=lambda: DynamoItemsReader(client),
         client=lambda service: client,
+        page_rows=page_rows,
     )
     return {export_type.name: export_type for export_type in build_export_types(declarations, readers).types}
 
@@ -232,11 +240,8 @@ def test_every_attribute_type_is_written_exactly_and_the_same_every_time(
     assert again == rows  # sets and maps in the same order on every read
 
 
-def test_pages_resume_from_the_tables_own_continuation_key(
-    events: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("exports.declared.dynamodb_export.Streaming.SOURCE_PAGE_ROWS", 4)
-    export = events["events"]
+def test_pages_resume_from_the_tables_own_continuation_key(events: dict[str, Any], tmp_path: Path) -> None:
+    export = declared_events(tmp_path, page_rows=4)["events"]
     filters = export.parse_filters(FILTERS)
 
     pages = list(export.pages(filters))

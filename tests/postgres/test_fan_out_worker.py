@@ -30,6 +30,7 @@ from exports.services.endings import Outcome
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
+from tests.polling import poll_until
 from tests.postgres.conftest import write_declaration
 from tests.postgres.test_worker_postgres import DECLARATION, create, leftovers, run, worker_dependencies
 
@@ -54,22 +55,23 @@ def split_worker(running_aws: Resources, scratch: str, tmp_path: Path, monkeypat
 
 def _wait_for_fan_outs(resources: Resources, limit_sec: float = 60) -> list[dict[str, Any]]:
     sfn = boto3.client("stepfunctions", region_name=REGION)
-    deadline = time.monotonic() + limit_sec
-    while True:
-        executions = sfn.list_executions(stateMachineArn=resources.fan_out_state_machine_arn)["executions"]
-        if all(item["status"] != "RUNNING" for item in executions) or time.monotonic() > deadline:
-            return executions
-        time.sleep(0.2)
+    return poll_until(
+        lambda: sfn.list_executions(stateMachineArn=resources.fan_out_state_machine_arn)["executions"],
+        lambda executions: all(item["status"] != "RUNNING" for item in executions),
+        timeout_sec=limit_sec,
+        interval_sec=0.2,
+    )
 
 
 def _ended(deps: Any, task: Any, limit_sec: float = 60) -> Any:
-    deadline = time.monotonic() + limit_sec
-    while time.monotonic() < deadline:
-        current = deps.tasks.get(task.task_id)
-        if current.is_terminal:
-            return current
-        time.sleep(0.2)
-    raise AssertionError(f"task still {current.status}")
+    current = poll_until(
+        lambda: deps.tasks.get(task.task_id),
+        lambda current: current.is_terminal,
+        timeout_sec=limit_sec,
+        interval_sec=0.2,
+    )
+    assert current.is_terminal, f"task still {current.status}"
+    return current
 
 
 def _body(resources: Resources, key: str) -> bytes:

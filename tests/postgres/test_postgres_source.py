@@ -21,14 +21,17 @@ import pytest
 import python_calamine
 
 from exports.adapters.postgres_source import (
+    CANCEL_CHECK_SEC,
+    CONNECT_TIMEOUT_SEC,
+    UNANSWERED_GRACE_SEC,
     PostgresReader,
     SourceUnavailable,
 )
-from exports.config import Declarations
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ExportType, Unbounded
 from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_postgres import EmbeddedPostgres
+from tests.polling import poll_until
 from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
 
 DECLARATION = """
@@ -376,7 +379,7 @@ def peak_rss_kib(uri: str, rows: int) -> int:
 
 
 def test_ten_times_the_rows_stream_in_the_same_memory(scratch: str) -> None:
-    # 100 pages of Streaming.SOURCE_PAGE_ROWS against 10; `make bench` streams a million rows.
+    # 100 pages of SOURCE_PAGE_ROWS against 10; `make bench` streams a million rows.
     small = peak_rss_kib(scratch, 50_000)
     large = peak_rss_kib(scratch, 500_000)
 
@@ -433,25 +436,25 @@ def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: An
 def _backend_pid(uri: str, application_name: str, timeout: float = 10) -> int:
     """The pid of the server process of the session named ``application_name``, once it fetches
     from its cursor (the query runs in the FETCH)."""
-    deadline = time.monotonic() + timeout
     with psycopg.connect(uri, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            row = conn.execute(
+        row = poll_until(
+            lambda: conn.execute(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
                 " AND query LIKE 'FETCH%%'",
                 [application_name],
-            ).fetchone()
-            if row:
-                return int(row[0])
-            time.sleep(0.05)
-    pytest.fail(f"no active backend named {application_name}")
+            ).fetchone(),
+            timeout_sec=timeout,
+            interval_sec=0.05,
+            fail=f"no active backend named {application_name}",
+        )
+    return int(row[0])
 
 
 @pytest.mark.parametrize(
     ("control", "raised_type", "bound_sec"),
     [
-        (Control(seconds=2), SourceQueryTimeout, 2 + Declarations.UNANSWERED_GRACE_SEC),
-        (Control(stop_after=1), LostOwnership, 1 + Declarations.UNANSWERED_GRACE_SEC),
+        (Control(seconds=2), SourceQueryTimeout, 2 + UNANSWERED_GRACE_SEC),
+        (Control(stop_after=1), LostOwnership, 1 + UNANSWERED_GRACE_SEC),
     ],
     ids=["at the run's end", "when the task is stopped"],
 )
@@ -480,7 +483,7 @@ def test_a_stopped_backend_does_not_hold_the_worker(
     pid = _backend_pid(uri, f"exports:{control.task_id}")
     os.kill(pid, signal.SIGSTOP)
     try:
-        thread.join(bound_sec + Declarations.CANCEL_CHECK_SEC + Declarations.CONNECT_TIMEOUT_SEC + 5)
+        thread.join(bound_sec + CANCEL_CHECK_SEC + CONNECT_TIMEOUT_SEC + 5)
         elapsed = time.monotonic() - started
         assert not thread.is_alive(), "the worker is still waiting for the stopped backend"
     finally:
@@ -489,4 +492,4 @@ def test_a_stopped_backend_does_not_hold_the_worker(
             conn.execute("SELECT pg_terminate_backend(%s)", [pid])
     (error,) = errors
     assert isinstance(error, raised_type), error
-    assert bound_sec <= elapsed <= bound_sec + Declarations.CANCEL_CHECK_SEC + Declarations.CONNECT_TIMEOUT_SEC + 3
+    assert bound_sec <= elapsed <= bound_sec + CANCEL_CHECK_SEC + CONNECT_TIMEOUT_SEC + 3

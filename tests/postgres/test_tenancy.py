@@ -245,7 +245,7 @@ BASE = '[types.t]\ndescription = "x"\nsource = "db"\n'
         ),
         (BASE + 'query = "SELECT 1 AS a"\nallow = {}', "types.t: allow", "lists the groups, scopes or claims"),
         (
-            BASE + 'plugin = "exports.composition:demo_orders"\n[types.t.caller]\nt = { claim = "c" }',
+            BASE + 'plugin = "examples.demo_plugins.factories:orders"\n[types.t.caller]\nt = { claim = "c" }',
             "types.t: caller",
             "a plugin type declares only",
         ),

@@ -31,6 +31,7 @@ from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
+from tests.polling import poll_until
 from tests.postgres.conftest import backends, write_declaration
 
 PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
@@ -215,10 +216,7 @@ def running_in_thread(deps: Any, task: Any) -> tuple[threading.Thread, list[Outc
 
 
 def wait_for(condition: Any, within: float = 15) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
+    poll_until(condition, timeout_sec=within, fail="condition not met in time")
 
 
 def test_a_cancel_in_the_middle_of_a_query_stops_it_and_leaves_nothing(

@@ -43,6 +43,7 @@ from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import REGION, Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
+from tests.polling import poll_until
 from tests.reliability.conftest import (
     StatusHistory,
     make_faults,
@@ -455,17 +456,22 @@ def wait_for_workflows(sim: Simulation, limit_sec: float = 40) -> None:
     """Every ended task's workflow finishes (a task that did not end keeps its workflow waiting)."""
     sfn = boto3.client("stepfunctions", region_name=REGION)
     ended = {task_id for task_id, record in task_records(sim.resources).items() if record["status"] in TERMINAL}
-    deadline = time.monotonic() + limit_sec
-    while time.monotonic() < deadline:
-        executions = sfn.list_executions(stateMachineArn=sim.resources.state_machine_arn, maxResults=1000)
-        running = [e for e in executions["executions"] if e["status"] == "RUNNING" and e["name"] in ended]
-        if not running:
-            failed = [e["name"] for e in executions["executions"] if e["status"] not in ("SUCCEEDED", "RUNNING")]
-            if failed:
-                sim.violations.append(f"workflows that did not succeed: {failed[:5]}")
-            return
-        time.sleep(0.2)
-    sim.violations.append(f"workflows still running after {limit_sec} s: {[e['name'] for e in running][:5]}")
+
+    def running(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in executions if e["status"] == "RUNNING" and e["name"] in ended]
+
+    executions = poll_until(
+        lambda: sfn.list_executions(stateMachineArn=sim.resources.state_machine_arn, maxResults=1000)["executions"],
+        lambda executions: not running(executions),
+        timeout_sec=limit_sec,
+        interval_sec=0.2,
+    )
+    if still := running(executions):
+        sim.violations.append(f"workflows still running after {limit_sec} s: {[e['name'] for e in still][:5]}")
+        return
+    failed = [e["name"] for e in executions if e["status"] not in ("SUCCEEDED", "RUNNING")]
+    if failed:
+        sim.violations.append(f"workflows that did not succeed: {failed[:5]}")
 
 
 def check_callbacks(sim: Simulation, records: dict[str, dict[str, Any]]) -> None:

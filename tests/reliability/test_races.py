@@ -26,6 +26,7 @@ from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import REGION, Resources, put_items
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
+from tests.polling import poll_until
 from tests.receiver import receiver
 from tests.reliability.conftest import make_faults, objects_by_task, open_uploads, task_records
 from tests.reliability.faults import Lanes
@@ -67,13 +68,13 @@ def submit(body: dict[str, Any], user: str = "alice") -> str:
 def wait_for_token(resources: Resources, task_id: str) -> None:
     """The workflow stores its token on the task right after submit (in a moto thread)."""
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        item = dynamodb.get_item(TableName=resources.tasks_table, Key={"task_id": {"S": task_id}})["Item"]
-        if "lifecycle_token" in item:
-            return
-        time.sleep(0.01)
-    pytest.fail(f"{task_id}: no workflow token")
+    poll_until(
+        lambda: dynamodb.get_item(TableName=resources.tasks_table, Key={"task_id": {"S": task_id}})["Item"],
+        lambda item: "lifecycle_token" in item,
+        timeout_sec=20,
+        interval_sec=0.01,
+        fail=f"{task_id}: no workflow token",
+    )
 
 
 def cancel(task_id: str) -> int:

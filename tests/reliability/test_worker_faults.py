@@ -9,8 +9,9 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.config import Queue, Transient
+from exports.config import Queue
 from exports.domain.status import TERMINAL, TaskStatus
+from exports.services.retries import Transient
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event

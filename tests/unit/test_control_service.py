@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
+from examples.demo_plugins.orders import OrdersExport
 from exports.config import Metric
 from exports.domain.caller import Caller
 from exports.domain.errors import LostOwnership, TaskNotCancellable, TaskNotFound, TaskNotRetryable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim, complete, fail, record_progress
-from exports.export_types.orders import OrdersExport
 from exports.services.control import cancel_export, retry_export
 from exports.services.lifecycle import expire, watch
 from exports.services.queries import list_tasks, task_details

@@ -5,8 +5,8 @@ import io
 from datetime import date, datetime
 from decimal import Decimal
 
+from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.export_types.base import Column, ColumnKind
-from exports.export_types.orders import ORDER_COLUMNS
 from exports.writers.csv_writer import write_csv
 
 BOM = b"\xef\xbb\xbf"

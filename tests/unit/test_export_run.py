@@ -10,7 +10,7 @@ from collections import namedtuple
 import pytest
 from openpyxl import load_workbook
 
-from exports.config import LongExports, XlsxLimits
+from exports.config import LongExports
 from exports.domain.checkpoint import decode_checkpoint, encode_checkpoint
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.domain.status import TaskStatus
@@ -21,6 +21,7 @@ from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.export_run import HandedOver, run_export
 from exports.services.progress import ProgressReporter
+from exports.writers import xlsx_limits
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
     NumbersExport,
@@ -328,7 +329,9 @@ def test_an_xlsx_export_stops_with_xlsx_too_large_while_there_is_time_to_abort(p
 
     def remaining_ms():
         calls.append(1)
-        return (XlsxLimits.TIME_MARGIN_SEC + 600) * 1000 if len(calls) < 4 else (XlsxLimits.TIME_MARGIN_SEC - 1) * 1000
+        return (
+            (xlsx_limits.TIME_MARGIN_SEC + 600) * 1000 if len(calls) < 4 else (xlsx_limits.TIME_MARGIN_SEC - 1) * 1000
+        )
 
     with pytest.raises(ExportFailed) as failed:
         run(world, running_task(world, fmt=ExportFormat.XLSX), remaining_ms)
@@ -357,11 +360,11 @@ def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
 
 
 def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monkeypatch):
-    grown = 10 * XlsxLimits.SAVE_BYTES_PER_SEC  # ten seconds of saving
+    grown = 10 * xlsx_limits.SAVE_BYTES_PER_SEC  # ten seconds of saving
     readings = iter([Usage(10**12, 0, 10**11)] + [Usage(10**12, grown, 10**11)] * 20)
     monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: next(readings))
     world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
-    just_enough_without_saving = (XlsxLimits.TIME_MARGIN_SEC + 5) * 1000
+    just_enough_without_saving = (xlsx_limits.TIME_MARGIN_SEC + 5) * 1000
 
     with pytest.raises(ExportFailed) as failed:
         run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)

@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from examples.demo_plugins.customers import CustomersExport, CustomersFilters
+from examples.demo_plugins.orders import OrdersExport, OrdersFilters, OrderStatus
+from examples.demo_plugins.sales_report import SalesReportExport, SalesReportFilters
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Column, CursorInvalid, ExportType, Page
-from exports.export_types.customers import CustomersExport, CustomersFilters
-from exports.export_types.orders import OrdersExport, OrdersFilters, OrderStatus
-from exports.export_types.sales_report import SalesReportExport, SalesReportFilters
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_orders import demo_orders
 from tests.unit.builders import make_order
@@ -39,9 +39,8 @@ def resumed_everywhere(export, filters):
 # orders ---------------------------------------------------------------------------------------
 
 
-def test_orders_pages_hold_the_rows_of_rows_and_resume_from_any_cursor(monkeypatch):
-    monkeypatch.setattr("exports.export_types.orders.Streaming.SOURCE_PAGE_ROWS", 7)
-    export = OrdersExport(FakeOrdersReader(demo_orders(600, TODAY)))
+def test_orders_pages_hold_the_rows_of_rows_and_resume_from_any_cursor():
+    export = OrdersExport(FakeOrdersReader(demo_orders(600, TODAY)), page_rows=7)
     filters = OrdersFilters(date_from="2025-03-20", date_to="2025-03-31")
 
     expected = list(export.rows(filters))
@@ -51,10 +50,9 @@ def test_orders_pages_hold_the_rows_of_rows_and_resume_from_any_cursor(monkeypat
     assert len(expected) > 50
 
 
-def test_orders_cursors_count_within_a_day_and_name_the_last_order(monkeypatch):
-    monkeypatch.setattr("exports.export_types.orders.Streaming.SOURCE_PAGE_ROWS", 2)
+def test_orders_cursors_count_within_a_day_and_name_the_last_order():
     orders = [make_order(order_id=f"O{n}", created_at=f"2025-03-01T0{n}:00:00+00:00") for n in range(1, 4)]
-    export = OrdersExport(FakeOrdersReader(orders))
+    export = OrdersExport(FakeOrdersReader(orders), page_rows=2)
     filters = OrdersFilters(date_from="2025-03-01", date_to="2025-03-02", columns=["order_id"])
 
     pages = list(export.pages(filters))
@@ -108,10 +106,9 @@ class FakeCustomersReader:
         return [c for c in chunk if not countries or c["country"] in countries], key
 
 
-def test_customers_rows_are_typed_and_filtered_by_country(monkeypatch):
-    monkeypatch.setattr("exports.export_types.customers.Streaming.SOURCE_PAGE_ROWS", 3)
+def test_customers_rows_are_typed_and_filtered_by_country():
     stored = list(demo_customers(TODAY, count=800))
-    export = CustomersExport(FakeCustomersReader(stored))
+    export = CustomersExport(FakeCustomersReader(stored), page_rows=3)
     filters = CustomersFilters(signed_up_from="2024-01-01", signed_up_to="2024-12-31", countries=["DE", "JP"])
 
     rows = all_rows(export.pages(filters))
@@ -128,8 +125,7 @@ def test_customers_rows_are_typed_and_filtered_by_country(monkeypatch):
     assert [column.name for column in export.columns(filters)][:3] == ["customer_id", "name", "email"]
 
 
-def test_customers_resume_from_the_index_key_and_read_nothing_twice(monkeypatch):
-    monkeypatch.setattr("exports.export_types.customers.Streaming.SOURCE_PAGE_ROWS", 1)
+def test_customers_resume_from_the_index_key_and_read_nothing_twice():
     stored = [
         {
             "customer_id": f"C{n}",
@@ -140,7 +136,7 @@ def test_customers_resume_from_the_index_key_and_read_nothing_twice(monkeypatch)
         for n in range(5)
     ]
     reader = FakeCustomersReader(stored)
-    export = CustomersExport(reader)
+    export = CustomersExport(reader, page_rows=1)
     filters = CustomersFilters(signed_up_from="2025-03-01", signed_up_to="2025-03-02")
 
     pages = list(export.pages(filters))

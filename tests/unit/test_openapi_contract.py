@@ -16,7 +16,6 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tests.client.openapi_doc import served_openapi
-from tests.stack_process import DYNAMODB_DEMO
 
 ERROR_REF = "#/components/schemas/ErrorBody"
 REF = "#/components/schemas/"
@@ -133,9 +132,14 @@ def test_every_example_is_valid_for_its_schema_and_every_type_has_one(document: 
             assert not list(branch.iter_errors(value)), where
 
 
-def test_a_plugin_types_definitions_move_into_the_components() -> None:
-    # Given the plugin orders type, whose filters schema has $defs (OrderStatus).
-    plugin_document = served_openapi(DYNAMODB_DEMO)
+def test_a_plugin_types_definitions_move_into_the_components(tmp_path: Path) -> None:
+    # Given the example plugin orders type, whose filters schema has $defs (OrderStatus).
+    declaration = tmp_path / "exports.toml"
+    declaration.write_text(
+        '[sources.demo_tables]\nkind = "dynamodb"\n\n[types.orders]\ndescription = "Orders."\n'
+        'source = "demo_tables"\nplugin = "examples.demo_plugins.factories:orders"\n'
+    )
+    plugin_document = served_openapi(declaration)
 
     text = json.dumps(plugin_document)
     assert "#/$defs/" not in text and "$defs" not in text

@@ -5,8 +5,8 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
+from examples.demo_plugins.orders import OrdersExport, OrdersFilters, OrderStatus
 from exports.domain.errors import InvalidRequest
-from exports.export_types.orders import OrdersExport, OrdersFilters, OrderStatus
 from exports.services.validation import invalid_request
 from tests.unit.fakes import FakeOrdersReader
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from examples.demo_plugins.orders import ORDER_COLUMNS, OrdersExport, OrderStatus
 from exports.domain.admission import dedup_key
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
@@ -29,7 +30,6 @@ from exports.domain.task import (
     suspend,
     time_out,
 )
-from exports.export_types.orders import ORDER_COLUMNS, OrdersExport, OrderStatus
 
 # Deterministic (derandomized, no example database): the same cases on every run and machine.
 PROFILE = settings(

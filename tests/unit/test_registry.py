@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel
 
+from examples.demo_plugins.orders import OrdersExport
 from exports.domain.errors import InvalidRequest
 from exports.export_types.base import Column, ExportType
-from exports.export_types.orders import OrdersExport
 from exports.export_types.registry import ExportTypeRegistry
 from tests.unit.fakes import FakeOrdersReader
 

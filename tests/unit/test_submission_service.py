@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from examples.demo_plugins.orders import OrdersExport
 from exports.config import Metric
 from exports.domain.admission import QueueWait
 from exports.domain.caller import Caller
@@ -12,7 +13,6 @@ from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, Serv
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, claim
-from exports.export_types.orders import OrdersExport
 from exports.ports import TaskMessage
 from exports.services.control import cancel_export
 from exports.services.submission import Submission, submit_export

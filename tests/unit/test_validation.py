@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from exports.export_types.orders import OrdersFilters
+from examples.demo_plugins.orders import OrdersFilters
 from exports.services.validation import field_path, invalid_request
 
 

@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
+from examples.demo_plugins.orders import OrdersExport
 from exports.config import NO_SOURCE, Metric
 from exports.domain.admission import QueueWait
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
-from exports.export_types.orders import OrdersExport
 from exports.ports import Delivery, TaskMessage
 from exports.services.control import cancel_export
 from exports.services.deliveries import process_delivery, process_task

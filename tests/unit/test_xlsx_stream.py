@@ -17,8 +17,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.utils.datetime import to_excel
 from python_calamine import CalamineWorkbook
 
+from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.export_types.base import Column, ColumnKind
-from exports.export_types.orders import ORDER_COLUMNS
 from exports.writers.cells import MAX_COLUMN_WIDTH, CellTooLong, xml_safe
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink
 from exports.writers.xlsx_engine import (

@@ -11,13 +11,14 @@ import pytest
 from openpyxl import load_workbook
 from pydantic import ValidationError
 
-from exports.config import Env, XlsxEngine, XlsxLimits
+from exports.config import Env, XlsxEngine
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
 from exports.services import xlsx_guards
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.settings import WorkerSettings
+from exports.writers import xlsx_limits
 from exports.writers.xlsx_engine import zip_stream
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task
 
@@ -26,8 +27,6 @@ ENVIRONMENT = {
     Env.TASKS_TABLE: "tasks",
     Env.TASK_QUEUE_URLS: '{"normal": "https://queue"}',
     Env.RESULTS_BUCKET: "results",
-    Env.ORDERS_TABLE: "orders",
-    Env.CUSTOMERS_TABLE: "customers",
     Env.LIFECYCLE_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:x",
 }
 
@@ -97,7 +96,9 @@ def test_the_stream_engine_stops_with_xlsx_too_large_while_there_is_time_to_abor
 
     def remaining_ms():
         looks.append(1)
-        return (XlsxLimits.TIME_MARGIN_SEC + 600) * 1000 if len(looks) < 4 else (XlsxLimits.TIME_MARGIN_SEC - 1) * 1000
+        return (
+            (xlsx_limits.TIME_MARGIN_SEC + 600) * 1000 if len(looks) < 4 else (xlsx_limits.TIME_MARGIN_SEC - 1) * 1000
+        )
 
     with pytest.raises(ExportFailed) as failed:
         run(world, running_task(world, fmt=ExportFormat.XLSX), remaining_ms)
@@ -125,5 +126,5 @@ def test_a_workbook_that_would_pass_two_gib_stops_with_xlsx_too_large(monkeypatc
 
 def test_the_stream_engine_needs_no_time_to_save_beyond_the_margin():
     # openpyxl needs time to zip its temporary files; the stream engine has written everything.
-    _, result, _ = xlsx_export(rows_total=100, remaining_ms=lambda: (XlsxLimits.TIME_MARGIN_SEC + 1) * 1000)
+    _, result, _ = xlsx_export(rows_total=100, remaining_ms=lambda: (xlsx_limits.TIME_MARGIN_SEC + 1) * 1000)
     assert result.rows == 100

@@ -8,8 +8,8 @@ from openpyxl import load_workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.utils import get_column_letter
 
+from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.export_types.base import Column, ColumnKind
-from exports.export_types.orders import ORDER_COLUMNS
 from exports.writers.cells import MAX_COLUMN_WIDTH, fitted_widths
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink
 from exports.writers.xlsx_writer import write_xlsx

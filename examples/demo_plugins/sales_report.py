@@ -1,4 +1,4 @@
-"""The ``sales_report`` export type: totals per day and order status, computed while streaming.
+"""The ``sales_report`` export type as a Python plugin: totals per day and order status, computed while streaming.
 
 The report reads the orders source one day at a time and keeps only that day's running totals
 (one per status), so memory does not grow with the range. Every day has one row per status,
@@ -14,10 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from exports.config import Limits
+from examples.demo_plugins.orders import MAX_DATE_RANGE_DAYS, OrdersReader
 from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page
-from exports.export_types.orders import OrderStatus
-from exports.ports import OrdersReader
+from local_stack.demo_orders import OrderStatus
 
 SALES_COLUMNS: tuple[Column, ...] = (
     Column("day", "Day", ColumnKind.DATE, width=12),
@@ -49,8 +48,8 @@ class SalesReportFilters(BaseModel):
     def _range(self) -> SalesReportFilters:
         if self.date_from > self.date_to:
             raise ValueError("date_from must not be after date_to")
-        if (self.date_to - self.date_from).days + 1 > Limits.MAX_DATE_RANGE_DAYS:
-            raise ValueError(f"the date range must not exceed {Limits.MAX_DATE_RANGE_DAYS} days")
+        if (self.date_to - self.date_from).days + 1 > MAX_DATE_RANGE_DAYS:
+            raise ValueError(f"the date range must not exceed {MAX_DATE_RANGE_DAYS} days")
         return self
 
 

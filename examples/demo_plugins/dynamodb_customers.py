@@ -20,7 +20,7 @@ _KEY_ATTRIBUTES = (
 
 
 class DynamoCustomersReader:
-    """:class:`exports.export_types.customers.CustomersReader` on a DynamoDB table."""
+    """:class:`examples.demo_plugins.customers.CustomersReader` on a DynamoDB table."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client

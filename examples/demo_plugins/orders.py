@@ -1,4 +1,6 @@
-"""The ``orders`` export type: one row per order over a date range."""
+"""The ``orders`` export type as a Python plugin: one row per order over a date range, read from
+the demo DynamoDB orders table (the declared ``orders`` of exports.toml is the same export on
+PostgreSQL, and ``orders_dynamodb`` the same table read by a declaration)."""
 
 from __future__ import annotations
 
@@ -6,13 +8,12 @@ import itertools
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exports.config import Limits, Streaming
 from exports.export_types.base import (
+    SOURCE_PAGE_ROWS,
     Column,
     ColumnKind,
     Cursor,
@@ -23,20 +24,18 @@ from exports.export_types.base import (
     Row,
     ignore_progress,
 )
-from exports.ports import OrdersReader
+from local_stack.demo_orders import OrderStatus
 
 
-class OrderStatus(StrEnum):
-    """Statuses an order goes through."""
+class OrdersReader(Protocol):
+    """The data source of the ``orders`` and ``sales_report`` plugin types."""
 
-    PENDING = "pending"
-    PAID = "paid"
-    SHIPPED = "shipped"
-    DELIVERED = "delivered"
-    CANCELLED = "cancelled"
-    REFUNDED = "refunded"
+    def iter_orders(self, day_from: date, day_to: date, status: str | None) -> Iterator[dict[str, Any]]:
+        """Orders of the days ``day_from``..``day_to`` (inclusive), ordered by creation time."""
 
 
+# The longest date range an orders (or sales report) export may cover.
+MAX_DATE_RANGE_DAYS = 366
 ORDER_COLUMNS: tuple[Column, ...] = (
     Column("order_id", "Order ID", width=18),
     Column("order_date", "Order date", ColumnKind.DATE, width=12),
@@ -96,8 +95,8 @@ class OrdersFilters(BaseModel):
     def _range(self) -> OrdersFilters:
         if self.date_from > self.date_to:
             raise ValueError("date_from must not be after date_to")
-        if (self.date_to - self.date_from).days + 1 > Limits.MAX_DATE_RANGE_DAYS:
-            raise ValueError(f"the date range must not exceed {Limits.MAX_DATE_RANGE_DAYS} days")
+        if (self.date_to - self.date_from).days + 1 > MAX_DATE_RANGE_DAYS:
+            raise ValueError(f"the date range must not exceed {MAX_DATE_RANGE_DAYS} days")
         return self
 
 
@@ -132,8 +131,9 @@ class OrdersExport(ExportType):
     description = "Orders placed in a date range, one row per order."
     filters_model = OrdersFilters
 
-    def __init__(self, reader: OrdersReader) -> None:
+    def __init__(self, reader: OrdersReader, page_rows: int = SOURCE_PAGE_ROWS) -> None:
         self._reader = reader
+        self._page_rows = page_rows
 
     def columns(self, filters: OrdersFilters) -> list[Column]:
         """All columns, or the chosen ones in the chosen order."""
@@ -155,7 +155,7 @@ class OrdersExport(ExportType):
             day += timedelta(days=1)
 
     def pages(self, filters: OrdersFilters, cursor: Cursor | None = None) -> Iterator[Page]:
-        """Pages of at most ``Streaming.SOURCE_PAGE_ROWS`` orders of one day; a day ends with a
+        """Pages of at most ``page_rows`` orders of one day; a day ends with a
         page (maybe empty) whose cursor is the next day.
 
         Within a day the cursor counts the orders already read and names the last one: the
@@ -180,7 +180,7 @@ class OrdersExport(ExportType):
                 values = _order_values(order)
                 batch.append(tuple(values[name] for name in names))
                 position += 1
-                if len(batch) == Streaming.SOURCE_PAGE_ROWS:
+                if len(batch) == self._page_rows:
                     cursor_here = {"day": day.isoformat(), "skip": position, "last_order_id": order["order_id"]}
                     yield Page(batch, cursor_here, done)
                     batch = []

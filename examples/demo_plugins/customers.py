@@ -1,4 +1,4 @@
-"""The ``customers`` export type: the user list, filtered by sign-up date range and country."""
+"""The ``customers`` export type as a Python plugin: the user list, filtered by sign-up date range and country."""
 
 from __future__ import annotations
 
@@ -8,9 +8,21 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from exports.config import CustomersTable, Streaming
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page, Row
+from exports.export_types.base import (
+    SOURCE_PAGE_ROWS,
+    Column,
+    ColumnKind,
+    Cursor,
+    CursorInvalid,
+    ExportType,
+    FilterDate,
+    Page,
+    Row,
+)
 
+# A customer list may span years: one key-condition query per day of the range.
+MAX_SIGNUP_RANGE_DAYS = 3660
+MAX_COUNTRIES = 50
 CountryCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
 
 
@@ -48,7 +60,7 @@ class CustomersFilters(BaseModel):
     countries: list[CountryCode] | None = Field(
         default=None,
         min_length=1,
-        max_length=CustomersTable.MAX_COUNTRIES,
+        max_length=MAX_COUNTRIES,
         description="Only customers in these countries (ISO 3166-1 alpha-2 codes, e.g. DE).",
     )
 
@@ -63,8 +75,8 @@ class CustomersFilters(BaseModel):
     def _range(self) -> CustomersFilters:
         if self.signed_up_from > self.signed_up_to:
             raise ValueError("signed_up_from must not be after signed_up_to")
-        if (self.signed_up_to - self.signed_up_from).days + 1 > CustomersTable.MAX_SIGNUP_RANGE_DAYS:
-            raise ValueError(f"the sign-up range must not exceed {CustomersTable.MAX_SIGNUP_RANGE_DAYS} days")
+        if (self.signed_up_to - self.signed_up_from).days + 1 > MAX_SIGNUP_RANGE_DAYS:
+            raise ValueError(f"the sign-up range must not exceed {MAX_SIGNUP_RANGE_DAYS} days")
         return self
 
 
@@ -93,8 +105,9 @@ class CustomersExport(ExportType):
     description = "Customers who signed up in a date range, optionally in some countries."
     filters_model = CustomersFilters
 
-    def __init__(self, reader: CustomersReader) -> None:
+    def __init__(self, reader: CustomersReader, page_rows: int = SOURCE_PAGE_ROWS) -> None:
         self._reader = reader
+        self._page_rows = page_rows
 
     def columns(self, filters: CustomersFilters) -> list[Column]:
         """Every customer column."""
@@ -106,7 +119,7 @@ class CustomersExport(ExportType):
         days = (filters.signed_up_to - filters.signed_up_from).days + 1
         day, key = _parse_cursor(cursor, filters.signed_up_from)
         while day <= filters.signed_up_to:
-            items, key = self._reader.page(day, filters.countries, key, Streaming.SOURCE_PAGE_ROWS)
+            items, key = self._reader.page(day, filters.countries, key, self._page_rows)
             rows = [_customer_row(item) for item in items]
             if key is None:
                 day += timedelta(days=1)

@@ -12,7 +12,7 @@ from exports.config import OrdersTable
 
 
 class DynamoOrdersReader:
-    """:class:`exports.ports.OrdersReader` on a DynamoDB table with a day index."""
+    """:class:`examples.demo_plugins.orders.OrdersReader` on a DynamoDB table with a day index."""
 
     def __init__(self, client: Any, table_name: str, page_size: int = 1000) -> None:
         self._client = client

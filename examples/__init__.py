@@ -1,0 +1,1 @@
+"""Examples the documentation shows; not part of the service's packages."""
