@@ -27,12 +27,15 @@ from exports.export_types.base import Column, Cursor, ExportType, RunControl
 from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
+from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
+from exports.services.pdf_guards import heading as pdf_heading
+from exports.services.pdf_guards import out_of_time as pdf_out_of_time
 from exports.services.progress import ProgressReporter
 from exports.services.result_cleanup import abort_upload, remove_result
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
-from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
@@ -43,6 +46,7 @@ CONTENT_TYPES: Mapping[ExportFormat, str] = {
     ExportFormat.CSV: csv_writer.CONTENT_TYPE,
     ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
     ExportFormat.XLSX: xlsx_engine.CONTENT_TYPE,
+    ExportFormat.PDF: pdf.CONTENT_TYPE,
 }
 # WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
@@ -154,6 +158,8 @@ def run_export(
     tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows)
     budget = RunBudget(remaining_ms)
     run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
+    if task.format is ExportFormat.PDF:
+        return run.pdf()
     return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()
 
 
@@ -271,6 +277,27 @@ class _Run:
         except BaseException:
             # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
             # a stray one must not outlive the task either.
+            self._discard(upload)
+            raise
+
+    def pdf(self) -> ExportResult:
+        """Stream a PDF table in one pass; stop with PDF_TOO_LARGE before the time runs out."""
+        upload = self._open_upload(None)
+        try:
+            sink = MultipartSink(upload, self.deps.settings.upload_part_bytes)
+            title = self.export_type.description or self.export_type.name
+            heading = pdf_heading(title, self.filters, self.deps.clock())
+            stream = pdf.PdfStream(self.columns, cast(BinaryIO, sink), heading)
+            rows = 0
+            for page in self.export_type.stream(self.filters, None, self.control):
+                stream.write_rows(page.rows)
+                rows += len(page.rows)
+                self.tracker.update(rows, page.fraction)
+                if self.budget.below(PDF_TIME_MARGIN_SEC):
+                    raise pdf_out_of_time(rows)
+            stream.close()
+            return self._finish(upload, sink, rows)
+        except BaseException:
             self._discard(upload)
             raise
 
