@@ -93,6 +93,8 @@ def _first_line(paragraph: str, advances: dict[str, int], limit: float) -> tuple
         used += advances[char]
         if used > limit:
             end = index
+            if char == " ":  # the space that overflows ends the line
+                space = index
             break
         if char == " ":
             space = index

@@ -55,9 +55,10 @@ class PdfObjects:
         if missing:
             raise ValueError(f"objects reserved and never written: {missing[:5]}")
         start = self._position
-        entries = [b"xref\n0 %d\n0000000000 65535 f \n" % len(self._offsets)]
-        entries.extend(b"%010d 00000 n \n" % offset for offset in self._offsets[1:])
-        self._write(b"".join(entries))
+        self._write(b"xref\n0 %d\n0000000000 65535 f \n" % len(self._offsets))
+        # In slices: the table of a million-row file is about 1 MiB, never held whole.
+        for first in range(1, len(self._offsets), 4096):
+            self._write(b"".join(b"%010d 00000 n \n" % offset for offset in self._offsets[first : first + 4096]))
         trailer = b"trailer\n<< /Size %d /Root %d 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n"
         self._write(trailer % (len(self._offsets), root, info, start))
         return self._position
