@@ -30,7 +30,8 @@ NAMES = ["张伟 王芳", "Иван Петров", "Αλέξανδρος Παπ�
 
 
 def row(number: int) -> tuple[object, ...]:
-    return (number, f"{NAMES[number % 4]} {number}", Decimal(number) / 4, date(2026, 1, 1 + number % 28), number % 3 == 0)
+    day = date(2026, 1, 1 + number % 28)
+    return (number, f"{NAMES[number % 4]} {number}", Decimal(number) / 4, day, number % 3 == 0)
 
 
 def shown(number: int) -> str:

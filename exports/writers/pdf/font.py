@@ -12,9 +12,6 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from fontTools import subset
-from fontTools.ttLib import TTFont
-
 from exports.writers.pdf.objects import PdfObjects
 
 FONT_FILE = Path(__file__).parent / "fonts" / "NotoSansSC-Exports.ttf"
@@ -39,7 +36,10 @@ class FontMetrics:
 @functools.cache
 def font_metrics() -> FontMetrics:
     """The bundled font's advance widths by code point, and its vertical metrics (read once per
-    process: a warm worker reuses them)."""
+    process: a warm worker reuses them). fontTools is imported here, on the PDF path only: it
+    takes longer to import than the rest of the worker."""
+    from fontTools.ttLib import TTFont
+
     font = TTFont(str(FONT_FILE), lazy=True)
     scale = 1000 / font["head"].unitsPerEm
     hmtx = font["hmtx"]
@@ -95,6 +95,9 @@ class CompositeFont:
     def write(self, objects: PdfObjects, number: int) -> None:
         """Write the Type0 font as object ``number``, with its descendant, descriptor, subset font
         file, CID-to-glyph map and ToUnicode CMap."""
+        from fontTools import subset
+        from fontTools.ttLib import TTFont
+
         codes = self._codes[1:]
         font = TTFont(str(FONT_FILE))
         options = subset.Options()
