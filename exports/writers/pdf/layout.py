@@ -18,7 +18,7 @@ PAD_Y = 2.0
 TITLE_SIZE = 13.0
 FOOTER_SIZE = 7.0
 # One character width of cells.display_width (a wide East Asian character counts two), in points.
-CHARACTER = 0.55 * FONT_SIZE
+CHARACTER = 0.6 * FONT_SIZE
 # A cell's text wraps onto at most this many lines; the last one ends with an ellipsis if the
 # text goes on (the PDF is for reading: CSV, XLSX and JSON Lines hold every value whole).
 MAX_CELL_LINES = 6
@@ -40,31 +40,52 @@ class PageGeometry:
 
 
 def character_widths(columns: Sequence[Column], shown_rows: Iterable[Sequence[str]]) -> list[int]:
-    """A width per column in characters: what its header and the sampled values need (at most
-    XLSX's 60), never less than the declared width."""
-    widths = [max(column.width, display_width(column.header) + 1) for column in columns]
+    """A width per column in characters: what its header and the sampled values need, at most
+    XLSX's 60 (or the declared width when that is more); the declared width where the sample
+    has no value (an empty column, or no rows)."""
+    needed = [display_width(column.header) + 1 for column in columns]
+    filled = [False] * len(columns)
     for row in shown_rows:
         for index, text in enumerate(row):
-            if widths[index] < MAX_COLUMN_WIDTH and text:
-                widths[index] = max(widths[index], display_width(text) + 1)
-    return [min(width, max(MAX_COLUMN_WIDTH, column.width)) for width, column in zip(widths, columns, strict=True)]
+            if text:
+                filled[index] = True
+                if needed[index] < MAX_COLUMN_WIDTH:
+                    needed[index] = max(needed[index], display_width(text) + 1)
+    return [
+        min(width, max(MAX_COLUMN_WIDTH, column.width)) if seen else max(width, column.width)
+        for width, seen, column in zip(needed, filled, columns, strict=True)
+    ]
 
 
 def geometry(character_widths: Sequence[int]) -> PageGeometry:
-    """Portrait when the columns fit across A4, else landscape; columns narrowed in proportion
-    when they do not fit across a landscape page either (their text wraps more)."""
+    """Portrait when the columns fit across A4, else landscape; when they do not fit across a
+    landscape page either, the widest are narrowed to one width (their text wraps more) and the
+    narrow ones, numbers and dates mostly, keep theirs."""
     wanted = [width * CHARACTER + 2 * PAD_X for width in character_widths]
     page_width, page_height = A4
     if sum(wanted) > page_width - 2 * MARGIN:
         page_width, page_height = page_height, page_width
     room = page_width - 2 * MARGIN
     if sum(wanted) > room:
-        wanted = [width * room / sum(wanted) for width in wanted]
+        cap = _widest_allowed(wanted, room)
+        wanted = [min(width, cap) for width in wanted]
     lefts, left = [], MARGIN
     for width in wanted:
         lefts.append(left)
         left += width
     return PageGeometry(page_width, page_height, tuple(lefts), tuple(wanted))
+
+
+def _widest_allowed(widths: Sequence[float], room: float) -> float:
+    """The width ``cap`` for which the columns, each at most ``cap`` wide, fill ``room``."""
+    left = room
+    ordered = sorted(widths)
+    for index, width in enumerate(ordered):
+        share = left / (len(ordered) - index)
+        if width > share:
+            return share
+        left -= width
+    return max(ordered, default=room)
 
 
 def wrap(text: str, advances: dict[str, int], limit: float) -> list[str]:
