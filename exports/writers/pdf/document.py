@@ -36,6 +36,8 @@ from exports.writers.pdf.values import RIGHT_ALIGNED, formatter
 CONTENT_TYPE = "application/pdf"
 # Pages under one node of the page tree: the root holds the nodes, each node its pages.
 PAGES_PER_NODE = 256
+# Laid-out cells kept per column, for values that repeat.
+LAYOUT_CACHE_ENTRIES = 1024
 # Room at the bottom of a page for its number.
 FOOTER_ROOM = 14.0
 _HEADER_FILL = b"0.9 g"
@@ -74,6 +76,7 @@ class PdfStream:
         self._font = CompositeFont()
         self._shows = [formatter(column.kind) for column in self._columns]
         self._right = [column.kind in RIGHT_ALIGNED for column in self._columns]
+        self._layouts: list[dict[tuple[str, bool], list[tuple[float, bytes]]]] = [{} for _ in self._columns]
         self._catalog, root, self._font_number, self._resources, self._total, self._info = (
             self._objects.reserve() for _ in range(6)
         )
@@ -181,19 +184,7 @@ class PdfStream:
         """Draw a row of cells below the last; False (nothing drawn) when it does not fit."""
         geometry = self._geometry
         assert geometry is not None
-        font = self._font
-        advances = font.advances
-        cells: list[list[str]] = []
-        for index, text in enumerate(shown):
-            if not text:
-                cells.append([])
-                continue
-            font.register(text)
-            limit = (geometry.widths[index] - 2 * PAD_X) * 1000 / FONT_SIZE
-            if "\n" not in text and "\r" not in text and "\t" not in text and font.width(text) <= limit:
-                cells.append([text])
-            else:
-                cells.append(layout.wrap(text, advances, limit))
+        cells = [self._laid_out(index, text, header) for index, text in enumerate(shown)]
         lines = max((len(cell) for cell in cells), default=1) or 1
         height = lines * LINE_HEIGHT + 2 * PAD_Y
         bottom = self._y - height
@@ -205,17 +196,44 @@ class PdfStream:
         self._page.append(b"%.2f %.2f m %.2f %.2f l S" % (left, bottom, right, bottom))
         baseline = self._y - PAD_Y - LINE_HEIGHT + 2.2
         ops = self._text
-        for index, cell in enumerate(cells):
-            x0, width = geometry.lefts[index], geometry.widths[index]
-            right_aligned = self._right[index] and not header
-            for number, line in enumerate(cell):
-                x = x0 + width - PAD_X - font.width(line) * FONT_SIZE / 1000 if right_aligned else x0 + PAD_X
-                ops.append(
-                    b"1 0 0 1 %.2f %.2f Tm <%s> Tj"
-                    % (x, baseline - number * LINE_HEIGHT, font.encode(line).encode("ascii"))
-                )
+        for cell in cells:
+            for number, (x, encoded) in enumerate(cell):
+                ops.append(b"1 0 0 1 %.2f %.2f Tm <%s> Tj" % (x, baseline - number * LINE_HEIGHT, encoded))
         self._y = bottom
         return True
+
+    def _laid_out(self, index: int, text: str, header: bool) -> list[tuple[float, bytes]]:
+        """The lines of a cell of column ``index``: where each starts and its page text. Repeated
+        values (statuses, names, products) are laid out once: a bounded cache per column."""
+        if not text:
+            return []
+        cache = self._layouts[index]
+        key = (text, header)
+        found = cache.get(key)
+        if found is not None:
+            return found
+        geometry = self._geometry
+        assert geometry is not None
+        font = self._font
+        font.register(text)
+        limit = (geometry.widths[index] - 2 * PAD_X) * 1000 / FONT_SIZE
+        if "\n" not in text and "\r" not in text and "\t" not in text and font.width(text) <= limit:
+            lines = [text]
+        else:
+            lines = layout.wrap(text, font.advances, limit)
+        x0, width = geometry.lefts[index], geometry.widths[index]
+        right_aligned = self._right[index] and not header
+        cell = [
+            (
+                x0 + width - PAD_X - font.width(line) * FONT_SIZE / 1000 if right_aligned else x0 + PAD_X,
+                font.encode(line).encode("ascii"),
+            )
+            for line in lines
+        ]
+        if len(cache) >= LAYOUT_CACHE_ENTRIES:
+            cache.clear()
+        cache[key] = cell
+        return cell
 
     def _end_page(self) -> None:
         """Write the page being drawn: its number, its content stream and its page object."""
