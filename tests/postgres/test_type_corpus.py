@@ -24,7 +24,7 @@ from exports.export_types.base import Column, ColumnKind, ExportType
 from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.pdf import layout
-from exports.writers.pdf.layout import ELLIPSIS
+from exports.writers.pdf.layout import ELLIPSIS, MARGIN
 from tests.pdf_reading import page_lines, qpdf_check, reader
 from tests.postgres.conftest import declared_types, write_declaration
 
@@ -285,10 +285,13 @@ def pdf_cells(columns: list[Column], rows: list[tuple[Any, ...]], position: int)
     """The id column and column ``position`` of ``rows`` as a PDF, read back with pypdf: each
     row's text of the column, its wrapped lines joined."""
     out = io.BytesIO()
-    pdf.write_pdf_stream([columns[0], columns[position]], [(row[0], row[position]) for row in rows], out)
+    pair, values = [columns[0], columns[position]], [(row[0], row[position]) for row in rows]
+    pdf.write_pdf_stream(pair, values, out)
     body = out.getvalue()
     assert qpdf_check(body).returncode == 0
-    value_left = layout.geometry(layout.character_widths([columns[0], columns[position]], [])).lefts[1]
+    # Where the value column starts: the id column is as wide as its header and ids need.
+    id_width = layout.character_widths(pair[:1], [[str(row[0])] for row in rows])[0]
+    value_left = MARGIN + id_width * layout.CHARACTER + 2 * layout.PAD_X
     cells: list[str] = []
     for page in reader(body).pages:
         lines = page_lines(page)[:-2]  # above the page number
