@@ -16,7 +16,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console
+.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console pdf-tools
 
 # uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
 $(UV):
@@ -67,7 +67,7 @@ test: export PYTHONDONTWRITEBYTECODE =
 # reports are printed after its own. The infrastructure suite runs in a process of its own, so
 # the other test processes do not import the CDK (and start its node kernel) to collect it.
 # node_modules and Chromium: the TypeScript client's and the console's tests (tests/e2e/test_web_client.py).
-test: $(STAMP) lint node_modules/.package-lock.json $(CHROMIUM)
+test: $(STAMP) lint node_modules/.package-lock.json $(CHROMIUM) pdf-tools
 	@types=$$(mktemp); infra=$$(mktemp); \
 	$(BIN)/mypy > $$types 2>&1 & types_pid=$$!; \
 	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & infra_pid=$$!; \
@@ -75,6 +75,12 @@ test: $(STAMP) lint node_modules/.package-lock.json $(CHROMIUM)
 	wait $$infra_pid; infra_rc=$$?; echo "infrastructure suite:"; cat $$infra; \
 	wait $$types_pid; types_rc=$$?; echo "mypy:"; cat $$types; rm -f $$types $$infra; \
 	exit $$(( tests_rc != 0 || infra_rc != 0 || types_rc != 0 ))
+
+# The PDF tests read files back with poppler's pdftoppm and qpdf: Debian packages, installed
+# when missing (as root, like CI).
+pdf-tools:
+	@command -v pdftoppm >/dev/null && command -v qpdf >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils qpdf; }
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)

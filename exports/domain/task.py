@@ -25,6 +25,8 @@ class ExportFormat(StrEnum):
     # CSV compressed with gzip (one gzip member); downloads as ``.csv.gz``.
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
+    # A paginated table to read and print (exports/writers/pdf); written in one worker run.
+    PDF = "pdf"
 
 
 class TaskSource(StrEnum):

@@ -125,7 +125,12 @@ class ExportType(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     filters_model: ClassVar[type[BaseModel]]
-    formats: ClassVar[tuple[ExportFormat, ...]] = (ExportFormat.CSV, ExportFormat.CSV_GZ, ExportFormat.XLSX)
+    formats: ClassVar[tuple[ExportFormat, ...]] = (
+        ExportFormat.CSV,
+        ExportFormat.CSV_GZ,
+        ExportFormat.XLSX,
+        ExportFormat.PDF,
+    )
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> BaseModel:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:

@@ -36,11 +36,14 @@ from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
+from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
+from exports.services.pdf_guards import heading as pdf_heading
+from exports.services.pdf_guards import out_of_time as pdf_out_of_time
 from exports.services.progress import ProgressReporter
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
-from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
@@ -300,6 +303,29 @@ def write_xlsx(run: ExportRun) -> ExportResult:
         raise
 
 
+def write_pdf(run: ExportRun) -> ExportResult:
+    """Stream a PDF table in one pass; stop with PDF_TOO_LARGE before the time runs out."""
+    upload = run.open_upload(None)
+    try:
+        sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
+        title = run.export_type.description or run.export_type.name
+        # The stored filters: the caller-bound values are not filters the caller chose.
+        heading = pdf_heading(title, run.task.filters, run.deps.clock())
+        stream = pdf.PdfStream(run.columns, cast(BinaryIO, sink), heading)
+        rows = 0
+        for page in run.export_type.stream(run.filters, None, run.control):
+            stream.write_rows(page.rows)
+            rows += len(page.rows)
+            run.tracker.update(rows, page.fraction)
+            if run.budget.below(PDF_TIME_MARGIN_SEC):
+                raise pdf_out_of_time(rows)
+        stream.close()
+        return run.finish(upload, sink, rows)
+    except BaseException:
+        run.attempt.discard(upload)
+        raise
+
+
 @dataclass(frozen=True)
 class FormatSpec:
     """What the worker knows of one file format."""
@@ -322,4 +348,7 @@ FORMATS: Mapping[ExportFormat, FormatSpec] = {
         csv_writer.GZIP_CONTENT_TYPE, "csv.gz", resumable=True, splittable=True, write=write_csv
     ),
     ExportFormat.XLSX: FormatSpec(xlsx_engine.CONTENT_TYPE, "xlsx", resumable=False, splittable=True, write=write_xlsx),
+    # Not split: page numbers ("3 / 1,204"), the font subset, the page tree and the offsets of
+    # the cross-reference table span the whole file (docs/fan-out.md, "PDF").
+    ExportFormat.PDF: FormatSpec(pdf.CONTENT_TYPE, "pdf", resumable=False, splittable=False, write=write_pdf),
 }

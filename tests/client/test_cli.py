@@ -79,9 +79,9 @@ def test_no_token_is_an_authentication_failure_before_any_request(monkeypatch: p
 
 def test_a_bad_command_line_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as raised:
-        main(["submit", "orders", "--format", "pdf"])
+        main(["submit", "orders", "--format", "docx"])
     assert raised.value.code == ExitCode.USAGE
-    assert "invalid choice: 'pdf'" in capsys.readouterr().err
+    assert "invalid choice: 'docx'" in capsys.readouterr().err
 
 
 def test_submit_sends_the_filters_and_prints_the_task_id() -> None:

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from examples.demo_plugins.orders import OrderStatus
+from tests.pdf_reading import page_lines, qpdf_check, reader, render
 from tests.stack_process import Stack, recent
 
 pytestmark = pytest.mark.e2e
@@ -51,11 +52,11 @@ def finished(stack: Stack, task_id: str, user: str = "alice") -> tuple[dict[str,
 def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) -> None:
     listed = requests.get(f"{stack.url}/v1/export-types", headers=stack.headers(), timeout=10).json()["items"]
     assert {item["name"]: item["formats"] for item in listed} == {
-        "orders": ["csv", "csv.gz", "xlsx"],
-        "customers": ["csv", "csv.gz", "xlsx"],
-        "sales_report": ["csv", "csv.gz", "xlsx"],
-        "generated_orders": ["csv", "csv.gz", "xlsx"],
-        "orders_dynamodb": ["csv", "csv.gz", "xlsx"],
+        "orders": ["csv", "csv.gz", "xlsx", "pdf"],
+        "customers": ["csv", "csv.gz", "xlsx", "pdf"],
+        "sales_report": ["csv", "csv.gz", "xlsx", "pdf"],
+        "generated_orders": ["csv", "csv.gz", "xlsx", "pdf"],
+        "orders_dynamodb": ["csv", "csv.gz", "xlsx", "pdf"],
     }
     orders = next(item for item in listed if item["name"] == "orders")["filters_schema"]
     assert sorted(orders["required"]) == ["date_from", "date_to"] and orders["additionalProperties"] is False
@@ -76,6 +77,34 @@ def test_orders_come_from_postgresql_exactly_as_the_database_holds_them(stack: S
         ).fetchall()
     assert [(row[0], row[10]) for row in rows[1:]] == expected
     assert view["rows"] == len(expected) > 50
+
+
+def test_orders_download_as_a_pdf_table_of_the_databases_rows(stack: Stack) -> None:
+    filters = {
+        "date_from": recent(30),
+        "date_to": recent(0),
+        "status": "delivered",
+        "columns": ["order_id", "customer_name", "amount"],
+    }
+    view, body = export(stack, {"export_type": "orders", "format": "pdf", "filters": filters})
+
+    assert view["file_name"].endswith(".pdf") and body.startswith(b"%PDF-1.7")
+    assert qpdf_check(body).returncode == 0
+    with psycopg.connect(stack.database_uri) as conn:
+        expected = conn.execute(
+            "SELECT order_id, customer_name, to_char(amount, 'FM999,999,990.00') FROM orders"
+            " WHERE tenant_id = 'acme' AND order_date BETWEEN %s AND %s AND status = 'delivered'"
+            " ORDER BY order_date, order_id",
+            [recent(30), recent(0)],
+        ).fetchall()
+    document = reader(body)
+    lines = [line.text for page in document.pages for line in page_lines(page)]
+    assert "status = delivered" in lines[1] and lines[2].startswith("Generated: ")
+    shown = [line for line in lines if line.startswith("ORD")]
+    assert shown == [" ".join(row) for row in expected]
+    assert view["rows"] == len(expected) > 50
+    image = render(body, 1)
+    assert image.dark_share(0.0, 1.0) > 0.005 and image.grey_share(0.05, 0.15) > 0.01
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ def test_one_user_cannot_see_list_or_download_anothers_task(stack: Stack) -> Non
             422,
             "filters.date_to",
         ),
-        ({"json": {"export_type": "orders", "format": "pdf", "filters": {}}}, 422, "format"),
+        ({"json": {"export_type": "orders", "format": "docx", "filters": {}}}, 422, "format"),
         ({"json": {"export_type": "orders", "priority": 0, "filters": {}}}, 422, "priority"),
         ({"json": {"export_type": "orders", "priority": 11, "filters": {}}}, 422, "priority"),
         ({"data": "export_type=orders", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}, 415, None),

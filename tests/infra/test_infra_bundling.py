@@ -37,9 +37,9 @@ pytestmark = pytest.mark.infra
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
-# Imported only on a path the handler's import does not take (the worker's XLSX writer; RE2 when
-# the registry is built).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2"}, API.name: {"google-re2"}}
+# Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
+# for the PDF font; RE2 when the registry is built).
+LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools"}, API.name: {"google-re2"}}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
@@ -53,6 +53,8 @@ WORKER_MODULES = (
     "exports/writers/sink.py",
     "exports/writers/xlsx_writer.py",
     "exports/writers/csv_writer.py",
+    "exports/writers/pdf/document.py",
+    "exports/writers/pdf/fonts/NotoSansSC-Exports.ttf",
     "exports/domain/checkpoint.py",
     "exports/adapters/s3_results.py",
     "exports/declared/dynamodb_export.py",

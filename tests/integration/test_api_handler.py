@@ -77,7 +77,7 @@ def test_the_user_comes_from_the_authorizer_not_the_body(aws: Resources) -> None
     ("change", "field"),
     [
         ({"export_type": "invoices"}, "export_type"),
-        ({"format": "pdf"}, "format"),
+        ({"format": "docx"}, "format"),
         ({"priority": 0}, "priority"),
         ({"priority": 11}, "priority"),
         ({"timeout_sec": Limits.TIMEOUT_SEC_MAX + 1}, "timeout_sec"),
@@ -217,7 +217,7 @@ def test_export_types_show_formats_and_filter_schema(aws: Resources) -> None:
     assert status == 200
     assert {item["name"] for item in body["items"]} == {"orders", "customers", "sales_report"}
     orders = next(item for item in body["items"] if item["name"] == "orders")
-    assert orders["formats"] == ["csv", "csv.gz", "xlsx"]
+    assert orders["formats"] == ["csv", "csv.gz", "xlsx", "pdf"]
     assert set(orders["filters_schema"]["required"]) == {"date_from", "date_to"}
 
 

@@ -232,7 +232,7 @@ BREAKING_DECLARATIONS = {
             "declared twice",
         ),
         (
-            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nformats = ["pdf"]',
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1"\nformats = ["docx"]',
             "types.t: formats.0",
             "Input should be",
         ),

@@ -20,9 +20,12 @@ import pytest
 from psycopg.types.string import TextLoader
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import ColumnKind, ExportType
-from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.export_types.base import Column, ColumnKind, ExportType
+from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipStream
+from exports.writers.pdf import layout
+from exports.writers.pdf.layout import ELLIPSIS, MARGIN
+from tests.pdf_reading import page_lines, qpdf_check, reader
 from tests.postgres.conftest import declared_types, write_declaration
 
 SCHEMA = """
@@ -239,6 +242,84 @@ def test_every_cell_of_every_type_is_the_databases_value(corpus: tuple[str, Expo
         for position, (cell, text) in enumerate(zip(read, texts, strict=True))
         if cell != expected_cell(columns[position].kind, text, fmt)
     ]
+    assert mismatches == [], "\n".join(map(repr, mismatches))
+
+
+def _pdf_decimal(text: str) -> str:
+    value = Decimal(text)
+    if not value.is_finite():
+        return str(value)
+    double = float(value)
+    if double not in (float("inf"), float("-inf")) and Decimal(repr(double)) == value:
+        return f"{value:,.2f}"
+    return format(value, "f")
+
+
+def _pdf_datetime(text: str) -> str:
+    if "infinity" in text or text.endswith("BC"):
+        return text
+    moment = datetime.fromisoformat(text)
+    if moment.date() < date(1900, 3, 1):
+        return moment.isoformat(" ")
+    milliseconds = moment.microsecond // 1000
+    return f"{moment:%Y-%m-%d %H:%M:%S}" + (f".{milliseconds:03d}" if milliseconds else "")
+
+
+PDF_SHOWN = {
+    ColumnKind.DECIMAL: _pdf_decimal,
+    ColumnKind.BOOLEAN: lambda text: "TRUE" if text == "t" else "FALSE",
+    ColumnKind.DATETIME: _pdf_datetime,
+}
+
+
+def pdf_shown(kind: ColumnKind, text: str | None) -> str:
+    """What a PDF cell shows for the database's text of a value (docs/formats.md, PDF): what an
+    XLSX cell of the column displays; text as PostgreSQL writes it, less control characters."""
+    if text is None:
+        return ""
+    rule = PDF_SHOWN.get(kind)
+    return rule(text) if rule else "".join(char for char in text if char.isprintable() or char in "\t\n")
+
+
+def pdf_cells(columns: list[Column], rows: list[tuple[Any, ...]], position: int) -> list[str]:
+    """The id column and column ``position`` of ``rows`` as a PDF, read back with pypdf: each
+    row's text of the column, its wrapped lines joined."""
+    out = io.BytesIO()
+    pair, values = [columns[0], columns[position]], [(row[0], row[position]) for row in rows]
+    pdf.write_pdf_stream(pair, values, out)
+    body = out.getvalue()
+    assert qpdf_check(body).returncode == 0
+    # Where the value column starts: the id column is as wide as its header and ids need.
+    id_width = layout.character_widths(pair[:1], [[str(row[0])] for row in rows])[0]
+    value_left = MARGIN + id_width * layout.CHARACTER + 2 * layout.PAD_X
+    cells: list[str] = []
+    for page in reader(body).pages:
+        lines = page_lines(page)[:-2]  # above the page number
+        header = next(number for number, line in enumerate(lines) if line.text.startswith("id "))
+        for line in lines[header + 1 :]:
+            first, _, rest = line.text.partition(" ")
+            if line.x < value_left and first.isdigit():  # a row starts in the id column
+                cells.append(rest)
+            else:
+                cells[-1] += line.text
+    return cells
+
+
+def test_every_value_of_every_type_shows_in_the_pdf_as_the_rules_say(corpus: tuple[str, ExportType]) -> None:
+    uri, export_type = corpus
+    columns, rows = export_rows(export_type)
+    names = [column.name for column in columns]
+    database = database_text(uri, names)
+    mismatches = []
+    for position in range(1, len(columns)):
+        read = pdf_cells(columns, rows, position)
+        assert len(read) == len(database) == 5
+        for texts, cell in zip(database, read, strict=True):
+            # Lines wrap at spaces: compared without white space; a cut cell ends with an ellipsis.
+            expected = "".join(pdf_shown(columns[position].kind, texts[position]).split())
+            got = "".join(cell.split())
+            if got != expected and not (got.endswith(ELLIPSIS) and expected.startswith(got[:-1])):
+                mismatches.append((names[position], texts[0], got, expected))
     assert mismatches == [], "\n".join(map(repr, mismatches))
 
 

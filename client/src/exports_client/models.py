@@ -35,6 +35,7 @@ class ExportFormat(StrEnum):
     CSV = "csv"
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
+    PDF = "pdf"
 
 
 class _Result(BaseModel):
