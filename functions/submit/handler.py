@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.logging import correlation_paths
@@ -46,9 +46,10 @@ from exports.http.openapi import (
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.submission import Submission, caller_scope, submit_export
+from exports.tracing import lazy_tracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_json)

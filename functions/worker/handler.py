@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -16,10 +16,11 @@ from exports.composition import PowertoolsMetrics, compose_worker
 from exports.ports import Delivery
 from exports.services.dependencies import WorkerDependencies
 from exports.services.worker import abandon_fan_out, finish_fan_out, partition_step, process_delivery
+from exports.tracing import lazy_tracer
 from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 
