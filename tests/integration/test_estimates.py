@@ -45,7 +45,8 @@ def submit(filters: dict[str, Any], fresh: bool = False) -> tuple[str, int, floa
 
 
 def wait_done(task_ids: list[str], limit_sec: float = 120) -> dict[str, float]:
-    deps, done, deadline = worker.dependencies(), {}, time.monotonic() + limit_sec
+    done: dict[str, float] = {}
+    deps, deadline = worker.dependencies(), time.monotonic() + limit_sec
     while len(done) < len(task_ids) and time.monotonic() < deadline:
         for task_id in task_ids:
             if task_id not in done and deps.tasks.get(task_id).status is TaskStatus.COMPLETED:
