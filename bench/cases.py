@@ -35,7 +35,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -222,21 +222,21 @@ def _bench_type(rows: int) -> Any:
     class NoFilters(BaseModel):
         pass
 
-    class BenchOrders(ExportType):
+    class BenchOrders(ExportType[NoFilters]):
         name = "bench"
         description = "Generated orders."
         filters_model = NoFilters
 
-        def columns(self, filters: Any) -> list[Column]:
+        def columns(self, filters: NoFilters) -> list[Column]:
             return _columns()
 
-        def pages(self, filters: Any, cursor: Cursor | None = None) -> Iterator[Page]:
+        def pages(self, filters: NoFilters, cursor: Cursor | None = None) -> Iterator[Page]:
             start = cursor["next"] if cursor else 0
             for first in range(start, rows, PAGE_ROWS):
                 last = min(first + PAGE_ROWS, rows)
                 yield Page(page(first, last), {"next": last}, last / rows)
 
-        def file_stem(self, filters: Any) -> str:
+        def file_stem(self, filters: NoFilters) -> str:
             return "pipeline"
 
     return BenchOrders()
@@ -261,13 +261,15 @@ def run_pipeline(
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()
+    # Only the settings an export run reads (no tables, queues or buckets: the fakes stand in).
+    read: dict[str, Any] = {
+        "progress_interval_sec": Worker.PROGRESS_INTERVAL_SEC,
+        "lease_sec": Worker.LEASE_SEC,
+        "upload_part_bytes": Worker.UPLOAD_PART_BYTES,
+        "xlsx_engine": xlsx_engine or XlsxEngine.DEFAULT,
+    }
     given: dict[str, Any] = {
-        "settings": WorkerSettings.model_construct(
-            progress_interval_sec=Worker.PROGRESS_INTERVAL_SEC,
-            lease_sec=Worker.LEASE_SEC,
-            upload_part_bytes=Worker.UPLOAD_PART_BYTES,
-            xlsx_engine=xlsx_engine or XlsxEngine.DEFAULT,
-        ),
+        "settings": WorkerSettings.model_construct(**read),
         "tasks": tasks,
         "results": results,
         "registry": registry,
@@ -297,7 +299,7 @@ def run_pipeline(
     return result.bytes
 
 
-CASES = {
+CASES: dict[str, Callable[[int, Path], int]] = {
     "gen": run_gen,
     "bare_csv": run_bare_csv,
     "bare_csv_gz": run_bare_csv_gz,

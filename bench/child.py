@@ -25,4 +25,5 @@ def run_child(module: str, arguments: list[str], env: dict[str, str] | None, wha
     )
     if done.returncode != 0:
         raise SystemExit(f"{what} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

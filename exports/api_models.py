@@ -11,7 +11,7 @@ from exports.config import Limits
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 
 
 class ExportRequest(BaseModel):
@@ -183,7 +183,7 @@ class ExportTypeView(BaseModel):
     filters_schema: dict[str, Any]
 
     @classmethod
-    def of(cls, export_type: ExportType) -> ExportTypeView:
+    def of(cls, export_type: AnyExportType) -> ExportTypeView:
         """The view of ``export_type``, with the JSON Schema of its filters."""
         return cls(
             name=export_type.name,

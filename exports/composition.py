@@ -27,7 +27,7 @@ from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.declared.model import PostgresSource
 from exports.domain.errors import ExportsError
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics, SqlReader
 from exports.services.dependencies import (
@@ -69,7 +69,7 @@ class PowertoolsMetrics:
             pass
 
 
-def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[ExportType]:
+def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[AnyExportType]:
     """The export types of this deployment: the declaration file's, wired to their sources."""
     declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
 

@@ -32,7 +32,9 @@ class MissingVariable(LookupError):
 class FunctionSettings(BaseModel):
     """What every function reads: the tasks table."""
 
-    model_config = ConfigDict(frozen=True)
+    # Built on first use, like every model of the project: a cold start pays only for the models
+    # its request path validates (docs/architecture.md, "Cold starts").
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     # Field -> the variable it is read from. A required variable missing fails ``from_env``
     # (:class:`MissingVariable`); an optional one leaves the field's default. Each class lists

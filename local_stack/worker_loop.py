@@ -7,7 +7,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from local_stack.lambda_context import LocalLambdaContext
@@ -16,7 +16,7 @@ logger = logging.getLogger("local_stack.worker")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def to_sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+def to_sqs_event(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
     """The SQS event Lambda would deliver for ``messages``."""
     return {
         "Records": [

@@ -175,13 +175,15 @@ def resolved_definition(state_machine: Mapping[str, Any]) -> dict[str, Any]:
     and ``Ref`` parts (the partition) by the name they refer to."""
     definition = state_machine["Properties"]["DefinitionString"]
     if isinstance(definition, str):
-        return json.loads(definition)
+        parsed: dict[str, Any] = json.loads(definition)
+        return parsed
     _, parts = definition["Fn::Join"]
-    return json.loads(
+    joined: dict[str, Any] = json.loads(
         "".join(
             part if isinstance(part, str) else part["Ref"] if "Ref" in part else part["Fn::GetAtt"][0] for part in parts
         )
     )
+    return joined
 
 
 def callback_state(definition: Mapping[str, Any]) -> str:

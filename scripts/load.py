@@ -51,7 +51,7 @@ class Results:
     """Everything the clients measured, shared under a lock."""
 
     latencies: dict[str, list[float]] = field(default_factory=lambda: {"POST": [], "GET": []})
-    answers: Counter = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     accepted: list[tuple[str, str]] = field(default_factory=list)  # (token, task id)
     requests: int = 0
@@ -116,10 +116,10 @@ def client(url: str, tokens: Sequence[str], deadline: float, limit: int, results
                 results.errors.append(f"{type(error).__name__}: {error}")
 
 
-def progress(url: str, results: Results, sample: int, rng: random.Random) -> Counter:
+def progress(url: str, results: Results, sample: int, rng: random.Random) -> Counter[str]:
     """Statuses of a sample of the accepted tasks, right after the run."""
     chosen = rng.sample(results.accepted, min(sample, len(results.accepted)))
-    statuses: Counter = Counter()
+    statuses: Counter[str] = Counter()
     for token, task_id in chosen:
         response = requests.get(
             f"{url}/v1/exports/{task_id}", headers={"Authorization": f"Bearer {token}"}, timeout=REQUEST_TIMEOUT_SEC
@@ -128,7 +128,7 @@ def progress(url: str, results: Results, sample: int, rng: random.Random) -> Cou
     return statuses
 
 
-def report(results: Results, seconds: float, statuses: Counter, sample: int) -> str:
+def report(results: Results, seconds: float, statuses: Counter[str], sample: int) -> str:
     accepted = len(results.accepted)
     lines = [
         f"{results.requests} requests in {seconds:.1f} s: {results.requests / seconds:.1f} requests/s, "
@@ -151,7 +151,7 @@ def report(results: Results, seconds: float, statuses: Counter, sample: int) -> 
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        return int(probe.getsockname()[1])
 
 
 @contextmanager

@@ -95,7 +95,7 @@ def waiting(sqs: Any, queue_url: str) -> int:
 
 
 def _arn(sqs: Any, queue_url: str) -> str:
-    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return str(sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
 
 
 def start_move_task(sqs: Any, queues: LaneQueues, rate: int | None) -> str | None:
@@ -104,7 +104,7 @@ def start_move_task(sqs: Any, queues: LaneQueues, rate: int | None) -> str | Non
     if rate:
         request["MaxNumberOfMessagesPerSecond"] = rate
     try:
-        return sqs.start_message_move_task(**request)["TaskHandle"]
+        return str(sqs.start_message_move_task(**request)["TaskHandle"])
     except NotImplementedError:  # moto in-process
         return None
     except ClientError as error:

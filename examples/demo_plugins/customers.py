@@ -98,7 +98,7 @@ def _customer_row(customer: dict[str, Any]) -> Row:
     )
 
 
-class CustomersExport(ExportType):
+class CustomersExport(ExportType[CustomersFilters]):
     """Customers by sign-up day, read page by page from the customers table's day index."""
 
     name = "customers"

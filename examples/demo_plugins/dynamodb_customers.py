@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
 from exports.config import CustomersTable
 from exports.export_types.base import CursorInvalid
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
 
 # The attributes of an index key: the table key plus the index key.
 _KEY_ATTRIBUTES = (
@@ -22,7 +25,7 @@ _KEY_ATTRIBUTES = (
 class DynamoCustomersReader:
     """:class:`examples.demo_plugins.customers.CustomersReader` on a DynamoDB table."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 

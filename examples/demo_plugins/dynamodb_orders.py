@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
 from exports.config import OrdersTable
 
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
+
 
 class DynamoOrdersReader:
     """:class:`examples.demo_plugins.orders.OrdersReader` on a DynamoDB table with a day index."""
 
-    def __init__(self, client: Any, table_name: str, page_size: int = 1000) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, page_size: int = 1000) -> None:
         self._client = client
         self._table = table_name
         self._page_size = page_size

@@ -124,7 +124,7 @@ def _order_values(order: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class OrdersExport(ExportType):
+class OrdersExport(ExportType[OrdersFilters]):
     """Orders of a date range, read day by day from the orders table's day index."""
 
     name = "orders"

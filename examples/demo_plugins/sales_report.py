@@ -69,7 +69,7 @@ class _Totals:
         self.amount += Decimal(order["amount"])
 
 
-class SalesReportExport(ExportType):
+class SalesReportExport(ExportType[SalesReportFilters]):
     """Orders, items and amounts per day and status over a date range."""
 
     name = "sales_report"

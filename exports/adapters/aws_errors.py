@@ -8,7 +8,7 @@ name (:class:`TransactionCancelled`). Adapters catch these, never a ``ClientErro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +54,7 @@ class ConditionNotMet(AwsError):
     """A conditional write's condition did not hold; ``item`` is the stored item (DynamoDB
     attribute values) when the request asked for it."""
 
-    def __init__(self, message: str, item: dict[str, Any] | None) -> None:
+    def __init__(self, message: str, item: Mapping[str, Any] | None) -> None:
         super().__init__(message, aws_code=CONDITIONAL_CHECK_FAILED)
         self.item = item
 
@@ -69,7 +69,7 @@ class CancellationReason:
     and the stored item when the request asked for it."""
 
     code: str
-    item: dict[str, Any]
+    item: Mapping[str, Any]
 
     @property
     def condition_failed(self) -> bool:
@@ -107,7 +107,9 @@ def translated(operation: str, items: Sequence[str] = ()) -> Iterator[None]:
         if code in TRANSIENT_CODES:
             raise RetryableError(f"{operation}: {code}", aws_code=code) from error
         if code == CONDITIONAL_CHECK_FAILED:
-            raise ConditionNotMet(f"{operation}: {code}", error.response.get("Item")) from error
+            # The item is there when the request asked for it (ReturnValuesOnConditionCheckFailure).
+            item = error.response.get("Item")
+            raise ConditionNotMet(f"{operation}: {code}", item if isinstance(item, dict) else None) from error
         if code in MISSING_CODES:
             raise ObjectMissing(f"{operation}: {code}", aws_code=code) from error
         if code == TRANSACTION_CANCELED:

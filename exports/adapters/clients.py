@@ -13,10 +13,23 @@ stack in local mode.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 import boto3
 from botocore.config import Config
+
+if TYPE_CHECKING:
+    # Stubs only (dev dependencies): the clients' methods, arguments and answers, typed.
+    from botocore.client import BaseClient
+    from types_boto3_dynamodb import DynamoDBClient
+    from types_boto3_rds import RDSClient
+    from types_boto3_s3 import S3Client
+    from types_boto3_secretsmanager import SecretsManagerClient
+    from types_boto3_sqs import SQSClient
+    from types_boto3_stepfunctions import SFNClient
+
+# The services the product uses (their stubs are in the dev dependencies).
+Service = Literal["dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions"]
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 
@@ -31,16 +44,32 @@ class ClientFactory:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._session: boto3.session.Session | None = None
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, BaseClient] = {}
 
-    def __call__(self, service: str) -> Any:
+    @overload
+    def __call__(self, service: Literal["dynamodb"]) -> DynamoDBClient: ...
+    @overload
+    def __call__(self, service: Literal["rds"]) -> RDSClient: ...
+    @overload
+    def __call__(self, service: Literal["s3"]) -> S3Client: ...
+    @overload
+    def __call__(self, service: Literal["secretsmanager"]) -> SecretsManagerClient: ...
+    @overload
+    def __call__(self, service: Literal["sqs"]) -> SQSClient: ...
+    @overload
+    def __call__(self, service: Literal["stepfunctions"]) -> SFNClient: ...
+    @overload
+    def __call__(self, service: str) -> BaseClient: ...  # a plugin's other service: untyped
+    def __call__(self, service: str) -> BaseClient:
         """The shared client for ``service`` (e.g. ``"dynamodb"``)."""
         client = self._clients.get(service)
         if client is not None:
             return client
         with self._lock:
             if service not in self._clients:
-                self._clients[service] = self.session().client(service, config=_SERVICE_CONFIG.get(service, _CONFIG))
+                # The stubs type only named services; any other name builds a client all the same.
+                name = cast("Service", service)
+                self._clients[service] = self.session().client(name, config=_SERVICE_CONFIG.get(service, _CONFIG))
             return self._clients[service]
 
     def session(self) -> boto3.session.Session:

@@ -6,7 +6,7 @@ concurrent workers never both spend the same token or lose an update."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, translated
 from exports.adapters.task_table import bucket_id, queue_wait_id, throughput_id
@@ -22,13 +22,16 @@ from exports.domain.admission import (
 )
 from exports.domain.errors import RetryableError
 
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
+
 _ATTEMPTS = 8
 
 
 class DynamoHotKeyLimiter:
     """:class:`exports.ports.HotKeyLimiter`: one token bucket item per hot key."""
 
-    def __init__(self, client: Any, table_name: str, rate_per_minute: float, burst: int) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, rate_per_minute: float, burst: int) -> None:
         self._client = client
         self._table = table_name
         self._rate = rate_per_minute / 60
@@ -62,7 +65,7 @@ class DynamoHotKeyLimiter:
 class DynamoThroughputStats:
     """:class:`exports.ports.ThroughputStats`: moving averages per export type and per lane."""
 
-    def __init__(self, client: Any, table_name: str, smoothing: float) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, smoothing: float) -> None:
         self._client = client
         self._table = table_name
         self._smoothing = smoothing
@@ -130,7 +133,7 @@ def _throughput(item: dict[str, Any]) -> Throughput:
 
 
 def _write_if_unchanged(
-    client: Any, table: str, key: dict[str, Any], values: dict[str, Any], read: dict[str, Any] | None
+    client: DynamoDBClient, table: str, key: dict[str, Any], values: dict[str, Any], read: dict[str, Any] | None
 ) -> bool:
     """Write ``values`` if the item's version is still the one read; False if someone was first."""
     version = int(read["version"]["N"]) if read else 0

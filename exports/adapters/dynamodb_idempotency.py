@@ -10,7 +10,7 @@ the record when the call raises.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -25,6 +25,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from exports.adapters.task_table import IDEMPOTENCY_PREFIX
 from exports.config import Admission, TaskTable
 from exports.domain.errors import ConditionFailed, InvalidRequest
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
 
 
 class IdempotencyKeyReused(InvalidRequest):
@@ -41,7 +44,7 @@ class IdempotencyKeyReused(InvalidRequest):
 class IdempotentCalls:
     """Replays stored answers for repeated (user, caller scope, key) triples."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         persistence = DynamoDBPersistenceLayer(
             table_name=table_name,
             key_attr=TaskTable.PARTITION_KEY,
@@ -55,13 +58,13 @@ class IdempotentCalls:
             raise_on_no_idempotency_key=True,
         )
 
-        @idempotent_function(
-            data_keyword_argument="request", persistence_store=persistence, config=config, key_prefix=IDEMPOTENCY_PREFIX
-        )
         def run(request: dict[str, Any], call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             return call()
 
-        self._run = run
+        # Powertools' decorator is untyped: applied by call, with the signature it keeps.
+        self._run: Callable[..., dict[str, Any]] = idempotent_function(
+            data_keyword_argument="request", persistence_store=persistence, config=config, key_prefix=IDEMPOTENCY_PREFIX
+        )(run)
 
     def replay_or_call(
         self, user_id: str, key: str, body: dict[str, Any], call: Callable[[], dict[str, Any]], scope: str = ""

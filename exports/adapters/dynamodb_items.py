@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 
-def to_attribute(value: Any) -> dict[str, Any]:
+def to_attribute(value: Any) -> AttributeValueTypeDef:
     """One DynamoDB attribute value. Floats become Decimals (DynamoDB has no binary floats)."""
     if isinstance(value, float):
         value = Decimal(str(value))
@@ -21,12 +25,12 @@ def to_attribute(value: Any) -> dict[str, Any]:
     return _serializer.serialize(value)
 
 
-def to_item(values: dict[str, Any]) -> dict[str, Any]:
+def to_item(values: Mapping[str, Any]) -> dict[str, AttributeValueTypeDef]:
     """A DynamoDB item from plain values, leaving out None (DynamoDB stores absence)."""
     return {name: to_attribute(value) for name, value in values.items() if value is not None}
 
 
-def from_item(item: dict[str, Any], exact: bool = False) -> dict[str, Any]:
+def from_item(item: Mapping[str, Any], exact: bool = False) -> dict[str, Any]:
     """Plain values from a DynamoDB item. Numbers become ints and floats, or with ``exact``
     stay Decimals (money must not pass through binary floats)."""
     values = {name: _deserializer.deserialize(value) for name, value in item.items()}

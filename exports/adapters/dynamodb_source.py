@@ -3,18 +3,21 @@ the table or one of its indexes, paginated with the table's own continuation key
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import AwsError, translated
 from exports.adapters.dynamodb_items import from_item
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.ports import ItemQuery
 
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
+
 
 class DynamoItemsReader:
     """:class:`exports.ports.ItemsReader` on a DynamoDB client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: DynamoDBClient) -> None:
         self._client = client
 
     def page(

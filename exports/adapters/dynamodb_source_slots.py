@@ -11,19 +11,22 @@ from __future__ import annotations
 import contextlib
 import zlib
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, translated
 from exports.adapters.task_table import key, slot_id
 from exports.config import SourceSlots
 from exports.ports import SlotLease
 
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
+
 
 class DynamoSourceSlots:
     """:class:`exports.ports.SourceSlotLeases` on the tasks table."""
 
     def __init__(
-        self, client: Any, table_name: str, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)
+        self, client: DynamoDBClient, table_name: str, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)
     ) -> None:
         self._client = client
         self._table = table_name

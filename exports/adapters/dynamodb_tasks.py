@@ -7,7 +7,7 @@ import binascii
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, TransactionCancelled, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
@@ -22,6 +22,10 @@ from exports.domain.errors import (
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.ports import TaskPage
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb import DynamoDBClient
+    from types_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
 # Named condition fragments, so each write says what it protects.
 _NOT_EXISTS = "attribute_not_exists(#pk)"
@@ -39,7 +43,7 @@ def _record(task: Task) -> dict[str, Any]:
 class DynamoTaskRepository:
     """:class:`exports.ports.TaskRepository` on a DynamoDB table."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -51,7 +55,7 @@ class DynamoTaskRepository:
         the key; pass its id as ``replace_holder`` once it is known to have ended) or
         :class:`ConditionFailed` (the id exists).
         """
-        items: dict[str, dict[str, Any]] = {
+        items: dict[str, TransactWriteItemTypeDef] = {
             _TASK: {
                 "Put": {
                     "TableName": self._table,
@@ -213,7 +217,7 @@ class DynamoTaskRepository:
             )
             if part
         )
-        request = {
+        request: UpdateTypeDef = {
             "TableName": self._table,
             "Key": key(before.task_id),
             "UpdateExpression": expression,
@@ -225,7 +229,7 @@ class DynamoTaskRepository:
         conflict = f"task {before.task_id} changed concurrently"
         if after.is_terminal and not before.is_terminal:
             # Ending a task frees its quota slot in the same transaction: exactly once per task.
-            release = {
+            release: UpdateTypeDef = {
                 "TableName": self._table,
                 "Key": key(quota_id(before.user_id)),
                 "UpdateExpression": "ADD #active :minus_one",
@@ -241,7 +245,7 @@ class DynamoTaskRepository:
         with _conditional_write("update task", conflict):
             self._client.update_item(**request)
 
-    def _transact(self, operation: str, items: dict[str, dict[str, Any]]) -> None:
+    def _transact(self, operation: str, items: dict[str, TransactWriteItemTypeDef]) -> None:
         """Run a transaction of the named ``items``; :class:`TransactionCancelled` with their
         reasons by name if a condition stopped it, :class:`RetryableError` if it met another
         transaction in flight (try again)."""

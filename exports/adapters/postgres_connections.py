@@ -16,11 +16,14 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from exports.declared.model import IamAuth, PostgresSource, SslMode
 from exports.domain.errors import ExportFailed, ExportsError, SourceCode
 from exports.ports import ConnectionSettings
+
+if TYPE_CHECKING:
+    from exports.adapters.clients import ClientFactory
 
 SecretReader = Callable[[str], Mapping[str, Any]]
 TokenMaker = Callable[[IamAuth], str]
@@ -121,7 +124,7 @@ def _tls(source: PostgresSource, base_dir: Path) -> dict[str, str]:
     return settings
 
 
-def secrets_manager_reader(client_factory: Callable[[str], Any]) -> SecretReader:
+def secrets_manager_reader(client_factory: ClientFactory) -> SecretReader:
     """Read an RDS-shaped JSON secret, cached for five minutes (rotations are picked up)."""
     providers: list[Any] = []  # one provider (and its cache) per reader, made on first use
 
@@ -140,14 +143,12 @@ def secrets_manager_reader(client_factory: Callable[[str], Any]) -> SecretReader
     return read
 
 
-def rds_token_maker(client_factory: Callable[[str], Any]) -> TokenMaker:
+def rds_token_maker(client_factory: ClientFactory) -> TokenMaker:
     """RDS IAM authentication tokens (valid 15 minutes; one is made per connection)."""
 
     def make(auth: IamAuth) -> str:
-        client = client_factory("rds")
-        kwargs: dict[str, Any] = {"DBHostname": auth.host, "Port": auth.port, "DBUsername": auth.user}
-        if auth.region:
-            kwargs["Region"] = auth.region
-        return str(client.generate_db_auth_token(**kwargs))
+        # No region: the client's own.
+        region = auth.region or None
+        return client_factory("rds").generate_db_auth_token(auth.host, auth.port, auth.user, Region=region)
 
     return make

@@ -6,10 +6,13 @@ presigned links."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from exports.adapters.aws_errors import ObjectMissing, translated
+
+if TYPE_CHECKING:
+    from types_boto3_s3 import S3Client
 
 
 def content_disposition(file_name: str) -> str:
@@ -23,7 +26,7 @@ class S3MultipartUpload:
     previous invocation started can be picked up again from its id and parts."""
 
     def __init__(
-        self, client: Any, bucket: str, key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()
+        self, client: S3Client, bucket: str, key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()
     ) -> None:
         self._client = client
         self._bucket = bucket
@@ -76,7 +79,7 @@ class S3MultipartUpload:
 class S3ResultStore:
     """:class:`exports.ports.ResultStore` on one bucket, with what long exports need."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str) -> None:
         self._client = client
         self._bucket = bucket
 

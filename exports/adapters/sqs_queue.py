@@ -7,13 +7,16 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from exports.adapters.aws_errors import translated
 from exports.config import Admission, Queue
 from exports.domain.admission import lane_for
 from exports.domain.errors import ExportsError
 from exports.ports import Delivery, TaskMessage
+
+if TYPE_CHECKING:
+    from types_boto3_sqs import SQSClient
 
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY_SEC = 900
@@ -42,7 +45,7 @@ class SqsTaskQueue:
     """:class:`exports.ports.TaskQueue` over one SQS queue per priority lane."""
 
     def __init__(
-        self, client: Any, queue_urls: Mapping[str, str], cache_sec: float = Admission.BACKLOG_CACHE_SEC
+        self, client: SQSClient, queue_urls: Mapping[str, str], cache_sec: float = Admission.BACKLOG_CACHE_SEC
     ) -> None:
         self._client = client
         self._urls = dict(queue_urls)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from exports.adapters.aws_errors import AwsError, translated
 from exports.domain.task import Task
 from exports.workflows import execution_input, fan_out_input, task_outcome
+
+if TYPE_CHECKING:
+    from types_boto3_stepfunctions import SFNClient
 
 logger = logging.getLogger(__name__)
 # The execution no longer waits for this token: it timed out or was already told.
@@ -18,7 +21,7 @@ _MOVED_ON = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
 class StepFunctionsLifecycle:
     """:class:`exports.ports.Lifecycle`: one execution per task, named after it."""
 
-    def __init__(self, client: Any, state_machine_arn: str) -> None:
+    def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
         self._client = client
         self._arn = state_machine_arn
 
@@ -47,7 +50,7 @@ class StepFunctionsLifecycle:
 class StepFunctionsFanOut:
     """:class:`exports.ports.FanOutStarter`: one execution per split attempt, named after it."""
 
-    def __init__(self, client: Any, state_machine_arn: str) -> None:
+    def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
         self._client = client
         self._arn = state_machine_arn
 

@@ -22,7 +22,7 @@ from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
-from exports.export_types.base import SOURCE_PAGE_ROWS, Column, ColumnKind, ExportType, SourceLimit
+from exports.export_types.base import SOURCE_PAGE_ROWS, AnyExportType, Column, ColumnKind, ExportType, SourceLimit
 from exports.ports import ItemsReader, SqlReader
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class BuiltTypes:
     """The export types a deployment serves, and those left out with the reason (a source
     without a connection in this deployment)."""
 
-    types: list[ExportType]
+    types: list[AnyExportType]
     left_out: dict[str, str]
 
 
@@ -68,7 +68,7 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
     deployment is left out (and logged), a broken plugin fails like a bad declaration."""
     file = declarations.file
     sql_readers: dict[str, SqlReader | str] = {}
-    types: list[ExportType] = []
+    types: list[AnyExportType] = []
     left_out: dict[str, str] = {}
     for name, declared in file.types.items():
         source = file.sources[declared.source]
@@ -126,7 +126,7 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
     return BuiltTypes(types, left_out)
 
 
-def check_sql_results(declarations: Declarations, types: Sequence[ExportType]) -> None:
+def check_sql_results(declarations: Declarations, types: Sequence[AnyExportType]) -> None:
     """Describe each SQL type's query (no row read) and refuse, as a declaration error, one that
     fails or does not return a declared column or order key column. Local mode runs this at
     start-up; a deployed worker finds the same mistakes at the type's first export
@@ -189,7 +189,7 @@ def _column(declared: ColumnDecl) -> Column:
     return Column(declared.name, declared.header or declared.name, declared.kind or ColumnKind.STRING, declared.width)
 
 
-def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: SourceReaders) -> ExportType:
+def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: SourceReaders) -> AnyExportType:
     """The export type a plugin factory makes; it is served under its declared name."""
     where = f"types.{name}: plugin"
     try:
@@ -213,6 +213,6 @@ def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: 
     if not isinstance(export_type, ExportType):
         raise DeclarationError(declarations.path, where, f"{declared.plugin} did not return an ExportType")
     # The declared name and description are the ones served.
-    export_type.name = name  # type: ignore[misc]
-    export_type.description = declared.description  # type: ignore[misc]
+    export_type.name = name
+    export_type.description = declared.description
     return export_type

@@ -16,7 +16,7 @@ from exports.export_types.base import Column, ExportType, SourceLimit
 _HOT_KEY_MAX_CHARS = 200
 
 
-class DeclaredExport(ExportType):
+class DeclaredExport(ExportType[DeclaredFilters]):
     """An export type built from a declaration (see :mod:`exports.declared.loader`)."""
 
     def __init__(
@@ -35,11 +35,10 @@ class DeclaredExport(ExportType):
         access: AccessRule | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
-        self.name = name  # type: ignore[misc]
-        self.description = description  # type: ignore[misc]
-        self.filters_model = filters_model  # type: ignore[misc]
-        self._declared_filters = filters_model
-        self.formats = tuple(formats)  # type: ignore[misc]
+        self.name = name
+        self.description = description
+        self.filters_model = filters_model
+        self.formats = tuple(formats)
         self.parameter_names = tuple(parameter_names)
         self.declared_columns = tuple(columns) if columns is not None else None
         self._by_name = {column.name: column for column in self.declared_columns or ()}
@@ -52,7 +51,7 @@ class DeclaredExport(ExportType):
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is
         refused (a caller never sets what its token decides)."""
-        model = self._declared_filters
+        model = self.filters_model
         for name in model.bound_names:
             if name in raw:
                 raise_at(name, "is bound to the caller's identity and cannot be set in filters", raw[name])

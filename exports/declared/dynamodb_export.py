@@ -140,7 +140,8 @@ def _text(value: Any) -> str | None:
 
 
 def _base64(value: Binary | bytes | bytearray) -> str:
-    return base64.b64encode(bytes(value.value if isinstance(value, Binary) else value)).decode("ascii")
+    # boto3's stubs lack Binary.value (the bytes it wraps).
+    return base64.b64encode(bytes(value.value if isinstance(value, Binary) else value)).decode("ascii")  # type: ignore[attr-defined]
 
 
 def item_json(value: Any) -> str:
@@ -161,7 +162,7 @@ def item_json(value: Any) -> str:
         members = (f"{json.dumps(key, ensure_ascii=False)}:{item_json(value[key])}" for key in sorted(value))
         return "{" + ",".join(members) + "}"
     if isinstance(value, set | frozenset):
-        ordered = sorted(value, key=lambda item: bytes(item.value) if isinstance(item, Binary) else item)
+        ordered = sorted(value, key=lambda item: bytes(item.value) if isinstance(item, Binary) else item)  # type: ignore[attr-defined]
         return "[" + ",".join(item_json(item) for item in ordered) + "]"
     if isinstance(value, list | tuple):
         return "[" + ",".join(item_json(item) for item in value) + "]"

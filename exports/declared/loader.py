@@ -237,7 +237,8 @@ def plugin_factory(reference: str) -> Callable[..., Any]:
         raise PluginError(f"importing {module_name} failed: {type(error).__name__}: {error}") from None
     if not callable(factory):
         raise PluginError(f"{reference} is not a function")
-    return factory
+    checked: Callable[..., Any] = factory
+    return checked
 
 
 def _check_plugin(fail: Any, declared: TypeDecl) -> None:

@@ -33,7 +33,8 @@ ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:./#@-]{1,256
 class _Strict(BaseModel):
     # strict: a declaration says what it means. "4" is not an integer bound, "true" not a
     # boolean, "12" not a max_days (lax mode would coerce each, and a typo would pass).
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # defer_build: validators are built on first use, not at import (cold starts).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class SourceKind(StrEnum):

@@ -229,22 +229,24 @@ def value_checker(declared: ParameterDecl) -> Callable[[Any], Any]:
     return list_checker(declared) if declared.type is ParameterType.LIST else item_checker(declared)
 
 
-def _item_schema(declared: ItemDecl) -> dict[str, Any]:
+def _item_schema(declared: ItemDecl | ParameterDecl) -> dict[str, Any]:
     schema: dict[str, Any]
-    if declared.type is ParameterType.DATE:
+    # ParameterDecl widens ItemDecl's type (a parameter may be a boolean): compare the wider one.
+    kind: ParameterType = declared.type
+    if kind is ParameterType.DATE:
         schema = {"type": "string", "format": "date"}
-    elif declared.type is ParameterType.DATETIME:
+    elif kind is ParameterType.DATETIME:
         schema = {"type": "string", "format": "date-time"}
-    elif declared.type is ParameterType.INTEGER:
+    elif kind is ParameterType.INTEGER:
         bounds = {"minimum": declared.min, "maximum": declared.max}
         schema = {"type": "integer"} | {
             keyword: int(coerce_bound(declared, bound)) for keyword, bound in bounds.items() if bound is not None
         }
-    elif declared.type is ParameterType.DECIMAL:
+    elif kind is ParameterType.DECIMAL:
         schema = {"type": ["number", "string"], "format": "decimal"}
-    elif declared.type is ParameterType.ENUM:
+    elif kind is ParameterType.ENUM:
         schema = {"type": "string", "enum": list(declared.values or ())}
-    elif declared.type is ParameterType.BOOLEAN:
+    elif kind is ParameterType.BOOLEAN:
         schema = {"type": "boolean"}
     else:
         schema = {"type": "string", "maxLength": declared.max_length or STRING_MAX_LENGTH}

@@ -145,7 +145,7 @@ class DeclaredSqlExport(DeclaredExport):
         """The declared columns and order key columns the query does not return, found by
         describing it (every parameter and caller value NULL, no row read): what local mode
         checks at start-up, before any export can fail on it."""
-        names = (*self.parameter_names, *self._declared_filters.bound_names)
+        names = (*self.parameter_names, *self.filters_model.bound_names)
         described = self._reader.describe(SqlRead(self._query, dict.fromkeys(names)), Unbounded())
         returned = {column.name for column in described}
         wanted = [column.name for column in self.declared_columns or ()]

@@ -25,7 +25,7 @@ _LENGTH = struct.Struct(">Q")
 class PartRecord(BaseModel):
     """One part already uploaded."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     number: int
     etag: str
@@ -34,7 +34,7 @@ class PartRecord(BaseModel):
 class ExportCheckpoint(BaseModel):
     """Where a suspended export stands."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     version: Literal[1] = 1
     task_id: str

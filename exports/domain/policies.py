@@ -27,7 +27,8 @@ def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:
 
     ``random`` returns a float in [0, 1); injecting it keeps the policy deterministic in tests.
     """
-    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**retry_count)
+    growth: int = 4**retry_count  # typeshed types int ** int as Any (a negative power is a float)
+    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * growth)
     return max(1, round(ceiling / 2 * (1 + random())))
 
 

@@ -36,10 +36,14 @@ class TaskSource(StrEnum):
     RETRY = "retry"
 
 
+# Every model here is built on first use (defer_build): a handler's import does not pay for
+# validators its request path may never run (docs/architecture.md, "Cold starts").
+
+
 class ExportResult(BaseModel):
     """Where the finished file is and what it holds."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     bytes: int
@@ -52,7 +56,7 @@ class ExportResult(BaseModel):
 class TaskError(BaseModel):
     """Why a task failed: a stable code and a readable message."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     code: str
     message: str
@@ -69,7 +73,7 @@ class CallbackStatus(StrEnum):
 class CallbackState(BaseModel):
     """The outcome of the callback so far, recorded on the task."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     status: CallbackStatus = CallbackStatus.PENDING
     attempts: int = 0
@@ -81,7 +85,7 @@ class Subscriber(BaseModel):
     submitter who asked for a callback (the first, and each identical request merged into it);
     each is signed, retried and recorded on its own."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     url: str
     state: CallbackState = CallbackState()
@@ -90,7 +94,7 @@ class Subscriber(BaseModel):
 class Task(BaseModel):
     """One export job, from submission to its terminal state."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     task_id: str
     user_id: str

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Protocol
+from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -117,27 +117,28 @@ def ignore_progress(_fraction: float) -> None:
     """The default progress callback."""
 
 
-class ExportType(ABC):
-    """A kind of export. Subclasses set the class attributes and stream rows: :meth:`pages` with
-    cursors for a resumable export (long CSV exports continue in a new invocation from the last
-    page's cursor), or just :meth:`rows`."""
+# The filter model of an export type: what :meth:`ExportType.parse_filters` returns and every
+# other method takes.
+FiltersT = TypeVar("FiltersT", bound=BaseModel)
 
-    name: ClassVar[str]
-    description: ClassVar[str]
-    filters_model: ClassVar[type[BaseModel]]
-    formats: ClassVar[tuple[ExportFormat, ...]] = (
-        ExportFormat.CSV,
-        ExportFormat.CSV_GZ,
-        ExportFormat.XLSX,
-        ExportFormat.PDF,
-    )
 
-    def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> BaseModel:
+class ExportType(ABC, Generic[FiltersT]):
+    """A kind of export, generic over its filter model (``class Orders(ExportType[OrdersFilters])``).
+    Subclasses set the attributes below (as class attributes, or per instance like declared
+    types) and stream rows: :meth:`pages` with cursors for a resumable export (long CSV exports
+    continue in a new invocation from the last page's cursor), or just :meth:`rows`."""
+
+    name: str
+    description: str
+    filters_model: type[FiltersT]
+    formats: tuple[ExportFormat, ...] = (ExportFormat.CSV, ExportFormat.CSV_GZ, ExportFormat.XLSX, ExportFormat.PDF)
+
+    def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:
         the caller-bound values (:meth:`bind_caller`), which a type without bindings has none of."""
         return self.filters_model.model_validate(raw)
 
-    def task_filters(self, task: Task) -> BaseModel:
+    def task_filters(self, task: Task) -> FiltersT:
         """The filters ``task`` runs with: its filters and the caller-bound values recorded at
         submit (a claim that changed since does not change a running export)."""
         return self.parse_filters(task.filters, task.caller)
@@ -152,10 +153,10 @@ class ExportType(ABC):
         return {}
 
     @abstractmethod
-    def columns(self, filters: Any) -> list[Column]:
+    def columns(self, filters: FiltersT) -> list[Column]:
         """The columns of the file, in order."""
 
-    def rows(self, filters: Any, on_fraction: Callable[[float], None] = ignore_progress) -> Iterator[Row]:
+    def rows(self, filters: FiltersT, on_fraction: Callable[[float], None] = ignore_progress) -> Iterator[Row]:
         """The rows, streamed: values in the order of :meth:`columns`. Calls ``on_fraction``
         with the share of the work done (0..1) whenever it knows it. Default: :meth:`pages`
         from the start."""
@@ -166,7 +167,7 @@ class ExportType(ABC):
             if page.fraction is not None:
                 on_fraction(page.fraction)
 
-    def pages(self, filters: Any, cursor: Cursor | None = None) -> Iterator[Page]:
+    def pages(self, filters: FiltersT, cursor: Cursor | None = None) -> Iterator[Page]:
         """The rows in pages from ``cursor`` (None: from the start), each page with the cursor
         after it. Override it to make the export resumable; this default pages :meth:`rows`
         without cursors."""
@@ -184,7 +185,7 @@ class ExportType(ABC):
         if batch:
             yield Page(batch, fraction=done[0])
 
-    def stream(self, filters: Any, cursor: Cursor | None, control: RunControl) -> Iterator[Page]:
+    def stream(self, filters: FiltersT, cursor: Cursor | None, control: RunControl) -> Iterator[Page]:
         """What the worker reads: :meth:`pages`, by default. A type whose source can block for
         long overrides it to honour ``control`` (bound the wait by the time left, give up
         when the task is stopped)."""
@@ -204,27 +205,32 @@ class ExportType(ABC):
         """Whether its pages carry cursors (it overrides :meth:`pages`)."""
         return type(self).pages is not ExportType.pages
 
-    def expected_rows(self, filters: Any) -> int | None:
+    def expected_rows(self, filters: FiltersT) -> int | None:
         """How many rows the export will have, when the type knows it up front (progress is
         then rows written against it); None otherwise."""
         return None
 
     def plan_partitions(
-        self, filters: Any, control: RunControl, rows_per_partition: int, max_partitions: int
+        self, filters: FiltersT, control: RunControl, rows_per_partition: int, max_partitions: int
     ) -> list[PartitionSpec] | None:
         """The partitions an export of ``filters`` is written in, with their row counts (one
         spec: not worth splitting); None when the type does not split (the default)."""
         return None
 
-    def partition_stream(self, filters: Any, spec: PartitionSpec, control: RunControl) -> Iterator[Page]:
+    def partition_stream(self, filters: FiltersT, spec: PartitionSpec, control: RunControl) -> Iterator[Page]:
         """The pages of one partition of :meth:`plan_partitions`, in the file's order."""
         raise NotImplementedError(f"export type {self.name} does not split into partitions")
 
     @abstractmethod
-    def file_stem(self, filters: Any) -> str:
+    def file_stem(self, filters: FiltersT) -> str:
         """The download's file name without extension."""
 
-    def hot_key(self, filters: Any) -> str | None:
+    def hot_key(self, filters: FiltersT) -> str | None:
         """What many users exporting at once would hammer together (e.g. type + date range):
         workers rate-limit per key. None: no hot-key limit for this export."""
         return None
+
+
+# Any export type, whatever its filter model: what registries hold and services are given (they
+# pass a type's own parsed filters back to it, so its parameter is not needed there).
+AnyExportType = ExportType[Any]

@@ -73,7 +73,7 @@ def error_response(
     field: str | None = None,
     headers: dict[str, str] | None = None,
     problems: Sequence[tuple[str | None, str]] = (),
-) -> Response:
+) -> Response[str]:
     """A JSON error answer; ``problems`` (every invalid field, when there are several) become
     its ``errors`` list."""
     detail: dict[str, Any] = {"code": code, "message": message}
@@ -110,8 +110,7 @@ def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     """Map every error to its status code and the one error shape."""
 
-    @app.exception_handler(ExportsError)
-    def _service_error(error: ExportsError) -> Response:
+    def _service_error(error: ExportsError) -> Response[str]:
         if isinstance(error, MalformedBody):
             # Raised by the body's parser: a huge or non-JSON body is that first.
             try:
@@ -136,8 +135,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             status, error.code, error.message, getattr(error, "field", None), headers, getattr(error, "problems", ())
         )
 
-    @app.exception_handler(RequestValidationError)
-    def _invalid_request(error: RequestValidationError) -> Response:
+    def _invalid_request(error: RequestValidationError) -> Response[str]:
         # The envelope decides first: a huge or non-JSON body is that, whatever else is wrong.
         try:
             check_envelope(app.current_event)
@@ -162,12 +160,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             problems=problems if len(problems) > 1 else (),
         )
 
-    @app.exception_handler(RequestUnsupportedContentType)
-    def _unsupported(_error: RequestUnsupportedContentType) -> Response:
+    def _unsupported(_error: RequestUnsupportedContentType) -> Response[str]:
         return error_response(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, UnsupportedMediaType.code, "send application/json")
 
     @app.not_found
-    def _no_route(_error: NotFoundError) -> Response:
+    def _no_route(_error: NotFoundError) -> Response[str]:
         allowed = allowed_methods(app, app.current_event.path)
         if allowed:
             return error_response(
@@ -178,8 +175,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             )
         return error_response(HTTPStatus.NOT_FOUND, "NOT_FOUND", "no such resource")
 
-    @app.exception_handler(Exception)
-    def _unexpected(error: Exception) -> Response:  # the edge: log it, reveal nothing
+    def _unexpected(error: Exception) -> Response[str]:  # the edge: log it, reveal nothing
         if isinstance(error, (ValueError, RecursionError)) and app.current_event.body:
             # Raised while the body was parsed (before any route ran): bad input, not a fault.
             try:
@@ -192,3 +188,10 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
                 return _service_error(problem)
         logger.exception("unhandled error", extra={"error_type": type(error).__name__})
         return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal error")
+
+    # Registered by call, not as decorators: Powertools' decorator is untyped, and would leave
+    # these handlers (which call each other) untyped too.
+    app.exception_handler(ExportsError)(_service_error)
+    app.exception_handler(RequestValidationError)(_invalid_request)
+    app.exception_handler(RequestUnsupportedContentType)(_unsupported)
+    app.exception_handler(Exception)(_unexpected)

@@ -19,7 +19,7 @@ from typing import Any
 
 from exports.api_models import ErrorBody
 from exports.domain.task import ExportFormat
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 
 _JSON = "application/json"
 _RETRY_AFTER_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0}
@@ -88,7 +88,7 @@ _SCHEMAS = "#/components/schemas/"
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
-def contract_document(document: str, export_types: Sequence[ExportType] = ()) -> str:
+def contract_document(document: str, export_types: Sequence[AnyExportType] = ()) -> str:
     """The OpenAPI document without Powertools' ``HTTPValidationError``/``ValidationError``
     schemas (and any answer still pointing at them), with no ``content`` on answers that have no
     body, and with the request body of ``POST /v1/exports`` of ``export_types``
@@ -126,7 +126,7 @@ _BODY_DESCRIPTION = (
 )
 
 
-def describe_export_types(data: dict[str, Any], export_types: Sequence[ExportType]) -> None:
+def describe_export_types(data: dict[str, Any], export_types: Sequence[AnyExportType]) -> None:
     """Make the body of ``POST /v1/exports`` in ``data`` a ``oneOf`` of one schema per type,
     discriminated by ``export_type`` (``ExportRequest.<type>``: the shared fields of
     ``ExportRequest``, ``export_type`` a ``const``, the type's formats, ``filters`` a reference to
@@ -180,11 +180,12 @@ def _hoisted(schema: dict[str, Any], name: str, schemas: dict[str, Any]) -> dict
 
     for definition, definition_schema in definitions.items():
         schemas[f"{name}.{definition}"] = relinked(definition_schema)
-    return relinked(schema)
+    top: dict[str, Any] = relinked(schema)
+    return top
 
 
 def _type_request(
-    shared: dict[str, Any], export_type: ExportType, filters_ref: str, filters: dict[str, Any]
+    shared: dict[str, Any], export_type: AnyExportType, filters_ref: str, filters: dict[str, Any]
 ) -> dict[str, Any]:
     """``ExportRequest`` for one type: its name as ``export_type``, its formats, its filters."""
     schema = copy.deepcopy(shared)

@@ -11,7 +11,7 @@ from exports.domain.errors import InvalidRequest, TaskNotFound, TaskNotReady, Un
 from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 from exports.ports import TaskPage
 from exports.services.dependencies import ApiDependencies, DownloadLinks
 
@@ -66,18 +66,18 @@ def list_tasks(
     return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 
 
-def export_types(caller: Caller, deps: ApiDependencies) -> list[ExportType]:
+def export_types(caller: Caller, deps: ApiDependencies) -> list[AnyExportType]:
     """What ``caller`` can export (the types whose access rule they pass)."""
     return deps.registry.for_caller(caller)
 
 
-def documented_export_types(deps: ApiDependencies) -> list[ExportType]:
+def documented_export_types(deps: ApiDependencies) -> list[AnyExportType]:
     """The types the OpenAPI document describes: those every caller may use (it is served
     without a token, so a type restricted to some callers is not named in it)."""
     return deps.registry.open_to_everyone()
 
 
-def export_type(name: str, caller: Caller, deps: ApiDependencies) -> ExportType:
+def export_type(name: str, caller: Caller, deps: ApiDependencies) -> AnyExportType:
     """One type ``caller`` can export; :class:`UnknownExportType` for any other name, whether no
     type or a type refused to the caller has it."""
     try:

@@ -35,7 +35,7 @@ from exports.domain.ids import new_task_id
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import ApiDependencies
 from exports.services.task_writes import end_task
@@ -173,7 +173,7 @@ def _queue_depths(deps: ApiDependencies) -> tuple[dict[str, int], dict[str, int]
         return {}, {}
 
 
-def _workers(export_type: ExportType, lane: Lane) -> int:
+def _workers(export_type: AnyExportType, lane: Lane) -> int:
     """The exports of this type the lane runs at once (fewer when the type's source allows fewer)."""
     limit = export_type.source_limit()
     return lane.max_concurrency if limit is None else min(lane.max_concurrency, limit.max_concurrent)

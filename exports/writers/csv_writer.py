@@ -124,14 +124,16 @@ def row_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Row]
     (with the same ``guard``). A row of the wrong length raises ``ValueError``."""
     if not columns:
         return lambda row: ()
-    return _generated(columns, guard)["encode"]
+    encode: Callable[[Row], tuple[Any, ...]] = _generated(columns, guard)["encode"]
+    return encode
 
 
 def rows_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Iterable[Row]], list[tuple[Any, ...]]]:
     """:func:`row_encoder` for many rows at once (a page)."""
     if not columns:
         return lambda rows: [() for _ in rows]
-    return _generated(columns, guard)["encode_rows"]
+    encode_rows: Callable[[Iterable[Row]], list[tuple[Any, ...]]] = _generated(columns, guard)["encode_rows"]
+    return encode_rows
 
 
 class CsvStream:

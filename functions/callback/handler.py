@@ -6,16 +6,17 @@ import json
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
 from exports.composition import PowertoolsMetrics, compose_callback
 from exports.services import callbacks
 from exports.services.dependencies import CallbackDependencies
+from exports.tracing import lazy_tracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
 from exports.composition import PowertoolsMetrics, compose_lifecycle
 from exports.services import lifecycle
 from exports.services.dependencies import LifecycleDependencies
+from exports.tracing import lazy_tracer
 from exports.workflows import task_outcome
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 

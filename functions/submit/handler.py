@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.logging import correlation_paths
@@ -22,7 +22,7 @@ from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
 from exports.domain.status import TaskStatus
-from exports.export_types.base import ExportType
+from exports.export_types.base import AnyExportType
 from exports.http.envelope import (
     caller_id,
     caller_of,
@@ -46,9 +46,10 @@ from exports.http.openapi import (
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.submission import Submission, caller_scope, submit_export
+from exports.tracing import lazy_tracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_json)
@@ -152,7 +153,7 @@ _TYPES_RESPONSES = responses({200: {"description": "The export types of this dep
 _TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 
 
-def _json(status: int, body: Any, headers: dict[str, str]) -> Response:
+def _json(status: int, body: Any, headers: dict[str, str]) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
 
@@ -333,7 +334,7 @@ def preflight() -> Response[str]:
     return Response(status_code=204, content_type=content_types.TEXT_PLAIN, body="")
 
 
-def api_document(export_types: Sequence[ExportType]) -> str:
+def api_document(export_types: Sequence[AnyExportType]) -> str:
     """The OpenAPI document of this API serving ``export_types`` (their request bodies)."""
     return contract_document(app.get_openapi_json_schema(**openapi_settings()), export_types)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -19,9 +19,10 @@ from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_
 from exports.ports import Delivery
 from exports.services.deliveries import process_delivery
 from exports.services.dependencies import WorkerDependencies
+from exports.tracing import lazy_tracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 

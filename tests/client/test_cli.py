@@ -239,7 +239,7 @@ def test_progress_is_a_live_bar_on_a_terminal_with_rows_per_second_and_an_eta_co
         clock.now = 4.0
         progress.update(running_40)  # 400 rows/s, 10 %/s: 6 s left
         clock.now = 5.0  # a second later, between polls
-        progress._bar.refresh()  # type: ignore[union-attr]
+        progress._bar.refresh()
         between = screen_of(stream).splitlines()[-1]
         clock.now = 10.0
         progress.update(completed)

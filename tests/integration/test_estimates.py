@@ -46,7 +46,7 @@ def submit(filters: dict[str, Any], fresh: bool = False) -> tuple[str, int, floa
 
 
 def wait_done(task_ids: list[str], limit_sec: float = 120) -> dict[str, float]:
-    deps, done = worker.dependencies(), {}
+    deps, done = worker.dependencies(), dict[str, float]()
 
     def completed() -> dict[str, float]:
         for task_id in task_ids:

@@ -40,7 +40,8 @@ def test_an_idle_loop_stops_without_waiting_for_its_long_polls(queue):
 def test_stopping_waits_for_the_batch_in_flight_and_it_completes(queue):
     sqs, url = queue
     sqs.send_message(QueueUrl=url, MessageBody="task")
-    running, release, seen = threading.Event(), threading.Event(), []
+    running, release = threading.Event(), threading.Event()
+    seen: list[str] = []
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         running.set()

@@ -37,7 +37,7 @@ def submit(day: int) -> str:
 
 def deliver_until_empty(lanes: Lanes, limit: int = 20) -> list[set[str]]:
     """Batches of up to 10, redelivered at once when they fail; the failed ids of each batch."""
-    failures = []
+    failures: list[set[str]] = []
     for _ in range(limit):
         messages = lanes.receive("normal", count=10, visibility_sec=0)
         if not messages:

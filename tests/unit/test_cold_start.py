@@ -96,6 +96,32 @@ def test_no_handler_imports_openpyxl_or_builds_a_client_at_import(function):
     assert clients == []
 
 
+@pytest.mark.parametrize("function", ["submit", "lifecycle", "callback", "worker"])
+def test_no_handler_imports_the_xray_recorder_or_builds_the_task_models_at_import(function):
+    loaded, _ = cold_import(function)
+
+    # The Tracer is made (Powertools itself is loaded); X-Ray waits for the first traced call.
+    assert "aws_lambda_powertools.tracing.tracer" in loaded
+    assert "aws_xray_sdk.core" not in loaded
+
+
+def test_the_task_and_declaration_models_are_built_on_first_use():
+    # Given a fresh interpreter that imports the models, then validates one task
+    code = (
+        "import json; from exports.domain.task import Task; from exports.declared.model import DeclarationFile; "
+        "before = [Task.__pydantic_complete__, DeclarationFile.__pydantic_complete__]; "
+        "Task.model_validate({'task_id': 't', 'user_id': 'u', 'export_type': 'x', 'format': 'csv', "
+        "'filters': {}, 'created_at': '2026-01-01T00:00:00Z', 'expires_at': '2026-01-02T00:00:00Z'}); "
+        "print(json.dumps(before + [Task.__pydantic_complete__, DeclarationFile.__pydantic_complete__]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env={"PATH": ""}, capture_output=True, text=True, check=False
+    )
+
+    # Then neither was built at import, and validating a task built the task model only
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [False, False, True, False], done.stderr
+
+
 def test_the_cold_start_report_divides_by_bare_boto3(capsys):
     medians = {"boto3": 0.2, "clients.shared": 0.1, "clients.per_client": 0.4}
     for function, (imported, first) in {

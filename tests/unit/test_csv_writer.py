@@ -113,7 +113,7 @@ def test_header_is_the_column_headers():
 
 
 def test_counts_rows_and_reports_each_one():
-    seen = []
+    seen: list[int] = []
     count, _ = write(TEXT, [("a", "1"), ("b", "2"), ("c", "3")], on_row=seen.append)
 
     assert count == 3

@@ -79,7 +79,8 @@ def test_a_terminal_state_allows_no_change_at_all(terminal: TaskStatus) -> None:
 
 def test_every_active_state_can_still_reach_every_ending() -> None:
     def reachable(status: TaskStatus) -> set[TaskStatus]:
-        seen, todo = set(), [status]
+        seen: set[TaskStatus] = set()
+        todo = [status]
         while todo:
             for nxt in TRANSITIONS[todo.pop()] - seen:
                 seen.add(nxt)

@@ -12,7 +12,8 @@ _MAX_EXPONENT: Final = 5
 
 def backoff_delay(attempt: int) -> float:
     """Seconds before poll number ``attempt + 1``: 1, 2, 4, 8, 16, then 30 from then on."""
-    return min(MAX_DELAY_SEC, MIN_DELAY_SEC * 2 ** min(attempt, _MAX_EXPONENT))
+    doubling: int = 2 ** min(attempt, _MAX_EXPONENT)  # typeshed: int ** int is Any (negative powers)
+    return min(MAX_DELAY_SEC, MIN_DELAY_SEC * doubling)
 
 
 def poll_delay(attempt: int, retry_after: float | None, cap: float | None = None) -> float:

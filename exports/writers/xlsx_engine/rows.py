@@ -226,7 +226,8 @@ def rows_encoder(columns: Sequence[Column]) -> RowsEncoder:
     )
     namespace = dict(_NAMESPACE)
     exec(compile(source, "<xlsx row encoder>", "exec"), namespace)  # fixed templates, no input in the code
-    return namespace["encode"]
+    encode: RowsEncoder = namespace["encode"]
+    return encode
 
 
 def _cell_expression(name: str, index: int, column: Column) -> str:
