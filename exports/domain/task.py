@@ -25,6 +25,11 @@ class ExportFormat(StrEnum):
     # CSV compressed with gzip (one gzip member); downloads as ``.csv.gz``.
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
+    # JSON Lines: one JSON object per row (docs/export-types.md, "JSON Lines and Parquet").
+    JSONL = "jsonl"
+    # JSON Lines compressed with gzip (one gzip member), like csv.gz.
+    JSONL_GZ = "jsonl.gz"
+    PARQUET = "parquet"
 
 
 class TaskSource(StrEnum):

@@ -21,10 +21,11 @@ from typing import Any, BinaryIO, cast
 
 from exports.config import LongExports, Results, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
-from exports.domain.errors import LostOwnership
+from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.export_types.base import Column, Cursor, ExportType, RunControl
 from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
+from exports.services import parquet_guards
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
 from exports.services.progress import ProgressReporter
@@ -32,7 +33,7 @@ from exports.services.result_cleanup import abort_upload, remove_result
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
-from exports.writers import csv_writer, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine, xlsx_writer
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
@@ -43,7 +44,16 @@ CONTENT_TYPES: Mapping[ExportFormat, str] = {
     ExportFormat.CSV: csv_writer.CONTENT_TYPE,
     ExportFormat.CSV_GZ: csv_writer.GZIP_CONTENT_TYPE,
     ExportFormat.XLSX: xlsx_engine.CONTENT_TYPE,
+    ExportFormat.JSONL: jsonl_writer.CONTENT_TYPE,
+    ExportFormat.JSONL_GZ: jsonl_writer.GZIP_CONTENT_TYPE,
+    ExportFormat.PARQUET: parquet_writer.CONTENT_TYPE,
 }
+# The formats written through gzip, and those whose rows are JSON Lines (both continue from a
+# checkpoint like CSV).
+GZIP_FORMATS = frozenset({ExportFormat.CSV_GZ, ExportFormat.JSONL_GZ})
+JSONL_FORMATS = frozenset({ExportFormat.JSONL, ExportFormat.JSONL_GZ})
+# A JSON column's value that is no JSON text (a declared kind over other text).
+JSON_VALUE_INVALID = "JSON_VALUE_INVALID"
 # WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
@@ -154,7 +164,11 @@ def run_export(
     tracker = _Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows)
     budget = RunBudget(remaining_ms)
     run = _Run(task, export_type, filters, columns, target, files, checkpoints, deps, budget, tracker, progress)
-    return run.xlsx() if task.format is ExportFormat.XLSX else run.csv()
+    if task.format is ExportFormat.XLSX:
+        return run.xlsx()
+    if task.format is ExportFormat.PARQUET:
+        return run.parquet()
+    return run.csv()
 
 
 class _Run:
@@ -192,7 +206,8 @@ class _Run:
         self.resumable: ResumableUpload | None = None
 
     def csv(self) -> ExportResult:
-        """Stream CSV (gzipped for csv.gz), continuing from a checkpoint if there is one."""
+        """Stream CSV or JSON Lines (gzipped for csv.gz and jsonl.gz), continuing from a
+        checkpoint if there is one."""
         loaded = self.checkpoints.load()
         checkpoint, tail = loaded if loaded else (None, b"")
         if checkpoint is not None:
@@ -208,18 +223,22 @@ class _Run:
             )
             gzip = None
             out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
-            if self.task.format is ExportFormat.CSV_GZ:
+            if self.task.format in GZIP_FORMATS:
                 state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
                 gzip = GzipStream(sink, state=state)
                 out = cast(BinaryIO, gzip)
             fresh = checkpoint is None
-            stream = csv_writer.CsvStream(
-                self.columns,
-                out,
-                bom=self.task.csv_bom and fresh,
-                header=fresh,
-                formula_guard=self.task.csv_formula_guard,
-            )
+            stream: csv_writer.CsvStream | jsonl_writer.JsonlStream
+            if self.task.format in JSONL_FORMATS:
+                stream = jsonl_writer.JsonlStream(self.columns, out)
+            else:
+                stream = csv_writer.CsvStream(
+                    self.columns,
+                    out,
+                    bom=self.task.csv_bom and fresh,
+                    header=fresh,
+                    formula_guard=self.task.csv_formula_guard,
+                )
             cursor = checkpoint.cursor if checkpoint else None
             for page in self.export_type.stream(self.filters, cursor, self.control):
                 stream.write_rows(page.rows)
@@ -234,6 +253,11 @@ class _Run:
             return self._finish(upload, sink, rows)
         except ExportContinues:
             raise
+        except jsonl_writer.InvalidJson as error:
+            self._discard(upload)
+            raise ExportFailed(
+                f"{error} after {rows} rows: a column of kind json holds other text", code=JSON_VALUE_INVALID
+            ) from None
         except BaseException:
             self._discard(upload)
             raise
@@ -271,6 +295,24 @@ class _Run:
         except BaseException:
             # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
             # a stray one must not outlive the task either.
+            self._discard(upload)
+            raise
+
+    def parquet(self) -> ExportResult:
+        """Stream a Parquet file, a row group at a time; stop with PARQUET_TOO_LARGE before the
+        time runs out (it cannot continue in a new invocation)."""
+        upload = self._open_upload(None)
+        try:
+            sink = MultipartSink(upload, self.deps.settings.upload_part_bytes)
+            counted = RowCount()
+            pages = self.export_type.stream(self.filters, None, self.control)
+            rows = parquet_guards.guarded_rows(pages, counted, self.tracker.update, self.budget)
+            try:
+                parquet_writer.write_parquet_stream(self.columns, rows, cast(BinaryIO, sink))
+            except parquet_writer.ParquetValueInvalid as error:
+                raise parquet_guards.value_invalid(error, counted.rows) from None
+            return self._finish(upload, sink, counted.rows)
+        except BaseException:
             self._discard(upload)
             raise
 

@@ -40,6 +40,9 @@ from exports.writers.segment_upload import SegmentUpload
 
 logger = logging.getLogger(__name__)
 
+# Written by one worker, never split (docs/fan-out.md, "Formats that do not split").
+UNSPLIT_FORMATS = frozenset({ExportFormat.JSONL, ExportFormat.JSONL_GZ, ExportFormat.PARQUET})
+
 
 class PartitionSourceBusy(ExportsError):
     """Every slot of the partition's source is taken: the workflow waits and tries the partition
@@ -127,7 +130,7 @@ def start_fan_out(
     workflow ends it). Otherwise the export runs in this worker as usual. ``remaining_ms``: the
     invocation's time left, which bounds the planning query."""
     files = _files(deps)
-    if deps.fan_out is None or files is None or task.continuations:
+    if deps.fan_out is None or files is None or task.continuations or task.format in UNSPLIT_FORMATS:
         return Planned(split=False)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)

@@ -35,6 +35,9 @@ class ExportFormat(StrEnum):
     CSV = "csv"
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
+    JSONL = "jsonl"
+    JSONL_GZ = "jsonl.gz"
+    PARQUET = "parquet"
 
 
 class _Result(BaseModel):
