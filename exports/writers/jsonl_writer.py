@@ -30,6 +30,10 @@ TEXT_CHUNK_BYTES = 64 * 1024
 _string = json.JSONEncoder(ensure_ascii=False).encode
 
 
+class _Digits(str):
+    """A JSON number's text exactly as the source wrote it (parsed, never converted)."""
+
+
 class InvalidJson(ValueError):
     """A JSON column's value is not JSON text (a declared ``kind = "json"`` over other text)."""
 
@@ -68,7 +72,7 @@ def nested_json(text: Any) -> str:
     if not isinstance(text, str):
         return json_value(text)
     try:
-        parsed = json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=_no_constant)
+        parsed = json.loads(text, parse_float=_Digits, parse_int=_Digits, parse_constant=_no_constant)
     except ValueError as error:
         raise InvalidJson(f"not JSON text: {text[:40]!r}") from error
     return _compact(parsed)
@@ -83,9 +87,8 @@ def _compact(value: Any) -> str:
         return "{" + ",".join(f"{_string(key)}:{_compact(inner)}" for key, inner in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_compact(inner) for inner in value) + "]"
-    if isinstance(value, Decimal):
-        # The digits as the source wrote them (parse_int and parse_float keep them).
-        return str(value)
+    if isinstance(value, _Digits):
+        return str.__str__(value)
     return json.dumps(value, ensure_ascii=False)
 
 
