@@ -264,7 +264,8 @@ def test_maps_and_lists_of_a_json_column_are_nested_in_json_lines_and_parquet(
     rows = [row for page in export.pages(filters) for row in page.rows]
     # The attribute as JSON: a string, number, binary and boolean as JSON values of their own.
     scalars = ['王芳 "quoted"', ("number", "12345678901234567890.123456789"), "AP9iaW4=", True, None]
-    expected = scalars + [json.loads(text, parse_float=_number_text, parse_int=_number_text) for _, text in ATTRIBUTES[5:]]
+    nested = [json.loads(text, parse_float=_number_text, parse_int=_number_text) for _, text in ATTRIBUTES[5:]]
+    expected = scalars + nested
 
     out = io.BytesIO()
     jsonl_writer.write_jsonl(columns, iter(rows), out)
