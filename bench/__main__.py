@@ -53,6 +53,9 @@ ORDER = (
     "xlsx_openpyxl",
     "bare_xlsx_stream",
     "xlsx",
+    "jsonl",
+    "jsonl.gz",
+    "parquet",
     *postgres.CASES,
 )
 # Pipelines against the bare writer doing the same: at most this many times its seconds. On
@@ -64,6 +67,10 @@ BASELINE = {
     "pg_read": "pg_copy",
     "pg_csv": "pg_copy",
     "pg_xlsx": "pg_copy",
+    # JSON Lines and Parquet against the CSV pipeline of the same rows (shown, no limit yet).
+    "jsonl": "csv",
+    "jsonl.gz": "csv.gz",
+    "parquet": "csv",
 }
 TIME_LIMIT: dict[str, float | None] = {
     "csv": 1.3,
@@ -72,6 +79,9 @@ TIME_LIMIT: dict[str, float | None] = {
     "pg_read": None,
     "pg_csv": 2.0,
     "pg_xlsx": None,
+    "jsonl": None,
+    "jsonl.gz": None,
+    "parquet": None,
 }
 # Our XLSX engine against openpyxl write-only: at least this many times its rows per second
 # (checked for the worker's pipeline; the bare engine is shown).

@@ -16,6 +16,8 @@ Cases:
                  parts), the parts going to a file, progress going to in-memory task records;
                  xlsx with the default engine (stream)
   xlsx_openpyxl  the pipeline with the openpyxl engine (WorkerSettings.xlsx_engine = "openpyxl")
+  jsonl, jsonl.gz, parquet
+                 the worker's pipeline in those formats (shown against csv and csv.gz)
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
@@ -305,6 +307,9 @@ CASES = {
     "bare_xlsx_stream": run_bare_xlsx_stream,
     "xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx"),
     "xlsx_openpyxl": lambda rows, folder: run_pipeline(rows, folder, "xlsx", "openpyxl"),
+    "jsonl": lambda rows, folder: run_pipeline(rows, folder, "jsonl"),
+    "jsonl.gz": lambda rows, folder: run_pipeline(rows, folder, "jsonl.gz"),
+    "parquet": lambda rows, folder: run_pipeline(rows, folder, "parquet"),
     # PostgreSQL (bench/postgres.py): the database's URI comes in the source's variable.
     "pg_copy": lambda rows, folder: postgres.copy_floor(rows),
     "pg_read": lambda rows, folder: postgres.read_rows(rows),
