@@ -102,3 +102,29 @@ def test_a_stream_continued_in_a_second_writer_gives_the_same_bytes_as_one_pass(
         stream.detach()
 
     assert parts.getvalue() == whole.getvalue()
+
+
+SAMPLES = [
+    None,
+    "text",
+    "",
+    0,
+    -(2**53),
+    2**53 + 1,
+    True,
+    False,
+    Decimal("12.50"),
+    Decimal("NaN"),
+    1.5,
+    date(2025, 3, 1),
+    datetime(2025, 3, 1, 8, 0, 0, 1),
+    datetime(2025, 3, 1, 16, tzinfo=timezone(timedelta(hours=8))),
+    "infinity",
+]
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ColumnKind if kind is not ColumnKind.JSON])
+def test_each_kinds_fast_path_writes_what_json_value_writes(kind: ColumnKind) -> None:
+    encode = line_encoder([Column("c", "C", kind)])
+    for value in SAMPLES:
+        assert encode((value,)) == '{"c":' + json_value(value) + "}\n", value
