@@ -54,6 +54,9 @@ ORDER = (
     "bare_xlsx_stream",
     "xlsx",
     "pdf",
+    "jsonl",
+    "jsonl.gz",
+    "parquet",
     *postgres.CASES,
 )
 # Pipelines against the bare writer doing the same: at most this many times its seconds. On
@@ -67,6 +70,10 @@ BASELINE = {
     "pg_read": "pg_copy",
     "pg_csv": "pg_copy",
     "pg_xlsx": "pg_copy",
+    # JSON Lines and Parquet against the CSV pipeline of the same rows (shown, no limit yet).
+    "jsonl": "csv",
+    "jsonl.gz": "csv.gz",
+    "parquet": "csv",
 }
 TIME_LIMIT: dict[str, float | None] = {
     "csv": 1.3,
@@ -76,6 +83,9 @@ TIME_LIMIT: dict[str, float | None] = {
     "pg_read": None,
     "pg_csv": 2.0,
     "pg_xlsx": None,
+    "jsonl": None,
+    "jsonl.gz": None,
+    "parquet": None,
 }
 # Our XLSX engine against openpyxl write-only: at least this many times its rows per second
 # (checked for the worker's pipeline; the bare engine is shown).

@@ -17,6 +17,8 @@ Cases:
                  xlsx with the default engine (stream)
   xlsx_openpyxl  the pipeline with the openpyxl engine (WorkerSettings.xlsx_engine = "openpyxl")
   pdf            the pipeline writing a PDF table (exports/writers/pdf)
+  jsonl, jsonl.gz, parquet
+                 the worker's pipeline in those formats (shown against csv and csv.gz)
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
@@ -310,6 +312,9 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     "xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx"),
     "xlsx_openpyxl": lambda rows, folder: run_pipeline(rows, folder, "xlsx", "openpyxl"),
     "pdf": lambda rows, folder: run_pipeline(rows, folder, "pdf"),
+    "jsonl": lambda rows, folder: run_pipeline(rows, folder, "jsonl"),
+    "jsonl.gz": lambda rows, folder: run_pipeline(rows, folder, "jsonl.gz"),
+    "parquet": lambda rows, folder: run_pipeline(rows, folder, "parquet"),
     # PostgreSQL (bench/postgres.py): the database's URI comes in the source's variable.
     "pg_copy": lambda rows, folder: postgres.copy_floor(rows),
     "pg_read": lambda rows, folder: postgres.read_rows(rows),

@@ -273,6 +273,9 @@ class ResultColumn:
     name: str
     kind: ColumnKind
     type_name: str
+    # numeric(precision, scale) when the column's type declares them.
+    precision: int | None = None
+    scale: int | None = None
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,22 @@ WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 # client it makes, so a new service cannot be forgotten here.
 AWS_SERVICES: Final = ("dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
 BOTOCORE_DATA: Final = Path("botocore") / "data"
+# What of pyarrow the worker never loads (it writes Parquet to a file-like object): Arrow Flight,
+# the S3 file system, the tests, the C++ headers and the Cython sources. About 55 MB of the
+# worker's 250 MB (docs/performance.md, "Package sizes"); nothing that pyarrow.parquet links.
+PYARROW_UNUSED: Final = (
+    "tests",
+    "include",
+    "src",
+    "libarrow_flight.so*",
+    "libarrow_python_flight.so*",
+    "_flight.*.so",
+    "libarrow_s3.so*",
+    "_s3fs.*.so",
+    "*.pyx",
+    "*.pxd",
+    "*.pxi",
+)
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")
 
@@ -250,6 +266,7 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
     _run([*install, *spec.requirements], "pip install")
     if spec.aws_services is not None:
         trim_botocore(output_dir, spec.aws_services)
+    trim_pyarrow(output_dir)
     # The handler's folder is a package only for the tests; in Lambda its files sit at the root.
     for source in _source_files(spec.handler_dir):
         if source.name != "__init__.py":
@@ -275,6 +292,19 @@ def trim_botocore(package_dir: Path, keep: Iterable[str]) -> None:
     for model in data.iterdir():
         if model.is_dir() and model.name not in kept:
             shutil.rmtree(model)
+
+
+def trim_pyarrow(package_dir: Path) -> None:
+    """Remove :data:`PYARROW_UNUSED` from the package's pyarrow, if it has one."""
+    root = package_dir / "pyarrow"
+    if not root.is_dir():
+        return
+    for pattern in PYARROW_UNUSED:
+        for path in root.glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 @jsii.implements(ILocalBundling)

@@ -415,7 +415,10 @@ def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -
     for column in description:
         type_name = _type_name(conn, column)
         cast = read_as(type_name)
-        columns.append(ResultColumn(column.name, NATIVE_KINDS[type_name] if cast is None else cast[1], type_name))
+        kind = NATIVE_KINDS[type_name] if cast is None else cast[1]
+        # psycopg reads a numeric's precision and scale from its type modifier (None: unconstrained).
+        shape = (column.precision, column.scale) if type_name == "numeric" else (None, None)
+        columns.append(ResultColumn(column.name, kind, type_name, *shape))
     return columns
 
 

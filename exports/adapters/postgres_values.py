@@ -44,7 +44,12 @@ NATIVE_KINDS = {
     "uuid": ColumnKind.STRING,
 }
 # Types read through a cast to another: its SQL type and the file's kind.
-CAST_TYPES = {"money": ("numeric", ColumnKind.DECIMAL)}
+# json and jsonb: their text, which JSON Lines and Parquet nest (ColumnKind.JSON).
+CAST_TYPES = {
+    "money": ("numeric", ColumnKind.DECIMAL),
+    "json": ("text", ColumnKind.JSON),
+    "jsonb": ("text", ColumnKind.JSON),
+}
 TEXT_CAST = ("text", ColumnKind.STRING)
 # The session's output formats of the types read as text.
 SESSION_FORMATS = (("IntervalStyle", "iso_8601"), ("bytea_output", "hex"))
@@ -78,7 +83,7 @@ def projection(names: Sequence[str], type_names: Sequence[str]) -> sql.Composabl
     items = []
     for name, cast in zip(names, casts, strict=True):
         column = sql.SQL("exported.{name}").format(name=sql.Identifier(name))
-        if cast is TEXT_CAST:
+        if cast is not None and cast[0] == "text":
             # format's %s is the type's output function, what psql shows: ::text would differ for
             # a few types (it cuts char(n)'s padding, adds inet's /32). num_nulls: a composite of
             # NULL fields IS NULL, yet it is a value ("(,)").

@@ -186,7 +186,14 @@ def _access_rule(declared: TypeDecl, access: AccessDecl) -> AccessRule | None:
 
 
 def _column(declared: ColumnDecl) -> Column:
-    return Column(declared.name, declared.header or declared.name, declared.kind or ColumnKind.STRING, declared.width)
+    return Column(
+        declared.name,
+        declared.header or declared.name,
+        declared.kind or ColumnKind.STRING,
+        declared.width,
+        precision=declared.precision,
+        scale=declared.scale,
+    )
 
 
 def _plugin(declarations: Declarations, name: str, declared: TypeDecl, readers: SourceReaders) -> AnyExportType:

@@ -169,6 +169,10 @@ def item_json(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not a DynamoDB value")
 
 
+def _json(value: Any) -> str | None:
+    return None if value is None else item_json(value)
+
+
 def _integer(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -199,4 +203,5 @@ _CONVERTERS: dict[ColumnKind, Callable[[Any], Any]] = {
     ColumnKind.DATE: _date,
     ColumnKind.DATETIME: _datetime,
     ColumnKind.BOOLEAN: _boolean,
+    ColumnKind.JSON: _json,
 }

@@ -12,7 +12,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictStr, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictStr, StringConstraints, model_validator
 
 from exports.domain.caller import BindingKind
 from exports.domain.task import ExportFormat
@@ -174,6 +174,21 @@ class ColumnDecl(_Strict):
     kind: ColumnKind | None = Field(default=None, strict=False)
     width: int = Field(default=14, ge=1, le=255)
     attribute: str | None = None
+    # A decimal column's numeric(precision, scale): Parquet types the column with them (an
+    # undeclared decimal is written as its digits' text). PostgreSQL's own limit is 1000 digits.
+    precision: int | None = Field(default=None, ge=1, le=1000)
+    scale: int | None = Field(default=None, ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _decimal_shape(self) -> ColumnDecl:
+        if (self.precision is None) != (self.scale is None):
+            raise ValueError("precision and scale go together")
+        if self.precision is not None:
+            if self.kind is not ColumnKind.DECIMAL:
+                raise ValueError('precision and scale are for kind = "decimal"')
+            if self.scale is not None and self.scale > self.precision:
+                raise ValueError("scale cannot be more than precision")
+        return self
 
 
 class KeyValueDecl(_Strict):

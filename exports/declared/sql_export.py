@@ -47,7 +47,7 @@ class DeclaredSqlExport(DeclaredExport):
         """The declared columns (or the chosen ones); inferred from the result when undeclared."""
         if self.declared_columns is None:
             described = self._reader.describe(self._read(filters, None), Unbounded())
-            return [Column(column.name, column.name, column.kind) for column in described]
+            return [_inferred(column) for column in described]
         return self.chosen_columns(filters)
 
     def pages(self, filters: DeclaredFilters, cursor: Cursor | None = None) -> Iterator[Page]:
@@ -154,7 +154,7 @@ class DeclaredSqlExport(DeclaredExport):
     def columns_for(self, filters: DeclaredFilters, result: Sequence[ResultColumn]) -> list[Column]:
         """The file's columns given the result's (inferred ones follow the result)."""
         if self.declared_columns is None:
-            return [Column(column.name, column.name, column.kind) for column in result]
+            return [_inferred(column) for column in result]
         return self.chosen_columns(filters)
 
 
@@ -180,3 +180,8 @@ def _parse_cursor(cursor: Cursor, size: int) -> list[Any]:
     if not all(isinstance(value, str | int | float) and not isinstance(value, bool) for value in after):
         raise CursorInvalid(f"not a keyset cursor: {cursor!r}")
     return after
+
+
+def _inferred(column: ResultColumn) -> Column:
+    """A file column typed as the result's column is (its numeric precision and scale too)."""
+    return Column(column.name, column.name, column.kind, precision=column.precision, scale=column.scale)

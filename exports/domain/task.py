@@ -27,6 +27,11 @@ class ExportFormat(StrEnum):
     XLSX = "xlsx"
     # A paginated table to read and print (exports/writers/pdf); written in one worker run.
     PDF = "pdf"
+    # JSON Lines: one JSON object per row (docs/export-types.md, "JSON Lines and Parquet").
+    JSONL = "jsonl"
+    # JSON Lines compressed with gzip (one gzip member), like csv.gz.
+    JSONL_GZ = "jsonl.gz"
+    PARQUET = "parquet"
 
 
 class TaskSource(StrEnum):

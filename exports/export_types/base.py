@@ -27,6 +27,9 @@ class ColumnKind(StrEnum):
     DATE = "date"
     DATETIME = "datetime"
     BOOLEAN = "boolean"
+    # JSON text (PostgreSQL json and jsonb, DynamoDB maps and lists): nested in JSON Lines and
+    # Parquet, its text in CSV, XLSX and every other format.
+    JSON = "json"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,10 @@ class Column:
     header: str
     kind: ColumnKind = ColumnKind.STRING
     width: int = 14
+    # A decimal column's numeric(precision, scale) when the source declares it (Parquet types
+    # the column with it); None: any number of digits.
+    precision: int | None = None
+    scale: int | None = None
 
 
 # A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.
@@ -131,7 +138,7 @@ class ExportType(ABC, Generic[FiltersT]):
     name: str
     description: str
     filters_model: type[FiltersT]
-    formats: tuple[ExportFormat, ...] = (ExportFormat.CSV, ExportFormat.CSV_GZ, ExportFormat.XLSX, ExportFormat.PDF)
+    formats: tuple[ExportFormat, ...] = tuple(ExportFormat)
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:

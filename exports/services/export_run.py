@@ -29,10 +29,11 @@ from pydantic import BaseModel
 
 from exports.config import LongExports, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
-from exports.domain.errors import LostOwnership
+from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.export_types.base import Column, Cursor, ExportType, RunControl
 from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
+from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
@@ -43,13 +44,19 @@ from exports.services.progress import ProgressReporter
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
-from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
 
 logger = logging.getLogger(__name__)
 
+# The formats written through gzip, and those whose rows are JSON Lines (both continue from a
+# checkpoint like CSV).
+GZIP_FORMATS = frozenset({ExportFormat.CSV_GZ, ExportFormat.JSONL_GZ})
+JSONL_FORMATS = frozenset({ExportFormat.JSONL, ExportFormat.JSONL_GZ})
+# A JSON column's value that is no JSON text (a declared kind over other text).
+JSON_VALUE_INVALID = "JSON_VALUE_INVALID"
 # WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
@@ -226,7 +233,7 @@ class ExportRun:
 
 
 def write_csv(run: ExportRun) -> ExportResult | HandedOver:
-    """Stream CSV (gzipped for csv.gz), continuing from a checkpoint if there is one; hand over
+    """Stream CSV or JSON Lines (gzipped for csv.gz and jsonl.gz), continuing from a checkpoint if there is one; hand over
     at a page boundary when the invocation runs short of time."""
     checkpoint, tail = run.resumed if run.resumed else (None, b"")
     if checkpoint is not None:
@@ -240,14 +247,18 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
         )
         gzip = None
         out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
-        if run.task.format is ExportFormat.CSV_GZ:
+        if run.task.format in GZIP_FORMATS:
             state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
             gzip = GzipStream(sink, state=state)
             out = cast(BinaryIO, gzip)
         fresh = checkpoint is None
-        stream = csv_writer.CsvStream(
-            run.columns, out, bom=run.task.csv_bom and fresh, header=fresh, formula_guard=run.task.csv_formula_guard
-        )
+        stream: csv_writer.CsvStream | jsonl_writer.JsonlStream
+        if run.task.format in JSONL_FORMATS:
+            stream = jsonl_writer.JsonlStream(run.columns, out)
+        else:
+            stream = csv_writer.CsvStream(
+                run.columns, out, bom=run.task.csv_bom and fresh, header=fresh, formula_guard=run.task.csv_formula_guard
+            )
         cursor = checkpoint.cursor if checkpoint else None
         for page in run.export_type.stream(run.filters, cursor, run.control):
             stream.write_rows(page.rows)
@@ -260,6 +271,11 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
         if gzip is not None:
             gzip.finish()
         return run.finish(upload, sink, rows)
+    except jsonl_writer.InvalidJson as error:
+        run.attempt.discard(upload)
+        raise ExportFailed(
+            f"{error} after {rows} rows: a column of kind json holds other text", code=JSON_VALUE_INVALID
+        ) from None
     except BaseException:
         run.attempt.discard(upload)
         raise
@@ -326,6 +342,25 @@ def write_pdf(run: ExportRun) -> ExportResult:
         raise
 
 
+def write_parquet(run: ExportRun) -> ExportResult:
+    """Stream a Parquet file, a row group at a time; stop with PARQUET_TOO_LARGE before the time
+    runs out (it cannot continue in a new invocation)."""
+    upload = run.open_upload(None)
+    try:
+        sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
+        counted = RowCount()
+        pages = run.export_type.stream(run.filters, None, run.control)
+        rows = parquet_guards.guarded_rows(pages, counted, run.tracker.update, run.budget)
+        try:
+            parquet_writer.write_parquet_stream(run.columns, rows, cast(BinaryIO, sink))
+        except parquet_writer.ParquetValueInvalid as error:
+            raise parquet_guards.value_invalid(error, counted.rows) from None
+        return run.finish(upload, sink, counted.rows)
+    except BaseException:
+        run.attempt.discard(upload)
+        raise
+
+
 @dataclass(frozen=True)
 class FormatSpec:
     """What the worker knows of one file format."""
@@ -351,4 +386,15 @@ FORMATS: Mapping[ExportFormat, FormatSpec] = {
     # Not split: page numbers ("3 / 1,204"), the font subset, the page tree and the offsets of
     # the cross-reference table span the whole file (docs/fan-out.md, "PDF").
     ExportFormat.PDF: FormatSpec(pdf.CONTENT_TYPE, "pdf", resumable=False, splittable=False, write=write_pdf),
+    # Not split (docs/fan-out.md, "Formats that do not split"): JSON Lines continues from
+    # checkpoints instead; a Parquet footer lists every row group of the file.
+    ExportFormat.JSONL: FormatSpec(
+        jsonl_writer.CONTENT_TYPE, "jsonl", resumable=True, splittable=False, write=write_csv
+    ),
+    ExportFormat.JSONL_GZ: FormatSpec(
+        jsonl_writer.GZIP_CONTENT_TYPE, "jsonl.gz", resumable=True, splittable=False, write=write_csv
+    ),
+    ExportFormat.PARQUET: FormatSpec(
+        parquet_writer.CONTENT_TYPE, "parquet", resumable=False, splittable=False, write=write_parquet
+    ),
 }

@@ -84,6 +84,8 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None or {c} is None else _datetime({c}))",
     ColumnKind.BOOLEAN: "({c} if {c}.__class__ is bool or {c} is None else _boolean({c}))",
 }
+# JSON is text in CSV (guarded like any text).
+_FAST_PATHS[ColumnKind.JSON] = _FAST_PATHS[ColumnKind.STRING]
 _NAMESPACE: dict[str, Any] = {
     "_TRIGGERS": "".join(FORMULA_TRIGGERS),
     "Decimal": Decimal,

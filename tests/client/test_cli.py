@@ -108,6 +108,16 @@ def test_submit_sends_the_filters_and_prints_the_task_id() -> None:
     assert out == "submitted exp_1 (PENDING); follow it with: exportctl status exp_1\n"
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "parquet"])
+def test_submit_asks_for_json_lines_and_parquet(fmt: str) -> None:
+    api = serving_types(FakeApi()).on("POST", "/v1/exports", json_response(202, ACCEPTED))
+
+    code, _, _ = run(api, "submit", "orders", "--from", "2025-01-01", "--to", "2025-03-31", "--format", fmt)
+
+    assert code == ExitCode.OK
+    assert json.loads(api.requests[1].content)["format"] == fmt
+
+
 def test_submit_wait_reports_a_task_that_ended_badly_with_its_own_exit_code() -> None:
     failed = task_json(status="FAILED", error={"code": "SOURCE_UNAVAILABLE", "message": "the orders table is gone"})
     api = (

@@ -5,15 +5,19 @@ import csv
 import gzip
 import hashlib
 import io
+import json
 import time
+from decimal import Decimal
 from typing import Any
 
 import openpyxl
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 import requests
 
 from examples.demo_plugins.orders import OrderStatus
+from exports.domain.task import ExportFormat
 from tests.pdf_reading import page_lines, qpdf_check, reader, render
 from tests.stack_process import Stack, recent
 
@@ -51,12 +55,13 @@ def finished(stack: Stack, task_id: str, user: str = "alice") -> tuple[dict[str,
 
 def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) -> None:
     listed = requests.get(f"{stack.url}/v1/export-types", headers=stack.headers(), timeout=10).json()["items"]
+    every = [fmt.value for fmt in ExportFormat]
     assert {item["name"]: item["formats"] for item in listed} == {
-        "orders": ["csv", "csv.gz", "xlsx", "pdf"],
-        "customers": ["csv", "csv.gz", "xlsx", "pdf"],
-        "sales_report": ["csv", "csv.gz", "xlsx", "pdf"],
-        "generated_orders": ["csv", "csv.gz", "xlsx", "pdf"],
-        "orders_dynamodb": ["csv", "csv.gz", "xlsx", "pdf"],
+        "orders": every,
+        "customers": every,
+        "sales_report": every,
+        "generated_orders": every,
+        "orders_dynamodb": every,
     }
     orders = next(item for item in listed if item["name"] == "orders")["filters_schema"]
     assert sorted(orders["required"]) == ["date_from", "date_to"] and orders["additionalProperties"] is False
@@ -105,6 +110,28 @@ def test_orders_download_as_a_pdf_table_of_the_databases_rows(stack: Stack) -> N
     assert view["rows"] == len(expected) > 50
     image = render(body, 1)
     assert image.dark_share(0.0, 1.0) > 0.005 and image.grey_share(0.05, 0.15) > 0.01
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "parquet"])
+def test_orders_come_from_postgresql_exactly_in_json_lines_and_parquet(stack: Stack, fmt: str) -> None:
+    filters = {"date_from": recent(30), "date_to": recent(0), "status": "delivered"}
+    view, body = export(stack, {"export_type": "orders", "format": fmt, "filters": filters})
+
+    if fmt == "parquet":
+        table = pq.read_table(io.BytesIO(body))
+        got = list(zip(table.column("order_id").to_pylist(), table.column("amount").to_pylist(), strict=True))
+    else:
+        text = gzip.decompress(body) if fmt == "jsonl.gz" else body
+        records = [json.loads(line, parse_float=Decimal) for line in text.decode("utf-8").splitlines()]
+        got = [(record["order_id"], record["amount"]) for record in records]
+    with psycopg.connect(stack.database_uri) as conn:
+        expected = conn.execute(
+            "SELECT order_id, amount FROM orders WHERE tenant_id = 'acme' AND order_date BETWEEN %s AND %s"
+            " AND status = 'delivered' ORDER BY order_date, order_id",
+            [recent(30), recent(0)],
+        ).fetchall()
+    assert got == expected
+    assert view["rows"] == len(expected) > 50 and view["file_name"].endswith(f".{fmt}")
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from infra.packaging import (
     normalized_name,
     pinned_requirements,
     trim_botocore,
+    trim_pyarrow,
 )
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
@@ -38,8 +39,8 @@ pytestmark = pytest.mark.infra
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
-# for the PDF font; RE2 when the registry is built).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools"}, API.name: {"google-re2"}}
+# for the PDF font, pyarrow for Parquet; RE2 when the registry is built).
+LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow"}, API.name: {"google-re2"}}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
@@ -55,6 +56,8 @@ WORKER_MODULES = (
     "exports/writers/csv_writer.py",
     "exports/writers/pdf/document.py",
     "exports/writers/pdf/fonts/NotoSansSC-Exports.ttf",
+    "exports/writers/jsonl_writer.py",
+    "exports/writers/parquet_writer.py",
     "exports/domain/checkpoint.py",
     "exports/adapters/s3_results.py",
     "exports/declared/dynamodb_export.py",
@@ -321,3 +324,26 @@ def test_trimming_refuses_a_service_botocore_does_not_have(tmp_path):
     with pytest.raises(BundlingError, match="no-such-service"):
         trim_botocore(tmp_path, ["sqs", "no-such-service"])
     assert (tmp_path / BOTOCORE_DATA / "sqs").is_dir()
+
+
+def test_the_trimmed_pyarrow_still_writes_and_reads_parquet(tmp_path: Path) -> None:
+    import shutil
+
+    import pyarrow
+
+    shutil.copytree(Path(pyarrow.__file__).parent, tmp_path / "pyarrow")
+    before = sum(path.stat().st_size for path in (tmp_path / "pyarrow").rglob("*") if path.is_file())
+
+    trim_pyarrow(tmp_path)
+
+    after = sum(path.stat().st_size for path in (tmp_path / "pyarrow").rglob("*") if path.is_file())
+    assert before - after > 40 * 2**20
+    assert not list((tmp_path / "pyarrow").glob("libarrow_flight*"))
+    probe = (
+        "import io, sys; sys.path.insert(0, sys.argv[1]); import pyarrow, pyarrow.parquet as pq; "
+        "assert pyarrow.__file__.startswith(sys.argv[1]); buffer = io.BytesIO(); "
+        "pq.write_table(pyarrow.table({'n': [1, 2]}), buffer); "
+        "print(pq.read_table(io.BytesIO(buffer.getvalue())).column('n').to_pylist())"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[1, 2]"

@@ -7,6 +7,7 @@ import boto3
 import pytest
 
 from exports.config import Limits
+from exports.domain.task import ExportFormat
 from functions.submit.handler import lambda_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
@@ -217,7 +218,7 @@ def test_export_types_show_formats_and_filter_schema(aws: Resources) -> None:
     assert status == 200
     assert {item["name"] for item in body["items"]} == {"orders", "customers", "sales_report"}
     orders = next(item for item in body["items"] if item["name"] == "orders")
-    assert orders["formats"] == ["csv", "csv.gz", "xlsx", "pdf"]
+    assert orders["formats"] == [fmt.value for fmt in ExportFormat]
     assert set(orders["filters_schema"]["required"]) == {"date_from", "date_to"}
 
 

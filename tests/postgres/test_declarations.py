@@ -283,6 +283,24 @@ BREAKING_DECLARATIONS = {
             "sources.two",
             "declare one way to connect",
         ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"\norder_key = ["a"]\n'
+            'columns = [{ name = "a", kind = "decimal", precision = 10 }]',
+            "types.t: columns.a",
+            "precision and scale go together",
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"\norder_key = ["a"]\n'
+            'columns = [{ name = "a", precision = 10, scale = 2 }]',
+            "types.t: columns.a",
+            'precision and scale are for kind = "decimal"',
+        ),
+        (
+            '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS a"\norder_key = ["a"]\n'
+            'columns = [{ name = "a", kind = "decimal", precision = 2, scale = 3 }]',
+            "types.t: columns.a",
+            "scale cannot be more than precision",
+        ),
         *BREAKING_DECLARATIONS.values(),
     ],
     ids=lambda value: value[:60] if isinstance(value, str) else None,

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import boto3
+import duckdb
+import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 from python_calamine import CalamineWorkbook
@@ -22,7 +25,7 @@ from exports.declared.loader import load_declarations
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportFailed
 from exports.export_types.base import SOURCE_PAGE_ROWS
-from exports.writers import csv_writer, xlsx_engine
+from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
 
@@ -95,6 +98,18 @@ name = "value"
 [[types.attributes.columns]]
 name = "number"
 kind = "decimal"
+
+[types.nested]
+description = "every DynamoDB attribute type, maps and lists nested in JSON Lines and Parquet"
+source = "mine"
+[types.nested.dynamodb]
+table = "my-events"
+partition_key = { name = "pk", value = "TYPES" }
+[[types.nested.columns]]
+name = "sk"
+[[types.nested.columns]]
+name = "value"
+kind = "json"
 
 [types.prefixed]
 description = "sort key prefix"
@@ -238,6 +253,45 @@ def test_every_attribute_type_is_written_exactly_and_the_same_every_time(
     assert [row[1] for row in sheet[1:-1]] == [text for _, text in ATTRIBUTES] and sheet[-1][2] == 1000.0
     again = [row for page in export.pages(filters) for row in page.rows]
     assert again == rows  # sets and maps in the same order on every read
+
+
+def _number_text(text: str) -> tuple[str, str]:
+    return ("number", text)
+
+
+def test_maps_and_lists_of_a_json_column_are_nested_in_json_lines_and_parquet(
+    events: dict[str, Any], aws: Resources
+) -> None:
+    client = boto3.client("dynamodb", region_name=REGION)
+    for position, (attribute, _) in enumerate(ATTRIBUTES):
+        item = {"pk": {"S": "TYPES"}, "sk": {"S": f"{position:02d}"}, "value": attribute}
+        client.put_item(TableName="my-events", Item=item)
+    export = events["nested"]
+    filters = export.parse_filters({})
+    columns = export.columns(filters)
+    rows = [row for page in export.pages(filters) for row in page.rows]
+    # The attribute as JSON: a string, number, binary and boolean as JSON values of their own.
+    scalars = ['王芳 "quoted"', ("number", "12345678901234567890.123456789"), "AP9iaW4=", True, None]
+    nested = [json.loads(text, parse_float=_number_text, parse_int=_number_text) for _, text in ATTRIBUTES[5:]]
+    expected = scalars + nested
+
+    out = io.BytesIO()
+    jsonl_writer.write_jsonl(columns, iter(rows), out)
+    lines = out.getvalue().decode("utf-8").splitlines()
+    records = [json.loads(line, parse_float=_number_text, parse_int=_number_text) for line in lines]
+    book = io.BytesIO()
+    parquet_writer.write_parquet_stream(columns, iter(rows), book)
+    table = pq.read_table(io.BytesIO(book.getvalue()))
+
+    assert [record["value"] for record in records] == expected
+    assert records[5]["value"] == {"a": ["x", None, False], "b": "YQ==", "z": ("number", "1.50")}
+    assert str(table.schema.field("value").type) == "extension<arrow.json>"
+    texts = table.column("value").to_pylist()
+    assert [json.loads(text, parse_float=_number_text, parse_int=_number_text) for text in texts[:4]] == scalars[:4]
+    assert texts[4] is None and [json.loads(text) for text in texts[5:]] == [json.loads(t) for _, t in ATTRIBUTES[5:]]
+    # DuckDB reads the column as its JSON type: paths reach into the nested values.
+    relation = duckdb.from_arrow(table)
+    assert relation.query("t", "SELECT value->>'$.a[0]' FROM t WHERE sk = '05'").fetchall() == [("x",)]
 
 
 def test_pages_resume_from_the_tables_own_continuation_key(events: dict[str, Any], tmp_path: Path) -> None:

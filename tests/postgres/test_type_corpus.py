@@ -11,17 +11,21 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-from datetime import date, datetime
+import json
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
+import duckdb
+import polars
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 from psycopg.types.string import TextLoader
 from python_calamine import CalamineWorkbook
 
 from exports.export_types.base import Column, ColumnKind, ExportType
-from exports.writers import csv_writer, pdf, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.pdf import layout
 from exports.writers.pdf.layout import ELLIPSIS, MARGIN
@@ -343,4 +347,129 @@ def test_the_inferred_kinds_follow_the_rules(corpus: tuple[str, ExportType]) -> 
         "c_positive",
     }
     assert kinds["c_positive"] is ColumnKind.INTEGER  # a domain reads as its base type
-    assert kinds["c_mood"] is kinds["c_jsonb"] is kinds["c_interval"] is ColumnKind.STRING
+    assert kinds["c_mood"] is kinds["c_interval"] is ColumnKind.STRING
+    assert kinds["c_json"] is kinds["c_jsonb"] is ColumnKind.JSON
+    shapes = {column.name: (column.precision, column.scale) for column in columns}
+    assert shapes["c_numeric_2"] == (10, 2)
+    assert shapes["c_numeric"] == shapes["c_double"] == (None, None)
+
+
+# JSON Lines and Parquet --------------------------------------------------------------------------
+# The rules of docs/export-types.md, "JSON Lines and Parquet". The file is read with json, its
+# numbers kept as the text they were written as (("number", text)), so a rounded digit shows.
+
+
+def _number_text(text: str) -> tuple[str, str]:
+    return ("number", text)
+
+
+def jsonl_cell(kind: ColumnKind, text: str | None) -> Any:
+    """What a JSON Lines value holds for the database's text of a value."""
+    if text is None:
+        return None
+    if kind is ColumnKind.INTEGER:
+        return ("number", text) if abs(int(text)) <= 2**53 else text
+    if kind is ColumnKind.DECIMAL:
+        value = Decimal(text)
+        if not value.is_finite():
+            return str(value)
+        exact = float(value) not in (float("inf"), float("-inf")) and Decimal(repr(float(value))) == value
+        return ("number", format(value, "f")) if exact else format(value, "f")
+    if kind is ColumnKind.BOOLEAN:
+        return text == "t"
+    if kind is ColumnKind.DATETIME and "infinity" not in text and not text.endswith("BC"):
+        return datetime.fromisoformat(text).isoformat() + "Z"
+    if kind is ColumnKind.JSON:
+        return json.loads(text, parse_float=_number_text, parse_int=_number_text)
+    return text
+
+
+def test_every_value_of_every_type_reads_back_from_json_lines(corpus: tuple[str, ExportType]) -> None:
+    uri, export_type = corpus
+    columns, rows = export_rows(export_type)
+    names = [column.name for column in columns]
+    database = database_text(uri, names)
+    out = io.BytesIO()
+    gzipped = GzipStream(out)
+    jsonl_writer.write_jsonl(columns, iter(rows), gzipped)  # type: ignore[arg-type]
+    gzipped.finish()
+
+    lines = gzip.decompress(out.getvalue()).decode("utf-8").split("\n")
+    objects = [json.loads(line, parse_float=_number_text, parse_int=_number_text) for line in lines[:-1]]
+
+    assert lines[-1] == "" and len(objects) == len(database) == 5
+    assert all(list(record) == names for record in objects)
+    mismatches = [
+        (name, texts[0], record[name], jsonl_cell(column.kind, text))
+        for texts, record in zip(database, objects, strict=True)
+        for name, column, text in zip(names, columns, texts, strict=True)
+        if record[name] != jsonl_cell(column.kind, text)
+    ]
+    assert mismatches == [], "\n".join(map(repr, mismatches))
+
+
+def parquet_cell(column: Any, text: str | None) -> Any:
+    """What a Parquet value holds for the database's text of a value (as pyarrow gives it)."""
+    if text is None:
+        return None
+    if column.kind is ColumnKind.INTEGER:
+        return int(text)
+    if column.kind is ColumnKind.DECIMAL:
+        value = Decimal(text)
+        if parquet_writer.is_decimal_typed(column):
+            return value.quantize(Decimal(1).scaleb(-column.scale))
+        return str(value) if not value.is_finite() else format(value, "f")
+    if column.kind is ColumnKind.BOOLEAN:
+        return text == "t"
+    if column.kind is ColumnKind.DATE:
+        return date.fromisoformat(text)
+    if column.kind is ColumnKind.DATETIME:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    return text
+
+
+def _fits_parquet(columns: list[Any], row: tuple[Any, ...]) -> bool:
+    # A date or time PostgreSQL writes as text (infinity, BC): no date32 or timestamp holds it.
+    return not any(
+        column.kind in (ColumnKind.DATE, ColumnKind.DATETIME) and isinstance(value, str)
+        for column, value in zip(columns, row, strict=True)
+    )
+
+
+def test_a_date_no_parquet_date_holds_fails_naming_its_column(corpus: tuple[str, ExportType]) -> None:
+    _, export_type = corpus
+    columns, rows = export_rows(export_type)
+
+    with pytest.raises(parquet_writer.ParquetValueInvalid) as raised:
+        parquet_writer.write_parquet_stream(columns, iter(rows), io.BytesIO())
+
+    assert raised.value.column == "c_date"
+
+
+def test_every_value_of_every_type_reads_back_from_parquet_in_three_engines(
+    corpus: tuple[str, ExportType], tmp_path: Any
+) -> None:
+    uri, export_type = corpus
+    columns, rows = export_rows(export_type)
+    names = [column.name for column in columns]
+    kept = [position for position, row in enumerate(rows) if _fits_parquet(columns, row)]
+    database = [texts for position, texts in enumerate(database_text(uri, names)) if position in kept]
+    path = tmp_path / "corpus.parquet"
+    with path.open("wb") as out:
+        written = parquet_writer.write_parquet_stream(columns, (rows[position] for position in kept), out)
+
+    expected = [[parquet_cell(column, text) for column, text in zip(columns, texts, strict=True)] for texts in database]
+    read = [list(record.values()) for record in pq.read_table(path).to_pylist()]
+    # DuckDB's and polars' own Python values, through Arrow (DuckDB gives time zones as its own).
+    duck = [list(record.values()) for record in duckdb.sql(f"SELECT * FROM '{path}'").to_arrow_table().to_pylist()]
+    frame = [list(record.values()) for record in polars.read_parquet(path).to_dicts()]
+
+    assert written == len(kept) >= 3
+    assert pq.read_schema(path).names == names
+    assert read == expected
+    assert [[_utc(value) for value in row] for row in duck] == expected
+    assert [[_utc(value) for value in row] for row in frame] == expected
+
+
+def _utc(value: Any) -> Any:
+    return value.astimezone(UTC) if isinstance(value, datetime) and value.tzinfo else value

@@ -273,7 +273,7 @@ def test_the_row_templates_write_what_the_general_cell_function_writes():
         1.5,
         None,
     ]
-    styles = [0, 0, 4, 2, 3, 0]
+    styles = [0, 0, 4, 2, 3, 0, 0]
     numbers = re.compile("<v>([^<]*)</v>")
     for value in samples:
         row_xml = encode([(value,) * len(columns)], 1)

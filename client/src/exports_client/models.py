@@ -36,6 +36,9 @@ class ExportFormat(StrEnum):
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
     PDF = "pdf"
+    JSONL = "jsonl"
+    JSONL_GZ = "jsonl.gz"
+    PARQUET = "parquet"
 
 
 class _Result(BaseModel):

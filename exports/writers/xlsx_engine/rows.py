@@ -190,6 +190,8 @@ _FAST_CELLS: dict[ColumnKind, tuple[str, str]] = {
     ),
     ColumnKind.BOOLEAN: ("$v.__class__ is bool", '<c r="$L{n}" t="b"><v>{$v:d}</v></c>'),
 }
+# JSON is text in a workbook.
+_FAST_CELLS[ColumnKind.JSON] = _FAST_CELLS[ColumnKind.STRING]
 _NAMESPACE: dict[str, Any] = {
     "_LEAD": "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable()) + " ",
     "_Decimal": Decimal,

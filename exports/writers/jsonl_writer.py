@@ -1,0 +1,173 @@
+"""JSON Lines: one JSON object per row, keys the column names, values typed.
+
+The value rules (docs/export-types.md, "JSON Lines and Parquet") follow the exact-cell rules of
+XLSX (:mod:`exports.writers.cells`): a number is a JSON number, with the source's own digits,
+when an IEEE double (what ``JSON.parse`` and most JSON readers make of a number) holds it;
+otherwise, like a bigint past 2**53 or a numeric with more digits than a double keeps, it is a
+JSON string of every digit, so no reader rounds it silently. NaN and the infinities are strings
+as PostgreSQL spells them. Dates are ISO 8601 strings, times RFC 3339 in UTC (``Z``); a JSON
+column's text is nested as JSON, its numbers exactly as the source wrote them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, BinaryIO
+
+from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.cells import MAX_EXACT_INTEGER, exact_double, plain_number
+
+# JSON Lines has no registered media type; this is the one in common use.
+CONTENT_TYPE = "application/jsonl; charset=utf-8"
+GZIP_CONTENT_TYPE = "application/gzip"
+# Lines reach the byte stream in chunks of about this size (fewer, larger writes into the sink).
+TEXT_CHUNK_BYTES = 64 * 1024
+
+_string = json.JSONEncoder(ensure_ascii=False).encode
+
+
+class _Digits(str):
+    """A JSON number's text exactly as the source wrote it (parsed, never converted)."""
+
+
+class InvalidJson(ValueError):
+    """A JSON column's value is not JSON text (a declared ``kind = "json"`` over other text)."""
+
+
+def json_value(value: Any) -> str:
+    """The JSON text of one typed value (the module's rules)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, int | float | Decimal):
+        return _number(value)
+    if isinstance(value, datetime):
+        moment = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+        return f'"{moment.isoformat()}Z"'
+    if isinstance(value, date):
+        return f'"{value.isoformat()}"'
+    return _string(str(value))
+
+
+def _number(value: int | float | Decimal) -> str:
+    text = plain_number(value)
+    return text if exact_double(value) is not None else f'"{text}"'
+
+
+def nested_json(text: Any) -> str:
+    """A JSON column's value nested: its JSON on one line (the ``json`` type keeps the input's
+    line breaks), numbers with exactly their digits; a value that is no JSON text raises
+    :class:`InvalidJson`."""
+    if text is None:
+        return "null"
+    if not isinstance(text, str):
+        return json_value(text)
+    try:
+        parsed = json.loads(text, parse_float=_Digits, parse_int=_Digits, parse_constant=_no_constant)
+    except ValueError as error:
+        raise InvalidJson(f"not JSON text: {text[:40]!r}") from error
+    return _compact(parsed)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_string(key)}:{_compact(inner)}" for key, inner in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_compact(inner) for inner in value) + "]"
+    if isinstance(value, _Digits):
+        return str.__str__(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+# Per kind, a test for the usual value and its text, else json_value: fewer calls per cell on the
+# hot path, the same text (tests/unit/test_jsonl_writer.py compares them).
+def _string_value(value: Any) -> str:
+    return _string(value) if value.__class__ is str else json_value(value)
+
+
+def _integer_value(value: Any) -> str:
+    exact = value.__class__ is int and -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER
+    return str(value) if exact else json_value(value)
+
+
+def _date_value(value: Any) -> str:
+    return f'"{value.isoformat()}"' if value.__class__ is date else json_value(value)
+
+
+def _datetime_value(value: Any) -> str:
+    return f'"{value.isoformat()}Z"' if value.__class__ is datetime and value.tzinfo is None else json_value(value)
+
+
+_ENCODERS: dict[ColumnKind, Callable[[Any], str]] = {
+    ColumnKind.STRING: _string_value,
+    ColumnKind.INTEGER: _integer_value,
+    ColumnKind.DECIMAL: json_value,
+    ColumnKind.DATE: _date_value,
+    ColumnKind.DATETIME: _datetime_value,
+    ColumnKind.BOOLEAN: json_value,
+    ColumnKind.JSON: nested_json,
+}
+
+
+def line_encoder(columns: Sequence[Column]) -> Callable[[Row], str]:
+    """A function turning a row into its JSON Lines line (with its ``\\n``)."""
+    keys = [_string(column.name) + ":" for column in columns]
+    encoders = [_ENCODERS[column.kind] for column in columns]
+    pairs = list(zip(keys, encoders, strict=True))
+
+    def encode(row: Row) -> str:
+        # strict: a row of the wrong length raises ValueError.
+        values = zip(pairs, row, strict=True)
+        return "{" + ",".join(key + encode_value(value) for (key, encode_value), value in values) + "}\n"
+
+    return encode
+
+
+class JsonlStream:
+    """JSON Lines into a binary stream, rows at a time (the interface of
+    :class:`exports.writers.csv_writer.CsvStream`, so a long export continues the same way)."""
+
+    def __init__(self, columns: Sequence[Column], out: BinaryIO) -> None:
+        self._text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
+        self._text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
+        self._encode = line_encoder(columns)
+
+    def write_rows(self, rows: Iterable[Row]) -> None:
+        """Write ``rows``, a line each."""
+        encode = self._encode
+        self._text.write("".join([encode(row) for row in rows]))
+
+    def flush(self) -> None:
+        """Push every row written so far into the byte stream."""
+        self._text.flush()
+
+    def detach(self) -> None:
+        """Flush, then let go of the byte stream without closing it."""
+        self._text.detach()
+
+
+def write_jsonl(columns: Sequence[Column], rows: Iterable[Row], out: BinaryIO) -> int:
+    """Stream ``rows`` as JSON Lines into ``out``; returns the number of rows."""
+    stream = JsonlStream(columns, out)
+    count = 0
+    try:
+        for row in rows:
+            stream.write_rows((row,))
+            count += 1
+        stream.flush()
+    finally:
+        stream.detach()
+    return count

@@ -1,0 +1,141 @@
+"""Parquet with pyarrow's ParquetWriter, streamed: rows gather into a row group of at most
+:data:`ROW_GROUP_ROWS`, which is encoded and written through the file-like sink (the multipart
+upload) before the next one starts, so memory holds one row group whatever the export's size.
+
+Column types come from the declaration (docs/export-types.md, "JSON Lines and Parquet"): int64,
+decimal128(precision, scale) when the source declares them (numeric(p, s) up to 38 digits, what
+DuckDB and polars read as decimals), else the exact digits as a string; date32, timestamp in
+microseconds adjusted to UTC, bool, string, and JSON (Parquet's JSON logical type) for json. A
+value its column's type cannot hold (NaN in a decimal, PostgreSQL's ``infinity`` date) fails the
+export with :class:`ParquetValueInvalid` rather than being changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.cells import plain_number
+from exports.writers.csv_writer import csv_text
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+CONTENT_TYPE = "application/vnd.apache.parquet"
+# Rows per row group: about what a reader reads at once, and what the writer holds in memory.
+ROW_GROUP_ROWS = 65_536
+# The widest decimal DuckDB and polars read as a decimal (pyarrow's decimal128).
+MAX_DECIMAL_PRECISION = 38
+COMPRESSION = "zstd"
+
+
+class ParquetValueInvalid(ValueError):
+    """A value the column's Parquet type cannot hold; ``column`` names the column."""
+
+    def __init__(self, column: str, reason: str) -> None:
+        super().__init__(f"column {column!r} holds a value its Parquet type cannot: {reason}")
+        self.column = column
+
+
+def is_decimal_typed(column: Column) -> bool:
+    """Whether a decimal column is written as a Parquet decimal (else as its digits' text)."""
+    return (
+        column.kind is ColumnKind.DECIMAL
+        and column.precision is not None
+        and column.scale is not None
+        and 0 < column.precision <= MAX_DECIMAL_PRECISION
+    )
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    """The Arrow (and so Parquet) type of ``column``."""
+    import pyarrow as pa
+
+    if column.kind is ColumnKind.DECIMAL:
+        if is_decimal_typed(column):
+            return pa.decimal128(column.precision, column.scale)
+        return pa.string()
+    types: dict[ColumnKind, pa.DataType] = {
+        ColumnKind.STRING: pa.string(),
+        ColumnKind.INTEGER: pa.int64(),
+        ColumnKind.DATE: pa.date32(),
+        ColumnKind.DATETIME: pa.timestamp("us", tz="UTC"),
+        ColumnKind.BOOLEAN: pa.bool_(),
+        ColumnKind.JSON: pa.json_(),
+    }
+    return types[column.kind]
+
+
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    """The file's schema: a nullable field per column, named as the column."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
+
+
+def _as_text(values: Sequence[Any]) -> list[Any]:
+    # Text as it is; another value (a number in a text column) as CSV writes it, unguarded.
+    return [value if value is None or value.__class__ is str else csv_text(value, guard=False) for value in values]
+
+
+def _as_digits(values: Sequence[Any]) -> list[Any]:
+    return [
+        plain_number(value)
+        if isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+        else _as_text((value,))[0]
+        for value in values
+    ]
+
+
+def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
+    """What turns a column's values into what its Arrow type takes (None: they are already)."""
+    if column.kind in (ColumnKind.STRING, ColumnKind.JSON):
+        return _as_text
+    if column.kind is ColumnKind.DECIMAL and not is_decimal_typed(column):
+        return _as_digits
+    return None
+
+
+def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: BinaryIO) -> int:
+    """Stream ``rows`` as a Parquet file into ``out`` (any writable binary stream: it is only
+    written, in order); returns the number of rows."""
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(columns)
+    prepare = [_preparer(column) for column in columns]
+    count = 0
+    group: list[Row] = []
+    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+        for row in rows:
+            group.append(row)
+            if len(group) == ROW_GROUP_ROWS:
+                _write_group(writer, schema, columns, prepare, group)
+                count += len(group)
+                group = []
+        if group:
+            _write_group(writer, schema, columns, prepare, group)
+            count += len(group)
+    return count
+
+
+def _write_group(
+    writer: Any,
+    schema: pa.Schema,
+    columns: Sequence[Column],
+    prepare: Sequence[Callable[[Sequence[Any]], Sequence[Any]] | None],
+    group: list[Row],
+) -> None:
+    import pyarrow as pa
+
+    values: list[Sequence[Any]] = list(zip(*group, strict=True)) if group else [() for _ in columns]
+    if len(values) != len(columns):
+        raise ValueError(f"rows of {len(values)} values for {len(columns)} columns")
+    arrays = []
+    for column, field, change, column_values in zip(columns, schema, prepare, values, strict=True):
+        try:
+            arrays.append(pa.array(change(column_values) if change else column_values, type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as error:
+            raise ParquetValueInvalid(column.name, str(error)) from None
+    writer.write_batch(pa.record_batch(arrays, schema=schema))

@@ -1,0 +1,122 @@
+"""Parquet: the declaration's types, row groups streamed out as they fill, values that a type
+cannot hold refused (docs/export-types.md)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from exports.export_types.base import Column, ColumnKind
+from exports.writers import parquet_writer
+from exports.writers.parquet_writer import ParquetValueInvalid, arrow_schema, write_parquet_stream
+
+COLUMNS = [
+    Column("s", "S"),
+    Column("i", "I", ColumnKind.INTEGER),
+    Column("money", "Money", ColumnKind.DECIMAL, precision=12, scale=2),
+    Column("any_number", "Any", ColumnKind.DECIMAL),
+    Column("wide", "Wide", ColumnKind.DECIMAL, precision=50, scale=3),
+    Column("day", "Day", ColumnKind.DATE),
+    Column("at", "At", ColumnKind.DATETIME),
+    Column("ok", "Ok", ColumnKind.BOOLEAN),
+    Column("doc", "Doc", ColumnKind.JSON),
+]
+
+
+def test_each_kind_has_its_parquet_type() -> None:
+    types = {field.name: field.type for field in arrow_schema(COLUMNS)}
+
+    assert types["s"] == pa.string() and types["i"] == pa.int64()
+    assert types["money"] == pa.decimal128(12, 2)
+    # Undeclared or wider than DuckDB and polars read as decimals: the exact digits as text.
+    assert types["any_number"] == types["wide"] == pa.string()
+    assert types["day"] == pa.date32() and types["at"] == pa.timestamp("us", tz="UTC")
+    assert types["ok"] == pa.bool_() and types["doc"] == pa.json_()
+
+
+def test_values_read_back_as_they_were() -> None:
+    rows = [
+        (
+            "王芳",
+            2**62,
+            Decimal("1234.5"),
+            Decimal("NaN"),
+            Decimal("1" * 47 + ".123"),
+            date(1, 1, 1),
+            datetime(2025, 3, 1, 8, 0, 0, 1),
+            False,
+            '{"a": [1]}',
+        ),
+        (None,) * len(COLUMNS),
+        (7, -1, Decimal("-0.01"), Decimal("1E+3"), Decimal("0"), date(9999, 12, 31), datetime(1, 1, 1), True, "[]"),
+    ]
+    out = io.BytesIO()
+
+    assert write_parquet_stream(COLUMNS, iter(rows), out) == 3
+
+    read = pq.read_table(io.BytesIO(out.getvalue())).to_pylist()
+    assert read[0] == {
+        "s": "王芳",
+        "i": 2**62,
+        "money": Decimal("1234.50"),
+        "any_number": "NaN",
+        "wide": "1" * 47 + ".123",
+        "day": date(1, 1, 1),
+        "at": datetime(2025, 3, 1, 8, 0, 0, 1, tzinfo=UTC),
+        "ok": False,
+        "doc": '{"a": [1]}',
+    }
+    assert read[1] == dict.fromkeys(read[1])
+    # A number in a text column is written as CSV writes it.
+    assert (read[2]["s"], read[2]["any_number"], read[2]["money"]) == ("7", "1000", Decimal("-0.01"))
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        (Column("money", "Money", ColumnKind.DECIMAL, precision=12, scale=2), Decimal("NaN")),
+        (Column("money", "Money", ColumnKind.DECIMAL, precision=12, scale=2), Decimal("0.001")),
+        (Column("day", "Day", ColumnKind.DATE), "infinity"),
+        (Column("at", "At", ColumnKind.DATETIME), "0044-03-15 00:00:00 BC"),
+        (Column("i", "I", ColumnKind.INTEGER), 2**63),
+    ],
+)
+def test_a_value_its_type_cannot_hold_fails_naming_the_column(column: Column, value: object) -> None:
+    with pytest.raises(ParquetValueInvalid) as raised:
+        write_parquet_stream([column], iter([(value,)]), io.BytesIO())
+    assert raised.value.column == column.name
+
+
+def test_row_groups_are_written_out_while_the_rows_still_come(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parquet_writer, "ROW_GROUP_ROWS", 1_000)
+    out = io.BytesIO()
+    written_at: list[int] = []
+
+    def rows() -> Iterator[tuple[int, str]]:
+        for n in range(10_500):
+            if n % 1_000 == 0:
+                written_at.append(out.tell())
+            yield (n, f"text {n}")
+
+    count = write_parquet_stream([Column("n", "N", ColumnKind.INTEGER), Column("t", "T")], rows(), out)
+
+    metadata = pq.ParquetFile(io.BytesIO(out.getvalue())).metadata
+    assert count == metadata.num_rows == 10_500 and metadata.num_row_groups == 11
+    # Each row group reached the stream before the next one's rows were read.
+    assert all(later > earlier for earlier, later in itertools.pairwise(written_at[1:]))
+
+
+def test_an_export_of_no_rows_is_a_parquet_file_with_its_schema() -> None:
+    out = io.BytesIO()
+
+    assert write_parquet_stream(COLUMNS, iter([]), out) == 0
+
+    table = pq.read_table(io.BytesIO(out.getvalue()))
+    assert table.num_rows == 0 and table.schema.names == [column.name for column in COLUMNS]
