@@ -23,7 +23,7 @@ from exports.config import LongExports, Results, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
-from exports.export_types.base import Column, Cursor, ExportType, RunControl
+from exports.export_types.base import Column, CsvRows, Cursor, ExportType, RunControl
 from exports.ports import ExportFiles, MultipartUpload, RemainingMs, ResumableUpload
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, ExportContinues, export_fingerprint, sink_state
@@ -221,7 +221,11 @@ class _Run:
                 formula_guard=self.task.csv_formula_guard,
             )
             cursor = checkpoint.cursor if checkpoint else None
-            for page in self.export_type.stream(self.filters, cursor, self.control):
+            copied = self.export_type.csv_rows(self.filters, cursor, self.control, self.task.csv_formula_guard)
+            if copied is not None:
+                stream.flush()
+                rows = self._copy_rows(copied, out, sink, gzip, rows)
+            for page in self.export_type.stream(self.filters, cursor, self.control) if copied is None else ():
                 stream.write_rows(page.rows)
                 rows += len(page.rows)
                 self.tracker.update(rows, page.fraction)
@@ -237,6 +241,20 @@ class _Run:
         except BaseException:
             self._discard(upload)
             raise
+
+    def _copy_rows(
+        self, copied: CsvRows, out: BinaryIO, sink: MultipartSink, gzip: GzipStream | None, before: int
+    ) -> int:
+        """The source's own CSV rows (COPY) after the header; the rows in the file."""
+        try:
+            for chunk in copied.chunks():
+                out.write(chunk)
+                self.tracker.update(before + copied.rows, None)
+                if self.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+                    self._hand_over(sink, gzip, copied.checkpoint(), before + copied.rows)
+            return before + copied.rows
+        finally:
+            copied.close()
 
     def _hand_over(self, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int) -> None:
         """Save a checkpoint and queue the task for a new invocation; raises ExportContinues."""
