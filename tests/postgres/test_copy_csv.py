@@ -253,7 +253,7 @@ def test_the_type_corpus_is_byte_equal_on_both_paths(corpus: tuple[str, ExportTy
                 " AND data_type <> 'real' ORDER BY ordinal_position"
             )
         ]
-    declaration = RED_TEAM.split("[types.red]")[0] + (
+    declaration = RED_TEAM.split("[types.red]", maxsplit=1)[0] + (
         f'[types.corpus]\ndescription = "every type but real"\nsource = "db"\n'
         f'query = "SELECT {", ".join(names)} FROM corpus"\norder_key = ["id"]\n'
     )
@@ -292,7 +292,7 @@ def test_every_postgresql_demo_type_is_in_the_differential_test(demo_types: dict
 
 def test_a_one_column_file_is_written_in_python(red: dict[str, ExportType], tmp_path: Path) -> None:
     # csv.writer writes a lone empty field as "", COPY a NULL as nothing: COPY declines.
-    declaration = RED_TEAM.split("[types.red]")[0] + (
+    declaration = RED_TEAM.split("[types.red]", maxsplit=1)[0] + (
         '[types.one]\ndescription = "one"\nsource = "db"\nquery = "SELECT t FROM red"\n'
     )
     export_type = declared_types(write_declaration(tmp_path, declaration), {"DB_URL": _uri_of(red)})["one"]
@@ -328,7 +328,7 @@ def test_the_checkpoint_continues_after_the_last_row_sent(red: dict[str, ExportT
 
 
 def test_tenancy_sessions_scope_the_copied_rows(invoices: tuple[str, dict[str, ExportType]]) -> None:  # noqa: F811
-    uri, types = invoices
+    _uri, types = invoices
     for name in ("rls", "postgrest", "teams"):
         for caller in (ALICE, BOB):
             export_type = types[name]
