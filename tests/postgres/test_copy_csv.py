@@ -5,6 +5,7 @@ values, and the keyset checkpoint of a long export."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import random
@@ -18,6 +19,7 @@ import pytest
 from exports.domain.caller import Caller
 from exports.export_types.base import Cursor, ExportType, Unbounded
 from exports.writers.csv_writer import CsvStream
+from exports.writers.gzip_stream import GzipStream
 from tests.postgres.conftest import declared_types, write_declaration
 from tests.postgres.test_tenancy import ALICE, BOB, expected, invoices  # noqa: F401  (the fixture)
 from tests.postgres.test_type_corpus import corpus  # noqa: F401  (the fixture)
@@ -134,9 +136,14 @@ TIMESTAMPS = [
 ]
 
 
-def csv_bytes(export_type: ExportType, filters: Any, copy: bool, guard: bool = True, bom: bool = True) -> bytes:
-    """The export's CSV as the worker writes it: COPY's rows (copy) or the pages through the writer."""
-    out = io.BytesIO()
+def csv_bytes(
+    export_type: ExportType, filters: Any, copy: bool, guard: bool = True, bom: bool = True, gzipped: bool = False
+) -> bytes:
+    """The export's CSV as the worker writes it: COPY's rows (copy) or the pages through the
+    writer; ``gzipped``: through the csv.gz stream."""
+    target = io.BytesIO()
+    gzip_stream = GzipStream(target) if gzipped else None
+    out: Any = gzip_stream or target
     columns = export_type.columns(filters)
     stream = CsvStream(columns, out, bom=bom, formula_guard=guard)
     if copy:
@@ -153,7 +160,9 @@ def csv_bytes(export_type: ExportType, filters: Any, copy: bool, guard: bool = T
             stream.write_rows(page.rows)
         stream.flush()
     stream.detach()
-    return out.getvalue()
+    if gzip_stream is not None:
+        gzip_stream.finish()
+    return target.getvalue()
 
 
 def assert_same(export_type: ExportType, filters: Any, guard: bool = True) -> bytes:
@@ -235,6 +244,13 @@ def test_the_red_team_values_are_byte_equal_on_both_paths(red: dict[str, ExportT
     export_type = red["red"]
     body = assert_same(export_type, export_type.parse_filters({}), guard)
     assert body.count(b"\r\n") > 3000
+
+
+def test_csv_gz_from_copy_holds_the_same_csv(red: dict[str, ExportType]) -> None:
+    export_type = red["red"]
+    filters = export_type.parse_filters({})
+    copied = csv_bytes(export_type, filters, copy=True, gzipped=True)
+    assert gzip.decompress(copied) == csv_bytes(export_type, filters, copy=False)
 
 
 def test_chosen_columns_and_headers_are_byte_equal_on_both_paths(red: dict[str, ExportType]) -> None:
