@@ -1,7 +1,7 @@
 """CSV from PostgreSQL's COPY against the Python writer, byte for byte, on a real PostgreSQL: the
 type corpus, a red-team table of the values whose text differs between the two (floats, times,
 empty and quoted text, formula triggers), every demo type, tenancy sessions, hostile caller
-values, and the keyset checkpoint of a long export."""
+values, the read-only guard's breakout corpus, and the keyset checkpoint of a long export."""
 
 from __future__ import annotations
 
@@ -16,11 +16,15 @@ from typing import Any
 import psycopg
 import pytest
 
+from exports.adapters.postgres_source import PostgresReader
 from exports.domain.caller import Caller
+from exports.domain.errors import ExportFailed
 from exports.export_types.base import Cursor, ExportType, Unbounded
+from exports.ports import SqlRead
 from exports.writers.csv_writer import CsvStream
 from exports.writers.gzip_stream import GzipStream
 from tests.postgres.conftest import declared_types, write_declaration
+from tests.postgres.test_read_only_guard import PWNED, WRITES, guarded  # noqa: F401  (the fixture)
 from tests.postgres.test_tenancy import ALICE, BOB, expected, invoices  # noqa: F401  (the fixture)
 from tests.postgres.test_type_corpus import corpus  # noqa: F401  (the fixture)
 
@@ -377,3 +381,22 @@ def test_hostile_caller_values_stay_values(invoices: tuple[str, dict[str, Export
     north = expected(uri, "SELECT count(*) FROM invoices WHERE tenant_id = 'acme' AND team = 'north'")[0][0]
     assert body.count(b"\r\n") == 1 + north
     assert expected(uri, "SELECT count(*) FROM invoices")[0][0] == 300
+
+
+@pytest.mark.parametrize("query", WRITES)
+def test_no_declared_query_writes_through_copy(guarded: tuple[str, PostgresReader], query: str) -> None:  # noqa: F811
+    admin, reader = guarded
+    PWNED.unlink(missing_ok=True)
+    two_columns = query.replace("AS x", "AS x, 2 AS y")  # COPY writes files of two columns or more
+    with pytest.raises(ExportFailed) as refused:
+        copied = reader.copy_csv(SqlRead(two_columns, {}, ("x",)), None, True, Unbounded())
+        assert copied is not None
+        try:
+            list(copied.chunks())
+        finally:
+            copied.close()
+    assert refused.value.code == "SOURCE_QUERY_FAILED"
+    with psycopg.connect(admin) as conn:
+        assert conn.execute("SELECT count(*) FROM victims").fetchone() == (0,)
+        assert conn.execute("SELECT last_value, is_called FROM victim_ids").fetchone() == (1, False)
+    assert not PWNED.exists()
