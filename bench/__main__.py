@@ -12,8 +12,9 @@ the fastest round is the one least disturbed. Prints a table and the checks:
   (``bare_xlsx_stream``) is shown next to it;
 - PostgreSQL (``bench/postgres.py``): the declared ``orders`` type of ``exports.toml`` read from
   an embedded PostgreSQL of demo orders, against the floor ``pg_copy`` (``COPY`` of the same
-  query as CSV, read through psycopg): the CSV pipeline (``pg_csv``) at most 2x its seconds;
-  the source alone (``pg_read``) and the XLSX pipeline (``pg_xlsx``) are shown;
+  query as CSV, read through psycopg): the CSV pipeline (``pg_csv``, CSV straight from COPY) at
+  most 1.3x its seconds, the XLSX pipeline (``pg_xlsx``) at most 3x, from a million rows on; the source alone
+  (``pg_read``) and the CSV written in Python (``pg_csv_python``) are shown;
 - peak RSS at the largest row count against the smallest: at most 1.25x for csv, both xlsx
   pipelines and the PostgreSQL csv and xlsx pipelines.
 
@@ -25,7 +26,8 @@ against a bare ``import boto3``, as ratios, in the same run (``--cases cold_star
 only it; ``--cold-start-rounds`` sets its samples).
 
 Options: ``--sizes 100000,1000000`` ``--rounds 2`` ``--json results.json`` ``--cases xlsx,bare_xlsx``
-(``--cases pg_copy,pg_read,pg_csv,pg_xlsx`` for PostgreSQL only).
+(``--cases pg_copy,pg_read,pg_csv_python,pg_csv,pg_xlsx`` for PostgreSQL only). Each case also
+reports its process's CPU seconds (user + system, every thread; for PostgreSQL not the server's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import contextlib
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,7 @@ BASELINE = {
     # A PDF is shown against the CSV pipeline of the same rows (no bare PDF writer streams).
     "pdf": "csv",
     "pg_read": "pg_copy",
+    "pg_csv_python": "pg_copy",
     "pg_csv": "pg_copy",
     "pg_xlsx": "pg_copy",
     # JSON Lines and Parquet against the CSV pipeline of the same rows (shown, no limit yet).
@@ -81,17 +85,23 @@ TIME_LIMIT: dict[str, float | None] = {
     "xlsx_openpyxl": 1.15,
     "pdf": None,
     "pg_read": None,
-    "pg_csv": 2.0,
-    "pg_xlsx": None,
+    "pg_csv_python": None,
+    "pg_csv": 1.3,
+    "pg_xlsx": 3.0,
     "jsonl": None,
     "jsonl.gz": None,
     "parquet": None,
 }
+# The row count from which the PostgreSQL time limits are checked (the issue's goals are at 1M).
+PG_GOAL_ROWS = 1_000_000
 # Our XLSX engine against openpyxl write-only: at least this many times its rows per second
 # (checked for the worker's pipeline; the bare engine is shown).
 OPENPYXL = "bare_xlsx"
 SPEEDUP = {"bare_xlsx_stream": None, "xlsx": 3.0}
 RSS_LIMIT = 1.25
+# How long a PostgreSQL case's backends get to exit after its process, before the server's CPU
+# is read.
+SERVER_SETTLE_SEC = 0.5
 # The memory target is for csv and xlsx. csv.gz is shown too: its buffer only reaches a full
 # part once the compressed file is larger than one part (8 MiB), then stays there.
 RSS_CHECKED = ("csv", "xlsx_openpyxl", "xlsx", "pdf", "pg_csv", "pg_xlsx")
@@ -119,9 +129,10 @@ def _measure(
         env = databases.environ(size) if databases is not None else None
         for round_number in range(1, rounds + 1):
             for case in cases:
-                result = run_case(case, size, env if case in postgres.CASES else None)
+                result = _run_measured(case, size, env, databases)
                 print(
-                    f"  round {round_number}  {case:<11} {size:>9,} rows  {result['seconds']:7.2f} s"
+                    f"  round {round_number}  {case:<13} {size:>9,} rows  {result['seconds']:7.2f} s"
+                    f"  cpu {result['cpu_seconds']:7.2f} s  server cpu {result.get('server_cpu_seconds', 0):6.2f} s"
                     f"  {result['peak_rss_mib']:6.1f} MiB",
                     file=sys.stderr,
                     flush=True,
@@ -132,12 +143,26 @@ def _measure(
     return best
 
 
+def _run_measured(
+    case: str, size: int, env: dict[str, str] | None, databases: postgres.BenchDatabases | None
+) -> dict[str, Any]:
+    """One case; a PostgreSQL case also with the CPU its server backends took."""
+    if case not in postgres.CASES or databases is None:
+        return run_case(case, size)
+    before = databases.server_cpu_seconds()
+    result = run_case(case, size, env)
+    # The case's backends exit when its process does; the postmaster reaps them at once.
+    time.sleep(SERVER_SETTLE_SEC)
+    return {**result, "server_cpu_seconds": databases.server_cpu_seconds() - before}
+
+
 def _compare(case: str, size: int, best: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, str, bool]:
     """The case's ratio to its baseline, the limit, and whether it is met."""
     result = best[(case, size)]
     if case in BASELINE and (BASELINE[case], size) in best:
         value = result["seconds"] / best[(BASELINE[case], size)]["seconds"]
-        most = TIME_LIMIT[case]
+        # The PostgreSQL goals are at a million rows: smaller runs are shown.
+        most = TIME_LIMIT[case] if case not in postgres.CASES or size >= PG_GOAL_ROWS else None
         if most is None:
             return f"{value:.2f}x {BASELINE[case]}", "", True
         return f"{value:.2f}x {BASELINE[case]}", f"<= {most:.2f}x", value <= most
@@ -149,10 +174,14 @@ def _compare(case: str, size: int, best: dict[tuple[str, int], dict[str, Any]]) 
     return "", "", True
 
 
+def _server_cpu(result: dict[str, Any]) -> str:
+    return f"{result['server_cpu_seconds']:.2f}" if "server_cpu_seconds" in result else ""
+
+
 def report(best: dict[tuple[str, int], dict[str, Any]], sizes: list[int], cases: tuple[str, ...]) -> bool:
     print()
-    print("| case | rows | seconds | rows/s | peak RSS MiB | file MiB | vs baseline | limit |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| case | rows | seconds | CPU s | server CPU s | rows/s | peak RSS MiB | file MiB | vs baseline | limit |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     passed = True
     for size in sizes:
         for case in cases:
@@ -160,7 +189,9 @@ def report(best: dict[tuple[str, int], dict[str, Any]], sizes: list[int], cases:
             ratio, limit, met = _compare(case, size, best)
             passed &= met
             print(
-                f"| {case} | {size:,} | {result['seconds']:.2f} | {size / result['seconds']:,.0f} |"
+                f"| {case} | {size:,} | {result['seconds']:.2f} | {result['cpu_seconds']:.2f} |"
+                f" {_server_cpu(result)} |"
+                f" {size / result['seconds']:,.0f} |"
                 f" {result['peak_rss_mib']:.1f} | {result['bytes'] / 2**20:.1f} | {ratio} | {limit} |"
             )
     if len(sizes) > 1:

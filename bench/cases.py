@@ -22,8 +22,10 @@ Cases:
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
+  pg_csv_python  the CSV pipeline with the CSV written in Python from the type's pages (COPY off)
   pg_csv, pg_xlsx
-                 the pipeline on the declared orders type of exports.toml over PostgreSQL
+                 the pipeline (CSV straight from COPY) on the declared orders_all_tenants type
+                 of exports.toml over PostgreSQL
                  (the database's URI in EXPORTS_SHOP_DATABASE_URL; see bench/postgres.py)
 """
 
@@ -318,6 +320,7 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     # PostgreSQL (bench/postgres.py): the database's URI comes in the source's variable.
     "pg_copy": lambda rows, folder: postgres.copy_floor(rows),
     "pg_read": lambda rows, folder: postgres.read_rows(rows),
+    "pg_csv_python": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs(False)),
     "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
     "pg_xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx", source=postgres.pipeline_inputs()),
 }
@@ -326,13 +329,17 @@ CASES: dict[str, Callable[[int, Path], int]] = {
 def measure(case: str, rows: int, folder: Path) -> dict[str, Any]:
     """Run ``case`` once in this process."""
     run = CASES[case]
+    before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     size = run(rows, folder)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "case": case,
         "rows": rows,
         "seconds": seconds,
+        # This process's CPU (every thread), not the database server's.
+        "cpu_seconds": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "bytes": size,
     }

@@ -310,6 +310,21 @@ class Batch:
     rows: list[tuple[Any, ...]]
 
 
+class CopiedCsv(Protocol):
+    """CSV rows a database writes (``COPY``): :meth:`chunks` gives whole rows, :attr:`rows`
+    counts those given, :meth:`stop_after` ends the read there and gives the order key of the
+    last row given, :meth:`close` frees the connection."""
+
+    @property
+    def rows(self) -> int: ...
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+    def stop_after(self) -> Sequence[Any] | None: ...
+
+    def close(self) -> None: ...
+
+
 # libpq connection keywords, fresh at each connection (rotated secrets, new IAM tokens).
 ConnectionSettings = Callable[[], dict[str, Any]]
 
@@ -325,6 +340,12 @@ class SqlReader(Protocol):
     def batches(self, read: SqlRead, control: RunControl) -> Iterator[Batch]:
         """The rows in order of ``read.order_key``, after ``read.after`` and up to
         ``read.until``, in pages."""
+
+    def copy_csv(
+        self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl
+    ) -> CopiedCsv | None:
+        """The result columns ``names`` (None: all) of the read as CSV rows the database
+        writes, or None when it cannot write them as the CSV writer does."""
 
     def count(self, read: SqlRead, control: RunControl) -> int:
         """How many rows the read has."""

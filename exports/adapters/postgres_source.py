@@ -77,6 +77,8 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
 
+    from exports.adapters.postgres_copy import CopyCsv
+
 logger = logging.getLogger(__name__)
 
 # The longest the look at a query's result columns may take (types that infer their columns).
@@ -144,6 +146,13 @@ class PostgresReader:
         finally:
             watchdog.stop()
             _close(conn, prefetch)
+
+    def copy_csv(self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl) -> CopyCsv | None:
+        """The result columns ``names`` (None: all) of the read as CSV rows from ``COPY`` (postgres_copy), or None
+        when COPY cannot write them as the CSV writer does."""
+        from exports.adapters.postgres_copy import open_copy
+
+        return open_copy(self.source, self._connect(control), read, names, guard, control)
 
     def count(self, read: SqlRead, control: RunControl) -> int:
         """``count(*)`` of the read."""

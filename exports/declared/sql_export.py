@@ -11,8 +11,8 @@ from exports.declared.common import DeclaredExport
 from exports.declared.parameters import DeclaredFilters, json_value
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
-from exports.export_types.base import Column, Cursor, CursorInvalid, Page, RunControl, Unbounded
-from exports.ports import ResultColumn, SqlRead, SqlReader, SqlSession
+from exports.export_types.base import Column, CsvRows, Cursor, CursorInvalid, Page, RunControl, Unbounded
+from exports.ports import CopiedCsv, ResultColumn, SqlRead, SqlReader, SqlSession
 
 
 class DeclaredSqlExport(DeclaredExport):
@@ -60,6 +60,18 @@ class DeclaredSqlExport(DeclaredExport):
         if cursor is not None and not self._order_key:
             raise CursorInvalid(f"export type {self.name} has no order key to resume by")
         return self._stream(filters, after, None, control)
+
+    def csv_rows(
+        self, filters: DeclaredFilters, cursor: Cursor | None, control: RunControl, formula_guard: bool
+    ) -> CsvRows | None:
+        """The rows :meth:`stream` gives, as CSV from the database's ``COPY``; None when COPY
+        cannot write these columns as the CSV writer does."""
+        after = _parse_cursor(cursor, len(self._order_key)) if cursor is not None else None
+        if cursor is not None and not self._order_key:
+            raise CursorInvalid(f"export type {self.name} has no order key to resume by")
+        names = None if self.declared_columns is None else [column.name for column in self.chosen_columns(filters)]
+        copied = self._reader.copy_csv(self._read(filters, after), names, formula_guard, control)
+        return None if copied is None else _KeysetRows(copied)
 
     def plan_partitions(
         self, filters: DeclaredFilters, control: RunControl, rows_per_partition: int, max_partitions: int
@@ -156,6 +168,27 @@ class DeclaredSqlExport(DeclaredExport):
         if self.declared_columns is None:
             return [_inferred(column) for column in result]
         return self.chosen_columns(filters)
+
+
+class _KeysetRows:
+    """COPY's rows with the type's keyset cursor (the order key of the last row given)."""
+
+    def __init__(self, copied: CopiedCsv) -> None:
+        self._copied = copied
+
+    @property
+    def rows(self) -> int:
+        return self._copied.rows
+
+    def chunks(self) -> Iterator[bytes]:
+        return self._copied.chunks()
+
+    def checkpoint(self) -> Cursor | None:
+        key = self._copied.stop_after()
+        return None if key is None else {"after": [json_value(value) for value in key]}
+
+    def close(self) -> None:
+        self._copied.close()
 
 
 _SAME = object()

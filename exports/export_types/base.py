@@ -124,6 +124,22 @@ def ignore_progress(_fraction: float) -> None:
     """The default progress callback."""
 
 
+class CsvRows(Protocol):
+    """A CSV file's data rows as its bytes, written by the source itself (PostgreSQL's COPY):
+    :meth:`chunks` gives whole rows, :attr:`rows` counts those given, :meth:`checkpoint` ends
+    the read there and gives the cursor to go on from (None: it cannot), :meth:`close` frees it."""
+
+    @property
+    def rows(self) -> int: ...
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+    def checkpoint(self) -> Cursor | None: ...
+
+    def close(self) -> None: ...
+
+
+
 # The filter model of an export type: what :meth:`ExportType.parse_filters` returns and every
 # other method takes.
 FiltersT = TypeVar("FiltersT", bound=BaseModel)
@@ -197,6 +213,13 @@ class ExportType(ABC, Generic[FiltersT]):
         long overrides it to honour ``control`` (bound the wait by the time left, give up
         when the task is stopped)."""
         return self.pages(filters, cursor)
+
+    def csv_rows(
+        self, filters: FiltersT, cursor: Cursor | None, control: RunControl, formula_guard: bool
+    ) -> CsvRows | None:
+        """The CSV data rows (no header) as bytes from the source, exactly as the CSV writer
+        would write :meth:`stream`'s pages; None (the default): the worker writes the pages."""
+        return None
 
     def filters_schema(self) -> dict[str, Any]:
         """The JSON Schema of ``filters`` that the API serves."""

@@ -1,0 +1,200 @@
+"""A declared query's CSV straight from PostgreSQL: ``COPY (...) TO STDOUT (FORMAT csv)``.
+
+The server formats every value (:mod:`exports.adapters.postgres_csv_sql` gives the select list
+whose text is our CSV writer's, byte for byte); the worker only turns COPY's ``\\n`` row ends
+into ``\\r\\n`` and passes the bytes on, in chunks of whole rows. The header and BOM stay the
+writer's (a header is not limited to an identifier's 63 bytes).
+
+The session is the reader's (:mod:`exports.adapters.postgres_source`): read-only, UTC, the
+statement timeout of the run's time left, ``SET LOCAL ROLE`` and the ``set_config`` values of
+row-level security, the watchdog that cancels a stopped task's query. The transaction is
+``REPEATABLE READ``: stopping for a checkpoint cancels the COPY back to a savepoint and finds the
+order key of the last row sent in the same snapshot (``OFFSET rows - 1``), so the next
+invocation continues exactly after it.
+
+COPY takes no bind parameters. The values (filters, the caller's tenancy values, keyset bounds)
+are merged by psycopg client-side (``ClientCursor.mogrify``: libpq's ``PQescapeLiteral`` in the
+connection's encoding, which is UTF-8 here), and the merged statement is parsed by the server
+with the extended protocol before it runs: a text that were more than one statement is refused
+there, never executed. The describe and the checkpoint's key look-up still bind server-side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from exports.adapters.postgres_csv_sql import copy_supported, csv_select
+from exports.adapters.postgres_source import (
+    _after_params,
+    _begin,
+    _close,
+    _converter,
+    _described,
+    _keyset_statement,
+    _result_columns,
+    _time_limit,
+    _translated,
+    _type_name,
+    _Watchdog,
+)
+from exports.domain.errors import ExportFailed, SourceCode
+from exports.export_types.base import RunControl
+from exports.ports import SqlRead
+
+if TYPE_CHECKING:
+    import psycopg
+
+logger = logging.getLogger(__name__)
+
+# Rows per chunk handed to the writer (about 100 KiB of typical rows: few, large writes).
+ROWS_PER_CHUNK = 1000
+
+
+class CopyCsv:
+    """The CSV rows of one read from COPY, on a connection of its own. :meth:`chunks` gives
+    them; :meth:`stop_after` ends the read where the caller is and gives the order key of the
+    last row it got; :meth:`close` frees the connection."""
+
+    def __init__(
+        self, source: str, conn: psycopg.Connection[Any], watchdog: _Watchdog, read: SqlRead, statement: bytes
+    ) -> None:
+        self._source = source
+        self._conn = conn
+        self._watchdog = watchdog
+        self._read = read
+        self._statement = statement
+        self._reading: Generator[bytes, None, None] | None = None
+        self.rows = 0
+
+    def chunks(self) -> Iterator[bytes]:
+        """Whole rows, ``\\r\\n`` ended; :attr:`rows` counts those given."""
+        self._reading = self._copy()
+        return self._reading
+
+    def _copy(self) -> Generator[bytes, None, None]:
+        with _translated(self._source, self._watchdog):
+            self._conn.execute("SAVEPOINT exports_copy")
+            with self._conn.cursor() as cursor, cursor.copy(self._statement) as copy:
+                pending: list[Any] = []
+                for block in copy:  # one CopyData message: one row, "\n" ended
+                    pending.append(block[:-1])
+                    if len(pending) == ROWS_PER_CHUNK:
+                        self._watchdog.raise_if_stopped()
+                        chunk = b"\r\n".join(pending) + b"\r\n"
+                        pending.clear()
+                        # Counted as given: the caller may stop right after this one.
+                        self.rows += ROWS_PER_CHUNK
+                        yield chunk
+                if pending:
+                    self.rows += len(pending)
+                    yield b"\r\n".join(pending) + b"\r\n"
+            self._watchdog.raise_if_stopped()
+
+    def stop_after(self) -> Sequence[Any] | None:
+        """End the COPY after the rows given so far; the order key of the last of them (the
+        read's own ``after`` when none was given, None when the read has no order key)."""
+        if self._reading is not None:
+            self._reading.close()  # psycopg cancels the COPY and drains it
+        if not self._read.order_key:
+            return None
+        if self.rows == 0:
+            return self._read.after
+        from psycopg import sql
+
+        with _translated(self._source, self._watchdog):
+            self._conn.execute("ROLLBACK TO SAVEPOINT exports_copy")
+            keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in self._read.order_key)
+            statement = sql.SQL("{rows} OFFSET %(exports_offset)s LIMIT 1").format(
+                rows=_keyset_statement(self._read, keys)
+            )
+            params = {**self._read.params, **_after_params(self._read), "exports_offset": self.rows - 1}
+            cursor = self._conn.execute(statement, params, prepare=True)
+            convert = _converter(_result_columns(self._conn, cursor.description or []))
+            row = cursor.fetchone()
+        if row is None:
+            raise ExportFailed(
+                f"the rows of data source {self._source!r} changed under the export's snapshot",
+                code=SourceCode.QUERY_FAILED,
+            )
+        return tuple(convert([tuple(row)])[0])
+
+    def close(self) -> None:
+        """End the read and free its connection."""
+        if self._reading is not None:
+            self._reading.close()
+        self._watchdog.stop()
+        _close(self._conn)
+
+
+def open_copy(
+    source: str,
+    conn: psycopg.Connection[Any],
+    read: SqlRead,
+    names: Sequence[str] | None,
+    guard: bool,
+    control: RunControl,
+) -> CopyCsv | None:
+    """A :class:`CopyCsv` of the result columns ``names`` (None: all) of ``read`` on ``conn`` (the caller's fresh
+    connection, which it owns from then on), or None (``conn`` closed) when COPY cannot write
+    these columns as the CSV writer does: the caller writes them in Python."""
+    import psycopg
+
+    limit_sec = _time_limit(control)
+    watchdog = _Watchdog(conn, control, limit_sec)
+    try:
+        with _translated(source, watchdog):
+            watchdog.start()
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            _begin(conn, limit_sec, read.session)
+            # COPY writes the session's DateStyle and client encoding; the file is UTF-8.
+            conn.execute(
+                "SELECT set_config('DateStyle', 'ISO, MDY', true), set_config('client_encoding', 'UTF8', true)"
+            )
+            described = _described(conn, read)
+            types = {column.name: _type_name(conn, column) for column in described}
+            result_names = [column.name for column in described]
+            names = result_names if names is None else names
+            if len(types) != len(result_names) or any(name not in types for name in (*names, *read.order_key)):
+                # A name twice or missing: the Python path says what is wrong.
+                _decline(conn, watchdog)
+                return None
+            wanted = [types[name] for name in names]
+            if not copy_supported(wanted):
+                _decline(conn, watchdog)
+                return None
+            statement = _merged(conn, read, csv_select(names, wanted, guard))
+            _parse_one(conn, statement)
+            return CopyCsv(source, conn, watchdog, read, statement)
+    except BaseException:
+        watchdog.stop()
+        _close(conn)
+        raise
+
+
+def _decline(conn: psycopg.Connection[Any], watchdog: _Watchdog) -> None:
+    watchdog.stop()
+    _close(conn)
+
+
+def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
+    """The COPY statement with its values merged in as literals (psycopg's client-side
+    binding, libpq's quoting in the connection's encoding)."""
+    import psycopg
+    from psycopg import sql
+
+    statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=_keyset_statement(read, select))
+    text = psycopg.ClientCursor(conn).mogrify(statement, {**read.params, **_after_params(read)})
+    return text.encode(conn.info.encoding)
+
+
+def _parse_one(conn: psycopg.Connection[Any], statement: bytes) -> None:
+    """Have the server parse ``statement`` with the extended protocol, which takes exactly one
+    statement, without running it: a text that is not one statement fails here."""
+    from psycopg import pq
+
+    result = conn.pgconn.prepare(b"", statement)
+    if result.status != pq.ExecStatus.COMMAND_OK:
+        message = (result.error_message or b"").decode(errors="replace").strip()
+        raise ExportFailed(f"the COPY statement was refused: {message}", code=SourceCode.QUERY_FAILED)
