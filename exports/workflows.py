@@ -20,7 +20,7 @@ Four to six state transitions per task keep Standard workflow costs low.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from exports.config import Callback, FanOut, ThrottleRetry
 
@@ -144,9 +144,9 @@ def lifecycle_definition(
 
 
 # The worker function's direct-invoke actions of a split export (functions/worker/handler.py).
-PARTITION_ACTION = "fan_out_partition"
-ASSEMBLE_ACTION = "fan_out_assemble"
-ABANDON_ACTION = "fan_out_abandon"
+PARTITION_ACTION: Final = "fan_out_partition"
+ASSEMBLE_ACTION: Final = "fan_out_assemble"
+ABANDON_ACTION: Final = "fan_out_abandon"
 
 
 class PartitionStatus:

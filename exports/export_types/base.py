@@ -139,7 +139,6 @@ class CsvRows(Protocol):
     def close(self) -> None: ...
 
 
-
 # The filter model of an export type: what :meth:`ExportType.parse_filters` returns and every
 # other method takes.
 FiltersT = TypeVar("FiltersT", bound=BaseModel)

@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from exports.config import FanOut, Worker
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.task import ExportFormat, Task, record_partition_progress
-from exports.export_types.base import Column, ExportType, Page, Row
+from exports.export_types.base import AnyExportType, Column, Page, Row
 from exports.fan_out.plan import load_plan, owned_task, partition_name
 from exports.ports import NumberedParts, RemainingMs, SlotLease
 from exports.services.attempt_files import AttemptFiles
@@ -182,7 +182,9 @@ def _pages(pages: Iterator[Page], progress: ProgressReporter) -> Iterator[Sequen
         yield page.rows
 
 
-def _partition_slot(task: Task, partition: int, export_type: ExportType, deps: WorkerDependencies) -> SlotLease | None:
+def _partition_slot(
+    task: Task, partition: int, export_type: AnyExportType, deps: WorkerDependencies
+) -> SlotLease | None:
     """Each partition holds a slot of its source's limit, as a whole export does."""
     limit = export_type.source_limit()
     if limit is None or deps.slots is None:

@@ -22,7 +22,7 @@ from exports.domain.errors import LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, split
-from exports.export_types.base import ExportType, Row, RunControl
+from exports.export_types.base import AnyExportType, Row, RunControl
 from exports.ports import RemainingMs
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
@@ -114,7 +114,7 @@ def start_fan_out(
 
 
 def _first_rows(
-    export_type: ExportType, filters: BaseModel, specs: Sequence[PartitionSpec], control: RunControl
+    export_type: AnyExportType, filters: BaseModel, specs: Sequence[PartitionSpec], control: RunControl
 ) -> list[Row]:
     rows: list[Row] = []
     for spec in specs:

@@ -233,8 +233,8 @@ class ExportRun:
 
 
 def write_csv(run: ExportRun) -> ExportResult | HandedOver:
-    """Stream CSV or JSON Lines (gzipped for csv.gz and jsonl.gz), continuing from a checkpoint if there is one; hand over
-    at a page boundary when the invocation runs short of time."""
+    """Stream CSV or JSON Lines (gzipped for csv.gz and jsonl.gz), continuing from a checkpoint if
+    there is one; hand over at a page boundary when the invocation runs short of time."""
     checkpoint, tail = run.resumed if run.resumed else (None, b"")
     if checkpoint is not None:
         # The upload goes on under the key of the attempt that started it.

@@ -40,7 +40,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
 # for the PDF font, pyarrow for Parquet; RE2 when the registry is built).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow"}, API.name: {"google-re2"}}
+LAZY_IMPORTS = {
+    WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow"},
+    API.name: {"google-re2"},
+}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its

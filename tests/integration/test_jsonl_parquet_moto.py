@@ -20,7 +20,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Column, ColumnKind, Cursor, Page
 from exports.ports import TaskMessage
-from exports.services.worker import process_task
+from exports.services.deliveries import process_task
 from local_stack.embedded_aws import Resources
 from tests.integration.conftest import SEED_DAY
 from tests.integration.test_export_continuation import (

@@ -185,7 +185,7 @@ def assert_same(export_type: ExportType, filters: Any, guard: bool = True) -> by
 def random_floats(count: int, seed: int) -> list[float]:
     """Floats of random bit patterns (every exponent, every digit count)."""
     generator = random.Random(seed)
-    values = []
+    values: list[float] = []
     while len(values) < count:
         value = struct.unpack("<d", generator.getrandbits(64).to_bytes(8, "little"))[0]
         if math.isfinite(value):
@@ -288,7 +288,7 @@ def test_a_real_column_is_written_in_python(red: dict[str, ExportType]) -> None:
     assert export_type.csv_rows(export_type.parse_filters({}), None, Unbounded(), True) is None
 
 
-DEMO_FILTERS = {
+DEMO_FILTERS: dict[str, dict[str, Any]] = {
     "orders": {"date_from": "2025-01-01", "date_to": "2025-03-31"},
     "customers": {"signed_up_from": "2016-01-01", "signed_up_to": "2025-03-31"},
     "sales_report": {"date_from": "2025-01-01", "date_to": "2025-03-31", "currency": "EUR"},

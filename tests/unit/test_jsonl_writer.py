@@ -97,7 +97,7 @@ def test_a_stream_continued_in_a_second_writer_gives_the_same_bytes_as_one_pass(
 
     parts = io.BytesIO()
     for chunk in (rows[:1_234], rows[1_234:]):
-        stream = JsonlStream(columns, parts)  # type: ignore[arg-type]
+        stream = JsonlStream(columns, parts)
         stream.write_rows(chunk)
         stream.detach()
 

@@ -5,9 +5,10 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from examples.demo_plugins.orders import OrdersExport, OrdersFilters, OrderStatus
+from examples.demo_plugins.orders import OrdersExport, OrdersFilters
 from exports.domain.errors import InvalidRequest
 from exports.services.validation import invalid_request
+from local_stack.demo_orders import OrderStatus
 from tests.unit.fakes import FakeOrdersReader
 
 MARCH = {"date_from": "2025-03-01", "date_to": "2025-03-31"}

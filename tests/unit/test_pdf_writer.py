@@ -8,6 +8,7 @@ import io
 import tracemalloc
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any, BinaryIO, cast
 
 import pytest
 
@@ -133,7 +134,8 @@ def test_an_export_without_rows_is_one_page_with_the_header() -> None:
 def test_thousands_of_pages_go_under_a_balanced_page_tree() -> None:
     body = pdf(PAGES_PER_NODE * 60)  # at least 256 pages: more than one node
     document = reader(body)
-    root = document.trailer["/Root"]["/Pages"]
+    trailer: Any = document.trailer
+    root = trailer["/Root"]["/Pages"]
 
     assert len(document.pages) > PAGES_PER_NODE
     assert len(root["/Kids"]) == -(-len(document.pages) // PAGES_PER_NODE)
@@ -144,7 +146,7 @@ def test_memory_does_not_grow_with_the_rows() -> None:
     def peak(rows: int) -> int:
         tracemalloc.start()
         try:
-            write_pdf_stream(COLUMNS, (row(n) for n in range(rows)), _Discard())
+            write_pdf_stream(COLUMNS, (row(n) for n in range(rows)), cast(BinaryIO, _Discard()))
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from examples.demo_plugins.orders import ORDER_COLUMNS, OrdersExport, OrderStatus
+from examples.demo_plugins.orders import ORDER_COLUMNS, OrdersExport
 from exports.domain.admission import dedup_key
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
@@ -30,6 +30,7 @@ from exports.domain.task import (
     suspend,
     time_out,
 )
+from local_stack.demo_orders import OrderStatus
 
 # Deterministic (derandomized, no example database): the same cases on every run and machine.
 PROFILE = settings(

@@ -1,7 +1,7 @@
 """The worker function's events: an SQS batch or a fan-out step, told apart by their model."""
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION, fan_out_definition
 from functions.worker.handler import AbandonStep, AssembleStep, PartitionStep, SqsBatch, WorkerEvent
@@ -13,11 +13,12 @@ def parse(event):
 
 def test_each_step_model_answers_to_the_action_the_workflow_sends():
     definition = str(fan_out_definition("arn:aws:lambda:eu-west-1:1:function:worker", 4))
-    for model, action in [
+    models: list[tuple[type[BaseModel], str]] = [
         (PartitionStep, PARTITION_ACTION),
         (AssembleStep, ASSEMBLE_ACTION),
         (AbandonStep, ABANDON_ACTION),
-    ]:
+    ]
+    for model, action in models:
         assert model.model_fields["action"].annotation.__args__ == (action,)
         assert f"'action': '{action}'" in definition
 
@@ -35,7 +36,7 @@ def test_an_abandon_step_carries_the_caught_error_or_none():
 
 
 def test_an_sqs_batch_is_a_batch_not_a_step():
-    record = {"messageId": "1", "body": "{}", "eventSource": "aws:sqs"}
+    record: dict[str, object] = {"messageId": "1", "body": "{}", "eventSource": "aws:sqs"}
     assert parse({"Records": [record]}) == SqsBatch(Records=[record])
 
 

@@ -33,7 +33,8 @@ def formatter(kind: ColumnKind) -> Callable[[Any], str]:
             return ""
         kind_of = value.__class__
         if kind_of is str:
-            return value
+            text: str = value
+            return text
         if kind_of is bool:
             return "TRUE" if value else "FALSE"
         if kind_of is int or kind_of is float or kind_of is Decimal:
