@@ -4,8 +4,10 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
+import os
 from collections.abc import Sequence
 from functools import cache
+from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -16,8 +18,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator
 
 from exports.adapters.clients import aws_client
+from exports.adapters.dynamodb_connections import DynamoTickets
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
-from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, ExportTypeView, TaskList, TaskView
+from exports.api_models import (
+    ExportAccepted,
+    ExportRequest,
+    ExportTypeList,
+    ExportTypeView,
+    StreamTicketView,
+    TaskList,
+    TaskView,
+)
 from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
@@ -32,7 +43,7 @@ from exports.http.envelope import (
     strict_json,
     upper_case,
 )
-from exports.http.errors import register_error_handlers
+from exports.http.errors import error_response, register_error_handlers
 from exports.http.idempotency import idempotency_key
 from exports.http.openapi import (
     CACHE_CONTROL,
@@ -43,8 +54,11 @@ from exports.http.openapi import (
     retry_after,
     swagger_page,
 )
+from exports.push.model import Viewer
+from exports.push.settings import TicketSettings
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
+from exports.services.push import issue_ticket
 from exports.services.submission import Submission, caller_scope, submit_export
 
 logger = Logger()
@@ -83,6 +97,20 @@ def dependencies() -> ApiDependencies:
 def idempotent_calls() -> IdempotentCalls:
     """The Idempotency-Key store (the tasks table)."""
     return IdempotentCalls(aws_client("dynamodb"), dependencies().settings.tasks_table)
+
+
+@cache
+def ticket_settings() -> TicketSettings:
+    """Where stream tickets are kept and the push channel's URL (both unset: no push channel)."""
+    return TicketSettings.from_env(os.environ)
+
+
+@cache
+def ticket_store() -> DynamoTickets:
+    """The stream tickets (the connections table)."""
+    table = ticket_settings().connections_table
+    assert table is not None  # checked by the route
+    return DynamoTickets(aws_client("dynamodb"), table)
 
 
 # The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
@@ -146,6 +174,10 @@ _DOWNLOAD_RESPONSES = responses(
     },
     404,
     conflict({"TASK_NOT_READY": "the task has not COMPLETED, so there is no file (yet)."}),
+)
+_TICKET_RESPONSES = responses(
+    {201: {"description": "A single-use ticket for the push channel, valid `expires_in` seconds."}},
+    (404, "This deployment has no push channel: poll instead."),
 )
 _LIST_QUERY = frozenset({"limit", "status", "next_token"})
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
@@ -293,6 +325,28 @@ def download(task_id: str) -> Response[str]:
     task = queries.owned_task(task_id, caller_id(app.current_event), deps)
     url, _ = queries.download_link(task, deps)
     return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/stream-tickets",
+    status_code=201,
+    summary="Get a push channel ticket",
+    description="A single-use ticket, valid 60 s and bound to the caller, and the URL of the WebSocket push"
+    " channel: open it with the subprotocols `exports.v1` and `ticket.<ticket>` (never in the URL), then"
+    " subscribe to a task or to all of yours (docs/push.md).",
+    tags=["push"],
+    responses=_TICKET_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def stream_ticket() -> Response[StreamTicketView]:
+    """A ticket of the caller for the push channel; ``404`` where there is none."""
+    caller = caller_of(app.current_event)
+    settings = ticket_settings()
+    if not (settings.websocket_url and settings.connections_table):
+        return error_response(HTTPStatus.NOT_FOUND, "PUSH_NOT_AVAILABLE", "this deployment has no push channel")
+    ticket = issue_ticket(Viewer.of(caller), ticket_store(), settings.websocket_url, dependencies().clock())
+    body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
+    return _json(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})
 
 
 @app.get(
