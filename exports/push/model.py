@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from exports.domain.caller import Caller
+from exports.domain.errors import ExportsError
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.webhooks.payload import PROGRESS_EVENT, PUSH_EVENT_TYPES, event_body
@@ -24,6 +25,12 @@ class Refused(PushError):
 
 class ConnectionGone(PushError):
     """The WebSocket connection no longer exists (API Gateway's GoneException)."""
+
+
+class PushNotAvailable(ExportsError):
+    """This deployment has no push channel (404 to ``POST /v1/stream-tickets``): poll instead."""
+
+    code = "PUSH_NOT_AVAILABLE"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 import os
 from collections.abc import Sequence
 from functools import cache
-from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -43,7 +42,7 @@ from exports.http.envelope import (
     strict_json,
     upper_case,
 )
-from exports.http.errors import error_response, register_error_handlers
+from exports.http.errors import register_error_handlers
 from exports.http.idempotency import idempotency_key
 from exports.http.openapi import (
     CACHE_CONTROL,
@@ -54,7 +53,7 @@ from exports.http.openapi import (
     retry_after,
     swagger_page,
 )
-from exports.push.model import Viewer
+from exports.push.model import PushNotAvailable, Viewer
 from exports.push.settings import TicketSettings
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
@@ -343,7 +342,7 @@ def stream_ticket() -> Response[StreamTicketView]:
     caller = caller_of(app.current_event)
     settings = ticket_settings()
     if not (settings.websocket_url and settings.connections_table):
-        return error_response(HTTPStatus.NOT_FOUND, "PUSH_NOT_AVAILABLE", "this deployment has no push channel")
+        raise PushNotAvailable("this deployment has no push channel: poll GET /v1/exports/{task_id}")
     ticket = issue_ticket(Viewer.of(caller), ticket_store(), settings.websocket_url, dependencies().clock())
     body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
     return _json(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})

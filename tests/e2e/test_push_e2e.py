@@ -172,8 +172,52 @@ def test_another_users_task_is_not_found_and_never_pushed(stack):
             bob.recv(timeout=3)
 
 
-def test_no_push_channel_answers_404():
+def task_polls(stack: Stack, task_id: str) -> int:
+    """The gateway's request log lines of GETs of the task (polls)."""
+    return stack.output().count(f"GET /v1/exports/{task_id} ")
+
+
+def test_exportctl_wait_follows_the_push_channel_without_polling(stack):
+    from tests.client.e2e_support import Exportctl
+
+    exportctl = Exportctl(stack.url, stack.tokens["alice"])
+    answer = exportctl(
+        "submit", "orders", "--from", recent(30), "--to", recent(0), "--format", "csv", "--wait", "--json"
+    )
+    assert answer.returncode == 0, answer.stderr
+    task_id = json.loads(answer.stdout)["task_id"]
+    assert json.loads(answer.stdout)["status"] == "COMPLETED"
+    time.sleep(1.5)  # the request log is written as requests end
+    assert task_polls(stack, task_id) == 0
+    assert "POST /v1/stream-tickets 201" in stack.output()
+
+
+def test_sdk_wait_sees_a_cancel_over_the_push_channel(stack):
+    from exports_client import ExportsClient
+
+    task_id = submit(stack, "alice", slow_filters(4))
+    with ExportsClient(stack.url, stack.tokens["alice"]) as sdk:
+        seen = []
+
+        def cancel_once(task) -> None:
+            seen.append(task.status)
+            if len(seen) == 1:
+                requests.post(f"{stack.url}/v1/exports/{task_id}/cancel", headers=stack.headers(), timeout=10)
+
+        final = sdk.wait(task_id, timeout=60, on_update=cancel_once)
+    assert final.status == "CANCELLED"
+    assert task_polls(stack, task_id) == 0
+
+
+def test_without_a_push_channel_wait_polls():
+    from exports_client import ExportsClient
+
     with running_stack(demo_orders=50, environment={"EXPORTS_WS_PORT": "-1"}) as quiet:
         answer = requests.post(f"{quiet.url}/v1/stream-tickets", headers=quiet.headers(), timeout=10)
         assert answer.status_code == 404
         assert answer.json()["error"]["code"] == "PUSH_NOT_AVAILABLE"
+        task_id = submit(quiet, "alice", {"date_from": recent(5), "date_to": recent(0)})
+        with ExportsClient(quiet.url, quiet.tokens["alice"]) as sdk:
+            assert sdk.wait(task_id, timeout=60).status == "COMPLETED"
+        time.sleep(1.5)
+        assert task_polls(quiet, task_id) >= 1

@@ -37,6 +37,7 @@ from exports_client.models import (
     TaskView,
 )
 from exports_client.polling import busy_delay, poll_delay
+from exports_client.push import PushUnavailable, follow
 from exports_client.webhooks import verify_webhook
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
@@ -173,8 +174,13 @@ class ExportsClient:
         timeout: float = DEFAULT_WAIT_SEC,
         on_update: Callable[[TaskView], None] | None = None,
         max_interval: float | None = None,
+        push: bool = True,
     ) -> TaskView:
-        """Poll until the task ends and return it, whatever its final status.
+        """Wait until the task ends and return it, whatever its final status.
+
+        Where the service offers its push channel (and ``push``), the task is followed over a
+        WebSocket: one ticket request, then no request until it ends (a dropped connection is
+        opened again with a new ticket). Otherwise, or when the channel fails, it is polled:
 
         Polls are spaced 1, 2, 4, ... up to 30 seconds apart, or longer when the service sends
         ``Retry-After``; answers 429 and 503 are waited out the same way. With ``max_interval``
@@ -185,6 +191,15 @@ class ExportsClient:
         """
         deadline = self._clock() + timeout
         task: TaskView | None = None
+        if push:
+            try:
+                task = follow(task_id, self._stream_ticket, deadline, self._clock, on_update)
+            except PushUnavailable:
+                task = None
+            else:
+                if task is None:
+                    raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, None)
+                return task
         attempt = 0
         while True:
             try:
@@ -206,6 +221,18 @@ class ExportsClient:
                 raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
             self._sleep(min(delay, remaining))
             attempt += 1
+
+    def _stream_ticket(self) -> tuple[str, str] | None:
+        """A push channel ticket ``(url, ticket)``; None when the service has no push channel."""
+        try:
+            body = self._request("POST", "/v1/stream-tickets").json()
+        except APIError as error:
+            if error.status == 404:
+                return None
+            raise PushUnavailable(str(error)) from error
+        except (NetworkError, ValueError) as error:
+            raise PushUnavailable(str(error)) from error
+        return str(body["url"]), str(body["ticket"])
 
     def download(self, task_id: str, path: str | Path = ".") -> Path:
         """Save a COMPLETED task's file and return where it went.
