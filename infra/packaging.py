@@ -57,7 +57,7 @@ WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 # ships ~445 service models (23 MB of a 45 MB package); a package keeps only these, which makes
 # its zip 62% smaller (docs/performance.md, "Package sizes"). A test scans the code for every
 # client it makes, so a new service cannot be forgotten here.
-AWS_SERVICES: Final = ("dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
+AWS_SERVICES: Final = ("apigatewaymanagementapi", "dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
 BOTOCORE_DATA: Final = Path("botocore") / "data"
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")

@@ -15,17 +15,17 @@ _ALGORITHMS = ["RS256"]
 class JwksTokenVerifier:
     """:class:`exports.push.ports.TokenVerifier` for tokens of ``issuer`` (``<issuer>/.well-known/
     jwks.json``, keys cached by PyJWT's client) whose ``aud`` (ID tokens) or ``client_id`` (access
-    tokens, as the authorizer accepts) is ``audience``."""
+    tokens, as the authorizer accepts) is one of ``audience`` (comma-separated)."""
 
     def __init__(self, issuer: str, audience: str) -> None:
-        self._issuer = issuer.rstrip("/")
-        self._audience = audience
+        self._issuer = issuer
+        self._audiences = frozenset(part.strip() for part in audience.split(",") if part.strip())
 
     @cached_property
     def _keys(self) -> Any:
         from jwt import PyJWKClient
 
-        return PyJWKClient(f"{self._issuer}/.well-known/jwks.json", cache_keys=True, lifespan=3600)
+        return PyJWKClient(f"{self._issuer.rstrip('/')}/.well-known/jwks.json", cache_keys=True, lifespan=3600)
 
     def verify(self, token: str) -> Viewer:
         """The verified token's viewer; :class:`Refused` for any invalid token."""
@@ -42,7 +42,7 @@ class JwksTokenVerifier:
             )
         except jwt.PyJWTError as error:
             raise Refused(f"token not valid: {type(error).__name__}") from error
-        if self._audience not in (claims.get("client_id"), *_audiences(claims.get("aud"))):
+        if not self._audiences & {claims.get("client_id"), *_audiences(claims.get("aud"))}:
             raise Refused("token not valid: audience")
         return Viewer(str(claims["sub"]), {name: value for name, value in claims.items()})
 

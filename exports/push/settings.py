@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from exports.config import Env, Results
-from exports.settings import FunctionSettings, RegistrySettings
+from exports.settings import RegistrySettings
 
 
 class PushSettings(RegistrySettings):
@@ -36,17 +36,3 @@ class PushSettings(RegistrySettings):
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
-
-
-class TicketSettings(FunctionSettings):
-    """What the API function reads to give out stream tickets: the connections table and the
-    WebSocket URL (neither set: no push channel, ``POST /v1/stream-tickets`` answers 404)."""
-
-    OPTIONAL: ClassVar[Mapping[str, str]] = {
-        **FunctionSettings.OPTIONAL,
-        "connections_table": Env.CONNECTIONS_TABLE,
-        "websocket_url": Env.WEBSOCKET_URL,
-    }
-
-    connections_table: str | None = None
-    websocket_url: str | None = None

@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
-import os
 from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
@@ -54,7 +53,6 @@ from exports.http.openapi import (
     swagger_page,
 )
 from exports.push.model import PushNotAvailable, Viewer
-from exports.push.settings import TicketSettings
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.push import issue_ticket
@@ -99,16 +97,8 @@ def idempotent_calls() -> IdempotentCalls:
 
 
 @cache
-def ticket_settings() -> TicketSettings:
-    """Where stream tickets are kept and the push channel's URL (both unset: no push channel)."""
-    return TicketSettings.from_env(os.environ)
-
-
-@cache
-def ticket_store() -> DynamoTickets:
+def ticket_store(table: str) -> DynamoTickets:
     """The stream tickets (the connections table)."""
-    table = ticket_settings().connections_table
-    assert table is not None  # checked by the route
     return DynamoTickets(aws_client("dynamodb"), table)
 
 
@@ -340,10 +330,11 @@ def download(task_id: str) -> Response[str]:
 def stream_ticket() -> Response[StreamTicketView]:
     """A ticket of the caller for the push channel; ``404`` where there is none."""
     caller = caller_of(app.current_event)
-    settings = ticket_settings()
-    if not (settings.websocket_url and settings.connections_table):
+    deps = dependencies()
+    url, table = deps.settings.websocket_url, deps.settings.connections_table
+    if not (url and table):
         raise PushNotAvailable("this deployment has no push channel: poll GET /v1/exports/{task_id}")
-    ticket = issue_ticket(Viewer.of(caller), ticket_store(), settings.websocket_url, dependencies().clock())
+    ticket = issue_ticket(Viewer.of(caller), ticket_store(table), url, deps.clock())
     body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
     return _json(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})
 
