@@ -718,8 +718,10 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         # A recovery is seen too.
         assert alarm["OKActions"] == [dev.ref(dev.stack.monitoring.topic)]
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        # No data is no fault; a dead letter keeps its alarm while SQS publishes nothing.
-        dead_letters = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-").startswith("DeadLetters")
+        # No data is no fault; a dead letter (or a failed push batch) keeps its alarm while SQS
+        # publishes nothing.
+        name = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-")
+        dead_letters = name.startswith("DeadLetters") or name == "PushFailed"
         assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
 
 
@@ -747,7 +749,16 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
             assert oldest["Threshold"] == thresholds.oldest_message_age_sec
         functions = synth.stack.functions
         for alarm_id, service_function in zip(
-            FUNCTION_ALARM_IDS, (functions.api, functions.worker, functions.lifecycle, functions.callback), strict=True
+            FUNCTION_ALARM_IDS,
+            (
+                functions.api,
+                functions.worker,
+                functions.lifecycle,
+                functions.callback,
+                functions.stream,
+                functions.push,
+            ),
+            strict=True,
         ):
             for kind, metric in (("Errors", "Errors"), ("Throttles", "Throttles")):
                 alarm = alarms[f"{alarm_id}{kind}"]
