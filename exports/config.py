@@ -69,7 +69,9 @@ class Env:
     # ``bearer.<jwt>`` subprotocol is verified against (unset: tickets only).
     CONNECTIONS_TABLE: Final = "EXPORTS_CONNECTIONS_TABLE"
     WEBSOCKET_URL: Final = "EXPORTS_WEBSOCKET_URL"
-    WEBSOCKET_ENDPOINT: Final = "EXPORTS_WEBSOCKET_ENDPOINT"
+    # boto3's own variable of the service's endpoint: the shared client factory's client of the
+    # management API posts to the stage's URL with it.
+    WEBSOCKET_ENDPOINT: Final = "AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI"
     JWT_ISSUER: Final = "EXPORTS_JWT_ISSUER"
     JWT_AUDIENCE: Final = "EXPORTS_JWT_AUDIENCE"
 

@@ -86,7 +86,7 @@ STREAM: Final = FunctionSpec(
     description="exports push channel: the WebSocket API's $connect, $disconnect and client messages",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Sizing.PUSH_ROUTE_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES, _PATTERNS, "pyjwt"),
+    distributions=(*_COMMON, _PATTERNS, "pyjwt"),
     runtime_settings=PushSettings,
 )
 PUSH: Final = FunctionSpec(
@@ -94,7 +94,7 @@ PUSH: Final = FunctionSpec(
     description="exports push function: task writes from the tasks stream to the WebSocket connections",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Push.FUNCTION_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES, _PATTERNS),
+    distributions=(*_COMMON, _PATTERNS),
     runtime_settings=PushSettings,
 )
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH)

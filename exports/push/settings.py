@@ -31,7 +31,7 @@ class PushSettings(RegistrySettings):
 
     connections_table: str
     results_bucket: str
-    # None: the management API client's default endpoint (local mode injects its own poster).
+    # Read by boto3 itself (the management API client's endpoint); here so the function gets it.
     websocket_endpoint: str | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None

@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from infra.function_factory import ServiceFunction, runtime_python_version
-from infra.functions import API, CALLBACK, LIFECYCLE, SPECS, WORKER
+from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SPECS, STREAM, WORKER
 from infra.packaging import (
     AWS_SERVICES,
     BOTOCORE_DATA,
@@ -39,7 +39,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer; RE2 when
 # the registry is built).
-LAZY_IMPORTS = {WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2"}, API.name: {"google-re2"}}
+LAZY_IMPORTS = {
+    WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2"},
+    API.name: {"google-re2"},
+    # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
+    STREAM.name: {"google-re2", "pyjwt"},
+    PUSH.name: {"google-re2"},
+}
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
