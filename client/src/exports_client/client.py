@@ -32,6 +32,7 @@ from exports_client.models import (
     ExportFormat,
     ExportTypeList,
     ExportTypeView,
+    StreamTicketView,
     TaskList,
     TaskStatus,
     TaskView,
@@ -193,13 +194,13 @@ class ExportsClient:
         task: TaskView | None = None
         if push:
             try:
-                task = follow(task_id, self._stream_ticket, deadline, self._clock, on_update)
+                task = follow(task_id, self._push_ticket, deadline, self._clock, on_update)
             except PushUnavailable:
                 task = None
             else:
-                if task is None:
-                    raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, None)
-                return task
+                if task is not None and task.is_terminal:
+                    return task
+                raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
         attempt = 0
         while True:
             try:
@@ -222,17 +223,22 @@ class ExportsClient:
             self._sleep(min(delay, remaining))
             attempt += 1
 
-    def _stream_ticket(self) -> tuple[str, str] | None:
-        """A push channel ticket ``(url, ticket)``; None when the service has no push channel."""
+    def stream_ticket(self) -> StreamTicketView:
+        """A single-use ticket (valid ``expires_in`` seconds) for the push channel at ``url``
+        (docs/push.md); :class:`NotFoundError` where the service offers none."""
+        return self._parse(StreamTicketView, self._request("POST", "/v1/stream-tickets"))
+
+    def _push_ticket(self) -> tuple[str, str] | None:
+        """``(url, ticket)`` for :meth:`wait`; None when the service has no push channel."""
         try:
-            body = self._request("POST", "/v1/stream-tickets").json()
+            given = self.stream_ticket()
         except APIError as error:
             if error.status == 404:
                 return None
             raise PushUnavailable(str(error)) from error
-        except (NetworkError, ValueError) as error:
+        except (NetworkError, UnexpectedResponseError) as error:
             raise PushUnavailable(str(error)) from error
-        return str(body["url"]), str(body["ticket"])
+        return given.url, given.ticket
 
     def download(self, task_id: str, path: str | Path = ".") -> Path:
         """Save a COMPLETED task's file and return where it went.

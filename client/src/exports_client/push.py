@@ -31,10 +31,12 @@ def follow(
     clock: Callable[[], float],
     on_update: Callable[[TaskView], None] | None = None,
 ) -> TaskView | None:
-    """The task once it ended, following it over the push channel; None when ``deadline``
-    (on ``clock``) passed first. ``ticket`` gives a fresh ``(url, ticket)`` or None when the
-    service offers no push channel. :class:`PushUnavailable` when it cannot be used."""
+    """The task once it ended, following it over the push channel; when ``deadline`` (on
+    ``clock``) passed first, the last state seen (None if none was). ``ticket`` gives a fresh
+    ``(url, ticket)``, or None when the service offers no push channel. :class:`PushUnavailable`
+    when it cannot be used."""
     last_seq = -1
+    last: TaskView | None = None
     reconnects = 0
     while True:
         given = ticket()
@@ -47,21 +49,21 @@ def follow(
                 while True:
                     remaining = deadline - clock()
                     if remaining <= 0:
-                        return None
+                        return last
                     try:
                         message = json.loads(socket.recv(timeout=remaining))
                     except TimeoutError:
-                        return None
+                        return last
                     if message.get("type") == "error":
                         raise PushUnavailable(str(message.get("error")))
                     if not str(message.get("type", "")).startswith("export.") or message["seq"] <= last_seq:
                         continue
                     last_seq = message["seq"]
-                    task = TaskView.model_validate(message["data"])
+                    last = TaskView.model_validate(message["data"])
                     if on_update is not None:
-                        on_update(task)
-                    if task.is_terminal:
-                        return task
+                        on_update(last)
+                    if last.is_terminal:
+                        return last
         except InvalidHandshake as refused:
             raise PushUnavailable(f"the push channel refused the connection: {refused}") from refused
         except (WebSocketException, OSError) as dropped:
