@@ -167,6 +167,15 @@ class TaskView(BaseModel):
         )
 
 
+class StreamTicketView(BaseModel):
+    """``201`` to ``POST /v1/stream-tickets``: a single-use ticket to open the push channel with
+    (docs/push.md) and where that is."""
+
+    ticket: str = Field(description="Offer it as the subprotocol `ticket.<ticket>` beside `exports.v1`; usable once.")
+    url: str = Field(description="The ws(s) URL of the push channel (nothing secret in it).")
+    expires_in: int = Field(description="Seconds the ticket stays valid.")
+
+
 class TaskList(BaseModel):
     """A page of the caller's tasks, newest first."""
 

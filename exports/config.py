@@ -64,6 +64,17 @@ class Env:
     PARTITION_ROWS: Final = "EXPORTS_PARTITION_ROWS"
     # The fan-out state machine (one execution per split export); unset: exports are not split.
     FAN_OUT_STATE_MACHINE_ARN: Final = "EXPORTS_FAN_OUT_STATE_MACHINE_ARN"
+    # The push channel (docs/push.md): its connections table, the ws(s) URL clients open (given
+    # out with stream tickets; unset: no push, clients poll), the https endpoint the push
+    # function posts to (the WebSocket API's management API), and the JWT issuer and audience a
+    # ``bearer.<jwt>`` subprotocol is verified against (unset: tickets only).
+    CONNECTIONS_TABLE: Final = "EXPORTS_CONNECTIONS_TABLE"
+    WEBSOCKET_URL: Final = "EXPORTS_WEBSOCKET_URL"
+    # boto3's own variable of the service's endpoint: the shared client factory's client of the
+    # management API posts to the stage's URL with it.
+    WEBSOCKET_ENDPOINT: Final = "AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI"
+    JWT_ISSUER: Final = "EXPORTS_JWT_ISSUER"
+    JWT_AUDIENCE: Final = "EXPORTS_JWT_AUDIENCE"
 
 
 class Names:
@@ -81,6 +92,9 @@ class Names:
     WORKER_FUNCTION: Final = "exports-worker"
     LIFECYCLE_FUNCTION: Final = "exports-lifecycle"
     CALLBACK_FUNCTION: Final = "exports-callback"
+    CONNECTIONS_TABLE: Final = "exports-connections"
+    STREAM_FUNCTION: Final = "exports-stream"
+    PUSH_FUNCTION: Final = "exports-push"
 
 
 class TaskTable:
@@ -92,6 +106,35 @@ class TaskTable:
     # task ids are time-sortable, so sorting the index by them lists newest first.
     USER_INDEX_SORT_KEY: Final = "task_id"
     TTL_ATTRIBUTE: Final = "expires_at_epoch"
+    # Bumped by every write of a task item (the repository's ADD): the push channel's ``seq``.
+    WRITE_SEQ: Final = "write_seq"
+
+
+class Push:
+    """The push channel (docs/push.md): WebSocket protocol, tickets, connections, stream reading."""
+
+    SUBPROTOCOL: Final = "exports.v1"
+    # Sec-WebSocket-Protocol entries that carry a credential (a ticket, or a JWT).
+    TICKET_PREFIX: Final = "ticket."
+    BEARER_PREFIX: Final = "bearer."
+    TICKET_TTL_SEC: Final = 60
+    # API Gateway closes a WebSocket connection after 2 hours; its items expire by then.
+    CONNECTION_TTL_SEC: Final = 2 * 3600
+    # The connections table: partition and sort key, TTL attribute.
+    PARTITION_KEY: Final = "pk"
+    SORT_KEY: Final = "sk"
+    TTL_ATTRIBUTE: Final = "expires_at_epoch"
+    # The push function's stream mapping: records per batch, how long a batch may gather (a
+    # task's progress records of one batch are sent as one event: about one a second at most),
+    # retries of a failing batch (bisected) before it goes to the on-failure queue.
+    BATCH_SIZE: Final = 100
+    BATCHING_WINDOW_SEC: Final = 1
+    MAX_RETRY_ATTEMPTS: Final = 3
+    MAX_RECORD_AGE_SEC: Final = 300
+    FUNCTION_TIMEOUT_SEC: Final = 30
+    # The WebSocket API stage's throttling (steady requests/s and burst, per account-region share).
+    THROTTLE_RATE: Final = 100
+    THROTTLE_BURST: Final = 200
 
 
 class OrdersTable:

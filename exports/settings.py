@@ -128,12 +128,18 @@ class ApiSettings(TaskFlowSettings):
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         "max_active_tasks_per_user": Env.MAX_ACTIVE_TASKS_PER_USER,
         "max_backlog": Env.MAX_BACKLOG,
+        "connections_table": Env.CONNECTIONS_TABLE,
+        "websocket_url": Env.WEBSOCKET_URL,
     }
 
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
     max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
+    # The push channel's stream tickets (docs/push.md): where they are kept and the ws(s) URL they
+    # open; either unset: no push channel, POST /v1/stream-tickets answers 404.
+    connections_table: str | None = None
+    websocket_url: str | None = None
 
 
 class WorkerSettings(TaskFlowSettings):

@@ -42,6 +42,7 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
     (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
+    (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
 )
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {

@@ -12,7 +12,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Env, Results, TaskTable, Worker, XlsxLimits
+from exports.config import Env, Push, Results, TaskTable, Worker, XlsxLimits
+from exports.push.settings import PushSettings
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
@@ -80,7 +81,25 @@ CALLBACK: Final = FunctionSpec(
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
-SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK)
+# The push channel (docs/push.md): the WebSocket API's routes, and the tasks stream's consumer. Both
+# check a task's tenancy-bound values with the registry; $connect verifies JWTs with PyJWT.
+STREAM: Final = FunctionSpec(
+    name="stream",
+    description="exports push channel: the WebSocket API's $connect, $disconnect and client messages",
+    memory_mb=Sizing.PUSH_MEMORY_MB,
+    timeout_sec=Sizing.PUSH_ROUTE_TIMEOUT_SEC,
+    distributions=(*_COMMON, _PATTERNS, "pyjwt"),
+    runtime_settings=PushSettings,
+)
+PUSH: Final = FunctionSpec(
+    name="push",
+    description="exports push function: task writes from the tasks stream to the WebSocket connections",
+    memory_mb=Sizing.PUSH_MEMORY_MB,
+    timeout_sec=Push.FUNCTION_TIMEOUT_SEC,
+    distributions=(*_COMMON, _PATTERNS),
+    runtime_settings=PushSettings,
+)
+SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH)
 
 
 def env_number(value: float) -> str:
@@ -150,6 +169,7 @@ class ServiceFunctions(Construct):
         # (FunctionSpec.own_environment), so no function carries another's.
         available = {
             Env.TASKS_TABLE: tables.tasks.table_name,
+            Env.CONNECTIONS_TABLE: tables.connections.table_name,
             Env.TASK_QUEUE_URLS: queues.urls_json(),
             Env.RESULTS_BUCKET: storage.bucket.bucket_name,
             Env.DOWNLOAD_URL_TTL_SEC: str(Results.DOWNLOAD_URL_TTL_SEC),
@@ -190,6 +210,9 @@ class ServiceFunctions(Construct):
         )
         self.lifecycle = service_function("Lifecycle", LIFECYCLE)
         self.callback = service_function("Callback", CALLBACK)
+        # Their WebSocket endpoints, JWT issuer and permissions: infra/push.py.
+        self.stream = service_function("Stream", STREAM)
+        self.push = service_function("Push", PUSH)
         # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
         # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
         # authorized per item by the action of each item (PutItem, UpdateItem).
@@ -215,7 +238,7 @@ class ServiceFunctions(Construct):
 
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))
-        for function in (self.api, self.worker, self.callback):
+        for function in (self.api, self.worker, self.callback, self.stream, self.push):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{Results.KEY_PREFIX}/*]",
@@ -372,4 +395,4 @@ class ServiceFunctions(Construct):
     @property
     def all(self) -> tuple[ServiceFunction, ...]:
         """Every function of the service."""
-        return (self.api, self.worker, self.lifecycle, self.callback)
+        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push)

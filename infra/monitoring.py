@@ -28,6 +28,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -84,6 +85,9 @@ class Runbooks:
     )
     CALLBACK_FAILED: Final = Runbook(
         "callback-failed", "Find the task in the callback function's logs; tell the receiver's owner."
+    )
+    PUSH_FAILED: Final = Runbook(
+        "push-failed", "Read the push function's errors; the batch's stream positions are in the failed-pushes queue."
     )
     ENQUEUE_FAILED: Final = Runbook(
         "enqueue-failed", "Submits fail with 503: check SQS and Step Functions errors in the API function's logs."
@@ -222,6 +226,21 @@ class Monitoring(Construct):
             _graph("Queue depth by lane", depths),
             _graph("Dead letters by lane", dead_letters),
             _graph("Oldest queued task by lane (s)", oldest),
+        )
+
+    def watch_push(self, failed_batches: sqs.IQueue) -> None:
+        """An alarm on any batch of task events the push function gave up on (its stream
+        mapping's on-failure queue). Exports are not affected; watchers missed events."""
+        self.add_alarm(
+            "PushFailed",
+            metric=failed_batches.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=Duration.minutes(1)
+            ),
+            threshold=1,
+            description="The push function gave up on a batch of task events after its retries: connected "
+            "clients missed events (the exports themselves are unaffected; clients resubscribe or poll).",
+            runbook=Runbooks.PUSH_FAILED,
+            missing_data=cloudwatch.TreatMissingData.IGNORE,
         )
 
     def watch_function(self, construct_id: str, function: lambda_.IFunction, role: str) -> None:

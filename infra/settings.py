@@ -78,6 +78,10 @@ class Sizing:
     # and the state machine retries throttled invokes (Lambda.TooManyRequestsException).
     LIFECYCLE_RESERVED_CONCURRENCY: Final = 5
     CALLBACK_RESERVED_CONCURRENCY: Final = 5
+    # The push channel's functions: a few DynamoDB calls and posts to connections each.
+    PUSH_MEMORY_MB: Final = 256
+    # WebSocket API integrations give up after 29 s, as the HTTP API's.
+    PUSH_ROUTE_TIMEOUT_SEC: Final = 29
     # What a worker run needs besides a split export's held bytes: the interpreter, boto3,
     # pydantic, a page of rows and the writer's buffers (peak RSS of a whole export is about
     # 250 MB, docs/performance.md), with room to spare.

@@ -9,6 +9,7 @@ from exports.config import SERVICE_NAME, CustomersTable, OrdersTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
+from infra.push import PushChannel
 from infra.queues import TaskQueues, lane_id
 from infra.secrets import WebhookSecret
 from infra.settings import StageSettings
@@ -72,12 +73,26 @@ class ExportsStack(Stack):
             handler=self.functions.api.function,
             identity=CallerIdentity(sources.cognito_attributes(), sources.cognito_groups()),
         )
+        self.push = PushChannel(
+            self,
+            "Push",
+            settings=settings,
+            tables=self.tables,
+            storage=self.storage,
+            api=self.api,
+            api_function=self.functions.api,
+            stream=self.functions.stream,
+            push=self.functions.push,
+        )
         self.monitoring.watch_queues(self.queues)
+        self.monitoring.watch_push(self.push.failed_batches)
         for alarm_id, role, service_function in (
             ("Api", "API", self.functions.api),
             ("Worker", "worker", self.functions.worker),
             ("LifecycleFunction", "lifecycle", self.functions.lifecycle),
             ("Callback", "callback", self.functions.callback),
+            ("Stream", "push channel's WebSocket", self.functions.stream),
+            ("Push", "push", self.functions.push),
         ):
             self.monitoring.watch_function(alarm_id, service_function.function, role)
         self.monitoring.watch_worker(self.functions.worker.function)
@@ -85,6 +100,7 @@ class ExportsStack(Stack):
         self.monitoring.watch_tables(
             (
                 ("Tasks", self.tables.tasks, (TaskTable.USER_INDEX,)),
+                ("Connections", self.tables.connections, ()),
                 ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,)),
                 ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,)),
             )
@@ -101,6 +117,7 @@ class ExportsStack(Stack):
             "ResultsBucketName": (self.storage.bucket.bucket_name, "Bucket of the result files"),
             "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
             "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
+            "WebSocketUrl": (self.push.url, "The push channel (POST /v1/stream-tickets gives it out with a ticket)"),
             "OrdersTableName": (
                 self.tables.orders.table_name,
                 "Demo orders table (the source of the orders and sales_report exports)",

@@ -19,7 +19,7 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config import CustomersTable, Env, OrdersTable, TaskTable
+from exports.config import CustomersTable, Env, OrdersTable, Push, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -46,6 +46,9 @@ class Tables(Construct):
             "Tasks",
             partition_key=_string(TaskTable.PARTITION_KEY),
             time_to_live_attribute=TaskTable.TTL_ATTRIBUTE,
+            # The push function reads every task write from here (docs/push.md): the old image
+            # tells a status change from a progress step and from a write watchers do not see.
+            dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
             global_secondary_indexes=[
                 dynamodb.GlobalSecondaryIndexPropsV2(
                     index_name=TaskTable.USER_INDEX,
@@ -54,6 +57,17 @@ class Tables(Construct):
                     projection_type=dynamodb.ProjectionType.ALL,
                 )
             ],
+            **common,
+        )
+        # The push channel's connections, subscriptions and stream tickets (docs/push.md): a
+        # table of its own, keyed pk + sk (a subscription is found by task or by owner), expiring
+        # with the connections, and no churn on the tasks table's stream.
+        self.connections = dynamodb.TableV2(
+            self,
+            "Connections",
+            partition_key=_string(Push.PARTITION_KEY),
+            sort_key=_string(Push.SORT_KEY),
+            time_to_live_attribute=Push.TTL_ATTRIBUTE,
             **common,
         )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)

@@ -36,6 +36,9 @@ exports is running locally (ready in {seconds:.1f} s)
   API          {url}
   API docs     {url}/docs
   console      {url}/console/  (sign in with a token below)
+  push         {stack.websocket.url if stack.websocket else "off (EXPORTS_WS_PORT=-1): clients poll"}
+               (WebSocket: POST /v1/stream-tickets, then subprotocols exports.v1 + ticket.<ticket>;
+                see docs/push.md)
   token        {token}   (user: {user.user_id})
   users        {users}
                (their claims, from {stack.config.users_file}: each export type binds the

@@ -22,7 +22,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Queue, TaskTable, Worker
+from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Push, Queue, TaskTable, Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
@@ -47,6 +47,9 @@ class Resources:
     customers_table: str = Names.CUSTOMERS_TABLE
     # The fan-out Map's MaxConcurrency and the worker's EXPORTS_MAX_PARTITIONS, as on AWS.
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
+    # The push channel's table, and the tasks table's stream that feeds the push function.
+    connections_table: str = Names.CONNECTIONS_TABLE
+    tasks_stream_arn: str = ""
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -59,6 +62,7 @@ class Resources:
             Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
             Env.FAN_OUT_STATE_MACHINE_ARN: self.fan_out_state_machine_arn,
             Env.MAX_PARTITIONS: str(self.max_partitions),
+            Env.CONNECTIONS_TABLE: self.connections_table,
         }
 
 
@@ -179,6 +183,25 @@ def create_resources(
         TaskTable.USER_INDEX,
         TaskTable.USER_INDEX_PARTITION_KEY,
         TaskTable.USER_INDEX_SORT_KEY,
+        # As the CDK app's: the push function reads the task writes from the stream.
+        stream={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    stream_arn = dynamodb.describe_table(TableName=Names.TASKS_TABLE)["Table"]["LatestStreamArn"]
+    dynamodb.create_table(
+        TableName=Names.CONNECTIONS_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": Push.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": Push.SORT_KEY, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": Push.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": Push.SORT_KEY, "KeyType": "RANGE"},
+        ],
+    )
+    dynamodb.update_time_to_live(
+        TableName=Names.CONNECTIONS_TABLE,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": Push.TTL_ATTRIBUTE},
     )
     dynamodb.update_time_to_live(
         TableName=Names.TASKS_TABLE,
@@ -230,11 +253,18 @@ def create_resources(
         state_machine_arn=state_machine_arn,
         fan_out_state_machine_arn=fan_out_arn,
         max_partitions=max_partitions,
+        tasks_stream_arn=stream_arn,
     )
 
 
 def _create_indexed_table(
-    dynamodb: Any, name: str, partition_key: str, index: str, index_partition_key: str, index_sort_key: str
+    dynamodb: Any,
+    name: str,
+    partition_key: str,
+    index: str,
+    index_partition_key: str,
+    index_sort_key: str,
+    stream: dict[str, Any] | None = None,
 ) -> None:
     """An on-demand table keyed by ``partition_key`` with one index (all attributes projected)."""
     keys = dict.fromkeys((partition_key, index_partition_key, index_sort_key), "S")
@@ -253,6 +283,7 @@ def _create_indexed_table(
                 "Projection": {"ProjectionType": "ALL"},
             }
         ],
+        **({"StreamSpecification": stream} if stream else {}),
     )
 
 

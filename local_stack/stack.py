@@ -30,6 +30,8 @@ from local_stack.local_users import (
     load_users,
     signed_in,
 )
+from local_stack.stream_poller import StreamPoller
+from local_stack.websocket_gateway import WebSocketGateway
 from local_stack.worker_loop import WorkerLoop
 
 logger = logging.getLogger("local_stack")
@@ -70,6 +72,8 @@ class LocalConfig:
 
     port: int = 8000
     aws_port: int = 0
+    # The push channel's WebSocket API (0: a free port; -1: none, clients poll).
+    ws_port: int = 0
     # Bearer token -> the dev user it signs in, with the claims their token carries.
     tokens: dict[str, LocalUser] = field(default_factory=dict)
     users_file: Path = field(default_factory=default_users_path)
@@ -87,7 +91,7 @@ class LocalConfig:
 
     @classmethod
     def from_env(cls) -> LocalConfig:
-        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_LOCAL_USERS``, ``EXPORTS_LOCAL_TOKENS``,
+        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_WS_PORT``, ``EXPORTS_LOCAL_USERS``, ``EXPORTS_LOCAL_TOKENS``,
         ``EXPORTS_DEMO_ORDERS``,
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
@@ -98,6 +102,7 @@ class LocalConfig:
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
+            ws_port=int(os.environ.get("EXPORTS_WS_PORT", "0")),
             tokens=signed_in(load_users(users_file), os.environ.get(TOKENS_VARIABLE)),
             users_file=users_file,
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
@@ -133,6 +138,8 @@ class LocalStack:
         self.declared_types: list[str] = []
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
+        self.websocket: WebSocketGateway | None = None
+        self._stream: StreamPoller | None = None
         self._workers: list[WorkerLoop] = []
         self._serving: threading.Thread | None = None
 
@@ -162,6 +169,13 @@ class LocalStack:
             DEMO_DATABASE_URL_ENV: self.postgres.uri(DEMO_DATABASE, user=READER_ROLE),
             Env.PARTITION_ROWS: str(self.config.partition_rows),
         }
+        if self.config.ws_port >= 0:
+            from functions.stream.handler import lambda_handler as stream_handler
+
+            self.websocket = WebSocketGateway(stream_handler, port=self.config.ws_port)
+            # Tickets name the WebSocket URL; the push function posts to the local management API.
+            local_environment[Env.WEBSOCKET_URL] = self.websocket.url
+            local_environment[Env.WEBSOCKET_ENDPOINT] = self.websocket.management_url
         for name, value in local_environment.items():
             os.environ.setdefault(name, value)
         today = datetime.now(UTC).date()
@@ -196,6 +210,13 @@ class LocalStack:
         ]
         for loop in self._workers:
             loop.start()
+        if self.websocket is not None:
+            from functions.push.handler import lambda_handler as push_handler
+
+            streams = client("dynamodbstreams", endpoint)
+            self._stream = StreamPoller(streams, self.resources.tasks_stream_arn, push_handler)
+            self._stream.start()
+            self.websocket.start()
         self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port, console_dir=CONSOLE_DIR)
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
@@ -216,6 +237,10 @@ class LocalStack:
         """Shut down in reverse order."""
         if self.gateway:
             self.gateway.shutdown()
+        if self.websocket:
+            self.websocket.shutdown()
+        if self._stream:
+            self._stream.stop()
         # Every lane's pollers are told at once, then given STOP_GRACE_SEC in all: Ctrl-C must not
         # wait for an export in flight, whose task and file go with the in-memory AWS anyway.
         for loop in self._workers:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from exports.config import Admission, Callback, Metric, Queue, Worker
+from exports.config import Admission, Callback, Env, Metric, Queue, Worker
 from exports.export_types.base import SOURCE_PAGE_ROWS
 from exports.workflows import execution_input, task_outcome
 
@@ -46,6 +46,9 @@ class Price:
     # Ephemeral storage (/tmp) configured above the included 512 MB, per GB-second of run time.
     LAMBDA_EPHEMERAL_GB_SECOND: Final = 0.0000000309
     HTTP_API_REQUEST: Final = 1.00 / 1e6
+    # WebSocket APIs: messages (in 32 KB units, both directions) and connection minutes.
+    WEBSOCKET_MESSAGE: Final = 1.00 / 1e6
+    WEBSOCKET_CONNECTION_MINUTE: Final = 0.25 / 1e6
     SQS_REQUEST: Final = 0.40 / 1e6
     DYNAMODB_WRITE_UNIT: Final = 0.625 / 1e6  # on-demand write request unit
     DYNAMODB_READ_UNIT: Final = 0.125 / 1e6  # on-demand read request unit
@@ -150,6 +153,10 @@ class StackFacts:
     secrets: int
     # The lifecycle state machine's definition, function ARNs replaced by logical ids.
     lifecycle_definition: Mapping[str, Any]
+    # The push channel's functions (WebSocket routes, stream consumer) and the consumer's window.
+    stream_memory_mb: int = 256
+    push_memory_mb: int = 256
+    push_batching_window_sec: int = 1
 
 
 @dataclass(frozen=True)
@@ -213,8 +220,17 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         for logical_id, function in _of_type(template, "AWS::Lambda::Function").items()
         if function["Properties"].get("Handler") == "handler.lambda_handler"
     }
-    mappings = [mapping["Properties"] for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values()]
+    every_mapping = [m["Properties"] for m in _of_type(template, "AWS::Lambda::EventSourceMapping").values()]
+    # The lanes' queues feed the worker; the tasks stream (a starting position) feeds the push function.
+    mappings = [mapping for mapping in every_mapping if "StartingPosition" not in mapping]
     ((worker_id, batch_size),) = {(mapping["FunctionName"]["Ref"], mapping["BatchSize"]) for mapping in mappings}
+    (push_mapping,) = (mapping for mapping in every_mapping if "StartingPosition" in mapping)
+    push_id = push_mapping["FunctionName"]["Ref"]
+    (stream_id,) = (
+        logical_id
+        for logical_id, function in functions.items()
+        if Env.JWT_ISSUER in function["Properties"].get("Environment", {}).get("Variables", {})
+    )
     state_machines = _of_type(template, "AWS::StepFunctions::StateMachine")
     (lifecycle,) = (
         resolved_definition(machine)
@@ -224,7 +240,7 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     )
     lifecycle_id = lifecycle["States"][lifecycle["StartAt"]]["Parameters"]["FunctionName"]
     callback_id = lifecycle["States"][callback_state(lifecycle)]["Parameters"]["FunctionName"]
-    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id}
+    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id, push_id, stream_id}
     log_group_id = functions[worker_id]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     (bucket,) = (
         bucket
@@ -249,6 +265,9 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         state_machines=len(state_machines),
         secrets=len(_of_type(template, "AWS::SecretsManager::Secret")),
         lifecycle_definition=lifecycle,
+        stream_memory_mb=memory[stream_id],
+        push_memory_mb=memory[push_id],
+        push_batching_window_sec=push_mapping.get("MaximumBatchingWindowInSeconds", 0),
     )
 
 
@@ -592,8 +611,80 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "task that reaches its deadline costs one more transition (`Expire`).",
         "",
     ]
+    out += _push_costs(facts, work)
     out += _vpc_costs()
     return "\n".join(out)
+
+
+def push_lines(facts: StackFacts, work: Workload, route_sec: float = 0.05) -> list[Line]:
+    """What the push channel (docs/push.md) adds: the push function on every task write of every
+    export, and for an export someone follows over the WebSocket, the ticket, the connection and
+    its messages."""
+    # Task writes as in cost_lines (create, claim, progress steps, complete, token); one push
+    # invocation each at most (writes within one batching window share one).
+    writes = 4 + math.ceil(work.worker_run_sec / Worker.PROGRESS_INTERVAL_SEC)
+    push_gb_seconds = writes * route_sec * facts.push_memory_mb / 1024
+    # Each invocation queries the task's and the owner's subscriptions (eventually consistent).
+    push_reads = writes * 2 * 0.5
+    # Followed: POST /v1/stream-tickets (API call + ticket put), $connect (ticket delete, the
+    # connection's put), subscribe (a read, a 2-put transaction costing double, the task read),
+    # $disconnect (a query, three deletes); messages: subscribe in, ack and state out, one event
+    # per write, the pong-free close.
+    stream_calls = 3
+    watched_gb_seconds = (
+        work.api_request_sec * facts.api_memory_mb + stream_calls * route_sec * facts.stream_memory_mb
+    ) / 1024
+    watched_writes = 1 + 2 + 4 + 3
+    watched_reads = 1 + 1 + 0.5
+    messages = 3 + writes
+    minutes = max(1.0, (work.worker_run_sec + 30) / 60)
+    return [
+        Line(
+            "Push function (every export)",
+            push_gb_seconds * Price.LAMBDA_ARM_GB_SECOND
+            + writes * Price.LAMBDA_REQUEST
+            + push_reads * Price.DYNAMODB_READ_UNIT,
+            0,
+            f"at most {writes} invocations (one per task write; writes within its "
+            f"{facts.push_batching_window_sec} s window share one) x {route_sec} s x {facts.push_memory_mb} MB, "
+            "two subscription queries each; stream reads by the mapping are free",
+        ),
+        Line(
+            "Followed over the WebSocket",
+            watched_gb_seconds * Price.LAMBDA_ARM_GB_SECOND
+            + (1 + stream_calls) * Price.LAMBDA_REQUEST
+            + Price.HTTP_API_REQUEST
+            + watched_writes * Price.DYNAMODB_WRITE_UNIT
+            + watched_reads * Price.DYNAMODB_READ_UNIT
+            + messages * Price.WEBSOCKET_MESSAGE
+            + minutes * Price.WEBSOCKET_CONNECTION_MINUTE,
+            0,
+            f"a ticket request, {stream_calls} route calls, {watched_writes} write and {watched_reads:g} read "
+            f"units, {messages} messages, {minutes:g} connection minute(s); instead of {work.status_polls} polls",
+        ),
+    ]
+
+
+def _push_costs(facts: StackFacts, work: Workload) -> list[str]:
+    """The push channel's section: per export, and per million exports."""
+    lines = push_lines(facts, work)
+    per_million = 1_000_000
+    return [
+        "## The push channel",
+        "",
+        "Not in the table above: the push channel (docs/push.md). The push function runs for every task",
+        "write whoever watches; an export followed over the WebSocket (the console, `exportctl --wait`) adds",
+        "its ticket, connection and messages, and saves the status polls of the table above.",
+        "",
+        *_table(
+            ["Item", "Per export", f"{per_million:,} exports/month", "Basis"],
+            [[line.service, _money(line.per_export), _money(line.monthly(per_million)), line.basis] for line in lines],
+        ),
+        "",
+        f"Every export followed: {_money(sum(line.monthly(per_million) for line in lines))} per {per_million:,} "
+        "exports a month.",
+        "",
+    ]
 
 
 def _vpc_costs(zones: int = 2) -> list[str]:

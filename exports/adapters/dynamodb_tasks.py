@@ -32,6 +32,10 @@ _NOT_EXISTS = "attribute_not_exists(#pk)"
 _SAME_STATUS_AND_ATTEMPT = "#status = :expected_status AND #attempt = :expected_attempt"
 # The items of the transactions, by name (their cancellation reasons are read by these).
 _TASK, _QUOTA, _DEDUP = "task", "quota", "dedup"
+# Every write of a task item bumps its write counter (the push channel's seq, docs/push.md).
+_BUMP = "ADD #wseq :one"
+_BUMP_NAMES = {"#wseq": TaskTable.WRITE_SEQ}
+_BUMP_VALUES = {":one": {"N": "1"}}
 
 
 def _record(task: Task) -> dict[str, Any]:
@@ -59,7 +63,7 @@ class DynamoTaskRepository:
             _TASK: {
                 "Put": {
                     "TableName": self._table,
-                    "Item": to_item(_record(task)),
+                    "Item": to_item(_record(task) | {TaskTable.WRITE_SEQ: 1}),
                     "ConditionExpression": _NOT_EXISTS,
                     "ExpressionAttributeNames": {"#pk": TaskTable.PARTITION_KEY},
                 }
@@ -172,14 +176,14 @@ class DynamoTaskRepository:
     def _set(self, task: Task, fields: tuple[str, ...], operation: str) -> None:
         record = _record(task)
         names = {"#status": "status", "#attempt": "attempt"} | {f"#f{i}": name for i, name in enumerate(fields)}
-        values = {f":v{i}": to_attribute(record[name]) for i, name in enumerate(fields)}
+        values = {f":v{i}": to_attribute(record[name]) for i, name in enumerate(fields)} | _BUMP_VALUES
         with _conditional_write(operation, f"task {task.task_id} changed concurrently"):
             self._client.update_item(
                 TableName=self._table,
                 Key=key(task.task_id),
-                UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
+                UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))) + " " + _BUMP,
                 ConditionExpression=_SAME_STATUS_AND_ATTEMPT,
-                ExpressionAttributeNames=names,
+                ExpressionAttributeNames=names | _BUMP_NAMES,
                 ExpressionAttributeValues=values | _expected(task),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -191,8 +195,8 @@ class DynamoTaskRepository:
         changed = {name: value for name, value in new.items() if old.get(name) != value}
         if not changed:
             return
-        names = {"#status": "status", "#attempt": "attempt"}
-        values = _expected(before)
+        names = {"#status": "status", "#attempt": "attempt"} | _BUMP_NAMES
+        values = _expected(before) | _BUMP_VALUES
         condition = _SAME_STATUS_AND_ATTEMPT
         for index, name in enumerate(unchanged):
             names[f"#u{index}"] = name
@@ -214,6 +218,7 @@ class DynamoTaskRepository:
             for part in (
                 f"SET {', '.join(sets)}" if sets else "",
                 f"REMOVE {', '.join(removes)}" if removes else "",
+                _BUMP,
             )
             if part
         )
@@ -258,10 +263,10 @@ class DynamoTaskRepository:
             response = self._client.update_item(
                 TableName=self._table,
                 Key=key(task_id),
-                UpdateExpression="SET #token = :token",
+                UpdateExpression=f"SET #token = :token {_BUMP}",
                 ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY},
-                ExpressionAttributeValues={":token": {"S": token}},
+                ExpressionAttributeNames={"#token": "lifecycle_token", "#pk": TaskTable.PARTITION_KEY} | _BUMP_NAMES,
+                ExpressionAttributeValues={":token": {"S": token}} | _BUMP_VALUES,
                 ReturnValues="ALL_NEW",
             )
         return Task.model_validate(from_item(response["Attributes"]))

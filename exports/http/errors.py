@@ -38,6 +38,7 @@ from exports.http.envelope import (
     raw_body,
     strict_json,
 )
+from exports.push.model import PushNotAvailable
 from exports.services.validation import field_path
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     CallerRefused: HTTPStatus.FORBIDDEN,
     TaskNotFound: HTTPStatus.NOT_FOUND,
     UnknownExportType: HTTPStatus.NOT_FOUND,
+    PushNotAvailable: HTTPStatus.NOT_FOUND,
     TaskNotReady: HTTPStatus.CONFLICT,
     TaskNotCancellable: HTTPStatus.CONFLICT,
     TaskNotRetryable: HTTPStatus.CONFLICT,

@@ -1,5 +1,6 @@
 """The body of a callback, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
-``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it."""
+``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it. The push channel's
+events (docs/push.md) are the same body with a ``seq``, for every status and progress step."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ EVENT_TYPES = {
     TaskStatus.TIMEOUT: "export.timed_out",
     TaskStatus.CANCELLED: "export.cancelled",
 }
+# The push channel's types of the statuses a task has not ended in, and of a progress step.
+PUSH_EVENT_TYPES = {**EVENT_TYPES, TaskStatus.PENDING: "export.pending", TaskStatus.RUNNING: "export.running"}
+PROGRESS_EVENT = "export.progress"
+
+
+def event_body(
+    event_type: str,
+    task: Task,
+    timestamp: datetime,
+    download_url: str | None = None,
+    download_expires_at: datetime | None = None,
+) -> dict[str, Any]:
+    """A Standard Webhooks body of ``event_type`` about ``task`` (the GET's view as ``data``)."""
+    view = TaskView.of(task, download_url, download_expires_at)
+    return {"type": event_type, "timestamp": timestamp.isoformat(), "data": view.model_dump(mode="json")}
 
 
 def event_payload(
@@ -24,9 +40,4 @@ def event_payload(
 ) -> dict[str, Any]:
     """The JSON body of the ended ``task``'s event (timestamped at its end, else ``now``), with
     its download link and the link's expiry when it has one."""
-    view = TaskView.of(task, download_url, download_expires_at)
-    return {
-        "type": EVENT_TYPES[task.status],
-        "timestamp": (task.finished_at or now).isoformat(),
-        "data": view.model_dump(mode="json"),
-    }
+    return event_body(EVENT_TYPES[task.status], task, task.finished_at or now, download_url, download_expires_at)

@@ -16,8 +16,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator
 
 from exports.adapters.clients import aws_client
+from exports.adapters.dynamodb_connections import DynamoTickets
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
-from exports.api_models import ExportAccepted, ExportRequest, ExportTypeList, ExportTypeView, TaskList, TaskView
+from exports.api_models import (
+    ExportAccepted,
+    ExportRequest,
+    ExportTypeList,
+    ExportTypeView,
+    StreamTicketView,
+    TaskList,
+    TaskView,
+)
 from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
 from exports.domain.policies import poll_after_sec
@@ -43,8 +52,10 @@ from exports.http.openapi import (
     retry_after,
     swagger_page,
 )
+from exports.push.model import PushNotAvailable, Viewer
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
+from exports.services.push import issue_ticket
 from exports.services.submission import Submission, caller_scope, submit_export
 from exports.tracing import lazy_tracer
 
@@ -84,6 +95,12 @@ def dependencies() -> ApiDependencies:
 def idempotent_calls() -> IdempotentCalls:
     """The Idempotency-Key store (the tasks table)."""
     return IdempotentCalls(aws_client("dynamodb"), dependencies().settings.tasks_table)
+
+
+@cache
+def ticket_store(table: str) -> DynamoTickets:
+    """The stream tickets (the connections table)."""
+    return DynamoTickets(aws_client("dynamodb"), table)
 
 
 # The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
@@ -147,6 +164,10 @@ _DOWNLOAD_RESPONSES = responses(
     },
     404,
     conflict({"TASK_NOT_READY": "the task has not COMPLETED, so there is no file (yet)."}),
+)
+_TICKET_RESPONSES = responses(
+    {201: {"description": "A single-use ticket for the push channel, valid `expires_in` seconds."}},
+    (404, "This deployment has no push channel: poll instead."),
 )
 _LIST_QUERY = frozenset({"limit", "status", "next_token"})
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
@@ -294,6 +315,29 @@ def download(task_id: str) -> Response[str]:
     task = queries.owned_task(task_id, caller_id(app.current_event), deps)
     url, _ = queries.download_link(task, deps)
     return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/stream-tickets",
+    status_code=201,
+    summary="Get a push channel ticket",
+    description="A single-use ticket, valid 60 s and bound to the caller, and the URL of the WebSocket push"
+    " channel: open it with the subprotocols `exports.v1` and `ticket.<ticket>` (never in the URL), then"
+    " subscribe to a task or to all of yours (docs/push.md).",
+    tags=["push"],
+    responses=_TICKET_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def stream_ticket() -> Response[StreamTicketView]:
+    """A ticket of the caller for the push channel; ``404`` where there is none."""
+    caller = caller_of(app.current_event)
+    deps = dependencies()
+    url, table = deps.settings.websocket_url, deps.settings.connections_table
+    if not (url and table):
+        raise PushNotAvailable("this deployment has no push channel: poll GET /v1/exports/{task_id}")
+    ticket = issue_ticket(Viewer.of(caller), ticket_store(table), url, deps.clock())
+    body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
+    return _json(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})
 
 
 @app.get(

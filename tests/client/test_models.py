@@ -53,6 +53,7 @@ OPERATIONS = {
     ("post", "/v1/exports/{task_id}/retry"): ExportsClient.retry,
     ("get", "/v1/export-types"): ExportsClient.export_types,
     ("get", "/v1/export-types/{name}"): ExportsClient.export_type,
+    ("post", "/v1/stream-tickets"): ExportsClient.stream_ticket,
 }
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}

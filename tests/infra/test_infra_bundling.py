@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from infra.function_factory import ServiceFunction, runtime_python_version
-from infra.functions import API, CALLBACK, LIFECYCLE, SPECS, WORKER
+from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SPECS, STREAM, WORKER
 from infra.packaging import (
     AWS_SERVICES,
     BOTOCORE_DATA,
@@ -43,6 +43,9 @@ CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 LAZY_IMPORTS = {
     WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow"},
     API.name: {"google-re2"},
+    # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
+    STREAM.name: {"google-re2", "pyjwt"},
+    PUSH.name: {"google-re2"},
 }
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}

@@ -14,6 +14,7 @@ from exports.config import (
     HotKey,
     Limits,
     OrdersTable,
+    Push,
     Queue,
     Results,
     TaskTable,
@@ -57,7 +58,9 @@ def test_function_timeouts_memory_and_batch_equal_the_config(dev):
         Sizing.API_TIMEOUT_SEC,
     )
     mappings = dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
-    assert [mapping["Properties"]["BatchSize"] for mapping in mappings] == [Worker.BATCH_SIZE] * len(LANES)
+    sizes = [mapping["Properties"]["BatchSize"] for mapping in mappings]
+    # The lanes' queues, and the tasks stream (the push function)
+    assert sorted(sizes) == sorted([Worker.BATCH_SIZE] * len(LANES) + [Push.BATCH_SIZE])
 
 
 def test_the_workers_temporary_disk_equals_the_config_and_the_other_functions_keep_the_default(dev, prod):
@@ -79,6 +82,7 @@ def test_each_lane_reads_with_its_share_of_the_workers_and_the_shares_add_up_to_
     by_queue = {
         mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: mapping["Properties"]
         for mapping in dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
+        if "ScalingConfig" in mapping["Properties"]  # the SQS mappings (not the tasks stream's)
     }
     assert {
         dev.logical_id(lane.queue): by_queue[dev.logical_id(lane.queue)]["ScalingConfig"]["MaximumConcurrency"]

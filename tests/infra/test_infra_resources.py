@@ -128,7 +128,7 @@ def common_grants(synth, service_function):
 
 def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
     functions = service_functions(dev)
-    assert len(functions) == len(dev.stack.functions.all) == 4
+    assert len(functions) == len(dev.stack.functions.all) == 6
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == RUNTIME.name
@@ -184,11 +184,14 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
     # The demo table exports.toml's orders_dynamodb names (its table_env); no settings read it.
     registry = {Env.ORDERS_TABLE}
     tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
+    push = {Env.CONNECTIONS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBSOCKET_ENDPOINT}
     expected = {
         functions.api: common
         | registry
         | tasks
-        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG},
+        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG}
+        # stream tickets: where they are kept and the push channel's URL
+        | {Env.CONNECTIONS_TABLE, Env.WEBSOCKET_URL},
         functions.worker: common
         | registry
         | tasks
@@ -202,6 +205,10 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         # No registry, no queue, no workflow: the task, its file's link and the signing key.
         functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN},
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
+        # The push channel: connections, links of completed tasks, the management endpoint; the
+        # registry (tenancy-bound values); $connect also verifies JWTs of the API's issuer.
+        functions.push: common | registry | push,
+        functions.stream: common | registry | push | {Env.JWT_ISSUER, Env.JWT_AUDIENCE},
     }
     for service_function in functions.all:
         reads = service_function.spec.runtime_settings
@@ -293,7 +300,7 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
 def test_each_function_has_its_own_role_without_managed_policies(dev):
     functions = service_functions(dev)
     roles = {json.dumps(f["Properties"]["Role"]) for f in functions.values()}
-    assert len(roles) == len(functions) == 4
+    assert len(roles) == len(functions) == 6
     for service_function in dev.stack.functions.all:
         props = dev.props(service_function.role)
         assert "ManagedPolicyArns" not in props
@@ -325,6 +332,8 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             (["s3:GetObject"], results),
             # start a task's lifecycle execution; hand a cancelled task's outcome to it
             (["states:StartExecution", "states:SendTaskSuccess"], lifecycle_arn(dev)),
+            # store a push channel ticket
+            (["dynamodb:PutItem"], dev.arn(stack.tables.connections)),
         ]
     )
 
@@ -420,7 +429,8 @@ def test_only_xray_gets_a_wildcard_resource(dev):
 
 def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_concurrency(dev):
     stack = dev.stack
-    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", len(LANES))
+    # (and the push function's mapping of the tasks stream: test_infra_push.py)
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", len(LANES) + 1)
     for lane in stack.queues.lanes:
         dev.template.has_resource_properties(
             "AWS::Lambda::EventSourceMapping",
@@ -431,7 +441,11 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
                 "ScalingConfig": {"MaximumConcurrency": lane.lane.max_concurrency},
             },
         )
-    mappings = of_type(dev, "AWS::Lambda::EventSourceMapping").values()
+    mappings = [
+        mapping
+        for mapping in of_type(dev, "AWS::Lambda::EventSourceMapping").values()
+        if mapping["Properties"]["FunctionName"] == dev.ref(stack.functions.worker.function)
+    ]
     assert sum(m["Properties"]["ScalingConfig"]["MaximumConcurrency"] for m in mappings) == (
         Capacity.WORKER_MAX_CONCURRENCY
     )
@@ -443,7 +457,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 3
+        assert len(tables) == 4  # tasks, connections, demo orders, demo customers
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
@@ -478,13 +492,14 @@ def test_the_tables_have_the_indexes_the_code_queries(dev):
 
 def test_queues_are_encrypted_and_ssl_only(dev):
     queues = of_type(dev, "AWS::SQS::Queue")
-    assert len(queues) == 2 * len(LANES)
+    assert len(queues) == 2 * len(LANES) + 1  # and the push mapping's on-failure queue
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     policies = of_type(dev, "AWS::SQS::QueuePolicy")
     protected = {json.dumps(queue_ref) for policy in policies.values() for queue_ref in policy["Properties"]["Queues"]}
     assert protected == {
-        json.dumps(dev.ref(queue)) for lane in dev.stack.queues.lanes for queue in (lane.queue, lane.dead_letters)
+        *(json.dumps(dev.ref(queue)) for lane in dev.stack.queues.lanes for queue in (lane.queue, lane.dead_letters)),
+        json.dumps(dev.ref(dev.stack.push.failed_batches)),
     }
     for policy in policies.values():
         assert (
@@ -561,9 +576,11 @@ def test_buckets_are_retained_in_prod(dev, prod):
 
 
 def routes_by_key(synth):
+    """The HTTP API's routes (the WebSocket API's: test_infra_push.py)."""
     return {
         route["Properties"]["RouteKey"]: route["Properties"]
         for route in of_type(synth, "AWS::ApiGatewayV2::Route").values()
+        if route["Properties"]["ApiId"] == synth.ref(synth.stack.api.http_api)
     }
 
 
@@ -639,8 +656,7 @@ def test_with_an_issuer_in_context_no_user_pool_is_created(prod):
 
 
 def test_the_default_stage_throttles_and_writes_json_access_logs(dev):
-    (stage,) = of_type(dev, "AWS::ApiGatewayV2::Stage").values()
-    props = stage["Properties"]
+    props = dev.props(dev.stack.api.stage)
     assert props["StageName"] == "$default"
     assert props["AutoDeploy"] is True
     assert props["DefaultRouteSettings"] == {
@@ -666,7 +682,7 @@ def test_cors_comes_from_context(dev, prod):
 
 
 # The alarm id prefix of each function: api, worker, lifecycle, callback.
-FUNCTION_ALARM_IDS = ("Api", "Worker", "LifecycleFunction", "Callback")
+FUNCTION_ALARM_IDS = ("Api", "Worker", "LifecycleFunction", "Callback", "Stream", "Push")
 
 
 def alarms_by_name(synth):
@@ -683,7 +699,8 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
         *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
         *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
-        *(f"{table}TableThrottles" for table in ("Tasks", "Orders", "Customers")),
+        *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers")),
+        "PushFailed",
         "Api5xx",
         "ExportFailed",
         "CallbackFailed",
@@ -698,8 +715,10 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         # A recovery is seen too.
         assert alarm["OKActions"] == [dev.ref(dev.stack.monitoring.topic)]
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        # No data is no fault; a dead letter keeps its alarm while SQS publishes nothing.
-        dead_letters = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-").startswith("DeadLetters")
+        # No data is no fault; a dead letter (or a failed push batch) keeps its alarm while SQS
+        # publishes nothing.
+        name = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-")
+        dead_letters = name.startswith("DeadLetters") or name == "PushFailed"
         assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
 
 
@@ -727,7 +746,16 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
             assert oldest["Threshold"] == thresholds.oldest_message_age_sec
         functions = synth.stack.functions
         for alarm_id, service_function in zip(
-            FUNCTION_ALARM_IDS, (functions.api, functions.worker, functions.lifecycle, functions.callback), strict=True
+            FUNCTION_ALARM_IDS,
+            (
+                functions.api,
+                functions.worker,
+                functions.lifecycle,
+                functions.callback,
+                functions.stream,
+                functions.push,
+            ),
+            strict=True,
         ):
             for kind, metric in (("Errors", "Errors"), ("Throttles", "Throttles")):
                 alarm = alarms[f"{alarm_id}{kind}"]
@@ -817,6 +845,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "ResultsBucketName",
         "AccessLogsBucketName",
         "TasksTableName",
+        "WebSocketUrl",
         "OrdersTableName",
         "CustomersTableName",
         *(f"TaskQueueUrl{lane_id(lane)}" for lane in LANES),

@@ -29,6 +29,9 @@ TASK_ROUTES = {
 COLLECTION_ROUTES = {("get", "/v1/exports"), ("post", "/v1/exports")}
 # Export types are per caller (access rules, tests/e2e/test_tenancy_e2e.py), not per task.
 SHARED_ROUTES = {("get", "/v1/export-types"), ("get", "/v1/export-types/{name}")}
+# A push channel ticket is bound to its caller; whose events it receives is tested over the real
+# channel (tests/e2e/test_push_e2e.py, tests/integration/test_push_stores.py).
+CALLER_ROUTES = {("post", "/v1/stream-tickets")}
 
 
 def call(method: str, path: str, user: str | None, body: Any = None, query: dict[str, str] | None = None) -> Any:
@@ -77,7 +80,7 @@ def test_every_route_is_classified() -> None:
     paths = api.app.get_openapi_schema().paths or {}
     methods = ("get", "post", "put", "patch", "delete")
     routes = {(method, path) for path, item in paths.items() for method in methods if getattr(item, method)}
-    assert routes == TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES
+    assert routes == TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES
 
 
 @pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES))
@@ -133,7 +136,7 @@ def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) 
     assert answer["error"]["field"] == "user_id"
 
 
-@pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES))
+@pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES))
 def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:
     path = route.format(task_id=tenants["alice"]["completed"], name="orders")
     body = {"export_type": "orders"} if method == "post" else None

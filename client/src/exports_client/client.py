@@ -32,11 +32,13 @@ from exports_client.models import (
     ExportFormat,
     ExportTypeList,
     ExportTypeView,
+    StreamTicketView,
     TaskList,
     TaskStatus,
     TaskView,
 )
 from exports_client.polling import busy_delay, poll_delay
+from exports_client.push import PushUnavailable, follow
 from exports_client.webhooks import verify_webhook
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
@@ -173,8 +175,13 @@ class ExportsClient:
         timeout: float = DEFAULT_WAIT_SEC,
         on_update: Callable[[TaskView], None] | None = None,
         max_interval: float | None = None,
+        push: bool = True,
     ) -> TaskView:
-        """Poll until the task ends and return it, whatever its final status.
+        """Wait until the task ends and return it, whatever its final status.
+
+        Where the service offers its push channel (and ``push``), the task is followed over a
+        WebSocket: one ticket request, then no request until it ends (a dropped connection is
+        opened again with a new ticket). Otherwise, or when the channel fails, it is polled:
 
         Polls are spaced 1, 2, 4, ... up to 30 seconds apart, or longer when the service sends
         ``Retry-After``; answers 429 and 503 are waited out the same way. With ``max_interval``
@@ -185,6 +192,15 @@ class ExportsClient:
         """
         deadline = self._clock() + timeout
         task: TaskView | None = None
+        if push:
+            try:
+                task = follow(task_id, self._push_ticket, deadline, self._clock, on_update)
+            except PushUnavailable:
+                task = None
+            else:
+                if task is not None and task.is_terminal:
+                    return task
+                raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
         attempt = 0
         while True:
             try:
@@ -206,6 +222,23 @@ class ExportsClient:
                 raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
             self._sleep(min(delay, remaining))
             attempt += 1
+
+    def stream_ticket(self) -> StreamTicketView:
+        """A single-use ticket (valid ``expires_in`` seconds) for the push channel at ``url``
+        (docs/push.md); :class:`NotFoundError` where the service offers none."""
+        return self._parse(StreamTicketView, self._request("POST", "/v1/stream-tickets"))
+
+    def _push_ticket(self) -> tuple[str, str] | None:
+        """``(url, ticket)`` for :meth:`wait`; None when the service has no push channel."""
+        try:
+            given = self.stream_ticket()
+        except APIError as error:
+            if error.status == 404:
+                return None
+            raise PushUnavailable(str(error)) from error
+        except (NetworkError, UnexpectedResponseError) as error:
+            raise PushUnavailable(str(error)) from error
+        return given.url, given.ticket
 
     def download(self, task_id: str, path: str | Path = ".") -> Path:
         """Save a COMPLETED task's file and return where it went.

@@ -118,6 +118,14 @@ class TaskView(_Result):
         return self.status in TERMINAL
 
 
+class StreamTicketView(_Result):
+    """A single-use ticket for the push channel (docs/push.md) and the channel's URL."""
+
+    ticket: str
+    url: str
+    expires_in: int
+
+
 class TaskList(_Result):
     """A page of the caller's tasks, newest first."""
 

@@ -1,0 +1,1 @@
+"""The push channel: task events over a WebSocket (docs/push.md)."""
