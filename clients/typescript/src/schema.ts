@@ -148,6 +148,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stream-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a push channel ticket
+         * @description A single-use ticket, valid 60 s and bound to the caller, and the URL of the WebSocket push channel: open it with the subprotocols `exports.v1` and `ticket.<ticket>` (never in the URL), then subscribe to a task or to all of yours (docs/push.md).
+         */
+        post: operations["stream_ticket_v1_stream_tickets_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -225,7 +245,7 @@ export interface components {
          * @description File formats a task can produce.
          * @enum {string}
          */
-        ExportFormat: "csv" | "csv.gz" | "xlsx";
+        ExportFormat: "csv" | "csv.gz" | "xlsx" | "pdf" | "jsonl" | "jsonl.gz" | "parquet";
         /**
          * ExportRequest
          * @description ``POST /v1/exports``: what to export and how.
@@ -641,6 +661,28 @@ export interface components {
              * @description Last order date included (YYYY-MM-DD).
              */
             date_to: string;
+        };
+        /**
+         * StreamTicketView
+         * @description ``201`` to ``POST /v1/stream-tickets``: a single-use ticket to open the push channel with
+         *     (docs/push.md) and where that is.
+         */
+        StreamTicketView: {
+            /**
+             * Expires In
+             * @description Seconds the ticket stays valid.
+             */
+            expires_in: number;
+            /**
+             * Ticket
+             * @description Offer it as the subprotocol `ticket.<ticket>` beside `exports.v1`; usable once.
+             */
+            ticket: string;
+            /**
+             * Url
+             * @description The ws(s) URL of the push channel (nothing secret in it).
+             */
+            url: string;
         };
         /**
          * SubscriberView
@@ -1271,6 +1313,55 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again. */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stream_ticket_v1_stream_tickets_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A single-use ticket for the push channel, valid `expires_in` seconds. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicketView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This deployment has no push channel: poll instead. */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
