@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
 from tests.stack_process import Stack, recent, running_stack, slow_filters
 
@@ -31,7 +33,11 @@ def ticket(stack: Stack, user: str = "alice") -> dict:
 
 def open_socket(stack: Stack, user: str = "alice") -> ClientConnection:
     given = ticket(stack, user)
-    return connect(given["url"], subprotocols=["exports.v1", "ticket." + given["ticket"]], open_timeout=10)
+    return connect(
+        given["url"],
+        subprotocols=[Subprotocol("exports.v1"), Subprotocol("ticket." + given["ticket"])],
+        open_timeout=10,
+    )
 
 
 def receive(socket: ClientConnection, timeout: float = 20) -> dict:
@@ -39,7 +45,7 @@ def receive(socket: ClientConnection, timeout: float = 20) -> dict:
 
 
 def submit(stack: Stack, user: str, filters: dict) -> str:
-    body = {"export_type": "orders", "format": "csv", "filters": filters}
+    body: dict[str, Any] = {"export_type": "orders", "format": "csv", "filters": filters}
     answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(user), timeout=10)
     assert answer.status_code == 202, answer.text
     return answer.json()["task_id"]
@@ -84,11 +90,11 @@ def test_a_ticket_is_single_use(stack):
 def test_unknown_ticket_missing_credential_and_token_in_url_are_refused(stack):
     url = ticket(stack)["url"]
     with pytest.raises(InvalidStatus) as unknown:
-        connect(url, subprotocols=["exports.v1", "ticket.not-a-ticket"], open_timeout=10)
+        connect(url, subprotocols=[Subprotocol("exports.v1"), Subprotocol("ticket.not-a-ticket")], open_timeout=10)
     assert unknown.value.response.status_code == 403
     # A long-lived token in the URL (it would end up in access logs) is no credential.
     with pytest.raises(InvalidStatus) as in_url:
-        connect(f"{url}?token={stack.tokens['alice']}", subprotocols=["exports.v1"], open_timeout=10)
+        connect(f"{url}?token={stack.tokens['alice']}", subprotocols=[Subprotocol("exports.v1")], open_timeout=10)
     assert in_url.value.response.status_code == 401
 
 
