@@ -139,7 +139,7 @@ def test_inferred_columns_follow_the_result_and_odd_types_become_text(things: An
         ("day", "date"),
         ("flag", "boolean"),
         ("uid", "string"),
-        ("doc", "string"),
+        ("doc", "json"),
     ]
     assert rows[0][5] == "a8098c1a-f86e-11da-bd1a-00112444be1e" and rows[0][6] == '{"k": [1, 2]}'
 

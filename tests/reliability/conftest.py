@@ -17,13 +17,15 @@ StatusHistory = Callable[[], dict[str, list[tuple[str | None, str | None]]]]
 
 
 def status_history(resources: Resources) -> StatusHistory:
-    """Turn on the tasks table's stream; the returned function reads every (old, new) status of
-    every task id, in order, from it."""
-    dynamodb = boto3.client("dynamodb", region_name=REGION)
-    arn = dynamodb.update_table(
-        TableName=resources.tasks_table,
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )["TableDescription"]["LatestStreamArn"]
+    """The tasks table's stream (the push channel's, turned on here when the resources have
+    none); the returned function reads every (old, new) status of every task id, in order, from it."""
+    arn = resources.tasks_stream_arn
+    if not arn:
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        arn = dynamodb.update_table(
+            TableName=resources.tasks_table,
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )["TableDescription"]["LatestStreamArn"]
     streams = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=STREAMS_ENDPOINT)
 
     def read() -> dict[str, list[tuple[str | None, str | None]]]:

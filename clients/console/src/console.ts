@@ -2,7 +2,7 @@
  * type's filter schema, follow every task live (pushed events, or polling where the API has no
  * push stream), cancel, retry, download. */
 
-import { ApiError, ExportsClient, type ExportTypeView, type TaskView } from "@exports/client";
+import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
@@ -137,7 +137,10 @@ class Session {
     if (this.announced.get(task.task_id) !== milestone) {
       const first = !this.announced.has(task.task_id);
       this.announced.set(task.task_id, milestone);
-      if (!first || task.status === "PENDING") {
+      // A listed task's first state is not news; a followed task that ended before its first
+      // event came (a small export, pushed as its current state on subscribe) is.
+      const endedWhileFollowed = isTerminal(task.status) && this.watching.has(task.task_id);
+      if (!first || task.status === "PENDING" || endedWhileFollowed) {
         this.announce(`${task.export_type} export ${shortId(task.task_id)}: ${task.status.toLowerCase()}, ${task.progress} %`);
       }
     }
