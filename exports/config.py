@@ -392,10 +392,10 @@ class XlsxEngine:
     # exports/writers/xlsx_writer.py: openpyxl's write-only workbook (the reference).
     OPENPYXL: Final = "openpyxl"
     DEFAULT: Final = STREAM
-    # zlib-ng level of the stream engine's zip entries. Measured (docs/performance.md, 200k mixed
-    # rows): 4 takes 8 % more CPU than 2 for a 17 % smaller file, and less CPU than zlib's 2
-    # for a 13 % smaller one; 5 is 2 % smaller still for 2 % more.
-    ZIP_LEVEL: Final = 4
+    # zlib-ng level of the stream engine's zip entries. Measured (docs/performance.md, 200,000
+    # mixed rows): 2 takes 9 % less CPU than 4 for a file 19 % larger, and still 14 % smaller
+    # than rustpy-xlsxwriter's.
+    ZIP_LEVEL: Final = 2
 
 
 class Declarations:

@@ -18,6 +18,7 @@ from exports.writers.csv_writer import csv_text
 from exports.writers.xlsx_engine import write_xlsx_stream
 from exports.writers.xlsx_engine.rows import Style, cell, rows_encoder
 from exports.writers.xlsx_writer import write_xlsx
+from tests.unit.cell_refs import with_references
 
 COLUMNS = [Column("ratio", "Ratio", ColumnKind.DECIMAL), Column("amount", "Amount", ColumnKind.DECIMAL)]
 EDGES = [0.0, -0.0, 0.1, 1 / 3, -2.5, 1e-300, 5e-324, 1.7976931348623157e308, 1e22, 2.0**53, 2.0**53 + 2, 123456.789]
@@ -69,9 +70,38 @@ def test_nan_and_infinities_are_their_csv_text(engine):
 def test_the_float_template_writes_what_the_general_cell_function_writes(value):
     row_xml = rows_encoder(COLUMNS[:1])([(value,)], 1)
 
-    assert row_xml == f'<row r="2">{cell(value, "A2", Style.DECIMAL)}</row>'
+    assert with_references(row_xml) == f'<row r="2">{cell(value, "A2", Style.DECIMAL)}</row>'
 
 
 def test_a_float_outside_a_decimal_column_keeps_that_columns_format():
     assert cell(1.5, "A2", Style.NONE) == '<c r="A2"><v>1.5</v></c>'
     assert cell(1.5, "A2", Style.DECIMAL) == f'<c r="A2" s="{int(Style.FLOAT)}"><v>1.5</v></c>'
+
+
+def test_cells_leave_out_their_reference_only_right_after_a_cell_of_their_row():
+    columns = [Column("a", "A"), Column("b", "B", ColumnKind.INTEGER), Column("c", "C", ColumnKind.DECIMAL)]
+    rows = [("x", 1, 1.5), (None, 2, 2.5), ("", 3, None), ("=1", 4, math.nan), ("\ud800", 5, 0.25), ("y", None, 0.5)]
+
+    xml = rows_encoder(columns)(rows, 1)
+    assert xml.startswith('<row r="2"><c t="inlineStr"><is><t>x</t></is></c><c><v>1</v></c><c s="7"><v>1.5</v></c>')
+    # After None, empty text, a formula-looking text (general path) and text left empty: a reference.
+    assert '<row r="3"><c r="B3"><v>2</v></c><c s="7">' in xml
+    assert '<row r="4"><c r="B4"><v>3</v></c></row>' in xml
+    assert '<c r="B5"><v>4</v></c>' in xml and '<c r="B6"><v>5</v></c>' in xml
+    assert '<c r="C7" s="7"><v>0.5</v></c>' in xml
+
+    for engine_rows in (rows, rows * 3):
+        body = written_columns(columns, engine_rows)
+        sheet = load_workbook(io.BytesIO(body)).active
+        calamine = CalamineWorkbook.from_filelike(io.BytesIO(body)).get_sheet_by_index(0).to_python()
+        expected = [["x", 1, 1.5], [None, 2, 2.5], [None, 3, None], ["=1", 4, "NaN"], [None, 5, 0.25], ["y", None, 0.5]]
+        assert [[cell.value for cell in row] for row in sheet.iter_rows(min_row=2)] == expected * (
+            len(engine_rows) // 6
+        )
+        assert [[None if v == "" else v for v in row] for row in calamine[1:]] == expected * (len(engine_rows) // 6)
+
+
+def written_columns(columns, rows):
+    out = io.BytesIO()
+    write_xlsx_stream(columns, rows, out)
+    return out.getvalue()
