@@ -23,6 +23,8 @@ Cases:
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
   pg_csv_python  the CSV pipeline with the CSV written in Python from the type's pages (COPY off)
+  mixed_*        the writers against rustpy-xlsxwriter and a bare csv.writer on 12 mixed
+                 columns (bench/mixed.py)
   pg_csv, pg_xlsx
                  the pipeline (CSV straight from COPY) on the declared orders_all_tenants type
                  of exports.toml over PostgreSQL
@@ -45,7 +47,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bench import postgres
+from bench import mixed, postgres
 
 PAGE_ROWS = 1_000
 _BASE = datetime(2025, 1, 1, 8, 0, 0)
@@ -323,6 +325,8 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     "pg_csv_python": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs(False)),
     "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
     "pg_xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx", source=postgres.pipeline_inputs()),
+    # Our writers against outside ones on 12 mixed columns (bench/mixed.py).
+    **mixed.CASES,
 }
 
 

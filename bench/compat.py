@@ -49,6 +49,8 @@ COLUMNS = [
     Column("name", "Customer", width=22),
     Column("items", "Items", ColumnKind.INTEGER, width=7),
     Column("amount", "Amount", ColumnKind.DECIMAL),
+    # A float in a decimal column (a double precision source): every decimal shown.
+    Column("ratio", "Ratio", ColumnKind.DECIMAL),
     Column("day", "Order date", ColumnKind.DATE, width=12),
     Column("at", "Created at (UTC)", ColumnKind.DATETIME, width=20),
     Column("paid", "Paid", ColumnKind.BOOLEAN, width=6),
@@ -89,14 +91,20 @@ def source_rows() -> list[tuple[Any, ...]]:
                 NAMES[n % len(NAMES)] if n % 11 else None,
                 n % 5 + 1 if n % 13 else None,
                 Decimal(n * 3_719 % 100_000) / 100 * (-1 if n % 7 == 0 else 1) if n % 17 else None,
+                # Eighths and ten-thousandths of a binary fraction: what the format shows is exact.
+                (n * 1_234_567 % 10_000_001) / 1_024 * (-1 if n % 5 == 0 else 1) if n % 7 else None,
                 date(2025, 1, 1) + timedelta(days=n * 3) if n % 19 else None,
                 start + timedelta(seconds=n * 37_241) if n % 23 else None,
                 [True, False, None][n % 3],
                 NOTES[n % len(NOTES)],
             )
         )
-    rows.append(("ORD-edge", "", 0, Decimal("0.005"), date(1999, 12, 31), datetime(2000, 2, 29, 23, 59, 59), True, "="))
-    rows.append(("ORD-tz", " ", -42, Decimal("-1234567.89"), date(2100, 1, 1), start.replace(tzinfo=UTC), False, "-"))
+    rows.append(
+        ("ORD-edge", "", 0, Decimal("0.005"), 0.0, date(1999, 12, 31), datetime(2000, 2, 29, 23, 59, 59), True, "=")
+    )
+    rows.append(
+        ("ORD-tz", " ", -42, Decimal("-1234567.89"), -0.5, date(2100, 1, 1), start.replace(tzinfo=UTC), False, "-")
+    )
     return rows
 
 
@@ -112,6 +120,10 @@ def expected_text(column: Column, value: Any) -> tuple[bool, str]:
         return bool(text), text
     if isinstance(value, bool):
         shown = "TRUE" if value else "FALSE"
+    elif isinstance(value, float):
+        # The float format: grouped, every decimal (a binary fraction's are few), at least one.
+        whole, _, decimals = f"{value:,.15f}".partition(".")
+        shown = f"{whole}.{decimals.rstrip('0') or '0'}"
     elif column.kind is ColumnKind.DECIMAL:
         shown = f"{Decimal(value).quantize(Decimal('0.01'), ROUND_HALF_UP):,.2f}"
     elif isinstance(value, datetime):

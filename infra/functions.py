@@ -54,9 +54,10 @@ WORKER: Final = FunctionSpec(
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
-    # builds the same registry without importing it. fontTools subsets the PDF font (PDF path only);
-    # pyarrow writes Parquet, imported on that path only (its size: docs/performance.md, "Package sizes").
-    distributions=(*_BASE, _RETRIES, _PATTERNS, "openpyxl", "lxml", "psycopg", "fonttools", "pyarrow"),
+    # builds the same registry without importing it. zlib-ng deflates XLSX entries and csv.gz;
+    # fontTools subsets the PDF font (PDF path only); pyarrow writes Parquet, imported on that path
+    # only (its size: docs/performance.md, "Package sizes").
+    distributions=(*_BASE, _RETRIES, _PATTERNS, "openpyxl", "lxml", "psycopg", "zlib-ng", "fonttools", "pyarrow"),
     runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,

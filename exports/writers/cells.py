@@ -27,6 +27,9 @@ _LONE_SURROGATES = re.compile("[\ud800-\udfff]")
 _XSTRING_LITERAL = re.compile("_(?=x[0-9A-Fa-f]{4}_)")
 # Excel's limit of a cell's text, in UTF-16 code units.
 MAX_CELL_TEXT = 32_767
+# How a float in a decimal column is shown: every decimal it has (up to the 15 digits Excel
+# keeps), not a decimal's two; the cell holds the exact double either way.
+FLOAT_NUMBER_FORMAT = "#,##0.0##############"
 # Excel holds numbers as IEEE doubles: integers past this are not all exact.
 MAX_EXACT_INTEGER = 2**53
 # The 1900 date system numbers days from 1900-03-01 on correctly (it counts a 1900-02-29 that

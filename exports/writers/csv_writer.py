@@ -77,7 +77,10 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     ColumnKind.STRING: "({c} if {c}.__class__ is str and (not {c} or {c}[0] not in _TRIGGERS) or {c} is None"
     " else _string({c}))",
     ColumnKind.INTEGER: "({c} if {c}.__class__ is int or {c} is None else _integer({c}))",
+    # A finite float (x - x is NaN for NaN and the infinities) whose repr has no exponent: that
+    # repr is plain_number's text (Decimal(repr(x)) keeps its digits as they are).
     ColumnKind.DECIMAL: "((_t if 'E' not in (_t := str({c})) else _decimal({c})) if {c}.__class__ is Decimal"
+    " else (_t if 'e' not in (_t := repr({c})) and {c} - {c} == 0.0 else _decimal({c})) if {c}.__class__ is float"
     " else None if {c} is None else _decimal({c}))",
     ColumnKind.DATE: "({c} if {c}.__class__ is date or {c} is None else _date({c}))",
     # str() of a naive datetime is its ISO 8601 form, microseconds included when there are any.

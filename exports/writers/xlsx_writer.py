@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.cells import (
+    FLOAT_NUMBER_FORMAT,
     WIDTH_SAMPLE_ROWS,
     CellTooLong,
     exact_double,
@@ -68,6 +69,11 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
         cell.number_format = number_format
         with_milliseconds = WriteOnlyCell(sheet)
         with_milliseconds.number_format = _MILLISECONDS_FORMAT
+        # A float in a decimal column: every decimal it has (the stream engine's style too).
+        as_float = WriteOnlyCell(sheet)
+        as_float.number_format = (
+            FLOAT_NUMBER_FORMAT if number_format == _NUMBER_FORMATS[ColumnKind.DECIMAL] else number_format
+        )
 
         text = text_converter()
 
@@ -78,6 +84,8 @@ def _row_converter(sheet: Any, columns: Sequence[Column]) -> Callable[[Row], lis
             if value.__class__ is str:  # a number or date no cell holds: its text (nothing to escape)
                 return text(value)
             chosen = with_milliseconds if isinstance(value, datetime) and value.microsecond else cell
+            if value.__class__ is float:
+                chosen = as_float
             if isinstance(value, float | Decimal):
                 # openpyxl writes numbers with 16 digits, a double may need 17: its exact text.
                 chosen.value = exact_double(value)

@@ -6,6 +6,7 @@ import zlib
 
 import pytest
 
+from exports.config import Streaming, XlsxEngine
 from exports.writers.deflate import RawDeflate, crc32_combine
 
 
@@ -39,3 +40,22 @@ def test_segments_deflated_apart_inflate_as_one_stream():
     assert inflate.decompress(stream) == b"".join(pieces)
     assert inflate.eof and not inflate.unused_data
     assert crc == zlib.crc32(b"".join(pieces))
+
+
+@pytest.mark.parametrize("level", [XlsxEngine.ZIP_LEVEL, Streaming.GZIP_LEVEL])
+def test_zlib_ng_segments_at_the_levels_in_use_are_what_the_standard_zlib_inflates(level):
+    rng = random.Random(level)
+    words = ['<c r="A1"><v>', "王芳", "</v></c>", "1.25", "Noah Müller", '<row r="7">']
+    pieces = ["".join(rng.choice(words) for _ in range(rng.randrange(1, 40_000))).encode() for _ in range(5)]
+    stream, crc, size = b"", 0, 0
+    for index, piece in enumerate(pieces):
+        # Each segment as another process deflates it: a compressor of its own, the counts carried on.
+        deflate = RawDeflate(level)
+        stream += deflate.compress(piece[: len(piece) // 2]) + deflate.compress(memoryview(piece)[len(piece) // 2 :])
+        stream += deflate.flush(zlib.Z_FINISH if index == len(pieces) - 1 else zlib.Z_SYNC_FLUSH)
+        crc, size = crc32_combine(crc, deflate.crc32, deflate.size), size + deflate.size
+
+    whole = b"".join(pieces)
+    inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+    assert inflate.decompress(stream) == whole and inflate.eof and not inflate.unused_data
+    assert (crc, size) == (zlib.crc32(whole), len(whole))

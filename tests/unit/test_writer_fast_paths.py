@@ -38,6 +38,17 @@ VALUES = [
     datetime(2025, 3, 1, 12, 30, 5, tzinfo=timezone(timedelta(hours=8))),
     datetime(999, 1, 2, 3, 4, 5),
     1.5,
+    # Floats: the decimal columns' fast path (no exponent, finite) and what it leaves to csv_text.
+    -0.0,
+    0.1,
+    1 / 3,
+    123456789012345.0,
+    1e16,
+    1e-7,
+    5e-324,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
 ]
 
 

@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape as xml_text
 from xml.sax.saxutils import quoteattr
 
 from exports.export_types.base import Column
+from exports.writers.cells import FLOAT_NUMBER_FORMAT
 from exports.writers.xlsx_engine.rows import column_letter
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -106,19 +107,21 @@ def workbook_rels(sheets: int) -> bytes:
 
 
 # cellXfs in the order of rows.Style: default, bold header, date, datetime, decimal, quoted text,
-# datetime with milliseconds. Number format 4 is the built-in "#,##0.00"; 164 to 166 are ours.
+# datetime with milliseconds, float. Number format 4 is the built-in "#,##0.00"; 164 to 167 are
+# ours (167: a float shows every decimal it has, up to the 15 digits Excel keeps).
 STYLESHEET = (
     f'{_DECLARATION}<styleSheet xmlns="{_MAIN}">'
-    '<numFmts count="3"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/>'
+    '<numFmts count="4"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/>'
     '<numFmt numFmtId="165" formatCode="yyyy-mm-dd hh:mm:ss"/>'
-    '<numFmt numFmtId="166" formatCode="yyyy-mm-dd hh:mm:ss.000"/></numFmts>'
+    '<numFmt numFmtId="166" formatCode="yyyy-mm-dd hh:mm:ss.000"/>'
+    f'<numFmt numFmtId="167" formatCode="{FLOAT_NUMBER_FORMAT}"/></numFmts>'
     '<fonts count="2"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     '<font><b/><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>'
     '<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
     "</fills>"
     '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
     '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-    '<cellXfs count="7">'
+    '<cellXfs count="8">'
     '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
     '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
     '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
@@ -126,6 +129,7 @@ STYLESHEET = (
     '<xf numFmtId="4" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>'
     '<xf numFmtId="166" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+    '<xf numFmtId="167" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
     "</cellXfs>"
     '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
     "</styleSheet>"
