@@ -6,8 +6,9 @@ import zlib
 
 import pytest
 
-from exports.config import Streaming, XlsxEngine
 from exports.writers.deflate import RawDeflate, crc32_combine
+from exports.writers.gzip_stream import GZIP_LEVEL
+from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -42,7 +43,7 @@ def test_segments_deflated_apart_inflate_as_one_stream():
     assert crc == zlib.crc32(b"".join(pieces))
 
 
-@pytest.mark.parametrize("level", [XlsxEngine.ZIP_LEVEL, Streaming.GZIP_LEVEL])
+@pytest.mark.parametrize("level", [ZIP_LEVEL, GZIP_LEVEL])
 def test_zlib_ng_segments_at_the_levels_in_use_are_what_the_standard_zlib_inflates(level):
     rng = random.Random(level)
     words = ['<c r="A1"><v>', "王芳", "</v></c>", "1.25", "Noah Müller", '<row r="7">']
