@@ -62,7 +62,8 @@ def token(issuer: str, key: rsa.RSAPrivateKey = SIGNING_KEY, kid: str = "k1", **
 
 
 def test_an_access_token_of_the_issuer_for_the_app_client_is_the_callers(issuer: str) -> None:
-    viewer = JwksTokenVerifier(issuer, f"other, {CLIENT_ID}").verify(token(issuer, **{"custom:tenant_id": "acme"}))
+    tenant: dict[str, Any] = {"custom:tenant_id": "acme"}
+    viewer = JwksTokenVerifier(issuer, f"other, {CLIENT_ID}").verify(token(issuer, **tenant))
 
     assert viewer.user_id == "user-1" and viewer.claims["custom:tenant_id"] == "acme"
 
@@ -89,7 +90,7 @@ def test_any_other_token_is_refused(issuer: str, case: str) -> None:
             {"iss": issuer, "client_id": CLIENT_ID, "exp": now + 300}, SIGNING_KEY, "RS256", headers={"kid": "k1"}
         ),
         "unsigned": lambda: jwt.encode(
-            {"sub": "user-1", "iss": issuer, "client_id": CLIENT_ID, "exp": now + 300}, None, "none"
+            {"sub": "user-1", "iss": issuer, "client_id": CLIENT_ID, "exp": now + 300}, "", "none"
         ),
     }[case]()
 
