@@ -3,11 +3,11 @@
 import time
 from collections.abc import Iterator
 from datetime import date
-from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 from exports.adapters.clients import aws_client
 from exports.config import Env
@@ -113,7 +113,7 @@ def _wait_for_executions(resources: Resources, grace_sec: float = 3, limit_sec: 
     task is expired as its workflow's deadline would, which ends the execution."""
     sfn = boto3.client("stepfunctions", region_name=REGION)
 
-    def running() -> list[dict[str, Any]]:
+    def running() -> list[ExecutionListItemTypeDef]:
         machines = [arn for arn in (resources.state_machine_arn, resources.fan_out_state_machine_arn) if arn]
         return [
             execution
