@@ -341,6 +341,13 @@ class NumbersExport(ExportType):
         return "numbers"
 
 
+def numbers_in(registry: ExportTypeRegistry, name: str = "numbers") -> NumbersExport:
+    """The registered NumbersExport ``name``, to set its ``before_page`` hook."""
+    export = registry.get(name)
+    assert isinstance(export, NumbersExport), f"{name} is not a NumbersExport"
+    return export
+
+
 class PlainNumbersExport(ExportType):
     """The same rows through rows() only: it cannot resume."""
 
