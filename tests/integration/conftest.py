@@ -1,5 +1,6 @@
 """moto in-process with the same resources local mode and the CDK app define."""
 
+import functools
 import time
 from collections.abc import Iterator
 from datetime import date
@@ -38,7 +39,7 @@ def _clear_caches() -> None:
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Resources]:
     """Fresh tables, queues and bucket in moto; handlers rebuilt against them."""
     with mock_aws():
-        resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+        resources = create_resources(functools.partial(boto3.client, region_name=REGION))
         for name, value in resources.function_environment().items():
             monkeypatch.setenv(name, value)
         _clear_caches()
@@ -94,7 +95,7 @@ def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClo
         # process's shared state, as the local stack does.
         serialise_shared_state(monkeypatch)
         try:
-            resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+            resources = create_resources(functools.partial(boto3.client, region_name=REGION))
             for name, value in resources.function_environment().items():
                 monkeypatch.setenv(name, value)
             monkeypatch.setenv(Env.WEBHOOK_SECRET, WEBHOOK_SECRET)
