@@ -18,6 +18,7 @@ import botocore.session
 from boto3.dynamodb.types import TypeSerializer
 from moto import backends
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.config import DefaultConfig
 from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -29,7 +30,7 @@ from local_stack.lambda_runtime import HANDLER_MODULES
 from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
 
 REGION = "us-east-1"
-MOTO_CONFIG = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
+MOTO_CONFIG: DefaultConfig = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 import requests
+
+from local_stack.embedded_aws import client as embedded_aws_client
 
 ROOT = Path(__file__).resolve().parents[1]
 # The declaration the suites written for the DynamoDB demo types run with (their slow reads keep
@@ -86,13 +87,7 @@ class Stack:
 
     def client(self, service: str) -> Any:
         """A boto3 client of the stack's embedded AWS."""
-        return boto3.client(
-            service,
-            endpoint_url=self.aws_url,
-            region_name="us-east-1",
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-        )
+        return embedded_aws_client(service, self.aws_url)
 
 
 def _wait_until_ready(stack: Stack) -> None:

@@ -52,6 +52,7 @@ def test_submit_wait_download_gives_the_file_the_service_described(
     else:
         rows = [list(row) for row in openpyxl.load_workbook(path, read_only=True).active.iter_rows(values_only=True)]
     assert rows[0][:3] == HEADER
+    assert task.rows is not None
     assert len(rows) - 1 == task.rows > 100
 
 

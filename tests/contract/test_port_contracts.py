@@ -9,6 +9,7 @@ tested against a local receiver in tests/integration/test_callback_delivery.py).
 """
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ PART = b"p" * (5 * MIB)
 @pytest.fixture
 def moto() -> Iterator[Any]:
     with mock_aws():
-        yield create_resources(lambda service: boto3.client(service, region_name=REGION))
+        yield create_resources(functools.partial(boto3.client, region_name=REGION))
 
 
 # TaskRepository ---------------------------------------------------------------------------------
@@ -243,8 +244,10 @@ class Files:
 def files(request: pytest.FixtureRequest) -> Files:
     if request.param == "fake":
         fake = FakeFiles()
+        export_files = fake.export_files()
+        assert export_files is not None  # the fake is resumable: its own ExportFiles
         return Files(
-            fake.export_files(),
+            export_files,
             fake,
             lambda key: fake.objects[key]["body"] if key in fake.objects else None,
             lambda key: fake.tags.get(key, {}),

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from examples.demo_plugins.orders import OrderStatus
 from exports.domain.task import ExportFormat
+from local_stack.demo_orders import OrderStatus
 from tests.pdf_reading import page_lines, qpdf_check, reader, render
 from tests.stack_process import Stack, recent
 
@@ -145,7 +145,7 @@ def test_orders_come_from_postgresql_exactly_in_json_lines_and_parquet(stack: St
     ],
 )
 def test_declared_parameters_refuse_bad_filters_by_name(stack: Stack, filters: dict[str, Any], field: str) -> None:
-    body = {"export_type": "orders", "filters": filters}
+    body: dict[str, Any] = {"export_type": "orders", "filters": filters}
     answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(), timeout=10)
 
     assert answer.status_code == 422, answer.text

@@ -103,8 +103,10 @@ def test_submit_poll_download_and_every_row_matches_the_source(stack: Stack, fmt
     assert task["rows"] == len(expected) > 100
     if fmt == "csv":
         assert direct.content.startswith(b"\xef\xbb\xbf")
-        rows = list(csv.reader(io.StringIO(direct.content.decode("utf-8-sig"))))[1:]
-        got = [(r[0], r[1], r[2], r[4], r[7], int(r[8]), r[9], Decimal(r[10]), r[11], r[12]) for r in rows]
+        rows: list[Any] = list(csv.reader(io.StringIO(direct.content.decode("utf-8-sig"))))[1:]
+        got: list[tuple[Any, ...]] = [
+            (r[0], r[1], r[2], r[4], r[7], int(r[8]), r[9], Decimal(r[10]), r[11], r[12]) for r in rows
+        ]
     else:
         sheet = openpyxl.load_workbook(io.BytesIO(direct.content)).active
         rows = list(sheet.iter_rows(min_row=2, values_only=True))
@@ -196,7 +198,7 @@ def test_invalid_requests_get_a_json_error_and_change_nothing(
 
 
 def test_no_or_unknown_token_is_401(stack: Stack) -> None:
-    body = {"export_type": "orders", "filters": {"date_from": recent(1), "date_to": recent(0)}}
+    body: dict[str, Any] = {"export_type": "orders", "filters": {"date_from": recent(1), "date_to": recent(0)}}
     for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic YWxpY2U6eA=="}):
         before = counts(stack)
         response = requests.post(f"{stack.url}/v1/exports", json=body, headers=headers, timeout=10)
@@ -270,7 +272,7 @@ def test_identical_requests_merge_and_idempotency_keys_replay(stack: Stack) -> N
     assert (second["task_id"], second["deduplicated"]) == (first["task_id"], True)
 
     headers = {**stack.headers(), "Idempotency-Key": "e2e-key-1"}
-    keyed = {"export_type": "orders", "filters": {"date_from": recent(5), "date_to": recent(4)}}
+    keyed: dict[str, Any] = {"export_type": "orders", "filters": {"date_from": recent(5), "date_to": recent(4)}}
     once = requests.post(f"{stack.url}/v1/exports", json=keyed, headers=headers, timeout=10)
     twice = requests.post(f"{stack.url}/v1/exports", json=keyed, headers=headers, timeout=10)
     assert once.json()["task_id"] == twice.json()["task_id"]

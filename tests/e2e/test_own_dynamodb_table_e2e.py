@@ -45,7 +45,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def export(stack: Stack, user: str, filters: dict[str, Any]) -> dict[str, Any]:
     """Submit an invoices_dynamodb export as ``user`` and wait until it ends: the task."""
-    body = {"export_type": "invoices_dynamodb", "format": "csv", "filters": filters}
+    body: dict[str, Any] = {"export_type": "invoices_dynamodb", "format": "csv", "filters": filters}
     answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(user), timeout=10)
     assert answer.status_code == 202, answer.text
     task_id = answer.json()["task_id"]

@@ -28,7 +28,7 @@ from infra.stack import ExportsStack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
-SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+SKIP_BUNDLING: dict[str, list[str]] = {"aws:cdk:bundling-stacks": []}
 PROD_CONTEXT = {
     "stage": "prod",
     "jwt_issuer": "https://login.example.com/tenant/",
@@ -65,6 +65,7 @@ class Synthesized:
     def logical_id(self, construct: IConstruct) -> str:
         """The logical id of ``construct`` (an L2 construct's resource, or a CfnElement)."""
         element = construct if isinstance(construct, CfnElement) else construct.node.default_child
+        assert isinstance(element, CfnElement), f"{construct.node.path} has no resource of its own"
         return self.stack.resolve(Stack.of(construct).get_logical_id(element))
 
     def resource(self, construct: IConstruct) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from aws_cdk import Validations
@@ -17,7 +18,7 @@ CFN_LINT_IGNORED = ["W3005"]
 
 def acknowledgements(construct):
     """Every acknowledgement recorded on ``construct`` and below: (path, rule id, reason)."""
-    found = []
+    found: list[tuple[str, str, Any]] = []
     for node in construct.node.find_all():
         for entry in node.node.metadata:
             if entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY:

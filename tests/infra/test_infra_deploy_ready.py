@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, CfnElement, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
@@ -79,7 +79,9 @@ def test_an_existing_topic_gets_every_alarm_and_recovery_too():
 
     # When it builds its alarms, Then each notifies both topics, on alarm and on OK
     template = Template.from_stack(stack)
-    own = {"Ref": stack.resolve(stack.get_logical_id(monitoring.topic.node.default_child))}
+    topic = monitoring.topic.node.default_child
+    assert isinstance(topic, CfnElement)
+    own = {"Ref": stack.resolve(stack.get_logical_id(topic))}
     found = [alarm["Properties"] for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()]
     assert found
     for alarm in found:

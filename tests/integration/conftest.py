@@ -1,13 +1,14 @@
 """moto in-process with the same resources local mode and the CDK app define."""
 
+import functools
 import time
 from collections.abc import Iterator
 from datetime import date
-from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 from exports.adapters.clients import aws_client
 from exports.config import Env
@@ -38,7 +39,7 @@ def _clear_caches() -> None:
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Resources]:
     """Fresh tables, queues and bucket in moto; handlers rebuilt against them."""
     with mock_aws():
-        resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+        resources = create_resources(functools.partial(boto3.client, region_name=REGION))
         for name, value in resources.function_environment().items():
             monkeypatch.setenv(name, value)
         _clear_caches()
@@ -94,7 +95,7 @@ def running_aws(monkeypatch: pytest.MonkeyPatch, retry_clock: CompressedRetryClo
         # process's shared state, as the local stack does.
         serialise_shared_state(monkeypatch)
         try:
-            resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+            resources = create_resources(functools.partial(boto3.client, region_name=REGION))
             for name, value in resources.function_environment().items():
                 monkeypatch.setenv(name, value)
             monkeypatch.setenv(Env.WEBHOOK_SECRET, WEBHOOK_SECRET)
@@ -113,7 +114,7 @@ def _wait_for_executions(resources: Resources, grace_sec: float = 3, limit_sec: 
     task is expired as its workflow's deadline would, which ends the execution."""
     sfn = boto3.client("stepfunctions", region_name=REGION)
 
-    def running() -> list[dict[str, Any]]:
+    def running() -> list[ExecutionListItemTypeDef]:
         machines = [arn for arn in (resources.state_machine_arn, resources.fan_out_state_machine_arn) if arn]
         return [
             execution

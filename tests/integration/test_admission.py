@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config import LANES
@@ -24,7 +25,11 @@ from local_stack.worker_loop import WorkerLoop
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import SEED_DAY
 
-BODY = {"export_type": "orders", "format": "csv", "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"}}
+BODY: dict[str, Any] = {
+    "export_type": "orders",
+    "format": "csv",
+    "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+}
 
 
 def submit(body: dict[str, Any] = BODY, user: str = "alice", headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -38,9 +43,9 @@ def task_items(aws: Resources) -> list[dict[str, Any]]:
     return [item for item in items if "user_id" in item]
 
 
-def messages(aws: Resources) -> list[dict[str, Any]]:
+def messages(aws: Resources) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name=REGION)
-    found = []
+    found: list[MessageTypeDef] = []
     for url in aws.queue_urls.values():
         found += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages", [])
     return found
@@ -220,6 +225,7 @@ def test_every_terminal_state_gives_the_slot_back(orders: Resources) -> None:
     assert process_task(TaskMessage(ids[1], "orders", 5), late) is Outcome.TIMED_OUT  # TIMEOUT
     assert process_task(TaskMessage(ids[2], "orders", 5), deps) is Outcome.COMPLETED  # COMPLETED
     broken = deps.tasks.get(ids[3])
+    assert broken is not None
     deps.tasks.update(broken, broken.model_copy(update={"max_retries": 0, "filters": {"date_from": "x"}}))
     assert process_task(TaskMessage(ids[3], "orders", 5), deps) is Outcome.FAILED  # FAILED
     assert deps.tasks.get(ids[3]).error.code == "INVALID_FILTERS"

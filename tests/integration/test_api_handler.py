@@ -5,6 +5,7 @@ from typing import Any
 
 import boto3
 import pytest
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.config import Limits
 from exports.domain.task import ExportFormat
@@ -13,7 +14,7 @@ from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 from tests.client.openapi_doc import swagger_spec
 
-VALID = {
+VALID: dict[str, Any] = {
     "export_type": "orders",
     "format": "csv",
     "filters": {"date_from": "2025-03-01", "date_to": "2025-03-31"},
@@ -38,7 +39,7 @@ def stored_tasks(aws: Resources) -> list[dict[str, Any]]:
     return [item for item in items if "user_id" in item]
 
 
-def queued(aws: Resources) -> list[dict[str, Any]]:
+def queued(aws: Resources) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name=REGION)
     return [
         message

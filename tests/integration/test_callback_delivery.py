@@ -89,7 +89,7 @@ def test_every_ssrf_address_class_is_refused_again_at_send(
     assert sender.sent == []
     recorded = deps.tasks.get(task.task_id).callback
     assert recorded.status == "FAILED"
-    assert "not public" in recorded.last_error
+    assert recorded.last_error is not None and "not public" in recorded.last_error
 
 
 def local_destination(url: str, host: str = "hooks.example.test") -> Destination:

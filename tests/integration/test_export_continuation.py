@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
 from examples.demo_plugins.orders import OrdersExport
@@ -95,11 +96,11 @@ def tags_of(aws: Resources, key: str) -> dict[str, str]:
     return {tag["Key"]: tag["Value"] for tag in s3().get_object_tagging(Bucket=aws.bucket, Key=key)["TagSet"]}
 
 
-def next_message(aws: Resources, within_sec: float) -> dict[str, Any]:
+def next_message(aws: Resources, within_sec: float) -> MessageTypeDef:
     """The first message that becomes visible on any lane within ``within_sec``."""
     sqs = boto3.client("sqs", region_name=REGION)
 
-    def first_visible() -> list[dict[str, Any]]:
+    def first_visible() -> list[MessageTypeDef]:
         for url in aws.queue_urls.values():
             if messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []):
                 return messages

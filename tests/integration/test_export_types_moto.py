@@ -21,16 +21,17 @@ import pytest
 from examples.demo_plugins.customers import CustomersExport, CustomersFilters
 from examples.demo_plugins.dynamodb_customers import DynamoCustomersReader
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
-from examples.demo_plugins.orders import OrderStatus
 from exports.adapters.dynamodb_items import from_item
 from exports.config import Names
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
+from exports.export_types.base import Cursor, Row
 from exports.ports import TaskMessage
 from exports.services.deliveries import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.demo_customers import demo_customers
+from local_stack.demo_orders import OrderStatus
 from local_stack.embedded_aws import REGION, Resources, put_items
 from local_stack.worker_loop import to_sqs_event
 from tests.builders import FakeContext, http_event
@@ -136,10 +137,13 @@ def test_the_customers_reader_resumes_from_dynamodb_keys_mid_day(shop: Resources
     whole = [row for page in CustomersExport(reader).pages(filters) for row in page.rows]
     export = CustomersExport(reader, page_rows=1)
 
-    resumed, cursor, mid_day = [], None, 0
+    resumed: list[Row] = []
+    cursor: Cursor | None = None
+    mid_day = 0
     while (page := next(export.pages(filters, cursor), None)) is not None:
         resumed += page.rows
         cursor = page.cursor
+        assert cursor is not None  # each page of this reader says where to go on from
         mid_day += cursor["key"] is not None
 
     assert resumed == whole and len(whole) > 20

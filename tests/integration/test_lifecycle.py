@@ -15,6 +15,7 @@ import boto3
 import pytest
 from moto.awslambda.exceptions import LambdaClientError
 from pydantic import BaseModel
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.config import Callback, Names, ThrottleRetry
 from exports.domain.ids import new_task_id
@@ -189,7 +190,11 @@ def test_a_final_4xx_or_a_redirect_is_not_retried(running_aws: Resources, retry_
             accepted = submit(orders_body(hook.url))
             run_queued_work(running_aws)
             task_id = accepted["task_id"]
-            task = wait_for(lambda task_id=task_id: (t := get(task_id))["callback"]["status"] == "FAILED" and t)
+
+            def failed_callback(task_id: str = task_id) -> Any:
+                return (t := get(task_id))["callback"]["status"] == "FAILED" and t
+
+            task = wait_for(failed_callback)
             assert len(hook.requests) == 1
         assert task["callback"]["last_error"] == f"HTTP {status}"
     assert retry_clock.intervals == []
@@ -300,7 +305,7 @@ def get(task_id: str) -> dict[str, Any]:
     return json.loads(api_handler(http_event("GET", f"/v1/exports/{task_id}"), FakeContext())["body"])
 
 
-def run_lane(resources: Resources, lane: str) -> list[dict[str, Any]]:
+def run_lane(resources: Resources, lane: str) -> list[MessageTypeDef]:
     """Hand the lane's queued messages to the worker; returns them."""
     from local_stack.worker_loop import to_sqs_event
 

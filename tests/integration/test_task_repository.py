@@ -61,7 +61,7 @@ def test_an_update_from_a_stale_state_loses_and_sees_the_current_one(repo: Dynam
 
     with pytest.raises(ConditionFailed) as lost:
         repo.update(task, fail(task, "X", "stale", now, LEASE))
-    assert lost.value.current["status"] == "RUNNING"
+    assert lost.value.current is not None and lost.value.current["status"] == "RUNNING"
     assert repo.get(task.task_id).status is TaskStatus.RUNNING
 
 

@@ -4,7 +4,7 @@ import csv
 import io
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -14,6 +14,8 @@ import boto3
 import openpyxl
 import pytest
 from pydantic import BaseModel
+from types_boto3_s3.type_defs import MultipartUploadTypeDef
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_items import from_item
@@ -49,7 +51,7 @@ def orders_request(fmt: str = "csv", days: int = 14, **filters: Any) -> dict[str
     }
 
 
-def receive(aws: Resources, wait: int = 0) -> list[dict[str, Any]]:
+def receive(aws: Resources, wait: int = 0) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name=REGION)
     return sqs.receive_message(
         QueueUrl=aws.queue_urls["normal"],
@@ -60,7 +62,7 @@ def receive(aws: Resources, wait: int = 0) -> list[dict[str, Any]]:
     ).get("Messages", [])
 
 
-def run_worker(aws: Resources, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def run_worker(aws: Resources, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return worker.lambda_handler(
         to_sqs_event(messages, "arn:aws:sqs:us-east-1:123456789012:exports-tasks", REGION), FakeContext()
     )
@@ -84,7 +86,7 @@ def s3_objects(aws: Resources) -> list[str]:
     ]
 
 
-def open_uploads(aws: Resources) -> list[dict[str, Any]]:
+def open_uploads(aws: Resources) -> list[MultipartUploadTypeDef]:
     return boto3.client("s3", region_name=REGION).list_multipart_uploads(Bucket=aws.bucket).get("Uploads", [])
 
 

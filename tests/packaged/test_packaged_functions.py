@@ -28,6 +28,7 @@ import pytest
 
 from exports.config import SERVICE_NAME, Env, Names, Results, metrics_namespace
 from local_stack.demo_database import load_demo_data
+from local_stack.embedded_aws import client as embedded_aws_client
 from local_stack.embedded_postgres import TlsPostgres
 from tests.builders import http_event
 from tests.packaged.runtime import REGION, Invocation, PackagedFunction, Runtime
@@ -82,13 +83,7 @@ def aws() -> Iterator[dict[str, Any]]:
 
 def aws_client(aws: dict[str, Any], service: str) -> Any:
     """A client of the embedded AWS, made for this test (never the session's default)."""
-    return boto3.client(
-        service,
-        endpoint_url=aws["endpoint_url"],
-        region_name=REGION,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    return embedded_aws_client(service, aws["endpoint_url"])
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 from python_calamine import CalamineWorkbook
+from types_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.declared.build import SourceReaders, build_export_types
@@ -208,7 +209,7 @@ def test_a_caller_bound_tenant_is_the_partition_key_and_cannot_come_from_the_req
 
 # Every attribute type, and the text each is written as (maps and lists as canonical JSON: keys
 # and sets sorted, numbers with their own digits, binary as base64).
-ATTRIBUTES = [
+ATTRIBUTES: list[tuple[AttributeValueTypeDef, str]] = [
     ({"S": '王芳 "quoted"'}, '王芳 "quoted"'),
     ({"N": "12345678901234567890.123456789"}, "12345678901234567890.123456789"),
     ({"B": b"\x00\xffbin"}, "AP9iaW4="),
@@ -230,7 +231,11 @@ def test_every_attribute_type_is_written_exactly_and_the_same_every_time(
 ) -> None:
     client = boto3.client("dynamodb", region_name=REGION)
     for position, (attribute, _) in enumerate(ATTRIBUTES):
-        item = {"pk": {"S": "TYPES"}, "sk": {"S": f"{position:02d}"}, "value": attribute}
+        item: dict[str, AttributeValueTypeDef] = {
+            "pk": {"S": "TYPES"},
+            "sk": {"S": f"{position:02d}"},
+            "value": attribute,
+        }
         client.put_item(TableName="my-events", Item=item)
     client.put_item(TableName="my-events", Item={"pk": {"S": "TYPES"}, "sk": {"S": "99"}, "number": {"N": "1E+3"}})
     export = events["attributes"]
@@ -264,7 +269,11 @@ def test_maps_and_lists_of_a_json_column_are_nested_in_json_lines_and_parquet(
 ) -> None:
     client = boto3.client("dynamodb", region_name=REGION)
     for position, (attribute, _) in enumerate(ATTRIBUTES):
-        item = {"pk": {"S": "TYPES"}, "sk": {"S": f"{position:02d}"}, "value": attribute}
+        item: dict[str, AttributeValueTypeDef] = {
+            "pk": {"S": "TYPES"},
+            "sk": {"S": f"{position:02d}"},
+            "value": attribute,
+        }
         client.put_item(TableName="my-events", Item=item)
     export = events["nested"]
     filters = export.parse_filters({})

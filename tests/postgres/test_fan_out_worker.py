@@ -17,6 +17,7 @@ import boto3
 import openpyxl
 import pytest
 import python_calamine
+from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.api_models import TaskView
@@ -27,6 +28,7 @@ from exports.fan_out import partition as partition_module
 from exports.fan_out import plan as plan_module
 from exports.services.control import cancel_export
 from exports.services.endings import Outcome
+from exports.writers import partitioned
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
@@ -53,7 +55,7 @@ def split_worker(running_aws: Resources, scratch: str, tmp_path: Path, monkeypat
     worker.dependencies.cache_clear()
 
 
-def _wait_for_fan_outs(resources: Resources, limit_sec: float = 60) -> list[dict[str, Any]]:
+def _wait_for_fan_outs(resources: Resources, limit_sec: float = 60) -> list[ExecutionListItemTypeDef]:
     sfn = boto3.client("stepfunctions", region_name=REGION)
     return poll_until(
         lambda: sfn.list_executions(stateMachineArn=resources.fan_out_state_machine_arn)["executions"],
@@ -249,7 +251,7 @@ def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
-    monkeypatch.setattr(plan_module, "plan_sheets", functools.partial(plan_module.plan_sheets, max_rows_per_sheet=700))
+    monkeypatch.setattr(plan_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700))
     task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
 
     assert run(split_worker, task) is Outcome.FANNED_OUT

@@ -28,7 +28,7 @@ from exports.adapters.postgres_source import (
     SourceUnavailable,
 )
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
-from exports.export_types.base import ExportType, Unbounded
+from exports.export_types.base import ExportType, Row, Unbounded
 from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_postgres import EmbeddedPostgres
 from tests.polling import poll_until
@@ -102,7 +102,7 @@ def things(scratch: str, tmp_path: Path) -> tuple[str, dict[str, ExportType]]:
     return scratch, declared_types(path, {"DB_URL": scratch})
 
 
-def rows_of(export: ExportType, filters: dict[str, Any], cursor: Any = None) -> list[tuple[Any, ...]]:
+def rows_of(export: ExportType, filters: dict[str, Any], cursor: Any = None) -> list[Row]:
     parsed = export.parse_filters(filters)
     return [row for page in export.pages(parsed, cursor) for row in page.rows]
 
@@ -197,7 +197,7 @@ def test_a_string_parameter_reaches_the_database_only_as_a_bound_value(things: A
 def test_pages_resume_after_any_cursor_like_an_uninterrupted_read(things: Any) -> None:
     _, types = things
     export = types["things"]
-    reader = export._reader  # type: ignore[attr-defined]
+    reader = export._reader
     reader._page_rows = 1
     filters = export.parse_filters({})
 
@@ -328,7 +328,7 @@ def _read(query: str, **params: Any) -> Any:
 
 def test_a_query_past_its_time_is_cancelled_by_the_statement_timeout(things: Any) -> None:
     uri, types = things
-    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    reader = types["slow"]._reader
 
     started = time.monotonic()
     with pytest.raises(ExportFailed) as raised:
@@ -344,7 +344,7 @@ def test_a_query_past_its_time_is_cancelled_by_the_statement_timeout(things: Any
 
 def test_a_stopped_task_cancels_its_running_query_and_leaves_no_session(things: Any) -> None:
     uri, types = things
-    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    reader = types["slow"]._reader
     seen: list[list[dict[str, Any]]] = []
     watcher = threading.Timer(1.0, lambda: seen.append(backends(uri)))
     watcher.start()
@@ -397,7 +397,7 @@ def test_a_declared_column_the_query_lacks_fails_without_retries(things: Any) ->
 
 def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
     uri, types = things
-    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    reader = types["slow"]._reader
 
     def cancel_it() -> None:
         with psycopg.connect(uri, autocommit=True) as conn:
@@ -416,20 +416,21 @@ def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
 )
 def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: Any, error: type) -> None:
     from exports.adapters.postgres_connections import connection_settings
-    from exports.declared.model import PostgresSource
+    from exports.declared.model import PostgresSource, SourceKind
 
     def read(arn: str) -> Any:
         if isinstance(secret, Exception):
             raise secret
         return secret
 
-    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:x")
+    source = PostgresSource(kind=SourceKind.POSTGRESQL, secret_arn="arn:aws:secretsmanager:x")
     reader = PostgresReader("db", connection_settings("db", source, {}, read, lambda auth: "", tmp_path))
 
     with pytest.raises(error) as raised:
         list(reader.batches(_read("SELECT 1"), Unbounded()))
 
     if error is ExportFailed:
+        assert isinstance(raised.value, ExportFailed)
         assert raised.value.code == "SOURCE_NOT_CONFIGURED" and "username" in raised.value.message
 
 
@@ -447,6 +448,7 @@ def _backend_pid(uri: str, application_name: str, timeout: float = 10) -> int:
             interval_sec=0.05,
             fail=f"no active backend named {application_name}",
         )
+    assert row is not None  # poll_until returns only a truthy read
     return int(row[0])
 
 
@@ -468,7 +470,7 @@ def test_a_stopped_backend_does_not_hold_the_worker(
     import signal
 
     uri, types = things
-    reader = types["slow"]._reader  # type: ignore[attr-defined]
+    reader = types["slow"]._reader
     errors: list[BaseException] = []
 
     def run() -> None:

@@ -77,6 +77,11 @@ def test_the_runtime_trust_store_is_the_interpreters_openssl_default(monkeypatch
     assert resolved == {"sslmode": "verify-full", "sslrootcert": str(bundle)}
 
 
+def no_secret(arn: str) -> dict[str, str]:
+    """The secret reader of a source given by URL: never called."""
+    raise AssertionError(f"a URL source read the secret {arn}")
+
+
 def test_a_uri_naming_system_roots_is_resolved_too(server, authority, monkeypatch):
     runtime_trusts(monkeypatch, authority.ca_file)
     uri = (
@@ -84,7 +89,7 @@ def test_a_uri_naming_system_roots_is_resolved_too(server, authority, monkeypatc
         "?sslmode=verify-full&sslrootcert=system"
     )
     source = PostgresSource(kind=SourceKind.POSTGRESQL, url_env="DB_URL")
-    settings = connection_settings("db", source, {"DB_URL": uri}, dict, lambda auth: "", Path("."))
+    settings = connection_settings("db", source, {"DB_URL": uri}, no_secret, lambda auth: "", Path("."))
 
     assert PostgresReader("db", settings).count(READ, Unbounded()) == 1
 

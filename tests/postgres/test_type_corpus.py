@@ -24,7 +24,7 @@ import pytest
 from psycopg.types.string import TextLoader
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import Column, ColumnKind, ExportType
+from exports.export_types.base import Column, ColumnKind, ExportType, Row
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.pdf import layout
@@ -145,13 +145,13 @@ def database_text(uri: str, names: list[str]) -> list[list[str | None]]:
         return [list(row) for row in conn.execute(query).fetchall()]
 
 
-def export_rows(export_type: ExportType) -> tuple[list[Any], list[tuple[Any, ...]]]:
+def export_rows(export_type: ExportType) -> tuple[list[Any], list[Row]]:
     filters = export_type.parse_filters({})
     pages = list(export_type.pages(filters))
     return export_type.columns(filters), [row for page in pages for row in page.rows]
 
 
-def write(fmt: str, columns: list[Any], rows: list[tuple[Any, ...]]) -> bytes:
+def write(fmt: str, columns: list[Any], rows: list[Row]) -> bytes:
     out = io.BytesIO()
     if fmt == "xlsx":
         xlsx_engine.write_xlsx_stream(columns, iter(rows), out)
@@ -285,7 +285,7 @@ def pdf_shown(kind: ColumnKind, text: str | None) -> str:
     return rule(text) if rule else "".join(char for char in text if char.isprintable() or char in "\t\n")
 
 
-def pdf_cells(columns: list[Column], rows: list[tuple[Any, ...]], position: int) -> list[str]:
+def pdf_cells(columns: list[Column], rows: list[Row], position: int) -> list[str]:
     """The id column and column ``position`` of ``rows`` as a PDF, read back with pypdf: each
     row's text of the column, its wrapped lines joined."""
     out = io.BytesIO()
@@ -428,7 +428,7 @@ def parquet_cell(column: Any, text: str | None) -> Any:
     return text
 
 
-def _fits_parquet(columns: list[Any], row: tuple[Any, ...]) -> bool:
+def _fits_parquet(columns: list[Any], row: Row) -> bool:
     # A date or time PostgreSQL writes as text (infinity, BC): no date32 or timestamp holds it.
     return not any(
         column.kind in (ColumnKind.DATE, ColumnKind.DATETIME) and isinstance(value, str)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+from types_boto3_s3.type_defs import MultipartUploadTypeDef
 
 from exports.adapters.task_table import key, quota_id
 from local_stack.embedded_aws import REGION, Resources
@@ -87,6 +88,6 @@ def quota(resources: Resources, user: str) -> int:
     return int(item.get("Item", {}).get("active", {}).get("N", "0"))
 
 
-def open_uploads(resources: Resources) -> list[dict[str, Any]]:
+def open_uploads(resources: Resources) -> list[MultipartUploadTypeDef]:
     """Multipart uploads started and neither completed nor aborted."""
     return boto3.client("s3", region_name=REGION).list_multipart_uploads(Bucket=resources.bucket).get("Uploads", [])

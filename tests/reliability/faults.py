@@ -23,6 +23,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.clients import aws_client
 from exports.config import LANES
@@ -56,7 +57,13 @@ def throttling_error(service: str, operation: str) -> ClientError:
     return ClientError(
         {
             "Error": {"Code": code, "Message": "Rate exceeded (injected)"},
-            "ResponseMetadata": {"HTTPStatusCode": status},
+            "ResponseMetadata": {
+                "RequestId": "",
+                "HostId": "",
+                "HTTPStatusCode": status,
+                "HTTPHeaders": {},
+                "RetryAttempts": 0,
+            },
         },
         operation,
     )
@@ -168,7 +175,7 @@ def throttle(service: str, operation: str, params: dict[str, Any]) -> None:
 class Delivery:
     """What became of one invocation of the worker."""
 
-    messages: list[dict[str, Any]]
+    messages: list[MessageTypeDef]
     failed: set[str]
     died: bool = False
 
@@ -186,7 +193,7 @@ class Lanes:
             for lane, url in self.urls.items()
         }
 
-    def receive(self, lane: str, count: int = 1, visibility_sec: int = 600) -> list[dict[str, Any]]:
+    def receive(self, lane: str, count: int = 1, visibility_sec: int = 600) -> list[MessageTypeDef]:
         """Up to ``count`` messages, invisible for ``visibility_sec`` (0: visible again at once)."""
         return self.sqs.receive_message(
             QueueUrl=self.urls[lane],
@@ -196,7 +203,7 @@ class Lanes:
             MessageAttributeNames=["All"],
         ).get("Messages", [])
 
-    def invoke(self, lane: str, messages: list[dict[str, Any]]) -> Delivery:
+    def invoke(self, lane: str, messages: list[MessageTypeDef]) -> Delivery:
         """Run the worker function on ``messages`` as the SQS event source would."""
         event = to_sqs_event(messages, self.arns[lane], REGION)
         try:
@@ -234,9 +241,9 @@ class Lanes:
             total += sum(int(value) for value in attributes.values())
         return total
 
-    def dead_letters(self, lane: str) -> list[dict[str, Any]]:
+    def dead_letters(self, lane: str) -> list[MessageTypeDef]:
         """Every message in the lane's DLQ (received with visibility 0, so they stay there)."""
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, MessageTypeDef] = {}
         for _ in range(10):
             for message in self.sqs.receive_message(
                 QueueUrl=self.dlq_urls[lane], MaxNumberOfMessages=10, VisibilityTimeout=0, AttributeNames=["All"]

@@ -34,6 +34,8 @@ from typing import Any
 
 import boto3
 import pytest
+from types_boto3_sqs.type_defs import MessageTypeDef
+from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 from exports.config import Callback, Env
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus
@@ -286,12 +288,10 @@ class Simulation:
                     self.log[task_id].append(f"step {self.steps}: worker died after the terminal write")
                     raise WorkerDied("after the terminal write, before telling the workflow")
 
-                self.faults.once(
-                    "stepfunctions",
-                    "SendTaskSuccess",
-                    died_after_end,
-                    when=lambda s, o, params, token=token: params.get("taskToken") == token,
-                )
+                def carries_token(service: str, operation: str, params: dict[str, Any], token: str = token) -> bool:
+                    return params.get("taskToken") == token
+
+                self.faults.once("stepfunctions", "SendTaskSuccess", died_after_end, when=carries_token)
         target = task_ids[0]
         roll = self.rng.random()
         service, operation = self.rng.choice(EXPORT_POINTS if roll < CRASH_RATE else RACE_POINTS)
@@ -350,14 +350,14 @@ class Simulation:
             lifecycle.lambda_handler({"action": "expire", "task_id": task_id}, FakeContext())
 
 
-def _task_id_of(message: dict[str, Any]) -> str:
+def _task_id_of(message: MessageTypeDef) -> str:
     try:
         return json.loads(message["Body"])["task_id"]
     except (ValueError, KeyError):
         return "?"
 
 
-def m_count(messages: list[dict[str, Any]], task_id: str) -> str:
+def m_count(messages: list[MessageTypeDef], task_id: str) -> str:
     return next((m["Attributes"]["ApproximateReceiveCount"] for m in messages if _task_id_of(m) == task_id), "?")
 
 
@@ -457,7 +457,7 @@ def wait_for_workflows(sim: Simulation, limit_sec: float = 40) -> None:
     sfn = boto3.client("stepfunctions", region_name=REGION)
     ended = {task_id for task_id, record in task_records(sim.resources).items() if record["status"] in TERMINAL}
 
-    def running(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def running(executions: list[ExecutionListItemTypeDef]) -> list[ExecutionListItemTypeDef]:
         return [e for e in executions if e["status"] == "RUNNING" and e["name"] in ended]
 
     executions = poll_until(

@@ -73,7 +73,7 @@ def test_every_accepted_submit_names_a_task_that_exists(stack: Stack) -> None:
     lock = threading.Lock()
 
     def submit(session: requests.Session, user: str, day: str) -> None:
-        body = {"export_type": "orders", "filters": {"date_from": day, "date_to": day}}
+        body: dict[str, Any] = {"export_type": "orders", "filters": {"date_from": day, "date_to": day}}
         response = session.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers(user), timeout=10)
         with lock:
             answers[(user, response.status_code)] += 1

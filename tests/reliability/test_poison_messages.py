@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.config import Queue
 from exports.domain.status import TaskStatus
@@ -93,7 +94,7 @@ def crash_claim(service: str, operation: str, params: dict[str, Any]) -> None:
     raise InjectedCrash("the worker crashes on this task")
 
 
-def dead_letter_everything(lanes: Lanes) -> list[dict[str, Any]]:
+def dead_letter_everything(lanes: Lanes) -> list[MessageTypeDef]:
     """The worker is down (or crashing before it can answer): receive without answering until
     SQS moves every message to the DLQ."""
     for _ in range(Queue.MAX_RECEIVE_COUNT + 1):

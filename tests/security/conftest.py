@@ -1,6 +1,7 @@
 """Fixtures of the security suite: moto with the real resources (from the integration suite), and
 one moto per module for the many small cases that store nothing or only their own tasks."""
 
+import functools
 from collections.abc import Iterator
 
 import boto3
@@ -15,7 +16,7 @@ from tests.integration.conftest import _clear_caches, aws, orders, retry_clock, 
 def module_aws() -> Iterator[Resources]:
     """Like ``aws``, shared by the tests of one module."""
     with mock_aws(), pytest.MonkeyPatch.context() as patch:
-        resources = create_resources(lambda service: boto3.client(service, region_name=REGION))
+        resources = create_resources(functools.partial(boto3.client, region_name=REGION))
         for name, value in resources.function_environment().items():
             patch.setenv(name, value)
         _clear_caches()

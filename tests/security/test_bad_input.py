@@ -13,7 +13,7 @@ from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
 
-GOOD = {"export_type": "orders", "filters": {"date_from": "2025-03-01", "date_to": "2025-03-02"}}
+GOOD: dict[str, Any] = {"export_type": "orders", "filters": {"date_from": "2025-03-01", "date_to": "2025-03-02"}}
 
 
 def post(raw: str | None = None, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:

@@ -121,7 +121,11 @@ def test_ip_literal_spellings_and_other_tricks_are_refused(module_aws: Resources
 
 def test_ipv6_forms_of_a_public_address_stay_allowed() -> None:
     for address in ("64:ff9b::5db8:d822", "2002:5db8:d822::1", "2606:2800:220:1:248:1893:25c8:1946"):
-        destination = check_destination("https://hooks.example.com/in", lambda host, port, a=address: [a])
+
+        def resolve(host: str, port: int, a: str = address) -> list[str]:
+            return [a]
+
+        destination = check_destination("https://hooks.example.com/in", resolve)
         assert destination.address == address
 
 
@@ -170,7 +174,7 @@ def test_a_name_that_turns_private_after_submit_is_not_called(module_aws: Resour
     assert sender.posts == []
     state = deps.tasks.get(task_id).callback
     assert (state.status, state.attempts) == ("FAILED", 1)
-    assert "not public" in state.last_error
+    assert state.last_error is not None and "not public" in state.last_error
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])

@@ -341,6 +341,13 @@ class NumbersExport(ExportType):
         return "numbers"
 
 
+def numbers_in(registry: ExportTypeRegistry, name: str = "numbers") -> NumbersExport:
+    """The registered NumbersExport ``name``, to set its ``before_page`` hook."""
+    export = registry.get(name)
+    assert isinstance(export, NumbersExport), f"{name} is not a NumbersExport"
+    return export
+
+
 class PlainNumbersExport(ExportType):
     """The same rows through rows() only: it cannot resume."""
 
@@ -388,7 +395,7 @@ def make_world(*export_types: ExportType, files: FakeFiles | None = None, **sett
         "metrics": metrics,
         "clock": clock,
     }
-    fields = {
+    fields: dict[str, Any] = {
         field.name: given.get(field.name, object())
         for field in dataclasses.fields(WorkerDependencies)
         if field.name in given
@@ -407,6 +414,7 @@ def running_task(world: World, export_type: str = "numbers", fmt: ExportFormat =
 def reclaim(world: World, task_id: str) -> Task:
     """What the next invocation does with a PENDING task: claim it again."""
     task = world.tasks.get(task_id)
+    assert task is not None, f"{task_id} is not stored"
     claimed = claim(task, world.clock(), LEASE)
     world.tasks.update(task, claimed)
     return claimed

@@ -115,7 +115,8 @@ def test_a_destination_that_now_resolves_inside_is_refused_at_send() -> None:
 
     assert w.webhooks.posts == []
     recorded = w.tasks.get(task.task_id).callback
-    assert recorded.status is CallbackStatus.FAILED and "not public" in recorded.last_error
+    assert recorded.status is CallbackStatus.FAILED
+    assert recorded.last_error is not None and "not public" in recorded.last_error
     assert w.counts(Metric.CALLBACK_FAILED) == 1
 
 
@@ -179,7 +180,7 @@ def test_a_record_gone_by_the_time_its_states_are_written_is_no_error() -> None:
     w = world(204)
     task = ended(w, HOOK)
 
-    def expired(_: Task) -> None:
+    def expired(task: Task) -> None:
         raise ConditionFailed("the record is gone")
 
     w.tasks.record_callbacks = expired  # type: ignore[method-assign]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -180,8 +181,13 @@ def test_the_api_builds_the_registry_on_the_first_request_that_needs_an_export_t
 
 
 def test_the_worker_builds_its_registry_and_limiter_at_once(monkeypatch):
-    built = []
-    monkeypatch.setattr(composition, "declared_export_types", lambda settings, environ: built.append(1) or [])
+    built: list[int] = []
+
+    def declared_export_types(settings: Any, environ: Any) -> list[Any]:
+        built.append(1)
+        return []
+
+    monkeypatch.setattr(composition, "declared_export_types", declared_export_types)
 
     deps = composition.compose_worker(FakeMetrics(), own(WorkerSettings))
 

@@ -4,6 +4,7 @@ import gzip
 import hashlib
 import io
 import itertools
+import shutil
 import zlib
 from collections import namedtuple
 
@@ -16,7 +17,6 @@ from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.ports import TaskMessage
-from exports.services import xlsx_guards
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.export_run import HandedOver, run_export
@@ -29,6 +29,7 @@ from tests.unit.export_fakes import (
     PlainNumbersExport,
     make_world,
     number_row,
+    numbers_in,
     reclaim,
     running_task,
 )
@@ -227,7 +228,7 @@ def test_a_task_taken_away_during_the_hand_over_leaves_nothing_behind():
             current = world.tasks.get(task.task_id)
             world.tasks.tasks[task.task_id] = current.model_copy(update={"status": TaskStatus.CANCELLED})
 
-    world.deps.registry.get("numbers").before_page = cancel
+    numbers_in(world.deps.registry).before_page = cancel
     with pytest.raises(LostOwnership) as lost:
         run(world, task, budget(2))
 
@@ -237,13 +238,16 @@ def test_a_task_taken_away_during_the_hand_over_leaves_nothing_behind():
 
 def test_progress_is_written_at_most_every_interval_against_the_expected_rows():
     world = make_world(NumbersExport(rows_total=100, page_rows=5, expected=200, before_page=lambda _: None))
-    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(0.7)
+    numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(0.7)
     task = running_task(world)
     started = world.clock()
 
     run(world, task)
 
-    times = [started] + [moment for moment, _ in world.tasks.writes]
+    times = [started]
+    for moment, _ in world.tasks.writes:
+        assert moment is not None  # the world's tasks fake writes with its clock
+        times.append(moment)
     gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(times)]
     assert len(gaps) >= 5 and all(gap >= 2.0 for gap in gaps)
     percents = [written.progress for _, written in world.tasks.writes]
@@ -255,7 +259,7 @@ def test_progress_is_written_at_most_every_interval_against_the_expected_rows():
 def test_progress_is_measured_against_the_plans_count_when_the_type_knows_none():
     # A type that splits when large counted its rows to plan; a single worker's run of it uses that.
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
-    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)
+    numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(2.5)
     task = running_task(world)
 
     run_export(task, ProgressReporter(task, world.deps), world.deps, None, planned_rows=400)
@@ -265,7 +269,7 @@ def test_progress_is_measured_against_the_plans_count_when_the_type_knows_none()
 
 def test_progress_of_a_source_that_knows_nothing_follows_the_submits_estimate():
     world = make_world(NumbersExport(rows_total=100, page_rows=10, fractions=False))
-    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)
+    numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(2.5)
     task = running_task(world).model_copy(update={"estimated_rows": 50})
 
     run(world, task)
@@ -276,7 +280,7 @@ def test_progress_of_a_source_that_knows_nothing_follows_the_submits_estimate():
 
 def test_progress_without_an_expected_count_follows_the_sources_fraction():
     world = make_world(NumbersExport(rows_total=100, page_rows=10))
-    world.deps.registry.get("numbers").before_page = lambda _: world.clock.advance(2.5)
+    numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(2.5)
     run(world, running_task(world))
     assert [written.progress for _, written in world.tasks.writes] == [10, 20, 30, 40, 50, 60, 70, 80, 90, 99]
 
@@ -348,7 +352,7 @@ Usage = namedtuple("Usage", "total used free")
 
 def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
     readings = iter([Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**9), Usage(10**10, 10**9, 10**6)])
-    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: next(readings))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: next(readings))
     world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
 
     with pytest.raises(ExportFailed) as failed:
@@ -362,7 +366,7 @@ def test_an_xlsx_export_stops_before_the_temporary_disk_fills_up(monkeypatch):
 def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monkeypatch):
     grown = 10 * xlsx_limits.SAVE_BYTES_PER_SEC  # ten seconds of saving
     readings = iter([Usage(10**12, 0, 10**11)] + [Usage(10**12, grown, 10**11)] * 20)
-    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: next(readings))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: next(readings))
     world = make_world(NumbersExport(rows_total=100, page_rows=10), xlsx_engine="openpyxl")
     just_enough_without_saving = (xlsx_limits.TIME_MARGIN_SEC + 5) * 1000
 
@@ -370,7 +374,7 @@ def test_the_xlsx_time_limit_includes_saving_what_the_temporary_files_hold(monke
         run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
     assert failed.value.code == "XLSX_TOO_LARGE"
 
-    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", lambda _path: Usage(10**12, 0, 10**11))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**12, 0, 10**11))
     result = run(world, running_task(world, fmt=ExportFormat.XLSX), lambda: just_enough_without_saving)
     assert result.rows == 100
 

@@ -1,20 +1,21 @@
 """Export types as plugins: pages with resumable cursors, filters, expected rows, and the defaults
 of the base class."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
 from examples.demo_plugins.customers import CustomersExport, CustomersFilters
-from examples.demo_plugins.orders import OrdersExport, OrdersFilters, OrderStatus
+from examples.demo_plugins.orders import OrdersExport, OrdersFilters
 from examples.demo_plugins.sales_report import SalesReportExport, SalesReportFilters
 from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, CursorInvalid, ExportType, Page
+from exports.export_types.base import Column, Cursor, CursorInvalid, ExportType, Page, Row
 from local_stack.demo_customers import demo_customers
-from local_stack.demo_orders import demo_orders
+from local_stack.demo_orders import OrderStatus, demo_orders
 from tests.unit.builders import make_order
 from tests.unit.fakes import FakeOrdersReader
 
@@ -27,7 +28,8 @@ def all_rows(pages):
 
 def resumed_everywhere(export, filters):
     """Rows read by resuming after every page, each time from the last cursor only."""
-    rows, cursor = [], None
+    rows: list[Row] = []
+    cursor: Cursor | None = None
     while True:
         page = next(export.pages(filters, cursor), None)
         if page is None:
@@ -41,7 +43,7 @@ def resumed_everywhere(export, filters):
 
 def test_orders_pages_hold_the_rows_of_rows_and_resume_from_any_cursor():
     export = OrdersExport(FakeOrdersReader(demo_orders(600, TODAY)), page_rows=7)
-    filters = OrdersFilters(date_from="2025-03-20", date_to="2025-03-31")
+    filters = OrdersFilters(date_from=date(2025, 3, 20), date_to=date(2025, 3, 31))
 
     expected = list(export.rows(filters))
 
@@ -53,7 +55,7 @@ def test_orders_pages_hold_the_rows_of_rows_and_resume_from_any_cursor():
 def test_orders_cursors_count_within_a_day_and_name_the_last_order():
     orders = [make_order(order_id=f"O{n}", created_at=f"2025-03-01T0{n}:00:00+00:00") for n in range(1, 4)]
     export = OrdersExport(FakeOrdersReader(orders), page_rows=2)
-    filters = OrdersFilters(date_from="2025-03-01", date_to="2025-03-02", columns=["order_id"])
+    filters = OrdersFilters(date_from=date(2025, 3, 1), date_to=date(2025, 3, 2), columns=["order_id"])
 
     pages = list(export.pages(filters))
 
@@ -66,7 +68,7 @@ def test_orders_cursors_count_within_a_day_and_name_the_last_order():
 
 def test_an_orders_cursor_whose_day_changed_is_invalid():
     export = OrdersExport(FakeOrdersReader([make_order(order_id="O1"), make_order(order_id="O9")]))
-    filters = OrdersFilters(date_from="2025-03-01", date_to="2025-03-01")
+    filters = OrdersFilters(date_from=date(2025, 3, 1), date_to=date(2025, 3, 1))
     with pytest.raises(CursorInvalid):
         list(export.pages(filters, {"day": "2025-03-01", "skip": 1, "last_order_id": "O2"}))
     with pytest.raises(CursorInvalid):
@@ -109,7 +111,7 @@ class FakeCustomersReader:
 def test_customers_rows_are_typed_and_filtered_by_country():
     stored = list(demo_customers(TODAY, count=800))
     export = CustomersExport(FakeCustomersReader(stored), page_rows=3)
-    filters = CustomersFilters(signed_up_from="2024-01-01", signed_up_to="2024-12-31", countries=["DE", "JP"])
+    filters = CustomersFilters(signed_up_from=date(2024, 1, 1), signed_up_to=date(2024, 12, 31), countries=["DE", "JP"])
 
     rows = all_rows(export.pages(filters))
 
@@ -137,7 +139,7 @@ def test_customers_resume_from_the_index_key_and_read_nothing_twice():
     ]
     reader = FakeCustomersReader(stored)
     export = CustomersExport(reader, page_rows=1)
-    filters = CustomersFilters(signed_up_from="2025-03-01", signed_up_to="2025-03-02")
+    filters = CustomersFilters(signed_up_from=date(2025, 3, 1), signed_up_to=date(2025, 3, 2))
 
     pages = list(export.pages(filters))
     assert pages[0].cursor == {
@@ -186,7 +188,7 @@ def test_sales_report_totals_each_day_and_status_in_the_chosen_currency():
         make_order(order_id="D", status="shipped", amount=Decimal("1.01"), currency="EUR", order_day="2025-03-02"),
     ]
     export = SalesReportExport(FakeOrdersReader(orders))
-    filters = SalesReportFilters(date_from="2025-03-01", date_to="2025-03-02", currency="EUR")
+    filters = SalesReportFilters(date_from=date(2025, 3, 1), date_to=date(2025, 3, 2), currency="EUR")
 
     rows = all_rows(export.pages(filters))
 
@@ -209,7 +211,7 @@ def test_sales_report_totals_each_day_and_status_in_the_chosen_currency():
 def test_sales_report_reads_one_day_at_a_time_and_resumes_at_the_next_day():
     reader = FakeOrdersReader(demo_orders(300, TODAY))
     export = SalesReportExport(reader)
-    filters = SalesReportFilters(date_from="2025-03-01", date_to="2025-03-10", currency="CNY")
+    filters = SalesReportFilters(date_from=date(2025, 3, 1), date_to=date(2025, 3, 10), currency="CNY")
 
     pages = list(export.pages(filters))
 
@@ -244,7 +246,7 @@ class RowsOnly(ExportType):
     def columns(self, filters):
         return [Column("n", "N")]
 
-    def rows(self, filters, on_fraction=lambda _: None) -> Iterator[tuple]:
+    def rows(self, filters: Any, on_fraction: Callable[[float], None] = lambda _: None) -> Iterator[Row]:
         for n in range(2500):
             if n % 1000 == 0:
                 on_fraction(n / 2500)
@@ -280,7 +282,7 @@ def test_a_type_with_rows_only_gets_pages_without_cursors():
 
 
 def test_a_type_with_pages_only_gets_rows_and_fractions():
-    fractions = []
+    fractions: list[float] = []
     assert list(PagesOnly().rows(None, on_fraction=fractions.append)) == [(n,) for n in range(6)]
     assert fractions == [2 / 6, 4 / 6, 1.0]
     assert PagesOnly().resumable

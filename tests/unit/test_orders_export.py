@@ -135,7 +135,7 @@ def test_status_filter_is_passed_to_the_reader():
 
 def test_progress_fractions_start_at_zero_and_increase_by_day():
     export, _ = export_of(make_order(order_day="2025-03-02", created_at="2025-03-02T10:00:00+00:00"))
-    fractions = []
+    fractions: list[float] = []
 
     list(export.rows(filters(date_to="2025-03-04"), on_fraction=fractions.append))
 
@@ -148,7 +148,7 @@ def test_progress_is_reported_before_each_days_rows():
         make_order(order_id="D1", order_day="2025-03-01"),
         make_order(order_id="D2", order_day="2025-03-02", created_at="2025-03-02T10:00:00+00:00"),
     )
-    events = []
+    events: list[float | str] = []
 
     for (order_id,) in export.rows(filters(date_to="2025-03-02", columns=["order_id"]), on_fraction=events.append):
         events.append(order_id)

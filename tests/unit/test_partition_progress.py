@@ -48,6 +48,7 @@ def test_a_new_attempt_starts_with_no_partition_counts() -> None:
     PartitionProgress(task, world.deps, 0, PLANNED).flush()
 
     stored = world.tasks.get(task.task_id)
+    assert stored is not None
     world.tasks.update(stored, requeue(stored, "X", "again"))
     again = reclaim(world, task.task_id)
 

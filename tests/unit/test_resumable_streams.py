@@ -11,6 +11,7 @@ import subprocess
 import sys
 import zlib
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -172,7 +173,7 @@ def test_a_sink_continued_from_its_snapshot_sends_the_same_parts_and_hash():
 
 
 def checkpoint(**changes):
-    fields = {
+    fields: dict[str, Any] = {
         "task_id": "exp_1",
         "fingerprint": fingerprint({"b": 1, "a": [1, 2]}),
         "key": "results/exp_1/orders.csv",

@@ -155,6 +155,7 @@ def test_once_the_first_task_ended_an_identical_request_makes_a_new_task() -> No
 
     assert second.task.task_id != first.task.task_id and not second.deduplicated
     assert w.tasks.get(second.task.task_id).status is TaskStatus.PENDING
+    assert second.task.dedup_key is not None
     assert w.tasks.dedup[second.task.dedup_key][0] == second.task.task_id
 
 
@@ -162,11 +163,13 @@ def test_a_dedup_marker_outliving_its_ended_holder_is_taken_over() -> None:
     w = world()
     first = submit(w)
     cancelled = cancel_export(first.task.task_id, "alice", w.api)
+    assert cancelled.dedup_key is not None
     w.tasks.dedup[cancelled.dedup_key] = (first.task.task_id, first.task.deadline)  # its release was lost
 
     second = submit(w)
 
     assert second.task.task_id != first.task.task_id and not second.deduplicated
+    assert second.task.dedup_key is not None
     assert w.tasks.dedup[second.task.dedup_key][0] == second.task.task_id
 
 

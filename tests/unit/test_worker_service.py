@@ -16,7 +16,7 @@ from exports.services.control import cancel_export
 from exports.services.deliveries import process_delivery, process_task
 from exports.services.endings import Outcome
 from tests.unit.builders import make_order, make_task
-from tests.unit.export_fakes import NumbersExport
+from tests.unit.export_fakes import NumbersExport, numbers_in
 from tests.unit.fakes import FakeOrdersReader
 from tests.unit.service_fakes import LimitedNumbers, ServiceWorld, service_world
 
@@ -194,7 +194,7 @@ def test_a_task_cancelled_mid_export_leaves_no_object_and_no_upload() -> None:
         if first == 50:
             cancel_export(task.task_id, "alice", w.api)
 
-    w.worker.registry.get("numbers").before_page = cancel_at_page_five
+    numbers_in(w.worker.registry).before_page = cancel_at_page_five
     task = put(w)
 
     assert process_task(message(task), w.worker) is Outcome.LOST_OWNERSHIP
@@ -228,8 +228,9 @@ def test_a_hot_key_over_its_rate_defers_without_spending_retries() -> None:
 def test_a_source_at_its_limit_defers_the_task_and_a_run_holds_and_frees_its_slot() -> None:
     held: list[list[str]] = []
     w = service_world(LimitedNumbers(max_concurrent=1))
-    w.worker.registry.get("limited_numbers").before_page = lambda first: held.append(w.slots.holders("shop", 1))
+    numbers_in(w.worker.registry, "limited_numbers").before_page = lambda first: held.append(w.slots.holders("shop", 1))
     busy = w.slots.acquire("shop", 1, "exp_someone_else", w.clock())
+    assert busy is not None  # the one slot was free
     task = put(w, export_type="limited_numbers")
 
     assert process_task(message(task), w.worker) is Outcome.DEFERRED

@@ -132,6 +132,7 @@ def test_sheets_roll_over_at_excels_row_limit_by_default():
     # 1,048,576 rows a sheet in Excel, one of them the header. The rollover itself is tested with
     # a small limit in test_xlsx_writer.py; `make bench` writes a million rows for real.
     assert MAX_DATA_ROWS_PER_SHEET == 1_048_576 - 1
+    assert write_xlsx.__defaults__ is not None
     assert write_xlsx.__defaults__[-1] == MAX_DATA_ROWS_PER_SHEET
 
 

@@ -3,6 +3,7 @@ the time limit for both, the /tmp limit for openpyxl only."""
 
 import hashlib
 import io
+import shutil
 import zipfile
 from collections import namedtuple
 from datetime import datetime, time
@@ -14,7 +15,6 @@ from pydantic import ValidationError
 from exports.config import Env, XlsxEngine
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
-from exports.services import xlsx_guards
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.settings import WorkerSettings
@@ -82,7 +82,7 @@ def test_the_stream_engine_never_looks_at_the_temporary_disk(monkeypatch, privat
     def no_disk(_path):
         raise AssertionError("the stream engine writes no temporary file")
 
-    monkeypatch.setattr(xlsx_guards.shutil, "disk_usage", no_disk)
+    monkeypatch.setattr(shutil, "disk_usage", no_disk)
 
     _, result, _ = xlsx_export(rows_total=100)
 
