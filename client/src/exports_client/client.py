@@ -200,6 +200,10 @@ class ExportsClient:
             else:
                 if task is not None and task.is_terminal:
                     return task
+                if task is None:
+                    # Nothing arrived in time (a short timeout can end before the subscription's
+                    # first state): one GET, so the error still carries the task's state.
+                    task = self._parse(TaskView, self._request("GET", _task_path(task_id)))
                 raise WaitTimeoutError(f"export task {task_id} did not end within {timeout:g} s", task_id, task)
         attempt = 0
         while True:
