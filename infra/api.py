@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -106,7 +106,7 @@ class ExportsApi(Construct):
             throttle=apigw.ThrottleSettings(
                 rate_limit=Capacity.API_THROTTLE_RATE_PER_SEC, burst_limit=Capacity.API_THROTTLE_BURST
             ),
-            access_log_settings=_AccessLogs(self.access_logs),
+            access_log_settings=AccessLogs(self.access_logs, ACCESS_LOG_FORMAT),
         )
         integration = integrations.HttpLambdaIntegration("ApiFunction", handler)
         for path, methods in PROTECTED_ROUTES:
@@ -166,11 +166,13 @@ class ExportsApi(Construct):
 
 
 @jsii.implements(apigw.IAccessLogSettings)
-class _AccessLogs:
-    """Access log settings of the stage: a log group and the JSON line format."""
+class AccessLogs:
+    """Access log settings of a stage (this HTTP API's, the push channel's WebSocket API's): a
+    log group and one JSON object per line with ``fields``."""
 
-    def __init__(self, group: logs.ILogGroup) -> None:
+    def __init__(self, group: logs.ILogGroup, fields: Mapping[str, str]) -> None:
         self._destination = apigw.LogGroupLogDestination(group)
+        self._fields = dict(fields)
 
     @property
     def destination(self) -> apigw.IAccessLogDestination:
@@ -179,8 +181,8 @@ class _AccessLogs:
 
     @property
     def format(self) -> apigw_v1.AccessLogFormat:
-        """One JSON object per request."""
-        return apigw_v1.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT))
+        """One JSON object per request or event."""
+        return apigw_v1.AccessLogFormat.custom(json.dumps(self._fields))
 
 
 def _cors(settings: StageSettings) -> apigw.CorsPreflightOptions | None:

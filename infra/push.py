@@ -9,23 +9,19 @@ cannot. The other routes ride on a connection that passed ``$connect``.
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
-import jsii
 from aws_cdk import Duration, Stack
-from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from exports.config import SERVICE_NAME, Env, Push, Queue, TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
-from infra.api import ExportsApi
+from infra.api import AccessLogs, ExportsApi
 from infra.function_factory import ServiceFunction, log_group
 from infra.nag import acknowledge
 from infra.settings import StageSettings
@@ -50,22 +46,6 @@ ACCESS_LOG_FORMAT: Final = {
 # The mapping's filter: records of task items only (quota counters, dedup markers, statistics
 # and the other items of the single table never reach the push function).
 TASK_RECORDS: Final = {"dynamodb": {"Keys": {TaskTable.PARTITION_KEY: {"S": [{"prefix": TASK_ID_PREFIX}]}}}}
-
-
-@jsii.implements(apigw.IAccessLogSettings)
-class _AccessLogs:
-    def __init__(self, group: logs.ILogGroup) -> None:
-        self._destination = apigw.LogGroupLogDestination(group)
-
-    @property
-    def destination(self) -> apigw.IAccessLogDestination:
-        """Where the lines go."""
-        return self._destination
-
-    @property
-    def format(self) -> apigw_v1.AccessLogFormat:
-        """One JSON object per event."""
-        return apigw_v1.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT))
 
 
 class PushChannel(Construct):
@@ -105,7 +85,7 @@ class PushChannel(Construct):
             stage_name=STAGE,
             auto_deploy=True,
             throttle=apigw.ThrottleSettings(rate_limit=Push.THROTTLE_RATE, burst_limit=Push.THROTTLE_BURST),
-            access_log_settings=_AccessLogs(self.access_logs),
+            access_log_settings=AccessLogs(self.access_logs, ACCESS_LOG_FORMAT),
         )
         acknowledge(
             self.websocket_api,
