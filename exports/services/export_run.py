@@ -37,6 +37,7 @@ from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
+from exports.services.one_run import rows_in_one_run
 from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
 from exports.services.pdf_guards import heading as pdf_heading
 from exports.services.pdf_guards import out_of_time as pdf_out_of_time
@@ -355,16 +356,11 @@ def write_pdf(run: ExportRun) -> ExportResult:
         title = run.export_type.description or run.export_type.name
         # The stored filters: the caller-bound values are not filters the caller chose.
         heading = pdf_heading(title, run.task.filters, run.deps.clock())
-        stream = pdf.PdfStream(run.columns, cast(BinaryIO, sink), heading)
-        rows = 0
-        for page in run.export_type.stream(run.filters, None, run.control):
-            stream.write_rows(page.rows)
-            rows += len(page.rows)
-            run.tracker.update(rows, page.fraction)
-            if run.budget.below(PDF_TIME_MARGIN_SEC):
-                raise pdf_out_of_time(rows)
-        stream.close()
-        return run.finish(upload, sink, rows)
+        counted = RowCount()
+        pages = run.export_type.stream(run.filters, None, run.control)
+        rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, PDF_TIME_MARGIN_SEC, pdf_out_of_time)
+        pdf.write_pdf_stream(run.columns, rows, cast(BinaryIO, sink), heading)
+        return run.finish(upload, sink, counted.rows)
     except BaseException:
         run.attempt.discard(upload)
         raise
@@ -378,7 +374,9 @@ def write_parquet(run: ExportRun) -> ExportResult:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
         pages = run.export_type.stream(run.filters, None, run.control)
-        rows = parquet_guards.guarded_rows(pages, counted, run.tracker.update, run.budget)
+        rows = rows_in_one_run(
+            pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
+        )
         try:
             parquet_writer.write_parquet_stream(run.columns, rows, cast(BinaryIO, sink))
         except parquet_writer.ParquetValueInvalid as error:

@@ -5,13 +5,9 @@ cleanly; a value its column's type cannot hold ends it with ``PARQUET_VALUE_INVA
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from exports.domain.errors import ExportFailed
-from exports.export_types.base import Page, Row
-from exports.services.run_budget import RunBudget
-from exports.services.xlsx_guards import RowCount
 from exports.writers.parquet_writer import ParquetValueInvalid
 
 PARQUET_TOO_LARGE: Final = "PARQUET_TOO_LARGE"
@@ -20,21 +16,13 @@ PARQUET_VALUE_INVALID: Final = "PARQUET_VALUE_INVALID"
 TIME_MARGIN_SEC: Final = 30
 
 
-def guarded_rows(
-    pages: Iterable[Page], counted: RowCount, on_page: Callable[[int, float | None], None], budget: RunBudget
-) -> Iterator[Row]:
-    """The rows of ``pages``, counted; ``on_page(rows, fraction)`` after each page. Stops with
-    PARQUET_TOO_LARGE when less than :data:`TIME_MARGIN_SEC` is left of the run."""
-    for page in pages:
-        yield from page.rows
-        counted.rows += len(page.rows)
-        on_page(counted.rows, page.fraction)
-        if budget.below(TIME_MARGIN_SEC):
-            raise ExportFailed(
-                f"the Parquet file cannot be finished in one worker run ({counted.rows} rows written); "
-                "export jsonl.gz or csv.gz (they continue in a new run), or narrow the filters",
-                code=PARQUET_TOO_LARGE,
-            )
+def out_of_time(rows: int) -> ExportFailed:
+    """The error of a Parquet file that cannot be finished in the worker run after ``rows`` rows."""
+    return ExportFailed(
+        f"the Parquet file cannot be finished in one worker run ({rows} rows written); "
+        "export jsonl.gz or csv.gz (they continue in a new run), or narrow the filters",
+        code=PARQUET_TOO_LARGE,
+    )
 
 
 def value_invalid(error: ParquetValueInvalid, rows: int) -> ExportFailed:
