@@ -37,9 +37,9 @@ from exports.adapters.postgres_connections import trust_runtime_roots
 from exports.adapters.postgres_values import (
     NATIVE_KINDS,
     SESSION_FORMATS,
-    float_to_decimal,
     projection,
     read_as,
+    real_as_printed,
     register_loaders,
 )
 from exports.domain.errors import (
@@ -432,12 +432,12 @@ def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -
 
 
 def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]:
-    """Rows as files hold them: floats as the exact decimals PostgreSQL prints, UUIDs as text.
+    """Rows as files hold them: ``real`` values as the floats PostgreSQL prints, UUIDs as text.
     (Timestamps load as naive UTC and the other types arrive as text: see postgres_values.)"""
     changes: list[tuple[int, Callable[[Any], Any]]] = []
     for position, column in enumerate(columns):
-        if column.type_name in ("float4", "float8"):
-            changes.append((position, float_to_decimal(column.type_name)))
+        if column.type_name == "float4":
+            changes.append((position, real_as_printed))
         elif column.type_name == "uuid":
             changes.append((position, str))
     if not changes:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import ColumnKind
@@ -31,8 +30,8 @@ NATIVE_KINDS = {
     "int8": ColumnKind.INTEGER,
     "oid": ColumnKind.INTEGER,
     "numeric": ColumnKind.DECIMAL,
-    "float4": ColumnKind.DECIMAL,
-    "float8": ColumnKind.DECIMAL,
+    "float4": ColumnKind.FLOAT,
+    "float8": ColumnKind.FLOAT,
     "date": ColumnKind.DATE,
     "timestamp": ColumnKind.DATETIME,
     "timestamptz": ColumnKind.DATETIME,
@@ -98,27 +97,19 @@ def projection(names: Sequence[str], type_names: Sequence[str]) -> sql.Composabl
     return sql.SQL(", ").join(items)
 
 
-def float_to_decimal(type_name: str) -> Callable[[Any], Any]:
-    """A float column's values as the exact decimals PostgreSQL prints (its shortest form that
-    reads back as the same float: ``real`` to float4's precision); NaN and the infinities too."""
-    if type_name == "float4":
-        return _float4
-    return _float8
-
-
-def _float8(value: Any) -> Any:
-    return Decimal(repr(value)) if value.__class__ is float else value
-
-
-def _float4(value: Any) -> Any:
+def real_as_printed(value: Any) -> Any:
+    """A ``real`` (float4) value as the double nearest the text PostgreSQL prints for it (its
+    shortest form that reads back as the same float4), whose ``repr`` is that text: psycopg
+    loads the float4 itself, widened (0.1 arrives as 0.10000000149011612). A ``double
+    precision`` value needs nothing: its ``repr`` is PostgreSQL's text already."""
     if value.__class__ is not float or not math.isfinite(value):
-        return _float8(value)
+        return value
     single = struct.unpack("<f", struct.pack("<f", value))[0]
     for digits in range(1, 10):  # 9 significant digits always round-trip a float4
         text = f"{value:.{digits}g}"
         if struct.unpack("<f", struct.pack("<f", float(text)))[0] == single:
-            return Decimal(text)
-    return Decimal(repr(value))
+            return float(text)
+    return value
 
 
 def _civil(days: int) -> tuple[int, int, int]:

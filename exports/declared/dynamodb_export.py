@@ -181,6 +181,11 @@ def _decimal(value: Any) -> Decimal | None:
     return None if value is None else Decimal(value)
 
 
+def _float(value: Any) -> float | None:
+    # DynamoDB numbers are exact decimals: a column declared float holds the nearest double.
+    return None if value is None else float(Decimal(value))
+
+
 def _date(value: Any) -> date | None:
     return None if value is None else date.fromisoformat(str(value)[:10])
 
@@ -200,6 +205,7 @@ _CONVERTERS: dict[ColumnKind, Callable[[Any], Any]] = {
     ColumnKind.STRING: _text,
     ColumnKind.INTEGER: _integer,
     ColumnKind.DECIMAL: _decimal,
+    ColumnKind.FLOAT: _float,
     ColumnKind.DATE: _date,
     ColumnKind.DATETIME: _datetime,
     ColumnKind.BOOLEAN: _boolean,

@@ -117,7 +117,7 @@ class DeclaredSqlExport(DeclaredExport):
             if project is None:
                 project, key_of = self._shape(batch.columns, filters)
             rows = [project(row) for row in batch.rows] if project is not _SAME else batch.rows
-            page_cursor = {"after": [json_value(value) for value in key_of(batch.rows[-1])]} if key_of else None
+            page_cursor = {"after": key_cursor(key_of(batch.rows[-1]))} if key_of else None
             yield Page(rows, page_cursor)
         if project is None and self._order_key:
             yield Page([], {"after": list(after)} if after is not None else None)
@@ -185,7 +185,7 @@ class _KeysetRows:
 
     def checkpoint(self) -> Cursor | None:
         key = self._copied.stop_after()
-        return None if key is None else {"after": [json_value(value) for value in key]}
+        return None if key is None else {"after": key_cursor(key)}
 
     def close(self) -> None:
         self._copied.close()
@@ -204,6 +204,13 @@ def _getter(indexes: list[int]) -> Any:
         single = operator.itemgetter(indexes[0])
         return lambda row: (single(row),)
     return operator.itemgetter(*indexes)
+
+
+def key_cursor(key: Sequence[Any]) -> list[Any]:
+    """An order key's values as the cursor saves them: a float as its shortest text, which the
+    server reads as the key column's own type (bound untyped), so a ``real`` key compares equal
+    to itself (a float would be bound as ``double precision``, 0.1 widened past ``0.1::real``)."""
+    return [repr(value) if value.__class__ is float else json_value(value) for value in key]
 
 
 def _parse_cursor(cursor: Cursor, size: int) -> list[Any]:

@@ -24,6 +24,9 @@ class ColumnKind(StrEnum):
     STRING = "string"
     INTEGER = "integer"
     DECIMAL = "decimal"
+    # Binary floating point (PostgreSQL real and double precision): a double in XLSX and Parquet,
+    # shown with every digit it has; decimals keep two.
+    FLOAT = "float"
     DATE = "date"
     DATETIME = "datetime"
     BOOLEAN = "boolean"

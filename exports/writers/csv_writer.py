@@ -82,6 +82,10 @@ _FAST_PATHS: dict[ColumnKind, str] = {
     ColumnKind.DECIMAL: "((_t if 'E' not in (_t := str({c})) else _decimal({c})) if {c}.__class__ is Decimal"
     " else (_t if 'e' not in (_t := repr({c})) and {c} - {c} == 0.0 else _decimal({c})) if {c}.__class__ is float"
     " else None if {c} is None else _decimal({c}))",
+    # The same two paths, the float's first.
+    ColumnKind.FLOAT: "((_t if 'e' not in (_t := repr({c})) and {c} - {c} == 0.0 else _decimal({c}))"
+    " if {c}.__class__ is float else (_t if 'E' not in (_t := str({c})) else _decimal({c})) if {c}.__class__ is Decimal"
+    " else None if {c} is None else _decimal({c}))",
     ColumnKind.DATE: "({c} if {c}.__class__ is date or {c} is None else _date({c}))",
     # str() of a naive datetime is its ISO 8601 form, microseconds included when there are any.
     ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None or {c} is None else _datetime({c}))",

@@ -115,6 +115,7 @@ _ENCODERS: dict[ColumnKind, Callable[[Any], str]] = {
     ColumnKind.STRING: _string_value,
     ColumnKind.INTEGER: _integer_value,
     ColumnKind.DECIMAL: json_value,
+    ColumnKind.FLOAT: json_value,
     ColumnKind.DATE: _date_value,
     ColumnKind.DATETIME: _datetime_value,
     ColumnKind.BOOLEAN: json_value,

@@ -60,6 +60,7 @@ def arrow_type(column: Column) -> pa.DataType:
     types: dict[ColumnKind, pa.DataType] = {
         ColumnKind.STRING: pa.string(),
         ColumnKind.INTEGER: pa.int64(),
+        ColumnKind.FLOAT: pa.float64(),
         ColumnKind.DATE: pa.date32(),
         ColumnKind.DATETIME: pa.timestamp("us", tz="UTC"),
         ColumnKind.BOOLEAN: pa.bool_(),
@@ -89,12 +90,19 @@ def _as_digits(values: Sequence[Any]) -> list[Any]:
     ]
 
 
+def _as_floats(values: Sequence[Any]) -> list[Any]:
+    # A float column from a source that gives its numbers as decimals or integers: their doubles.
+    return [value if value is None or value.__class__ is float else float(value) for value in values]
+
+
 def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """What turns a column's values into what its Arrow type takes (None: they are already)."""
     if column.kind in (ColumnKind.STRING, ColumnKind.JSON):
         return _as_text
     if column.kind is ColumnKind.DECIMAL and not is_decimal_typed(column):
         return _as_digits
+    if column.kind is ColumnKind.FLOAT:
+        return _as_floats
     return None
 
 

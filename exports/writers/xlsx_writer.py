@@ -33,6 +33,7 @@ CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.shee
 MAX_DATA_ROWS_PER_SHEET = 1_048_575
 _NUMBER_FORMATS = {
     ColumnKind.DECIMAL: "#,##0.00",
+    ColumnKind.FLOAT: FLOAT_NUMBER_FORMAT,
     ColumnKind.DATE: "yyyy-mm-dd",
     ColumnKind.DATETIME: "yyyy-mm-dd hh:mm:ss",
 }

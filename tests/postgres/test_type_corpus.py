@@ -12,6 +12,8 @@ import csv
 import gzip
 import io
 import json
+import math
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -194,6 +196,18 @@ def _decimal(text: str, spreadsheet: bool) -> Any:
     return format(value, "f")
 
 
+def _float_digits(text: str) -> str:
+    # A float's shortest digits (Python's repr, PostgreSQL's too) without exponent: an integral
+    # float's repr ends in ".0" where PostgreSQL writes none, "3.0" for "3".
+    return format(Decimal(repr(float(text))), "f")
+
+
+def _float(text: str, spreadsheet: bool) -> Any:
+    if not Decimal(text).is_finite():
+        return text  # NaN, Infinity, -Infinity: PostgreSQL's spelling
+    return float(text) if spreadsheet else _float_digits(text)
+
+
 def _boolean(text: str, spreadsheet: bool) -> Any:
     return (text == "t") if spreadsheet else str(text == "t")
 
@@ -215,6 +229,7 @@ def _datetime(text: str, spreadsheet: bool) -> Any:
 EXPECTED = {
     ColumnKind.INTEGER: _integer,
     ColumnKind.DECIMAL: _decimal,
+    ColumnKind.FLOAT: _float,
     ColumnKind.BOOLEAN: _boolean,
     ColumnKind.DATE: _date,
     ColumnKind.DATETIME: _datetime,
@@ -269,8 +284,18 @@ def _pdf_datetime(text: str) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S}" + (f".{milliseconds:03d}" if milliseconds else "")
 
 
+def _pdf_float(text: str) -> str:
+    # As XLSX's #,##0.0### shows a float: grouped, every decimal, at least one.
+    if not Decimal(text).is_finite():
+        return text
+    whole, _, decimals = _float_digits(text).partition(".")
+    sign = "-" if whole.startswith("-") else ""
+    return f"{sign}{abs(int(whole)):,}.{decimals or '0'}"
+
+
 PDF_SHOWN = {
     ColumnKind.DECIMAL: _pdf_decimal,
+    ColumnKind.FLOAT: _pdf_float,
     ColumnKind.BOOLEAN: lambda text: "TRUE" if text == "t" else "FALSE",
     ColumnKind.DATETIME: _pdf_datetime,
 }
@@ -334,10 +359,9 @@ def test_the_inferred_kinds_follow_the_rules(corpus: tuple[str, ExportType]) -> 
     assert {name for name, kind in kinds.items() if kind is ColumnKind.DECIMAL} == {
         "c_numeric",
         "c_numeric_2",
-        "c_real",
-        "c_double",
         "c_money",
     }
+    assert {name for name, kind in kinds.items() if kind is ColumnKind.FLOAT} == {"c_real", "c_double"}
     assert {name for name, kind in kinds.items() if kind is ColumnKind.INTEGER} == {
         "id",
         "c_int2",
@@ -363,18 +387,24 @@ def _number_text(text: str) -> tuple[str, str]:
     return ("number", text)
 
 
+def _jsonl_number(kind: ColumnKind, text: str) -> Any:
+    if kind is ColumnKind.INTEGER:
+        return ("number", text) if abs(int(text)) <= 2**53 else text
+    value = Decimal(text)
+    if not value.is_finite():
+        return str(value)
+    if kind is ColumnKind.FLOAT:
+        return ("number", _float_digits(text))
+    exact = float(value) not in (float("inf"), float("-inf")) and Decimal(repr(float(value))) == value
+    return ("number", format(value, "f")) if exact else format(value, "f")
+
+
 def jsonl_cell(kind: ColumnKind, text: str | None) -> Any:
     """What a JSON Lines value holds for the database's text of a value."""
     if text is None:
         return None
-    if kind is ColumnKind.INTEGER:
-        return ("number", text) if abs(int(text)) <= 2**53 else text
-    if kind is ColumnKind.DECIMAL:
-        value = Decimal(text)
-        if not value.is_finite():
-            return str(value)
-        exact = float(value) not in (float("inf"), float("-inf")) and Decimal(repr(float(value))) == value
-        return ("number", format(value, "f")) if exact else format(value, "f")
+    if kind in (ColumnKind.INTEGER, ColumnKind.DECIMAL, ColumnKind.FLOAT):
+        return _jsonl_number(kind, text)
     if kind is ColumnKind.BOOLEAN:
         return text == "t"
     if kind is ColumnKind.DATETIME and "infinity" not in text and not text.endswith("BC"):
@@ -408,23 +438,27 @@ def test_every_value_of_every_type_reads_back_from_json_lines(corpus: tuple[str,
     assert mismatches == [], "\n".join(map(repr, mismatches))
 
 
+PARQUET_VALUES: dict[ColumnKind, Callable[[str], Any]] = {
+    ColumnKind.INTEGER: int,
+    ColumnKind.FLOAT: lambda text: _same_nan(float(text)),
+    ColumnKind.BOOLEAN: lambda text: text == "t",
+    ColumnKind.DATE: date.fromisoformat,
+    ColumnKind.DATETIME: lambda text: datetime.fromisoformat(text).replace(tzinfo=UTC),
+}
+
+
 def parquet_cell(column: Any, text: str | None) -> Any:
     """What a Parquet value holds for the database's text of a value (as pyarrow gives it)."""
     if text is None:
         return None
-    if column.kind is ColumnKind.INTEGER:
-        return int(text)
+    rule = PARQUET_VALUES.get(column.kind)
+    if rule is not None:
+        return rule(text)
     if column.kind is ColumnKind.DECIMAL:
         value = Decimal(text)
         if parquet_writer.is_decimal_typed(column):
             return value.quantize(Decimal(1).scaleb(-column.scale))
         return str(value) if not value.is_finite() else format(value, "f")
-    if column.kind is ColumnKind.BOOLEAN:
-        return text == "t"
-    if column.kind is ColumnKind.DATE:
-        return date.fromisoformat(text)
-    if column.kind is ColumnKind.DATETIME:
-        return datetime.fromisoformat(text).replace(tzinfo=UTC)
     return text
 
 
@@ -459,16 +493,27 @@ def test_every_value_of_every_type_reads_back_from_parquet_in_three_engines(
         written = parquet_writer.write_parquet_stream(columns, (rows[position] for position in kept), out)
 
     expected = [[parquet_cell(column, text) for column, text in zip(columns, texts, strict=True)] for texts in database]
-    read = [list(record.values()) for record in pq.read_table(path).to_pylist()]
+    read = [[_same_nan(value) for value in record.values()] for record in pq.read_table(path).to_pylist()]
     # DuckDB's and polars' own Python values, through Arrow (DuckDB gives time zones as its own).
-    duck = [list(record.values()) for record in duckdb.sql(f"SELECT * FROM '{path}'").to_arrow_table().to_pylist()]
-    frame = [list(record.values()) for record in polars.read_parquet(path).to_dicts()]
+    duck = [
+        [_same_nan(value) for value in record.values()]
+        for record in duckdb.sql(f"SELECT * FROM '{path}'").to_arrow_table().to_pylist()
+    ]
+    frame = [[_same_nan(value) for value in record.values()] for record in polars.read_parquet(path).to_dicts()]
 
     assert written == len(kept) >= 3
     assert pq.read_schema(path).names == names
     assert read == expected
     assert [[_utc(value) for value in row] for row in duck] == expected
     assert [[_utc(value) for value in row] for row in frame] == expected
+
+
+_NAN = float("nan")
+
+
+def _same_nan(value: Any) -> Any:
+    # One NaN object for every NaN: list equality holds for the same object, never for two NaNs.
+    return _NAN if isinstance(value, float) and math.isnan(value) else value
 
 
 def _utc(value: Any) -> Any:

@@ -170,7 +170,9 @@ def test_values_are_shown_as_xlsx_shows_them() -> None:
         formatter(ColumnKind.DATE),
         formatter(ColumnKind.DATETIME),
     )
-    assert decimal(Decimal("1234.5")) == "1,234.50" and decimal(7) == "7.00" and decimal(0.1) == "0.10"
+    assert decimal(Decimal("1234.5")) == "1,234.50" and decimal(7) == "7.00"
+    # A float shows every decimal of its shortest form, as XLSX's float format does.
+    assert decimal(0.1) == "0.1" and formatter(ColumnKind.FLOAT)(1234.5) == "1,234.5"
     # Numbers no double holds exactly: every digit, as the XLSX text cell.
     assert decimal(Decimal("0.30000000000000000001")) == "0.30000000000000000001"
     assert integer(2**53 + 1) == "9007199254740993" and integer(12345) == "12345"

@@ -28,7 +28,7 @@ from exports.writers.xlsx_engine import (
     write_xlsx_stream,
     zip_stream,
 )
-from exports.writers.xlsx_engine.rows import cell, column_letter, date_serial, rows_encoder
+from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, cell, column_letter, date_serial, rows_encoder
 from exports.writers.xlsx_writer import write_xlsx
 from tests.unit.cell_refs import with_references
 from tests.unit.fakes import FakeUpload
@@ -274,7 +274,7 @@ def test_the_row_templates_write_what_the_general_cell_function_writes():
         1.5,
         None,
     ]
-    styles = [0, 0, 4, 2, 3, 0, 0]
+    styles = [int(COLUMN_STYLES.get(column.kind, Style.NONE)) for column in columns]
     numbers = re.compile("<v>([^<]*)</v>")
     for value in samples:
         row_xml = with_references(encode([(value,) * len(columns)], 1))

@@ -2,6 +2,7 @@
 back through openpyxl, and the engine writes the same cells as the openpyxl engine."""
 
 import io
+import math
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from openpyxl import load_workbook
 
 from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import FIRST_SERIAL_DAY, looks_like_formula
+from exports.writers.cells import FIRST_SERIAL_DAY, FLOAT_NUMBER_FORMAT, looks_like_formula
 from exports.writers.xlsx_engine import XlsxStream, write_xlsx_stream
 from exports.writers.xlsx_writer import write_xlsx
 
@@ -32,6 +33,7 @@ VALUES = {
     ColumnKind.DECIMAL: st.decimals(
         min_value=-(10**12), max_value=10**12, places=2, allow_nan=False, allow_infinity=False
     ),
+    ColumnKind.FLOAT: st.floats(allow_nan=False, allow_infinity=False),
     ColumnKind.DATE: DATES,
     ColumnKind.DATETIME: NAIVE | WHOLE_SECONDS | st.datetimes(min_value=datetime(1900, 3, 2), timezones=ZONES),
     ColumnKind.BOOLEAN: st.booleans(),
@@ -77,6 +79,10 @@ def assert_read_back_equal(kind, value, cell):
         assert (cell.value, type(cell.value), cell.data_type) == (value, int, "n")
     elif kind is ColumnKind.DECIMAL:
         assert (cell.value, cell.data_type, cell.number_format) == (float(value), "n", "#,##0.00")
+    elif kind is ColumnKind.FLOAT:
+        # The exact double (-0.0 too), every decimal shown.
+        assert (cell.value, cell.data_type, cell.number_format) == (value, "n", FLOAT_NUMBER_FORMAT)
+        assert math.copysign(1, cell.value) == math.copysign(1, value)
     elif kind is ColumnKind.DATE:
         assert (cell.value, cell.number_format) == (datetime.combine(value, datetime.min.time()), "yyyy-mm-dd")
     elif kind is ColumnKind.DATETIME:

@@ -19,7 +19,9 @@ from exports.export_types.base import ColumnKind
 from exports.writers.cells import exact_double, plain_number, serial_text
 
 # Kinds whose values are aligned right (numbers, and dates and times, as a spreadsheet does).
-RIGHT_ALIGNED = frozenset({ColumnKind.INTEGER, ColumnKind.DECIMAL, ColumnKind.DATE, ColumnKind.DATETIME})
+RIGHT_ALIGNED = frozenset(
+    {ColumnKind.INTEGER, ColumnKind.DECIMAL, ColumnKind.FLOAT, ColumnKind.DATE, ColumnKind.DATETIME}
+)
 
 
 def formatter(kind: ColumnKind) -> Callable[[Any], str]:
@@ -40,12 +42,20 @@ def formatter(kind: ColumnKind) -> Callable[[Any], str]:
         if kind_of is int or kind_of is float or kind_of is Decimal:
             if exact_double(value) is None:
                 return plain_number(value)
+            if kind_of is float:
+                return every_digit(value)
             return f"{value:,.2f}" if decimal else plain_number(value)
         if isinstance(value, date):
             return _moment(value, day_only, time_too)
         return str(value)
 
     return show
+
+
+def every_digit(value: float) -> str:
+    """A float as XLSX shows one (``#,##0.0##...``): grouped, every decimal it has, at least one."""
+    whole, _, decimals = plain_number(value).partition(".")
+    return f"{int(whole):,}.{decimals or '0'}" if whole != "-0" else f"-0.{decimals or '0'}"
 
 
 def _moment(value: date, day_only: bool, time_too: bool) -> str:

@@ -44,11 +44,17 @@ class Style(IntEnum):
     QUOTED = 5
     # A date and time with sub-seconds: shown to the millisecond, Excel's precision.
     DATETIME_MS = 6
-    # A float in a decimal column: shown with every decimal it has (up to 15), not two.
+    # A float (in a float column, or in a decimal one): shown with every decimal it has (up to
+    # 15), not two.
     FLOAT = 7
 
 
-COLUMN_STYLES = {ColumnKind.DATE: Style.DATE, ColumnKind.DATETIME: Style.DATETIME, ColumnKind.DECIMAL: Style.DECIMAL}
+COLUMN_STYLES = {
+    ColumnKind.DATE: Style.DATE,
+    ColumnKind.DATETIME: Style.DATETIME,
+    ColumnKind.DECIMAL: Style.DECIMAL,
+    ColumnKind.FLOAT: Style.FLOAT,
+}
 _DATE_STYLES = (Style.DATE, Style.DATETIME, Style.DATETIME_MS)
 
 # Serial numbers of the 1900 date system: days since 1899-12-30. Excel counts 1900-02-29,
@@ -213,8 +219,10 @@ _FAST_CELLS: dict[ColumnKind, tuple[tuple[str, str], ...]] = {
         ("$v is False", '<c r="$L{n}" t="b"><v>0</v></c>'),
     ),
 }
-# JSON is text in a workbook.
+# JSON is text in a workbook; a float column's cells are numbers as a decimal column's are (its
+# style shows every digit).
 _FAST_CELLS[ColumnKind.JSON] = _FAST_CELLS[ColumnKind.STRING]
+_FAST_CELLS[ColumnKind.FLOAT] = _FAST_CELLS[ColumnKind.DECIMAL][::-1]
 _NAMESPACE: dict[str, Any] = {
     "_LEAD": "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable()) + " ",
     "_Decimal": Decimal,
