@@ -28,7 +28,8 @@ PAGE_ROWS = 1_000
 COLUMNS = [
     Column("id", "ID", ColumnKind.INTEGER),
     Column("quantity", "Quantity", ColumnKind.INTEGER),
-    Column("ratio", "Ratio", ColumnKind.DECIMAL),
+    # Floats in float columns, as PostgreSQL real and double precision columns give them.
+    Column("ratio", "Ratio", ColumnKind.FLOAT),
     Column("amount", "Amount", ColumnKind.DECIMAL),
     Column("day", "Day", ColumnKind.DATE),
     Column("at", "At", ColumnKind.DATETIME),
@@ -37,7 +38,7 @@ COLUMNS = [
     Column("description", "Description", ColumnKind.STRING),
     Column("active", "Active", ColumnKind.BOOLEAN),
     Column("note", "Note", ColumnKind.STRING),
-    Column("score", "Score", ColumnKind.DECIMAL),
+    Column("score", "Score", ColumnKind.FLOAT),
 ]
 _BASE = datetime(2025, 1, 1, 8, 0, 0)
 _DAYS = [_BASE.date() + timedelta(days=n) for n in range(365)]

@@ -60,7 +60,11 @@ _DATE_INFINITY, _DATE_MINUS_INFINITY = 0x7FFFFFFF, -0x80000000
 _TIMESTAMP_INFINITY, _TIMESTAMP_MINUS_INFINITY = 0x7FFFFFFFFFFFFFFF, -0x8000000000000000
 _MICROS_PER_DAY = 86_400_000_000
 _PG_EPOCH = datetime(2000, 1, 1)
-_PG_EPOCH_DATE = date(2000, 1, 1)
+_PG_EPOCH_ORDINAL = date(2000, 1, 1).toordinal()
+# The loaders run once a value (two a row of the demo orders): bound once, positional arguments
+# (docs/performance.md: a date in 110 ns instead of 370, a timestamp in 350 instead of 470).
+_INT4 = struct.Struct("!i").unpack
+_INT8 = struct.Struct("!q").unpack
 
 
 def read_as(type_name: str) -> tuple[str, ColumnKind] | None:
@@ -170,19 +174,19 @@ def register_loaders(conn: Any) -> None:
         format = Format.BINARY
 
         def load(self, data: Any) -> date | str:
-            days = struct.unpack("!i", data)[0]
+            days = _INT4(data)[0]
             try:
-                return _PG_EPOCH_DATE + timedelta(days=days)
-            except OverflowError:
+                return date.fromordinal(_PG_EPOCH_ORDINAL + days)
+            except (ValueError, OverflowError):  # out of 1..9999, or an infinity
                 return date_text(days)
 
     class TimestampOrText(Loader):
         format = Format.BINARY
 
         def load(self, data: Any) -> datetime | str:
-            micros = struct.unpack("!q", data)[0]
+            micros = _INT8(data)[0]
             try:
-                return _PG_EPOCH + timedelta(microseconds=micros)
+                return _PG_EPOCH + timedelta(0, 0, micros)
             except OverflowError:
                 return timestamp_text(micros)
 

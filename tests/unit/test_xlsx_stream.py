@@ -255,6 +255,12 @@ def test_the_row_templates_write_what_the_general_cell_function_writes():
         "x & y",
         "=1",
         " space",
+        # The second text template: formula triggers and surrounding spaces, alone and together.
+        "trailing ",
+        "-5 ",
+        "@ x",
+        " ",
+        "+",
         "",
         0,
         -17,

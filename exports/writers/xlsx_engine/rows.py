@@ -178,15 +178,22 @@ def header_row(columns: Sequence[Column]) -> str:
 # Per column kind: the test for the usual value and the f-string of the cell it gives. ``$v`` is
 # the value's local, ``$L`` the column's letter, ``$s`` its cell format (filled in once, when the
 # encoder is made); ``{n}`` is the row number. A value that fails the test goes to cell(); None
-# gives no cell. Text takes the template only when it needs nothing done: printable (no control
-# characters, tabs or line breaks), nothing to escape, no leading formula trigger, no leading or
-# trailing space.
+# gives no cell. Text takes a template when it needs nothing escaped: printable (no control
+# characters, tabs or line breaks), no markup character, no "_x", not empty; the first template
+# when it has no leading formula trigger and no leading or trailing space, the second (which tests
+# again) otherwise, with the quotePrefix style and xml:space as :func:`_inline` gives them.
 _FAST_CELLS: dict[ColumnKind, tuple[tuple[str, str], ...]] = {
     ColumnKind.STRING: (
         (
             "$v.__class__ is str and $v[:1] not in _LEAD and $v[-1:] != ' ' and $v.isprintable()"
             " and '&' not in $v and '<' not in $v and '>' not in $v and '_x' not in $v and len($v) <= _SHORT",
             '<c r="$L{n}" t="inlineStr"><is><t>{$v}</t></is></c>',
+        ),
+        (
+            "$v.__class__ is str and $v and $v.isprintable()"
+            " and '&' not in $v and '<' not in $v and '>' not in $v and '_x' not in $v and len($v) <= _SHORT",
+            '<c r="$L{n}"{_QUOTED if $v[:1] in _TRIGGERS else _NO} t="inlineStr">'
+            "<is><t{_PRESERVE if $v[:1] == _SPACE or $v[-1:] == _SPACE else _NO}>{$v}</t></is></c>",
         ),
     ),
     ColumnKind.INTEGER: (("$v.__class__ is int and -_EXACT <= $v <= _EXACT", '<c r="$L{n}"><v>{$v}</v></c>'),),
@@ -201,17 +208,17 @@ _FAST_CELLS: dict[ColumnKind, tuple[tuple[str, str], ...]] = {
     ),
     ColumnKind.DATE: (
         (
-            "$v.__class__ is _date and (_o := $v.toordinal()) >= _EPOCH_ORDINAL + _FIRST_EXACT_SERIAL",
-            '<c r="$L{n}" s="$s"><v>{_o - _EPOCH_ORDINAL}</v></c>',
+            "$v.__class__ is _date and (_o := $v.toordinal() - _EPOCH_ORDINAL) >= _FIRST_EXACT_SERIAL",
+            '<c r="$L{n}" s="$s"><v>{_o}</v></c>',
         ),
     ),
-    # Whole seconds: the day, then the time of day in ten decimals (Excel keeps 15 digits).
+    # Whole seconds: the day, then the time of day in ten decimals (Excel keeps 15 digits), both
+    # from one subtraction (a naive datetime's; an aware one would raise, so tzinfo comes first).
     ColumnKind.DATETIME: (
         (
-            "$v.__class__ is _datetime and $v.tzinfo is None and not $v.microsecond"
-            " and (_o := $v.toordinal()) >= _EPOCH_ORDINAL + _FIRST_EXACT_SERIAL",
-            '<c r="$L{n}" s="$s"><v>{_o - _EPOCH_ORDINAL}.'
-            "{(($v.hour * 3600 + $v.minute * 60 + $v.second) * 10_000_000_000 + 43_200) // 86_400:010d}</v></c>",
+            "$v.__class__ is _datetime and $v.tzinfo is None and not (_d := $v - _EPOCH).microseconds"
+            " and (_o := _d.days) >= _FIRST_EXACT_SERIAL",
+            '<c r="$L{n}" s="$s"><v>{_o}.{(_d.seconds * 10_000_000_000 + 43_200) // 86_400:010d}</v></c>',
         ),
     ),
     ColumnKind.BOOLEAN: (
@@ -223,8 +230,16 @@ _FAST_CELLS: dict[ColumnKind, tuple[tuple[str, str], ...]] = {
 # style shows every digit).
 _FAST_CELLS[ColumnKind.JSON] = _FAST_CELLS[ColumnKind.STRING]
 _FAST_CELLS[ColumnKind.FLOAT] = _FAST_CELLS[ColumnKind.DECIMAL][::-1]
+# The text templates' constants are names: a template is written into the encoder as a literal,
+# where an f-string's expressions (3.11) can hold no quote of its own kind and no backslash.
+_PRINTABLE_TRIGGERS = "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable())
 _NAMESPACE: dict[str, Any] = {
-    "_LEAD": "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable()) + " ",
+    "_LEAD": _PRINTABLE_TRIGGERS + " ",
+    "_TRIGGERS": _PRINTABLE_TRIGGERS,
+    "_SPACE": " ",
+    "_NO": "",
+    "_QUOTED": f' s="{int(Style.QUOTED)}"',
+    "_PRESERVE": ' xml:space="preserve"',
     "_Decimal": Decimal,
     "_date": date,
     "_datetime": datetime,
