@@ -8,7 +8,8 @@ the Lambda packages ship them), the median of ``--rounds`` samples kept:
 - each handler's first invocation, after its import, on a realistic event against a moto server
   that this process runs on loopback (submit a task, run it as the worker, ask the lifecycle
   function to expire it, ask the callback function to deliver it): the clients, Sessions, service
-  models and request paths a cold start pays for;
+  models and request paths a cold start pays for, with Lambda's variables and an active trace, so
+  that X-Ray loads, samples and patches as it does in Lambda;
 - building the four clients the functions use from one shared Session against one Session per
   client (what :mod:`exports.adapters.clients` avoids).
 
@@ -29,11 +30,13 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from bench.child import run_child
+from bench.child import ROOT, run_child
 
 FUNCTIONS: Final = ("submit", "worker", "lifecycle", "callback")
 CLIENTS: Final = ("dynamodb", "sqs", "s3", "stepfunctions")
 REGION: Final = "us-east-1"
+# A sampled request's trace header, as Lambda sets it for an invocation with active tracing.
+TRACE_HEADER: Final = "Root=1-67a1b2c3-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1"
 # The goal for a handler's import against bare boto3 (shown, not enforced: see docs).
 IMPORT_GOAL: Final = 1.5
 
@@ -127,8 +130,13 @@ class Stack:
             "POWERTOOLS_SERVICE_NAME": "exports",
             "POWERTOOLS_METRICS_NAMESPACE": "Exports",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
-            # No X-Ray daemon here; the SDK is imported all the same.
-            "POWERTOOLS_TRACE_DISABLED": "true",
+            # Lambda's own variables, so that X-Ray does what it does there: the Lambda context
+            # and its local sampler (outside Lambda it builds two X-Ray clients for centralized
+            # sampling instead, ~0.06 s Lambda never pays), active tracing of a sampled request,
+            # and every library patched. The segments go to the daemon's UDP port, which nobody
+            # reads here.
+            "LAMBDA_TASK_ROOT": str(ROOT),
+            "_X_AMZN_TRACE_ID": TRACE_HEADER,
             "EXPORTS_WEBHOOK_SECRET": "whsec_" + "A" * 32,
             **self.resources.function_environment(),
         }

@@ -2,34 +2,22 @@
 
 Each handler's cached ``dependencies()`` calls its own root (``compose_api``, ``compose_worker``,
 ``compose_callback``, ``compose_lifecycle``), which reads that function's settings and builds
-only the adapters that function uses, on the shared boto3 clients.
+only the adapters that function uses, on the shared boto3 clients. Each root imports its own
+adapters: every handler imports this module, and a function that does not build an adapter does
+not import it either (the lifecycle function never loads the queue, the limiter, the declared
+types' builder or the PostgreSQL adapters; tests/unit/test_cold_start.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.adapters.clients import aws_client
-from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
-from exports.adapters.dynamodb_source import DynamoItemsReader
-from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
-from exports.adapters.postgres_source import PostgresReader
-from exports.adapters.s3_results import S3ResultStore
-from exports.adapters.sqs_queue import SqsTaskQueue
-from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
-from exports.adapters.webhook_http import PinnedWebhookSender
 from exports.config import Estimates
-from exports.declared.build import SourceReaders, build_export_types
-from exports.declared.loader import default_path, load_declarations
-from exports.declared.model import PostgresSource
 from exports.domain.errors import ExportsError
-from exports.export_types.base import AnyExportType
-from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import BusinessMetrics, SqlReader
 from exports.services.dependencies import (
     ApiDependencies,
     CallbackDependencies,
@@ -37,7 +25,12 @@ from exports.services.dependencies import (
     WorkerDependencies,
 )
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
-from exports.webhooks.signing import SECRET_PREFIX
+
+if TYPE_CHECKING:
+    from exports.declared.model import PostgresSource
+    from exports.export_types.base import AnyExportType
+    from exports.export_types.registry import ExportTypeRegistry
+    from exports.ports import BusinessMetrics, SqlReader
 
 
 class PowertoolsMetrics:
@@ -71,6 +64,12 @@ class PowertoolsMetrics:
 
 def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[AnyExportType]:
     """The export types of this deployment: the declaration file's, wired to their sources."""
+    from exports.adapters.dynamodb_source import DynamoItemsReader
+    from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
+    from exports.adapters.postgres_source import PostgresReader
+    from exports.declared.build import SourceReaders, build_export_types
+    from exports.declared.loader import default_path, load_declarations
+
     declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
 
     def sql_reader(name: str, source: PostgresSource) -> SqlReader:
@@ -96,11 +95,15 @@ def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str]
 
 def build_registry(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:
     """The registry of the declared export types, built now."""
+    from exports.export_types.registry import ExportTypeRegistry
+
     return ExportTypeRegistry(declared_export_types(settings, environ))
 
 
 def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
     """The signing secret: given directly (local mode) or read, cached, from Secrets Manager."""
+    from exports.webhooks.signing import SECRET_PREFIX
+
     if settings.webhook_secret:
         secret = settings.webhook_secret
         return lambda: secret
@@ -131,6 +134,12 @@ def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
 def compose_api(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> ApiDependencies:
     """The API function's adapters on the shared boto3 clients; the registry is built on the
     first request that needs an export type (a submit, a retry, the list of types)."""
+    from exports.adapters.dynamodb_admission import DynamoThroughputStats
+    from exports.adapters.s3_results import S3ResultStore
+    from exports.adapters.sqs_queue import SqsTaskQueue
+    from exports.adapters.stepfunctions import StepFunctionsLifecycle
+    from exports.export_types.registry import ExportTypeRegistry
+
     settings = ApiSettings.from_env(environ)
     return ApiDependencies(
         settings=settings,
@@ -147,6 +156,12 @@ def compose_api(metrics: BusinessMetrics, environ: Mapping[str, str] = os.enviro
 def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> WorkerDependencies:
     """The worker's adapters on the shared boto3 clients; every task it runs needs its export
     type, so the registry is built at once."""
+    from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+    from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+    from exports.adapters.s3_results import S3ResultStore
+    from exports.adapters.sqs_queue import SqsTaskQueue
+    from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
+
     settings = WorkerSettings.from_env(environ)
     return WorkerDependencies(
         settings=settings,
@@ -170,6 +185,9 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
 def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
     """The callback function's adapters: no registry, no queue, no limiter; the signing secret
     is read from Secrets Manager on the first delivery."""
+    from exports.adapters.s3_results import S3ResultStore
+    from exports.adapters.webhook_http import PinnedWebhookSender
+
     settings = CallbackSettings.from_env(environ)
     return CallbackDependencies(
         settings=settings,
@@ -183,6 +201,8 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
 
 def compose_lifecycle(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> LifecycleDependencies:
     """The lifecycle function's adapters: the tasks table and the lifecycle workflow."""
+    from exports.adapters.stepfunctions import StepFunctionsLifecycle
+
     settings = LifecycleSettings.from_env(environ)
     return LifecycleDependencies(
         settings=settings,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from exports.composition import PowertoolsMetrics
@@ -16,9 +16,10 @@ from exports.push.composition import compose_push
 from exports.push.model import Refused
 from exports.services import push
 from exports.services.push import PushDependencies
+from exports.tracing import lazy_tracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
 
 

@@ -16,6 +16,8 @@ from bench.cold_start import report
 from exports.adapters.clients import ClientFactory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The bench measures the first four; the push and stream functions share their import rules.
+ALL_FUNCTIONS = ["submit", "lifecycle", "callback", "worker", "push", "stream"]
 
 
 @functools.cache
@@ -88,15 +90,39 @@ def test_the_workflow_functions_import_no_powertools_parser(function):
     assert "aws_lambda_powertools.utilities.parser" not in loaded
 
 
-@pytest.mark.parametrize("function", ["submit", "lifecycle", "callback", "worker"])
-def test_no_handler_imports_openpyxl_or_builds_a_client_at_import(function):
+@pytest.mark.parametrize("function", ALL_FUNCTIONS)
+def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(function):
     loaded, clients = cold_import(function)
 
-    assert "openpyxl" not in loaded
+    # Each format's library is imported by its writer, for that format only.
+    assert not loaded & {"openpyxl", "pyarrow", "fontTools", "psycopg"}
     assert clients == []
 
 
-@pytest.mark.parametrize("function", ["submit", "lifecycle", "callback", "worker"])
+@pytest.mark.parametrize("function", ["lifecycle", "callback"])
+def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
+    loaded, _ = cold_import(function)
+
+    # The composition root imports a function's adapters where it builds them (exports.composition).
+    assert "exports.composition" in loaded
+    assert not loaded & {
+        "exports.declared.build",
+        "exports.adapters.postgres_connections",
+        "exports.adapters.postgres_source",
+        "exports.adapters.dynamodb_source",
+        "exports.adapters.dynamodb_admission",
+        "exports.adapters.sqs_queue",
+    }
+
+
+def test_the_api_function_imports_the_declared_types_builder_on_first_use():
+    loaded, _ = cold_import("submit")
+
+    assert "exports.composition" in loaded
+    assert "exports.declared.build" not in loaded
+
+
+@pytest.mark.parametrize("function", ALL_FUNCTIONS)
 def test_no_handler_imports_the_xray_recorder_or_builds_the_task_models_at_import(function):
     loaded, _ = cold_import(function)
 

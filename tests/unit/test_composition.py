@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from exports import composition
+from exports.adapters import dynamodb_admission, sqs_queue
 from exports.config import Env
 from exports.settings import (
     ApiSettings,
@@ -130,8 +131,8 @@ def test_no_function_requires_the_demo_tables_variables():
 def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
     monkeypatch.setattr(composition, "declared_export_types", refuse)
     monkeypatch.setattr(composition, "build_registry", refuse)
-    monkeypatch.setattr(composition, "DynamoHotKeyLimiter", refuse)
-    monkeypatch.setattr(composition, "SqsTaskQueue", refuse)
+    monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
+    monkeypatch.setattr(sqs_queue, "SqsTaskQueue", refuse)
     environ = ReadEnviron(own(CallbackSettings))
 
     deps = composition.compose_callback(FakeMetrics(), environ)
@@ -153,7 +154,7 @@ def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
 def test_the_lifecycle_function_builds_its_adapters_from_its_variables_only(monkeypatch):
     monkeypatch.setattr(composition, "declared_export_types", refuse)
     monkeypatch.setattr(composition, "build_registry", refuse)
-    monkeypatch.setattr(composition, "DynamoHotKeyLimiter", refuse)
+    monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
     environ = ReadEnviron(own(LifecycleSettings))
 
     deps = composition.compose_lifecycle(FakeMetrics(), environ)
@@ -170,7 +171,7 @@ def test_the_api_builds_the_registry_on_the_first_request_that_needs_an_export_t
         return [NumbersExport()]
 
     monkeypatch.setattr(composition, "declared_export_types", declared_export_types)
-    monkeypatch.setattr(composition, "DynamoHotKeyLimiter", refuse)
+    monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
 
     deps = composition.compose_api(FakeMetrics(), own(ApiSettings))
 

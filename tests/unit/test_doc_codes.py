@@ -25,6 +25,7 @@ NOT_OURS = {
     "EXPORTS_FAULT_SEED",
     "LATEST_DATE",
     "SSL_CERT_FILE",
+    "LAMBDA_TASK_ROOT",
 }
 _QUOTED_NAME = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
 

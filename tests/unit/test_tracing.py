@@ -64,3 +64,18 @@ def test_where_tracing_is_off_nothing_is_patched():
     )
 
     assert _fresh(code) == ["function"]
+
+
+def test_a_library_is_patched_when_it_is_imported_not_imported_to_be_patched():
+    # Given a fresh interpreter where tracing is on and psycopg is not imported
+    code = (
+        "import json, sys; import botocore.client; from exports.tracing import LazyXRayRecorder; "
+        "LazyXRayRecorder(tracing_disabled=False).recorder(); "
+        "loaded = [name for name in ('psycopg', 'sqlite3') if name in sys.modules]; "
+        # When the PostgreSQL path imports psycopg after the first traced call
+        "import psycopg; "
+        "print(json.dumps([loaded, type(psycopg.connect).__name__]))"
+    )
+
+    # Then the first traced call imported neither library, and psycopg's connect is traced
+    assert _fresh(code) == [[], "FunctionWrapper"]
