@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import BinaryIO, cast
 
 from exports.config import FanOut, Worker
 from exports.domain.errors import ExportsError, LostOwnership
@@ -92,9 +91,7 @@ def upload_csv_partition(
     """Write and upload partition ``partition`` (of ``partitions``) of a CSV or csv.gz file:
     one segment, in the partition's range of part numbers."""
     sink = SegmentSink(upload, part_numbers(partition, partitions), part_bytes, before_part)
-    rows = write_csv_partition(
-        columns, pages, cast(BinaryIO, sink), partition, gzip=gzip, bom=bom, formula_guard=formula_guard
-    )
+    rows = write_csv_partition(columns, pages, sink, partition, gzip=gzip, bom=bom, formula_guard=formula_guard)
     return PartitionResult(rows, (sink.finish(),))
 
 
@@ -110,7 +107,7 @@ def upload_xlsx_partition(
     the range of part numbers of its place among all the workbook's pieces."""
     places = [index for index, piece in enumerate(layout.pieces) if piece.partition == partition]
     sinks = [SegmentSink(upload, part_numbers(place, len(layout.pieces)), part_bytes, before_part) for place in places]
-    written = write_xlsx_partition(layout, partition, pages, [cast(BinaryIO, sink) for sink in sinks])
+    written = write_xlsx_partition(layout, partition, pages, sinks)
     rows = sum(layout.pieces[place].rows for place in places)
     return PartitionResult(rows, tuple(sink.finish() for sink in sinks), tuple(written))
 

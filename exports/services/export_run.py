@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, cast
 
 from pydantic import BaseModel
 
@@ -46,6 +45,7 @@ from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
+from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
@@ -247,11 +247,11 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
             upload, run.deps.settings.upload_part_bytes, state=sink_state(checkpoint, tail) if checkpoint else None
         )
         gzip = None
-        out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
+        out: ByteStream = sink
         if run.task.format in GZIP_FORMATS:
             state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
             gzip = GzipStream(sink, state=state)
-            out = cast(BinaryIO, gzip)
+            out = gzip
         fresh = checkpoint is None
         stream: csv_writer.CsvStream | jsonl_writer.JsonlStream
         if run.task.format in JSONL_FORMATS:
@@ -295,7 +295,7 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
 
 
 def _copy_rows(
-    run: ExportRun, copied: CsvRows, out: BinaryIO, sink: MultipartSink, gzip: GzipStream | None, before: int
+    run: ExportRun, copied: CsvRows, out: ByteSink, sink: MultipartSink, gzip: GzipStream | None, before: int
 ) -> int | HandedOver:
     """The source's own CSV rows (COPY) after the header: the rows in the file, or the hand-over
     when the invocation runs short of time."""
@@ -359,7 +359,7 @@ def write_pdf(run: ExportRun) -> ExportResult:
         counted = RowCount()
         pages = run.export_type.stream(run.filters, None, run.control)
         rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, PDF_TIME_MARGIN_SEC, pdf_out_of_time)
-        pdf.write_pdf_stream(run.columns, rows, cast(BinaryIO, sink), heading)
+        pdf.write_pdf_stream(run.columns, rows, sink, heading)
         return run.finish(upload, sink, counted.rows)
     except BaseException:
         run.attempt.discard(upload)
@@ -378,7 +378,7 @@ def write_parquet(run: ExportRun) -> ExportResult:
             pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
         )
         try:
-            parquet_writer.write_parquet_stream(run.columns, rows, cast(BinaryIO, sink))
+            parquet_writer.write_parquet_stream(run.columns, rows, sink)
         except parquet_writer.ParquetValueInvalid as error:
             raise parquet_guards.value_invalid(error, counted.rows) from None
         return run.finish(upload, sink, counted.rows)
