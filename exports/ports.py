@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from exports.domain.admission import QueueWait, Throughput
@@ -247,13 +247,6 @@ class ResultStore(Protocol):
 
 # The invocation's remaining time in milliseconds, as Lambda's context tells it.
 RemainingMs = Callable[[], int]
-
-
-class OrdersReader(Protocol):
-    """The data source of the ``orders`` export type."""
-
-    def iter_orders(self, day_from: date, day_to: date, status: str | None) -> Iterator[dict[str, Any]]:
-        """Orders of the days ``day_from``..``day_to`` (inclusive), ordered by creation time."""
 
 
 class BusinessMetrics(Protocol):
