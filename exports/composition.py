@@ -22,10 +22,10 @@ from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.adapters.webhook_http import PinnedWebhookSender
-from exports.config import Estimates
 from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.declared.model import PostgresSource
+from exports.domain.admission import Estimates
 from exports.domain.errors import ExportsError
 from exports.export_types.base import AnyExportType
 from exports.export_types.registry import ExportTypeRegistry

@@ -12,8 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import Final
 
-from exports.config import FanOut, Worker
+from exports.config import Worker
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.task import ExportFormat, Task, record_partition_progress
 from exports.export_types.base import AnyExportType, Column, Page, Row
@@ -30,6 +31,10 @@ from exports.writers.partitioned import DeflatedPiece, XlsxLayout, write_csv_par
 from exports.writers.segment_upload import SegmentSink, SegmentUpload, part_numbers
 
 logger = logging.getLogger(__name__)
+
+# A partition's progress write that loses to another partition's reads the task and tries again
+# this many times, then leaves its count to its next write (the winner renewed the lease).
+PROGRESS_WRITE_TRIES: Final = 3
 
 
 class PartitionSourceBusy(ExportsError):
@@ -57,7 +62,7 @@ class PartitionProgress(ProgressReporter):
 
     def _write(self, rows: int, now: datetime) -> Task:
         task = self.task
-        for _ in range(FanOut.PROGRESS_WRITE_TRIES):
+        for _ in range(PROGRESS_WRITE_TRIES):
             lease = self._deps.settings.lease
             updated = record_partition_progress(task, self._partition, rows, self._planned_rows, now, lease)
             if write_partition_progress(task, updated, self._deps):

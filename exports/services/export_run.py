@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from exports.config import LongExports, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
@@ -35,7 +34,7 @@ from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
 from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
-from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
+from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, Checkpoints, export_fingerprint, sink_state
 from exports.services.one_run import rows_in_one_run
 from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
 from exports.services.pdf_guards import heading as pdf_heading
@@ -44,6 +43,7 @@ from exports.services.progress import ProgressReporter
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
+from exports.settings import XlsxEngine
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong
@@ -277,7 +277,7 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
             stream.write_rows(page.rows)
             rows += len(page.rows)
             run.tracker.update(rows, page.fraction)
-            if run.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+            if run.budget.below(CHECKPOINT_MARGIN_SEC):
                 stream.flush()
                 return _hand_over(run, sink, gzip, page.cursor, rows)
         stream.detach()
@@ -303,7 +303,7 @@ def _copy_rows(
         for chunk in copied.chunks():
             out.write(chunk)
             run.tracker.update(before + copied.rows, None)
-            if run.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+            if run.budget.below(CHECKPOINT_MARGIN_SEC):
                 return _hand_over(run, sink, gzip, copied.checkpoint(), before + copied.rows)
         return before + copied.rows
     finally:
