@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.config import Estimates
+from exports.domain.admission import Estimates
 from exports.domain.errors import ExportsError
 from exports.services.dependencies import (
     ApiDependencies,

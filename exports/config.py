@@ -1,7 +1,8 @@
-"""Names, limits, schedules and timeouts shared by the function code, local mode and ``infra/``.
+"""Names, limits, schedules and timeouts the infrastructure (``infra/``) shares with the code.
 
 Dependency-free on purpose: the CDK app imports it, and tests compare the synthesized template
-with these values, so nothing here is typed twice.
+with these values, so nothing here is typed twice. A constant only the code uses lives beside
+the code that uses it, not here.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Env:
     HOT_KEY_BURST: Final = "EXPORTS_HOT_KEY_BURST"
     # Local development only: allow plain-http callbacks to loopback addresses.
     ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
-    # Which code writes XLSX files: XlsxEngine.STREAM (default) or XlsxEngine.OPENPYXL.
+    # Which code writes XLSX files: settings.XlsxEngine.STREAM (default) or .OPENPYXL.
     XLSX_ENGINE: Final = "EXPORTS_XLSX_ENGINE"
     # The declaration file of sources and export types (TOML; default: Declarations.DEFAULT_FILE).
     EXPORTS_CONFIG: Final = "EXPORTS_CONFIG"
@@ -216,14 +217,6 @@ class Results:
     ABORT_INCOMPLETE_UPLOAD_DAYS: Final = 1
 
 
-class Polling:
-    """Advice to clients while a task runs (Retry-After) and caching once it is terminal."""
-
-    MIN_DELAY_SEC: Final = 1
-    MAX_DELAY_SEC: Final = 30
-    TERMINAL_MAX_AGE_SEC: Final = 5
-
-
 class Callback:
     """Callback delivery: the first attempt, then retries 1 s, 4 s and 16 s later."""
 
@@ -236,10 +229,9 @@ class Callback:
 
 
 # The dimensions ExportFailed carries besides ``service``: the task's error code and the data
-# source of its export type (NO_SOURCE for a type without one).
+# source of its export type (exports.services.endings.NO_SOURCE for a type without one).
 ERROR_CODE_DIMENSION: Final = "error_code"
 SOURCE_DIMENSION: Final = "source"
-NO_SOURCE: Final = "-"
 
 
 class Metric:
@@ -348,15 +340,6 @@ class HotKey:
     MAX_DEFER_SEC: Final = 60
 
 
-class Estimates:
-    """Run-time estimates from measured throughput."""
-
-    DEFAULT_ROWS_PER_SEC: Final = 5000.0
-    DEFAULT_TASK_SEC: Final = 5.0
-    # Weight of the newest measurement in the moving average.
-    SMOOTHING: Final = 0.3
-
-
 class CustomersTable:
     """Key schema of the demo customers table (the data source of the ``customers`` export type)."""
 
@@ -364,23 +347,6 @@ class CustomersTable:
     DAY_INDEX: Final = "by_signup_day"
     DAY_INDEX_PARTITION_KEY: Final = "signup_day"
     DAY_INDEX_SORT_KEY: Final = "signed_up_at"
-
-
-class LongExports:
-    """Exports longer than one worker invocation (CSV and csv.gz continue; XLSX cannot)."""
-
-    # A CSV export stops this long before the invocation ends, saves a checkpoint and hands over
-    # to a new invocation: enough for the last page, the compressor flush, the checkpoint
-    # object, the task update and the queue message.
-    CHECKPOINT_MARGIN_SEC: Final = 60
-    # A task continues at most this many times (a task's own deadline is at most
-    # Limits.TIMEOUT_SEC_MAX, about four worker runs; more hand-overs mean no progress).
-    MAX_CONTINUATIONS: Final = 12
-    # The hand-over message becomes visible this long after it is sent: by then the task is
-    # PENDING again (the message is sent first, so a failed send leaves the task RUNNING).
-    HANDOVER_DELAY_SEC: Final = 2
-    # The checkpoint object lives next to the result file, under the same expiry rule.
-    CHECKPOINT_NAME: Final = "checkpoint.bin"
 
 
 class XlsxLimits:
@@ -392,16 +358,6 @@ class XlsxLimits:
     # (docs/performance.md) it holds about 2.8 million rows before xlsx_limits.TMP_RESERVE_BYTES is
     # reached, and saving that much at xlsx_limits.SAVE_BYTES_PER_SEC takes under a minute of the run.
     WORKER_EPHEMERAL_STORAGE_MIB: Final = 2048
-
-
-class XlsxEngine:
-    """The code that writes XLSX files, chosen with ``Env.XLSX_ENGINE``."""
-
-    # exports/writers/xlsx_engine: the workbook streamed into the upload, no temporary file.
-    STREAM: Final = "stream"
-    # exports/writers/xlsx_writer.py: openpyxl's write-only workbook (the reference).
-    OPENPYXL: Final = "openpyxl"
-    DEFAULT: Final = STREAM
 
 
 class Declarations:
@@ -423,22 +379,6 @@ class FanOut:
     # Parallel partitions per export, per deployment (Env.MAX_PARTITIONS).
     MAX_PARTITIONS_DEFAULT: Final = 10
     MAX_PARTITIONS_LIMIT: Final = 100
-    # Where a split export's plan and its partitions' held bytes are staged, under its
-    # attempt's folder (deleted after assembly or abandonment).
-    STAGING_FOLDER: Final = "fan-out"
     # A partition that finds every slot of its source busy says so, and the workflow waits this
     # long before it tries that partition again (until a slot frees or the task's deadline).
     SOURCE_BUSY_RETRY_SEC: Final = 10
-    # A partition's progress write that loses to another partition's reads the task and tries
-    # again this many times, then leaves its count to its next write (the winner renewed the lease).
-    PROGRESS_WRITE_TRIES: Final = 3
-
-
-class SourceSlots:
-    """The per-source limit of concurrent exports: one item per slot in the tasks table."""
-
-    # A slot whose holder stops renewing it (a crashed worker) is free again after this long;
-    # progress writes renew it (Worker.PROGRESS_INTERVAL_SEC), like the task's lease.
-    LEASE_SEC: Final = Worker.LEASE_SEC
-    # A task over its source's limit comes back after this long at the most (plus jitter).
-    MAX_DEFER_SEC: Final = 30

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Final, Protocol
 
+from exports.config import Worker
 from exports.domain.admission import QueueWait, Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -249,13 +250,6 @@ class ResultStore(Protocol):
 RemainingMs = Callable[[], int]
 
 
-class OrdersReader(Protocol):
-    """The data source of the ``orders`` export type."""
-
-    def iter_orders(self, day_from: date, day_to: date, status: str | None) -> Iterator[dict[str, Any]]:
-        """Orders of the days ``day_from``..``day_to`` (inclusive), ordered by creation time."""
-
-
 class BusinessMetrics(Protocol):
     """Counts of business events (EMF on AWS)."""
 
@@ -354,6 +348,11 @@ class SqlReader(Protocol):
         """In one query, the order key and row number (1-based, in key order) of every
         ``max(step, ceil(rows / ranges))``-th row and of the last row: the ends of at most
         ``ranges`` keyset ranges."""
+
+
+# A slot whose holder stops renewing it (a crashed worker) is free again after this long;
+# progress writes renew it (Worker.PROGRESS_INTERVAL_SEC), like the task's lease.
+SOURCE_SLOT_LEASE_SEC: Final = Worker.LEASE_SEC
 
 
 @dataclass(frozen=True)

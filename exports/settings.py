@@ -11,11 +11,23 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import ClassVar, Literal, Self
+from typing import ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Admission, Env, FanOut, HotKey, Results, Worker, XlsxEngine
+from exports.config import Admission, Env, FanOut, HotKey, Results, Worker
+
+
+class XlsxEngine:
+    """The code that writes XLSX files, chosen with ``Env.XLSX_ENGINE``
+    (:attr:`WorkerSettings.xlsx_engine`)."""
+
+    # exports/writers/xlsx_engine: the workbook streamed into the upload, no temporary file.
+    STREAM: Final = "stream"
+    # exports/writers/xlsx_writer.py: openpyxl's write-only workbook (the reference).
+    OPENPYXL: Final = "openpyxl"
+    DEFAULT: Final = STREAM
+
 
 # The variables whose value is a JSON object.
 _JSON_VARIABLES = frozenset({Env.TASK_QUEUE_URLS, Env.SOURCE_OVERRIDES})

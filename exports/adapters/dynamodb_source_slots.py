@@ -3,7 +3,7 @@ table, each taken by a conditional write (like the hot-key buckets), so all work
 never run more exports on one source than it allows.
 
 A slot is free when it has no holder or its lease ran out: a worker that crashed while holding
-one frees it after ``SourceSlots.LEASE_SEC``; a running export renews its lease with its progress
+one frees it after ``SOURCE_SLOT_LEASE_SEC``; a running export renews its lease with its progress
 writes."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, translated
 from exports.adapters.task_table import key, slot_id
-from exports.config import SourceSlots
-from exports.ports import SlotLease
+from exports.ports import SOURCE_SLOT_LEASE_SEC, SlotLease
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient
@@ -26,7 +25,7 @@ class DynamoSourceSlots:
     """:class:`exports.ports.SourceSlotLeases` on the tasks table."""
 
     def __init__(
-        self, client: DynamoDBClient, table_name: str, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)
+        self, client: DynamoDBClient, table_name: str, lease: timedelta = timedelta(seconds=SOURCE_SLOT_LEASE_SEC)
     ) -> None:
         self._client = client
         self._table = table_name

@@ -8,9 +8,18 @@ import math
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Final
 
 from exports.config import LANES, Lane
+
+
+class Estimates:
+    """Run-time estimates before any throughput was measured, and how measurements are averaged."""
+
+    DEFAULT_ROWS_PER_SEC: Final = 5000.0
+    DEFAULT_TASK_SEC: Final = 5.0
+    # Weight of the newest measurement in the moving average.
+    SMOOTHING: Final = 0.3
 
 
 def dedup_key(

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Final
 
-from exports.config import Polling, Queue, Worker
+from exports.config import Queue, Worker
 from exports.domain.task import Task
+
+
+class Polling:
+    """Advice to clients while a task runs (Retry-After) and caching once it is terminal."""
+
+    MIN_DELAY_SEC: Final = 1
+    MAX_DELAY_SEC: Final = 30
+    TERMINAL_MAX_AGE_SEC: Final = 5
 
 
 def has_retries_left(task: Task) -> bool:

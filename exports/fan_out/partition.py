@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import BinaryIO, cast
+from typing import Final
 
-from exports.config import FanOut, Worker
+from exports.config import Worker
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.task import ExportFormat, Task, record_partition_progress
 from exports.export_types.base import AnyExportType, Column, Page, Row
@@ -31,6 +31,10 @@ from exports.writers.partitioned import DeflatedPiece, XlsxLayout, write_csv_par
 from exports.writers.segment_upload import SegmentSink, SegmentUpload, part_numbers
 
 logger = logging.getLogger(__name__)
+
+# A partition's progress write that loses to another partition's reads the task and tries again
+# this many times, then leaves its count to its next write (the winner renewed the lease).
+PROGRESS_WRITE_TRIES: Final = 3
 
 
 class PartitionSourceBusy(ExportsError):
@@ -58,7 +62,7 @@ class PartitionProgress(ProgressReporter):
 
     def _write(self, rows: int, now: datetime) -> Task:
         task = self.task
-        for _ in range(FanOut.PROGRESS_WRITE_TRIES):
+        for _ in range(PROGRESS_WRITE_TRIES):
             lease = self._deps.settings.lease
             updated = record_partition_progress(task, self._partition, rows, self._planned_rows, now, lease)
             if write_partition_progress(task, updated, self._deps):
@@ -92,9 +96,7 @@ def upload_csv_partition(
     """Write and upload partition ``partition`` (of ``partitions``) of a CSV or csv.gz file:
     one segment, in the partition's range of part numbers."""
     sink = SegmentSink(upload, part_numbers(partition, partitions), part_bytes, before_part)
-    rows = write_csv_partition(
-        columns, pages, cast(BinaryIO, sink), partition, gzip=gzip, bom=bom, formula_guard=formula_guard
-    )
+    rows = write_csv_partition(columns, pages, sink, partition, gzip=gzip, bom=bom, formula_guard=formula_guard)
     return PartitionResult(rows, (sink.finish(),))
 
 
@@ -110,7 +112,7 @@ def upload_xlsx_partition(
     the range of part numbers of its place among all the workbook's pieces."""
     places = [index for index, piece in enumerate(layout.pieces) if piece.partition == partition]
     sinks = [SegmentSink(upload, part_numbers(place, len(layout.pieces)), part_bytes, before_part) for place in places]
-    written = write_xlsx_partition(layout, partition, pages, [cast(BinaryIO, sink) for sink in sinks])
+    written = write_xlsx_partition(layout, partition, pages, sinks)
     rows = sum(layout.pieces[place].rows for place in places)
     return PartitionResult(rows, tuple(sink.finish() for sink in sinks), tuple(written))
 

@@ -9,8 +9,8 @@ the single worker (:mod:`exports.services.export_run`), the long-export hand-ove
 (:mod:`exports.services.long_exports`) and the fan-out (:mod:`exports.fan_out`) all go through
 it, so what "nothing partial stays behind" means is written once.
 
-Layout under ``results/<task>/``: ``checkpoint.bin`` (``LongExports.CHECKPOINT_NAME``), and per
-attempt ``<attempt>/<file name>`` and ``<attempt>/fan-out/<staged name>``.
+Layout under ``results/<task>/``: ``checkpoint.bin`` (:data:`CHECKPOINT_NAME`), and per
+attempt ``<attempt>/<file name>`` and ``<attempt>/fan-out/<staged name>`` (:data:`FAN_OUT_STAGING_FOLDER`).
 """
 
 from __future__ import annotations
@@ -19,14 +19,21 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from exports.config import FanOut, LongExports, Results
+from exports.config import Results
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.ports import ExportFiles, MultipartUpload, ResultStore, SharedUpload
 from exports.services.retries import retry_transient
 
 logger = logging.getLogger(__name__)
+
+# A long export's checkpoint object, next to the attempt folders, under the same expiry rule.
+CHECKPOINT_NAME: Final = "checkpoint.bin"
+# Where a split export's plan and its partitions' held bytes are staged, under its attempt's
+# folder (deleted after assembly or abandonment).
+FAN_OUT_STAGING_FOLDER: Final = "fan-out"
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class AttemptFiles:
         self._results = results
         self.files: ExportFiles | None = results.export_files()
         self.folder = f"{Results.KEY_PREFIX}/{task.task_id}"
-        self.checkpoint_key = f"{self.folder}/{LongExports.CHECKPOINT_NAME}"
+        self.checkpoint_key = f"{self.folder}/{CHECKPOINT_NAME}"
         # Set once the store has the whole object: from then on a failure deletes it, nothing
         # is left to abort.
         self.completed = False
@@ -148,7 +155,7 @@ class AttemptFiles:
 
     def staging_key(self, name: str) -> str:
         """Where the attempt's staged ``name`` is (``plan.json``, ``partition-<k>``)."""
-        return f"{self.folder}/{self._task.attempt}/{FanOut.STAGING_FOLDER}/{name}"
+        return f"{self.folder}/{self._task.attempt}/{FAN_OUT_STAGING_FOLDER}/{name}"
 
     def stage(self, name: str, body: bytes) -> None:
         """Store ``body`` as the attempt's staged ``name``."""

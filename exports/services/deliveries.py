@@ -12,10 +12,11 @@ import logging
 import math
 from dataclasses import replace
 from datetime import datetime
+from typing import Final
 
 from pydantic import ValidationError
 
-from exports.config import HotKey, Metric, SourceSlots
+from exports.config import HotKey, Metric
 from exports.domain.admission import lane_for
 from exports.domain.errors import (
     ConditionFailed,
@@ -49,6 +50,10 @@ from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
+
+# A task over its source's limit of concurrent exports comes back after this long at the most
+# (plus jitter).
+SOURCE_BUSY_MAX_DEFER_SEC: Final = 30
 
 
 INTERNAL_ERROR = "INTERNAL_ERROR"
@@ -144,7 +149,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
     free, lease = _acquire_source_slot(task, deps)
     if not free:
         deps.metrics.add(Metric.SOURCE_DEFERRED)
-        return _defer(task, SourceSlots.MAX_DEFER_SEC / 2, deps, counted=False)
+        return _defer(task, SOURCE_BUSY_MAX_DEFER_SEC / 2, deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
     try:
         move_task(task, claimed, deps)
@@ -190,7 +195,7 @@ def _release(lease: SlotLease, deps: WorkerDependencies) -> None:
     try:
         deps.slots.release(lease)
     except ExportsError:
-        # Its lease runs out by itself: the slot is free again after SourceSlots.LEASE_SEC.
+        # Its lease runs out by itself: the slot is free again after SOURCE_SLOT_LEASE_SEC.
         logger.warning("could not release a source slot", extra={"source": lease.source}, exc_info=True)
 
 

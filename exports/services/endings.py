@@ -14,9 +14,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import assert_never
+from typing import Final, assert_never
 
-from exports.config import ERROR_CODE_DIMENSION, NO_SOURCE, SOURCE_DIMENSION, Metric
+from exports.config import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
 from exports.domain.admission import date_span_days
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
 from exports.domain.policies import has_retries_left, retry_delay_sec
@@ -27,6 +27,9 @@ from exports.services.dependencies import WorkerDependencies
 from exports.services.task_writes import end_task, move_task
 
 logger = logging.getLogger(__name__)
+
+# ExportFailed's source dimension (config.SOURCE_DIMENSION) for a type without a data source.
+NO_SOURCE: Final = "-"
 
 
 class Outcome(StrEnum):

@@ -23,11 +23,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, cast
 
 from pydantic import BaseModel
 
-from exports.config import LongExports, XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
@@ -36,7 +34,7 @@ from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
 from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
-from exports.services.long_exports import Checkpoints, export_fingerprint, sink_state
+from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, Checkpoints, export_fingerprint, sink_state
 from exports.services.one_run import rows_in_one_run
 from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
 from exports.services.pdf_guards import heading as pdf_heading
@@ -45,7 +43,9 @@ from exports.services.progress import ProgressReporter
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
+from exports.settings import XlsxEngine
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
+from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
@@ -247,11 +247,11 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
             upload, run.deps.settings.upload_part_bytes, state=sink_state(checkpoint, tail) if checkpoint else None
         )
         gzip = None
-        out = cast(BinaryIO, sink)  # a RawIOBase: what TextIOWrapper needs of a binary file
+        out: ByteStream = sink
         if run.task.format in GZIP_FORMATS:
             state = GzipState.from_json(checkpoint.gzip) if checkpoint and checkpoint.gzip else None
             gzip = GzipStream(sink, state=state)
-            out = cast(BinaryIO, gzip)
+            out = gzip
         fresh = checkpoint is None
         stream: csv_writer.CsvStream | jsonl_writer.JsonlStream
         if run.task.format in JSONL_FORMATS:
@@ -277,7 +277,7 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
             stream.write_rows(page.rows)
             rows += len(page.rows)
             run.tracker.update(rows, page.fraction)
-            if run.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+            if run.budget.below(CHECKPOINT_MARGIN_SEC):
                 stream.flush()
                 return _hand_over(run, sink, gzip, page.cursor, rows)
         stream.detach()
@@ -295,7 +295,7 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
 
 
 def _copy_rows(
-    run: ExportRun, copied: CsvRows, out: BinaryIO, sink: MultipartSink, gzip: GzipStream | None, before: int
+    run: ExportRun, copied: CsvRows, out: ByteSink, sink: MultipartSink, gzip: GzipStream | None, before: int
 ) -> int | HandedOver:
     """The source's own CSV rows (COPY) after the header: the rows in the file, or the hand-over
     when the invocation runs short of time."""
@@ -303,7 +303,7 @@ def _copy_rows(
         for chunk in copied.chunks():
             out.write(chunk)
             run.tracker.update(before + copied.rows, None)
-            if run.budget.below(LongExports.CHECKPOINT_MARGIN_SEC):
+            if run.budget.below(CHECKPOINT_MARGIN_SEC):
                 return _hand_over(run, sink, gzip, copied.checkpoint(), before + copied.rows)
         return before + copied.rows
     finally:
@@ -359,7 +359,7 @@ def write_pdf(run: ExportRun) -> ExportResult:
         counted = RowCount()
         pages = run.export_type.stream(run.filters, None, run.control)
         rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, PDF_TIME_MARGIN_SEC, pdf_out_of_time)
-        pdf.write_pdf_stream(run.columns, rows, cast(BinaryIO, sink), heading)
+        pdf.write_pdf_stream(run.columns, rows, sink, heading)
         return run.finish(upload, sink, counted.rows)
     except BaseException:
         run.attempt.discard(upload)
@@ -378,7 +378,7 @@ def write_parquet(run: ExportRun) -> ExportResult:
             pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
         )
         try:
-            parquet_writer.write_parquet_stream(run.columns, rows, cast(BinaryIO, sink))
+            parquet_writer.write_parquet_stream(run.columns, rows, sink)
         except parquet_writer.ParquetValueInvalid as error:
             raise parquet_guards.value_invalid(error, counted.rows) from None
         return run.finish(upload, sink, counted.rows)

@@ -1,6 +1,6 @@
 """Exports longer than one invocation: the checkpoint of a CSV or csv.gz export.
 
-A CSV or csv.gz export that reaches :attr:`exports.config.LongExports.CHECKPOINT_MARGIN_SEC`
+A CSV or csv.gz export that reaches :data:`CHECKPOINT_MARGIN_SEC`
 before the end of its invocation, at a page boundary, saves a checkpoint next to the result file
 (the upload's id and parts, the counts, the sha256 and gzip states, the source's cursor and the
 bytes not yet sent) and hands its task over to a new invocation (the run's outcome says so);
@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Final
 
-from exports.config import LongExports
 from exports.domain.checkpoint import (
     ExportCheckpoint,
     decode_checkpoint,
@@ -31,6 +31,14 @@ from exports.writers.resumable_sha256 import NotResumable, Sha256State
 from exports.writers.sink import MultipartSink, SinkState
 
 logger = logging.getLogger(__name__)
+
+# A CSV export stops this long before the invocation ends, saves a checkpoint and hands over
+# to a new invocation: enough for the last page, the compressor flush, the checkpoint
+# object, the task update and the queue message.
+CHECKPOINT_MARGIN_SEC: Final = 60
+# A task continues at most this many times (a task's own deadline is at most
+# Limits.TIMEOUT_SEC_MAX, about four worker runs; more hand-overs mean no progress).
+MAX_CONTINUATIONS: Final = 12
 
 EXPORT_TOO_LONG = "EXPORT_TOO_LONG"
 
@@ -100,7 +108,7 @@ class Checkpoints:
             why = f"export type {export_type} cannot continue in a new one"
         elif self._attempt.files is None or upload is None:
             why = "the result store cannot continue uploads"
-        elif self._task.continuations >= LongExports.MAX_CONTINUATIONS:
+        elif self._task.continuations >= MAX_CONTINUATIONS:
             why = f"it has already continued {self._task.continuations} times"
         else:
             return self._write(key, upload, sink, gzip, cursor, rows)

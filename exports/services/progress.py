@@ -7,10 +7,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from exports.config import SourceSlots
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task, record_progress
-from exports.ports import SlotLease
+from exports.ports import SOURCE_SLOT_LEASE_SEC, SlotLease
 from exports.services.dependencies import WorkerDependencies
 from exports.services.task_writes import write_progress
 
@@ -74,7 +73,7 @@ def slot_keeper(lease: SlotLease | None, deps: WorkerDependencies) -> Callable[[
     renewed = [deps.clock()]
 
     def renew(now: datetime) -> None:
-        if (now - renewed[0]).total_seconds() >= SourceSlots.LEASE_SEC / 3:
+        if (now - renewed[0]).total_seconds() >= SOURCE_SLOT_LEASE_SEC / 3:
             try:
                 slots.renew(lease, now)
                 renewed[0] = now

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from exports.config import Admission, Estimates, Lane, Metric
+from exports.config import Admission, Lane, Metric
 from exports.domain.admission import (
+    Estimates,
     QueueWait,
     Throughput,
     date_span_days,

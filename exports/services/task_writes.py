@@ -5,8 +5,9 @@ invocation, progress and callback delivery states."""
 from __future__ import annotations
 
 import logging
+from typing import Final
 
-from exports.config import LongExports, Metric
+from exports.config import Metric
 from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
 from exports.domain.task import Task, record_progress, suspend
 from exports.ports import TaskMessage
@@ -14,6 +15,10 @@ from exports.services.dependencies import TaskEnding, TaskStore, WorkerDependenc
 from exports.services.retries import retry_transient
 
 logger = logging.getLogger(__name__)
+
+# A long export's hand-over message becomes visible this long after it is sent: by then the task
+# is PENDING again (the message is sent first, so a failed send leaves the task RUNNING).
+HANDOVER_DELAY_SEC: Final = 2
 
 
 def move_task(before: Task, after: Task, deps: TaskStore) -> None:
@@ -97,7 +102,7 @@ def continue_later(task: Task, rows: int, percent: int, deps: WorkerDependencies
     changed meanwhile (then the queued message finds it not claimable and is dropped)."""
     deps.queue.send(
         TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
-        delay_sec=LongExports.HANDOVER_DELAY_SEC,
+        delay_sec=HANDOVER_DELAY_SEC,
     )
     current = record_progress(task, rows, percent, deps.clock(), deps.settings.lease)
     try:

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.byte_sink import ByteStream, utf8_text
 from exports.writers.cells import FORMULA_TRIGGERS, neutralise, plain_number
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 # RFC 6713. Not Content-Encoding: the download is the .csv.gz file itself, not CSV in transit.
 GZIP_CONTENT_TYPE = "application/gzip"
-# Text reaches the byte stream in chunks of this size (fewer, larger writes into the sink).
-TEXT_CHUNK_BYTES = 64 * 1024
 
 
 def csv_text(value: Any, guard: bool = True) -> str:
@@ -152,7 +150,7 @@ class CsvStream:
     def __init__(
         self,
         columns: Sequence[Column],
-        out: BinaryIO,
+        out: ByteStream,
         bom: bool = False,
         header: bool = True,
         formula_guard: bool = True,
@@ -161,8 +159,7 @@ class CsvStream:
             # The BOM as bytes, then plain UTF-8: TextIOWrapper encodes "utf-8" in C but calls the
             # Python "utf-8-sig" codec on every write (every row), several times slower.
             out.write(codecs.BOM_UTF8)
-        self._text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
-        self._text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
+        self._text = utf8_text(out)
         self._writer = csv.writer(self._text, dialect="excel", lineterminator="\r\n")
         self._encode_rows = rows_encoder(columns, formula_guard)
         if header:
@@ -185,7 +182,7 @@ class CsvStream:
 def write_csv(
     columns: list[Column],
     rows: Iterable[Row],
-    out: BinaryIO,
+    out: ByteStream,
     bom: bool = False,
     on_row: Callable[[int], None] | None = None,
     formula_guard: bool = True,

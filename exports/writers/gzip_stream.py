@@ -14,8 +14,9 @@ import io
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
+from exports.writers.byte_sink import ByteSink
 from exports.writers.deflate import RawDeflate
 
 # zlib level of csv.gz: 6 is zlib's default balance of speed and size.
@@ -48,7 +49,7 @@ class GzipStream(io.RawIOBase):
     ``state`` continues a stream another process suspended: no header is written again.
     """
 
-    def __init__(self, out: BinaryIO | io.RawIOBase, level: int = GZIP_LEVEL, state: GzipState | None = None) -> None:
+    def __init__(self, out: ByteSink, level: int = GZIP_LEVEL, state: GzipState | None = None) -> None:
         super().__init__()
         self._out = out
         self._level = level

@@ -11,21 +11,19 @@ column's text is nested as JSON, its numbers exactly as the source wrote them.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any, BinaryIO
+from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.byte_sink import ByteStream, utf8_text
 from exports.writers.cells import MAX_EXACT_INTEGER, exact_double, plain_number
 
 # JSON Lines has no registered media type; this is the one in common use.
 CONTENT_TYPE = "application/jsonl; charset=utf-8"
 GZIP_CONTENT_TYPE = "application/gzip"
-# Lines reach the byte stream in chunks of about this size (fewer, larger writes into the sink).
-TEXT_CHUNK_BYTES = 64 * 1024
 
 _string = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -141,9 +139,8 @@ class JsonlStream:
     """JSON Lines into a binary stream, rows at a time (the interface of
     :class:`exports.writers.csv_writer.CsvStream`, so a long export continues the same way)."""
 
-    def __init__(self, columns: Sequence[Column], out: BinaryIO) -> None:
-        self._text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
-        self._text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
+    def __init__(self, columns: Sequence[Column], out: ByteStream) -> None:
+        self._text = utf8_text(out)
         self._encode = line_encoder(columns)
 
     def write_rows(self, rows: Iterable[Row]) -> None:
@@ -160,7 +157,7 @@ class JsonlStream:
         self._text.detach()
 
 
-def write_jsonl(columns: Sequence[Column], rows: Iterable[Row], out: BinaryIO) -> int:
+def write_jsonl(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
     """Stream ``rows`` as JSON Lines into ``out``; returns the number of rows."""
     stream = JsonlStream(columns, out)
     count = 0

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.byte_sink import ByteStream
 from exports.writers.cells import plain_number
 from exports.writers.csv_writer import csv_text
 
@@ -106,9 +107,8 @@ def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None
     return None
 
 
-def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: BinaryIO) -> int:
-    """Stream ``rows`` as a Parquet file into ``out`` (any writable binary stream: it is only
-    written, in order); returns the number of rows."""
+def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
+    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
     import pyarrow.parquet as pq
 
     schema = arrow_schema(columns)

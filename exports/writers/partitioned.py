@@ -39,9 +39,9 @@ import io
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, cast
 
 from exports.export_types.base import Column, Row
+from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.csv_writer import CsvStream
 from exports.writers.deflate import RawDeflate
 from exports.writers.gzip_stream import GzipStream
@@ -63,7 +63,7 @@ from exports.writers.xlsx_engine.zip_stream import ZipStream
 def write_csv_partition(
     columns: Sequence[Column],
     pages: Iterable[Sequence[Row]],
-    out: BinaryIO,
+    out: ByteStream,
     partition: int,
     gzip: bool = False,
     bom: bool = False,
@@ -76,7 +76,7 @@ def write_csv_partition(
     first = partition == 0
     stream = CsvStream(
         columns,
-        cast(BinaryIO, member) if member is not None else out,
+        member if member is not None else out,
         bom=bom and first,
         header=first,
         formula_guard=formula_guard,
@@ -183,7 +183,7 @@ class XlsxPieceStream:
     """One piece's XML, deflated into ``out`` as rows come (:meth:`write_rows`); :meth:`close`
     ends the segment and tells what the assembler needs."""
 
-    def __init__(self, layout: XlsxLayout, piece: SheetPiece, out: BinaryIO) -> None:
+    def __init__(self, layout: XlsxLayout, piece: SheetPiece, out: ByteSink) -> None:
         self._layout = layout
         self._piece = piece
         self._out = out
@@ -224,7 +224,7 @@ class XlsxPieceStream:
 
 
 def write_xlsx_partition(
-    layout: XlsxLayout, partition: int, pages: Iterable[Sequence[Row]], outputs: Sequence[BinaryIO]
+    layout: XlsxLayout, partition: int, pages: Iterable[Sequence[Row]], outputs: Sequence[ByteSink]
 ) -> list[DeflatedPiece]:
     """Write partition ``partition``'s rows (``pages``): its pieces in order, each into its own
     output (``outputs``, one per piece of :meth:`XlsxLayout.pieces_of`). Rows other than the
@@ -284,7 +284,7 @@ def xlsx_glue(layout: XlsxLayout, written: Sequence[DeflatedPiece]) -> list[byte
     if len(written) != len(layout.pieces):
         raise ValueError(f"the layout has {len(layout.pieces)} pieces, {len(written)} were written")
     glue = _Glue()
-    archive = ZipStream(cast(BinaryIO, glue), layout.level)
+    archive = ZipStream(glue, layout.level)
     start_package(archive)
     names: list[str] = []
     sheet_rows: list[int] = []

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from itertools import chain, islice
-from typing import Any, BinaryIO
+from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.byte_sink import ByteStream
 from exports.writers.cells import (
     FLOAT_NUMBER_FORMAT,
     WIDTH_SAMPLE_ROWS,
@@ -150,7 +151,7 @@ def _append_prepared_rows(sheet: Any) -> None:
 def write_xlsx(
     columns: list[Column],
     rows: Iterable[Row],
-    out: BinaryIO,
+    out: ByteStream,
     on_row: Callable[[int], None] | None = None,
     sheet_title: str = "Export",
     max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,

@@ -28,8 +28,8 @@ from exports.api_models import (
     TaskView,
 )
 from exports.composition import PowertoolsMetrics, compose_api
-from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Polling
-from exports.domain.policies import poll_after_sec
+from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits
+from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.export_types.base import AnyExportType
 from exports.http.envelope import (

@@ -19,13 +19,15 @@ from examples.demo_plugins.orders import OrdersExport
 from exports.adapters.clients import aws_client
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import decode_message
-from exports.config import LongExports
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import TaskMessage
+from exports.services.attempt_files import CHECKPOINT_NAME
 from exports.services.deliveries import process_task
+from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
+from exports.services.task_writes import HANDOVER_DELAY_SEC
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
@@ -35,8 +37,8 @@ from tests.polling import poll_until
 from tests.unit.export_fakes import NumbersExport
 
 PART = 5 * 1024 * 1024
-PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
-LOW_MS = (LongExports.CHECKPOINT_MARGIN_SEC - 1) * 1000
+PLENTY_MS = (CHECKPOINT_MARGIN_SEC + 600) * 1000
+LOW_MS = (CHECKPOINT_MARGIN_SEC - 1) * 1000
 
 
 class NoLimit:
@@ -188,10 +190,10 @@ def test_the_hand_over_message_on_the_queue_resumes_the_export(aws: Resources) -
     process_task(TaskMessage(task.task_id, task.export_type, task.priority), deps, pages_then_out_of_time(2))
     waiting = deps.tasks.get(task.task_id)
     assert (waiting.status, waiting.rows_written, waiting.continuations) == (TaskStatus.PENDING, 20, 1)
-    assert [key.rsplit("/", 1)[1] for key in leftovers(aws)[0]] == [LongExports.CHECKPOINT_NAME]
+    assert [key.rsplit("/", 1)[1] for key in leftovers(aws)[0]] == [CHECKPOINT_NAME]
     assert len(leftovers(aws)[1]) == 1
 
-    message = next_message(aws, within_sec=LongExports.HANDOVER_DELAY_SEC + 5)
+    message = next_message(aws, within_sec=HANDOVER_DELAY_SEC + 5)
     process_task(decode_message(message["Body"]), deps)
 
     done = deps.tasks.get(task.task_id)

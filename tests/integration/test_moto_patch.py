@@ -2,6 +2,7 @@
 patches: moto's server lists the same service folders, once, and botocore sessions share one
 loader (installed for the whole test session by tests/conftest.py)."""
 
+import functools
 import inspect
 import json
 import os
@@ -122,7 +123,9 @@ def test_a_definition_is_validated_once_and_a_bad_one_is_refused_every_time():
             with pytest.raises(ClientError, match="in definition"):
                 sfn.create_state_machine(name=name, definition='{"StartAt": "Nowhere"}', roleArn=role)
 
-    cache = StepFunctionsParserBackend._validate_definition.cache_info()
-    assert cache.hits >= 1  # the second machine's definition
+    validate = StepFunctionsParserBackend._validate_definition
+    # moto annotates the function it defines; the patch put functools.cache's wrapper there.
+    assert isinstance(validate, functools._lru_cache_wrapper)
+    assert validate.cache_info().hits >= 1  # the second machine's definition
     assert isinstance(inspect.getattr_static(StepFunctionsParserBackend, "_validate_definition"), staticmethod)
     assert VALIDATED_ONCE.original is not inspect.getattr_static(StepFunctionsParserBackend, "_validate_definition")

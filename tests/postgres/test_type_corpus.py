@@ -161,7 +161,7 @@ def write(fmt: str, columns: list[Any], rows: list[Row]) -> bytes:
         xlsx_writer.write_xlsx(columns, iter(rows), out)
     elif fmt == "csv.gz":
         gzipped = GzipStream(out)
-        stream = csv_writer.CsvStream(columns, gzipped, formula_guard=False)  # type: ignore[arg-type]
+        stream = csv_writer.CsvStream(columns, gzipped, formula_guard=False)
         stream.write_rows(rows)
         stream.detach()
         gzipped.finish()
@@ -421,7 +421,7 @@ def test_every_value_of_every_type_reads_back_from_json_lines(corpus: tuple[str,
     database = database_text(uri, names)
     out = io.BytesIO()
     gzipped = GzipStream(out)
-    jsonl_writer.write_jsonl(columns, iter(rows), gzipped)  # type: ignore[arg-type]
+    jsonl_writer.write_jsonl(columns, iter(rows), gzipped)
     gzipped.finish()
 
     lines = gzip.decompress(out.getvalue()).decode("utf-8").split("\n")

@@ -21,7 +21,7 @@ import pytest
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.s3_results import S3ResultStore
-from exports.config import Env, LongExports
+from exports.config import Env
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
@@ -29,13 +29,14 @@ from exports.ports import TaskMessage
 from exports.services.control import cancel_export
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
+from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.polling import poll_until
 from tests.postgres.conftest import backends, write_declaration
 
-PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
-LOW_MS = (LongExports.CHECKPOINT_MARGIN_SEC - 1) * 1000
+PLENTY_MS = (CHECKPOINT_MARGIN_SEC + 600) * 1000
+LOW_MS = (CHECKPOINT_MARGIN_SEC - 1) * 1000
 DECLARATION = """
 [sources.db]
 kind = "postgresql"

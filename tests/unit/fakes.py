@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the ports the pure code talks to."""
+"""In-memory stand-ins for a multipart upload and for the demo plugins' orders table."""
 
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
@@ -6,7 +6,8 @@ from typing import Any
 
 
 class FakeOrdersReader:
-    """An orders table in memory: answers like the day index, ordered by creation time."""
+    """:class:`examples.demo_plugins.orders.OrdersReader` in memory: answers like the day index,
+    ordered by creation time."""
 
     def __init__(self, orders: Iterable[dict[str, Any]]) -> None:
         self.orders = list(orders)

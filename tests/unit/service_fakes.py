@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from exports.config import HotKey, SourceSlots
+from exports.config import HotKey
 from exports.domain.admission import (
     Bucket,
     QueueWait,
@@ -27,7 +27,7 @@ from exports.domain.admission import (
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.export_types.base import ExportType, SourceLimit
-from exports.ports import ItemQuery, SlotLease, WebhookResponse
+from exports.ports import SOURCE_SLOT_LEASE_SEC, ItemQuery, SlotLease, WebhookResponse
 from exports.services.dependencies import (
     ApiDependencies,
     CallbackDependencies,
@@ -102,7 +102,7 @@ class FakeSourceSlots:
     is the holder's already, or once its lease (whole seconds, as stored) ran out. Renewing
     needs the slot to still be the holder's, whatever its lease."""
 
-    def __init__(self, lease: timedelta = timedelta(seconds=SourceSlots.LEASE_SEC)) -> None:
+    def __init__(self, lease: timedelta = timedelta(seconds=SOURCE_SLOT_LEASE_SEC)) -> None:
         self._lease = lease
         # (source, index) -> (holder, lease end in epoch seconds)
         self.slots: dict[tuple[str, int], tuple[str, int]] = {}

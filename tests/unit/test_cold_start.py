@@ -70,9 +70,13 @@ def test_clearing_the_factory_makes_a_new_session_and_new_clients(monkeypatch):
 
 
 def test_s3_clients_sign_download_links_with_version_4(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # where botocore presigns with SigV2 by default
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
-    assert ClientFactory()("s3").meta.config.signature_version == "s3v4"
+    link = ClientFactory()("s3").generate_presigned_url("get_object", Params={"Bucket": "results", "Key": "a.csv"})
+
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in link
 
 
 def test_the_api_function_imports_no_openapi_document_models():

@@ -11,7 +11,6 @@ from collections import namedtuple
 import pytest
 from openpyxl import load_workbook
 
-from exports.config import LongExports
 from exports.domain.checkpoint import decode_checkpoint, encode_checkpoint
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.domain.status import TaskStatus
@@ -20,7 +19,9 @@ from exports.ports import TaskMessage
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.export_run import HandedOver, run_export
+from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, MAX_CONTINUATIONS
 from exports.services.progress import ProgressReporter
+from exports.services.task_writes import HANDOVER_DELAY_SEC
 from exports.writers import xlsx_limits
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
@@ -34,8 +35,8 @@ from tests.unit.export_fakes import (
     running_task,
 )
 
-PLENTY_MS = (LongExports.CHECKPOINT_MARGIN_SEC + 600) * 1000
-LOW_MS = (LongExports.CHECKPOINT_MARGIN_SEC - 1) * 1000
+PLENTY_MS = (CHECKPOINT_MARGIN_SEC + 600) * 1000
+LOW_MS = (CHECKPOINT_MARGIN_SEC - 1) * 1000
 
 
 def budget(checks_with_time_left):
@@ -126,7 +127,7 @@ def test_the_hand_over_saves_a_checkpoint_and_queues_the_task_without_spending_a
     assert (waiting.rows_written, waiting.progress) == (40, 40)
     assert waiting.lease_expires_at is None
     ((message, delay),) = world.queue.sent
-    assert (message.task_id, delay) == (task.task_id, LongExports.HANDOVER_DELAY_SEC)
+    assert (message.task_id, delay) == (task.task_id, HANDOVER_DELAY_SEC)
     (blob,) = world.files.checkpoints.values()
     checkpoint, tail = decode_checkpoint(blob)
     assert (checkpoint.rows, checkpoint.cursor, checkpoint.parts) == (40, {"next": 40}, [])
@@ -173,7 +174,7 @@ def test_a_store_without_resumable_uploads_cannot_hand_over_but_completes_in_tim
 
 def test_continuations_are_bounded():
     world = make_world(NumbersExport())
-    task = running_task(world, continuations=LongExports.MAX_CONTINUATIONS)
+    task = running_task(world, continuations=MAX_CONTINUATIONS)
     with pytest.raises(ExportFailed) as failed:
         run(world, task, budget(0))
     assert failed.value.code == "EXPORT_TOO_LONG"

@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema_rs import Draft202012, Draft202012Validator, Registry
 from openapi_spec_validator import validate
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from tests.client.openapi_doc import served_openapi
 
@@ -254,6 +252,5 @@ def escape(token: str) -> str:
 
 def validator(document: dict[str, Any], pointer: str) -> Draft202012Validator:
     """A validator of the schema at ``pointer`` in ``document``, its references resolved there."""
-    resource = Resource.from_contents(document, default_specification=DRAFT202012)
-    registry = Registry().with_resource(DOCUMENT_URI, resource)
+    registry = Registry([(DOCUMENT_URI, document)], draft=Draft202012)
     return Draft202012Validator({"$ref": f"{DOCUMENT_URI}#{pointer}"}, registry=registry)

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from exports.config import Polling, Worker
-from exports.domain.policies import has_retries_left, poll_after_sec, retry_delay_sec
+from exports.config import Worker
+from exports.domain.policies import Polling, has_retries_left, poll_after_sec, retry_delay_sec
 from tests.unit.builders import NOW, make_task
 
 ALMOST_ONE = 0.999_999

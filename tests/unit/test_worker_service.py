@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.config import NO_SOURCE, Metric
+from exports.config import Metric
 from exports.domain.admission import QueueWait
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
@@ -14,7 +14,7 @@ from exports.domain.task import Task
 from exports.ports import Delivery, TaskMessage
 from exports.services.control import cancel_export
 from exports.services.deliveries import process_delivery, process_task
-from exports.services.endings import Outcome
+from exports.services.endings import NO_SOURCE, Outcome
 from tests.unit.builders import make_order, make_task
 from tests.unit.export_fakes import NumbersExport, numbers_in
 from tests.unit.fakes import FakeOrdersReader
@@ -236,7 +236,7 @@ def test_a_source_at_its_limit_defers_the_task_and_a_run_holds_and_frees_its_slo
     assert process_task(message(task), w.worker) is Outcome.DEFERRED
 
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
-    assert w.queue.sent == [(message(task), 23)]  # half of SourceSlots.MAX_DEFER_SEC, plus jitter
+    assert w.queue.sent == [(message(task), 23)]  # half of SOURCE_BUSY_MAX_DEFER_SEC, plus jitter
     assert w.counts(Metric.SOURCE_DEFERRED) == 1 and w.counts(Metric.DEFERRED) == 0
 
     w.slots.release(busy)

@@ -134,7 +134,7 @@ def test_no_rows_gives_one_sheet_with_the_header():
 
 
 def test_counts_rows_and_reports_each_one():
-    seen = []
+    seen: list[int] = []
     count, _ = write_and_load(ONE, [(1,), (2,), (3,)], on_row=seen.append)
     assert count == 3
     assert seen == [1, 2, 3]

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import BinaryIO
 
 from exports.export_types.base import Column, Row
+from exports.writers.byte_sink import ByteSink
 from exports.writers.cells import WIDTH_SAMPLE_ROWS
 from exports.writers.pdf import layout
 from exports.writers.pdf.font import CompositeFont
@@ -69,7 +69,7 @@ class _PageTree:
 class PdfStream:
     """Write ``columns`` and then rows as a paginated table into ``out`` (which need not seek)."""
 
-    def __init__(self, columns: Sequence[Column], out: BinaryIO, heading: PdfHeading) -> None:
+    def __init__(self, columns: Sequence[Column], out: ByteSink, heading: PdfHeading) -> None:
         self._columns = list(columns)
         self._heading = heading
         self._objects = PdfObjects(out)
@@ -281,7 +281,7 @@ class PdfStream:
 def write_pdf_stream(
     columns: Sequence[Column],
     rows: Iterable[Row],
-    out: BinaryIO,
+    out: ByteSink,
     heading: PdfHeading | None = None,
 ) -> int:
     """Stream ``rows`` as a PDF table into ``out`` (which need not seek); returns the number of

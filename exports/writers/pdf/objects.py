@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from typing import BinaryIO
+
+from exports.writers.byte_sink import ByteSink
 
 HEADER = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"
 
@@ -15,7 +16,7 @@ HEADER = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"
 class PdfObjects:
     """The objects of one file as they are written into ``out`` (which need not seek)."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: ByteSink) -> None:
         self._out = out
         self._position = 0
         # Offset of each object by number (0: object 0, the head of the free list); -1 until

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import BinaryIO, Final
+from typing import Final
 
 from exports.export_types.base import Column, Row
+from exports.writers.byte_sink import ByteSink
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.xlsx_engine import parts
 from exports.writers.xlsx_engine.rows import header_row, rows_encoder
@@ -42,7 +43,7 @@ class XlsxStream:
     def __init__(
         self,
         columns: Sequence[Column],
-        out: BinaryIO,
+        out: ByteSink,
         sheet_title: str = "Export",
         max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,
         compress_level: int = ZIP_LEVEL,
@@ -159,7 +160,7 @@ def finish_package(archive: ZipStream, sheet_names: Sequence[str], columns: int,
 def write_xlsx_stream(
     columns: list[Column],
     rows: Iterable[Row],
-    out: BinaryIO,
+    out: ByteSink,
     on_row: Callable[[int], None] | None = None,
     sheet_title: str = "Export",
     max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,

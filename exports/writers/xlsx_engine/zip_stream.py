@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import BinaryIO
 
+from exports.writers.byte_sink import ByteSink
 from exports.writers.deflate import RawDeflate, crc32_combine
 
 # An entry's uncompressed size: 32-bit fields hold up to 0xFFFFFFFE (0xFFFFFFFF means "see the
@@ -66,9 +66,9 @@ class ZipStream:
     times), :meth:`end`; then :meth:`close` writes the central directory. After a failure,
     :meth:`discard` makes every later write go nowhere."""
 
-    def __init__(self, out: BinaryIO, level: int) -> None:
+    def __init__(self, out: ByteSink, level: int) -> None:
         self.bytes_written = 0
-        self._out: BinaryIO | None = out
+        self._out: ByteSink | None = out
         self._level = level
         self._max_bytes = MAX_ARCHIVE_BYTES
         self._entries: list[_Entry] = []
