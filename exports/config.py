@@ -54,6 +54,8 @@ class Env:
     ALLOW_LOCAL_CALLBACKS: Final = "EXPORTS_ALLOW_LOCAL_CALLBACKS"
     # Which code writes XLSX files: settings.XlsxEngine.STREAM (default) or .OPENPYXL.
     XLSX_ENGINE: Final = "EXPORTS_XLSX_ENGINE"
+    # Seconds between a running task's progress writes (each is a push event and a DynamoDB write).
+    PROGRESS_INTERVAL_SEC: Final = "EXPORTS_PROGRESS_INTERVAL_SEC"
     # The declaration file of sources and export types (TOML; default: Declarations.DEFAULT_FILE).
     EXPORTS_CONFIG: Final = "EXPORTS_CONFIG"
     # JSON object: source name -> keys that replace the declaration's (the CDK app's context

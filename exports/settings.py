@@ -163,13 +163,14 @@ class WorkerSettings(TaskFlowSettings):
         "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
         "hot_key_burst": Env.HOT_KEY_BURST,
         "xlsx_engine": Env.XLSX_ENGINE,
+        "progress_interval_sec": Env.PROGRESS_INTERVAL_SEC,
         "max_partitions": Env.MAX_PARTITIONS,
         "partition_rows": Env.PARTITION_ROWS,
         "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
     }
 
     lease_sec: int = Worker.LEASE_SEC
-    progress_interval_sec: float = Worker.PROGRESS_INTERVAL_SEC
+    progress_interval_sec: float = Field(default=Worker.PROGRESS_INTERVAL_SEC, gt=0)
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
     hot_key_burst: int = Field(default=HotKey.BURST, ge=1)

@@ -1,0 +1,15 @@
+"""The worker's tunables read from its environment."""
+
+import pytest
+from pydantic import ValidationError
+
+from exports.config import Env, Worker
+from exports.settings import WorkerSettings
+from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
+
+
+def test_the_progress_interval_defaults_to_two_seconds_and_can_be_set_by_environment():
+    assert WorkerSettings.from_env(ENVIRONMENT).progress_interval_sec == Worker.PROGRESS_INTERVAL_SEC == 2.0
+    assert WorkerSettings.from_env({**ENVIRONMENT, Env.PROGRESS_INTERVAL_SEC: "0.2"}).progress_interval_sec == 0.2
+    with pytest.raises(ValidationError, match="progress_interval_sec"):
+        WorkerSettings.from_env({**ENVIRONMENT, Env.PROGRESS_INTERVAL_SEC: "0"})
