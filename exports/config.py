@@ -78,6 +78,20 @@ class Env:
     WEBSOCKET_ENDPOINT: Final = "AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI"
     JWT_ISSUER: Final = "EXPORTS_JWT_ISSUER"
     JWT_AUDIENCE: Final = "EXPORTS_JWT_AUDIENCE"
+    # Scheduled exports (docs/schedules.md): the schedules table, the EventBridge Scheduler
+    # group of this stage, the function its schedules invoke, the role Scheduler assumes to
+    # invoke it and the dead-letter queue of that target.
+    SCHEDULES_TABLE: Final = "EXPORTS_SCHEDULES_TABLE"
+    SCHEDULE_GROUP: Final = "EXPORTS_SCHEDULE_GROUP"
+    SCHEDULE_TARGET_ARN: Final = "EXPORTS_SCHEDULE_TARGET_ARN"
+    SCHEDULER_ROLE_ARN: Final = "EXPORTS_SCHEDULER_ROLE_ARN"
+    SCHEDULE_DLQ_ARN: Final = "EXPORTS_SCHEDULE_DLQ_ARN"
+    MAX_SCHEDULES_PER_USER: Final = "EXPORTS_MAX_SCHEDULES_PER_USER"
+    MIN_SCHEDULE_INTERVAL_MIN: Final = "EXPORTS_MIN_SCHEDULE_INTERVAL_MIN"
+    # E-mail of scheduled runs: the verified SES sender (unset: no mail, recipients refused) and
+    # the domains recipients may belong to (comma-separated; unset: any).
+    MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
+    MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"
 
 
 class Names:
@@ -98,6 +112,10 @@ class Names:
     CONNECTIONS_TABLE: Final = "exports-connections"
     STREAM_FUNCTION: Final = "exports-stream"
     PUSH_FUNCTION: Final = "exports-push"
+    SCHEDULES_TABLE: Final = "exports-schedules"
+    SCHEDULE_FUNCTION: Final = "exports-schedule"
+    SCHEDULE_GROUP: Final = "exports"
+    SCHEDULE_DLQ: Final = "exports-schedule-dlq"
 
 
 class TaskTable:
@@ -111,6 +129,36 @@ class TaskTable:
     TTL_ATTRIBUTE: Final = "expires_at_epoch"
     # Bumped by every write of a task item (the repository's ADD): the push channel's ``seq``.
     WRITE_SEQ: Final = "write_seq"
+
+
+class SchedulesTable:
+    """Key schema of the schedules table: one item per schedule, and one per firing (the
+    firing's idempotency record), under the schedule's partition."""
+
+    PARTITION_KEY: Final = "pk"
+    SORT_KEY: Final = "sk"
+    USER_INDEX: Final = "by_user"
+    USER_INDEX_PARTITION_KEY: Final = "user_id"
+    # schedule ids are time-sortable: the index lists newest first.
+    USER_INDEX_SORT_KEY: Final = "schedule_id"
+    TTL_ATTRIBUTE: Final = "expires_at_epoch"
+
+
+class Schedules:
+    """Scheduled exports (docs/schedules.md): limits and the retry policy of Scheduler's target."""
+
+    MAX_PER_USER_DEFAULT: Final = 20
+    MIN_INTERVAL_MIN_DEFAULT: Final = 15
+    # A schedule pauses itself after this many consecutive failed runs.
+    MAX_CONSECUTIVE_FAILURES: Final = 5
+    NEXT_RUNS_SHOWN: Final = 5
+    MAX_RECIPIENTS: Final = 10
+    DEFAULT_TIMEZONE: Final = "Etc/UTC"
+    # EventBridge Scheduler's retry policy of the target (then its dead-letter queue).
+    TARGET_MAX_RETRY_ATTEMPTS: Final = 5
+    TARGET_MAX_EVENT_AGE_SEC: Final = 3600
+    # The schedule function's timeout.
+    FUNCTION_TIMEOUT_SEC: Final = 30
 
 
 class Push:
