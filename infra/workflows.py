@@ -205,9 +205,7 @@ class Workflows(Construct):
                     self,
                     f"{construct_id}Logs",
                     self._settings,
-                    log_group_name=state_machine_log_group_name(
-                        state_machine_name, stack_creation_id(Stack.of(self))
-                    ),
+                    log_group_name=state_machine_log_group_name(state_machine_name, stack_creation_id(Stack.of(self))),
                 ),
                 level=sfn.LogLevel.ALL,
                 include_execution_data=False,
