@@ -291,6 +291,7 @@ class Cors:
     header names are case-insensitive), and the response headers a client reads beyond the
     CORS-safelisted ones may be read."""
 
+    ALLOW_METHODS: Final = ("GET", "POST", "OPTIONS")
     ALLOW_HEADERS: Final = ("authorization", "content-type", "idempotency-key")
     EXPOSE_HEADERS: Final = ("location", "retry-after")
     MAX_AGE_SEC: Final = 3600

@@ -202,7 +202,7 @@ def _cors(settings: StageSettings) -> apigw.CorsPreflightOptions | None:
         return None
     return apigw.CorsPreflightOptions(
         allow_origins=list(settings.cors_allowed_origins),
-        allow_methods=[apigw.CorsHttpMethod.GET, apigw.CorsHttpMethod.POST, apigw.CorsHttpMethod.OPTIONS],
+        allow_methods=[apigw.CorsHttpMethod(method) for method in Cors.ALLOW_METHODS],
         allow_headers=list(Cors.ALLOW_HEADERS),
         expose_headers=list(Cors.EXPOSE_HEADERS),
         max_age=Duration.seconds(Cors.MAX_AGE_SEC),

@@ -79,6 +79,8 @@ class FunctionSpec:
     ephemeral_storage_mib: int | None = None
     # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
     reserved_concurrency: int | None = None
+    # Data files of the shared package only it loads (infra.packaging.OPTIONAL_SHARED_DATA).
+    shared_data: tuple[str, ...] = ()
 
     def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:
         """Of the ``available`` variables, the ones its settings read; ``ValueError`` naming
@@ -96,6 +98,7 @@ class FunctionSpec:
             requirements=requirements_for(self.distributions),
             python_version=runtime_python_version(),
             extra_files=extra_files,
+            shared_data=self.shared_data,
         )
 
 

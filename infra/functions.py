@@ -17,6 +17,7 @@ from exports.push.settings import PushSettings
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
+from infra.packaging import PDF_FONT_FILES
 from infra.queues import TaskQueues
 from infra.secrets import WebhookSecret
 from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
@@ -61,6 +62,8 @@ WORKER: Final = FunctionSpec(
     runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
+    # The only function that writes PDF: the font goes into no other package.
+    shared_data=(PDF_FONT_FILES,),
 )
 LIFECYCLE: Final = FunctionSpec(
     name="lifecycle",
