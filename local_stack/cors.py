@@ -9,12 +9,14 @@ headers, so the browser refuses the call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+
+from werkzeug.datastructures import Headers
 
 from exports.config import Cors
 
 
-def is_preflight(method: str, headers: Mapping[str, str]) -> bool:
+def is_preflight(method: str, headers: Headers) -> bool:
     """Whether a request is a CORS preflight (OPTIONS with ``Access-Control-Request-Method``)."""
     return method == "OPTIONS" and "Access-Control-Request-Method" in headers
 
@@ -28,7 +30,7 @@ def _allowed_origin(origin: str | None, allowed_origins: Iterable[str]) -> str |
     return origin if origin in allowed else None
 
 
-def preflight_headers(headers: Mapping[str, str], allowed_origins: Iterable[str]) -> dict[str, str]:
+def preflight_headers(headers: Headers, allowed_origins: Iterable[str]) -> dict[str, str]:
     """The ``Access-Control-*`` headers of the answer to the preflight with ``headers`` (none if
     the rules do not allow what it asks)."""
     origin = _allowed_origin(headers.get("Origin"), allowed_origins)
@@ -45,7 +47,7 @@ def preflight_headers(headers: Mapping[str, str], allowed_origins: Iterable[str]
     }
 
 
-def response_headers(headers: Mapping[str, str], allowed_origins: Iterable[str]) -> dict[str, str]:
+def response_headers(headers: Headers, allowed_origins: Iterable[str]) -> dict[str, str]:
     """What an allowed origin's (non-preflight) response carries besides its own headers."""
     origin = _allowed_origin(headers.get("Origin"), allowed_origins)
     if origin is None:
