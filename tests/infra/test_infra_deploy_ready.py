@@ -120,6 +120,15 @@ def test_every_runbook_is_used_by_an_alarm_and_documented(dev):
     assert {runbook.anchor for runbook in Runbooks.all()} <= runbook_anchors()
 
 
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_runbooks_table_names_every_alarm_of_the_stack(assembly, stage):
+    synth = getattr(assembly, stage)
+    runbook = (REPO_ROOT / RUNBOOK_DOC).read_text()
+    names = {alarm["AlarmName"].removeprefix(f"{synth.stack.stack_name}-") for alarm in alarms(synth)}
+
+    assert {name for name in names if f"`{name}`" not in runbook} == set()
+
+
 def test_each_table_alarms_on_any_throttled_read_or_write(dev):
     by_name = {alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-"): alarm for alarm in alarms(dev)}
     tables = dev.stack.tables
