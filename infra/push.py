@@ -45,10 +45,10 @@ ACCESS_LOG_FORMAT: Final = {
     "status": "$context.status",
     "integrationError": "$context.integrationErrorMessage",
 }
-# The mapping's filter: records of task items only (quota counters, dedup markers, statistics
-# and the other items of the single table never reach the push function).
 # The AWS managed policy of API Gateway's CloudWatch Logs role (what the console and AWS's guide use).
 API_GATEWAY_LOGS_POLICY: Final = "service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+# The mapping's filter: records of task items only (quota counters, dedup markers, statistics
+# and the other items of the single table never reach the push function).
 TASK_RECORDS: Final = {"dynamodb": {"Keys": {TaskTable.PARTITION_KEY: {"S": [{"prefix": TASK_ID_PREFIX}]}}}}
 
 
