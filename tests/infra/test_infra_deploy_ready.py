@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, CfnElement, Stack
+from aws_cdk import App, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
 from exports.config import CustomersTable, OrdersTable, TaskTable
+from infra.function_factory import removal_policy
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
 from infra.settings import Sizing, StageSettings
 from infra.stack import ExportsStack
@@ -223,6 +224,13 @@ def test_prod_keeps_its_data_and_logs_except_after_a_failed_create_and_dev_keeps
         assert {resource["DeletionPolicy"] for resource in kept} == {policy}
         assert {resource["UpdateReplacePolicy"] for resource in kept} <= {policy, "Retain"}
         assert "Retain" not in {resource.get("DeletionPolicy") for resource in resources}
+
+
+def test_every_kept_resource_of_a_protected_stage_goes_with_a_failed_create():
+    """The user pool (prod here takes tokens of an external issuer, so it has none) and every
+    other kept resource take their policy from here."""
+    assert removal_policy(StageSettings.preset("prod")) is RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+    assert removal_policy(StageSettings.preset("dev")) is RemovalPolicy.DESTROY
 
 
 def test_dev_buckets_are_emptied_on_stack_deletion_and_prod_buckets_are_kept(dev, prod):
