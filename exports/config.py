@@ -282,6 +282,16 @@ class Callback:
 # source of its export type (exports.services.endings.NO_SOURCE for a type without one).
 ERROR_CODE_DIMENSION: Final = "error_code"
 SOURCE_DIMENSION: Final = "source"
+# The error codes of exports that failed because of what was asked, not a fault to fix: the file
+# would not fit its format (XLSX, PDF, Parquet) or one worker run (EXPORT_TOO_LONG: no order key to
+# continue by). ExportFailed counts them too (the dashboard shows every code); its alarm does not.
+USER_CAUSED_FAILURES: Final = (
+    "EXPORT_TOO_LONG",
+    "PARQUET_TOO_LARGE",
+    "PDF_TOO_LARGE",
+    "XLSX_CELL_TOO_LONG",
+    "XLSX_TOO_LARGE",
+)
 
 
 class Metric:
@@ -323,16 +333,29 @@ class Capacity:
     API_THROTTLE_BURST: Final = 100
 
 
+class Cors:
+    """The HTTP API's CORS rules when ``cors_allowed_origins`` is set: every request header the
+    API reads may be sent cross-origin (the token, the JSON body's type, ``Idempotency-Key``;
+    header names are case-insensitive), and the response headers a client reads beyond the
+    CORS-safelisted ones may be read."""
+
+    ALLOW_METHODS: Final = ("GET", "POST", "OPTIONS")
+    ALLOW_HEADERS: Final = ("authorization", "content-type", "idempotency-key")
+    EXPOSE_HEADERS: Final = ("location", "retry-after")
+    MAX_AGE_SEC: Final = 3600
+
+
 class ThrottleRetry:
-    """How the lifecycle workflow retries its function when Lambda throttles it
-    (``Lambda.TooManyRequestsException``) in AwaitEnd and Expire, whose loss would cost a task
-    its deadline and its callback. Every submit starts an execution whose first step invokes
-    the lifecycle function, and the API admits bursts of ``Capacity.API_THROTTLE_BURST`` (100)
-    against its few reserved executions (infra's ``Sizing.LIFECYCLE_RESERVED_CONCURRENCY``, 5):
-    most of a burst is throttled at first. Full jitter spreads the retries so they do not come
-    back in step; waits of 1, 2, 4 ... s capped at MAX_DELAY_SEC give a window of about three
-    minutes (half of it on average), for work of the burst that takes some 20 s at 1 s an
-    invocation."""
+    """How the lifecycle workflow retries its functions when Lambda throttles them
+    (``Lambda.TooManyRequestsException``): the lifecycle function in AwaitEnd and Expire, whose
+    loss would cost a task its deadline and its callback, and the callback function in Deliver
+    and GiveUp (apart from the callback's own retries, which a throttle must not spend). Every
+    submit starts an execution whose first step invokes the lifecycle function, and the API
+    admits bursts of ``Capacity.API_THROTTLE_BURST`` (100) against its few reserved executions
+    (infra's ``Sizing.LIFECYCLE_RESERVED_CONCURRENCY``, 5): most of a burst is throttled at
+    first. Full jitter spreads the retries so they do not come back in step; waits of 1, 2, 4
+    ... s capped at MAX_DELAY_SEC give a window of about three minutes (half of it on average),
+    for work of the burst that takes some 20 s at 1 s an invocation."""
 
     INTERVAL_SEC: Final = 1
     BACKOFF_RATE: Final = 2.0

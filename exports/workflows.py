@@ -14,6 +14,8 @@ One execution per task, started at submit, owns the task's time:
 3. With callback subscribers (the outcome says so), ``Deliver`` sends each one's callback:
    retried on ``CallbackRetryable`` 1 s, 4 s and 16 s later (subscribers already delivered or
    refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
+   A throttled invoke of the callback function is retried apart (``ThrottleRetry``), so a burst
+   cannot spend those attempts before one callback was sent.
 
 Four to six state transitions per task keep Standard workflow costs low.
 """
@@ -44,19 +46,20 @@ LAMBDA_SERVICE_ERRORS = [
 TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
 _SERVICE_RETRY = {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
-# The lifecycle function's throttles, where a lost step loses a deadline (config.ThrottleRetry);
-# Lambda's other transient errors as everywhere.
-_LIFECYCLE_RETRY = [
-    {
-        "ErrorEquals": [LAMBDA_THROTTLED],
-        "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
-        "BackoffRate": ThrottleRetry.BACKOFF_RATE,
-        "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
-        "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
-        "JitterStrategy": "FULL",
-    },
-    {**_SERVICE_RETRY, "ErrorEquals": [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]},
-]
+_NOT_THROTTLED = [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]
+# Throttles of the lifecycle workflow's functions (config.ThrottleRetry: backoff with full jitter
+# through a burst), first in every Retry list: Step Functions retries an error by the first
+# retrier that names it, and counts attempts per retrier, so a throttle never uses up a callback
+# attempt. Lambda's other transient errors as everywhere.
+_THROTTLE_RETRY = {
+    "ErrorEquals": [LAMBDA_THROTTLED],
+    "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
+    "BackoffRate": ThrottleRetry.BACKOFF_RATE,
+    "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
+    "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
+    "JitterStrategy": "FULL",
+}
+_LIFECYCLE_RETRY = [_THROTTLE_RETRY, {**_SERVICE_RETRY, "ErrorEquals": _NOT_THROTTLED}]
 
 
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
@@ -117,12 +120,13 @@ def lifecycle_definition(
                 },
                 "ResultPath": None,
                 "Retry": [
+                    _THROTTLE_RETRY,
                     {
-                        "ErrorEquals": [Callback.RETRYABLE_ERROR, *LAMBDA_SERVICE_ERRORS],
+                        "ErrorEquals": [Callback.RETRYABLE_ERROR, *_NOT_THROTTLED],
                         "IntervalSeconds": Callback.RETRY_INTERVAL_SEC,
                         "BackoffRate": Callback.RETRY_BACKOFF_RATE,
                         "MaxAttempts": Callback.MAX_RETRIES,
-                    }
+                    },
                 ],
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.callback_error", "Next": "GiveUp"}],
                 "Next": "Done",
@@ -135,7 +139,7 @@ def lifecycle_definition(
                     "Payload": {"action": "give_up", "task_id.$": "$.task_id", "error.$": "$.callback_error"},
                 },
                 "ResultPath": None,
-                "Retry": [_SERVICE_RETRY],
+                "Retry": _LIFECYCLE_RETRY,
                 "Next": "Done",
             },
             "Done": {"Type": "Succeed"},
@@ -163,8 +167,9 @@ class PartitionStatus:
     FAILED = "failed"
 
 
-# The assembler's outcome when a partition has failed the attempt (exports.services.endings.Outcome.FAILED).
-ASSEMBLY_FAILED = "failed"
+# The abandon step's outcome when it scheduled the task's retry (exports.services.endings.
+# Outcome.RETRY_SCHEDULED): the only abandonment no other alarm reports.
+ABANDONED_FOR_RETRY = "retry_scheduled"
 # The Fail states of the fan-out workflow (their names are the executions' errors).
 PARTITION_FAILED_ERROR = "PartitionFailed"
 FAN_OUT_FAILED_ERROR = "FanOutFailed"
@@ -186,8 +191,12 @@ def fan_out_definition(
     assembler then cleans up instead of assembling. A partition's final error has already ended
     the task FAILED with its code: the partition fails, which fails the Map. A fault (a
     partition's transient error after its retries, a failing assembly) lands in ``Abandon``,
-    which aborts the upload, deletes the staging and retries or fails a task still running;
-    the execution then fails (``FanOutFailed``), so that its alarm sees it."""
+    which aborts the upload, deletes the staging and retries or fails a task still running.
+
+    A failed split export pages once: the execution fails (``FanOutFailed``, for its alarm)
+    only when ``Abandon`` scheduled a retry of the task. A task that ended FAILED (a partition's
+    final error, or the fault with its retries spent) is counted by ExportFailed, whose alarm
+    pages; a cancel or the deadline is no fault: the execution then succeeds."""
 
     def invoke(action: str, **payload: str) -> dict[str, Any]:
         return {
@@ -257,25 +266,29 @@ def fan_out_definition(
                     {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
                 ],
                 "Catch": catch,
-                "Next": "Assembled",
-            },
-            # A partition's final error may also let the Map end (a Map that tolerates it): the
-            # assembler then finds the attempt FAILED.
-            "Assembled": {
-                "Type": "Choice",
-                "Choices": [{"Variable": "$.assembled.outcome", "StringEquals": ASSEMBLY_FAILED, "Next": "Abandoned"}],
-                "Default": "Done",
+                # A partition's final error may also let the Map end (a Map that tolerates it): the
+                # assembler then finds the attempt FAILED, which ExportFailed has counted.
+                "Next": "Done",
             },
             "Done": {"Type": "Succeed"},
             "Abandon": {
                 **invoke(ABANDON_ACTION, **{"error.$": "$.error"}),
+                "ResultSelector": {"outcome.$": "$.Payload.outcome"},
+                "ResultPath": "$.abandoned",
                 "Retry": [_SERVICE_RETRY],
-                "Next": "Abandoned",
+                "Next": "Retried",
+            },
+            "Retried": {
+                "Type": "Choice",
+                "Choices": [
+                    {"Variable": "$.abandoned.outcome", "StringEquals": ABANDONED_FOR_RETRY, "Next": "Abandoned"}
+                ],
+                "Default": "Done",
             },
             "Abandoned": {
                 "Type": "Fail",
                 "Error": FAN_OUT_FAILED_ERROR,
-                "Cause": "The split export was abandoned after a fault; its task records the outcome.",
+                "Cause": "The split export was abandoned after a fault; its task is retried whole.",
             },
         },
     }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import jsii
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config import API_VERSION_PREFIX, PUBLIC_PATHS, SERVICE_NAME, Capacity
+from exports.config import API_VERSION_PREFIX, PUBLIC_PATHS, SERVICE_NAME, Capacity, Cors
 from infra.function_factory import log_group, removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings
@@ -60,7 +60,6 @@ ACCESS_LOG_FORMAT: Final = {
     "authorizerError": "$context.authorizer.error",
     "userId": "$context.authorizer.claims.sub",
 }
-CORS_MAX_AGE: Final = Duration.hours(1)
 # The unauthenticated route of CORS preflights (with CORS on): every path.
 PREFLIGHT_PATH: Final = "/{proxy+}"
 
@@ -162,7 +161,13 @@ class ExportsApi(Construct):
                 "Jwt", jwt_issuer=settings.jwt.issuer, jwt_audience=list(settings.jwt.audience)
             )
         self.user_pool, self.user_pool_client = _user_pool(self, settings, self._identity)
-        return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=[self.user_pool_client])
+        # A JWT authorizer on the pool's issuer rather than CDK's HttpUserPoolAuthorizer, which
+        # writes the issuer with the amazonaws.com suffix in every partition.
+        return authorizers.HttpJwtAuthorizer(
+            "Cognito",
+            jwt_issuer=cognito_issuer(Stack.of(self), self.user_pool.user_pool_id),
+            jwt_audience=[self.user_pool_client.user_pool_client_id],
+        )
 
 
 @jsii.implements(apigw.IAccessLogSettings)
@@ -185,15 +190,22 @@ class AccessLogs:
         return apigw_v1.AccessLogFormat.custom(json.dumps(self._fields))
 
 
+def cognito_issuer(stack: Stack, user_pool_id: str) -> str:
+    """The issuer (``iss``) of a user pool's tokens, in the stack's partition: the region's
+    ``cognito-idp`` endpoint under the partition's domain (``amazonaws.com``,
+    ``amazonaws.com.cn`` in the China regions)."""
+    return f"https://cognito-idp.{stack.region}.{stack.url_suffix}/{user_pool_id}"
+
+
 def _cors(settings: StageSettings) -> apigw.CorsPreflightOptions | None:
     if not settings.cors_allowed_origins:
         return None
     return apigw.CorsPreflightOptions(
         allow_origins=list(settings.cors_allowed_origins),
-        allow_methods=[apigw.CorsHttpMethod.GET, apigw.CorsHttpMethod.POST, apigw.CorsHttpMethod.OPTIONS],
-        allow_headers=["authorization", "content-type"],
-        expose_headers=["location", "retry-after"],
-        max_age=CORS_MAX_AGE,
+        allow_methods=[apigw.CorsHttpMethod(method) for method in Cors.ALLOW_METHODS],
+        allow_headers=list(Cors.ALLOW_HEADERS),
+        expose_headers=list(Cors.EXPOSE_HEADERS),
+        max_age=Duration.seconds(Cors.MAX_AGE_SEC),
     )
 
 

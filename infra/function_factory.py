@@ -41,27 +41,24 @@ def runtime_python_version() -> str:
 
 
 def removal_policy(settings: StageSettings) -> RemovalPolicy:
-    """Keep data and logs when a protected stage's stack is deleted; clean up otherwise."""
-    return RemovalPolicy.RETAIN if settings.protect_data else RemovalPolicy.DESTROY
+    """Keep data and logs when a protected stage's stack is deleted or a resource is replaced,
+    but not when the resource's own creation rolls back (CloudFormation's
+    ``RetainExceptOnCreate``): a failed first deploy then leaves nothing behind that would be
+    orphaned or block the next one. Unprotected stages clean up."""
+    return RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if settings.protect_data else RemovalPolicy.DESTROY
 
 
 def log_group(
     scope: Construct, construct_id: str, settings: StageSettings, log_group_name: str | None = None
 ) -> logs.LogGroup:
-    """A log group with the stage's retention (named ``log_group_name``, or by CloudFormation).
-
-    A named group a protected stage keeps is kept except when its own creation rolls back
-    (``RetainExceptOnCreate``): a retained leftover of a failed first deploy would hold the
-    name, and the next create would fail with "already exists"."""
-    policy = removal_policy(settings)
-    if log_group_name is not None and policy is RemovalPolicy.RETAIN:
-        policy = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+    """A log group with the stage's retention and removal policy (named ``log_group_name``, or
+    by CloudFormation)."""
     return logs.LogGroup(
         scope,
         construct_id,
         log_group_name=log_group_name,
         retention=RETENTION[settings.log_retention_days],
-        removal_policy=policy,
+        removal_policy=removal_policy(settings),
     )
 
 
@@ -82,6 +79,8 @@ class FunctionSpec:
     ephemeral_storage_mib: int | None = None
     # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
     reserved_concurrency: int | None = None
+    # Data files of the shared package only it loads (infra.packaging.OPTIONAL_SHARED_DATA).
+    shared_data: tuple[str, ...] = ()
 
     def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:
         """Of the ``available`` variables, the ones its settings read; ``ValueError`` naming
@@ -99,6 +98,7 @@ class FunctionSpec:
             requirements=requirements_for(self.distributions),
             python_version=runtime_python_version(),
             extra_files=extra_files,
+            shared_data=self.shared_data,
         )
 
 

@@ -17,6 +17,7 @@ from exports.push.settings import PushSettings
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
+from infra.packaging import PDF_FONT_FILES
 from infra.queues import TaskQueues
 from infra.secrets import WebhookSecret
 from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
@@ -61,6 +62,8 @@ WORKER: Final = FunctionSpec(
     runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
+    # The only function that writes PDF: the font goes into no other package.
+    shared_data=(PDF_FONT_FILES,),
 )
 LIFECYCLE: Final = FunctionSpec(
     name="lifecycle",
@@ -124,6 +127,15 @@ def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
     }
 
 
+# What Lambda needs to attach the worker to its subnets: AWSLambdaVPCAccessExecutionRole's EC2 actions.
+WORKER_VPC_ACTIONS: Final = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
 # Read, write and delete single items of the tasks table (the API and the worker).
 TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 
@@ -359,38 +371,26 @@ class ServiceFunctions(Construct):
         function.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
             subnet_ids=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
         )
-        # A policy of its own, so that its findings carry their own reasons. Lambda's VPC guide:
-        # the Describe actions work only on "*"; the others are scoped to this account and
-        # region (its own example for DeleteNetworkInterface).
-        in_account = Stack.of(self).format_arn(service="ec2", resource="*", resource_name="*")
+        # A policy of its own, so that its findings carry their own reasons. The actions of
+        # AWSLambdaVPCAccessExecutionRole, on "*" as there: Lambda checks them when the function
+        # is created or its VPC configuration changes (before any interface exists, so no ARN of
+        # one can be named), and the Describe actions support no resource-level scoping.
         networking = iam.Policy(
             self,
             "WorkerVpcNetworking",
             roles=[self.worker.role],
-            statements=[
-                iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], resources=["*"]),
-                iam.PolicyStatement(
-                    actions=[
-                        "ec2:CreateNetworkInterface",
-                        "ec2:DeleteNetworkInterface",
-                        "ec2:AssignPrivateIpAddresses",
-                        "ec2:UnassignPrivateIpAddresses",
-                    ],
-                    resources=[in_account],
-                ),
-            ],
+            statements=[iam.PolicyStatement(actions=list(WORKER_VPC_ACTIONS), resources=["*"])],
         )
+        # The function is created only once its role may make its network interfaces, or Lambda
+        # refuses it ("execution role does not have permissions to call CreateNetworkInterface").
+        self.worker.function.node.add_dependency(networking)
         acknowledge(
             networking,
             "AwsSolutions-IAM5[Resource::*]",
-            "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets, which Lambda needs to attach the worker to "
-            "its subnets, work only when allowed on all resources (Lambda's VPC configuration guide).",
-        )
-        acknowledge(
-            networking,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*]",
-            "Lambda creates, deletes and re-addresses the worker's network interfaces in the given subnets; "
-            "their ids are generated, so the grant is this account's and region's EC2 resources.",
+            "Lambda needs these EC2 actions to attach the worker to its subnets; it validates them on all "
+            "resources when the function is created or its VPC configuration changes (the managed policy "
+            "AWSLambdaVPCAccessExecutionRole grants exactly these on *); the Describe actions support no "
+            "resource-level scoping.",
         )
 
     @property

@@ -6,8 +6,9 @@ a number), names from :class:`exports.config.Metric`, and the ``service`` dimens
 adds from ``POWERTOOLS_SERVICE_NAME``; ExportFailed also carries the error code and the source,
 and its alarm and graph read it with Metrics Insights across them.
 
-Every alarm notifies the topic when it fires and when it recovers (OK), and its description ends
-with a runbook line: what to do first, and the section of docs/alarms.md that says more. The
+Every alarm notifies the topic when it fires (not when it recovers: a first deploy would send an
+OK for every alarm as each leaves INSUFFICIENT_DATA), and its description ends with a runbook
+line: what to do first, and the section of docs/alarms.md that says more. The
 topic's policy lets CloudWatch alarms of this stack (account and alarm-name prefix) publish:
 ``enforce_ssl`` alone would leave a policy of one Deny, and alarms fail with "not authorized
 to perform SNS:Publish".
@@ -32,11 +33,23 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import ERROR_CODE_DIMENSION, SERVICE_NAME, SOURCE_DIMENSION, Metric, metrics_namespace
+from exports.config import (
+    ERROR_CODE_DIMENSION,
+    SERVICE_NAME,
+    SOURCE_DIMENSION,
+    USER_CAUSED_FAILURES,
+    Metric,
+    Push,
+    metrics_namespace,
+)
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
 PERIOD: Final = Duration.minutes(5)
+# The lifecycle workflow's functions are throttled by design in a burst (their reserved
+# concurrency is small and Step Functions retries the invokes): their throttle alarms fire only
+# when every one of this many periods in a row saw throttles.
+SUSTAINED_THROTTLE_PERIODS: Final = 3
 WIDGET_WIDTH: Final = 8
 GTE: Final = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 RUNBOOK_DOC: Final = "docs/alarms.md"
@@ -75,6 +88,18 @@ class Runbooks:
     )
     EXECUTIONS_FAILED: Final = Runbook(
         "executions-failed", "Open the failed executions in Step Functions; read the lifecycle function's errors."
+    )
+    EXECUTIONS_THROTTLED: Final = Runbook(
+        "executions-throttled", "Compare the state machines' transitions with the account's Step Functions quotas."
+    )
+    WEBSOCKET_ERRORS: Final = Runbook(
+        "websocket-errors", "Read the stream function's errors and the push channel's access log (integrationError)."
+    )
+    PUSH_ITERATOR_AGE: Final = Runbook(
+        "push-iterator-age", "Read the push function's errors and duration; check the connections table's throttles."
+    )
+    EXPORTS_TIMED_OUT: Final = Runbook(
+        "exports-timed-out", "Check the lanes' oldest message and the worker's errors, throttles and duration."
     )
     EXECUTIONS_TIMED_OUT: Final = Runbook(
         "executions-timed-out", "An execution outlived its bound: check the callback function's duration."
@@ -166,10 +191,11 @@ class Monitoring(Construct):
         description: str,
         runbook: Runbook,
         missing_data: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+        periods: int = 1,
     ) -> cloudwatch.Alarm:
-        """An alarm at ``metric >= threshold`` over one period that notifies every destination
-        when it fires and when it recovers; its description ends with ``runbook``'s line. No
-        data counts as no fault unless ``missing_data`` says otherwise."""
+        """An alarm at ``metric >= threshold`` in each of ``periods`` periods in a row that
+        notifies every destination when it fires; its description ends with ``runbook``'s line.
+        No data counts as no fault unless ``missing_data`` says otherwise."""
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
@@ -178,12 +204,12 @@ class Monitoring(Construct):
             metric=metric,
             threshold=threshold,
             comparison_operator=GTE,
-            evaluation_periods=1,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods,
             treat_missing_data=missing_data,
         )
         for destination in self.destinations:
             alarm.add_alarm_action(actions.SnsAction(destination))
-            alarm.add_ok_action(actions.SnsAction(destination))
         self.alarms.append(alarm)
         return alarm
 
@@ -243,9 +269,12 @@ class Monitoring(Construct):
             missing_data=cloudwatch.TreatMissingData.IGNORE,
         )
 
-    def watch_function(self, construct_id: str, function: lambda_.IFunction, role: str) -> None:
-        """Alarms on any error and any throttle of ``function`` (``role``: what it does, for the
-        descriptions)."""
+    def watch_function(
+        self, construct_id: str, function: lambda_.IFunction, role: str, *, throttled_by_design: bool = False
+    ) -> None:
+        """Alarms on any error of ``function`` and on its throttles (``role``: what it does, for
+        the descriptions): any throttle, or for a function ``throttled_by_design`` (its invokes
+        are retried), throttles in each of :data:`SUSTAINED_THROTTLE_PERIODS` periods in a row."""
         self.add_alarm(
             f"{construct_id}Errors",
             metric=function.metric_errors(period=PERIOD, statistic=cloudwatch.Stats.SUM),
@@ -253,12 +282,19 @@ class Monitoring(Construct):
             description=f"The {role} function failed (an exception or a timeout).",
             runbook=Runbooks.FUNCTION_ERRORS,
         )
+        sustained = SUSTAINED_THROTTLE_PERIODS if throttled_by_design else 1
         self.add_alarm(
             f"{construct_id}Throttles",
             metric=function.metric_throttles(period=PERIOD, statistic=cloudwatch.Stats.SUM),
             threshold=1,
-            description=f"The {role} function was throttled: its reserved or the account's concurrency is exhausted.",
+            description=(
+                f"The {role} function was throttled for {sustained * int(PERIOD.to_minutes())} minutes in a row: "
+                "its reserved concurrency is too small for the load."
+                if throttled_by_design
+                else f"The {role} function was throttled: its reserved or the account's concurrency is exhausted."
+            ),
             runbook=Runbooks.FUNCTION_THROTTLES,
+            periods=sustained,
         )
 
     def watch_worker(self, worker: lambda_.IFunction) -> None:
@@ -271,6 +307,39 @@ class Monitoring(Construct):
             ),
             _graph("Worker duration (ms)", [worker.metric_duration(period=PERIOD, statistic=cloudwatch.Stats.p(90))]),
             _graph("Worker concurrency", [worker.metric("ConcurrentExecutions", statistic=cloudwatch.Stats.MAXIMUM)]),
+        )
+
+    def watch_websocket(self, stage: apigw.WebSocketStage, push: lambda_.IFunction) -> None:
+        """The push channel: an alarm on the WebSocket API's execution errors (API Gateway could
+        not run the stream function: a failed invoke, a timeout), and one on the push function's
+        iterator age (task events wait in the stream: it falls behind, or fails and retries)."""
+        errors = stage.metric("ExecutionError", period=PERIOD, statistic=cloudwatch.Stats.SUM)
+        self.add_alarm(
+            "WebSocketErrors",
+            metric=errors,
+            threshold=self._settings.alarms.websocket_errors_per_5_min,
+            description="The push channel's WebSocket API could not run its integration (the stream function).",
+            runbook=Runbooks.WEBSOCKET_ERRORS,
+        )
+        age = push.metric("IteratorAge", period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM)
+        self.add_alarm(
+            "PushIteratorAge",
+            metric=age,
+            threshold=self._settings.alarms.push_iterator_age_ms,
+            description="Task events wait in the tasks stream: the push function falls behind or keeps failing, "
+            f"and records older than {Push.MAX_RECORD_AGE_SEC} s are given up.",
+            runbook=Runbooks.PUSH_ITERATOR_AGE,
+        )
+        self.dashboard.add_widgets(
+            _graph(
+                "WebSocket connects / messages / execution errors",
+                [
+                    stage.metric("ConnectCount", period=PERIOD, statistic=cloudwatch.Stats.SUM),
+                    stage.metric("MessageCount", period=PERIOD, statistic=cloudwatch.Stats.SUM),
+                    errors,
+                ],
+            ),
+            _graph("Push function iterator age (ms)", [age]),
         )
 
     def watch_api(self, api: apigw.HttpApi) -> None:
@@ -343,10 +412,18 @@ class Monitoring(Construct):
             description=f"Executions of the {construct_id} state machine timed out.",
             runbook=Runbooks.EXECUTIONS_TIMED_OUT,
         )
+        throttled = state_machine.metric("ExecutionThrottled", period=PERIOD, statistic=cloudwatch.Stats.SUM)
+        self.add_alarm(
+            f"{construct_id}Throttled",
+            metric=throttled,
+            threshold=1,
+            description=f"Step Functions throttled state transitions of the {construct_id} state machine.",
+            runbook=Runbooks.EXECUTIONS_THROTTLED,
+        )
         self.dashboard.add_widgets(
             _graph(
-                f"{construct_id} executions started / failed / timed out",
-                [state_machine.metric_started(period=PERIOD), failed, timed_out],
+                f"{construct_id} executions started / failed / timed out / throttled",
+                [state_machine.metric_started(period=PERIOD), failed, timed_out, throttled],
             )
         )
 
@@ -359,11 +436,24 @@ class Monitoring(Construct):
         )
         self.add_alarm(
             "ExportFailed",
-            metric=failed,
+            metric=cloudwatch.MathExpression(
+                expression=failed_exports_query(self.namespace, faults_only=True),
+                period=PERIOD,
+                label="exports failed by a fault",
+            ),
             threshold=1,
-            description="An export ended FAILED (a failing source, a bad query, a broken declaration, retries "
-            "spent on a fault).",
+            description="An export ended FAILED by a fault (a failing source, a bad query, a broken declaration, "
+            "retries spent on a fault); what was asked being too large for its format is not counted.",
             runbook=Runbooks.EXPORT_FAILED,
+        )
+        timed_out = self._metric(Metric.TIMED_OUT)
+        self.add_alarm(
+            "ExportsTimedOut",
+            metric=timed_out,
+            threshold=self._settings.alarms.timed_out_tasks_per_5_min,
+            description="Many exports reached their deadline (TIMEOUT): workers are stuck or too few, or a source "
+            "is slow.",
+            runbook=Runbooks.EXPORTS_TIMED_OUT,
         )
         callback_failed = self._metric(Metric.CALLBACK_FAILED)
         self.add_alarm(
@@ -387,7 +477,8 @@ class Monitoring(Construct):
                 [
                     *(self._metric(name) for name in (Metric.SUBMITTED, Metric.COMPLETED)),
                     failed,
-                    *(self._metric(name) for name in (Metric.TIMED_OUT, Metric.CANCELLED)),
+                    timed_out,
+                    self._metric(Metric.CANCELLED),
                 ],
             ),
             _graph(
@@ -421,11 +512,14 @@ class Monitoring(Construct):
         )
 
 
-def failed_exports_query(namespace: str, group_by: bool = False) -> str:
+def failed_exports_query(namespace: str, group_by: bool = False, faults_only: bool = False) -> str:
     """The Metrics Insights query of ExportFailed over every error code and source (summed, or
-    one series per code and source)."""
+    one series per code and source); ``faults_only`` leaves out the codes of
+    :data:`exports.config.USER_CAUSED_FAILURES`."""
     schema = ", ".join(sorted(("service", ERROR_CODE_DIMENSION, SOURCE_DIMENSION)))
     query = f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {schema})'
+    if faults_only:
+        query += " WHERE " + " AND ".join(f"{ERROR_CODE_DIMENSION} != '{code}'" for code in USER_CAUSED_FAILURES)
     return f"{query} GROUP BY {ERROR_CODE_DIMENSION}, {SOURCE_DIMENSION}" if group_by else query
 
 

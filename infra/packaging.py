@@ -75,6 +75,11 @@ PYARROW_UNUSED: Final = (
     "*.pxd",
     "*.pxi",
 )
+# Data files of the shared package that only some functions load (globs under exports/): every
+# package leaves them out but those whose spec names them (PackageSpec.shared_data). The PDF font
+# (2.2 MB) and its licence go with the worker alone, the only function that writes PDF.
+PDF_FONT_FILES: Final = "writers/pdf/fonts/*"
+OPTIONAL_SHARED_DATA: Final = (PDF_FONT_FILES,)
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")
 
@@ -186,6 +191,8 @@ class PackageSpec:
     # Files besides the code, as (file, path in the package): the declaration of export types
     # and the CA bundles it names.
     extra_files: tuple[tuple[Path, str], ...] = ()
+    # Which of :data:`OPTIONAL_SHARED_DATA` it carries (the others stay out).
+    shared_data: tuple[str, ...] = ()
     # pip's target platforms: Lambda's arm64 (what the CDK app deploys) unless told otherwise.
     platforms: tuple[str, ...] = PIP_PLATFORMS
 
@@ -195,6 +202,7 @@ class PackageSpec:
         digest.update(Path(__file__).read_bytes())
         digest.update("\n".join((self.python_version, *self.platforms, *self.requirements)).encode())
         digest.update(repr(self.aws_services).encode())
+        digest.update(repr(self.shared_data).encode())
         for source, target in self.extra_files:
             digest.update(target.encode())
             digest.update(source.read_bytes())
@@ -204,6 +212,16 @@ class PackageSpec:
                 digest.update(str(path.relative_to(REPO_ROOT)).encode())
                 digest.update(path.read_bytes())
         return digest.hexdigest()
+
+
+def shared_files(spec: PackageSpec) -> Iterator[Path]:
+    """The files of the shared package that go into ``spec``'s package: all but the optional
+    data it does not name."""
+    left_out = [pattern for pattern in OPTIONAL_SHARED_DATA if pattern not in spec.shared_data]
+    for source in _source_files(SHARED_PACKAGE):
+        relative = source.relative_to(SHARED_PACKAGE).as_posix()
+        if not any(fnmatch.fnmatch(relative, pattern) for pattern in left_out):
+            yield source
 
 
 def _run(command: list[str], step: str) -> None:
@@ -271,7 +289,7 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
     for source in _source_files(spec.handler_dir):
         if source.name != "__init__.py":
             _copy(source, output_dir / source.relative_to(spec.handler_dir))
-    for source in _source_files(SHARED_PACKAGE):
+    for source in shared_files(spec):
         _copy(source, output_dir / SHARED_PACKAGE.name / source.relative_to(SHARED_PACKAGE))
     for source, target in spec.extra_files:
         _copy(source, output_dir / target)

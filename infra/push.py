@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
@@ -21,7 +23,7 @@ from constructs import Construct
 
 from exports.config import SERVICE_NAME, Env, Push, Queue, TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
-from infra.api import AccessLogs, ExportsApi
+from infra.api import AccessLogs, ExportsApi, cognito_issuer
 from infra.function_factory import ServiceFunction, log_group
 from infra.nag import acknowledge
 from infra.settings import StageSettings
@@ -43,6 +45,8 @@ ACCESS_LOG_FORMAT: Final = {
     "status": "$context.status",
     "integrationError": "$context.integrationErrorMessage",
 }
+# The AWS managed policy of API Gateway's CloudWatch Logs role (what the console and AWS's guide use).
+API_GATEWAY_LOGS_POLICY: Final = "service-role/AmazonAPIGatewayPushToCloudWatchLogs"
 # The mapping's filter: records of task items only (quota counters, dedup markers, statistics
 # and the other items of the single table never reach the push function).
 TASK_RECORDS: Final = {"dynamodb": {"Keys": {TaskTable.PARTITION_KEY: {"S": [{"prefix": TASK_ID_PREFIX}]}}}}
@@ -87,6 +91,10 @@ class PushChannel(Construct):
             throttle=apigw.ThrottleSettings(rate_limit=Push.THROTTLE_RATE, burst_limit=Push.THROTTLE_BURST),
             access_log_settings=AccessLogs(self.access_logs, ACCESS_LOG_FORMAT),
         )
+        if settings.apigateway_cloudwatch_role:
+            # A WebSocket stage that logs needs the account's CloudWatch Logs role first, or its
+            # create fails ("CloudWatch Logs role ARN must be set in account settings").
+            self.stage.node.add_dependency(account_logs_role(self))
         acknowledge(
             self.websocket_api,
             "AwsSolutions-APIG4",
@@ -171,6 +179,32 @@ def _jwt(settings: StageSettings, api: ExportsApi) -> tuple[str, str]:
     if settings.jwt is not None:
         return settings.jwt.issuer, ",".join(settings.jwt.audience)
     assert api.user_pool is not None and api.user_pool_client is not None
-    stack = Stack.of(api)
-    issuer = f"https://cognito-idp.{stack.region}.amazonaws.com/{api.user_pool.user_pool_id}"
-    return issuer, api.user_pool_client.user_pool_client_id
+    return cognito_issuer(Stack.of(api), api.user_pool.user_pool_id), api.user_pool_client.user_pool_client_id
+
+
+def account_logs_role(scope: Construct) -> apigw_v1.CfnAccount:
+    """API Gateway's account-level CloudWatch Logs role (``AWS::ApiGateway::Account``) with a
+    role of its own. Both are kept when the stack is deleted (other APIs of the account and
+    region may log through it by then), except when their creation rolls back."""
+    role = iam.Role(
+        scope,
+        "ApiGatewayLogsRole",
+        assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
+        description=f"{SERVICE_NAME}: API Gateway writes the account's API logs to CloudWatch Logs",
+        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(API_GATEWAY_LOGS_POLICY)],
+    )
+    account = apigw_v1.CfnAccount(scope, "ApiGatewayAccount", cloud_watch_role_arn=role.role_arn)
+    for resource in (role, account):
+        resource.apply_removal_policy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
+        "AWS's managed policy for the API Gateway account's CloudWatch Logs role is what AWS documents for it: "
+        "API Gateway creates the log groups of every API and stage of the account, whose names it chooses.",
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5[Resource::*]",
+        "The managed policy lets API Gateway write to log groups it names per API and stage, account-wide.",
+    )
+    return account

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from exports.config import Admission, Callback, FanOut, HotKey, Results, Worker
+from exports.config import Admission, Callback, FanOut, HotKey, Push, Results, Worker
 from exports.writers.sink import MIN_PART_BYTES
 
 DEFAULT_STAGE: Final = "dev"
@@ -55,6 +55,10 @@ class Context:
     MAX_PARTITIONS: Final = "max_partitions"
     # Rows per partition: a larger export is split (exports.config.Env.PARTITION_ROWS).
     PARTITION_ROWS: Final = "partition_rows"
+    # true: the stack sets API Gateway's account-level CloudWatch Logs role (AWS::ApiGateway::Account),
+    # which the push channel's WebSocket stage needs for its access logs. Off by default: it is one
+    # setting per account and region, which another stack or an administrator may own.
+    APIGATEWAY_CLOUDWATCH_ROLE: Final = "apigateway_cloudwatch_role"
 
 
 class Sizing:
@@ -116,11 +120,18 @@ class AccountQuota:
 
 @dataclass(frozen=True)
 class AlarmThresholds:
-    """Stage-dependent alarm thresholds. A function error or throttle, a dead letter, a failed
-    execution, a DynamoDB throttle, a failed callback or enqueue always alarms (threshold 1)."""
+    """Stage-dependent alarm thresholds. A function error or throttle, a dead letter, a failed or
+    throttled execution, a DynamoDB throttle, a failed export, callback or enqueue always alarms
+    (threshold 1; the lifecycle workflow's functions on sustained throttling only)."""
 
     oldest_message_age_sec: int
     api_5xx_per_5_min: int
+    # The push channel's WebSocket API: integration runs that failed (ExecutionError) per 5 minutes.
+    websocket_errors_per_5_min: int
+    # Exports that reached their deadline per 5 minutes (one is a task's own short timeout).
+    timed_out_tasks_per_5_min: int
+    # The push function's IteratorAge: well before records reach Push.MAX_RECORD_AGE_SEC and are given up.
+    push_iterator_age_ms: int = Push.MAX_RECORD_AGE_SEC * 1000 // 5
 
 
 @dataclass(frozen=True)
@@ -150,7 +161,8 @@ class StageSettings:
     stage: str
     log_level: str
     log_retention_days: int
-    # Deletion protection on tables and the user pool, and RETAIN on stack deletion. Unprotected
+    # Deletion protection on tables and the user pool, and RETAIN on stack deletion (except when
+    # the resource's own creation rolls back: RetainExceptOnCreate). Unprotected
     # stages also empty their buckets when the stack is deleted (auto-delete objects).
     protect_data: bool
     alarms: AlarmThresholds
@@ -172,6 +184,8 @@ class StageSettings:
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
     # Rows per partition of a split export (exports.config.Env.PARTITION_ROWS).
     partition_rows: int = FanOut.PARTITION_ROWS
+    # Whether the stack sets API Gateway's account-level CloudWatch Logs role (Context.APIGATEWAY_CLOUDWATCH_ROLE).
+    apigateway_cloudwatch_role: bool = False
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -275,6 +289,8 @@ PRESETS: Final = {
         alarms=AlarmThresholds(
             oldest_message_age_sec=4 * Worker.FUNCTION_TIMEOUT_SEC,
             api_5xx_per_5_min=10,
+            websocket_errors_per_5_min=10,
+            timed_out_tasks_per_5_min=10,
         ),
     ),
     "prod": StageSettings(
@@ -286,6 +302,8 @@ PRESETS: Final = {
         alarms=AlarmThresholds(
             oldest_message_age_sec=2 * Worker.FUNCTION_TIMEOUT_SEC,
             api_5xx_per_5_min=5,
+            websocket_errors_per_5_min=5,
+            timed_out_tasks_per_5_min=5,
         ),
     ),
 }
@@ -372,7 +390,19 @@ def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
         overrides["partition_rows"] = _at_least_one(Context.PARTITION_ROWS, rows)
     if (vpc := lookup(Context.WORKER_VPC)) is not None:
         overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
+    if (role := lookup(Context.APIGATEWAY_CLOUDWATCH_ROLE)) is not None:
+        overrides["apigateway_cloudwatch_role"] = _flag(Context.APIGATEWAY_CLOUDWATCH_ROLE, role)
     return overrides
+
+
+def _flag(key: str, value: Any) -> bool:
+    """A yes/no context value: a JSON boolean from cdk.json, or ``true``/``false`` from ``-c``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"context {key}={value!r}: expected true or false")
+    return text == "true"
 
 
 def _max_partitions(value: Any) -> int:

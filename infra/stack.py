@@ -94,7 +94,14 @@ class ExportsStack(Stack):
             ("Stream", "push channel's WebSocket", self.functions.stream),
             ("Push", "push", self.functions.push),
         ):
-            self.monitoring.watch_function(alarm_id, service_function.function, role)
+            self.monitoring.watch_function(
+                alarm_id,
+                service_function.function,
+                role,
+                # A burst of executions is throttled at their reserved concurrency, and retried.
+                throttled_by_design=service_function.spec.reserved_concurrency is not None,
+            )
+        self.monitoring.watch_websocket(self.push.stage, self.functions.push.function)
         self.monitoring.watch_worker(self.functions.worker.function)
         self.monitoring.watch_api(self.api.http_api)
         self.monitoring.watch_tables(

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -49,11 +49,20 @@ def fan_out_state_machine_name(stack_name: str) -> str:
     return f"{stack_name}-{FAN_OUT.lower()}"
 
 
-def state_machine_log_group_name(state_machine_name: str) -> str:
+def state_machine_log_group_name(state_machine_name: str, creation_id: str) -> str:
     """Where a state machine logs: under ``/aws/vendedlogs/states/``, the prefix whose resource
     policy CloudWatch Logs keeps short (otherwise the account-wide 5,120-character policy limit
-    fails deploys once a few state machines log)."""
-    return f"{VENDED_LOGS_PREFIX}{state_machine_name}"
+    fails deploys once a few state machines log), ending in ``creation_id``
+    (:func:`stack_creation_id`). A protected stage keeps its log groups when the stack is
+    deleted: a name of its own per stack creation lets the next create of the same stack succeed
+    beside them."""
+    return f"{VENDED_LOGS_PREFIX}{state_machine_name}-{creation_id}"
+
+
+def stack_creation_id(stack: Stack) -> str:
+    """The UUID CloudFormation gives the stack when it is created (the last part of
+    ``AWS::StackId``): the same for every update, new after a delete and create."""
+    return Fn.select(2, Fn.split("/", stack.stack_id))
 
 
 def longest_execution_sec(definition: Mapping[str, Any], function_timeouts: Mapping[str, int]) -> int:
@@ -196,7 +205,7 @@ class Workflows(Construct):
                     self,
                     f"{construct_id}Logs",
                     self._settings,
-                    log_group_name=state_machine_log_group_name(state_machine_name),
+                    log_group_name=state_machine_log_group_name(state_machine_name, stack_creation_id(Stack.of(self))),
                 ),
                 level=sfn.LogLevel.ALL,
                 include_execution_data=False,

@@ -24,6 +24,7 @@ from werkzeug.utils import redirect, send_from_directory
 from werkzeug.wrappers import Request, Response
 
 from exports.config import PUBLIC_PATHS
+from local_stack import cors
 from local_stack.lambda_context import LocalLambdaContext
 from local_stack.local_users import LocalUser
 
@@ -145,9 +146,12 @@ class Gateway:
         host: str = "127.0.0.1",
         port: int = 8000,
         console_dir: Path | None = None,
+        cors_allowed_origins: tuple[str, ...] = (),
     ) -> None:
         self._handler = handler
         self._console_dir = console_dir
+        # CORS as the CDK app's cors_allowed_origins sets it on the HTTP API (none: CORS off).
+        self._cors_origins = cors_allowed_origins
         # Lambda gives an execution environment one event at a time, and the function relies on it
         # (Powertools' resolver keeps the current event in a module global): requests served on
         # the server's threads take turns, or one request could run as another request's user.
@@ -170,6 +174,16 @@ class Gateway:
         return response(environ, start_response)
 
     def _dispatch(self, request: Request) -> Response:
+        if self._cors_origins and cors.is_preflight(request.method, request.headers):
+            # On AWS the preflight route needs no token, and API Gateway answers with the configured
+            # CORS headers (it ignores the function's own): the same answer, without the function.
+            return Response(status=204, headers=cors.preflight_headers(request.headers, self._cors_origins))
+        response = self._route(request)
+        if self._cors_origins:
+            response.headers.update(cors.response_headers(request.headers, self._cors_origins))
+        return response
+
+    def _route(self, request: Request) -> Response:
         if self._console_dir and (request.path == CONSOLE_PATH or request.path.startswith(f"{CONSOLE_PATH}/")):
             return self._console(request, self._console_dir)
         user = self._user_of(request)

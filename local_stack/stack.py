@@ -66,6 +66,10 @@ _POWERTOOLS_LOCAL = {
 }
 
 
+# make run's CORS origins, as the CDK app's cors_allowed_origins context.
+CORS_VARIABLE = "EXPORTS_CORS_ALLOWED_ORIGINS"
+
+
 @dataclass
 class LocalConfig:
     """What ``make run`` can be told through the environment."""
@@ -88,6 +92,8 @@ class LocalConfig:
     # Splitting large exports (docs/fan-out.md), as a deployment's CDK context sets them.
     partition_rows: int = FanOut.PARTITION_ROWS
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
+    # Origins of browser apps on another origin (the CDK app's cors_allowed_origins); none: CORS off.
+    cors_allowed_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls) -> LocalConfig:
@@ -96,8 +102,8 @@ class LocalConfig:
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
         ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``, ``EXPORTS_PARTITION_ROWS``,
-        ``EXPORTS_MAX_PARTITIONS``; tokens for the dev users and a webhook secret are
-        generated when none is given."""
+        ``EXPORTS_MAX_PARTITIONS``, ``EXPORTS_CORS_ALLOWED_ORIGINS`` (comma-separated); tokens
+        for the dev users and a webhook secret are generated when none is given."""
         users_file = Path(os.environ.get(USERS_VARIABLE) or default_users_path())
         return cls(
             port=int(os.environ.get("PORT", "8000")),
@@ -113,6 +119,9 @@ class LocalConfig:
             exports_config=os.environ.get(Env.EXPORTS_CONFIG),
             partition_rows=int(os.environ.get(Env.PARTITION_ROWS, FanOut.PARTITION_ROWS)),
             max_partitions=int(os.environ.get(Env.MAX_PARTITIONS, FanOut.MAX_PARTITIONS_DEFAULT)),
+            cors_allowed_origins=tuple(
+                origin.strip() for origin in os.environ.get(CORS_VARIABLE, "").split(",") if origin.strip()
+            ),
         )
 
 
@@ -217,7 +226,13 @@ class LocalStack:
             self._stream = StreamPoller(streams, self.resources.tasks_stream_arn, push_handler)
             self._stream.start()
             self.websocket.start()
-        self.gateway = Gateway(api_handler, self.config.tokens, port=self.config.port, console_dir=CONSOLE_DIR)
+        self.gateway = Gateway(
+            api_handler,
+            self.config.tokens,
+            port=self.config.port,
+            console_dir=CONSOLE_DIR,
+            cors_allowed_origins=self.config.cors_allowed_origins,
+        )
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
 

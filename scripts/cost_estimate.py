@@ -62,7 +62,9 @@ class Price:
     LOGS_STORED_GB_MONTH: Final = 0.03
     XRAY_TRACE: Final = 5.00 / 1e6
     CUSTOM_METRIC_MONTH: Final = 0.30
-    ALARM_MONTH: Final = 0.10  # standard resolution, one metric per alarm
+    # Standard resolution, per metric an alarm evaluates: a metric math alarm pays for each metric
+    # of its expression, a Metrics Insights alarm for each series its query analyzes.
+    ALARM_METRIC_MONTH: Final = 0.10
     DASHBOARD_MONTH: Final = 3.00
     DATA_TRANSFER_OUT_GB: Final = 0.09
     # The worker in a VPC (-c worker_vpc): per availability zone and hour, and per GB processed.
@@ -114,7 +116,9 @@ class Workload:
 
     rows: int = 1_000
     order_item_bytes: int = 300
-    task_item_bytes: int = 1_500
+    # A task item as stored: its request (filters, callback subscribers), progress, result and
+    # attempt fields, about 3 KB (3 write units each time it is written).
+    task_item_bytes: int = 3_072
     file_bytes: int = 100 * 1024
     worker_run_sec: float = 2.0
     api_request_sec: float = 0.15
@@ -130,6 +134,9 @@ class Workload:
     callback_run_sec: float = 0.3
     # Step Functions logs every history event (no execution data) at level ALL.
     workflow_log_bytes_per_transition: int = 1_000
+    # ExportFailed is published per error code and source: the series that appear in a month
+    # (each a custom metric, and each analyzed by the ExportFailed alarm's query).
+    failed_export_series: int = 10
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,10 @@ class StackFacts:
     log_retention_days: int
     results_expiry_days: int
     alarms: int
+    # The metrics the alarms evaluate: one per plain alarm, each metric of a math expression.
+    alarm_metrics: int
+    # Alarms whose metric is a Metrics Insights query (billed per series it analyzes).
+    insights_alarms: int
     dashboards: int
     state_machines: int
     secrets: int
@@ -250,6 +261,7 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
     memory = {function_id: function["Properties"]["MemorySize"] for function_id, function in functions.items()}
     worker_storage = functions[worker_id]["Properties"].get("EphemeralStorage", {})
+    alarms = _of_type(template, "AWS::CloudWatch::Alarm")
     return StackFacts(
         api_memory_mb=memory[api_id],
         worker_memory_mb=memory[worker_id],
@@ -260,7 +272,9 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         lanes=len(mappings),
         log_retention_days=template["Resources"][log_group_id]["Properties"]["RetentionInDays"],
         results_expiry_days=rules["expire-results"]["ExpirationInDays"],
-        alarms=len(_of_type(template, "AWS::CloudWatch::Alarm")),
+        alarms=len(alarms),
+        alarm_metrics=sum(_alarm_metrics(alarm["Properties"]) for alarm in alarms.values()),
+        insights_alarms=sum(1 for alarm in alarms.values() if _insights_query(alarm["Properties"])),
         dashboards=len(_of_type(template, "AWS::CloudWatch::Dashboard")),
         state_machines=len(state_machines),
         secrets=len(_of_type(template, "AWS::SecretsManager::Secret")),
@@ -269,6 +283,19 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         push_memory_mb=memory[push_id],
         push_batching_window_sec=push_mapping.get("MaximumBatchingWindowInSeconds", 0),
     )
+
+
+def _insights_query(alarm: Mapping[str, Any]) -> bool:
+    """Whether the alarm evaluates a Metrics Insights query."""
+    return any("SELECT" in query.get("Expression", "") for query in alarm.get("Metrics", []))
+
+
+def _alarm_metrics(alarm: Mapping[str, Any]) -> int:
+    """The metrics an alarm of the template evaluates (a Metrics Insights query counts none here:
+    its series are counted from the workload)."""
+    if "Metrics" not in alarm:
+        return 1
+    return sum(1 for query in alarm["Metrics"] if "MetricStat" in query)
 
 
 def _path_value(document: Mapping[str, Any], path: str) -> Any:
@@ -383,6 +410,8 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
     # backpressure check (an upper bound: each API instance caches the depths for a few seconds).
     sqs_requests = 3 / facts.worker_batch_size + facts.lanes
     traces = api_requests + 1 + 1  # the worker run, and the execution (its functions join its trace)
+    metric_series = business_metric_series(work)
+    alarm_metrics = facts.alarm_metrics + facts.insights_alarms * work.failed_export_series
     return [
         Line(
             "Lambda compute (arm64)",
@@ -474,16 +503,21 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
         Line(
             "CloudWatch metrics, alarms, dashboard",
             0,
-            _metric_names() * Price.CUSTOM_METRIC_MONTH
-            + facts.alarms * Price.ALARM_MONTH
+            metric_series * Price.CUSTOM_METRIC_MONTH
+            + alarm_metrics * Price.ALARM_METRIC_MONTH
             + facts.dashboards * Price.DASHBOARD_MONTH,
-            f"{_metric_names()} business metrics, {facts.alarms} alarms, {facts.dashboards} dashboard",
+            f"{metric_series} business metric series ({Metric.FAILED} in {work.failed_export_series} by error code "
+            f"and source); {facts.alarms} alarms evaluating {alarm_metrics} metrics (math expressions count each "
+            f"metric, the {Metric.FAILED} query its {work.failed_export_series} series); {facts.dashboards} dashboard",
         ),
     ]
 
 
-def _metric_names() -> int:
-    return sum(1 for name in vars(Metric) if name.isupper())
+def business_metric_series(work: Workload) -> int:
+    """The custom metrics the functions publish: one series per metric name, ExportFailed one per
+    error code and source that occurs."""
+    names = sum(1 for name in vars(Metric) if name.isupper())
+    return names - 1 + work.failed_export_series
 
 
 def _money(amount: float) -> str:
@@ -530,6 +564,9 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "transition (execution data is not logged).",
         f"- {work.log_bytes_per_invocation} B of logs per invocation and {work.access_log_bytes_per_request} B "
         "per API access log line.",
+        f"- A task item of about {work.task_item_bytes / 1024:.0f} KB (a write unit per started KB, a strongly "
+        f"consistent read unit per started 4 KB); `{Metric.FAILED}` published in {work.failed_export_series} "
+        "series a month (error code and source).",
         "- Admission: no `Idempotency-Key` header, no duplicate submit, no hot-key deferral (each would add "
         "a few DynamoDB or SQS requests).",
         "- Not counted: Cognito (billed per monthly active user, not per export), your own data sources "
@@ -547,7 +584,8 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "(for XLSX workbooks)",
         f"- {facts.lanes} priority lanes: a task queue, a dead-letter queue and a worker event source each",
         f"- Log retention {facts.log_retention_days} days; result files expire after {facts.results_expiry_days} days",
-        f"- {facts.alarms} alarms, {facts.dashboards} dashboard, {facts.state_machines} state machines (Standard: "
+        f"- {facts.alarms} alarms ({facts.alarm_metrics} metrics, and {facts.insights_alarms} Metrics Insights "
+        f"query), {facts.dashboards} dashboard, {facts.state_machines} state machines (Standard: "
         f"the lifecycle, and the fan-out of split exports, which this estimate does not split), {facts.secrets} secret",
         "",
         "## Monthly cost",

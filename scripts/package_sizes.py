@@ -1,4 +1,4 @@
-"""Sizes of the four Lambda packages, botocore's share, and what trimming its service models buys.
+"""Sizes of the Lambda packages, botocore's share, and what trimming its service models buys.
 
 Builds each function's package exactly as ``cdk synth`` does (:func:`infra.packaging.build_package`,
 Linux arm64 wheels at the locked versions, bytecode for the runtime, botocore trimmed to
@@ -8,6 +8,11 @@ the API function's package is built once more with every service model (what it 
 trim) and compared: sizes, and ``import boto3`` plus building the used clients in fresh
 interpreters of the runtime's Python (median of ``--rounds``, the two variants alternating),
 which is what a cold start gains.
+
+Last, the margin check: every package must stay :data:`MARGIN_FRACTION` below Lambda's limit of
+250 MB unzipped (:data:`LAMBDA_UNZIPPED_LIMIT_BYTES`); the script exits 1 naming any that does
+not, so a dependency upgrade that grows the worker (pyarrow alone is about 96 MB of it) towards
+the limit fails here rather than at deploy.
 
 ``make package-sizes`` (``ARGS="--rounds 9 --json sizes.json"``). Needs the wheels once (the
 package index, or the wheel cache of an earlier synth).
@@ -32,6 +37,12 @@ sys.path.insert(0, str(REPO_ROOT))
 from infra.function_factory import runtime_python_version  # noqa: E402
 from infra.functions import SPECS  # noqa: E402
 from infra.packaging import AWS_SERVICES, build_package, find_interpreter  # noqa: E402
+
+# Lambda's quota for a function's deployment package unzipped (with its layers): 250 MB, counted
+# in MiB (262,144,000 bytes).
+LAMBDA_UNZIPPED_LIMIT_BYTES: Final = 250 * 1024 * 1024
+# The room every package keeps below that limit.
+MARGIN_FRACTION: Final = 0.15
 
 _PROBE: Final = (
     "import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); import boto3; "
@@ -135,8 +146,20 @@ def report(result: dict[str, Any]) -> None:
         )
 
 
+def over_margin(functions: dict[str, dict[str, int]]) -> list[str]:
+    """The functions (of :func:`measure`'s ``functions``) whose unzipped package leaves less than
+    :data:`MARGIN_FRACTION` of Lambda's limit free, each with its size and the ceiling."""
+    ceiling = LAMBDA_UNZIPPED_LIMIT_BYTES * (1 - MARGIN_FRACTION)
+    return [
+        f"{name}: {sizes['unzipped'] / 1e6:.1f} MB unzipped, above {ceiling / 1e6:.1f} MB "
+        f"({1 - MARGIN_FRACTION:.0%} of Lambda's {LAMBDA_UNZIPPED_LIMIT_BYTES / 1e6:.1f} MB)"
+        for name, sizes in functions.items()
+        if sizes["unzipped"] > ceiling
+    ]
+
+
 def main() -> None:
-    """Measure, print, and optionally write JSON."""
+    """Measure, print, optionally write JSON, and fail if a package is too close to the limit."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="fresh interpreters per timing; the median counts")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -145,6 +168,17 @@ def main() -> None:
     report(result)
     if options.json:
         options.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    too_large = over_margin(result["functions"])
+    print()
+    for line in too_large:
+        print(f"TOO CLOSE TO THE LIMIT: {line}")
+    if too_large:
+        sys.exit(1)
+    largest = max(sizes["unzipped"] for sizes in result["functions"].values())
+    print(
+        f"Margin kept: the largest package is {largest / LAMBDA_UNZIPPED_LIMIT_BYTES:.0%} of Lambda's unzipped limit "
+        f"(at most {1 - MARGIN_FRACTION:.0%} allowed)."
+    )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ PROD_CONTEXT = {
     "sources": json.dumps(
         {"billing": {"secret_arn": "arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:billing"}}
     ),
+    # The push channel's WebSocket stage logs: the stack sets the account's CloudWatch Logs role.
+    "apigateway_cloudwatch_role": "true",
     "worker_vpc": json.dumps(
         {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
     ),

@@ -6,6 +6,7 @@ The bundling test downloads the worker's arm64 wheels once into a wheelhouse ins
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import subprocess
@@ -16,23 +17,27 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Stack
 
+from exports.writers.pdf.font import FONT_FILE
 from infra.function_factory import ServiceFunction, runtime_python_version
 from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SPECS, STREAM, WORKER
 from infra.packaging import (
     AWS_SERVICES,
     BOTOCORE_DATA,
     LOCKFILE,
+    PDF_FONT_FILES,
     WHEEL_CACHE_ENV,
     BundlingError,
     find_interpreter,
     locked_constraints,
     normalized_name,
     pinned_requirements,
+    shared_files,
     trim_botocore,
     trim_pyarrow,
 )
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
+from scripts.package_sizes import LAMBDA_UNZIPPED_LIMIT_BYTES, MARGIN_FRACTION, folder_bytes, over_margin
 
 pytestmark = pytest.mark.infra
 
@@ -241,6 +246,34 @@ def test_the_bundle_ships_lxml_at_the_pinned_version(worker_asset):
     assert f"lxml=={dist_info.name.removeprefix('lxml-').removesuffix('.dist-info')}" == pinned_requirements()["lxml"]
     wheel = (dist_info / "WHEEL").read_text()
     assert "aarch64" in wheel and "Root-Is-Purelib: false" in wheel
+
+
+def test_the_pdf_font_goes_into_the_workers_package_only():
+    """2.2 MB that only the PDF writer reads: no other function carries it."""
+    font = FONT_FILE.relative_to(REPO_ROOT / "exports").as_posix()
+    assert fnmatch.fnmatch(font, PDF_FONT_FILES)
+
+    carriers = {spec.name for spec in SPECS if any(path == FONT_FILE for path in shared_files(spec.package()))}
+    assert carriers == {WORKER.name}
+    # Everything else of the shared package goes everywhere.
+    everywhere = {path for path in (REPO_ROOT / "exports").rglob("*.py") if "__pycache__" not in path.parts}
+    for spec in SPECS:
+        assert everywhere <= set(shared_files(spec.package())), spec.name
+
+
+def test_the_margin_check_names_a_package_too_close_to_lambdas_limit():
+    ceiling = LAMBDA_UNZIPPED_LIMIT_BYTES * (1 - MARGIN_FRACTION)
+    sizes = {"worker": {"unzipped": int(ceiling) + 1}, "submit": {"unzipped": int(ceiling)}}
+
+    (complaint,) = over_margin(sizes)
+
+    assert complaint.startswith("worker: ")
+    assert over_margin({"submit": sizes["submit"]}) == []
+
+
+def test_the_workers_bundle_keeps_the_margin_below_lambdas_unzipped_limit(worker_asset):
+    """The largest package (pyarrow, lxml, psycopg, the PDF font), as CDK bundles it for arm64."""
+    assert over_margin({WORKER.name: {"unzipped": folder_bytes(worker_asset)}}) == []
 
 
 def test_the_bundle_has_the_whole_shared_package_with_the_exporters_modules(worker_asset):

@@ -16,6 +16,7 @@ from scripts.cost_estimate import (
     Price,
     Scenario,
     Workload,
+    business_metric_series,
     cost_lines,
     function_calls,
     render,
@@ -44,6 +45,15 @@ def test_the_stack_facts_come_from_the_template(prod):
     assert facts.log_retention_days == prod.settings.log_retention_days
     assert facts.results_expiry_days == prod.settings.results_expiry_days
     assert facts.alarms == len(prod.template.find_resources("AWS::CloudWatch::Alarm"))
+    alarms = [alarm["Properties"] for alarm in prod.template.find_resources("AWS::CloudWatch::Alarm").values()]
+    # A math expression's alarm pays per metric (a table's throttles: table and index series,
+    # reads and writes), the ExportFailed query per series it analyzes (counted from the workload).
+    expected = sum(
+        sum("MetricStat" in query for query in alarm["Metrics"]) if "Metrics" in alarm else 1 for alarm in alarms
+    )
+    assert facts.alarm_metrics == expected
+    assert facts.alarm_metrics > facts.alarms - facts.insights_alarms
+    assert facts.insights_alarms == 1
     # The lifecycle and the fan-out.
     assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 2, 1)
     assert facts.lifecycle_definition["States"].keys() == DEFINITION["States"].keys()
@@ -111,6 +121,23 @@ def test_the_workers_temporary_disk_is_priced_above_the_included_512_mb_only(pro
     # Billed per GB-second of every worker run: the configured size above 512 MB, for the run.
     extra_gb = (XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB - LAMBDA_INCLUDED_EPHEMERAL_MB) / 1024
     assert storage(facts).per_export == pytest.approx(extra_gb * work.worker_run_sec * Price.LAMBDA_EPHEMERAL_GB_SECOND)
+
+
+def test_alarms_are_priced_per_metric_and_export_failed_per_series(prod):
+    facts = stack_facts(prod.template.to_json())
+    work = Workload()
+
+    def metrics_line(work):
+        (line,) = [line for line in cost_lines(facts, work) if line.service.startswith("CloudWatch metrics")]
+        return line
+
+    more_codes = replace(work, failed_export_series=work.failed_export_series + 1)
+    # One more series of ExportFailed: one more custom metric, and one more metric its alarm analyzes.
+    assert metrics_line(more_codes).fixed - metrics_line(work).fixed == pytest.approx(
+        Price.CUSTOM_METRIC_MONTH + Price.ALARM_METRIC_MONTH
+    )
+    assert business_metric_series(more_codes) == business_metric_series(work) + 1
+    assert f"{facts.alarm_metrics + work.failed_export_series} metrics" in metrics_line(work).basis
 
 
 def test_sqs_is_priced_per_lane(prod):

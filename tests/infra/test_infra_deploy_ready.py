@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, CfnElement, Stack
+from aws_cdk import App, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
 from exports.config import CustomersTable, OrdersTable, TaskTable
+from infra.function_factory import removal_policy
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
 from infra.settings import Sizing, StageSettings
 from infra.stack import ExportsStack
@@ -70,14 +71,15 @@ def test_dev_without_a_destination_warns_at_synth(dev, prod):
     Annotations.from_stack(prod.stack).has_no_warning("*", Match.string_like_regexp("needs an alarm destination"))
 
 
-def test_an_existing_topic_gets_every_alarm_and_recovery_too():
+def test_an_existing_topic_gets_every_alarm_too_and_no_recovery_floods_either():
     # Given a stage whose alarm destination is an existing topic (e.g. a pager integration's)
     existing = "arn:aws:sns:eu-west-1:123456789012:pager"
     settings = StageSettings.from_context({"stage": "prod", "alarm_topic_arn": existing}.get)
     stack = Stack(App(), "Bare")
     monitoring = Monitoring(stack, "Monitoring", settings=settings)
 
-    # When it builds its alarms, Then each notifies both topics, on alarm and on OK
+    # When it builds its alarms, Then each notifies both topics when it fires, and neither on OK
+    # (a first deploy would send one per alarm as each leaves INSUFFICIENT_DATA)
     template = Template.from_stack(stack)
     topic = monitoring.topic.node.default_child
     assert isinstance(topic, CfnElement)
@@ -86,7 +88,7 @@ def test_an_existing_topic_gets_every_alarm_and_recovery_too():
     assert found
     for alarm in found:
         assert alarm["AlarmActions"] == [own, existing]
-        assert alarm["OKActions"] == [own, existing]
+        assert "OKActions" not in alarm
     template.resource_count_is("AWS::SNS::Subscription", 0)
 
 
@@ -117,6 +119,15 @@ def test_every_runbook_is_used_by_an_alarm_and_documented(dev):
 
     assert {runbook.anchor for runbook in Runbooks.all()} == used
     assert {runbook.anchor for runbook in Runbooks.all()} <= runbook_anchors()
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_runbooks_table_names_every_alarm_of_the_stack(assembly, stage):
+    synth = getattr(assembly, stage)
+    runbook = (REPO_ROOT / RUNBOOK_DOC).read_text()
+    names = {alarm["AlarmName"].removeprefix(f"{synth.stack.stack_name}-") for alarm in alarms(synth)}
+
+    assert {name for name in names if f"`{name}`" not in runbook} == set()
 
 
 def test_each_table_alarms_on_any_throttled_read_or_write(dev):
@@ -173,15 +184,53 @@ def test_the_lifecycle_and_callback_functions_have_a_concurrency_cap_and_the_oth
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
-def test_the_state_machine_logs_under_the_vended_logs_prefix(assembly, stage):
+def test_the_state_machine_logs_under_the_vended_logs_prefix_in_a_group_new_per_stack_creation(assembly, stage):
     synth = getattr(assembly, stage)
-    props = synth.props(synth.stack.lifecycle)
-    (destination,) = props["LoggingConfiguration"]["Destinations"]
-    group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    for state_machine in (synth.stack.lifecycle, synth.stack.fan_out):
+        props = synth.props(state_machine)
+        (destination,) = props["LoggingConfiguration"]["Destinations"]
+        group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
 
-    group = synth.template.to_json()["Resources"][group_id]["Properties"]
-    assert group["LogGroupName"] == f"{VENDED_LOGS_PREFIX}{props['StateMachineName']}"
-    assert group["LogGroupName"].startswith("/aws/vendedlogs/states/")
+        name = synth.template.to_json()["Resources"][group_id]["Properties"]["LogGroupName"]
+        # The UUID of AWS::StackId: a kept group of a deleted stack never holds the next one's name.
+        assert name == {
+            "Fn::Join": [
+                "",
+                [
+                    f"{VENDED_LOGS_PREFIX}{props['StateMachineName']}-",
+                    {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]},
+                ],
+            ]
+        }
+        assert VENDED_LOGS_PREFIX == "/aws/vendedlogs/states/"
+
+
+def test_prod_keeps_its_data_and_logs_except_after_a_failed_create_and_dev_keeps_nothing(dev, prod):
+    """A failed first prod deploy must leave nothing behind (RetainExceptOnCreate), a deleted
+    prod stack keeps its data; no resource of either stage carries a plain Retain."""
+    kept_types = {
+        "AWS::DynamoDB::GlobalTable",
+        "AWS::S3::Bucket",
+        "AWS::Cognito::UserPool",
+        "AWS::SecretsManager::Secret",
+        "AWS::Logs::LogGroup",
+    }
+    for synth, policy in ((prod, "RetainExceptOnCreate"), (dev, "Delete")):
+        resources = synth.template.to_json()["Resources"].values()
+        kept = [resource for resource in resources if resource["Type"] in kept_types]
+        assert {resource["Type"] for resource in kept} >= kept_types - (
+            {"AWS::Cognito::UserPool"} if synth is prod else set()
+        )
+        assert {resource["DeletionPolicy"] for resource in kept} == {policy}
+        assert {resource["UpdateReplacePolicy"] for resource in kept} <= {policy, "Retain"}
+        assert "Retain" not in {resource.get("DeletionPolicy") for resource in resources}
+
+
+def test_every_kept_resource_of_a_protected_stage_goes_with_a_failed_create():
+    """The user pool (prod here takes tokens of an external issuer, so it has none) and every
+    other kept resource take their policy from here."""
+    assert removal_policy(StageSettings.preset("prod")) is RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+    assert removal_policy(StageSettings.preset("dev")) is RemovalPolicy.DESTROY
 
 
 def test_dev_buckets_are_emptied_on_stack_deletion_and_prod_buckets_are_kept(dev, prod):
@@ -234,7 +283,7 @@ def physical_names(template):
             r["Properties"]["DashboardName"] for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"
         },
         "log groups": {
-            r["Properties"]["LogGroupName"]
+            json.dumps(r["Properties"]["LogGroupName"])
             for r in resources
             if r["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in r["Properties"]
         },

@@ -100,6 +100,35 @@ def test_the_api_gives_out_the_websocket_url_and_the_stream_function_verifies_th
     assert "cognito-idp" in json.dumps(dev_stream[Env.JWT_ISSUER])
 
 
+def test_the_cognito_issuer_is_the_same_for_the_http_api_and_dollar_connect_and_follows_the_partition(dev):
+    (authorizer,) = of_type(dev, "AWS::ApiGatewayV2::Authorizer").values()
+    http_issuer = authorizer["Properties"]["JwtConfiguration"]["Issuer"]
+    stream_issuer = dev.props(dev.stack.functions.stream.function)["Environment"]["Variables"][Env.JWT_ISSUER]
+
+    assert http_issuer == stream_issuer
+    # amazonaws.com.cn in the China regions: the partition's domain, never a literal suffix.
+    assert dev.rendered(stream_issuer) == (
+        f"https://cognito-idp.<AWS::Region>.<AWS::URLSuffix>/{dev.stand_in(dev.stack.api.user_pool)}"
+    )
+
+
+def test_the_account_logs_role_is_opt_in_and_comes_before_the_websocket_stage(dev, prod):
+    """A WebSocket stage with access logs fails on an account without API Gateway's CloudWatch
+    Logs role; ``-c apigateway_cloudwatch_role=true`` (prod here) sets it, dev leaves it alone."""
+    dev.template.resource_count_is("AWS::ApiGateway::Account", 0)
+    ((account_id, account),) = prod.template.find_resources("AWS::ApiGateway::Account").items()
+    role_id = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
+    role = prod.template.to_json()["Resources"][role_id]
+
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "apigateway.amazonaws.com"
+    }
+    assert "AmazonAPIGatewayPushToCloudWatchLogs" in json.dumps(role["Properties"]["ManagedPolicyArns"])
+    assert account_id in prod.resource(prod.stack.push.stage)["DependsOn"]
+    # Kept when the stack goes (other APIs of the account may log through it), not after a failed create.
+    assert {account["DeletionPolicy"], role["DeletionPolicy"]} == {"RetainExceptOnCreate"}
+
+
 def test_each_push_function_may_do_exactly_what_its_code_does(dev):
     stack = dev.stack
     connections = dev.arn(stack.tables.connections)

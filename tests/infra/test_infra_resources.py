@@ -19,17 +19,22 @@ from exports.config import (
     PUBLIC_PATHS,
     SERVICE_NAME,
     SOURCE_DIMENSION,
+    USER_CAUSED_FAILURES,
     Capacity,
+    Cors,
     CustomersTable,
     Env,
     Metric,
     OrdersTable,
+    Push,
     Results,
     TaskTable,
     metrics_namespace,
 )
+from exports.http import idempotency
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
+from infra.monitoring import SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
 from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
 from tests.builders import FakeContext, http_event
@@ -468,7 +473,7 @@ def test_tables_are_protected_and_retained_in_prod_only(dev, prod):
     for synth, protected in ((dev, False), (prod, True)):
         for table in of_type(synth, "AWS::DynamoDB::GlobalTable").values():
             assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is protected
-            assert table["DeletionPolicy"] == ("Retain" if protected else "Delete")
+            assert table["DeletionPolicy"] == ("RetainExceptOnCreate" if protected else "Delete")
 
 
 def test_the_tasks_table_expires_records_by_ttl(dev):
@@ -567,7 +572,7 @@ def test_the_bucket_allows_browser_downloads_from_the_cors_origins_only(dev, pro
 
 
 def test_buckets_are_retained_in_prod(dev, prod):
-    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+    for synth, policy in ((dev, "Delete"), (prod, "RetainExceptOnCreate")):
         for bucket in of_type(synth, "AWS::S3::Bucket").values():
             assert bucket["DeletionPolicy"] == policy
 
@@ -674,8 +679,34 @@ def test_cors_comes_from_context(dev, prod):
     assert "CorsConfiguration" not in dev.props(dev.stack.api.http_api)
     cors = prod.props(prod.stack.api.http_api)["CorsConfiguration"]
     assert cors["AllowOrigins"] == list(prod.settings.cors_allowed_origins)
-    assert set(cors["AllowHeaders"]) == {"authorization", "content-type"}
-    assert set(cors["ExposeHeaders"]) == {"location", "retry-after"}
+    assert set(cors["AllowHeaders"]) == set(Cors.ALLOW_HEADERS)
+    assert set(cors["ExposeHeaders"]) == set(Cors.EXPOSE_HEADERS)
+    assert cors["MaxAge"] == Cors.MAX_AGE_SEC
+
+
+# The request headers the README documents, as a browser sends them, with the header each
+# preflight then asks for (Access-Control-Request-Headers; Content-Type because the body is JSON).
+DOCUMENTED_REQUEST_HEADERS = ("Authorization", "Content-Type", "Idempotency-Key")
+
+
+@pytest.mark.parametrize("header", DOCUMENTED_REQUEST_HEADERS)
+def test_the_preflight_of_every_documented_request_header_is_allowed(prod, header):
+    """API Gateway answers a preflight itself from the CORS configuration: a requested header
+    missing from AllowHeaders fails it, and the browser never sends the call."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    cors = prod.props(prod.stack.api.http_api)["CorsConfiguration"]
+
+    assert f"`{header}" in readme or f"{header}:" in readme
+    assert header.lower() in {allowed.lower() for allowed in cors["AllowHeaders"]}
+    assert "POST" in cors["AllowMethods"]
+    # ... and the preflight route needs no token (the browser sends none).
+    (preflight,) = [route for key, route in routes_by_key(prod).items() if key.startswith("OPTIONS ")]
+    assert preflight["AuthorizationType"] == "NONE"
+
+
+def test_every_header_the_api_reads_is_in_the_cors_rules():
+    assert idempotency.HEADER in Cors.ALLOW_HEADERS
+    assert all(header == header.lower() for header in (*Cors.ALLOW_HEADERS, *Cors.EXPOSE_HEADERS))
 
 
 # --- Monitoring -------------------------------------------------------------------------------
@@ -709,11 +740,16 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "LifecycleTimedOut",
         "FanOutFailed",
         "FanOutTimedOut",
+        "LifecycleThrottled",
+        "FanOutThrottled",
+        "WebSocketErrors",
+        "PushIteratorAge",
+        "ExportsTimedOut",
     }
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
-        # A recovery is seen too.
-        assert alarm["OKActions"] == [dev.ref(dev.stack.monitoring.topic)]
+        # No OK notifications: a first deploy would send one per alarm leaving INSUFFICIENT_DATA.
+        assert "OKActions" not in alarm
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         # No data is no fault; a dead letter (or a failed push batch) keeps its alarm while SQS
         # publishes nothing.
@@ -762,6 +798,11 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
                 assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
                 assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": synth.ref(service_function.function)}]
                 assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
+                # The lifecycle workflow's functions are throttled by design in a burst (and
+                # retried): only throttles in every period of a row page; any other fault at once.
+                sustained = kind == "Throttles" and alarm_id in ("LifecycleFunction", "Callback")
+                periods = SUSTAINED_THROTTLE_PERIODS if sustained else 1
+                assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (periods, periods)
         assert (alarms["Api5xx"]["Namespace"], alarms["Api5xx"]["MetricName"]) == ("AWS/ApiGateway", "5xx")
         assert alarms["Api5xx"]["Threshold"] == thresholds.api_5xx_per_5_min
 
@@ -781,17 +822,46 @@ def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, 
     assert alarms_by_name(dev)[alarm_id]["Namespace"] != alarms_by_name(prod)[alarm_id]["Namespace"]
 
 
-def test_failed_exports_alarm_on_every_error_code_and_source(dev, prod):
+def test_failed_exports_alarm_on_every_error_code_and_source_but_the_user_caused_ones(dev, prod):
     for synth in (dev, prod):
         alarm = alarms_by_name(synth)["ExportFailed"]
         (query,) = alarm["Metrics"]
         namespace = metrics_namespace(synth.stack.stack_name)
-        # One sum over every series ExportFailed is published in (service, error_code, source).
+        # One sum over every series ExportFailed is published in (service, error_code, source),
+        # but a file too large for its format or one run is what was asked, not a fault.
         assert query["Expression"] == (
             f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {ERROR_CODE_DIMENSION}, service, '
-            f"{SOURCE_DIMENSION})"
+            f"{SOURCE_DIMENSION}) WHERE "
+            + " AND ".join(f"{ERROR_CODE_DIMENSION} != '{code}'" for code in USER_CAUSED_FAILURES)
         )
+        assert {"XLSX_TOO_LARGE", "EXPORT_TOO_LONG"} <= set(USER_CAUSED_FAILURES)
         assert query["Period"] == 300 and alarm["Threshold"] == 1
+
+
+def test_the_new_alarms_watch_the_push_channel_the_state_machines_and_timed_out_exports(dev, prod):
+    for synth in (dev, prod):
+        alarms, thresholds = alarms_by_name(synth), synth.settings.alarms
+        websocket = alarms["WebSocketErrors"]
+        assert (websocket["Namespace"], websocket["MetricName"], websocket["Statistic"]) == (
+            "AWS/ApiGateway",
+            "ExecutionError",
+            "Sum",
+        )
+        assert {dimension["Name"] for dimension in websocket["Dimensions"]} == {"ApiId", "Stage"}
+        assert websocket["Threshold"] == thresholds.websocket_errors_per_5_min
+        age = alarms["PushIteratorAge"]
+        assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
+        assert age["Dimensions"] == [{"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.push.function)}]
+        # Before the mapping gives records up at their maximum age.
+        assert 0 < age["Threshold"] < Push.MAX_RECORD_AGE_SEC * 1000
+        for machine_id, machine in (("Lifecycle", synth.stack.lifecycle), ("FanOut", synth.stack.fan_out)):
+            throttled = alarms[f"{machine_id}Throttled"]
+            assert (throttled["Namespace"], throttled["MetricName"]) == ("AWS/States", "ExecutionThrottled")
+            assert throttled["Dimensions"] == [{"Name": "StateMachineArn", "Value": synth.ref(machine)}]
+            assert throttled["Threshold"] == 1
+        timed_out = alarms["ExportsTimedOut"]
+        assert (timed_out["MetricName"], timed_out["Statistic"]) == (Metric.TIMED_OUT, "Sum")
+        assert timed_out["Threshold"] == thresholds.timed_out_tasks_per_5_min > 1
 
 
 def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
@@ -909,6 +979,6 @@ def test_a_value_of_that_shape_signs_callbacks_once_prefixed(dev):
 
 
 def test_the_webhook_secret_is_kept_in_prod_only(dev, prod):
-    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+    for synth, policy, replaced in ((dev, "Delete", "Delete"), (prod, "RetainExceptOnCreate", "Retain")):
         (secret,) = of_type(synth, "AWS::SecretsManager::Secret").values()
-        assert (secret["DeletionPolicy"], secret["UpdateReplacePolicy"]) == (policy, policy)
+        assert (secret["DeletionPolicy"], secret["UpdateReplacePolicy"]) == (policy, replaced)

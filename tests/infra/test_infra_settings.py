@@ -123,11 +123,19 @@ def test_command_line_strings_and_cdk_json_lists_both_work():
         ({"hot_key_rate_per_minute": "nan"}, Context.HOT_KEY_RATE_PER_MINUTE),
         ({"hot_key_rate_per_minute": "fast"}, Context.HOT_KEY_RATE_PER_MINUTE),
         ({"hot_key_burst": "0"}, Context.HOT_KEY_BURST),
+        ({"apigateway_cloudwatch_role": "yes"}, Context.APIGATEWAY_CLOUDWATCH_ROLE),
     ],
 )
 def test_a_wrong_context_value_is_refused_with_its_key(context, complaint):
     with pytest.raises(ValueError, match=complaint):
         settings_from(**context)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, False), ("true", True), ("False", False), (True, True)])
+def test_the_account_logs_role_is_off_unless_the_context_turns_it_on(value, expected):
+    context = {} if value is None else {"apigateway_cloudwatch_role": value}
+
+    assert settings_from(**context).apigateway_cloudwatch_role is expected
 
 
 @pytest.mark.parametrize(("hours", "days"), [(1, 1), (23, 1), (24, 2), (47, 2), (72, 4)])

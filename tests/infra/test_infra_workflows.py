@@ -80,7 +80,8 @@ def test_the_deployed_definition_is_the_shared_one_with_the_function_arns(assemb
 def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
     deliver = deployed_definition(dev)["States"]["Deliver"]
 
-    (retry,) = deliver["Retry"]
+    throttled, retry = deliver["Retry"]
+    assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
     assert Callback.RETRYABLE_ERROR in retry["ErrorEquals"]
     assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (
         Callback.RETRY_INTERVAL_SEC,
@@ -92,13 +93,21 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
     assert deliver["Catch"][0]["Next"] == "GiveUp"
 
 
-@pytest.mark.parametrize("state", ["AwaitEnd", "Expire"])
-def test_throttles_of_the_lifecycle_function_are_retried_with_full_jitter_through_a_burst(dev, state):
+@pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp"])
+def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_through_a_burst(dev, state):
+    """Every invoke of the lifecycle and callback functions: a throttle is retried first and on
+    its own schedule (the one of exports.config.ThrottleRetry), so a burst can neither lose a
+    deadline nor spend a callback's attempts before one was really made."""
     throttled, *others = deployed_definition(dev)["States"][state]["Retry"]
 
-    assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
-    assert throttled["JitterStrategy"] == "FULL"
-    assert throttled["MaxDelaySeconds"] == ThrottleRetry.MAX_DELAY_SEC
+    assert throttled == {
+        "ErrorEquals": ["Lambda.TooManyRequestsException"],
+        "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
+        "BackoffRate": ThrottleRetry.BACKOFF_RATE,
+        "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
+        "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
+        "JitterStrategy": "FULL",
+    }
     assert all("Lambda.TooManyRequestsException" not in other["ErrorEquals"] for other in others)
     # A burst the API admits, queued behind the function's reserved executions, is worked off
     # well within the expected retry window (full jitter waits half of each cap on average).
@@ -110,7 +119,7 @@ def test_throttles_of_the_lifecycle_function_are_retried_with_full_jitter_throug
     assert sum(waits) / 2 >= 2 * burst_sec
 
 
-def test_waiting_and_stopping_partitions_are_results_and_an_abandoned_fan_out_fails(dev):
+def test_waiting_and_stopping_partitions_are_results_and_only_a_retried_fan_out_fails(dev):
     states = deployed_definition(dev, dev.stack.fan_out)["States"]
     item = states["Partitions"]["ItemProcessor"]["States"]
 
@@ -121,14 +130,23 @@ def test_waiting_and_stopping_partitions_are_results_and_an_abandoned_fan_out_fa
     assert choices == {PartitionStatus.BUSY: "WaitForSlot", PartitionStatus.FAILED: "PartitionFailed"}
     assert item["WaitForSlot"] == {"Type": "Wait", "Seconds": FanOut.SOURCE_BUSY_RETRY_SEC, "Next": "Write"}
     assert item["PartitionFailed"]["Type"] == "Fail"
-    assert states["Abandon"]["Next"] == "Abandoned"
     assert states["Abandoned"] == {
         "Type": "Fail",
         "Error": FAN_OUT_FAILED_ERROR,
         "Cause": states["Abandoned"]["Cause"],
     }
-    (failed,) = states["Assembled"]["Choices"]
-    assert (failed["StringEquals"], failed["Next"]) == (Outcome.FAILED.value, "Abandoned")
+    # A failed split export pages once: a task that ended FAILED is ExportFailed's to report, so
+    # the execution fails (FanOutFailed) only when the abandon step scheduled the task's retry.
+    assert states["Abandon"]["ResultSelector"] == {"outcome.$": "$.Payload.outcome"}
+    assert states["Abandon"]["Next"] == "Retried"
+    (retried,) = states["Retried"]["Choices"]
+    assert (retried["Variable"], retried["StringEquals"], retried["Next"]) == (
+        states["Abandon"]["ResultPath"] + ".outcome",
+        Outcome.RETRY_SCHEDULED.value,
+        "Abandoned",
+    )
+    assert states["Retried"]["Default"] == "Done"
+    assert states["Assemble"]["Next"] == "Done"
     assert [name for name, state in states.items() if state["Type"] == "Succeed"] == ["Done"]
 
 

@@ -413,6 +413,40 @@ def test_a_throttled_lifecycle_function_is_retried_with_full_jitter_until_it_run
     assert retry_clock.intervals != caps  # drawn, not the plain backoff
 
 
+def test_a_burst_of_throttles_of_the_callback_function_spends_none_of_the_callbacks_attempts(
+    running_aws: Resources, retry_clock: CompressedRetryClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given Lambda throttles the callback function more often than a callback is retried
+    throttled, invoked = Callback.MAX_RETRIES + 2, []
+    real = lambda_runtime.handler_for
+
+    def throttling(function_name: str) -> Any:
+        if Names.CALLBACK_FUNCTION in function_name:
+            invoked.append(function_name)
+            if len(invoked) <= throttled:
+                raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
+        return real(function_name)
+
+    monkeypatch.setattr(lambda_runtime, "handler_for", throttling)
+
+    # When a task with a callback ends
+    with receiver([204]) as hook:
+        accepted = submit(orders_body(hook.url))
+        run_queued_work(running_aws)
+        task = wait_for(lambda: (t := get(accepted["task_id"]))["callback"]["status"] == "DELIVERED" and t)
+        calls = hook.requests
+
+    # Then the throttles were waited out with full jitter, and the one real attempt delivered it
+    assert len(calls) == 1
+    assert task["callback"] == {"status": "DELIVERED", "attempts": 1, "last_error": None}
+    caps = [
+        min(ThrottleRetry.MAX_DELAY_SEC, ThrottleRetry.INTERVAL_SEC * ThrottleRetry.BACKOFF_RATE**n)
+        for n in range(throttled)
+    ]
+    assert len(retry_clock.intervals) == throttled
+    assert all(0 <= waited <= cap for waited, cap in zip(retry_clock.intervals, caps, strict=True))
+
+
 class GatedExport(ExportType):
     """A few rows, then it waits for ``release``: holds its task RUNNING as long as a test needs."""
 

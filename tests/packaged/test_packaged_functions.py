@@ -184,12 +184,14 @@ def invoke(
     return invocation
 
 
-def submit(runtime: Runtime, packages: dict[str, PackagedFunction], environment: dict[str, str]) -> dict[str, Any]:
-    """Submit a small CSV export of the demo orders through the packaged API function."""
+def submit(
+    runtime: Runtime, packages: dict[str, PackagedFunction], environment: dict[str, str], export_format: str = "csv"
+) -> dict[str, Any]:
+    """Submit a small export of the demo orders (CSV unless told) through the packaged API function."""
     today = datetime.now(UTC).date()
     body = {
         "export_type": "orders",
-        "format": "csv",
+        "format": export_format,
         "filters": {"date_from": (today - timedelta(days=30)).isoformat(), "date_to": today.isoformat()},
     }
     # The demo types bind the caller's tenant (exports.toml): the token carries one.
@@ -280,6 +282,22 @@ def test_the_worker_exports_from_postgresql_over_verified_tls(runtime, packages,
         runtime, packages["submit"], http_event("GET", f"/v1/exports/{submitted['task_id']}"), environment
     ).result
     assert json.loads(status["body"])["download_url"]
+
+
+def test_the_pdf_font_ships_with_the_worker_only_and_the_packaged_worker_draws_a_pdf(
+    runtime, packages, environment, aws
+):
+    font = Path("exports", "writers", "pdf", "fonts", "NotoSansSC-Exports.ttf")
+    assert {name for name, package in packages.items() if (package.path / font).is_file()} == {"worker"}
+    submitted = submit(runtime, packages, environment, "pdf")
+
+    invocation = invoke(runtime, packages["worker"], sqs_event(aws, "normal"), environment)
+
+    assert invocation.result == {"batchItemFailures": []}
+    task = task_item(aws, submitted["task_id"])
+    assert task["status"] == "COMPLETED", task.get("error")
+    body = aws_client(aws, "s3").get_object(Bucket=aws["bucket"], Key=task["result"]["key"])["Body"].read()
+    assert body.startswith(b"%PDF-") and b"/FontFile2" in body
 
 
 def test_the_lifecycle_and_callback_functions_handle_an_ended_task(runtime, packages, environment, aws):
