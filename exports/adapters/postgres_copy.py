@@ -40,6 +40,7 @@ from exports.adapters.postgres_source import (
     _Watchdog,
 )
 from exports.domain.errors import ExportFailed, SourceCode
+from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import RunControl
 from exports.ports import SqlRead
 
@@ -135,8 +136,10 @@ def open_copy(
     names: Sequence[str] | None,
     guard: bool,
     control: RunControl,
+    timezone: str = UTC_ZONE,
 ) -> CopyCsv | None:
-    """A :class:`CopyCsv` of the result columns ``names`` (None: all) of ``read`` on ``conn`` (the caller's fresh
+    """A :class:`CopyCsv` of the result columns ``names`` (None: all) of ``read``, ``timestamptz`` in
+    ``timezone``, on ``conn`` (the caller's fresh
     connection, which it owns from then on), or None (``conn`` closed) when COPY cannot write
     these columns as the CSV writer does: the caller writes them in Python."""
     import psycopg
@@ -164,7 +167,7 @@ def open_copy(
             if not copy_supported(wanted):
                 _decline(conn, watchdog)
                 return None
-            statement = _merged(conn, read, csv_select(names, wanted, guard))
+            statement = _merged(conn, read, csv_select(names, wanted, guard, timezone))
             _parse_one(conn, statement)
             return CopyCsv(source, conn, watchdog, read, statement)
     except BaseException:

@@ -1,0 +1,158 @@
+"""Date-times of instants in an export's time zone (docs/formats.md, "Time zones").
+
+A task in a zone other than UTC has its instant columns (the export type's
+:meth:`~exports.export_types.base.ExportType.zoned_columns`) turned, before the writer, into
+what each format writes:
+
+- CSV, csv.gz: ISO 8601 with the zone's offset at that instant, ``2026-03-29 03:00:00+02:00``
+  (the form of the UTC file plus the offset; microseconds when there are any);
+- JSON Lines: RFC 3339 with the offset, ``"2026-03-29T03:00:00+02:00"`` (``Z`` in UTC);
+- PDF: the XLSX display (``yyyy-mm-dd hh:mm:ss``, ``.000`` with milliseconds) plus the offset;
+  before 1900-03-01 the CSV text, as for any date-time;
+- XLSX: the zone's wall time (Excel has no zones), the header naming the zone;
+- Parquet: the values as they are, UTC instants, the column typed ``timestamp(us, tz=<zone>)``.
+
+A header ending in ``(UTC)`` names the zone instead in every format. A value the zone cannot
+hold (it would leave years 1 to 9999) and PostgreSQL's text of one Python cannot hold (BC,
+infinity) stay as in UTC. Naive timestamps and dates are not instants and never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from exports.domain.task import ExportFormat
+from exports.domain.zones import is_utc, zone
+from exports.export_types.base import Column, ColumnKind, Page, Row
+from exports.writers.cells import FIRST_SERIAL_DAY
+
+# Formats whose values carry their offset (the others: XLSX shows wall time, Parquet instants).
+_TEXT_FORMATS = {
+    ExportFormat.CSV: "csv",
+    ExportFormat.CSV_GZ: "csv",
+    ExportFormat.JSONL: "jsonl",
+    ExportFormat.JSONL_GZ: "jsonl",
+    ExportFormat.PDF: "pdf",
+}
+_UTC_SUFFIX = "(UTC)"
+
+
+def offset_text(moment: datetime) -> str:
+    """The offset of an aware ``moment`` as ISO 8601 writes it: ``+02:00``, ``-04:56:02``
+    (seconds only when there are: local mean times before 1900)."""
+    offset = moment.utcoffset()
+    seconds = int(offset.total_seconds()) if offset is not None else 0
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
+def localised(value: Any, where: tzinfo) -> datetime | None:
+    """The instant ``value`` (a naive datetime is UTC) in the zone ``where``; None for any other
+    value, or one the zone would carry out of years 1 to 9999."""
+    if not isinstance(value, datetime):
+        return None
+    try:
+        return (value.replace(tzinfo=UTC) if value.tzinfo is None else value).astimezone(where)
+    except OverflowError:
+        return None
+
+
+def csv_text(local: datetime) -> str:
+    """A local date-time as CSV writes it in a zone."""
+    return local.isoformat(" ")
+
+
+def jsonl_text(local: datetime) -> str:
+    """A local date-time as JSON Lines writes it in a zone (a JSON string of RFC 3339)."""
+    return local.isoformat()
+
+
+def pdf_text(local: datetime) -> str:
+    """A local date-time as the PDF table shows it in a zone."""
+    if local.date() < FIRST_SERIAL_DAY:
+        return csv_text(local)
+    milliseconds = local.microsecond // 1000
+    shown = f"{local:%Y-%m-%d %H:%M:%S}" + (f".{milliseconds:03d}" if milliseconds else "")
+    return shown + offset_text(local)
+
+
+def xlsx_value(local: datetime) -> datetime:
+    """A local date-time as an XLSX cell holds it: the wall time."""
+    return local.replace(tzinfo=None)
+
+
+_SHOWN: dict[str, Callable[[datetime], Any]] = {"csv": csv_text, "jsonl": jsonl_text, "pdf": pdf_text}
+
+
+def zoned_header(header: str, name: str, label: bool) -> str:
+    """A zoned column's header: ``(UTC)`` at its end becomes the zone; otherwise, with ``label``
+    (XLSX, whose cells carry no offset), `` (<zone>)`` is added."""
+    if header.endswith(_UTC_SUFFIX):
+        return header[: -len(_UTC_SUFFIX)] + f"({name})"
+    return f"{header} ({name})" if label else header
+
+
+class ZonedExport:
+    """How an export in zone ``name`` changes its columns and rows, given the names of its
+    instant columns; in UTC (or with no instant column) nothing changes at all."""
+
+    def __init__(self, name: str, export_format: ExportFormat, instants: Collection[str]) -> None:
+        self.name = name
+        self._format = export_format
+        self._instants = frozenset(instants) if not is_utc(name) else frozenset()
+        self._zone = zone(name)
+
+    @property
+    def changes(self) -> bool:
+        """Whether any column is written otherwise than in UTC."""
+        return bool(self._instants)
+
+    def _zoned(self, column: Column) -> bool:
+        return column.name in self._instants and column.kind is ColumnKind.DATETIME
+
+    def columns(self, columns: Sequence[Column]) -> list[Column]:
+        """The file's columns: the zone on each instant column, its header naming the zone."""
+        if not self.changes:
+            return list(columns)
+        label = self._format is ExportFormat.XLSX
+        return [
+            replace(column, header=zoned_header(column.header, self.name, label), timezone=self.name)
+            if self._zoned(column)
+            else column
+            for column in columns
+        ]
+
+    def row_converter(self, columns: Sequence[Column]) -> Callable[[Sequence[Row]], Sequence[Row]] | None:
+        """What turns a page's rows into the format's zoned values; None when nothing changes
+        (no instant column, UTC, or Parquet, whose column type carries the zone)."""
+        positions = [index for index, column in enumerate(columns) if self._zoned(column)]
+        if not positions or self._format is ExportFormat.PARQUET:
+            return None
+        where = self._zone
+        show = _SHOWN.get(_TEXT_FORMATS.get(self._format, ""), xlsx_value)
+
+        def convert_value(value: Any) -> Any:
+            local = localised(value, where) if value is not None else None
+            return value if local is None else show(local)
+
+        def convert(rows: Sequence[Row]) -> Sequence[Row]:
+            converted = []
+            for row in rows:
+                values = list(row)
+                for position in positions:
+                    values[position] = convert_value(values[position])
+                converted.append(values)
+            return converted
+
+        return convert
+
+    def pages(self, columns: Sequence[Column], pages: Iterable[Page]) -> Iterator[Page]:
+        """``pages`` with their rows converted (:meth:`row_converter`)."""
+        convert = self.row_converter(columns)
+        for page in pages:
+            yield page if convert is None else replace(page, rows=convert(page.rows))
