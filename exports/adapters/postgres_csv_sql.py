@@ -139,7 +139,8 @@ def _zoned(column: sql.Composable, timezone: str, guard: bool) -> sql.Composable
     seconds = sql.SQL("abs(extract(epoch FROM {local} - {utc})::int)").format(local=local, utc=utc)
     offset = sql.SQL(
         "CASE WHEN {local} < {utc} THEN '-' ELSE '+' END || to_char({s} / 3600, 'FM00') || ':' "
-        "|| to_char({s} / 60 % 60, 'FM00') || CASE WHEN {s} % 60 = 0 THEN '' ELSE ':' || to_char({s} % 60, 'FM00') END"
+        "|| to_char(mod({s} / 60, 60), 'FM00') "
+        "|| CASE WHEN mod({s}, 60) = 0 THEN '' ELSE ':' || to_char(mod({s}, 60), 'FM00') END"
     ).format(local=local, utc=utc, s=seconds)
     return sql.SQL(
         "CASE WHEN {utc} >= '0001-01-01' AND {utc} < '10000-01-01' AND {local} >= '0001-01-01' "

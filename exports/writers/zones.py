@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
+from functools import cache
 from typing import Any
 
 from exports.domain.task import ExportFormat
@@ -60,6 +61,41 @@ def localised(value: Any, where: tzinfo) -> datetime | None:
         return (value.replace(tzinfo=UTC) if value.tzinfo is None else value).astimezone(where)
     except OverflowError:
         return None
+
+
+# Where tz databases differ (versions, builds with or without the pre-1970 "backzone" data):
+# before 1800 every zone is its local mean time, after 2100 its rules only repeat.
+_PROBE_FROM = datetime(1800, 1, 1, tzinfo=UTC)
+_PROBE_WEEKS = 301 * 53
+
+
+def _offset_seconds(moment: datetime, where: tzinfo) -> int:
+    offset = moment.astimezone(where).utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
+
+
+@cache
+def offset_probes(name: str) -> tuple[tuple[datetime, ...], tuple[int, ...]]:
+    """Instants that show zone ``name``'s history and rules (weekly from 1800 to 2100, and the
+    seconds either side of every change of offset among them) and the offset in seconds the
+    runtime's tz database gives at each. Another tz database that gives the same offsets has
+    the same zone there: COPY writes a zone only when the database's does (postgres_copy)."""
+    where = zone(name)
+    weekly = [_PROBE_FROM + timedelta(weeks=week) for week in range(_PROBE_WEEKS)]
+    offsets = [_offset_seconds(moment, where) for moment in weekly]
+    instants, found = list(weekly), list(offsets)
+    for before, after, offset in zip(weekly, weekly[1:], offsets, strict=False):
+        if _offset_seconds(after, where) == offset:
+            continue
+        low, high = before, after  # the change is after low, at or before high
+        while high - low > timedelta(seconds=1):
+            middle = low + (high - low) / 2
+            middle = middle.replace(microsecond=0)
+            low, high = (middle, high) if _offset_seconds(middle, where) == offset else (low, middle)
+        for moment in (low, high):
+            instants.append(moment)
+            found.append(_offset_seconds(moment, where))
+    return tuple(instants), tuple(found)
 
 
 def csv_text(local: datetime) -> str:
