@@ -127,7 +127,9 @@ def test_a_zone_whose_history_the_database_tells_otherwise_is_written_in_python(
     export_type = types["moments"]
     filters = export_type.parse_filters({})
     with psycopg.connect(uri) as conn:
-        row = conn.execute("SELECT ('1850-06-01 12:00+00'::timestamptz AT TIME ZONE 'Europe/Amsterdam')::text").fetchone()
+        row = conn.execute(
+            "SELECT ('1850-06-01 12:00+00'::timestamptz AT TIME ZONE 'Europe/Amsterdam')::text"
+        ).fetchone()
     python = zoned_csv(export_type, "Europe/Amsterdam", copy=False)
     assert rows_of(python)[9][1] == "1850-06-01 12:19:32+00:19:32"
     copied = export_type.csv_rows(filters, None, Unbounded(), True, "Europe/Amsterdam")

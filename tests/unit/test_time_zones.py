@@ -114,7 +114,9 @@ def test_kathmandu_is_five_hours_forty_five_ahead() -> None:
 @pytest.mark.parametrize("fmt", [ExportFormat.JSONL, ExportFormat.JSONL_GZ])
 def test_json_lines_write_rfc_3339_with_the_offset(fmt: ExportFormat) -> None:
     body = export(fmt)
-    lines = [json.loads(line) for line in (gzip.decompress(body) if fmt is ExportFormat.JSONL_GZ else body).splitlines()]
+    lines = [
+        json.loads(line) for line in (gzip.decompress(body) if fmt is ExportFormat.JSONL_GZ else body).splitlines()
+    ]
 
     assert [line["at"] for line in lines] == [shown.replace(" ", "T") for _, shown in BERLIN] + [None]
     assert lines[1] == {
