@@ -27,17 +27,9 @@ from typing import Any
 
 from exports.domain.task import ExportFormat
 from exports.domain.zones import is_utc, zone
-from exports.export_types.base import Column, ColumnKind, Page, Row
+from exports.export_types.base import Column, Page, Row
 from exports.writers.cells import FIRST_SERIAL_DAY
 
-# Formats whose values carry their offset (the others: XLSX shows wall time, Parquet instants).
-_TEXT_FORMATS = {
-    ExportFormat.CSV: "csv",
-    ExportFormat.CSV_GZ: "csv",
-    ExportFormat.JSONL: "jsonl",
-    ExportFormat.JSONL_GZ: "jsonl",
-    ExportFormat.PDF: "pdf",
-}
 _UTC_SUFFIX = "(UTC)"
 
 
@@ -122,7 +114,15 @@ def xlsx_value(local: datetime) -> datetime:
     return local.replace(tzinfo=None)
 
 
-_SHOWN: dict[str, Callable[[datetime], Any]] = {"csv": csv_text, "jsonl": jsonl_text, "pdf": pdf_text}
+# What each format writes of a local date-time (Parquet: nothing, its column type has the zone).
+_SHOWN: dict[ExportFormat, Callable[[datetime], Any]] = {
+    ExportFormat.CSV: csv_text,
+    ExportFormat.CSV_GZ: csv_text,
+    ExportFormat.JSONL: jsonl_text,
+    ExportFormat.JSONL_GZ: jsonl_text,
+    ExportFormat.PDF: pdf_text,
+    ExportFormat.XLSX: xlsx_value,
+}
 
 
 def zoned_header(header: str, name: str, label: bool) -> str:
@@ -149,7 +149,8 @@ class ZonedExport:
         return bool(self._instants)
 
     def _zoned(self, column: Column) -> bool:
-        return column.name in self._instants and column.kind is ColumnKind.DATETIME
+        # By name, whatever kind a declaration gave it: COPY zones a timestamptz column too.
+        return column.name in self._instants
 
     def columns(self, columns: Sequence[Column]) -> list[Column]:
         """The file's columns: the zone on each instant column, its header naming the zone."""
@@ -167,10 +168,10 @@ class ZonedExport:
         """What turns a page's rows into the format's zoned values; None when nothing changes
         (no instant column, UTC, or Parquet, whose column type carries the zone)."""
         positions = [index for index, column in enumerate(columns) if self._zoned(column)]
-        if not positions or self._format is ExportFormat.PARQUET:
+        show = _SHOWN.get(self._format)
+        if not positions or show is None:
             return None
         where = self._zone
-        show = _SHOWN.get(_TEXT_FORMATS.get(self._format, ""), xlsx_value)
 
         def convert_value(value: Any) -> Any:
             local = localised(value, where) if value is not None else None

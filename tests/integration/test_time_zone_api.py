@@ -2,7 +2,10 @@
 is accepted), recorded on the task and its view, part of the dedup key and of the body an
 Idempotency-Key is bound to."""
 
+import csv
+import io
 import json
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -12,6 +15,9 @@ from exports.domain.admission import dedup_key
 from functions.submit import handler as api
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
+from tests.integration.conftest import SEED_DAY
+from tests.integration.test_export_types_moto import finished, run_queued, scan, shop  # noqa: F401  (the fixture)
+from tests.integration.test_export_types_moto import submit as moto_submit
 
 BODY: dict[str, Any] = {
     "export_type": "orders",
@@ -106,3 +112,25 @@ def test_the_default_zone_given_or_left_out_is_the_same_idempotent_body(aws: Res
     replayed = submit({**BODY, "timezone": "Etc/UTC"}, headers=key)
 
     assert replayed["task_id"] == first["task_id"] and replayed["headers"]["idempotent-replayed"] == "true"
+
+
+def test_a_dynamodb_export_in_kathmandu_writes_its_instants_there(shop: Resources) -> None:  # noqa: F811
+    """The customers type reads DynamoDB (a code-defined type: its date-time columns are UTC
+    instants); submitted in a zone, the worker writes them there."""
+    filters = {"signed_up_from": (SEED_DAY - timedelta(days=400)).isoformat(), "signed_up_to": SEED_DAY.isoformat()}
+    task_id = moto_submit(
+        {"export_type": "customers", "format": "csv", "filters": filters, "timezone": "Asia/Kathmandu"}
+    )
+
+    run_queued(shop)
+
+    view, body = finished(task_id)
+    assert view["timezone"] == "Asia/Kathmandu"
+    header, *rows = list(csv.reader(io.StringIO(body.decode("utf-8"), newline="")))
+    assert header[7] == "Signed up at (Asia/Kathmandu)"
+    expected = {c["customer_id"]: c["signed_up_at"] for c in scan(shop.customers_table)}
+    for row in rows:
+        written = datetime.fromisoformat(row[7])
+        assert written.utcoffset() == timedelta(hours=5, minutes=45)
+        assert written == datetime.fromisoformat(expected[row[0]])
+    assert row[6] == row[6][:10]  # the sign-up date is a date, unchanged

@@ -68,6 +68,18 @@ columns = [
     { name = "at", header = "At (UTC)", kind = "datetime" },
     { name = "wall", header = "Wall", kind = "datetime" },
 ]
+
+[types.as_text]
+description = "the instant declared as text: still an instant"
+source = "db"
+query = "SELECT id, at, note FROM moments"
+order_key = ["id"]
+allow = { groups = ["tests"] }
+columns = [
+    { name = "id", header = "Id", kind = "integer" },
+    { name = "at", header = "At", kind = "string" },
+    { name = "note", header = "Note" },
+]
 """
 
 
@@ -142,7 +154,7 @@ def test_a_zone_whose_history_the_database_tells_otherwise_is_written_in_python(
 
 
 @pytest.mark.parametrize("zone", ZONES)
-@pytest.mark.parametrize("name", ["moments", "declared"])
+@pytest.mark.parametrize("name", ["moments", "declared", "as_text"])
 def test_copy_writes_the_python_writers_bytes_in_every_zone(
     moments: tuple[str, dict[str, ExportType]], zone: str, name: str
 ) -> None:

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from openpyxl import load_workbook
 
-from exports.domain.task import ExportFormat
+from exports.domain.spec import ExportSpec
+from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE, UnknownZone, canonical_zone
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, RunControl
 from exports.services.export_run import run_export
@@ -23,6 +24,7 @@ from exports.services.progress import ProgressReporter
 from exports.settings import XlsxEngine
 from exports.writers.zones import ZonedExport, offset_text, zoned_header
 from tests.pdf_reading import page_lines, reader
+from tests.unit.builders import make_task
 from tests.unit.export_fakes import NoFilters, make_world, running_task
 
 # Instants (naive: UTC, as the PostgreSQL loader gives them) and their text in Berlin.
@@ -216,3 +218,14 @@ def test_a_type_by_default_zones_its_date_time_columns() -> None:
         zoned_columns = ExportType.zoned_columns
 
     assert Plain().zoned_columns(NoFilters(), None) == {"at", "seen", "wall"}  # type: ignore[arg-type]
+
+
+def test_a_retry_asks_for_the_same_zone() -> None:
+    assert ExportSpec.of_task(make_task(timezone="Asia/Kathmandu")).timezone == "Asia/Kathmandu"
+    assert ExportSpec.of_task(make_task()).timezone == UTC_ZONE
+
+
+def test_a_task_stored_before_zones_reads_as_utc() -> None:
+    stored = make_task().model_dump(mode="json")
+    del stored["timezone"]
+    assert Task.model_validate(stored).timezone == UTC_ZONE
