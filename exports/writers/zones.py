@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from exports.domain.task import ExportFormat
 from exports.domain.zones import is_utc, zone
@@ -33,26 +33,66 @@ from exports.writers.cells import FIRST_SERIAL_DAY
 _UTC_SUFFIX = "(UTC)"
 
 
-def offset_text(moment: datetime) -> str:
-    """The offset of an aware ``moment`` as ISO 8601 writes it: ``+02:00``, ``-04:56:02``
-    (seconds only when there are: local mean times before 1900)."""
-    offset = moment.utcoffset()
-    seconds = int(offset.total_seconds()) if offset is not None else 0
+def offset_text(offset: timedelta) -> str:
+    """An offset from UTC as ``datetime.isoformat`` writes it: ``+02:00``, ``-04:56:02``
+    (seconds only when there are: the local mean times before standard time)."""
+    seconds = int(offset.total_seconds())
     sign = "-" if seconds < 0 else "+"
     hours, rest = divmod(abs(seconds), 3600)
     minutes, seconds = divmod(rest, 60)
     return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
 
 
-def localised(value: Any, where: tzinfo) -> datetime | None:
-    """The instant ``value`` (a naive datetime is UTC) in the zone ``where``; None for any other
-    value, or one the zone would carry out of years 1 to 9999."""
-    if not isinstance(value, datetime):
-        return None
-    try:
-        return (value.replace(tzinfo=UTC) if value.tzinfo is None else value).astimezone(where)
-    except OverflowError:
-        return None
+# An hour of the cache whose offset changes within it: its values are converted one by one.
+_CHANGING: Final = (timedelta(0), "")
+# The most hours the cache keeps (rows come roughly in order: a few hours are in use at a time).
+_CACHED_HOURS: Final = 4096
+
+
+class Localiser:
+    """Instants as wall times in zone ``where`` with their offset's text. The offset is worked
+    out once per UTC hour (``astimezone`` and ``replace`` cost several times the writing of the
+    value): an hour with the same offset at its first and last microsecond has it throughout
+    (no zone changes twice within an hour); any other hour is converted value by value."""
+
+    def __init__(self, where: tzinfo) -> None:
+        self._where = where
+        self._hours: dict[int, tuple[timedelta, str]] = {}
+
+    def local(self, value: Any) -> tuple[datetime, str] | None:
+        """The instant ``value`` (a naive datetime is UTC) as the zone's wall time (naive) and
+        its offset's text; None for any other value, or one the zone would carry out of years 1
+        to 9999."""
+        if value.__class__ is not datetime and not isinstance(value, datetime):
+            return None
+        try:
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            key = value.toordinal() * 24 + value.hour
+            hour = self._hours.get(key)
+            if hour is None:
+                if len(self._hours) >= _CACHED_HOURS:
+                    self._hours.clear()
+                hour = self._hours[key] = self._hour(value)
+            if hour is _CHANGING:
+                moment = value.replace(tzinfo=UTC).astimezone(self._where)
+                offset = moment.utcoffset() or timedelta(0)
+                return moment.replace(tzinfo=None), offset_text(offset)
+            return value + hour[0], hour[1]
+        except OverflowError:
+            return None
+
+    def _hour(self, value: datetime) -> tuple[timedelta, str]:
+        first = datetime(value.year, value.month, value.day, value.hour, tzinfo=UTC)
+        try:
+            offsets = {
+                moment.astimezone(self._where).utcoffset()
+                for moment in (first, first + timedelta(hours=1, microseconds=-1))
+            }
+        except OverflowError:
+            return _CHANGING
+        offset = offsets.pop() if len(offsets) == 1 else None
+        return _CHANGING if offset is None else (offset, offset_text(offset))
 
 
 # Where tz databases differ (versions, builds with or without the pre-1970 "backzone" data):
@@ -90,32 +130,32 @@ def offset_probes(name: str) -> tuple[tuple[datetime, ...], tuple[int, ...]]:
     return tuple(instants), tuple(found)
 
 
-def csv_text(local: datetime) -> str:
-    """A local date-time as CSV writes it in a zone."""
-    return local.isoformat(" ")
+def csv_text(wall: datetime, offset: str) -> str:
+    """A local date-time as CSV writes it in a zone (``str()`` of the aware datetime)."""
+    return wall.isoformat(" ") + offset
 
 
-def jsonl_text(local: datetime) -> str:
+def jsonl_text(wall: datetime, offset: str) -> str:
     """A local date-time as JSON Lines writes it in a zone (a JSON string of RFC 3339)."""
-    return local.isoformat()
+    return wall.isoformat() + offset
 
 
-def pdf_text(local: datetime) -> str:
+def pdf_text(wall: datetime, offset: str) -> str:
     """A local date-time as the PDF table shows it in a zone."""
-    if local.date() < FIRST_SERIAL_DAY:
-        return csv_text(local)
-    milliseconds = local.microsecond // 1000
-    shown = f"{local:%Y-%m-%d %H:%M:%S}" + (f".{milliseconds:03d}" if milliseconds else "")
-    return shown + offset_text(local)
+    if wall.date() < FIRST_SERIAL_DAY:
+        return csv_text(wall, offset)
+    milliseconds = wall.microsecond // 1000
+    shown = f"{wall:%Y-%m-%d %H:%M:%S}" + (f".{milliseconds:03d}" if milliseconds else "")
+    return shown + offset
 
 
-def xlsx_value(local: datetime) -> datetime:
+def xlsx_value(wall: datetime, _offset: str) -> datetime:
     """A local date-time as an XLSX cell holds it: the wall time."""
-    return local.replace(tzinfo=None)
+    return wall
 
 
 # What each format writes of a local date-time (Parquet: nothing, its column type has the zone).
-_SHOWN: dict[ExportFormat, Callable[[datetime], Any]] = {
+_SHOWN: dict[ExportFormat, Callable[[datetime, str], Any]] = {
     ExportFormat.CSV: csv_text,
     ExportFormat.CSV_GZ: csv_text,
     ExportFormat.JSONL: jsonl_text,
@@ -171,11 +211,11 @@ class ZonedExport:
         show = _SHOWN.get(self._format)
         if not positions or show is None:
             return None
-        where = self._zone
+        local = Localiser(self._zone).local
 
         def convert_value(value: Any) -> Any:
-            local = localised(value, where) if value is not None else None
-            return value if local is None else show(local)
+            found = local(value) if value is not None else None
+            return value if found is None else show(*found)
 
         def convert(rows: Sequence[Row]) -> Sequence[Row]:
             converted = []

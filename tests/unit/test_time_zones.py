@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import json
+import random
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,7 +23,7 @@ from exports.export_types.base import Column, ColumnKind, ExportType, Row, RunCo
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.settings import XlsxEngine
-from exports.writers.zones import ZonedExport, offset_text, zoned_header
+from exports.writers.zones import Localiser, ZonedExport, offset_probes, offset_text, zoned_header
 from tests.pdf_reading import page_lines, reader
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import NoFilters, make_world, running_task
@@ -206,8 +207,8 @@ def test_zone_names_and_offsets() -> None:
     for name in ("europe/berlin", "Local", "localtime", "Factory", "", "Europe/Berlin/"):
         with pytest.raises(UnknownZone, match="IANA time zone name"):
             canonical_zone(name)
-    assert offset_text(datetime(2026, 1, 1, tzinfo=ZoneInfo("America/St_Johns"))) == "-03:30"
-    assert offset_text(datetime(1850, 1, 1, tzinfo=ZoneInfo("America/New_York"))) == "-04:56:02"
+    assert offset_text(timedelta(hours=-3, minutes=-30)) == "-03:30"
+    assert offset_text(datetime(1850, 1, 1, tzinfo=ZoneInfo("America/New_York")).utcoffset()) == "-04:56:02"
     assert zoned_header("Created at (UTC)", "Asia/Kathmandu", label=False) == "Created at (Asia/Kathmandu)"
     assert zoned_header("created_at", "Asia/Kathmandu", label=False) == "created_at"
     assert zoned_header("created_at", "Asia/Kathmandu", label=True) == "created_at (Asia/Kathmandu)"
@@ -229,3 +230,24 @@ def test_a_task_stored_before_zones_reads_as_utc() -> None:
     stored = make_task().model_dump(mode="json")
     del stored["timezone"]
     assert Task.model_validate(stored).timezone == UTC_ZONE
+
+
+@pytest.mark.parametrize(
+    "zone",
+    ["Europe/Berlin", "Asia/Kathmandu", "Australia/Lord_Howe", "America/New_York", "Asia/Tehran", "Africa/Casablanca"],
+)
+def test_the_hourly_offsets_are_astimezones_at_every_change_and_at_random(zone: str) -> None:
+    """The localiser works an offset out once an hour: it must give what ``astimezone`` gives,
+    at both sides of every change of offset from 1800 to 2100 and at random instants."""
+    where = ZoneInfo(zone)
+    generator = random.Random(zone)
+    changes, _ = offset_probes(zone)
+    instants = [
+        moment.replace(tzinfo=None) + timedelta(microseconds=shift) for moment in changes for shift in (-1, 0, 1)
+    ]
+    instants += [datetime(2, 1, 1) + timedelta(seconds=generator.randrange(315_400_000_000)) for _ in range(5_000)]
+    localiser = Localiser(where)
+    for instant in instants:
+        exact = instant.replace(tzinfo=UTC).astimezone(where)
+        assert localiser.local(instant) == (exact.replace(tzinfo=None), offset_text(exact.utcoffset())), instant
+        assert localiser.local(exact) == localiser.local(instant)  # an aware value: the same instant
