@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from exports.config import Limits
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
+from exports.domain.zones import ACCEPTED, UTC_ZONE, canonical_zone, is_utc
 from exports.export_types.base import AnyExportType
 
 
@@ -52,11 +53,38 @@ class ExportRequest(BaseModel):
             " that no spreadsheet will open, or whose text you trust. XLSX never changes text."
         ),
     )
+    timezone: str = Field(
+        default=UTC_ZONE,
+        strict=True,
+        min_length=1,
+        max_length=64,
+        description=(
+            f"The zone the file's date-times from instants (timestamptz) are written in: {ACCEPTED}."
+            " CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant,"
+            " XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed"
+            " with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times"
+            " in UTC without an offset, as always. Dates and timestamps without time zone are unchanged."
+        ),
+        examples=["Europe/Berlin", "America/New_York", "Asia/Kathmandu", UTC_ZONE],
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        return canonical_zone(name)
 
     def spec(self) -> ExportSpec:
         """The export this body asks for, as the services take it."""
         callback_url = str(self.callback_url) if self.callback_url else None
         return ExportSpec(**self.model_dump(exclude={"callback_url"}), callback_url=callback_url)
+
+    def idempotency_body(self) -> dict[str, Any]:
+        """The body an Idempotency-Key is bound to: the default zone left out, so a key stored
+        before zones existed still matches the same request."""
+        body = self.model_dump(mode="json")
+        if is_utc(self.timezone):
+            del body["timezone"]
+        return body
 
 
 class ExportAccepted(BaseModel):
@@ -100,6 +128,7 @@ class TaskView(BaseModel):
     export_type: str
     format: ExportFormat
     filters: dict[str, Any]
+    timezone: str = Field(default=UTC_ZONE, description="The IANA zone the file's date-times are written in.")
     priority: int
     status: TaskStatus
     progress: int
@@ -140,6 +169,7 @@ class TaskView(BaseModel):
             export_type=task.export_type,
             format=task.format,
             filters=task.filters,
+            timezone=task.timezone,
             priority=task.priority,
             status=task.status,
             progress=task.progress,

@@ -11,6 +11,7 @@ from exports.config import Worker
 from exports.domain.admission import QueueWait, Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
+from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import ColumnKind, RunControl
 from exports.webhooks.destination import Destination
 
@@ -260,6 +261,11 @@ class BusinessMetrics(Protocol):
         service's: a series of its own, e.g. ExportFailed by error code and source)."""
 
 
+# The PostgreSQL type whose values are instants, written in an export's time zone
+# (exports.writers.zones); ``timestamp`` is a wall time and stays as it is.
+INSTANT_TYPE: Final = "timestamptz"
+
+
 @dataclass(frozen=True)
 class ResultColumn:
     """A column of the query's result: its name, how a file types it, and PostgreSQL's type."""
@@ -336,10 +342,11 @@ class SqlReader(Protocol):
         ``read.until``, in pages."""
 
     def copy_csv(
-        self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl
+        self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl, timezone: str = UTC_ZONE
     ) -> CopiedCsv | None:
         """The result columns ``names`` (None: all) of the read as CSV rows the database
-        writes, or None when it cannot write them as the CSV writer does."""
+        writes (``timestamptz`` in ``timezone``, default UTC), or None when it cannot write them
+        as the CSV writer does."""
 
     def count(self, read: SqlRead, control: RunControl) -> int:
         """How many rows the read has."""

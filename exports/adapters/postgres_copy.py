@@ -40,8 +40,10 @@ from exports.adapters.postgres_source import (
     _Watchdog,
 )
 from exports.domain.errors import ExportFailed, SourceCode
+from exports.domain.zones import UTC_ZONE, is_utc
 from exports.export_types.base import RunControl
-from exports.ports import SqlRead
+from exports.ports import INSTANT_TYPE, SqlRead
+from exports.writers.zones import offset_probes
 
 if TYPE_CHECKING:
     import psycopg
@@ -135,8 +137,10 @@ def open_copy(
     names: Sequence[str] | None,
     guard: bool,
     control: RunControl,
+    timezone: str = UTC_ZONE,
 ) -> CopyCsv | None:
-    """A :class:`CopyCsv` of the result columns ``names`` (None: all) of ``read`` on ``conn`` (the caller's fresh
+    """A :class:`CopyCsv` of the result columns ``names`` (None: all) of ``read``, ``timestamptz`` in
+    ``timezone``, on ``conn`` (the caller's fresh
     connection, which it owns from then on), or None (``conn`` closed) when COPY cannot write
     these columns as the CSV writer does: the caller writes them in Python."""
     import psycopg
@@ -161,16 +165,43 @@ def open_copy(
                 _decline(conn, watchdog)
                 return None
             wanted = [types[name] for name in names]
-            if not copy_supported(wanted):
+            if not copy_supported(wanted) or not _zone_agrees(conn, timezone, wanted):
                 _decline(conn, watchdog)
                 return None
-            statement = _merged(conn, read, csv_select(names, wanted, guard))
+            statement = _merged(conn, read, csv_select(names, wanted, guard, timezone))
             _parse_one(conn, statement)
             return CopyCsv(source, conn, watchdog, read, statement)
     except BaseException:
         watchdog.stop()
         _close(conn)
         raise
+
+
+def _zone_agrees(conn: psycopg.Connection[Any], timezone: str, type_names: Sequence[str]) -> bool:
+    """Whether the database's tz database gives ``timezone`` the offsets the worker's does
+    (exports.writers.zones.offset_probes), so that COPY writes its instants as the Python path
+    would; True when no instant is written in a zone. A database that lacks the zone, or whose
+    history or rules of it differ (another tz database version), leaves the file to Python."""
+    import psycopg
+
+    if is_utc(timezone) or INSTANT_TYPE not in type_names:
+        return True
+    instants, offsets = offset_probes(timezone)
+    try:
+        with conn.transaction():
+            rows = conn.execute(
+                "SELECT extract(epoch FROM (p AT TIME ZONE %s) - (p AT TIME ZONE 'UTC'))::int "
+                "FROM unnest(%s::timestamptz[]) WITH ORDINALITY AS probes (p, i) ORDER BY i",
+                [timezone, list(instants)],
+            ).fetchall()
+    except psycopg.errors.InvalidParameterValue:  # the database knows no such zone
+        rows = []
+    if [row[0] for row in rows] == list(offsets):
+        return True
+    logger.info(
+        "the database's rules of a time zone differ from the worker's: written in Python", extra={"timezone": timezone}
+    )
+    return False
 
 
 def _decline(conn: psycopg.Connection[Any], watchdog: _Watchdog) -> None:

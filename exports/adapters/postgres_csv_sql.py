@@ -11,7 +11,8 @@ the one into the other, in the server:
 - ``bool``: ``True`` / ``False`` (``str(bool)``);
 - ``date``: ISO (the session's ``DateStyle``); ``timestamp`` and ``timestamptz`` (UTC) as
   ``str(datetime)``: microseconds as six digits when there are any, none otherwise; the dates
-  and times Python cannot hold as PostgreSQL writes them (text, so guarded);
+  and times Python cannot hold as PostgreSQL writes them (text, so guarded); ``timestamptz`` in
+  another zone as :mod:`exports.writers.zones` writes it (wall time there and the offset);
 - text types: as they are (``char(n)`` with its padding), the formula guard's apostrophe when
   on; every other type as its output function's text, as ``projection`` reads it.
 
@@ -30,6 +31,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from exports.adapters.postgres_values import CAST_TYPES, NATIVE_KINDS
+from exports.domain.zones import UTC_ZONE, is_utc
+from exports.ports import INSTANT_TYPE
 
 if TYPE_CHECKING:
     from psycopg import sql
@@ -49,22 +52,27 @@ def copy_supported(type_names: Sequence[str]) -> bool:
     return len(type_names) >= 2 and "float4" not in type_names
 
 
-def csv_select(names: Sequence[str], type_names: Sequence[str], guard: bool) -> sql.Composable:
+def csv_select(
+    names: Sequence[str], type_names: Sequence[str], guard: bool, timezone: str = UTC_ZONE
+) -> sql.Composable:
     """The select list over the subquery ``exported`` whose COPY CSV text is the CSV writer's
-    for the columns ``names`` of PostgreSQL types ``type_names``, with or without the guard."""
+    for the columns ``names`` of PostgreSQL types ``type_names``, with or without the guard,
+    ``timestamptz`` columns in ``timezone`` (a name exports.domain.zones accepted)."""
     from psycopg import sql
 
     items = [
-        sql.SQL("{value} AS {name}").format(value=_value(name, type_name, guard), name=sql.Identifier(name))
+        sql.SQL("{value} AS {name}").format(value=_value(name, type_name, guard, timezone), name=sql.Identifier(name))
         for name, type_name in zip(names, type_names, strict=True)
     ]
     return sql.SQL(", ").join(items)
 
 
-def _value(name: str, type_name: str, guard: bool) -> sql.Composable:
+def _value(name: str, type_name: str, guard: bool, timezone: str) -> sql.Composable:
     from psycopg import sql
 
     column = sql.SQL("exported.{name}").format(name=sql.Identifier(name))
+    if type_name == INSTANT_TYPE and not is_utc(timezone):
+        return _zoned(column, timezone, guard)
     if type_name in _INTEGERS:
         return column
     if type_name in CAST_TYPES:
@@ -117,6 +125,28 @@ def _timestamp(column: sql.Composable, type_name: str, guard: bool) -> sql.Compo
         "CASE WHEN {t} >= '0001-01-01' AND {t} < '10000-01-01' "
         "THEN replace(to_char({t}, 'YYYY-MM-DD HH24:MI:SS.US'), '.000000', '') ELSE {text} END"
     ).format(t=wall, text=_text(sql.SQL("{t}::text").format(t=wall), guard))
+
+
+def _zoned(column: sql.Composable, timezone: str, guard: bool) -> sql.Composable:
+    """exports.writers.zones.csv_text of the instant in ``timezone``: its wall time there as
+    ``str(datetime)`` writes it, then the offset at that instant as ``datetime.isoformat`` does
+    (``+05:45``; seconds only when there are, ``+00:53:28``). A value that is not in years 1 to
+    9999 both in UTC and in the zone is written as in UTC, as the Python path does."""
+    from psycopg import sql
+
+    local = sql.SQL("({c} AT TIME ZONE {zone})").format(c=column, zone=sql.Literal(timezone))
+    utc = sql.SQL("({c} AT TIME ZONE 'UTC')").format(c=column)
+    seconds = sql.SQL("abs(extract(epoch FROM {local} - {utc})::int)").format(local=local, utc=utc)
+    offset = sql.SQL(
+        "CASE WHEN {local} < {utc} THEN '-' ELSE '+' END || to_char({s} / 3600, 'FM00') || ':' "
+        "|| to_char(mod({s} / 60, 60), 'FM00') "
+        "|| CASE WHEN mod({s}, 60) = 0 THEN '' ELSE ':' || to_char(mod({s}, 60), 'FM00') END"
+    ).format(local=local, utc=utc, s=seconds)
+    return sql.SQL(
+        "CASE WHEN {utc} >= '0001-01-01' AND {utc} < '10000-01-01' AND {local} >= '0001-01-01' "
+        "AND {local} < '10000-01-01' "
+        "THEN replace(to_char({local}, 'YYYY-MM-DD HH24:MI:SS.US'), '.000000', '') || {offset} ELSE {in_utc} END"
+    ).format(utc=utc, local=local, offset=offset, in_utc=_timestamp(column, INSTANT_TYPE, guard))
 
 
 def _text(value: sql.Composable, guard: bool) -> sql.Composable:

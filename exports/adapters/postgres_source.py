@@ -50,6 +50,7 @@ from exports.domain.errors import (
     SourceCode,
     SourceQueryTimeout,
 )
+from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
@@ -147,12 +148,14 @@ class PostgresReader:
             watchdog.stop()
             _close(conn, prefetch)
 
-    def copy_csv(self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl) -> CopyCsv | None:
-        """The result columns ``names`` (None: all) of the read as CSV rows from ``COPY`` (postgres_copy), or None
-        when COPY cannot write them as the CSV writer does."""
+    def copy_csv(
+        self, read: SqlRead, names: Sequence[str] | None, guard: bool, control: RunControl, timezone: str = UTC_ZONE
+    ) -> CopyCsv | None:
+        """The result columns ``names`` (None: all) of the read as CSV rows from ``COPY`` (postgres_copy),
+        ``timestamptz`` in ``timezone``, or None when COPY cannot write them as the CSV writer does."""
         from exports.adapters.postgres_copy import open_copy
 
-        return open_copy(self.source, self._connect(control), read, names, guard, control)
+        return open_copy(self.source, self._connect(control), read, names, guard, control, timezone)
 
     def count(self, read: SqlRead, control: RunControl) -> int:
         """``count(*)`` of the read."""

@@ -11,8 +11,9 @@ from exports.declared.common import DeclaredExport
 from exports.declared.parameters import DeclaredFilters, json_value
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
+from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import Column, CsvRows, Cursor, CursorInvalid, Page, RunControl, Unbounded
-from exports.ports import CopiedCsv, ResultColumn, SqlRead, SqlReader, SqlSession
+from exports.ports import INSTANT_TYPE, CopiedCsv, ResultColumn, SqlRead, SqlReader, SqlSession
 
 
 class DeclaredSqlExport(DeclaredExport):
@@ -62,16 +63,28 @@ class DeclaredSqlExport(DeclaredExport):
         return self._stream(filters, after, None, control)
 
     def csv_rows(
-        self, filters: DeclaredFilters, cursor: Cursor | None, control: RunControl, formula_guard: bool
+        self,
+        filters: DeclaredFilters,
+        cursor: Cursor | None,
+        control: RunControl,
+        formula_guard: bool,
+        timezone: str = UTC_ZONE,
     ) -> CsvRows | None:
-        """The rows :meth:`stream` gives, as CSV from the database's ``COPY``; None when COPY
-        cannot write these columns as the CSV writer does."""
+        """The rows :meth:`stream` gives, as CSV from the database's ``COPY`` (``timestamptz``
+        columns in ``timezone``); None when COPY cannot write these columns as the CSV writer does."""
         after = _parse_cursor(cursor, len(self._order_key)) if cursor is not None else None
         if cursor is not None and not self._order_key:
             raise CursorInvalid(f"export type {self.name} has no order key to resume by")
         names = None if self.declared_columns is None else [column.name for column in self.chosen_columns(filters)]
-        copied = self._reader.copy_csv(self._read(filters, after), names, formula_guard, control)
+        copied = self._reader.copy_csv(self._read(filters, after), names, formula_guard, control, timezone)
         return None if copied is None else _KeysetRows(copied)
+
+    def zoned_columns(self, filters: DeclaredFilters, control: RunControl) -> frozenset[str]:
+        """The file's columns the query returns as ``timestamptz`` (a ``timestamp`` is a wall
+        time, no instant), found by describing the query."""
+        described = self._reader.describe(self._read(filters, None), control)
+        instants = {column.name for column in described if column.type_name == INSTANT_TYPE}
+        return frozenset(column.name for column in self.columns(filters) if column.name in instants)
 
     def plan_partitions(
         self, filters: DeclaredFilters, control: RunControl, rows_per_partition: int, max_partitions: int

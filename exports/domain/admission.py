@@ -11,6 +11,7 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from exports.config import LANES, Lane
+from exports.domain.zones import is_utc
 
 
 class Estimates:
@@ -31,6 +32,7 @@ def dedup_key(
     timeout_sec: int | None = None,
     csv_formula_guard: bool = True,
     caller: dict[str, Any] | None = None,
+    timezone: str | None = None,
 ) -> str:
     """The same export asked twice by the same user, with the same caller-bound values (a
     tenant claim that changed makes another export), has the same key.
@@ -50,6 +52,9 @@ def dedup_key(
         identity["timeout_sec"] = timeout_sec
     if not csv_formula_guard:
         identity["formula_guard"] = False
+    # The file's date-times differ by zone; the default's keys stay those of before zones.
+    if timezone is not None and not is_utc(timezone):
+        identity["timezone"] = timezone
     canonical = json.dumps(
         identity,
         sort_keys=True,

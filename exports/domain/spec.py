@@ -7,12 +7,14 @@ from typing import Any
 
 from exports.config import Limits
 from exports.domain.task import ExportFormat, Task
+from exports.domain.zones import UTC_ZONE
 
 
 @dataclass(frozen=True)
 class ExportSpec:
     """An export to run: its type, format, the type's filters (not yet parsed), its priority and
-    timeout, the URL to call back when it ends, and the CSV options."""
+    timeout, the URL to call back when it ends, the CSV options and the time zone (a canonical
+    name, exports.domain.zones)."""
 
     export_type: str
     format: ExportFormat = ExportFormat.CSV
@@ -22,6 +24,7 @@ class ExportSpec:
     callback_url: str | None = None
     csv_bom: bool = False
     csv_formula_guard: bool = True
+    timezone: str = UTC_ZONE
 
     @classmethod
     def of_task(cls, task: Task) -> ExportSpec:

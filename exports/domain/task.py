@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from exports.config import Limits
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
+from exports.domain.zones import UTC_ZONE
 
 
 class ExportFormat(StrEnum):
@@ -112,6 +113,9 @@ class Task(BaseModel):
     csv_bom: bool = False
     # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
     csv_formula_guard: bool = True
+    # The IANA zone its date-times from instants are written in (exports.domain.zones); records
+    # written before zones existed read as the default, UTC.
+    timezone: str = UTC_ZONE
     priority: int = Limits.PRIORITY_DEFAULT
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
     status: TaskStatus = TaskStatus.PENDING
@@ -207,6 +211,7 @@ def new_task(
     estimated_rows: int | None = None,
     csv_bom: bool = False,
     csv_formula_guard: bool = True,
+    timezone: str = UTC_ZONE,
     priority: int = Limits.PRIORITY_DEFAULT,
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
     callback_url: str | None = None,
@@ -226,6 +231,7 @@ def new_task(
         estimated_rows=estimated_rows,
         csv_bom=csv_bom,
         csv_formula_guard=csv_formula_guard,
+        timezone=timezone,
         priority=priority,
         timeout_sec=timeout_sec,
         max_retries=max_retries,

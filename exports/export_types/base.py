@@ -16,6 +16,7 @@ from exports.domain.caller import Caller
 from exports.domain.errors import RetryableError
 from exports.domain.partitions import PartitionSpec
 from exports.domain.task import ExportFormat, Task
+from exports.domain.zones import UTC_ZONE
 
 
 class ColumnKind(StrEnum):
@@ -47,6 +48,9 @@ class Column:
     # the column with it); None: any number of digits.
     precision: int | None = None
     scale: int | None = None
+    # An instant column of an export in another zone than UTC: the zone (Parquet types the
+    # column with it; the other formats get values already in it, exports.writers.zones).
+    timezone: str | None = None
 
 
 # A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.
@@ -217,11 +221,24 @@ class ExportType(ABC, Generic[FiltersT]):
         return self.pages(filters, cursor)
 
     def csv_rows(
-        self, filters: FiltersT, cursor: Cursor | None, control: RunControl, formula_guard: bool
+        self,
+        filters: FiltersT,
+        cursor: Cursor | None,
+        control: RunControl,
+        formula_guard: bool,
+        timezone: str = UTC_ZONE,
     ) -> CsvRows | None:
         """The CSV data rows (no header) as bytes from the source, exactly as the CSV writer
-        would write :meth:`stream`'s pages; None (the default): the worker writes the pages."""
+        would write :meth:`stream`'s pages with the instant columns in ``timezone``
+        (exports.writers.zones); None (the default): the worker writes the pages."""
         return None
+
+    def zoned_columns(self, filters: FiltersT, control: RunControl) -> frozenset[str]:
+        """The names of the columns whose date-times are instants, which an export in a time
+        zone writes in that zone. Default: every date-time column (a type's date-times are UTC
+        instants: a naive one is read as UTC); a type that knows which are wall times (a
+        PostgreSQL ``timestamp``) overrides it."""
+        return frozenset(column.name for column in self.columns(filters) if column.kind is ColumnKind.DATETIME)
 
     def filters_schema(self) -> dict[str, Any]:
         """The JSON Schema of ``filters`` that the API serves."""

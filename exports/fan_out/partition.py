@@ -22,7 +22,7 @@ from exports.fan_out.plan import load_plan, owned_task, partition_name
 from exports.ports import NumberedParts, RemainingMs, SlotLease
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import run_control
+from exports.services.export_run import run_control, task_zone
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import write_partition_progress
 from exports.services.xlsx_guards import cell_too_long
@@ -145,11 +145,15 @@ def write_partition(
                 raise LostOwnership(f"task {task_id} ran out of time")
             progress.flush()
 
-        pages = _pages(export_type.partition_stream(filters, plan.specs[partition], control), progress)
+        zoned = task_zone(task, export_type, filters, control)
+        columns = zoned.columns(export_type.columns(filters))
+        pages = _pages(
+            zoned.pages(columns, export_type.partition_stream(filters, plan.specs[partition], control)), progress
+        )
         upload = files.resume(plan.key, plan.upload_id)
         part_bytes = deps.settings.upload_part_bytes
         if task.format is ExportFormat.XLSX:
-            layout = XlsxLayout(export_type.columns(filters), plan.widths, plan.pieces)
+            layout = XlsxLayout(columns, plan.widths, plan.pieces)
             try:
                 result = upload_xlsx_partition(upload, layout, partition, pages, part_bytes, before_part)
             except CellTooLong as error:
@@ -157,7 +161,7 @@ def write_partition(
         else:
             result = upload_csv_partition(
                 upload,
-                export_type.columns(filters),
+                columns,
                 partition,
                 len(plan.specs),
                 pages,

@@ -26,7 +26,7 @@ from exports.export_types.base import AnyExportType, Row, RunControl
 from exports.ports import RemainingMs
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import FORMATS, result_target, run_control, upload_metadata
+from exports.services.export_run import FORMATS, result_target, run_control, task_zone, upload_metadata
 from exports.services.progress import ProgressReporter
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import SheetPiece, plan_sheets
@@ -97,7 +97,11 @@ def start_fan_out(
     pieces: list[SheetPiece] = []
     if task.format is ExportFormat.XLSX:
         # The single worker fits the widths to the export's first rows: so does the plan.
-        widths = fitted_widths(export_type.columns(filters), _first_rows(export_type, filters, specs, control))
+        zoned = task_zone(task, export_type, filters, control)
+        columns = zoned.columns(export_type.columns(filters))
+        first = _first_rows(export_type, filters, specs, control)
+        convert = zoned.row_converter(columns)
+        widths = fitted_widths(columns, convert(first) if convert is not None else first)
         pieces = plan_sheets([spec.rows for spec in specs])
     target = result_target(task, export_type, filters)
     upload = attempt.start_shared(target, upload_metadata(task, export_type))

@@ -21,7 +21,7 @@ writer; a new format is one entry there.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -29,7 +29,8 @@ from pydantic import BaseModel
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
-from exports.export_types.base import Column, CsvRows, Cursor, ExportType, RunControl
+from exports.domain.zones import is_utc
+from exports.export_types.base import Column, CsvRows, Cursor, ExportType, Page, RunControl
 from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
 from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
@@ -49,6 +50,7 @@ from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
 from exports.writers.sink import MultipartSink
+from exports.writers.zones import ZonedExport
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,14 @@ def result_target(task: Task, export_type: ExportType, filters: BaseModel) -> Re
 def upload_metadata(task: Task, export_type: ExportType) -> dict[str, str]:
     """The metadata on the attempt's upload (and so on its file)."""
     return {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
+
+
+def task_zone(task: Task, export_type: ExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
+    """How the task's time zone changes its file (exports.writers.zones): the type is asked
+    for its instant columns only when the zone is not UTC (a SQL type describes its query)."""
+    if is_utc(task.timezone):
+        return ZonedExport(task.timezone, task.format, ())
+    return ZonedExport(task.timezone, task.format, export_type.zoned_columns(filters, control))
 
 
 def run_control(
@@ -163,18 +173,21 @@ def run_export(
     attempt = AttemptFiles(task, deps.results)
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = FORMATS[task.format]
+    budget = RunBudget(remaining_ms)
+    zoned = task_zone(task, export_type, filters, _Control(task, budget, progress, deps))
     run = ExportRun(
         task=task,
         export_type=export_type,
         filters=filters,
-        columns=columns,
+        columns=zoned.columns(columns),
+        zoned=zoned,
         target=result_target(task, export_type, filters),
         attempt=attempt,
         checkpoints=checkpoints,
         # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
         resumed=checkpoints.load() if spec.resumable else None,
         deps=deps,
-        budget=RunBudget(remaining_ms),
+        budget=budget,
         tracker=_Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows),
         progress=progress,
     )
@@ -189,7 +202,9 @@ class ExportRun:
     task: Task
     export_type: ExportType
     filters: BaseModel
+    # The file's columns (in the task's zone) and how the zone changes the rows.
     columns: list[Column]
+    zoned: ZonedExport
     target: ResultTarget
     attempt: AttemptFiles
     checkpoints: Checkpoints
@@ -205,6 +220,10 @@ class ExportRun:
     def control(self) -> RunControl:
         """The run's :class:`RunControl` for the export type's reads."""
         return _Control(self.task, self.budget, self.progress, self.deps)
+
+    def pages(self, cursor: Cursor | None) -> Iterator[Page]:
+        """The type's pages from ``cursor``, their instants in the task's zone."""
+        return self.zoned.pages(self.columns, self.export_type.stream(self.filters, cursor, self.control))
 
     def open_upload(self, checkpoint: ExportCheckpoint | None) -> MultipartUpload:
         """The file's upload: picked up where ``checkpoint`` left it, or started."""
@@ -265,7 +284,9 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
         copied = (
             None
             if run.task.format in JSONL_FORMATS
-            else run.export_type.csv_rows(run.filters, cursor, run.control, run.task.csv_formula_guard)
+            else run.export_type.csv_rows(
+                run.filters, cursor, run.control, run.task.csv_formula_guard, run.task.timezone
+            )
         )
         if copied is not None:
             stream.flush()
@@ -273,7 +294,7 @@ def write_csv(run: ExportRun) -> ExportResult | HandedOver:
             if isinstance(copy, HandedOver):
                 return copy
             rows = copy
-        for page in run.export_type.stream(run.filters, cursor, run.control) if copied is None else ():
+        for page in run.pages(cursor) if copied is None else ():
             stream.write_rows(page.rows)
             rows += len(page.rows)
             run.tracker.update(rows, page.fraction)
@@ -331,7 +352,7 @@ def write_xlsx(run: ExportRun) -> ExportResult:
     try:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
-        pages = run.export_type.stream(run.filters, None, run.control)
+        pages = run.pages(None)
         temp_files = engine == XlsxEngine.OPENPYXL
         rows = guarded_rows(pages, counted, run.tracker.update, run.budget, temp_files)
         try:
@@ -355,9 +376,9 @@ def write_pdf(run: ExportRun) -> ExportResult:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         title = run.export_type.description or run.export_type.name
         # The stored filters: the caller-bound values are not filters the caller chose.
-        heading = pdf_heading(title, run.task.filters, run.deps.clock())
+        heading = pdf_heading(title, run.task.filters, run.deps.clock(), run.task.timezone)
         counted = RowCount()
-        pages = run.export_type.stream(run.filters, None, run.control)
+        pages = run.pages(None)
         rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, PDF_TIME_MARGIN_SEC, pdf_out_of_time)
         pdf.write_pdf_stream(run.columns, rows, sink, heading)
         return run.finish(upload, sink, counted.rows)
@@ -373,7 +394,7 @@ def write_parquet(run: ExportRun) -> ExportResult:
     try:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
-        pages = run.export_type.stream(run.filters, None, run.control)
+        pages = run.pages(None)
         rows = rows_in_one_run(
             pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
         )

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from exports.domain.errors import ExportFailed
+from exports.domain.zones import UTC_ZONE, is_utc
 from exports.writers.pdf import PdfHeading
 
 PDF_TOO_LARGE = "PDF_TOO_LARGE"
@@ -27,12 +28,15 @@ def out_of_time(rows: int) -> ExportFailed:
     )
 
 
-def heading(title: str, filters: Mapping[str, Any], generated_at: datetime) -> PdfHeading:
-    """The first page's title, the filters the export ran with (as stored on the task) and when
-    it was generated."""
+def heading(title: str, filters: Mapping[str, Any], generated_at: datetime, timezone: str = UTC_ZONE) -> PdfHeading:
+    """The first page's title, the filters the export ran with (as stored on the task), when
+    it was generated and, in another zone than UTC, the zone its date-times are in."""
     shown = "; ".join(f"{name} = {_shown(value)}" for name, value in filters.items() if value is not None) or "none"
     moment = generated_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return PdfHeading(title, (f"Filters: {shown}", f"Generated: {moment}"), generated_at)
+    lines: tuple[str, ...] = (f"Filters: {shown}", f"Generated: {moment}")
+    if not is_utc(timezone):
+        lines = (*lines, f"Time zone: {timezone}")
+    return PdfHeading(title, lines, generated_at)
 
 
 def _shown(value: Any) -> str:

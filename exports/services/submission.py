@@ -36,6 +36,7 @@ from exports.domain.ids import new_task_id
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
+from exports.domain.zones import UnknownZone, canonical_zone
 from exports.export_types.base import AnyExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import ApiDependencies
@@ -83,6 +84,10 @@ def submit_export(
     export_type = deps.registry.get(request.export_type, caller)
     if request.format not in export_type.formats:
         raise InvalidRequest(f"export type {export_type.name} does not produce {request.format.value}", field="format")
+    try:
+        timezone = canonical_zone(request.timezone)
+    except UnknownZone as error:
+        raise InvalidRequest(str(error), field="timezone") from None
     bound = export_type.bind_caller(caller)
     try:
         filters = export_type.parse_filters(request.filters, bound)
@@ -118,6 +123,7 @@ def submit_export(
         estimated_rows=round(rows) if measured is not None or known_rows is not None else None,
         csv_bom=request.csv_bom,
         csv_formula_guard=request.csv_formula_guard,
+        timezone=timezone,
         priority=request.priority,
         timeout_sec=request.timeout_sec,
         callback_url=callback_url,
@@ -134,6 +140,7 @@ def submit_export(
             timeout_sec=request.timeout_sec,
             csv_formula_guard=request.csv_formula_guard,
             caller=bound,
+            timezone=timezone,
         ),
     )
     lane = lane_for(task.priority)

@@ -63,7 +63,8 @@ def arrow_type(column: Column) -> pa.DataType:
         ColumnKind.INTEGER: pa.int64(),
         ColumnKind.FLOAT: pa.float64(),
         ColumnKind.DATE: pa.date32(),
-        ColumnKind.DATETIME: pa.timestamp("us", tz="UTC"),
+        # UTC instants; an export in another zone names it (metadata: the values stay instants).
+        ColumnKind.DATETIME: pa.timestamp("us", tz=column.timezone or "UTC"),
         ColumnKind.BOOLEAN: pa.bool_(),
         ColumnKind.JSON: pa.json_(),
     }

@@ -201,7 +201,7 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     if key is None:
         return _answer(accept())
     scope = caller_scope(request.export_type, caller, dependencies())
-    body = request.model_dump(mode="json")
+    body = request.idempotency_body()
     answer, replayed = idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
     return _answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
 

@@ -194,6 +194,7 @@ def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         callback_url=args.callback_url,
         csv_bom=args.csv_bom,
         csv_formula_guard=args.csv_formula_guard,
+        timezone=args.timezone,
     )
     if accepted.deduplicated:
         output.note(f"an identical export is already active: {accepted.task_id} ({accepted.status.value})")
@@ -443,6 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--csv-formula-guard",
         action=argparse.BooleanOptionalAction,
         help="prefix CSV text starting with = + - @ with ' (default: on; --no-csv-formula-guard writes it as it is)",
+    )
+    submit.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="IANA time zone the file's date-times are written in, e.g. Europe/Berlin (default: the service's, UTC)",
     )
     _add_follow_options(submit, f"--timeout + {WAIT_GRACE_SEC:g} s, or {DEFAULT_WAIT_SEC:g} s")
     submit.set_defaults(run=_submit)

@@ -105,11 +105,13 @@ class ExportsClient:
         callback_url: str | None = None,
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
+        timezone: str | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns at once with the new task's id (``202``).
 
         Options left as ``None`` take the service's defaults; the service validates everything
-        (:class:`InvalidRequestError` names the ``field``).
+        (:class:`InvalidRequestError` names the ``field``). ``timezone``: an IANA name such as
+        ``"Europe/Berlin"``, the zone the file's date-times are written in (default UTC).
         """
         options = {
             "format": format,
@@ -118,6 +120,7 @@ class ExportsClient:
             "callback_url": callback_url,
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
+            "timezone": timezone,
         }
         body = {
             "export_type": export_type,

@@ -85,6 +85,7 @@ class TaskView(_Result):
     export_type: str
     format: ExportFormat
     filters: dict[str, Any]
+    timezone: str = Field(default="Etc/UTC", description="The IANA zone the file's date-times are written in.")
     priority: int
     status: TaskStatus
     progress: int

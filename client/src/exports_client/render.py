@@ -132,6 +132,7 @@ def task_details(task: TaskView) -> Table:
         ("status", _status(task)),
         ("export", f"{task.export_type} ({task.format.value}), priority {task.priority}"),
         ("filters", filters or "-"),
+        ("time zone", task.timezone if task.timezone != "Etc/UTC" else None),
         ("progress", f"{task.progress}%, {task.rows_written:,} rows written"),
         ("attempt", f"{task.attempt} (retries {task.retry_count} of {task.max_retries})"),
         ("created", _when(task.created_at)),

@@ -297,6 +297,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportRequest.customers
@@ -344,6 +354,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportRequest.generated_orders
@@ -391,6 +411,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportRequest.orders
@@ -438,6 +468,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportRequest.orders_dynamodb
@@ -485,6 +525,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportRequest.sales_report
@@ -532,6 +582,16 @@ export interface components {
              * @default 300
              */
             timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
         };
         /**
          * ExportTypeList
@@ -793,6 +853,12 @@ export interface components {
             status: components["schemas"]["TaskStatus"];
             /** Task Id */
             task_id: string;
+            /**
+             * Timezone
+             * @description The IANA zone the file's date-times are written in.
+             * @default Etc/UTC
+             */
+            timezone?: string;
         };
     };
     responses: never;

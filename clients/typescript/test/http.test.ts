@@ -65,6 +65,25 @@ describe("against the local stack", () => {
     assert.equal(rows.length, view.rows_written);
   });
 
+  test("submit in a time zone: the task records it, the file's instants carry its offset, a bad zone is a 422", async () => {
+    const { client } = recordingClient("alice");
+    const accepted = await client.submit({ ...QUICK, timezone: "Asia/Kathmandu" });
+    const events = await collect(
+      client.watch(accepted.task_id, { backoff: { initialMs: 100, maxMs: 400, giveUpMs: 60_000 } }),
+    );
+    assert.equal(events.at(-1)!.type, "export.completed");
+    assert.equal((await client.get(accepted.task_id)).timezone, "Asia/Kathmandu");
+    const [header, first] = (await (await client.download(accepted.task_id)).text()).trim().split(/\r?\n/);
+    assert.match(header!, /Created at \(Asia\/Kathmandu\)/);
+    assert.match(first!, /,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\+05:45,/);
+    await assert.rejects(client.submit({ ...QUICK, timezone: "Mars/Olympus" }), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.equal(error.status, 422);
+      assert.equal(error.field, "timezone");
+      return true;
+    });
+  });
+
   test("another user's task is not found, by get, cancel and download", async () => {
     const { client: alice } = recordingClient("alice");
     const { client: bob } = recordingClient("bob");
