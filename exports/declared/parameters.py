@@ -76,7 +76,7 @@ def _parse_integer(value: Any) -> int:
         raise _fail("must be an integer")
     if huge or not Limits.INTEGER_MIN <= value <= Limits.INTEGER_MAX:
         raise _fail(f"must be between {Limits.INTEGER_MIN} and {Limits.INTEGER_MAX} (a 64-bit integer)")
-    return value
+    return int(value)
 
 
 def _parse_decimal(value: Any) -> Decimal:

@@ -728,6 +728,49 @@ def test_make_run_stops_when_a_query_does_not_return_its_order_key(tmp_path: Pat
     assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
 
 
+def test_make_run_stops_when_a_sources_variable_is_not_set_naming_it_and_its_types(tmp_path: Path) -> None:
+    """Issue 36: the types of a source whose URL variable was unset were dropped silently (the
+    API listed none of them, the banner all of them)."""
+    import os
+    import subprocess
+    import sys
+
+    body = (
+        '[sources.shop]\nkind = "postgresql"\nurl_env = "EXPORTS_SHOP_DATABASE_URL"\n'
+        '[sources.warehouse]\nkind = "postgresql"\nurl_env = "WAREHOUSE_URL"\n'
+        '[types.orders]\ndescription = "x"\nsource = "shop"\nquery = "SELECT order_id FROM orders"\n'
+        '[types.stock]\ndescription = "x"\nsource = "warehouse"\nquery = "SELECT 1 AS n"\n'
+        '[types.moves]\ndescription = "x"\nsource = "warehouse"\nquery = "SELECT 2 AS n"\n'
+    )
+    path = write_declaration(tmp_path, body)
+    environment = {
+        **{name: value for name, value in os.environ.items() if name != "WAREHOUSE_URL"},
+        "EXPORTS_CONFIG": str(path),
+        "PORT": "1",
+        "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg"),
+        "EXPORTS_DEMO_ORDERS": "50",
+        "EXPORTS_DEMO_DYNAMODB_ORDERS": "5",
+    }
+
+    started = subprocess.run(
+        [sys.executable, "-m", "local_stack"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+        check=False,
+    )
+
+    assert started.returncode == 2, started.stderr[-2000:]
+    assert (
+        f"declaration error: {path}: sources.warehouse: data source 'warehouse' reads its connection URI from "
+        "WAREHOUSE_URL, which is not set: its export types stock, moves cannot be served" in started.stderr
+    )
+    assert "exports is running locally" not in started.stdout
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
+
+
 @pytest.mark.parametrize("pattern", ["(a+)+$", "(a|aa)*$", "(\\w+\\s?)*$", "(a?){30}a{30}"])
 def test_a_catastrophic_pattern_validates_in_linear_time(tmp_path: Path, pattern: str) -> None:
     """Issue 23: with Python's engine, (a+)+$ took 4.5 s to refuse a 24-character value (each
