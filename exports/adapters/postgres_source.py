@@ -72,6 +72,8 @@ KEEPALIVES_IDLE_SEC: Final = 30
 KEEPALIVES_INTERVAL_SEC: Final = 10
 KEEPALIVES_COUNT: Final = 3
 TCP_USER_TIMEOUT_MS: Final = 60_000
+# Every connection's client encoding, whatever the source's connection string says.
+CLIENT_ENCODING: Final = "UTF8"
 
 if TYPE_CHECKING:
     import psycopg
@@ -220,6 +222,12 @@ class PostgresReader:
             "tcp_user_timeout": TCP_USER_TIMEOUT_MS,
             **trust_runtime_roots(self.source, keywords),
             "application_name": f"exports:{control.task_id}"[:63],
+            # Whatever the URI, its options or PGCLIENTENCODING ask for: parameters are encoded
+            # and rows decoded in UTF-8, which holds every value. (In Shift JIS, BIG5 or GBK a
+            # character's second byte may be 0x5C, a backslash, which psycopg escaped inside
+            # the character: a list item became several.) The keyword is sent after `options`,
+            # so the server takes it last.
+            "client_encoding": CLIENT_ENCODING,
         }
         try:
             conn = psycopg.connect(**settings)
