@@ -211,6 +211,7 @@ def _column(declared: ColumnDecl) -> Column:
         declared.width,
         precision=declared.precision,
         scale=declared.scale,
+        array_of=declared.array_of,
     )
 
 

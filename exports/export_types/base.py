@@ -47,6 +47,9 @@ class Column:
     # the column with it); None: any number of digits.
     precision: int | None = None
     scale: int | None = None
+    # An array column (kind STRING, its values PostgreSQL's array text, ``{vip,q3}``): JSON Lines
+    # and Parquet write its values as lists of this kind, the other formats the text itself.
+    array_of: ColumnKind | None = None
 
 
 # A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.
