@@ -7,6 +7,7 @@ INTERNAL_ERROR "unexpected UnicodeEncodeError", retried three times."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
@@ -17,9 +18,14 @@ import psycopg
 import pytest
 from python_calamine import CalamineWorkbook
 
+from exports.domain.task import ExportFormat
 from exports.export_types.base import ExportType
+from exports.services.endings import Outcome
 from exports.writers import jsonl_writer, xlsx_engine
+from functions.worker import handler as worker
+from local_stack.embedded_aws import Resources
 from tests.postgres.conftest import declared_types, write_declaration
+from tests.postgres.test_worker_postgres import body_of, create, run, worker_dependencies
 
 DECLARATION = """
 [sources.db]
@@ -100,3 +106,31 @@ def test_a_value_shift_jis_cannot_hold_exports_as_it_is(tags: ExportType[Any], n
 
     assert records == [{"n": 1, "tag": "a", "tag_bytes": 1, "note": note}]
     assert cells == [[1.0, "a", 1.0, note]]
+
+
+@pytest.mark.parametrize("fmt", [ExportFormat.CSV, ExportFormat.JSONL], ids=["csv (COPY)", "jsonl"])
+def test_the_worker_completes_such_an_export_in_one_attempt(
+    aws: Resources, postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: ExportFormat
+) -> None:
+    deps = worker_dependencies(
+        monkeypatch, write_declaration(tmp_path, DECLARATION), _with(postgres.uri(), "client_encoding=SJIS")
+    )
+    try:
+        task = create(deps, {"tags": [TAG, "q3"], "note": NOTES[0]}, fmt=fmt, export_type="tags")
+
+        assert run(deps, task) is Outcome.COMPLETED
+
+        done = deps.tasks.get(task.task_id)
+        body = body_of(aws, done.result.key)
+    finally:
+        worker.dependencies.cache_clear()
+    assert (done.attempt, done.retry_count, done.result.rows) == (1, 0, 2)
+    if fmt is ExportFormat.CSV:
+        bytes_of_tag = str(len(TAG.encode()))
+        assert list(csv.reader(io.StringIO(body)))[1:] == [
+            ["1", TAG, bytes_of_tag, NOTES[0]],
+            ["2", "q3", "2", NOTES[0]],
+        ]
+    else:
+        assert [json.loads(line)["tag"] for line in body.splitlines()] == [TAG, "q3"]
+        assert {json.loads(line)["note"] for line in body.splitlines()} == {NOTES[0]}
