@@ -109,7 +109,7 @@ def _other_user(stack: LocalStack) -> str:
     token, user = users[1]
     return (
         f"\n  The same request with {user.user_id}'s token (TOKEN={token}) exports {user.user_id}'s own rows:"
-        "\n  no user ever gets another tenant's.\n\n"
+        "\n  no user ever gets another tenant's.\n"
     )
 
 
