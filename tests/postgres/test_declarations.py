@@ -735,6 +735,8 @@ def test_make_run_stops_when_a_sources_variable_is_not_set_naming_it_and_its_typ
     import subprocess
     import sys
 
+    from tests.stack_process import free_port
+
     body = (
         '[sources.shop]\nkind = "postgresql"\nurl_env = "EXPORTS_SHOP_DATABASE_URL"\n'
         '[sources.warehouse]\nkind = "postgresql"\nurl_env = "WAREHOUSE_URL"\n'
@@ -746,7 +748,7 @@ def test_make_run_stops_when_a_sources_variable_is_not_set_naming_it_and_its_typ
     environment = {
         **{name: value for name, value in os.environ.items() if name != "WAREHOUSE_URL"},
         "EXPORTS_CONFIG": str(path),
-        "PORT": "1",
+        "PORT": str(free_port()),
         "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg"),
         "EXPORTS_DEMO_ORDERS": "50",
         "EXPORTS_DEMO_DYNAMODB_ORDERS": "5",
