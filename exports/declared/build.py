@@ -129,19 +129,19 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
 
 
 def refuse_left_out(declarations: Declarations, built: BuiltTypes) -> None:
-    """A :class:`DeclarationError` naming, for the first source whose types were left out, the
-    source, why (the variable that is not set) and its types: local mode serves every declared
-    type or does not start, so its banner and ``GET /v1/export-types`` list the same types."""
+    """A :class:`DeclarationError` naming each source whose types were left out, why (the
+    variable that is not set) and its types: local mode serves every declared type or does not
+    start, so its banner and ``GET /v1/export-types`` list the same types."""
     by_source: dict[tuple[str, str], list[str]] = {}
     for name, reason in built.left_out.items():
         by_source.setdefault((declarations.file.types[name].source, reason), []).append(name)
-    for (source, reason), names in by_source.items():
-        listed = ", ".join(names)
-        raise DeclarationError(
-            declarations.path,
-            f"sources.{source}",
-            f"{reason}: its export types {listed} cannot be served (set the variable, or remove the types)",
-        )
+    problems = [
+        f"sources.{source}: {reason}: its export types {', '.join(names)} cannot be served "
+        "(set the variable, or remove the types)"
+        for (source, reason), names in by_source.items()
+    ]
+    if problems:
+        raise DeclarationError(declarations.path, "", "; ".join(problems))
 
 
 def check_sql_results(declarations: Declarations, types: Sequence[AnyExportType]) -> None:
