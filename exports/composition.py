@@ -27,6 +27,7 @@ from exports.services.dependencies import (
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 
 if TYPE_CHECKING:
+    from exports.declared.build import BuiltTypes
     from exports.declared.model import PostgresSource
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
@@ -64,6 +65,12 @@ class PowertoolsMetrics:
 
 def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> list[AnyExportType]:
     """The export types of this deployment: the declaration file's, wired to their sources."""
+    return built_export_types(settings, environ).types
+
+
+def built_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> BuiltTypes:
+    """The declaration file's export types wired to their sources, and those left out (a source
+    this deployment gives no connection) with the reason."""
     from exports.adapters.dynamodb_source import DynamoItemsReader
     from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
     from exports.adapters.postgres_source import PostgresReader
@@ -90,7 +97,7 @@ def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str]
         environ=environ,
         settings=settings,
     )
-    return list(build_export_types(declarations, readers).types)
+    return build_export_types(declarations, readers)
 
 
 def build_registry(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> ExportTypeRegistry:

@@ -276,6 +276,8 @@ class ResultColumn:
     # numeric(precision, scale) when the column's type declares them.
     precision: int | None = None
     scale: int | None = None
+    # An array's element kind (the column's values are its text, ``kind`` STRING), else None.
+    array_of: ColumnKind | None = None
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 
 from exports.declared.loader import DeclarationError
+from exports.domain.caller import Caller
+from exports.domain.task import ExportFormat
+from exports.export_types.base import AnyExportType
+from exports.http.openapi import example_filters
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import GC_THRESHOLDS, LocalConfig, LocalStack
 
@@ -47,7 +54,7 @@ exports is running locally (ready in {seconds:.1f} s)
                ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
                 {psql_command()} "{stack.database_uri}")
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
-  export types {", ".join(stack.declared_types)}
+  export types {", ".join(export_type.name for export_type in stack.export_types)}
                (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)
   fan-out      an export of a type with partitions splits past {split_rows} rows
                (EXPORTS_PARTITION_ROWS), in at most {most} partitions (EXPORTS_MAX_PARTITIONS)
@@ -55,22 +62,42 @@ exports is running locally (ready in {seconds:.1f} s)
                (callbacks to http://127.0.0.1 are allowed locally)
   state        tasks, files, queues and the embedded DynamoDB tables are in memory: a restart starts
                them empty. The PostgreSQL data in {stack.config.postgres_dir} is kept.
+{try_it(url, token, stack.export_types, Caller(user.user_id, dict(user.claims), None), _recent(0))}{_other_user(stack)}
+Ctrl-C stops everything.
+"""
 
+
+def try_it(url: str, token: str, export_types: Sequence[AnyExportType], caller: Caller, day: str) -> str:
+    """The banner's "Try it" commands: submit, poll and download, with curl and the CLI, for the
+    first export type ``caller`` may use whose filters can be made up from its schema (as the
+    OpenAPI document's examples are, dates ``day``); in XLSX when the type has it."""
+    for export_type in export_types:
+        filters = example_filters(export_type, day) if export_type.allows(caller) else None
+        if filters is not None:
+            break
+    else:
+        return f"""
+Try it:
+
+  export TOKEN={token}
+  curl -s {url}/v1/export-types -H "Authorization: Bearer $TOKEN"
+"""
+    fmt = ExportFormat.XLSX if ExportFormat.XLSX in export_type.formats else export_type.formats[0]
+    body = json.dumps({"export_type": export_type.name, "format": fmt.value, "filters": filters})
+    cli = f"exportctl submit {export_type.name} --filters {shlex.quote(json.dumps(filters))} --format {fmt.value}"
+    return f"""
 Try it:
 
   export TOKEN={token}
   curl -s -X POST {url}/v1/exports -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
-       -d '{{"export_type": "orders", "format": "xlsx",
-            "filters": {{"date_from": "{_recent(7)}", "date_to": "{_recent(0)}"}}}}'
+       -d {shlex.quote(body)}
   curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $TOKEN"
   curl -sL -OJ {url}/v1/exports/<task_id>/download -H "Authorization: Bearer $TOKEN"
-{_other_user(stack)}
+
 Or with the CLI (in another terminal):
 
   source .venv/bin/activate && {cli_environment(url, token)}
-  exportctl submit orders --from {_recent(7)} --to {_recent(0)} --format xlsx --wait --download ./out/
-
-Ctrl-C stops everything.
+  {cli} --wait --download ./out/
 """
 
 

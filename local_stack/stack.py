@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exports.config import LANES, Env, FanOut, Worker
-from exports.declared.build import check_sql_results
+from exports.declared.build import check_sql_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.webhooks.signing import new_secret
 from local_stack.demo_customers import demo_customers
@@ -33,6 +34,9 @@ from local_stack.local_users import (
 from local_stack.stream_poller import StreamPoller
 from local_stack.websocket_gateway import WebSocketGateway
 from local_stack.worker_loop import WorkerLoop
+
+if TYPE_CHECKING:
+    from exports.export_types.base import AnyExportType
 
 logger = logging.getLogger("local_stack")
 
@@ -144,7 +148,8 @@ class LocalStack:
         self.aws = EmbeddedAws(config.aws_port)
         self.postgres = EmbeddedPostgres(config.postgres_dir)
         self.database_uri = ""
-        self.declared_types: list[str] = []
+        # The export types the API serves (every declared one: start-up fails otherwise).
+        self.export_types: list[AnyExportType] = []
         self.resources: Resources | None = None
         self.gateway: Gateway | None = None
         self.websocket: WebSocketGateway | None = None
@@ -155,8 +160,7 @@ class LocalStack:
     def start(self) -> None:
         """Bring everything up; returns once the API answers. A declaration error stops it
         before anything starts (:class:`DeclarationError`)."""
-        declarations = load_declarations(self.config.exports_config or default_path())
-        self.declared_types = list(declarations.file.types)
+        load_declarations(self.config.exports_config or default_path())
         # Checked first: a port in use is reported at once, not after the demo data loaded.
         ensure_free(self.config.port)
         self.postgres.start()
@@ -238,15 +242,19 @@ class LocalStack:
 
     def _check_export_types(self) -> None:
         """Build the export types once, as the functions will, and describe each SQL type's
-        query: a plugin factory that fails (or exits) and a query that does not return its
-        declared columns or order key stop start-up with a :class:`DeclarationError`, instead
-        of answering 500 or failing every export later."""
-        from exports.composition import declared_export_types
+        query: a plugin factory that fails (or exits), a source whose variable is not set (its
+        types would be left out) and a query that does not return its declared columns or order
+        key stop start-up with a :class:`DeclarationError`, instead of answering 500, serving
+        fewer types than the banner lists, or failing every export later."""
+        from exports.composition import built_export_types
         from exports.settings import RegistrySettings
 
         settings = RegistrySettings.from_env(os.environ)
         declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
-        check_sql_results(declarations, declared_export_types(settings, os.environ))
+        built = built_export_types(settings, os.environ)
+        refuse_left_out(declarations, built)
+        check_sql_results(declarations, built.types)
+        self.export_types = built.types
 
     def stop(self) -> None:
         """Shut down in reverse order."""

@@ -37,6 +37,7 @@ from exports.adapters.postgres_connections import trust_runtime_roots
 from exports.adapters.postgres_values import (
     NATIVE_KINDS,
     SESSION_FORMATS,
+    array_element_kind,
     projection,
     read_as,
     real_as_printed,
@@ -51,7 +52,7 @@ from exports.domain.errors import (
     SourceQueryTimeout,
 )
 from exports.domain.zones import UTC_ZONE
-from exports.export_types.base import RunControl
+from exports.export_types.base import ColumnKind, RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
 # Rows per fetch from a PostgreSQL server-side cursor (one page: progress and the time budget are
@@ -73,6 +74,8 @@ KEEPALIVES_IDLE_SEC: Final = 30
 KEEPALIVES_INTERVAL_SEC: Final = 10
 KEEPALIVES_COUNT: Final = 3
 TCP_USER_TIMEOUT_MS: Final = 60_000
+# Every connection's client encoding, whatever the source's connection string says.
+CLIENT_ENCODING: Final = "UTF8"
 
 if TYPE_CHECKING:
     import psycopg
@@ -223,6 +226,12 @@ class PostgresReader:
             "tcp_user_timeout": TCP_USER_TIMEOUT_MS,
             **trust_runtime_roots(self.source, keywords),
             "application_name": f"exports:{control.task_id}"[:63],
+            # Whatever the URI, its options or PGCLIENTENCODING ask for: parameters are encoded
+            # and rows decoded in UTF-8, which holds every value. (In Shift JIS, BIG5 or GBK a
+            # character's second byte may be 0x5C, a backslash, which psycopg escaped inside
+            # the character: a list item became several.) The keyword is sent after `options`,
+            # so the server takes it last.
+            "client_encoding": CLIENT_ENCODING,
         }
         try:
             conn = psycopg.connect(**settings)
@@ -422,16 +431,31 @@ def _after_params(read: SqlRead) -> dict[str, Any]:
 
 
 def _result_columns(conn: psycopg.Connection[Any], description: Sequence[Any]) -> list[ResultColumn]:
-    """The columns as the file types them (postgres_values.read_as), with PostgreSQL's type."""
+    """The columns as the file types them (postgres_values.read_as), with PostgreSQL's type and,
+    for an array, its element's kind (postgres_values.array_element_kind)."""
+    # Arrays of types psycopg does not know (an enum's, a composite's): the catalog says.
+    unknown = [column.type_code for column in description if conn.adapters.types.get(column.type_code) is None]
+    unknown_arrays = _array_oids(conn, unknown) if unknown else set()
     columns = []
     for column in description:
         type_name = _type_name(conn, column)
         cast = read_as(type_name)
         kind = NATIVE_KINDS[type_name] if cast is None else cast[1]
         # psycopg reads a numeric's precision and scale from its type modifier (None: unconstrained).
-        shape = (column.precision, column.scale) if type_name == "numeric" else (None, None)
-        columns.append(ResultColumn(column.name, kind, type_name, *shape))
+        precision, scale = (column.precision, column.scale) if type_name == "numeric" else (None, None)
+        array_of = None
+        if type_name.endswith("[]"):
+            array_of = array_element_kind(type_name.removesuffix("[]"))
+        elif column.type_code in unknown_arrays:  # an enum's or a composite's: its elements' text
+            array_of = ColumnKind.STRING
+        columns.append(ResultColumn(column.name, kind, type_name, precision, scale, array_of))
     return columns
+
+
+def _array_oids(conn: psycopg.Connection[Any], oids: Sequence[int]) -> set[int]:
+    """Which of the type ``oids`` are array types."""
+    rows = conn.execute("SELECT oid::bigint FROM pg_type WHERE oid = ANY(%s) AND typcategory = 'A'", [list(oids)])
+    return {int(row[0]) for row in rows.fetchall()}
 
 
 def _converter(columns: Sequence[ResultColumn]) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]:

@@ -67,6 +67,21 @@ _INT4 = struct.Struct("!i").unpack
 _INT8 = struct.Struct("!q").unpack
 
 
+# Array element types whose array text is not comma separated (box uses semicolons): their
+# arrays stay text in every format.
+_NOT_COMMA_SEPARATED = frozenset({"box"})
+
+
+def array_element_kind(element_type: str) -> ColumnKind | None:
+    """The kind a list's elements have in JSON Lines and Parquet for an array of
+    ``element_type``: a type that loads natively keeps its kind (integers, numerics, floats,
+    booleans, dates, timestamps, text), every other element is its text; None for an array
+    written as text everywhere."""
+    if element_type in _NOT_COMMA_SEPARATED:
+        return None
+    return NATIVE_KINDS.get(element_type, ColumnKind.STRING)
+
+
 def read_as(type_name: str) -> tuple[str, ColumnKind] | None:
     """How a column of ``type_name`` is read: None natively, else the SQL type it is cast to and
     its kind in the file."""

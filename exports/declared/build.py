@@ -120,10 +120,28 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
                 )
             )
     for name, reason in left_out.items():
-        logger.warning("export type left out of this deployment", extra={"export_type": name, "reason": reason})
+        # Named in the message too: local mode's log shows no extra keys.
+        keys = {"export_type": name, "reason": reason}
+        logger.warning("export type %s left out of this deployment: %s", name, reason, extra=keys)
     for warning in declarations.warnings:
         logger.warning(warning)
     return BuiltTypes(types, left_out)
+
+
+def refuse_left_out(declarations: Declarations, built: BuiltTypes) -> None:
+    """A :class:`DeclarationError` naming each source whose types were left out, why (the
+    variable that is not set) and its types: local mode serves every declared type or does not
+    start, so its banner and ``GET /v1/export-types`` list the same types."""
+    by_source: dict[tuple[str, str], list[str]] = {}
+    for name, reason in built.left_out.items():
+        by_source.setdefault((declarations.file.types[name].source, reason), []).append(name)
+    problems = [
+        f"sources.{source}: {reason}: its export types {', '.join(names)} cannot be served "
+        "(set the variable, or remove the types)"
+        for (source, reason), names in by_source.items()
+    ]
+    if problems:
+        raise DeclarationError(declarations.path, "", "; ".join(problems))
 
 
 def check_sql_results(declarations: Declarations, types: Sequence[AnyExportType]) -> None:
@@ -193,6 +211,7 @@ def _column(declared: ColumnDecl) -> Column:
         declared.width,
         precision=declared.precision,
         scale=declared.scale,
+        array_of=declared.array_of,
     )
 
 

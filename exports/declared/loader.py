@@ -426,6 +426,10 @@ def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:
         raise fail("dynamodb", "declare exactly one of table and table_env")
     if declared.columns is None or not declared.columns:
         raise fail("columns", "a DynamoDB type declares its columns (attribute to column)")
+    for column in declared.columns:
+        if column.array_of is not None:
+            # A DynamoDB list is kind = "json": nested in JSON Lines and Parquet already.
+            raise fail(f"columns.{column.name}.array_of", 'is for PostgreSQL arrays; a DynamoDB list is kind = "json"')
     names = set(declared.parameters)
     if spec.each_day is not None:
         _check_each_day(fail, declared, spec.each_day)

@@ -178,6 +178,19 @@ class ColumnDecl(_Strict):
     # undeclared decimal is written as its digits' text). PostgreSQL's own limit is 1000 digits.
     precision: int | None = Field(default=None, ge=1, le=1000)
     scale: int | None = Field(default=None, ge=0, le=1000)
+    # A PostgreSQL array column: JSON Lines and Parquet write its values as lists of this kind
+    # (a type without declared columns finds its arrays itself).
+    array_of: ColumnKind | None = Field(default=None, strict=False)
+
+    @model_validator(mode="after")
+    def _array_shape(self) -> ColumnDecl:
+        if self.array_of is None:
+            return self
+        if self.kind not in (None, ColumnKind.STRING):
+            raise ValueError('an array column (array_of) is of kind = "string", its text in CSV, XLSX and PDF')
+        if self.array_of is ColumnKind.JSON:
+            raise ValueError('array_of = "json" is not supported: declare the column kind = "json" over to_json(...)')
+        return self
 
     @model_validator(mode="after")
     def _decimal_shape(self) -> ColumnDecl:

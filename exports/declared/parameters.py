@@ -70,11 +70,13 @@ def _parse_datetime(value: Any) -> datetime:
 
 
 def _parse_integer(value: Any) -> int:
-    if type(value) is not int:
+    # An integer of more digits than Python reads as an int arrives as its Decimal (strict_json).
+    huge = isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value()
+    if type(value) is not int and not huge:
         raise _fail("must be an integer")
-    if not Limits.INTEGER_MIN <= value <= Limits.INTEGER_MAX:
+    if huge or not Limits.INTEGER_MIN <= value <= Limits.INTEGER_MAX:
         raise _fail(f"must be between {Limits.INTEGER_MIN} and {Limits.INTEGER_MAX} (a 64-bit integer)")
-    return value
+    return int(value)
 
 
 def _parse_decimal(value: Any) -> Decimal:

@@ -237,4 +237,11 @@ def _parse_cursor(cursor: Cursor, size: int) -> list[Any]:
 
 def _inferred(column: ResultColumn) -> Column:
     """A file column typed as the result's column is (its numeric precision and scale too)."""
-    return Column(column.name, column.name, column.kind, precision=column.precision, scale=column.scale)
+    return Column(
+        column.name,
+        column.name,
+        column.kind,
+        precision=column.precision,
+        scale=column.scale,
+        array_of=column.array_of,
+    )

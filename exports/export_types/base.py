@@ -51,6 +51,9 @@ class Column:
     # An instant column of an export in another zone than UTC: the zone (Parquet types the
     # column with it; the other formats get values already in it, exports.writers.zones).
     timezone: str | None = None
+    # An array column (kind STRING, its values PostgreSQL's array text, ``{vip,q3}``): JSON Lines
+    # and Parquet write its values as lists of this kind, the other formats the text itself.
+    array_of: ColumnKind | None = None
 
 
 # A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
@@ -101,6 +102,17 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _integer(digits: str) -> int | Decimal:
+    """A JSON integer; one with more digits than Python reads as an ``int`` (its
+    ``sys.get_int_max_str_digits`` guard against quadratic conversions, 4,300 by default) as its
+    ``Decimal``, read in linear time: the body is valid JSON, so the field that holds it is the
+    one to refuse it (no integer field takes a Decimal, decimal fields bound their digits)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return Decimal(digits)
+
+
 def strict_json(text: str | bytes) -> Any:
     """Parse one JSON document strictly: UTF-8 only (a UTF-16 or UTF-32 body, BOM or not, is
     refused instead of decoded), no key twice in an object. Raises :class:`MalformedBody`."""
@@ -112,7 +124,7 @@ def strict_json(text: str | bytes) -> Any:
     except UnicodeDecodeError:
         raise MalformedBody("the body is not UTF-8") from None
     try:
-        return json.loads(decoded, object_pairs_hook=_unique_keys)
+        return json.loads(decoded, object_pairs_hook=_unique_keys, parse_int=_integer)
     except DuplicateKey as duplicate:
         raise MalformedBody(str(duplicate), field=duplicate.key) from None
     except RecursionError:

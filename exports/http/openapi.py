@@ -146,7 +146,7 @@ def describe_export_types(data: dict[str, Any], export_types: Sequence[AnyExport
         request_name = f"{SHARED_REQUEST}.{export_type.name}"
         schemas[request_name] = _type_request(shared, export_type, _SCHEMAS + filters_name, filters)
         mapping[export_type.name] = _SCHEMAS + request_name
-        example = _example_filters(filters, schemas)
+        example = _example_filters(filters, schemas, EXAMPLE_DAY)
         if example is not None:
             examples[export_type.name] = {
                 "summary": export_type.description,
@@ -220,35 +220,44 @@ class _NoExample(Exception):
     """A value the schema alone does not give (a string that must match a pattern)."""
 
 
-def _example_filters(filters: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any] | None:
+def example_filters(export_type: AnyExportType, day: str) -> dict[str, Any] | None:
+    """Filters of ``export_type`` that pass its rules, made as the OpenAPI document's examples
+    are (:func:`_example_filters`), its dates ``day`` (YYYY-MM-DD); None when a required value
+    cannot be made up from its schema."""
+    schemas: dict[str, Any] = {}
+    filters = _hoisted(export_type.filters_schema(), "Filters", schemas)
+    return _example_filters(filters, schemas, day)
+
+
+def _example_filters(filters: dict[str, Any], schemas: dict[str, Any], day: str) -> dict[str, Any] | None:
     """Filters that pass ``filters``: its required parameters only, each its first example, its
-    default, its first allowed value or the smallest value its bounds allow (dates
-    :data:`EXAMPLE_DAY`, so every date range is one day). None when a required value cannot be
-    made up from the schema: no example is better than one that fails."""
+    default, its first allowed value or the smallest value its bounds allow (dates ``day``, so
+    every date range is one day). None when a required value cannot be made up from the
+    schema: no example is better than one that fails."""
     try:
-        value = _example(filters, schemas)
+        value = _example(filters, schemas, day)
     except _NoExample:
         return None
     return value if isinstance(value, dict) else None
 
 
-def _example(schema: dict[str, Any], schemas: dict[str, Any]) -> Any:
+def _example(schema: dict[str, Any], schemas: dict[str, Any], day: str) -> Any:
     if "$ref" in schema:
-        return _example(schemas[schema["$ref"].removeprefix(_SCHEMAS)], schemas)
+        return _example(schemas[schema["$ref"].removeprefix(_SCHEMAS)], schemas, day)
     given = _given_value(schema)
     if given is not None:
         return given
     for branch in schema.get("anyOf", schema.get("oneOf", [])):
         if branch.get("type") != "null":
-            return _example(branch, schemas)
+            return _example(branch, schemas, day)
     kinds = schema.get("type", [])
     kinds = {kinds} if isinstance(kinds, str) else set(kinds)
     if "object" in kinds:
         properties = schema.get("properties", {})
-        return {name: _example(properties.get(name, {}), schemas) for name in schema.get("required", [])}
+        return {name: _example(properties.get(name, {}), schemas, day) for name in schema.get("required", [])}
     if "array" in kinds and schema.get("minItems", 0) <= 1:
-        return [_example(schema.get("items", {}), schemas)]
-    return _scalar(schema, kinds)
+        return [_example(schema.get("items", {}), schemas, day)]
+    return _scalar(schema, kinds, day)
 
 
 def _given_value(schema: dict[str, Any]) -> Any:
@@ -259,13 +268,11 @@ def _given_value(schema: dict[str, Any]) -> Any:
     return schema.get("const", schema.get("default"))
 
 
-# Made-up values by format, unless a bound (x-minimum, x-maximum) gives one.
-_BY_FORMAT = {"date": EXAMPLE_DAY, "date-time": f"{EXAMPLE_DAY}T00:00:00Z", "decimal": "1"}
-
-
-def _scalar(schema: dict[str, Any], kinds: set[str]) -> Any:
-    if schema.get("format") in _BY_FORMAT:
-        return schema.get("x-minimum", schema.get("x-maximum", _BY_FORMAT[schema["format"]]))
+def _scalar(schema: dict[str, Any], kinds: set[str], day: str) -> Any:
+    # Made-up values by format, unless a bound (x-minimum, x-maximum) gives one.
+    by_format = {"date": day, "date-time": f"{day}T00:00:00Z", "decimal": "1"}
+    if schema.get("format") in by_format:
+        return schema.get("x-minimum", schema.get("x-maximum", by_format[schema["format"]]))
     if kinds & {"integer", "number"}:
         return schema.get("minimum", schema.get("maximum", 1))
     if "boolean" in kinds:

@@ -59,6 +59,14 @@ SOURCE_BUSY_MAX_DEFER_SEC: Final = 30
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
+# An unforeseen error that a value raises (an encoding error, a value of the wrong type, an
+# arithmetic fault): the same rows raise it again, so the task fails at once, not after retries.
+VALUE_ERROR = "VALUE_ERROR"
+_DETERMINISTIC = (ValueError, TypeError, ArithmeticError)
+# The error's own words in the task's message, at most this many characters.
+_DETAIL_CHARS = 300
+
+
 INVALID_FILTERS = "INVALID_FILTERS"
 
 
@@ -275,4 +283,7 @@ def _outcome_of(error: Exception, task: Task, deps: WorkerDependencies) -> RunOu
     if isinstance(error, RetryableError):
         return Failed(error.code, error.message, retryable=True)
     logger.exception("export crashed")
+    if isinstance(error, _DETERMINISTIC):
+        detail = f"{type(error).__name__}: {error}"[:_DETAIL_CHARS]
+        return Failed(VALUE_ERROR, f"the export met a value it cannot handle ({detail}); not retried")
     return Failed(INTERNAL_ERROR, f"unexpected {type(error).__name__}", retryable=True)

@@ -53,7 +53,12 @@ def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) 
             "filters": task.filters,
             "csv_bom": task.csv_bom,
             "csv_formula_guard": task.csv_formula_guard,
-            "columns": [[column.name, column.header, column.kind.value] for column in columns],
+            # An array column's element kind only when it has one: other columns' fingerprints
+            # (and the checkpoints they sign) are as they were.
+            "columns": [
+                [column.name, column.header, column.kind.value, *([column.array_of.value] if column.array_of else [])]
+                for column in columns
+            ],
         }
     )
 

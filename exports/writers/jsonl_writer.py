@@ -6,7 +6,8 @@ when an IEEE double (what ``JSON.parse`` and most JSON readers make of a number)
 otherwise, like a bigint past 2**53 or a numeric with more digits than a double keeps, it is a
 JSON string of every digit, so no reader rounds it silently. NaN and the infinities are strings
 as PostgreSQL spells them. Dates are ISO 8601 strings, times RFC 3339 in UTC (``Z``); a JSON
-column's text is nested as JSON, its numbers exactly as the source wrote them.
+column's text is nested as JSON, its numbers exactly as the source wrote them; an array column's
+text (``{vip,q3}``) is a JSON array, each element by the same rules.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.array_text import typed_array
 from exports.writers.byte_sink import ByteStream, utf8_text
 from exports.writers.cells import MAX_EXACT_INTEGER, exact_double, plain_number
 
@@ -121,10 +123,28 @@ _ENCODERS: dict[ColumnKind, Callable[[Any], str]] = {
 }
 
 
+def _array_encoder(kind: ColumnKind) -> Callable[[Any], str]:
+    """An array column's values (PostgreSQL's array text) as JSON arrays of values of ``kind``,
+    each as a scalar column of that kind writes it; nested arrays nested."""
+
+    def encode(value: Any) -> str:
+        if value.__class__ is not str:
+            return json_value(value)
+        return _json_array(typed_array(value, kind))
+
+    return encode
+
+
+def _json_array(items: list[Any]) -> str:
+    return "[" + ",".join(_json_array(item) if isinstance(item, list) else json_value(item) for item in items) + "]"
+
+
 def line_encoder(columns: Sequence[Column]) -> Callable[[Row], str]:
     """A function turning a row into its JSON Lines line (with its ``\\n``)."""
     keys = [_string(column.name) + ":" for column in columns]
-    encoders = [_ENCODERS[column.kind] for column in columns]
+    encoders = [
+        _ENCODERS[column.kind] if column.array_of is None else _array_encoder(column.array_of) for column in columns
+    ]
     pairs = list(zip(keys, encoders, strict=True))
 
     def encode(row: Row) -> str:

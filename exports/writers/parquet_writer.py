@@ -5,8 +5,9 @@ upload) before the next one starts, so memory holds one row group whatever the e
 Column types come from the declaration (docs/export-types.md, "JSON Lines and Parquet"): int64,
 decimal128(precision, scale) when the source declares them (numeric(p, s) up to 38 digits, what
 DuckDB and polars read as decimals), else the exact digits as a string; date32, timestamp in
-microseconds adjusted to UTC, bool, string, and JSON (Parquet's JSON logical type) for json. A
-value its column's type cannot hold (NaN in a decimal, PostgreSQL's ``infinity`` date) fails the
+microseconds adjusted to UTC, bool, string, JSON (Parquet's JSON logical type) for json, and a
+list of its element kind's type for an array column (one dimension). A value its column's type
+cannot hold (NaN in a decimal, PostgreSQL's ``infinity`` date) fails the
 export with :class:`ParquetValueInvalid` rather than being changed.
 """
 
@@ -17,6 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.array_text import typed_array
 from exports.writers.byte_sink import ByteStream
 from exports.writers.cells import plain_number
 from exports.writers.csv_writer import csv_text
@@ -51,9 +53,12 @@ def is_decimal_typed(column: Column) -> bool:
 
 
 def arrow_type(column: Column) -> pa.DataType:
-    """The Arrow (and so Parquet) type of ``column``."""
+    """The Arrow (and so Parquet) type of ``column``; an array column's a list of its element
+    kind's type (decimals as their digits' text)."""
     import pyarrow as pa
 
+    if column.array_of is not None:
+        return pa.list_(arrow_type(Column(column.name, column.header, column.array_of)))
     if column.kind is ColumnKind.DECIMAL:
         if is_decimal_typed(column):
             return pa.decimal128(column.precision, column.scale)
@@ -97,8 +102,30 @@ def _as_floats(values: Sequence[Any]) -> list[Any]:
     return [value if value is None or value.__class__ is float else float(value) for value in values]
 
 
+def _as_lists(kind: ColumnKind) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """An array column's values (PostgreSQL's array text) as lists of values of ``kind``, which
+    its list type takes. A list column holds one dimension: a nested array raises ValueError."""
+    element = _preparer(Column("", "", kind))
+
+    def prepare(values: Sequence[Any]) -> list[Any]:
+        lists: list[Any] = []
+        for value in values:
+            if value is None or value.__class__ is not str:
+                lists.append(value)
+                continue
+            items = typed_array(value, kind)
+            if any(isinstance(item, list) for item in items):
+                raise ValueError(f"{value[:40]!r} has more than one dimension; a Parquet list column holds one")
+            lists.append(list(element(items)) if element else items)
+        return lists
+
+    return prepare
+
+
 def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """What turns a column's values into what its Arrow type takes (None: they are already)."""
+    if column.array_of is not None:
+        return _as_lists(column.array_of)
     if column.kind in (ColumnKind.STRING, ColumnKind.JSON):
         return _as_text
     if column.kind is ColumnKind.DECIMAL and not is_decimal_typed(column):

@@ -270,3 +270,26 @@ def test_a_task_past_its_retention_is_gone_even_before_ttl_deletes_it(aws: Resou
         assert (status, body["error"]["code"]) == (404, "TASK_NOT_FOUND")
     _, _, listed = call(http_event("GET", "/v1/exports"))
     assert listed["items"] == []
+
+
+HUGE_INTEGER = "9" * 5000  # past Python's 4,300 digits of int-from-text
+
+
+@pytest.mark.parametrize(
+    ("raw_body", "field"),
+    [
+        (f'{{"export_type": "orders", "priority": {HUGE_INTEGER}}}', "priority"),
+        (
+            f'{{"export_type": "orders", "filters": {{"date_from": "2025-03-01", "date_to": "2025-03-31", '
+            f'"status": {HUGE_INTEGER}}}}}',
+            "filters.status",
+        ),
+    ],
+    ids=["body field", "filter"],
+)
+def test_a_huge_integer_in_valid_json_is_a_422_naming_its_field(aws: Resources, raw_body: str, field: str) -> None:
+    status, _, body = submit(raw_body=raw_body)
+
+    assert (status, body["error"]["code"], body["error"]["field"]) == (422, "VALIDATION_ERROR", field)
+    assert stored_tasks(aws) == []
+    assert queued(aws) == []

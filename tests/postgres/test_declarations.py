@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.declared.parameters import DeclaredFilters, filters_model
+from exports.http.envelope import strict_json
 from exports.services.validation import invalid_request
 from tests.postgres.conftest import write_declaration
 
@@ -467,6 +468,9 @@ def test_every_kind_validates_to_python_values_and_back_to_json(model: type[Decl
         ({"big": [2**63]}, "big", "value 1: must be between"),
         ({"big": [-(2**63) - 1]}, "big", "64-bit integer"),
         ({"count": 2**63}, "count", "64-bit integer"),
+        # Integers past Python's 4,300 digits of int-from-text, as the API's JSON parser reads them.
+        ({"count": strict_json("9" * 5000)}, "count", "64-bit integer"),
+        ({"amount": strict_json("9" * 5000)}, "amount", "at most 1000 digits before the point"),
         ({"since": "1900-01-01T00:00:00+14:00"}, "since", "in UTC"),
         ({"since": "2999-12-31T23:00:00-05:00"}, "since", "in UTC"),
         ({"since": "0001-01-01T00:00:00+14:00"}, "since", "must be between 1900-01-01"),
@@ -721,6 +725,51 @@ def test_make_run_stops_when_a_query_does_not_return_its_order_key(tmp_path: Pat
 
     assert started.returncode == 2, started.stderr[-2000:]
     assert f"declaration error: {path}: types.t: order_key: the query returns no column 'nope'" in started.stderr
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
+
+
+def test_make_run_stops_when_a_sources_variable_is_not_set_naming_it_and_its_types(tmp_path: Path) -> None:
+    """Issue 36: the types of a source whose URL variable was unset were dropped silently (the
+    API listed none of them, the banner all of them)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.stack_process import free_port
+
+    body = (
+        '[sources.shop]\nkind = "postgresql"\nurl_env = "EXPORTS_SHOP_DATABASE_URL"\n'
+        '[sources.warehouse]\nkind = "postgresql"\nurl_env = "WAREHOUSE_URL"\n'
+        '[types.orders]\ndescription = "x"\nsource = "shop"\nquery = "SELECT order_id FROM orders"\n'
+        '[types.stock]\ndescription = "x"\nsource = "warehouse"\nquery = "SELECT 1 AS n"\n'
+        '[types.moves]\ndescription = "x"\nsource = "warehouse"\nquery = "SELECT 2 AS n"\n'
+    )
+    path = write_declaration(tmp_path, body)
+    environment = {
+        **{name: value for name, value in os.environ.items() if name != "WAREHOUSE_URL"},
+        "EXPORTS_CONFIG": str(path),
+        "PORT": str(free_port()),
+        "EXPORTS_POSTGRES_DIR": str(tmp_path / "pg"),
+        "EXPORTS_DEMO_ORDERS": "50",
+        "EXPORTS_DEMO_DYNAMODB_ORDERS": "5",
+    }
+
+    started = subprocess.run(
+        [sys.executable, "-m", "local_stack"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+        check=False,
+    )
+
+    assert started.returncode == 2, started.stderr[-2000:]
+    assert (
+        f"declaration error: {path}: sources.warehouse: data source 'warehouse' reads its connection URI from "
+        "WAREHOUSE_URL, which is not set: its export types stock, moves cannot be served" in started.stderr
+    )
+    assert "exports is running locally" not in started.stdout
     assert not (tmp_path / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped again
 
 

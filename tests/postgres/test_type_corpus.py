@@ -147,6 +147,36 @@ def database_text(uri: str, names: list[str]) -> list[list[str | None]]:
         return [list(row) for row in conn.execute(query).fetchall()]
 
 
+# Array columns and their elements' kind: JSON Lines and Parquet hold their values as lists, each
+# element by the rules of a scalar of that kind (docs/formats.md, "Arrays"); the other formats
+# hold PostgreSQL's text, as for any other type.
+ARRAY_ELEMENTS = {
+    "c_int_array": ColumnKind.INTEGER,
+    "c_numeric_array": ColumnKind.DECIMAL,
+    "c_varchar_array": ColumnKind.STRING,
+    "c_matrix": ColumnKind.STRING,
+    "c_moods": ColumnKind.STRING,
+}
+# The one array column of more than one dimension ({{a,b},{c,d}}): no Parquet list column holds it.
+MATRIX = "c_matrix"
+
+
+def database_arrays(uri: str) -> dict[str, list[Any]]:
+    """Each array column's values (in id order) as psycopg's own array parser reads them: nested
+    lists of the elements' text (each cast to text, as PostgreSQL writes it), None for NULL."""
+    names = list(ARRAY_ELEMENTS)
+    query = f"SELECT {', '.join(f'{name}::text[]' for name in names)} FROM corpus ORDER BY id"
+    with psycopg.connect(uri) as conn:
+        rows = conn.execute(query).fetchall()
+    return {name: [row[position] for row in rows] for position, name in enumerate(names)}
+
+
+def _each_element(value: Any, expected: Callable[[str | None], Any]) -> Any:
+    if value is None:
+        return None
+    return [_each_element(item, expected) if isinstance(item, list) else expected(item) for item in value]
+
+
 def export_rows(export_type: ExportType) -> tuple[list[Any], list[Row]]:
     filters = export_type.parse_filters({})
     pages = list(export_type.pages(filters))
@@ -373,6 +403,9 @@ def test_the_inferred_kinds_follow_the_rules(corpus: tuple[str, ExportType]) -> 
     assert kinds["c_positive"] is ColumnKind.INTEGER  # a domain reads as its base type
     assert kinds["c_mood"] is kinds["c_interval"] is ColumnKind.STRING
     assert kinds["c_json"] is kinds["c_jsonb"] is ColumnKind.JSON
+    # Arrays are text (CSV, XLSX, PDF) whose elements JSON Lines and Parquet type.
+    assert {column.name: column.array_of for column in columns if column.array_of} == ARRAY_ELEMENTS
+    assert all(kinds[name] is ColumnKind.STRING for name in ARRAY_ELEMENTS)
     shapes = {column.name: (column.precision, column.scale) for column in columns}
     assert shapes["c_numeric_2"] == (10, 2)
     assert shapes["c_numeric"] == shapes["c_double"] == (None, None)
@@ -429,11 +462,19 @@ def test_every_value_of_every_type_reads_back_from_json_lines(corpus: tuple[str,
 
     assert lines[-1] == "" and len(objects) == len(database) == 5
     assert all(list(record) == names for record in objects)
+    arrays = database_arrays(uri)
+
+    def expected(position: int, column: Any, text: str | None) -> Any:
+        if column.name in ARRAY_ELEMENTS:
+            element = ARRAY_ELEMENTS[column.name]
+            return _each_element(arrays[column.name][position], lambda item: jsonl_cell(element, item))
+        return jsonl_cell(column.kind, text)
+
     mismatches = [
-        (name, texts[0], record[name], jsonl_cell(column.kind, text))
-        for texts, record in zip(database, objects, strict=True)
+        (name, texts[0], record[name], expected(position, column, text))
+        for position, (texts, record) in enumerate(zip(database, objects, strict=True))
         for name, column, text in zip(names, columns, texts, strict=True)
-        if record[name] != jsonl_cell(column.kind, text)
+        if record[name] != expected(position, column, text)
     ]
     assert mismatches == [], "\n".join(map(repr, mismatches))
 
@@ -480,19 +521,46 @@ def test_a_date_no_parquet_date_holds_fails_naming_its_column(corpus: tuple[str,
     assert raised.value.column == "c_date"
 
 
+def test_an_array_of_two_dimensions_fails_the_parquet_export_naming_its_column(
+    corpus: tuple[str, ExportType],
+) -> None:
+    _, export_type = corpus
+    columns, rows = export_rows(export_type)
+    position = next(index for index, column in enumerate(columns) if column.name == MATRIX)
+
+    with pytest.raises(parquet_writer.ParquetValueInvalid) as raised:
+        parquet_writer.write_parquet_stream([columns[position]], ((row[position],) for row in rows), io.BytesIO())
+
+    assert raised.value.column == MATRIX and "more than one dimension" in str(raised.value)
+
+
 def test_every_value_of_every_type_reads_back_from_parquet_in_three_engines(
     corpus: tuple[str, ExportType], tmp_path: Any
 ) -> None:
     uri, export_type = corpus
-    columns, rows = export_rows(export_type)
+    every_column, every_row = export_rows(export_type)
+    # Without the two-dimensional array (the test above): a Parquet list column has one.
+    wanted = [position for position, column in enumerate(every_column) if column.name != MATRIX]
+    columns = [every_column[position] for position in wanted]
+    rows = [[row[position] for position in wanted] for row in every_row]
     names = [column.name for column in columns]
     kept = [position for position, row in enumerate(rows) if _fits_parquet(columns, row)]
     database = [texts for position, texts in enumerate(database_text(uri, names)) if position in kept]
+    arrays = {name: [values[position] for position in kept] for name, values in database_arrays(uri).items()}
     path = tmp_path / "corpus.parquet"
     with path.open("wb") as out:
         written = parquet_writer.write_parquet_stream(columns, (rows[position] for position in kept), out)
 
-    expected = [[parquet_cell(column, text) for column, text in zip(columns, texts, strict=True)] for texts in database]
+    def expected_value(row: int, column: Any, text: str | None) -> Any:
+        if column.name in ARRAY_ELEMENTS:
+            element = Column(column.name, column.name, ARRAY_ELEMENTS[column.name])
+            return _each_element(arrays[column.name][row], lambda item: parquet_cell(element, item))
+        return parquet_cell(column, text)
+
+    expected = [
+        [expected_value(row, column, text) for column, text in zip(columns, texts, strict=True)]
+        for row, texts in enumerate(database)
+    ]
     read = [[_same_nan(value) for value in record.values()] for record in pq.read_table(path).to_pylist()]
     # DuckDB's and polars' own Python values, through Arrow (DuckDB gives time zones as its own).
     duck = [

@@ -126,12 +126,38 @@ def test_a_retry_that_succeeds_completes_the_task() -> None:
 
 def test_a_crash_in_the_export_is_retried_as_an_internal_error() -> None:
     def crash(first: int) -> None:
-        raise ZeroDivisionError
+        raise RuntimeError("lost a thread")
 
     w = service_world(NumbersExport(before_page=crash))
-    task = put(w, max_retries=0)
+    task = put(w, max_retries=1)
+    assert process_task(message(task), w.worker) is Outcome.RETRY_SCHEDULED
     assert process_task(message(task), w.worker) is Outcome.FAILED
-    assert w.tasks.get(task.task_id).error.code == "INTERNAL_ERROR"
+    failed = w.tasks.get(task.task_id)
+    assert (failed.error.code, failed.retry_count) == ("INTERNAL_ERROR", 1)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # What a value the connection's encoding could not hold raised (issue 36), retried 3 times.
+        UnicodeEncodeError("shift_jis", "\U0001f600", 0, 1, "illegal multibyte sequence"),
+        TypeError("'<' not supported between instances of 'str' and 'int'"),
+        ZeroDivisionError("division by zero"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_an_error_a_value_raises_fails_the_task_at_once_naming_it(error: Exception) -> None:
+    def crash(first: int) -> None:
+        raise error
+
+    w = service_world(NumbersExport(before_page=crash))
+    task = put(w, max_retries=3)
+    assert process_task(message(task), w.worker) is Outcome.FAILED
+
+    failed = w.tasks.get(task.task_id)
+    assert (failed.status, failed.error.code, failed.retry_count) == (TaskStatus.FAILED, "VALUE_ERROR", 0)
+    assert type(error).__name__ in failed.error.message and "not retried" in failed.error.message
+    assert w.queue.sent == []
 
 
 def test_stored_filters_that_no_longer_validate_fail_the_task_without_a_retry() -> None:
