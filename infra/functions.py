@@ -12,12 +12,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Env, Push, Results, TaskTable, Worker, XlsxLimits
+from exports.config import Env, Push, Results, Schedules, SchedulesTable, TaskTable, Worker, XlsxLimits
 from exports.push.settings import PushSettings
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.queues import TaskQueues
+from infra.schedules import ScheduledExports
 from infra.secrets import WebhookSecret
 from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
 from infra.sources import DeclaredSources
@@ -100,7 +101,18 @@ PUSH: Final = FunctionSpec(
     distributions=(*_COMMON, _PATTERNS),
     runtime_settings=PushSettings,
 )
-SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH)
+# Scheduled exports (docs/schedules.md): EventBridge Scheduler invokes it at each firing, and it
+# submits the run as the API's submit path does (the same settings, registry and admission).
+SCHEDULE: Final = FunctionSpec(
+    name="schedule",
+    description="exports schedule function: submits the export task of one firing of a schedule",
+    memory_mb=Sizing.SCHEDULE_MEMORY_MB,
+    timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
+    distributions=API.distributions,
+    runtime_settings=ApiSettings,
+    reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
+)
+SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH, SCHEDULE)
 
 
 def env_number(value: float) -> str:
@@ -126,6 +138,9 @@ def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
 
 # Read, write and delete single items of the tasks table (the API and the worker).
 TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+# The schedules table's items (a schedule, its firings' records; transactions and condition
+# checks are authorized per item by these actions too).
+SCHEDULE_ITEM_ACTIONS: Final = [*TASK_ITEM_ACTIONS, "dynamodb:ConditionCheckItem"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,8 @@ class ResourceArns:
 
     tasks_table: str
     tasks_by_user: str
+    schedules_table: str
+    schedules_by_user: str
     task_queues: list[str]
     results: str
     bucket: str
@@ -164,6 +181,7 @@ class ServiceFunctions(Construct):
         lifecycle_state_machine_arn: str,
         fan_out_state_machine_arn: str,
         sources: DeclaredSources,
+        scheduling: ScheduledExports,
     ) -> None:
         super().__init__(scope, construct_id)
         # Every variable the stack has a value for; each function gets the ones its settings read
@@ -183,6 +201,8 @@ class ServiceFunctions(Construct):
             Env.PARTITION_ROWS: str(settings.partition_rows),
             Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn,
             **sources.environment(),
+            Env.SCHEDULES_TABLE: tables.schedules.table_name,
+            **scheduling.environment(),
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -204,6 +224,11 @@ class ServiceFunctions(Construct):
                 extra_files=packaged if builds_registry else (),
             )
 
+        # First: the API function creates the Scheduler schedules that target it.
+        self.schedule = service_function("Schedule", SCHEDULE)
+        available[Env.SCHEDULE_TARGET_ARN] = self.schedule.function.function_arn
+        # Every variable the stack has a value for (each function takes what its settings read).
+        self.environment: dict[str, str] = available
         self.api = service_function("Api", API)
         # Sized for the stage's largest split export (the assembler holds every segment's ends).
         self.worker = service_function(
@@ -220,6 +245,8 @@ class ServiceFunctions(Construct):
         arns = ResourceArns(
             tasks_table=tables.tasks.table_arn,
             tasks_by_user=Tables.index_arn(tables.tasks, TaskTable.USER_INDEX),
+            schedules_table=tables.schedules.table_arn,
+            schedules_by_user=Tables.index_arn(tables.schedules, SchedulesTable.USER_INDEX),
             task_queues=[queue.queue_arn for queue in queues.task_queues],
             results=storage.results_objects_arn(),
             bucket=storage.bucket.bucket_arn,
@@ -228,6 +255,7 @@ class ServiceFunctions(Construct):
             webhook_secret=webhook_secret.secret_arn,
         )
         self._grant_api(arns)
+        self._grant_scheduling(arns, scheduling)
         self._grant_worker(
             arns,
             queues,
@@ -239,7 +267,7 @@ class ServiceFunctions(Construct):
 
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))
-        for function in (self.api, self.worker, self.callback, self.stream, self.push):
+        for function in (self.api, self.worker, self.callback, self.stream, self.push, self.schedule):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{Results.KEY_PREFIX}/*]",
@@ -260,6 +288,24 @@ class ServiceFunctions(Construct):
         self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
         self.api.allow(["s3:GetObject"], [arns.results])
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_scheduling(self, arns: ResourceArns, scheduling: ScheduledExports) -> None:
+        """Scheduled exports (docs/schedules.md). The API keeps schedules (items, a user's list, the
+        Scheduler schedule of each; ``POST /v1/schedules/{id}/run`` is a submit). The schedule
+        function submits each firing as the API's submit path does after recording the firing on
+        the schedule, and disables the Scheduler schedule of one that pauses. The callback function
+        records a run's end on its schedule and mails the recipients."""
+        for function in (self.api, self.schedule):
+            function.allow(SCHEDULE_ITEM_ACTIONS, [arns.schedules_table])
+        self.api.allow(["dynamodb:Query"], [arns.schedules_by_user])
+        scheduling.allow_managing(self.api)
+        self.schedule.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
+        self.schedule.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
+        self.schedule.allow(["states:StartExecution"], [arns.lifecycle])
+        scheduling.allow_pausing(self.schedule)
+        scheduling.deliver_to(self.schedule)
+        self.callback.allow(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], [arns.schedules_table])
+        scheduling.allow_mail(self.callback)
 
     def _grant_worker(
         self, arns: ResourceArns, queues: TaskQueues, source_indexes: list[tuple[dynamodb.TableV2, str | None]]
@@ -396,4 +442,4 @@ class ServiceFunctions(Construct):
     @property
     def all(self) -> tuple[ServiceFunction, ...]:
         """Every function of the service."""
-        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push)
+        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push, self.schedule)
