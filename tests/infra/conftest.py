@@ -47,6 +47,11 @@ PROD_CONTEXT = {
     "worker_vpc": json.dumps(
         {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
     ),
+    # Scheduled exports: their limits, and mail from a verified sender to two domains only.
+    "max_schedules_per_user": "7",
+    "min_schedule_interval_min": "60",
+    "mail_sender": "reports@acme.example",
+    "mail_allowed_domains": "acme.example,finance.acme.example",
 }
 
 
