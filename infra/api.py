@@ -33,6 +33,8 @@ from infra.settings import StageSettings
 
 GET: Final = apigw.HttpMethod.GET
 POST: Final = apigw.HttpMethod.POST
+PATCH: Final = apigw.HttpMethod.PATCH
+DELETE: Final = apigw.HttpMethod.DELETE
 # Every route the API function serves under the version prefix; each needs a valid token.
 PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports", (GET, POST)),
@@ -43,6 +45,9 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
     (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
     (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
+    (f"{API_VERSION_PREFIX}/schedules", (GET, POST)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}", (GET, PATCH, DELETE)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/run", (POST,)),
 )
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {

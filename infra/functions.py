@@ -212,7 +212,9 @@ class ServiceFunctions(Construct):
         registry_environment = {variable: table.table_name for variable, table in declared_tables.items()}
         packaged = sources.packaged_files()
 
-        def service_function(construct_id: str, spec: FunctionSpec) -> ServiceFunction:
+        def service_function(
+            construct_id: str, spec: FunctionSpec, function_name: str | None = None
+        ) -> ServiceFunction:
             builds_registry = issubclass(spec.runtime_settings, RegistrySettings)
             return ServiceFunction(
                 self,
@@ -222,11 +224,9 @@ class ServiceFunctions(Construct):
                 environment={**spec.own_environment(available), **(registry_environment if builds_registry else {})},
                 # The declaration (and its CA bundles) only where the registry is built.
                 extra_files=packaged if builds_registry else (),
+                function_name=function_name,
             )
 
-        # First: the API function creates the Scheduler schedules that target it.
-        self.schedule = service_function("Schedule", SCHEDULE)
-        available[Env.SCHEDULE_TARGET_ARN] = self.schedule.function.function_arn
         # Every variable the stack has a value for (each function takes what its settings read).
         self.environment: dict[str, str] = available
         self.api = service_function("Api", API)
@@ -239,6 +239,9 @@ class ServiceFunctions(Construct):
         # Their WebSocket endpoints, JWT issuer and permissions: infra/push.py.
         self.stream = service_function("Stream", STREAM)
         self.push = service_function("Push", PUSH)
+        # Named, so that its ARN (the schedules' target, Env.SCHEDULE_TARGET_ARN) is known to the
+        # functions that create or update schedules, itself included, without a reference to it.
+        self.schedule = service_function("Schedule", SCHEDULE, scheduling.target_name)
         # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
         # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
         # authorized per item by the action of each item (PutItem, UpdateItem).

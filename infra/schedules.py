@@ -82,6 +82,12 @@ def schedule_group_name(stack_name: str) -> str:
     return name
 
 
+def schedule_function_name(stack_name: str) -> str:
+    """The schedule function's physical name (``exports-dev-schedule``): Lambda allows 64
+    characters, which a stack name the group allows (54) keeps to."""
+    return f"{stack_name}-schedule"
+
+
 class ScheduledExports(Construct):
     """The schedule group, the dead-letter queue of its target and the role Scheduler assumes."""
 
@@ -121,6 +127,20 @@ class ScheduledExports(Construct):
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.dead_letters.queue_arn])
         )
 
+    @property
+    def target_name(self) -> str:
+        """The schedule function's name (``exports-dev-schedule``)."""
+        return schedule_function_name(Stack.of(self).stack_name)
+
+    def target_arn(self) -> str:
+        """The schedule function's ARN, built from its name."""
+        return Stack.of(self).format_arn(
+            service="lambda",
+            resource="function",
+            resource_name=self.target_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
     def schedules_arn(self) -> str:
         """The ARN of every schedule of the group (``…:schedule/<group>/*``)."""
         return Stack.of(self).format_arn(
@@ -131,11 +151,12 @@ class ScheduledExports(Construct):
         )
 
     def environment(self) -> dict[str, str]:
-        """The variables of scheduled exports but the target's ARN (:meth:`deliver_to`): the
-        table's name comes from the tables, the mail variables only when mail is configured."""
+        """The variables of scheduled exports (the table's name comes from the tables), the mail
+        variables only when mail is configured."""
         limits, mail = self._settings.schedule_limits, self._settings.mail
         variables = {
             Env.SCHEDULE_GROUP: self.group_name,
+            Env.SCHEDULE_TARGET_ARN: self.target_arn(),
             Env.SCHEDULER_ROLE_ARN: self.role.role_arn,
             Env.SCHEDULE_DLQ_ARN: self.dead_letters.queue_arn,
             Env.MAX_SCHEDULES_PER_USER: str(limits.max_per_user),

@@ -33,6 +33,7 @@ from infra.packaging import (
 )
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
+from tests.infra.conftest import PENDING_SCHED_MERGE
 
 pytestmark = pytest.mark.infra
 
@@ -112,14 +113,10 @@ def test_requirements_are_the_pins_of_pyproject():
         assert set(spec.package().requirements) <= pins, spec.name
 
 
-# The schedule function's handler is written on the sched branch (issue 33): until it is merged
-# here, importing it fails. Strict: the merge makes this pass, and then the mark must go.
-HANDLER_PENDING = pytest.mark.xfail(strict=True, reason="functions/schedule/handler.py comes with the sched branch")
-
-
 @pytest.mark.parametrize(
     "spec",
-    [pytest.param(spec, marks=HANDLER_PENDING if spec is SCHEDULE else ()) for spec in SPECS],
+    # The schedule function's handler comes with the sched branch.
+    [pytest.param(spec, marks=PENDING_SCHED_MERGE if spec is SCHEDULE else ()) for spec in SPECS],
     ids=lambda spec: spec.name,
 )
 def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
@@ -300,6 +297,7 @@ def clients_made_in(root: Path) -> set[str]:
     return found
 
 
+@PENDING_SCHED_MERGE  # its code calls Scheduler and SES v2
 def test_the_packages_keep_the_model_of_every_service_the_code_calls():
     used = clients_made_in(REPO_ROOT / "exports") | clients_made_in(REPO_ROOT / "functions")
 

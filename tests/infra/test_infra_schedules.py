@@ -17,6 +17,7 @@ from infra.schedules import (
     MANAGE_ACTIONS,
     PAUSE_ACTIONS,
     ScheduleRunbooks,
+    schedule_function_name,
     schedule_group_name,
 )
 from infra.settings import Context, Mail, ScheduleLimits, Sizing, StageSettings
@@ -30,6 +31,7 @@ from scripts.cost_estimate import (
     schedule_lines,
     stack_facts,
 )
+from tests.infra.conftest import PENDING_SCHED_MERGE
 from tests.infra.test_infra_resources import alarms_by_name, group_schedules_arn, join, of_type
 
 pytestmark = pytest.mark.infra
@@ -111,6 +113,8 @@ def test_each_stack_has_its_own_schedule_group_named_after_it(dev, prod):
 
 def test_a_stack_name_too_long_for_a_schedule_group_is_refused():
     assert schedule_group_name("s" * 54) == "s" * 54 + "-schedules"
+    # What the group allows, Lambda allows for the schedule function's name.
+    assert len(schedule_function_name("s" * 54)) <= 64
     with pytest.raises(ValueError, match="over Scheduler's 64 characters"):
         schedule_group_name("s" * 55)
 
@@ -234,6 +238,21 @@ def test_the_schedule_function_submits_as_the_api_and_pauses_its_schedule_only(d
 # --- Variables --------------------------------------------------------------------------------
 
 
+def schedule_function_arn(synth):
+    """The schedules' target as the functions know it: built from the function's fixed name."""
+    name = schedule_function_name(synth.stack.stack_name)
+    assert synth.props(synth.stack.functions.schedule.function)["FunctionName"] == name
+    return join(
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":lambda:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        f":function:{name}",
+    )
+
+
 def test_the_stack_has_a_value_for_every_scheduling_variable(dev, prod):
     for synth in (dev, prod):
         stack = synth.stack
@@ -242,7 +261,7 @@ def test_the_stack_has_a_value_for_every_scheduling_variable(dev, prod):
         assert {name: values[name] for name in values if "SCHEDUL" in name} == {
             Env.SCHEDULES_TABLE: synth.ref(stack.tables.schedules),
             Env.SCHEDULE_GROUP: synth.ref(stack.scheduling.group),
-            Env.SCHEDULE_TARGET_ARN: synth.arn(stack.functions.schedule.function),
+            Env.SCHEDULE_TARGET_ARN: schedule_function_arn(synth),
             Env.SCHEDULER_ROLE_ARN: synth.arn(stack.scheduling.role),
             Env.SCHEDULE_DLQ_ARN: synth.arn(stack.scheduling.dead_letters),
             Env.MAX_SCHEDULES_PER_USER: str(limits.max_per_user),
@@ -284,10 +303,7 @@ def test_the_functions_get_the_scheduling_variables_their_settings_read(prod):
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the settings of exports/settings.py read these once the sched branch is merged; drop this mark then",
-)
+@PENDING_SCHED_MERGE
 def test_the_settings_read_the_variables_of_the_runtime_wiring():
     # /work/briefs/schedules-wiring.md: the API (and the schedule function, which parses the
     # API's settings) read every scheduling variable, the callback the table and the mail.
