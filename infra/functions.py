@@ -270,7 +270,7 @@ class ServiceFunctions(Construct):
 
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))
-        for function in (self.api, self.worker, self.callback, self.stream, self.push, self.schedule):
+        for function in (self.api, self.worker, self.callback, self.stream, self.push):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{Results.KEY_PREFIX}/*]",
@@ -304,7 +304,9 @@ class ServiceFunctions(Construct):
         scheduling.allow_managing(self.api)
         self.schedule.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
         self.schedule.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
-        self.schedule.allow(["states:StartExecution"], [arns.lifecycle])
+        # ... start the run's lifecycle execution; end a run it could not queue (the submit path's
+        # end_task tells the workflow).
+        self.schedule.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
         scheduling.allow_pausing(self.schedule)
         scheduling.deliver_to(self.schedule)
         self.callback.allow(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], [arns.schedules_table])

@@ -94,7 +94,7 @@ def imported():
     }
     by_module = packages_distributions()
     pins = set(pinned_requirements())
-    found = {}
+    found: dict[str, set[str] | None] = {}
     for name, probe in probes.items():
         out, _ = probe.communicate(timeout=60)
         # A handler that cannot be imported fails its own case below, not every function's.
