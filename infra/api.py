@@ -42,12 +42,12 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/download", (GET,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/cancel", (POST,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
-    (f"{API_VERSION_PREFIX}/export-types", (GET,)),
-    (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
-    (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
     (f"{API_VERSION_PREFIX}/schedules", (GET, POST)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}", (GET, PATCH, DELETE)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/run", (POST,)),
+    (f"{API_VERSION_PREFIX}/export-types", (GET,)),
+    (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
+    (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
 )
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {

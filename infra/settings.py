@@ -44,6 +44,13 @@ class Context:
     MAX_BACKLOG: Final = "max_backlog"
     HOT_KEY_RATE_PER_MINUTE: Final = "hot_key_rate_per_minute"
     HOT_KEY_BURST: Final = "hot_key_burst"
+    # Scheduled exports (docs/schedules.md): schedules per user, and their shortest interval.
+    MAX_SCHEDULES_PER_USER: Final = "max_schedules_per_user"
+    MIN_SCHEDULE_INTERVAL_MIN: Final = "min_schedule_interval_min"
+    # E-mail of scheduled runs through SES: the verified sender address (unset: no mail, a schedule
+    # with recipients is refused), and the domains recipients may belong to (unset: any).
+    MAIL_SENDER: Final = "mail_sender"
+    MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
     # The declaration of sources and export types to deploy (a path; default: exports.toml).
     EXPORTS_CONFIG: Final = "exports_config"
     # JSON object, per declared source the keys that replace the file's (its connection on AWS):
@@ -56,13 +63,6 @@ class Context:
     MAX_PARTITIONS: Final = "max_partitions"
     # Rows per partition: a larger export is split (exports.config.Env.PARTITION_ROWS).
     PARTITION_ROWS: Final = "partition_rows"
-    # Scheduled exports (docs/schedules.md): schedules per user, and their shortest interval.
-    MAX_SCHEDULES_PER_USER: Final = "max_schedules_per_user"
-    MIN_SCHEDULE_INTERVAL_MIN: Final = "min_schedule_interval_min"
-    # E-mail of scheduled runs through SES: the verified sender address (unset: no mail, a schedule
-    # with recipients is refused), and the domains recipients may belong to (unset: any).
-    MAIL_SENDER: Final = "mail_sender"
-    MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
 
 
 class Sizing:
@@ -204,6 +204,8 @@ class StageSettings:
     alarm_email: str | None = None
     alarm_topic_arn: str | None = None
     admission: AdmissionLimits = AdmissionLimits()
+    schedule_limits: ScheduleLimits = ScheduleLimits()
+    mail: Mail = Mail()
     # The declaration file to package (None: the repository's exports.toml).
     exports_config: str | None = None
     # Per declared source, keys that replace the file's (exports.config.Env.SOURCE_OVERRIDES).
@@ -213,8 +215,6 @@ class StageSettings:
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
     # Rows per partition of a split export (exports.config.Env.PARTITION_ROWS).
     partition_rows: int = FanOut.PARTITION_ROWS
-    schedule_limits: ScheduleLimits = ScheduleLimits()
-    mail: Mail = Mail()
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -262,9 +262,9 @@ class StageSettings:
         if topic := lookup(Context.ALARM_TOPIC_ARN):
             overrides["alarm_topic_arn"] = _topic_arn(str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
-        overrides.update(_workload(lookup))
         overrides["schedule_limits"] = _schedule_limits(lookup)
         overrides["mail"] = _mail(lookup)
+        overrides.update(_workload(lookup))
         resolved = replace(settings, **overrides)
         if resolved.requires_alarm_destination and not resolved.has_alarm_destination:
             raise ValueError(MISSING_ALARM_DESTINATION.format(stage=resolved.stage))
@@ -404,22 +404,6 @@ def _admission(defaults: AdmissionLimits, lookup: Callable[[str], Any]) -> Admis
     return replace(defaults, **overrides)
 
 
-def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
-    """What the stage exports, from where, and how it splits one export (partition size, how many at once)."""
-    overrides: dict[str, Any] = {}
-    if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
-        overrides["exports_config"] = str(path)
-    if (sources := lookup(Context.SOURCES)) is not None:
-        overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
-    if (most := lookup(Context.MAX_PARTITIONS)) is not None:
-        overrides["max_partitions"] = _max_partitions(most)
-    if (rows := lookup(Context.PARTITION_ROWS)) is not None:
-        overrides["partition_rows"] = _at_least_one(Context.PARTITION_ROWS, rows)
-    if (vpc := lookup(Context.WORKER_VPC)) is not None:
-        overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
-    return overrides
-
-
 def _schedule_limits(lookup: Callable[[str], Any]) -> ScheduleLimits:
     limits = ScheduleLimits()
     if (most := lookup(Context.MAX_SCHEDULES_PER_USER)) is not None:
@@ -451,6 +435,22 @@ def _mail(lookup: Callable[[str], Any]) -> Mail:
         if not _DOMAIN.fullmatch(item):
             raise ValueError(f"context {Context.MAIL_ALLOWED_DOMAINS}: {item!r} is not a domain (example.com)")
     return Mail(sender=f"{local}@{domain.lower()}", allowed_domains=allowed)
+
+
+def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
+    """What the stage exports, from where, and how it splits one export (partition size, how many at once)."""
+    overrides: dict[str, Any] = {}
+    if (path := lookup(Context.EXPORTS_CONFIG)) is not None:
+        overrides["exports_config"] = str(path)
+    if (sources := lookup(Context.SOURCES)) is not None:
+        overrides["source_overrides"] = _json_object(Context.SOURCES, sources)
+    if (most := lookup(Context.MAX_PARTITIONS)) is not None:
+        overrides["max_partitions"] = _max_partitions(most)
+    if (rows := lookup(Context.PARTITION_ROWS)) is not None:
+        overrides["partition_rows"] = _at_least_one(Context.PARTITION_ROWS, rows)
+    if (vpc := lookup(Context.WORKER_VPC)) is not None:
+        overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
+    return overrides
 
 
 def _max_partitions(value: Any) -> int:
