@@ -62,7 +62,7 @@ class ScheduleRunbooks:
     )
     FIRINGS_LOST: Final = Runbook(
         "schedule-firings-lost",
-        "Firings were dropped without reaching the dead-letter queue: check the queue's policy.",
+        "Firings were dropped, not even dead-lettered: check the schedules' dead-letter queue and its grant.",
     )
 
     @classmethod
