@@ -33,6 +33,8 @@ from infra.settings import StageSettings
 
 GET: Final = apigw.HttpMethod.GET
 POST: Final = apigw.HttpMethod.POST
+PATCH: Final = apigw.HttpMethod.PATCH
+DELETE: Final = apigw.HttpMethod.DELETE
 # Every route the API function serves under the version prefix; each needs a valid token.
 PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports", (GET, POST)),
@@ -40,6 +42,9 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/download", (GET,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/cancel", (POST,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
+    (f"{API_VERSION_PREFIX}/schedules", (GET, POST)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}", (GET, PATCH, DELETE)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/run", (POST,)),
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
     (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
     (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),

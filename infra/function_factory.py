@@ -114,7 +114,10 @@ class ServiceFunction(Construct):
         settings: StageSettings,
         environment: Mapping[str, str],
         extra_files: tuple[tuple[Path, str], ...] = (),
+        function_name: str | None = None,
     ) -> None:
+        """``function_name`` fixes its physical name (CloudFormation names it otherwise): for a
+        function whose ARN must be known without a reference to it."""
         super().__init__(scope, construct_id)
         self.spec = spec
         self.package = spec.package(extra_files)
@@ -129,6 +132,7 @@ class ServiceFunction(Construct):
             self,
             "Function",
             description=spec.description,
+            function_name=function_name,
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,

@@ -12,13 +12,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Env, Push, Results, TaskTable, Worker, XlsxLimits
+from exports.config import Env, Push, Results, Schedules, SchedulesTable, TaskTable, Worker, XlsxLimits
 from exports.push.settings import PushSettings
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.packaging import PDF_FONT_FILES
 from infra.queues import TaskQueues
+from infra.schedules import ScheduledExports
 from infra.secrets import WebhookSecret
 from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
 from infra.sources import DeclaredSources
@@ -103,7 +104,18 @@ PUSH: Final = FunctionSpec(
     distributions=(*_COMMON, _PATTERNS),
     runtime_settings=PushSettings,
 )
-SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH)
+# Scheduled exports (docs/schedules.md): EventBridge Scheduler invokes it at each firing, and it
+# submits the run as the API's submit path does (the same settings, registry and admission).
+SCHEDULE: Final = FunctionSpec(
+    name="schedule",
+    description="exports schedule function: submits the export task of one firing of a schedule",
+    memory_mb=Sizing.SCHEDULE_MEMORY_MB,
+    timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
+    distributions=API.distributions,
+    runtime_settings=ApiSettings,
+    reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
+)
+SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH, SCHEDULE)
 
 
 def env_number(value: float) -> str:
@@ -138,6 +150,9 @@ WORKER_VPC_ACTIONS: Final = (
 )
 # Read, write and delete single items of the tasks table (the API and the worker).
 TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+# The schedules table's items (a schedule, its firings' records; transactions and condition
+# checks are authorized per item by these actions too).
+SCHEDULE_ITEM_ACTIONS: Final = [*TASK_ITEM_ACTIONS, "dynamodb:ConditionCheckItem"]
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,8 @@ class ResourceArns:
 
     tasks_table: str
     tasks_by_user: str
+    schedules_table: str
+    schedules_by_user: str
     task_queues: list[str]
     results: str
     bucket: str
@@ -176,6 +193,7 @@ class ServiceFunctions(Construct):
         lifecycle_state_machine_arn: str,
         fan_out_state_machine_arn: str,
         sources: DeclaredSources,
+        scheduling: ScheduledExports,
     ) -> None:
         super().__init__(scope, construct_id)
         # Every variable the stack has a value for; each function gets the ones its settings read
@@ -195,6 +213,8 @@ class ServiceFunctions(Construct):
             Env.PARTITION_ROWS: str(settings.partition_rows),
             Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn,
             **sources.environment(),
+            Env.SCHEDULES_TABLE: tables.schedules.table_name,
+            **scheduling.environment(),
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -204,7 +224,9 @@ class ServiceFunctions(Construct):
         registry_environment = {variable: table.table_name for variable, table in declared_tables.items()}
         packaged = sources.packaged_files()
 
-        def service_function(construct_id: str, spec: FunctionSpec) -> ServiceFunction:
+        def service_function(
+            construct_id: str, spec: FunctionSpec, function_name: str | None = None
+        ) -> ServiceFunction:
             builds_registry = issubclass(spec.runtime_settings, RegistrySettings)
             return ServiceFunction(
                 self,
@@ -214,8 +236,11 @@ class ServiceFunctions(Construct):
                 environment={**spec.own_environment(available), **(registry_environment if builds_registry else {})},
                 # The declaration (and its CA bundles) only where the registry is built.
                 extra_files=packaged if builds_registry else (),
+                function_name=function_name,
             )
 
+        # Every variable the stack has a value for (each function takes what its settings read).
+        self.environment: dict[str, str] = available
         self.api = service_function("Api", API)
         # Sized for the stage's largest split export (the assembler holds every segment's ends).
         self.worker = service_function(
@@ -226,12 +251,17 @@ class ServiceFunctions(Construct):
         # Their WebSocket endpoints, JWT issuer and permissions: infra/push.py.
         self.stream = service_function("Stream", STREAM)
         self.push = service_function("Push", PUSH)
+        # Named, so that its ARN (the schedules' target, Env.SCHEDULE_TARGET_ARN) is known to the
+        # functions that create or update schedules, itself included, without a reference to it.
+        self.schedule = service_function("Schedule", SCHEDULE, scheduling.target_name)
         # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
         # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
         # authorized per item by the action of each item (PutItem, UpdateItem).
         arns = ResourceArns(
             tasks_table=tables.tasks.table_arn,
             tasks_by_user=Tables.index_arn(tables.tasks, TaskTable.USER_INDEX),
+            schedules_table=tables.schedules.table_arn,
+            schedules_by_user=Tables.index_arn(tables.schedules, SchedulesTable.USER_INDEX),
             task_queues=[queue.queue_arn for queue in queues.task_queues],
             results=storage.results_objects_arn(),
             bucket=storage.bucket.bucket_arn,
@@ -240,6 +270,7 @@ class ServiceFunctions(Construct):
             webhook_secret=webhook_secret.secret_arn,
         )
         self._grant_api(arns)
+        self._grant_scheduling(arns, scheduling)
         self._grant_worker(
             arns,
             queues,
@@ -272,6 +303,26 @@ class ServiceFunctions(Construct):
         self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
         self.api.allow(["s3:GetObject"], [arns.results])
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_scheduling(self, arns: ResourceArns, scheduling: ScheduledExports) -> None:
+        """Scheduled exports (docs/schedules.md). The API keeps schedules (items, a user's list, the
+        Scheduler schedule of each; ``POST /v1/schedules/{id}/run`` is a submit). The schedule
+        function submits each firing as the API's submit path does after recording the firing on
+        the schedule, and disables the Scheduler schedule of one that pauses. The callback function
+        records a run's end on its schedule and mails the recipients."""
+        for function in (self.api, self.schedule):
+            function.allow(SCHEDULE_ITEM_ACTIONS, [arns.schedules_table])
+        self.api.allow(["dynamodb:Query"], [arns.schedules_by_user])
+        scheduling.allow_managing(self.api)
+        self.schedule.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
+        self.schedule.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
+        # ... start the run's lifecycle execution; end a run it could not queue (the submit path's
+        # end_task tells the workflow).
+        self.schedule.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+        scheduling.allow_pausing(self.schedule)
+        scheduling.deliver_to(self.schedule)
+        self.callback.allow(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], [arns.schedules_table])
+        scheduling.allow_mail(self.callback)
 
     def _grant_worker(
         self, arns: ResourceArns, queues: TaskQueues, source_indexes: list[tuple[dynamodb.TableV2, str | None]]
@@ -396,4 +447,4 @@ class ServiceFunctions(Construct):
     @property
     def all(self) -> tuple[ServiceFunction, ...]:
         """Every function of the service."""
-        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push)
+        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push, self.schedule)

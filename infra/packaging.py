@@ -57,7 +57,17 @@ WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 # ships ~445 service models (23 MB of a 45 MB package); a package keeps only these, which makes
 # its zip 62% smaller (docs/performance.md, "Package sizes"). A test scans the code for every
 # client it makes, so a new service cannot be forgotten here.
-AWS_SERVICES: Final = ("apigatewaymanagementapi", "dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions")
+AWS_SERVICES: Final = (
+    "apigatewaymanagementapi",
+    "dynamodb",
+    "rds",
+    "s3",
+    "scheduler",
+    "secretsmanager",
+    "sesv2",
+    "sqs",
+    "stepfunctions",
+)
 BOTOCORE_DATA: Final = Path("botocore") / "data"
 # What of pyarrow the worker never loads (it writes Parquet to a file-like object): Arrow Flight,
 # the S3 file system, the tests, the C++ headers and the Cython sources. About 55 MB of the

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from exports.config import Admission, Callback, FanOut, HotKey, Push, Results, Worker
+from exports.config import Admission, Callback, FanOut, HotKey, Push, Results, Schedules, Worker
 from exports.writers.sink import MIN_PART_BYTES
 
 DEFAULT_STAGE: Final = "dev"
@@ -43,6 +44,13 @@ class Context:
     MAX_BACKLOG: Final = "max_backlog"
     HOT_KEY_RATE_PER_MINUTE: Final = "hot_key_rate_per_minute"
     HOT_KEY_BURST: Final = "hot_key_burst"
+    # Scheduled exports (docs/schedules.md): schedules per user, and their shortest interval.
+    MAX_SCHEDULES_PER_USER: Final = "max_schedules_per_user"
+    MIN_SCHEDULE_INTERVAL_MIN: Final = "min_schedule_interval_min"
+    # E-mail of scheduled runs through SES: the verified sender address (unset: no mail, a schedule
+    # with recipients is refused), and the domains recipients may belong to (unset: any).
+    MAIL_SENDER: Final = "mail_sender"
+    MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
     # The declaration of sources and export types to deploy (a path; default: exports.toml).
     EXPORTS_CONFIG: Final = "exports_config"
     # JSON object, per declared source the keys that replace the file's (its connection on AWS):
@@ -82,10 +90,16 @@ class Sizing:
     # and the state machine retries throttled invokes (Lambda.TooManyRequestsException).
     LIFECYCLE_RESERVED_CONCURRENCY: Final = 5
     CALLBACK_RESERVED_CONCURRENCY: Final = 5
+    # The schedule function likewise: schedules tend to fire together (on the hour, Monday 08:00),
+    # and over the cap Lambda keeps the firings queued and retries them (asynchronous invocations,
+    # for up to the target's event age), so a burst is smoothed instead of taking the pool.
+    SCHEDULE_RESERVED_CONCURRENCY: Final = 5
     # The push channel's functions: a few DynamoDB calls and posts to connections each.
     PUSH_MEMORY_MB: Final = 256
     # WebSocket API integrations give up after 29 s, as the HTTP API's.
     PUSH_ROUTE_TIMEOUT_SEC: Final = 29
+    # The schedule function builds the registry and submits a firing as the API's submit path does.
+    SCHEDULE_MEMORY_MB: Final = API_MEMORY_MB
     # What a worker run needs besides a split export's held bytes: the interpreter, boto3,
     # pydantic, a page of rows and the writer's buffers (peak RSS of a whole export is about
     # 250 MB, docs/performance.md), with room to spare.
@@ -114,7 +128,11 @@ class AccountQuota:
         """The account's Lambda concurrent executions quota one stack needs at least: its
         reservations plus the minimum Lambda keeps unreserved (new accounts start at 10 and
         must ask for an increase; the default quota is 1,000)."""
-        reserved = Sizing.LIFECYCLE_RESERVED_CONCURRENCY + Sizing.CALLBACK_RESERVED_CONCURRENCY
+        reserved = (
+            Sizing.LIFECYCLE_RESERVED_CONCURRENCY
+            + Sizing.CALLBACK_RESERVED_CONCURRENCY
+            + Sizing.SCHEDULE_RESERVED_CONCURRENCY
+        )
         return reserved + cls.LAMBDA_MIN_UNRESERVED_CONCURRENCY
 
 
@@ -147,6 +165,29 @@ class AdmissionLimits:
 
 
 @dataclass(frozen=True)
+class ScheduleLimits:
+    """Per-user limits of scheduled exports: over the cap the API answers ``429``
+    (``SCHEDULE_LIMIT_REACHED``), a shorter interval ``422`` (``INTERVAL_TOO_SHORT``)."""
+
+    max_per_user: int = Schedules.MAX_PER_USER_DEFAULT
+    min_interval_min: int = Schedules.MIN_INTERVAL_MIN_DEFAULT
+
+
+@dataclass(frozen=True)
+class Mail:
+    """E-mail of scheduled runs through SES (docs/deploy.md, "Mail"): the verified sender (None:
+    no mail) and the domains recipients may belong to (empty: any)."""
+
+    sender: str | None = None
+    allowed_domains: tuple[str, ...] = ()
+
+    @property
+    def sender_domain(self) -> str | None:
+        """The domain of the sender's address (an SES identity may be the domain or the address)."""
+        return self.sender.rsplit("@", 1)[1] if self.sender else None
+
+
+@dataclass(frozen=True)
 class JwtIssuer:
     """An external OIDC provider whose tokens the API accepts instead of a created user pool."""
 
@@ -175,6 +216,8 @@ class StageSettings:
     alarm_email: str | None = None
     alarm_topic_arn: str | None = None
     admission: AdmissionLimits = AdmissionLimits()
+    schedule_limits: ScheduleLimits = ScheduleLimits()
+    mail: Mail = Mail()
     # The declaration file to package (None: the repository's exports.toml).
     exports_config: str | None = None
     # Per declared source, keys that replace the file's (exports.config.Env.SOURCE_OVERRIDES).
@@ -233,6 +276,8 @@ class StageSettings:
         if topic := lookup(Context.ALARM_TOPIC_ARN):
             overrides["alarm_topic_arn"] = _topic_arn(str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
+        overrides["schedule_limits"] = _schedule_limits(lookup)
+        overrides["mail"] = _mail(lookup)
         overrides.update(_workload(lookup))
         resolved = replace(settings, **overrides)
         if resolved.requires_alarm_destination and not resolved.has_alarm_destination:
@@ -375,6 +420,39 @@ def _admission(defaults: AdmissionLimits, lookup: Callable[[str], Any]) -> Admis
     if (rate := lookup(Context.HOT_KEY_RATE_PER_MINUTE)) is not None:
         overrides["hot_key_rate_per_minute"] = _positive_number(Context.HOT_KEY_RATE_PER_MINUTE, rate)
     return replace(defaults, **overrides)
+
+
+def _schedule_limits(lookup: Callable[[str], Any]) -> ScheduleLimits:
+    limits = ScheduleLimits()
+    if (most := lookup(Context.MAX_SCHEDULES_PER_USER)) is not None:
+        limits = replace(limits, max_per_user=_at_least_one(Context.MAX_SCHEDULES_PER_USER, most))
+    if (minutes := lookup(Context.MIN_SCHEDULE_INTERVAL_MIN)) is not None:
+        # EventBridge Scheduler's finest rate is one minute.
+        limits = replace(limits, min_interval_min=_at_least_one(Context.MIN_SCHEDULE_INTERVAL_MIN, minutes))
+    return limits
+
+
+# A DNS name of two labels or more (letters, digits, inner hyphens), as SES verifies domains.
+_DOMAIN: Final = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def _mail(lookup: Callable[[str], Any]) -> Mail:
+    sender, domains = lookup(Context.MAIL_SENDER), lookup(Context.MAIL_ALLOWED_DOMAINS)
+    if not sender:
+        if domains:
+            raise ValueError(f"context {Context.MAIL_ALLOWED_DOMAINS} needs {Context.MAIL_SENDER} too")
+        return Mail()
+    local, _, domain = str(sender).strip().rpartition("@")
+    if not local or any(char in local for char in ' <>,;"') or not _DOMAIN.fullmatch(domain.lower()):
+        raise ValueError(
+            f"context {Context.MAIL_SENDER}={sender!r}: expected the address of a verified SES identity "
+            "(reports@example.com)"
+        )
+    allowed = tuple(dict.fromkeys(item.lower().removeprefix("@") for item in _as_tuple(domains or ())))
+    for item in allowed:
+        if not _DOMAIN.fullmatch(item):
+            raise ValueError(f"context {Context.MAIL_ALLOWED_DOMAINS}: {item!r} is not a domain (example.com)")
+    return Mail(sender=f"{local}@{domain.lower()}", allowed_domains=allowed)
 
 
 def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
-from exports.config import SERVICE_NAME, CustomersTable, OrdersTable, TaskTable
+from exports.config import SERVICE_NAME, CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
 from infra.push import PushChannel
 from infra.queues import TaskQueues, lane_id
+from infra.schedules import ScheduledExports
 from infra.secrets import WebhookSecret
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
@@ -51,6 +52,7 @@ class ExportsStack(Stack):
         self.monitoring = Monitoring(self, "Monitoring", settings=settings)
         # Before the functions: they need the lifecycle state machine's ARN (known from its name).
         self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
+        self.scheduling = ScheduledExports(self, "Schedules", settings=settings)
         sources = DeclaredSources.load(settings)
         for warning in sources.declarations.warnings:
             Annotations.of(self).add_warning_v2("exports:unscoped-export-type", warning)
@@ -65,6 +67,7 @@ class ExportsStack(Stack):
             lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
             fan_out_state_machine_arn=self.workflows.fan_out_arn,
             sources=sources,
+            scheduling=self.scheduling,
         )
         self.api = ExportsApi(
             self,
@@ -103,6 +106,7 @@ class ExportsStack(Stack):
             )
         self.monitoring.watch_websocket(self.push.stage, self.functions.push.function)
         self.monitoring.watch_worker(self.functions.worker.function)
+        self.scheduling.watch(self.monitoring, self.functions.schedule)
         self.monitoring.watch_api(self.api.http_api)
         self.monitoring.watch_tables(
             (
@@ -110,6 +114,7 @@ class ExportsStack(Stack):
                 ("Connections", self.tables.connections, ()),
                 ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,)),
                 ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,)),
+                ("Schedules", self.tables.schedules, (SchedulesTable.USER_INDEX,)),
             )
         )
         self.lifecycle = self.workflows.add_lifecycle(
@@ -124,6 +129,12 @@ class ExportsStack(Stack):
             "ResultsBucketName": (self.storage.bucket.bucket_name, "Bucket of the result files"),
             "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
             "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
+            "SchedulesTableName": (self.tables.schedules.table_name, "DynamoDB table of export schedules"),
+            "ScheduleGroupName": (self.scheduling.group_name, "EventBridge Scheduler group of the export schedules"),
+            "ScheduleDeadLetterQueueUrl": (
+                self.scheduling.dead_letters.queue_url,
+                "Firings of export schedules that made no task (Scheduler's and the schedule function's failures)",
+            ),
             "WebSocketUrl": (self.push.url, "The push channel (POST /v1/stream-tickets gives it out with a ticket)"),
             "OrdersTableName": (
                 self.tables.orders.table_name,

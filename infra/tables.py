@@ -1,4 +1,4 @@
-"""DynamoDB: the tasks table and the demo data tables, on demand, with point-in-time recovery.
+"""DynamoDB: the tasks table, the schedules table and the demo data tables, on demand, with point-in-time recovery.
 
 The tasks table is a single table: besides the tasks it holds the admission items under prefixed
 keys (see :mod:`exports.adapters.task_table`). They carry no ``user_id``, so they stay out of the
@@ -19,7 +19,7 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config import CustomersTable, Env, OrdersTable, Push, TaskTable
+from exports.config import CustomersTable, Env, OrdersTable, Push, SchedulesTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -68,6 +68,25 @@ class Tables(Construct):
             partition_key=_string(Push.PARTITION_KEY),
             sort_key=_string(Push.SORT_KEY),
             time_to_live_attribute=Push.TTL_ATTRIBUTE,
+            **common,
+        )
+        # Scheduled exports (docs/schedules.md): each schedule's item and its firings' idempotency
+        # records under the schedule's partition (pk + sk); a user's schedules through by_user;
+        # the firing records expire.
+        self.schedules = dynamodb.TableV2(
+            self,
+            "Schedules",
+            partition_key=_string(SchedulesTable.PARTITION_KEY),
+            sort_key=_string(SchedulesTable.SORT_KEY),
+            time_to_live_attribute=SchedulesTable.TTL_ATTRIBUTE,
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=SchedulesTable.USER_INDEX,
+                    partition_key=_string(SchedulesTable.USER_INDEX_PARTITION_KEY),
+                    sort_key=_string(SchedulesTable.USER_INDEX_SORT_KEY),
+                    projection_type=dynamodb.ProjectionType.ALL,
+                )
+            ],
             **common,
         )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)

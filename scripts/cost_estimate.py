@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,11 @@ class Price:
     INTERFACE_ENDPOINT_HOUR: Final = 0.01
     INTERFACE_ENDPOINT_GB: Final = 0.01
     HOURS_PER_MONTH: Final = 730
+    # Scheduled exports: an EventBridge Scheduler invocation (the first 14 million of a month are
+    # free, per account), and an SES message (per recipient).
+    SCHEDULER_INVOCATION: Final = 1.00 / 1e6
+    SCHEDULER_FREE_INVOCATIONS_PER_MONTH: Final = 14_000_000
+    SES_MESSAGE: Final = 0.10 / 1000
 
 
 # The interface endpoints a worker in private subnets needs (docs/export-your-own-data.md, "On
@@ -168,6 +174,8 @@ class StackFacts:
     stream_memory_mb: int = 256
     push_memory_mb: int = 256
     push_batching_window_sec: int = 1
+    # The schedule function (EventBridge Scheduler's target).
+    schedule_memory_mb: int = 512
 
 
 @dataclass(frozen=True)
@@ -251,7 +259,12 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     )
     lifecycle_id = lifecycle["States"][lifecycle["StartAt"]]["Parameters"]["FunctionName"]
     callback_id = lifecycle["States"][callback_state(lifecycle)]["Parameters"]["FunctionName"]
-    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id, push_id, stream_id}
+    # The schedule function: the one whose asynchronous failures go to the schedules' dead letters.
+    (schedule_id,) = (
+        config["Properties"]["FunctionName"]["Ref"]
+        for config in _of_type(template, "AWS::Lambda::EventInvokeConfig").values()
+    )
+    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id, push_id, stream_id, schedule_id}
     log_group_id = functions[worker_id]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     (bucket,) = (
         bucket
@@ -282,6 +295,7 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         stream_memory_mb=memory[stream_id],
         push_memory_mb=memory[push_id],
         push_batching_window_sec=push_mapping.get("MaximumBatchingWindowInSeconds", 0),
+        schedule_memory_mb=memory[schedule_id],
     )
 
 
@@ -650,6 +664,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "",
     ]
     out += _push_costs(facts, work)
+    out += _schedule_costs(facts, work, per_export)
     out += _vpc_costs()
     return "\n".join(out)
 
@@ -723,6 +738,118 @@ def _push_costs(facts: StackFacts, work: Workload) -> list[str]:
         "exports a month.",
         "",
     ]
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One firing of an export schedule, as this estimate assumes it (besides its run, an export
+    as in the main table, whose lifecycle execution delivers a callback: a scheduled run always
+    goes through the callback function, which records its outcome and mails)."""
+
+    schedule_function_sec: float = 0.3
+    recipients: int = 1
+    # Strongly consistent reads of the schedule item: at the firing, and at the run's end.
+    schedule_reads: int = 2
+    # The firing's idempotency record (a conditional put), the run's outcome on the schedule and
+    # its copy in the by_user index (projection ALL); items under 1 KB.
+    schedule_write_units: int = 3
+
+
+# Firings a month of one schedule: daily and hourly.
+SCHEDULE_MIXES: Final = (("daily", 30), ("hourly", Price.HOURS_PER_MONTH))
+SCHEDULES: Final = 1_000
+
+
+def schedule_lines(facts: StackFacts, work: Workload, firing: Firing | None = None) -> list[Line]:
+    """What one firing of a schedule adds to its run: Scheduler's invocation, the schedule
+    function, the schedules table, the mail, their logs and traces."""
+    firing = firing or Firing()
+    gb_seconds = firing.schedule_function_sec * facts.schedule_memory_mb / 1024
+    return [
+        Line(
+            "EventBridge Scheduler",
+            Price.SCHEDULER_INVOCATION,
+            0,
+            "1 invocation per firing (list price; see the free invocations below)",
+        ),
+        Line(
+            "Schedule function (Lambda)",
+            gb_seconds * Price.LAMBDA_ARM_GB_SECOND + Price.LAMBDA_REQUEST,
+            0,
+            f"1 invocation x {firing.schedule_function_sec} s x {facts.schedule_memory_mb} MB = {gb_seconds:g} GB-s",
+        ),
+        Line(
+            "DynamoDB (schedules table)",
+            firing.schedule_write_units * Price.DYNAMODB_WRITE_UNIT + firing.schedule_reads * Price.DYNAMODB_READ_UNIT,
+            0,
+            f"{firing.schedule_write_units} write units (the firing's idempotency record, the run's outcome and "
+            f"its by_user index copy), {firing.schedule_reads} schedule reads",
+        ),
+        Line(
+            "SES",
+            firing.recipients * Price.SES_MESSAGE,
+            0,
+            f"{firing.recipients} message per run (one per recipient; the link, never the file)",
+        ),
+        Line(
+            "CloudWatch Logs, X-Ray",
+            work.log_bytes_per_invocation / GB * Price.LOGS_INGESTED_GB + Price.XRAY_TRACE,
+            0,
+            f"{work.log_bytes_per_invocation} B of the schedule function's logs, 1 trace",
+        ),
+    ]
+
+
+def _schedule_costs(facts: StackFacts, work: Workload, per_export: float) -> list[str]:
+    """The scheduled exports' section: per 1,000 schedules firing daily or hourly."""
+    lines = schedule_lines(facts, work)
+    firing = Firing()
+    overhead = sum(line.per_export for line in lines)
+    firings = {name: SCHEDULES * per_schedule for name, per_schedule in SCHEDULE_MIXES}
+    columns = [f"{SCHEDULES:,} {name} schedules ({count:,} firings)" for name, count in firings.items()]
+
+    def row(service: str, per_firing: float, basis: str, bold: bool = False) -> list[str]:
+        cells = [_money(per_firing), *(_money(per_firing * count) for count in firings.values())]
+        return [f"**{service}**" if bold else service, *(f"**{c}**" if bold else c for c in cells), basis]
+
+    hourly = firings["hourly"]
+    return [
+        "## Scheduled exports",
+        "",
+        *_wrapped(
+            f"Per {SCHEDULES:,} export schedules (docs/schedules.md) a month, each firing daily (30 times) or hourly "
+            f"({Price.HOURS_PER_MONTH} times). A firing is an EventBridge Scheduler invocation of the schedule "
+            f"function ({firing.schedule_function_sec} s), {firing.schedule_reads} reads and "
+            f"{firing.schedule_write_units} write units of the schedules table, {firing.recipients} mail through SES, "
+            "and its run: an export as in the table above (with a callback: a scheduled run always goes through the "
+            "callback function, which records its outcome and mails)."
+        ),
+        "",
+        *_table(
+            ["Item", "Per firing", *columns, "Basis"],
+            [
+                *(row(line.service, line.per_export, line.basis) for line in lines),
+                row("Scheduling", overhead, "", bold=True),
+                row("The runs (exports as above)", per_export, "the per-export total of the table above"),
+                row("Total", overhead + per_export, "", bold=True),
+            ],
+        ),
+        "",
+        *_wrapped(
+            f"Scheduler's first {Price.SCHEDULER_FREE_INVOCATIONS_PER_MONTH:,} invocations a month are free (per "
+            f"account): {SCHEDULES:,} hourly schedules fire {hourly:,} times, so that line is $0 until about "
+            f"{Price.SCHEDULER_FREE_INVOCATIONS_PER_MONTH // Price.HOURS_PER_MONTH:,} hourly schedules. Fixed and not "
+            "above: the schedule group (free), the alarms on the schedules (in the alarms line of the main table), the "
+            f"schedules table's storage ({SCHEDULES:,} items of about 2 KB, and firing records until they expire: "
+            "< $0.01). A run that fails pays its retries as any export."
+        ),
+        "",
+    ]
+
+
+def _wrapped(paragraph: str) -> list[str]:
+    """A paragraph as the document's lines (at most 100 characters)."""
+    return textwrap.wrap(paragraph, width=100, break_on_hyphens=False)
 
 
 def _vpc_costs(zones: int = 2) -> list[str]:

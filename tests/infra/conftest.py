@@ -49,7 +49,20 @@ PROD_CONTEXT = {
     "worker_vpc": json.dumps(
         {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
     ),
+    # Scheduled exports: their limits, and mail from a verified sender to two domains only.
+    "max_schedules_per_user": "7",
+    "min_schedule_interval_min": "60",
+    "mail_sender": "reports@acme.example",
+    "mail_allowed_domains": "acme.example,finance.acme.example",
 }
+
+
+# What becomes true when the sched branch (issue 33's backend: exports/schedules, the schedules
+# API routes, functions/schedule, the SES and Scheduler clients) is merged: strict, so the merge
+# turns each into a failure until this mark is dropped from it (and then from here).
+PENDING_SCHED_MERGE = pytest.mark.xfail(
+    strict=True, reason="needs the sched branch's code (issue 33): drop this mark once it is merged"
+)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from exports.config import CustomersTable, OrdersTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
+from infra.schedules import ScheduleRunbooks
 from infra.settings import Sizing, StageSettings
 from infra.stack import ExportsStack
 from infra.workflows import VENDED_LOGS_PREFIX
@@ -117,8 +118,9 @@ def test_every_alarm_says_what_to_do_and_links_its_runbook_section(assembly, sta
 def test_every_runbook_is_used_by_an_alarm_and_documented(dev):
     used = {re.search(r"#([a-z0-9-]+)\.", alarm["AlarmDescription"]).group(1) for alarm in alarms(dev)}
 
-    assert {runbook.anchor for runbook in Runbooks.all()} == used
-    assert {runbook.anchor for runbook in Runbooks.all()} <= runbook_anchors()
+    runbooks = {runbook.anchor for runbook in (*Runbooks.all(), *ScheduleRunbooks.all())}
+    assert runbooks == used
+    assert runbooks <= runbook_anchors()
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])

@@ -28,6 +28,7 @@ from exports.config import (
     OrdersTable,
     Push,
     Results,
+    SchedulesTable,
     TaskTable,
     metrics_namespace,
 )
@@ -36,6 +37,7 @@ from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.monitoring import SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
+from infra.schedules import MANAGE_ACTIONS
 from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
 from tests.builders import FakeContext, http_event
 
@@ -87,8 +89,10 @@ def allowed_pairs(synth, service_function):
     for policy in policies:
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
-            # The one conditioned grant: the worker's listing, under the results prefix only.
-            assert "Condition" not in statement or statement["Action"] == "s3:ListBucket", statement
+            # The conditioned grants: the worker's listing, under the results prefix only; handing
+            # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py).
+            conditioned = ("s3:ListBucket", "iam:PassRole", ["ses:SendEmail", "ses:SendRawEmail"])
+            assert "Condition" not in statement or statement["Action"] in conditioned, statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             pairs |= {(action, json.dumps(resource, sort_keys=True)) for action in actions for resource in resources}
@@ -117,6 +121,21 @@ def lifecycle_arn(synth, name=lifecycle_state_machine_name):
     )
 
 
+def group_schedules_arn(synth):
+    """The ARN of every schedule of the stack's Scheduler group, as the template spells it."""
+    return join(
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":scheduler:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        ":schedule/",
+        synth.ref(synth.stack.scheduling.group),
+        "/*",
+    )
+
+
 TABLE_ITEM_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 
 
@@ -133,7 +152,7 @@ def common_grants(synth, service_function):
 
 def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
     functions = service_functions(dev)
-    assert len(functions) == len(dev.stack.functions.all) == 6
+    assert len(functions) == len(dev.stack.functions.all) == 7
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == RUNTIME.name
@@ -190,13 +209,28 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
     registry = {Env.ORDERS_TABLE}
     tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
     push = {Env.CONNECTIONS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBSOCKET_ENDPOINT}
-    expected = {
-        functions.api: common
+    # Scheduled exports (dev sends no mail); test_infra_schedules.py pins which settings read them.
+    scheduling = {
+        Env.SCHEDULES_TABLE,
+        Env.SCHEDULE_GROUP,
+        Env.SCHEDULE_TARGET_ARN,
+        Env.SCHEDULER_ROLE_ARN,
+        Env.SCHEDULE_DLQ_ARN,
+        Env.MAX_SCHEDULES_PER_USER,
+        Env.MIN_SCHEDULE_INTERVAL_MIN,
+    }
+    submit = (
+        common
         | registry
         | tasks
-        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG}
-        # stream tickets: where they are kept and the push channel's URL
-        | {Env.CONNECTIONS_TABLE, Env.WEBSOCKET_URL},
+        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG, Env.CONNECTIONS_TABLE}
+        | (scheduling & functions.api.spec.runtime_settings.variables())
+    )
+    expected = {
+        # stream tickets: the push channel's URL
+        functions.api: submit | {Env.WEBSOCKET_URL},
+        # A firing is submitted as the API's submit path does.
+        functions.schedule: submit,
         functions.worker: common
         | registry
         | tasks
@@ -208,7 +242,8 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.PARTITION_ROWS,
         },
         # No registry, no queue, no workflow: the task, its file's link and the signing key.
-        functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN},
+        functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN}
+        | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
         # The push channel: connections, links of completed tasks, the management endpoint; the
         # registry (tenancy-bound values); $connect also verifies JWTs of the API's issuer.
@@ -305,17 +340,18 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
 def test_each_function_has_its_own_role_without_managed_policies(dev):
     functions = service_functions(dev)
     roles = {json.dumps(f["Properties"]["Role"]) for f in functions.values()}
-    assert len(roles) == len(functions) == 6
+    assert len(roles) == len(functions) == 7
     for service_function in dev.stack.functions.all:
         props = dev.props(service_function.role)
         assert "ManagedPolicyArns" not in props
         assert props["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
-    # The only other roles are the lifecycle and fan-out state machines' (test_infra_workflows.py)
-    # and, in dev, the one of CDK's bucket auto-delete helper (a custom resource provider).
+    # The only other roles are the lifecycle and fan-out state machines' (test_infra_workflows.py),
+    # EventBridge Scheduler's (test_infra_schedules.py) and, in dev, the one of CDK's bucket
+    # auto-delete helper (a custom resource provider).
     others = set(of_type(dev, "AWS::IAM::Role")) - {dev.logical_id(f.role) for f in dev.stack.functions.all}
-    assert len(others) == 3
+    assert len(others) == 4
     assert len([logical_id for logical_id in others if "AutoDeleteObjects" in logical_id]) == 1
 
 
@@ -339,6 +375,12 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             (["states:StartExecution", "states:SendTaskSuccess"], lifecycle_arn(dev)),
             # store a push channel ticket
             (["dynamodb:PutItem"], dev.arn(stack.tables.connections)),
+            # schedules: their items, a user's list; the Scheduler schedule of each, which is
+            # handed Scheduler's role (test_infra_schedules.py checks the scopes)
+            ([*TABLE_ITEM_ACTIONS, "dynamodb:ConditionCheckItem"], dev.arn(stack.tables.schedules)),
+            (["dynamodb:Query"], join(dev.arn(stack.tables.schedules), f"/index/{SchedulesTable.USER_INDEX}")),
+            (list(MANAGE_ACTIONS), group_schedules_arn(dev)),
+            (["iam:PassRole"], dev.arn(stack.scheduling.role)),
         ]
     )
 
@@ -387,7 +429,7 @@ def test_the_worker_lists_only_under_the_results_prefix(dev):
     assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{Results.KEY_PREFIX}/*"]}}
 
 
-def test_no_function_but_the_api_and_the_worker_touches_a_queue(dev):
+def test_no_function_but_the_api_the_worker_and_the_schedule_function_touches_a_queue(dev):
     for service_function in (dev.stack.functions.lifecycle, dev.stack.functions.callback):
         assert not {action for action, _ in allowed_pairs(dev, service_function) if action.startswith("sqs:")}
     for service_function in dev.stack.functions.all:
@@ -422,6 +464,8 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             (["dynamodb:GetItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.tasks)),
             (["s3:GetObject"], results),
             (["secretsmanager:GetSecretValue"], dev.ref(stack.webhook_secret.secret)),
+            # a scheduled run's outcome on its schedule (dev sends no mail)
+            (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.schedules)),
         ]
     )
 
@@ -462,7 +506,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 4  # tasks, connections, demo orders, demo customers
+        assert len(tables) == 5  # tasks, connections, schedules, demo orders, demo customers
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
@@ -497,7 +541,8 @@ def test_the_tables_have_the_indexes_the_code_queries(dev):
 
 def test_queues_are_encrypted_and_ssl_only(dev):
     queues = of_type(dev, "AWS::SQS::Queue")
-    assert len(queues) == 2 * len(LANES) + 1  # and the push mapping's on-failure queue
+    # and the push mapping's on-failure queue, and the schedules' dead-letter queue
+    assert len(queues) == 2 * len(LANES) + 2
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     policies = of_type(dev, "AWS::SQS::QueuePolicy")
@@ -505,6 +550,7 @@ def test_queues_are_encrypted_and_ssl_only(dev):
     assert protected == {
         *(json.dumps(dev.ref(queue)) for lane in dev.stack.queues.lanes for queue in (lane.queue, lane.dead_letters)),
         json.dumps(dev.ref(dev.stack.push.failed_batches)),
+        json.dumps(dev.ref(dev.stack.scheduling.dead_letters)),
     }
     for policy in policies.values():
         assert (
@@ -730,7 +776,12 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
         *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
         *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
-        *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers")),
+        *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers", "Schedules")),
+        # scheduled exports (test_infra_schedules.py)
+        "ScheduleDeadLetters",
+        "SchedulerTargetErrors",
+        "ScheduleFiringsLost",
+        "ScheduleErrors",
         "PushFailed",
         "Api5xx",
         "ExportFailed",
@@ -754,7 +805,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         # No data is no fault; a dead letter (or a failed push batch) keeps its alarm while SQS
         # publishes nothing.
         name = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-")
-        dead_letters = name.startswith("DeadLetters") or name == "PushFailed"
+        dead_letters = name.startswith("DeadLetters") or name in ("PushFailed", "ScheduleDeadLetters")
         assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
 
 
@@ -915,6 +966,9 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "ResultsBucketName",
         "AccessLogsBucketName",
         "TasksTableName",
+        "SchedulesTableName",
+        "ScheduleGroupName",
+        "ScheduleDeadLetterQueueUrl",
         "WebSocketUrl",
         "OrdersTableName",
         "CustomersTableName",
@@ -934,6 +988,9 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("ResultsBucketName", {"Value": dev.ref(dev.stack.storage.bucket)})
     dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
     dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
+    dev.template.has_output("SchedulesTableName", {"Value": dev.ref(dev.stack.tables.schedules)})
+    dev.template.has_output("ScheduleGroupName", {"Value": dev.ref(dev.stack.scheduling.group)})
+    dev.template.has_output("ScheduleDeadLetterQueueUrl", {"Value": dev.ref(dev.stack.scheduling.dead_letters)})
     dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})
     dev.template.has_output("CustomersTableName", {"Value": dev.ref(dev.stack.tables.customers)})
     dev.template.has_output("LifecycleStateMachineArn", {"Value": dev.ref(dev.stack.lifecycle)})

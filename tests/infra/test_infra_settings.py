@@ -196,7 +196,11 @@ def test_dev_synthesizes_without_an_alarm_destination():
 
 
 def test_the_account_quota_needed_counts_the_reservations_and_lambdas_unreserved_minimum():
-    reserved = Sizing.LIFECYCLE_RESERVED_CONCURRENCY + Sizing.CALLBACK_RESERVED_CONCURRENCY
+    reserved = (
+        Sizing.LIFECYCLE_RESERVED_CONCURRENCY
+        + Sizing.CALLBACK_RESERVED_CONCURRENCY
+        + Sizing.SCHEDULE_RESERVED_CONCURRENCY
+    )
 
     assert AccountQuota.lambda_concurrency_needed() == reserved + AccountQuota.LAMBDA_MIN_UNRESERVED_CONCURRENCY
     # The deploy guide states the same number.

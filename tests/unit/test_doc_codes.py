@@ -26,6 +26,9 @@ NOT_OURS = {
     "LATEST_DATE",
     "SSL_CERT_FILE",
     "LAMBDA_TASK_ROOT",
+    # The message attributes of EventBridge Scheduler's dead letters.
+    "ERROR_CODE",
+    "ERROR_MESSAGE",
 }
 _QUOTED_NAME = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
 
