@@ -156,10 +156,16 @@ def run_export(
     """Write the file of the claimed ``task``, or hand it over to a new invocation
     (:class:`HandedOver`). ``remaining_ms``: the invocation's time left (None: unbounded, never
     hands over); progress is measured against the rows the type knows it has, else
-    ``planned_rows`` (what the fan-out plan counted), else the task's ``estimated_rows``."""
+    ``planned_rows`` (what the fan-out plan counted), else what its source counts now, else the
+    task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
+    expected = export_type.expected_rows(filters) or planned_rows
+    if expected is None:
+        # Counted, not the submit's estimate: that is the mean size of the type's recent runs,
+        # which for a type whose size is a filter (or another format's runs) can be off by far.
+        expected = export_type.count_rows(filters, run_control(task, progress, deps, remaining_ms))
     attempt = AttemptFiles(task, deps.results)
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = FORMATS[task.format]
@@ -175,7 +181,7 @@ def run_export(
         resumed=checkpoints.load() if spec.resumable else None,
         deps=deps,
         budget=RunBudget(remaining_ms),
-        tracker=_Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows),
+        tracker=_Progress(progress, expected, task.estimated_rows),
         progress=progress,
     )
     return spec.write(run)
