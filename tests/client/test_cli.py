@@ -227,6 +227,29 @@ def test_progress_is_plain_lines_off_a_terminal_one_per_change_with_rows_per_sec
     ]
 
 
+def test_the_eta_counts_from_when_the_progress_first_moved_within_a_quarter_after_the_first_tenth() -> None:
+    # A 3,000,000-row CSV as the issue saw it: 0 % for 26 s (PostgreSQL sorting before its first
+    # row), then rows at an even pace for 9 s; polled every second.
+    def percent(second: int) -> int:
+        return 0 if second <= 26 else min(99, (second - 26) * 100 // 9)
+
+    stream = io.StringIO()
+    clock = FakeClock()
+    lefts: dict[int, str] = {}
+    with ProgressReporter(stream, clock=clock) as progress:
+        for second in range(35):
+            clock.now = float(second)
+            done = percent(second)
+            progress.update(updates(("RUNNING", done, done * 30_000))[0])
+            lefts[second] = stream.getvalue().splitlines()[-1].split("ETA ")[1].split()[0]
+
+    for second, shown in lefts.items():
+        if percent(second) >= 10:
+            hours, minutes, seconds = (int(part) for part in shown.split(":"))
+            actual = 35 - second
+            assert abs(hours * 3600 + minutes * 60 + seconds - actual) <= max(1, actual / 4), (second, shown)
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
