@@ -1,7 +1,9 @@
-/** One task in the list: status, a progress bar, rows, ETA, and what can be done with it. */
+/** One task in the list: status, a progress bar, rows, ETA, its filters, size and expiry, and
+ * what can be done with it. */
 
 import { isTerminal, type TaskView } from "@exports/client";
 
+import { filtersText, sizeText } from "./facts.js";
 import { Pace } from "./pace.js";
 
 export type Action = "cancel" | "retry";
@@ -48,6 +50,9 @@ export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
       <div><dt>Rows</dt><dd class="rows"></dd></div>
       <div><dt>ETA</dt><dd class="eta"></dd></div>
       <div><dt>Created</dt><dd class="created"></dd></div>
+      <div><dt>Size</dt><dd class="size"></dd></div>
+      <div><dt>Expires</dt><dd class="expires"></dd></div>
+      <div class="wide"><dt>Filters</dt><dd class="filters"></dd></div>
     </dl>
     <p class="error task-error"></p>
     <div class="actions">
@@ -93,6 +98,10 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   text(".rows", rows(task));
   text(".eta", eta(task, pace));
   text(".created", new Date(task.created_at).toLocaleString());
+  text(".size", sizeText(task.size_bytes));
+  // The task and its file are deleted then (the download link too).
+  text(".expires", new Date(task.expires_at).toLocaleString());
+  text(".filters", filtersText(task.filters));
   text(".task-error", task.error ? `${task.error.code}: ${task.error.message}` : "");
   const label = `${task.export_type} export ${short}`;
   const cancel = row.querySelector<HTMLButtonElement>('[data-action="cancel"]')!;
