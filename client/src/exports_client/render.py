@@ -209,16 +209,17 @@ class _Speed:
     """Rows per second and the time left, from the states seen over the last ``window`` seconds.
 
     The time left follows the percentage (rows read against the rows the worker expects; some
-    types measure days read). Until the percentage first moves, only the latest state is kept:
-    time a source spends before its first row (a sort, a slow query) is time not started, not a
-    slow pace (counted in, a 3,000,000-row CSV that sat at 0 % for 26 s showed minutes with 9 s
-    left). A finished task's rate is its rows over its own run time, as the service timed it.
+    types measure days read), paced from the first state with a row read: time a source spends
+    before its first row (a sort, a slow query) is time not started, not a slow pace (counted
+    in, a 3,000,000-row CSV that sat at 0 % for 26 s showed minutes with 9 s left). Nor is the
+    last state seen at 0 % a start: pushed states come only when something changed, so it may be
+    from long before the rows began. A finished task's rate is its rows over its own run time,
+    as the service timed it.
     """
 
     def __init__(self, window: float) -> None:
         self._window = window
         self._samples: deque[_Sample] = deque()
-        self._moved = False
 
     def observe(self, task: TaskView, now: float) -> tuple[float | None, float | None]:
         """(rows/s, seconds left) after seeing ``task`` at ``now``; None where not known yet."""
@@ -230,10 +231,9 @@ class _Speed:
             return (rows / ran if ran > 0 else None), 0.0
         if task.status is not TaskStatus.RUNNING:
             return None, None
-        if not self._moved and self._samples and self._samples[0].progress == task.progress:
-            self._samples.clear()
+        if task.progress == 0 and task.rows_written == 0:
+            return None, None  # not started: no row read yet
         self._samples.append(_Sample(now, task.progress, task.rows_written))
-        self._moved = len(self._samples) > 1
         while len(self._samples) > 2 and self._samples[1].at <= now - self._window:
             self._samples.popleft()
         first, last = self._samples[0], self._samples[-1]

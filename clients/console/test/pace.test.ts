@@ -8,33 +8,36 @@ import type { TaskView } from "@exports/client";
 import { Pace } from "../src/pace.js";
 
 function running(progress: number): TaskView {
-  return { status: "RUNNING", progress, started_at: "2026-01-05T00:00:00Z" } as TaskView;
+  return { status: "RUNNING", progress, rows_written: progress * 30_000, started_at: "2026-01-05T00:00:00Z" } as TaskView;
 }
 
 /** A 3,000,000-row export as the issue saw it: 0 % for 26 s (PostgreSQL sorting), then rows
- * read at an even pace for 9 s; one state a second. */
+ * read at an even pace for 9 s. */
 function issueExport(second: number): number {
-  return second <= 26 ? 0 : Math.min(100, Math.floor(((second - 26) * 100) / 9));
+  return second <= 26 ? 0 : Math.min(99, Math.floor(((second - 26) * 100) / 9));
 }
 
-test("the ETA counts from when the progress first moved, within 25 % after the first tenth", () => {
-  const pace = new Pace();
-  const lefts: Array<[number, number | null]> = [];
-  for (let second = 0; second < 35; second += 1) {
-    lefts.push([second, pace.secondsLeft(running(issueExport(second)), second * 1000)]);
-  }
-  for (const [second, left] of lefts) {
-    if (issueExport(second) < 10) continue;
-    const actual = 35 - second;
-    assert.ok(left !== null, `an ETA at ${second} s`);
-    assert.ok(Math.abs(left - actual) <= Math.max(1, 0.25 * actual), `at ${second} s: ${left} s shown, ${actual} s left`);
-  }
-  assert.deepEqual(
-    lefts.filter(([second]) => second <= 26).map(([, left]) => left),
-    new Array(27).fill(null),
-    "no ETA before the progress moved",
-  );
-});
+for (const pushed of [false, true]) {
+  // Polled: a state every second. Pushed: a state only when it changed (0 % at the start, then
+  // every second from the first row on).
+  test(`the ETA is paced from the first row read, within 25 % after the first tenth (${pushed ? "pushed" : "polled"})`, () => {
+    const pace = new Pace();
+    const lefts = new Map<number, number | null>();
+    for (let second = 0; second < 35; second += 1) {
+      if (pushed && second > 0 && second <= 26) continue;
+      lefts.set(second, pace.secondsLeft(running(issueExport(second)), second * 1000));
+    }
+    for (const [second, left] of lefts) {
+      if (second <= 27) {
+        assert.equal(left, null, `no ETA at ${second} s, before a pace of rows read`);
+        continue;
+      }
+      const actual = 35 - second;
+      assert.ok(left !== null, `an ETA at ${second} s`);
+      assert.ok(Math.abs(left - actual) <= Math.max(1, 0.25 * actual), `at ${second} s: ${left} s shown, ${actual} s left`);
+    }
+  });
+}
 
 test("a task first seen part-way measures its pace from there; a retry starts over", () => {
   const pace = new Pace();
@@ -42,5 +45,6 @@ test("a task first seen part-way measures its pace from there; a retry starts ov
   assert.equal(pace.secondsLeft(running(50), 10_000), 50);
   assert.equal(pace.secondsLeft({ ...running(0), status: "PENDING" }, 11_000), null);
   assert.equal(pace.secondsLeft(running(0), 12_000), null);
+  assert.equal(pace.secondsLeft(running(10), 14_000), null);
   assert.equal(pace.secondsLeft(running(20), 16_000), 16);
 });
