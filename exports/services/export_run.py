@@ -130,13 +130,13 @@ class _Progress:
 
     def __init__(self, reporter: ProgressReporter, expected_rows: int | None, estimated_rows: int | None) -> None:
         self._reporter = reporter
-        self._expected = expected_rows
+        self.expected = expected_rows
         self._estimated = estimated_rows
         self.percent = 0
 
     def update(self, rows: int, fraction: float | None) -> None:
-        if self._expected:
-            fraction = rows / self._expected
+        if self.expected:
+            fraction = rows / self.expected
         elif fraction is None and self._estimated:
             fraction = rows / self._estimated
         if fraction is not None:
@@ -161,14 +161,16 @@ def run_export(
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
-    expected = export_type.expected_rows(filters) or planned_rows
+    attempt = AttemptFiles(task, deps.results)
+    checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
+    spec = FORMATS[task.format]
+    # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
+    resumed = checkpoints.load() if spec.resumable else None
+    expected = export_type.expected_rows(filters) or planned_rows or (resumed[0].expected_rows if resumed else None)
     if expected is None:
         # Counted, not the submit's estimate: that is the mean size of the type's recent runs,
         # which for a type whose size is a filter (or another format's runs) can be off by far.
         expected = export_type.count_rows(filters, run_control(task, progress, deps, remaining_ms))
-    attempt = AttemptFiles(task, deps.results)
-    checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
-    spec = FORMATS[task.format]
     run = ExportRun(
         task=task,
         export_type=export_type,
@@ -177,8 +179,7 @@ def run_export(
         target=result_target(task, export_type, filters),
         attempt=attempt,
         checkpoints=checkpoints,
-        # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
-        resumed=checkpoints.load() if spec.resumable else None,
+        resumed=resumed,
         deps=deps,
         budget=RunBudget(remaining_ms),
         tracker=_Progress(progress, expected, task.estimated_rows),
@@ -320,7 +321,9 @@ def _hand_over(
     run: ExportRun, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int
 ) -> HandedOver:
     """Save a checkpoint and queue the task for a new invocation."""
-    checkpoint = run.checkpoints.save(run.export_type.name, run.target.key, run.resumable, sink, gzip, cursor, rows)
+    checkpoint = run.checkpoints.save(
+        run.export_type.name, run.target.key, run.resumable, sink, gzip, cursor, rows, run.tracker.expected
+    )
     continue_later(run.progress.task, rows, run.tracker.percent, run.deps)
     logger.info(
         "export continues in a new invocation",

@@ -319,6 +319,7 @@ class NumbersExport(ExportType):
         self.rows_total = rows_total
         # What count_rows answers (a SQL source's count(*)); None: the type cannot count.
         self.counted = counted
+        self.counts = 0
         self.page_rows = page_rows
         self.expected = expected
         self.before_page = before_page
@@ -341,6 +342,7 @@ class NumbersExport(ExportType):
         return self.expected
 
     def count_rows(self, filters: Any, control: RunControl) -> int | None:
+        self.counts += 1
         return self.counted
 
     def file_stem(self, filters: Any) -> str:
