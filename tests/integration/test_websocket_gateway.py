@@ -104,40 +104,43 @@ def hang_up(connection: ClientConnection) -> None:
 
 def test_a_clients_flood_does_not_keep_another_from_connecting_and_hearing_back(gateway) -> None:
     server, function = gateway
-    noisy = client(server)
-    # Pings whose answers it never reads: 20 MB of answers, more than the sockets buffer.
-    ping = json.dumps({"action": "ping", "reply": "x" * 4096})
-    flooding = threading.Thread(target=flood, args=(noisy, ping), daemon=True)
-    flooding.start()
-    wait_until_still(function)  # the flood filled every buffer on its way: no event comes now
+    with client(server) as noisy:
+        try:
+            # Pings whose answers it never reads: 20 MB of answers, more than the sockets buffer.
+            ping = json.dumps({"action": "ping", "reply": "x" * 4096})
+            flooding = threading.Thread(target=flood, args=(noisy, ping), daemon=True)
+            flooding.start()
+            wait_until_still(function)  # the flood filled every buffer on its way: no event comes now
 
-    started = time.monotonic()
-    with client(server) as quiet:
-        assert ping_and_wait(quiet, "pong") == "pong"
-        assert ping_and_wait(quiet, "pong again") == "pong again"
-    waited = time.monotonic() - started
+            started = time.monotonic()
+            with client(server) as quiet:
+                assert ping_and_wait(quiet, "pong") == "pong"
+                assert ping_and_wait(quiet, "pong again") == "pong again"
+            waited = time.monotonic() - started
 
-    assert waited < 2 * BOUND_SEC
-    assert function.events < FLOOD  # the quiet client was served while the flood went on
-    hang_up(noisy)
+            assert waited < 2 * BOUND_SEC
+            assert function.events < FLOOD  # the quiet client was served while the flood went on
+        finally:
+            hang_up(noisy)
     flooding.join(timeout=BOUND_SEC)
 
 
 def test_a_client_that_does_not_read_is_closed_and_holds_up_no_post_to_another(gateway) -> None:
     server, _ = gateway
-    deaf = client(server)  # never reads
-    with client(server) as listening:
-        assert ping_and_wait(listening, "hello") == "hello"
-        deaf_id, listening_id = _connection_ids(server, deaf, listening)
-        page = "x" * 64 * 1024
-        statuses = [
-            post(server.management_url, deaf_id, page, timeout=BOUND_SEC) for _ in range(MAX_UNSENT_MESSAGES * 2)
-        ]
+    with client(server) as deaf, client(server) as listening:  # deaf never reads
+        try:
+            assert ping_and_wait(listening, "hello") == "hello"
+            deaf_id, listening_id = _connection_ids(server, deaf, listening)
+            page = "x" * 64 * 1024
+            statuses = [
+                post(server.management_url, deaf_id, page, timeout=BOUND_SEC) for _ in range(MAX_UNSENT_MESSAGES * 2)
+            ]
 
-        assert statuses[0] == 200 and statuses[-1] == 410  # once too far behind, it is gone
-        assert post(server.management_url, listening_id, "still here", timeout=BOUND_SEC) == 200
-        assert listening.recv(timeout=BOUND_SEC) == "still here"
-    hang_up(deaf)
+            assert statuses[0] == 200 and statuses[-1] == 410  # once too far behind, it is gone
+            assert post(server.management_url, listening_id, "still here", timeout=BOUND_SEC) == 200
+            assert listening.recv(timeout=BOUND_SEC) == "still here"
+        finally:
+            hang_up(deaf)
 
 
 def _connection_ids(server: WebSocketGateway, *clients: ClientConnection) -> list[str]:
