@@ -238,6 +238,17 @@ class ExportTypeList(BaseModel):
     items: list[ExportTypeView]
 
 
+class CallerView(BaseModel):
+    """Who the token says is asking, and what the export types bind from it."""
+
+    user_id: str = Field(description="The token's subject: whose tasks these are.")
+    bound: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the export types the caller may use bind from the token (a tenant id, the"
+        " groups), by the name they bind it as: every export of the caller is made with these values.",
+    )
+
+
 class FieldProblem(BaseModel):
     """One invalid field of a request."""
 

@@ -40,7 +40,7 @@ class ExportsStack(Stack):
             scope,
             construct_id,
             stack_name=stack_name or default_stack_name(settings.stage),
-            description=f"{SERVICE_NAME}: asynchronous CSV/XLSX exports ({settings.stage})",
+            description=f"{SERVICE_NAME}: asynchronous data exports ({settings.stage})",
         )
         Tags.of(self).add("service", SERVICE_NAME)
         Tags.of(self).add("stage", settings.stage)

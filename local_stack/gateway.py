@@ -36,6 +36,8 @@ _TEXT_TYPES = ("application/json", "text/", "application/xml")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
 # Where the export console's static files are served (clients/console; no token: the page asks).
 CONSOLE_PATH = "/console"
+# What a browser asks every origin for, without a token: no icon (204), never a 401.
+FAVICON_PATH = "/favicon.ico"
 
 
 def printable(text: str) -> str:
@@ -186,6 +188,8 @@ class Gateway:
     def _route(self, request: Request) -> Response:
         if self._console_dir and (request.path == CONSOLE_PATH or request.path.startswith(f"{CONSOLE_PATH}/")):
             return self._console(request, self._console_dir)
+        if request.path == FAVICON_PATH and request.method in ("GET", "HEAD"):
+            return Response(status=204, headers={"Cache-Control": "public, max-age=86400"})
         user = self._user_of(request)
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
         if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):

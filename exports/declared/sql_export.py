@@ -86,6 +86,11 @@ class DeclaredSqlExport(DeclaredExport):
         instants = {column.name for column in described if column.type_name == INSTANT_TYPE}
         return frozenset(column.name for column in self.columns(filters) if column.name in instants)
 
+    def count_rows(self, filters: DeclaredFilters, control: RunControl) -> int:
+        """``count(*)`` of the query: the planner drops the columns it does not need and the
+        sort, so the server answers it long before the rows themselves arrive."""
+        return self._reader.count(self._read(filters, None), control)
+
     def plan_partitions(
         self, filters: DeclaredFilters, control: RunControl, rows_per_partition: int, max_partitions: int
     ) -> list[PartitionSpec] | None:

@@ -49,6 +49,9 @@ class ExportCheckpoint(BaseModel):
     gzip: dict[str, Any] | None = None
     cursor: dict[str, Any] | None = None
     saved_at: datetime
+    # The rows the export is measured against (its source's count): the next invocation goes on
+    # with it instead of counting again.
+    expected_rows: int | None = None
 
 
 def fingerprint(values: dict[str, Any]) -> str:

@@ -262,6 +262,13 @@ class ExportType(ABC, Generic[FiltersT]):
         then rows written against it); None otherwise."""
         return None
 
+    def count_rows(self, filters: FiltersT, control: RunControl) -> int | None:
+        """How many rows the export will have, counted by its source when the run starts (a
+        worker measures progress against it when neither :meth:`expected_rows` nor a fan-out
+        plan gave a count); None when the source cannot count them cheaper than reading them
+        (the default)."""
+        return None
+
     def plan_partitions(
         self, filters: FiltersT, control: RunControl, rows_per_partition: int, max_partitions: int
     ) -> list[PartitionSpec] | None:

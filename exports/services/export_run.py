@@ -140,13 +140,13 @@ class _Progress:
 
     def __init__(self, reporter: ProgressReporter, expected_rows: int | None, estimated_rows: int | None) -> None:
         self._reporter = reporter
-        self._expected = expected_rows
+        self.expected = expected_rows
         self._estimated = estimated_rows
         self.percent = 0
 
     def update(self, rows: int, fraction: float | None) -> None:
-        if self._expected:
-            fraction = rows / self._expected
+        if self.expected:
+            fraction = rows / self.expected
         elif fraction is None and self._estimated:
             fraction = rows / self._estimated
         if fraction is not None:
@@ -166,7 +166,8 @@ def run_export(
     """Write the file of the claimed ``task``, or hand it over to a new invocation
     (:class:`HandedOver`). ``remaining_ms``: the invocation's time left (None: unbounded, never
     hands over); progress is measured against the rows the type knows it has, else
-    ``planned_rows`` (what the fan-out plan counted), else the task's ``estimated_rows``."""
+    ``planned_rows`` (what the fan-out plan counted), else what its source counts now, else the
+    task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     columns = export_type.columns(filters)
@@ -174,7 +175,15 @@ def run_export(
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = FORMATS[task.format]
     budget = RunBudget(remaining_ms)
-    zoned = task_zone(task, export_type, filters, _Control(task, budget, progress, deps))
+    control = _Control(task, budget, progress, deps)
+    zoned = task_zone(task, export_type, filters, control)
+    # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
+    resumed = checkpoints.load() if spec.resumable else None
+    expected = export_type.expected_rows(filters) or planned_rows or (resumed[0].expected_rows if resumed else None)
+    if expected is None:
+        # Counted, not the submit's estimate: that is the mean size of the type's recent runs,
+        # which for a type whose size is a filter (or another format's runs) can be off by far.
+        expected = export_type.count_rows(filters, control)
     run = ExportRun(
         task=task,
         export_type=export_type,
@@ -184,11 +193,10 @@ def run_export(
         target=result_target(task, export_type, filters),
         attempt=attempt,
         checkpoints=checkpoints,
-        # A format that cannot hand over never goes on from a checkpoint (a stray one goes).
-        resumed=checkpoints.load() if spec.resumable else None,
+        resumed=resumed,
         deps=deps,
         budget=budget,
-        tracker=_Progress(progress, export_type.expected_rows(filters) or planned_rows, task.estimated_rows),
+        tracker=_Progress(progress, expected, task.estimated_rows),
         progress=progress,
     )
     return spec.write(run)
@@ -335,7 +343,9 @@ def _hand_over(
     run: ExportRun, sink: MultipartSink, gzip: GzipStream | None, cursor: Cursor | None, rows: int
 ) -> HandedOver:
     """Save a checkpoint and queue the task for a new invocation."""
-    checkpoint = run.checkpoints.save(run.export_type.name, run.target.key, run.resumable, sink, gzip, cursor, rows)
+    checkpoint = run.checkpoints.save(
+        run.export_type.name, run.target.key, run.resumable, sink, gzip, cursor, rows, run.tracker.expected
+    )
     continue_later(run.progress.task, rows, run.tracker.percent, run.deps)
     logger.info(
         "export continues in a new invocation",

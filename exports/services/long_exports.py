@@ -106,9 +106,10 @@ class Checkpoints:
         gzip: GzipStream | None,
         cursor: Cursor | None,
         rows: int,
+        expected_rows: int | None = None,
     ) -> ExportCheckpoint:
-        """Store where the export of ``key`` stands after ``rows`` rows (``upload`` None: it
-        cannot be resumed); EXPORT_TOO_LONG if the export cannot continue."""
+        """Store where the export of ``key`` stands after ``rows`` rows of ``expected_rows``
+        (``upload`` None: it cannot be resumed); EXPORT_TOO_LONG if the export cannot continue."""
         if cursor is None:
             why = f"export type {export_type} cannot continue in a new one"
         elif self._attempt.files is None or upload is None:
@@ -116,7 +117,7 @@ class Checkpoints:
         elif self._task.continuations >= MAX_CONTINUATIONS:
             why = f"it has already continued {self._task.continuations} times"
         else:
-            return self._write(key, upload, sink, gzip, cursor, rows)
+            return self._write(key, upload, sink, gzip, cursor, rows, expected_rows)
         raise ExportFailed(f"the export does not fit in one worker run and {why}", code=EXPORT_TOO_LONG)
 
     def _write(
@@ -127,6 +128,7 @@ class Checkpoints:
         gzip: GzipStream | None,
         cursor: Cursor,
         rows: int,
+        expected_rows: int | None,
     ) -> ExportCheckpoint:
         gzip_state = gzip.suspend() if gzip is not None else None
         try:
@@ -147,6 +149,7 @@ class Checkpoints:
             gzip=gzip_state.to_json() if gzip_state else None,
             cursor=cursor,
             saved_at=self._clock(),
+            expected_rows=expected_rows,
         )
         self._attempt.write_checkpoint(encode_checkpoint(checkpoint, state.tail))
         return checkpoint

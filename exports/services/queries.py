@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from exports.config import Limits
-from exports.domain.caller import Caller
+from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import InvalidRequest, TaskNotFound, TaskNotReady, UnknownExportType
 from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
@@ -69,6 +70,23 @@ def list_tasks(
 def export_types(caller: Caller, deps: ApiDependencies) -> list[AnyExportType]:
     """What ``caller`` can export (the types whose access rule they pass)."""
     return deps.registry.for_caller(caller)
+
+
+def caller_bindings(caller: Caller, deps: ApiDependencies) -> dict[str, Any]:
+    """What the types ``caller`` may use bind from the token, by name."""
+    return bindings_of(caller, deps.registry.for_caller(caller))
+
+
+def bindings_of(caller: Caller, types: list[AnyExportType]) -> dict[str, Any]:
+    """What ``types`` bind from ``caller``'s token, by name (a type that refuses the token,
+    lacking a claim it needs, binds nothing)."""
+    bound: dict[str, Any] = {}
+    for export_type in types:
+        try:
+            bound.update(export_type.bind_caller(caller))
+        except CallerRefused:
+            continue
+    return bound
 
 
 def documented_export_types(deps: ApiDependencies) -> list[AnyExportType]:

@@ -19,6 +19,7 @@ from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_connections import DynamoTickets
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.api_models import (
+    CallerView,
     ExportAccepted,
     ExportRequest,
     ExportTypeList,
@@ -31,6 +32,7 @@ from exports.composition import PowertoolsMetrics, compose_api
 from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits
 from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
+from exports.domain.task import ExportFormat
 from exports.export_types.base import AnyExportType
 from exports.http.envelope import (
     caller_id,
@@ -79,7 +81,9 @@ def openapi_settings() -> dict[str, Any]:
     return {
         "title": "exports",
         "version": "1.0.0",
-        "description": "Asynchronous CSV/XLSX exports: submit, poll or get called back, download.",
+        # From the enum: a new format is named here without anyone remembering to.
+        "description": f"Asynchronous data exports ({', '.join(ExportFormat)}): submit, then poll, get called"
+        " back or follow pushed events, and download.",
         "security_schemes": {"bearerAuth": HTTPBearer(bearerFormat="JWT")},
         "security": [{"bearerAuth": []}],
     }
@@ -170,6 +174,7 @@ _TICKET_RESPONSES = responses(
     (404, "This deployment has no push channel: poll instead."),
 )
 _LIST_QUERY = frozenset({"limit", "status", "next_token"})
+_ME_RESPONSES = responses({200: {"description": "The caller as the token says, and what the types bind from it."}})
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
 _TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 
@@ -338,6 +343,21 @@ def stream_ticket() -> Response[StreamTicketView]:
     ticket = issue_ticket(Viewer.of(caller), ticket_store(table), url, deps.clock())
     body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
     return _json(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/me",
+    summary="Who is asking",
+    description="The token's subject and what the export types the caller may use bind from the token"
+    " (a tenant id, the groups): a console says who is signed in with it.",
+    tags=["caller"],
+    responses=_ME_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def get_caller() -> CallerView:
+    """The caller's user id and the values the types they may use bind from their token."""
+    caller = caller_of(app.current_event)
+    return CallerView(user_id=caller.user_id, bound=queries.caller_bindings(caller, dependencies()))
 
 
 @app.get(

@@ -227,6 +227,34 @@ def test_progress_is_plain_lines_off_a_terminal_one_per_change_with_rows_per_sec
     ]
 
 
+@pytest.mark.parametrize("pushed", [False, True])
+def test_the_eta_counts_from_the_first_row_read_within_a_quarter_after_the_first_tenth(pushed: bool) -> None:
+    # A 3,000,000-row CSV as the issue saw it: 0 % for 26 s (PostgreSQL sorting before its first
+    # row), then rows at an even pace for 9 s. Polled: a state every second; pushed: a state
+    # only when it changed (0 % at the start, then every second from the first row on).
+    def percent(second: int) -> int:
+        return 0 if second <= 26 else min(99, (second - 26) * 100 // 9)
+
+    stream = io.StringIO()
+    clock = FakeClock()
+    lefts: dict[int, str] = {}
+    with ProgressReporter(stream, clock=clock) as progress:
+        for second in range(35):
+            clock.now = float(second)
+            done = percent(second)
+            if pushed and 0 < second <= 26:
+                continue
+            progress.update(updates(("RUNNING", done, done * 30_000))[0])
+            lefts[second] = stream.getvalue().splitlines()[-1].split("ETA ")[1].split()[0]
+
+    assert lefts[26 if not pushed else 0] == lefts[27] == "-:--:--"  # no ETA before a pace of rows read
+    for second, shown in lefts.items():
+        if percent(second) >= 10 and second > 27:
+            hours, minutes, seconds = (int(part) for part in shown.split(":"))
+            actual = 35 - second
+            assert abs(hours * 3600 + minutes * 60 + seconds - actual) <= max(1, actual / 4), (second, shown)
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -54,6 +54,7 @@ OPERATIONS = {
     ("get", "/v1/export-types"): ExportsClient.export_types,
     ("get", "/v1/export-types/{name}"): ExportsClient.export_type,
     ("post", "/v1/stream-tickets"): ExportsClient.stream_ticket,
+    ("get", "/v1/me"): ExportsClient.me,
 }
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}

@@ -75,6 +75,11 @@ def test_export_types_describe_their_formats_and_filters(client: ExportsClient) 
     assert set(orders.filters_schema["required"]) == {"date_from", "date_to"}
 
 
+def test_me_is_the_tokens_user(client: ExportsClient) -> None:
+    caller = client.me()
+    assert caller.user_id == "alice" and isinstance(caller.bound, dict)
+
+
 def test_refusals_are_typed_errors_with_the_services_code(client: ExportsClient, stack: Stack) -> None:
     with pytest.raises(InvalidRequestError) as invalid:
         client.submit("orders", {"date_from": "2025-13-01", "date_to": recent(0)})

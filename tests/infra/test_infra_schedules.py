@@ -94,7 +94,7 @@ def test_the_schedules_table_is_kept_and_recoverable_as_the_tasks_table(dev, pro
         assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert replica["DeletionProtectionEnabled"] is synth.settings.protect_data
         assert schedules["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
-    assert prod.resource(prod.stack.tables.schedules)["DeletionPolicy"] == "Retain"
+    assert prod.resource(prod.stack.tables.schedules)["DeletionPolicy"] == "RetainExceptOnCreate"
     assert dev.resource(dev.stack.tables.schedules)["DeletionPolicy"] == "Delete"
 
 

@@ -223,6 +223,14 @@ def test_export_types_show_formats_and_filter_schema(aws: Resources) -> None:
     assert set(orders["filters_schema"]["required"]) == {"date_from", "date_to"}
 
 
+def test_me_names_the_caller_of_the_token(aws: Resources) -> None:
+    status, _, body = call(http_event("GET", "/v1/me", user="bob"))
+    assert status == 200
+    assert body == {"user_id": "bob", "bound": {}}  # the demo types here bind nothing from the token
+    status, _, _ = call(http_event("GET", "/v1/me", user=None))
+    assert status == 401
+
+
 def test_openapi_document_and_swagger_ui_are_served(aws: Resources) -> None:
     status, _, spec = call(http_event("GET", "/openapi.json", user=None))
     assert status == 200

@@ -134,3 +134,11 @@ by = "date_range"
 
     with pytest.raises(DeclarationError, match=r"types\.t: partitions: only SQL types"):
         declared_types(path, {})
+
+
+def test_a_sql_type_counts_the_rows_an_unsplit_export_measures_its_progress_against(
+    demo_types: dict[str, ExportType],
+) -> None:
+    orders = demo_types["orders"]
+    filters = orders.parse_filters(FILTERS, ACME)
+    assert orders.count_rows(filters, Unbounded()) == len(_rows(orders, filters)) > 0

@@ -15,6 +15,7 @@ import pytest
 from exports.declared.loader import DeclarationError, load_declarations
 from exports.domain.caller import Caller
 from exports.export_types.base import ExportType, Unbounded
+from exports.services.queries import bindings_of
 from tests.postgres.conftest import declared_types, write_declaration
 
 SOURCE = """
@@ -189,6 +190,12 @@ def test_the_demo_types_bind_the_tenant_into_their_query_and_hot_key(demo_types:
     assert orders.hot_key(acme) != orders.hot_key(globex)
     assert acme.model_dump(mode="json", exclude_none=True) == raw  # what the task stores as its filters
     assert acme.bound_values() == {"tenant_id": "acme"}  # and what it records as bound
+
+
+def test_who_is_signed_in_shows_what_the_demo_types_bind_from_the_token(demo_types: dict[str, ExportType]) -> None:
+    # GET /v1/me's `bound`: the console says whose data the caller exports.
+    assert bindings_of(ALICE, list(demo_types.values())) == {"tenant_id": "acme"}
+    assert bindings_of(Caller("nobody"), list(demo_types.values())) == {}  # no tenant claim: bound to none
 
 
 def test_a_long_hot_key_is_hashed_to_fit_a_dynamodb_key(demo_types: dict[str, ExportType]) -> None:

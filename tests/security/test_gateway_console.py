@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import requests
 
-from local_stack.gateway import CONSOLE_PATH, Gateway
+from local_stack.gateway import CONSOLE_PATH, FAVICON_PATH, Gateway
 from local_stack.local_users import LocalUser
 
 CALLS: list[str] = []
@@ -43,6 +43,12 @@ def test_the_page_and_its_files_need_no_token(console: str) -> None:
     script = requests.get(f"{console}{CONSOLE_PATH}/console.js", timeout=5)
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert CALLS == [], "the API function saw none of them"
+
+
+def test_the_icon_every_browser_asks_for_is_no_content_without_a_token(console: str) -> None:
+    answer = requests.get(f"{console}{FAVICON_PATH}", timeout=5)
+    assert answer.status_code == 204 and answer.content == b""
+    assert CALLS == [], "the API function never saw it"
 
 
 @pytest.mark.parametrize("target", ["/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/missing.js"])

@@ -268,6 +268,35 @@ def test_progress_is_measured_against_the_plans_count_when_the_type_knows_none()
     assert [written.progress for _, written in world.tasks.writes][:3] == [2, 5, 7]
 
 
+@pytest.mark.parametrize("fmt", [ExportFormat.CSV, ExportFormat.JSONL, ExportFormat.PDF, ExportFormat.PARQUET])
+def test_progress_of_an_unplanned_export_is_rows_read_against_the_sources_count_not_the_estimate(fmt):
+    # The submit's estimate is the mean of the type's recent runs (3,000 rows here); the run
+    # counts its own 100 rows, so each write is rows read against them, not 100/3,000 = 3 %.
+    world = make_world(NumbersExport(rows_total=100, page_rows=10, fractions=False, counted=100))
+    numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(2.5)
+    task = running_task(world, fmt=fmt).model_copy(update={"estimated_rows": 3000})
+
+    run(world, task)
+
+    writes = [written for _, written in world.tasks.writes]
+    assert len(writes) >= 5
+    assert [written.progress for written in writes] == [min(written.rows_written, 99) for written in writes]
+
+
+def test_a_long_export_counts_its_rows_once_and_its_continuations_go_on_against_that_count():
+    world = make_world(NumbersExport(rows_total=100, page_rows=10, fractions=False, counted=100))
+    export = numbers_in(world.deps.registry)
+    export.before_page = lambda _: world.clock.advance(2.5)
+    task = running_task(world).model_copy(update={"estimated_rows": 3000})
+
+    result, invocations = run_in_invocations(world, task, pages_per_invocation=3)
+
+    assert result.rows == 100 and invocations > 2
+    assert export.counts == 1  # a count(*) can be long: the checkpoint carries it on
+    writes = [written for _, written in world.tasks.writes if written.status is TaskStatus.RUNNING]
+    assert [written.progress for written in writes] == [min(written.rows_written, 99) for written in writes]
+
+
 def test_progress_of_a_source_that_knows_nothing_follows_the_submits_estimate():
     world = make_world(NumbersExport(rows_total=100, page_rows=10, fractions=False))
     numbers_in(world.deps.registry).before_page = lambda _: world.clock.advance(2.5)

@@ -13,6 +13,7 @@ import pytest
 from jsonschema_rs import Draft202012, Draft202012Validator, Registry
 from openapi_spec_validator import validate
 
+from exports.domain.task import ExportFormat
 from tests.client.openapi_doc import served_openapi
 
 ERROR_REF = "#/components/schemas/ErrorBody"
@@ -49,6 +50,7 @@ def test_no_operation_documents_a_shape_the_service_never_returns(document: dict
         ("GET /v1/exports/{task_id}/download", {"302", "401", "404", "409", "503"}),
         ("GET /v1/export-types", {"200", "401", "503"}),
         ("GET /v1/export-types/{name}", {"200", "401", "404", "503"}),
+        ("GET /v1/me", {"200", "401", "503"}),
     ],
 )
 def test_every_real_answer_is_documented(document: dict[str, Any], operation: str, statuses: set[str]) -> None:
@@ -68,6 +70,12 @@ def test_the_headers_are_documented_and_the_redirect_has_no_body(document: dict[
         for status in ("429", "503"):
             if status in operation["responses"]:
                 assert operation["responses"][status]["headers"]["Retry-After"]["required"], (name, status)
+
+
+def test_the_description_names_every_format_the_service_writes(document: dict[str, Any]) -> None:
+    described = document["info"]["description"]
+    assert [fmt.value for fmt in ExportFormat if fmt.value not in re.findall(r"[a-z.]+", described)] == []
+    assert "CSV/XLSX" not in described
 
 
 def test_every_operation_has_a_summary_and_a_description(document: dict[str, Any]) -> None:

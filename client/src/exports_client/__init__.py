@@ -27,6 +27,7 @@ from exports_client.errors import (
 from exports_client.models import (
     TERMINAL,
     CallbackView,
+    CallerView,
     ErrorView,
     ExportAccepted,
     ExportFormat,
@@ -44,6 +45,7 @@ __all__ = [
     "APIError",
     "AuthenticationError",
     "CallbackView",
+    "CallerView",
     "ConflictError",
     "ErrorView",
     "ExportAccepted",

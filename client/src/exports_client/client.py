@@ -28,6 +28,7 @@ from exports_client.errors import (
     retry_after_seconds,
 )
 from exports_client.models import (
+    CallerView,
     ExportAccepted,
     ExportFormat,
     ExportTypeList,
@@ -150,6 +151,11 @@ class ExportsClient:
             if not page.next_token:
                 return
             next_token = page.next_token
+
+    def me(self) -> CallerView:
+        """Who your token says you are, and what the export types bind from it (``bound``, e.g.
+        ``{"tenant_id": "acme"}``: every export you make is made with these values)."""
+        return self._parse(CallerView, self._request("GET", "/v1/me"))
 
     def export_types(self) -> builtins.list[ExportTypeView]:
         """What this deployment can export for you: formats and the JSON Schema of each type's

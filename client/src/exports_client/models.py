@@ -143,6 +143,13 @@ class ExportTypeView(_Result):
     filters_schema: dict[str, Any]
 
 
+class CallerView(_Result):
+    """Who the token says is asking, and what the export types bind from it."""
+
+    user_id: str
+    bound: dict[str, Any] = Field(default_factory=dict)
+
+
 class ExportTypeList(_Result):
     """Everything this deployment can export."""
 

@@ -209,8 +209,13 @@ class _Sample:
 class _Speed:
     """Rows per second and the time left, from the states seen over the last ``window`` seconds.
 
-    The time left follows the percentage (some types measure progress in days read, not rows);
-    a finished task's rate is its rows over its own run time, as the service timed it.
+    The time left follows the percentage (rows read against the rows the worker expects; some
+    types measure days read), paced from the first state with a row read: time a source spends
+    before its first row (a sort, a slow query) is time not started, not a slow pace (counted
+    in, a 3,000,000-row CSV that sat at 0 % for 26 s showed minutes with 9 s left). Nor is the
+    last state seen at 0 % a start: pushed states come only when something changed, so it may be
+    from long before the rows began. A finished task's rate is its rows over its own run time,
+    as the service timed it.
     """
 
     def __init__(self, window: float) -> None:
@@ -227,6 +232,8 @@ class _Speed:
             return (rows / ran if ran > 0 else None), 0.0
         if task.status is not TaskStatus.RUNNING:
             return None, None
+        if task.progress == 0 and task.rows_written == 0:
+            return None, None  # not started: no row read yet
         self._samples.append(_Sample(now, task.progress, task.rows_written))
         while len(self._samples) > 2 and self._samples[1].at <= now - self._window:
             self._samples.popleft()

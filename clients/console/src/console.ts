@@ -4,6 +4,7 @@
 
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
+import { errorText, whoText } from "./facts.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
 
@@ -29,12 +30,15 @@ class Session {
   private readonly watching = new Set<string>();
   private readonly announced = new Map<string, string>();
   private types: ExportTypeView[] = [];
+  /** Who is signed in: the user, and what the types bind from their token (a tenant). */
+  who = "";
 
   constructor(token: string) {
     this.client = new ExportsClient({ baseUrl: apiUrl(), token });
   }
 
   async start(): Promise<void> {
+    this.who = whoText(await this.client.me());
     this.types = await this.client.exportTypes();
     const select = byId<HTMLSelectElement>("export-type");
     select.replaceChildren(
@@ -80,7 +84,7 @@ class Session {
       this.follow(accepted.task_id);
     } catch (failure) {
       if (!(failure instanceof ApiError)) throw failure;
-      error.textContent = failure.field ? `${failure.field}: ${failure.message}` : failure.message;
+      error.textContent = errorText(failure);
       markInvalid(form, failure.field);
     }
   }
@@ -183,7 +187,7 @@ async function signIn(event: SubmitEvent): Promise<void> {
   }
   session = candidate;
   input.value = "";
-  signedIn(true, "Signed in");
+  signedIn(true, candidate.who);
   byId<HTMLSelectElement>("export-type").focus();
 }
 

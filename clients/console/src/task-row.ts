@@ -1,6 +1,10 @@
-/** One task in the list: status, a progress bar, rows, ETA, and what can be done with it. */
+/** One task in the list: status, a progress bar, rows, ETA, its filters, size and expiry, and
+ * what can be done with it. */
 
 import { isTerminal, type TaskView } from "@exports/client";
+
+import { filtersText, sizeText } from "./facts.js";
+import { Pace } from "./pace.js";
 
 export type Action = "cancel" | "retry";
 
@@ -15,15 +19,8 @@ export function shortId(taskId: string): string {
 
 const RETRYABLE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
 
-/** Seconds left, from the pace so far; null before there is a pace, or once it ended. */
-export function etaSeconds(task: TaskView, now: number = Date.now()): number | null {
-  if (task.status !== "RUNNING" || !task.started_at || task.progress <= 0 || task.progress >= 100) return null;
-  const elapsed = (now - Date.parse(task.started_at)) / 1000;
-  return Math.max(0, Math.round((elapsed * (100 - task.progress)) / task.progress));
-}
-
-function eta(task: TaskView): string {
-  const seconds = etaSeconds(task);
+function eta(task: TaskView, pace: Pace): string {
+  const seconds = pace.secondsLeft(task, Date.now());
   if (seconds === null) return isTerminal(task.status) ? "done" : "estimating";
   return seconds < 90 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`;
 }
@@ -53,6 +50,9 @@ export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
       <div><dt>Rows</dt><dd class="rows"></dd></div>
       <div><dt>ETA</dt><dd class="eta"></dd></div>
       <div><dt>Created</dt><dd class="created"></dd></div>
+      <div><dt>Size</dt><dd class="size"></dd></div>
+      <div><dt>Expires</dt><dd class="expires"></dd></div>
+      <div class="wide"><dt>Filters</dt><dd class="filters"></dd></div>
     </dl>
     <p class="error task-error"></p>
     <div class="actions">
@@ -71,6 +71,8 @@ export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
 }
 
 const views = new WeakMap<HTMLElement, TaskView>();
+// Each row's pace, from the states it has shown.
+const paces = new WeakMap<HTMLElement, Pace>();
 
 function current(row: HTMLElement): TaskView {
   return views.get(row)!;
@@ -79,6 +81,8 @@ function current(row: HTMLElement): TaskView {
 /** Show ``task``'s state in ``row``. */
 export function updateRow(row: HTMLLIElement, task: TaskView): void {
   views.set(row, task);
+  let pace = paces.get(row);
+  if (!pace) paces.set(row, (pace = new Pace()));
   const text = (selector: string, value: string): void => {
     row.querySelector(selector)!.textContent = value;
   };
@@ -92,8 +96,12 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   bar.setAttribute("aria-valuetext", `${task.progress} %, ${task.status.toLowerCase()}`);
   text(".percent", `${task.progress} %`);
   text(".rows", rows(task));
-  text(".eta", eta(task));
+  text(".eta", eta(task, pace));
   text(".created", new Date(task.created_at).toLocaleString());
+  text(".size", sizeText(task.size_bytes));
+  // The task and its file are deleted then (the download link too).
+  text(".expires", new Date(task.expires_at).toLocaleString());
+  text(".filters", filtersText(task.filters));
   text(".task-error", task.error ? `${task.error.code}: ${task.error.message}` : "");
   const label = `${task.export_type} export ${short}`;
   const cancel = row.querySelector<HTMLButtonElement>('[data-action="cancel"]')!;

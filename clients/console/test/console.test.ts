@@ -94,6 +94,8 @@ describe("the export console", () => {
     const sockets: string[] = [];
     page.on("websocket", (socket) => sockets.push(socket.url()));
     await signIn(page, "alice");
+    // Who is signed in: the user (this stack's demo types bind no tenant from the token).
+    assert.equal(await page.locator("#who").textContent(), "Signed in as alice");
     await page.getByLabel("Export type").selectOption("orders");
     // The form follows the served schema: an optional enum is a select, a list of values checkboxes.
     assert.deepEqual(await page.getByLabel("Status", { exact: true }).locator("option").allTextContents(), [
@@ -106,6 +108,10 @@ describe("the export console", () => {
     const row = page.locator(`[data-task-id="${taskId}"]`);
     assert.equal(await row.locator(".status").textContent(), "completed");
     assert.match((await page.locator("#announcer").textContent()) ?? "", /completed, 100 %/);
+    // Its filters, the file's size and when task and file expire.
+    assert.match((await row.locator(".filters").textContent()) ?? "", /^date_from \d{4}-\d\d-\d\d · date_to \d{4}-\d\d-\d\d/);
+    assert.match((await row.locator(".size").textContent()) ?? "", /^[\d.,]+ (bytes|KB|MB)$/);
+    assert.ok(((await row.locator(".expires").textContent()) ?? "").length > 0, "an expiry is shown");
 
     const tickets = requests.filter((request) => new URL(request.url()).pathname === "/v1/stream-tickets");
     const ticketStatus = (await tickets[0]?.response())?.status();
@@ -202,7 +208,9 @@ describe("the export console", () => {
     const sentBefore = requests.length;
     await page.getByRole("button", { name: "Export", exact: true }).click();
     await page.locator("#form-error:not(:empty)").waitFor();
-    assert.match((await page.locator("#form-error").textContent()) ?? "", /currency/);
+    const shown = (await page.locator("#form-error").textContent()) ?? "";
+    assert.match(shown, /^filters\.currency: /);
+    assert.equal(shown.split("filters.currency").length - 1, 1, `the field is named once: ${shown}`);
     assert.equal(await page.getByLabel(/^Currency/).getAttribute("aria-invalid"), "true");
     assert.ok(requests.slice(sentBefore).some((request) => request.method() === "POST"));
     await close();

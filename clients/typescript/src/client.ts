@@ -16,6 +16,7 @@ export type TypedExportRequest = SubmitBody;
 export type ExportAccepted = components["schemas"]["ExportAccepted"];
 export type ExportFormat = components["schemas"]["ExportFormat"];
 export type ExportTypeView = components["schemas"]["ExportTypeView"];
+export type CallerView = components["schemas"]["CallerView"];
 export type TaskList = components["schemas"]["TaskList"];
 export type ListQuery = NonNullable<operations["list_exports_v1_exports_get"]["parameters"]["query"]>;
 
@@ -69,6 +70,11 @@ export class ExportsClient {
         ? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket ?? null
         : options.WebSocket;
     this.push = WebSocketImpl ? new PushConnection(() => this.streamTicket(), WebSocketImpl) : null;
+  }
+
+  /** Who the token says is asking, and what the export types bind from it (a tenant id). */
+  async me(): Promise<CallerView> {
+    return ok(this.http.GET("/v1/me"));
   }
 
   /** The export types the caller may use, with their formats and filter schemas. */

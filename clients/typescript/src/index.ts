@@ -2,6 +2,7 @@
 
 export { Backoff, type BackoffPolicy, SEED_BACKOFF } from "./backoff.js";
 export {
+  type CallerView,
   type ClientOptions,
   type DownloadLink,
   type ExportAccepted,

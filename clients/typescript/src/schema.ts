@@ -148,6 +148,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who is asking
+         * @description The token's subject and what the export types the caller may use bind from the token (a tenant id, the groups): a console says who is signed in with it.
+         */
+        get: operations["get_caller_v1_me_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/stream-tickets": {
         parameters: {
             query?: never;
@@ -183,6 +203,24 @@ export interface components {
             last_error?: string | null;
             /** Status */
             status: string;
+        };
+        /**
+         * CallerView
+         * @description Who the token says is asking, and what the export types bind from it.
+         */
+        CallerView: {
+            /**
+             * Bound
+             * @description What the export types the caller may use bind from the token (a tenant id, the groups), by the name they bind it as: every export of the caller is made with these values.
+             */
+            bound?: {
+                [key: string]: unknown;
+            };
+            /**
+             * User Id
+             * @description The token's subject: whose tasks these are.
+             */
+            user_id: string;
         };
         /**
          * ErrorBody
@@ -1379,6 +1417,46 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again. */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_caller_v1_me_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller as the token says, and what the types bind from it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallerView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

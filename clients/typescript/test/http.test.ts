@@ -37,6 +37,11 @@ describe("against the local stack", () => {
     });
   });
 
+  test("me: the token's user", async () => {
+    const { client } = recordingClient("bob");
+    assert.equal((await client.me()).user_id, "bob");
+  });
+
   test("submit, watch by polling to the end, list, get and download the file", async () => {
     const { client, requests } = recordingClient("alice");
     const accepted = await client.submit(QUICK);

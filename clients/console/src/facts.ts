@@ -1,0 +1,46 @@
+/** The words the console shows for a task's facts and for a refused request (no DOM: node tests them). */
+
+import type { CallerView, FieldProblem } from "@exports/client";
+
+/** ``{"date_from": "2026-11-01", "status": ["paid", "shipped"]}`` -> ``date_from 2026-11-01 · status paid, shipped``;
+ * no filters -> ``none``. */
+export function filtersText(filters: Readonly<Record<string, unknown>>): string {
+  const parts = Object.entries(filters).map(([name, value]) => `${name} ${valueText(value)}`);
+  return parts.length > 0 ? parts.join(" · ") : "none";
+}
+
+function valueText(value: unknown): string {
+  if (Array.isArray(value)) return value.map(valueText).join(", ");
+  if (value !== null && typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+const UNITS = ["bytes", "KB", "MB", "GB", "TB"] as const;
+
+/** A file's size in the unit that keeps it short (1,000 based, as browsers show downloads);
+ * unknown until the file exists. */
+export function sizeText(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) return "–";
+  let size = bytes;
+  let unit = 0;
+  while (size >= 1000 && unit < UNITS.length - 1) {
+    size /= 1000;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes.toLocaleString("en")} bytes` : `${size.toFixed(size < 10 ? 1 : 0)} ${UNITS[unit]}`;
+}
+
+/** What the form shows for a refused request: every invalid field once, with what is wrong with it.
+ * The API's own message already starts with the field it names (``filters.date_to: …``), so it is
+ * shown as it is, never prefixed again. */
+export function errorText(failure: { readonly message: string; readonly problems: readonly FieldProblem[] }): string {
+  if (failure.problems.length > 1) return failure.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ");
+  return failure.message;
+}
+
+/** ``Signed in as alice · tenant_id acme``: the user, and what the types bind from the token, by
+ * the names they bind it as (nothing more when they bind nothing). */
+export function whoText(caller: CallerView): string {
+  const bound = filtersText(caller.bound ?? {});
+  return `Signed in as ${caller.user_id}${bound === "none" ? "" : ` · ${bound}`}`;
+}
