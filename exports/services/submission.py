@@ -35,7 +35,7 @@ from exports.domain.errors import (
 from exports.domain.ids import new_task_id
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
-from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
+from exports.domain.task import ScheduledRun, Task, TaskSource, fail, merge_request, new_task
 from exports.export_types.base import AnyExportType
 from exports.ports import TaskMessage
 from exports.services.dependencies import ApiDependencies
@@ -69,6 +69,7 @@ def submit_export(
     deps: ApiDependencies,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
+    run_of: ScheduledRun | None = None,
 ) -> Submission:
     """Admit the request: validate it, refuse it under backpressure or over quota, merge it into
     an identical active task, or create the task, start its lifecycle and queue it.
@@ -79,6 +80,7 @@ def submit_export(
     callback URL included: it must pass the SSRF guard) and admitted. If the workflow or the
     queue refuses, the task is marked FAILED at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``)
     rather than left PENDING, and the caller gets :class:`ServiceUnavailable` to retry.
+    ``run_of``: the schedule and firing time a scheduled run is for (recorded on the task).
     """
     export_type = deps.registry.get(request.export_type, caller)
     if request.format not in export_type.formats:
@@ -125,6 +127,8 @@ def submit_export(
         retention=deps.settings.retention,
         source=source,
         retry_of=retry_of,
+        schedule_id=run_of.schedule_id if run_of else None,
+        scheduled_for=run_of.scheduled_for if run_of else None,
         dedup_key=dedup_key(
             user_id,
             export_type.name,
