@@ -284,4 +284,3 @@ def export_spec(schedule: Schedule, filters: dict[str, Any]) -> ExportSpec:
         csv_bom=schedule.csv_bom,
         csv_formula_guard=schedule.csv_formula_guard,
     )
-
