@@ -23,7 +23,7 @@ Name = Annotated[str, Field(min_length=1, max_length=100)]
 Cron = Annotated[
     str,
     Field(
-        min_length=9,
+        min_length=1,
         max_length=200,
         description="5 fields: minute hour day-of-month month day-of-week, in `timezone` (e.g. `0 8 * * 1`).",
     ),
@@ -76,7 +76,8 @@ class ScheduleRequest(ExportRequest):
     def schedule_spec(self) -> ScheduleSpec:
         """What the body asks for, as the services take it."""
         return ScheduleSpec(
-            export=self.spec(),
+            # The export's own fields, as POST /v1/exports takes them.
+            export=ExportRequest.model_validate(self.model_dump(include=set(ExportRequest.model_fields))).spec(),
             cron=self.cron,
             every=Every(**self.every.model_dump()) if self.every else None,
             timezone=self.timezone,
