@@ -65,6 +65,16 @@ Try it:
   curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $TOKEN"
   curl -sL -OJ {url}/v1/exports/<task_id>/download -H "Authorization: Bearer $TOKEN"
 {_other_user(stack)}
+A schedule that fires every minute (locally EXPORTS_MIN_SCHEDULE_INTERVAL_MIN={_min_interval()}; on AWS the
+shortest interval is 15 minutes unless configured; see docs/schedules.md):
+
+  curl -s -X POST {url}/v1/schedules -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+       -d '{{"name": "Daily orders", "export_type": "orders", "format": "csv",
+            "filters": {{"date_from": "previous_day"}}, "every": {{"minutes": 1}},
+            "timezone": "Europe/Berlin", "recipients": ["you@example.com"]}}'
+  curl -s "{url}/v1/exports?schedule_id=<schedule_id>" -H "Authorization: Bearer $TOKEN"   (its runs)
+  curl -s {url}/local/mailbox -H "Authorization: Bearer $TOKEN"   (the mail its runs sent)
+  {_clock_line(stack)}
 Or with the CLI (in another terminal):
 
   source .venv/bin/activate && {cli_environment(url, token)}
@@ -72,6 +82,19 @@ Or with the CLI (in another terminal):
 
 Ctrl-C stops everything.
 """
+
+
+def _min_interval() -> str:
+    from exports.config import Env
+
+    return os.environ.get(Env.MIN_SCHEDULE_INTERVAL_MIN, "")
+
+
+def _clock_line(stack: LocalStack) -> str:
+    """How the schedule loop keeps time."""
+    if stack.manual_clock:
+        return '(EXPORTS_LOCAL_CLOCK=manual: schedules fire on POST /local/clock {"advance_sec": n})\n'
+    return "(the local scheduler looks for due firings every 5 s)\n"
 
 
 def _other_user(stack: LocalStack) -> str:

@@ -138,6 +138,7 @@ def submit_export(
             timeout_sec=request.timeout_sec,
             csv_formula_guard=request.csv_formula_guard,
             caller=bound,
+            run_of=f"{run_of.schedule_id}@{run_of.scheduled_for.isoformat()}" if run_of else None,
         ),
     )
     lane = lane_for(task.priority)
