@@ -45,13 +45,36 @@ RELATIVE_WINDOWS = (
 )
 
 
-class EveryBody(Every):
-    """``every``: exactly one of minutes, hours or days (a day is 24 hours)."""
+class EveryMinutes(BaseModel):
+    """Every so many minutes."""
 
-    @model_validator(mode="after")
-    def _one_unit(self) -> EveryBody:
-        self.unit_and_value()
-        return self
+    model_config = ConfigDict(extra="forbid")
+
+    minutes: int = Field(strict=True, ge=1, le=1_000_000)
+
+
+class EveryHours(BaseModel):
+    """Every so many hours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hours: int = Field(strict=True, ge=1, le=100_000)
+
+
+class EveryDays(BaseModel):
+    """Every so many days (a day is 24 hours, as EventBridge Scheduler's rate)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    days: int = Field(strict=True, ge=1, le=10_000)
+
+
+# ``every``: exactly one of minutes, hours or days.
+EveryBody = Annotated[EveryMinutes | EveryHours | EveryDays, Field(description="Exactly one of minutes, hours, days.")]
+
+
+def _every(body: EveryMinutes | EveryHours | EveryDays) -> Every:
+    return Every(**body.model_dump())
 
 
 class ScheduleRequest(ExportRequest):
@@ -79,7 +102,7 @@ class ScheduleRequest(ExportRequest):
             # The export's own fields, as POST /v1/exports takes them.
             export=ExportRequest.model_validate(self.model_dump(include=set(ExportRequest.model_fields))).spec(),
             cron=self.cron,
-            every=Every(**self.every.model_dump()) if self.every else None,
+            every=_every(self.every) if self.every else None,
             timezone=self.timezone,
             name=self.name,
             start_at=self.start_at,
@@ -119,7 +142,7 @@ class SchedulePatch(BaseModel):
             if name in ("cron", "every", "timezone", "filters", "recipients", "state") and value is None:
                 continue
             if name == "every":
-                value = Every(**value.model_dump())
+                value = _every(value)
             elif name == "recipients":
                 value = tuple(value)
             values[name] = value
