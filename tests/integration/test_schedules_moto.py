@@ -301,3 +301,66 @@ def run_end() -> RunEndDependencies:
     deps = callback.dependencies().run_end
     assert deps is not None
     return deps
+
+
+def test_an_idempotency_key_replays_the_first_create(aws: Resources) -> None:
+    key = {"Idempotency-Key": "weekly-orders-1"}
+
+    first = call("POST", "/v1/schedules", WEEKLY, headers=key)
+    again = call("POST", "/v1/schedules", WEEKLY, headers=key)
+    other = call("POST", "/v1/schedules", {**WEEKLY, "name": "another"}, headers=key)
+
+    assert first[0] == again[0] == 201
+    assert again[2]["schedule_id"] == first[2]["schedule_id"] and again[1]["idempotent-replayed"] == "true"
+    assert other[0] == 422 and other[2]["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert len(call("GET", "/v1/schedules")[2]["items"]) == 1
+
+
+def test_run_now_submits_a_run_as_post_exports_does(aws: Resources) -> None:
+    _, _, created = call("POST", "/v1/schedules", WEEKLY)
+    schedule_id = created["schedule_id"]
+
+    status, headers, accepted = call("POST", f"/v1/schedules/{schedule_id}/run")
+
+    assert status == 202, accepted
+    assert headers["location"] == f"/v1/exports/{accepted['task_id']}"
+    [run] = runs(schedule_id)
+    assert run["task_id"] == accepted["task_id"] and run["scheduled_for"] is not None
+    assert run["filters"]["date_from"] <= run["filters"]["date_to"]
+
+
+def test_an_invalid_patch_is_422_and_changes_nothing(aws: Resources) -> None:
+    _, _, created = call("POST", "/v1/schedules", WEEKLY)
+    schedule_id = created["schedule_id"]
+
+    for change, field in (
+        ({"cron": "0 8 1 * 1"}, "cron"),
+        ({"timezone": "Nowhere/City"}, "timezone"),
+        ({"filters": {"date_to": "previous_day"}}, "filters.date_to"),
+        ({"every": {"minutes": 1}}, "every"),
+    ):
+        status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", change)
+        assert status == 422 and body["error"]["field"] == field, (change, body)
+
+    unchanged = call("GET", f"/v1/schedules/{schedule_id}")[2]
+    assert {key: unchanged[key] for key in ("cron", "every", "timezone", "filters")} == {
+        "cron": WEEKLY["cron"],
+        "every": None,
+        "timezone": WEEKLY["timezone"],
+        "filters": WEEKLY["filters"],
+    }
+    described = boto3.client("scheduler", region_name=REGION).get_schedule(
+        Name=schedule_id, GroupName=Names.SCHEDULE_GROUP
+    )
+    assert described["ScheduleExpression"] == "cron(0 8 ? * MON *)"
+
+
+def test_a_schedule_keeps_only_the_claims_its_type_reads(aws: Resources) -> None:
+    claims = {"custom:tenant_id": "acme", "email": "alice@acme.example", "exp": "1", "jti": "abc"}
+
+    _, _, created = call("POST", "/v1/schedules", WEEKLY, claims=claims)
+
+    stored = api.schedule_dependencies().schedules.get(created["schedule_id"])
+    assert stored is not None
+    # The demo orders type of the test declaration binds no claim and has no access rule.
+    assert stored.caller.user_id == "alice" and stored.caller.claims == {}
