@@ -19,16 +19,24 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from exports.adapters.dynamodb_schedules import DynamoScheduleStore
 from exports.config import Schedules
+from exports.schedules.model import Schedule
 from exports.schedules.service import recurrence_of
 from local_stack.lambda_context import LocalLambdaContext
 
 logger = logging.getLogger("local_stack.schedules")
 Handler = Callable[[dict[str, Any], Any], Any]
 TICK_SEC = 5.0
+
+
+class ScheduleSource(Protocol):
+    """Where the loop reads the schedules (the DynamoDB store's scan)."""
+
+    def all_schedules(self) -> list[Schedule]:
+        """Every schedule."""
+        ...
 
 
 class Clock:
@@ -50,6 +58,12 @@ class Clock:
             self._offset += timedelta(seconds=seconds)
         return self.now()
 
+    @property
+    def offset(self) -> timedelta:
+        """How far ahead of wall time it is (what the API's clock reads)."""
+        with self._lock:
+            return self._offset
+
 
 @dataclass
 class _Pending:
@@ -63,7 +77,7 @@ class ScheduleLoop:
 
     def __init__(
         self,
-        store: DynamoScheduleStore,
+        store: ScheduleSource,
         handler: Handler,
         clock: Clock,
         dead_letter: Callable[[dict[str, Any]], None] | None = None,
@@ -89,8 +103,10 @@ class ScheduleLoop:
             for schedule in self._store.all_schedules():
                 since = self._cursor.get(schedule.schedule_id)
                 if since is None:
-                    # First seen: from its creation (Scheduler's rate fires at its start).
-                    since = max(self._started, schedule.anchor_at) - timedelta(microseconds=1)
+                    # First seen: from its creation (Scheduler's rate fires at its start), in the
+                    # loop's time (the API stamps schedules with wall time).
+                    created = schedule.anchor_at + self._clock.offset
+                    since = max(self._started, created) - timedelta(microseconds=1)
                 self._cursor[schedule.schedule_id] = now
                 if not schedule.is_active:
                     continue  # Scheduler's schedule is DISABLED: nothing fires, nothing is caught up

@@ -5,8 +5,12 @@ a run's end reaches the schedule and the mailbox; another user sees none of it."
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -121,3 +125,26 @@ def test_another_user_cannot_read_change_delete_run_or_list_it(stack: Stack) -> 
 
 def test_the_mailbox_needs_a_token(stack: Stack) -> None:
     assert requests.get(f"{stack.url}/local/mailbox", timeout=10).status_code == 401
+
+
+def test_the_banners_schedule_works_as_printed_and_fires_every_minute(stack: Stack) -> None:
+    printed = re.search(r"POST \S+/v1/schedules .*?-d '(\{.*?\})'", stack.output(), re.DOTALL)
+    assert printed, "the banner shows no schedule"
+    assert "EXPORTS_MIN_SCHEDULE_INTERVAL_MIN=1" in stack.output()
+
+    created = api(stack, "POST", "/v1/schedules", json=json.loads(printed.group(1)))
+
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    runs_at = [datetime.fromisoformat(run["utc"]) for run in schedule["next_runs"]]
+    assert [later - earlier for earlier, later in pairwise(runs_at)] == [timedelta(minutes=1)] * 4
+    # The loop's clock is ahead of the API's by what the tests before advanced it: look once, then
+    # every minute more is exactly one run more, a minute after the last.
+    advance(stack, 0)
+    before = runs(stack, schedule["schedule_id"])
+    advance(stack, 60)
+    after = runs(stack, schedule["schedule_id"])
+    assert len(after) == len(before) + 1
+    fired_at = sorted(datetime.fromisoformat(run["scheduled_for"]) for run in after)
+    assert {later - earlier for earlier, later in pairwise(fired_at)} <= {timedelta(minutes=1)}
+    assert api(stack, "DELETE", f"/v1/schedules/{schedule['schedule_id']}").status_code == 204
