@@ -90,6 +90,9 @@ class ScheduleLoop:
         # Per schedule: the instant up to which its firings were handed over.
         self._cursor: dict[str, datetime] = {}
         self._retry: list[_Pending] = []
+        # The clock's lead over wall time when the loop last looked: a schedule first seen now was
+        # created (stamped with wall time by the API) while the clock was that far ahead.
+        self._looked_offset = clock.offset
         self._tick_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -105,7 +108,7 @@ class ScheduleLoop:
                 if since is None:
                     # First seen: from its creation (Scheduler's rate fires at its start), in the
                     # loop's time (the API stamps schedules with wall time).
-                    created = schedule.anchor_at + self._clock.offset
+                    created = schedule.anchor_at + self._looked_offset
                     since = max(self._started, created) - timedelta(microseconds=1)
                 self._cursor[schedule.schedule_id] = now
                 if not schedule.is_active:
@@ -114,6 +117,7 @@ class ScheduleLoop:
                     if firing > now:
                         break
                     due.append(_Pending(schedule.schedule_id, firing))
+            self._looked_offset = self._clock.offset
             return [self._invoke(pending) for pending in sorted(due, key=lambda p: p.scheduled_for)]
 
     def advance(self, seconds: float) -> datetime:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -38,18 +37,6 @@ WEEKLY: dict[str, Any] = {
 }
 # A Monday 08:00 in Berlin (winter time): 07:00 UTC.
 MONDAY = datetime(2026, 12, 7, 7, 0, tzinfo=UTC)
-
-
-def _clear() -> None:
-    for cached in (api.schedule_dependencies, api.idempotent_calls, schedule_function.dependencies):
-        cached.cache_clear()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(aws: Resources) -> Iterator[None]:
-    _clear()
-    yield
-    _clear()
 
 
 def call(method: str, path: str, body: Any = None, user: str = "alice", **kwargs: Any) -> tuple[int, dict, Any]:
