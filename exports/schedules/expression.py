@@ -20,12 +20,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import islice
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
-
-from cronsim import CronSim, CronSimError
 
 from exports.domain.errors import InvalidRequest
 from exports.schedules.model import Every
+
+if TYPE_CHECKING:
+    # Imported where a cron is evaluated: the API's cold start does not pay for it otherwise.
+    from cronsim import CronSim
 
 CRON_FIELDS = 5
 # Shortest-interval checks look this far ahead (a year and a day: both DST changes) or at this
@@ -65,6 +68,8 @@ def parse_cron(expression: str) -> CronSim:
             field="cron",
             code="INVALID_CRON",
         )
+    from cronsim import CronSim, CronSimError
+
     try:
         return CronSim(expression, datetime(2000, 1, 1))
     except (CronSimError, ValueError) as error:
@@ -116,7 +121,7 @@ class Recurrence:
         tz = zone(self.timezone)
         parsed = parse_cron(self.cron)
         limit = after + timedelta(days=366 * _SEARCH_YEARS)
-        for local in CronSim(self.cron, after.astimezone(tz)):
+        for local in type(parsed)(self.cron, after.astimezone(tz)):
             instant = local.astimezone(UTC)
             if instant > limit:
                 return

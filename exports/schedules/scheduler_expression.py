@@ -11,12 +11,18 @@ run on either), as are forms Scheduler has no equivalent of.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from cronsim import CronSim
+from typing import TYPE_CHECKING
 
 from exports.domain.errors import InvalidRequest
 from exports.schedules.expression import parse_cron
 from exports.schedules.model import Every
+
+if TYPE_CHECKING:
+    from cronsim import CronSim
+
+# cronsim's markers in its sets of days (_LAST, _LAST_WEEKDAY), read without
+# importing it here.
+_LAST, _LAST_WEEKDAY = -1000, -1001
 
 # Scheduler's day-of-week names, 1 (SUN) to 7 (SAT).
 DAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -58,9 +64,9 @@ def scheduler_expression(cron: str | None, every: Every | None) -> str:
 
 def _day_of_month(parsed: CronSim) -> str:
     days = set(parsed.days)
-    if days == {CronSim.LAST}:
+    if days == {_LAST}:
         return "L"
-    if CronSim.LAST in days or CronSim.LAST_WEEKDAY in days:
+    if _LAST in days or _LAST_WEEKDAY in days:
         raise _refuse("EventBridge Scheduler takes L (last day of the month) only on its own; LW is not supported")
     return _numbers(days, _DAYS)
 
@@ -74,7 +80,7 @@ def _day_of_week(parsed: CronSim) -> str:
         day, which = special[0]
         # Scheduler's examples write these with numbers: 6L (the last Friday), 2#1 (the first Monday).
         number = day % 7 + 1
-        return f"{number}L" if which == CronSim.LAST else f"{number}#{which}"
+        return f"{number}L" if which == _LAST else f"{number}#{which}"
     # cron's 0 and 7 are both Sunday; Scheduler numbers SUN-SAT 1-7.
     numbers = {day % 7 + 1 for day in plain}
     if numbers == set(range(1, 8)):

@@ -79,3 +79,11 @@ def test_what_scheduler_cannot_run_the_same_way_is_refused_on_cron(cron):
 )
 def test_every_becomes_a_rate(every, expected):
     assert scheduler_expression(None, every) == expected
+
+
+def test_the_markers_of_last_days_are_cronsims() -> None:
+    from cronsim import CronSim
+
+    from exports.schedules import scheduler_expression as module
+
+    assert (module._LAST, module._LAST_WEEKDAY) == (CronSim.LAST, CronSim.LAST_WEEKDAY)
