@@ -77,6 +77,13 @@ def _every(body: EveryMinutes | EveryHours | EveryDays) -> Every:
     return Every(**body.model_dump())
 
 
+def _every_body(every: Every) -> EveryMinutes | EveryHours | EveryDays:
+    unit, value = every.unit_and_value()
+    if unit == "minutes":
+        return EveryMinutes(minutes=value)
+    return EveryHours(hours=value) if unit == "hours" else EveryDays(days=value)
+
+
 class ScheduleRequest(ExportRequest):
     """``POST /v1/schedules``: an export request (as ``POST /v1/exports``) and when to run it."""
 
@@ -191,7 +198,7 @@ class ScheduleView(BaseModel):
     csv_bom: bool
     csv_formula_guard: bool
     cron: str | None
-    every: Every | None
+    every: EveryBody | None
     timezone: str
     start_at: datetime | None
     end_at: datetime | None
@@ -221,7 +228,7 @@ class ScheduleView(BaseModel):
             csv_bom=schedule.csv_bom,
             csv_formula_guard=schedule.csv_formula_guard,
             cron=schedule.cron,
-            every=schedule.every,
+            every=_every_body(schedule.every) if schedule.every else None,
             timezone=schedule.timezone,
             start_at=schedule.start_at,
             end_at=schedule.end_at,

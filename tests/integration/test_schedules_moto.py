@@ -351,3 +351,14 @@ def test_a_schedule_keeps_only_the_claims_its_type_reads(aws: Resources) -> None
     assert stored is not None
     # The demo orders type of the test declaration binds no claim and has no access rule.
     assert stored.caller.user_id == "alice" and stored.caller.claims == {}
+
+
+def test_an_interval_schedule_shows_its_one_unit_and_a_rate(aws: Resources) -> None:
+    status, _, body = call("POST", "/v1/schedules", {**WEEKLY, "cron": None, "every": {"hours": 6}})
+
+    assert status == 201, body
+    assert body["every"] == {"hours": 6} and body["cron"] is None
+    described = boto3.client("scheduler", region_name=REGION).get_schedule(
+        Name=body["schedule_id"], GroupName=Names.SCHEDULE_GROUP
+    )
+    assert described["ScheduleExpression"] == "rate(6 hours)"
