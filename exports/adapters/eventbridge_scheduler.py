@@ -66,10 +66,10 @@ class EventBridgeScheduleTimer:
             "Target": target,
             "Description": f"exports schedule of {schedule.export_type}",
         }
-        # A rate counts from its anchor (as local mode's loop does); a cron from start_at, if any.
-        start = schedule.start_at or (schedule.anchor_at if schedule.every is not None else None)
-        if start is not None:
-            request["StartDate"] = start
+        # Only the owner's start_at: without it Scheduler starts a rate when the schedule is
+        # created or its timing updated, which is the anchor local mode counts from.
+        if schedule.start_at is not None:
+            request["StartDate"] = schedule.start_at
         if schedule.end_at is not None:
             request["EndDate"] = schedule.end_at
         return request
