@@ -79,3 +79,28 @@ def test_a_run_seen_again_is_not_counted_twice():
     once = record_run(schedule(), run(1, False), NOW, 5)
 
     assert once is not None and record_run(once, run(1, False), NOW, 5) is None
+
+
+def test_a_scheduled_run_always_has_work_for_the_callback_function_at_its_end():
+    plain = new_task(
+        task_id="exp_9",
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=NOW,
+        retention=timedelta(hours=24),
+    )
+
+    assert not plain.notifies_at_end
+    assert plain.model_copy(update={"schedule_id": "sch_1"}).notifies_at_end
+    assert new_task(
+        task_id="exp_8",
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=NOW,
+        retention=timedelta(hours=24),
+        callback_url="https://example.com/hook",
+    ).notifies_at_end
