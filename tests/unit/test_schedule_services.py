@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exports.domain.caller import Caller
+from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
@@ -194,3 +194,31 @@ def test_another_users_task_naming_the_schedule_changes_nothing():
 
     assert on_run_end(foreign, run_end(services, store, mailer)) is None
     assert store.schedules[schedule.schedule_id] == schedule and mailer.sent == []
+
+
+class TenantNumbers(NumbersExport):
+    """Numbers of the caller's tenant: binds the ``custom:tenant_id`` claim."""
+
+    name = "tenant_numbers"
+
+    def bind_caller(self, caller: Caller) -> dict[str, Any]:
+        tenant = caller.text("custom:tenant_id")
+        if tenant is None:
+            raise CallerRefused("needs custom:tenant_id", claim="custom:tenant_id")
+        return {"tenant_id": tenant}
+
+    def claims_read(self) -> ClaimsRead:
+        return ClaimsRead(frozenset({"custom:tenant_id"}), scopes=False)
+
+
+def test_a_run_binds_the_tenant_from_the_claims_stored_at_creation():
+    services = service_world(TenantNumbers())
+    deps = ScheduleDependencies(api=services.api, schedules=FakeScheduleStore(), timer=FakeTimer())
+    caller = Caller("alice", {"custom:tenant_id": "acme", "email": "a@acme.example", "iat": 5})
+    spec = dataclasses.replace(SPEC, export=ExportSpec(export_type="tenant_numbers"))
+
+    schedule = service.create_schedule(spec, caller, deps)
+    fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps)
+
+    assert schedule.caller.claims == {"custom:tenant_id": "acme"}
+    assert services.tasks.tasks[fired.task_id or ""].caller == {"tenant_id": "acme"}
