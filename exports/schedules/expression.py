@@ -102,9 +102,10 @@ class Recurrence:
         """The next ``count`` firings after ``after`` (fewer when the schedule ends first)."""
         return list(islice(self.firings(after), count))
 
-    def shortest_gap(self, after: datetime) -> timedelta | None:
+    def shortest_gap(self, after: datetime, floor: timedelta | None = None) -> timedelta | None:
         """The shortest time between two consecutive firings over the next year (or the next
-        ``GAP_MAX_FIRINGS``); None when it fires less than twice in that time."""
+        ``GAP_MAX_FIRINGS``); None when it fires less than twice in that time. With ``floor``,
+        the first gap shorter than it is answered at once (it is short enough to refuse)."""
         shortest: timedelta | None = None
         previous: datetime | None = None
         for firing in islice(self.firings(after), GAP_MAX_FIRINGS):
@@ -113,6 +114,8 @@ class Recurrence:
             if previous is not None:
                 gap = firing - previous
                 shortest = gap if shortest is None else min(shortest, gap)
+                if floor is not None and shortest < floor:
+                    return shortest
             previous = firing
         return shortest
 
@@ -160,7 +163,7 @@ def check_interval(recurrence: Recurrence, now: datetime, minimum: timedelta) ->
     if recurrence.every is not None:
         gap: timedelta | None = timedelta(seconds=recurrence.every.seconds)
     else:
-        gap = recurrence.shortest_gap(now)
+        gap = recurrence.shortest_gap(now, floor=minimum)
     if gap is not None and gap < minimum:
         minutes = int(minimum.total_seconds() // 60)
         raise InvalidRequest(

@@ -231,3 +231,26 @@ def test_an_unverified_sender_is_a_typed_error(moto: Resources) -> None:
         SesMailer(boto3.client("sesv2", region_name=REGION)).send(
             "nobody@unverified.example", ["a@b.example"], "s", "t"
         )
+
+
+def test_concurrent_creates_never_pass_the_cap(store: ScheduleStore, request: pytest.FixtureRequest) -> None:
+    if isinstance(store, DynamoScheduleStore):
+        serialise_shared_state(request.getfixturevalue("monkeypatch"))
+    start = threading.Barrier(6)
+    refused: list[int] = []
+
+    def create(n: int) -> None:
+        start.wait()
+        try:
+            store.create(schedule_n(n), max_per_user=3)
+        except ScheduleLimitReached:
+            refused.append(n)
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(refused) == 3
+    assert len(store.list_for_user("alice", 10, None).schedules) == 3
