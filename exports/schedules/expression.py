@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from cronsim import CronSim
 
 CRON_FIELDS = 5
-# Shortest-interval checks look this far ahead (a year and a day: both DST changes) or at this
-# many firings, whichever comes first.
+# Shortest-interval checks look this far ahead (a year and a day: both DST changes): at the next
+# GAP_MAX_FIRINGS firings, and at every firing within GAP_DST_WINDOW of each change of the zone's
+# offset in that time (where a gap can be shorter than the expression's wall-clock gaps).
 GAP_HORIZON = timedelta(days=366)
-GAP_MAX_FIRINGS = 10_000
+GAP_MAX_FIRINGS = 2_000
+GAP_DST_WINDOW = timedelta(days=2)
 # Leap days: a cron of 29 February fires once in four years; its next runs need 20 years.
 _SEARCH_YEARS = 30
 
@@ -103,20 +105,25 @@ class Recurrence:
         return list(islice(self.firings(after), count))
 
     def shortest_gap(self, after: datetime, floor: timedelta | None = None) -> timedelta | None:
-        """The shortest time between two consecutive firings over the next year (or the next
-        ``GAP_MAX_FIRINGS``); None when it fires less than twice in that time. With ``floor``,
-        the first gap shorter than it is answered at once (it is short enough to refuse)."""
+        """The shortest time between two consecutive firings over the next year: among the next
+        ``GAP_MAX_FIRINGS`` firings and those around each DST change of the zone in that year;
+        None when it fires less than twice in that time. With ``floor``, the first gap shorter
+        than it is answered at once (it is short enough to refuse)."""
+        end = after + GAP_HORIZON
+        starts = [after, *(change - GAP_DST_WINDOW for change in offset_changes(self.timezone, after, end))]
         shortest: timedelta | None = None
-        previous: datetime | None = None
-        for firing in islice(self.firings(after), GAP_MAX_FIRINGS):
-            if firing - after > GAP_HORIZON:
-                break
-            if previous is not None:
-                gap = firing - previous
-                shortest = gap if shortest is None else min(shortest, gap)
-                if floor is not None and shortest < floor:
-                    return shortest
-            previous = firing
+        for start in starts:
+            previous: datetime | None = None
+            stop = end if start == after else min(end, start + 2 * GAP_DST_WINDOW)
+            for firing in islice(self.firings(max(start, after)), GAP_MAX_FIRINGS):
+                if firing > stop:
+                    break
+                if previous is not None:
+                    gap = firing - previous
+                    shortest = gap if shortest is None else min(shortest, gap)
+                    if floor is not None and shortest < floor:
+                        return shortest
+                previous = firing
         return shortest
 
     def _cron_firings(self, after: datetime) -> Iterator[datetime]:
@@ -141,6 +148,27 @@ class Recurrence:
         while True:
             yield (anchor + k * step).astimezone(UTC)
             k += 1
+
+
+def offset_changes(timezone: str, start: datetime, end: datetime) -> list[datetime]:
+    """The instants (to the hour) at which ``timezone``'s UTC offset changes between ``start``
+    and ``end``: its DST changes."""
+    tz = zone(timezone)
+    changes: list[datetime] = []
+    instant = start.replace(minute=0, second=0, microsecond=0)
+    offset = instant.astimezone(tz).utcoffset()
+    while instant < end:
+        following = instant + timedelta(hours=6)
+        if following.astimezone(tz).utcoffset() != offset:
+            # Find the hour within these six.
+            for hour in range(1, 7):
+                candidate = instant + timedelta(hours=hour)
+                if candidate.astimezone(tz).utcoffset() != offset:
+                    changes.append(candidate)
+                    break
+            offset = following.astimezone(tz).utcoffset()
+        instant = following
+    return changes
 
 
 def _skipped_wall_time(local: datetime, parsed: CronSim) -> bool:
@@ -175,4 +203,6 @@ def check_interval(recurrence: Recurrence, now: datetime, minimum: timedelta) ->
 
 def _describe(gap: timedelta) -> str:
     seconds = int(gap.total_seconds())
-    return f"{seconds // 60} minutes" if seconds % 60 == 0 else f"{seconds} seconds"
+    if seconds % 60:
+        return f"{seconds} seconds"
+    return "1 minute" if seconds == 60 else f"{seconds // 60} minutes"

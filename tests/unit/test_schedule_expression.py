@@ -141,6 +141,16 @@ def test_the_shortest_gap_between_firings_over_a_year(expression, tz, shortest):
     assert cron(expression, tz).shortest_gap(utc(2026, 1, 1)) == shortest
 
 
+def test_a_short_gap_at_a_dst_change_months_ahead_is_found():
+    # Every two hours from 01:00: 01:00 CET to 03:00 CEST on 28 March 2027 is one real hour, far
+    # beyond the next firings counted one by one.
+    recurrence = cron("0 1-23/2 * * *", "Europe/Berlin")
+
+    assert recurrence.shortest_gap(utc(2026, 4, 1)) == timedelta(hours=1)
+    with pytest.raises(InvalidRequest, match="60 minutes apart"):
+        check_interval(recurrence, utc(2026, 4, 1), timedelta(minutes=90))
+
+
 def test_intervals_shorter_than_the_minimum_are_refused_naming_the_field():
     with pytest.raises(InvalidRequest) as too_short:
         check_interval(cron("0,10 9 * * *", "Etc/UTC"), utc(2026, 1, 1), timedelta(minutes=15))
