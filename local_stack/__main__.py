@@ -68,7 +68,7 @@ Try it:
 A schedule that fires every minute (locally EXPORTS_MIN_SCHEDULE_INTERVAL_MIN={_min_interval()}; on AWS the
 shortest interval is 15 minutes unless configured; see docs/schedules.md):
 
-  curl -s -X POST {url}/v1/schedules -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  curl -s -X POST {url}/v1/schedules -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
        -d '{{"name": "Daily orders", "export_type": "orders", "format": "csv",
             "filters": {{"date_from": "previous_day"}}, "every": {{"minutes": 1}},
             "timezone": "Europe/Berlin", "recipients": ["you@example.com"]}}'

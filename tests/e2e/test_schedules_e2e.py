@@ -130,6 +130,8 @@ def test_the_mailbox_needs_a_token(stack: Stack) -> None:
 def test_the_banners_schedule_works_as_printed_and_fires_every_minute(stack: Stack) -> None:
     printed = re.search(r"POST \S+/v1/schedules .*?-d '(\{.*?\})'", stack.output(), re.DOTALL)
     assert printed, "the banner shows no schedule"
+    # Copied into a shell it is one command: its lines end with a backslash.
+    assert re.search(r"/v1/schedules -H [^\n]* \\\n\s+-d '", stack.output()), "the command is not continued"
     assert "EXPORTS_MIN_SCHEDULE_INTERVAL_MIN=1" in stack.output()
 
     created = api(stack, "POST", "/v1/schedules", json=json.loads(printed.group(1)))
