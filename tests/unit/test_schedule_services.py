@@ -222,3 +222,20 @@ def test_a_run_binds_the_tenant_from_the_claims_stored_at_creation():
 
     assert schedule.caller.claims == {"custom:tenant_id": "acme"}
     assert services.tasks.tasks[fired.task_id or ""].caller == {"tenant_id": "acme"}
+
+
+def test_two_submits_of_one_firing_share_a_task_and_two_firings_make_two():
+    # A claim taken over after its lease (its holder was slow, not dead) must not make a second
+    # task: the run's dedup key holds its firing.
+    services, deps, _, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    caller = service.caller_of(schedule)
+
+    first = service.submit_run(schedule, caller, at, deps)
+    again = service.submit_run(schedule, caller, at, deps)
+    next_hour = service.submit_run(schedule, caller, at + timedelta(hours=1), deps)
+
+    assert again.deduplicated and again.task.task_id == first.task.task_id
+    assert not next_hour.deduplicated and next_hour.task.task_id != first.task.task_id
+    assert len(services.tasks.tasks) == 2
