@@ -152,6 +152,8 @@ class TaskView(BaseModel):
     download_url: str | None = None
     download_expires_at: datetime | None = None
     retry_of: str | None = None
+    schedule_id: str | None = Field(default=None, description="The schedule this task is a run of (none: not a run).")
+    scheduled_for: datetime | None = Field(default=None, description="The firing time the run is for (UTC).")
     callback: CallbackView | None = Field(default=None, description="The first callback (callbacks[0]).")
     callbacks: list[SubscriberView] = Field(
         default_factory=list, description="Every callback, one per submitter who asked for one, in order."
@@ -191,6 +193,8 @@ class TaskView(BaseModel):
             download_url=download_url,
             download_expires_at=download_expires_at,
             retry_of=task.retry_of,
+            schedule_id=task.schedule_id,
+            scheduled_for=task.scheduled_for,
             callback=CallbackView(**task.callback.model_dump()) if task.callback else None,
             callbacks=[SubscriberView(url=s.url, **s.state.model_dump()) for s in task.subscribers],
             callback_seq=task.status_seq,

@@ -23,6 +23,7 @@ from exports.services.dependencies import (
     CallbackDependencies,
     LifecycleDependencies,
     WorkerDependencies,
+    utc_now,
 )
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
     from exports.ports import BusinessMetrics, SqlReader
+    from exports.schedules.dependencies import ScheduleDependencies
 
 
 class PowertoolsMetrics:
@@ -138,16 +140,19 @@ def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
     return missing
 
 
-def compose_api(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> ApiDependencies:
+def compose_api(
+    metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ, settings_type: type[ApiSettings] = ApiSettings
+) -> ApiDependencies:
     """The API function's adapters on the shared boto3 clients; the registry is built on the
-    first request that needs an export type (a submit, a retry, the list of types)."""
+    first request that needs an export type (a submit, a retry, the list of types). The schedule
+    function builds the same submit path with ``settings_type`` ScheduleSettings."""
     from exports.adapters.dynamodb_admission import DynamoThroughputStats
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.sqs_queue import SqsTaskQueue
     from exports.adapters.stepfunctions import StepFunctionsLifecycle
     from exports.export_types.registry import ExportTypeRegistry
 
-    settings = ApiSettings.from_env(environ)
+    settings = settings_type.from_env(environ)
     return ApiDependencies(
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
@@ -191,18 +196,60 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
 
 def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
     """The callback function's adapters: no registry, no queue, no limiter; the signing secret
-    is read from Secrets Manager on the first delivery."""
+    is read from Secrets Manager on the first delivery. A scheduled run's end is recorded on the
+    schedules table, and mailed through SES when a sender is configured."""
+    from exports.adapters.dynamodb_schedules import DynamoScheduleStore
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.webhook_http import PinnedWebhookSender
+    from exports.schedules.run_end import RunEndDependencies
 
     settings = CallbackSettings.from_env(environ)
+    results = S3ResultStore(aws_client("s3"), settings.results_bucket)
+    mailer = None
+    if settings.mail_sender:
+        from exports.adapters.ses_mailer import SesMailer
+
+        mailer = SesMailer(aws_client("sesv2"))
+    run_end = RunEndDependencies(
+        schedules=DynamoScheduleStore(aws_client("dynamodb"), settings.schedules_table),
+        mailer=mailer,
+        sender=settings.mail_sender,
+        allowed_domains=settings.allowed_mail_domains,
+        results=results,
+        clock=utc_now,
+    )
     return CallbackDependencies(
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
-        results=S3ResultStore(aws_client("s3"), settings.results_bucket),
+        results=results,
         metrics=metrics,
         webhooks=PinnedWebhookSender(),
         webhook_secret=webhook_secret_provider(settings),
+        run_end=run_end,
+    )
+
+
+def compose_schedules(api: ApiDependencies) -> ScheduleDependencies:
+    """The schedules' adapters beside the submit path's ``api`` (the API function's, the
+    schedule function's): the schedules table and, when the deployment names its target and
+    role, EventBridge Scheduler."""
+    from exports.adapters.dynamodb_schedules import DynamoScheduleStore
+    from exports.schedules.dependencies import ScheduleDependencies
+
+    settings = api.settings
+    timer = None
+    if settings.schedule_target_arn and settings.scheduler_role_arn:
+        from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer
+
+        timer = EventBridgeScheduleTimer(
+            aws_client("scheduler"),
+            settings.schedule_group,
+            settings.schedule_target_arn,
+            settings.scheduler_role_arn,
+            settings.schedule_dlq_arn,
+        )
+    return ScheduleDependencies(
+        api=api, schedules=DynamoScheduleStore(aws_client("dynamodb"), settings.schedules_table), timer=timer
     )
 
 

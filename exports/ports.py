@@ -88,8 +88,11 @@ class TaskRepository(Protocol):
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
 
-    def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
-        """The user's tasks, newest first, from an index (never a scan)."""
+    def list_for_user(
+        self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None, schedule_id: str | None = None
+    ) -> TaskPage:
+        """The user's tasks, newest first, from an index (never a scan); only the runs of
+        ``schedule_id`` when given."""
 
 
 class Lifecycle(Protocol):

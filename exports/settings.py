@@ -15,7 +15,7 @@ from typing import ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Admission, Env, FanOut, HotKey, Results, Worker
+from exports.config import Admission, Env, FanOut, HotKey, Names, Results, Schedules, Worker
 
 
 class XlsxEngine:
@@ -130,6 +130,27 @@ class TaskFlowSettings(RegistrySettings):
     state_machine_arn: str
 
 
+# Scheduled exports' variables (docs/schedules.md), read by the API and the schedule function.
+_SCHEDULE_VARIABLES: Final[Mapping[str, str]] = {
+    "schedules_table": Env.SCHEDULES_TABLE,
+    "schedule_group": Env.SCHEDULE_GROUP,
+    "schedule_target_arn": Env.SCHEDULE_TARGET_ARN,
+    "scheduler_role_arn": Env.SCHEDULER_ROLE_ARN,
+    "schedule_dlq_arn": Env.SCHEDULE_DLQ_ARN,
+    "max_schedules_per_user": Env.MAX_SCHEDULES_PER_USER,
+    "min_schedule_interval_min": Env.MIN_SCHEDULE_INTERVAL_MIN,
+}
+# The mail of scheduled runs: the API checks recipients against it, the callback function sends.
+_MAIL_VARIABLES: Final[Mapping[str, str]] = {
+    "mail_sender": Env.MAIL_SENDER,
+    "mail_allowed_domains": Env.MAIL_ALLOWED_DOMAINS,
+}
+
+
+def _domains(value: str | None) -> frozenset[str]:
+    return frozenset(part.strip().lower() for part in (value or "").split(",") if part.strip())
+
+
 class ApiSettings(TaskFlowSettings):
     """The API function's: admission limits at submit, download links, and whether callbacks
     may go to loopback addresses."""
@@ -142,6 +163,8 @@ class ApiSettings(TaskFlowSettings):
         "max_backlog": Env.MAX_BACKLOG,
         "connections_table": Env.CONNECTIONS_TABLE,
         "websocket_url": Env.WEBSOCKET_URL,
+        **_SCHEDULE_VARIABLES,
+        **_MAIL_VARIABLES,
     }
 
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
@@ -152,6 +175,29 @@ class ApiSettings(TaskFlowSettings):
     # open; either unset: no push channel, POST /v1/stream-tickets answers 404.
     connections_table: str | None = None
     websocket_url: str | None = None
+    # Scheduled exports: the schedules table, the Scheduler group, target, role and DLQ (unset on
+    # a deployment without Scheduler: schedules are stored and fired by local mode's loop only).
+    schedules_table: str = Names.SCHEDULES_TABLE
+    schedule_group: str = Names.SCHEDULE_GROUP
+    schedule_target_arn: str | None = None
+    scheduler_role_arn: str | None = None
+    schedule_dlq_arn: str | None = None
+    max_schedules_per_user: int = Field(default=Schedules.MAX_PER_USER_DEFAULT, ge=1)
+    min_schedule_interval_min: int = Field(default=Schedules.MIN_INTERVAL_MIN_DEFAULT, ge=1)
+    # The verified SES sender of run mail (unset: no mail, schedules with recipients are refused)
+    # and the domains recipients may have (comma-separated; unset: any).
+    mail_sender: str | None = None
+    mail_allowed_domains: str | None = None
+
+    @property
+    def allowed_mail_domains(self) -> frozenset[str]:
+        """The domains recipients may belong to, lower case; empty: any."""
+        return _domains(self.mail_allowed_domains)
+
+
+class ScheduleSettings(ApiSettings):
+    """The schedule function's (the Lambda EventBridge Scheduler invokes): the submit path's
+    settings, as the API function's, and the schedules'."""
 
 
 class WorkerSettings(TaskFlowSettings):
@@ -198,6 +244,8 @@ class CallbackSettings(FunctionSettings):
         "webhook_secret": Env.WEBHOOK_SECRET,
         "webhook_secret_arn": Env.WEBHOOK_SECRET_ARN,
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
+        "schedules_table": Env.SCHEDULES_TABLE,
+        **_MAIL_VARIABLES,
     }
 
     results_bucket: str
@@ -205,6 +253,15 @@ class CallbackSettings(FunctionSettings):
     webhook_secret: str | None = None
     webhook_secret_arn: str | None = None
     allow_local_callbacks: bool = False
+    # A scheduled run's end: its schedule's outcome and mail (docs/schedules.md).
+    schedules_table: str = Names.SCHEDULES_TABLE
+    mail_sender: str | None = None
+    mail_allowed_domains: str | None = None
+
+    @property
+    def allowed_mail_domains(self) -> frozenset[str]:
+        """The domains recipients may belong to, lower case; empty: any."""
+        return _domains(self.mail_allowed_domains)
 
 
 class LifecycleSettings(TaskEndSettings):

@@ -14,7 +14,14 @@ from constructs import Construct
 
 from exports.config import Env, Push, Results, Schedules, SchedulesTable, TaskTable, Worker, XlsxLimits
 from exports.push.settings import PushSettings
-from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
+from exports.settings import (
+    ApiSettings,
+    CallbackSettings,
+    LifecycleSettings,
+    RegistrySettings,
+    ScheduleSettings,
+    WorkerSettings,
+)
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.packaging import PDF_FONT_FILES
@@ -45,7 +52,7 @@ API: Final = FunctionSpec(
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES, _PATTERNS),
+    distributions=(*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata"),
     runtime_settings=ApiSettings,
 )
 WORKER: Final = FunctionSpec(
@@ -59,7 +66,18 @@ WORKER: Final = FunctionSpec(
     # builds the same registry without importing it. zlib-ng deflates XLSX entries and csv.gz;
     # fontTools subsets the PDF font (PDF path only); pyarrow writes Parquet, imported on that path
     # only (its size: docs/performance.md, "Package sizes").
-    distributions=(*_BASE, _RETRIES, _PATTERNS, "openpyxl", "lxml", "psycopg", "zlib-ng", "fonttools", "pyarrow"),
+    distributions=(
+        *_BASE,
+        _RETRIES,
+        _PATTERNS,
+        "openpyxl",
+        "lxml",
+        "psycopg",
+        "zlib-ng",
+        "fonttools",
+        "pyarrow",
+        "tzdata",
+    ),
     runtime_settings=WorkerSettings,
     # openpyxl keeps each sheet of a workbook in /tmp until it is saved.
     ephemeral_storage_mib=XlsxLimits.WORKER_EPHEMERAL_STORAGE_MIB,
@@ -82,7 +100,7 @@ CALLBACK: Final = FunctionSpec(
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
     # the callback states are written by the module of every task write.
-    distributions=(*_COMMON, _RETRIES),
+    distributions=(*_COMMON, _RETRIES, "tzdata"),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
@@ -112,7 +130,7 @@ SCHEDULE: Final = FunctionSpec(
     memory_mb=Sizing.SCHEDULE_MEMORY_MB,
     timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
     distributions=API.distributions,
-    runtime_settings=ApiSettings,
+    runtime_settings=ScheduleSettings,
     reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
 )
 SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH, SCHEDULE)

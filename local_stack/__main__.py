@@ -37,6 +37,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
         for signed_token, signed in stack.config.tokens.items()
     )
     split_rows, most = f"{stack.config.partition_rows:,}", stack.config.max_partitions
+    caller = Caller(user.user_id, dict(user.claims), None)
     return f"""
 exports is running locally (ready in {seconds:.1f} s)
 
@@ -62,15 +63,18 @@ exports is running locally (ready in {seconds:.1f} s)
                (callbacks to http://127.0.0.1 are allowed locally)
   state        tasks, files, queues and the embedded DynamoDB tables are in memory: a restart starts
                them empty. The PostgreSQL data in {stack.config.postgres_dir} is kept.
-{try_it(url, token, stack.export_types, Caller(user.user_id, dict(user.claims), None), _recent(0))}{_other_user(stack)}
+{try_it(url, token, stack.export_types, caller, _recent(0), _clock_line(stack))}{_other_user(stack)}
 Ctrl-C stops everything.
 """
 
 
-def try_it(url: str, token: str, export_types: Sequence[AnyExportType], caller: Caller, day: str) -> str:
-    """The banner's "Try it" commands: submit, poll and download, with curl and the CLI, for the
-    first export type ``caller`` may use whose filters can be made up from its schema (as the
-    OpenAPI document's examples are, dates ``day``); in XLSX when the type has it."""
+def try_it(
+    url: str, token: str, export_types: Sequence[AnyExportType], caller: Caller, day: str, clock: str = ""
+) -> str:
+    """The banner's "Try it" commands: submit, poll and download, with curl and the CLI, and a
+    schedule that fires every minute, for the first export type ``caller`` may use whose filters
+    can be made up from its schema (as the OpenAPI document's examples are, dates ``day``); in
+    XLSX when the type has it. ``clock``: how the local scheduler keeps time."""
     for export_type in export_types:
         filters = example_filters(export_type, day) if export_type.allows(caller) else None
         if filters is not None:
@@ -85,6 +89,7 @@ Try it:
     fmt = ExportFormat.XLSX if ExportFormat.XLSX in export_type.formats else export_type.formats[0]
     body = json.dumps({"export_type": export_type.name, "format": fmt.value, "filters": filters})
     cli = f"exportctl submit {export_type.name} --filters {shlex.quote(json.dumps(filters))} --format {fmt.value}"
+    schedule = _every_minute(url, export_type, filters, clock)
     return f"""
 Try it:
 
@@ -93,12 +98,52 @@ Try it:
        -d {shlex.quote(body)}
   curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $TOKEN"
   curl -sL -OJ {url}/v1/exports/<task_id>/download -H "Authorization: Bearer $TOKEN"
-
-Or with the CLI (in another terminal):
+{schedule}Or with the CLI (in another terminal):
 
   source .venv/bin/activate && {cli_environment(url, token)}
   {cli} --wait --download ./out/
 """
+
+
+def _every_minute(url: str, export_type: AnyExportType, filters: dict[str, object], clock: str) -> str:
+    """The banner's schedule: ``export_type`` every minute, its window (when it has one) the
+    previous day in Berlin time, with its runs and the mail they send."""
+    window = export_type.window
+    if window is not None:
+        filters = {name: value for name, value in filters.items() if name not in (window.start, window.end)}
+        filters[window.start] = "previous_day"
+    body = {
+        "name": f"Every minute: {export_type.name}",
+        "export_type": export_type.name,
+        "format": "csv" if ExportFormat.CSV in export_type.formats else export_type.formats[0].value,
+        "filters": filters,
+        "every": {"minutes": 1},
+        "timezone": "Europe/Berlin",
+        "recipients": ["you@example.com"],
+    }
+    return f"""
+A schedule that fires every minute (locally EXPORTS_MIN_SCHEDULE_INTERVAL_MIN={_min_interval()}; on AWS the
+shortest interval is 15 minutes unless configured; see docs/schedules.md):
+
+  curl -s -X POST {url}/v1/schedules -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
+       -d {shlex.quote(json.dumps(body))}
+  curl -s "{url}/v1/exports?schedule_id=<schedule_id>" -H "Authorization: Bearer $TOKEN"   (its runs)
+  curl -s {url}/local/mailbox -H "Authorization: Bearer $TOKEN"   (the mail its runs sent)
+  {clock}
+"""
+
+
+def _min_interval() -> str:
+    from exports.config import Env
+
+    return os.environ.get(Env.MIN_SCHEDULE_INTERVAL_MIN, "")
+
+
+def _clock_line(stack: LocalStack) -> str:
+    """How the schedule loop keeps time."""
+    if stack.manual_clock:
+        return '(EXPORTS_LOCAL_CLOCK=manual: schedules fire on POST /local/clock {"advance_sec": n})\n'
+    return "(the local scheduler looks for due firings every 5 s)\n"
 
 
 def _other_user(stack: LocalStack) -> str:

@@ -23,13 +23,27 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-from exports.config import LANES, CustomersTable, Env, FanOut, Names, OrdersTable, Push, Queue, TaskTable, Worker
+from exports.config import (
+    LANES,
+    CustomersTable,
+    Env,
+    FanOut,
+    Names,
+    OrdersTable,
+    Push,
+    Queue,
+    SchedulesTable,
+    TaskTable,
+    Worker,
+)
 from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
 
 REGION = "us-east-1"
+# The verified SES sender of local mode's run mail (the embedded SES keeps what is sent).
+LOCAL_MAIL_SENDER = "reports@exports.localhost"
 MOTO_CONFIG: DefaultConfig = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
 
 
@@ -51,6 +65,14 @@ class Resources:
     # The push channel's table, and the tasks table's stream that feeds the push function.
     connections_table: str = Names.CONNECTIONS_TABLE
     tasks_stream_arn: str = ""
+    # Scheduled exports: the schedules table, the Scheduler group (moto stores its schedules,
+    # local_stack.schedule_loop fires them), the schedule function, the role and the DLQ.
+    schedules_table: str = Names.SCHEDULES_TABLE
+    schedule_group: str = Names.SCHEDULE_GROUP
+    schedule_target_arn: str = ""
+    scheduler_role_arn: str = ""
+    schedule_dlq_arn: str = ""
+    mail_sender: str = LOCAL_MAIL_SENDER
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -64,6 +86,12 @@ class Resources:
             Env.FAN_OUT_STATE_MACHINE_ARN: self.fan_out_state_machine_arn,
             Env.MAX_PARTITIONS: str(self.max_partitions),
             Env.CONNECTIONS_TABLE: self.connections_table,
+            Env.SCHEDULES_TABLE: self.schedules_table,
+            Env.SCHEDULE_GROUP: self.schedule_group,
+            Env.SCHEDULE_TARGET_ARN: self.schedule_target_arn,
+            Env.SCHEDULER_ROLE_ARN: self.scheduler_role_arn,
+            Env.SCHEDULE_DLQ_ARN: self.schedule_dlq_arn,
+            Env.MAIL_SENDER: self.mail_sender,
         }
 
 
@@ -244,6 +272,7 @@ def create_resources(
         )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
     state_machine_arn, fan_out_arn = _create_workflows(make_client, max_partitions)
+    scheduling = _create_scheduling(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -255,6 +284,7 @@ def create_resources(
         fan_out_state_machine_arn=fan_out_arn,
         max_partitions=max_partitions,
         tasks_stream_arn=stream_arn,
+        **scheduling,
     )
 
 
@@ -286,6 +316,55 @@ def _create_indexed_table(
         ],
         **({"StreamSpecification": stream} if stream else {}),
     )
+
+
+def _create_scheduling(make_client: Callable[[str], Any]) -> dict[str, str]:
+    """The schedules table (keys, user index, TTL as the CDK app's), the Scheduler group, the
+    role Scheduler would assume, the target's DLQ, and the verified SES sender."""
+    dynamodb = make_client("dynamodb")
+    keys = dict.fromkeys(
+        (
+            SchedulesTable.PARTITION_KEY,
+            SchedulesTable.SORT_KEY,
+            SchedulesTable.USER_INDEX_PARTITION_KEY,
+            SchedulesTable.USER_INDEX_SORT_KEY,
+        ),
+        "S",
+    )
+    dynamodb.create_table(
+        TableName=Names.SCHEDULES_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": kind} for key, kind in keys.items()],
+        KeySchema=[
+            {"AttributeName": SchedulesTable.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SchedulesTable.SORT_KEY, "KeyType": "RANGE"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": SchedulesTable.USER_INDEX,
+                "KeySchema": [
+                    {"AttributeName": SchedulesTable.USER_INDEX_PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": SchedulesTable.USER_INDEX_SORT_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    dynamodb.update_time_to_live(
+        TableName=Names.SCHEDULES_TABLE,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": SchedulesTable.TTL_ATTRIBUTE},
+    )
+    make_client("scheduler").create_schedule_group(Name=Names.SCHEDULE_GROUP)
+    role = make_client("iam").create_role(
+        RoleName="exports-scheduler-local",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+    )["Role"]["Arn"]
+    sqs = make_client("sqs")
+    dlq_url = sqs.create_queue(QueueName=Names.SCHEDULE_DLQ)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    make_client("ses").verify_email_identity(EmailAddress=LOCAL_MAIL_SENDER)
+    target = make_client("lambda").get_function(FunctionName=Names.SCHEDULE_FUNCTION)["Configuration"]["FunctionArn"]
+    return {"schedule_target_arn": target, "scheduler_role_arn": role, "schedule_dlq_arn": dlq_arn}
 
 
 def _create_workflows(make_client: Callable[[str], Any], max_partitions: int) -> tuple[str, str]:

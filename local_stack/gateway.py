@@ -38,6 +38,9 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
 CONSOLE_PATH = "/console"
 # What a browser asks every origin for, without a token: no icon (204), never a 401.
 FAVICON_PATH = "/favicon.ico"
+# Local mode's own routes (a dev token required): the mailbox, the schedule loop's clock.
+LOCAL_PREFIX = "/local/"
+LocalRoute = Callable[[Request], Any]
 
 
 def printable(text: str) -> str:
@@ -149,11 +152,14 @@ class Gateway:
         port: int = 8000,
         console_dir: Path | None = None,
         cors_allowed_origins: tuple[str, ...] = (),
+        local_routes: Mapping[tuple[str, str], LocalRoute] | None = None,
     ) -> None:
         self._handler = handler
         self._console_dir = console_dir
         # CORS as the CDK app's cors_allowed_origins sets it on the HTTP API (none: CORS off).
         self._cors_origins = cors_allowed_origins
+        # (method, path) -> a function of the request returning a JSON-ready body.
+        self._local_routes = dict(local_routes or {})
         # Lambda gives an execution environment one event at a time, and the function relies on it
         # (Powertools' resolver keeps the current event in a module global): requests served on
         # the server's threads take turns, or one request could run as another request's user.
@@ -194,11 +200,25 @@ class Gateway:
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
         if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
             return _unauthorized()
+        if request.path.startswith(LOCAL_PREFIX):
+            return self._local(request)
         body = request.get_data(cache=False)
         event = to_event(request, body, user)
         with self._one_at_a_time:
             result = self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29))
         return from_result(result)
+
+    def _local(self, request: Request) -> Response:
+        route = self._local_routes.get((request.method, request.path))
+        if route is None:
+            body: Any = {"error": {"code": "NOT_FOUND", "message": f"no local route {request.method} {request.path}"}}
+            return Response(json.dumps(body), status=404, content_type="application/json")
+        try:
+            body = route(request)
+        except ValueError as error:
+            body = {"error": {"code": "VALIDATION_ERROR", "message": str(error)}}
+            return Response(json.dumps(body), status=422, content_type="application/json")
+        return Response(json.dumps(body), status=200, content_type="application/json")
 
     @staticmethod
     def _console(request: Request, folder: Path) -> Response:

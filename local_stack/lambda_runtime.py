@@ -30,6 +30,7 @@ HANDLER_MODULES = {
     Names.WORKER_FUNCTION: "functions.worker.handler",
     Names.LIFECYCLE_FUNCTION: "functions.lifecycle.handler",
     Names.CALLBACK_FUNCTION: "functions.callback.handler",
+    Names.SCHEDULE_FUNCTION: "functions.schedule.handler",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -11,9 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from exports.config import LANES, Env, FanOut, Worker
+from werkzeug.wrappers import Request
+
+from exports.adapters.dynamodb_schedules import DynamoScheduleStore
+from exports.config import LANES, Env, FanOut, Names, Worker
 from exports.declared.build import check_sql_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.webhooks.signing import new_secret
@@ -31,6 +35,8 @@ from local_stack.local_users import (
     load_users,
     signed_in,
 )
+from local_stack.mailbox import Mailbox
+from local_stack.schedule_loop import Clock, ScheduleLoop
 from local_stack.stream_poller import StreamPoller
 from local_stack.websocket_gateway import WebSocketGateway
 from local_stack.worker_loop import WorkerLoop
@@ -59,6 +65,13 @@ STOP_GRACE_SEC = 3
 # defaults walked every few seconds (about 12% of a busy local stack's CPU, 15% of the moto test
 # suites'). Young objects are collected rarer.
 GC_THRESHOLDS = (50_000, 20, 100)
+
+# Local mode lets a schedule fire every minute (docs/schedules.md; AWS deployments keep the
+# config's default); EXPORTS_LOCAL_CLOCK=manual stops the schedule loop's wall-time ticks, so
+# firings happen only on POST /local/clock (the end-to-end tests).
+LOCAL_MIN_SCHEDULE_INTERVAL_MIN = "1"
+CLOCK_VARIABLE = "EXPORTS_LOCAL_CLOCK"
+MANUAL_CLOCK = "manual"
 
 # Local defaults for Powertools: readable, quiet, no X-Ray daemon to talk to.
 _POWERTOOLS_LOCAL = {
@@ -156,6 +169,9 @@ class LocalStack:
         self._stream: StreamPoller | None = None
         self._workers: list[WorkerLoop] = []
         self._serving: threading.Thread | None = None
+        self.schedule_loop: ScheduleLoop | None = None
+        self.mailbox = Mailbox()
+        self.manual_clock = os.environ.get(CLOCK_VARIABLE) == MANUAL_CLOCK
 
     def start(self) -> None:
         """Bring everything up; returns once the API answers. A declaration error stops it
@@ -181,6 +197,7 @@ class LocalStack:
             Env.ALLOW_LOCAL_CALLBACKS: "true",
             DEMO_DATABASE_URL_ENV: self.postgres.uri(DEMO_DATABASE, user=READER_ROLE),
             Env.PARTITION_ROWS: str(self.config.partition_rows),
+            Env.MIN_SCHEDULE_INTERVAL_MIN: LOCAL_MIN_SCHEDULE_INTERVAL_MIN,
         }
         if self.config.ws_port >= 0:
             from functions.stream.handler import lambda_handler as stream_handler
@@ -230,15 +247,53 @@ class LocalStack:
             self._stream = StreamPoller(streams, self.resources.tasks_stream_arn, push_handler)
             self._stream.start()
             self.websocket.start()
+        self.schedule_loop = self._schedule_loop(endpoint)
         self.gateway = Gateway(
             api_handler,
             self.config.tokens,
             port=self.config.port,
             console_dir=CONSOLE_DIR,
             cors_allowed_origins=self.config.cors_allowed_origins,
+            local_routes={("GET", "/local/mailbox"): self._mailbox, ("POST", "/local/clock"): self._advance},
         )
         self._serving = threading.Thread(target=self.gateway.serve_forever, name="gateway", daemon=True)
         self._serving.start()
+
+    def _schedule_loop(self, endpoint: str) -> ScheduleLoop:
+        """The in-process Scheduler: it fires the stored schedules through the schedule
+        function; on wall time, or only when told with a manual clock."""
+        from functions.schedule.handler import lambda_handler as schedule_handler
+
+        assert self.resources is not None
+        sqs = client("sqs", endpoint)
+        dlq_url = sqs.get_queue_url(QueueName=Names.SCHEDULE_DLQ)["QueueUrl"]
+        loop = ScheduleLoop(
+            DynamoScheduleStore(client("dynamodb", endpoint), self.resources.schedules_table),
+            schedule_handler,
+            Clock(),
+            dead_letter=lambda event: sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps(event)),
+        )
+        if not self.manual_clock:
+            loop.start()
+        return loop
+
+    def _mailbox(self, _request: Request) -> dict[str, Any]:
+        """``GET /local/mailbox``: what the embedded SES received, newest first."""
+        return {"items": self.mailbox.items()}
+
+    def _advance(self, request: Request) -> dict[str, Any]:
+        """``POST /local/clock`` ``{"advance_sec": n}``: move the schedule loop's clock ahead
+        and fire what is due now; what it fired."""
+        assert self.schedule_loop is not None
+        try:
+            body = json.loads(request.get_data() or b"{}")
+        except ValueError:
+            raise ValueError("the body is not JSON") from None
+        seconds = body.get("advance_sec", 0) if isinstance(body, dict) else None
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 366 * 86400:
+            raise ValueError("advance_sec: a number of seconds from 0 to 31622400")
+        now = self.schedule_loop.advance(seconds)
+        return {"now": now.isoformat(), "fired": self.schedule_loop.tick()}
 
     def _check_export_types(self) -> None:
         """Build the export types once, as the functions will, and describe each SQL type's
@@ -260,6 +315,8 @@ class LocalStack:
         """Shut down in reverse order."""
         if self.gateway:
             self.gateway.shutdown()
+        if self.schedule_loop:
+            self.schedule_loop.stop()
         if self.websocket:
             self.websocket.shutdown()
         if self._stream:

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient
     from types_boto3_rds import RDSClient
     from types_boto3_s3 import S3Client
+    from types_boto3_scheduler import EventBridgeSchedulerClient
     from types_boto3_secretsmanager import SecretsManagerClient
+    from types_boto3_sesv2 import SESV2Client
     from types_boto3_sqs import SQSClient
     from types_boto3_stepfunctions import SFNClient
 
 # The services the product uses (their stubs are in the dev dependencies).
-Service = Literal["dynamodb", "rds", "s3", "secretsmanager", "sqs", "stepfunctions"]
+Service = Literal["dynamodb", "rds", "s3", "scheduler", "secretsmanager", "sesv2", "sqs", "stepfunctions"]
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 
@@ -53,7 +55,11 @@ class ClientFactory:
     @overload
     def __call__(self, service: Literal["s3"]) -> S3Client: ...
     @overload
+    def __call__(self, service: Literal["scheduler"]) -> EventBridgeSchedulerClient: ...
+    @overload
     def __call__(self, service: Literal["secretsmanager"]) -> SecretsManagerClient: ...
+    @overload
+    def __call__(self, service: Literal["sesv2"]) -> SESV2Client: ...
     @overload
     def __call__(self, service: Literal["sqs"]) -> SQSClient: ...
     @overload

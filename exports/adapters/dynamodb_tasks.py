@@ -271,8 +271,11 @@ class DynamoTaskRepository:
             )
         return Task.model_validate(from_item(response["Attributes"]))
 
-    def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
-        """Newest first from the user index; a status filter keeps paging until ``limit``."""
+    def list_for_user(
+        self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None, schedule_id: str | None = None
+    ) -> TaskPage:
+        """Newest first from the user index; a status (or schedule) filter keeps paging until
+        ``limit``."""
         start_key = _decode_cursor(cursor, user_id) if cursor else None
         tasks: list[Task] = []
         while True:
@@ -285,10 +288,17 @@ class DynamoTaskRepository:
                 "ScanIndexForward": False,
                 "Limit": limit - len(tasks),
             }
+            conditions = []
             if status is not None:
-                request["FilterExpression"] = "#status = :status"
+                conditions.append("#status = :status")
                 request["ExpressionAttributeNames"]["#status"] = "status"
                 request["ExpressionAttributeValues"][":status"] = {"S": status.value}
+            if schedule_id is not None:
+                conditions.append("#schedule = :schedule")
+                request["ExpressionAttributeNames"]["#schedule"] = "schedule_id"
+                request["ExpressionAttributeValues"][":schedule"] = {"S": schedule_id}
+            if conditions:
+                request["FilterExpression"] = " AND ".join(conditions)
             if start_key:
                 request["ExclusiveStartKey"] = start_key
             with translated("list tasks"):

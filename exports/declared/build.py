@@ -16,13 +16,22 @@ from exports.declared.loader import (
     partition_date_range,
     plugin_factory,
     session_settings,
+    window_range,
 )
 from exports.declared.model import AccessDecl, ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
 from exports.declared.parameters import filters_model
 from exports.declared.sql_export import DeclaredSqlExport
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
-from exports.export_types.base import SOURCE_PAGE_ROWS, AnyExportType, Column, ColumnKind, ExportType, SourceLimit
+from exports.export_types.base import (
+    SOURCE_PAGE_ROWS,
+    AnyExportType,
+    Column,
+    ColumnKind,
+    ExportType,
+    SourceLimit,
+    WindowParameters,
+)
 from exports.ports import ItemsReader, SqlReader
 
 logger = logging.getLogger(__name__)
@@ -171,6 +180,7 @@ def check_sql_results(declarations: Declarations, types: Sequence[AnyExportType]
 def _common(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl) -> dict[str, Any]:
     selectable = [column.name for column in declared.columns or ()] if declared.selectable_columns else []
     bound = caller_bindings(declared)
+    window = window_range(declared)
     return {
         "name": name,
         "description": declared.description,
@@ -188,6 +198,7 @@ def _common(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDec
         "file_name": declared.file_name or name,
         "hot_key": declared.hot_key,
         "source_limit": limit,
+        "window": WindowParameters(*window) if window else None,
     }
 
 

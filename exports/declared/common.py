@@ -10,7 +10,7 @@ from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, rais
 from exports.declared.templates import file_stem, render
 from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
 from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, ExportType, SourceLimit
+from exports.export_types.base import ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
 
 # A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
 _HOT_KEY_MAX_CHARS = 200
@@ -33,6 +33,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         source_limit: SourceLimit,
         bindings: Sequence[CallerBinding] = (),
         access: AccessRule | None = None,
+        window: WindowParameters | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -47,6 +48,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._source_limit = source_limit
         self._bindings = tuple(bindings)
         self._access = access
+        self._window = window
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is
@@ -64,6 +66,23 @@ class DeclaredExport(ExportType[DeclaredFilters]):
     def bind_caller(self, caller: Caller) -> dict[str, Any]:
         """The declared ``caller`` values from the token."""
         return bind_caller(self._bindings, caller)
+
+    def claims_read(self) -> ClaimsRead:
+        """The claims of the declared ``caller`` bindings and ``allow`` rule (every claim when a
+        binding takes them all), and the scopes only when the rule names some."""
+        if any(binding.kind is BindingKind.CLAIMS for binding in self._bindings):
+            return ClaimsRead(None, scopes=bool(self._access and self._access.scopes))
+        claims = {binding.claim for binding in self._bindings if binding.claim}
+        rule = self._access
+        if rule is not None:
+            claims.update(rule.claims)
+            if rule.groups:
+                claims.add(rule.groups_claim)
+        return ClaimsRead(frozenset(claims), scopes=bool(rule and rule.scopes))
+
+    def window(self) -> WindowParameters | None:
+        """The declared ``window`` (by default the type's only date range)."""
+        return self._window
 
     def chosen_columns(self, filters: DeclaredFilters) -> list[Column]:
         """The declared columns, or those the caller chose, in the caller's order."""

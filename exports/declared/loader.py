@@ -351,6 +351,20 @@ def _check_ranges(fail: Any, declared: TypeDecl) -> None:
             kinds.append(spec.type)
         if kinds[0] is not kinds[1]:
             raise fail(f"date_ranges[{position}]", "both ends must be of one type")
+    if declared.window is not None and all(item.start != declared.window for item in declared.date_ranges):
+        raise fail("window", f"{declared.window!r} is not the `from` of one of the type's date_ranges")
+
+
+def window_range(declared: TypeDecl) -> tuple[str, str, str] | None:
+    """The (from, to, kind) parameters a schedule's relative window fills: the date range whose
+    ``from`` is ``window``, or the type's only date range; None when there is none."""
+    ranges = declared.date_ranges
+    if declared.window is not None:
+        ranges = [item for item in ranges if item.start == declared.window]
+    if len(ranges) != 1:
+        return None
+    start, end = ranges[0].start, ranges[0].end
+    return start, end, declared.parameters[start].type.value
 
 
 def _check_columns(fail: Any, declared: TypeDecl) -> None:

@@ -321,6 +321,9 @@ class TypeDecl(_Strict):
     allow: AllowDecl | None = None
     session: SessionDecl | None = None
     date_ranges: list[DateRangeDecl] = Field(default_factory=list)
+    # The date range a schedule's relative window (previous_week, ...) fills, named by its
+    # ``from`` parameter; unset: the type's only date range, if it has exactly one.
+    window: Identifier | None = None
     columns: list[ColumnDecl] | None = None
     selectable_columns: bool = False
     order_key: list[Identifier] | None = None

@@ -33,6 +33,7 @@ def dedup_key(
     csv_formula_guard: bool = True,
     caller: dict[str, Any] | None = None,
     timezone: str | None = None,
+    run_of: str | None = None,
 ) -> str:
     """The same export asked twice by the same user, with the same caller-bound values (a
     tenant claim that changed makes another export), has the same key.
@@ -43,6 +44,8 @@ def dedup_key(
     deadline is fixed when its lifecycle starts, so requests that ask for different deadlines are
     not merged (each gets the deadline it asked for). Priority and the callback are not: a merged
     request raises the task's priority and adds its callback (see services/submission.py).
+    A scheduled run's key has its firing (``run_of``: schedule and time) in it: each firing is a
+    run of its own, even while the previous one is still active (docs/schedules.md).
     """
     identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}
     identity["bom"] = csv_bom
@@ -55,6 +58,8 @@ def dedup_key(
     # The file's date-times differ by zone; the default's keys stay those of before zones.
     if timezone is not None and not is_utc(timezone):
         identity["timezone"] = timezone
+    if run_of is not None:
+        identity["run_of"] = run_of
     canonical = json.dumps(
         identity,
         sort_keys=True,

@@ -7,6 +7,7 @@ status the operation started from) is the repository's job.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -36,10 +37,20 @@ class ExportFormat(StrEnum):
 
 
 class TaskSource(StrEnum):
-    """Why the task exists: a client's request, or a retry of an earlier task."""
+    """Why the task exists: a client's request, a retry of an earlier task, or a firing of a
+    schedule (docs/schedules.md)."""
 
     API = "api"
     RETRY = "retry"
+    SCHEDULE = "schedule"
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """What a scheduled run is for: its schedule and the firing time."""
+
+    schedule_id: str
+    scheduled_for: datetime
 
 
 # Every model here is built on first use (defer_build): a handler's import does not pay for
@@ -133,6 +144,9 @@ class Task(BaseModel):
     error: TaskError | None = None
     source: TaskSource = TaskSource.API
     retry_of: str | None = None
+    # A scheduled run: its schedule, and the firing time it runs for (GET /v1/exports?schedule_id=).
+    schedule_id: str | None = None
+    scheduled_for: datetime | None = None
     # Identical active submissions share this key; the first task holds it until it ends.
     dedup_key: str | None = None
     # How often a long export handed over to a new worker invocation (see services/export_run.py).
@@ -174,6 +188,13 @@ class Task(BaseModel):
     def pending_callbacks(self) -> list[int]:
         """The positions of the subscribers whose delivery has not ended."""
         return [i for i, s in enumerate(self.subscribers) if s.state.status is CallbackStatus.PENDING]
+
+    @property
+    def notifies_at_end(self) -> bool:
+        """Whether the callback function has work when the task ends: its subscribers' callbacks,
+        or, for a scheduled run, the run's outcome on its schedule and its mail (the workflow's
+        ``has_callback``)."""
+        return bool(self.subscribers) or self.schedule_id is not None
 
     @property
     def is_terminal(self) -> bool:
@@ -219,6 +240,8 @@ def new_task(
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
     dedup_key: str | None = None,
+    schedule_id: str | None = None,
+    scheduled_for: datetime | None = None,
 ) -> Task:
     """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
     return Task(
@@ -240,6 +263,8 @@ def new_task(
         source=source,
         retry_of=retry_of,
         dedup_key=dedup_key,
+        schedule_id=schedule_id,
+        scheduled_for=scheduled_for,
         subscribers=(Subscriber(url=callback_url),) if callback_url else (),
     )
 

@@ -86,6 +86,26 @@ class CursorInvalid(RetryableError):
 
 
 @dataclass(frozen=True)
+class WindowParameters:
+    """The date range a schedule's relative window fills (docs/schedules.md): its ``start`` and
+    ``end`` parameters, both ``"date"`` or both ``"datetime"``."""
+
+    start: str
+    end: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class ClaimsRead:
+    """The claims a type binds or its access rule reads (``claims``; None: every claim, for a
+    type that cannot say), and whether the rule reads the token's scopes: all a schedule keeps
+    of its owner's token to run as them later."""
+
+    claims: frozenset[str] | None = None
+    scopes: bool = True
+
+
+@dataclass(frozen=True)
 class SourceLimit:
     """A data source shared by export types, and how many exports may read it at once."""
 
@@ -183,6 +203,15 @@ class ExportType(ABC, Generic[FiltersT]):
         """The values this type binds from the caller's token, JSON-ready (default: none);
         :class:`exports.domain.caller.CallerRefused` when the token lacks a claim it needs."""
         return {}
+
+    def claims_read(self) -> ClaimsRead:
+        """The claims :meth:`allows` and :meth:`bind_caller` read (default: every claim and the
+        scopes, since a Python type's own rule may read any)."""
+        return ClaimsRead()
+
+    def window(self) -> WindowParameters | None:
+        """The date range a schedule's relative window fills; None (the default): none."""
+        return None
 
     @abstractmethod
     def columns(self, filters: FiltersT) -> list[Column]:

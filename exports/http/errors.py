@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from exports.config import Admission
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
     ConditionFailed,
@@ -39,6 +40,7 @@ from exports.http.envelope import (
     strict_json,
 )
 from exports.push.model import PushNotAvailable
+from exports.schedules.ports import ScheduleLimitReached, ScheduleNotFound
 from exports.services.validation import field_path
 
 logger = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     TaskNotFound: HTTPStatus.NOT_FOUND,
     UnknownExportType: HTTPStatus.NOT_FOUND,
     PushNotAvailable: HTTPStatus.NOT_FOUND,
+    ScheduleNotFound: HTTPStatus.NOT_FOUND,
+    ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
     TaskNotReady: HTTPStatus.CONFLICT,
     TaskNotCancellable: HTTPStatus.CONFLICT,
     TaskNotRetryable: HTTPStatus.CONFLICT,
@@ -131,6 +135,9 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         headers = None
         if isinstance(error, Overloaded):
             headers = {"Retry-After": str(error.retry_after)}
+        elif isinstance(error, ScheduleLimitReached):
+            # Only a deletion frees a place: the header every 429 has, with the quota's wait.
+            headers = {"Retry-After": str(Admission.RETRY_AFTER_QUOTA_SEC)}
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:
             headers = {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)}
         return error_response(

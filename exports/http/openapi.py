@@ -47,13 +47,15 @@ _ERRORS: dict[int, str] = {
     401: "No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function).",
     403: "The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored).",
     404: "No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), "
+    "no such schedule among the caller's (code SCHEDULE_NOT_FOUND), "
     "or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE).",
     409: "The task is not in a state that allows this.",
     413: "The body is larger than the limit (code PAYLOAD_TOO_LARGE).",
     415: "The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE).",
     422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` "
     "lists every invalid one when there are several).",
-    429: "Too many active tasks, or the queue is full: try again after `Retry-After` seconds.",
+    429: "Too many active tasks, or the queue is full: try again after `Retry-After` seconds"
+    " (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may).",
     503: "A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE).",
 }
 _RETRY_LATER = (429, 503)

@@ -12,6 +12,8 @@ from exports.domain.errors import InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, give_up_callback, record_callback
+from exports.schedules.model import PauseReason
+from exports.schedules.run_end import on_run_end
 from exports.services.dependencies import CallbackDependencies
 from exports.services.queries import download_link
 from exports.services.task_writes import write_callbacks
@@ -43,15 +45,21 @@ def message_id(task: Task, index: int = 0) -> str:
     return base if index == 0 else f"{base}_{index}"
 
 
-def callback_payload(task: Task, deps: CallbackDependencies) -> dict[str, Any]:
+def callback_payload(
+    task: Task, deps: CallbackDependencies, schedule_paused: PauseReason | None = None
+) -> dict[str, Any]:
     """The JSON body, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
     ``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it, with a fresh
-    download link and its expiry for COMPLETED."""
+    download link and its expiry for COMPLETED; a scheduled run whose end paused its schedule
+    says so in ``data.schedule_paused`` (``code``, ``message``)."""
     download_url: str | None = None
     download_expires_at: datetime | None = None
     if task.status is TaskStatus.COMPLETED:
         download_url, download_expires_at = download_link(task, deps)
-    return event_payload(task, deps.clock(), download_url, download_expires_at)
+    payload = event_payload(task, deps.clock(), download_url, download_expires_at)
+    if schedule_paused is not None:
+        payload["data"]["schedule_paused"] = {"code": schedule_paused.code.value, "message": schedule_paused.message}
+    return payload
 
 
 def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
@@ -59,9 +67,13 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
     recorded on its own; raises :class:`CallbackRetryable` while any may still get through (the
     workflow retries: delivered and failed subscribers are not sent again)."""
     task = deps.tasks.get(task_id)
-    if task is None or not task.is_terminal or not task.pending_callbacks:
+    if task is None or not task.is_terminal:
         return DeliveryOutcome.NOTHING_TO_DO
-    body = json.dumps(callback_payload(task, deps), separators=(",", ":"), ensure_ascii=False).encode()
+    # A scheduled run's end: its schedule's outcome and mail first (repeated attempts are no-ops).
+    paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
+    if not task.pending_callbacks:
+        return DeliveryOutcome.NOTHING_TO_DO
+    body = json.dumps(callback_payload(task, deps, paused), separators=(",", ":"), ensure_ascii=False).encode()
     timestamp = int(deps.clock().timestamp())
     retry: list[str] = []
     outcomes: list[bool] = []

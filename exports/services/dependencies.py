@@ -27,6 +27,7 @@ from exports.ports import (
     ThroughputStats,
     WebhookSender,
 )
+from exports.schedules.run_end import RunEndDependencies
 from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from exports.webhooks.destination import Resolver, system_resolver
 
@@ -135,6 +136,8 @@ class CallbackDependencies:
     webhooks: WebhookSender
     # The signing secret, read (from Secrets Manager on AWS) on first use.
     webhook_secret: Callable[[], str]
+    # A scheduled run's end: its schedule's outcome and mail (None: not recorded, as in tests).
+    run_end: RunEndDependencies | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
 

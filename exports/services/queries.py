@@ -60,9 +60,12 @@ def list_tasks(
     limit: int = Limits.LIST_PAGE_DEFAULT,
     status: TaskStatus | None = None,
     cursor: str | None = None,
+    schedule_id: str | None = None,
 ) -> TaskPage:
-    """A page of the caller's tasks, newest first, without tasks past their retention."""
-    page = deps.tasks.list_for_user(user_id, limit, status, cursor)
+    """A page of the caller's tasks (only the runs of ``schedule_id`` when given: the caller's
+    own, so another user's schedule lists nothing), newest first, without tasks past their
+    retention."""
+    page = deps.tasks.list_for_user(user_id, limit, status, cursor, schedule_id)
     now = deps.clock()
     return TaskPage(tasks=[task for task in page.tasks if task.expires_at > now], cursor=page.cursor)
 

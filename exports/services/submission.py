@@ -35,7 +35,7 @@ from exports.domain.errors import (
 from exports.domain.ids import new_task_id
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
-from exports.domain.task import Task, TaskSource, fail, merge_request, new_task
+from exports.domain.task import ScheduledRun, Task, TaskSource, fail, merge_request, new_task
 from exports.domain.zones import UnknownZone, canonical_zone
 from exports.export_types.base import AnyExportType
 from exports.ports import TaskMessage
@@ -70,6 +70,7 @@ def submit_export(
     deps: ApiDependencies,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
+    run_of: ScheduledRun | None = None,
 ) -> Submission:
     """Admit the request: validate it, refuse it under backpressure or over quota, merge it into
     an identical active task, or create the task, start its lifecycle and queue it.
@@ -80,6 +81,7 @@ def submit_export(
     callback URL included: it must pass the SSRF guard) and admitted. If the workflow or the
     queue refuses, the task is marked FAILED at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``)
     rather than left PENDING, and the caller gets :class:`ServiceUnavailable` to retry.
+    ``run_of``: the schedule and firing time a scheduled run is for (recorded on the task).
     """
     export_type = deps.registry.get(request.export_type, caller)
     if request.format not in export_type.formats:
@@ -131,6 +133,8 @@ def submit_export(
         retention=deps.settings.retention,
         source=source,
         retry_of=retry_of,
+        schedule_id=run_of.schedule_id if run_of else None,
+        scheduled_for=run_of.scheduled_for if run_of else None,
         dedup_key=dedup_key(
             user_id,
             export_type.name,
@@ -141,6 +145,7 @@ def submit_export(
             csv_formula_guard=request.csv_formula_guard,
             caller=bound,
             timezone=timezone,
+            run_of=f"{run_of.schedule_id}@{run_of.scheduled_for.isoformat()}" if run_of else None,
         ),
     )
     lane = lane_for(task.priority)

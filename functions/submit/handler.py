@@ -1,4 +1,5 @@
-"""The HTTP API function: submit exports, read them, download them, list export types.
+"""The HTTP API function: submit exports, read them, download them, list export types, and
+manage scheduled exports (docs/schedules.md).
 
 No ``from __future__ import annotations`` here: Powertools reads the route signatures through the
 tracer's wrapper, so the annotations must be real objects, not strings.
@@ -28,8 +29,8 @@ from exports.api_models import (
     TaskList,
     TaskView,
 )
-from exports.composition import PowertoolsMetrics, compose_api
-from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits
+from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
+from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Schedules
 from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
@@ -55,6 +56,10 @@ from exports.http.openapi import (
     swagger_page,
 )
 from exports.push.model import PushNotAvailable, Viewer
+from exports.schedules import service as schedules
+from exports.schedules.api_models import ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
+from exports.schedules.dependencies import ScheduleDependencies
+from exports.schedules.model import Schedule
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.push import issue_ticket
@@ -93,6 +98,12 @@ def openapi_settings() -> dict[str, Any]:
 def dependencies() -> ApiDependencies:
     """This function's adapters, built on first use from its own variables of the environment."""
     return compose_api(PowertoolsMetrics(metrics))
+
+
+@cache
+def schedule_dependencies() -> ScheduleDependencies:
+    """The schedules' adapters beside this function's own."""
+    return compose_schedules(dependencies())
 
 
 @cache
@@ -173,8 +184,29 @@ _TICKET_RESPONSES = responses(
     {201: {"description": "A single-use ticket for the push channel, valid `expires_in` seconds."}},
     (404, "This deployment has no push channel: poll instead."),
 )
-_LIST_QUERY = frozenset({"limit", "status", "next_token"})
+_LIST_QUERY = frozenset({"limit", "status", "next_token", "schedule_id"})
 _ME_RESPONSES = responses({200: {"description": "The caller as the token says, and what the types bind from it."}})
+_SCHEDULE_LIST_QUERY = frozenset({"limit", "next_token"})
+_SCHEDULE_CREATE_RESPONSES = responses(
+    {
+        201: {
+            "description": "The schedule, ACTIVE, with its next runs.",
+            "headers": {"Location": location("The schedule's URL.")},
+        }
+    },
+    400,
+    403,
+    conflict({"CONFLICT": "a request with the same Idempotency-Key is still in progress; try again shortly."}),
+    413,
+    415,
+    422,
+    (429, "The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED)."),
+)
+_SCHEDULE_GET_RESPONSES = responses({200: {"description": "The schedule, with its next runs."}}, 404)
+_SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller's schedules, newest first."}}, 422)
+_SCHEDULE_PATCH_RESPONSES = responses({200: {"description": "The schedule as changed."}}, 400, 403, 404, 413, 415, 422)
+_SCHEDULE_DELETE_RESPONSES = responses({204: {"description": "Deleted (its runs stay, as tasks).", "content": {}}}, 404)
+_SCHEDULE_RUN_RESPONSES = responses(_ACCEPTED, 403, 404, 422, 429)
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
 _TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 
@@ -289,7 +321,7 @@ def retry(task_id: str) -> Response[ExportAccepted]:
     f"{API_VERSION_PREFIX}/exports",
     summary="List your export tasks",
     description="The caller's tasks, newest first, a page at a time (`next_token` from the previous page);"
-    " `status` filters by status, in any case.",
+    " `status` filters by status, in any case; `schedule_id` lists a schedule's runs (yours only).",
     tags=["exports"],
     responses=_LIST_RESPONSES,
 )
@@ -298,10 +330,14 @@ def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
     status: Annotated[TaskStatus | None, BeforeValidator(upper_case), Query(description="In any case.")] = None,
     next_token: Annotated[str | None, Query(max_length=2048)] = None,
+    schedule_id: Annotated[
+        str | None, Query(max_length=64, description="Only the runs of this schedule of yours.")
+    ] = None,
 ) -> TaskList:
     """The caller's tasks, newest first; ``422`` for a query parameter it does not know."""
     refuse_unknown_query(app.current_event, _LIST_QUERY)
-    page = queries.list_tasks(caller_id(app.current_event), dependencies(), limit, status, next_token)
+    user_id = caller_id(app.current_event)
+    page = queries.list_tasks(user_id, dependencies(), limit, status, next_token, schedule_id)
     return TaskList(items=[TaskView.of(task) for task in page.tasks], next_token=page.cursor)
 
 
@@ -388,6 +424,128 @@ def get_export_type(name: str) -> ExportTypeView:
     """One type the caller may use; ``404`` for any other name (a type refused to the caller
     looks the same as no type)."""
     return ExportTypeView.of(queries.export_type(name, caller_of(app.current_event), dependencies()))
+
+
+def _schedule_view(schedule: Schedule) -> ScheduleView:
+    deps = schedule_dependencies()
+    runs = schedules.next_runs(schedule, deps.api.clock(), Schedules.NEXT_RUNS_SHOWN)
+    logger.append_keys(schedule_id=schedule.schedule_id)
+    return ScheduleView.of(schedule, runs)
+
+
+def _schedule_url(schedule_id: str) -> str:
+    return f"{API_VERSION_PREFIX}/schedules/{schedule_id}"
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/schedules",
+    summary="Schedule an export",
+    description="An export (the body of POST /v1/exports) run at every firing of `cron` (5 fields) or `every`"
+    " in `timezone`; each firing creates an ordinary task (GET /v1/exports?schedule_id=). Window parameters may"
+    " take relative values (`previous_week`, ...). With `Idempotency-Key`, the same key and body within 24 hours"
+    " replay the first answer.",
+    tags=["schedules"],
+    responses=_SCHEDULE_CREATE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[ScheduleView]:
+    """Validate and store the schedule; ``201`` with its next runs."""
+    check_envelope(app.current_event)
+    caller = caller_of(app.current_event)
+    key = idempotency_key(app.current_event.headers)
+
+    def create() -> dict[str, Any]:
+        schedule = schedules.create_schedule(request.schedule_spec(), caller, schedule_dependencies())
+        return _schedule_view(schedule).model_dump(mode="json")
+
+    headers: dict[str, str] = {}
+    if key is None:
+        answer = create()
+    else:
+        # Scoped apart from the exports' keys: the same key may create an export and a schedule.
+        scope = "schedule:" + caller_scope(request.export_type, caller, dependencies())
+        body = request.model_dump(mode="json")
+        answer, replayed = idempotent_calls().replay_or_call(caller.user_id, key, body, create, scope=scope)
+        headers = {"Idempotent-Replayed": "true"} if replayed else {}
+    return _json(201, answer, {"Location": _schedule_url(answer["schedule_id"]), **headers})
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/schedules",
+    summary="List your schedules",
+    description="The caller's schedules, newest first, a page at a time (`next_token` from the previous page).",
+    tags=["schedules"],
+    responses=_SCHEDULE_LIST_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def list_schedules(
+    limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
+    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+) -> ScheduleList:
+    """The caller's schedules, newest first; ``422`` for a query parameter it does not know."""
+    refuse_unknown_query(app.current_event, _SCHEDULE_LIST_QUERY)
+    page = schedules.list_schedules(caller_id(app.current_event), schedule_dependencies(), limit, next_token)
+    return ScheduleList(items=[_schedule_view(schedule) for schedule in page.schedules], next_token=page.cursor)
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>",
+    summary="Get a schedule",
+    description="The caller's schedule with its next runs, last run and failures; another user's is not found.",
+    tags=["schedules"],
+    responses=_SCHEDULE_GET_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def get_schedule(schedule_id: str) -> ScheduleView:
+    """The caller's schedule; ``404`` for any other."""
+    return _schedule_view(schedules.owned_schedule(schedule_id, caller_id(app.current_event), schedule_dependencies()))
+
+
+@app.patch(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>",
+    summary="Change, pause or resume a schedule",
+    description="Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes"
+    " (clearing the pause reason and the failures).",
+    tags=["schedules"],
+    responses=_SCHEDULE_PATCH_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) -> ScheduleView:
+    """The schedule as changed."""
+    check_envelope(app.current_event)
+    caller = caller_of(app.current_event)
+    changed = schedules.update_schedule(schedule_id, changes.changes(), caller, schedule_dependencies())
+    return _schedule_view(changed)
+
+
+@app.delete(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>",
+    summary="Delete a schedule",
+    description="Deletes the schedule (its Scheduler schedule too); its runs stay, as tasks.",
+    tags=["schedules"],
+    responses=_SCHEDULE_DELETE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def delete_schedule(schedule_id: str) -> Response[str]:
+    """``204``; ``404`` for another user's."""
+    schedules.delete_schedule(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    return Response(status_code=204, body="")
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>/run",
+    status_code=202,
+    summary="Run a schedule now",
+    description="One run now, as POST /v1/exports with the schedule's export (its window resolved now), tagged"
+    " with the schedule.",
+    tags=["schedules"],
+    responses=_SCHEDULE_RUN_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def run_schedule(schedule_id: str) -> Response[ExportAccepted]:
+    """``202`` with the run's task."""
+    submission = schedules.run_now(schedule_id, caller_of(app.current_event), schedule_dependencies())
+    return _answer(_accepted(submission).model_dump(mode="json"))
 
 
 @app.route(".+", method="OPTIONS", include_in_schema=False)

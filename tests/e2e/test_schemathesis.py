@@ -54,7 +54,12 @@ def served(stack: Stack) -> dict[str, Any]:
 # the run), and 403 (CLAIM_MISSING: the type binds a claim the caller's token lacks, a matter of
 # the token, not of the request). Likewise for GET /v1/exports: next_token is an opaque cursor
 # that only a previous page hands out, so a made-up one, however well formed, is refused with 422
-# (field next_token). Every other operation keeps the default.
+# (field next_token). The schedules' operations likewise: a cron expression's five fields, an IANA
+# zone, an export type's filters (with relative windows) and the shortest interval between
+# firings are checked by the service, not by a JSON Schema, so a 422 naming `cron`, `timezone`,
+# `filters.<name>` or `every` is a correct answer to schema-valid data; a create may meet the
+# per-user cap (429), and GET /v1/schedules refuses a made-up next_token. Every other operation
+# keeps the default.
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
     {
         "operations": [
@@ -66,6 +71,20 @@ CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
             },
             {
                 "include-name": "GET /v1/exports",
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "422"]}},
+            },
+            {
+                "include-name": "POST /v1/schedules",
+                "checks": {
+                    "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}
+                },
+            },
+            {
+                "include-name": "PATCH /v1/schedules/{schedule_id}",
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
+            },
+            {
+                "include-name": "GET /v1/schedules",
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "422"]}},
             },
         ]

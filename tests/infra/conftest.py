@@ -57,14 +57,6 @@ PROD_CONTEXT = {
 }
 
 
-# What becomes true when the sched branch (issue 33's backend: exports/schedules, the schedules
-# API routes, functions/schedule, the SES and Scheduler clients) is merged: strict, so the merge
-# turns each into a failure until this mark is dropped from it (and then from here).
-PENDING_SCHED_MERGE = pytest.mark.xfail(
-    strict=True, reason="needs the sched branch's code (issue 33): drop this mark once it is merged"
-)
-
-
 @dataclass(frozen=True)
 class Synthesized:
     """One stack and its template."""

@@ -38,7 +38,6 @@ from infra.packaging import (
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
 from scripts.package_sizes import LAMBDA_UNZIPPED_LIMIT_BYTES, MARGIN_FRACTION, folder_bytes, over_margin
-from tests.infra.conftest import PENDING_SCHED_MERGE
 
 pytestmark = pytest.mark.infra
 
@@ -47,13 +46,15 @@ CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
 # for the PDF font, pyarrow for Parquet; RE2 when the registry is built).
 LAZY_IMPORTS = {
-    WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow"},
-    API.name: {"google-re2"},
+    # zoneinfo loads tzdata on the first zone it does not find in the OS (the mail's zone).
+    CALLBACK.name: {"tzdata"},
+    WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"},
+    API.name: {"google-re2", "tzdata", "cronsim"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
     STREAM.name: {"google-re2", "pyjwt"},
     PUSH.name: {"google-re2"},
     # It builds the registry as the API does, on the first firing.
-    SCHEDULE.name: {"google-re2"},
+    SCHEDULE.name: {"google-re2", "tzdata", "cronsim"},
 }
 # The XLSX stack: openpyxl, the lxml it writes through, and what openpyxl pulls in.
 XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
@@ -120,8 +121,7 @@ def test_requirements_are_the_pins_of_pyproject():
 
 @pytest.mark.parametrize(
     "spec",
-    # The schedule function's handler comes with the sched branch.
-    [pytest.param(spec, marks=PENDING_SCHED_MERGE if spec is SCHEDULE else ()) for spec in SPECS],
+    SPECS,
     ids=lambda spec: spec.name,
 )
 def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
@@ -330,7 +330,6 @@ def clients_made_in(root: Path) -> set[str]:
     return found
 
 
-@PENDING_SCHED_MERGE  # its code calls Scheduler and SES v2
 def test_the_packages_keep_the_model_of_every_service_the_code_calls():
     used = clients_made_in(REPO_ROOT / "exports") | clients_made_in(REPO_ROOT / "functions")
 

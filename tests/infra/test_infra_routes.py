@@ -6,12 +6,10 @@ import pytest
 
 from exports.config import API_VERSION_PREFIX
 from infra.api import PROTECTED_ROUTES
-from tests.infra.conftest import PENDING_SCHED_MERGE
 
 pytestmark = pytest.mark.infra
 
 
-@PENDING_SCHED_MERGE  # the schedules routes come with the sched branch
 def test_every_v1_route_of_the_handler_has_a_protected_api_route_and_no_more():
     from functions.submit.handler import app
 

@@ -31,7 +31,6 @@ from scripts.cost_estimate import (
     schedule_lines,
     stack_facts,
 )
-from tests.infra.conftest import PENDING_SCHED_MERGE
 from tests.infra.test_infra_resources import alarms_by_name, group_schedules_arn, join, of_type
 
 pytestmark = pytest.mark.infra
@@ -303,7 +302,6 @@ def test_the_functions_get_the_scheduling_variables_their_settings_read(prod):
         )
 
 
-@PENDING_SCHED_MERGE
 def test_the_settings_read_the_variables_of_the_runtime_wiring():
     # /work/briefs/schedules-wiring.md: the API (and the schedule function, which parses the
     # API's settings) read every scheduling variable, the callback the table and the mail.

@@ -15,6 +15,7 @@ from exports.config import Env
 from exports.domain.status import TERMINAL, TaskStatus
 from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle
+from functions.schedule import handler as schedule
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack import lambda_runtime, thread_safety
@@ -31,8 +32,10 @@ STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
 
 def _clear_caches() -> None:
     aws_client.cache_clear()
-    for function in (api, worker, lifecycle, callback):
+    for function in (api, worker, lifecycle, callback, schedule):
         function.dependencies.cache_clear()
+    # Built on the API's dependencies: rebuilt with them.
+    api.schedule_dependencies.cache_clear()
 
 
 @pytest.fixture

@@ -32,6 +32,16 @@ SHARED_ROUTES = {("get", "/v1/export-types"), ("get", "/v1/export-types/{name}")
 # A push channel ticket is bound to its caller; whose events it receives is tested over the real
 # channel (tests/e2e/test_push_e2e.py, tests/integration/test_push_stores.py).
 CALLER_ROUTES = {("post", "/v1/stream-tickets")}
+# A schedule is its owner's alone, as a task is (docs/schedules.md, "Security").
+SCHEDULE_ROUTES = {
+    ("get", "/v1/schedules/{schedule_id}"),
+    ("patch", "/v1/schedules/{schedule_id}"),
+    ("delete", "/v1/schedules/{schedule_id}"),
+    ("post", "/v1/schedules/{schedule_id}/run"),
+}
+SCHEDULE_COLLECTION_ROUTES = {("get", "/v1/schedules"), ("post", "/v1/schedules")}
+UNKNOWN_SCHEDULE = "sch_01JZZZZZZZZZZZZZZZZZZZZZZZ"
+WEEKLY = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
 
 
 def call(method: str, path: str, user: str | None, body: Any = None, query: dict[str, str] | None = None) -> Any:
@@ -80,7 +90,43 @@ def test_every_route_is_classified() -> None:
     paths = api.app.get_openapi_schema().paths or {}
     methods = ("get", "post", "put", "patch", "delete")
     routes = {(method, path) for path, item in paths.items() for method in methods if getattr(item, method)}
-    assert routes == TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES
+    assert routes == (
+        TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES | SCHEDULE_ROUTES | SCHEDULE_COLLECTION_ROUTES
+    )
+
+
+@pytest.mark.parametrize(("method", "route"), sorted(SCHEDULE_ROUTES))
+def test_another_users_schedule_is_not_found_on_every_schedule_route(
+    tenants: dict[str, dict[str, str]], method: str, route: str
+) -> None:
+    status, created = call("post", "/v1/schedules", "alice", WEEKLY)
+    assert status == 201, created
+    target = created["schedule_id"]
+    body = {"state": "PAUSED"} if method == "patch" else None
+
+    status, answer = call(method, route.format(schedule_id=target), "bob", body)
+    unknown_status, unknown_answer = call(method, route.format(schedule_id=UNKNOWN_SCHEDULE), "bob", body)
+
+    assert status == unknown_status == 404
+    assert answer["error"]["code"] == "SCHEDULE_NOT_FOUND"
+    assert answer["error"]["message"].replace(target, "<id>") == unknown_answer["error"]["message"].replace(
+        UNKNOWN_SCHEDULE, "<id>"
+    )
+    after = call("get", f"/v1/schedules/{target}", "alice")[1]
+    assert after["state"] == "ACTIVE" and after["updated_at"] == created["updated_at"]
+    assert call("get", "/v1/exports", "alice", query={"schedule_id": target})[1]["items"] == []
+    assert call("delete", f"/v1/schedules/{target}", "alice")[0] == 204
+
+
+def test_schedule_lists_and_a_schedules_runs_show_only_the_callers(tenants: dict[str, dict[str, str]]) -> None:
+    status, created = call("post", "/v1/schedules", "alice", WEEKLY)
+    assert status == 201, created
+    target = created["schedule_id"]
+    # (Its runs as another user: tests/integration/test_schedules_moto.py, tests/e2e/test_schedules_e2e.py.)
+    assert call("get", "/v1/schedules", "bob")[1]["items"] == []
+    assert call("get", "/v1/exports", "bob", query={"schedule_id": target})[1]["items"] == []
+    assert [item["schedule_id"] for item in call("get", "/v1/schedules", "alice")[1]["items"]] == [target]
+    assert call("delete", f"/v1/schedules/{target}", "alice")[0] == 204
 
 
 @pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES))

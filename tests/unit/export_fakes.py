@@ -107,7 +107,9 @@ class FakeTasks:
         self.tasks[task_id] = self.tasks[task_id].model_copy(update={"lifecycle_token": token})
         return self.tasks[task_id]
 
-    def list_for_user(self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None) -> TaskPage:
+    def list_for_user(
+        self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None, schedule_id: str | None = None
+    ) -> TaskPage:
         after = None
         if cursor is not None:
             owner, _, after = cursor.partition("/")
@@ -119,6 +121,7 @@ class FakeTasks:
                 for task in self.tasks.values()
                 if task.user_id == user_id
                 and (status is None or task.status is status)
+                and (schedule_id is None or task.schedule_id == schedule_id)
                 and (after is None or task.task_id < after)
             ),
             key=lambda task: task.task_id,

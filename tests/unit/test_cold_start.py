@@ -16,8 +16,8 @@ from bench.cold_start import report
 from exports.adapters.clients import ClientFactory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The bench measures the first four; the push and stream functions share their import rules.
-ALL_FUNCTIONS = ["submit", "lifecycle", "callback", "worker", "push", "stream"]
+# The bench measures the first four; the push, stream and schedule functions share their import rules.
+ALL_FUNCTIONS = ["submit", "lifecycle", "callback", "worker", "push", "stream", "schedule"]
 
 
 @functools.cache
@@ -117,6 +117,13 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
         "exports.adapters.dynamodb_admission",
         "exports.adapters.sqs_queue",
     }
+
+
+@pytest.mark.parametrize("function", ["submit", "schedule", "callback"])
+def test_cron_evaluation_is_imported_on_first_use(function):
+    loaded, _ = cold_import(function)
+
+    assert "cronsim" not in loaded
 
 
 def test_the_api_function_imports_the_declared_types_builder_on_first_use():

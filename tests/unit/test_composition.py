@@ -145,10 +145,13 @@ def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
         "metrics",
         "webhooks",
         "webhook_secret",
+        "run_end",
         "resolve",
         "clock",
     }
     assert deps.webhook_secret() == "whsec_c2VjcmV0"
+    # A scheduled run's end is recorded; no sender configured, no mailer built.
+    assert deps.run_end is not None and deps.run_end.mailer is None
 
 
 def test_the_lifecycle_function_builds_its_adapters_from_its_variables_only(monkeypatch):

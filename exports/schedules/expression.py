@@ -1,0 +1,208 @@
+"""When a schedule fires: a 5-field cron expression or a fixed interval (``every``), evaluated
+in the schedule's IANA time zone, following EventBridge Scheduler's rules (docs/schedules.md,
+"Daylight saving time"):
+
+- A cron time that does not exist locally (the hour the clocks skip in spring) does not fire
+  that day: Scheduler skips it.
+- A cron time that exists twice (the hour repeated in autumn) fires once, at its first
+  occurrence (the earlier instant, still on summer time).
+- An interval is a fixed duration (a day is 24 hours), counted from its anchor in UTC: local
+  wall times shift by the DST change, as with Scheduler's ``rate``.
+
+cronsim evaluates the expressions (no parser of our own); this module only refuses what
+Scheduler cannot run and applies the two DST rules above to what cronsim yields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from itertools import islice
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from exports.domain.errors import InvalidRequest
+from exports.schedules.model import Every
+
+if TYPE_CHECKING:
+    # Imported where a cron is evaluated: the API's cold start does not pay for it otherwise.
+    from cronsim import CronSim
+
+CRON_FIELDS = 5
+# Shortest-interval checks look this far ahead (a year and a day: both DST changes): at the next
+# GAP_MAX_FIRINGS firings, and at every firing within GAP_DST_WINDOW of each change of the zone's
+# offset in that time (where a gap can be shorter than the expression's wall-clock gaps).
+GAP_HORIZON = timedelta(days=366)
+GAP_MAX_FIRINGS = 2_000
+GAP_DST_WINDOW = timedelta(days=2)
+# Leap days: a cron of 29 February fires once in four years; its next runs need 20 years.
+_SEARCH_YEARS = 30
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone ``name``; a 422 on ``timezone`` listing where the accepted names are."""
+    try:
+        if name in _zone_names():
+            return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    raise InvalidRequest(
+        f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin, America/New_York or Etc/UTC",
+        field="timezone",
+        code="INVALID_TIMEZONE",
+    )
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def parse_cron(expression: str) -> CronSim:
+    """cronsim's reading of a 5-field expression (minute hour day-of-month month day-of-week);
+    a 422 on ``cron`` for anything else (6 fields, a bad field, a day that never comes)."""
+    fields = expression.split()
+    if len(fields) != CRON_FIELDS:
+        raise InvalidRequest(
+            "give 5 fields: minute hour day-of-month month day-of-week (e.g. '0 8 * * 1')",
+            field="cron",
+            code="INVALID_CRON",
+        )
+    from cronsim import CronSim, CronSimError
+
+    try:
+        return CronSim(expression, datetime(2000, 1, 1))
+    except (CronSimError, ValueError) as error:
+        raise InvalidRequest(f"invalid cron expression: {error}", field="cron", code="INVALID_CRON") from None
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    """A schedule's timing: ``cron`` or ``every`` (exactly one), its zone, its anchor (where
+    ``every`` counts from) and its optional window of validity."""
+
+    cron: str | None
+    every: Every | None
+    timezone: str
+    anchor: datetime
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def firings(self, after: datetime) -> Iterator[datetime]:
+        """Every firing strictly after ``after``, as aware UTC datetimes, in order, within
+        ``start_at`` (inclusive) and ``end_at`` (exclusive)."""
+        begin = after if self.start_at is None or self.start_at <= after else self.start_at - timedelta(microseconds=1)
+        source = self._cron_firings(begin) if self.cron is not None else self._interval_firings(begin)
+        for firing in source:
+            if self.end_at is not None and firing >= self.end_at:
+                return
+            yield firing
+
+    def next_runs(self, after: datetime, count: int) -> list[datetime]:
+        """The next ``count`` firings after ``after`` (fewer when the schedule ends first)."""
+        return list(islice(self.firings(after), count))
+
+    def shortest_gap(self, after: datetime, floor: timedelta | None = None) -> timedelta | None:
+        """The shortest time between two consecutive firings over the next year: among the next
+        ``GAP_MAX_FIRINGS`` firings and those around each DST change of the zone in that year;
+        None when it fires less than twice in that time. With ``floor``, the first gap shorter
+        than it is answered at once (it is short enough to refuse)."""
+        end = after + GAP_HORIZON
+        starts = [after, *(change - GAP_DST_WINDOW for change in offset_changes(self.timezone, after, end))]
+        shortest: timedelta | None = None
+        for start in starts:
+            previous: datetime | None = None
+            stop = end if start == after else min(end, start + 2 * GAP_DST_WINDOW)
+            for firing in islice(self.firings(max(start, after)), GAP_MAX_FIRINGS):
+                if firing > stop:
+                    break
+                if previous is not None:
+                    gap = firing - previous
+                    shortest = gap if shortest is None else min(shortest, gap)
+                    if floor is not None and shortest < floor:
+                        return shortest
+                previous = firing
+        return shortest
+
+    def _cron_firings(self, after: datetime) -> Iterator[datetime]:
+        assert self.cron is not None
+        tz = zone(self.timezone)
+        parsed = parse_cron(self.cron)
+        limit = after + timedelta(days=366 * _SEARCH_YEARS)
+        for local in type(parsed)(self.cron, after.astimezone(tz)):
+            instant = local.astimezone(UTC)
+            if instant > limit:
+                return
+            if _skipped_wall_time(local, parsed) or _repeated_wall_time(local):
+                continue
+            yield instant
+
+    def _interval_firings(self, after: datetime) -> Iterator[datetime]:
+        assert self.every is not None
+        step = timedelta(seconds=self.every.seconds)
+        anchor = self.start_at or self.anchor
+        # The first k with anchor + k * step > after (k >= 0: an interval fires at its anchor).
+        k = 0 if after < anchor else (after - anchor) // step + 1
+        while True:
+            yield (anchor + k * step).astimezone(UTC)
+            k += 1
+
+
+def offset_changes(timezone: str, start: datetime, end: datetime) -> list[datetime]:
+    """The instants (to the hour) at which ``timezone``'s UTC offset changes between ``start``
+    and ``end``: its DST changes."""
+    tz = zone(timezone)
+    changes: list[datetime] = []
+    instant = start.replace(minute=0, second=0, microsecond=0)
+    offset = instant.astimezone(tz).utcoffset()
+    while instant < end:
+        following = instant + timedelta(hours=6)
+        if following.astimezone(tz).utcoffset() != offset:
+            # Find the hour within these six.
+            for hour in range(1, 7):
+                candidate = instant + timedelta(hours=hour)
+                if candidate.astimezone(tz).utcoffset() != offset:
+                    changes.append(candidate)
+                    break
+            offset = following.astimezone(tz).utcoffset()
+        instant = following
+    return changes
+
+
+def _skipped_wall_time(local: datetime, parsed: CronSim) -> bool:
+    """cronsim moves a time that does not exist locally (spring's skipped hour) to the first
+    time after the gap; Scheduler skips it instead: a firing whose wall time the expression does
+    not name is such a moved one."""
+    return local.minute not in parsed.minutes or local.hour not in parsed.hours
+
+
+def _repeated_wall_time(local: datetime) -> bool:
+    """The second occurrence of a wall time autumn repeats (``fold=1`` with another offset)."""
+    return local.fold == 1 and local.replace(fold=0).utcoffset() != local.utcoffset()
+
+
+def check_interval(recurrence: Recurrence, now: datetime, minimum: timedelta) -> None:
+    """A 422 ``INTERVAL_TOO_SHORT`` (field ``cron`` or ``every``) when two firings can come
+    closer than ``minimum``; for cron, the shortest gap between consecutive firings over the
+    next year, DST changes included."""
+    field = "cron" if recurrence.cron is not None else "every"
+    if recurrence.every is not None:
+        gap: timedelta | None = timedelta(seconds=recurrence.every.seconds)
+    else:
+        gap = recurrence.shortest_gap(now, floor=minimum)
+    if gap is not None and gap < minimum:
+        minutes = int(minimum.total_seconds() // 60)
+        raise InvalidRequest(
+            f"firings would come {_describe(gap)} apart; the shortest interval allowed is {minutes} minutes",
+            field=field,
+            code="INTERVAL_TOO_SHORT",
+        )
+
+
+def _describe(gap: timedelta) -> str:
+    seconds = int(gap.total_seconds())
+    if seconds % 60:
+        return f"{seconds} seconds"
+    return "1 minute" if seconds == 60 else f"{seconds // 60} minutes"

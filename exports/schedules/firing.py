@@ -1,0 +1,114 @@
+"""One firing of a schedule (what EventBridge Scheduler, or local mode's loop, invokes): exactly
+one task per firing, however often the firing is delivered and however many deliveries run at
+once. The firing's identity is the schedule id plus the scheduled time Scheduler gives; its
+record in the schedules table is claimed by a conditional write that exactly one invocation wins.
+
+Before it creates the task the firing checks, against the claims stored with the schedule, that
+the export type still exists and its access rule still admits them; when not (or when the stored
+filters no longer pass the type), the schedule pauses itself with the reason and Scheduler stops
+invoking it. A transient fault (the queue, admission's 429) gives the claim back and raises, so
+Scheduler's retry policy delivers the firing again (then its dead-letter queue).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from exports.domain.caller import CallerRefused
+from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest
+from exports.schedules.dependencies import ScheduleDependencies
+from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
+from exports.schedules.service import caller_of, submit_run
+
+logger = logging.getLogger(__name__)
+_PAUSE_ATTEMPTS = 3
+
+
+class FiringOutcome(StrEnum):
+    """What one delivery of a firing did."""
+
+    CREATED = "created"
+    # Another delivery of the same firing made (or is making) its task.
+    DUPLICATE = "duplicate"
+    PAUSED = "paused"
+    # The schedule was paused or deleted before this firing: nothing to do.
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Firing:
+    """The outcome, and the task of the firing when known."""
+
+    outcome: FiringOutcome
+    task_id: str | None = None
+    reason: PauseReason | None = None
+
+
+def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) -> Firing:
+    """Create the task of the firing of ``schedule_id`` at ``scheduled_for`` (aware UTC), once."""
+    schedule = deps.schedules.get(schedule_id)
+    if schedule is None or not schedule.is_active:
+        return Firing(FiringOutcome.SKIPPED)
+    now = deps.api.clock()
+    claim = deps.schedules.claim_firing(schedule_id, scheduled_for, now)
+    if not claim.won:
+        return Firing(FiringOutcome.DUPLICATE, claim.task_id)
+    refusal = _refusal(schedule, deps)
+    if refusal is not None:
+        deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, None)
+        return Firing(FiringOutcome.PAUSED, reason=_pause(schedule, refusal, deps))
+    try:
+        submission = submit_run(schedule, caller_of(schedule), scheduled_for, deps)
+    except (InvalidRequest, CallerRefused) as refused:
+        deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, None)
+        reason = PauseReason(code=PauseCode.FILTERS_INVALID, message=f"the export was refused: {refused.message}")
+        if isinstance(refused, CallerRefused):
+            reason = _revoked(refused.message)
+        return Firing(FiringOutcome.PAUSED, reason=_pause(schedule, reason, deps))
+    except ExportsError:
+        deps.schedules.release_firing(schedule_id, scheduled_for, claim.token)
+        raise
+    task_id = submission.task.task_id
+    deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, task_id)
+    return Firing(FiringOutcome.CREATED, task_id)
+
+
+def _revoked(detail: str) -> PauseReason:
+    return PauseReason(
+        code=PauseCode.ACCESS_REVOKED, message=f"its owner may no longer run this export type ({detail})"
+    )
+
+
+def _refusal(schedule: Schedule, deps: ScheduleDependencies) -> PauseReason | None:
+    """Why the schedule may not run now, checked against its stored claims (None: it may)."""
+    try:
+        export_type = deps.api.registry.get(schedule.export_type)
+    except InvalidRequest:
+        return PauseReason(
+            code=PauseCode.EXPORT_TYPE_GONE, message=f"export type {schedule.export_type} no longer exists"
+        )
+    if not export_type.allows(caller_of(schedule)):
+        return _revoked("the type's access rule no longer admits the claims stored with the schedule")
+    return None
+
+
+def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) -> PauseReason:
+    """Pause the schedule with ``reason`` (a conditional write, re-read when it lost) and
+    disable its Scheduler schedule."""
+    current: Schedule | None = schedule
+    for _ in range(_PAUSE_ATTEMPTS):
+        if current is None or not current.is_active:
+            return reason
+        try:
+            paused = deps.schedules.replace(current, pause(current, reason, deps.api.clock()))
+        except ConditionFailed:
+            current = deps.schedules.get(schedule.schedule_id)
+            continue
+        logger.warning("schedule paused", extra={"schedule_id": schedule.schedule_id, "reason": reason.code.value})
+        if deps.timer is not None:
+            deps.timer.update(paused)
+        return reason
+    return reason

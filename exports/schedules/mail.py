@@ -1,0 +1,80 @@
+"""The mail of a scheduled run: a short text with the outcome, the row count and a presigned
+link to the file (never the file itself), and who may receive it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from exports.config import Schedules
+from exports.domain.errors import InvalidRequest
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task
+from exports.schedules.model import PauseReason, Schedule
+
+# A mailed link is presigned for this long (capped by the file's own expiry): long enough to be
+# read the same day; afterwards the file is downloaded through the API.
+MAIL_LINK_TTL_SEC = 12 * 3600
+
+
+@dataclass(frozen=True)
+class Message:
+    """A mail's subject and text."""
+
+    subject: str
+    text: str
+
+
+def check_recipients(recipients: Sequence[str], sender: str | None, allowed_domains: frozenset[str]) -> None:
+    """422 on ``recipients`` when this deployment sends no mail, on ``recipients[i]``
+    (``RECIPIENT_NOT_ALLOWED``) for an address outside the allowed domains."""
+    if not recipients:
+        return
+    if not sender:
+        raise InvalidRequest(
+            "this deployment sends no mail (no sender is configured): leave recipients out",
+            field="recipients",
+            code="MAIL_NOT_CONFIGURED",
+        )
+    if len(recipients) > Schedules.MAX_RECIPIENTS:
+        raise InvalidRequest(f"at most {Schedules.MAX_RECIPIENTS} recipients", field="recipients")
+    for index, address in enumerate(recipients):
+        domain = address.rpartition("@")[2].lower()
+        if allowed_domains and domain not in allowed_domains:
+            raise InvalidRequest(
+                f"{address} is not in a domain this deployment mails to ({', '.join(sorted(allowed_domains))})",
+                field=f"recipients[{index}]",
+                code="RECIPIENT_NOT_ALLOWED",
+            )
+
+
+def allowed(recipients: Sequence[str], allowed_domains: frozenset[str]) -> list[str]:
+    """The recipients still in an allowed domain (a deployment may narrow them later)."""
+    return [r for r in recipients if not allowed_domains or r.rpartition("@")[2].lower() in allowed_domains]
+
+
+def run_message(
+    schedule: Schedule, task: Task, link: str | None, link_expires_at: datetime | None, paused: PauseReason | None
+) -> Message:
+    """The mail of ``task``'s end: outcome, rows, the link and until when it works."""
+    title = schedule.name or schedule.export_type
+    zone = ZoneInfo(schedule.timezone)
+    when = (task.scheduled_for or task.created_at).astimezone(zone)
+    lines = [f"Scheduled export: {title} ({schedule.export_type}, {task.format.value})"]
+    lines.append(f"Run for: {when.isoformat()} ({schedule.timezone})")
+    if task.status is TaskStatus.COMPLETED and task.result is not None:
+        subject = f"{title}: {task.result.rows} rows ready"
+        lines.append(f"Status: COMPLETED, {task.result.rows} rows, {task.result.bytes} bytes")
+        if link is not None and link_expires_at is not None:
+            lines.append(f"Download (until {link_expires_at.astimezone(zone).isoformat()}): {link}")
+    else:
+        subject = f"{title}: run {task.status.value.lower()}"
+        lines.append(f"Status: {task.status.value}")
+        if task.error is not None:
+            lines.append(f"Error: {task.error.code}: {task.error.message}")
+    if paused is not None:
+        lines.append(f"The schedule is now paused ({paused.code.value}): {paused.message}")
+    lines.append(f"Task: {task.task_id}; schedule: {schedule.schedule_id}")
+    return Message(subject=subject, text="\n".join(lines) + "\n")

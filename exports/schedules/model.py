@@ -1,0 +1,147 @@
+"""The schedule: what to export, when, in which zone, as whom; its state and its last run."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from exports.config import Limits, Schedules
+from exports.domain.task import ExportFormat
+
+SCHEDULE_ID_PREFIX = "sch_"
+
+
+class ScheduleState(StrEnum):
+    """A schedule fires while ACTIVE; PAUSED keeps it without firing (the user's, or its own)."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+class PauseCode(StrEnum):
+    """Why a schedule is paused."""
+
+    PAUSED_BY_USER = "PAUSED_BY_USER"
+    TOO_MANY_FAILURES = "TOO_MANY_FAILURES"
+    # The export type no longer exists in this deployment.
+    EXPORT_TYPE_GONE = "EXPORT_TYPE_GONE"
+    # The type's access rule no longer admits the claims stored with the schedule.
+    ACCESS_REVOKED = "ACCESS_REVOKED"
+    # The stored filters no longer pass the type's validation (its parameters changed).
+    FILTERS_INVALID = "FILTERS_INVALID"
+
+
+class PauseReason(BaseModel):
+    """Why and, for a pause a run caused, which run (its callback says so)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: PauseCode
+    message: str
+    # The run whose end paused the schedule (TOO_MANY_FAILURES), so its callback can tell.
+    task_id: str | None = None
+
+
+class Every(BaseModel):
+    """A fixed interval: exactly one of minutes, hours or days (a day is 24 hours, as
+    EventBridge Scheduler's ``rate``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    minutes: int | None = Field(default=None, strict=True, ge=1, le=1_000_000)
+    hours: int | None = Field(default=None, strict=True, ge=1, le=100_000)
+    days: int | None = Field(default=None, strict=True, ge=1, le=10_000)
+
+    def unit_and_value(self) -> tuple[str, int]:
+        """``("minutes", 30)``; ``ValueError`` unless exactly one unit is given."""
+        given = [(unit, value) for unit, value in self.model_dump().items() if value is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of minutes, hours or days")
+        return given[0]
+
+    @property
+    def seconds(self) -> int:
+        """The interval in seconds."""
+        unit, value = self.unit_and_value()
+        return value * {"minutes": 60, "hours": 3600, "days": 86400}[unit]
+
+
+class StoredCaller(BaseModel):
+    """Who a schedule runs as, without a token: the user, and only the claims the export type
+    binds or its access rule reads (and the scopes, when the rule reads scopes)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    claims: dict[str, Any] = Field(default_factory=dict)
+    scopes: tuple[str, ...] | None = None
+
+
+class LastRun(BaseModel):
+    """The latest run that ended (or could not start)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str | None
+    scheduled_for: datetime
+    status: str
+    finished_at: datetime | None = None
+
+
+class Schedule(BaseModel):
+    """One recurring export of one user."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schedule_id: str
+    user_id: str
+    caller: StoredCaller
+    name: str | None = None
+    export_type: str
+    format: ExportFormat = ExportFormat.CSV
+    # As given: a window parameter may hold a relative value (exports.schedules.windows).
+    filters: dict[str, Any] = Field(default_factory=dict)
+    priority: int = Limits.PRIORITY_DEFAULT
+    timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
+    callback_url: str | None = None
+    csv_bom: bool = False
+    csv_formula_guard: bool = True
+    cron: str | None = None
+    every: Every | None = None
+    timezone: str = Schedules.DEFAULT_TIMEZONE
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    recipients: tuple[str, ...] = ()
+    state: ScheduleState = ScheduleState.ACTIVE
+    paused_reason: PauseReason | None = None
+    last_run: LastRun | None = None
+    consecutive_failures: int = 0
+    created_at: datetime
+    updated_at: datetime
+    # Where an ``every`` schedule counts its intervals from: start_at, else when its expression
+    # was last set (EventBridge Scheduler's rate starts then).
+    anchor_at: datetime
+    # The run whose mail went out last (mail is sent once per run).
+    mailed_task_id: str | None = None
+    # Bumped by every write: writes are conditional on the version they read.
+    version: int = 0
+
+    @property
+    def is_active(self) -> bool:
+        """Whether it fires."""
+        return self.state is ScheduleState.ACTIVE
+
+
+def pause(schedule: Schedule, reason: PauseReason, now: datetime) -> Schedule:
+    """The schedule PAUSED with ``reason``."""
+    return schedule.model_copy(update={"state": ScheduleState.PAUSED, "paused_reason": reason, "updated_at": now})
+
+
+def resume(schedule: Schedule, now: datetime) -> Schedule:
+    """ACTIVE again: the reason and the failure count are cleared."""
+    return schedule.model_copy(
+        update={"state": ScheduleState.ACTIVE, "paused_reason": None, "consecutive_failures": 0, "updated_at": now}
+    )

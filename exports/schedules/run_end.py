@@ -1,0 +1,97 @@
+"""A scheduled run's end, where the callback function observes it: the outcome on the schedule
+(last run, failures in a row, the pause after ``Schedules.MAX_CONSECUTIVE_FAILURES``), then the
+mail to the schedule's recipients (once per run), then the run's callbacks carry the pause."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from exports.config import Schedules
+from exports.domain.errors import ConditionFailed, ExportsError
+from exports.domain.status import TaskStatus
+from exports.domain.task import Task
+from exports.ports import ResultStore
+from exports.schedules.mail import MAIL_LINK_TTL_SEC, allowed, run_message
+from exports.schedules.model import PauseReason, Schedule
+from exports.schedules.outcome import paused_by, record_run
+from exports.schedules.ports import Mailer, ScheduleStore
+
+logger = logging.getLogger(__name__)
+_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class RunEndDependencies:
+    """What observing a run's end uses: the schedules, the mailer and its sender (None: no
+    mail), the allowed recipient domains, the result files (the mailed link) and the clock."""
+
+    schedules: ScheduleStore
+    mailer: Mailer | None
+    sender: str | None
+    allowed_domains: frozenset[str]
+    results: ResultStore
+    clock: Callable[[], datetime]
+    max_failures: int = Schedules.MAX_CONSECUTIVE_FAILURES
+
+
+def on_run_end(task: Task, deps: RunEndDependencies) -> PauseReason | None:
+    """Record the ended ``task`` on its schedule and mail its recipients; the pause this run
+    caused, if it did (for its callback). Safe to repeat: a run is recorded and mailed once."""
+    if task.schedule_id is None or not task.is_terminal:
+        return None
+    schedule = _recorded(task, deps)
+    if schedule is None:
+        return None
+    paused = paused_by(schedule, task)
+    if schedule.recipients and schedule.mailed_task_id != task.task_id and deps.mailer and deps.sender:
+        _mail(schedule, task, paused, deps)
+    return paused
+
+
+def _recorded(task: Task, deps: RunEndDependencies) -> Schedule | None:
+    """The schedule with this run recorded (written now, or already); None when it is gone or
+    not the task owner's."""
+    for _ in range(_ATTEMPTS):
+        schedule = deps.schedules.get(task.schedule_id or "")
+        if schedule is None or schedule.user_id != task.user_id:
+            return None
+        updated = record_run(schedule, task, deps.clock(), deps.max_failures)
+        if updated is None:
+            return schedule
+        try:
+            return deps.schedules.replace(schedule, updated)
+        except ConditionFailed:
+            continue  # a firing or a PATCH wrote meanwhile: record on the new version
+    raise ConditionFailed(f"schedule {task.schedule_id} kept changing")
+
+
+def _mail(schedule: Schedule, task: Task, paused: PauseReason | None, deps: RunEndDependencies) -> None:
+    """Send the run's mail, then mark it sent (a failure to send is logged: mail never decides
+    a run's outcome; a crash between the two may send it twice, never lose it)."""
+    recipients = allowed(schedule.recipients, deps.allowed_domains)
+    link = expires_at = None
+    if task.status is TaskStatus.COMPLETED and task.result is not None:
+        now = deps.clock()
+        ttl = max(60, min(MAIL_LINK_TTL_SEC, int((task.expires_at - now).total_seconds())))
+        link = deps.results.presign_download(task.result.key, task.result.file_name, ttl)
+        expires_at = now + timedelta(seconds=ttl)
+    message = run_message(schedule, task, link, expires_at, paused)
+    assert deps.mailer is not None and deps.sender is not None
+    if recipients:
+        try:
+            deps.mailer.send(deps.sender, recipients, message.subject, message.text)
+        except ExportsError:
+            logger.error("the run's mail could not be sent", exc_info=True, extra={"task_id": task.task_id})
+            return
+    for _ in range(_ATTEMPTS):
+        current = deps.schedules.get(schedule.schedule_id)
+        if current is None or current.mailed_task_id == task.task_id:
+            return
+        try:
+            deps.schedules.replace(current, current.model_copy(update={"mailed_task_id": task.task_id}))
+            return
+        except ConditionFailed:
+            continue

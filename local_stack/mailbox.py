@@ -1,0 +1,43 @@
+"""What the embedded SES received: local mode's mailbox (``GET /local/mailbox``, ``exportctl
+mailbox``), read from moto's SES backend in this process."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ses.models import ses_backends
+
+from local_stack.embedded_aws import REGION
+
+
+class Mailbox:
+    """The messages sent through the embedded SES, newest first. moto keeps no send time: a
+    message is stamped when the mailbox first sees it (the loop looks every tick)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    def items(self) -> list[dict[str, Any]]:
+        """``{"id", "sent_at", "from", "to", "subject", "text"}`` of every message, newest first."""
+        messages = list(ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages)
+        now = datetime.now(UTC)
+        with self._lock:
+            for message in messages:
+                self._seen.setdefault(message.id, now)
+            stamped = [(self._seen[message.id], index, message) for index, message in enumerate(messages)]
+        stamped.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
+        return [
+            {
+                "id": message.id,
+                "sent_at": sent_at.isoformat(),
+                "from": message.source,
+                "to": list(message.destinations.get("ToAddresses", [])),
+                "subject": message.subject,
+                "text": message.body,
+            }
+            for sent_at, _, message in stamped
+        ]

@@ -1,0 +1,256 @@
+"""The schedule ports against their fakes and their adapters on moto (the same cases): the
+DynamoDB schedule store (conditional writes, the per-user cap, the firing claim), EventBridge
+Scheduler and SES."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ses.models import ses_backends
+
+from exports.adapters.aws_errors import AwsError
+from exports.adapters.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
+from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer
+from exports.adapters.ses_mailer import SesMailer
+from exports.config import Names
+from exports.domain.errors import ConditionFailed, InvalidRequest
+from exports.schedules.model import Every, PauseCode, PauseReason, Schedule, StoredCaller, pause
+from exports.schedules.ports import ScheduleLimitReached, ScheduleStore
+from local_stack.embedded_aws import LOCAL_MAIL_SENDER, REGION, Resources, create_resources
+from tests.integration.conftest import serialise_shared_state
+from tests.unit.schedule_fakes import FakeScheduleStore
+
+NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
+FIRING = datetime(2026, 12, 7, 7, tzinfo=UTC)
+
+
+@pytest.fixture
+def moto() -> Iterator[Resources]:
+    with mock_aws():
+        yield create_resources(functools.partial(boto3.client, region_name=REGION))
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def store(request: pytest.FixtureRequest) -> ScheduleStore:
+    if request.param == "fake":
+        return FakeScheduleStore()
+    resources = request.getfixturevalue("moto")
+    return DynamoScheduleStore(boto3.client("dynamodb", region_name=REGION), resources.schedules_table)
+
+
+def schedule_n(n: int, user: str = "alice", **changes: Any) -> Schedule:
+    base = Schedule(
+        schedule_id=f"sch_01JNCS6Z0000000000000000{n:02d}",
+        user_id=user,
+        caller=StoredCaller(user_id=user, claims={"custom:tenant_id": "acme"}),
+        name="Weekly",
+        export_type="orders",
+        filters={"date_from": "previous_week"},
+        cron="0 8 * * 1",
+        timezone="Europe/Berlin",
+        recipients=("finance@acme.example",),
+        created_at=NOW,
+        updated_at=NOW,
+        anchor_at=NOW,
+    )
+    return base.model_copy(update=changes)
+
+
+def test_a_created_schedule_reads_back_exactly(store: ScheduleStore) -> None:
+    schedule = schedule_n(1, every=Every(minutes=30), cron=None)
+    store.create(schedule, max_per_user=5)
+
+    assert store.get(schedule.schedule_id) == schedule
+    assert store.get(schedule_n(2).schedule_id) is None
+
+
+def test_the_cap_counts_per_user_and_a_deletion_frees_a_place(store: ScheduleStore) -> None:
+    store.create(schedule_n(1), max_per_user=2)
+    store.create(schedule_n(2), max_per_user=2)
+    with pytest.raises(ScheduleLimitReached):
+        store.create(schedule_n(3), max_per_user=2)
+    store.create(schedule_n(4, user="bob"), max_per_user=2)
+    assert store.get(schedule_n(3).schedule_id) is None
+
+    store.delete(schedule_n(1))
+    store.delete(schedule_n(1))  # again: nothing more is freed
+    store.create(schedule_n(3), max_per_user=2)
+    with pytest.raises(ScheduleLimitReached):
+        store.create(schedule_n(5), max_per_user=2)
+
+
+def test_creating_an_existing_id_is_a_condition_failure(store: ScheduleStore) -> None:
+    store.create(schedule_n(1), max_per_user=5)
+    with pytest.raises(ConditionFailed):
+        store.create(schedule_n(1), max_per_user=5)
+
+
+def test_a_replace_is_conditional_on_the_version_read(store: ScheduleStore) -> None:
+    first = schedule_n(1)
+    store.create(first, max_per_user=5)
+    paused = store.replace(first, pause(first, PauseReason(code=PauseCode.PAUSED_BY_USER, message="m"), NOW))
+
+    assert paused.version == 1 and store.get(first.schedule_id) == paused
+    with pytest.raises(ConditionFailed):
+        store.replace(first, first.model_copy(update={"name": "lost"}))
+    assert store.get(first.schedule_id) == paused
+
+
+def test_a_user_lists_only_their_schedules_newest_first_a_page_at_a_time(store: ScheduleStore) -> None:
+    for n in (1, 2, 3):
+        store.create(schedule_n(n), max_per_user=5)
+    store.create(schedule_n(4, user="bob"), max_per_user=5)
+
+    first = store.list_for_user("alice", 2, None)
+    assert [s.schedule_id for s in first.schedules] == [schedule_n(3).schedule_id, schedule_n(2).schedule_id]
+    assert first.cursor is not None
+    rest = store.list_for_user("alice", 2, first.cursor)
+    assert [s.schedule_id for s in rest.schedules] == [schedule_n(1).schedule_id]
+    with pytest.raises(InvalidRequest):
+        store.list_for_user("bob", 2, first.cursor)  # another user's cursor
+
+
+def test_a_firing_is_claimed_once_its_holder_finishes_and_a_duplicate_sees_the_task(store: ScheduleStore) -> None:
+    won = store.claim_firing("sch_1", FIRING, NOW)
+    lost = store.claim_firing("sch_1", FIRING, NOW)
+    assert won.won and not lost.won and lost.task_id is None
+
+    store.finish_firing("sch_1", FIRING, won.token, "exp_1")
+    again = store.claim_firing("sch_1", FIRING, NOW + FIRING_LEASE * 2)
+    assert not again.won and again.task_id == "exp_1"
+    assert store.claim_firing("sch_1", FIRING + timedelta(days=7), NOW).won  # another firing
+    with pytest.raises(ConditionFailed):
+        store.finish_firing("sch_1", FIRING, "not-the-token", "exp_2")
+
+
+def test_a_released_or_lapsed_claim_can_be_claimed_again(store: ScheduleStore) -> None:
+    first = store.claim_firing("sch_1", FIRING, NOW)
+    store.release_firing("sch_1", FIRING, first.token)
+    second = store.claim_firing("sch_1", FIRING, NOW)
+    assert second.won
+
+    # Its holder died: the lease runs out, and the next delivery takes the firing over.
+    assert not store.claim_firing("sch_1", FIRING, NOW + FIRING_LEASE - timedelta(seconds=1)).won
+    third = store.claim_firing("sch_1", FIRING, NOW + FIRING_LEASE + timedelta(seconds=1))
+    assert third.won
+    with pytest.raises(ConditionFailed):
+        store.finish_firing("sch_1", FIRING, second.token, "exp_late")  # the old holder lost it
+    store.release_firing("sch_1", FIRING, second.token)  # and cannot release it either
+    assert not store.claim_firing("sch_1", FIRING, NOW + FIRING_LEASE + timedelta(seconds=2)).won
+
+
+def test_concurrent_claims_of_one_firing_have_exactly_one_winner(
+    store: ScheduleStore, request: pytest.FixtureRequest
+) -> None:
+    if isinstance(store, DynamoScheduleStore):
+        # DynamoDB checks and writes atomically; moto does not lock: serialise it, as local mode does.
+        serialise_shared_state(request.getfixturevalue("monkeypatch"))
+    start = threading.Barrier(8)
+    results: list[bool] = []
+
+    def claim() -> None:
+        start.wait()
+        results.append(store.claim_firing("sch_1", FIRING, NOW).won)
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(results) == [False] * 7 + [True]
+
+
+# EventBridge Scheduler ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def timer(moto: Resources) -> EventBridgeScheduleTimer:
+    return EventBridgeScheduleTimer(
+        boto3.client("scheduler", region_name=REGION),
+        Names.SCHEDULE_GROUP,
+        moto.schedule_target_arn,
+        moto.scheduler_role_arn,
+        moto.schedule_dlq_arn,
+    )
+
+
+def test_the_timer_creates_updates_and_deletes_the_scheduler_schedule(timer: EventBridgeScheduleTimer) -> None:
+    schedule = schedule_n(1)
+    timer.create(schedule)
+    created = timer.describe(schedule.schedule_id)
+    assert created["ScheduleExpression"] == "cron(0 8 ? * MON *)"
+    assert created["ScheduleExpressionTimezone"] == "Europe/Berlin"
+    assert created["State"] == "ENABLED"
+    assert json.loads(created["Target"]["Input"])["schedule_id"] == schedule.schedule_id
+
+    every = schedule.model_copy(update={"cron": None, "every": Every(hours=6), "start_at": NOW})
+    timer.update(pause(every, PauseReason(code=PauseCode.TOO_MANY_FAILURES, message="m"), NOW))
+    updated = timer.describe(schedule.schedule_id)
+    assert updated["ScheduleExpression"] == "rate(6 hours)" and updated["State"] == "DISABLED"
+    assert updated["StartDate"] == NOW
+
+    timer.delete(schedule.schedule_id)
+    timer.delete(schedule.schedule_id)  # gone already: fine
+    with pytest.raises(AwsError) as missing:
+        timer.describe(schedule.schedule_id)
+    assert missing.value.aws_code == "ResourceNotFoundException"
+
+
+def test_updating_a_missing_scheduler_schedule_creates_it(timer: EventBridgeScheduleTimer) -> None:
+    timer.update(schedule_n(2))
+
+    assert timer.describe(schedule_n(2).schedule_id)["State"] == "ENABLED"
+
+
+# SES ----------------------------------------------------------------------------------------------
+
+
+def test_the_mailer_sends_a_text_message_through_ses(moto: Resources) -> None:
+    SesMailer(boto3.client("sesv2", region_name=REGION)).send(
+        LOCAL_MAIL_SENDER, ["finance@acme.example", "ops@acme.example"], "Weekly: 3 rows ready", "line\n"
+    )
+
+    [message] = ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages
+    assert message.source == LOCAL_MAIL_SENDER
+    assert message.destinations["ToAddresses"] == ["finance@acme.example", "ops@acme.example"]
+    assert (message.subject, message.body) == ("Weekly: 3 rows ready", "line\n")
+
+
+def test_an_unverified_sender_is_a_typed_error(moto: Resources) -> None:
+    with pytest.raises(AwsError):
+        SesMailer(boto3.client("sesv2", region_name=REGION)).send(
+            "nobody@unverified.example", ["a@b.example"], "s", "t"
+        )
+
+
+def test_concurrent_creates_never_pass_the_cap(store: ScheduleStore, request: pytest.FixtureRequest) -> None:
+    if isinstance(store, DynamoScheduleStore):
+        serialise_shared_state(request.getfixturevalue("monkeypatch"))
+    start = threading.Barrier(6)
+    refused: list[int] = []
+
+    def create(n: int) -> None:
+        start.wait()
+        try:
+            store.create(schedule_n(n), max_per_user=3)
+        except ScheduleLimitReached:
+            refused.append(n)
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(refused) == 3
+    assert len(store.list_for_user("alice", 10, None).schedules) == 3

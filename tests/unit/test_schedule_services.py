@@ -1,0 +1,241 @@
+"""The schedule services on fakes: what a schedule keeps of its owner's token, the access rule
+checked at every firing against the stored claims, pauses with a reason, transient faults given
+back to Scheduler's retries, a run's end mailed once."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from exports.domain.caller import Caller, CallerRefused
+from exports.domain.errors import ServiceUnavailable
+from exports.domain.spec import ExportSpec
+from exports.domain.status import TaskStatus
+from exports.domain.task import claim, complete
+from exports.export_types.base import ClaimsRead
+from exports.export_types.registry import ExportTypeRegistry
+from exports.schedules import firing, service
+from exports.schedules.dependencies import ScheduleDependencies
+from exports.schedules.model import Every, PauseCode
+from exports.schedules.ports import ScheduleNotFound
+from exports.schedules.run_end import RunEndDependencies, on_run_end
+from tests.unit.builders import make_result
+from tests.unit.export_fakes import NumbersExport
+from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
+from tests.unit.service_fakes import BrokenQueue, ServiceWorld, service_world
+
+
+class FinanceNumbers(NumbersExport):
+    """Numbers for the finance group only (its rule reads the ``groups`` claim)."""
+
+    name = "finance_numbers"
+    group = "finance"
+
+    def allows(self, caller: Caller) -> bool:
+        return self.group in (caller.values("groups") or [])
+
+    def claims_read(self) -> ClaimsRead:
+        return ClaimsRead(frozenset({"groups"}), scopes=False)
+
+
+FINANCE = Caller("alice", {"groups": "[finance]", "email": "alice@acme.example", "exp": 1, "jti": "t"})
+SPEC = service.ScheduleSpec(export=ExportSpec(export_type="finance_numbers"), every=Every(hours=1))
+
+
+def world(queue: BrokenQueue | None = None) -> tuple[ServiceWorld, ScheduleDependencies, FakeScheduleStore, FakeTimer]:
+    services = service_world(FinanceNumbers(), queue=queue, mail_sender="reports@acme.example")
+    store, timer = FakeScheduleStore(), FakeTimer()
+    return services, ScheduleDependencies(api=services.api, schedules=store, timer=timer), store, timer
+
+
+def test_a_schedule_keeps_only_the_claims_its_type_reads_never_the_token():
+    _, deps, store, timer = world()
+
+    created = service.create_schedule(SPEC, FINANCE, deps)
+
+    stored = store.schedules[created.schedule_id].caller
+    assert stored.user_id == "alice" and stored.claims == {"groups": "[finance]"} and stored.scopes is None
+    assert timer.schedules[created.schedule_id] == created
+
+
+def test_a_caller_the_rule_refuses_cannot_create_one():
+    _, deps, store, _ = world()
+
+    with pytest.raises(Exception, match="unknown export type"):
+        service.create_schedule(SPEC, Caller("mallory", {"groups": "[sales]"}), deps)
+    assert store.schedules == {}
+
+
+def test_a_scheduler_that_refuses_leaves_nothing_stored():
+    _, deps, store, timer = world()
+    timer.fail = True
+
+    with pytest.raises(ServiceUnavailable):
+        service.create_schedule(SPEC, FINANCE, deps)
+    assert store.schedules == {} and store.counts == {"alice": 0}
+
+
+def test_a_firing_creates_a_run_as_the_stored_caller():
+    services, deps, _, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+    fired = firing.fire(schedule.schedule_id, at, deps)
+
+    task = services.tasks.tasks[fired.task_id or ""]
+    assert fired.outcome is firing.FiringOutcome.CREATED
+    assert (task.schedule_id, task.scheduled_for, task.source.value) == (schedule.schedule_id, at, "schedule")
+
+
+def test_a_revoked_rule_pauses_the_schedule_at_its_firing_and_disables_scheduler():
+    services, deps, store, timer = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    # The deployment changed the rule: the stored claims no longer pass it.
+    export_type = services.api.registry.get("finance_numbers")
+    assert isinstance(export_type, FinanceNumbers)
+    export_type.group = "auditors"
+
+    fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps)
+
+    assert fired.outcome is firing.FiringOutcome.PAUSED and services.tasks.tasks == {}
+    paused = store.schedules[schedule.schedule_id]
+    assert paused.paused_reason is not None and paused.paused_reason.code is PauseCode.ACCESS_REVOKED
+    assert not timer.schedules[schedule.schedule_id].is_active
+
+
+def test_a_type_that_is_gone_pauses_the_schedule():
+    services, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    gone = dataclasses.replace(deps, api=dataclasses.replace(services.api, registry=ExportTypeRegistry([])))
+
+    fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), gone)
+
+    assert fired.outcome is firing.FiringOutcome.PAUSED
+    reason = store.schedules[schedule.schedule_id].paused_reason
+    assert reason is not None and reason.code is PauseCode.EXPORT_TYPE_GONE
+
+
+def test_a_transient_fault_gives_the_firing_back_and_the_retry_creates_exactly_one_task():
+    queue = BrokenQueue()
+    services, deps, _, _ = world(queue)
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+    with pytest.raises(ServiceUnavailable):
+        firing.fire(schedule.schedule_id, at, deps)
+    queue.broken = False
+    retried = firing.fire(schedule.schedule_id, at, deps)
+    again = firing.fire(schedule.schedule_id, at, deps)
+
+    assert retried.outcome is firing.FiringOutcome.CREATED
+    assert again.outcome is firing.FiringOutcome.DUPLICATE and again.task_id == retried.task_id
+    live = [task for task in services.tasks.tasks.values() if task.status is TaskStatus.PENDING]
+    assert [task.task_id for task in live] == [retried.task_id]
+
+
+def test_a_patch_by_another_user_is_not_found_and_changes_nothing():
+    _, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+
+    with pytest.raises(ScheduleNotFound):
+        service.update_schedule(
+            schedule.schedule_id,
+            service.ScheduleChanges({"name": "mine"}),
+            Caller("bob", {"groups": "[finance]"}),
+            deps,
+        )
+    assert store.schedules[schedule.schedule_id] == schedule
+
+
+def run_end(services: ServiceWorld, store: FakeScheduleStore, mailer: FakeMailer, **changes: Any) -> RunEndDependencies:
+    base = RunEndDependencies(
+        schedules=store,
+        mailer=mailer,
+        sender="reports@acme.example",
+        allowed_domains=frozenset(),
+        results=services.files,
+        clock=services.clock,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def test_a_runs_end_is_mailed_once_to_the_allowed_recipients_with_rows_and_a_link():
+    services, deps, store, _ = world()
+    spec = dataclasses.replace(SPEC, recipients=("finance@acme.example", "old@elsewhere.example"))
+    schedule = service.create_schedule(spec, FINANCE, deps)
+    task_id = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps).task_id or ""
+    task = services.tasks.tasks[task_id]
+    done = complete(
+        claim(task, services.clock(), timedelta(minutes=2)), make_result(rows=7), services.clock(), timedelta(hours=24)
+    )
+    mailer = FakeMailer()
+    # The deployment narrowed its domains since the schedule was made.
+    ends = run_end(services, store, mailer, allowed_domains=frozenset({"acme.example"}))
+
+    assert on_run_end(done, ends) is None
+    on_run_end(done, ends)  # observed again (a retried delivery): no second mail
+
+    [(sender, to, subject, text)] = mailer.sent
+    assert sender == "reports@acme.example" and to == ("finance@acme.example",)
+    assert "7 rows" in subject and "7 rows" in text and "Download" in text
+    stored = store.schedules[schedule.schedule_id]
+    assert stored.last_run is not None and stored.last_run.task_id == task_id and stored.mailed_task_id == task_id
+
+
+def test_another_users_task_naming_the_schedule_changes_nothing():
+    services, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    task_id = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps).task_id or ""
+    foreign = services.tasks.tasks[task_id].model_copy(update={"user_id": "bob", "status": TaskStatus.FAILED})
+    mailer = FakeMailer()
+
+    assert on_run_end(foreign, run_end(services, store, mailer)) is None
+    assert store.schedules[schedule.schedule_id] == schedule and mailer.sent == []
+
+
+class TenantNumbers(NumbersExport):
+    """Numbers of the caller's tenant: binds the ``custom:tenant_id`` claim."""
+
+    name = "tenant_numbers"
+
+    def bind_caller(self, caller: Caller) -> dict[str, Any]:
+        tenant = caller.text("custom:tenant_id")
+        if tenant is None:
+            raise CallerRefused("needs custom:tenant_id", claim="custom:tenant_id")
+        return {"tenant_id": tenant}
+
+    def claims_read(self) -> ClaimsRead:
+        return ClaimsRead(frozenset({"custom:tenant_id"}), scopes=False)
+
+
+def test_a_run_binds_the_tenant_from_the_claims_stored_at_creation():
+    services = service_world(TenantNumbers())
+    deps = ScheduleDependencies(api=services.api, schedules=FakeScheduleStore(), timer=FakeTimer())
+    caller = Caller("alice", {"custom:tenant_id": "acme", "email": "a@acme.example", "iat": 5})
+    spec = dataclasses.replace(SPEC, export=ExportSpec(export_type="tenant_numbers"))
+
+    schedule = service.create_schedule(spec, caller, deps)
+    fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps)
+
+    assert schedule.caller.claims == {"custom:tenant_id": "acme"}
+    assert services.tasks.tasks[fired.task_id or ""].caller == {"tenant_id": "acme"}
+
+
+def test_two_submits_of_one_firing_share_a_task_and_two_firings_make_two():
+    # A claim taken over after its lease (its holder was slow, not dead) must not make a second
+    # task: the run's dedup key holds its firing.
+    services, deps, _, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    caller = service.caller_of(schedule)
+
+    first = service.submit_run(schedule, caller, at, deps)
+    again = service.submit_run(schedule, caller, at, deps)
+    next_hour = service.submit_run(schedule, caller, at + timedelta(hours=1), deps)
+
+    assert again.deduplicated and again.task.task_id == first.task.task_id
+    assert not next_hour.deduplicated and next_hour.task.task_id != first.task.task_id
+    assert len(services.tasks.tasks) == 2
