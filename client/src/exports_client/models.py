@@ -111,11 +111,108 @@ class TaskView(_Result):
     callback: CallbackView | None = None
     callbacks: list[SubscriberView] = []
     callback_seq: int = 0
+    #: The schedule that started this task, and the firing time it ran for (None: an ordinary task).
+    schedule_id: str | None = None
+    scheduled_for: datetime | None = None
+    #: The zone date-times are written in (``Etc/UTC`` unless the request gave one).
+    timezone: str = "Etc/UTC"
 
     @property
     def is_terminal(self) -> bool:
         """Whether the task has ended (it will not change any more)."""
         return self.status in TERMINAL
+
+
+class ScheduleState(StrEnum):
+    """Whether a schedule fires."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+class Every(_Result):
+    """A fixed interval: exactly one of ``minutes``, ``hours`` or ``days``."""
+
+    minutes: int | None = None
+    hours: int | None = None
+    days: int | None = None
+
+
+class PausedReason(_Result):
+    """Why a schedule is paused: ``PAUSED_BY_USER``, ``TOO_MANY_FAILURES``, ``EXPORT_TYPE_GONE``,
+    ``ACCESS_REVOKED``, ..."""
+
+    code: str
+    message: str
+
+
+class NextRun(_Result):
+    """One coming firing, as an instant (UTC) and as the schedule's local wall time."""
+
+    utc: datetime
+    local: datetime
+
+
+class LastRun(_Result):
+    """The task of a schedule's latest firing and how it went."""
+
+    task_id: str
+    scheduled_for: datetime
+    status: TaskStatus
+    finished_at: datetime | None = None
+
+
+class ScheduleView(_Result):
+    """A recurring export as its owner sees it."""
+
+    schedule_id: str
+    name: str | None = None
+    export_type: str
+    format: ExportFormat
+    filters: dict[str, Any]
+    priority: int
+    timeout_sec: int | None = None
+    callback_url: str | None = None
+    csv_bom: bool = False
+    csv_formula_guard: bool = True
+    cron: str | None = None
+    every: Every | None = None
+    timezone: str
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    recipients: list[str] = []
+    state: ScheduleState
+    paused_reason: PausedReason | None = None
+    #: The next five firings; empty while paused or once ended.
+    next_runs: list[NextRun] = []
+    last_run: LastRun | None = None
+    consecutive_failures: int = 0
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScheduleList(_Result):
+    """A page of the caller's schedules, newest first."""
+
+    items: list[ScheduleView]
+    next_token: str | None = None
+
+
+class MailMessage(_Result):
+    """One message the local deployment's embedded SES received."""
+
+    id: str
+    sent_at: datetime
+    from_: str = Field(alias="from")
+    to: list[str]
+    subject: str
+    text: str
+
+
+class Mailbox(_Result):
+    """What local mode's embedded SES received, newest first (``GET /local/mailbox``)."""
+
+    items: list[MailMessage]
 
 
 class StreamTicketView(_Result):
