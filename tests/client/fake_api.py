@@ -77,9 +77,9 @@ class FakeApi:
         self.requests.append(request)
         script = self._scripts.get((request.method, request.url.path))
         if not script and self.schedules is not None:
-            answer = self.schedules.handle(request)
-            if answer is not None:
-                return answer
+            kept = self.schedules.handle(request)
+            if kept is not None:
+                return kept
         if not script:
             return error_response(404, "NOT_FOUND", f"no script for {request.method} {request.url.path}")
         answer = script.pop(0) if len(script) > 1 else script[0]

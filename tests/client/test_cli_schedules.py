@@ -50,7 +50,7 @@ def api(backend: FakeSchedules) -> FakeApi:
 def sent(api: FakeApi, method: str = "POST") -> dict[str, Any]:
     bodies = [json.loads(request.content) for request in api.requests if request.method == method]
     assert bodies, f"no {method} was sent: {api.paths()}"
-    return bodies[-1]  # type: ignore[no-any-return]
+    return bodies[-1]
 
 
 def create(api: FakeApi, *options: str) -> str:
