@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -294,7 +299,10 @@ class FakeSchedules:
         self.now = now
         self.schedules: dict[str, dict[str, Any]] = {}
         self.owners: dict[str, str] = {}
-        self.runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        #: The tasks the schedules started, oldest first, and whose they are (they outlive a
+        #: deleted schedule, as the service's tasks do).
+        self.tasks: list[dict[str, Any]] = []
+        self.task_owners: dict[str, str] = {}
         self.mail: list[dict[str, Any]] = []
         self._keys: dict[tuple[str, str], str] = {}
         self._count = 0
@@ -305,13 +313,16 @@ class FakeSchedules:
         path, method = request.url.path, request.method
         if path == "/local/mailbox" and method == "GET":
             return json_response(200, {"items": list(reversed(self.mail))})
-        if path == "/v1/exports" and method == "GET" and "schedule_id" in request.url.params:
-            return self._runs(token, request.url.params["schedule_id"])
+        if path == "/v1/exports" and method == "GET":
+            return self._runs(token, request.url.params.get("schedule_id"))
         if path == "/v1/schedules":
             if method == "POST":
                 return self._create(token, request)
             if method == "GET":
                 return self._list(token, request)
+        run = self._run_task(token, path) if method == "GET" else None
+        if run is not None:
+            return json_response(200, run)
         matched = _SCHEDULE_PATH.fullmatch(path)
         return self._one(token, method, matched.group(1), bool(matched.group(2)), request) if matched else None
 
@@ -417,9 +428,8 @@ class FakeSchedules:
 
     def _run(self, schedule_id: str) -> httpx.Response:
         schedule = self.schedules[schedule_id]
-        task_id = f"exp_{schedule_id}_{len(self.runs[schedule_id]) + 1}"
-        scheduled_for = self.now.isoformat()
-        self.runs[schedule_id].append(
+        task_id = f"exp_{schedule_id}_{sum(task['schedule_id'] == schedule_id for task in self.tasks) + 1}"
+        self.tasks.append(
             task_json(
                 task_id,
                 "PENDING",
@@ -427,12 +437,79 @@ class FakeSchedules:
                 format=schedule["format"],
                 filters={"date_from": "2025-03-24", "date_to": "2025-03-30"},
                 schedule_id=schedule_id,
-                scheduled_for=scheduled_for,
+                scheduled_for=self.now.isoformat(),
             )
         )
+        self.task_owners[task_id] = self.owners[schedule_id]
         return json_response(202, {**ACCEPTED, "task_id": task_id, "status_url": f"/v1/exports/{task_id}"})
 
-    def _runs(self, token: str, schedule_id: str) -> httpx.Response:
-        # As the service: another user's schedule has no runs that user may see.
-        runs = self.runs.get(schedule_id, []) if self.owners.get(schedule_id) == token else []
-        return json_response(200, {"items": list(reversed(runs)), "next_token": None})
+    def _run_task(self, token: str, path: str) -> dict[str, Any] | None:
+        """``GET /v1/exports/{id}`` of one of the token's runs."""
+        task_id = path.removeprefix("/v1/exports/")
+        if not path.startswith("/v1/exports/") or self.task_owners.get(task_id) != token:
+            return None
+        return next(task for task in self.tasks if task["task_id"] == task_id)
+
+    def _runs(self, token: str, schedule_id: str | None) -> httpx.Response:
+        """The token's tasks (here: its schedules' runs), or one schedule's; newest first. As the
+        service, another user's schedule has no runs that user may see."""
+        own = [task for task in self.tasks if self.task_owners[task["task_id"]] == token]
+        chosen = [task for task in own if schedule_id is None or task["schedule_id"] == schedule_id]
+        return json_response(200, {"items": chosen[::-1], "next_token": None})
+
+
+# -- over real HTTP ------------------------------------------------------------------------------------
+
+_CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".map": "application/json"}
+
+
+@contextmanager
+def serving(api: FakeApi, console: Path | None = None) -> Iterator[str]:
+    """``api`` on a real HTTP server on 127.0.0.1 (a free port), and ``console``'s files at
+    /console/ as local mode serves them; yields the base URL. For a browser driving the page."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if console is not None and path.startswith("/console/"):
+                name = path.removeprefix("/console/") or "index.html"
+                file = (console / name).resolve()
+                if file.parent != console.resolve() or not file.is_file():
+                    self._send(httpx.Response(404))
+                    return
+                content_type = _CONTENT_TYPES.get(file.suffix, "application/octet-stream")
+                self._send(httpx.Response(200, content=file.read_bytes(), headers={"Content-Type": content_type}))
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            request = httpx.Request(
+                self.command,
+                f"http://{self.headers.get('Host', '127.0.0.1')}{self.path}",
+                headers=dict(self.headers.items()),
+                content=self.rfile.read(length) if length else b"",
+            )
+            self._send(api.handle(request))
+
+        def _send(self, response: httpx.Response) -> None:
+            body = response.read()
+            self.send_response(response.status_code)
+            for name, value in response.headers.items():
+                if name.lower() not in {"content-length", "transfer-encoding"}:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the requests are in ``api.requests``."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -319,7 +319,7 @@ def test_mailbox_outside_local_mode_exits_4() -> None:
     assert "404" in err
 
 
-def test_a_schedules_view_as_the_contract_shows_it_is_shown(api: FakeApi) -> None:
+def test_a_schedules_view_as_the_contract_shows_it_is_shown() -> None:
     paused = schedule_json(
         state="PAUSED",
         paused_reason={"code": "TOO_MANY_FAILURES", "message": "5 runs in a row failed"},
@@ -328,7 +328,7 @@ def test_a_schedules_view_as_the_contract_shows_it_is_shown(api: FakeApi) -> Non
         cron=None,
         consecutive_failures=5,
     )
-    api.on("GET", "/v1/schedules/sch_1", json_response(200, paused))
+    api = FakeApi().on("GET", "/v1/schedules/sch_1", json_response(200, paused))
 
     code, out, _ = run(api, "schedules", "show", "sch_1")
 
