@@ -355,7 +355,7 @@ class FakeSchedules:
         stamp = (self.now + timedelta(seconds=self._count)).isoformat()
         schedule = schedule_json(
             schedule_id,
-            **{"name": None, "format": "csv", "timeout_sec": None, "recipients": [], "timezone": "Etc/UTC"},
+            **{"name": None, "format": "csv", "recipients": [], "timezone": "Etc/UTC"},
             **{"cron": None, "every": None, "created_at": stamp, "updated_at": stamp},
         )
         schedule.update(body)

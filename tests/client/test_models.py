@@ -65,9 +65,9 @@ OPERATIONS = {
 # The query parameter of GET /v1/exports the schedules contract (issue 33) adds; the SDK takes it
 # already, and the document gains it with the schedules routes.
 CONTRACT_LIST_PARAMETERS = {"schedule_id"}
-# The fields the schedules contract adds to a component (TaskView: a run's schedule, and the
-# export's zone from the timezone work): compared once the document has them, left out until then.
-CONTRACT_FIELDS = {"TaskView": {"schedule_id", "scheduled_for", "timezone"}}
+# The fields the schedules contract adds to a component (TaskView: the schedule a run is of):
+# compared once the document has them, left out until then.
+CONTRACT_FIELDS = {"TaskView": {"schedule_id", "scheduled_for"}}
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}
 

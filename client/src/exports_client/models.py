@@ -114,8 +114,6 @@ class TaskView(_Result):
     #: The schedule that started this task, and the firing time it ran for (None: an ordinary task).
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
-    #: The zone date-times are written in (``Etc/UTC`` unless the request gave one).
-    timezone: str = "Etc/UTC"
 
     @property
     def is_terminal(self) -> bool:
@@ -131,16 +129,18 @@ class ScheduleState(StrEnum):
 
 
 class Every(_Result):
-    """A fixed interval: exactly one of ``minutes``, ``hours`` or ``days``."""
+    """A fixed interval: exactly one of ``minutes``, ``hours`` or ``days`` (a day is 24 hours)."""
 
-    minutes: int | None = None
-    hours: int | None = None
-    days: int | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    minutes: int | None = Field(default=None, ge=1, le=1_000_000)
+    hours: int | None = Field(default=None, ge=1, le=100_000)
+    days: int | None = Field(default=None, ge=1, le=10_000)
 
 
-class PausedReason(_Result):
+class PausedReasonView(_Result):
     """Why a schedule is paused: ``PAUSED_BY_USER``, ``TOO_MANY_FAILURES``, ``EXPORT_TYPE_GONE``,
-    ``ACCESS_REVOKED``, ..."""
+    ``ACCESS_REVOKED``, ``FILTERS_INVALID``, ..."""
 
     code: str
     message: str
@@ -153,12 +153,12 @@ class NextRun(_Result):
     local: datetime
 
 
-class LastRun(_Result):
-    """The task of a schedule's latest firing and how it went."""
+class LastRunView(_Result):
+    """The latest run that ended: its task (if one was made), its firing time and its status."""
 
-    task_id: str
+    task_id: str | None
     scheduled_for: datetime
-    status: TaskStatus
+    status: str
     finished_at: datetime | None = None
 
 
@@ -166,27 +166,27 @@ class ScheduleView(_Result):
     """A recurring export as its owner sees it."""
 
     schedule_id: str
-    name: str | None = None
+    name: str | None
     export_type: str
-    format: ExportFormat
+    format: str
     filters: dict[str, Any]
     priority: int
-    timeout_sec: int | None = None
-    callback_url: str | None = None
-    csv_bom: bool = False
-    csv_formula_guard: bool = True
-    cron: str | None = None
-    every: Every | None = None
+    timeout_sec: int
+    callback_url: str | None
+    csv_bom: bool
+    csv_formula_guard: bool
+    cron: str | None
+    every: Every | None
     timezone: str
-    start_at: datetime | None = None
-    end_at: datetime | None = None
-    recipients: list[str] = []
+    start_at: datetime | None
+    end_at: datetime | None
+    recipients: list[str]
     state: ScheduleState
-    paused_reason: PausedReason | None = None
-    #: The next five firings; empty while paused or once ended.
-    next_runs: list[NextRun] = []
-    last_run: LastRun | None = None
-    consecutive_failures: int = 0
+    paused_reason: PausedReasonView | None
+    #: The next firings; none while paused or once ended.
+    next_runs: list[NextRun]
+    last_run: LastRunView | None
+    consecutive_failures: int
     created_at: datetime
     updated_at: datetime
 

@@ -34,7 +34,7 @@ from exports_client.models import ExportTypeView, MailMessage, ScheduleState, Sc
 
 # Off a terminal nothing is wrapped or cut: lines stay whole for grep and logs.
 _PIPE_WIDTH: Final = 200
-_STATUS_STYLE: Final = {
+_STATUS_STYLE: Final[dict[str, str]] = {
     TaskStatus.PENDING: "yellow",
     TaskStatus.RUNNING: "cyan",
     TaskStatus.COMPLETED: "green",
@@ -88,8 +88,10 @@ def _status(task: TaskView) -> str:
     return _styled(task.status)
 
 
-def _styled(status: TaskStatus) -> str:
-    return f"[{_STATUS_STYLE[status]}]{status.value}[/]"
+def _styled(status: str) -> str:
+    """A task status in its colour (a StrEnum's members are found by their plain value too)."""
+    style = _STATUS_STYLE.get(status)
+    return f"[{style}]{status}[/]" if style else status
 
 
 def human_size(size: int) -> str:
@@ -191,7 +193,7 @@ def schedule_table(schedules: Iterable[ScheduleView]) -> Table:
             schedule.schedule_id,
             schedule.name or "-",
             schedule.export_type,
-            schedule.format.value,
+            schedule.format,
             timing(schedule),
             schedule.timezone,
             _schedule_state(schedule),
@@ -214,7 +216,7 @@ def schedule_details(schedule: ScheduleView) -> Table:
         ("name", schedule.name),
         ("state", _schedule_state(schedule)),
         ("paused", f"{reason.code}: {reason.message}" if reason else None),
-        ("export", f"{schedule.export_type} ({schedule.format.value}), priority {schedule.priority}"),
+        ("export", f"{schedule.export_type} ({schedule.format}), priority {schedule.priority}"),
         ("filters", _filters_text(schedule.filters)),
         ("when", f"{timing(schedule)} ({schedule.timezone})"),
         ("from", _when(schedule.start_at) if schedule.start_at else None),
@@ -222,7 +224,7 @@ def schedule_details(schedule: ScheduleView) -> Table:
         ("recipients", ", ".join(schedule.recipients) or None),
         ("callback", schedule.callback_url),
         ("next runs", "\n".join(f"{r.local.isoformat()}  ({r.utc.isoformat()})" for r in schedule.next_runs) or "-"),
-        ("last run", f"{run.task_id} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),
+        ("last run", f"{run.task_id or '-'} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),
         ("failures", f"{schedule.consecutive_failures} in a row"),
         ("created", _when(schedule.created_at)),
         ("updated", _when(schedule.updated_at)),

@@ -37,7 +37,8 @@ export interface NextRun {
 
 /** The task of the latest firing and how it went. */
 export interface LastRun {
-  task_id: string;
+  /** Null when the firing made no task (e.g. refused at admission). */
+  task_id: string | null;
   scheduled_for: string;
   status: TaskView["status"];
   finished_at: string | null;
@@ -85,7 +86,7 @@ export interface ScheduleView {
   format: ExportFormat;
   filters: Record<string, unknown>;
   priority: number;
-  timeout_sec: number | null;
+  timeout_sec: number;
   callback_url: string | null;
   csv_bom: boolean;
   csv_formula_guard: boolean;
