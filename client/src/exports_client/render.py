@@ -158,6 +158,12 @@ def task_details(task: TaskView) -> Table:
     return grid
 
 
+def _instant(moment: datetime) -> str:
+    """A firing time with its offset, to the second (an interval's runs keep the creation's
+    fractions of a second, which say nothing to a reader)."""
+    return moment.isoformat(timespec="seconds")
+
+
 def _filters_text(filters: dict[str, Any]) -> str:
     return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in filters.items()) or "-"
 
@@ -197,7 +203,7 @@ def schedule_table(schedules: Iterable[ScheduleView]) -> Table:
             timing(schedule),
             schedule.timezone,
             _schedule_state(schedule),
-            schedule.next_runs[0].local.isoformat() if schedule.next_runs else "-",
+            _instant(schedule.next_runs[0].local) if schedule.next_runs else "-",
             _last_run(schedule),
             str(schedule.consecutive_failures),
         )
@@ -223,7 +229,7 @@ def schedule_details(schedule: ScheduleView) -> Table:
         ("until", _when(schedule.end_at) if schedule.end_at else None),
         ("recipients", ", ".join(schedule.recipients) or None),
         ("callback", schedule.callback_url),
-        ("next runs", "\n".join(f"{r.local.isoformat()}  ({r.utc.isoformat()})" for r in schedule.next_runs) or "-"),
+        ("next runs", "\n".join(f"{_instant(r.local)}  ({_instant(r.utc)})" for r in schedule.next_runs) or "-"),
         ("last run", f"{run.task_id or '-'} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),
         ("failures", f"{schedule.consecutive_failures} in a row"),
         ("created", _when(schedule.created_at)),

@@ -36,7 +36,7 @@ describe("the schedules page (scripted API)", () => {
     const { page, close } = await openConsole(browser, CONSOLE_URL);
     await openSchedules(page, ALICE);
     // A type with a date range offers the window; its date fields then are not asked for.
-    await page.locator("#schedule-form").getByLabel("Export type").selectOption("orders");
+    await page.locator("#schedule-form").getByLabel("Export type", { exact: true }).selectOption("orders");
     assert.equal(await page.locator("#schedule-window").isVisible(), true);
     assert.equal(await page.locator("#schedule-filter-date_from").isVisible(), false);
     await fillForm(page, {
@@ -148,12 +148,12 @@ describe("the schedules page (scripted API)", () => {
     assert.equal(status, 422);
     await page.locator("#schedule-form-error:not(:empty)").waitFor();
     assert.match((await page.locator("#schedule-form-error").textContent()) ?? "", /^recipients\[0\]: /);
-    assert.equal(await page.locator("#schedule-form").getByLabel("Recipients").getAttribute("aria-invalid"), "true");
+    assert.equal(await page.locator("#schedule-form").getByLabel("Recipients", { exact: true }).getAttribute("aria-invalid"), "true");
 
     await fillForm(page, { recipients: "", zone: "Mars/Olympus" });
     assert.equal((await submitSchedule(page)).status, 422);
     await page.waitForFunction(() => document.getElementById("schedule-form-error")?.textContent?.startsWith("timezone: "));
-    assert.equal(await page.locator("#schedule-form").getByLabel("Time zone").getAttribute("aria-invalid"), "true");
+    assert.equal(await page.locator("#schedule-form").getByLabel("Time zone", { exact: true }).getAttribute("aria-invalid"), "true");
     await close();
   });
 

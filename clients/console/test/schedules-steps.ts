@@ -82,21 +82,21 @@ export interface FormChoices {
 /** Fill the New schedule form. */
 export async function fillForm(page: Page, choices: FormChoices): Promise<void> {
   const form = page.locator("#schedule-form");
-  if (choices.type) await form.getByLabel("Export type").selectOption(choices.type);
-  if (choices.name !== undefined) await form.getByLabel("Name").fill(choices.name);
-  if (choices.window) await form.getByLabel("Each run exports").selectOption(choices.window);
-  if (choices.days !== undefined) await form.getByLabel("Number of days").fill(String(choices.days));
-  if (choices.format) await form.getByLabel("Format").selectOption(choices.format);
+  if (choices.type) await form.getByLabel("Export type", { exact: true }).selectOption(choices.type);
+  if (choices.name !== undefined) await form.getByLabel("Name", { exact: true }).fill(choices.name);
+  if (choices.window) await form.getByLabel("Each run exports", { exact: true }).selectOption(choices.window);
+  if (choices.days !== undefined) await form.getByLabel("Number of days", { exact: true }).fill(String(choices.days));
+  if (choices.format) await form.getByLabel("Format", { exact: true }).selectOption(choices.format);
   if (choices.every) {
     await form.getByLabel("at a fixed interval").check();
     await form.getByLabel("Every", { exact: true }).fill(String(choices.every.count));
-    await form.getByLabel("Unit").selectOption(choices.every.unit);
+    await form.getByLabel("Unit", { exact: true }).selectOption(choices.every.unit);
   } else if (choices.cron) {
     await form.getByLabel("on a cron expression").check();
     await form.getByLabel("Cron expression", { exact: true }).fill(choices.cron);
   }
-  if (choices.zone) await form.getByLabel("Time zone").fill(choices.zone);
-  if (choices.recipients !== undefined) await form.getByLabel("Recipients").fill(choices.recipients);
+  if (choices.zone) await form.getByLabel("Time zone", { exact: true }).fill(choices.zone);
+  if (choices.recipients !== undefined) await form.getByLabel("Recipients", { exact: true }).fill(choices.recipients);
 }
 
 /** Click Create schedule; the POST's request body and the API's answer. */
