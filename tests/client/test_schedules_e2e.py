@@ -48,7 +48,7 @@ def test_the_sdk_creates_runs_and_deletes_a_schedule(client: ExportsClient, stac
     assert task.status is TaskStatus.COMPLETED
     assert task.schedule_id == schedule.schedule_id
     assert DATE.fullmatch(task.filters["date_from"]) and DATE.fullmatch(task.filters["date_to"])
-    assert [run.task_id for run in client.schedule_runs(schedule.schedule_id)] == [task.task_id]
+    assert task.task_id in [run.task_id for run in client.schedule_runs(schedule.schedule_id)]
 
     # And another user can neither read, change, run nor delete it
     with ExportsClient(stack.url, TOKENS["bob"]) as bob:
@@ -83,7 +83,9 @@ def test_exportctl_schedules_end_to_end(exportctl: Exportctl) -> None:
 
     assert listed.returncode == 0 and schedule["schedule_id"] in listed.stdout and "Asia/Kathmandu" in listed.stdout
     assert ran.returncode == 0, ran.stderr
-    assert [task["task_id"] for task in json.loads(runs.stdout)] == [json.loads(ran.stdout)["task_id"]]
+    # The run now is among its runs (local mode's scheduler may have fired it meanwhile too).
+    assert json.loads(ran.stdout)["task_id"] in [task["task_id"] for task in json.loads(runs.stdout)]
+    assert {task["schedule_id"] for task in json.loads(runs.stdout)} == {schedule["schedule_id"]}
     assert refused.returncode == 5 and "field: timezone" in refused.stderr
     assert not_bobs.returncode == 4 and "SCHEDULE_NOT_FOUND" in not_bobs.stderr
     assert mailbox.returncode == 0 and isinstance(json.loads(mailbox.stdout), list)
