@@ -286,11 +286,13 @@ class FakeSchedules:
     It checks what a client relies on: extra fields, exactly one of ``cron``/``every``, five
     cron fields, IANA zones, relative windows on the type's window only, recipients' domains
     (``ALLOWED_DOMAIN``), the per-user cap (429) and ``Idempotency-Key``. It does not evaluate
-    cron: a cron schedule's next runs are :data:`CRON_RUNS`; ``every`` counts from ``now``.
+    cron: a cron schedule's next runs are :data:`CRON_RUNS`; ``every`` counts from ``now``. A
+    ``last_n_days`` window longer than ``MAX_WINDOW_DAYS`` is refused as a type's range would be.
     """
 
     ALLOWED_DOMAIN = "acme.example"
     MAX_PER_USER = 3
+    MAX_WINDOW_DAYS = 366
     CRON_RUNS: ClassVar[tuple[dict[str, str], ...]] = (
         {"utc": "2025-04-07T06:00:00Z", "local": "2025-04-07T08:00:00+02:00"},
     )
@@ -397,6 +399,10 @@ class FakeSchedules:
         for name, value in (body.get("filters") or {}).items():
             if isinstance(value, str) and RELATIVE.fullmatch(value) and name not in window:
                 return error_response(422, "VALIDATION_ERROR", "a relative window here", field=f"filters.{name}")
+            # As a type's longest range: the window resolves to more days than it allows.
+            if isinstance(value, str) and value.startswith("last_n_days:") and int(value[12:]) > self.MAX_WINDOW_DAYS:
+                message = f"at most {self.MAX_WINDOW_DAYS} days"
+                return error_response(422, "VALIDATION_ERROR", message, field=f"filters.{name}")
         for index, address in enumerate(body.get("recipients") or []):
             if not str(address).endswith(f"@{self.ALLOWED_DOMAIN}"):
                 return error_response(

@@ -181,11 +181,19 @@ export class SchedulesView {
     }
   }
 
-  /** The field the API named: a filter, or one of the schedule's own fields. */
+  /** The field the API named: the window choice when it names the relative window's filter, a
+   * filter, or one of the schedule's own fields (``recipients[1]``: the recipients field). */
   private markField(form: HTMLFormElement, field: string | null): void {
-    if (!field || field.startsWith("filters") || !markInvalid(form, field.replace(/\[\d+\]$/, ""))) {
-      markInvalid(form, field);
+    const range = dateRange(this.type()?.filters_schema as ObjectSchema);
+    const windowField = range?.some((name) => field === `filters.${name}`) && this.windowRange() !== null;
+    if (windowField) {
+      markInvalid(form, null);
+      const choice = byId<HTMLSelectElement>("window-choice");
+      choice.setAttribute("aria-invalid", "true");
+      choice.focus();
+      return;
     }
+    markInvalid(form, field?.startsWith("filters.") ? field : (field?.replace(/\[\d+\]$/, "") ?? null));
   }
 
   private async load(): Promise<void> {
@@ -258,6 +266,8 @@ export class SchedulesView {
   async loadMailbox(): Promise<void> {
     const section = byId("mailbox-section");
     let messages;
+    const error = byId("mailbox-error");
+    error.textContent = "";
     try {
       messages = await this.client.mailbox();
     } catch (failure) {
@@ -265,7 +275,10 @@ export class SchedulesView {
         section.hidden = true;
         return;
       }
-      throw failure;
+      // Offered but failing (or unreachable): say so where the mail would be.
+      section.hidden = !this.shown;
+      error.textContent = `The mailbox could not be read: ${failure instanceof ApiError ? `${failure.code}: ${failure.message}` : String(failure)}`;
+      return;
     }
     if (!this.shown) return;
     section.hidden = false;

@@ -140,7 +140,7 @@ describe("the schedules page (scripted API)", () => {
     await close();
   });
 
-  test("a refused recipient: the message names it and the field is marked", async () => {
+  test("a refused recipient, window or zone: the message names it and its field is marked", async () => {
     const { page, close } = await openConsole(browser, CONSOLE_URL);
     await openSchedules(page, ALICE);
     await fillForm(page, { type: "orders", window: "previous_day", cron: "0 7 * * *", recipients: "someone@elsewhere.example" });
@@ -150,7 +150,14 @@ describe("the schedules page (scripted API)", () => {
     assert.match((await page.locator("#schedule-form-error").textContent()) ?? "", /^recipients\[0\]: /);
     assert.equal(await page.locator("#schedule-form").getByLabel("Recipients", { exact: true }).getAttribute("aria-invalid"), "true");
 
-    await fillForm(page, { recipients: "", zone: "Mars/Olympus" });
+    // A window the type refuses is marked on the window choice (its date fields are hidden).
+    await fillForm(page, { recipients: "", window: "last_n_days", days: 400 });
+    assert.equal((await submitSchedule(page)).status, 422);
+    await page.waitForFunction(() => document.getElementById("schedule-form-error")?.textContent?.startsWith("filters.date_from: "));
+    assert.equal(await page.locator("#window-choice").getAttribute("aria-invalid"), "true");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "window-choice");
+
+    await fillForm(page, { window: "previous_day", zone: "Mars/Olympus" });
     assert.equal((await submitSchedule(page)).status, 422);
     await page.waitForFunction(() => document.getElementById("schedule-form-error")?.textContent?.startsWith("timezone: "));
     assert.equal(await page.locator("#schedule-form").getByLabel("Time zone", { exact: true }).getAttribute("aria-invalid"), "true");
