@@ -132,11 +132,12 @@ def task_details(task: TaskView) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
+    filters = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in task.filters.items())
     lines: list[tuple[str, str | None]] = [
         ("task", task.task_id),
         ("status", _status(task)),
         ("export", f"{task.export_type} ({task.format.value}), priority {task.priority}"),
-        ("filters", _filters_text(task.filters)),
+        ("filters", filters or "-"),
         ("progress", f"{task.progress}%, {task.rows_written:,} rows written"),
         ("attempt", f"{task.attempt} (retries {task.retry_count} of {task.max_retries})"),
         ("created", _when(task.created_at)),
