@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="exportctl",
-        description="Submit, follow and download exports of the exports service.",
+        description="Submit, follow and download exports of the exports service, and schedule recurring ones.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
