@@ -1,5 +1,7 @@
 """The TypeScript client's own tests (node's test runner) and the export console's real-browser
-tests (Playwright driving Debian's Chromium), against one local stack on free ports.
+tests (Playwright driving Debian's Chromium), against one local stack on free ports; and the
+tests that need no stack: the client's unit tests (a scripted fetch) and the console's Schedules
+page against the scripted API of tests/client/fake_api.py served over HTTP.
 
 Both suites are npm workspaces (clients/typescript, clients/console); this module builds them with
 ``tsc --strict`` and runs them, so ``make test`` runs them with the rest of the suite.
@@ -16,6 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.client.fake_api import (
+    TOKEN,
+    FakeApi,
+    FakeSchedules,
+    error_response,
+    mail_json,
+    serving,
+    serving_types,
+)
 from tests.stack_process import ROOT, TOKENS, Stack, running_stack
 
 CLIENT = ROOT / "clients" / "typescript"
@@ -41,13 +52,18 @@ def _npm(workspace: Path, script: str, environment: dict[str, str] | None = None
     )
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    """The DynamoDB demo types, with the console built first (the gateway serves its files)."""
+def _build() -> None:
+    """The client, then the console bundled on it (``dist/``)."""
     assert (ROOT / "node_modules" / "@exports" / "client").exists(), "run `make node_modules/.package-lock.json`"
     for workspace in (CLIENT, CONSOLE):
         built = _npm(workspace, "build")
         assert built.returncode == 0, built.stdout + built.stderr
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    """The DynamoDB demo types, with the console built first (the gateway serves its files)."""
+    _build()
     with running_stack(demo_orders=1000) as running:
         yield running
 
@@ -99,3 +115,38 @@ def test_console_in_chromium(stack: Stack) -> None:
     assert CHROMIUM.exists(), "Chromium is missing: `make test` installs Debian's chromium package"
     run = _npm(CONSOLE, "test", _environment(stack))
     _assert_all_passed(run)
+
+
+def test_typescript_client_unit() -> None:
+    """Given no stack, when the client's unit tests run (a scripted fetch: the schedule calls and
+    the backoff), then they all pass."""
+    _assert_all_passed(_npm(CLIENT, "test:unit"))
+
+
+def test_console_schedules_page_against_the_fake_api() -> None:
+    """Given the console served with the scripted API (FakeSchedules, the contract's routes), when
+    Playwright drives Chromium through the Schedules page, then every browser test passes and the
+    schedules it created are those the form showed (as the fake API received them)."""
+    assert CHROMIUM.exists(), "Chromium is missing: `make test` installs Debian's chromium package"
+    _build()
+    backend = FakeSchedules()
+    backend.MAX_PER_USER = 100  # the page's tests create more than the fake's usual cap
+    backend.mail += [mail_json("msg_1"), mail_json("msg_2", subject="Weekly orders: failed", text="It failed.")]
+    api = serving_types(FakeApi(backend)).on("POST", "/v1/stream-tickets", error_response(404, "NOT_FOUND"))
+    with serving(api, CONSOLE / "dist") as url:
+        run = _npm(
+            CONSOLE,
+            "test:fake",
+            {
+                "EXPORTS_FAKE_API_URL": url,
+                "EXPORTS_FAKE_TOKEN_ALICE": TOKEN,
+                "EXPORTS_FAKE_TOKEN_BOB": "bob-token",
+                "CHROMIUM": str(CHROMIUM),
+            },
+        )
+    _assert_all_passed(run)
+    weekly = [schedule for schedule in backend.schedules.values() if schedule["name"] == "Weekly orders"]
+    assert [(item["filters"], item["timezone"], item["cron"]) for item in weekly] == [
+        ({"date_from": "previous_week", "status": "delivered"}, "Europe/Berlin", "0 8 * * 1")
+    ]
+    assert all(owner in {TOKEN, "bob-token"} for owner in backend.owners.values())

@@ -1,4 +1,5 @@
-"""Python SDK for the exports service: submit exports, wait for them, download the files.
+"""Python SDK for the exports service: submit exports, wait for them, download the files; schedule
+recurring exports.
 
 >>> with ExportsClient("http://127.0.0.1:8000", token) as client:  # doctest: +SKIP
 ...     task = client.wait(client.submit("orders", {"date_from": "2025-01-01", "date_to": "2025-03-31"}).task_id)
@@ -7,7 +8,7 @@
 
 from importlib.metadata import version
 
-from exports_client.client import ExportsClient
+from exports_client.client import UNSET, ExportsClient
 from exports_client.errors import (
     APIError,
     AuthenticationError,
@@ -29,9 +30,17 @@ from exports_client.models import (
     CallbackView,
     CallerView,
     ErrorView,
+    Every,
     ExportAccepted,
     ExportFormat,
     ExportTypeView,
+    LastRunView,
+    MailMessage,
+    NextRun,
+    PausedReasonView,
+    ScheduleList,
+    ScheduleState,
+    ScheduleView,
     StreamTicketView,
     TaskList,
     TaskStatus,
@@ -42,12 +51,14 @@ from exports_client.webhooks import parse_event, verify_webhook
 __version__ = version("exports-client")
 __all__ = [
     "TERMINAL",
+    "UNSET",
     "APIError",
     "AuthenticationError",
     "CallbackView",
     "CallerView",
     "ConflictError",
     "ErrorView",
+    "Every",
     "ExportAccepted",
     "ExportFormat",
     "ExportTypeView",
@@ -55,9 +66,16 @@ __all__ = [
     "ExportsError",
     "IntegrityError",
     "InvalidRequestError",
+    "LastRunView",
+    "MailMessage",
     "NetworkError",
+    "NextRun",
     "NotFoundError",
+    "PausedReasonView",
     "RateLimitedError",
+    "ScheduleList",
+    "ScheduleState",
+    "ScheduleView",
     "ServerError",
     "ServiceUnavailableError",
     "StreamTicketView",

@@ -1,4 +1,5 @@
-"""``exportctl``: submit, follow, list, cancel and download exports from a terminal or a script.
+"""``exportctl``: submit, follow, list, cancel and download exports, and manage schedules
+(``exportctl schedules …``, in :mod:`exports_client.schedule_commands`), from a terminal or a script.
 
 Configured by ``EXPORTS_API_URL`` (default: ``make run``'s http://127.0.0.1:8000) and
 ``EXPORTS_TOKEN``, or by ``--url`` and ``--token``. Results go to stdout (tables, or JSON with
@@ -66,7 +67,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: No token, or the service refused it (401/403).
     AUTH = 3
-    #: No such task (404).
+    #: No such task or schedule (404).
     NOT_FOUND = 4
     #: The service refused the request as it is: invalid input (400/413/415/422) or the task's
     #: state does not allow it (409).
@@ -156,15 +157,18 @@ class UsageError(Exception):
     """A command line that cannot be right, found before any request changes anything (exit 2)."""
 
 
-def _filters_for(client: ExportsClient, args: argparse.Namespace) -> dict[str, Any]:
-    """The submission's ``filters``: ``--filters``, then the shortcuts, then each ``--filter``,
-    typed and checked by the export type's served JSON Schema."""
+def _filters_for(
+    client: ExportsClient, args: argparse.Namespace, *, scheduled: bool = False, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The submission's ``filters``: ``base``, then ``--filters``, then the shortcuts, then each
+    ``--filter``, typed and checked by the export type's served JSON Schema. ``scheduled``: a
+    schedule's filters, whose date window may take a relative value."""
     known = filter_schemas(client.export_types())
     schema = known.get(args.export_type)
     if schema is None:
         names = ", ".join(sorted(known)) or "none"
         raise UsageError(f"unknown export type {args.export_type!r} (this service exports: {names})")
-    filters: dict[str, Any] = dict(args.filters_json or {})
+    filters: dict[str, Any] = {**(base or {}), **(args.filters_json or {})}
     entries: list[tuple[str, str]] = []
     if args.date_from is not None or args.date_to is not None:
         date_range = schema.date_range()
@@ -179,7 +183,10 @@ def _filters_for(client: ExportsClient, args: argparse.Namespace) -> dict[str, A
     entries += args.filter
     for name, text in entries:
         filters[name] = schema.parse(name, text)
-    schema.check(filters)
+    if scheduled:
+        schema.check_scheduled(filters)
+    else:
+        schema.check(filters)
     return filters
 
 
@@ -403,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="exportctl",
-        description="Submit, follow and download exports of the exports service.",
+        description="Submit, follow and download exports of the exports service, and schedule recurring ones.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -483,6 +490,11 @@ def build_parser() -> argparse.ArgumentParser:
     types = commands.add_parser("types", parents=[common], help="what can be exported, and its filters")
     types.add_argument("names", nargs="*", metavar="TYPE", help="only these export types")
     types.set_defaults(run=_types)
+
+    # Imported here: the schedule commands build on this module's helpers.
+    from exports_client import schedule_commands
+
+    schedule_commands.add_commands(commands, common)
     return parser
 
 

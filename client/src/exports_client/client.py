@@ -7,7 +7,8 @@ import hashlib
 import hmac
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 from types import TracebackType
@@ -29,10 +30,16 @@ from exports_client.errors import (
 )
 from exports_client.models import (
     CallerView,
+    Every,
     ExportAccepted,
     ExportFormat,
     ExportTypeList,
     ExportTypeView,
+    Mailbox,
+    MailMessage,
+    ScheduleList,
+    ScheduleState,
+    ScheduleView,
     StreamTicketView,
     TaskList,
     TaskStatus,
@@ -47,6 +54,20 @@ DEFAULT_WAIT_SEC: Final = 300.0
 USER_AGENT: Final = f"exports-client/{version('exports-client')}"
 _CHUNK_BYTES: Final = 64 * 1024
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+class _Unset:
+    """The default of :meth:`ExportsClient.update_schedule`'s fields: leave it as it is (``None``
+    is a value there: no end, no name)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: A field :meth:`ExportsClient.update_schedule` is not asked to change.
+UNSET: Final = _Unset()
+#: ``every``: ``{"minutes": 30}``, ``{"hours": 2}`` or ``{"days": 1}`` (or an :class:`Every`).
+Interval = Every | Mapping[str, int]
 
 
 class ExportsClient:
@@ -135,18 +156,25 @@ class ExportsClient:
         return self._parse(TaskView, self._request("GET", _task_path(task_id)))
 
     def list(
-        self, status: TaskStatus | str | None = None, limit: int | None = None, next_token: str | None = None
+        self,
+        status: TaskStatus | str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        schedule_id: str | None = None,
     ) -> TaskList:
-        """One page of your tasks, newest first; pass its ``next_token`` for the next page."""
-        params = {"status": status, "limit": limit, "next_token": next_token}
+        """One page of your tasks, newest first; pass its ``next_token`` for the next page.
+        ``schedule_id``: only the runs of that schedule of yours."""
+        params = {"status": status, "limit": limit, "next_token": next_token, "schedule_id": schedule_id}
         response = self._request("GET", "/v1/exports", params={k: v for k, v in params.items() if v is not None})
         return self._parse(TaskList, response)
 
-    def iter_tasks(self, status: TaskStatus | str | None = None, page_size: int | None = None) -> Iterator[TaskView]:
-        """All your tasks, newest first, fetching pages as the iteration goes."""
+    def iter_tasks(
+        self, status: TaskStatus | str | None = None, page_size: int | None = None, schedule_id: str | None = None
+    ) -> Iterator[TaskView]:
+        """All your tasks (or one schedule's runs), newest first, fetching pages as the iteration goes."""
         next_token: str | None = None
         while True:
-            page = self.list(status=status, limit=page_size, next_token=next_token)
+            page = self.list(status=status, limit=page_size, next_token=next_token, schedule_id=schedule_id)
             yield from page.items
             if not page.next_token:
                 return
@@ -236,6 +264,134 @@ class ExportsClient:
             self._sleep(min(delay, remaining))
             attempt += 1
 
+    # -- schedules -----------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        export_type: str,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        cron: str | None = None,
+        every: Interval | None = None,
+        timezone: str | None = None,
+        name: str | None = None,
+        start_at: datetime | str | None = None,
+        end_at: datetime | str | None = None,
+        recipients: Sequence[str] | None = None,
+        format: ExportFormat | str | None = None,
+        priority: int | None = None,
+        timeout_sec: int | None = None,
+        callback_url: str | None = None,
+        csv_bom: bool | None = None,
+        csv_formula_guard: bool | None = None,
+        idempotency_key: str | None = None,
+    ) -> ScheduleView:
+        """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
+        ``every`` (one of minutes, hours, days), in ``timezone`` (IANA; the service's default is
+        ``Etc/UTC``). The type's window filters may take a relative value (``previous_week``,
+        ``last_n_days:7``...), resolved at each firing. ``idempotency_key`` makes a repeated call
+        answer with the schedule the first one created. Options left ``None`` take the service's
+        defaults; the service validates everything (:class:`InvalidRequestError` names the
+        ``field``, :class:`RateLimitedError` ``SCHEDULE_LIMIT_REACHED`` at the per-user cap).
+        """
+        options: dict[str, Any] = {
+            "name": name,
+            "format": format,
+            "cron": cron,
+            "every": _interval(every),
+            "timezone": timezone,
+            "start_at": _moment(start_at),
+            "end_at": _moment(end_at),
+            "recipients": builtins.list(recipients) if recipients is not None else None,
+            "priority": priority,
+            "timeout_sec": timeout_sec,
+            "callback_url": callback_url,
+            "csv_bom": csv_bom,
+            "csv_formula_guard": csv_formula_guard,
+        }
+        body = {
+            "export_type": export_type,
+            "filters": dict(filters or {}),
+            **{key: value for key, value in options.items() if value is not None},
+        }
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self._parse(ScheduleView, self._request("POST", "/v1/schedules", json=body, headers=headers))
+
+    def list_schedules(self, limit: int | None = None, next_token: str | None = None) -> ScheduleList:
+        """One page of your schedules, newest first; pass its ``next_token`` for the next page."""
+        params = {"limit": limit, "next_token": next_token}
+        response = self._request("GET", "/v1/schedules", params={k: v for k, v in params.items() if v is not None})
+        return self._parse(ScheduleList, response)
+
+    def iter_schedules(self, page_size: int | None = None) -> Iterator[ScheduleView]:
+        """All your schedules, newest first, fetching pages as the iteration goes."""
+        next_token: str | None = None
+        while True:
+            page = self.list_schedules(limit=page_size, next_token=next_token)
+            yield from page.items
+            if not page.next_token:
+                return
+            next_token = page.next_token
+
+    def get_schedule(self, schedule_id: str) -> ScheduleView:
+        """One of your schedules; :class:`NotFoundError` (``SCHEDULE_NOT_FOUND``) for any other."""
+        return self._parse(ScheduleView, self._request("GET", _schedule_path(schedule_id)))
+
+    def update_schedule(
+        self,
+        schedule_id: str,
+        *,
+        name: str | _Unset | None = UNSET,
+        cron: str | _Unset | None = UNSET,
+        every: Interval | _Unset | None = UNSET,
+        timezone: str | _Unset = UNSET,
+        filters: Mapping[str, Any] | _Unset = UNSET,
+        recipients: Sequence[str] | _Unset = UNSET,
+        start_at: datetime | str | _Unset | None = UNSET,
+        end_at: datetime | str | _Unset | None = UNSET,
+        state: ScheduleState | str | _Unset = UNSET,
+    ) -> ScheduleView:
+        """Change what is given (``PATCH``; ``None`` sends ``null``, e.g. ``end_at=None``: no end);
+        validated like a create. ``state="PAUSED"`` pauses, ``"ACTIVE"`` resumes."""
+        changes: dict[str, Any] = {
+            "name": name,
+            "cron": cron,
+            "every": every if isinstance(every, _Unset) else _interval(every),
+            "timezone": timezone,
+            "filters": filters if isinstance(filters, _Unset) else dict(filters),
+            "recipients": recipients if isinstance(recipients, _Unset) else builtins.list(recipients),
+            "start_at": start_at if isinstance(start_at, _Unset) else _moment(start_at),
+            "end_at": end_at if isinstance(end_at, _Unset) else _moment(end_at),
+            "state": state,
+        }
+        body = {key: value for key, value in changes.items() if not isinstance(value, _Unset)}
+        return self._parse(ScheduleView, self._request("PATCH", _schedule_path(schedule_id), json=body))
+
+    def pause_schedule(self, schedule_id: str) -> ScheduleView:
+        """Stop the firings (``PAUSED_BY_USER``) until :meth:`resume_schedule`."""
+        return self.update_schedule(schedule_id, state=ScheduleState.PAUSED)
+
+    def resume_schedule(self, schedule_id: str) -> ScheduleView:
+        """Fire again; clears the pause's reason and the count of consecutive failures."""
+        return self.update_schedule(schedule_id, state=ScheduleState.ACTIVE)
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Delete the schedule (``204``); its past runs stay tasks of yours."""
+        self._request("DELETE", _schedule_path(schedule_id))
+
+    def run_schedule(self, schedule_id: str) -> ExportAccepted:
+        """Run the schedule's export now, as a new task (``202``), whatever its state."""
+        return self._parse(ExportAccepted, self._request("POST", f"{_schedule_path(schedule_id)}/run"))
+
+    def schedule_runs(self, schedule_id: str, page_size: int | None = None) -> Iterator[TaskView]:
+        """The tasks the schedule started, newest first (``GET /v1/exports?schedule_id=``)."""
+        return self.iter_tasks(page_size=page_size, schedule_id=schedule_id)
+
+    def mailbox(self) -> builtins.list[MailMessage]:
+        """Local mode only: the mail its embedded SES received, newest first; a deployment on AWS
+        has no such route (:class:`NotFoundError`)."""
+        return self._parse(Mailbox, self._request("GET", "/local/mailbox")).items
+
     def stream_ticket(self) -> StreamTicketView:
         """A single-use ticket (valid ``expires_in`` seconds) for the push channel at ``url``
         (docs/push.md); :class:`NotFoundError` where the service offers none."""
@@ -289,12 +445,22 @@ class ExportsClient:
     # -- HTTP ----------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         url = f"{self.base_url}{path}"
         try:
             response = self._http.request(
-                method, url, json=json, params=params, headers={"Authorization": f"Bearer {self._token}"}
+                method,
+                url,
+                json=json,
+                params=params,
+                headers={**(headers or {}), "Authorization": f"Bearer {self._token}"},
             )
         except httpx.TransportError as error:
             raise NetworkError(_describe(error, url), url) from error
@@ -345,6 +511,24 @@ class ExportsClient:
 
 def _task_path(task_id: str) -> str:
     return f"/v1/exports/{quote(task_id, safe='')}"
+
+
+def _schedule_path(schedule_id: str) -> str:
+    return f"/v1/schedules/{quote(schedule_id, safe='')}"
+
+
+def _interval(every: Interval | None) -> dict[str, int] | None:
+    """``every`` as the API's object (only the unit given)."""
+    if every is None:
+        return None
+    if isinstance(every, Every):
+        return every.model_dump(exclude_none=True)
+    return dict(every)
+
+
+def _moment(value: datetime | str | None) -> str | None:
+    """A date-time as the API reads it (ISO 8601); a string is sent as it is."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def _describe(error: httpx.TransportError, url: str) -> str:

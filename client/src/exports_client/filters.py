@@ -30,6 +30,10 @@ _FALSE: Final = frozenset({"false", "no", "off", "0"})
 # (from, to) name suffixes that make two date properties a range, in order of preference.
 _RANGE_SUFFIXES: Final = (("from", "to"), ("start", "end"), ("after", "before"))
 _DATE_FORMATS: Final = frozenset({"date", "date-time"})
+#: The relative windows a schedule's window filter may take, resolved at each firing in the
+#: schedule's zone (docs/schedules.md); ``last_n_days:N`` takes a whole number N of at least 1.
+RELATIVE_WINDOWS: Final = ("previous_day", "previous_week", "previous_month", "month_to_date", "last_n_days:N")
+_LAST_N_DAYS: Final = re.compile(r"last_n_days:([1-9]\d*)")
 
 
 class FilterError(ValueError):
@@ -192,13 +196,18 @@ class FilterSchema:
     def check(self, filters: Mapping[str, Any]) -> None:
         """Raise :class:`FilterError` for the first filter the schema refuses: an unknown name, a
         missing required one, or a value of the wrong type, outside its enum or its bounds."""
+        self._check(filters, filters)
+
+    def _check(self, filters: Mapping[str, Any], present: Iterable[str]) -> None:
+        """:meth:`check` of ``filters``, counting the names in ``present`` as given."""
+        present = set(present)
         for name, value in filters.items():
             if name not in self.properties:
                 if self.closed:
                     raise self._unknown(name)
                 continue
             self._check_value(name, self.properties[name], value, "")
-        missing = [name for name in self.required if name not in filters]
+        missing = [name for name in self.required if name not in present]
         if missing:
             given = " ".join(f"--filter {name}={placeholder(self.properties.get(name, {}))}" for name in missing)
             label = ", ".join(missing)
@@ -276,6 +285,38 @@ class FilterSchema:
                 word = "at least" if below else "at most"
                 raise FilterError(name, f"{where}must be {word} {declared}, not {shown}")
 
+    # -- a schedule's filters ----------------------------------------------------------------------
+
+    def check_scheduled(self, filters: Mapping[str, Any]) -> None:
+        """:meth:`check` for a schedule: the type's window (:meth:`date_range`) may take a relative
+        value on its start filter (the end omitted or the same value), which then stands for
+        both; a relative value on any other filter is refused, naming it."""
+        window = self.date_range()
+        for name, value in filters.items():
+            if is_relative(value) and (window is None or name not in window):
+                where = f"only {window[0]}, the start of the type's window, takes one" if window else "it has none"
+                raise FilterError(name, f"a relative window ({value}) is not a value of this filter: {where}")
+        if window is None:
+            self.check(filters)
+            return
+        start, end = window
+        given = filters.get(start)
+        if not is_relative(given):
+            if is_relative(filters.get(end)):
+                raise FilterError(end, f"give the relative window on {start} ({end} may then be left out)")
+            try:
+                self.check(filters)
+            except FilterError as error:
+                if error.name != start or not isinstance(given, str) or _date(given) or _datetime(given):
+                    raise
+                accepted = ", ".join(RELATIVE_WINDOWS)
+                raise FilterError(start, f"must be a date or a relative window ({accepted}), not {given!r}") from None
+            return
+        if end in filters and filters[end] != given:
+            raise FilterError(end, f"{start} is the relative window {given}: leave {end} out or give it the same value")
+        # The relative window stands for both ends: the rest is checked as for an export.
+        self._check({name: value for name, value in filters.items() if name not in window}, [*filters, *window])
+
     # -- the date range ----------------------------------------------------------------------------
 
     def date_range(self) -> tuple[str, str] | None:
@@ -292,6 +333,13 @@ class FilterSchema:
             if name in dated and name.endswith(start) and f"{name[: -len(start)]}{end}" in dated
         ]
         return pairs[0] if len(pairs) == 1 else None
+
+
+def is_relative(value: Any) -> bool:
+    """Whether ``value`` is one of the :data:`RELATIVE_WINDOWS`."""
+    if not isinstance(value, str):
+        return False
+    return value in RELATIVE_WINDOWS[:-1] or _LAST_N_DAYS.fullmatch(value) is not None
 
 
 def _a(noun: str) -> str:

@@ -112,11 +112,108 @@ class TaskView(_Result):
     callback: CallbackView | None = None
     callbacks: list[SubscriberView] = []
     callback_seq: int = 0
+    #: The schedule that started this task, and the firing time it ran for (None: an ordinary task).
+    schedule_id: str | None = None
+    scheduled_for: datetime | None = None
 
     @property
     def is_terminal(self) -> bool:
         """Whether the task has ended (it will not change any more)."""
         return self.status in TERMINAL
+
+
+class ScheduleState(StrEnum):
+    """Whether a schedule fires."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+class Every(_Result):
+    """A fixed interval: exactly one of ``minutes``, ``hours`` or ``days`` (a day is 24 hours)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    minutes: int | None = Field(default=None, ge=1, le=1_000_000)
+    hours: int | None = Field(default=None, ge=1, le=100_000)
+    days: int | None = Field(default=None, ge=1, le=10_000)
+
+
+class PausedReasonView(_Result):
+    """Why a schedule is paused: ``PAUSED_BY_USER``, ``TOO_MANY_FAILURES``, ``EXPORT_TYPE_GONE``,
+    ``ACCESS_REVOKED``, ``FILTERS_INVALID``, ..."""
+
+    code: str
+    message: str
+
+
+class NextRun(_Result):
+    """One coming firing, as an instant (UTC) and as the schedule's local wall time."""
+
+    utc: datetime
+    local: datetime
+
+
+class LastRunView(_Result):
+    """The latest run that ended: its task (if one was made), its firing time and its status."""
+
+    task_id: str | None
+    scheduled_for: datetime
+    status: str
+    finished_at: datetime | None = None
+
+
+class ScheduleView(_Result):
+    """A recurring export as its owner sees it."""
+
+    schedule_id: str
+    name: str | None
+    export_type: str
+    format: str
+    filters: dict[str, Any]
+    priority: int
+    timeout_sec: int
+    callback_url: str | None
+    csv_bom: bool
+    csv_formula_guard: bool
+    cron: str | None
+    every: Every | None
+    timezone: str
+    start_at: datetime | None
+    end_at: datetime | None
+    recipients: list[str]
+    state: ScheduleState
+    paused_reason: PausedReasonView | None
+    #: The next firings; none while paused or once ended.
+    next_runs: list[NextRun]
+    last_run: LastRunView | None
+    consecutive_failures: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScheduleList(_Result):
+    """A page of the caller's schedules, newest first."""
+
+    items: list[ScheduleView]
+    next_token: str | None = None
+
+
+class MailMessage(_Result):
+    """One message the local deployment's embedded SES received."""
+
+    id: str
+    sent_at: datetime
+    from_: str = Field(alias="from")
+    to: list[str]
+    subject: str
+    text: str
+
+
+class Mailbox(_Result):
+    """What local mode's embedded SES received, newest first (``GET /local/mailbox``)."""
+
+    items: list[MailMessage]
 
 
 class StreamTicketView(_Result):

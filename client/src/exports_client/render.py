@@ -30,11 +30,11 @@ from rich.table import Table
 from rich.text import Text
 
 from exports_client.filters import FilterSchema, constraints, placeholder, type_name
-from exports_client.models import ExportTypeView, TaskStatus, TaskView
+from exports_client.models import ExportTypeView, MailMessage, ScheduleState, ScheduleView, TaskStatus, TaskView
 
 # Off a terminal nothing is wrapped or cut: lines stay whole for grep and logs.
 _PIPE_WIDTH: Final = 200
-_STATUS_STYLE: Final = {
+_STATUS_STYLE: Final[dict[str, str]] = {
     TaskStatus.PENDING: "yellow",
     TaskStatus.RUNNING: "cyan",
     TaskStatus.COMPLETED: "green",
@@ -72,11 +72,11 @@ def show(view: RenderableType, stream: TextIO) -> None:
 def to_json(value: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> str:
     """Indented JSON of a model, a list of models or a dict, as the API spells the fields."""
     if isinstance(value, BaseModel):
-        data: Any = value.model_dump(mode="json")
+        data: Any = value.model_dump(mode="json", by_alias=True)
     elif isinstance(value, dict):
         data = value
     else:
-        data = [item.model_dump(mode="json") for item in value]
+        data = [item.model_dump(mode="json", by_alias=True) for item in value]
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
@@ -85,7 +85,13 @@ def _when(moment: datetime | None) -> str:
 
 
 def _status(task: TaskView) -> str:
-    return f"[{_STATUS_STYLE[task.status]}]{task.status.value}[/]"
+    return _styled(task.status)
+
+
+def _styled(status: str) -> str:
+    """A task status in its colour (a StrEnum's members are found by their plain value too)."""
+    style = _STATUS_STYLE.get(status)
+    return f"[{style}]{status}[/]" if style else status
 
 
 def human_size(size: int) -> str:
@@ -140,6 +146,7 @@ def task_details(task: TaskView) -> Table:
         ("finished", _when(task.finished_at)),
         ("deadline", _when(task.deadline)),
         ("error", f"{task.error.code}: {task.error.message}" if task.error else None),
+        ("schedule", f"{task.schedule_id}, for {_when(task.scheduled_for)}" if task.schedule_id else None),
         ("file", task.file_name),
         ("size", human_size(task.size_bytes) if task.size_bytes is not None else None),
         ("rows", f"{task.rows:,}" if task.rows is not None else None),
@@ -151,6 +158,101 @@ def task_details(task: TaskView) -> Table:
         if value is not None:
             grid.add_row(label, value)
     return grid
+
+
+def _instant(moment: datetime) -> str:
+    """A firing time with its offset, to the second (an interval's runs keep the creation's
+    fractions of a second, which say nothing to a reader)."""
+    return moment.isoformat(timespec="seconds")
+
+
+def _filters_text(filters: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in filters.items()) or "-"
+
+
+def timing(schedule: ScheduleView) -> str:
+    """When it fires: its cron, or ``every 30 minutes``."""
+    if schedule.cron:
+        return schedule.cron
+    every = schedule.every.model_dump(exclude_none=True) if schedule.every else {}
+    return " ".join(f"every {count} {unit if count != 1 else unit[:-1]}" for unit, count in every.items()) or "-"
+
+
+def _schedule_state(schedule: ScheduleView) -> str:
+    if schedule.state is ScheduleState.ACTIVE:
+        return "[green]ACTIVE[/]"
+    reason = f" ({schedule.paused_reason.code})" if schedule.paused_reason else ""
+    return f"[yellow]PAUSED{reason}[/]"
+
+
+def _last_run(schedule: ScheduleView) -> str:
+    run = schedule.last_run
+    return f"{_styled(run.status)} {_when(run.scheduled_for)}" if run else "-"
+
+
+def schedule_table(schedules: Iterable[ScheduleView]) -> Table:
+    """One line per schedule: when it fires, its state, its next and its last run."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for header in ("SCHEDULE", "NAME", "TYPE", "FORMAT", "WHEN", "ZONE", "STATE", "NEXT RUN", "LAST RUN"):
+        table.add_column(header, no_wrap=True)
+    table.add_column("FAILURES", justify="right", no_wrap=True)
+    for schedule in schedules:
+        table.add_row(
+            schedule.schedule_id,
+            schedule.name or "-",
+            schedule.export_type,
+            schedule.format,
+            timing(schedule),
+            schedule.timezone,
+            _schedule_state(schedule),
+            _instant(schedule.next_runs[0].local) if schedule.next_runs else "-",
+            _last_run(schedule),
+            str(schedule.consecutive_failures),
+        )
+    return table
+
+
+def schedule_details(schedule: ScheduleView) -> Table:
+    """Everything about one schedule, one field a line; its next runs in its zone."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    run = schedule.last_run
+    reason = schedule.paused_reason
+    lines: list[tuple[str, str | None]] = [
+        ("schedule", schedule.schedule_id),
+        ("name", schedule.name),
+        ("state", _schedule_state(schedule)),
+        ("paused", f"{reason.code}: {reason.message}" if reason else None),
+        ("export", f"{schedule.export_type} ({schedule.format}), priority {schedule.priority}"),
+        ("filters", _filters_text(schedule.filters)),
+        ("when", f"{timing(schedule)} ({schedule.timezone})"),
+        ("from", _when(schedule.start_at) if schedule.start_at else None),
+        ("until", _when(schedule.end_at) if schedule.end_at else None),
+        ("recipients", ", ".join(schedule.recipients) or None),
+        ("callback", schedule.callback_url),
+        ("next runs", "\n".join(f"{_instant(r.local)}  ({_instant(r.utc)})" for r in schedule.next_runs) or "-"),
+        ("last run", f"{run.task_id or '-'} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),
+        ("failures", f"{schedule.consecutive_failures} in a row"),
+        ("created", _when(schedule.created_at)),
+        ("updated", _when(schedule.updated_at)),
+    ]
+    for label, value in lines:
+        if value is not None:
+            grid.add_row(label, value)
+    return grid
+
+
+def mailbox_view(messages: Iterable[MailMessage]) -> Group:
+    """Each message: when, from whom to whom, its subject and its text."""
+    blocks: list[RenderableType] = []
+    for message in messages:
+        blocks += [
+            Text(f"{_when(message.sent_at)}  {message.from_} -> {', '.join(message.to)}"),
+            Text(message.subject, style="bold"),
+            Padding(Text(message.text), (0, 0, 1, 2)),
+        ]
+    return Group(*blocks)
 
 
 def types_view(export_types: Iterable[ExportTypeView]) -> Group:

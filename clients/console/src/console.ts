@@ -1,11 +1,12 @@
 /** The export console: sign in with a token, submit an export from a form generated from the
  * type's filter schema, follow every task live (pushed events, or polling where the API has no
- * push stream), cancel, retry, download. */
+ * push stream), cancel, retry, download; and the Schedules view (#schedules, schedules-page.ts). */
 
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
 import { errorText, whoText } from "./facts.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
+import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
 
 const LIST_LIMIT = 50;
@@ -32,6 +33,8 @@ class Session {
   private types: ExportTypeView[] = [];
   /** Who is signed in: the user, and what the types bind from their token (a tenant). */
   who = "";
+  private revealing: string | null = null;
+  schedules: SchedulesView | null = null;
 
   constructor(token: string) {
     this.client = new ExportsClient({ baseUrl: apiUrl(), token });
@@ -45,6 +48,7 @@ class Session {
       ...this.types.map((type) => Object.assign(document.createElement("option"), { value: type.name, textContent: type.name })),
     );
     this.showType();
+    this.schedules = new SchedulesView(this.client, this.types);
     const page = await this.client.list({ limit: LIST_LIMIT });
     for (const task of [...page.items].reverse()) this.show(task);
     for (const task of page.items) this.follow(task.task_id);
@@ -52,6 +56,7 @@ class Session {
   }
 
   end(): void {
+    this.schedules?.hide();
     this.stop.abort(new DOMException("signed out", "AbortError"));
     this.client.close();
     byId("tasks").replaceChildren();
@@ -105,6 +110,19 @@ class Session {
     }
   }
 
+  /** Bring ``taskId``'s row into view and focus it (a schedule's run linked from its list);
+   * a task not listed yet is followed, and focused once its first state comes. */
+  reveal(taskId: string): void {
+    const row = this.rows.get(taskId);
+    if (row) {
+      row.scrollIntoView({ block: "center" });
+      row.focus();
+      return;
+    }
+    this.revealing = taskId;
+    this.follow(taskId);
+  }
+
   /** Follow ``taskId`` until it ends (once per task). */
   private follow(taskId: string): void {
     if (this.watching.has(taskId)) return;
@@ -133,9 +151,14 @@ class Session {
       updateRow(row, task);
     } else {
       row = createRow(task, (action, current) => void this.act(action, current));
+      row.tabIndex = -1;
       this.rows.set(task.task_id, row);
       byId("tasks").prepend(row);
       this.refreshEmpty();
+      if (this.revealing === task.task_id) {
+        this.revealing = null;
+        this.reveal(task.task_id);
+      }
     }
     const milestone = `${task.status} ${Math.floor(task.progress / 25) * 25}`;
     if (this.announced.get(task.task_id) !== milestone) {
@@ -163,12 +186,33 @@ let session: Session | null = null;
 
 function signedIn(on: boolean, who = ""): void {
   byId("sign-in").hidden = on;
-  byId("new-export").hidden = !on;
-  byId("tasks-section").hidden = !on;
   byId("sign-out").hidden = !on;
+  byId("views").hidden = !on;
   const label = byId("who");
   label.hidden = !on;
   label.textContent = who;
+  route();
+}
+
+/** Show the view the address asks for: ``#schedules``, or the exports (``#exports/<task id>``
+ * brings that task's row into view). */
+function route(): void {
+  const hash = window.location.hash;
+  const schedules = session !== null && hash === "#schedules";
+  const exports = session !== null && !schedules;
+  byId("new-export").hidden = !exports;
+  byId("tasks-section").hidden = !exports;
+  byId("view-exports").toggleAttribute("aria-current", false);
+  byId("view-schedules").toggleAttribute("aria-current", false);
+  if (session === null) return;
+  byId(schedules ? "view-schedules" : "view-exports").setAttribute("aria-current", "page");
+  if (schedules) {
+    void session.schedules?.show();
+    return;
+  }
+  session.schedules?.hide();
+  const taskId = hash.startsWith("#exports/") ? decodeURIComponent(hash.slice("#exports/".length)) : "";
+  if (taskId) session.reveal(taskId);
 }
 
 async function signIn(event: SubmitEvent): Promise<void> {
@@ -188,7 +232,7 @@ async function signIn(event: SubmitEvent): Promise<void> {
   session = candidate;
   input.value = "";
   signedIn(true, candidate.who);
-  byId<HTMLSelectElement>("export-type").focus();
+  byId<HTMLSelectElement>(window.location.hash === "#schedules" ? "schedule-type" : "export-type").focus();
 }
 
 function signOut(): void {
@@ -202,6 +246,7 @@ function main(): void {
   byId<HTMLFormElement>("sign-in-form").addEventListener("submit", (event) => void signIn(event));
   byId("sign-out").addEventListener("click", signOut);
   byId("export-type").addEventListener("change", () => session?.showType());
+  window.addEventListener("hashchange", route);
   byId<HTMLFormElement>("export-form").addEventListener("submit", (event) => {
     event.preventDefault();
     void session?.submit(event.currentTarget as HTMLFormElement);

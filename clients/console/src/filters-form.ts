@@ -74,17 +74,41 @@ function element<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
-/** Replace ``fieldset``'s fields (all but its legend) with one per filter of ``schema``. */
-export function renderFilters(fieldset: HTMLFieldSetElement, schema: ObjectSchema): void {
+/** Replace ``fieldset``'s fields (all but its legend) with one per filter of ``schema``; their
+ * ids are ``<idPrefix>-<name>`` (a second form on the page takes a prefix of its own). */
+export function renderFilters(fieldset: HTMLFieldSetElement, schema: ObjectSchema, idPrefix = "filter"): void {
   for (const child of [...fieldset.children]) if (child.tagName !== "LEGEND") child.remove();
   const required = new Set(schema.required ?? []);
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
-    fieldset.append(field(name, resolved(property, schema), required.has(name)));
+    fieldset.append(field(name, resolved(property, schema), required.has(name), idPrefix));
   }
 }
 
-function field(name: string, schema: FilterSchema, required: boolean): HTMLElement {
-  const id = `filter-${name}`;
+/** The (from, to) date filters a type's range is made of, as exportctl's ``--from``/``--to``
+ * find them: ``date_from``/``date_to``, or its one pair of date properties named
+ * ``…from``/``…to`` (``…start``/``…end``, ``…after``/``…before``); null when none or several. */
+export function dateRange(schema: ObjectSchema): [string, string] | null {
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties ?? {}).map(([name, property]) => [name, resolved(property, schema)]),
+  );
+  if ("date_from" in properties && "date_to" in properties) return ["date_from", "date_to"];
+  const dated = new Set(
+    Object.entries(properties)
+      .filter(([, property]) => property.format === "date" || property.format === "date-time")
+      .map(([name]) => name),
+  );
+  const pairs: [string, string][] = [];
+  for (const [start, end] of [["from", "to"], ["start", "end"], ["after", "before"]] as const) {
+    for (const name of dated) {
+      const other = `${name.slice(0, -start.length)}${end}`;
+      if (name.endsWith(start) && dated.has(other)) pairs.push([name, other]);
+    }
+  }
+  return pairs.length === 1 ? pairs[0]! : null;
+}
+
+function field(name: string, schema: FilterSchema, required: boolean, idPrefix: string): HTMLElement {
+  const id = `${idPrefix}-${name}`;
   const label = `${schema.title ?? labelOf(name)}${required ? " (required)" : ""}`;
   const hint = schema.description ? element("p", { class: "hint", id: `${id}-hint` }, schema.description) : null;
   const items = schema.items;

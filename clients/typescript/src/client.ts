@@ -6,6 +6,14 @@ import { Backoff, type BackoffPolicy, SEED_BACKOFF, sleep } from "./backoff.js";
 import { ApiError, StreamError, WatchTimeoutError } from "./errors.js";
 import { isTerminal, polledEvent, type StreamTicket, type TaskEvent, type TaskView } from "./events.js";
 import { PushConnection, StreamUnavailableError, type WebSocketConstructor } from "./push.js";
+import type {
+  MailMessage,
+  ScheduleChanges,
+  ScheduleList,
+  ScheduleRequest,
+  ScheduleRunList,
+  ScheduleView,
+} from "./schedules.js";
 import type { components, operations, paths } from "./schema.js";
 
 /** A submission of any export type (the service checks the filters against the type's schema). */
@@ -191,6 +199,71 @@ export class ExportsClient {
     }
   }
 
+  /** Create a schedule (201): the export runs at each firing of its cron or interval, in its
+   * zone. `idempotencyKey`: a repeated create answers with the schedule the first one made. */
+  async createSchedule(request: ScheduleRequest, options: { idempotencyKey?: string } = {}): Promise<ScheduleView> {
+    const headers: Record<string, string> = options.idempotencyKey ? { "Idempotency-Key": options.idempotencyKey } : {};
+    return this.call<ScheduleView>("POST", "/v1/schedules", { body: request, headers });
+  }
+
+  /** A page of the caller's schedules, newest first (`next_token` for the next page). */
+  async listSchedules(query: { limit?: number; next_token?: string } = {}): Promise<ScheduleList> {
+    return this.call<ScheduleList>("GET", `/v1/schedules${queryString(query)}`);
+  }
+
+  /** All the caller's schedules, newest first, fetching pages as the iteration goes. */
+  async *schedules(pageSize?: number): AsyncGenerator<ScheduleView, void, undefined> {
+    let nextToken: string | null = null;
+    do {
+      const page: ScheduleList = await this.listSchedules({
+        ...(pageSize === undefined ? {} : { limit: pageSize }),
+        ...(nextToken === null ? {} : { next_token: nextToken }),
+      });
+      yield* page.items;
+      nextToken = page.next_token;
+    } while (nextToken);
+  }
+
+  /** One of the caller's schedules (another's is a 404, `SCHEDULE_NOT_FOUND`). */
+  async getSchedule(scheduleId: string): Promise<ScheduleView> {
+    return this.call<ScheduleView>("GET", schedulePath(scheduleId));
+  }
+
+  /** Change what is given (validated like a create). */
+  async updateSchedule(scheduleId: string, changes: ScheduleChanges): Promise<ScheduleView> {
+    return this.call<ScheduleView>("PATCH", schedulePath(scheduleId), { body: changes });
+  }
+
+  /** Stop the firings (`PAUSED_BY_USER`) until resumed. */
+  async pauseSchedule(scheduleId: string): Promise<ScheduleView> {
+    return this.updateSchedule(scheduleId, { state: "PAUSED" });
+  }
+
+  /** Fire again; clears the pause's reason and the count of consecutive failures. */
+  async resumeSchedule(scheduleId: string): Promise<ScheduleView> {
+    return this.updateSchedule(scheduleId, { state: "ACTIVE" });
+  }
+
+  /** Delete the schedule (204); its past runs stay the caller's tasks. */
+  async deleteSchedule(scheduleId: string): Promise<void> {
+    await this.call<null>("DELETE", schedulePath(scheduleId));
+  }
+
+  /** Run the schedule's export now, as a new task (202, as a submit). */
+  async runSchedule(scheduleId: string): Promise<ExportAccepted> {
+    return this.call<ExportAccepted>("POST", `${schedulePath(scheduleId)}/run`);
+  }
+
+  /** A page of the tasks the schedule started, newest first (GET /v1/exports?schedule_id=). */
+  async scheduleRuns(scheduleId: string, query: { limit?: number; next_token?: string } = {}): Promise<ScheduleRunList> {
+    return this.call<ScheduleRunList>("GET", `/v1/exports${queryString({ schedule_id: scheduleId, ...query })}`);
+  }
+
+  /** Local mode only: the mail its embedded SES received, newest first (404 elsewhere). */
+  async mailbox(): Promise<MailMessage[]> {
+    return (await this.call<{ items: MailMessage[] }>("GET", "/local/mailbox")).items;
+  }
+
   /** Close the push stream's socket (a Node process then exits when nothing else runs). */
   close(): void {
     this.push?.close();
@@ -235,9 +308,40 @@ export class ExportsClient {
     }
   }
 
+  /** A JSON call outside the generated document's routes; an error answer is thrown as an ApiError. */
+  private async call<T>(
+    method: string,
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = {
+      Accept: "application/json",
+      ...options.headers,
+      Authorization: `Bearer ${await this.currentToken()}`,
+    };
+    if (options.body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    });
+    if (!response.ok) throw await ApiError.from(response);
+    return (response.status === 204 ? null : await response.json()) as T;
+  }
+
   private async currentToken(): Promise<string> {
     return typeof this.token === "function" ? this.token() : this.token;
   }
+}
+
+function schedulePath(scheduleId: string): string {
+  return `/v1/schedules/${encodeURIComponent(scheduleId)}`;
+}
+
+/** `?a=1&b=x` of the given values (none: ""). */
+function queryString(query: Record<string, string | number | undefined>): string {
+  const given = Object.entries(query).filter((entry): entry is [string, string | number] => entry[1] !== undefined);
+  return given.length === 0 ? "" : `?${new URLSearchParams(given.map(([key, value]) => [key, String(value)])).toString()}`;
 }
 
 /** The data of an openapi-fetch answer, or its error envelope thrown as an ApiError. */

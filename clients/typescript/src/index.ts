@@ -27,5 +27,22 @@ export {
   type TaskView,
   TERMINAL_STATUSES,
 } from "./events.js";
+export {
+  describeTiming,
+  type Every,
+  isRelativeWindow,
+  type LastRun,
+  type MailMessage,
+  type NextRun,
+  type PausedReason,
+  RELATIVE_WINDOWS,
+  type ScheduleChanges,
+  type ScheduleList,
+  type ScheduleRequest,
+  type ScheduleRun,
+  type ScheduleRunList,
+  type ScheduleState,
+  type ScheduleView,
+} from "./schedules.js";
 export { StreamUnavailableError, type WebSocketConstructor, type WebSocketLike } from "./push.js";
 export type { components, paths } from "./schema.js";

@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * List your export tasks
-         * @description The caller's tasks, newest first, a page at a time (`next_token` from the previous page); `status` filters by status, in any case.
+         * @description The caller's tasks, newest first, a page at a time (`next_token` from the previous page); `status` filters by status, in any case; `schedule_id` lists a schedule's runs (yours only).
          */
         get: operations["list_exports_v1_exports_get"];
         put?: never;
@@ -168,6 +168,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your schedules
+         * @description The caller's schedules, newest first, a page at a time (`next_token` from the previous page).
+         */
+        get: operations["list_schedules_v1_schedules_get"];
+        put?: never;
+        /**
+         * Schedule an export
+         * @description An export (the body of POST /v1/exports) run at every firing of `cron` (5 fields) or `every` in `timezone`; each firing creates an ordinary task (GET /v1/exports?schedule_id=). Window parameters may take relative values (`previous_week`, ...). With `Idempotency-Key`, the same key and body within 24 hours replay the first answer.
+         */
+        post: operations["create_schedule_v1_schedules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a schedule
+         * @description The caller's schedule with its next runs, last run and failures; another user's is not found.
+         */
+        get: operations["get_schedule_v1_schedules__schedule_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description Deletes the schedule (its Scheduler schedule too); its runs stay, as tasks.
+         */
+        delete: operations["delete_schedule_v1_schedules__schedule_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume a schedule
+         * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures).
+         */
+        patch: operations["patch_schedule_v1_schedules__schedule_id__patch"];
+        trace?: never;
+    };
+    "/v1/schedules/{schedule_id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a schedule now
+         * @description One run now, as POST /v1/exports with the schedule's export (its window resolved now), tagged with the schedule.
+         */
+        post: operations["run_schedule_v1_schedules__schedule_id__run_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/stream-tickets": {
         parameters: {
             query?: never;
@@ -253,6 +325,30 @@ export interface components {
             code: string;
             /** Message */
             message: string;
+        };
+        /**
+         * EveryDays
+         * @description Every so many days (a day is 24 hours, as EventBridge Scheduler's rate).
+         */
+        EveryDays: {
+            /** Days */
+            days: number;
+        };
+        /**
+         * EveryHours
+         * @description Every so many hours.
+         */
+        EveryHours: {
+            /** Hours */
+            hours: number;
+        };
+        /**
+         * EveryMinutes
+         * @description Every so many minutes.
+         */
+        EveryMinutes: {
+            /** Minutes */
+            minutes: number;
         };
         /**
          * ExportAccepted
@@ -761,6 +857,224 @@ export interface components {
             date_to: string;
         };
         /**
+         * LastRunView
+         * @description The latest run that ended.
+         */
+        LastRunView: {
+            /** Finished At */
+            finished_at?: string | null;
+            /**
+             * Scheduled For
+             * Format: date-time
+             */
+            scheduled_for: string;
+            /** Status */
+            status: string;
+            /** Task Id */
+            task_id: string | null;
+        };
+        /**
+         * NextRun
+         * @description One upcoming firing, in UTC and in the schedule's zone.
+         */
+        NextRun: {
+            /**
+             * Local
+             * Format: date-time
+             */
+            local: string;
+            /**
+             * Utc
+             * Format: date-time
+             */
+            utc: string;
+        };
+        /**
+         * PausedReasonView
+         * @description Why the schedule is paused.
+         */
+        PausedReasonView: {
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+        };
+        /**
+         * ScheduleList
+         * @description A page of the caller's schedules, newest first.
+         */
+        ScheduleList: {
+            /** Items */
+            items: components["schemas"]["ScheduleView"][];
+            /** Next Token */
+            next_token?: string | null;
+        };
+        /**
+         * SchedulePatch
+         * @description ``PATCH /v1/schedules/{id}``: the fields to change; ``state`` pauses or resumes.
+         */
+        SchedulePatch: {
+            /** Cron */
+            cron?: string | null;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /** Filters */
+            filters?: {
+                [key: string]: unknown;
+            } | null;
+            /** Name */
+            name?: string | null;
+            /** Recipients */
+            recipients?: string[] | null;
+            /** Start At */
+            start_at?: string | null;
+            /** @description `PAUSED` pauses (`PAUSED_BY_USER`); `ACTIVE` resumes and clears the failures. */
+            state?: components["schemas"]["ScheduleState"] | null;
+            /** Timezone */
+            timezone?: string | null;
+        };
+        /**
+         * ScheduleRequest
+         * @description In `filters`, the export type's window parameters (its date range) may take a relative value resolved at each firing in `timezone`: `previous_day`, `previous_week` (ISO week), `previous_month`, `month_to_date`, `last_n_days:N`; give it on the range's start.
+         */
+        ScheduleRequest: {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * Export Type
+             * @description A name from GET /v1/export-types.
+             */
+            export_type: string;
+            /**
+             * Filters
+             * @description Filters of the export type.
+             */
+            filters?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends.
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: string;
+        };
+        /**
+         * ScheduleState
+         * @description A schedule fires while ACTIVE; PAUSED keeps it without firing (the user's, or its own).
+         * @enum {string}
+         */
+        ScheduleState: "ACTIVE" | "PAUSED";
+        /**
+         * ScheduleView
+         * @description A schedule as its owner sees it.
+         */
+        ScheduleView: {
+            /** Callback Url */
+            callback_url: string | null;
+            /** Consecutive Failures */
+            consecutive_failures: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Cron */
+            cron: string | null;
+            /** Csv Bom */
+            csv_bom: boolean;
+            /** Csv Formula Guard */
+            csv_formula_guard: boolean;
+            /** End At */
+            end_at: string | null;
+            /** Every */
+            every: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /** Export Type */
+            export_type: string;
+            /** Filters */
+            filters: {
+                [key: string]: unknown;
+            };
+            /** Format */
+            format: string;
+            last_run: components["schemas"]["LastRunView"] | null;
+            /** Name */
+            name: string | null;
+            /**
+             * Next Runs
+             * @description The next firings (none while paused or after `end_at`).
+             */
+            next_runs: components["schemas"]["NextRun"][];
+            paused_reason: components["schemas"]["PausedReasonView"] | null;
+            /** Priority */
+            priority: number;
+            /** Recipients */
+            recipients: string[];
+            /** Schedule Id */
+            schedule_id: string;
+            /** Start At */
+            start_at: string | null;
+            state: components["schemas"]["ScheduleState"];
+            /** Timeout Sec */
+            timeout_sec: number;
+            /** Timezone */
+            timezone: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /**
          * StreamTicketView
          * @description ``201`` to ``POST /v1/stream-tickets``: a single-use ticket to open the push channel with
          *     (docs/push.md) and where that is.
@@ -882,6 +1196,16 @@ export interface components {
             rows?: number | null;
             /** Rows Written */
             rows_written: number;
+            /**
+             * Schedule Id
+             * @description The schedule this task is a run of (none: not a run).
+             */
+            schedule_id?: string | null;
+            /**
+             * Scheduled For
+             * @description The firing time the run is for (UTC).
+             */
+            scheduled_for?: string | null;
             /** Sha256 */
             sha256?: string | null;
             /** Size Bytes */
@@ -976,7 +1300,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1005,6 +1329,8 @@ export interface operations {
                 /** @description In any case. */
                 status?: components["schemas"]["TaskStatus"] | null;
                 next_token?: string | null;
+                /** @description Only the runs of this schedule of yours. */
+                schedule_id?: string | null;
             };
             header?: never;
             path?: never;
@@ -1142,7 +1468,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds. */
+            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1199,7 +1525,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1250,7 +1576,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1312,7 +1638,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1385,7 +1711,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1412,7 +1738,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds. */
+            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1457,6 +1783,453 @@ export interface operations {
             /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_schedules_v1_schedules_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+                next_token?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's schedules, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_schedule_v1_schedules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule, ACTIVE, with its next runs. */
+            201: {
+                headers: {
+                    /** @description The schedule's URL. */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_schedule_v1_schedules__schedule_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule, with its next runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_schedule_v1_schedules__schedule_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (its runs stay, as tasks). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    patch_schedule_v1_schedules__schedule_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePatch"];
+            };
+        };
+        responses: {
+            /** @description The schedule as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    run_schedule_v1_schedules__schedule_id__run_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted: the task (PENDING, or the identical active task when deduplicated). */
+            202: {
+                headers: {
+                    /** @description The task's status URL (as `status_url`). */
+                    Location: string;
+                    /** @description Seconds to wait before the first poll. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAccepted"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

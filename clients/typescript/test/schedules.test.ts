@@ -1,0 +1,197 @@
+/** The schedule calls against a scripted fetch (no stack): the requests they send, the answers
+ * they return, pagination, and errors as ApiErrors. */
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { ApiError, describeTiming, ExportsClient, isRelativeWindow, type ScheduleView } from "../src/index.js";
+
+interface Sent {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Headers;
+  body: unknown;
+}
+
+const BASE = "http://api.test";
+
+function view(id: string, changes: Partial<ScheduleView> = {}): ScheduleView {
+  return {
+    schedule_id: id,
+    name: "Weekly orders",
+    export_type: "orders",
+    format: "xlsx",
+    filters: { date_from: "previous_week" },
+    priority: 5,
+    timeout_sec: 300,
+    callback_url: null,
+    csv_bom: false,
+    csv_formula_guard: true,
+    cron: "0 8 * * 1",
+    every: null,
+    timezone: "Europe/Berlin",
+    start_at: null,
+    end_at: null,
+    recipients: ["finance@acme.example"],
+    state: "ACTIVE",
+    paused_reason: null,
+    next_runs: [{ utc: "2026-12-07T07:00:00Z", local: "2026-12-07T08:00:00+01:00" }],
+    last_run: null,
+    consecutive_failures: 0,
+    created_at: "2026-12-01T10:00:00Z",
+    updated_at: "2026-12-01T10:00:00Z",
+    ...changes,
+  };
+}
+
+/** A client whose fetch answers with ``answer`` and records every request. */
+function scripted(answer: (sent: Sent) => Response): { client: ExportsClient; sent: Sent[] } {
+  const sent: Sent[] = [];
+  const client = new ExportsClient({
+    baseUrl: `${BASE}/`,
+    token: () => "t0ken",
+    WebSocket: null,
+    fetch: async (input, init) => {
+      const request = input instanceof Request ? input : new Request(input, init);
+      const url = new URL(request.url);
+      const text = await request.text();
+      const record = {
+        method: request.method,
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: request.headers,
+        body: text ? JSON.parse(text) : undefined,
+      };
+      sent.push(record);
+      return answer(record);
+    },
+  });
+  return { client, sent };
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+}
+
+describe("schedules", () => {
+  test("create sends the body, the token and the idempotency key, and returns the view", async () => {
+    const { client, sent } = scripted(() => json(201, view("sch_1"), { Location: "/v1/schedules/sch_1" }));
+    const created = await client.createSchedule(
+      { export_type: "orders", format: "xlsx", filters: { date_from: "previous_week" }, cron: "0 8 * * 1", timezone: "Europe/Berlin" },
+      { idempotencyKey: "weekly-1" },
+    );
+    assert.equal(created.schedule_id, "sch_1");
+    assert.equal(created.next_runs[0]?.local, "2026-12-07T08:00:00+01:00");
+    const [request] = sent;
+    assert.equal(request?.method, "POST");
+    assert.equal(request?.path, "/v1/schedules");
+    assert.equal(request?.headers.get("authorization"), "Bearer t0ken");
+    assert.equal(request?.headers.get("idempotency-key"), "weekly-1");
+    assert.equal(request?.headers.get("content-type"), "application/json");
+    assert.deepEqual(request?.body, {
+      export_type: "orders",
+      format: "xlsx",
+      filters: { date_from: "previous_week" },
+      cron: "0 8 * * 1",
+      timezone: "Europe/Berlin",
+    });
+  });
+
+  test("schedules() follows next_token over every page", async () => {
+    const pages: Record<string, unknown> = {
+      first: { items: [view("sch_3"), view("sch_2")], next_token: "p2" },
+      p2: { items: [view("sch_1")], next_token: null },
+    };
+    const { client, sent } = scripted((request) => json(200, pages[request.query["next_token"] ?? "first"]));
+    const ids: string[] = [];
+    for await (const schedule of client.schedules(2)) ids.push(schedule.schedule_id);
+    assert.deepEqual(ids, ["sch_3", "sch_2", "sch_1"]);
+    assert.deepEqual(
+      sent.map((request) => request.query),
+      [{ limit: "2" }, { limit: "2", next_token: "p2" }],
+    );
+  });
+
+  test("update, pause and resume send PATCH bodies; delete takes a 204", async () => {
+    const { client, sent } = scripted((request) =>
+      request.method === "DELETE" ? new Response(null, { status: 204 }) : json(200, view("sch/1", { state: "PAUSED" })),
+    );
+    await client.updateSchedule("sch/1", { every: { minutes: 30 }, cron: null, end_at: null });
+    const paused = await client.pauseSchedule("sch/1");
+    await client.resumeSchedule("sch/1");
+    assert.equal(await client.deleteSchedule("sch/1"), undefined);
+    assert.equal(paused.state, "PAUSED");
+    assert.deepEqual(
+      sent.map((request) => [request.method, request.path, request.body]),
+      [
+        ["PATCH", "/v1/schedules/sch%2F1", { every: { minutes: 30 }, cron: null, end_at: null }],
+        ["PATCH", "/v1/schedules/sch%2F1", { state: "PAUSED" }],
+        ["PATCH", "/v1/schedules/sch%2F1", { state: "ACTIVE" }],
+        ["DELETE", "/v1/schedules/sch%2F1", undefined],
+      ],
+    );
+  });
+
+  test("run now answers the new task; runs are the exports listed by schedule_id", async () => {
+    const { client, sent } = scripted((request) =>
+      request.method === "POST"
+        ? json(202, { task_id: "exp_9", status: "PENDING", created_at: "2026-12-01T10:00:00Z", estimated_completion_sec: 3, status_url: "/v1/exports/exp_9" })
+        : json(200, { items: [{ task_id: "exp_9", schedule_id: "sch_1", scheduled_for: "2026-12-07T07:00:00Z" }], next_token: null }),
+    );
+    const accepted = await client.runSchedule("sch_1");
+    const runs = await client.scheduleRuns("sch_1", { limit: 10 });
+    assert.equal(accepted.task_id, "exp_9");
+    assert.equal(runs.items[0]?.scheduled_for, "2026-12-07T07:00:00Z");
+    assert.deepEqual(
+      sent.map((request) => [request.method, request.path, request.query]),
+      [
+        ["POST", "/v1/schedules/sch_1/run", {}],
+        ["GET", "/v1/exports", { schedule_id: "sch_1", limit: "10" }],
+      ],
+    );
+  });
+
+  test("the local mailbox", async () => {
+    const message = { id: "m1", sent_at: "2026-12-07T07:01:00Z", from: "exports@local.test", to: ["finance@acme.example"], subject: "Weekly orders: 42 rows", text: "..." };
+    const { client, sent } = scripted(() => json(200, { items: [message] }));
+    assert.deepEqual(await client.mailbox(), [message]);
+    assert.equal(sent[0]?.path, "/local/mailbox");
+  });
+
+  test("errors are ApiErrors with the envelope's code and field, and Retry-After", async () => {
+    const answers = [
+      json(404, { error: { code: "SCHEDULE_NOT_FOUND", message: "schedule sch_x not found" } }),
+      json(422, { error: { code: "RECIPIENT_NOT_ALLOWED", message: "not allowed", field: "recipients[1]" } }),
+      json(429, { error: { code: "SCHEDULE_LIMIT_REACHED", message: "at most 20" } }, { "Retry-After": "30" }),
+    ];
+    const { client } = scripted(() => answers.shift()!);
+    await assert.rejects(client.getSchedule("sch_x"), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.deepEqual([error.status, error.code], [404, "SCHEDULE_NOT_FOUND"]);
+      return true;
+    });
+    await assert.rejects(client.createSchedule({ export_type: "orders", every: { days: 1 }, recipients: ["a@x", "b@y"] }), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.deepEqual([error.status, error.field], [422, "recipients[1]"]);
+      return true;
+    });
+    await assert.rejects(client.listSchedules(), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.deepEqual([error.status, error.code, error.retryAfterSec], [429, "SCHEDULE_LIMIT_REACHED", 30]);
+      return true;
+    });
+  });
+
+  test("relative windows and timings for people", () => {
+    for (const value of ["previous_day", "previous_week", "previous_month", "month_to_date", "last_n_days:7"]) {
+      assert.equal(isRelativeWindow(value), true, value);
+    }
+    for (const value of ["last_n_days:0", "last_n_days:N", "previous_year", "2026-12-01", 7, null]) {
+      assert.equal(isRelativeWindow(value), false, String(value));
+    }
+    assert.equal(describeTiming({ cron: "0 8 * * 1", every: null }), "0 8 * * 1");
+    assert.equal(describeTiming({ cron: null, every: { minutes: 30 } }), "every 30 minutes");
+    assert.equal(describeTiming({ cron: null, every: { hours: null, days: 1 } }), "every 1 day");
+  });
+});
