@@ -30,8 +30,9 @@ COLLECTION_ROUTES = {("get", "/v1/exports"), ("post", "/v1/exports")}
 # Export types are per caller (access rules, tests/e2e/test_tenancy_e2e.py), not per task.
 SHARED_ROUTES = {("get", "/v1/export-types"), ("get", "/v1/export-types/{name}")}
 # A push channel ticket is bound to its caller; whose events it receives is tested over the real
-# channel (tests/e2e/test_push_e2e.py, tests/integration/test_push_stores.py).
-CALLER_ROUTES = {("post", "/v1/stream-tickets")}
+# channel (tests/e2e/test_push_e2e.py, tests/integration/test_push_stores.py). /v1/me answers
+# with the caller's own token.
+CALLER_ROUTES = {("post", "/v1/stream-tickets"), ("get", "/v1/me")}
 # A schedule is its owner's alone, as a task is (docs/schedules.md, "Security").
 SCHEDULE_ROUTES = {
     ("get", "/v1/schedules/{schedule_id}"),
@@ -182,10 +183,19 @@ def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) 
     assert answer["error"]["field"] == "user_id"
 
 
-@pytest.mark.parametrize(("method", "route"), sorted(TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES))
+@pytest.mark.parametrize(
+    ("method", "route"),
+    sorted(
+        TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES | SCHEDULE_ROUTES | SCHEDULE_COLLECTION_ROUTES
+    ),
+)
 def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:
-    path = route.format(task_id=tenants["alice"]["completed"], name="orders")
-    body = {"export_type": "orders"} if method == "post" else None
+    path = route.format(
+        task_id=tenants["alice"]["completed"], name="orders", schedule_id="sch_01JAAAAAAAAAAAAAAAAAAAAAAA"
+    )
+    # A body the route accepts: the caller is what is missing.
+    bodies = {("post", "/v1/schedules"): WEEKLY, ("patch", "/v1/schedules/{schedule_id}"): {"state": "PAUSED"}}
+    body = bodies.get((method, route), {"export_type": "orders"} if method == "post" else None)
     status, answer = call(method, path, None, body)
     assert status == 401
     assert answer["error"]["code"] == "UNAUTHORIZED"
