@@ -10,6 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from exports.api_models import ExportRequest
 from exports.config import Schedules
+from exports.domain.zones import canonical_zone
 from exports.schedules.model import Every, LastRun, PauseReason, Schedule, ScheduleState
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
@@ -28,9 +29,11 @@ Cron = Annotated[
         description="5 fields: minute hour day-of-month month day-of-week, in `timezone` (e.g. `0 8 * * 1`).",
     ),
 ]
+# The rule of an export's zone (exports.domain.zones): an alias of UTC is recorded as Etc/UTC.
 Zone = Annotated[
     str,
     Field(min_length=1, max_length=64, description="An IANA time zone (e.g. `Europe/Berlin`); also the files' zone."),
+    AfterValidator(canonical_zone),
 ]
 # An address's shape only: whether it is deliverable is SES's to find out.
 Address = Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo
 
 from exports.domain.errors import InvalidRequest
+from exports.domain.zones import UnknownZone, canonical_zone
 from exports.schedules.model import Every
 
 if TYPE_CHECKING:
@@ -42,22 +42,12 @@ _SEARCH_YEARS = 30
 
 
 def zone(name: str) -> ZoneInfo:
-    """The IANA zone ``name``; a 422 on ``timezone`` listing where the accepted names are."""
+    """The IANA zone ``name`` under the rule of an export's zone (exports.domain.zones): a 422
+    on ``timezone`` saying which names are accepted."""
     try:
-        if name in _zone_names():
-            return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        pass
-    raise InvalidRequest(
-        f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin, America/New_York or Etc/UTC",
-        field="timezone",
-        code="INVALID_TIMEZONE",
-    )
-
-
-@lru_cache(maxsize=1)
-def _zone_names() -> frozenset[str]:
-    return frozenset(available_timezones())
+        return ZoneInfo(canonical_zone(name))
+    except UnknownZone as error:
+        raise InvalidRequest(str(error), field="timezone") from None
 
 
 def parse_cron(expression: str) -> CronSim:

@@ -63,12 +63,6 @@ OPERATIONS = {
     ("post", "/v1/schedules/{schedule_id}/run"): ExportsClient.run_schedule,
     ("get", "/local/mailbox"): ExportsClient.mailbox,
 }
-# The query parameter of GET /v1/exports the schedules contract (issue 33) adds; the SDK takes it
-# already, and the document gains it with the schedules routes.
-CONTRACT_LIST_PARAMETERS = {"schedule_id"}
-# The fields the schedules contract adds to a component (TaskView: the schedule a run is of):
-# compared once the document has them, left out until then.
-CONTRACT_FIELDS = {"TaskView": {"schedule_id", "scheduled_for"}}
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}
 
@@ -100,8 +94,6 @@ def test_every_response_component_has_a_model_with_the_same_schema(name: str) ->
     model = getattr(models, name, None)
     assert model is not None, f"the API has a new component {name}: add exports_client.models.{name}"
     ours, theirs = contract(schema_of(model)), contract(COMPONENTS[name])
-    for field in CONTRACT_FIELDS.get(name, set()) - set(theirs.get("properties", {})):
-        ours["properties"].pop(field)
     assert set(ours.get("properties", {})) == set(theirs.get("properties", {})), f"{name} has other fields"
     assert ours == theirs
 
@@ -119,40 +111,21 @@ def test_submit_takes_exactly_the_fields_of_an_export_request() -> None:
 
 def test_list_takes_exactly_the_query_parameters_of_the_api() -> None:
     documented = {parameter["name"] for parameter in DOC["paths"]["/v1/exports"]["get"]["parameters"]}
-    assert set(inspect.signature(ExportsClient.list).parameters) - {"self"} == documented | CONTRACT_LIST_PARAMETERS
-
-
-# The bodies and query of the schedules routes as the contract (issue 33) gives them: what the
-# document says once it has them (make openapi), the contract's list until then.
-CONTRACT_SCHEDULE_FIELDS = {
-    "ScheduleRequest": {
-        "export_type", "format", "filters", "priority", "timeout_sec", "callback_url", "csv_bom",
-        "csv_formula_guard", "name", "cron", "every", "timezone", "start_at", "end_at", "recipients",
-    },
-    "SchedulePatch": {"name", "cron", "every", "timezone", "filters", "recipients", "start_at", "end_at", "state"},
-}  # fmt: skip
-
-
-def schedule_body_fields(component: str) -> set[str]:
-    """The fields of a schedules request body: the document's, or the contract's before it has them."""
-    if component in COMPONENTS:
-        return set(COMPONENTS[component]["properties"])
-    return CONTRACT_SCHEDULE_FIELDS[component]
+    assert set(inspect.signature(ExportsClient.list).parameters) - {"self"} == documented
 
 
 def test_create_schedule_takes_exactly_the_fields_of_a_schedule_request() -> None:
     parameters = set(inspect.signature(ExportsClient.create_schedule).parameters) - {"self", "idempotency_key"}
-    assert parameters == schedule_body_fields("ScheduleRequest")
+    assert parameters == set(COMPONENTS["ScheduleRequest"]["properties"])
 
 
 def test_update_schedule_takes_exactly_the_fields_of_a_schedule_patch() -> None:
     parameters = set(inspect.signature(ExportsClient.update_schedule).parameters) - {"self", "schedule_id"}
-    assert parameters == schedule_body_fields("SchedulePatch")
+    assert parameters == set(COMPONENTS["SchedulePatch"]["properties"])
 
 
 def test_list_schedules_takes_exactly_the_query_parameters_of_the_api() -> None:
-    operation = DOC["paths"].get("/v1/schedules", {}).get("get")
-    documented = {parameter["name"] for parameter in operation["parameters"]} if operation else {"limit", "next_token"}
+    documented = {parameter["name"] for parameter in DOC["paths"]["/v1/schedules"]["get"]["parameters"]}
     assert set(inspect.signature(ExportsClient.list_schedules).parameters) - {"self"} == documented
 
 

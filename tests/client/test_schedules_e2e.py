@@ -86,7 +86,7 @@ def test_exportctl_schedules_end_to_end(exportctl: Exportctl) -> None:
     # The run now is among its runs (local mode's scheduler may have fired it meanwhile too).
     assert json.loads(ran.stdout)["task_id"] in [task["task_id"] for task in json.loads(runs.stdout)]
     assert {task["schedule_id"] for task in json.loads(runs.stdout)} == {schedule["schedule_id"]}
-    assert refused.returncode == 5 and "field: timezone" in refused.stderr
+    assert refused.returncode == 5 and "VALIDATION_ERROR: timezone:" in refused.stderr
     assert not_bobs.returncode == 4 and "SCHEDULE_NOT_FOUND" in not_bobs.stderr
     assert mailbox.returncode == 0 and isinstance(json.loads(mailbox.stdout), list)
     assert deleted.returncode == 0

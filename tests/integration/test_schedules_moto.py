@@ -203,7 +203,7 @@ def test_the_per_user_cap_answers_429_and_the_shortest_interval_422(
     [
         ({"cron": "0 8 * *"}, "cron", "INVALID_CRON"),
         ({"cron": "0 8 1 * 1"}, "cron", "INVALID_CRON"),
-        ({"timezone": "Mars/Olympus"}, "timezone", "INVALID_TIMEZONE"),
+        ({"timezone": "Mars/Olympus"}, "timezone", "VALIDATION_ERROR"),
         ({"filters": {"date_from": "previous_year"}}, "filters.date_from", "VALIDATION_ERROR"),
         ({"filters": {"status": "previous_week"}}, "filters.status", "VALIDATION_ERROR"),
         ({"filters": {"date_from": "last_n_days:0"}}, "filters.date_from", "VALIDATION_ERROR"),

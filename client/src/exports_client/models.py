@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,6 +139,34 @@ class Every(_Result):
     days: int | None = Field(default=None, ge=1, le=10_000)
 
 
+class EveryMinutes(_Result):
+    """A schedule's interval in minutes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    minutes: int = Field(ge=1, le=1_000_000)
+
+
+class EveryHours(_Result):
+    """A schedule's interval in hours."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hours: int = Field(ge=1, le=100_000)
+
+
+class EveryDays(_Result):
+    """A schedule's interval in days (a day is 24 hours)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    days: int = Field(ge=1, le=10_000)
+
+
+# A schedule's interval as the API answers it: one unit.
+EveryView = Annotated[EveryMinutes | EveryHours | EveryDays, Field(description="Exactly one of minutes, hours, days.")]
+
+
 class PausedReasonView(_Result):
     """Why a schedule is paused: ``PAUSED_BY_USER``, ``TOO_MANY_FAILURES``, ``EXPORT_TYPE_GONE``,
     ``ACCESS_REVOKED``, ``FILTERS_INVALID``, ..."""
@@ -177,7 +205,7 @@ class ScheduleView(_Result):
     csv_bom: bool
     csv_formula_guard: bool
     cron: str | None
-    every: Every | None
+    every: EveryView | None
     timezone: str
     start_at: datetime | None
     end_at: datetime | None
