@@ -324,7 +324,7 @@ def test_a_schedules_view_as_the_contract_shows_it_is_shown() -> None:
         state="PAUSED",
         paused_reason={"code": "TOO_MANY_FAILURES", "message": "5 runs in a row failed"},
         next_runs=[],
-        every={"minutes": 30, "hours": None, "days": None},
+        every={"minutes": 30},
         cron=None,
         consecutive_failures=5,
     )

@@ -9,6 +9,8 @@ import pytest
 from exports_client import (
     UNSET,
     Every,
+    EveryHours,
+    EveryMinutes,
     ExportsClient,
     InvalidRequestError,
     NotFoundError,
@@ -79,7 +81,7 @@ def test_every_is_sent_as_one_unit_and_its_next_runs_are_in_the_zone(api: FakeAp
 
     assert body_of(api, 0)["every"] == {"hours": 2}
     assert body_of(api, 1)["every"] == {"minutes": 30}
-    assert by_mapping.every == Every(hours=2)
+    assert by_mapping.every == EveryHours(hours=2)
     assert len(by_model.next_runs) == 5
     first = by_model.next_runs[0]
     assert first.local.utcoffset() == timedelta(hours=5, minutes=45)
@@ -126,7 +128,7 @@ def test_update_sends_only_what_is_given_and_none_as_null(api: FakeApi) -> None:
         "recipients": ["ops@acme.example"],
     }
     assert body_of(api, 2) == {"name": "Half-hourly"}
-    assert changed.every == Every(minutes=30) and changed.cron is None
+    assert changed.every == EveryMinutes(minutes=30) and changed.cron is None
     assert renamed.name == "Half-hourly"
 
 

@@ -23,6 +23,7 @@ from tests.client.fake_api import (
     FakeApi,
     FakeSchedules,
     error_response,
+    json_response,
     mail_json,
     serving,
     serving_types,
@@ -132,7 +133,12 @@ def test_console_schedules_page_against_the_fake_api() -> None:
     backend = FakeSchedules()
     backend.MAX_PER_USER = 100  # the page's tests create more than the fake's usual cap
     backend.mail += [mail_json("msg_1"), mail_json("msg_2", subject="Weekly orders: failed", text="It failed.")]
-    api = serving_types(FakeApi(backend)).on("POST", "/v1/stream-tickets", error_response(404, "NOT_FOUND"))
+    api = (
+        serving_types(FakeApi(backend))
+        .on("POST", "/v1/stream-tickets", error_response(404, "NOT_FOUND"))
+        # The console asks who is signed in first (its header line): a user with no bound values.
+        .on("GET", "/v1/me", json_response(200, {"user_id": "alice", "bound": {}}))
+    )
     with serving(api, CONSOLE / "dist") as url:
         run = _npm(
             CONSOLE,
