@@ -108,7 +108,7 @@ Try it:
 def _every_minute(url: str, export_type: AnyExportType, filters: dict[str, object], clock: str) -> str:
     """The banner's schedule: ``export_type`` every minute, its window (when it has one) the
     previous day in Berlin time, with its runs and the mail they send."""
-    window = export_type.window
+    window = export_type.window()
     if window is not None:
         filters = {name: value for name, value in filters.items() if name not in (window.start, window.end)}
         filters[window.start] = "previous_day"
