@@ -41,10 +41,11 @@ CRON_FIELDS = 5
 GAP_HORIZON = timedelta(days=366)
 GAP_MAX_FIRINGS = 2_000
 GAP_DST_WINDOW = timedelta(days=2)
-# A moved firing is at the end of a gap, which lies within the hour before the instant
-# offset_changes names; the wall times of a zone's gaps start at most this much before it.
+# A moved firing is at the end of a gap: within the hour before the instant offset_changes names.
 _CHANGE_PRECISION = timedelta(hours=1)
-_LONGEST_GAP = timedelta(hours=4)
+# Cron firings are looked for from this long before ``after`` (more than any DST shift), then
+# those not after it dropped: none is missed whether ``after`` is in a repeated hour or not.
+_WALL_MARGIN = timedelta(hours=4)
 # Leap days: a cron of 29 February fires once in four years; its next runs need 20 years.
 _SEARCH_YEARS = 30
 
@@ -166,8 +167,8 @@ class Recurrence:
         tz = zone(self.timezone)
         parsed = parse_cron(self.cron)
         limit = after + timedelta(days=366 * _SEARCH_YEARS)
-        # Wall times map to instants in order, so start a gap's length early and drop the early ones.
-        start = (after - _LONGEST_GAP).astimezone(tz).replace(tzinfo=None)
+        # Wall times map to instants in order (never backwards): start early, drop the early ones.
+        start = (after - _WALL_MARGIN).astimezone(tz).replace(tzinfo=None)
         pending: _Firing | None = None
         for wall in type(parsed)(self.cron, start):
             firing = _instant_of(wall, tz)
