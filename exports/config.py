@@ -159,6 +159,9 @@ class Schedules:
     TARGET_MAX_EVENT_AGE_SEC: Final = 3600
     # The schedule function's timeout.
     FUNCTION_TIMEOUT_SEC: Final = 30
+    # How far ahead a firing moved out of a DST gap gets its one-time Scheduler schedule (more
+    # than a year: every zone's next spring-forward).
+    MOVED_FIRING_HORIZON_DAYS: Final = 400
 
 
 class Push:

@@ -22,6 +22,7 @@ from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
 from exports.config import SERVICE_NAME, Env, Queue, Schedules
 from infra.function_factory import ServiceFunction
 from infra.monitoring import PERIOD, WIDGET_WIDTH, Monitoring, Runbook, Runbooks
@@ -38,6 +39,9 @@ MANAGE_ACTIONS: Final = (
 )
 # What the schedule function does to a schedule that pauses itself at a firing: disable it.
 PAUSE_ACTIONS: Final = ("scheduler:GetSchedule", "scheduler:UpdateSchedule")
+# What it also does after a firing, on the one-time companions (``<id>-dst``) only: point one at
+# the schedule's next firing moved out of a DST gap (an update is a PAUSE_ACTIONS one), or delete it.
+MOVED_FIRING_ACTIONS: Final = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
 MAIL_ACTIONS: Final = ("ses:SendEmail", "ses:SendRawEmail")
 # Lambda's retries of a failed asynchronous invocation of the schedule function (its most; a firing
 # is idempotent, so a retry never makes a second task), and for how long it keeps trying: as long
@@ -141,12 +145,13 @@ class ScheduledExports(Construct):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
-    def schedules_arn(self) -> str:
-        """The ARN of every schedule of the group (``…:schedule/<group>/*``)."""
+    def schedules_arn(self, suffix: str = "") -> str:
+        """The ARN of every schedule of the group (``…:schedule/<group>/*``), or of those whose
+        name ends with ``suffix``."""
         return Stack.of(self).format_arn(
             service="scheduler",
             resource="schedule",
-            resource_name=f"{self.group_name}/*",
+            resource_name=f"{self.group_name}/*{suffix}",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
 
@@ -192,13 +197,15 @@ class ScheduledExports(Construct):
         self._allow_schedules(function, MANAGE_ACTIONS)
 
     def allow_pausing(self, function: ServiceFunction) -> None:
-        """``function`` (the schedule function) reads a schedule of the group and disables it."""
+        """``function`` (the schedule function) reads a schedule of the group and disables it,
+        and creates, moves or deletes the one-time companions of the moved firings."""
         self._allow_schedules(function, PAUSE_ACTIONS)
+        self._allow_schedules(function, MOVED_FIRING_ACTIONS, MOVED_FIRING_SUFFIX)
 
-    def _allow_schedules(self, function: ServiceFunction, actions: tuple[str, ...]) -> None:
-        """``actions`` on the group's schedules, and handing them Scheduler's role (to Scheduler
-        only): an update names the role again."""
-        function.allow(list(actions), [self.schedules_arn()])
+    def _allow_schedules(self, function: ServiceFunction, actions: tuple[str, ...], suffix: str = "") -> None:
+        """``actions`` on the group's schedules (named ``*<suffix>``), and handing them
+        Scheduler's role (to Scheduler only): an update names the role again."""
+        function.allow(list(actions), [self.schedules_arn(suffix)])
         function.allow(
             ["iam:PassRole"],
             [self.role.role_arn],
@@ -207,7 +214,7 @@ class ScheduledExports(Construct):
         acknowledge(
             function.role,
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
-            f"<{Stack.of(self).resolve(self.group.logical_id)}>/*]",
+            f"<{Stack.of(self).resolve(self.group.logical_id)}>/*{suffix}]",
             "Schedules are named by export schedule ids made at run time; the grant covers this stack's group only.",
         )
 

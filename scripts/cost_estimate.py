@@ -841,7 +841,10 @@ def _schedule_costs(facts: StackFacts, work: Workload, per_export: float) -> lis
             f"{Price.SCHEDULER_FREE_INVOCATIONS_PER_MONTH // Price.HOURS_PER_MONTH:,} hourly schedules. Fixed and not "
             "above: the schedule group (free), the alarms on the schedules (in the alarms line of the main table), the "
             f"schedules table's storage ({SCHEDULES:,} items of about 2 KB, and firing records until they expire: "
-            "< $0.01). A run that fails pays its retries as any export."
+            "< $0.01). A run that fails pays its retries as any export. A schedule whose cron time falls in a DST gap "
+            "(02:30 in Berlin) has one more, one-time Scheduler schedule for that firing (docs/schedules.md, "
+            '"Time zones and daylight saving time"): one more firing a year per gap (the run that day that would '
+            "otherwise be missing), and one more Scheduler API call in each firing."
         ),
         "",
     ]

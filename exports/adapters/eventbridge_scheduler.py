@@ -1,11 +1,16 @@
 """EventBridge Scheduler as the timer of schedules: one Scheduler schedule per schedule, named
 by its id, in the stage's group, evaluated by Scheduler in the schedule's own zone
 (``ScheduleExpressionTimezone``: Scheduler handles DST), invoking the schedule function with the
-firing's identity (docs/schedules.md)."""
+firing's identity (docs/schedules.md).
+
+Scheduler skips a cron time that falls in a DST gap; our rule fires it once at the gap's end
+(exports/schedules/expression.py), so each schedule with such a firing ahead also has a one-time
+companion (``at()`` in UTC, deleted by Scheduler once it ran) named ``<schedule id>-dst``."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import AwsError, translated
@@ -20,6 +25,23 @@ if TYPE_CHECKING:
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 EXECUTION_ID = "<aws.scheduler.execution-id>"
 _NOT_FOUND = "ResourceNotFoundException"
+# The one-time companion of a schedule, for its next firing moved out of a DST gap.
+MOVED_FIRING_SUFFIX = "-dst"
+# Scheduler's longest schedule name.
+NAME_MAX_LENGTH = 64
+
+
+def moved_firing_name(schedule_id: str) -> str:
+    """The companion's Scheduler name (within Scheduler's 64 characters: ids are 30)."""
+    name = f"{schedule_id}{MOVED_FIRING_SUFFIX}"
+    if len(name) > NAME_MAX_LENGTH:
+        raise ValueError(f"schedule id too long for a Scheduler name: {schedule_id}")
+    return name
+
+
+def at_expression(instant: datetime) -> str:
+    """Scheduler's one-time expression of ``instant``, to be read in UTC."""
+    return f"at({instant.astimezone(UTC):%Y-%m-%dT%H:%M:%S})"
 
 
 def target_input(schedule_id: str) -> str:
@@ -44,7 +66,7 @@ class EventBridgeScheduleTimer:
         self._role_arn = role_arn
         self._dead_letter_arn = dead_letter_arn
 
-    def _request(self, schedule: Schedule) -> dict[str, Any]:
+    def _target(self, schedule: Schedule) -> dict[str, Any]:
         target: dict[str, Any] = {
             "Arn": self._target_arn,
             "RoleArn": self._role_arn,
@@ -56,6 +78,9 @@ class EventBridgeScheduleTimer:
         }
         if self._dead_letter_arn:
             target["DeadLetterConfig"] = {"Arn": self._dead_letter_arn}
+        return target
+
+    def _request(self, schedule: Schedule) -> dict[str, Any]:
         request: dict[str, Any] = {
             "Name": schedule.schedule_id,
             "GroupName": self._group,
@@ -63,7 +88,7 @@ class EventBridgeScheduleTimer:
             "ScheduleExpressionTimezone": schedule.timezone,
             "FlexibleTimeWindow": {"Mode": "OFF"},
             "State": "ENABLED" if schedule.is_active else "DISABLED",
-            "Target": target,
+            "Target": self._target(schedule),
             "Description": f"exports schedule of {schedule.export_type}",
         }
         # Only the owner's start_at: without it Scheduler starts a rate when the schedule is
@@ -74,26 +99,57 @@ class EventBridgeScheduleTimer:
             request["EndDate"] = schedule.end_at
         return request
 
+    def _moved_request(self, schedule: Schedule, at: datetime) -> dict[str, Any]:
+        # The same target and Input: Scheduler's scheduled time is then the at() time, the
+        # moved firing's idempotency key.
+        return {
+            "Name": moved_firing_name(schedule.schedule_id),
+            "GroupName": self._group,
+            "ScheduleExpression": at_expression(at),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "State": "ENABLED",
+            "Target": self._target(schedule),
+            "ActionAfterCompletion": "DELETE",
+            "Description": f"exports schedule of {schedule.export_type}: its firing moved out of a DST gap",
+        }
+
     def create(self, schedule: Schedule) -> None:
         """CreateSchedule."""
-        with translated("create Scheduler schedule"):
-            self._client.create_schedule(**self._request(schedule))
+        self._put(self._request(schedule), create_only=True)
 
     def update(self, schedule: Schedule) -> None:
         """UpdateSchedule (it replaces every setting), or CreateSchedule if it is missing."""
-        try:
-            with translated("update Scheduler schedule"):
-                self._client.update_schedule(**self._request(schedule))
-        except AwsError as error:
-            if error.aws_code != _NOT_FOUND:
-                raise
-            self.create(schedule)
+        self._put(self._request(schedule))
+
+    def set_moved_firing(self, schedule: Schedule, at: datetime | None) -> None:
+        """Point the companion at ``at`` (create or update it), or delete it (None)."""
+        if at is None:
+            self._delete(moved_firing_name(schedule.schedule_id))
+        else:
+            self._put(self._moved_request(schedule, at))
 
     def delete(self, schedule_id: str) -> None:
-        """DeleteSchedule; one already gone is fine."""
+        """DeleteSchedule of the schedule and its companion; one already gone is fine."""
+        self._delete(schedule_id)
+        self._delete(moved_firing_name(schedule_id))
+
+    def _put(self, request: dict[str, Any], create_only: bool = False) -> None:
+        if not create_only:
+            try:
+                with translated("update Scheduler schedule"):
+                    self._client.update_schedule(**request)
+                return
+            except AwsError as error:
+                if error.aws_code != _NOT_FOUND:
+                    raise
+        with translated("create Scheduler schedule"):
+            self._client.create_schedule(**request)
+
+    def _delete(self, name: str) -> None:
         try:
             with translated("delete Scheduler schedule"):
-                self._client.delete_schedule(Name=schedule_id, GroupName=self._group)
+                self._client.delete_schedule(Name=name, GroupName=self._group)
         except AwsError as error:
             if error.aws_code != _NOT_FOUND:
                 raise

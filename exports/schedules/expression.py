@@ -2,15 +2,19 @@
 in the schedule's IANA time zone, following EventBridge Scheduler's rules (docs/schedules.md,
 "Daylight saving time"):
 
-- A cron time that does not exist locally (the hour the clocks skip in spring) does not fire
-  that day: Scheduler skips it.
+- A cron time that does not exist locally (the hour the clocks skip in spring) fires once, at
+  the first instant after the gap (03:00 in Berlin and New York, 02:30 on Lord Howe): a *moved*
+  firing. Several times inside one gap are one firing, and one that coincides with a time the
+  expression names anyway is that firing. Scheduler itself skips such times, so the service adds
+  a one-time Scheduler schedule for each moved firing (exports/adapters/eventbridge_scheduler.py).
 - A cron time that exists twice (the hour repeated in autumn) fires once, at its first
   occurrence (the earlier instant, still on summer time).
 - An interval is a fixed duration (a day is 24 hours), counted from its anchor in UTC: local
   wall times shift by the DST change, as with Scheduler's ``rate``.
 
-cronsim evaluates the expressions (no parser of our own); this module only refuses what
-Scheduler cannot run and applies the two DST rules above to what cronsim yields.
+cronsim evaluates the expressions on local wall time (no parser of our own); this module only
+refuses what Scheduler cannot run and maps cronsim's wall times to instants with the two DST
+rules above.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ CRON_FIELDS = 5
 GAP_HORIZON = timedelta(days=366)
 GAP_MAX_FIRINGS = 2_000
 GAP_DST_WINDOW = timedelta(days=2)
+# A moved firing is at the end of a gap: within the hour before the instant offset_changes names.
+_CHANGE_PRECISION = timedelta(hours=1)
+# Cron firings are looked for from this long before ``after`` (more than any DST shift), then
+# those not after it dropped: none is missed whether ``after`` is in a repeated hour or not.
+_WALL_MARGIN = timedelta(hours=4)
 # Leap days: a cron of 29 February fires once in four years; its next runs need 20 years.
 _SEARCH_YEARS = 30
 
@@ -82,11 +91,31 @@ class Recurrence:
 
     def firings(self, after: datetime) -> Iterator[datetime]:
         """Every firing strictly after ``after``, as aware UTC datetimes, in order, within
-        ``start_at`` (inclusive) and ``end_at`` (exclusive)."""
+        ``start_at`` (inclusive) and ``end_at`` (exclusive); moved firings included."""
+        return (firing.instant for firing in self._marked_firings(after))
+
+    def next_moved_firing(self, after: datetime, within: timedelta) -> datetime | None:
+        """The first moved firing (a cron time in a DST gap, fired at the gap's end) strictly
+        after ``after`` and no later than ``after + within``; None when there is none."""
+        if self.cron is None:
+            return None
+        end = after + within
+        tz = zone(self.timezone)
+        for change in offset_changes(self.timezone, after, end):
+            if _offset(change, tz) <= _offset(change - _CHANGE_PRECISION, tz):
+                continue  # clocks go back: no gap
+            for firing in self._marked_firings(max(after, change - _CHANGE_PRECISION)):
+                if firing.instant > min(change, end):
+                    break
+                if firing.moved:
+                    return firing.instant
+        return None
+
+    def _marked_firings(self, after: datetime) -> Iterator[_Firing]:
         begin = after if self.start_at is None or self.start_at <= after else self.start_at - timedelta(microseconds=1)
         source = self._cron_firings(begin) if self.cron is not None else self._interval_firings(begin)
         for firing in source:
-            if self.end_at is not None and firing >= self.end_at:
+            if self.end_at is not None and firing.instant >= self.end_at:
                 return
             yield firing
 
@@ -105,39 +134,93 @@ class Recurrence:
         for start in starts:
             previous: datetime | None = None
             stop = end if start == after else min(end, start + 2 * GAP_DST_WINDOW)
-            for firing in islice(self.firings(max(start, after)), GAP_MAX_FIRINGS):
-                if firing > stop:
+            for firing in islice(self._marked_firings(max(start, after)), GAP_MAX_FIRINGS):
+                if firing.instant > stop:
                     break
+                # A moved firing stands in, once a year, for one the expression spaced as it
+                # spaces all the others: the gaps measured are those between its own times.
+                if firing.moved:
+                    continue
                 if previous is not None:
-                    gap = firing - previous
+                    gap = firing.instant - previous
                     shortest = gap if shortest is None else min(shortest, gap)
                     if floor is not None and shortest < floor:
                         return shortest
-                previous = firing
+                previous = firing.instant
         return shortest
 
-    def _cron_firings(self, after: datetime) -> Iterator[datetime]:
+    def _cron_firings(self, after: datetime) -> Iterator[_Firing]:
+        """cronsim's wall times mapped to instants: a repeated one at its first occurrence, one
+        in a gap at the gap's end (moved); equal instants are one firing, moved only when
+        every wall time it stands for is."""
         assert self.cron is not None
         tz = zone(self.timezone)
         parsed = parse_cron(self.cron)
         limit = after + timedelta(days=366 * _SEARCH_YEARS)
-        for local in type(parsed)(self.cron, after.astimezone(tz)):
-            instant = local.astimezone(UTC)
-            if instant > limit:
-                return
-            if _skipped_wall_time(local, parsed) or _repeated_wall_time(local):
+        # Wall times map to instants in order (never backwards): start early, drop the early ones.
+        start = (after - _WALL_MARGIN).astimezone(tz).replace(tzinfo=None)
+        pending: _Firing | None = None
+        for wall in type(parsed)(self.cron, start):
+            firing = _instant_of(wall, tz)
+            if firing.instant <= after:
                 continue
-            yield instant
+            if pending is not None and firing.instant == pending.instant:
+                pending = _Firing(pending.instant, pending.moved and firing.moved)
+                continue
+            if pending is not None:
+                yield pending
+            if firing.instant > limit:
+                return
+            pending = firing
+        if pending is not None:
+            yield pending
 
-    def _interval_firings(self, after: datetime) -> Iterator[datetime]:
+    def _interval_firings(self, after: datetime) -> Iterator[_Firing]:
         assert self.every is not None
         step = timedelta(seconds=self.every.seconds)
         anchor = self.start_at or self.anchor
         # The first k with anchor + k * step > after (k >= 0: an interval fires at its anchor).
         k = 0 if after < anchor else (after - anchor) // step + 1
         while True:
-            yield (anchor + k * step).astimezone(UTC)
+            yield _Firing((anchor + k * step).astimezone(UTC))
             k += 1
+
+
+@dataclass(frozen=True)
+class _Firing:
+    instant: datetime
+    # A cron time in a DST gap, fired at the gap's end (Scheduler would skip it).
+    moved: bool = False
+
+
+def _instant_of(wall: datetime, tz: ZoneInfo) -> _Firing:
+    """The instant of the naive local ``wall`` time: its first occurrence when autumn repeats
+    it; the end of the gap, moved, when spring skips it."""
+    first = wall.replace(tzinfo=tz, fold=0)
+    instant = first.astimezone(UTC)
+    if instant.astimezone(tz).replace(tzinfo=None) == wall:
+        return _Firing(instant)
+    return _Firing(_gap_end(wall.replace(tzinfo=tz, fold=1).astimezone(UTC), instant, tz), moved=True)
+
+
+def _offset(instant: datetime, tz: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(tz).utcoffset()
+    assert offset is not None  # a ZoneInfo always has one
+    return offset
+
+
+def _gap_end(low: datetime, high: datetime, tz: ZoneInfo) -> datetime:
+    """The instant the offset changes between ``low`` (still the old offset) and ``high``: the
+    first local time after the gap. To the second (zones change on whole minutes)."""
+    before = _offset(low, tz)
+    lo, hi = 0, int((high - low).total_seconds())
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if _offset(low + timedelta(seconds=middle), tz) == before:
+            lo = middle + 1
+        else:
+            hi = middle
+    return low + timedelta(seconds=lo)
 
 
 def offset_changes(timezone: str, start: datetime, end: datetime) -> list[datetime]:
@@ -159,18 +242,6 @@ def offset_changes(timezone: str, start: datetime, end: datetime) -> list[dateti
             offset = following.astimezone(tz).utcoffset()
         instant = following
     return changes
-
-
-def _skipped_wall_time(local: datetime, parsed: CronSim) -> bool:
-    """cronsim moves a time that does not exist locally (spring's skipped hour) to the first
-    time after the gap; Scheduler skips it instead: a firing whose wall time the expression does
-    not name is such a moved one."""
-    return local.minute not in parsed.minutes or local.hour not in parsed.hours
-
-
-def _repeated_wall_time(local: datetime) -> bool:
-    """The second occurrence of a wall time autumn repeats (``fold=1`` with another offset)."""
-    return local.fold == 1 and local.replace(fold=0).utcoffset() != local.utcoffset()
 
 
 def check_interval(recurrence: Recurrence, now: datetime, minimum: timedelta) -> None:

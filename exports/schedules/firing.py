@@ -21,7 +21,7 @@ from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
-from exports.schedules.service import caller_of, submit_run
+from exports.schedules.service import caller_of, follow_moved_firing, submit_run
 
 logger = logging.getLogger(__name__)
 _PAUSE_ATTEMPTS = 3
@@ -73,7 +73,22 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
         raise
     task_id = submission.task.task_id
     deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, task_id)
+    _next_moved_firing(schedule, max(now, scheduled_for), deps)
     return Firing(FiringOutcome.CREATED, task_id)
+
+
+def _next_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDependencies) -> None:
+    """Point the one-time Scheduler schedule at the next moved firing: after the moved firing it
+    fired (Scheduler deletes it once it has invoked: should that come after this update, the
+    next firing creates it again), and after every other one, so that one that failed to follow,
+    or whose firing came into the horizon, is put right. The task exists: a fault here is only
+    logged (the next firing tries again)."""
+    try:
+        follow_moved_firing(schedule, after, deps)
+    except ExportsError:
+        logger.exception(
+            "the moved firing's Scheduler schedule did not follow", extra={"schedule_id": schedule.schedule_id}
+        )
 
 
 def _revoked(detail: str) -> PauseReason:
@@ -110,5 +125,6 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
         logger.warning("schedule paused", extra={"schedule_id": schedule.schedule_id, "reason": reason.code.value})
         if deps.timer is not None:
             deps.timer.update(paused)
+            follow_moved_firing(paused, deps.api.clock(), deps)  # paused: removes it
         return reason
     return reason

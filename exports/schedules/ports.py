@@ -90,8 +90,12 @@ class ScheduleTimer(Protocol):
     def update(self, schedule: Schedule) -> None:
         """Bring the Scheduler schedule in line with ``schedule`` (expression, zone, state)."""
 
+    def set_moved_firing(self, schedule: Schedule, at: datetime | None) -> None:
+        """Keep the one-time Scheduler schedule of ``schedule``'s next firing moved out of a DST
+        gap (Scheduler skips those) at ``at``; None removes it (nothing to do if it is gone)."""
+
     def delete(self, schedule_id: str) -> None:
-        """Remove it (nothing to do if it is gone)."""
+        """Remove it and its one-time companion (nothing to do if they are gone)."""
 
 
 class Mailer(Protocol):

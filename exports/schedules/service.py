@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
+from exports.config import Schedules
 from exports.domain.caller import TOKEN_CLAIMS, Caller
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec
@@ -87,6 +88,22 @@ def recurrence_of(schedule: Schedule) -> Recurrence:
 def next_runs(schedule: Schedule, now: datetime, count: int) -> list[datetime]:
     """The next ``count`` firings (UTC); none while paused."""
     return recurrence_of(schedule).next_runs(now, count) if schedule.is_active else []
+
+
+def next_moved_firing(schedule: Schedule, after: datetime) -> datetime | None:
+    """The schedule's next firing moved out of a DST gap (which Scheduler would skip) within
+    ``Schedules.MOVED_FIRING_HORIZON_DAYS``; none while paused or after ``end_at``."""
+    if not schedule.is_active:
+        return None
+    horizon = timedelta(days=Schedules.MOVED_FIRING_HORIZON_DAYS)
+    return recurrence_of(schedule).next_moved_firing(after, horizon)
+
+
+def follow_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDependencies) -> None:
+    """Point Scheduler's one-time companion of ``schedule`` at its next moved firing after
+    ``after``, or remove it when there is none."""
+    if deps.timer is not None:
+        deps.timer.set_moved_firing(schedule, next_moved_firing(schedule, after))
 
 
 def stored_caller(export_type: AnyExportType, caller: Caller) -> StoredCaller:
@@ -171,6 +188,7 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
     if deps.timer is not None:
         try:
             deps.timer.create(schedule)
+            follow_moved_firing(schedule, now, deps)
         except ExportsError as error:
             deps.schedules.delete(schedule)
             raise ServiceUnavailable("the scheduler did not take the schedule; try again shortly") from error
@@ -209,7 +227,7 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
             written = deps.schedules.replace(before, after)
         except ConditionFailed:
             continue  # changed meanwhile (a firing, a run's end): apply the PATCH to the new one
-        _follow(written, before, deps)
+        _follow(written, before, now, deps)
         return written
     raise ServiceUnavailable("the schedule kept changing; try again")
 
@@ -231,12 +249,14 @@ def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Sched
     return after
 
 
-def _follow(written: Schedule, before: Schedule, deps: ScheduleDependencies) -> None:
-    """Scheduler takes the change; if it refuses, the stored schedule goes back to ``before``."""
+def _follow(written: Schedule, before: Schedule, now: datetime, deps: ScheduleDependencies) -> None:
+    """Scheduler takes the change (and the moved firing with it); if it refuses, the stored
+    schedule goes back to ``before``."""
     if deps.timer is None:
         return
     try:
         deps.timer.update(written)
+        follow_moved_firing(written, now, deps)
     except ExportsError as error:
         try:
             deps.schedules.replace(written, before)
@@ -246,7 +266,7 @@ def _follow(written: Schedule, before: Schedule, deps: ScheduleDependencies) -> 
 
 
 def delete_schedule(schedule_id: str, user_id: str, deps: ScheduleDependencies) -> None:
-    """Remove its Scheduler schedule, then the schedule (its runs stay, as ordinary tasks)."""
+    """Remove its Scheduler schedule (and its moved firing's), then the schedule (its runs stay, as ordinary tasks)."""
     schedule = owned_schedule(schedule_id, user_id, deps)
     if deps.timer is not None:
         deps.timer.delete(schedule.schedule_id)

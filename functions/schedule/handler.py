@@ -1,6 +1,7 @@
 """The schedule function: EventBridge Scheduler (or local mode's loop) invokes it at each firing
 of a schedule with ``{"schedule_id", "scheduled_time", "execution_id"}``; it creates that
-firing's task, exactly once however often the firing is delivered (docs/schedules.md)."""
+firing's task, exactly once however often the firing is delivered, then points the schedule's
+one-time Scheduler schedule at its next firing moved out of a DST gap (docs/schedules.md)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from moto.ses.models import ses_backends
 
 from exports.adapters.aws_errors import AwsError
 from exports.adapters.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
-from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer
+from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer, moved_firing_name
 from exports.adapters.ses_mailer import SesMailer
 from exports.config import Names
 from exports.domain.errors import ConditionFailed, InvalidRequest
@@ -210,6 +210,33 @@ def test_updating_a_missing_scheduler_schedule_creates_it(timer: EventBridgeSche
     timer.update(schedule_n(2))
 
     assert timer.describe(schedule_n(2).schedule_id)["State"] == "ENABLED"
+
+
+def test_the_timer_keeps_a_one_time_schedule_for_a_moved_firing(timer: EventBridgeScheduleTimer) -> None:
+    schedule = schedule_n(3, cron="30 2 * * *")
+    name = moved_firing_name(schedule.schedule_id)
+    timer.create(schedule)
+    timer.set_moved_firing(schedule, None)  # none to delete yet: fine
+
+    timer.set_moved_firing(schedule, datetime(2027, 3, 28, 1, tzinfo=UTC))
+    companion, main = timer.describe(name), timer.describe(schedule.schedule_id)
+    assert name == f"{schedule.schedule_id}-dst" and len(name) <= 64
+    assert companion["ScheduleExpression"] == "at(2027-03-28T01:00:00)"
+    assert companion["ScheduleExpressionTimezone"] == "UTC"
+    assert companion["ActionAfterCompletion"] == "DELETE"
+    assert companion["State"] == "ENABLED" and companion["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    # The same target: the same function, role, retries, dead letters and Input (Scheduler's
+    # scheduled time then is the at() time: the moved firing's idempotency key).
+    assert companion["Target"] == main["Target"]
+
+    timer.set_moved_firing(schedule, datetime(2028, 3, 26, 1, tzinfo=UTC))  # an update
+    assert timer.describe(name)["ScheduleExpression"] == "at(2028-03-26T01:00:00)"
+
+    timer.delete(schedule.schedule_id)  # both go
+    for gone in (schedule.schedule_id, name):
+        with pytest.raises(AwsError) as missing:
+            timer.describe(gone)
+        assert missing.value.aws_code == "ResourceNotFoundException"
 
 
 # SES ----------------------------------------------------------------------------------------------

@@ -121,8 +121,9 @@ def lifecycle_arn(synth, name=lifecycle_state_machine_name):
     )
 
 
-def group_schedules_arn(synth):
-    """The ARN of every schedule of the stack's Scheduler group, as the template spells it."""
+def group_schedules_arn(synth, suffix=""):
+    """The ARN of every schedule of the stack's Scheduler group (named ``*<suffix>``), as the
+    template spells it."""
     return join(
         "arn:",
         {"Ref": "AWS::Partition"},
@@ -132,7 +133,7 @@ def group_schedules_arn(synth):
         {"Ref": "AWS::AccountId"},
         ":schedule/",
         synth.ref(synth.stack.scheduling.group),
-        "/*",
+        f"/*{suffix}",
     )
 
 

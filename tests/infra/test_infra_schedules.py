@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
 from exports.config import Env, Queue, Schedules, SchedulesTable
 from exports.settings import ApiSettings, CallbackSettings
 from infra.schedules import (
@@ -15,6 +16,7 @@ from infra.schedules import (
     FUNCTION_RETRY_ATTEMPTS,
     MAIL_ACTIONS,
     MANAGE_ACTIONS,
+    MOVED_FIRING_ACTIONS,
     PAUSE_ACTIONS,
     ScheduleRunbooks,
     schedule_function_name,
@@ -229,9 +231,12 @@ def test_the_schedule_function_submits_as_the_api_and_pauses_its_schedule_only(d
     assert [sorted(as_list(s["Action"])) for s in tasks] == [
         sorted(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"])
     ]
-    (pausing,) = granted(dev, schedule.role, "scheduler:")
+    pausing, moving = granted(dev, schedule.role, "scheduler:")
     assert sorted(as_list(pausing["Action"])) == sorted(PAUSE_ACTIONS)
     assert pausing["Resource"] == group_schedules_arn(dev)
+    # Creating and deleting only the one-time companions of firings moved out of a DST gap.
+    assert sorted(as_list(moving["Action"])) == sorted(MOVED_FIRING_ACTIONS)
+    assert moving["Resource"] == group_schedules_arn(dev, MOVED_FIRING_SUFFIX)
 
 
 # --- Variables --------------------------------------------------------------------------------
@@ -317,14 +322,19 @@ def test_only_the_api_and_the_schedule_function_touch_schedules_and_only_in_the_
         functions = synth.stack.functions
         for service_function in functions.all:
             statements = granted(synth, service_function.role, "scheduler:")
-            expected = {functions.api: MANAGE_ACTIONS, functions.schedule: PAUSE_ACTIONS}.get(service_function)
+            grants: dict[object, list[tuple[tuple[str, ...], str]]] = {
+                functions.api: [(MANAGE_ACTIONS, "")],
+                functions.schedule: [(PAUSE_ACTIONS, ""), (MOVED_FIRING_ACTIONS, MOVED_FIRING_SUFFIX)],
+            }
+            expected = grants.get(service_function)
             if expected is None:
                 assert statements == [], service_function.node.id
                 continue
-            (statement,) = statements
-            assert sorted(as_list(statement["Action"])) == sorted(expected)
-            assert statement["Resource"] == group_schedules_arn(synth)
-            assert "Condition" not in statement
+            assert len(statements) == len(expected)
+            for statement, (actions, suffix) in zip(statements, expected, strict=True):
+                assert sorted(as_list(statement["Action"])) == sorted(actions)
+                assert statement["Resource"] == group_schedules_arn(synth, suffix)
+                assert "Condition" not in statement
         # Nowhere a wildcard action of Scheduler.
         text = json.dumps(synth.template.to_json())
         assert '"scheduler:*"' not in text

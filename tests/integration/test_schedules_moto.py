@@ -14,6 +14,7 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
+from exports.adapters.eventbridge_scheduler import moved_firing_name
 from exports.config import Names, Schedules
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, claim, complete, fail
@@ -362,3 +363,36 @@ def test_an_interval_schedule_shows_its_one_unit_and_a_rate(aws: Resources) -> N
         Name=body["schedule_id"], GroupName=Names.SCHEDULE_GROUP
     )
     assert described["ScheduleExpression"] == "rate(6 hours)"
+
+
+def test_a_time_in_the_dst_gap_fires_once_through_a_one_time_scheduler_schedule(aws: Resources) -> None:
+    # 02:30 Berlin does not exist on 28 March 2027 (Scheduler skips it): it fires at 03:00 CEST.
+    daily = {**WEEKLY, "cron": "30 2 * * *", "filters": {"date_from": "previous_day"}}
+    _, _, created = call("POST", "/v1/schedules", daily)
+    schedule_id = created["schedule_id"]
+    companion = moved_firing_name(schedule_id)
+    scheduler = boto3.client("scheduler", region_name=REGION)
+
+    def moved_to() -> str | None:
+        try:
+            return scheduler.get_schedule(Name=companion, GroupName=Names.SCHEDULE_GROUP)["ScheduleExpression"]
+        except scheduler.exceptions.ResourceNotFoundException:
+            return None
+
+    assert moved_to() == "at(2027-03-28T01:00:00)"
+    described = scheduler.get_schedule(Name=companion, GroupName=Names.SCHEDULE_GROUP)
+    assert described["ScheduleExpressionTimezone"] == "UTC" and described["ActionAfterCompletion"] == "DELETE"
+    assert json.loads(described["Target"]["Input"])["schedule_id"] == schedule_id
+
+    moved = datetime(2027, 3, 28, 1, tzinfo=UTC)
+    first, again = fire(schedule_id, moved), fire(schedule_id, moved)
+    assert first["outcome"] == "created" and again == {"outcome": "duplicate", "task_id": first["task_id"]}
+    assert [run["scheduled_for"] for run in runs(schedule_id)] == ["2027-03-28T01:00:00Z"]
+    assert moved_to() == "at(2028-03-26T01:00:00)"  # next year's gap
+
+    call("PATCH", f"/v1/schedules/{schedule_id}", {"state": "PAUSED"})
+    assert moved_to() is None
+    call("PATCH", f"/v1/schedules/{schedule_id}", {"state": "ACTIVE"})
+    assert moved_to() == "at(2027-03-28T01:00:00)"  # from now again
+    assert call("DELETE", f"/v1/schedules/{schedule_id}")[0] == 204
+    assert moved_to() is None

@@ -102,6 +102,8 @@ class FakeTimer:
     """:class:`exports.schedules.ports.ScheduleTimer` that records what it was told."""
 
     schedules: dict[str, Schedule] = field(default_factory=dict)
+    # Per schedule id: the instant of its one-time schedule for a firing moved out of a DST gap.
+    moved: dict[str, datetime] = field(default_factory=dict)
     fail: bool = False
 
     def create(self, schedule: Schedule) -> None:
@@ -112,9 +114,17 @@ class FakeTimer:
         self._check()
         self.schedules[schedule.schedule_id] = schedule
 
+    def set_moved_firing(self, schedule: Schedule, at: datetime | None) -> None:
+        self._check()
+        if at is None:
+            self.moved.pop(schedule.schedule_id, None)
+        else:
+            self.moved[schedule.schedule_id] = at
+
     def delete(self, schedule_id: str) -> None:
         self._check()
         self.schedules.pop(schedule_id, None)
+        self.moved.pop(schedule_id, None)
 
     def _check(self) -> None:
         if self.fail:

@@ -1,6 +1,6 @@
-"""When schedules fire: cron in a zone with EventBridge Scheduler's DST rules (a time the clocks
-skip does not fire that day; a time they repeat fires once, at its first occurrence), intervals
-as fixed durations, the shortest interval, and the edges of months and leap years."""
+"""When schedules fire: cron in a zone with our DST rules (a time the clocks skip fires once, at
+the first instant after the gap; a time they repeat fires once, at its first occurrence),
+intervals as fixed durations, the shortest interval, and the edges of months and leap years."""
 
 from __future__ import annotations
 
@@ -31,16 +31,62 @@ def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> date
 
 # Spring forward: the local 02:00-03:00 does not exist (Berlin 29 March 2026, New York 8 March 2026).
 @pytest.mark.parametrize(
-    ("tz", "before", "skipped_day"),
-    [("Europe/Berlin", utc(2026, 3, 27, 12), "2026-03-29"), ("America/New_York", utc(2026, 3, 6, 12), "2026-03-08")],
+    ("tz", "before", "gap_day", "moved_utc"),
+    [
+        ("Europe/Berlin", utc(2026, 3, 27, 12), "2026-03-29", utc(2026, 3, 29, 1)),
+        ("America/New_York", utc(2026, 3, 6, 12), "2026-03-08", utc(2026, 3, 8, 7)),
+    ],
 )
-def test_a_daily_0230_does_not_fire_on_the_spring_forward_day_and_fires_every_other_day(tz, before, skipped_day):
-    runs = local_days(cron("30 2 * * *", tz), before, 4)
+def test_a_daily_0230_fires_once_at_0300_on_the_spring_forward_day(tz, before, gap_day, moved_utc):
+    recurrence = cron("30 2 * * *", tz)
+    runs = local_days(recurrence, before, 4)
 
-    assert all(run[11:19] == "02:30:00" for run in runs)
-    assert not any(run.startswith(skipped_day) for run in runs)
+    on_the_day = [run for run in runs if run.startswith(gap_day)]
+    assert len(on_the_day) == 1
+    assert on_the_day[0][11:19] == "03:00:00"  # the first local minute after the gap
+    assert all(run[11:19] == "02:30:00" for run in runs if not run.startswith(gap_day))
     days = [run[:10] for run in runs]
     assert len(days) == len(set(days)) == 4
+    assert moved_utc in recurrence.next_runs(before, 4)
+    assert recurrence.next_moved_firing(before, timedelta(days=400)) == moved_utc
+
+
+@pytest.mark.parametrize(
+    ("expression", "moved"),
+    [
+        # Four times inside the gap: one firing at 03:00.
+        ("*/15 2 * * *", utc(2026, 3, 29, 1)),
+        # 02:00 moves to 03:00, which fires anyway: once, and Scheduler fires it (not moved).
+        ("0 2,3 * * *", None),
+        # 02:00-02:45 move to 03:00, which fires anyway: no firing added, no short gap.
+        ("*/15 * * * *", None),
+    ],
+)
+def test_firings_inside_one_gap_are_one_firing_and_never_double_a_normal_one(expression, moved):
+    recurrence = cron(expression, "Europe/Berlin")
+    runs = recurrence.next_runs(utc(2026, 3, 28, 23, 30), 200)
+
+    at_three = [run for run in runs if run == utc(2026, 3, 29, 1)]
+    assert at_three == [utc(2026, 3, 29, 1)]
+    assert len(runs) == len(set(runs))
+    assert not [run for run in runs if utc(2026, 3, 29, 0, 59) < run < utc(2026, 3, 29, 1)]
+    assert recurrence.next_moved_firing(utc(2026, 3, 28), timedelta(days=2)) == moved
+
+
+def test_the_next_moved_firing_is_next_years_after_this_years_and_none_without_a_gap():
+    daily = cron("30 2 * * *", "Europe/Berlin")
+
+    assert daily.next_moved_firing(utc(2026, 3, 29, 1), timedelta(days=400)) == utc(2027, 3, 28, 1)
+    assert daily.next_moved_firing(utc(2026, 3, 29, 1), timedelta(days=300)) is None
+    assert cron("30 2 * * *", "Etc/UTC").next_moved_firing(utc(2026, 1, 1), timedelta(days=400)) is None
+    assert cron("30 2 * * *", "Asia/Kathmandu").next_moved_firing(utc(2026, 1, 1), timedelta(days=400)) is None
+    # Not at that hour: nothing moves.
+    assert cron("30 4 * * *", "Europe/Berlin").next_moved_firing(utc(2026, 1, 1), timedelta(days=400)) is None
+    # Ended before the gap, or an interval: nothing moves.
+    ended = cron("30 2 * * *", "Europe/Berlin", end=utc(2026, 3, 1))
+    assert ended.next_moved_firing(utc(2026, 1, 1), timedelta(days=400)) is None
+    interval = Recurrence(cron=None, every=Every(hours=1), timezone="Europe/Berlin", anchor=utc(2026, 1, 1))
+    assert interval.next_moved_firing(utc(2026, 1, 1), timedelta(days=400)) is None
 
 
 # Fall back: the local 01:00-02:00 (New York 1 November) or 02:00-03:00 (Berlin 25 October) repeats.
@@ -77,12 +123,19 @@ def test_every_30_minutes_in_berlin_skips_the_missing_hour_and_does_not_repeat_t
 
 
 def test_lord_howe_moves_its_clocks_by_30_minutes():
-    # 4 October 2026, 02:00 -> 02:30 (+10:30 -> +11): 02:15 does not exist that day.
-    spring = local_days(cron("15 2 * * *", "Australia/Lord_Howe"), utc(2026, 10, 2, 0), 3)
+    # 4 October 2026, 02:00 -> 02:30 (+10:30 -> +11): 02:15 does not exist that day, fires at 02:30.
+    spring = local_days(cron("15 2 * * *", "Australia/Lord_Howe"), utc(2026, 10, 2, 0), 4)
     # 5 April 2026, 02:00 -> 01:30 (+11 -> +10:30): 01:45 exists twice, fires once.
     autumn = cron("45 1 * * *", "Australia/Lord_Howe").next_runs(utc(2026, 4, 4, 0), 3)
 
-    assert spring == ["2026-10-03T02:15:00+10:30", "2026-10-05T02:15:00+11:00", "2026-10-06T02:15:00+11:00"]
+    assert spring == [
+        "2026-10-03T02:15:00+10:30",
+        "2026-10-04T02:30:00+11:00",
+        "2026-10-05T02:15:00+11:00",
+        "2026-10-06T02:15:00+11:00",
+    ]
+    moved = cron("15 2 * * *", "Australia/Lord_Howe").next_moved_firing(utc(2026, 10, 2), timedelta(days=400))
+    assert moved == utc(2026, 10, 3, 15, 30)
     assert autumn[0] == utc(2026, 4, 4, 14, 45)  # 01:45+11:00 on 5 April, the first one
     assert autumn[1] - autumn[0] == timedelta(hours=24, minutes=30)
 
@@ -135,6 +188,12 @@ def test_an_interval_fires_at_its_anchor_then_every_interval_after():
         ("0,10 9 * * *", "Etc/UTC", timedelta(minutes=10)),
         # 01:00 and 03:00 are one real hour apart on the spring-forward day.
         ("0 1,3 * * *", "Europe/Berlin", timedelta(hours=1)),
+        # A moved firing (02:05 at 03:00, five minutes before 03:05) is not a gap of the
+        # expression's: hourly stays hourly, as without it.
+        ("5 * * * *", "Europe/Berlin", timedelta(hours=1)),
+        ("10,40 * * * *", "America/New_York", timedelta(minutes=30)),
+        ("*/20 * * * *", "Australia/Lord_Howe", timedelta(minutes=20)),
+        ("*/15 2 * * *", "Europe/Berlin", timedelta(minutes=15)),
     ],
 )
 def test_the_shortest_gap_between_firings_over_a_year(expression, tz, shortest):

@@ -97,19 +97,26 @@ def test_a_failing_firing_is_delivered_again_then_dead_lettered() -> None:
     assert [entry["scheduled_time"] for entry in dead] == ["2026-12-07T07:00:30Z"]
 
 
-def test_the_loop_follows_schedulers_dst_rules() -> None:
+def test_the_loop_fires_a_time_in_the_dst_gap_once_at_the_gaps_end() -> None:
     daily = every_minute(every=None, cron="30 2 * * *", timezone="Europe/Berlin")
     before = datetime(2026, 3, 27, 12, tzinfo=UTC)
     handler = Recorder()
     loop = ScheduleLoop(Store(daily.model_copy(update={"anchor_at": before})), handler, Clock(lambda: before))
 
     loop.tick()
-    loop.advance(4 * 86400)
+    loop.advance(86400 + 12 * 3600 + 59 * 60)  # 29 March 00:59 UTC: 01:59 CET, just before the gap
+    loop.tick()
+    loop.advance(60)  # 01:00 UTC: 03:00 CEST, the gap's end
+    loop.tick()
+    loop.tick()
+    loop.advance(3 * 86400)
     loop.tick()
 
-    # 28 March (CET), no run on 29 March (02:30 does not exist), 30 and 31 March (CEST).
+    # 28 March (CET); 29 March once, at 03:00 CEST (02:30 does not exist); 30 and 31 March (CEST).
     assert [event["scheduled_time"] for event in handler.events] == [
         "2026-03-28T01:30:00Z",
+        "2026-03-29T01:00:00Z",
         "2026-03-30T00:30:00Z",
         "2026-03-31T00:30:00Z",
+        "2026-04-01T00:30:00Z",
     ]

@@ -19,7 +19,7 @@ from exports.export_types.base import ClaimsRead
 from exports.export_types.registry import ExportTypeRegistry
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Every, PauseCode
+from exports.schedules.model import Every, PauseCode, ScheduleState
 from exports.schedules.ports import ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
@@ -239,3 +239,47 @@ def test_two_submits_of_one_firing_share_a_task_and_two_firings_make_two():
     assert again.deduplicated and again.task.task_id == first.task.task_id
     assert not next_hour.deduplicated and next_hour.task.task_id != first.task.task_id
     assert len(services.tasks.tasks) == 2
+
+
+def test_a_firing_in_the_dst_gap_keeps_its_one_time_schedule_from_create_to_delete():
+    services, deps, _, timer = world()
+    services.clock.now = datetime(2026, 3, 1, tzinfo=UTC)
+    daily = dataclasses.replace(SPEC, every=None, cron="30 2 * * *", timezone="Europe/Berlin")
+    moved, next_year = datetime(2026, 3, 29, 1, tzinfo=UTC), datetime(2027, 3, 28, 1, tzinfo=UTC)
+
+    schedule = service.create_schedule(daily, FINANCE, deps)
+    assert timer.moved == {schedule.schedule_id: moved}  # 03:00 CEST: Scheduler skips 02:30
+
+    services.clock.now = moved + timedelta(seconds=2)
+    fired = firing.fire(schedule.schedule_id, moved, deps)
+    assert fired.outcome is firing.FiringOutcome.CREATED
+    assert services.tasks.tasks[fired.task_id or ""].scheduled_for == moved
+    assert timer.moved == {schedule.schedule_id: next_year}
+
+    pause = service.ScheduleChanges({"state": ScheduleState.PAUSED})
+    service.update_schedule(schedule.schedule_id, pause, FINANCE, deps)
+    assert timer.moved == {}
+    resume = service.ScheduleChanges({"state": ScheduleState.ACTIVE})
+    service.update_schedule(schedule.schedule_id, resume, FINANCE, deps)
+    assert timer.moved == {schedule.schedule_id: next_year}
+    service.update_schedule(schedule.schedule_id, service.ScheduleChanges({"cron": "30 4 * * *"}), FINANCE, deps)
+    assert timer.moved == {}  # 04:30 is never in a gap
+    service.update_schedule(schedule.schedule_id, service.ScheduleChanges({"cron": "15 2 * * *"}), FINANCE, deps)
+    assert timer.moved == {schedule.schedule_id: next_year}
+
+    service.delete_schedule(schedule.schedule_id, "alice", deps)
+    assert timer.moved == {} and timer.schedules == {}
+
+
+def test_a_scheduler_fault_after_a_firing_keeps_the_firings_task():
+    services, deps, _, timer = world()
+    services.clock.now = datetime(2026, 3, 1, tzinfo=UTC)
+    daily = dataclasses.replace(SPEC, every=None, cron="30 2 * * *", timezone="Europe/Berlin")
+    schedule = service.create_schedule(daily, FINANCE, deps)
+    at = datetime(2026, 3, 2, 1, 30, tzinfo=UTC)
+    services.clock.now = at
+    timer.fail = True
+
+    fired = firing.fire(schedule.schedule_id, at, deps)
+
+    assert fired.outcome is firing.FiringOutcome.CREATED and fired.task_id in services.tasks.tasks
