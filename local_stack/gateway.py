@@ -40,7 +40,8 @@ CONSOLE_PATH = "/console"
 FAVICON_PATH = "/favicon.ico"
 # Local mode's own routes (a dev token required): the mailbox, the schedule loop's clock.
 LOCAL_PREFIX = "/local/"
-LocalRoute = Callable[[Request], Any]
+# A local route answers the request of a signed-in dev user.
+LocalRoute = Callable[[Request, LocalUser], Any]
 
 
 def printable(text: str) -> str:
@@ -200,21 +201,21 @@ class Gateway:
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
         if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
             return _unauthorized()
-        if request.path.startswith(LOCAL_PREFIX):
-            return self._local(request)
+        if request.path.startswith(LOCAL_PREFIX) and user is not None:
+            return self._local(request, user)
         body = request.get_data(cache=False)
         event = to_event(request, body, user)
         with self._one_at_a_time:
             result = self._handler(event, LocalLambdaContext("exports-api", timeout_sec=29))
         return from_result(result)
 
-    def _local(self, request: Request) -> Response:
+    def _local(self, request: Request, user: LocalUser) -> Response:
         route = self._local_routes.get((request.method, request.path))
         if route is None:
             body: Any = {"error": {"code": "NOT_FOUND", "message": f"no local route {request.method} {request.path}"}}
             return Response(json.dumps(body), status=404, content_type="application/json")
         try:
-            body = route(request)
+            body = route(request, user)
         except ValueError as error:
             body = {"error": {"code": "VALIDATION_ERROR", "message": str(error)}}
             return Response(json.dumps(body), status=422, content_type="application/json")

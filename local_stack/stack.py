@@ -20,6 +20,7 @@ from exports.adapters.dynamodb_schedules import DynamoScheduleStore
 from exports.config import LANES, Env, FanOut, Names, Worker
 from exports.declared.build import check_sql_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
+from exports.schedules.mail import task_of
 from exports.webhooks.signing import new_secret
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
@@ -277,11 +278,27 @@ class LocalStack:
             loop.start()
         return loop
 
-    def _mailbox(self, _request: Request) -> dict[str, Any]:
-        """``GET /local/mailbox``: what the embedded SES received, newest first."""
-        return {"items": self.mailbox.items()}
+    def _mailbox(self, _request: Request, user: LocalUser) -> dict[str, Any]:
+        """``GET /local/mailbox``: what the embedded SES sent for ``user``'s own runs, newest
+        first (another user's run mail, with its download link, never shows)."""
+        assert self.resources is not None
+        dynamodb, tasks_table = client("dynamodb", self.resources.endpoint_url), self.resources.tasks_table
+        owners: dict[str, str | None] = {}
 
-    def _advance(self, request: Request) -> dict[str, Any]:
+        def owner(task_id: str) -> str | None:
+            if task_id not in owners:
+                item = dynamodb.get_item(TableName=tasks_table, Key={"task_id": {"S": task_id}})
+                owners[task_id] = item.get("Item", {}).get("user_id", {}).get("S")
+            return owners[task_id]
+
+        mine = []
+        for message in self.mailbox.items():
+            task_id = task_of(message["text"])
+            if task_id is not None and owner(task_id) == user.user_id:
+                mine.append(message)
+        return {"items": mine}
+
+    def _advance(self, request: Request, _user: LocalUser) -> dict[str, Any]:
         """``POST /local/clock`` ``{"advance_sec": n}``: move the schedule loop's clock ahead
         and fire what is due now; what it fired."""
         assert self.schedule_loop is not None

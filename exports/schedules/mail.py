@@ -76,5 +76,18 @@ def run_message(
             lines.append(f"Error: {task.error.code}: {task.error.message}")
     if paused is not None:
         lines.append(f"The schedule is now paused ({paused.code.value}): {paused.message}")
-    lines.append(f"Task: {task.task_id}; schedule: {schedule.schedule_id}")
+    lines.append(f"{_TASK_LINE}{task.task_id}; schedule: {schedule.schedule_id}")
     return Message(subject=subject, text="\n".join(lines) + "\n")
+
+
+# The last line of a run's mail names its task (written last: a schedule's name, in the first
+# line, cannot stand in for it).
+_TASK_LINE = "Task: "
+
+
+def task_of(text: str) -> str | None:
+    """The task id a run's mail (:func:`run_message`) names on its last line; None for other mail."""
+    last = text.rstrip("\n").rpartition("\n")[2]
+    if not last.startswith(_TASK_LINE):
+        return None
+    return last.removeprefix(_TASK_LINE).partition(";")[0] or None

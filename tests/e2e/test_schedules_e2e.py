@@ -89,6 +89,9 @@ def test_each_firing_makes_one_run_and_its_end_is_mailed(stack: Stack) -> None:
     assert mail, "no mail arrived"
     assert mail[0]["to"] == ["finance@acme.example"]
     assert "rows" in mail[0]["subject"] and "http" in mail[0]["text"]
+    # The mailbox is the caller's: bob sees no mail of alice's runs (their links are alice's files).
+    theirs = {item["id"] for item in api(stack, "GET", "/local/mailbox", user="bob").json()["items"]}
+    assert not theirs & {item["id"] for item in mail}
     deadline = time.monotonic() + 30
     while api(stack, "GET", f"/v1/schedules/{schedule_id}").json()["last_run"] is None:
         assert time.monotonic() < deadline, "the run's end never reached its schedule"
