@@ -153,12 +153,13 @@ class HotKeyLimiter(Protocol):
 
 
 class ThroughputStats(Protocol):
-    """Measured speed per export type and wait per lane, for estimates."""
+    """Measured speed per export type and format (``key``: domain.admission.throughput_key) and
+    wait per lane, for estimates."""
 
-    def get(self, export_type: str) -> Throughput | None:
+    def get(self, key: str) -> Throughput | None:
         """The moving averages, or None before the first run."""
 
-    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
+    def record(self, key: str, rows: int, seconds: float, days: int | None = None) -> None:
         """Fold in one finished run (``days``: the days its date range covers, if it has one)."""
 
     def queue_wait(self, lane: str) -> QueueWait | None:

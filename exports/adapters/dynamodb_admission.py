@@ -63,32 +63,32 @@ class DynamoHotKeyLimiter:
 
 
 class DynamoThroughputStats:
-    """:class:`exports.ports.ThroughputStats`: moving averages per export type and per lane."""
+    """:class:`exports.ports.ThroughputStats`: moving averages per export type and format, and per lane."""
 
     def __init__(self, client: DynamoDBClient, table_name: str, smoothing: float) -> None:
         self._client = client
         self._table = table_name
         self._smoothing = smoothing
 
-    def get(self, export_type: str) -> Throughput | None:
+    def get(self, key: str) -> Throughput | None:
         """The current averages, or None before the first run."""
         with translated("read throughput"):
-            item = self._client.get_item(TableName=self._table, Key=_stats_key(export_type)).get("Item")
+            item = self._client.get_item(TableName=self._table, Key=_stats_key(key)).get("Item")
         return _throughput(item) if item else None
 
-    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
+    def record(self, key: str, rows: int, seconds: float, days: int | None = None) -> None:
         """Fold one finished run in; gives up quietly under heavy contention (it is a statistic)."""
-        key = _stats_key(export_type)
+        item_key = _stats_key(key)
         for _ in range(_ATTEMPTS):
             with translated("read throughput"):
-                item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+                item = self._client.get_item(TableName=self._table, Key=item_key, ConsistentRead=True).get("Item")
             after = updated_throughput(_throughput(item) if item else None, rows, seconds, self._smoothing, days)
             values = {
                 name: {"N": repr(float(value))}
                 for name, value in vars(after).items()
                 if value is not None  # rows_per_day stays unknown for types without a date range
             }
-            if _write_if_unchanged(self._client, self._table, key, values, item):
+            if _write_if_unchanged(self._client, self._table, item_key, values, item):
                 return
 
     def queue_wait(self, lane: str) -> QueueWait | None:

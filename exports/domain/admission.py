@@ -132,6 +132,12 @@ class Throughput:
 _SIZE_SPREAD = 0.1
 
 
+def throughput_key(export_type: str, format: str) -> str:
+    """What a run's throughput is measured under: its type and its format. A PDF writes far
+    fewer rows a second than a CSV of the same type, so one average misleads both estimates."""
+    return f"{export_type}/{format}"
+
+
 def updated_throughput(
     old: Throughput | None, rows: int, seconds: float, smoothing: float, days: int | None = None
 ) -> Throughput:

@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Final, assert_never
 
 from exports.config import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
-from exports.domain.admission import date_span_days
+from exports.domain.admission import date_span_days, throughput_key
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
 from exports.domain.policies import has_retries_left, retry_delay_sec
 from exports.domain.task import ExportResult, Task, complete, fail, requeue, time_out
@@ -147,7 +147,8 @@ def _count_completion(task: Task, result: ExportResult, now: datetime, deps: Wor
         seconds = (now - task.started_at).total_seconds()
         deps.metrics.add(Metric.DURATION_MS, seconds * 1000, unit="Milliseconds")
         try:
-            deps.throughput.record(task.export_type, result.rows, seconds, days=date_span_days(task.filters))
+            key = throughput_key(task.export_type, task.format.value)
+            deps.throughput.record(key, result.rows, seconds, days=date_span_days(task.filters))
         except ExportsError:
             logger.warning("could not record throughput", exc_info=True)  # a statistic, not the export
     return Outcome.COMPLETED

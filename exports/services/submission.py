@@ -21,6 +21,7 @@ from exports.domain.admission import (
     expected_task_rows,
     lane_for,
     tasks_to_wait_for,
+    throughput_key,
 )
 from exports.domain.caller import Caller
 from exports.domain.errors import (
@@ -109,7 +110,7 @@ def submit_export(
             retry_after=Admission.RETRY_AFTER_BACKLOG_SEC,
         )
     canonical_filters = filters.model_dump(mode="json", exclude_none=True)
-    measured = _measured_throughput(export_type.name, deps)
+    measured = _measured_throughput(throughput_key(export_type.name, request.format.value), deps)
     known_rows = export_type.expected_rows(filters)
     throughput = measured or DEFAULT_THROUGHPUT
     rows = expected_task_rows(throughput, known_rows, date_span_days(canonical_filters))
@@ -201,11 +202,11 @@ def _queue_wait(lane: str, deps: ApiDependencies) -> QueueWait | None:
         return None
 
 
-def _measured_throughput(export_type: str, deps: ApiDependencies) -> Throughput | None:
-    """The type's measured throughput; None before its first run or if it cannot be read (the
-    estimate then takes the defaults)."""
+def _measured_throughput(key: str, deps: ApiDependencies) -> Throughput | None:
+    """The measured throughput of the type in its format; None before its first run or if it
+    cannot be read (the estimate then takes the defaults)."""
     try:
-        return deps.throughput.get(export_type)
+        return deps.throughput.get(key)
     except ExportsError:
         logger.warning("could not read the throughput statistics", exc_info=True)
         return None

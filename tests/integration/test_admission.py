@@ -14,6 +14,7 @@ from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config import LANES
+from exports.domain.admission import Estimates, throughput_key
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
 from exports.services.deliveries import process_task
@@ -335,7 +336,7 @@ def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
 
 def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_ahead(aws: Resources) -> None:
     deps = worker.dependencies()
-    deps.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 100 rows/s, 100 rows per day
+    deps.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 100 rows/s, 100/day
     small = submit({**BODY, "priority": 1})["estimated_completion_sec"]  # 2 days
     large = submit({**BODY, "priority": 1, "filters": {"date_from": "2025-01-01", "date_to": "2025-01-31"}})
     for n in range(6):
@@ -349,9 +350,25 @@ def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_a
     assert behind_six["estimated_completion_sec"] == 2 + (6 - 2 + 1) * 10 // 2
 
 
+def test_a_format_is_estimated_from_its_own_runs_not_another_formats(aws: Resources) -> None:
+    deps = worker.dependencies()
+    # Fast CSV runs of the type: 10,000 rows/s. A PDF of it has no runs yet: the defaults hold.
+    deps.throughput.record(throughput_key("orders", "csv"), rows=100_000, seconds=10.0, days=10)
+    csv_estimate = submit({**BODY, "priority": 1})["estimated_completion_sec"]
+    pdf_first = submit({**BODY, "priority": 1, "format": "pdf"})["estimated_completion_sec"]
+    # Slow PDF runs: 100 rows/s, 10,000 rows a day.
+    deps.throughput.record(throughput_key("orders", "pdf"), rows=100_000, seconds=1000.0, days=10)
+    api.dependencies.cache_clear()
+    pdf_measured = submit({**BODY, "priority": 9, "format": "pdf"})  # in an empty lane
+
+    assert csv_estimate == 2  # 20,000 rows at 10,000 rows/s
+    assert pdf_first == Estimates.DEFAULT_TASK_SEC  # no PDF run measured: the default, not the CSV's pace
+    assert pdf_measured["estimated_completion_sec"] == 200  # 20,000 rows at 100 rows/s
+
+
 def test_a_queued_tasks_first_claim_measures_the_lanes_wait_and_later_estimates_use_it(aws: Resources) -> None:
     deps = worker.dependencies()
-    deps.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 10 s a task, 100 rows per day
+    deps.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 10 s a task
     ids = []
     for n in range(3):
         api.dependencies.cache_clear()  # each submit reads the queue depth anew

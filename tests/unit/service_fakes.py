@@ -75,13 +75,13 @@ class FakeThroughputStats:
         self.lanes: dict[str, QueueWait] = {}
         self.broken = False
 
-    def get(self, export_type: str) -> Throughput | None:
+    def get(self, key: str) -> Throughput | None:
         self._check()
-        return self.types.get(export_type)
+        return self.types.get(key)
 
-    def record(self, export_type: str, rows: int, seconds: float, days: int | None = None) -> None:
+    def record(self, key: str, rows: int, seconds: float, days: int | None = None) -> None:
         self._check()
-        self.types[export_type] = updated_throughput(self.types.get(export_type), rows, seconds, self._smoothing, days)
+        self.types[key] = updated_throughput(self.types.get(key), rows, seconds, self._smoothing, days)
 
     def queue_wait(self, lane: str) -> QueueWait | None:
         self._check()

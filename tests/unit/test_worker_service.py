@@ -7,7 +7,7 @@ import pytest
 
 from examples.demo_plugins.orders import OrdersExport
 from exports.config import Metric
-from exports.domain.admission import QueueWait
+from exports.domain.admission import QueueWait, throughput_key
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -62,7 +62,7 @@ def test_a_task_is_claimed_exported_and_completed() -> None:
     assert done.result.bytes == len(body)
     assert w.tasks.active_count("alice") == 0
     assert (w.counts(Metric.STARTED), w.counts(Metric.COMPLETED), w.counts(Metric.ROWS_EXPORTED)) == (1, 1, 100)
-    assert w.throughput.get("numbers").rows_per_task == 100
+    assert w.throughput.get(throughput_key("numbers", done.format.value)).rows_per_task == 100
     assert w.files.uploads == {}
 
 
