@@ -323,6 +323,11 @@ class Metric:
     REDELIVERED: Final = "TaskRedelivered"
     # A task waited because its data source already ran its limit of concurrent exports.
     SOURCE_DEFERRED: Final = "SourceBusyDeferred"
+    # Scheduled exports: a firing made its run; a delivery of a firing that had its run already;
+    # a schedule paused itself (type gone, access revoked, filters refused, too many failures).
+    SCHEDULE_FIRED: Final = "ScheduleFired"
+    SCHEDULE_DUPLICATE_FIRING: Final = "ScheduleDuplicateFiring"
+    SCHEDULE_PAUSED: Final = "SchedulePaused"
 
 
 class Capacity:

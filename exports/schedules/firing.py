@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from exports.config import Metric
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest
 from exports.schedules.dependencies import ScheduleDependencies
@@ -55,6 +56,7 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
     now = deps.api.clock()
     claim = deps.schedules.claim_firing(schedule_id, scheduled_for, now)
     if not claim.won:
+        deps.api.metrics.add(Metric.SCHEDULE_DUPLICATE_FIRING)
         return Firing(FiringOutcome.DUPLICATE, claim.task_id)
     refusal = _refusal(schedule, deps)
     if refusal is not None:
@@ -73,6 +75,7 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
         raise
     task_id = submission.task.task_id
     deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, task_id)
+    deps.api.metrics.add(Metric.SCHEDULE_FIRED)
     _next_moved_firing(schedule, max(now, scheduled_for), deps)
     return Firing(FiringOutcome.CREATED, task_id)
 
@@ -123,6 +126,7 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
             current = deps.schedules.get(schedule.schedule_id)
             continue
         logger.warning("schedule paused", extra={"schedule_id": schedule.schedule_id, "reason": reason.code.value})
+        deps.api.metrics.add(Metric.SCHEDULE_PAUSED)
         if deps.timer is not None:
             deps.timer.update(paused)
             follow_moved_firing(paused, deps.api.clock(), deps)  # paused: removes it

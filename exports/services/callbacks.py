@@ -71,6 +71,8 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
         return DeliveryOutcome.NOTHING_TO_DO
     # A scheduled run's end: its schedule's outcome and mail first (repeated attempts are no-ops).
     paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
+    if paused is not None:
+        deps.metrics.add(Metric.SCHEDULE_PAUSED)
     if not task.pending_callbacks:
         return DeliveryOutcome.NOTHING_TO_DO
     body = json.dumps(callback_payload(task, deps, paused), separators=(",", ":"), ensure_ascii=False).encode()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from exports.config import Metric
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ServiceUnavailable
 from exports.domain.spec import ExportSpec
@@ -85,9 +86,13 @@ def test_a_firing_creates_a_run_as_the_stored_caller():
 
     fired = firing.fire(schedule.schedule_id, at, deps)
 
+    again = firing.fire(schedule.schedule_id, at, deps)
+
     task = services.tasks.tasks[fired.task_id or ""]
     assert fired.outcome is firing.FiringOutcome.CREATED
     assert (task.schedule_id, task.scheduled_for, task.source.value) == (schedule.schedule_id, at, "schedule")
+    assert again.outcome is firing.FiringOutcome.DUPLICATE and again.task_id == fired.task_id
+    assert (services.counts(Metric.SCHEDULE_FIRED), services.counts(Metric.SCHEDULE_DUPLICATE_FIRING)) == (1, 1)
 
 
 def test_a_revoked_rule_pauses_the_schedule_at_its_firing_and_disables_scheduler():
@@ -104,6 +109,7 @@ def test_a_revoked_rule_pauses_the_schedule_at_its_firing_and_disables_scheduler
     paused = store.schedules[schedule.schedule_id]
     assert paused.paused_reason is not None and paused.paused_reason.code is PauseCode.ACCESS_REVOKED
     assert not timer.schedules[schedule.schedule_id].is_active
+    assert services.counts(Metric.SCHEDULE_PAUSED) == 1
 
 
 def test_a_type_that_is_gone_pauses_the_schedule():
