@@ -7,7 +7,7 @@ import pytest
 
 from examples.demo_plugins.orders import OrdersExport
 from exports.config import Metric
-from exports.domain.admission import QueueWait
+from exports.domain.admission import QueueWait, throughput_key
 from exports.domain.caller import Caller
 from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable
 from exports.domain.spec import ExportSpec
@@ -280,7 +280,8 @@ def test_a_failed_enqueue_fails_the_task_instead_of_stranding_it() -> None:
 
 def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_ahead() -> None:
     w = world()
-    w.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 100 rows/s, 100 rows per day
+    # 100 rows/s, 100 rows per day
+    w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)
     small = submit(w, spec(priority=1))  # 2 days
     large = submit(w, spec(priority=1, filters={"date_from": "2025-01-01", "date_to": "2025-01-31"}))
     for n in range(6):
@@ -297,7 +298,7 @@ def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_a
 def test_a_task_records_the_rows_expected_only_when_measured_or_known() -> None:
     w = world()
     unmeasured = submit(w, days(1)).task
-    w.throughput.record("orders", rows=1000, seconds=10.0, days=10)  # 100 rows per day
+    w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 100 rows per day
     measured = submit(w, days(3)).task  # 4 days
 
     assert unmeasured.estimated_rows is None  # the defaults are no measure of this type
@@ -307,7 +308,7 @@ def test_a_task_records_the_rows_expected_only_when_measured_or_known() -> None:
 
 def test_a_lanes_measured_wait_is_used_for_the_tasks_ahead() -> None:
     w = world()
-    w.throughput.record("orders", rows=1000, seconds=10.0, days=10)
+    w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)
     for n in range(3):
         submit(w, days(n))
     w.throughput.lanes["normal"] = QueueWait(10.0**6)  # the lane got slow
