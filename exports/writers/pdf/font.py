@@ -73,8 +73,13 @@ class CompositeFont:
         return text.translate(_INVISIBLE) if not text.isprintable() else text
 
     def register(self, text: str) -> None:
-        """Give the characters of ``text`` not seen yet their CIDs."""
-        for char in set(text).difference(self.advances):
+        """Give the characters of ``text`` not seen yet their CIDs, in code point order: a set's
+        order changes with the process's string hashing, and the same rows must make the same
+        file."""
+        unseen = set(text).difference(self.advances)
+        if not unseen:
+            return
+        for char in sorted(unseen):
             code = ord(char)
             if len(self._codes) > MAX_CID:
                 # More distinct characters than two bytes number: the rest are the missing glyph.
@@ -99,7 +104,9 @@ class CompositeFont:
         from fontTools.ttLib import TTFont
 
         codes = self._codes[1:]
-        font = TTFont(str(FONT_FILE))
+        # The subset keeps the font's own modification time: by default fontTools stamps the
+        # saving second into it, and the same rows would make another file a second later.
+        font = TTFont(str(FONT_FILE), recalcTimestamp=False)
         options = subset.Options()
         options.layout_features = []
         options.notdef_outline = True
