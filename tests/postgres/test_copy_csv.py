@@ -26,7 +26,7 @@ from exports.writers.gzip_stream import GzipStream
 from tests.postgres.conftest import declared_types, write_declaration
 from tests.postgres.test_read_only_guard import PWNED, WRITES, guarded  # noqa: F401  (the fixture)
 from tests.postgres.test_tenancy import ALICE, BOB, expected, invoices  # noqa: F401  (the fixture)
-from tests.postgres.test_type_corpus import corpus  # noqa: F401  (the fixture)
+from tests.postgres.test_type_corpus import corpus, corpus_copy_type  # noqa: F401  (the fixture)
 
 RED_TEAM_TABLE = """
 CREATE TABLE red (
@@ -265,19 +265,8 @@ def test_chosen_columns_and_headers_are_byte_equal_on_both_paths(red: dict[str, 
 
 def test_the_type_corpus_is_byte_equal_on_both_paths(corpus: tuple[str, ExportType], tmp_path: Path) -> None:  # noqa: F811
     uri, _ = corpus
-    with psycopg.connect(uri) as conn:
-        names = [
-            row[0]
-            for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'corpus'"
-                " AND data_type <> 'real' ORDER BY ordinal_position"
-            )
-        ]
-    declaration = RED_TEAM.split("[types.red]", maxsplit=1)[0] + (
-        f'[types.corpus]\ndescription = "every type but real"\nsource = "db"\n'
-        f'query = "SELECT {", ".join(names)} FROM corpus"\norder_key = ["id"]\n'
-    )
-    export_type = declared_types(write_declaration(tmp_path, declaration), {"DB_URL": uri})["corpus"]
+    sources = RED_TEAM.split("[types.red]", maxsplit=1)[0]
+    export_type, names = corpus_copy_type(uri, tmp_path, sources)
     assert len(names) > 50
     for guard in (True, False):
         assert_same(export_type, export_type.parse_filters({}), guard)

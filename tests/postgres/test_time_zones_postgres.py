@@ -19,7 +19,7 @@ from exports.export_types.base import ExportType, Unbounded
 from exports.writers.csv_writer import CsvStream
 from exports.writers.zones import ZonedExport
 from tests.postgres.conftest import declared_types, write_declaration
-from tests.postgres.test_type_corpus import corpus  # noqa: F401  (the fixture)
+from tests.postgres.test_type_corpus import corpus, corpus_copy_type  # noqa: F401  (the fixture)
 
 ZONES = ["Europe/Berlin", "Asia/Kathmandu", "America/New_York", "Australia/Lord_Howe"]
 INSTANTS = [
@@ -241,19 +241,8 @@ def test_utc_is_the_file_of_before_zones(moments: tuple[str, dict[str, ExportTyp
 
 def test_the_type_corpus_is_byte_equal_on_both_paths_in_berlin(corpus: tuple[str, ExportType], tmp_path: Path) -> None:  # noqa: F811
     uri, _ = corpus
-    with psycopg.connect(uri) as conn:
-        names = [
-            row[0]
-            for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'corpus'"
-                " AND data_type <> 'real' ORDER BY ordinal_position"
-            )
-        ]
-    declaration = DECLARATION.split("[types.moments]", maxsplit=1)[0] + (
-        f'[types.corpus]\ndescription = "every type but real"\nsource = "db"\n'
-        f'query = "SELECT {", ".join(names)} FROM corpus"\norder_key = ["id"]\n'
-    )
-    export_type = declared_types(write_declaration(tmp_path, declaration), {"DB_URL": uri})["corpus"]
+    sources = DECLARATION.split("[types.moments]", maxsplit=1)[0]
+    export_type, names = corpus_copy_type(uri, tmp_path, sources)
     assert "c_timestamptz" in names
     column = names.index("c_timestamptz")
     instants = {}

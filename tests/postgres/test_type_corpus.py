@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -112,6 +113,25 @@ order_key = ["id"]
 # The corpus is the same for every caller.
 allow = { groups = ["tests"] }
 """
+
+
+def corpus_copy_type(uri: str, folder: Path, sources: str) -> tuple[ExportType, list[str]]:
+    """A declared type over every corpus column but the ``real`` one, under ``sources`` (a
+    declaration's ``[sources]`` part), and those columns' names: what the COPY and Python
+    paths are compared on."""
+    with psycopg.connect(uri) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'corpus'"
+                " AND data_type <> 'real' ORDER BY ordinal_position"
+            )
+        ]
+    declaration = sources + (
+        f'[types.corpus]\ndescription = "every type but real"\nsource = "db"\n'
+        f'query = "SELECT {", ".join(names)} FROM corpus"\norder_key = ["id"]\n'
+    )
+    return declared_types(write_declaration(folder, declaration), {"DB_URL": uri})["corpus"], names
 
 
 @pytest.fixture(scope="module")
