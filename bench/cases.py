@@ -257,13 +257,13 @@ def run_pipeline(
 ) -> int:
     """``run_export`` of a claimed task in ``fmt`` into a file in ``folder``; returns its bytes.
     ``source`` is (registry, export type, task filters); by default the generated rows."""
-    from exports.config import Worker
+    from exports.config.settings import WorkerSettings, XlsxEngine
+    from exports.config.worker import Worker
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
     from exports.services.dependencies import WorkerDependencies
     from exports.services.export_run import HandedOver, run_export
     from exports.services.progress import ProgressReporter
-    from exports.settings import WorkerSettings, XlsxEngine
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()

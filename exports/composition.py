@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
+from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from exports.domain.admission import Estimates
 from exports.domain.errors import ExportsError
 from exports.services.dependencies import (
@@ -25,7 +26,6 @@ from exports.services.dependencies import (
     WorkerDependencies,
     utc_now,
 )
-from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 
 if TYPE_CHECKING:
     from exports.declared.build import BuiltTypes

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from exports.config import Worker
+from exports.config.worker import Worker
 from exports.domain.admission import QueueWait, Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task

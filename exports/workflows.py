@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from exports.config import Callback, FanOut, ThrottleRetry
+from exports.config.callbacks import Callback
+from exports.config.fan_out import FanOut
+from exports.config.retry import ThrottleRetry
 
 # Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
 # passes its stack's, local mode and the tests the default.

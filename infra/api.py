@@ -26,7 +26,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config import API_VERSION_PREFIX, PUBLIC_PATHS, SERVICE_NAME, Capacity, Cors
+from exports.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
+from exports.config.limits import Capacity
+from exports.config.names import SERVICE_NAME
 from infra.function_factory import log_group, removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings

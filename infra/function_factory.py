@@ -15,8 +15,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config import SERVICE_NAME, metrics_namespace
-from exports.settings import FunctionSettings
+from exports.config.metrics import metrics_namespace
+from exports.config.names import SERVICE_NAME
+from exports.config.settings import FunctionSettings
 from infra.nag import acknowledge
 from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirements_for
 from infra.settings import StageSettings
@@ -72,7 +73,7 @@ class FunctionSpec:
     timeout_sec: int
     # Runtime dependencies it imports, by name; the versions come from pyproject.toml.
     distributions: tuple[str, ...]
-    # What its handler parses from the environment (exports/settings.py): the function gets
+    # What its handler parses from the environment (exports/config/settings.py): the function gets
     # exactly the variables these settings read (:meth:`own_environment`).
     runtime_settings: type[FunctionSettings]
     # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.

@@ -12,23 +12,29 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config import Env, Push, Results, Schedules, SchedulesTable, TaskTable, Worker, XlsxLimits
-from exports.push.settings import PushSettings
-from exports.settings import (
+from exports.config.env import Env
+from exports.config.push import Push
+from exports.config.results import Results
+from exports.config.schedules import Schedules
+from exports.config.settings import (
     ApiSettings,
     CallbackSettings,
     LifecycleSettings,
+    PushSettings,
     RegistrySettings,
     ScheduleSettings,
     WorkerSettings,
 )
+from exports.config.tables import SchedulesTable, TaskTable
+from exports.config.worker import Worker, XlsxLimits
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.packaging import PDF_FONT_FILES
 from infra.queues import TaskQueues
 from infra.schedules import ScheduledExports
 from infra.secrets import WebhookSecret
-from infra.settings import AdmissionLimits, Sizing, StageSettings, WorkerVpc
+from infra.settings import AdmissionLimits, StageSettings, WorkerVpc
+from infra.sizing import Sizing
 from infra.sources import DeclaredSources
 from infra.storage import ResultsStorage
 from infra.tables import Tables

@@ -1,8 +1,8 @@
 """Alarms to an SNS topic, and a dashboard of the business metrics and the moving parts.
 
 Business metrics are the EMF metrics the functions publish with Powertools: namespace
-:func:`exports.config.metrics_namespace` of the stack (so two stacks in one account never share
-a number), names from :class:`exports.config.Metric`, and the ``service`` dimension Powertools
+:func:`exports.config.metrics.metrics_namespace` of the stack (so two stacks in one account never share
+a number), names from :class:`exports.config.metrics.Metric`, and the ``service`` dimension Powertools
 adds from ``POWERTOOLS_SERVICE_NAME``; ExportFailed also carries the error code and the source,
 and its alarm and graph read it with Metrics Insights across them.
 
@@ -33,15 +33,15 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import (
+from exports.config.metrics import (
     ERROR_CODE_DIMENSION,
-    SERVICE_NAME,
     SOURCE_DIMENSION,
     USER_CAUSED_FAILURES,
     Metric,
-    Push,
     metrics_namespace,
 )
+from exports.config.names import SERVICE_NAME
+from exports.config.push import Push
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
@@ -125,7 +125,7 @@ class Runbooks:
 
 
 def business_metric(name: str, namespace: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
-    """One of our EMF metrics (``name`` from :class:`exports.config.Metric`) in ``namespace``."""
+    """One of our EMF metrics (``name`` from :class:`exports.config.metrics.Metric`) in ``namespace``."""
     return cloudwatch.Metric(
         namespace=namespace,
         metric_name=name,
@@ -515,7 +515,7 @@ class Monitoring(Construct):
 def failed_exports_query(namespace: str, group_by: bool = False, faults_only: bool = False) -> str:
     """The Metrics Insights query of ExportFailed over every error code and source (summed, or
     one series per code and source); ``faults_only`` leaves out the codes of
-    :data:`exports.config.USER_CAUSED_FAILURES`."""
+    :data:`exports.config.metrics.USER_CAUSED_FAILURES`."""
     schema = ", ".join(sorted(("service", ERROR_CODE_DIMENSION, SOURCE_DIMENSION)))
     query = f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {schema})'
     if faults_only:

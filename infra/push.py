@@ -21,7 +21,11 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.config import SERVICE_NAME, Env, Push, Queue, TaskTable
+from exports.config.env import Env
+from exports.config.names import SERVICE_NAME
+from exports.config.push import Push
+from exports.config.queues import Queue
+from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from infra.api import AccessLogs, ExportsApi, cognito_issuer
 from infra.function_factory import ServiceFunction, log_group

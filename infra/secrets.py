@@ -13,7 +13,7 @@ from typing import Final
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from exports.config import SERVICE_NAME
+from exports.config.names import SERVICE_NAME
 from infra.function_factory import removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings

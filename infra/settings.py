@@ -1,10 +1,11 @@
 """Deployment settings: what differs between stages, and what ``cdk synth -c key=value`` may set.
 
 Plain Python on purpose (no CDK import): the cost script and fast tests read it too. Names,
-limits and timeouts shared with the function code come from :mod:`exports.config`; this module
-holds what differs by stage (sizes, alarm thresholds, log retention) and the admission limits a
-deployment may tune, whose defaults are :class:`exports.config.Admission` and
-:class:`exports.config.HotKey` (the functions get them through their ``Env`` variables).
+limits and timeouts shared with the function code come from :mod:`exports.config`, the
+functions' sizes from :mod:`infra.sizing`; this module holds what differs by stage (alarm
+thresholds, log retention) and the admission limits a deployment may tune, whose defaults are
+:class:`exports.config.limits.Admission` and :class:`exports.config.limits.HotKey` (the
+functions get them through their ``Env`` variables).
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from exports.config import Admission, Callback, FanOut, HotKey, Push, Results, Schedules, Worker
-from exports.writers.sink import MIN_PART_BYTES
+from exports.config.fan_out import FanOut
+from exports.config.limits import Admission, HotKey
+from exports.config.push import Push
+from exports.config.results import Results
+from exports.config.schedules import Schedules
+from exports.config.worker import Worker
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -61,79 +66,12 @@ class Context:
     WORKER_VPC: Final = "worker_vpc"
     # The most partitions one export is split into (the fan-out Map's MaxConcurrency).
     MAX_PARTITIONS: Final = "max_partitions"
-    # Rows per partition: a larger export is split (exports.config.Env.PARTITION_ROWS).
+    # Rows per partition: a larger export is split (exports.config.env.Env.PARTITION_ROWS).
     PARTITION_ROWS: Final = "partition_rows"
     # true: the stack sets API Gateway's account-level CloudWatch Logs role (AWS::ApiGateway::Account),
     # which the push channel's WebSocket stage needs for its access logs. Off by default: it is one
     # setting per account and region, which another stack or an administrator may own.
     APIGATEWAY_CLOUDWATCH_ROLE: Final = "apigateway_cloudwatch_role"
-
-
-class Sizing:
-    """Memory and timeouts of the functions (arm64). The worker's timeout is
-    :attr:`exports.config.Worker.FUNCTION_TIMEOUT_SEC`, shared with the queue settings."""
-
-    API_MEMORY_MB: Final = 512
-    # HTTP API integrations give up after 30 s; the function stops just before.
-    API_TIMEOUT_SEC: Final = 29
-    WORKER_MEMORY_MB: Final = 1024
-    # The lifecycle workflow's functions: a few DynamoDB calls and one Step Functions call each.
-    LIFECYCLE_MEMORY_MB: Final = 256
-    LIFECYCLE_TIMEOUT_SEC: Final = 30
-    CALLBACK_MEMORY_MB: Final = 256
-    # One callback request (given up after Callback.REQUEST_TIMEOUT_SEC) plus the secret, the DNS
-    # lookup of the SSRF guard and the DynamoDB writes around it.
-    CALLBACK_TIMEOUT_SEC: Final = 6 * Callback.REQUEST_TIMEOUT_SEC
-    # Reserved concurrency of the lifecycle workflow's functions: a burst of executions (every
-    # submit starts one, every task end delivers one callback) can then neither take the account's
-    # concurrency from the API and the workers nor run unbounded. Over the cap Lambda throttles,
-    # and the state machine retries throttled invokes (Lambda.TooManyRequestsException).
-    LIFECYCLE_RESERVED_CONCURRENCY: Final = 5
-    CALLBACK_RESERVED_CONCURRENCY: Final = 5
-    # The schedule function likewise: schedules tend to fire together (on the hour, Monday 08:00),
-    # and over the cap Lambda keeps the firings queued and retries them (asynchronous invocations,
-    # for up to the target's event age), so a burst is smoothed instead of taking the pool.
-    SCHEDULE_RESERVED_CONCURRENCY: Final = 5
-    # The push channel's functions: a few DynamoDB calls and posts to connections each.
-    PUSH_MEMORY_MB: Final = 256
-    # WebSocket API integrations give up after 29 s, as the HTTP API's.
-    PUSH_ROUTE_TIMEOUT_SEC: Final = 29
-    # The schedule function builds the registry and submits a firing as the API's submit path does.
-    SCHEDULE_MEMORY_MB: Final = API_MEMORY_MB
-    # What a worker run needs besides a split export's held bytes: the interpreter, boto3,
-    # pydantic, a page of rows and the writer's buffers (peak RSS of a whole export is about
-    # 250 MB, docs/performance.md), with room to spare.
-    WORKER_BASE_MB: Final = 512
-
-    @staticmethod
-    def worker_memory_mb(max_partitions: int) -> int:
-        """The worker's memory for a stage splitting exports in up to ``max_partitions``: the
-        assembler holds every segment's head and tail at once (at most one minimum part plus
-        one upload part each, 13 MiB), so 100 partitions need more than the 1024 MB that serve
-        an unsplit export. Rounded up to 64 MB; never below ``WORKER_MEMORY_MB``."""
-        held_mb = max_partitions * (MIN_PART_BYTES + Worker.UPLOAD_PART_BYTES) / (1024 * 1024)
-        needed = math.ceil((Sizing.WORKER_BASE_MB + held_mb) / 64) * 64
-        return max(Sizing.WORKER_MEMORY_MB, needed)
-
-
-class AccountQuota:
-    """What the AWS account must allow for this stack (docs/deploy.md, "Account quotas")."""
-
-    # Lambda refuses a reservation that leaves fewer than this many unreserved executions
-    # in the account (and region) for every other function.
-    LAMBDA_MIN_UNRESERVED_CONCURRENCY: Final = 100
-
-    @classmethod
-    def lambda_concurrency_needed(cls) -> int:
-        """The account's Lambda concurrent executions quota one stack needs at least: its
-        reservations plus the minimum Lambda keeps unreserved (new accounts start at 10 and
-        must ask for an increase; the default quota is 1,000)."""
-        reserved = (
-            Sizing.LIFECYCLE_RESERVED_CONCURRENCY
-            + Sizing.CALLBACK_RESERVED_CONCURRENCY
-            + Sizing.SCHEDULE_RESERVED_CONCURRENCY
-        )
-        return reserved + cls.LAMBDA_MIN_UNRESERVED_CONCURRENCY
 
 
 @dataclass(frozen=True)
@@ -220,12 +158,12 @@ class StageSettings:
     mail: Mail = Mail()
     # The declaration file to package (None: the repository's exports.toml).
     exports_config: str | None = None
-    # Per declared source, keys that replace the file's (exports.config.Env.SOURCE_OVERRIDES).
+    # Per declared source, keys that replace the file's (exports.config.env.Env.SOURCE_OVERRIDES).
     source_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     worker_vpc: WorkerVpc | None = None
-    # Parallel partitions per export (exports.config.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
+    # Parallel partitions per export (exports.config.env.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
-    # Rows per partition of a split export (exports.config.Env.PARTITION_ROWS).
+    # Rows per partition of a split export (exports.config.env.Env.PARTITION_ROWS).
     partition_rows: int = FanOut.PARTITION_ROWS
     # Whether the stack sets API Gateway's account-level CloudWatch Logs role (Context.APIGATEWAY_CLOUDWATCH_ROLE).
     apigateway_cloudwatch_role: bool = False

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from exports.config import Declarations as DeclarationFiles
-from exports.config import Env
+from exports.config.declarations import Declarations as DeclarationFiles
+from exports.config.env import Env
 from exports.declared.loader import DeclarationError, Declarations, default_path, load_declarations
 from exports.declared.model import PostgresSource
 from infra.settings import StageSettings

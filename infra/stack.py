@@ -5,7 +5,8 @@ from __future__ import annotations
 from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
-from exports.config import SERVICE_NAME, CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.config.names import SERVICE_NAME
+from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring

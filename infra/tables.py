@@ -19,7 +19,9 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config import CustomersTable, Env, OrdersTable, Push, SchedulesTable, TaskTable
+from exports.config.env import Env
+from exports.config.push import Push
+from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 

@@ -25,7 +25,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config import Limits, Worker
+from exports.config.limits import Limits
+from exports.config.worker import Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
 from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring

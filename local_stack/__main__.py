@@ -134,7 +134,7 @@ shortest interval is 15 minutes unless configured; see docs/schedules.md):
 
 
 def _min_interval() -> str:
-    from exports.config import Env
+    from exports.config.env import Env
 
     return os.environ.get(Env.MIN_SCHEDULE_INTERVAL_MIN, "")
 

@@ -23,19 +23,13 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-from exports.config import (
-    LANES,
-    CustomersTable,
-    Env,
-    FanOut,
-    Names,
-    OrdersTable,
-    Push,
-    Queue,
-    SchedulesTable,
-    TaskTable,
-    Worker,
-)
+from exports.config.env import Env
+from exports.config.fan_out import FanOut
+from exports.config.names import Names
+from exports.config.push import Push
+from exports.config.queues import LANES, Queue
+from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.config.worker import Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES

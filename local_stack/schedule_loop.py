@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.schedules.model import Schedule
 from exports.schedules.service import recurrence_of
 from local_stack.lambda_context import LocalLambdaContext

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wrappers import Request
 
 from exports.adapters.dynamodb_schedules import DynamoScheduleStore
-from exports.config import LANES, Env, FanOut, Names, Worker
+from exports.config.env import Env
+from exports.config.fan_out import FanOut
+from exports.config.names import Names
+from exports.config.queues import LANES
+from exports.config.worker import Worker
 from exports.declared.build import check_sql_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.schedules.mail import task_of
@@ -319,7 +323,7 @@ class LocalStack:
         key stop start-up with a :class:`DeclarationError`, instead of answering 500, serving
         fewer types than the banner lists, or failing every export later."""
         from exports.composition import built_export_types
-        from exports.settings import RegistrySettings
+        from exports.config.settings import RegistrySettings
 
         settings = RegistrySettings.from_env(os.environ)
         declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from exports.config import Push, TaskTable
+from exports.config.push import Push
+from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from local_stack.lambda_context import LocalLambdaContext
 

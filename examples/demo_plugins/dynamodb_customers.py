@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
-from exports.config import CustomersTable
+from exports.config.tables import CustomersTable
 from exports.export_types.base import CursorInvalid
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
-from exports.config import OrdersTable
+from exports.config.tables import OrdersTable
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient

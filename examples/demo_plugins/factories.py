@@ -12,7 +12,7 @@ from examples.demo_plugins.dynamodb_customers import DynamoCustomersReader
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
 from examples.demo_plugins.orders import OrdersExport
 from examples.demo_plugins.sales_report import SalesReportExport
-from exports.config import Env
+from exports.config.env import Env
 from exports.declared.build import PluginContext
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from exports.adapters.aws_errors import ConditionNotMet, translated
 from exports.adapters.task_table import bucket_id, queue_wait_id, throughput_id
 from exports.adapters.task_table import key as item_key
-from exports.config import TaskTable
+from exports.config.tables import TaskTable
 from exports.domain.admission import (
     Bucket,
     QueueWait,

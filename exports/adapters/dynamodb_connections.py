@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from exports.adapters.aws_errors import ConditionNotMet, translated
-from exports.config import Push
+from exports.config.push import Push
 from exports.domain.task import Task
 from exports.push.model import Subscription, Viewer
 

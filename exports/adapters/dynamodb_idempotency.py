@@ -23,7 +23,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from exports.adapters.task_table import IDEMPOTENCY_PREFIX
-from exports.config import Admission, TaskTable
+from exports.config.limits import Admission
+from exports.config.tables import TaskTable
 from exports.domain.errors import ConditionFailed, InvalidRequest
 
 if TYPE_CHECKING:

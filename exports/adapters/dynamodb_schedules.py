@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, TransactionCancelled, translated
 from exports.adapters.dynamodb_items import from_item, to_item
-from exports.config import SchedulesTable
+from exports.config.tables import SchedulesTable
 from exports.domain.errors import ConditionFailed, InvalidRequest
 from exports.schedules.model import Schedule
 from exports.schedules.ports import FiringClaim, ScheduleLimitReached, SchedulePage

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from exports.adapters.aws_errors import ConditionNotMet, TransactionCancelled, translated
 from exports.adapters.dynamodb_items import from_item, to_attribute, to_item
 from exports.adapters.task_table import dedup_id, key, quota_id
-from exports.config import Admission, TaskTable
+from exports.config.limits import Admission
+from exports.config.tables import TaskTable
 from exports.domain.errors import (
     ConditionFailed,
     DuplicateSubmission,

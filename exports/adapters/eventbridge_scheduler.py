@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import AwsError, translated
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.schedules.model import Schedule
 from exports.schedules.scheduler_expression import scheduler_expression
 

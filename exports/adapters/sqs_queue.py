@@ -10,7 +10,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from exports.adapters.aws_errors import translated
-from exports.config import Admission, Queue
+from exports.config.limits import Admission
+from exports.config.queues import Queue
 from exports.domain.admission import lane_for
 from exports.domain.errors import ExportsError
 from exports.ports import Delivery, TaskMessage

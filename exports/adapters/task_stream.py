@@ -9,7 +9,7 @@ from typing import Any
 from exports.adapters.aws_errors import translated
 from exports.adapters.dynamodb_items import from_item
 from exports.adapters.task_table import key
-from exports.config import TaskTable
+from exports.config.tables import TaskTable
 from exports.domain.task import Task
 from exports.push.model import TaskChange
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exports.config import TaskTable
+from exports.config.tables import TaskTable
 
 IDEMPOTENCY_PREFIX = "idempotency"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib3
 from urllib3.exceptions import HTTPError
 
-from exports.config import Callback
+from exports.config.callbacks import Callback
 from exports.ports import WebhookResponse
 from exports.webhooks.destination import Destination
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 import exports
-from exports.config import Declarations as DeclarationSettings
+from exports.config.declarations import Declarations as DeclarationSettings
 from exports.declared.dynamodb_export import DAY_PLACEHOLDER
 from exports.declared.model import (
     CallerBindingDecl,

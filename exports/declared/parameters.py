@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.declared.model import DateRangeDecl, ItemDecl, ParameterDecl, ParameterType
 from exports.domain.caller import BindingKind
 

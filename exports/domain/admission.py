@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any, Final
 
-from exports.config import LANES, Lane
+from exports.config.queues import LANES, Lane
 from exports.domain.zones import is_utc
 
 

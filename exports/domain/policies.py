@@ -6,7 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
-from exports.config import Queue, Worker
+from exports.config.queues import Queue
+from exports.config.worker import Worker
 from exports.domain.task import Task
 
 
@@ -30,7 +31,7 @@ def is_last_delivery(receive_count: int) -> bool:
 
 def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:
     """Seconds before retry number ``retry_count + 1``: exponential backoff with equal jitter,
-    between half the ceiling and all of it (see :class:`exports.config.Worker`). The fixed
+    between half the ceiling and all of it (see :class:`exports.config.worker.Worker`). The fixed
     half is what spreads the retries over minutes whatever the draws; the random half keeps
     the workers of one outage from retrying in step.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE
 

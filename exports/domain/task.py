@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
 from exports.domain.zones import UTC_ZONE

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.domain.caller import Caller
 from exports.domain.errors import RetryableError
 from exports.domain.partitions import PartitionSpec

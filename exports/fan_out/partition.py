@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Final
 
-from exports.config import Worker
+from exports.config.worker import Worker
 from exports.domain.errors import ExportsError, LostOwnership
 from exports.domain.task import ExportFormat, Task, record_partition_progress
 from exports.export_types.base import AnyExportType, Column, Page, Row

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.domain.caller import Caller
 from exports.domain.errors import ExportsError, InvalidRequest
 

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from exports.config import Admission
+from exports.config.limits import Admission
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
     ConditionFailed,

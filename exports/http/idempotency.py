@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from exports.config import Admission
+from exports.config.limits import Admission
 from exports.domain.errors import InvalidRequest
 
 HEADER = "idempotency-key"

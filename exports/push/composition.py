@@ -13,9 +13,9 @@ from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.task_stream import DynamoTaskVersions
 from exports.adapters.websocket_posts import ApiGatewayPoster
 from exports.composition import declared_export_types
+from exports.config.settings import PushSettings
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics
-from exports.push.settings import PushSettings
 from exports.services.push import PushDependencies
 
 

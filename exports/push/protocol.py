@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from exports.config import Push
+from exports.config.push import Push
 from exports.domain.errors import InvalidRequest
 
 

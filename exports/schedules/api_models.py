@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from exports.api_models import ExportRequest
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.domain.zones import canonical_zone
 from exports.schedules.model import Every, LastRun, PauseReason, Schedule, ScheduleState
 from exports.schedules.service import ScheduleChanges, ScheduleSpec

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest
 from exports.schedules.dependencies import ScheduleDependencies

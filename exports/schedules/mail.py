@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.domain.errors import InvalidRequest
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task

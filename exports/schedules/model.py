@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Limits, Schedules
+from exports.config.limits import Limits
+from exports.config.schedules import Schedules
 from exports.domain.task import ExportFormat
 
 SCHEDULE_ID_PREFIX = "sch_"

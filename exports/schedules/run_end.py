@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.domain.errors import ConditionFailed, ExportsError
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task

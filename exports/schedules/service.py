@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.domain.caller import TOKEN_CLAIMS, Caller
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from exports.config import Results
+from exports.config.results import Results
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.ports import ExportFiles, MultipartUpload, ResultStore, SharedUpload

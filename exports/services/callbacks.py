@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.errors import InvalidRequest, RetryableError
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus

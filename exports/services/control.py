@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.caller import Caller
 from exports.domain.errors import ConditionFailed, TaskNotCancellable, TaskNotRetryable
 from exports.domain.spec import ExportSpec

@@ -16,7 +16,8 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from exports.config import HotKey, Metric
+from exports.config.limits import HotKey
+from exports.config.metrics import Metric
 from exports.domain.admission import lane_for
 from exports.domain.errors import (
     ConditionFailed,

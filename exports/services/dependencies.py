@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import (
     BusinessMetrics,
@@ -28,7 +29,6 @@ from exports.ports import (
     WebhookSender,
 )
 from exports.schedules.run_end import RunEndDependencies
-from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from exports.webhooks.destination import Resolver, system_resolver
 
 

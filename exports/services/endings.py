@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final, assert_never
 
-from exports.config import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
+from exports.config.metrics import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
 from exports.domain.admission import date_span_days, throughput_key
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
 from exports.domain.policies import has_retries_left, retry_delay_sec

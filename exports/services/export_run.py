@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from exports.config.settings import XlsxEngine
 from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
@@ -44,7 +45,6 @@ from exports.services.progress import ProgressReporter
 from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
-from exports.settings import XlsxEngine
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.errors import ConditionFailed, TaskNotFound
 from exports.domain.task import Task, time_out
 from exports.services.dependencies import LifecycleDependencies

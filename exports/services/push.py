@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from exports.config import Push
+from exports.config.push import Push
+from exports.config.settings import PushSettings
 from exports.domain.errors import ExportsError, InvalidRequest
 from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
@@ -29,7 +30,6 @@ from exports.push.model import (
     task_event,
 )
 from exports.push.ports import ConnectionStore, Poster, TaskVersions, TicketStore, TokenVerifier
-from exports.push.settings import PushSettings
 from exports.services.dependencies import utc_now
 from exports.services.queries import download_link
 

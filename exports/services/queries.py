@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from exports.config import Limits
+from exports.config.limits import Limits
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import InvalidRequest, TaskNotFound, TaskNotReady, UnknownExportType
 from exports.domain.ids import is_task_id

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from exports.config import Admission, Lane, Metric
+from exports.config.limits import Admission
+from exports.config.metrics import Metric
+from exports.config.queues import Lane
 from exports.domain.admission import (
     Estimates,
     QueueWait,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
 from exports.domain.task import Task, record_progress, suspend
 from exports.ports import TaskMessage

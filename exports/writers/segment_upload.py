@@ -26,7 +26,7 @@ import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from exports.config import Worker
+from exports.config.worker import Worker
 from exports.ports import NumberedParts
 from exports.writers.sink import MIN_PART_BYTES
 

@@ -6,7 +6,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exports.config import Worker
+from exports.config.worker import Worker
 from exports.ports import MultipartUpload
 from exports.writers.resumable_sha256 import RunningSha256, Sha256State, new_sha256
 

@@ -14,9 +14,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import AwareDatetime, BaseModel
 
 from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
+from exports.config.settings import ScheduleSettings
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.firing import fire
-from exports.settings import ScheduleSettings
 from exports.tracing import lazy_tracer
 
 logger = Logger()

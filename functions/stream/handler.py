@@ -11,7 +11,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from exports.composition import PowertoolsMetrics
-from exports.config import Push
+from exports.config.push import Push
 from exports.push.composition import compose_push
 from exports.push.model import Refused
 from exports.services import push

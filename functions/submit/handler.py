@@ -30,7 +30,9 @@ from exports.api_models import (
     TaskView,
 )
 from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
-from exports.config import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, Limits, Schedules
+from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH
+from exports.config.limits import Limits
+from exports.config.schedules import Schedules
 from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat

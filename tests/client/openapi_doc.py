@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from exports.composition import declared_export_types
-from exports.config import Env, Names
+from exports.config.env import Env
+from exports.config.names import Names
+from exports.config.settings import RegistrySettings
 from exports.export_types.registry import ExportTypeRegistry
 from exports.http.openapi import SHARED_REQUEST, SUBMIT_PATH
-from exports.settings import RegistrySettings
 from local_stack.stack import DEMO_DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ from exports.adapters.dynamodb_tasks import DynamoTaskRepository
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
-from exports.config import LANES
+from exports.config.queues import LANES
 from exports.domain.admission import QueueWait, Throughput, updated_throughput
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus

@@ -21,7 +21,7 @@ from exports.adapters.aws_errors import AwsError
 from exports.adapters.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
 from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer, moved_firing_name
 from exports.adapters.ses_mailer import SesMailer
-from exports.config import Names
+from exports.config.names import Names
 from exports.domain.errors import ConditionFailed, InvalidRequest
 from exports.schedules.model import Every, PauseCode, PauseReason, Schedule, StoredCaller, pause
 from exports.schedules.ports import ScheduleLimitReached, ScheduleStore

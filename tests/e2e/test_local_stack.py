@@ -18,7 +18,8 @@ import pytest
 import requests
 
 from exports.adapters.dynamodb_items import from_item
-from exports.config import LANES, Names
+from exports.config.names import Names
+from exports.config.queues import LANES
 from tests.receiver import receiver
 from tests.stack_process import WEBHOOK_SECRET, Stack, recent, running_stack
 

@@ -210,7 +210,9 @@ def test_the_bundle_has_the_handler_at_the_root_and_the_shared_package(worker_as
     assert (worker_asset / "handler.py").read_bytes() == (REPO_ROOT / "functions/worker/handler.py").read_bytes()
     assert not (worker_asset / "__init__.py").exists()
     assert (worker_asset / "exports/__init__.py").is_file()
-    assert (worker_asset / "exports/config.py").read_bytes() == (REPO_ROOT / "exports/config.py").read_bytes()
+    assert (worker_asset / "exports/config/names.py").read_bytes() == (
+        REPO_ROOT / "exports/config/names.py"
+    ).read_bytes()
 
 
 def test_the_bundle_has_the_workers_dependencies_for_linux_arm64(worker_asset):
@@ -308,7 +310,12 @@ def test_the_bundle_has_the_whole_shared_package_with_the_exporters_modules(work
 
 def test_the_bundle_ships_bytecode_the_runtime_loads_without_checking_sources(worker_asset):
     tag = f"cpython-{runtime_python_version().replace('.', '')}"
-    for source in ("handler.py", "exports/config.py", "aws_lambda_powertools/__init__.py", "openpyxl/__init__.py"):
+    for source in (
+        "handler.py",
+        "exports/config/names.py",
+        "aws_lambda_powertools/__init__.py",
+        "openpyxl/__init__.py",
+    ):
         path = worker_asset / source
         (compiled,) = path.parent.glob(f"__pycache__/{path.stem}.{tag}.pyc")
         # PEP 552 flags: bit 0 = hash-based, bit 1 = check the source. The zip resets file times,

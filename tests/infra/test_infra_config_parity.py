@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config import (
-    LANES,
-    Admission,
-    Callback,
-    Capacity,
-    CustomersTable,
-    Env,
-    HotKey,
-    Limits,
-    OrdersTable,
-    Push,
-    Queue,
-    Results,
-    TaskTable,
-    Worker,
-    XlsxLimits,
-)
+from exports.config.callbacks import Callback
+from exports.config.env import Env
+from exports.config.limits import Admission, Capacity, HotKey, Limits
+from exports.config.push import Push
+from exports.config.queues import LANES, Queue
+from exports.config.results import Results
+from exports.config.tables import CustomersTable, OrdersTable, TaskTable
+from exports.config.worker import Worker, XlsxLimits
 from exports.writers import xlsx_limits
-from infra.settings import Sizing
+from infra.sizing import Sizing
 
 pytestmark = pytest.mark.infra
 

@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from exports.config import LANES, Names, Worker, XlsxLimits
+from exports.config.names import Names
+from exports.config.queues import LANES
+from exports.config.worker import Worker, XlsxLimits
 from exports.workflows import lifecycle_definition
-from infra.settings import Sizing
+from infra.sizing import Sizing
 from scripts.cost_estimate import (
     LAMBDA_INCLUDED_EPHEMERAL_MB,
     SCENARIOS,

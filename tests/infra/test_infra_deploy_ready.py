@@ -14,11 +14,12 @@ from aws_cdk import App, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
-from exports.config import CustomersTable, OrdersTable, TaskTable
+from exports.config.tables import CustomersTable, OrdersTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
 from infra.schedules import ScheduleRunbooks
-from infra.settings import Sizing, StageSettings
+from infra.settings import StageSettings
+from infra.sizing import Sizing
 from infra.stack import ExportsStack
 from infra.workflows import VENDED_LOGS_PREFIX
 from tests.infra.conftest import CDK_CONTEXT, SKIP_BUNDLING

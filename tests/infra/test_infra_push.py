@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from exports.config import Env, Push, TaskTable
+from exports.config.env import Env
+from exports.config.push import Push
+from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from infra.push import MESSAGE_ROUTES, STAGE
 from tests.infra.test_infra_resources import alarms_by_name, allowed_pairs, common_grants, expected_pairs, of_type

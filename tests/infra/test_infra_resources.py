@@ -11,27 +11,22 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match
 
-from exports.config import (
-    API_VERSION_PREFIX,
+from exports.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
+from exports.config.env import Env
+from exports.config.limits import Capacity
+from exports.config.metrics import (
     ERROR_CODE_DIMENSION,
-    LANES,
     METRICS_NAMESPACE,
-    PUBLIC_PATHS,
-    SERVICE_NAME,
     SOURCE_DIMENSION,
     USER_CAUSED_FAILURES,
-    Capacity,
-    Cors,
-    CustomersTable,
-    Env,
     Metric,
-    OrdersTable,
-    Push,
-    Results,
-    SchedulesTable,
-    TaskTable,
     metrics_namespace,
 )
+from exports.config.names import SERVICE_NAME
+from exports.config.push import Push
+from exports.config.queues import LANES
+from exports.config.results import Results
+from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from exports.http import idempotency
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME

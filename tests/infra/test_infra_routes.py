@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config import API_VERSION_PREFIX
+from exports.config.api import API_VERSION_PREFIX
 from infra.api import PROTECTED_ROUTES
 
 pytestmark = pytest.mark.infra

@@ -9,8 +9,11 @@ import json
 import pytest
 
 from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
-from exports.config import Env, Queue, Schedules, SchedulesTable
-from exports.settings import ApiSettings, CallbackSettings
+from exports.config.env import Env
+from exports.config.queues import Queue
+from exports.config.schedules import Schedules
+from exports.config.settings import ApiSettings, CallbackSettings
+from exports.config.tables import SchedulesTable
 from infra.schedules import (
     FUNCTION_MAX_EVENT_AGE_SEC,
     FUNCTION_RETRY_ATTEMPTS,
@@ -22,7 +25,8 @@ from infra.schedules import (
     schedule_function_name,
     schedule_group_name,
 )
-from infra.settings import Context, Mail, ScheduleLimits, Sizing, StageSettings
+from infra.settings import Context, Mail, ScheduleLimits, StageSettings
+from infra.sizing import Sizing
 from scripts.cost_estimate import (
     SCHEDULE_MIXES,
     SCHEDULES,

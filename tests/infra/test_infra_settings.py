@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from exports.config import Admission, HotKey, Results, Worker
-from infra.settings import AccountQuota, AdmissionLimits, Context, JwtIssuer, Sizing, StageSettings
+from exports.config.limits import Admission, HotKey
+from exports.config.results import Results
+from exports.config.worker import Worker
+from infra.settings import AdmissionLimits, Context, JwtIssuer, StageSettings
+from infra.sizing import AccountQuota, Sizing
 
 pytestmark = pytest.mark.infra
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exports.config import Env
+from exports.config.env import Env
 from exports.declared.loader import DeclarationError
 from infra.functions import WORKER_VPC_ACTIONS
 from infra.settings import StageSettings

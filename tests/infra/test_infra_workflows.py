@@ -9,7 +9,12 @@ import json
 import pytest
 from aws_cdk import App, Duration, Stack
 
-from exports.config import Callback, Capacity, Env, FanOut, Limits, ThrottleRetry, Worker
+from exports.config.callbacks import Callback
+from exports.config.env import Env
+from exports.config.fan_out import FanOut
+from exports.config.limits import Capacity, Limits
+from exports.config.retry import ThrottleRetry
+from exports.config.worker import Worker
 from exports.services.endings import Outcome
 from exports.workflows import (
     FAN_OUT_FAILED_ERROR,
@@ -20,7 +25,8 @@ from exports.workflows import (
 )
 from exports.writers.sink import MIN_PART_BYTES
 from infra.monitoring import Monitoring
-from infra.settings import Sizing, StageSettings
+from infra.settings import StageSettings
+from infra.sizing import Sizing
 from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
 
 pytestmark = pytest.mark.infra
@@ -96,7 +102,7 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
 @pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp"])
 def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_through_a_burst(dev, state):
     """Every invoke of the lifecycle and callback functions: a throttle is retried first and on
-    its own schedule (the one of exports.config.ThrottleRetry), so a burst can neither lose a
+    its own schedule (the one of exports.config.retry.ThrottleRetry), so a burst can neither lose a
     deadline nor spend a callback's attempts before one was really made."""
     throttled, *others = deployed_definition(dev)["States"][state]["Retry"]
 

@@ -11,7 +11,7 @@ from moto import mock_aws
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 from exports.adapters.clients import aws_client
-from exports.config import Env
+from exports.config.env import Env
 from exports.domain.status import TERMINAL, TaskStatus
 from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle

@@ -13,7 +13,7 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
-from exports.config import LANES
+from exports.config.queues import LANES
 from exports.domain.admission import Estimates, throughput_key
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage

@@ -15,7 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.config import LANES, Env
+from exports.config.env import Env
+from exports.config.queues import LANES
 from exports.domain.status import TaskStatus
 from functions.submit import handler as api
 from functions.worker import handler as worker

@@ -22,7 +22,7 @@ from examples.demo_plugins.customers import CustomersExport, CustomersFilters
 from examples.demo_plugins.dynamodb_customers import DynamoCustomersReader
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
 from exports.adapters.dynamodb_items import from_item
-from exports.config import Names
+from exports.config.names import Names
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Cursor, Row

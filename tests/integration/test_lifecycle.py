@@ -17,7 +17,9 @@ from moto.awslambda.exceptions import LambdaClientError
 from pydantic import BaseModel
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config import Callback, Names, ThrottleRetry
+from exports.config.callbacks import Callback
+from exports.config.names import Names
+from exports.config.retry import ThrottleRetry
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, complete, new_task

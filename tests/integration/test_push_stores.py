@@ -10,7 +10,7 @@ import pytest
 
 from exports.adapters.dynamodb_connections import DynamoConnections, DynamoTickets
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.config import Names
+from exports.config.names import Names
 from exports.domain.task import claim, record_progress
 from exports.push.model import ConnectionGone, Subscription, Viewer
 from exports.services.push import PushDependencies
@@ -109,8 +109,8 @@ def test_the_push_function_sends_task_writes_to_the_owner_and_forgets_gone_conne
     poster = RecordingPoster(gone={"alice-gone"})
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.task_stream import DynamoTaskVersions
+    from exports.config.settings import PushSettings
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.push.settings import PushSettings
     from tests.unit.export_fakes import FakeMetrics
 
     deps = PushDependencies(

@@ -15,7 +15,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
 from exports.adapters.eventbridge_scheduler import moved_firing_name
-from exports.config import Names, Schedules
+from exports.config.names import Names
+from exports.config.schedules import Schedules
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, claim, complete, fail
 from exports.schedules.run_end import RunEndDependencies, on_run_end

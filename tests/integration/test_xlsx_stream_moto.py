@@ -13,7 +13,7 @@ import pytest
 from openpyxl import load_workbook
 from pydantic import BaseModel
 
-from exports.config import Env
+from exports.config.env import Env
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page

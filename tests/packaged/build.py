@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from exports.config.settings import RegistrySettings
 from exports.declared.loader import default_path, load_declarations
-from exports.settings import RegistrySettings
 from infra.function_factory import HANDLER
 from infra.functions import SPECS
 from infra.packaging import X86_64_PLATFORMS, build_package, find_interpreter, wheel_cache_root

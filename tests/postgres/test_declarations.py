@@ -579,7 +579,7 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     import subprocess
     import sys
 
-    from exports.config import Env
+    from exports.config.env import Env
 
     environment = {
         Env.TASKS_TABLE: "t",
@@ -590,7 +590,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
         "PATH": "/usr/bin:/bin",
     }
     script = (
-        "import sys\nfrom exports.composition import build_registry\nfrom exports.settings import RegistrySettings\n"
+        "import sys\nfrom exports.composition import build_registry\n"
+        "from exports.config.settings import RegistrySettings\n"
         "import os\nnames = [t.name for t in build_registry(RegistrySettings.from_env(os.environ))]\n"
         "print(names, 'psycopg' in sys.modules)"
     )

@@ -21,7 +21,7 @@ import pytest
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.s3_results import S3ResultStore
-from exports.config import Env
+from exports.config.env import Env
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.clients import aws_client
-from exports.config import LANES
+from exports.config.queues import LANES
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from local_stack.worker_loop import to_sqs_event

@@ -37,7 +37,8 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
-from exports.config import Callback, Env
+from exports.config.callbacks import Callback
+from exports.config.env import Env
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler

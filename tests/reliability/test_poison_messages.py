@@ -10,7 +10,7 @@ import boto3
 import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config import Queue
+from exports.config.queues import Queue
 from exports.domain.status import TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources

@@ -9,7 +9,7 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.config import Queue
+from exports.config.queues import Queue
 from exports.domain.status import TERMINAL, TaskStatus
 from exports.services.retries import Transient
 from functions.submit.handler import lambda_handler as api_handler

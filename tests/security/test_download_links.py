@@ -11,7 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from exports.adapters.s3_results import S3ResultStore
-from exports.config import Env, Results
+from exports.config.env import Env
+from exports.config.results import Results
 from functions.submit import handler as api
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import Resources, put_items

@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from exports.config import LANES, Admission
+from exports.config.limits import Admission
+from exports.config.queues import LANES
+from exports.config.settings import WorkerSettings
 from exports.domain.admission import lane_for
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus
@@ -18,7 +20,6 @@ from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Pa
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import Delivery, TaskPage
 from exports.services.dependencies import WorkerDependencies
-from exports.settings import WorkerSettings
 from tests.unit.builders import LEASE, NOW, make_task
 
 MIB = 1024 * 1024

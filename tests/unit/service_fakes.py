@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from exports.config import HotKey
+from exports.config.limits import HotKey
+from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings
 from exports.domain.admission import (
     Bucket,
     QueueWait,
@@ -34,7 +35,6 @@ from exports.services.dependencies import (
     LifecycleDependencies,
     WorkerDependencies,
 )
-from exports.settings import ApiSettings, CallbackSettings, LifecycleSettings
 from exports.webhooks.destination import Destination
 from exports.workflows import execution_input, fan_out_input, task_outcome
 from tests.unit.export_fakes import FakeClock, FakeFiles, FakeMetrics, FakeQueue, FakeTasks, NumbersExport, make_world

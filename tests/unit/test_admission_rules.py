@@ -4,7 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from exports.config import LANES, Capacity
+from exports.config.limits import Capacity
+from exports.config.queues import LANES
 from exports.domain.admission import (
     Bucket,
     QueueWait,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.errors import ConditionFailed
 from exports.domain.status import TaskStatus
 from exports.domain.task import CallbackStatus, Subscriber, Task, cancel, claim, complete

@@ -11,8 +11,8 @@ import pytest
 
 from exports import composition
 from exports.adapters import dynamodb_admission, sqs_queue
-from exports.config import Env
-from exports.settings import (
+from exports.config.env import Env
+from exports.config.settings import (
     ApiSettings,
     CallbackSettings,
     FunctionSettings,

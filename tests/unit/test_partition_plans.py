@@ -5,7 +5,9 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from exports.config import Env, FanOut
+from exports.config.env import Env
+from exports.config.fan_out import FanOut
+from exports.config.settings import WorkerSettings
 from exports.domain.partitions import (
     PartitionSpec,
     day_runs,
@@ -14,7 +16,6 @@ from exports.domain.partitions import (
     keyset_step,
     partition_count,
 )
-from exports.settings import WorkerSettings
 from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 

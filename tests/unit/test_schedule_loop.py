@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from exports.config import Schedules
+from exports.config.schedules import Schedules
 from exports.schedules.model import Every, Schedule, ScheduleState, StoredCaller
 from local_stack.schedule_loop import Clock, ScheduleLoop
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ServiceUnavailable
 from exports.domain.spec import ExportSpec

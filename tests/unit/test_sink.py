@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from exports.config import Worker
+from exports.config.worker import Worker
 from exports.export_types.base import Column
 from exports.writers.csv_writer import write_csv
 from exports.writers.sink import MIN_PART_BYTES, MultipartSink

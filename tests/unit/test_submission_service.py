@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.config import Metric
+from exports.config.metrics import Metric
 from exports.domain.admission import QueueWait, throughput_key
 from exports.domain.caller import Caller
 from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable

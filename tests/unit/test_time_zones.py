@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 from openpyxl import load_workbook
 
+from exports.config.settings import XlsxEngine
 from exports.domain.spec import ExportSpec
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE, UnknownZone, canonical_zone
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, RunControl
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
-from exports.settings import XlsxEngine
 from exports.writers.zones import Localiser, ZonedExport, offset_probes, offset_text, zoned_header
 from tests.pdf_reading import page_lines, reader
 from tests.unit.builders import make_task

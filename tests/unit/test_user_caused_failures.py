@@ -1,9 +1,9 @@
-"""The error codes ExportFailed's alarm leaves out (exports.config.USER_CAUSED_FAILURES) are the
+"""The error codes ExportFailed's alarm leaves out (exports.config.metrics.USER_CAUSED_FAILURES) are the
 ones the code really ends tasks with when what was asked does not fit its format or one run."""
 
 from __future__ import annotations
 
-from exports.config import USER_CAUSED_FAILURES
+from exports.config.metrics import USER_CAUSED_FAILURES
 from exports.services.long_exports import EXPORT_TOO_LONG
 from exports.services.parquet_guards import PARQUET_TOO_LARGE, PARQUET_VALUE_INVALID
 from exports.services.pdf_guards import PDF_TOO_LARGE

@@ -3,8 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from exports.config import Env, Worker
-from exports.settings import WorkerSettings
+from exports.config.env import Env
+from exports.config.settings import WorkerSettings
+from exports.config.worker import Worker
 from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 

@@ -12,12 +12,12 @@ import pytest
 from openpyxl import load_workbook
 from pydantic import ValidationError
 
-from exports.config import Env
+from exports.config.env import Env
+from exports.config.settings import WorkerSettings, XlsxEngine
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
-from exports.settings import WorkerSettings, XlsxEngine
 from exports.writers import xlsx_limits
 from exports.writers.xlsx_engine import zip_stream
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task

@@ -1,7 +1,7 @@
 """Typed settings of each function, parsed from the environment at the edge (never at import).
 
 Each function has its own class with only the fields it uses, read from only its own variables
-(names in :class:`exports.config.Env`). A class says which variable each field comes from
+(names in :class:`exports.config.env.Env`). A class says which variable each field comes from
 (:attr:`FunctionSettings.REQUIRED`, :attr:`FunctionSettings.OPTIONAL`); ``from_env`` reads
 exactly those, and the CDK app gives each function exactly those (``infra/functions.py``).
 """
@@ -15,7 +15,13 @@ from typing import ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config import Admission, Env, FanOut, HotKey, Names, Results, Schedules, Worker
+from exports.config.env import Env
+from exports.config.fan_out import FanOut
+from exports.config.limits import Admission, HotKey
+from exports.config.names import Names
+from exports.config.results import Results
+from exports.config.schedules import Schedules
+from exports.config.worker import Worker
 
 
 class XlsxEngine:
@@ -273,3 +279,30 @@ class LifecycleSettings(TaskEndSettings):
     }
 
     state_machine_arn: str
+
+
+class PushSettings(RegistrySettings):
+    """The connections table, the results bucket (completed events carry a download link), the
+    WebSocket API's management endpoint, and the JWT issuer and audience ``bearer.`` is checked
+    against. The registry's settings too: tenancy-bound values are bound as at submit."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.REQUIRED,
+        "connections_table": Env.CONNECTIONS_TABLE,
+        "results_bucket": Env.RESULTS_BUCKET,
+    }
+    OPTIONAL: ClassVar[Mapping[str, str]] = {
+        **RegistrySettings.OPTIONAL,
+        "websocket_endpoint": Env.WEBSOCKET_ENDPOINT,
+        "jwt_issuer": Env.JWT_ISSUER,
+        "jwt_audience": Env.JWT_AUDIENCE,
+        "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
+    }
+
+    connections_table: str
+    results_bucket: str
+    # Read by boto3 itself (the management API client's endpoint); here so the function gets it.
+    websocket_endpoint: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)

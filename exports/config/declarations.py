@@ -1,0 +1,14 @@
+"""The declaration file of sources and export types."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class Declarations:
+    """Declared sources and export types (see docs/export-your-own-data.md)."""
+
+    # The demo declaration the repository ships, relative to the repository (and package) root.
+    DEFAULT_FILE: Final = "exports.toml"
+    # Where the CDK app puts the effective declaration inside every function's package.
+    PACKAGED_FILE: Final = "exports.toml"

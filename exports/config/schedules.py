@@ -1,0 +1,25 @@
+"""Scheduled exports (docs/schedules.md)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class Schedules:
+    """Scheduled exports (docs/schedules.md): limits and the retry policy of Scheduler's target."""
+
+    MAX_PER_USER_DEFAULT: Final = 20
+    MIN_INTERVAL_MIN_DEFAULT: Final = 15
+    # A schedule pauses itself after this many consecutive failed runs.
+    MAX_CONSECUTIVE_FAILURES: Final = 5
+    NEXT_RUNS_SHOWN: Final = 5
+    MAX_RECIPIENTS: Final = 10
+    DEFAULT_TIMEZONE: Final = "Etc/UTC"
+    # EventBridge Scheduler's retry policy of the target (then its dead-letter queue).
+    TARGET_MAX_RETRY_ATTEMPTS: Final = 5
+    TARGET_MAX_EVENT_AGE_SEC: Final = 3600
+    # The schedule function's timeout.
+    FUNCTION_TIMEOUT_SEC: Final = 30
+    # How far ahead a firing moved out of a DST gap gets its one-time Scheduler schedule (more
+    # than a year: every zone's next spring-forward).
+    MOVED_FIRING_HORIZON_DAYS: Final = 400
