@@ -14,7 +14,7 @@ One execution per task, started at submit, owns the task's time:
 3. With callback subscribers (the outcome says so), ``Deliver`` sends each one's callback:
    retried on ``CallbackRetryable`` 1 s, 4 s and 16 s later (subscribers already delivered or
    refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
-   A throttled invoke of the callback function is retried apart (``ThrottleRetry``), so a burst
+   A throttled invoke of the callback function is retried apart (``LIFECYCLE_THROTTLE_RETRY``), so a burst
    cannot spend those attempts before one callback was sent.
 
 Four to six state transitions per task keep Standard workflow costs low.
@@ -22,11 +22,19 @@ Four to six state transitions per task keep Standard workflow costs low.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from exports.config.callbacks import Callback
-from exports.config.fan_out import FanOut
-from exports.config.retry import ThrottleRetry
+from exports.config.retry import (
+    CALLBACK_RETRY,
+    LAMBDA_SERVICE_RETRY,
+    LIFECYCLE_THROTTLE_RETRY,
+    PARTITION_SOURCE_BUSY_WAIT_SEC,
+    PARTITION_WRITE_RETRY,
+    Backoff,
+    Jitter,
+)
 
 # Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
 # passes its stack's, local mode and the tests the default.
@@ -46,22 +54,35 @@ LAMBDA_SERVICE_ERRORS = [
     "Lambda.TooManyRequestsException",
 ]
 TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
-_SERVICE_RETRY = {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
+
+
+def retrier(errors: list[str], policy: Backoff) -> dict[str, Any]:
+    """A Step Functions retrier of ``errors`` on ``policy``'s schedule (Step Functions jitters
+    fully or not at all)."""
+    if policy.jitter is Jitter.EQUAL:
+        raise ValueError("Step Functions has no equal jitter")
+    rule: dict[str, Any] = {
+        "ErrorEquals": errors,
+        "IntervalSeconds": policy.base_sec,
+        "BackoffRate": policy.factor,
+        "MaxAttempts": policy.retries,
+    }
+    if math.isfinite(policy.cap_sec):
+        rule["MaxDelaySeconds"] = policy.cap_sec
+    if policy.jitter is Jitter.FULL:
+        rule["JitterStrategy"] = "FULL"
+    return rule
+
+
+_SERVICE_RETRY = retrier(LAMBDA_SERVICE_ERRORS, LAMBDA_SERVICE_RETRY)
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 _NOT_THROTTLED = [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]
-# Throttles of the lifecycle workflow's functions (config.ThrottleRetry: backoff with full jitter
-# through a burst), first in every Retry list: Step Functions retries an error by the first
+# Throttles of the lifecycle workflow's functions (LIFECYCLE_THROTTLE_RETRY: backoff with full
+# jitter through a burst), first in every Retry list: Step Functions retries an error by the first
 # retrier that names it, and counts attempts per retrier, so a throttle never uses up a callback
 # attempt. Lambda's other transient errors as everywhere.
-_THROTTLE_RETRY = {
-    "ErrorEquals": [LAMBDA_THROTTLED],
-    "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
-    "BackoffRate": ThrottleRetry.BACKOFF_RATE,
-    "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
-    "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
-    "JitterStrategy": "FULL",
-}
-_LIFECYCLE_RETRY = [_THROTTLE_RETRY, {**_SERVICE_RETRY, "ErrorEquals": _NOT_THROTTLED}]
+_THROTTLE_RETRY = retrier([LAMBDA_THROTTLED], LIFECYCLE_THROTTLE_RETRY)
+_LIFECYCLE_RETRY = [_THROTTLE_RETRY, retrier(_NOT_THROTTLED, LAMBDA_SERVICE_RETRY)]
 
 
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
@@ -123,12 +144,7 @@ def lifecycle_definition(
                 "ResultPath": None,
                 "Retry": [
                     _THROTTLE_RETRY,
-                    {
-                        "ErrorEquals": [Callback.RETRYABLE_ERROR, *_NOT_THROTTLED],
-                        "IntervalSeconds": Callback.RETRY_INTERVAL_SEC,
-                        "BackoffRate": Callback.RETRY_BACKOFF_RATE,
-                        "MaxAttempts": Callback.MAX_RETRIES,
-                    },
+                    retrier([Callback.RETRYABLE_ERROR, *_NOT_THROTTLED], CALLBACK_RETRY),
                 ],
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.callback_error", "Next": "GiveUp"}],
                 "Next": "Done",
@@ -217,7 +233,7 @@ def fan_out_definition(
         "ResultSelector": {"status.$": "$.Payload.status"},
         "ResultPath": "$.step",
         # Transient faults (and Lambda's own) of one partition: that partition is tried again.
-        "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "BackoffRate": 2, "MaxAttempts": 2}],
+        "Retry": [retrier(["States.ALL"], PARTITION_WRITE_RETRY)],
         "Next": "Written",
     }
     step = "$.step.status"
@@ -247,7 +263,11 @@ def fan_out_definition(
                             ],
                             "Default": "PartitionDone",
                         },
-                        "WaitForSlot": {"Type": "Wait", "Seconds": FanOut.SOURCE_BUSY_RETRY_SEC, "Next": "Write"},
+                        "WaitForSlot": {
+                            "Type": "Wait",
+                            "Seconds": PARTITION_SOURCE_BUSY_WAIT_SEC,
+                            "Next": "Write",
+                        },
                         "PartitionFailed": {
                             "Type": "Fail",
                             "Error": PARTITION_FAILED_ERROR,
@@ -264,9 +284,7 @@ def fan_out_definition(
                 **invoke(ASSEMBLE_ACTION),
                 "ResultSelector": {"outcome.$": "$.Payload.outcome"},
                 "ResultPath": "$.assembled",
-                "Retry": [
-                    {"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 1, "BackoffRate": 2, "MaxAttempts": 3}
-                ],
+                "Retry": [_SERVICE_RETRY],
                 "Catch": catch,
                 # A partition's final error may also let the Map end (a Map that tolerates it): the
                 # assembler then finds the attempt FAILED, which ExportFailed has counted.

@@ -41,7 +41,7 @@ from exports.config.metrics import (
     metrics_namespace,
 )
 from exports.config.names import SERVICE_NAME
-from exports.config.push import Push
+from exports.config.retry import PUSH_BATCH_RETRY
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
@@ -327,7 +327,7 @@ class Monitoring(Construct):
             metric=age,
             threshold=self._settings.alarms.push_iterator_age_ms,
             description="Task events wait in the tasks stream: the push function falls behind or keeps failing, "
-            f"and records older than {Push.MAX_RECORD_AGE_SEC} s are given up.",
+            f"and records older than {PUSH_BATCH_RETRY.max_age_sec} s are given up.",
             runbook=Runbooks.PUSH_ITERATOR_AGE,
         )
         self.dashboard.add_widgets(

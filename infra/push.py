@@ -25,6 +25,7 @@ from exports.config.env import Env
 from exports.config.names import SERVICE_NAME
 from exports.config.push import Push
 from exports.config.queues import Queue
+from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from infra.api import AccessLogs, ExportsApi, cognito_issuer
@@ -152,8 +153,8 @@ class PushChannel(Construct):
                 batch_size=Push.BATCH_SIZE,
                 max_batching_window=Duration.seconds(Push.BATCHING_WINDOW_SEC),
                 bisect_batch_on_error=True,
-                retry_attempts=Push.MAX_RETRY_ATTEMPTS,
-                max_record_age=Duration.seconds(Push.MAX_RECORD_AGE_SEC),
+                retry_attempts=PUSH_BATCH_RETRY.retries,
+                max_record_age=Duration.seconds(PUSH_BATCH_RETRY.max_age_sec),
                 report_batch_item_failures=True,
                 on_failure=event_sources.SqsDlq(self.failed_batches),
                 filters=[lambda_.FilterCriteria.filter(TASK_RECORDS)],

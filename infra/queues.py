@@ -13,6 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from exports.config.queues import LANES, Lane, Queue
+from exports.config.retry import DELIVERY_RETRY
 
 
 def lane_id(lane: Lane) -> str:
@@ -41,7 +42,7 @@ class LaneQueues(Construct):
             visibility_timeout=Duration.seconds(Queue.VISIBILITY_TIMEOUT_SEC),
             retention_period=Duration.seconds(Queue.RETENTION_SEC),
             receive_message_wait_time=Duration.seconds(Queue.LONG_POLL_SEC),
-            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=Queue.MAX_RECEIVE_COUNT, queue=self.dead_letters),
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=DELIVERY_RETRY.attempts, queue=self.dead_letters),
         )
 
 

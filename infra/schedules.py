@@ -26,7 +26,7 @@ from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
 from exports.config.env import Env
 from exports.config.names import SERVICE_NAME
 from exports.config.queues import Queue
-from exports.config.schedules import Schedules
+from exports.config.retry import SCHEDULE_FUNCTION_RETRY
 from infra.function_factory import ServiceFunction
 from infra.monitoring import PERIOD, WIDGET_WIDTH, Monitoring, Runbook, Runbooks
 from infra.nag import acknowledge
@@ -46,11 +46,6 @@ PAUSE_ACTIONS: Final = ("scheduler:GetSchedule", "scheduler:UpdateSchedule")
 # the schedule's next firing moved out of a DST gap (an update is a PAUSE_ACTIONS one), or delete it.
 MOVED_FIRING_ACTIONS: Final = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
 MAIL_ACTIONS: Final = ("ses:SendEmail", "ses:SendRawEmail")
-# Lambda's retries of a failed asynchronous invocation of the schedule function (its most; a firing
-# is idempotent, so a retry never makes a second task), and for how long it keeps trying: as long
-# as Scheduler keeps retrying the delivery.
-FUNCTION_RETRY_ATTEMPTS: Final = 2
-FUNCTION_MAX_EVENT_AGE_SEC: Final = Schedules.TARGET_MAX_EVENT_AGE_SEC
 # EventBridge Scheduler's metrics (namespace AWS/Scheduler, per schedule group).
 SCHEDULER_NAMESPACE: Final = "AWS/Scheduler"
 GROUP_DIMENSION: Final = "ScheduleGroup"
@@ -187,8 +182,8 @@ class ScheduledExports(Construct):
             "TargetRetries",
             function_name=target.function.function_name,
             qualifier="$LATEST",
-            maximum_retry_attempts=FUNCTION_RETRY_ATTEMPTS,
-            maximum_event_age_in_seconds=FUNCTION_MAX_EVENT_AGE_SEC,
+            maximum_retry_attempts=SCHEDULE_FUNCTION_RETRY.retries,
+            maximum_event_age_in_seconds=SCHEDULE_FUNCTION_RETRY.max_age_sec,
             destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
                 on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=self.dead_letters.queue_arn)
             ),

@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from exports.config.fan_out import FanOut
 from exports.config.limits import Admission, HotKey
-from exports.config.push import Push
 from exports.config.results import Results
+from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.schedules import Schedules
 from exports.config.worker import Worker
 
@@ -86,8 +86,8 @@ class AlarmThresholds:
     websocket_errors_per_5_min: int
     # Exports that reached their deadline per 5 minutes (one is a task's own short timeout).
     timed_out_tasks_per_5_min: int
-    # The push function's IteratorAge: well before records reach Push.MAX_RECORD_AGE_SEC and are given up.
-    push_iterator_age_ms: int = Push.MAX_RECORD_AGE_SEC * 1000 // 5
+    # The push function's IteratorAge: well before records reach PUSH_BATCH_RETRY.max_age_sec and are given up.
+    push_iterator_age_ms: int = PUSH_BATCH_RETRY.max_age_sec * 1000 // 5
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class ScheduleLimits:
 
 @dataclass(frozen=True)
 class Mail:
-    """E-mail of scheduled runs through SES (docs/deploy.md, "Mail"): the verified sender (None:
+    """E-mail of scheduled runs through SES (docs/deploy.md, "Scheduled exports and mail"): the verified sender (None:
     no mail) and the domains recipients may belong to (empty: any)."""
 
     sender: str | None = None

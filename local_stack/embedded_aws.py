@@ -28,6 +28,7 @@ from exports.config.fan_out import FanOut
 from exports.config.names import Names
 from exports.config.push import Push
 from exports.config.queues import LANES, Queue
+from exports.config.retry import DELIVERY_RETRY
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from exports.config.worker import Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
@@ -255,7 +256,7 @@ def create_resources(
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_urls[lane.name], AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(Queue.MAX_RECEIVE_COUNT)}
+        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(DELIVERY_RETRY.attempts)}
         queue_urls[lane.name] = sqs.create_queue(
             QueueName=lane.queue_name,
             Attributes={

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.config.schedules import Schedules
 from exports.schedules.model import Schedule
 from exports.schedules.service import recurrence_of
@@ -135,7 +136,7 @@ class ScheduleLoop:
         except Exception as error:  # the function's fault, at the edge Scheduler would see it
             pending.attempts += 1
             logger.warning("a firing failed (attempt %d): %s", pending.attempts, error)
-            if pending.attempts <= Schedules.TARGET_MAX_RETRY_ATTEMPTS:
+            if pending.attempts <= SCHEDULE_TARGET_RETRY.retries:
                 self._retry.append(pending)
             elif self._dead_letter is not None:
                 self._dead_letter({**event, "error": str(error)})

@@ -1,7 +1,7 @@
 """Local mode's event source mapping of the tasks table's stream: moto keeps the stream (in
 server mode too), and this poller reads it as Lambda's mapping would, filters it to task items,
 and hands a batch (at most ``Push.BATCH_SIZE`` records gathered for ``Push.BATCHING_WINDOW_SEC``)
-to the push function; a reported failure is retried from that record, ``Push.MAX_RETRY_ATTEMPTS``
+to the push function; a reported failure is retried from that record, ``PUSH_BATCH_RETRY.retries``
 times, then skipped (on AWS it goes to the on-failure queue)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from exports.config.push import Push
+from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from local_stack.lambda_context import LocalLambdaContext
@@ -82,7 +83,7 @@ class StreamPoller:
                 continue
             first = next(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] == failures[0])
             self._attempts += 1
-            skip = first + 1 if self._attempts > Push.MAX_RETRY_ATTEMPTS else first
+            skip = first + 1 if self._attempts > PUSH_BATCH_RETRY.retries else first
             if skip > first:
                 logger.error("push failed %d times; record %s skipped", self._attempts, failures[0])
                 self._attempts = 0

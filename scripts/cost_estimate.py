@@ -29,6 +29,7 @@ from exports.config.env import Env
 from exports.config.limits import Admission
 from exports.config.metrics import Metric
 from exports.config.queues import Queue
+from exports.config.retry import CALLBACK_RETRY
 from exports.config.worker import Worker
 from exports.export_types.base import SOURCE_PAGE_ROWS
 from exports.workflows import execution_input, task_outcome
@@ -102,7 +103,7 @@ class Scenario:
     failed_callback_attempts: int = 0
 
 
-_ALL_ATTEMPTS_FAIL: Final = 1 + Callback.MAX_RETRIES
+_ALL_ATTEMPTS_FAIL: Final = 1 + CALLBACK_RETRY.retries
 SCENARIOS: Final = (
     Scenario("ends before its deadline, no callback", has_callback=False),
     Scenario("ends before its deadline, callback delivered at once", has_callback=True),

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Literal, cast, overload
 import boto3
 from botocore.config import Config
 
+from exports.config.retry import SDK_RETRY
+
 if TYPE_CHECKING:
     # Stubs only (dev dependencies): the clients' methods, arguments and answers, typed.
     from botocore.client import BaseClient
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 # The services the product uses (their stubs are in the dev dependencies).
 Service = Literal["dynamodb", "rds", "s3", "scheduler", "secretsmanager", "sesv2", "sqs", "stepfunctions"]
 
-_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
+# botocore's standard retry mode; its max_attempts counts the retries only (botocore adds the first).
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": SDK_RETRY.retries}, connect_timeout=5, read_timeout=30)
 
 
 # Presigned download links use Signature Version 4: S3 no longer accepts version 2 everywhere.

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import AwsError, translated
-from exports.config.schedules import Schedules
+from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.schedules.model import Schedule
 from exports.schedules.scheduler_expression import scheduler_expression
 
@@ -72,8 +72,8 @@ class EventBridgeScheduleTimer:
             "RoleArn": self._role_arn,
             "Input": target_input(schedule.schedule_id),
             "RetryPolicy": {
-                "MaximumRetryAttempts": Schedules.TARGET_MAX_RETRY_ATTEMPTS,
-                "MaximumEventAgeInSeconds": Schedules.TARGET_MAX_EVENT_AGE_SEC,
+                "MaximumRetryAttempts": SCHEDULE_TARGET_RETRY.retries,
+                "MaximumEventAgeInSeconds": SCHEDULE_TARGET_RETRY.max_age_sec,
             },
         }
         if self._dead_letter_arn:

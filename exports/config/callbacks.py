@@ -6,11 +6,8 @@ from typing import Final
 
 
 class Callback:
-    """Callback delivery: the first attempt, then retries 1 s, 4 s and 16 s later."""
+    """Callback delivery (its retries: :data:`exports.config.retry.CALLBACK_RETRY`)."""
 
-    RETRY_INTERVAL_SEC: Final = 1
-    RETRY_BACKOFF_RATE: Final = 4
-    MAX_RETRIES: Final = 3
     REQUEST_TIMEOUT_SEC: Final = 5
-    # Errors the workflow retries with the schedule above (the callback function raises them).
+    # Errors the workflow retries on CALLBACK_RETRY's schedule (the callback function raises them).
     RETRYABLE_ERROR: Final = "CallbackRetryable"

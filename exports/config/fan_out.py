@@ -15,6 +15,3 @@ class FanOut:
     # Parallel partitions per export, per deployment (Env.MAX_PARTITIONS).
     MAX_PARTITIONS_DEFAULT: Final = 10
     MAX_PARTITIONS_LIMIT: Final = 100
-    # A partition that finds every slot of its source busy says so, and the workflow waits this
-    # long before it tries that partition again (until a slot frees or the task's deadline).
-    SOURCE_BUSY_RETRY_SEC: Final = 10

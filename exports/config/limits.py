@@ -16,7 +16,6 @@ class Limits:
     TIMEOUT_SEC_DEFAULT: Final = 300
     TIMEOUT_SEC_MIN: Final = 10
     TIMEOUT_SEC_MAX: Final = 3600
-    MAX_RETRIES_DEFAULT: Final = 3
     # Filter dates outside these are refused: a range reaching 9999-12-31 cannot even be read
     # day by day (the day after it does not exist).
     EARLIEST_DATE: Final = date(1900, 1, 1)
@@ -52,8 +51,6 @@ class HotKey:
 
     RATE_PER_MINUTE: Final = 20
     BURST: Final = 5
-    # A deferred task comes back after this long at the most (plus jitter).
-    MAX_DEFER_SEC: Final = 60
 
 
 class Capacity:

@@ -20,12 +20,10 @@ class Push:
     SORT_KEY: Final = "sk"
     TTL_ATTRIBUTE: Final = "expires_at_epoch"
     # The push function's stream mapping: records per batch, how long a batch may gather (a
-    # task's progress records of one batch are sent as one event: about one a second at most),
-    # retries of a failing batch (bisected) before it goes to the on-failure queue.
+    # task's progress records of one batch are sent as one event: about one a second at most).
+    # Its retries: exports.config.retry.PUSH_BATCH_RETRY.
     BATCH_SIZE: Final = 100
     BATCHING_WINDOW_SEC: Final = 1
-    MAX_RETRY_ATTEMPTS: Final = 3
-    MAX_RECORD_AGE_SEC: Final = 300
     FUNCTION_TIMEOUT_SEC: Final = 30
     # The WebSocket API stage's throttling (steady requests/s and burst, per account-region share).
     THROTTLE_RATE: Final = 100

@@ -10,9 +10,9 @@ from exports.config.worker import Worker
 
 class Queue:
     """SQS settings. A message is retried by our own retry policy first (re-enqueued with a
-    delay), so redrive only catches messages that keep crashing the worker itself."""
+    delay), so redrive (:data:`exports.config.retry.DELIVERY_RETRY`) only catches messages that
+    keep crashing the worker itself."""
 
-    MAX_RECEIVE_COUNT: Final = 5
     # AWS advice: at least six times the consumer's timeout.
     VISIBILITY_TIMEOUT_SEC: Final = 6 * Worker.FUNCTION_TIMEOUT_SEC
     RETENTION_SEC: Final = 4 * 24 * 3600

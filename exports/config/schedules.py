@@ -6,7 +6,8 @@ from typing import Final
 
 
 class Schedules:
-    """Scheduled exports (docs/schedules.md): limits and the retry policy of Scheduler's target."""
+    """Scheduled exports (docs/schedules.md): limits (the retries of Scheduler's target:
+    :data:`exports.config.retry.SCHEDULE_TARGET_RETRY`)."""
 
     MAX_PER_USER_DEFAULT: Final = 20
     MIN_INTERVAL_MIN_DEFAULT: Final = 15
@@ -15,9 +16,6 @@ class Schedules:
     NEXT_RUNS_SHOWN: Final = 5
     MAX_RECIPIENTS: Final = 10
     DEFAULT_TIMEZONE: Final = "Etc/UTC"
-    # EventBridge Scheduler's retry policy of the target (then its dead-letter queue).
-    TARGET_MAX_RETRY_ATTEMPTS: Final = 5
-    TARGET_MAX_EVENT_AGE_SEC: Final = 3600
     # The schedule function's timeout.
     FUNCTION_TIMEOUT_SEC: Final = 30
     # How far ahead a firing moved out of a DST gap gets its one-time Scheduler schedule (more

@@ -15,13 +15,6 @@ class Worker:
     # S3 wants every part but the last to be at least 5 MiB.
     UPLOAD_PART_BYTES: Final = 8 * 1024 * 1024
     BATCH_SIZE: Final = 1
-    # Backoff for retryable failures (a source unavailable, throttling): retry n + 1 waits
-    # between half and all of min(MAX, BASE * 4**n) seconds ("equal jitter"): 7.5-15 s, 30-60 s,
-    # 120-240 s. The default three retries span 2.6 to 5.3 minutes, so a database failover
-    # (about a minute on RDS Multi-AZ) is outlasted, where 2 s * 4**n with full jitter gave up
-    # after 25-35 s.
-    RETRY_BASE_DELAY_SEC: Final = 15
-    RETRY_MAX_DELAY_SEC: Final = 300
 
 
 class XlsxLimits:

@@ -6,8 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
-from exports.config.queues import Queue
-from exports.config.worker import Worker
+from exports.config.retry import DELIVERY_RETRY, TASK_RETRY
 from exports.domain.task import Task
 
 
@@ -26,20 +25,18 @@ def has_retries_left(task: Task) -> bool:
 
 def is_last_delivery(receive_count: int) -> bool:
     """Whether SQS moves a message to its DLQ if this delivery of it fails too."""
-    return receive_count >= Queue.MAX_RECEIVE_COUNT
+    return receive_count >= DELIVERY_RETRY.attempts
 
 
 def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:
-    """Seconds before retry number ``retry_count + 1``: exponential backoff with equal jitter,
-    between half the ceiling and all of it (see :class:`exports.config.worker.Worker`). The fixed
-    half is what spreads the retries over minutes whatever the draws; the random half keeps
-    the workers of one outage from retrying in step.
+    """Seconds before retry number ``retry_count + 1``, on :data:`exports.config.retry.TASK_RETRY`'s
+    schedule (equal jitter), whole seconds as SQS delays are. The fixed half is what spreads the
+    retries over minutes whatever the draws; the random half keeps the workers of one outage
+    from retrying in step.
 
     ``random`` returns a float in [0, 1); injecting it keeps the policy deterministic in tests.
     """
-    growth: int = 4**retry_count  # typeshed types int ** int as Any (a negative power is a float)
-    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * growth)
-    return max(1, round(ceiling / 2 * (1 + random())))
+    return max(1, round(TASK_RETRY.wait_sec(retry_count, random())))
 
 
 def poll_after_sec(created_at: datetime, now: datetime) -> int:

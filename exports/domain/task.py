@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exports.config.limits import Limits
+from exports.config.retry import TASK_RETRY
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
 from exports.domain.zones import UTC_ZONE
@@ -54,7 +55,7 @@ class ScheduledRun:
 
 
 # Every model here is built on first use (defer_build): a handler's import does not pay for
-# validators its request path may never run (docs/architecture.md, "Cold starts").
+# validators its request path may never run (docs/performance.md, "Cold starts").
 
 
 class ExportResult(BaseModel):
@@ -134,7 +135,7 @@ class Task(BaseModel):
     rows_written: int = 0
     attempt: int = 0
     retry_count: int = 0
-    max_retries: int = Limits.MAX_RETRIES_DEFAULT
+    max_retries: int = TASK_RETRY.retries
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -236,7 +237,7 @@ def new_task(
     priority: int = Limits.PRIORITY_DEFAULT,
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
     callback_url: str | None = None,
-    max_retries: int = Limits.MAX_RETRIES_DEFAULT,
+    max_retries: int = TASK_RETRY.retries,
     source: TaskSource = TaskSource.API,
     retry_of: str | None = None,
     dedup_key: str | None = None,

@@ -9,15 +9,13 @@ out a task past its deadline), runs it and ends it through the one table of
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import replace
 from datetime import datetime
-from typing import Final
 
 from pydantic import ValidationError
 
-from exports.config.limits import HotKey
 from exports.config.metrics import Metric
+from exports.config.retry import HOT_KEY_DEFERRAL, SOURCE_BUSY_DEFERRAL
 from exports.domain.admission import lane_for
 from exports.domain.errors import (
     ConditionFailed,
@@ -51,11 +49,6 @@ from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
 
 logger = logging.getLogger(__name__)
-
-# A task over its source's limit of concurrent exports comes back after this long at the most
-# (plus jitter).
-SOURCE_BUSY_MAX_DEFER_SEC: Final = 30
-
 
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -154,11 +147,11 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
         return end_timed_out(task, deps)
     wait = _hot_key_wait(task, deps)
     if wait > 0:
-        return _defer(task, wait, deps)
+        return _defer(task, HOT_KEY_DEFERRAL.delay_sec(deps.random(), after=wait), deps)
     free, lease = _acquire_source_slot(task, deps)
     if not free:
         deps.metrics.add(Metric.SOURCE_DEFERRED)
-        return _defer(task, SOURCE_BUSY_MAX_DEFER_SEC / 2, deps, counted=False)
+        return _defer(task, SOURCE_BUSY_DEFERRAL.delay_sec(deps.random()), deps, counted=False)
     claimed = claim(task, now, deps.settings.lease)
     try:
         move_task(task, claimed, deps)
@@ -230,12 +223,11 @@ def _hot_key_wait(task: Task, deps: WorkerDependencies) -> float:
     return deps.limiter.acquire(hot_key, deps.clock()) if hot_key else 0.0
 
 
-def _defer(task: Task, wait: float, deps: WorkerDependencies, counted: bool = True) -> Outcome:
+def _defer(task: Task, delay: int, deps: WorkerDependencies, counted: bool = True) -> Outcome:
     """Come back later: a new delayed message, this one acknowledged. The task stays PENDING and
     keeps its retry budget; the fresh message starts its receive count over, so deferral never
     leads to the DLQ. ``counted``: a hot-key deferral (the source's own metric is counted by the
     caller)."""
-    delay = min(HotKey.MAX_DEFER_SEC, math.ceil(wait + wait * deps.random()))
     deps.queue.send(
         TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority), delay_sec=delay
     )

@@ -10,6 +10,7 @@ from exports.config.limits import Admission, Capacity, HotKey, Limits
 from exports.config.push import Push
 from exports.config.queues import LANES, Queue
 from exports.config.results import Results
+from exports.config.retry import DELIVERY_RETRY, HOT_KEY_DEFERRAL, TASK_RETRY
 from exports.config.tables import CustomersTable, OrdersTable, TaskTable
 from exports.config.worker import Worker, XlsxLimits
 from exports.writers import xlsx_limits
@@ -26,7 +27,7 @@ def test_every_lanes_queue_redrive_and_timing_equal_the_config(dev):
     assert len(dev.stack.queues.lanes) == len(LANES)
     for lane in dev.stack.queues.lanes:
         queue = dev.props(lane.queue)
-        assert queue["RedrivePolicy"]["maxReceiveCount"] == Queue.MAX_RECEIVE_COUNT
+        assert queue["RedrivePolicy"]["maxReceiveCount"] == DELIVERY_RETRY.attempts
         assert queue["VisibilityTimeout"] == Queue.VISIBILITY_TIMEOUT_SEC
         assert queue["MessageRetentionPeriod"] == Queue.RETENTION_SEC
         assert queue["ReceiveMessageWaitTimeSeconds"] == Queue.LONG_POLL_SEC
@@ -113,11 +114,11 @@ def test_the_lifecycle_functions_sizes_equal_the_config_and_a_callback_attempt_f
 def test_the_retry_and_deferral_delays_fit_the_queues(dev):
     # Retries and hot-key deferrals are re-sent with a delay: SQS takes at most 15 minutes, and a
     # waiting message must not outlive the queue's retention.
-    assert Worker.RETRY_BASE_DELAY_SEC <= Worker.RETRY_MAX_DELAY_SEC <= 900
-    assert HotKey.MAX_DEFER_SEC <= 900
+    assert TASK_RETRY.base_sec <= TASK_RETRY.cap_sec <= 900
+    assert HOT_KEY_DEFERRAL.cap_sec <= 900
     for lane in dev.stack.queues.lanes:
         queue = dev.props(lane.queue)
-        assert queue["MessageRetentionPeriod"] > max(Worker.RETRY_MAX_DELAY_SEC, HotKey.MAX_DEFER_SEC)
+        assert queue["MessageRetentionPeriod"] > max(TASK_RETRY.cap_sec, HOT_KEY_DEFERRAL.cap_sec)
         assert "DelaySeconds" not in queue
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from exports.config.env import Env
 from exports.config.push import Push
+from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from infra.push import MESSAGE_ROUTES, STAGE
@@ -75,8 +76,8 @@ def test_the_tasks_stream_feeds_the_push_function_task_items_only(dev):
     assert mapping["BatchSize"] == Push.BATCH_SIZE
     assert mapping["MaximumBatchingWindowInSeconds"] == Push.BATCHING_WINDOW_SEC
     assert mapping["BisectBatchOnFunctionError"] is True
-    assert mapping["MaximumRetryAttempts"] == Push.MAX_RETRY_ATTEMPTS
-    assert mapping["MaximumRecordAgeInSeconds"] == Push.MAX_RECORD_AGE_SEC
+    assert mapping["MaximumRetryAttempts"] == PUSH_BATCH_RETRY.retries
+    assert mapping["MaximumRecordAgeInSeconds"] == PUSH_BATCH_RETRY.max_age_sec
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == dev.arn(dev.stack.push.failed_batches)
     (pattern,) = (json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"])

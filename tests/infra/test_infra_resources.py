@@ -23,9 +23,9 @@ from exports.config.metrics import (
     metrics_namespace,
 )
 from exports.config.names import SERVICE_NAME
-from exports.config.push import Push
 from exports.config.queues import LANES
 from exports.config.results import Results
+from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from exports.http import idempotency
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
@@ -900,7 +900,7 @@ def test_the_new_alarms_watch_the_push_channel_the_state_machines_and_timed_out_
         assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
         assert age["Dimensions"] == [{"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.push.function)}]
         # Before the mapping gives records up at their maximum age.
-        assert 0 < age["Threshold"] < Push.MAX_RECORD_AGE_SEC * 1000
+        assert 0 < age["Threshold"] < PUSH_BATCH_RETRY.max_age_sec * 1000
         for machine_id, machine in (("Lifecycle", synth.stack.lifecycle), ("FanOut", synth.stack.fan_out)):
             throttled = alarms[f"{machine_id}Throttled"]
             assert (throttled["Namespace"], throttled["MetricName"]) == ("AWS/States", "ExecutionThrottled")

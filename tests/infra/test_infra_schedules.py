@@ -11,12 +11,11 @@ import pytest
 from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
 from exports.config.env import Env
 from exports.config.queues import Queue
+from exports.config.retry import SCHEDULE_FUNCTION_RETRY, SCHEDULE_TARGET_RETRY
 from exports.config.schedules import Schedules
 from exports.config.settings import ApiSettings, CallbackSettings
 from exports.config.tables import SchedulesTable
 from infra.schedules import (
-    FUNCTION_MAX_EVENT_AGE_SEC,
-    FUNCTION_RETRY_ATTEMPTS,
     MAIL_ACTIONS,
     MANAGE_ACTIONS,
     MOVED_FIRING_ACTIONS,
@@ -197,13 +196,13 @@ def test_the_schedule_functions_failures_are_retried_then_dead_lettered(dev):
     assert config["Properties"] == {
         "FunctionName": dev.ref(schedule.function),
         "Qualifier": "$LATEST",
-        "MaximumRetryAttempts": FUNCTION_RETRY_ATTEMPTS,
-        "MaximumEventAgeInSeconds": FUNCTION_MAX_EVENT_AGE_SEC,
+        "MaximumRetryAttempts": SCHEDULE_FUNCTION_RETRY.retries,
+        "MaximumEventAgeInSeconds": SCHEDULE_FUNCTION_RETRY.max_age_sec,
         "DestinationConfig": {"OnFailure": {"Destination": dev.arn(scheduling.dead_letters)}},
     }
     # Lambda keeps a firing as long as Scheduler keeps retrying its delivery, at most 2 retries.
-    assert FUNCTION_MAX_EVENT_AGE_SEC == Schedules.TARGET_MAX_EVENT_AGE_SEC
-    assert 0 <= FUNCTION_RETRY_ATTEMPTS <= 2 and 60 <= FUNCTION_MAX_EVENT_AGE_SEC <= 6 * 3600
+    assert SCHEDULE_FUNCTION_RETRY.max_age_sec == SCHEDULE_TARGET_RETRY.max_age_sec
+    assert 0 <= SCHEDULE_FUNCTION_RETRY.retries <= 2 and 60 <= SCHEDULE_FUNCTION_RETRY.max_age_sec <= 6 * 3600
     # Lambda checks the destination against the role when the config is created: its policy first.
     assert {"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": dev.arn(scheduling.dead_letters)} in (
         statements_of(dev, schedule.role)

@@ -13,7 +13,12 @@ from exports.config.callbacks import Callback
 from exports.config.env import Env
 from exports.config.fan_out import FanOut
 from exports.config.limits import Capacity, Limits
-from exports.config.retry import ThrottleRetry
+from exports.config.retry import (
+    CALLBACK_RETRY,
+    LIFECYCLE_INVOCATION_SEC,
+    LIFECYCLE_THROTTLE_RETRY,
+    PARTITION_SOURCE_BUSY_WAIT_SEC,
+)
 from exports.config.worker import Worker
 from exports.services.endings import Outcome
 from exports.workflows import (
@@ -90,9 +95,9 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
     assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
     assert Callback.RETRYABLE_ERROR in retry["ErrorEquals"]
     assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (
-        Callback.RETRY_INTERVAL_SEC,
-        Callback.RETRY_BACKOFF_RATE,
-        Callback.MAX_RETRIES,
+        CALLBACK_RETRY.base_sec,
+        CALLBACK_RETRY.factor,
+        CALLBACK_RETRY.retries,
     )
     # The issue's schedule: the first attempt, then 1 s, 4 s and 16 s later.
     assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"]) == (1, 4, 3)
@@ -102,16 +107,16 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
 @pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp"])
 def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_through_a_burst(dev, state):
     """Every invoke of the lifecycle and callback functions: a throttle is retried first and on
-    its own schedule (the one of exports.config.retry.ThrottleRetry), so a burst can neither lose a
+    its own schedule (exports.config.retry.LIFECYCLE_THROTTLE_RETRY), so a burst can neither lose a
     deadline nor spend a callback's attempts before one was really made."""
     throttled, *others = deployed_definition(dev)["States"][state]["Retry"]
 
     assert throttled == {
         "ErrorEquals": ["Lambda.TooManyRequestsException"],
-        "IntervalSeconds": ThrottleRetry.INTERVAL_SEC,
-        "BackoffRate": ThrottleRetry.BACKOFF_RATE,
-        "MaxAttempts": ThrottleRetry.MAX_ATTEMPTS,
-        "MaxDelaySeconds": ThrottleRetry.MAX_DELAY_SEC,
+        "IntervalSeconds": LIFECYCLE_THROTTLE_RETRY.base_sec,
+        "BackoffRate": LIFECYCLE_THROTTLE_RETRY.factor,
+        "MaxAttempts": LIFECYCLE_THROTTLE_RETRY.retries,
+        "MaxDelaySeconds": LIFECYCLE_THROTTLE_RETRY.cap_sec,
         "JitterStrategy": "FULL",
     }
     assert all("Lambda.TooManyRequestsException" not in other["ErrorEquals"] for other in others)
@@ -121,7 +126,7 @@ def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_throu
         min(throttled["MaxDelaySeconds"], throttled["IntervalSeconds"] * throttled["BackoffRate"] ** n)
         for n in range(throttled["MaxAttempts"])
     ]
-    burst_sec = Capacity.API_THROTTLE_BURST / Sizing.LIFECYCLE_RESERVED_CONCURRENCY * ThrottleRetry.INVOCATION_SEC
+    burst_sec = Capacity.API_THROTTLE_BURST / Sizing.LIFECYCLE_RESERVED_CONCURRENCY * LIFECYCLE_INVOCATION_SEC
     assert sum(waits) / 2 >= 2 * burst_sec
 
 
@@ -134,7 +139,7 @@ def test_waiting_and_stopping_partitions_are_results_and_only_a_retried_fan_out_
     assert [retry["ErrorEquals"] for retry in item["Write"]["Retry"]] == [["States.ALL"]]
     choices = {choice["StringEquals"]: choice["Next"] for choice in item["Written"]["Choices"]}
     assert choices == {PartitionStatus.BUSY: "WaitForSlot", PartitionStatus.FAILED: "PartitionFailed"}
-    assert item["WaitForSlot"] == {"Type": "Wait", "Seconds": FanOut.SOURCE_BUSY_RETRY_SEC, "Next": "Write"}
+    assert item["WaitForSlot"] == {"Type": "Wait", "Seconds": PARTITION_SOURCE_BUSY_WAIT_SEC, "Next": "Write"}
     assert item["PartitionFailed"]["Type"] == "Fail"
     assert states["Abandoned"] == {
         "Type": "Fail",
@@ -171,8 +176,8 @@ def test_the_wait_for_the_task_ends_at_its_deadline(dev):
 
 def test_an_execution_never_times_out_before_its_task_and_its_callback_are_done(dev):
     timeout = deployed_definition(dev)["TimeoutSeconds"]
-    pauses = sum(Callback.RETRY_INTERVAL_SEC * Callback.RETRY_BACKOFF_RATE**n for n in range(Callback.MAX_RETRIES))
-    attempts = 1 + Callback.MAX_RETRIES
+    pauses = sum(CALLBACK_RETRY.base_sec * CALLBACK_RETRY.factor**n for n in range(CALLBACK_RETRY.retries))
+    attempts = 1 + CALLBACK_RETRY.retries
 
     assert timeout >= Limits.TIMEOUT_SEC_MAX + pauses + attempts * Sizing.CALLBACK_TIMEOUT_SEC
     assert timeout % 60 == 0

@@ -17,9 +17,8 @@ from moto.awslambda.exceptions import LambdaClientError
 from pydantic import BaseModel
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config.callbacks import Callback
 from exports.config.names import Names
-from exports.config.retry import ThrottleRetry
+from exports.config.retry import CALLBACK_RETRY, LIFECYCLE_THROTTLE_RETRY
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, complete, new_task
@@ -177,7 +176,7 @@ def test_an_always_failing_receiver_gets_four_attempts_then_the_task_records_the
         task = wait_for(lambda: (t := get(accepted["task_id"]))["callback"]["status"] == "FAILED" and t)
         calls = hook.requests
 
-    assert len(calls) == 1 + Callback.MAX_RETRIES == 4
+    assert len(calls) == 1 + CALLBACK_RETRY.retries == 4
     assert retry_clock.intervals == [1, 4, 16]
     assert task["status"] == "COMPLETED"  # the export's outcome never depends on its callback
     assert task["callback"]["attempts"] == 4
@@ -407,7 +406,7 @@ def test_a_throttled_lifecycle_function_is_retried_with_full_jitter_until_it_run
     assert get(accepted["task_id"])["status"] == "COMPLETED"
     # ... after one wait per throttle, each drawn from [0, min(cap, 1 s x 2^n)] (full jitter)
     caps = [
-        min(ThrottleRetry.MAX_DELAY_SEC, ThrottleRetry.INTERVAL_SEC * ThrottleRetry.BACKOFF_RATE**n)
+        min(LIFECYCLE_THROTTLE_RETRY.cap_sec, LIFECYCLE_THROTTLE_RETRY.base_sec * LIFECYCLE_THROTTLE_RETRY.factor**n)
         for n in range(throttled)
     ]
     assert len(retry_clock.intervals) == throttled
@@ -419,7 +418,7 @@ def test_a_burst_of_throttles_of_the_callback_function_spends_none_of_the_callba
     running_aws: Resources, retry_clock: CompressedRetryClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given Lambda throttles the callback function more often than a callback is retried
-    throttled, invoked = Callback.MAX_RETRIES + 2, []
+    throttled, invoked = CALLBACK_RETRY.retries + 2, []
     real = lambda_runtime.handler_for
 
     def throttling(function_name: str) -> Any:
@@ -442,7 +441,7 @@ def test_a_burst_of_throttles_of_the_callback_function_spends_none_of_the_callba
     assert len(calls) == 1
     assert task["callback"] == {"status": "DELIVERED", "attempts": 1, "last_error": None}
     caps = [
-        min(ThrottleRetry.MAX_DELAY_SEC, ThrottleRetry.INTERVAL_SEC * ThrottleRetry.BACKOFF_RATE**n)
+        min(LIFECYCLE_THROTTLE_RETRY.cap_sec, LIFECYCLE_THROTTLE_RETRY.base_sec * LIFECYCLE_THROTTLE_RETRY.factor**n)
         for n in range(throttled)
     ]
     assert len(retry_clock.intervals) == throttled

@@ -16,6 +16,7 @@ from moto.ses.models import ses_backends
 
 from exports.adapters.eventbridge_scheduler import moved_firing_name
 from exports.config.names import Names
+from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.config.schedules import Schedules
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportResult, claim, complete, fail
@@ -79,8 +80,8 @@ def test_create_answers_201_with_next_runs_and_creates_the_scheduler_schedule(aw
     assert target["Arn"] == aws.schedule_target_arn and target["RoleArn"] == aws.scheduler_role_arn
     assert target["DeadLetterConfig"] == {"Arn": aws.schedule_dlq_arn}
     assert target["RetryPolicy"] == {
-        "MaximumRetryAttempts": Schedules.TARGET_MAX_RETRY_ATTEMPTS,
-        "MaximumEventAgeInSeconds": Schedules.TARGET_MAX_EVENT_AGE_SEC,
+        "MaximumRetryAttempts": SCHEDULE_TARGET_RETRY.retries,
+        "MaximumEventAgeInSeconds": SCHEDULE_TARGET_RETRY.max_age_sec,
     }
     assert json.loads(target["Input"]) == {
         "schedule_id": body["schedule_id"],

@@ -37,8 +37,8 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
-from exports.config.callbacks import Callback
 from exports.config.env import Env
+from exports.config.retry import CALLBACK_RETRY
 from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler
@@ -501,7 +501,11 @@ def check_callbacks(sim: Simulation, records: dict[str, dict[str, Any]]) -> None
             sim.violations.append(f"{task_id}: delivered more than once {[c.answer for c in received]}")
         if state.get("status") != expected or state.get("attempts") != len(received):
             sim.violations.append(f"{task_id}: callback recorded {state}, receiver saw {[c.answer for c in received]}")
-        if expected == "FAILED" and len(received) < 1 + Callback.MAX_RETRIES and received[-1].answer in (500, 503, 429):
+        if (
+            expected == "FAILED"
+            and len(received) < 1 + CALLBACK_RETRY.retries
+            and received[-1].answer in (500, 503, 429)
+        ):
             sim.violations.append(f"{task_id}: a retryable callback was given up early {[c.answer for c in received]}")
 
 

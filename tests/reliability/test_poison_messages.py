@@ -1,5 +1,5 @@
 """Poison messages and the DLQ, with moto's real redrive: a message the worker cannot handle is
-received ``Queue.MAX_RECEIVE_COUNT`` times (redelivered at once here: received with a visibility
+received ``DELIVERY_RETRY.attempts`` times (redelivered at once here: received with a visibility
 timeout of 0), then moved to its lane's DLQ, while the good messages of its batches complete.
 ``scripts/redrive.py`` moves dead letters back once the cause is fixed."""
 
@@ -11,6 +11,7 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.config.queues import Queue
+from exports.config.retry import DELIVERY_RETRY
 from exports.domain.status import TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
@@ -58,7 +59,7 @@ def test_poison_messages_reach_the_dlq_after_the_receive_limit_without_blocking_
     failures = deliver_until_empty(lanes)
 
     # Every receive of a poison message failed it alone; the good tasks completed at the first.
-    assert failures == [set(POISON.values())] * Queue.MAX_RECEIVE_COUNT
+    assert failures == [set(POISON.values())] * DELIVERY_RETRY.attempts
     records = task_records(orders)
     assert [records[task_id]["status"] for task_id in good] == [TaskStatus.COMPLETED] * 3
     dead = lanes.dead_letters("normal")
@@ -74,14 +75,14 @@ def test_an_identifiable_task_whose_delivery_always_crashes_ends_failed_when_its
     lanes = Lanes(orders)
     doomed, fine = submit(27), submit(28)
     faults = make_faults(seed=8)
-    for _ in range(Queue.MAX_RECEIVE_COUNT + 1):
+    for _ in range(DELIVERY_RETRY.attempts + 1):
         faults.once(
             "dynamodb", "UpdateItem", crash_claim, when=lambda s, o, params: params["Key"]["task_id"]["S"] == doomed
         )
 
     failures = deliver_until_empty(lanes)
 
-    assert len(failures) == Queue.MAX_RECEIVE_COUNT
+    assert len(failures) == DELIVERY_RETRY.attempts
     assert [json.loads(m["Body"])["task_id"] for m in lanes.dead_letters("normal")] == [doomed]
     records = task_records(orders)
     assert records[fine]["status"] == TaskStatus.COMPLETED
@@ -97,7 +98,7 @@ def crash_claim(service: str, operation: str, params: dict[str, Any]) -> None:
 def dead_letter_everything(lanes: Lanes) -> list[MessageTypeDef]:
     """The worker is down (or crashing before it can answer): receive without answering until
     SQS moves every message to the DLQ."""
-    for _ in range(Queue.MAX_RECEIVE_COUNT + 1):
+    for _ in range(DELIVERY_RETRY.attempts + 1):
         lanes.receive("normal", count=10, visibility_sec=0)
     return lanes.dead_letters("normal")
 

@@ -9,9 +9,8 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.config.queues import Queue
+from exports.config.retry import DELIVERY_RETRY, TRANSIENT_RETRY
 from exports.domain.status import TERMINAL, TaskStatus
-from exports.services.retries import Transient
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event
@@ -190,7 +189,7 @@ def test_a_completed_write_that_keeps_failing_hands_the_task_back_before_deletin
     also fences off a late completion), and only then is that attempt's file deleted; the retry
     completes with a file of its own."""
     task_id = submit()
-    for _ in range(Transient.ATTEMPTS):
+    for _ in range(TRANSIENT_RETRY.attempts):
         faults.once("dynamodb", "TransactWriteItems", throttle)
     lanes = Lanes(orders)
 
@@ -237,7 +236,7 @@ def test_transient_faults_before_the_claim_send_the_message_again_and_never_reac
     delivery is acknowledged and the message comes back as a new one (left to SQS it would
     return only after the visibility timeout, past the deadline, and count towards the DLQ)."""
     task_id = submit()
-    throttled = Queue.MAX_RECEIVE_COUNT + 1
+    throttled = DELIVERY_RETRY.attempts + 1
     for _ in range(throttled):
         faults.once("dynamodb", "GetItem", throttle, when=lambda s, o, params: params["Key"]["task_id"]["S"] == task_id)
     lanes = Lanes(orders)

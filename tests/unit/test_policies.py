@@ -5,12 +5,12 @@ from datetime import timedelta
 
 import pytest
 
-from exports.config.worker import Worker
+from exports.config.retry import TASK_RETRY
 from exports.domain.policies import Polling, has_retries_left, poll_after_sec, retry_delay_sec
 from tests.unit.builders import NOW, make_task
 
 ALMOST_ONE = 0.999_999
-UNCAPPED = [n for n in range(10) if Worker.RETRY_BASE_DELAY_SEC * 4**n < Worker.RETRY_MAX_DELAY_SEC]
+UNCAPPED = [n for n in range(10) if TASK_RETRY.base_sec * 4**n < TASK_RETRY.cap_sec]
 
 
 @pytest.mark.parametrize(
@@ -24,12 +24,12 @@ def test_has_retries_left(retry_count, max_retries, expected):
 def test_backoff_is_base_times_four_to_the_retry_count_until_the_cap():
     assert UNCAPPED == [0, 1, 2]  # with base 15 s and a 300 s cap: 15, 60, 240
     for n in UNCAPPED:
-        assert retry_delay_sec(n, random=lambda: ALMOST_ONE) == Worker.RETRY_BASE_DELAY_SEC * 4**n
+        assert retry_delay_sec(n, random=lambda: ALMOST_ONE) == TASK_RETRY.base_sec * 4**n
 
 
 @pytest.mark.parametrize("retry_count", [UNCAPPED[-1] + 1, UNCAPPED[-1] + 2, 50])
 def test_backoff_is_capped(retry_count):
-    assert retry_delay_sec(retry_count, random=lambda: ALMOST_ONE) == Worker.RETRY_MAX_DELAY_SEC
+    assert retry_delay_sec(retry_count, random=lambda: ALMOST_ONE) == TASK_RETRY.cap_sec
 
 
 def test_backoff_grows_with_each_retry():
@@ -44,14 +44,14 @@ def test_equal_jitter_draws_the_upper_half_of_the_ceiling():
 
 @pytest.mark.parametrize("retry_count", range(6))
 def test_backoff_is_never_below_half_the_ceiling(retry_count):
-    ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**retry_count)
+    ceiling = min(TASK_RETRY.cap_sec, TASK_RETRY.base_sec * 4**retry_count)
     assert retry_delay_sec(retry_count, random=lambda: 0.0) == round(ceiling / 2)
 
 
 def test_backoff_stays_within_half_the_ceiling_and_the_ceiling():
     draws = random.Random(11).random
     for n in range(7):
-        ceiling = min(Worker.RETRY_MAX_DELAY_SEC, Worker.RETRY_BASE_DELAY_SEC * 4**n)
+        ceiling = min(TASK_RETRY.cap_sec, TASK_RETRY.base_sec * 4**n)
         delays = [retry_delay_sec(n, random=draws) for _ in range(200)]
         assert min(delays) >= ceiling / 2
         assert max(delays) <= ceiling
@@ -62,8 +62,8 @@ def test_the_default_retries_outlast_a_database_failover_whatever_the_draws():
     failover ended FAILED. Even the shortest draws now put the last retry minutes out."""
     from exports.config.limits import Limits
 
-    shortest = [retry_delay_sec(n, random=lambda: 0.0) for n in range(Limits.MAX_RETRIES_DEFAULT)]
-    longest = [retry_delay_sec(n, random=lambda: ALMOST_ONE) for n in range(Limits.MAX_RETRIES_DEFAULT)]
+    shortest = [retry_delay_sec(n, random=lambda: 0.0) for n in range(TASK_RETRY.retries)]
+    longest = [retry_delay_sec(n, random=lambda: ALMOST_ONE) for n in range(TASK_RETRY.retries)]
     assert sum(shortest) >= 150 and sum(longest) <= Limits.TIMEOUT_SEC_DEFAULT + 30
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from exports.config.schedules import Schedules
+from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.schedules.model import Every, Schedule, ScheduleState, StoredCaller
 from local_stack.schedule_loop import Clock, ScheduleLoop
 
@@ -83,16 +83,16 @@ def test_a_paused_schedule_fires_nothing_and_is_not_caught_up_when_resumed() -> 
 
 
 def test_a_failing_firing_is_delivered_again_then_dead_lettered() -> None:
-    handler = Recorder(failures=1 + Schedules.TARGET_MAX_RETRY_ATTEMPTS)
+    handler = Recorder(failures=1 + SCHEDULE_TARGET_RETRY.retries)
     dead: list[dict[str, Any]] = []
     loop = ScheduleLoop(
         Store(every_minute(end_at=START + timedelta(seconds=1))), handler, Clock(lambda: START), dead.append
     )
 
-    for _ in range(Schedules.TARGET_MAX_RETRY_ATTEMPTS + 2):
+    for _ in range(SCHEDULE_TARGET_RETRY.retries + 2):
         loop.tick()
 
-    assert len(handler.events) == 1 + Schedules.TARGET_MAX_RETRY_ATTEMPTS
+    assert len(handler.events) == 1 + SCHEDULE_TARGET_RETRY.retries
     assert {event["scheduled_time"] for event in handler.events} == {"2026-12-07T07:00:30Z"}
     assert [entry["scheduled_time"] for entry in dead] == ["2026-12-07T07:00:30Z"]
 

@@ -262,7 +262,7 @@ def test_a_source_at_its_limit_defers_the_task_and_a_run_holds_and_frees_its_slo
     assert process_task(message(task), w.worker) is Outcome.DEFERRED
 
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
-    assert w.queue.sent == [(message(task), 23)]  # half of SOURCE_BUSY_MAX_DEFER_SEC, plus jitter
+    assert w.queue.sent == [(message(task), 23)]  # SOURCE_BUSY_DEFERRAL's 15 s, plus jitter
     assert w.counts(Metric.SOURCE_DEFERRED) == 1 and w.counts(Metric.DEFERRED) == 0
 
     w.slots.release(busy)
