@@ -1,7 +1,7 @@
 """Local mode's WebSocket API: plays API Gateway's WebSocket events (``$connect``,
 ``$disconnect``, the client's messages) to the same Lambda handler the WebSocket API invokes, and
 API Gateway's management API (``POST /@connections/{id}``, ``GoneException``) to the push
-function's boto3 client, on 127.0.0.1 (docs/push.md, "Local mode").
+function's boto3 client, on 127.0.0.1 (docs/push.md, "In local mode").
 
 No client holds up another: the function runs one event at a time, taken in the order they
 came, and each connection has at most one waiting (its thread waits for the answer before it

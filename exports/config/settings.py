@@ -51,7 +51,7 @@ class FunctionSettings(BaseModel):
     """What every function reads: the tasks table."""
 
     # Built on first use, like every model of the project: a cold start pays only for the models
-    # its request path validates (docs/architecture.md, "Cold starts").
+    # its request path validates (docs/performance.md, "Cold starts").
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     # Field -> the variable it is read from. A required variable missing fails ``from_env``

@@ -22,12 +22,6 @@ def partition_count(rows: int, rows_per_partition: int, max_partitions: int) -> 
     return max(1, min(math.ceil(rows / rows_per_partition), max_partitions))
 
 
-def keyset_step(rows: int, rows_per_partition: int, max_partitions: int) -> int:
-    """Rows per keyset range: ``rows_per_partition``, or more when that would make more than
-    ``max_partitions`` ranges."""
-    return max(rows_per_partition, math.ceil(rows / max_partitions))
-
-
 @dataclass(frozen=True)
 class PartitionSpec:
     """One partition's rows, as JSON-ready values: a keyset range (after ``after``, exclusive,

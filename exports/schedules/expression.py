@@ -1,6 +1,6 @@
 """When a schedule fires: a 5-field cron expression or a fixed interval (``every``), evaluated
 in the schedule's IANA time zone, following EventBridge Scheduler's rules (docs/schedules.md,
-"Daylight saving time"):
+"Time zones and daylight saving time"):
 
 - A cron time that does not exist locally (the hour the clocks skip in spring) fires once, at
   the first instant after the gap (03:00 in Berlin and New York, 02:30 on Lord Howe): a *moved*

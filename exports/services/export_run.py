@@ -31,7 +31,7 @@ from exports.domain.checkpoint import ExportCheckpoint
 from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.domain.zones import is_utc
-from exports.export_types.base import Column, CsvRows, Cursor, ExportType, Page, RunControl
+from exports.export_types.base import AnyExportType, Column, CsvRows, Cursor, Page, RunControl
 from exports.ports import MultipartUpload, RemainingMs, ResumableUpload
 from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
@@ -75,19 +75,19 @@ class HandedOver:
     rows: int
 
 
-def result_target(task: Task, export_type: ExportType, filters: BaseModel) -> ResultTarget:
+def result_target(task: Task, export_type: AnyExportType, filters: BaseModel) -> ResultTarget:
     """The key, download name and content type of the attempt's file."""
     spec = FORMATS[task.format]
     file_name = f"{export_type.file_stem(filters)}.{spec.extension}"
     return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type)
 
 
-def upload_metadata(task: Task, export_type: ExportType) -> dict[str, str]:
+def upload_metadata(task: Task, export_type: AnyExportType) -> dict[str, str]:
     """The metadata on the attempt's upload (and so on its file)."""
     return {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
 
 
-def task_zone(task: Task, export_type: ExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
+def task_zone(task: Task, export_type: AnyExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
     """How the task's time zone changes its file (exports.writers.zones): the type is asked
     for its instant columns only when the zone is not UTC (a SQL type describes its query)."""
     if is_utc(task.timezone):
@@ -208,7 +208,7 @@ class ExportRun:
     ``resumed``: the checkpoint it goes on from and its unsent bytes."""
 
     task: Task
-    export_type: ExportType
+    export_type: AnyExportType
     filters: BaseModel
     # The file's columns (in the task's zone) and how the zone changes the rows.
     columns: list[Column]
@@ -441,7 +441,7 @@ FORMATS: Mapping[ExportFormat, FormatSpec] = {
     ),
     ExportFormat.XLSX: FormatSpec(xlsx_engine.CONTENT_TYPE, "xlsx", resumable=False, splittable=True, write=write_xlsx),
     # Not split: page numbers ("3 / 1,204"), the font subset, the page tree and the offsets of
-    # the cross-reference table span the whole file (docs/fan-out.md, "PDF").
+    # the cross-reference table span the whole file (docs/fan-out.md, "PDF: refused for splitting").
     ExportFormat.PDF: FormatSpec(pdf.CONTENT_TYPE, "pdf", resumable=False, splittable=False, write=write_pdf),
     # Not split (docs/fan-out.md, "Formats that do not split"): JSON Lines continues from
     # checkpoints instead; a Parquet footer lists every row group of the file.

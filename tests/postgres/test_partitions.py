@@ -1,6 +1,7 @@
 """Partition plans of declared SQL types on a real PostgreSQL: keyset ranges from one numbering
 query, runs of days counted, and each partition's rows exactly its share of the export."""
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,9 @@ def test_keyset_ranges_come_from_one_query_and_their_rows_make_the_export(
     specs = orders.plan_partitions(filters, Unbounded(), size, most)
 
     assert specs is not None and len(specs) == expected
+    # The numbering query's step: every range but the last has the partition size's rows, or more
+    # when that size would make more than ``most`` ranges.
+    assert [spec.rows for spec in specs[:-1]] == [max(size, math.ceil(len(whole) / most))] * (expected - 1)
     assert sum(spec.rows for spec in specs) == len(whole)
     parts = [_rows(orders, filters, spec) for spec in specs]
     assert [len(part) for part in parts] == [spec.rows for spec in specs]

@@ -13,7 +13,6 @@ from exports.domain.partitions import (
     day_runs,
     group_runs,
     keyset_ranges,
-    keyset_step,
     partition_count,
 )
 from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
@@ -34,7 +33,6 @@ def test_an_export_splits_in_one_partition_per_size_up_to_the_limit(
     rows: int, size: int, most: int, expected: int
 ) -> None:
     assert partition_count(rows, size, most) == expected
-    assert keyset_step(rows, size, most) * most >= rows
 
 
 def test_keyset_ranges_run_from_boundary_to_boundary_with_their_counts() -> None:

@@ -1,4 +1,4 @@
-/** The push wire protocol's messages (docs/client.md, "Push") and the events watch() yields. */
+/** The push wire protocol's messages (docs/push.md, "Protocol (`exports.v1`)") and the events watch() yields. */
 
 import type { components } from "./schema.js";
 
