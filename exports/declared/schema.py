@@ -1,0 +1,34 @@
+"""The model a declaration file is validated with: :class:`DeclarationFile` with each
+registered source kind's model among the sources and its key among a type's keys."""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Annotated
+
+from pydantic import Field, create_model
+
+from exports.declared.model import DeclarationFile, Identifier, TypeDecl
+from exports.sources.registry import SOURCE_KINDS
+
+
+@functools.cache
+def declaration_model() -> type[DeclarationFile]:
+    """Built on first use (a cold start that reads no declaration builds no model)."""
+    kinds = SOURCE_KINDS.values()
+    type_model = create_model(
+        "TypeDecl",
+        __base__=TypeDecl,
+        __module__=TypeDecl.__module__,
+        **{kind.type_key: (kind.read_model | None, None) for kind in kinds},
+    )
+    # A source is told apart by its ``kind``: an unknown one is refused naming the known ones.
+    source_model = functools.reduce(operator.or_, (kind.source_model for kind in kinds))
+    return create_model(
+        "DeclarationFile",
+        __base__=DeclarationFile,
+        __module__=DeclarationFile.__module__,
+        sources=(dict[Identifier, Annotated[source_model, Field(discriminator="kind")]], Field(default_factory=dict)),
+        types=(dict[Identifier, type_model], Field(default_factory=dict)),
+    )
