@@ -1,5 +1,5 @@
-"""How a DynamoDB source's export types are made: on one items reader, each type on its table
-(named in the declaration, or by a variable this deployment sets)."""
+"""How a DynamoDB source's export types are made: each on its table (named in the declaration,
+or by a variable this deployment sets)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from exports.sources.kind import LeftOut, SourceReaders, TypeMaker
 
 
 def items_type_maker(readers: SourceReaders) -> TypeMaker:
-    """The maker of a DynamoDB source's types (left out: a table variable that is not set)."""
-    reader = DynamoItemsReader(readers.client("dynamodb"))
+    """The maker of a DynamoDB source's types (left out: a table variable that is not set),
+    each on an items reader of its own (no client is made for a type left out)."""
 
     def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
         read = declared_read(declared)
@@ -23,7 +23,7 @@ def items_type_maker(readers: SourceReaders) -> TypeMaker:
             raise LeftOut(f"its table name comes from {read.table_env}, which is not set")
         attributes = {column.name: column.attribute or column.name for column in declared.columns or ()}
         return DeclaredDynamoExport(
-            reader=reader,
+            reader=DynamoItemsReader(readers.client("dynamodb")),
             table=table,
             query=read,
             attributes=attributes,
