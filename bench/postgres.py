@@ -104,20 +104,17 @@ class BenchDatabases:
         return {**os.environ, URI_ENV: self.uri(rows)}
 
 
-def _not_used(*_: Any) -> Any:
-    raise AssertionError("the bench source connects with url_env only")
-
-
 def declared_registry(environ: Mapping[str, str] = os.environ) -> Any:
     """The export types of ``exports.toml`` wired as ``build_registry`` wires them (PostgreSQL
     sources on ``url_env``, no AWS client); DynamoDB types, whose tables are not set here, are
     left out."""
+    from exports.adapters.clients import ClientFactory
     from exports.declared.build import build_export_types
     from exports.declared.loader import default_path, load_declarations
     from exports.export_types.registry import ExportTypeRegistry
     from exports.sources.kind import SourceReaders
 
-    readers = SourceReaders(client=_not_used, environ=environ)
+    readers = SourceReaders(client=ClientFactory(), environ=environ)
     return ExportTypeRegistry(build_export_types(load_declarations(default_path()), readers).types)
 
 

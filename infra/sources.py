@@ -106,7 +106,7 @@ class DeclaredSources:
         return sorted({read.table for read in self._table_reads() if read.table})
 
     def _table_reads(self) -> list[TableRead]:
-        reads = []
+        reads: list[TableRead] = []
         for declared in self.declarations.file.types.values():
             kind = type_kind(declared)
             if kind is not None:

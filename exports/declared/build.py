@@ -69,8 +69,8 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
         limit = SourceLimit(declared.source, source.max_concurrent_exports)
         try:
             types.append(maker(declared, _parts(name, declared, limit, file.access)))
-        except LeftOut as reason:
-            left_out[name] = str(reason)
+        except LeftOut as error:
+            left_out[name] = str(error)
     for name, reason in left_out.items():
         # Named in the message too: local mode's log shows no extra keys.
         keys = {"export_type": name, "reason": reason}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, create_model
 
@@ -17,18 +17,16 @@ from exports.sources.registry import SOURCE_KINDS
 def declaration_model() -> type[DeclarationFile]:
     """Built on first use (a cold start that reads no declaration builds no model)."""
     kinds = SOURCE_KINDS.values()
-    type_model = create_model(
-        "TypeDecl",
-        __base__=TypeDecl,
-        __module__=TypeDecl.__module__,
-        **{kind.type_key: (kind.read_model | None, None) for kind in kinds},
-    )
+    # Each kind's key: optional, one of them per type (the loader checks there is exactly one).
+    reads: dict[str, Any] = {kind.type_key: (kind.read_model | None, None) for kind in kinds}
+    type_model = create_model("TypeDecl", __base__=TypeDecl, __module__=TypeDecl.__module__, **reads)
     # A source is told apart by its ``kind``: an unknown one is refused naming the known ones.
-    source_model = functools.reduce(operator.or_, (kind.source_model for kind in kinds))
+    one_of: Any = functools.reduce(operator.or_, (kind.source_model for kind in kinds))
+    source: Any = Annotated.__class_getitem__((one_of, Field(discriminator="kind")))  # type: ignore[attr-defined]
     return create_model(
         "DeclarationFile",
         __base__=DeclarationFile,
         __module__=DeclarationFile.__module__,
-        sources=(dict[Identifier, Annotated[source_model, Field(discriminator="kind")]], Field(default_factory=dict)),
+        sources=(dict[Identifier, source], Field(default_factory=dict)),
         types=(dict[Identifier, type_model], Field(default_factory=dict)),
     )

@@ -5,15 +5,18 @@ once, and the loader, the builder, the composition root and the CDK app consult 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Protocol, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 
 from exports.declared.common import DeclaredParts
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.export_types.base import SOURCE_PAGE_ROWS, AnyExportType
+
+if TYPE_CHECKING:
+    from exports.adapters.clients import ClientFactory
 
 
 class Fail(Protocol):
@@ -29,10 +32,10 @@ class LeftOut(Exception):
 
 @dataclass
 class SourceReaders:
-    """How this deployment reaches its sources: the shared AWS client factory (boto3's edge),
-    the environment, the settings a plugin gets, and the items per DynamoDB query page."""
+    """How this deployment reaches its sources: the shared AWS client factory, the environment,
+    the settings a plugin gets, and the items per DynamoDB query page."""
 
-    client: Callable[[str], Any]
+    client: ClientFactory
     environ: Mapping[str, str] = field(default_factory=dict)
     settings: Any = None
     page_rows: int = SOURCE_PAGE_ROWS

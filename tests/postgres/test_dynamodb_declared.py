@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from python_calamine import CalamineWorkbook
 from types_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
+from exports.adapters.clients import ClientFactory
 from exports.declared.build import build_export_types
 from exports.declared.loader import load_declarations
 from exports.domain.caller import Caller, CallerRefused
@@ -164,9 +165,8 @@ def events(aws: Resources, tmp_path: Path) -> dict[str, Any]:
 
 def declared_events(tmp_path: Path, page_rows: int = SOURCE_PAGE_ROWS) -> dict[str, Any]:
     """The declaration's types on the events table, reading ``page_rows`` items a query page."""
-    client = boto3.client("dynamodb", region_name=REGION)
     declarations = load_declarations(write_declaration(tmp_path, DECLARATION))
-    readers = SourceReaders(client=lambda service: client, page_rows=page_rows)
+    readers = SourceReaders(client=ClientFactory(), page_rows=page_rows)
     return {export_type.name: export_type for export_type in build_export_types(declarations, readers).types}
 
 

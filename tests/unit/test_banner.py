@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from exports.adapters.clients import ClientFactory
 from exports.declared.build import build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.domain.caller import Caller
@@ -52,7 +53,7 @@ def test_another_port_also_sets_the_api_url() -> None:
 
 def built(path: Path, environ: dict[str, str]) -> list[AnyExportType]:
     """The file's export types, as the functions build them (no connection is opened)."""
-    readers = SourceReaders(client=lambda name: None, environ=environ)
+    readers = SourceReaders(client=ClientFactory(), environ=environ)
     return build_export_types(load_declarations(path), readers).types
 
 
