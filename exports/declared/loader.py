@@ -46,7 +46,7 @@ from exports.declared.type_facts import (
 )
 from exports.domain.caller import BindingKind
 from exports.sources.kind import Fail, SourceKind
-from exports.sources.registry import SOURCE_KINDS, source_kind, type_kind
+from exports.sources.registry import kind_named, kinds, source_kind, type_kind
 
 _BOUNDED = (ParameterType.DATE, ParameterType.DATETIME, ParameterType.INTEGER, ParameterType.DECIMAL)
 _TEXTUAL = (ParameterType.STRING,)
@@ -115,7 +115,7 @@ def load_declarations(
         if name not in sources:
             raise DeclarationError(path, f"sources.{name}", "overridden by the deployment but not declared")
         merged = dict(sources[name])
-        kind = SOURCE_KINDS.get(str(override.get("kind", merged.get("kind"))))
+        kind = kind_named(override.get("kind", merged.get("kind")))
         connection_keys = kind.connection_keys if kind is not None else frozenset()
         if connection_keys & set(override):
             # A connection given by the deployment replaces the file's (e.g. url_env for make run).
@@ -256,11 +256,11 @@ def _check_source(fail: Fail, file: DeclarationFile, declared: TypeDecl) -> None
     source = file.sources.get(declared.source)
     if source is None:
         raise fail("source", f"no source {declared.source!r} is declared (known: {', '.join(file.sources) or 'none'})")
-    kinds = [kind for kind in SOURCE_KINDS.values() if kind.reads(declared) is not None]
-    if len(kinds) + (declared.plugin is not None) != 1:
-        labels = ", ".join(kind.type_key_label for kind in SOURCE_KINDS.values())
+    declared_kinds = [kind for kind in kinds() if kind.reads(declared) is not None]
+    if len(declared_kinds) + (declared.plugin is not None) != 1:
+        labels = ", ".join(kind.type_key_label for kind in kinds())
         raise fail("", f"declare exactly one of {labels} or plugin")
-    for kind in kinds:
+    for kind in declared_kinds:
         if source.kind != kind.name:
             raise fail(kind.type_key, f"source {declared.source!r} is not a {kind.title} source")
 
@@ -396,7 +396,7 @@ def _check_partitions(fail: Fail, declared: TypeDecl, kind: SourceKind) -> None:
 def _check_caller(fail: Fail, declared: TypeDecl, kind: SourceKind) -> None:
     """Caller values: each a claim (or all claims), named apart from every parameter."""
     reserved = {COLUMNS_PARAMETER: "selectable_columns"}
-    for each in SOURCE_KINDS.values():
+    for each in kinds():
         reserved.update(each.reserved_names)
     for name, binding in declared.caller.items():
         key = f"caller.{name}"

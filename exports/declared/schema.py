@@ -10,18 +10,18 @@ from typing import Annotated, Any
 from pydantic import Field, create_model
 
 from exports.declared.model import DeclarationFile, Identifier, TypeDecl
-from exports.sources.registry import SOURCE_KINDS
+from exports.sources.registry import kinds
 
 
 @functools.cache
 def declaration_model() -> type[DeclarationFile]:
     """Built on first use (a cold start that reads no declaration builds no model)."""
-    kinds = SOURCE_KINDS.values()
+    registered = kinds()
     # Each kind's key: optional, one of them per type (the loader checks there is exactly one).
-    reads: dict[str, Any] = {kind.type_key: (kind.read_model | None, None) for kind in kinds}
+    reads: dict[str, Any] = {kind.type_key: (kind.read_model | None, None) for kind in registered}
     type_model = create_model("TypeDecl", __base__=TypeDecl, __module__=TypeDecl.__module__, **reads)
     # A source is told apart by its ``kind``: an unknown one is refused naming the known ones.
-    one_of: Any = functools.reduce(operator.or_, (kind.source_model for kind in kinds))
+    one_of: Any = functools.reduce(operator.or_, (kind.source_model for kind in registered))
     source: Any = Annotated.__class_getitem__((one_of, Field(discriminator="kind")))  # type: ignore[attr-defined]
     return create_model(
         "DeclarationFile",

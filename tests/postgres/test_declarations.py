@@ -14,6 +14,7 @@ from exports.declared.loader import DeclarationError, default_path, load_declara
 from exports.declared.parameters import DeclaredFilters, filters_model
 from exports.http.envelope import strict_json
 from exports.services.validation import invalid_request
+from exports.sources.postgres.model import PostgresSource
 from tests.postgres.conftest import write_declaration
 
 SOURCE = """
@@ -532,6 +533,7 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
     declared = load_declarations(path, {"db": {"secret_arn": arn, "host": "proxy.example.internal"}})
 
     source = declared.file.sources["db"]
+    assert isinstance(source, PostgresSource)
     assert source.secret_arn == arn and source.url_env is None  # the deployment's connection replaces the file's
     assert source.host == "proxy.example.internal"
     with pytest.raises(DeclarationError, match=r"sources\.other: overridden by the deployment but not declared"):
@@ -540,7 +542,6 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
 
 def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
     from exports.adapters.postgres_connections import SourceNotConfigured, connection_settings
-    from exports.sources.postgres.model import PostgresSource
 
     secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
     source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
