@@ -39,13 +39,20 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
-class SourceDecl(StrictModel):
-    """What every source declares, whatever its kind. Each kind's model (a package of
-    :mod:`exports.sources`) narrows ``kind`` to its own name and adds how to reach it; the
-    registry of kinds (:mod:`exports.sources.registry`) puts them in the file's model."""
+class SourceHead(StrictModel):
+    """The keys a source declares first, whatever its kind."""
 
     kind: str
     description: str = ""
+
+
+class SourceDecl(SourceHead):
+    """What every source declares, whatever its kind. Each kind's model (a package of
+    :mod:`exports.sources`) narrows ``kind`` to its own name and adds how to reach it (in a
+    :class:`SourceHead` subclass listed after this one among its bases, so that its keys come
+    before the limits, as pydantic reports mistakes); the registry of kinds
+    (:mod:`exports.sources.registry`) puts them in the file's model."""
+
     max_concurrent_exports: int = Field(default=SOURCE_MAX_CONCURRENT_DEFAULT, ge=1, le=100)
 
 
@@ -200,10 +207,11 @@ class PartitionsDecl(StrictModel):
     date_range: Identifier | None = None
 
 
-class TypeDecl(StrictModel):
-    """One export type: where its rows come from, what a caller may ask, what the file holds.
-    Each source kind adds the key that says what a type of its kind reads (``query``,
-    ``dynamodb``): :func:`exports.declared.schema.declaration_model` builds the model with them."""
+class TypeHead(StrictModel):
+    """The keys a type declares first: what it is, its source, and a plugin's factory. Each
+    source kind's key (``query``, ``dynamodb``) follows them, then :class:`TypeDecl`'s, in the
+    model :func:`exports.declared.schema.declaration_model` builds: pydantic reports a file's
+    mistakes in that order."""
 
     description: str = Field(min_length=1)
     source: Identifier
@@ -211,6 +219,12 @@ class TypeDecl(StrictModel):
     plugin: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     # What a plugin's factory reads (PluginContext.options); plugins only.
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+class TypeDecl(TypeHead):
+    """One export type: where its rows come from, what a caller may ask, what the file holds
+    (and, in the file's model, the key of its source's kind)."""
+
     parameters: dict[Identifier, ParameterDecl] = Field(default_factory=dict)
     # Values from the caller's token, bound like parameters (see CallerBindingDecl).
     caller: dict[Identifier, CallerBindingDecl] = Field(default_factory=dict)

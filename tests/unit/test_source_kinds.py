@@ -159,3 +159,21 @@ def test_only_the_registry_names_the_kind_packages() -> None:
 
     assert kind_packages == ["dynamodb", "postgres"]
     assert naming == []
+
+
+@pytest.mark.parametrize(
+    ("source", "declared", "reported"),
+    [
+        # The kind's key before the type's later keys, the kind's source keys before the limits.
+        ("", 'description = "x"\nsource = "shop"\nquery = 5\nfile_name = 7', "types.t: query"),
+        ('url_env = 5\nmax_concurrent_exports = "4"', 'description = "x"', "sources.shop: postgresql.url_env"),
+    ],
+)
+def test_a_kinds_keys_are_checked_where_they_always_were(
+    tmp_path: Path, source: str, declared: str, reported: str
+) -> None:
+    path = tmp_path / "exports.toml"
+    path.write_text(f'[sources.shop]\nkind = "postgresql"\n{source}\n[types.t]\n{declared}\n', encoding="utf-8")
+
+    with pytest.raises(DeclarationError, match=f"{re.escape(reported)}: Input should be a valid"):
+        load_declarations(path)

@@ -7,7 +7,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from exports.declared.model import EnvName, SourceDecl, StrictModel, TypeDecl
+from exports.declared.model import EnvName, SourceDecl, SourceHead, StrictModel, TypeDecl
 
 # The key of a SQL type that holds its query.
 TYPE_KEY: Final = "query"
@@ -38,14 +38,13 @@ class IamAuth(StrictModel):
     resource_id: str | None = Field(default=None, pattern=r"^(db|cluster|prx)-[A-Za-z0-9]+$")
 
 
-class PostgresSource(SourceDecl):
-    """A PostgreSQL database (RDS, Aurora, or any server the workers can reach).
+class PostgresConnection(SourceHead):
+    """How a PostgreSQL source is reached.
 
     Exactly one of ``url_env``, ``secret_arn`` and ``iam_auth`` says how to connect; the CDK app
     can supply ``secret_arn`` or ``iam_auth`` from its context instead of the file.
     """
 
-    kind: Literal["postgresql"]
     # An environment variable holding a libpq URI (local mode, or a URI the operator injects).
     url_env: EnvName | None = None
     # A Secrets Manager secret in RDS's shape (username, password, host, port, dbname).
@@ -60,6 +59,12 @@ class PostgresSource(SourceDecl):
     # RDS Proxy's certificates chain to; or a PEM file shipped with the declaration).
     sslmode: SslMode | None = Field(default=None, strict=False)
     sslrootcert: str | None = None
+
+
+class PostgresSource(SourceDecl, PostgresConnection):
+    """A PostgreSQL database (RDS, Aurora, or any server the workers can reach)."""
+
+    kind: Literal["postgresql"]
 
 
 def declared_query(declared: TypeDecl) -> str:
