@@ -6,8 +6,8 @@ data directory, Unix socket only) and loads one database per row count with the 
 (``local_stack.demo_database.load_demo_data``, 90 days up to :data:`DEMO_TODAY`, loaded with
 ``COPY``). Each case process gets that database's URI in the declared source's variable
 (:data:`URI_ENV`), as ``make run`` gives it to the worker, and builds the type the way
-``exports.composition.build_registry`` does: ``build_export_types`` with a ``PostgresReader`` on
-``connection_settings``. The filters cover all 90 days, so the export holds every loaded order.
+``exports.composition.build_registry`` does: ``build_export_types``, whose PostgreSQL kind puts
+a ``PostgresReader`` on ``connection_settings``. The filters cover all 90 days, so the export holds every loaded order.
 """
 
 from __future__ import annotations
@@ -104,28 +104,18 @@ class BenchDatabases:
         return {**os.environ, URI_ENV: self.uri(rows)}
 
 
-def _not_used(*_: Any) -> Any:
-    raise AssertionError("the bench source connects with url_env only")
-
-
 def declared_registry(environ: Mapping[str, str] = os.environ) -> Any:
     """The export types of ``exports.toml`` wired as ``build_registry`` wires them (PostgreSQL
-    sources through ``PostgresReader`` on ``connection_settings``); DynamoDB types, whose
-    tables are not set here, are left out."""
-    from exports.adapters.postgres_connections import connection_settings
-    from exports.adapters.postgres_source import PostgresReader
-    from exports.declared.build import SourceReaders, build_export_types
+    sources on ``url_env``, no AWS client); DynamoDB types, whose tables are not set here, are
+    left out."""
+    from exports.adapters.clients import ClientFactory
+    from exports.declared.build import build_export_types
     from exports.declared.loader import default_path, load_declarations
     from exports.export_types.registry import ExportTypeRegistry
+    from exports.sources.kind import SourceReaders
 
-    declarations = load_declarations(default_path())
-
-    def sql_reader(name: str, source: Any) -> PostgresReader:
-        connect = connection_settings(name, source, environ, _not_used, _not_used, declarations.base_dir)
-        return PostgresReader(name, connect)
-
-    readers = SourceReaders(sql_reader=sql_reader, items_reader=_not_used, client=_not_used, environ=environ)
-    return ExportTypeRegistry(build_export_types(declarations, readers).types)
+    readers = SourceReaders(client=ClientFactory(), environ=environ)
+    return ExportTypeRegistry(build_export_types(load_declarations(default_path()), readers).types)
 
 
 _registry: list[Any] = []

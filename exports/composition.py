@@ -29,10 +29,9 @@ from exports.services.dependencies import (
 
 if TYPE_CHECKING:
     from exports.declared.build import BuiltTypes
-    from exports.declared.model import PostgresSource
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.ports import BusinessMetrics, SqlReader
+    from exports.ports import BusinessMetrics
     from exports.schedules.dependencies import ScheduleDependencies
 
 
@@ -71,34 +70,15 @@ def declared_export_types(settings: RegistrySettings, environ: Mapping[str, str]
 
 
 def built_export_types(settings: RegistrySettings, environ: Mapping[str, str] = os.environ) -> BuiltTypes:
-    """The declaration file's export types wired to their sources, and those left out (a source
-    this deployment gives no connection) with the reason."""
-    from exports.adapters.dynamodb_source import DynamoItemsReader
-    from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
-    from exports.adapters.postgres_source import PostgresReader
-    from exports.declared.build import SourceReaders, build_export_types
+    """The declaration file's export types wired to their sources (each source kind builds its
+    readers on the shared clients), and those left out (a source this deployment gives no
+    connection) with the reason."""
+    from exports.declared.build import build_export_types
     from exports.declared.loader import default_path, load_declarations
+    from exports.sources.kind import SourceReaders
 
     declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
-
-    def sql_reader(name: str, source: PostgresSource) -> SqlReader:
-        connect = connection_settings(
-            name,
-            source,
-            environ,
-            secrets_manager_reader(aws_client),
-            rds_token_maker(aws_client),
-            declarations.base_dir,
-        )
-        return PostgresReader(name, connect)
-
-    readers = SourceReaders(
-        sql_reader=sql_reader,
-        items_reader=lambda: DynamoItemsReader(aws_client("dynamodb")),
-        client=aws_client,
-        environ=environ,
-        settings=settings,
-    )
+    readers = SourceReaders(client=aws_client, environ=environ, settings=settings)
     return build_export_types(declarations, readers)
 
 

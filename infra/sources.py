@@ -5,19 +5,16 @@ what the worker needs to reach them (secrets, RDS IAM users, the user's own tabl
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from exports.config.declarations import Declarations as DeclarationFiles
 from exports.config.env import Env
 from exports.declared.loader import DeclarationError, Declarations, default_path, load_declarations
-from exports.declared.model import PostgresSource
+from exports.sources.kind import Fail, TableRead
+from exports.sources.registry import source_kind, type_kind
 from infra.settings import StageSettings
 
-# Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN.
-_COMPLETE_SECRET_ARN = re.compile(r":secret:.+-[A-Za-z0-9]{6}$")
-PARTIAL_SECRET_SUFFIX = "-??????"
 # How Cognito names a custom attribute's claim, and its groups claim.
 COGNITO_CUSTOM = "custom:"
 COGNITO_GROUPS = "cognito:groups"
@@ -38,19 +35,18 @@ class DeclaredSources:
 
     def packaged_files(self) -> tuple[tuple[Path, str], ...]:
         """The declaration, as the package's ``exports.toml`` (where the functions look by
-        default), and the CA bundles its sources name, at the same place relative to it."""
+        default), and the files its sources' kinds ship with it (CA bundles), at the same place
+        relative to it."""
         files = [(self.declarations.path, DeclarationFiles.PACKAGED_FILE)]
         base = self.declarations.base_dir.resolve()
         for name, source in self.declarations.file.sources.items():
-            if isinstance(source, PostgresSource) and source.sslrootcert not in (None, "system"):
-                bundle = (base / str(source.sslrootcert)).resolve()
-                if not bundle.is_relative_to(base) or not bundle.is_file():
+            for key, relative in source_kind(source).shipped_files(source):
+                shipped = (base / relative).resolve()
+                if not shipped.is_relative_to(base) or not shipped.is_file():
                     raise DeclarationError(
-                        self.declarations.path,
-                        f"sources.{name}: sslrootcert",
-                        "must name a file in the declaration's folder",
+                        self.declarations.path, f"sources.{name}: {key}", "must name a file in the declaration's folder"
                     )
-                files.append((bundle, str(bundle.relative_to(base))))
+                files.append((shipped, str(shipped.relative_to(base))))
         return tuple(files)
 
     def environment(self) -> dict[str, str]:
@@ -82,31 +78,19 @@ class DeclaredSources:
         )
 
     def secret_arns(self) -> list[str]:
-        """The secrets the worker reads to connect, as IAM resources: a complete ARN as it is,
-        a partial one (without the ``-XXXXXX`` suffix Secrets Manager appends to the name,
-        which GetSecretValue accepts) with that suffix as a wildcard: IAM compares the full ARN,
-        so the bare partial one would be denied."""
-        arns = set()
-        for source in self.declarations.file.sources.values():
-            if isinstance(source, PostgresSource) and source.secret_arn:
-                arn = source.secret_arn
-                arns.add(arn if _COMPLETE_SECRET_ARN.search(arn) else f"{arn}{PARTIAL_SECRET_SUFFIX}")
-        return sorted(arns)
+        """The secrets the worker reads to connect, as IAM resources (as each kind names them)."""
+        sources = self.declarations.file.sources.values()
+        return sorted({arn for source in sources for arn in source_kind(source).secret_arns(source)})
 
     def iam_users(self) -> list[tuple[str, str, str | None]]:
         """(resource id, database user, region or None for the stack's) of every source with
         RDS IAM authentication."""
-        users = []
-        for name, source in self.declarations.file.sources.items():
-            if isinstance(source, PostgresSource) and source.iam_auth is not None:
-                if source.iam_auth.resource_id is None:
-                    raise DeclarationError(
-                        self.declarations.path,
-                        f"sources.{name}: iam_auth.resource_id",
-                        "is needed on AWS: the worker is granted rds-db:connect on it",
-                    )
-                users.append((source.iam_auth.resource_id, source.iam_auth.user, source.iam_auth.region))
-        return sorted(set(users), key=str)
+        users = {
+            (user.resource_id, user.user, user.region)
+            for name, source in self.declarations.file.sources.items()
+            for user in source_kind(source).rds_users(self._failing(f"sources.{name}"), source)
+        }
+        return sorted(users, key=str)
 
     def table_variables(self) -> set[str]:
         """The variables declared DynamoDB types name their table by (``table_env``)."""
@@ -115,18 +99,22 @@ class DeclaredSources:
     def table_indexes(self) -> list[tuple[str, str | None]]:
         """(table variable, index or None for the table itself) that declared DynamoDB types
         read, for the tables they name by variable."""
-        read: set[tuple[str, str | None]] = set()
-        for declared in self.declarations.file.types.values():
-            if declared.dynamodb is not None and declared.dynamodb.table_env:
-                read.add((declared.dynamodb.table_env, declared.dynamodb.index))
-        return sorted(read, key=str)
+        return sorted({(read.table_env, read.index) for read in self._table_reads() if read.table_env}, key=str)
 
     def user_tables(self) -> list[str]:
         """The DynamoDB tables declared by name (tables named by variable are the stack's own)."""
-        return sorted(
-            {
-                declared.dynamodb.table
-                for declared in self.declarations.file.types.values()
-                if declared.dynamodb is not None and declared.dynamodb.table
-            }
-        )
+        return sorted({read.table for read in self._table_reads() if read.table})
+
+    def _table_reads(self) -> list[TableRead]:
+        reads: list[TableRead] = []
+        for declared in self.declarations.file.types.values():
+            kind = type_kind(declared)
+            if kind is not None:
+                reads.extend(kind.table_reads(declared))
+        return reads
+
+    def _failing(self, entry: str) -> Fail:
+        def fail(key: str, message: str) -> DeclarationError:
+            return DeclarationError(self.declarations.path, f"{entry}: {key}", message)
+
+        return fail

@@ -22,7 +22,7 @@ from exports.config.fan_out import FanOut
 from exports.config.names import Names
 from exports.config.queues import LANES
 from exports.config.worker import Worker
-from exports.declared.build import check_sql_results, refuse_left_out
+from exports.declared.build import check_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.schedules.mail import task_of
 from exports.webhooks.signing import new_secret
@@ -329,7 +329,7 @@ class LocalStack:
         declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)
         built = built_export_types(settings, os.environ)
         refuse_left_out(declarations, built)
-        check_sql_results(declarations, built.types)
+        check_results(declarations, built.types)
         self.export_types = built.types
 
     def stop(self) -> None:

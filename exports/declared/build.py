@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from exports.declared.dynamodb_export import DeclaredDynamoExport
-from exports.declared.loader import (
-    DeclarationError,
-    Declarations,
-    PluginError,
-    caller_bindings,
-    partition_date_range,
-    plugin_factory,
-    session_settings,
-    window_range,
-)
-from exports.declared.model import AccessDecl, ColumnDecl, DynamoSource, PartitionBy, PostgresSource, TypeDecl
+from exports.declared.common import DeclaredParts
+from exports.declared.loader import DeclarationError, Declarations, PluginError, plugin_factory
+from exports.declared.model import AccessDecl, ColumnDecl, TypeDecl
 from exports.declared.parameters import filters_model
-from exports.declared.sql_export import DeclaredSqlExport
+from exports.declared.type_facts import caller_bindings, window_range
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
-from exports.export_types.base import (
-    SOURCE_PAGE_ROWS,
-    AnyExportType,
-    Column,
-    ColumnKind,
-    ExportType,
-    SourceLimit,
-    WindowParameters,
-)
-from exports.ports import ItemsReader, SqlReader
+from exports.export_types.base import AnyExportType, Column, ColumnKind, ExportType, SourceLimit, WindowParameters
+from exports.sources.kind import LeftOut, SourceReaders, TypeMaker
+from exports.sources.registry import source_kind, type_kind
 
 logger = logging.getLogger(__name__)
 
@@ -50,19 +34,6 @@ class PluginContext:
     settings: Any = None
 
 
-@dataclass
-class SourceReaders:
-    """How to reach declared sources: a SQL reader per PostgreSQL source, one DynamoDB reader."""
-
-    sql_reader: Callable[[str, PostgresSource], SqlReader]
-    items_reader: Callable[[], ItemsReader]
-    client: Callable[[str], Any]
-    environ: Mapping[str, str] = field(default_factory=dict)
-    settings: Any = None
-    # Items per DynamoDB query page of the declared DynamoDB types.
-    page_rows: int = SOURCE_PAGE_ROWS
-
-
 @dataclass(frozen=True)
 class BuiltTypes:
     """The export types a deployment serves, and those left out with the reason (a source
@@ -73,61 +44,33 @@ class BuiltTypes:
 
 
 def build_export_types(declarations: Declarations, readers: SourceReaders) -> BuiltTypes:
-    """Every declared type, in file order; a type whose source cannot be reached from this
-    deployment is left out (and logged), a broken plugin fails like a bad declaration."""
+    """Every declared type, in file order, made by its source's kind; a type whose source cannot
+    be reached from this deployment is left out (and logged), a broken plugin fails like a bad
+    declaration."""
     file = declarations.file
-    sql_readers: dict[str, SqlReader | str] = {}
+    makers: dict[str, TypeMaker | str] = {}
     types: list[AnyExportType] = []
     left_out: dict[str, str] = {}
     for name, declared in file.types.items():
         source = file.sources[declared.source]
-        limit = SourceLimit(declared.source, source.max_concurrent_exports)
         if declared.plugin is not None:
             types.append(_plugin(declarations, name, declared, readers))
             continue
-        if isinstance(source, PostgresSource):
-            reader = sql_readers.get(declared.source)
-            if reader is None:
-                try:
-                    reader = readers.sql_reader(declared.source, source)
-                except ExportsError as error:
-                    reader = str(error)
-                sql_readers[declared.source] = reader
-            if isinstance(reader, str):
-                left_out[name] = reader
-                continue
-            partitions = declared.partitions
-            types.append(
-                DeclaredSqlExport(
-                    reader=reader,
-                    query=declared.query or "",
-                    order_key=declared.order_key or (),
-                    split_by_key=partitions is not None and partitions.by is PartitionBy.ORDER_KEY,
-                    split_days=partition_date_range(declared)
-                    if partitions is not None and partitions.by is PartitionBy.DATE_RANGE
-                    else None,
-                    role=declared.session.role if declared.session else None,
-                    settings=session_settings(declared),
-                    **_common(name, declared, limit, file.access),
-                )
-            )
-        else:
-            assert isinstance(source, DynamoSource) and declared.dynamodb is not None
-            table = declared.dynamodb.table or readers.environ.get(declared.dynamodb.table_env or "")
-            if not table:
-                left_out[name] = f"its table name comes from {declared.dynamodb.table_env}, which is not set"
-                continue
-            attributes = {column.name: column.attribute or column.name for column in declared.columns or ()}
-            types.append(
-                DeclaredDynamoExport(
-                    reader=readers.items_reader(),
-                    table=table,
-                    query=declared.dynamodb,
-                    attributes=attributes,
-                    page_rows=readers.page_rows,
-                    **_common(name, declared, limit, file.access),
-                )
-            )
+        maker = makers.get(declared.source)
+        if maker is None:
+            try:
+                maker = source_kind(source).type_maker(declared.source, source, readers, declarations.base_dir)
+            except ExportsError as error:
+                maker = str(error)
+            makers[declared.source] = maker
+        if isinstance(maker, str):
+            left_out[name] = maker
+            continue
+        limit = SourceLimit(declared.source, source.max_concurrent_exports)
+        try:
+            types.append(maker(declared, _parts(name, declared, limit, file.access)))
+        except LeftOut as error:
+            left_out[name] = str(error)
     for name, reason in left_out.items():
         # Named in the message too: local mode's log shows no extra keys.
         keys = {"export_type": name, "reason": reason}
@@ -153,31 +96,33 @@ def refuse_left_out(declarations: Declarations, built: BuiltTypes) -> None:
         raise DeclarationError(declarations.path, "", "; ".join(problems))
 
 
-def check_sql_results(declarations: Declarations, types: Sequence[AnyExportType]) -> None:
-    """Describe each SQL type's query (no row read) and refuse, as a declaration error, one that
-    fails or does not return a declared column or order key column. Local mode runs this at
-    start-up; a deployed worker finds the same mistakes at the type's first export
-    (``SOURCE_QUERY_FAILED``). A source that cannot be reached now is only logged."""
+def check_results(declarations: Declarations, types: Sequence[AnyExportType]) -> None:
+    """Ask each declared type's kind which declared columns its source does not return (a SQL
+    type's query is described, no row read) and refuse, as a declaration error, a type that
+    fails or misses a declared column or order key column. Local mode runs this at start-up; a
+    deployed worker finds the same mistakes at the type's first export (``SOURCE_QUERY_FAILED``).
+    A source that cannot be reached now is only logged."""
     for export_type in types:
-        if not isinstance(export_type, DeclaredSqlExport):
-            continue
         name = export_type.name
+        declared = declarations.file.types[name]
+        kind = type_kind(declared)
+        if kind is None:
+            continue
         try:
-            missing = export_type.missing_result_columns()
+            missing = kind.missing_result_columns(export_type)
         except ExportFailed as error:
             raise DeclarationError(declarations.path, f"types.{name}: query", error.message) from None
         except ExportsError as error:
             logger.warning("could not check the query's columns", extra={"export_type": name, "reason": str(error)})
             continue
         if missing:
-            declared = declarations.file.types[name]
             key = "order_key" if missing[0] in (declared.order_key or ()) else f"columns.{missing[0]}"
             raise DeclarationError(
                 declarations.path, f"types.{name}: {key}", f"the query returns no column {missing[0]!r}"
             )
 
 
-def _common(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl) -> dict[str, Any]:
+def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl) -> DeclaredParts:
     selectable = [column.name for column in declared.columns or ()] if declared.selectable_columns else []
     bound = caller_bindings(declared)
     window = window_range(declared)

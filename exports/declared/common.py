@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
@@ -14,6 +14,23 @@ from exports.export_types.base import ClaimsRead, Column, ExportType, SourceLimi
 
 # A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
 _HOT_KEY_MAX_CHARS = 200
+
+
+class DeclaredParts(TypedDict):
+    """What every declared type's export is made with, whatever its source kind."""
+
+    name: str
+    description: str
+    filters_model: type[DeclaredFilters]
+    parameter_names: Sequence[str]
+    formats: Sequence[ExportFormat]
+    columns: Sequence[Column] | None
+    file_name: str
+    hot_key: Sequence[str]
+    source_limit: SourceLimit
+    bindings: Sequence[CallerBinding]
+    access: AccessRule | None
+    window: WindowParameters | None
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):

@@ -5,7 +5,6 @@ with a message an operator can act on."""
 from __future__ import annotations
 
 import importlib
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,17 +16,13 @@ from pydantic_core import PydanticCustomError
 
 import exports
 from exports.config.declarations import Declarations as DeclarationSettings
-from exports.declared.dynamodb_export import DAY_PLACEHOLDER
 from exports.declared.model import (
     CallerBindingDecl,
     DeclarationFile,
-    DynamoQueryDecl,
-    DynamoSource,
-    EachDayDecl,
+    ItemDecl,
     ParameterDecl,
     ParameterType,
     PartitionBy,
-    PostgresSource,
     TypeDecl,
 )
 from exports.declared.parameters import (
@@ -36,25 +31,27 @@ from exports.declared.parameters import (
     coerce_bound,
     compile_pattern,
     filters_model,
-    is_required,
     json_value,
     value_checker,
 )
-from exports.declared.sql_text import statement_problem
+from exports.declared.schema import declaration_model
 from exports.declared.templates import placeholders
+from exports.declared.type_facts import (
+    JWT_CLAIMS_BINDING,
+    JWT_CLAIMS_SETTING,
+    caller_bindings,
+    is_required_or_defaulted,
+    partition_date_range,
+    session_settings,
+)
 from exports.domain.caller import BindingKind
+from exports.sources.kind import Fail, SourceKind
+from exports.sources.registry import kind_named, kinds, source_kind, type_kind
 
-# Named psycopg placeholders; a literal % is written %%.
-_SQL_PLACEHOLDER = re.compile(r"%\(([^)]*)\)s")
 _BOUNDED = (ParameterType.DATE, ParameterType.DATETIME, ParameterType.INTEGER, ParameterType.DECIMAL)
 _TEXTUAL = (ParameterType.STRING,)
-# The keys that say how a PostgreSQL source connects (one of them).
-CONNECTION_KEYS = frozenset({"url_env", "secret_arn", "iam_auth"})
 # What a plugin type may declare besides its factory: the rest is the plugin's own business.
 PLUGIN_KEYS = frozenset({"description", "source", "plugin", "options"})
-# The caller-bound value that session.jwt_claims binds, and the setting it goes to (PostgREST's).
-JWT_CLAIMS_BINDING = "jwt_claims"
-JWT_CLAIMS_SETTING = "request.jwt.claims"
 
 
 def default_path() -> Path:
@@ -107,7 +104,7 @@ class Declarations:
 
 
 def load_declarations(
-    path: Path | str, source_overrides: Mapping[str, Mapping[str, Any]] | None = None
+    path: Path | str, source_overrides: Mapping[str, Mapping[str, object]] | None = None
 ) -> Declarations:
     """Parse and check the file at ``path``. ``source_overrides`` (from the CDK app's context)
     replace keys of named sources, e.g. ``{"shop": {"secret_arn": "arn:..."}}``."""
@@ -118,26 +115,34 @@ def load_declarations(
         if name not in sources:
             raise DeclarationError(path, f"sources.{name}", "overridden by the deployment but not declared")
         merged = dict(sources[name])
-        if CONNECTION_KEYS & set(override):
+        kind = kind_named(override.get("kind", merged.get("kind")))
+        connection_keys = kind.connection_keys if kind is not None else frozenset()
+        if connection_keys & set(override):
             # A connection given by the deployment replaces the file's (e.g. url_env for make run).
-            for key in CONNECTION_KEYS:
+            for key in connection_keys:
                 merged.pop(key, None)
         sources[name] = {**merged, **override}
     try:
-        parsed = DeclarationFile.model_validate(raw)
+        parsed = declaration_model().model_validate(raw)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         raise DeclarationError(path, _where(_named(first["loc"], raw)), first["msg"]) from None
     except RecursionError:
         raise DeclarationError(path, "", "a value is nested too deeply") from None
     for source_name, source in parsed.sources.items():
-        if isinstance(source, PostgresSource):
-            given = [key for key in sorted(CONNECTION_KEYS) if getattr(source, key) is not None]
-            if len(given) > 1:
-                raise DeclarationError(path, f"sources.{source_name}", f"declare one way to connect, not {given}")
+        source_kind(source).check_source(_failing(path, f"sources.{source_name}"), source)
     for type_name, declared in parsed.types.items():
         _check_type(path, parsed, type_name, declared)
     return Declarations(path, parsed)
+
+
+def _failing(path: Path, entry: str) -> Fail:
+    """The :class:`Fail` of one source or type of the file: its errors name ``entry``."""
+
+    def fail(key: str, message: str) -> DeclarationError:
+        return DeclarationError(path, f"{entry}: {key}" if key else entry, message)
+
+    return fail
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -153,10 +158,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise DeclarationError(path, "", "not a readable TOML file: it is nested too deeply") from None
 
 
-def _named(location: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
+def _named(location: tuple[int | str, ...], raw: object) -> tuple[int | str, ...]:
     """``types.orders.columns.8.kind`` as ``types.orders.columns.order_id.kind``: a column is
     known by its name, not its position (which an operator would have to count)."""
-    named: list[Any] = []
+    named: list[int | str] = []
     node = raw
     for part in location:
         if isinstance(part, int) and named and named[-1] == "columns" and isinstance(node, list):
@@ -174,7 +179,7 @@ def _named(location: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
     return tuple(named)
 
 
-def _where(location: tuple[Any, ...]) -> str:
+def _where(location: tuple[int | str, ...]) -> str:
     parts = [str(part) for part in location if not str(part).startswith(("function-", "tagged-union"))]
     if len(parts) >= 2 and parts[0] in ("types", "sources"):
         return f"{parts[0]}.{parts[1]}: {'.'.join(parts[2:])}" if len(parts) > 2 else f"{parts[0]}.{parts[1]}"
@@ -182,21 +187,20 @@ def _where(location: tuple[Any, ...]) -> str:
 
 
 def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl) -> None:
-    def fail(key: str, message: str) -> DeclarationError:
-        return DeclarationError(path, f"types.{name}: {key}" if key else f"types.{name}", message)
-
+    fail = _failing(path, f"types.{name}")
     _check_source(fail, file, declared)
-    if declared.plugin is not None:
+    kind = type_kind(declared)
+    if kind is None:
         _check_plugin(fail, declared)
         return
     for parameter, spec in declared.parameters.items():
         _check_parameter(fail, f"parameters.{parameter}", spec)
-    _check_caller(fail, declared)
+    _check_caller(fail, declared, kind)
     if declared.selectable_columns and COLUMNS_PARAMETER in declared.parameters:
         raise fail(f"parameters.{COLUMNS_PARAMETER}", "is reserved for selectable_columns")
     _check_ranges(fail, declared)
     _check_columns(fail, declared)
-    if declared.order_key is not None and declared.query is None:
+    if declared.order_key is not None and not kind.has_order_key:
         # The order key of a SQL type may also be a result column left out of the file: it is
         # read from the result row, which holds every column the query returns.
         raise fail("order_key", "only SQL types declare an order key (DynamoDB resumes by its own key)")
@@ -208,12 +212,9 @@ def _check_type(path: Path, file: DeclarationFile, name: str, declared: TypeDecl
     for parameter in placeholders(declared.file_name or ""):
         if parameter not in names and bound.get(parameter) not in (BindingKind.STRING, BindingKind.LIST):
             raise fail("file_name", f"{{{parameter}}} is not a declared parameter or caller value")
-    if declared.query is not None:
-        _check_query(fail, declared)
-    else:
-        _check_dynamodb(fail, declared)
-    _check_partitions(fail, declared)
-    _check_bindings_used(fail, declared)
+    kind.check_type(fail, declared)
+    _check_partitions(fail, declared, kind)
+    _check_bindings_used(fail, declared, kind)
     try:
         filters_model(name, declared.parameters, declared.date_ranges, _selectable(declared), bound)
     except (ValueError, TypeError) as error:
@@ -241,7 +242,7 @@ def plugin_factory(reference: str) -> Callable[..., Any]:
     return checked
 
 
-def _check_plugin(fail: Any, declared: TypeDecl) -> None:
+def _check_plugin(fail: Fail, declared: TypeDecl) -> None:
     extra = sorted(key for key in declared.model_fields_set if key not in PLUGIN_KEYS)
     if extra:
         raise fail(extra[0], "a plugin type declares only description, source, plugin and options")
@@ -251,20 +252,20 @@ def _check_plugin(fail: Any, declared: TypeDecl) -> None:
         raise fail("plugin", str(error)) from None
 
 
-def _check_source(fail: Any, file: DeclarationFile, declared: TypeDecl) -> None:
+def _check_source(fail: Fail, file: DeclarationFile, declared: TypeDecl) -> None:
     source = file.sources.get(declared.source)
     if source is None:
         raise fail("source", f"no source {declared.source!r} is declared (known: {', '.join(file.sources) or 'none'})")
-    kinds = [key for key in ("query", "dynamodb", "plugin") if getattr(declared, key) is not None]
-    if len(kinds) != 1:
-        raise fail("", "declare exactly one of query (PostgreSQL), dynamodb or plugin")
-    if declared.query is not None and not isinstance(source, PostgresSource):
-        raise fail("query", f"source {declared.source!r} is not a PostgreSQL source")
-    if declared.dynamodb is not None and not isinstance(source, DynamoSource):
-        raise fail("dynamodb", f"source {declared.source!r} is not a DynamoDB source")
+    declared_kinds = [kind for kind in kinds() if kind.reads(declared) is not None]
+    if len(declared_kinds) + (declared.plugin is not None) != 1:
+        labels = ", ".join(kind.type_key_label for kind in kinds())
+        raise fail("", f"declare exactly one of {labels} or plugin")
+    for kind in declared_kinds:
+        if source.kind != kind.name:
+            raise fail(kind.type_key, f"source {declared.source!r} is not a {kind.title} source")
 
 
-def _check_parameter(fail: Any, key: str, spec: ParameterDecl) -> None:
+def _check_parameter(fail: Fail, key: str, spec: ParameterDecl) -> None:
     if spec.type is ParameterType.LIST:
         if spec.items is None:
             raise fail(f"{key}.items", "a list parameter declares what its items are")
@@ -284,7 +285,7 @@ def _check_parameter(fail: Any, key: str, spec: ParameterDecl) -> None:
             raise fail(f"{key}.{word}", str(error)) from None
 
 
-def _check_item(fail: Any, key: str, spec: Any) -> None:
+def _check_item(fail: Fail, key: str, spec: ItemDecl) -> None:
     if spec.type is ParameterType.ENUM:
         if not spec.values:
             raise fail(f"{key}.values", "an enum parameter lists its allowed values")
@@ -295,7 +296,7 @@ def _check_item(fail: Any, key: str, spec: Any) -> None:
     _check_text_rules(fail, key, spec)
 
 
-def _check_values(fail: Any, key: str, spec: Any) -> None:
+def _check_values(fail: Fail, key: str, spec: ItemDecl) -> None:
     """An enum's values: none empty, none twice (a choice listed twice is a typo of another)."""
     if spec.values is not None:
         for position, value in enumerate(spec.values):
@@ -309,7 +310,7 @@ def _check_values(fail: Any, key: str, spec: Any) -> None:
             raise fail(f"{key}.values", f"lists {', '.join(map(repr, repeated))} more than once")
 
 
-def _check_bounds(fail: Any, key: str, spec: Any) -> None:
+def _check_bounds(fail: Fail, key: str, spec: ItemDecl) -> None:
     """``min`` and ``max``: of the parameter's own kind, and not crossed (no value could pass)."""
     bounds: dict[str, Any] = {}
     for bound in ("min", "max"):
@@ -326,7 +327,7 @@ def _check_bounds(fail: Any, key: str, spec: Any) -> None:
         raise fail(f"{key}.min", f"is greater than max ({bounds['min']} > {bounds['max']}): no value could pass")
 
 
-def _check_text_rules(fail: Any, key: str, spec: Any) -> None:
+def _check_text_rules(fail: Fail, key: str, spec: ItemDecl) -> None:
     """Lengths and pattern: string parameters only, lengths not crossed, a pattern that cannot
     backtrack without end."""
     for option in ("min_length", "max_length", "pattern"):
@@ -341,7 +342,7 @@ def _check_text_rules(fail: Any, key: str, spec: Any) -> None:
             raise fail(f"{key}.pattern", str(error)) from None
 
 
-def _check_ranges(fail: Any, declared: TypeDecl) -> None:
+def _check_ranges(fail: Fail, declared: TypeDecl) -> None:
     for position, date_range in enumerate(declared.date_ranges):
         kinds = []
         for end in (date_range.start, date_range.end):
@@ -355,19 +356,7 @@ def _check_ranges(fail: Any, declared: TypeDecl) -> None:
         raise fail("window", f"{declared.window!r} is not the `from` of one of the type's date_ranges")
 
 
-def window_range(declared: TypeDecl) -> tuple[str, str, str] | None:
-    """The (from, to, kind) parameters a schedule's relative window fills: the date range whose
-    ``from`` is ``window``, or the type's only date range; None when there is none."""
-    ranges = declared.date_ranges
-    if declared.window is not None:
-        ranges = [item for item in ranges if item.start == declared.window]
-    if len(ranges) != 1:
-        return None
-    start, end = ranges[0].start, ranges[0].end
-    return start, end, declared.parameters[start].type.value
-
-
-def _check_columns(fail: Any, declared: TypeDecl) -> None:
+def _check_columns(fail: Fail, declared: TypeDecl) -> None:
     columns = declared.columns
     if columns is None:
         if declared.selectable_columns:
@@ -380,32 +369,13 @@ def _check_columns(fail: Any, declared: TypeDecl) -> None:
         seen.add(column.name)
 
 
-def _check_query(fail: Any, declared: TypeDecl) -> None:
-    query = declared.query or ""
-    if not query.strip():
-        raise fail("query", "is empty")
-    problem = statement_problem(query)
-    if problem:
-        raise fail("query", f"must be one statement (it runs as a subquery): it {problem}")
-    bound = caller_bindings(declared)
-    for parameter in _SQL_PLACEHOLDER.findall(query):
-        if parameter not in declared.parameters and parameter not in bound:
-            raise fail("query", f"%({parameter})s is not a declared parameter or caller value")
-    rest = _SQL_PLACEHOLDER.sub("", query).replace("%%", "")
-    if "%" in rest:
-        raise fail("query", "use named placeholders such as %(date_from)s, and write a literal % as %%")
-    order_key = declared.order_key or []
-    if len(set(order_key)) != len(order_key):
-        raise fail("order_key", "names a column twice")
-
-
-def _check_partitions(fail: Any, declared: TypeDecl) -> None:
+def _check_partitions(fail: Fail, declared: TypeDecl, kind: SourceKind) -> None:
     """A split needs rows counted up front: SQL types only (a DynamoDB query cannot count a
     range without reading it), by an order key or by a date range of required dates."""
     partitions = declared.partitions
     if partitions is None:
         return
-    if declared.query is None:
+    if not kind.splits:
         raise fail("partitions", "only SQL types are split into partitions")
     if partitions.by is PartitionBy.ORDER_KEY:
         if not declared.order_key:
@@ -423,105 +393,11 @@ def _check_partitions(fail: Any, declared: TypeDecl) -> None:
             raise fail("partitions.date_range", f"{end!r} must be a date parameter, required or with a default")
 
 
-def partition_date_range(declared: TypeDecl) -> tuple[str, str] | None:
-    """The (from, to) parameters a date_range split cuts: the range whose ``from`` is
-    ``partitions.date_range``, or the type's only range."""
-    ranges = [(item.start, item.end) for item in declared.date_ranges]
-    wanted = declared.partitions.date_range if declared.partitions else None
-    if wanted is not None:
-        ranges = [item for item in ranges if item[0] == wanted]
-    return ranges[0] if len(ranges) == 1 else None
-
-
-def _check_dynamodb(fail: Any, declared: TypeDecl) -> None:
-    spec = declared.dynamodb
-    assert spec is not None
-    if (spec.table is None) == (spec.table_env is None):
-        raise fail("dynamodb", "declare exactly one of table and table_env")
-    if declared.columns is None or not declared.columns:
-        raise fail("columns", "a DynamoDB type declares its columns (attribute to column)")
-    for column in declared.columns:
-        if column.array_of is not None:
-            # A DynamoDB list is kind = "json": nested in JSON Lines and Parquet already.
-            raise fail(f"columns.{column.name}.array_of", 'is for PostgreSQL arrays; a DynamoDB list is kind = "json"')
-    names = set(declared.parameters)
-    if spec.each_day is not None:
-        _check_each_day(fail, declared, spec.each_day)
-        names.add(DAY_PLACEHOLDER)
-    bound = caller_bindings(declared)
-    templates = _dynamodb_templates(fail, spec)
-    for key, template in templates.items():
-        for parameter in placeholders(template):
-            if bound.get(parameter) is BindingKind.STRING:
-                continue  # a caller value always has one
-            if parameter not in names:
-                raise fail(key, f"{{{parameter}}} is not a declared parameter or string caller value")
-            spec_of = declared.parameters.get(parameter)
-            if spec_of is not None and not is_required_or_defaulted(spec_of):
-                raise fail(key, f"{{{parameter}}} is optional: a key condition needs a value")
-    for position, item_filter in enumerate(spec.filters):
-        parameter = item_filter.parameter
-        if parameter not in declared.parameters and bound.get(parameter) not in (BindingKind.STRING, BindingKind.LIST):
-            raise fail(
-                f"dynamodb.filters[{position}].parameter",
-                f"{parameter!r} is not a declared parameter or string or list caller value",
-            )
-
-
-def _check_each_day(fail: Any, declared: TypeDecl, each_day: EachDayDecl) -> None:
-    """The day range of a one-query-per-day type: required date parameters, bounded."""
-    if DAY_PLACEHOLDER in declared.parameters:
-        raise fail(f"parameters.{DAY_PLACEHOLDER}", "is reserved for the day each_day reads")
-    bounded = any(
-        (date_range.start, date_range.end) == (each_day.start, each_day.end) for date_range in declared.date_ranges
-    )
-    if not bounded:
-        raise fail("dynamodb.each_day", "needs a date_ranges entry over the same parameters (it bounds the queries)")
-    for end in (each_day.start, each_day.end):
-        kind = declared.parameters.get(end)
-        if kind is None or kind.type not in (ParameterType.DATE, ParameterType.DATETIME):
-            raise fail("dynamodb.each_day", f"{end!r} is not a declared date parameter")
-        if not is_required_or_defaulted(kind):
-            raise fail("dynamodb.each_day", f"{end!r} must be required or have a default")
-
-
-def _dynamodb_templates(fail: Any, spec: DynamoQueryDecl) -> dict[str, str]:
-    """The key-condition templates of a DynamoDB type, by their key in the file."""
-    templates: dict[str, str] = {"dynamodb.partition_key.value": spec.partition_key.value}
-    if spec.sort_key is not None:
-        sort = spec.sort_key
-        forms = [sort.between is not None, sort.begins_with is not None, sort.start is not None or sort.end is not None]
-        if sum(forms) != 1:
-            raise fail("dynamodb.sort_key", "declare one of between, begins_with, or from/to")
-        for key in ("begins_with", "start", "end"):
-            if getattr(sort, key) is not None:
-                templates[f"dynamodb.sort_key.{key}"] = getattr(sort, key)
-        for position, part in enumerate(sort.between or ()):
-            templates[f"dynamodb.sort_key.between[{position}]"] = part
-    return templates
-
-
-def caller_bindings(declared: TypeDecl) -> dict[str, BindingKind]:
-    """The type's caller-bound values by name, with the one ``session.jwt_claims`` adds."""
-    bound = {name: binding.type for name, binding in declared.caller.items()}
-    if declared.session is not None and declared.session.jwt_claims:
-        bound[JWT_CLAIMS_BINDING] = BindingKind.CLAIMS
-    return bound
-
-
-def session_settings(declared: TypeDecl) -> list[tuple[str, str]]:
-    """(setting, caller value) pairs a SQL type sets in its transaction."""
-    if declared.session is None:
-        return []
-    settings = list(declared.session.settings.items())
-    if declared.session.jwt_claims:
-        settings.append((JWT_CLAIMS_SETTING, JWT_CLAIMS_BINDING))
-    return settings
-
-
-def _check_caller(fail: Any, declared: TypeDecl) -> None:
+def _check_caller(fail: Fail, declared: TypeDecl, kind: SourceKind) -> None:
     """Caller values: each a claim (or all claims), named apart from every parameter."""
-    reserved = {COLUMNS_PARAMETER: "selectable_columns", DAY_PLACEHOLDER: "dynamodb.each_day"}
+    reserved = {COLUMNS_PARAMETER: "selectable_columns"}
+    for each in kinds():
+        reserved.update(each.reserved_names)
     for name, binding in declared.caller.items():
         key = f"caller.{name}"
         _check_binding(fail, key, binding)
@@ -537,7 +413,7 @@ def _check_caller(fail: Any, declared: TypeDecl) -> None:
     session = declared.session
     if session is None:
         return
-    if declared.query is None:
+    if not kind.sets_session:
         raise fail("session", "only SQL types set a session (role and settings)")
     if JWT_CLAIMS_BINDING in declared.parameters and session.jwt_claims:
         raise fail(f"parameters.{JWT_CLAIMS_BINDING}", "is reserved for session.jwt_claims")
@@ -548,7 +424,7 @@ def _check_caller(fail: Any, declared: TypeDecl) -> None:
             raise fail(f"session.settings.{setting}", "is what session.jwt_claims sets")
 
 
-def _check_binding(fail: Any, key: str, binding: CallerBindingDecl) -> None:
+def _check_binding(fail: Fail, key: str, binding: CallerBindingDecl) -> None:
     if binding.type is BindingKind.CLAIMS:
         if binding.claim is not None:
             raise fail(f"{key}.claim", 'a "claims" value is every claim: it names none')
@@ -556,28 +432,14 @@ def _check_binding(fail: Any, key: str, binding: CallerBindingDecl) -> None:
         raise fail(f"{key}.claim", "names the claim of the caller's token it comes from (e.g. sub)")
 
 
-def _check_bindings_used(fail: Any, declared: TypeDecl) -> None:
+def _check_bindings_used(fail: Fail, declared: TypeDecl, kind: SourceKind) -> None:
     """A caller value that reaches no query, key condition, item filter or session setting
     would scope nothing while the declaration reads as if it did: refused."""
     used: set[str] = {name for _, name in session_settings(declared)}
-    if declared.query is not None:
-        used.update(_SQL_PLACEHOLDER.findall(declared.query))
-    if declared.dynamodb is not None:
-        used.update(
-            name
-            for template in _dynamodb_templates(fail, declared.dynamodb).values()
-            for name in placeholders(template)
-        )
-        used.update(item_filter.parameter for item_filter in declared.dynamodb.filters)
+    used.update(kind.bound_names(fail, declared))
     for name in declared.caller:
         if name not in used:
-            where = "the query or a session setting" if declared.query is not None else "a key condition or filter"
-            raise fail(f"caller.{name}", f"is bound but {where} never uses it, so it would scope no row")
-
-
-def is_required_or_defaulted(spec: ParameterDecl) -> bool:
-    """Whether a parameter always has a value after validation."""
-    return spec.default is not None or is_required(spec)
+            raise fail(f"caller.{name}", f"is bound but {kind.bound_in} never uses it, so it would scope no row")
 
 
 def _selectable(declared: TypeDecl) -> list[str]:

@@ -13,11 +13,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_connections import connection_settings
-from exports.adapters.postgres_source import PostgresReader
-from exports.declared.build import SourceReaders, build_export_types
+from exports.adapters.clients import ClientFactory
+from exports.declared.build import build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.export_types.base import ExportType
+from exports.sources.kind import SourceReaders
 from local_stack.demo_database import load_demo_data
 from local_stack.embedded_postgres import EmbeddedPostgres
 from tests.integration.conftest import aws  # noqa: F401  (moto for the worker tests)
@@ -58,22 +58,9 @@ def scratch(postgres: EmbeddedPostgres, request: pytest.FixtureRequest) -> str:
 
 def declared_types(path: Path | str, environ: dict[str, str]) -> dict[str, ExportType]:
     """The export types of a declaration file, wired to PostgreSQL as composition does it."""
-    declarations = load_declarations(path)
-
-    def sql_reader(name: str, source: Any) -> PostgresReader:
-        settings = connection_settings(name, source, environ, _no_secrets, _no_tokens, declarations.base_dir)
-        return PostgresReader(name, settings)
-
-    readers = SourceReaders(sql_reader=sql_reader, items_reader=lambda: None, client=None, environ=environ)  # type: ignore[arg-type, return-value]
-    return {export_type.name: export_type for export_type in build_export_types(declarations, readers).types}
-
-
-def _no_secrets(arn: str) -> dict[str, Any]:
-    raise AssertionError("no secrets in these tests")
-
-
-def _no_tokens(auth: Any) -> str:
-    raise AssertionError("no IAM tokens in these tests")
+    # The real factory: a url_env source never asks it for a client (no secret, no IAM token).
+    readers = SourceReaders(client=ClientFactory(), environ=environ)
+    return {export_type.name: export_type for export_type in build_export_types(load_declarations(path), readers).types}
 
 
 @pytest.fixture

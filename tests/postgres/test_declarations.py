@@ -14,6 +14,7 @@ from exports.declared.loader import DeclarationError, default_path, load_declara
 from exports.declared.parameters import DeclaredFilters, filters_model
 from exports.http.envelope import strict_json
 from exports.services.validation import invalid_request
+from exports.sources.postgres.model import PostgresSource
 from tests.postgres.conftest import write_declaration
 
 SOURCE = """
@@ -532,6 +533,7 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
     declared = load_declarations(path, {"db": {"secret_arn": arn, "host": "proxy.example.internal"}})
 
     source = declared.file.sources["db"]
+    assert isinstance(source, PostgresSource)
     assert source.secret_arn == arn and source.url_env is None  # the deployment's connection replaces the file's
     assert source.host == "proxy.example.internal"
     with pytest.raises(DeclarationError, match=r"sources\.other: overridden by the deployment but not declared"):
@@ -540,10 +542,9 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
 
 def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
     from exports.adapters.postgres_connections import SourceNotConfigured, connection_settings
-    from exports.declared.model import PostgresSource, SourceKind
 
     secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
-    source = PostgresSource(kind=SourceKind.POSTGRESQL, secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
     settings = connection_settings("db", source, {}, lambda arn: secret, lambda auth: "token", tmp_path)()
     assert settings == {
         "host": "db.example.internal",
@@ -568,7 +569,7 @@ def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) 
     settings = connection_settings("db", proxied, {}, lambda arn: secret, lambda auth: "", tmp_path)()
     assert (settings["host"], settings["port"], settings["dbname"]) == ("proxy", 5432, "shop")
 
-    unset = PostgresSource(kind=SourceKind.POSTGRESQL, url_env="NOT_SET_HERE")
+    unset = PostgresSource(kind="postgresql", url_env="NOT_SET_HERE")
     with pytest.raises(SourceNotConfigured, match="NOT_SET_HERE, which is not set"):
         connection_settings("db", unset, {}, lambda arn: secret, lambda auth: "", tmp_path)
 
@@ -670,7 +671,7 @@ def test_a_query_that_does_not_return_its_order_key_is_a_declaration_error_at_st
 ) -> None:
     """What local mode checks once the database is up: describing the query (every parameter
     NULL, no row read) shows which declared column it does not return."""
-    from exports.declared.build import check_sql_results
+    from exports.declared.build import check_results
     from tests.postgres.conftest import declared_types
 
     body = (
@@ -682,15 +683,15 @@ def test_a_query_that_does_not_return_its_order_key_is_a_declaration_error_at_st
     types = declared_types(path, {"DB_URL": shop})
 
     with pytest.raises(DeclarationError) as raised:
-        check_sql_results(load_declarations(path), list(types.values()))
+        check_results(load_declarations(path), list(types.values()))
 
     assert str(raised.value) == f"{path}: {where}: the query returns no column {missing}"
 
 
 def test_the_shipped_sql_types_pass_the_start_up_check(demo_types: dict[str, Any]) -> None:
-    from exports.declared.build import check_sql_results
+    from exports.declared.build import check_results
 
-    check_sql_results(load_declarations(default_path()), list(demo_types.values()))
+    check_results(load_declarations(default_path()), list(demo_types.values()))
 
 
 def test_make_run_stops_when_a_query_does_not_return_its_order_key(tmp_path: Path) -> None:

@@ -20,12 +20,13 @@ from pydantic import ValidationError
 from python_calamine import CalamineWorkbook
 from types_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-from exports.adapters.dynamodb_source import DynamoItemsReader
-from exports.declared.build import SourceReaders, build_export_types
+from exports.adapters.clients import ClientFactory
+from exports.declared.build import build_export_types
 from exports.declared.loader import load_declarations
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportFailed
 from exports.export_types.base import SOURCE_PAGE_ROWS
+from exports.sources.kind import SourceReaders
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
@@ -164,14 +165,8 @@ def events(aws: Resources, tmp_path: Path) -> dict[str, Any]:
 
 def declared_events(tmp_path: Path, page_rows: int = SOURCE_PAGE_ROWS) -> dict[str, Any]:
     """The declaration's types on the events table, reading ``page_rows`` items a query page."""
-    client = boto3.client("dynamodb", region_name=REGION)
     declarations = load_declarations(write_declaration(tmp_path, DECLARATION))
-    readers = SourceReaders(
-        sql_reader=lambda name, source: None,  # type: ignore[arg-type, return-value]
-        items_reader=lambda: DynamoItemsReader(client),
-        client=lambda service: client,
-        page_rows=page_rows,
-    )
+    readers = SourceReaders(client=ClientFactory(), page_rows=page_rows)
     return {export_type.name: export_type for export_type in build_export_types(declarations, readers).types}
 
 

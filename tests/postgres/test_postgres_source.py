@@ -428,14 +428,14 @@ def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
 )
 def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: Any, error: type) -> None:
     from exports.adapters.postgres_connections import connection_settings
-    from exports.declared.model import PostgresSource, SourceKind
+    from exports.sources.postgres.model import PostgresSource
 
     def read(arn: str) -> Any:
         if isinstance(secret, Exception):
             raise secret
         return secret
 
-    source = PostgresSource(kind=SourceKind.POSTGRESQL, secret_arn="arn:aws:secretsmanager:x")
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:x")
     reader = PostgresReader("db", connection_settings("db", source, {}, read, lambda auth: "", tmp_path))
 
     with pytest.raises(error) as raised:

@@ -14,10 +14,10 @@ import pytest
 
 from exports.adapters.postgres_connections import connection_settings
 from exports.adapters.postgres_source import PostgresReader
-from exports.declared.model import PostgresSource, SourceKind
 from exports.domain.errors import ExportFailed
 from exports.export_types.base import Unbounded
 from exports.ports import SqlRead
+from exports.sources.postgres.model import PostgresSource
 from local_stack.embedded_postgres import EmbeddedPostgres
 
 READER = "guard_reader"
@@ -54,7 +54,7 @@ def guarded(
 def reader_as(postgres: EmbeddedPostgres, scratch: str, user: str) -> PostgresReader:
     """A reader of the scratch database connecting as ``user``."""
     database = scratch.split("@/", 1)[1].split("?", maxsplit=1)[0]
-    source = PostgresSource(kind=SourceKind.POSTGRESQL, url_env="DB_URL")
+    source = PostgresSource(kind="postgresql", url_env="DB_URL")
     environ = {"DB_URL": postgres.uri(database, user=user)}
     return PostgresReader("db", connection_settings("db", source, environ, _none, _none, Path(".")))
 

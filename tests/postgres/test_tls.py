@@ -14,10 +14,10 @@ import pytest
 from exports.adapters import postgres_connections
 from exports.adapters.postgres_connections import connection_settings
 from exports.adapters.postgres_source import PostgresReader
-from exports.declared.model import PostgresSource, SourceKind, SslMode
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Unbounded
 from exports.ports import SqlRead
+from exports.sources.postgres.model import PostgresSource, SslMode
 from local_stack.embedded_postgres import TlsPostgres
 from tests.stack_process import free_port
 from tests.tls import TestAuthority
@@ -53,9 +53,7 @@ def runtime_trusts(monkeypatch: pytest.MonkeyPatch, bundle: Path | None) -> None
 
 def reader(server: TlsPostgres, host: str = "127.0.0.1", **tls: Any) -> PostgresReader:
     """A reader of a source behind a secret (which defaults to verify-full against "system")."""
-    source = PostgresSource(
-        kind=SourceKind.POSTGRESQL, secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:db", **tls
-    )
+    source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:db", **tls)
     secret = {"host": host, "port": server.port, "username": TlsPostgres.USER, "password": server.password}
     settings = connection_settings("db", source, {}, lambda arn: secret, lambda auth: "", Path("."))
     return PostgresReader("db", settings)
@@ -88,7 +86,7 @@ def test_a_uri_naming_system_roots_is_resolved_too(server, authority, monkeypatc
         f"postgresql://{TlsPostgres.USER}:{server.password}@127.0.0.1:{server.port}/postgres"
         "?sslmode=verify-full&sslrootcert=system"
     )
-    source = PostgresSource(kind=SourceKind.POSTGRESQL, url_env="DB_URL")
+    source = PostgresSource(kind="postgresql", url_env="DB_URL")
     settings = connection_settings("db", source, {"DB_URL": uri}, no_secret, lambda auth: "", Path("."))
 
     assert PostgresReader("db", settings).count(READ, Unbounded()) == 1

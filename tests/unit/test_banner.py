@@ -6,10 +6,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from exports.declared.build import SourceReaders, build_export_types
+from exports.adapters.clients import ClientFactory
+from exports.declared.build import build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.domain.caller import Caller
 from exports.export_types.base import AnyExportType
+from exports.sources.kind import SourceReaders
 from local_stack.__main__ import cli_environment, try_it
 
 DAY = "2026-11-30"
@@ -51,12 +53,7 @@ def test_another_port_also_sets_the_api_url() -> None:
 
 def built(path: Path, environ: dict[str, str]) -> list[AnyExportType]:
     """The file's export types, as the functions build them (no connection is opened)."""
-    readers = SourceReaders(
-        sql_reader=lambda name, source: None,  # type: ignore[arg-type, return-value]
-        items_reader=lambda: None,  # type: ignore[arg-type, return-value]
-        client=lambda name: None,
-        environ=environ,
-    )
+    readers = SourceReaders(client=ClientFactory(), environ=environ)
     return build_export_types(load_declarations(path), readers).types
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from exports.declared.loader import DeclarationError, load_declarations, window_range
+from exports.declared.loader import DeclarationError, load_declarations
 from exports.declared.model import TypeDecl
+from exports.declared.type_facts import window_range
 
 TYPE = """
 [sources.tables]

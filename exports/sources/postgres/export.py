@@ -5,9 +5,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Sequence
 from datetime import date
-from typing import Any
+from typing import Any, Unpack
 
-from exports.declared.common import DeclaredExport
+from exports.declared.common import DeclaredExport, DeclaredParts
 from exports.declared.parameters import DeclaredFilters, json_value
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
@@ -30,7 +30,7 @@ class DeclaredSqlExport(DeclaredExport):
         split_days: tuple[str, str] | None = None,
         role: str | None = None,
         settings: Sequence[tuple[str, str]] = (),
-        **common: Any,
+        **common: Unpack[DeclaredParts],
     ) -> None:
         super().__init__(**common)
         self._reader = reader

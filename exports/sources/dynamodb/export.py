@@ -7,20 +7,17 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Unpack
 
 from boto3.dynamodb.types import Binary
 
-from exports.declared.common import DeclaredExport
-from exports.declared.model import DynamoQueryDecl
+from exports.declared.common import DeclaredExport, DeclaredParts
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import render
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import SOURCE_PAGE_ROWS, Column, ColumnKind, Cursor, CursorInvalid, Page, Row
 from exports.ports import ItemQuery, ItemsReader
-
-# The name the key templates use for the day being read (see DynamoQueryDecl.each_day).
-DAY_PLACEHOLDER = "day"
+from exports.sources.dynamodb.model import DAY_PLACEHOLDER, DynamoQueryDecl
 
 
 class DeclaredDynamoExport(DeclaredExport):
@@ -37,7 +34,7 @@ class DeclaredDynamoExport(DeclaredExport):
         query: DynamoQueryDecl,
         attributes: dict[str, str],
         page_rows: int = SOURCE_PAGE_ROWS,
-        **common: Any,
+        **common: Unpack[DeclaredParts],
     ) -> None:
         super().__init__(**common)
         self._reader = reader

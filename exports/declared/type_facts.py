@@ -1,0 +1,59 @@
+"""What a checked type declaration implies, read by the loader, the builder and the source
+kinds alike: its caller-bound values, its session settings, its date ranges."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from exports.declared.model import ParameterDecl, TypeDecl
+from exports.declared.parameters import is_required
+from exports.domain.caller import BindingKind
+
+# The caller-bound value that session.jwt_claims binds, and the setting it goes to (PostgREST's).
+JWT_CLAIMS_BINDING: Final = "jwt_claims"
+JWT_CLAIMS_SETTING: Final = "request.jwt.claims"
+
+
+def caller_bindings(declared: TypeDecl) -> dict[str, BindingKind]:
+    """The type's caller-bound values by name, with the one ``session.jwt_claims`` adds."""
+    bound = {name: binding.type for name, binding in declared.caller.items()}
+    if declared.session is not None and declared.session.jwt_claims:
+        bound[JWT_CLAIMS_BINDING] = BindingKind.CLAIMS
+    return bound
+
+
+def session_settings(declared: TypeDecl) -> list[tuple[str, str]]:
+    """(setting, caller value) pairs a SQL type sets in its transaction."""
+    if declared.session is None:
+        return []
+    settings = list(declared.session.settings.items())
+    if declared.session.jwt_claims:
+        settings.append((JWT_CLAIMS_SETTING, JWT_CLAIMS_BINDING))
+    return settings
+
+
+def window_range(declared: TypeDecl) -> tuple[str, str, str] | None:
+    """The (from, to, kind) parameters a schedule's relative window fills: the date range whose
+    ``from`` is ``window``, or the type's only date range; None when there is none."""
+    ranges = declared.date_ranges
+    if declared.window is not None:
+        ranges = [item for item in ranges if item.start == declared.window]
+    if len(ranges) != 1:
+        return None
+    start, end = ranges[0].start, ranges[0].end
+    return start, end, declared.parameters[start].type.value
+
+
+def partition_date_range(declared: TypeDecl) -> tuple[str, str] | None:
+    """The (from, to) parameters a date_range split cuts: the range whose ``from`` is
+    ``partitions.date_range``, or the type's only range."""
+    ranges = [(item.start, item.end) for item in declared.date_ranges]
+    wanted = declared.partitions.date_range if declared.partitions else None
+    if wanted is not None:
+        ranges = [item for item in ranges if item[0] == wanted]
+    return ranges[0] if len(ranges) == 1 else None
+
+
+def is_required_or_defaulted(spec: ParameterDecl) -> bool:
+    """Whether a parameter always has a value after validation."""
+    return spec.default is not None or is_required(spec)

@@ -1,0 +1,1 @@
+"""PostgreSQL sources: SQL export types over a database the workers can reach."""
