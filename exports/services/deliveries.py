@@ -30,6 +30,7 @@ from exports.domain.errors import (
 from exports.domain.policies import is_last_delivery, retry_delay_sec
 from exports.domain.task import Task, claim, fail
 from exports.fan_out.plan import start_fan_out
+from exports.formats.run import HandedOver
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
 from exports.services.dependencies import WorkerDependencies
 from exports.services.endings import (
@@ -44,7 +45,7 @@ from exports.services.endings import (
     end_timed_out,
     settle,
 )
-from exports.services.export_run import HandedOver, run_export
+from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
@@ -187,9 +188,9 @@ def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: Wo
 
 def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:
     """Whether the task may run now, and the slot of its source it took (None when the source
-    is not limited, or this deployment has no limiter). False when every slot is busy."""
+    is not limited). False when every slot is busy."""
     limit = deps.registry.get(task.export_type).source_limit()
-    if limit is None or deps.slots is None:
+    if limit is None:
         return True, None
     lease = deps.slots.acquire(limit.source, limit.max_concurrent, task.task_id, deps.clock())
     if lease is None:
@@ -199,7 +200,6 @@ def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, Sl
 
 
 def _release(lease: SlotLease, deps: WorkerDependencies) -> None:
-    assert deps.slots is not None
     try:
         deps.slots.release(lease)
     except ExportsError:
