@@ -25,8 +25,8 @@ from exports.declared.loader import default_path
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.task import ExportFormat
 from exports.fan_out import partition as partition_module
-from exports.fan_out import plan as plan_module
 from exports.formats import csv as csv_format_module
+from exports.formats import xlsx as xlsx_format_module
 from exports.services.control import cancel_export
 from exports.services.endings import Outcome
 from exports.writers import partitioned
@@ -258,7 +258,9 @@ def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
-    monkeypatch.setattr(plan_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700))
+    monkeypatch.setattr(
+        xlsx_format_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700)
+    )
     task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
