@@ -1,18 +1,45 @@
-"""Parquet: a file of typed columns written a row group at a time in one worker run and stopped
-in time (:mod:`exports.services.parquet_guards`). Not split (docs/fan-out.md, "Formats that do
-not split"): its footer lists every row group of the file."""
+"""Parquet: a file of typed columns written a row group at a time. Not split (docs/fan-out.md,
+"Formats that do not split"): its footer lists every row group of the file. Like a workbook it
+cannot continue in a new invocation (pyarrow's writer cannot be saved and resumed), so it ends
+with ``PARQUET_TOO_LARGE`` while there is still time to abort cleanly; a value its column's type
+cannot hold ends it with ``PARQUET_VALUE_INVALID``."""
 
 from __future__ import annotations
 
+from typing import Final
+
+from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
 from exports.formats.run import ExportRun
 from exports.formats.spec import FormatSpec
-from exports.services import parquet_guards
-from exports.services.one_run import rows_in_one_run
-from exports.services.xlsx_guards import RowCount
+from exports.services.one_run import RowCount, rows_in_one_run
 from exports.writers import parquet_writer
+from exports.writers.parquet_writer import ParquetValueInvalid
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZoneStyle
+
+PARQUET_TOO_LARGE: Final = "PARQUET_TOO_LARGE"
+PARQUET_VALUE_INVALID: Final = "PARQUET_VALUE_INVALID"
+# Stop when less than this is left: the last row group and the footer are written in it.
+TIME_MARGIN_SEC: Final = 30
+
+
+def out_of_time(rows: int) -> ExportFailed:
+    """The error of a Parquet file that cannot be finished in the worker run after ``rows`` rows."""
+    return ExportFailed(
+        f"the Parquet file cannot be finished in one worker run ({rows} rows written); "
+        "export jsonl.gz or csv.gz (they continue in a new run), or narrow the filters",
+        code=PARQUET_TOO_LARGE,
+    )
+
+
+def value_invalid(error: ParquetValueInvalid, rows: int) -> ExportFailed:
+    """The error of a value no Parquet column of its type holds, and what to do."""
+    return ExportFailed(
+        f"{error} (after about {rows} rows); cast the column in the query (e.g. to text), "
+        "or export jsonl or csv, which write every value",
+        code=PARQUET_VALUE_INVALID,
+    )
 
 
 def write_parquet(run: ExportRun) -> ExportResult:
@@ -23,13 +50,11 @@ def write_parquet(run: ExportRun) -> ExportResult:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
         pages = run.pages(None)
-        rows = rows_in_one_run(
-            pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
-        )
+        rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)
         try:
             parquet_writer.write_parquet_stream(run.columns, rows, sink)
-        except parquet_writer.ParquetValueInvalid as error:
-            raise parquet_guards.value_invalid(error, counted.rows) from None
+        except ParquetValueInvalid as error:
+            raise value_invalid(error, counted.rows) from None
         return run.finish(upload, sink, counted.rows)
     except BaseException:
         run.attempt.discard(upload)

@@ -10,8 +10,8 @@ import pytest
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
 from exports.fan_out.plan import start_fan_out
+from exports.formats import pdf as pdf_format
 from exports.formats.registry import format_spec
-from exports.services import pdf_guards
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from tests.pdf_reading import page_lines, qpdf_check, reader
@@ -48,7 +48,7 @@ def test_a_pdf_stops_with_pdf_too_large_while_there_is_time_to_abort() -> None:
 
     def remaining_ms() -> float:
         looks.append(1)
-        margin = pdf_guards.TIME_MARGIN_SEC
+        margin = pdf_format.TIME_MARGIN_SEC
         return (margin + 600) * 1000 if len(looks) < 4 else (margin - 1) * 1000
 
     with pytest.raises(ExportFailed) as failed:
