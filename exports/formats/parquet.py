@@ -10,9 +10,8 @@ from typing import Final
 
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
-from exports.formats.run import ExportRun
+from exports.formats.run import ExportRun, RowCount, rows_in_one_run
 from exports.formats.spec import FormatSpec
-from exports.services.one_run import RowCount, rows_in_one_run
 from exports.writers import parquet_writer
 from exports.writers.parquet_writer import ParquetValueInvalid
 from exports.writers.sink import MultipartSink

@@ -14,9 +14,8 @@ from typing import Any
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
 from exports.domain.zones import UTC_ZONE, is_utc
-from exports.formats.run import ExportRun
+from exports.formats.run import ExportRun, RowCount, rows_in_one_run
 from exports.formats.spec import FormatSpec
-from exports.services.one_run import RowCount, rows_in_one_run
 from exports.writers import pdf
 from exports.writers.pdf import PdfHeading
 from exports.writers.sink import MultipartSink

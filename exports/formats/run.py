@@ -1,5 +1,7 @@
 """What a format's writer works with: one invocation's share of one export (:class:`ExportRun`),
-and the value a run that continues in a new invocation returns (:class:`HandedOver`).
+its time (:class:`RunBudget`, :class:`TaskRunControl`) and progress (:class:`PageProgress`), the
+rows of a file that must be written in one run (:func:`rows_in_one_run`), and the value a run
+that continues in a new invocation returns (:class:`HandedOver`).
 
 :func:`exports.services.export_run.run_export` builds the run; the format's
 :attr:`~exports.formats.spec.FormatSpec.write` streams the type's pages from it into its upload.
@@ -7,21 +9,20 @@ and the value a run that continues in a new invocation returns (:class:`HandedOv
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
 from exports.domain.checkpoint import ExportCheckpoint
-from exports.domain.errors import LostOwnership
+from exports.domain.errors import ExportFailed, LostOwnership
 from exports.domain.task import ExportResult, Task
-from exports.export_types.base import AnyExportType, Column, Cursor, Page
-from exports.ports import ResultUpload
+from exports.export_types.base import AnyExportType, Column, Cursor, Page, Row
+from exports.ports import RemainingMs, ResultUpload
 from exports.services.attempt_files import AttemptFiles, ResultTarget
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints
 from exports.services.progress import ProgressReporter
-from exports.services.run_budget import RunBudget
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZonedExport
 
@@ -32,6 +33,22 @@ class HandedOver:
     invocation (the upload stays open for it)."""
 
     rows: int
+
+
+class RunBudget:
+    """The invocation's remaining time (unbounded when the caller gave none: tests, benchmarks)."""
+
+    def __init__(self, remaining_ms: RemainingMs | None) -> None:
+        self._remaining_ms = remaining_ms
+
+    def seconds_left(self) -> float | None:
+        """Seconds until the invocation ends, or None when unbounded."""
+        return None if self._remaining_ms is None else self._remaining_ms() / 1000
+
+    def below(self, seconds: float) -> bool:
+        """Whether less than ``seconds`` are left (never, when unbounded)."""
+        left = self.seconds_left()
+        return left is not None and left < seconds
 
 
 class TaskRunControl:
@@ -87,6 +104,32 @@ class PageProgress:
             self.percent = int(fraction * 100)
             self._reporter.on_fraction(fraction)
         self._reporter.on_row(rows)
+
+
+class RowCount:
+    """Rows handed to the file's writer so far."""
+
+    rows = 0
+
+
+def rows_in_one_run(
+    pages: Iterable[Page],
+    counted: RowCount,
+    on_page: Callable[[int, float | None], None],
+    budget: RunBudget,
+    margin_sec: float,
+    out_of_time: Callable[[int], ExportFailed],
+) -> Iterator[Row]:
+    """The rows of a file written in one worker run (PDF, Parquet: neither can go on in a new
+    invocation), counted; ``on_page(rows, fraction)`` after each page. Raises
+    ``out_of_time(rows)`` when less than ``margin_sec`` is left of the run, while there is still
+    time to finish the file and abort cleanly."""
+    for page in pages:
+        yield from page.rows
+        counted.rows += len(page.rows)
+        on_page(counted.rows, page.fraction)
+        if budget.below(margin_sec):
+            raise out_of_time(counted.rows)
 
 
 @dataclass

@@ -18,12 +18,10 @@ from exports.config import Worker
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
 from exports.export_types.base import Column, Page, Row
-from exports.formats.run import ExportRun
+from exports.formats.run import ExportRun, RowCount, RunBudget
 from exports.formats.spec import FormatSpec
 from exports.formats.split import FileLayout, FirstRows, PartitionResult, PartitionWrite
 from exports.ports import ResultUpload
-from exports.services.one_run import RowCount
-from exports.services.run_budget import RunBudget
 from exports.settings import XlsxEngine
 from exports.writers import xlsx_engine, xlsx_limits, xlsx_writer
 from exports.writers.cells import CellTooLong, fitted_widths

@@ -133,7 +133,9 @@ def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: R
     task, lease = claimed
     deps.metrics.add(Metric.STARTED)
     try:
-        return _run(task, deps, lease, remaining_ms)
+        # Its progress writes renew the source slot too.
+        progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
+        return settle(_split_or_write(task, progress, deps, remaining_ms), progress.task, deps)
     finally:
         if lease is not None:
             _release(lease, deps)
@@ -244,17 +246,12 @@ def _defer(task: Task, wait: float, deps: WorkerDependencies, counted: bool = Tr
     return Outcome.DEFERRED
 
 
-def _run(task: Task, deps: WorkerDependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
-    progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
-    return settle(_export(task, progress, deps, remaining_ms), progress.task, deps)
-
-
-def _export(
+def _split_or_write(
     task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None
 ) -> RunOutcome:
     """Split a large export into partitions written at once (the fan-out workflow goes on with
     it, see :mod:`exports.fan_out`), or stream the task's file to S3 (see
-    :mod:`exports.services.export_run`), which a long CSV export hands over to a new
+    :mod:`exports.services.export_run`), which a long CSV or JSON Lines export hands over to a new
     invocation."""
     try:
         planned = start_fan_out(task, progress, deps, remaining_ms)

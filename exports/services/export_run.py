@@ -24,13 +24,12 @@ from exports.domain.task import ExportResult, Task
 from exports.domain.zones import is_utc
 from exports.export_types.base import AnyExportType, RunControl
 from exports.formats.registry import format_spec
-from exports.formats.run import ExportRun, HandedOver, PageProgress, TaskRunControl
+from exports.formats.run import ExportRun, HandedOver, PageProgress, RunBudget, TaskRunControl
 from exports.ports import RemainingMs
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints, export_fingerprint
 from exports.services.progress import ProgressReporter
-from exports.services.run_budget import RunBudget
 from exports.writers.zones import ZonedExport
 
 
