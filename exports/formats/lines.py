@@ -34,11 +34,14 @@ logger = logging.getLogger(__name__)
 class RowStream(Protocol):
     """A format's rows written into a byte stream as they come."""
 
-    def write_rows(self, rows: Sequence[Row]) -> None: ...
+    def write_rows(self, rows: Sequence[Row]) -> None:
+        """Write ``rows`` (buffered)."""
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Write what is buffered into the byte stream."""
 
-    def detach(self) -> None: ...
+    def detach(self) -> None:
+        """Flush, then let go of the byte stream without closing it."""
 
 
 def no_source_rows(_run: ExportRun, _cursor: Cursor | None) -> CsvRows | None:

@@ -65,14 +65,17 @@ class TaskRunControl:
 
     @property
     def task_id(self) -> str:
+        """The task the run writes."""
         return self._task.task_id
 
     def seconds_left(self) -> float | None:
+        """Seconds until the invocation or the task's deadline ends, whichever is first."""
         to_deadline = (self._task.deadline - self._deps.clock()).total_seconds()
         left = self._budget.seconds_left()
         return to_deadline if left is None else min(left, to_deadline)
 
     def stop_requested(self) -> bool:
+        """Whether the task is past its deadline, cancelled or taken over (a progress write finds out)."""
         if self._deps.clock() >= self._task.deadline:
             return True
         try:
