@@ -1,6 +1,7 @@
-"""Exports longer than one invocation: the checkpoint of a CSV or csv.gz export.
+"""Exports longer than one invocation: the checkpoint of an export of a format that continues
+(its spec's ``resumable``: CSV and JSON Lines, gzipped or not; :mod:`exports.formats.lines`).
 
-A CSV or csv.gz export that reaches :data:`CHECKPOINT_MARGIN_SEC`
+Such an export that reaches :data:`CHECKPOINT_MARGIN_SEC`
 before the end of its invocation, at a page boundary, saves a checkpoint next to the result file
 (the upload's id and parts, the counts, the sha256 and gzip states, the source's cursor and the
 bytes not yet sent) and hands its task over to a new invocation (the run's outcome says so);
