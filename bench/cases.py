@@ -178,6 +178,9 @@ class _FileUpload:
         self._file.write(data)
         self.parts.append((len(self.parts) + 1, "etag"))
 
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        raise NotImplementedError  # one worker writes the file in order
+
     def complete(self) -> None:
         self._file.close()
 
@@ -186,7 +189,8 @@ class _FileUpload:
 
 
 class _FileResults:
-    """A result store writing the one file to disk (no checkpoints: the bench has no deadline)."""
+    """A result store writing the one file to disk (no checkpoints: the bench has no deadline, its
+    exports never hand over)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -202,8 +206,23 @@ class _FileResults:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         raise NotImplementedError
 
-    def export_files(self) -> None:
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> _FileUpload:
+        raise NotImplementedError
+
+    def read_result(self, key: str) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def read_checkpoint(self, key: str) -> bytes | None:
         return None
+
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        raise NotImplementedError
+
+    def delete_checkpoint(self, key: str) -> None:
+        pass
+
+    def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
+        pass
 
 
 class _Tasks:
@@ -261,8 +280,9 @@ def run_pipeline(
     from exports.config.worker import Worker
     from exports.domain.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
+    from exports.formats.run import HandedOver
     from exports.services.dependencies import WorkerDependencies
-    from exports.services.export_run import HandedOver, run_export
+    from exports.services.export_run import run_export
     from exports.services.progress import ProgressReporter
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
@@ -355,6 +375,9 @@ def main(argv: Sequence[str]) -> None:
     import openpyxl  # noqa: F401
 
     import exports.services.export_run  # noqa: F401
+    from exports.formats.registry import every_format
+
+    every_format()  # each format's module, loaded on a worker's first export of it
 
     if case in postgres.CASES:
         postgres.prepare()

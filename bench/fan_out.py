@@ -37,7 +37,9 @@ from typing import Any, Final
 from bench.cases import PAGE_ROWS, page
 from examples.demo_plugins.orders import ORDER_COLUMNS
 from exports.fan_out.assemble import assemble
-from exports.fan_out.partition import PartitionResult, upload_csv_partition, upload_xlsx_partition
+from exports.formats.csv import upload_csv_partition
+from exports.formats.split import PartitionResult
+from exports.formats.xlsx import upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue
 
@@ -46,24 +48,29 @@ PARTITIONS: Final = (1, 2, 4)
 _CHUNK_BYTES: Final = 1024 * 1024
 
 
-class FileParts:
-    """The parts of a multipart upload as files in a folder, named by their numbers."""
+class FileUpload:
+    """A multipart upload whose parts are files in ``folder``, named by their numbers; completing
+    concatenates them, in number order, into ``target``."""
 
-    def __init__(self, folder: Path) -> None:
+    upload_id = "bench"
+
+    def __init__(self, folder: Path, target: Path) -> None:
         self.folder = folder
+        self.target = target
+
+    @property
+    def parts(self) -> list[tuple[int, str]]:
+        """The parts in the folder, their "ETag" their number."""
+        return [(int(part.name), str(int(part.name))) for part in sorted(self.folder.iterdir())]
+
+    def upload_part(self, data: bytes) -> None:
+        """Write the next part."""
+        self.upload_part_number(len(self.parts) + 1, data)
 
     def upload_part_number(self, number: int, data: bytes) -> str:
         """Write part ``number``; its "ETag" is its number."""
         (self.folder / f"{number:05d}").write_bytes(data)
         return str(number)
-
-
-class FileUpload(FileParts):
-    """The assembler's side: completing concatenates the parts, in number order, into ``target``."""
-
-    def __init__(self, folder: Path, target: Path) -> None:
-        super().__init__(folder)
-        self.target = target
 
     def complete(self) -> None:
         """Write the file from its parts."""
@@ -71,6 +78,11 @@ class FileUpload(FileParts):
             for part in sorted(self.folder.iterdir()):
                 with part.open("rb") as source:
                     shutil.copyfileobj(source, out)
+
+    def abort(self) -> None:
+        """Drop the parts."""
+        for part in self.folder.iterdir():
+            part.unlink()
 
     def read_back(self) -> Iterator[bytes]:
         """The completed file, in chunks."""
@@ -95,7 +107,7 @@ def _partition(
     started = time.process_time()
     first = sum(sizes[:partition])
     pages = _pages(first, first + sizes[partition])
-    upload = FileParts(Path(folder))
+    upload = FileUpload(Path(folder), Path(folder).parent / f"file.{fmt}")
     if layout is not None:
         result = upload_xlsx_partition(upload, layout, partition, pages)
     else:

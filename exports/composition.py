@@ -168,9 +168,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
         ),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
-        fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn)
-        if settings.fan_out_state_machine_arn
-        else None,
+        fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn),
     )
 
 

@@ -169,53 +169,42 @@ class ThroughputStats(Protocol):
         """Fold in one task that waited ``waited_sec`` for a worker behind ``waited_for`` tasks."""
 
 
-class MultipartUpload(Protocol):
-    """One object being written in parts; invisible until completed."""
-
-    def upload_part(self, data: bytes) -> None:
-        """Send the next part."""
-
-    def complete(self) -> None:
-        """Make the object visible."""
-
-    def abort(self) -> None:
-        """Drop every part; no object remains."""
-
-
-class ResumableUpload(MultipartUpload, Protocol):
-    """A multipart upload that tells what another invocation needs to go on with it."""
+class ResultUpload(Protocol):
+    """One result object being written in parts, invisible until completed: in order by one
+    writer (:meth:`upload_part`), or under chosen numbers by several at once (a split export's
+    partitions and its assembler, :mod:`exports.writers.segment_upload`); another invocation
+    picks it up again from its id and parts."""
 
     @property
     def upload_id(self) -> str:
-        """S3's id of the upload."""
+        """The store's id of the upload."""
 
     @property
     def parts(self) -> list[tuple[int, str]]:
         """Parts sent so far, as (number, ETag)."""
 
-
-class NumberedParts(Protocol):
-    """Parts of one multipart upload sent under chosen numbers, by several writers at once (see
-    :mod:`exports.writers.segment_upload`)."""
+    def upload_part(self, data: bytes) -> None:
+        """Send the next part."""
 
     def upload_part_number(self, number: int, data: bytes) -> str:
         """Send ``data`` as part ``number``; returns its ETag."""
 
+    def complete(self) -> None:
+        """Make the object visible from every part sent, in the order of their numbers."""
 
-class SharedUpload(ResumableUpload, NumberedParts, Protocol):
-    """A resumable upload whose parts may also be sent under chosen numbers: what the fan-out's
-    partitions and its assembler write one file through."""
+    def abort(self) -> None:
+        """Drop every part; no object remains."""
 
 
-class ExportFiles(Protocol):
-    """What long and split exports need of a result store: uploads another invocation can pick
-    up again (and several write at once), checkpoints and staging beside the file, the finished
-    object read back and tagged (see :mod:`exports.adapters.s3_results`)."""
+class ResultStore(Protocol):
+    """Object storage for result files: uploads another invocation can pick up again (and several
+    write at once), checkpoints and staging beside the file, the finished object read back and
+    tagged, and download links (see :mod:`exports.adapters.s3_results`)."""
 
-    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> SharedUpload:
+    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> ResultUpload:
         """Begin a multipart upload of ``key``."""
 
-    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> SharedUpload:
+    def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> ResultUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""
 
     def read_result(self, key: str) -> Iterator[bytes]:
@@ -233,22 +222,11 @@ class ExportFiles(Protocol):
     def tag_result(self, key: str, tags: Mapping[str, str]) -> None:
         """Tag the finished object."""
 
-
-class ResultStore(Protocol):
-    """Object storage for result files."""
-
-    def start_upload(self, key: str, content_type: str, file_name: str, metadata: Mapping[str, str]) -> MultipartUpload:
-        """Begin a multipart upload of ``key``."""
-
     def delete(self, key: str) -> None:
         """Remove ``key`` if present."""
 
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         """A short-lived GET link that downloads ``key`` as ``file_name``."""
-
-    def export_files(self) -> ExportFiles | None:
-        """This store's :class:`ExportFiles`; None if it has none (then an export runs in one
-        invocation and its object is not tagged)."""
 
 
 # The invocation's remaining time in milliseconds, as Lambda's context tells it.

@@ -77,7 +77,7 @@ class S3MultipartUpload:
 
 
 class S3ResultStore:
-    """:class:`exports.ports.ResultStore` on one bucket, with what long exports need."""
+    """:class:`exports.ports.ResultStore` on one bucket."""
 
     def __init__(self, client: S3Client, bucket: str) -> None:
         self._client = client
@@ -116,10 +116,6 @@ class S3ResultStore:
                     ExpiresIn=ttl_sec,
                 )
             )
-
-    def export_files(self) -> S3ResultStore:
-        """This store: it resumes uploads, keeps checkpoints and tags results."""
-        return self
 
     def resume_upload(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> S3MultipartUpload:
         """The upload ``upload_id`` of ``key``, continuing after ``parts``."""

@@ -210,6 +210,10 @@ class WorkerSettings(TaskFlowSettings):
     """The worker's: leases and progress, the XLSX engine, the hot-key limit, and splitting
     large exports (docs/fan-out.md)."""
 
+    REQUIRED: ClassVar[Mapping[str, str]] = {
+        **TaskFlowSettings.REQUIRED,
+        "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
+    }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
         **TaskFlowSettings.OPTIONAL,
         "hot_key_rate_per_minute": Env.HOT_KEY_RATE_PER_MINUTE,
@@ -218,7 +222,6 @@ class WorkerSettings(TaskFlowSettings):
         "progress_interval_sec": Env.PROGRESS_INTERVAL_SEC,
         "max_partitions": Env.MAX_PARTITIONS,
         "partition_rows": Env.PARTITION_ROWS,
-        "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
     }
 
     lease_sec: int = Worker.LEASE_SEC
@@ -227,11 +230,11 @@ class WorkerSettings(TaskFlowSettings):
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
     hot_key_burst: int = Field(default=HotKey.BURST, ge=1)
     xlsx_engine: Literal["stream", "openpyxl"] = XlsxEngine.DEFAULT
-    # Rows per partition, the most partitions per export, and the workflow that runs them
-    # (None: never split).
+    # The workflow that runs a split export's partitions, the rows per partition and the most
+    # partitions per export (1: never split).
+    fan_out_state_machine_arn: str
     partition_rows: int = Field(default=FanOut.PARTITION_ROWS, ge=1)
     max_partitions: int = Field(default=FanOut.MAX_PARTITIONS_DEFAULT, ge=1, le=FanOut.MAX_PARTITIONS_LIMIT)
-    fan_out_state_machine_arn: str | None = None
 
     @property
     def lease(self) -> timedelta:

@@ -6,8 +6,10 @@ of that upload (:mod:`.partition`), the assembler completes the file (:mod:`.ass
 :mod:`.workflow` holds the three steps the fan-out workflow invokes (write a partition,
 assemble, abandon) and what each ends the task with.
 
-Beside the package: the bytes of a partition and the glue (:mod:`exports.writers.partitioned`),
-numbered parts (:mod:`exports.writers.segment_upload`), the partition plans of the declared
-types (:mod:`exports.domain.partitions`), the state machine (:func:`exports.workflows.fan_out_definition`).
+Beside the package: what a format that splits does in each step (its
+:class:`~exports.formats.split.SplitLayout`), the bytes of a partition and the glue
+(:mod:`exports.writers.partitioned`), numbered parts (:mod:`exports.writers.segment_upload`), the
+partition plans of the declared types (:mod:`exports.domain.partitions`), the state machine
+(:func:`exports.workflows.fan_out_definition`).
 Every object of an attempt goes through :class:`exports.services.attempt_files.AttemptFiles`.
 """

@@ -14,25 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from exports.domain.errors import ExportsError
 from exports.domain.task import ExportResult, Task
-from exports.fan_out.partition import decode_result
+from exports.fan_out.partition import decode_result, split_layout
 from exports.fan_out.plan import load_plan, owned_task, partition_name, staged_names
-from exports.ports import NumberedParts
+from exports.ports import ResultUpload
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.writers.partitioned import XlsxLayout, csv_glue, xlsx_glue
 from exports.writers.resumable_sha256 import new_sha256
 from exports.writers.segment_upload import SegmentUpload, joins
-
-
-class AssemblyUpload(NumberedParts, Protocol):
-    """The upload as the assembler sees it: it knows every part the partitions sent."""
-
-    def complete(self) -> None:
-        """Make the object visible from every part sent, in the order of their numbers."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +35,7 @@ class AssembledFile:
 
 
 def assemble(
-    upload: AssemblyUpload,
+    upload: ResultUpload,
     glue: Sequence[bytes],
     segments: Sequence[SegmentUpload],
     read_back: Callable[[], Iterable[bytes]],
@@ -79,11 +70,7 @@ def assemble_file(task_id: str, attempt: int, deps: WorkerDependencies) -> tuple
             raise ExportsError(f"partition {partition} left no result")
         results.append(decode_result(blob))
     segments = [segment for result in results for segment in result.segments]
-    if plan.pieces:
-        layout = XlsxLayout([], plan.widths, plan.pieces)
-        glue = xlsx_glue(layout, [piece for result in results for piece in result.pieces])
-    else:
-        glue = csv_glue(len(segments))
+    glue = split_layout(task).glue(plan.layout, results)
     parts = [part for segment in segments for part in segment.parts]
     upload = files.resume(plan.key, plan.upload_id, parts)
     assembled = assemble(upload, glue, segments, lambda: files.read(plan.key))

@@ -1,5 +1,6 @@
 """One partition of a split export: its rows written and uploaded as numbered parts of the one
-upload (the bytes are :mod:`exports.writers.partitioned`'s, the part numbers and sizes
+upload by its format's :class:`~exports.formats.split.SplitLayout` (the bytes are
+:mod:`exports.writers.partitioned`'s, the part numbers and sizes
 :mod:`exports.writers.segment_upload`'s), its progress in the task's per-partition counts, and its
 result staged for the assembler.
 """
@@ -9,26 +10,25 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Final
 
-from exports.config.worker import Worker
 from exports.domain.errors import ExportsError, LostOwnership
-from exports.domain.task import ExportFormat, Task, record_partition_progress
-from exports.export_types.base import AnyExportType, Column, Page, Row
+from exports.domain.task import Task, record_partition_progress
+from exports.export_types.base import AnyExportType, Page, Row
 from exports.fan_out.plan import load_plan, owned_task, partition_name
-from exports.ports import NumberedParts, RemainingMs, SlotLease
+from exports.formats.registry import format_spec
+from exports.formats.split import PartitionResult, PartitionWrite, SplitLayout
+from exports.ports import RemainingMs, SlotLease
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
 from exports.services.export_run import run_control, task_zone
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import write_partition_progress
-from exports.services.xlsx_guards import cell_too_long
-from exports.writers.cells import CellTooLong
-from exports.writers.partitioned import DeflatedPiece, XlsxLayout, write_csv_partition, write_xlsx_partition
-from exports.writers.segment_upload import SegmentSink, SegmentUpload, part_numbers
+from exports.writers.partitioned import DeflatedPiece
+from exports.writers.segment_upload import SegmentUpload
 
 logger = logging.getLogger(__name__)
 
@@ -71,52 +71,6 @@ class PartitionProgress(ProgressReporter):
         return task
 
 
-@dataclass(frozen=True)
-class PartitionResult:
-    """What one partition hands to the assembler: its rows, its segments as uploaded and, for
-    XLSX, its pieces' CRC-32s and lengths (one per segment)."""
-
-    rows: int
-    segments: tuple[SegmentUpload, ...]
-    pieces: tuple[DeflatedPiece, ...] = ()
-
-
-def upload_csv_partition(
-    upload: NumberedParts,
-    columns: Sequence[Column],
-    partition: int,
-    partitions: int,
-    pages: Iterable[Sequence[Row]],
-    gzip: bool = False,
-    bom: bool = False,
-    formula_guard: bool = True,
-    part_bytes: int = Worker.UPLOAD_PART_BYTES,
-    before_part: Callable[[], None] | None = None,
-) -> PartitionResult:
-    """Write and upload partition ``partition`` (of ``partitions``) of a CSV or csv.gz file:
-    one segment, in the partition's range of part numbers."""
-    sink = SegmentSink(upload, part_numbers(partition, partitions), part_bytes, before_part)
-    rows = write_csv_partition(columns, pages, sink, partition, gzip=gzip, bom=bom, formula_guard=formula_guard)
-    return PartitionResult(rows, (sink.finish(),))
-
-
-def upload_xlsx_partition(
-    upload: NumberedParts,
-    layout: XlsxLayout,
-    partition: int,
-    pages: Iterable[Sequence[Row]],
-    part_bytes: int = Worker.UPLOAD_PART_BYTES,
-    before_part: Callable[[], None] | None = None,
-) -> PartitionResult:
-    """Write and upload partition ``partition`` of a workbook: one segment per piece, each in
-    the range of part numbers of its place among all the workbook's pieces."""
-    places = [index for index, piece in enumerate(layout.pieces) if piece.partition == partition]
-    sinks = [SegmentSink(upload, part_numbers(place, len(layout.pieces)), part_bytes, before_part) for place in places]
-    written = write_xlsx_partition(layout, partition, pages, sinks)
-    rows = sum(layout.pieces[place].rows for place in places)
-    return PartitionResult(rows, tuple(sink.finish() for sink in sinks), tuple(written))
-
-
 def write_partition(
     task_id: str, attempt: int, partition: int, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> int:
@@ -150,34 +104,33 @@ def write_partition(
         pages = _pages(
             zoned.pages(columns, export_type.partition_stream(filters, plan.specs[partition], control)), progress
         )
-        upload = files.resume(plan.key, plan.upload_id)
-        part_bytes = deps.settings.upload_part_bytes
-        if task.format is ExportFormat.XLSX:
-            layout = XlsxLayout(columns, plan.widths, plan.pieces)
-            try:
-                result = upload_xlsx_partition(upload, layout, partition, pages, part_bytes, before_part)
-            except CellTooLong as error:
-                raise cell_too_long(error, layout.columns, 0) from None
-        else:
-            result = upload_csv_partition(
-                upload,
-                columns,
-                partition,
-                len(plan.specs),
-                pages,
-                gzip=task.format is ExportFormat.CSV_GZ,
-                bom=task.csv_bom,
-                formula_guard=task.csv_formula_guard,
-                part_bytes=part_bytes,
-                before_part=before_part,
-            )
+        part = PartitionWrite(
+            task=task,
+            upload=files.resume(plan.key, plan.upload_id),
+            columns=columns,
+            layout=plan.layout,
+            partition=partition,
+            partitions=len(plan.specs),
+            pages=pages,
+            part_bytes=deps.settings.upload_part_bytes,
+            before_part=before_part,
+        )
+        result = split_layout(task).write_partition(part)
         before_part()  # a stopped task's partition stages nothing
         files.stage(partition_name(partition), encode_result(result))
         return result.rows
     finally:
-        if lease is not None and deps.slots is not None:
+        if lease is not None:
             with contextlib.suppress(ExportsError):
                 deps.slots.release(lease)
+
+
+def split_layout(task: Task) -> SplitLayout:
+    """How the task's format is written in partitions (a plan exists only for one that splits)."""
+    layout = format_spec(task.format).split
+    if layout is None:
+        raise ExportsError(f"format {task.format.value} is not written in partitions")
+    return layout
 
 
 def _pages(pages: Iterator[Page], progress: ProgressReporter) -> Iterator[Sequence[Row]]:
@@ -193,7 +146,7 @@ def _partition_slot(
 ) -> SlotLease | None:
     """Each partition holds a slot of its source's limit, as a whole export does."""
     limit = export_type.source_limit()
-    if limit is None or deps.slots is None:
+    if limit is None:
         return None
     lease = deps.slots.acquire(limit.source, limit.max_concurrent, f"{task.task_id}#{partition}", deps.clock())
     if lease is None:

@@ -21,15 +21,17 @@ from pydantic import BaseModel
 from exports.domain.errors import LostOwnership
 from exports.domain.partitions import PartitionSpec
 from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, split
+from exports.domain.task import Task, split
 from exports.export_types.base import AnyExportType, Row, RunControl
+from exports.formats.registry import format_spec
+from exports.formats.split import FileLayout, FirstRows
 from exports.ports import RemainingMs
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import FORMATS, result_target, run_control, task_zone, upload_metadata
+from exports.services.export_run import result_target, run_control, task_zone, upload_metadata
 from exports.services.progress import ProgressReporter
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.partitioned import SheetPiece, plan_sheets
+from exports.writers.cells import WIDTH_SAMPLE_ROWS
+from exports.writers.partitioned import SheetPiece
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,11 @@ class FanOutPlan:
     specs: Sequence[PartitionSpec]
     widths: Sequence[int] = ()
     pieces: Sequence[SheetPiece] = ()
+
+    @property
+    def layout(self) -> FileLayout:
+        """What the partitions and the assembler share besides the rows."""
+        return FileLayout(self.widths, self.pieces)
 
     def to_json(self) -> bytes:
         """The staged plan."""
@@ -84,28 +91,31 @@ def start_fan_out(
     the task, stage the plan, start the upload and the workflow (the task stays RUNNING: the
     workflow ends it). Otherwise the export runs in this worker as usual. ``remaining_ms``: the
     invocation's time left, which bounds the planning query."""
-    attempt = AttemptFiles(task, deps.results)
-    if deps.fan_out is None or attempt.files is None or task.continuations or not FORMATS[task.format].splittable:
+    split_layout = format_spec(task.format).split
+    if task.continuations or split_layout is None:
         return Planned(split=False)
+    attempt = AttemptFiles(task, deps.results)
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
     control = run_control(task, progress, deps, remaining_ms)
     specs = export_type.plan_partitions(filters, control, deps.settings.partition_rows, deps.settings.max_partitions)
     if specs is None or len(specs) < 2:
         return Planned(split=False, rows=sum(spec.rows for spec in specs) if specs is not None else None)
-    widths: list[int] = []
-    pieces: list[SheetPiece] = []
-    if task.format is ExportFormat.XLSX:
-        # The single worker fits the widths to the export's first rows: so does the plan.
+
+    def first_rows() -> FirstRows:
+        # In the task's zone, as the single worker writes (and fits its widths to) them.
         zoned = task_zone(task, export_type, filters, control)
         columns = zoned.columns(export_type.columns(filters))
         first = _first_rows(export_type, filters, specs, control)
         convert = zoned.row_converter(columns)
-        widths = fitted_widths(columns, convert(first) if convert is not None else first)
-        pieces = plan_sheets([spec.rows for spec in specs])
+        return FirstRows(columns, convert(first) if convert is not None else first)
+
+    layout = split_layout.plan(first_rows, [spec.rows for spec in specs])
     target = result_target(task, export_type, filters)
-    upload = attempt.start_shared(target, upload_metadata(task, export_type))
-    plan = FanOutPlan(target.key, target.file_name, target.content_type, upload.upload_id, specs, widths, pieces)
+    upload = attempt.start(target, upload_metadata(task, export_type))
+    plan = FanOutPlan(
+        target.key, target.file_name, target.content_type, upload.upload_id, specs, layout.widths, layout.pieces
+    )
     try:
         attempt.stage(PLAN, plan.to_json())
         deps.tasks.update_partitions(task, split(task, len(specs)))

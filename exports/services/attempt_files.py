@@ -24,7 +24,7 @@ from typing import Final
 from exports.config.results import Results
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
-from exports.ports import ExportFiles, MultipartUpload, ResultStore, SharedUpload
+from exports.ports import ResultStore, ResultUpload
 from exports.services.retries import retry_transient
 
 logger = logging.getLogger(__name__)
@@ -53,14 +53,11 @@ def attempt_key(task: Task, file_name: str) -> str:
 
 
 class AttemptFiles:
-    """The result-store objects of attempt ``task.attempt`` of ``task``. Without
-    :class:`~exports.ports.ExportFiles` (a plain result store) there is no checkpoint and no
-    staging: reads find nothing and deletes have nothing to do."""
+    """The result-store objects of attempt ``task.attempt`` of ``task``."""
 
     def __init__(self, task: Task, results: ResultStore) -> None:
         self._task = task
         self._results = results
-        self.files: ExportFiles | None = results.export_files()
         self.folder = f"{Results.KEY_PREFIX}/{task.task_id}"
         self.checkpoint_key = f"{self.folder}/{CHECKPOINT_NAME}"
         # Set once the store has the whole object: from then on a failure deletes it, nothing
@@ -73,28 +70,23 @@ class AttemptFiles:
 
     # The upload ------------------------------------------------------------------------------
 
-    def start(self, target: ResultTarget, metadata: Mapping[str, str]) -> MultipartUpload:
-        """Begin a plain upload of ``target`` (one invocation writes it all)."""
+    def start(self, target: ResultTarget, metadata: Mapping[str, str]) -> ResultUpload:
+        """Begin the upload of ``target`` (other invocations can go on with it, or write parts of
+        it at once: a long or a split export)."""
         return self._results.start_upload(target.key, target.content_type, target.file_name, metadata)
 
-    def start_shared(self, target: ResultTarget, metadata: Mapping[str, str]) -> SharedUpload:
-        """Begin an upload other invocations can go on with, or write parts of at once (a long
-        or a split export)."""
-        return self._export_files().start_upload(target.key, target.content_type, target.file_name, metadata)
-
-    def resume(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()) -> SharedUpload:
+    def resume(self, key: str, upload_id: str, parts: Sequence[tuple[int, str]] = ()) -> ResultUpload:
         """The open upload ``upload_id`` of ``key``, continuing after ``parts``."""
-        return self._export_files().resume_upload(key, upload_id, parts)
+        return self._results.resume_upload(key, upload_id, parts)
 
-    def complete(self, upload: MultipartUpload, key: str, tags: Mapping[str, str]) -> None:
-        """Make the file visible and tag it (when the store tags); the checkpoint goes. If that
+    def complete(self, upload: ResultUpload, key: str, tags: Mapping[str, str]) -> None:
+        """Make the file visible and tag it; the checkpoint goes. If that
         fails the object may exist anyway (tagging failed, or completing landed and only its
         answer was lost) while the attempt fails: it is removed before the error goes on."""
         try:
             upload.complete()
             self.completed = True
-            if self.files is not None:
-                self.files.tag_result(key, tags)
+            self._results.tag_result(key, tags)
         except BaseException:
             self.remove(key)
             raise
@@ -102,13 +94,13 @@ class AttemptFiles:
 
     def tag(self, key: str, tags: Mapping[str, str]) -> None:
         """Tag the finished file ``key`` (an assembled split export's)."""
-        self._export_files().tag_result(key, tags)
+        self._results.tag_result(key, tags)
 
     def read(self, key: str) -> Iterator[bytes]:
         """The finished file ``key``'s bytes, in order."""
-        return self._export_files().read_result(key)
+        return self._results.read_result(key)
 
-    def discard(self, upload: MultipartUpload) -> None:
+    def discard(self, upload: ResultUpload) -> None:
         """Nothing partial stays behind: the upload, unless it completed (then :meth:`complete`
         removed its file), is aborted (again on transient faults; one that keeps failing is
         left to the bucket's rule for incomplete uploads) and the checkpoint deleted."""
@@ -137,19 +129,18 @@ class AttemptFiles:
     # The checkpoint of a long export ---------------------------------------------------------
 
     def read_checkpoint(self) -> bytes | None:
-        """The task's checkpoint, if the store keeps one."""
-        return self.files.read_checkpoint(self.checkpoint_key) if self.files is not None else None
+        """The task's checkpoint, if there is one."""
+        return self._results.read_checkpoint(self.checkpoint_key)
 
     def write_checkpoint(self, body: bytes) -> None:
         """Store the task's checkpoint."""
-        self._export_files().write_checkpoint(self.checkpoint_key, body)
+        self._results.write_checkpoint(self.checkpoint_key, body)
 
     def delete_checkpoint(self) -> None:
         """Remove the checkpoint; one left behind goes with the result files by the bucket's
         expiry rule."""
-        if self.files is not None:
-            with contextlib.suppress(ExportsError):
-                self.files.delete_checkpoint(self.checkpoint_key)
+        with contextlib.suppress(ExportsError):
+            self._results.delete_checkpoint(self.checkpoint_key)
 
     # The staging of a split export -----------------------------------------------------------
 
@@ -159,22 +150,15 @@ class AttemptFiles:
 
     def stage(self, name: str, body: bytes) -> None:
         """Store ``body`` as the attempt's staged ``name``."""
-        self._export_files().write_checkpoint(self.staging_key(name), body)
+        self._results.write_checkpoint(self.staging_key(name), body)
 
     def staged(self, name: str) -> bytes | None:
         """The attempt's staged ``name``, or None."""
-        return self.files.read_checkpoint(self.staging_key(name)) if self.files is not None else None
+        return self._results.read_checkpoint(self.staging_key(name))
 
     def unstage(self, names: Iterable[str]) -> None:
         """Delete the attempt's staged ``names`` (one that cannot be deleted now goes with the
         result files by the bucket's expiry rule)."""
-        if self.files is None:
-            return
         for name in names:
             with contextlib.suppress(ExportsError):
-                self.files.delete_checkpoint(self.staging_key(name))
-
-    def _export_files(self) -> ExportFiles:
-        if self.files is None:
-            raise ExportsError("this result store cannot resume uploads, keep checkpoints or stage")
-        return self.files
+                self._results.delete_checkpoint(self.staging_key(name))

@@ -29,6 +29,7 @@ from exports.domain.errors import (
 from exports.domain.policies import is_last_delivery, retry_delay_sec
 from exports.domain.task import Task, claim, fail
 from exports.fan_out.plan import start_fan_out
+from exports.formats.run import HandedOver
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
 from exports.services.dependencies import WorkerDependencies
 from exports.services.endings import (
@@ -43,7 +44,7 @@ from exports.services.endings import (
     end_timed_out,
     settle,
 )
-from exports.services.export_run import HandedOver, run_export
+from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import end_task, move_task
 from exports.services.validation import invalid_request
@@ -126,7 +127,9 @@ def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: R
     task, lease = claimed
     deps.metrics.add(Metric.STARTED)
     try:
-        return _run(task, deps, lease, remaining_ms)
+        # Its progress writes renew the source slot too.
+        progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
+        return settle(_split_or_write(task, progress, deps, remaining_ms), progress.task, deps)
     finally:
         if lease is not None:
             _release(lease, deps)
@@ -181,9 +184,9 @@ def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: Wo
 
 def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:
     """Whether the task may run now, and the slot of its source it took (None when the source
-    is not limited, or this deployment has no limiter). False when every slot is busy."""
+    is not limited). False when every slot is busy."""
     limit = deps.registry.get(task.export_type).source_limit()
-    if limit is None or deps.slots is None:
+    if limit is None:
         return True, None
     lease = deps.slots.acquire(limit.source, limit.max_concurrent, task.task_id, deps.clock())
     if lease is None:
@@ -193,7 +196,6 @@ def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, Sl
 
 
 def _release(lease: SlotLease, deps: WorkerDependencies) -> None:
-    assert deps.slots is not None
     try:
         deps.slots.release(lease)
     except ExportsError:
@@ -237,17 +239,12 @@ def _defer(task: Task, delay: int, deps: WorkerDependencies, counted: bool = Tru
     return Outcome.DEFERRED
 
 
-def _run(task: Task, deps: WorkerDependencies, lease: SlotLease | None, remaining_ms: RemainingMs | None) -> Outcome:
-    progress = ProgressReporter(task, deps, on_write=slot_keeper(lease, deps))
-    return settle(_export(task, progress, deps, remaining_ms), progress.task, deps)
-
-
-def _export(
+def _split_or_write(
     task: Task, progress: ProgressReporter, deps: WorkerDependencies, remaining_ms: RemainingMs | None
 ) -> RunOutcome:
     """Split a large export into partitions written at once (the fan-out workflow goes on with
     it, see :mod:`exports.fan_out`), or stream the task's file to S3 (see
-    :mod:`exports.services.export_run`), which a long CSV export hands over to a new
+    :mod:`exports.services.export_run`), which a long CSV or JSON Lines export hands over to a new
     invocation."""
     try:
         planned = start_fan_out(task, progress, deps, remaining_ms)

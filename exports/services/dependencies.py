@@ -116,10 +116,10 @@ class WorkerDependencies:
     lifecycle: Lifecycle
     limiter: HotKeyLimiter
     throughput: ThroughputStats
-    # The per-source limit of concurrent exports; None: no source is limited (tests, benchmarks).
-    slots: SourceSlotLeases | None = None
-    # The fan-out workflow; None: exports are never split.
-    fan_out: FanOutStarter | None = None
+    # The per-source limit of concurrent exports.
+    slots: SourceSlotLeases
+    # The fan-out workflow.
+    fan_out: FanOutStarter
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
 

@@ -1,6 +1,7 @@
-"""Exports longer than one invocation: the checkpoint of a CSV or csv.gz export.
+"""Exports longer than one invocation: the checkpoint of an export of a format that continues
+(its spec's ``resumable``: CSV and JSON Lines, gzipped or not; :mod:`exports.formats.lines`).
 
-A CSV or csv.gz export that reaches :data:`CHECKPOINT_MARGIN_SEC`
+Such an export that reaches :data:`CHECKPOINT_MARGIN_SEC`
 before the end of its invocation, at a page boundary, saves a checkpoint next to the result file
 (the upload's id and parts, the counts, the sha256 and gzip states, the source's cursor and the
 bytes not yet sent) and hands its task over to a new invocation (the run's outcome says so);
@@ -24,7 +25,7 @@ from exports.domain.checkpoint import (
 from exports.domain.errors import ExportFailed
 from exports.domain.task import Task
 from exports.export_types.base import Column, Cursor
-from exports.ports import ResumableUpload
+from exports.ports import ResultUpload
 from exports.services.attempt_files import AttemptFiles
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.resumable_sha256 import NotResumable, Sha256State
@@ -64,8 +65,7 @@ def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) 
 
 
 class Checkpoints:
-    """The checkpoint of one task's export, kept by its :class:`AttemptFiles` (a store that
-    cannot continue uploads reads and saves none)."""
+    """The checkpoint of one task's export, kept by its :class:`AttemptFiles`."""
 
     def __init__(self, task: Task, fingerprint: str, attempt: AttemptFiles, clock: Callable[[], datetime]) -> None:
         self._task = task
@@ -101,19 +101,17 @@ class Checkpoints:
         self,
         export_type: str,
         key: str,
-        upload: ResumableUpload | None,
+        upload: ResultUpload,
         sink: MultipartSink,
         gzip: GzipStream | None,
         cursor: Cursor | None,
         rows: int,
         expected_rows: int | None = None,
     ) -> ExportCheckpoint:
-        """Store where the export of ``key`` stands after ``rows`` rows of ``expected_rows``
-        (``upload`` None: it cannot be resumed); EXPORT_TOO_LONG if the export cannot continue."""
+        """Store where the export of ``key`` (written through ``upload``) stands after ``rows``
+        rows of ``expected_rows``; EXPORT_TOO_LONG if the export cannot continue."""
         if cursor is None:
             why = f"export type {export_type} cannot continue in a new one"
-        elif self._attempt.files is None or upload is None:
-            why = "the result store cannot continue uploads"
         elif self._task.continuations >= MAX_CONTINUATIONS:
             why = f"it has already continued {self._task.continuations} times"
         else:
@@ -123,7 +121,7 @@ class Checkpoints:
     def _write(
         self,
         key: str,
-        upload: ResumableUpload,
+        upload: ResultUpload,
         sink: MultipartSink,
         gzip: GzipStream | None,
         cursor: Cursor,

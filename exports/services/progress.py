@@ -67,7 +67,7 @@ class ProgressReporter:
 
 def slot_keeper(lease: SlotLease | None, deps: WorkerDependencies) -> Callable[[datetime], None] | None:
     """Renew the source slot with the task's own progress writes, every third of its lease."""
-    if lease is None or deps.slots is None:
+    if lease is None:
         return None
     slots = deps.slots
     renewed = [deps.clock()]

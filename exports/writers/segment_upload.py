@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from exports.config.worker import Worker
-from exports.ports import NumberedParts
+from exports.ports import ResultUpload
 from exports.writers.sink import MIN_PART_BYTES
 
 MAX_PARTS = 10_000
@@ -71,7 +71,7 @@ class SegmentSink(io.RawIOBase):
 
     def __init__(
         self,
-        upload: NumberedParts,
+        upload: ResultUpload,
         numbers: range,
         part_bytes: int = Worker.UPLOAD_PART_BYTES,
         before_part: Callable[[], None] | None = None,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from exports.config.worker import Worker
-from exports.ports import MultipartUpload
+from exports.ports import ResultUpload
 from exports.writers.resumable_sha256 import RunningSha256, Sha256State, new_sha256
 
 MIN_PART_BYTES = 5 * 1024 * 1024
@@ -35,7 +35,7 @@ class MultipartSink(io.RawIOBase):
 
     def __init__(
         self,
-        upload: MultipartUpload,
+        upload: ResultUpload,
         part_bytes: int = Worker.UPLOAD_PART_BYTES,
         before_part: Callable[[], None] | None = None,
         state: SinkState | None = None,

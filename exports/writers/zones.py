@@ -20,12 +20,11 @@ infinity) stay as in UTC. Naive timestamps and dates are not instants and never 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import cache
 from typing import Any, Final
 
-from exports.domain.task import ExportFormat
 from exports.domain.zones import is_utc, zone
 from exports.export_types.base import Column, Page, Row
 from exports.writers.cells import FIRST_SERIAL_DAY
@@ -154,15 +153,14 @@ def xlsx_value(wall: datetime, _offset: str) -> datetime:
     return wall
 
 
-# What each format writes of a local date-time (Parquet: nothing, its column type has the zone).
-_SHOWN: dict[ExportFormat, Callable[[datetime, str], Any]] = {
-    ExportFormat.CSV: csv_text,
-    ExportFormat.CSV_GZ: csv_text,
-    ExportFormat.JSONL: jsonl_text,
-    ExportFormat.JSONL_GZ: jsonl_text,
-    ExportFormat.PDF: pdf_text,
-    ExportFormat.XLSX: xlsx_value,
-}
+@dataclass(frozen=True)
+class ZoneStyle:
+    """How a format writes an instant in a zone: ``show`` turns the wall time and the offset's
+    text into the value written (None: the values stay UTC instants, the column's type carries
+    the zone, as Parquet's); ``label``: the header names the zone (cells that carry no offset)."""
+
+    show: Callable[[datetime, str], Any] | None
+    label: bool = False
 
 
 def zoned_header(header: str, name: str, label: bool) -> str:
@@ -174,12 +172,13 @@ def zoned_header(header: str, name: str, label: bool) -> str:
 
 
 class ZonedExport:
-    """How an export in zone ``name`` changes its columns and rows, given the names of its
-    instant columns; in UTC (or with no instant column) nothing changes at all."""
+    """How an export in zone ``name`` changes its columns and rows, given its format's
+    :class:`ZoneStyle` and the names of its instant columns; in UTC (or with no instant column)
+    nothing changes at all."""
 
-    def __init__(self, name: str, export_format: ExportFormat, instants: Collection[str]) -> None:
+    def __init__(self, name: str, style: ZoneStyle, instants: Collection[str]) -> None:
         self.name = name
-        self._format = export_format
+        self._style = style
         self._instants = frozenset(instants) if not is_utc(name) else frozenset()
         self._zone = zone(name)
 
@@ -196,9 +195,8 @@ class ZonedExport:
         """The file's columns: the zone on each instant column, its header naming the zone."""
         if not self.changes:
             return list(columns)
-        label = self._format is ExportFormat.XLSX
         return [
-            replace(column, header=zoned_header(column.header, self.name, label), timezone=self.name)
+            replace(column, header=zoned_header(column.header, self.name, self._style.label), timezone=self.name)
             if self._zoned(column)
             else column
             for column in columns
@@ -208,7 +206,7 @@ class ZonedExport:
         """What turns a page's rows into the format's zoned values; None when nothing changes
         (no instant column, UTC, or Parquet, whose column type carries the zone)."""
         positions = [index for index, column in enumerate(columns) if self._zoned(column)]
-        show = _SHOWN.get(self._format)
+        show = self._style.show
         if not positions or show is None:
             return None
         local = Localiser(self._zone).local

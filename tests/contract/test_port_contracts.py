@@ -35,7 +35,6 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
 from exports.ports import (
     Delivery,
-    ExportFiles,
     FanOutStarter,
     HotKeyLimiter,
     ItemQuery,
@@ -227,15 +226,14 @@ def test_a_users_tasks_list_newest_first_in_pages_and_by_status(tasks: TaskRepos
         tasks.list_for_user("alice", 2, None, "not a cursor")
 
 
-# ExportFiles (the result store of long exports) -----------------------------------------------------
+# ResultStore ------------------------------------------------------------------------------------------
 
 
 @dataclass
 class Files:
-    """An ExportFiles implementation and how to look at what it stored."""
+    """A ResultStore implementation and how to look at what it stored."""
 
-    store: ExportFiles
-    results: ResultStore
+    store: ResultStore
     body: Callable[[str], bytes | None]
     tags: Callable[[str], dict[str, str]]
 
@@ -244,10 +242,7 @@ class Files:
 def files(request: pytest.FixtureRequest) -> Files:
     if request.param == "fake":
         fake = FakeFiles()
-        export_files = fake.export_files()
-        assert export_files is not None  # the fake is resumable: its own ExportFiles
         return Files(
-            export_files,
             fake,
             lambda key: fake.objects[key]["body"] if key in fake.objects else None,
             lambda key: fake.tags.get(key, {}),
@@ -266,7 +261,7 @@ def files(request: pytest.FixtureRequest) -> Files:
         tag_set = s3.get_object_tagging(Bucket=resources.bucket, Key=key)["TagSet"]
         return {tag["Key"]: tag["Value"] for tag in tag_set}
 
-    return Files(results.export_files(), results, body, tags)
+    return Files(results, body, tags)
 
 
 KEY = "results/exp_1/1/numbers.csv"
@@ -340,11 +335,11 @@ def test_a_finished_object_reads_back_in_order(files: Files) -> None:
 
 
 def test_a_deleted_result_is_gone_and_deleting_it_again_is_harmless(files: Files) -> None:
-    upload = files.results.start_upload(KEY, "text/csv", "numbers.csv", {})
+    upload = files.store.start_upload(KEY, "text/csv", "numbers.csv", {})
     upload.upload_part(b"all")
     upload.complete()
-    files.results.delete(KEY)
-    files.results.delete(KEY)
+    files.store.delete(KEY)
+    files.store.delete(KEY)
     assert files.body(KEY) is None
 
 

@@ -63,7 +63,8 @@ XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 WORKER_MODULES = (
     "exports/services/export_run.py",
     "exports/services/long_exports.py",
-    "exports/services/xlsx_guards.py",
+    "exports/formats/lines.py",
+    "exports/formats/xlsx.py",
     "exports/writers/resumable_sha256.py",
     "exports/writers/gzip_stream.py",
     "exports/writers/sink.py",

@@ -19,7 +19,8 @@ from moto import mock_aws
 from exports.adapters.s3_results import S3ResultStore
 from exports.export_types.base import Column, ColumnKind
 from exports.fan_out.assemble import assemble
-from exports.fan_out.partition import upload_csv_partition, upload_xlsx_partition
+from exports.formats.csv import upload_csv_partition
+from exports.formats.xlsx import upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.csv_writer import write_csv
 from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue

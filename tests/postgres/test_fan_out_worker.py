@@ -25,7 +25,8 @@ from exports.declared.loader import default_path
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.task import ExportFormat
 from exports.fan_out import partition as partition_module
-from exports.fan_out import plan as plan_module
+from exports.formats import csv as csv_format_module
+from exports.formats import xlsx as xlsx_format_module
 from exports.services.control import cancel_export
 from exports.services.endings import Outcome
 from exports.writers import partitioned
@@ -85,9 +86,14 @@ def _cells(resources: Resources, key: str) -> list[list[tuple[Any, ...]]]:
     return [list(sheet.iter_rows(values_only=True)) for sheet in book.worksheets]
 
 
+def one_worker(deps: Any) -> Any:
+    """The same worker, splitting nothing (one partition at most): it writes the single worker's file."""
+    return dataclasses.replace(deps, settings=deps.settings.model_copy(update={"max_partitions": 1}))
+
+
 def _single(deps: Any, fmt: ExportFormat) -> Any:
     task = create(deps, {"rows": ROWS}, fmt)
-    assert run(dataclasses.replace(deps, fan_out=None), task) is Outcome.COMPLETED
+    assert run(one_worker(deps), task) is Outcome.COMPLETED
     return deps.tasks.get(task.task_id)
 
 
@@ -176,7 +182,7 @@ def test_a_failing_partition_is_retried_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runs: list[int] = []
-    real = partition_module.upload_csv_partition
+    real = csv_format_module.upload_csv_partition
 
     def fails_once(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         runs.append(partition)
@@ -184,7 +190,7 @@ def test_a_failing_partition_is_retried_alone(
             raise RuntimeError("a transient fault in partition 1")
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(partition_module, "upload_csv_partition", fails_once)
+    monkeypatch.setattr(csv_format_module, "upload_csv_partition", fails_once)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -201,14 +207,14 @@ def test_a_final_partition_error_fails_the_task_with_its_code_and_pages_once(
     running_aws: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = partition_module.upload_csv_partition
+    real = csv_format_module.upload_csv_partition
 
     def query_fails(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         if partition == 1:
             raise ExportFailed("the query of data source 'db' failed: boom", code=SourceCode.QUERY_FAILED)
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(partition_module, "upload_csv_partition", query_fails)
+    monkeypatch.setattr(csv_format_module, "upload_csv_partition", query_fails)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -227,14 +233,14 @@ def test_a_partition_that_keeps_failing_retries_the_export_and_fails_the_executi
     running_aws: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = partition_module.upload_csv_partition
+    real = csv_format_module.upload_csv_partition
 
     def always_faulty(upload: Any, columns: Any, partition: int, *args: Any, **kwargs: Any) -> Any:
         if partition == 1:
             raise RuntimeError("a fault that outlasts the partition's retries")
         return real(upload, columns, partition, *args, **kwargs)
 
-    monkeypatch.setattr(partition_module, "upload_csv_partition", always_faulty)
+    monkeypatch.setattr(csv_format_module, "upload_csv_partition", always_faulty)
     task = create(split_worker, {"rows": ROWS})
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -252,7 +258,9 @@ def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
-    monkeypatch.setattr(plan_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700))
+    monkeypatch.setattr(
+        xlsx_format_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700)
+    )
     task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
 
     assert run(split_worker, task) is Outcome.FANNED_OUT
@@ -317,7 +325,7 @@ def test_the_demo_generated_orders_split_into_the_single_workers_file(
     assert done.rows_written == done.result.rows == 2500 and set(done.partition_rows) == {"0", "1", "2"}
     assert TaskView.of(done).partitions == 3
     single = create(deps, {"rows": 2500}, export_type="generated_orders", caller=ACME)
-    assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
+    assert run(one_worker(deps), single) is Outcome.COMPLETED
     body = _body(running_aws, done.result.key)
     assert body == _body(running_aws, deps.tasks.get(single.task_id).result.key)
     assert body.splitlines()[1] == b"1,acme-GEN-00000001,2025-01-02,2025-01-01 00:00:06,customer-7,paid,2,79.19,"

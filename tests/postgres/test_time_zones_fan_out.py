@@ -5,7 +5,6 @@ Berlin's spring-forward change; a workbook's cells and headers agree too."""
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +19,7 @@ from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
 from tests.postgres.conftest import write_declaration
-from tests.postgres.test_fan_out_worker import _body, _cells, _ended, _wait_for_fan_outs
+from tests.postgres.test_fan_out_worker import _body, _cells, _ended, _wait_for_fan_outs, one_worker
 from tests.postgres.test_worker_postgres import run, worker_dependencies
 
 ROWS = 3000
@@ -78,7 +77,7 @@ def split_and_single(deps: Any, fmt: ExportFormat, zone: str) -> tuple[Any, Any]
     done = _ended(deps, task)
     assert done.status.value == "COMPLETED", done.error
     single = create(deps, fmt, zone)
-    assert run(dataclasses.replace(deps, fan_out=None), single) is Outcome.COMPLETED
+    assert run(one_worker(deps), single) is Outcome.COMPLETED
     return done, deps.tasks.get(single.task_id)
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ExportType, Unbounded
+from exports.formats.registry import format_spec
 from exports.writers.csv_writer import CsvStream
 from exports.writers.zones import ZonedExport
 from tests.postgres.conftest import declared_types, write_declaration
@@ -104,7 +105,7 @@ def zoned_csv(export_type: ExportType, zone: str, copy: bool, guard: bool = True
     """The CSV the worker writes in ``zone``: COPY's rows (it must not decline), or the pages
     through the zone and the writer."""
     filters = export_type.parse_filters({})
-    zoned = ZonedExport(zone, ExportFormat.CSV, export_type.zoned_columns(filters, Unbounded()))
+    zoned = ZonedExport(zone, format_spec(ExportFormat.CSV).zone_style, export_type.zoned_columns(filters, Unbounded()))
     columns = zoned.columns(export_type.columns(filters))
     target = io.BytesIO()
     stream = CsvStream(columns, target, formula_guard=guard)

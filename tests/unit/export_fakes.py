@@ -18,7 +18,7 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import Delivery, TaskPage
+from exports.ports import Delivery, SlotLease, TaskPage
 from exports.services.dependencies import WorkerDependencies
 from tests.unit.builders import LEASE, NOW, make_task
 
@@ -276,15 +276,30 @@ class FakeFiles:
     def presign_download(self, key: str, file_name: str, ttl_sec: int) -> str:
         return f"https://example.com/{key}"
 
-    def export_files(self) -> "FakeFiles | None":
-        return self
+
+class FreeSlots:
+    """:class:`exports.ports.SourceSlotLeases` whose sources always have a free slot (tests of a
+    limit use ``service_fakes.FakeSourceSlots``)."""
+
+    def acquire(self, source: str, limit: int, holder: str, now: datetime) -> SlotLease | None:
+        return SlotLease(source, 0, holder)
+
+    def renew(self, lease: SlotLease, now: datetime) -> bool:
+        return True
+
+    def release(self, lease: SlotLease) -> None:
+        pass
 
 
-class PlainFiles(FakeFiles):
-    """A result store without resumable uploads (only the ResultStore port)."""
+class FakeFanOut:
+    """:class:`exports.ports.FanOutStarter` that records the split exports it was asked to start
+    (task id, attempt, partitions)."""
 
-    def export_files(self) -> None:
-        return None
+    def __init__(self) -> None:
+        self.started: list[tuple[str, int, int]] = []
+
+    def start(self, task_id: str, attempt: int, partitions: int) -> None:
+        self.started.append((task_id, attempt, partitions))
 
 
 class NoFilters(BaseModel):
@@ -405,6 +420,8 @@ def make_world(*export_types: ExportType, files: FakeFiles | None = None, **sett
         "results": files,
         "registry": ExportTypeRegistry(export_types or [NumbersExport()]),
         "metrics": metrics,
+        "slots": FreeSlots(),
+        "fan_out": FakeFanOut(),
         "clock": clock,
     }
     fields: dict[str, Any] = {

@@ -25,17 +25,32 @@ class FakeOrdersReader:
 
 
 class FakeUpload:
-    """A multipart upload that keeps its parts; ``events`` records the order things happened in."""
+    """:class:`exports.ports.ResultUpload` that keeps its parts: ``bodies`` in the order sent,
+    ``numbered`` by part number; ``events`` records the order things happened in."""
+
+    upload_id = "upload-fake"
 
     def __init__(self) -> None:
-        self.parts: list[bytes] = []
+        self.bodies: list[bytes] = []
+        self.numbered: dict[int, bytes] = {}
         self.events: list[str] = []
         self.completed = False
         self.aborted = False
 
+    @property
+    def parts(self) -> list[tuple[int, str]]:
+        return [(number, f'"etag-{number}"') for number in self.numbered]
+
     def upload_part(self, data: bytes) -> None:
         self.events.append("upload_part")
-        self.parts.append(bytes(data))
+        self.upload_part_number(len(self.numbered) + 1, data)
+
+    def upload_part_number(self, number: int, data: bytes) -> str:
+        # No writer sends a number twice: segments' ranges never overlap.
+        assert number not in self.numbered, f"part {number} sent twice"
+        self.bodies.append(bytes(data))
+        self.numbered[number] = bytes(data)
+        return f'"etag-{number}"'
 
     def complete(self) -> None:
         self.completed = True
@@ -45,4 +60,4 @@ class FakeUpload:
 
     @property
     def content(self) -> bytes:
-        return b"".join(self.parts)
+        return b"".join(self.bodies)

@@ -5,7 +5,7 @@ import pytest
 from exports.domain.errors import ExportsError
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from tests.unit.builders import make_task
-from tests.unit.export_fakes import FakeFiles, PlainFiles
+from tests.unit.export_fakes import FakeFiles
 
 TASK = make_task(attempt=2)
 TARGET = ResultTarget(attempt_key(TASK, "orders.csv"), "orders.csv", "text/csv")
@@ -28,7 +28,7 @@ def test_a_completed_file_is_tagged_and_the_checkpoint_goes():
     store = FakeFiles()
     files = AttemptFiles(TASK, store)
     files.write_checkpoint(b"state")
-    upload = files.start_shared(TARGET, {"task-id": TASK.task_id})
+    upload = files.start(TARGET, {"task-id": TASK.task_id})
     upload.upload_part(b"rows")
     files.complete(upload, TARGET.key, {"rows": "1"})
     assert store.objects[TARGET.key]["body"] == b"rows" and store.tags[TARGET.key] == {"rows": "1"}
@@ -38,7 +38,7 @@ def test_a_completed_file_is_tagged_and_the_checkpoint_goes():
 def test_a_file_whose_tagging_fails_is_removed_and_nothing_is_aborted_after_it():
     store = TagsFail()
     files = AttemptFiles(TASK, store)
-    upload = files.start_shared(TARGET, {})
+    upload = files.start(TARGET, {})
     upload.upload_part(b"rows")
     with pytest.raises(ExportsError):
         files.complete(upload, TARGET.key, {"rows": "1"})
@@ -50,7 +50,7 @@ def test_a_discarded_upload_is_aborted_with_the_checkpoint():
     store = FakeFiles()
     files = AttemptFiles(TASK, store)
     files.write_checkpoint(b"state")
-    upload = files.start_shared(TARGET, {})
+    upload = files.start(TARGET, {})
     upload.upload_part(b"rows")
     files.discard(upload)
     assert store.uploads == {} and store.aborted == [upload.upload_id] and store.checkpoints == {}
@@ -64,17 +64,3 @@ def test_staging_is_written_read_and_deleted_per_attempt():
     assert files.staged("plan.json") == b"plan" and other_attempt.staged("plan.json") is None
     files.unstage(["plan.json", "partition-0"])
     assert files.staged("plan.json") is None
-
-
-def test_a_plain_store_has_no_checkpoint_and_no_staging_and_takes_plain_uploads():
-    store = PlainFiles()
-    files = AttemptFiles(TASK, store)
-    assert files.read_checkpoint() is None and files.staged("plan.json") is None
-    files.delete_checkpoint()
-    files.unstage(["plan.json"])
-    upload = files.start(TARGET, {})
-    upload.upload_part(b"rows")
-    files.complete(upload, TARGET.key, {"rows": "1"})
-    assert store.objects[TARGET.key]["body"] == b"rows" and store.tags == {}
-    with pytest.raises(ExportsError):
-        files.start_shared(TARGET, {})

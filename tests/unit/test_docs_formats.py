@@ -9,7 +9,7 @@ from pathlib import Path
 from exports.adapters.postgres_values import CAST_TYPES
 from exports.api_models import ExportRequest
 from exports.domain.task import ExportFormat
-from exports.services.export_run import FORMATS
+from exports.formats.registry import every_format
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS_DOC = ROOT / "docs" / "formats.md"
@@ -36,7 +36,7 @@ def _table_rows(text: str, first_cell: str) -> dict[str, list[str]]:
 def test_the_formats_doc_has_a_row_for_every_format_with_its_content_type() -> None:
     rows = _table_rows(FORMATS_DOC.read_text(encoding="utf-8"), "`format`")
     assert list(rows) == [fmt.value for fmt in ExportFormat]
-    for fmt, spec in FORMATS.items():
+    for fmt, spec in every_format().items():
         assert f"`{spec.content_type}`" in rows[fmt.value], fmt
 
 

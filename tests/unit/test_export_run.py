@@ -15,10 +15,11 @@ from exports.domain.checkpoint import decode_checkpoint, encode_checkpoint
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
+from exports.formats.run import HandedOver
 from exports.ports import TaskMessage
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
-from exports.services.export_run import HandedOver, run_export
+from exports.services.export_run import run_export
 from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, MAX_CONTINUATIONS
 from exports.services.progress import ProgressReporter
 from exports.services.task_writes import HANDOVER_DELAY_SEC
@@ -26,7 +27,6 @@ from exports.writers import xlsx_limits
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
     NumbersExport,
-    PlainFiles,
     PlainNumbersExport,
     make_world,
     number_row,
@@ -159,17 +159,6 @@ def test_a_type_without_cursors_fails_export_too_long_and_leaves_nothing_behind(
     assert "cannot continue" in failed.value.message
     assert world.files.uploads == {} and world.files.objects == {} and world.files.checkpoints == {}
     assert len(world.files.aborted) == 1
-
-
-def test_a_store_without_resumable_uploads_cannot_hand_over_but_completes_in_time():
-    world = make_world(NumbersExport(), files=PlainFiles())
-    with pytest.raises(ExportFailed) as failed:
-        run(world, running_task(world), budget(0))
-    assert failed.value.code == "EXPORT_TOO_LONG"
-
-    done = make_world(NumbersExport(), files=PlainFiles())
-    result = run(done, running_task(done))
-    assert result.rows == 100 and done.files.tags == {}
 
 
 def test_continuations_are_bounded():

@@ -3,17 +3,16 @@ PDF_TOO_LARGE before the time runs out (nothing left behind), never split by the
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat
 from exports.fan_out.plan import start_fan_out
-from exports.ports import FanOutStarter
-from exports.services import pdf_guards
-from exports.services.export_run import FORMATS, run_export
+from exports.formats import pdf as pdf_format
+from exports.formats.registry import format_spec
+from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from tests.pdf_reading import page_lines, qpdf_check, reader
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task
@@ -49,7 +48,7 @@ def test_a_pdf_stops_with_pdf_too_large_while_there_is_time_to_abort() -> None:
 
     def remaining_ms() -> float:
         looks.append(1)
-        margin = pdf_guards.TIME_MARGIN_SEC
+        margin = pdf_format.TIME_MARGIN_SEC
         return (margin + 600) * 1000 if len(looks) < 4 else (margin - 1) * 1000
 
     with pytest.raises(ExportFailed) as failed:
@@ -69,12 +68,12 @@ class _Partitioned(NumbersExport):
 
 def test_a_pdf_export_is_never_split() -> None:
     world = make_world(_Partitioned(rows_total=100, page_rows=10))
-    # A fan-out is configured: the format alone keeps the export in one worker.
-    deps = dataclasses.replace(world.deps, fan_out=cast(FanOutStarter, object()))
+    # The world has a fan-out: the format alone keeps the export in one worker.
+    deps = world.deps
     task = running_task(world, fmt=ExportFormat.PDF)
 
     planned = start_fan_out(task, ProgressReporter(task, deps), deps)
 
-    assert not FORMATS[ExportFormat.PDF].splittable and planned.split is False
+    assert not format_spec(ExportFormat.PDF).splittable and planned.split is False
     with pytest.raises(AssertionError):
         start_fan_out(running_task(world, fmt=ExportFormat.CSV), ProgressReporter(task, deps), deps)

@@ -166,7 +166,7 @@ def test_a_sink_continued_from_its_snapshot_sends_the_same_parts_and_hash():
     second.write(data[MIN_PART_BYTES + 100 :])
     digest = second.finish()
 
-    assert [len(part) for part in upload.parts] == [MIN_PART_BYTES, MIN_PART_BYTES, 777]
+    assert [len(part) for part in upload.bodies] == [MIN_PART_BYTES, MIN_PART_BYTES, 777]
     assert upload.content == data
     assert digest == hashlib.sha256(data).hexdigest()
     assert (second.parts_sent, second.bytes_written) == (3, len(data))

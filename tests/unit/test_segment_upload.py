@@ -14,18 +14,9 @@ from exports.writers.segment_upload import (
     part_numbers,
 )
 from exports.writers.sink import MIN_PART_BYTES
+from tests.unit.fakes import FakeUpload
 
 MIB = 1024 * 1024
-
-
-class NumberedFake:
-    def __init__(self):
-        self.parts = {}
-
-    def upload_part_number(self, number, data):
-        assert number not in self.parts
-        self.parts[number] = bytes(data)
-        return f'"etag-{number}"'
 
 
 def test_ranges_do_not_overlap_and_the_last_part_comes_after_them():
@@ -45,7 +36,7 @@ def test_too_many_segments_are_refused():
 def upload(sizes, part_bytes=MIN_PART_BYTES, glue_bytes=100):
     """Segments of ``sizes`` bytes through sinks (in reverse order), then the joins."""
     rng = random.Random(sum(sizes))
-    fake = NumberedFake()
+    fake = FakeUpload()
     bodies = [rng.randbytes(size) for size in sizes]
     glue = [rng.randbytes(glue_bytes) for _ in range(len(sizes) + 1)]
     segments = {}
@@ -58,7 +49,7 @@ def upload(sizes, part_bytes=MIN_PART_BYTES, glue_bytes=100):
     for number, data in joins(glue, [segments[index] for index in range(len(sizes))]):
         fake.upload_part_number(number, data)
     expected = b"".join(run + body for run, body in zip(glue, [*bodies, b""], strict=True))
-    return fake.parts, expected
+    return fake.numbered, expected
 
 
 @pytest.mark.parametrize(
@@ -82,7 +73,7 @@ def test_the_parts_in_number_order_are_the_file_and_all_but_the_last_are_at_leas
 
 
 def test_a_segment_past_its_range_fails():
-    sink = SegmentSink(NumberedFake(), range(1, 3), MIN_PART_BYTES)
+    sink = SegmentSink(FakeUpload(), range(1, 3), MIN_PART_BYTES)
     sink.write(bytes(2 * MIN_PART_BYTES))
     with pytest.raises(ValueError, match="more parts"):
         sink.write(bytes(MIN_PART_BYTES))
@@ -90,11 +81,11 @@ def test_a_segment_past_its_range_fails():
 
 def test_parts_smaller_than_s3_allows_are_refused():
     with pytest.raises(ValueError):
-        SegmentSink(NumberedFake(), range(1, 10), MIN_PART_BYTES - 1)
+        SegmentSink(FakeUpload(), range(1, 10), MIN_PART_BYTES - 1)
 
 
 def test_before_part_can_stop_the_segment_before_a_part_is_sent():
-    fake = NumberedFake()
+    fake = FakeUpload()
 
     def cancelled():
         raise RuntimeError("cancelled")
@@ -103,4 +94,4 @@ def test_before_part_can_stop_the_segment_before_a_part_is_sent():
     sink.write(bytes(MIN_PART_BYTES))  # the head: held, nothing sent
     with pytest.raises(RuntimeError, match="cancelled"):
         sink.write(bytes(MIN_PART_BYTES))
-    assert fake.parts == {}
+    assert fake.numbered == {}

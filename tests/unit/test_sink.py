@@ -45,7 +45,7 @@ def test_every_part_but_the_last_is_exactly_the_part_size():
     write_in_chunks(sink, data, chunk=MIB - 7)
     sink.finish()
 
-    assert [len(part) for part in upload.parts] == [PART, PART, 2 * MIB + 123]
+    assert [len(part) for part in upload.bodies] == [PART, PART, 2 * MIB + 123]
     assert upload.content == data
     assert (sink.parts_sent, sink.bytes_written) == (3, len(data))
 
@@ -55,9 +55,9 @@ def test_parts_are_sent_as_soon_as_they_fill_up():
     sink = MultipartSink(upload, PART)
 
     sink.write(payload(PART - 1))
-    assert upload.parts == []
+    assert upload.bodies == []
     sink.write(b"x")
-    assert [len(part) for part in upload.parts] == [PART]
+    assert [len(part) for part in upload.bodies] == [PART]
 
 
 def test_one_large_write_is_split_into_parts():
@@ -68,7 +68,7 @@ def test_one_large_write_is_split_into_parts():
     sink.write(data)
     sink.finish()
 
-    assert [len(part) for part in upload.parts] == [PART, PART, PART, 1]
+    assert [len(part) for part in upload.bodies] == [PART, PART, PART, 1]
     assert upload.content == data
 
 
@@ -79,7 +79,7 @@ def test_an_exact_multiple_sends_no_empty_last_part():
     sink.write(payload(2 * PART))
     sink.finish()
 
-    assert [len(part) for part in upload.parts] == [PART, PART]
+    assert [len(part) for part in upload.bodies] == [PART, PART]
 
 
 def test_empty_output_still_sends_one_empty_part():
@@ -88,7 +88,7 @@ def test_empty_output_still_sends_one_empty_part():
 
     digest = sink.finish()
 
-    assert upload.parts == [b""]
+    assert upload.bodies == [b""]
     assert digest == hashlib.sha256(b"").hexdigest()
 
 
@@ -109,7 +109,7 @@ def test_accepts_bytearray_and_memoryview():
     sink.write(memoryview(b"def"))
     digest = sink.finish()
 
-    assert upload.parts == [b"abcdef"]
+    assert upload.bodies == [b"abcdef"]
     assert digest == hashlib.sha256(b"abcdef").hexdigest()
 
 
@@ -119,7 +119,7 @@ def test_before_part_runs_before_each_part():
 
     def before_part():
         upload.events.append("before_part")
-        parts_already_sent.append(len(upload.parts))
+        parts_already_sent.append(len(upload.bodies))
 
     sink = MultipartSink(upload, PART, before_part=before_part)
     write_in_chunks(sink, payload(2 * PART + 10), chunk=MIB)
@@ -141,7 +141,7 @@ def test_a_failing_before_part_stops_the_part_from_being_sent():
 
     with pytest.raises(Cancelled):
         sink.write(payload(PART))
-    assert upload.parts == []
+    assert upload.bodies == []
 
 
 def test_never_completes_or_aborts_on_its_own():

@@ -21,6 +21,7 @@ from exports.domain.spec import ExportSpec
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE, UnknownZone, canonical_zone
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, RunControl
+from exports.formats.registry import format_spec
 from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.writers.zones import Localiser, ZonedExport, offset_probes, offset_text, zoned_header
@@ -196,7 +197,7 @@ def test_a_file_in_a_zone_differs_from_the_utc_file_only_in_its_instants() -> No
 
 
 def test_a_zone_that_would_leave_year_9999_keeps_the_utc_value() -> None:
-    convert = ZonedExport("Asia/Kathmandu", ExportFormat.CSV, {"at"}).row_converter(COLUMNS)
+    convert = ZonedExport("Asia/Kathmandu", format_spec(ExportFormat.CSV).zone_style, {"at"}).row_converter(COLUMNS)
     assert convert is not None
     last = datetime(9999, 12, 31, 23, 0)
     assert convert([(1, last, None, None, None)]) == [[1, last, None, None, None]]

@@ -4,10 +4,10 @@ ones the code really ends tasks with when what was asked does not fit its format
 from __future__ import annotations
 
 from exports.config.metrics import USER_CAUSED_FAILURES
+from exports.formats.parquet import PARQUET_TOO_LARGE, PARQUET_VALUE_INVALID
+from exports.formats.pdf import PDF_TOO_LARGE
+from exports.formats.xlsx import XLSX_CELL_TOO_LONG, XLSX_TOO_LARGE
 from exports.services.long_exports import EXPORT_TOO_LONG
-from exports.services.parquet_guards import PARQUET_TOO_LARGE, PARQUET_VALUE_INVALID
-from exports.services.pdf_guards import PDF_TOO_LARGE
-from exports.services.xlsx_guards import XLSX_CELL_TOO_LONG, XLSX_TOO_LARGE
 
 
 def test_the_user_caused_codes_are_the_guards_own():

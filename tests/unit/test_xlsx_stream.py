@@ -513,7 +513,7 @@ def test_parts_go_out_while_rows_are_still_coming_in_small_writes():
     def rows():
         for n in range(total):
             if n == total - 1:
-                parts_before_the_last_row.append(len(upload.parts))
+                parts_before_the_last_row.append(len(upload.bodies))
             yield (n, base64.b64encode(rng.randbytes(192)).decode())  # text deflate cannot shrink much
 
     write_xlsx_stream([Column("n", "N", ColumnKind.INTEGER), Column("text", "Text")], rows(), sink)
@@ -521,7 +521,7 @@ def test_parts_go_out_while_rows_are_still_coming_in_small_writes():
 
     assert parts_before_the_last_row[0] >= 2
     assert sink.largest < 1024 * 1024
-    assert len(upload.parts) > parts_before_the_last_row[0]
+    assert len(upload.bodies) > parts_before_the_last_row[0]
     sheet_xml = zipfile.ZipFile(io.BytesIO(upload.content)).read("xl/worksheets/sheet1.xml")
     assert sheet_xml.count(b"</row>") == total + 1
 

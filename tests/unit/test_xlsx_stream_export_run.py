@@ -28,6 +28,7 @@ ENVIRONMENT = {
     Env.TASK_QUEUE_URLS: '{"normal": "https://queue"}',
     Env.RESULTS_BUCKET: "results",
     Env.LIFECYCLE_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:x",
+    Env.FAN_OUT_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:fan-out",
 }
 
 

@@ -1,0 +1,78 @@
+"""PDF: a paginated table to read and print (exports/writers/pdf) and the heading its first page
+shows. Not split: page numbers ("3 / 1,204"), the font subset, the page tree and the offsets of
+the cross-reference table span the whole file (docs/fan-out.md, "PDF"); like a workbook it is
+written in one worker run, so it ends with ``PDF_TOO_LARGE`` while there is still time to abort
+cleanly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from exports.domain.errors import ExportFailed
+from exports.domain.task import ExportFormat, ExportResult
+from exports.domain.zones import UTC_ZONE, is_utc
+from exports.formats.run import ExportRun, RowCount, rows_in_one_run
+from exports.formats.spec import FormatSpec
+from exports.writers import pdf
+from exports.writers.pdf import PdfHeading
+from exports.writers.sink import MultipartSink
+from exports.writers.zones import ZoneStyle, pdf_text
+
+PDF_TOO_LARGE = "PDF_TOO_LARGE"
+# Left for what follows the last page (the font subset, the page tree, the cross-reference
+# table, completing the upload), measured at under 3 s; the rest is margin.
+TIME_MARGIN_SEC = 30.0
+
+
+def out_of_time(rows: int) -> ExportFailed:
+    """The error of a PDF that cannot be finished in the worker run after ``rows`` rows."""
+    return ExportFailed(
+        f"the PDF cannot be finished in one worker run ({rows:,} rows written); export CSV or csv.gz, "
+        "or narrow the filters",
+        code=PDF_TOO_LARGE,
+    )
+
+
+def heading(title: str, filters: Mapping[str, Any], generated_at: datetime, timezone: str = UTC_ZONE) -> PdfHeading:
+    """The first page's title, the filters the export ran with (as stored on the task), when
+    it was generated and, in another zone than UTC, the zone its date-times are in."""
+    shown = "; ".join(f"{name} = {_shown(value)}" for name, value in filters.items() if value is not None) or "none"
+    moment = generated_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines: tuple[str, ...] = (f"Filters: {shown}", f"Generated: {moment}")
+    if not is_utc(timezone):
+        lines = (*lines, f"Time zone: {timezone}")
+    return PdfHeading(title, lines, generated_at)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def write_pdf(run: ExportRun) -> ExportResult:
+    """Stream a PDF table in one pass; stop with PDF_TOO_LARGE before the time runs out."""
+    upload = run.open_upload(None)
+    try:
+        sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
+        title = run.export_type.description or run.export_type.name
+        # The stored filters: the caller-bound values are not filters the caller chose.
+        shown = heading(title, run.task.filters, run.deps.clock(), run.task.timezone)
+        counted = RowCount()
+        pages = run.pages(None)
+        rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)
+        pdf.write_pdf_stream(run.columns, rows, sink, shown)
+        return run.finish(upload, sink, counted.rows)
+    except BaseException:
+        run.attempt.discard(upload)
+        raise
+
+
+SPEC = FormatSpec(
+    format=ExportFormat.PDF,
+    extension="pdf",
+    content_type=pdf.CONTENT_TYPE,
+    write=write_pdf,
+    zone_style=ZoneStyle(pdf_text),
+)
