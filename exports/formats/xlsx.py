@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from exports.config.settings import XlsxEngine
 from exports.config.worker import Worker
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
@@ -22,7 +23,6 @@ from exports.formats.run import ExportRun, RowCount, RunBudget
 from exports.formats.spec import FormatSpec
 from exports.formats.split import FileLayout, FirstRows, PartitionResult, PartitionWrite
 from exports.ports import ResultUpload
-from exports.settings import XlsxEngine
 from exports.writers import xlsx_engine, xlsx_limits, xlsx_writer
 from exports.writers.cells import CellTooLong, fitted_widths
 from exports.writers.partitioned import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
