@@ -20,13 +20,9 @@ import psycopg
 import pytest
 import python_calamine
 
-from exports.adapters.postgres_source import (
-    CANCEL_CHECK_SEC,
-    CONNECT_TIMEOUT_SEC,
-    UNANSWERED_GRACE_SEC,
-    PostgresReader,
-    SourceUnavailable,
-)
+from exports.adapters.postgres_errors import SourceUnavailable
+from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
+from exports.adapters.postgres_source import PostgresReader
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ExportType, Row, Unbounded
 from exports.writers import csv_writer, xlsx_engine
