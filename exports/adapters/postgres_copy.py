@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.postgres_csv_sql import copy_supported, csv_select
 from exports.adapters.postgres_errors import translated
-from exports.adapters.postgres_pages import keyset_params, keyset_statement
+from exports.adapters.postgres_pages import keyset_params, keyset_statement, order_keys
 from exports.adapters.postgres_results import converter, described, result_columns, type_name
 from exports.adapters.postgres_session import Watchdog, begin, close, time_limit
 from exports.domain.errors import ExportFailed, SourceCode
@@ -98,9 +98,8 @@ class CopyCsv:
 
         with translated(self._source, self._watchdog):
             self._conn.execute("ROLLBACK TO SAVEPOINT exports_copy")
-            keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in self._read.order_key)
             statement = sql.SQL("{rows} OFFSET %(exports_offset)s LIMIT 1").format(
-                rows=keyset_statement(self._read, keys)
+                rows=keyset_statement(self._read, order_keys(self._read))
             )
             params = {**self._read.params, **keyset_params(self._read), "exports_offset": self.rows - 1}
             cursor = self._conn.execute(statement, params, prepare=True)
@@ -206,7 +205,15 @@ def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
     import psycopg
     from psycopg import sql
 
-    statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=keyset_statement(read, select))
+    # The select list applied to the rows as the query's own plan gives them: OFFSET 0 keeps the
+    # planner from folding it into the query, where the cost it guesses for the expressions
+    # made it plan parallel workers and a Gather Merge, which cost more CPU than they save
+    # (docs/performance.md, "Third round"). The outer ORDER BY is the inner one's: no sort.
+    order = sql.SQL(" ORDER BY {keys}").format(keys=order_keys(read)) if read.order_key else sql.SQL("")
+    rows = sql.SQL("SELECT {select} FROM ({rows} OFFSET 0) AS exported{order}").format(
+        select=select, rows=keyset_statement(read), order=order
+    )
+    statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=rows)
     text = psycopg.ClientCursor(conn).mogrify(statement, {**read.params, **keyset_params(read)})
     return text.encode(conn.info.encoding)
 

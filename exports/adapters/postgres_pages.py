@@ -73,8 +73,7 @@ def keyset_statement(read: SqlRead, select: sql.Composable | None = None) -> sql
     )
     if not read.order_key:
         return statement
-    # Qualified: a key the select list casts to text still compares and sorts as its own type.
-    keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
+    keys = order_keys(read)
     bounds = []
     for name, operator, values in (("after", ">", read.after), ("until", "<=", read.until)):
         if values is not None:
@@ -150,3 +149,11 @@ class Prefetch:
                 return
             except queue.Full:
                 continue
+
+
+def order_keys(read: SqlRead) -> sql.Composable:
+    """The read's order key as a list of the columns of ``exported``: qualified, so that a key
+    the select list casts to text still compares and sorts as its own type."""
+    from psycopg import sql
+
+    return sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
