@@ -30,6 +30,7 @@ from exports.adapters.postgres_errors import translated
 from exports.adapters.postgres_pages import keyset_params, keyset_statement, order_keys
 from exports.adapters.postgres_results import converter, described, result_columns, type_name
 from exports.adapters.postgres_session import Watchdog, begin, close, time_limit
+from exports.adapters.postgres_values import register_loaders
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.zones import UTC_ZONE, is_utc
 from exports.export_types.base import RunControl
@@ -141,6 +142,7 @@ def open_copy(
         with translated(source, watchdog):
             watchdog.start()
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            register_loaders(conn)  # the checkpoint's key look-up loads values
             begin(conn, limit_sec, read.session)
             # COPY writes the session's DateStyle and client encoding; the file is UTF-8.
             conn.execute(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from exports.adapters.postgres_errors import translated
 from exports.adapters.postgres_results import converter, described, result_columns, type_name
 from exports.adapters.postgres_session import CONNECT_TIMEOUT_SEC, Watchdog, begin, close, connect, time_limit
-from exports.adapters.postgres_values import projection
+from exports.adapters.postgres_values import projection, register_loaders
 from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, SqlRead
 
@@ -34,7 +34,16 @@ def read_batches(
 ) -> Iterator[Batch]:
     """The rows of ``read`` in pages of ``page_rows``, from a server-side cursor on a connection
     of their own; closing the iterator early (the export stopped) closes the cursor and the
-    connection."""
+    connection.
+
+    Dates and timestamps load with psycopg's C loaders, until a value they refuse (infinity, BC,
+    after 9999: our loaders give its text, postgres_values.register_loaders): the rest of the
+    rows are then read with ours, after the rows already given (``OFFSET``, in the same
+    snapshot: the transaction is ``REPEATABLE READ``). A read without an order key, whose order
+    a second statement might not repeat, uses ours from the start."""
+    import psycopg
+    from psycopg import sql
+
     conn = connect(source, settings, control)
     limit_sec = time_limit(control)
     watchdog = Watchdog(conn, control, limit_sec)
@@ -44,19 +53,41 @@ def read_batches(
             # Watched from the first statement: a server that stops answering is let go of
             # at the run's end, whichever statement it hangs in.
             watchdog.start()
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             begin(conn, limit_sec, read.session)
             # The result's types first: the columns no Python value holds exactly are read as
             # PostgreSQL's text (postgres_values.read_as).
             columns_read = described(conn, read)
             select = projection([column.name for column in columns_read], [type_name(conn, c) for c in columns_read])
-            cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
-            cursor.execute(keyset_statement(read, select), {**read.params, **keyset_params(read)})
             columns = result_columns(conn, columns_read)
             convert = converter(columns)
-            prefetch = Prefetch(cursor, page_rows)
-            for rows in prefetch.pages():
-                watchdog.raise_if_stopped()
-                yield Batch(columns, convert(rows))
+            native = bool(read.order_key)
+            if not native:
+                register_loaders(conn)
+            given = 0
+            while True:
+                cursor = conn.cursor(name=f"export_{control.task_id}".lower()[:60], binary=True)
+                statement = keyset_statement(read, select)
+                if given:
+                    statement = sql.SQL("{rows} OFFSET {given}").format(rows=statement, given=sql.Literal(given))
+                cursor.execute(statement, {**read.params, **keyset_params(read)})
+                prefetch = Prefetch(cursor, page_rows)
+                try:
+                    for rows in prefetch.pages():
+                        watchdog.raise_if_stopped()
+                        given += len(rows)
+                        yield Batch(columns, convert(rows))
+                except psycopg.DataError as error:
+                    # psycopg's own loaders refuse a value client-side (no SQLSTATE: the server
+                    # did not fail): ours read the rest.
+                    if error.sqlstate is not None or not native:
+                        raise
+                    native = False
+                    prefetch.join()
+                    cursor.close()
+                    register_loaders(conn)
+                    continue
+                break
             watchdog.raise_if_stopped()
     finally:
         watchdog.stop()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from exports.adapters.postgres_connections import trust_runtime_roots
 from exports.adapters.postgres_errors import SourceUnavailable, refused_connection
-from exports.adapters.postgres_values import SESSION_FORMATS, register_loaders
+from exports.adapters.postgres_values import SESSION_FORMATS
 from exports.domain.errors import ExportFailed, LostOwnership, RetryableError, SourceCode
 from exports.export_types.base import RunControl
 from exports.ports import ConnectionSettings, SqlSession
@@ -58,7 +58,8 @@ CLIENT_ENCODING: Final = "UTF8"
 def connect(source: str, settings: ConnectionSettings, control: RunControl) -> psycopg.Connection[Any]:
     """A read-only connection to ``source`` (libpq's keywords from ``settings``, asked now so
     that rotated secrets and fresh IAM tokens are picked up), named after the task, UTF-8,
-    with TCP keepalives and our loaders; a refusal is ours (postgres_errors.refused_connection)."""
+    with TCP keepalives and psycopg's own loaders (postgres_values.register_loaders adds ours);
+    a refusal is ours (postgres_errors.refused_connection)."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
 
@@ -88,7 +89,6 @@ def connect(source: str, settings: ConnectionSettings, control: RunControl) -> p
         logger.warning("could not connect to a data source", extra={"source": source, "sqlstate": error.sqlstate})
         raise refused_connection(source, error) from None
     conn.read_only = True
-    register_loaders(conn)
     return conn
 
 

@@ -17,6 +17,7 @@ from exports.adapters.postgres_errors import translated
 from exports.adapters.postgres_pages import SQL_PAGE_ROWS, read_batches
 from exports.adapters.postgres_results import described, result_columns
 from exports.adapters.postgres_session import Watchdog, begin, close, connect, time_limit
+from exports.adapters.postgres_values import register_loaders
 from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import RunControl
 from exports.ports import Batch, ConnectionSettings, ResultColumn, SqlRead
@@ -103,6 +104,7 @@ class PostgresReader:
         """A connection for one short statement and its time limit, its errors ours, watched
         like an export's."""
         conn = connect(self.source, self._settings, control)
+        register_loaders(conn)
         limit_sec = time_limit(control, at_most_sec)
         watchdog = Watchdog(conn, control, limit_sec)
         try:
