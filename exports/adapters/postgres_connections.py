@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from exports.declared.model import IamAuth, PostgresSource, SslMode
 from exports.domain.errors import ExportFailed, ExportsError, SourceCode
 from exports.ports import ConnectionSettings
+from exports.sources.postgres.model import IamAuth, PostgresSource, SslMode
 
 if TYPE_CHECKING:
     from exports.adapters.clients import ClientFactory

@@ -5,7 +5,7 @@ whose text is our CSV writer's, byte for byte); the worker only turns COPY's ``\
 into ``\\r\\n`` and passes the bytes on, in chunks of whole rows. The header and BOM stay the
 writer's (a header is not limited to an identifier's 63 bytes).
 
-The session is the reader's (:mod:`exports.adapters.postgres_source`): read-only, UTC, the
+The session is the reader's (:mod:`exports.adapters.postgres_session`): read-only, UTC, the
 statement timeout of the run's time left, ``SET LOCAL ROLE`` and the ``set_config`` values of
 row-level security, the watchdog that cancels a stopped task's query. The transaction is
 ``REPEATABLE READ``: stopping for a checkpoint cancels the COPY back to a savepoint and finds the
@@ -26,19 +26,11 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.postgres_csv_sql import copy_supported, csv_select
-from exports.adapters.postgres_source import (
-    _after_params,
-    _begin,
-    _close,
-    _converter,
-    _described,
-    _keyset_statement,
-    _result_columns,
-    _time_limit,
-    _translated,
-    _type_name,
-    _Watchdog,
-)
+from exports.adapters.postgres_errors import translated
+from exports.adapters.postgres_pages import keyset_params, keyset_statement, order_keys
+from exports.adapters.postgres_results import converter, described, result_columns, type_name
+from exports.adapters.postgres_session import Watchdog, begin, close, time_limit
+from exports.adapters.postgres_values import register_loaders
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.zones import UTC_ZONE, is_utc
 from exports.export_types.base import RunControl
@@ -60,7 +52,7 @@ class CopyCsv:
     last row it got; :meth:`close` frees the connection."""
 
     def __init__(
-        self, source: str, conn: psycopg.Connection[Any], watchdog: _Watchdog, read: SqlRead, statement: bytes
+        self, source: str, conn: psycopg.Connection[Any], watchdog: Watchdog, read: SqlRead, statement: bytes
     ) -> None:
         self._source = source
         self._conn = conn
@@ -76,7 +68,7 @@ class CopyCsv:
         return self._reading
 
     def _copy(self) -> Generator[bytes, None, None]:
-        with _translated(self._source, self._watchdog):
+        with translated(self._source, self._watchdog):
             self._conn.execute("SAVEPOINT exports_copy")
             with self._conn.cursor() as cursor, cursor.copy(self._statement) as copy:
                 pending: list[Any] = []
@@ -105,15 +97,14 @@ class CopyCsv:
             return self._read.after
         from psycopg import sql
 
-        with _translated(self._source, self._watchdog):
+        with translated(self._source, self._watchdog):
             self._conn.execute("ROLLBACK TO SAVEPOINT exports_copy")
-            keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in self._read.order_key)
             statement = sql.SQL("{rows} OFFSET %(exports_offset)s LIMIT 1").format(
-                rows=_keyset_statement(self._read, keys)
+                rows=keyset_statement(self._read, order_keys(self._read))
             )
-            params = {**self._read.params, **_after_params(self._read), "exports_offset": self.rows - 1}
+            params = {**self._read.params, **keyset_params(self._read), "exports_offset": self.rows - 1}
             cursor = self._conn.execute(statement, params, prepare=True)
-            convert = _converter(_result_columns(self._conn, cursor.description or []))
+            convert = converter(result_columns(self._conn, cursor.description or []))
             row = cursor.fetchone()
         if row is None:
             raise ExportFailed(
@@ -127,7 +118,7 @@ class CopyCsv:
         if self._reading is not None:
             self._reading.close()
         self._watchdog.stop()
-        _close(self._conn)
+        close(self._conn)
 
 
 def open_copy(
@@ -145,20 +136,21 @@ def open_copy(
     these columns as the CSV writer does: the caller writes them in Python."""
     import psycopg
 
-    limit_sec = _time_limit(control)
-    watchdog = _Watchdog(conn, control, limit_sec)
+    limit_sec = time_limit(control)
+    watchdog = Watchdog(conn, control, limit_sec)
     try:
-        with _translated(source, watchdog):
+        with translated(source, watchdog):
             watchdog.start()
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            _begin(conn, limit_sec, read.session)
+            register_loaders(conn)  # the checkpoint's key look-up loads values
+            begin(conn, limit_sec, read.session)
             # COPY writes the session's DateStyle and client encoding; the file is UTF-8.
             conn.execute(
                 "SELECT set_config('DateStyle', 'ISO, MDY', true), set_config('client_encoding', 'UTF8', true)"
             )
-            described = _described(conn, read)
-            types = {column.name: _type_name(conn, column) for column in described}
-            result_names = [column.name for column in described]
+            columns = described(conn, read)
+            types = {column.name: type_name(conn, column) for column in columns}
+            result_names = [column.name for column in columns]
             names = result_names if names is None else names
             if len(types) != len(result_names) or any(name not in types for name in (*names, *read.order_key)):
                 # A name twice or missing: the Python path says what is wrong.
@@ -173,7 +165,7 @@ def open_copy(
             return CopyCsv(source, conn, watchdog, read, statement)
     except BaseException:
         watchdog.stop()
-        _close(conn)
+        close(conn)
         raise
 
 
@@ -204,9 +196,9 @@ def _zone_agrees(conn: psycopg.Connection[Any], timezone: str, type_names: Seque
     return False
 
 
-def _decline(conn: psycopg.Connection[Any], watchdog: _Watchdog) -> None:
+def _decline(conn: psycopg.Connection[Any], watchdog: Watchdog) -> None:
     watchdog.stop()
-    _close(conn)
+    close(conn)
 
 
 def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
@@ -215,8 +207,16 @@ def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
     import psycopg
     from psycopg import sql
 
-    statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=_keyset_statement(read, select))
-    text = psycopg.ClientCursor(conn).mogrify(statement, {**read.params, **_after_params(read)})
+    # The select list applied to the rows as the query's own plan gives them: OFFSET 0 keeps the
+    # planner from folding it into the query, where the cost it guesses for the expressions
+    # made it plan parallel workers and a Gather Merge, which cost more CPU than they save
+    # (docs/performance.md, "Third round"). The outer ORDER BY is the inner one's: no sort.
+    order = sql.SQL(" ORDER BY {keys}").format(keys=order_keys(read)) if read.order_key else sql.SQL("")
+    rows = sql.SQL("SELECT {select} FROM ({rows} OFFSET 0) AS exported{order}").format(
+        select=select, rows=keyset_statement(read), order=order
+    )
+    statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=rows)
+    text = psycopg.ClientCursor(conn).mogrify(statement, {**read.params, **keyset_params(read)})
     return text.encode(conn.info.encoding)
 
 

@@ -33,15 +33,17 @@ from typing import TYPE_CHECKING
 from exports.adapters.postgres_values import CAST_TYPES, NATIVE_KINDS
 from exports.domain.zones import UTC_ZONE, is_utc
 from exports.ports import INSTANT_TYPE
+from exports.writers.cells import FORMULA_TRIGGERS
 
 if TYPE_CHECKING:
     from psycopg import sql
 
-# Text starting with one of these gets a leading apostrophe (exports.writers.cells.FORMULA_TRIGGERS).
-_TRIGGERS_SQL = "('=', '+', '-', '@', E'\\t', E'\\r')"
+# Text starting with one of these gets a leading apostrophe: their code points, and the first
+# character above them all (text from there on needs no look at its first character).
+_TRIGGER_CODES = ", ".join(str(ord(trigger)) for trigger in FORMULA_TRIGGERS)
+_ABOVE_TRIGGERS = chr(max(ord(trigger) for trigger in FORMULA_TRIGGERS) + 1)
 _INTEGERS = frozenset({"int2", "int4", "int8", "oid", "numeric", "uuid"})
 _TEXTS = frozenset({"text", "varchar", "name"})
-_TIMESTAMPS = frozenset({"timestamp", "timestamptz"})
 # repr() writes an integral float below this without exponent and with ".0".
 _REPR_PLAIN_BELOW = "1e16"
 
@@ -77,18 +79,12 @@ def _value(name: str, type_name: str, guard: bool, timezone: str) -> sql.Composa
         return column
     if type_name in CAST_TYPES:
         return sql.SQL("{column}::{type}").format(column=column, type=sql.SQL(CAST_TYPES[type_name][0]))
-    if type_name in _NUMBERS:
-        return _NUMBERS[type_name](column)
-    if type_name in _TIMESTAMPS:
-        return _timestamp(column, type_name, guard)
-    if type_name in _TEXTS:
-        return _text(column, guard)
-    if type_name == "date":
-        return _text(sql.SQL("{c}::text").format(c=column), guard)
-    if type_name in NATIVE_KINDS and type_name != "bpchar":
+    if type_name in _WRITTEN_BY:
+        return _WRITTEN_BY[type_name](column, guard)
+    if type_name in NATIVE_KINDS:
         raise ValueError(f"no CSV text for PostgreSQL type {type_name!r}")
-    # char(n) keeps its padding only through its output function (a cast to text cuts it);
-    # num_nulls: a composite of NULL fields IS NULL, yet it is a value ("(,)").
+    # The output function's text; num_nulls: a composite of NULL fields IS NULL, yet it is a
+    # value ("(,)").
     text = sql.SQL("CASE WHEN num_nulls({c}) = 1 THEN NULL ELSE format('%%s', {c}) END").format(c=column)
     return _text(text, guard)
 
@@ -109,21 +105,20 @@ def _boolean(column: sql.Composable) -> sql.Composable:
     return sql.SQL("CASE WHEN {c} THEN 'True' WHEN NOT {c} THEN 'False' END").format(c=column)
 
 
-_NUMBERS: dict[str, Callable[[sql.Composable], sql.Composable]] = {
-    "float8": _float8,
-    "bool": _boolean,
-}
-
-
 def _timestamp(column: sql.Composable, type_name: str, guard: bool) -> sql.Composable:
     """str() of the naive UTC datetime psycopg loads, or PostgreSQL's text (no offset) of one
-    Python cannot hold (years 1 to 9999 only), which the file holds as text."""
+    Python cannot hold (years 1 to 9999 only), which the file holds as text.
+
+    In those years PostgreSQL's ISO text is str()'s but for a fraction's trailing zeros, which
+    it drops: a value with a fraction is padded to six digits (26 characters), one without is
+    its text as it is (both cheaper than ``to_char``)."""
     from psycopg import sql
 
     wall = column if type_name == "timestamp" else sql.SQL("({c} AT TIME ZONE 'UTC')").format(c=column)
     return sql.SQL(
         "CASE WHEN {t} >= '0001-01-01' AND {t} < '10000-01-01' "
-        "THEN replace(to_char({t}, 'YYYY-MM-DD HH24:MI:SS.US'), '.000000', '') ELSE {text} END"
+        "THEN CASE WHEN date_trunc('second', {t}) = {t} THEN {t}::text ELSE rpad({t}::text, 26, '0') END "
+        "ELSE {text} END"
     ).format(t=wall, text=_text(sql.SQL("{t}::text").format(t=wall), guard))
 
 
@@ -149,12 +144,65 @@ def _zoned(column: sql.Composable, timezone: str, guard: bool) -> sql.Composable
     ).format(utc=utc, local=local, offset=offset, in_utc=_timestamp(column, INSTANT_TYPE, guard))
 
 
+def _text_column(column: sql.Composable, guard: bool) -> sql.Composable:
+    """A text column as :func:`_text` writes a text, cheaper: a text whose first character is
+    above every trigger (compared byte by byte, ``COLLATE "C"``: most text) as it is, the rest
+    looked at by its first code point (``ascii``). ``column`` is read several times: a column,
+    not an expression to compute each time."""
+    from psycopg import sql
+
+    if not guard:
+        return sql.SQL("NULLIF({c}, '')").format(c=column)
+    return sql.SQL(
+        "CASE WHEN {c} COLLATE \"C\" >= {above} THEN {c} WHEN ascii({c}) IN ({codes}) THEN '''' || {c} "
+        "ELSE NULLIF({c}, '') END"
+    ).format(c=column, above=sql.Literal(_ABOVE_TRIGGERS), codes=sql.SQL(_TRIGGER_CODES))
+
+
+def _padded(column: sql.Composable, guard: bool) -> sql.Composable:
+    """A ``char(n)`` column with its padding, which only its output function keeps (a cast to
+    text cuts it): the column itself, guarded as :func:`_text_column` guards a text, empty as
+    NULL (``octet_length`` counts the padding; comparisons and ``char_length`` ignore it)."""
+    from psycopg import sql
+
+    if not guard:
+        return sql.SQL("CASE WHEN octet_length({c}) > 0 THEN {c} END").format(c=column)
+    # concat() writes the value with the output function; back to bpchar without a length, the
+    # padding stays as it is.
+    return sql.SQL(
+        'CASE WHEN {c} COLLATE "C" >= {above} THEN {c} WHEN octet_length({c}) = 0 THEN NULL '
+        "WHEN ascii({c}::text) IN ({codes}) THEN ('''' || concat({c}))::bpchar ELSE {c} END"
+    ).format(c=column, above=sql.Literal(_ABOVE_TRIGGERS), codes=sql.SQL(_TRIGGER_CODES))
+
+
+def _date(column: sql.Composable, guard: bool) -> sql.Composable:
+    """A date as its ISO text (the session's ``DateStyle``), which is never empty and starts
+    with a trigger only as ``-infinity`` (a BC date ends with `` BC``)."""
+    from psycopg import sql
+
+    if not guard:
+        return column
+    return sql.SQL("CASE WHEN {c} = '-infinity' THEN '''-infinity' ELSE {c}::text END").format(c=column)
+
+
 def _text(value: sql.Composable, guard: bool) -> sql.Composable:
     """A text value as the CSV writer writes a ``str``: guarded when ``guard``, empty as NULL."""
     from psycopg import sql
 
     if guard:
-        value = sql.SQL("CASE WHEN left({v}, 1) IN {triggers} THEN '''' || {v} ELSE {v} END").format(
-            v=value, triggers=sql.SQL(_TRIGGERS_SQL)
+        value = sql.SQL("CASE WHEN ascii({v}) IN ({codes}) THEN '''' || {v} ELSE {v} END").format(
+            v=value, codes=sql.SQL(_TRIGGER_CODES)
         )
     return sql.SQL("NULLIF({v}, '')").format(v=value)
+
+
+# The expression of each type written by a function of its own (column, guard).
+_WRITTEN_BY: dict[str, Callable[[sql.Composable, bool], sql.Composable]] = {
+    "float8": lambda column, _: _float8(column),
+    "bool": lambda column, _: _boolean(column),
+    "timestamp": lambda column, guard: _timestamp(column, "timestamp", guard),
+    "timestamptz": lambda column, guard: _timestamp(column, "timestamptz", guard),
+    "date": _date,
+    "bpchar": _padded,
+    **dict.fromkeys(_TEXTS, _text_column),
+}

@@ -91,17 +91,20 @@ def read_as(type_name: str) -> tuple[str, ColumnKind] | None:
 
 
 def projection(names: Sequence[str], type_names: Sequence[str]) -> sql.Composable | None:
-    """The select list that reads every column as :func:`read_as` says; None when every column
-    loads natively (``*`` then)."""
+    """The select list that reads every column as :func:`read_as` says, a ``timestamptz`` as its
+    UTC wall time (a ``timestamp``: psycopg's C loader gives the naive UTC datetime the files
+    hold); None when every column loads natively as it is (``*`` then)."""
     from psycopg import sql
 
     casts = [read_as(type_name) for type_name in type_names]
-    if all(cast is None for cast in casts):
+    if all(cast is None for cast in casts) and "timestamptz" not in type_names:
         return None
     items = []
-    for name, cast in zip(names, casts, strict=True):
+    for name, type_name, cast in zip(names, type_names, casts, strict=True):
         column = sql.SQL("exported.{name}").format(name=sql.Identifier(name))
-        if cast is not None and cast[0] == "text":
+        if type_name == "timestamptz":
+            column = sql.SQL("({column} AT TIME ZONE 'UTC') AS {name}").format(column=column, name=sql.Identifier(name))
+        elif cast is not None and cast[0] == "text":
             # format's %s is the type's output function, what psql shows: ::text would differ for
             # a few types (it cuts char(n)'s padding, adds inet's /32). num_nulls: a composite of
             # NULL fields IS NULL, yet it is a value ("(,)").

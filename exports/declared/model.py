@@ -254,14 +254,3 @@ class DeclarationFile(StrictModel):
     access: AccessDecl = AccessDecl()
     sources: dict[Identifier, SourceDecl] = Field(default_factory=dict)
     types: dict[Identifier, TypeDecl] = Field(default_factory=dict)
-
-
-def __getattr__(name: str) -> Any:
-    # TEMPORARY, for the merge: exports/adapters/postgres_connections.py (being split by the
-    # "pg" helper, not edited here) still imports IamAuth, PostgresSource and SslMode from this
-    # module; they live in exports.sources.postgres.model. Remove once that import points there.
-    if name in ("IamAuth", "PostgresSource", "SslMode"):
-        from exports.sources.postgres import model
-
-        return getattr(model, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,15 +20,12 @@ import psycopg
 import pytest
 import python_calamine
 
-from exports.adapters.postgres_source import (
-    CANCEL_CHECK_SEC,
-    CONNECT_TIMEOUT_SEC,
-    UNANSWERED_GRACE_SEC,
-    PostgresReader,
-    SourceUnavailable,
-)
+from exports.adapters.postgres_errors import SourceUnavailable
+from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
+from exports.adapters.postgres_source import PostgresReader
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.export_types.base import ExportType, Row, Unbounded
+from exports.ports import SqlRead
 from exports.writers import csv_writer, xlsx_engine
 from local_stack.embedded_postgres import EmbeddedPostgres
 from tests.polling import poll_until
@@ -333,8 +330,6 @@ class Control:
 
 
 def _read(query: str, **params: Any) -> Any:
-    from exports.ports import SqlRead
-
     return SqlRead(query, params)
 
 
@@ -507,3 +502,30 @@ def test_a_stopped_backend_does_not_hold_the_worker(
     (error,) = errors
     assert isinstance(error, raised_type), error
     assert bound_sec <= elapsed <= bound_sec + CANCEL_CHECK_SEC + CONNECT_TIMEOUT_SEC + 3
+
+
+def test_dates_psycopg_cannot_load_are_read_as_text_after_the_rows_already_given(scratch: str) -> None:
+    # psycopg's C loaders read the pages until the value they refuse (page 5 of 4 rows); the
+    # rest come from our loaders, after the rows given, none twice, none lost.
+    days = {17: "infinity", 23: "0044-03-15 BC"}
+    instants = {20: "-infinity", 26: "10000-01-01 00:00:00+00"}
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        conn.execute("CREATE TABLE moments (id integer PRIMARY KEY, day date, at timestamptz)")
+        conn.execute(
+            "INSERT INTO moments SELECT n, '2025-03-01'::date + n, '2025-03-01 10:00:00.5+02'::timestamptz + n * "
+            "interval '1 hour' FROM generate_series(1, 30) AS n"
+        )
+        for row, day in days.items():
+            conn.execute("UPDATE moments SET day = %s WHERE id = %s", [day, row])
+        for row, instant in instants.items():
+            conn.execute("UPDATE moments SET at = %s WHERE id = %s", [instant, row])
+    reader = PostgresReader("db", lambda: {"conninfo": scratch}, page_rows=4)
+    read = SqlRead("SELECT id, day, at FROM moments", {}, order_key=("id",))
+
+    rows = [row for batch in reader.batches(read, Control(seconds=60)) for row in batch.rows]
+
+    assert [row[0] for row in rows] == list(range(1, 31))
+    assert [row[1] for row in rows if isinstance(row[1], str)] == ["infinity", "0044-03-15 BC"]
+    assert [row[2] for row in rows if isinstance(row[2], str)] == ["-infinity", "10000-01-01 00:00:00"]
+    assert rows[0][1:] == (date(2025, 3, 2), datetime(2025, 3, 1, 9, 0, 0, 500_000))
+    assert rows[29][1:] == (date(2025, 3, 31), datetime(2025, 3, 2, 14, 0, 0, 500_000))

@@ -113,6 +113,7 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
         "exports.declared.build",
         "exports.adapters.postgres_connections",
         "exports.adapters.postgres_source",
+        "exports.adapters.postgres_session",
         "exports.adapters.dynamodb_source",
         "exports.adapters.dynamodb_admission",
         "exports.adapters.sqs_queue",

@@ -24,10 +24,9 @@ from exports.sources import registry
 from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The modules that may name a kind package besides its own: the registry, and (TEMPORARY, until
-# the merge points exports/adapters/postgres_connections.py at exports.sources.postgres.model)
-# the declaration model's re-export of the PostgreSQL source model.
-NAMING_KINDS = {"exports/sources/registry.py", "exports/declared/model.py"}
+# The modules that may name a kind package besides its own: the registry, and the PostgreSQL
+# adapter's connection settings, which read that kind's source declaration (its TLS and IAM keys).
+NAMING_KINDS = {"exports/sources/registry.py", "exports/adapters/postgres_connections.py"}
 
 
 class MemorySource(SourceDecl):
