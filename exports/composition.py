@@ -74,8 +74,8 @@ def built_export_types(settings: RegistrySettings, environ: Mapping[str, str] = 
     """The declaration file's export types wired to their sources, and those left out (a source
     this deployment gives no connection) with the reason."""
     from exports.adapters.dynamodb_source import DynamoItemsReader
+    from exports.adapters.postgres_arrow import PostgresArrowReader
     from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
-    from exports.adapters.postgres_source import PostgresReader
     from exports.declared.build import SourceReaders, build_export_types
     from exports.declared.loader import default_path, load_declarations
 
@@ -90,7 +90,7 @@ def built_export_types(settings: RegistrySettings, environ: Mapping[str, str] = 
             rds_token_maker(aws_client),
             declarations.base_dir,
         )
-        return PostgresReader(name, connect)
+        return PostgresArrowReader(name, connect)
 
     readers = SourceReaders(
         sql_reader=sql_reader,

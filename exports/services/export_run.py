@@ -36,7 +36,7 @@ from exports.services import parquet_guards
 from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, Checkpoints, export_fingerprint, sink_state
-from exports.services.one_run import rows_in_one_run
+from exports.services.one_run import batches_in_one_run, rows_in_one_run
 from exports.services.pdf_guards import TIME_MARGIN_SEC as PDF_TIME_MARGIN_SEC
 from exports.services.pdf_guards import heading as pdf_heading
 from exports.services.pdf_guards import out_of_time as pdf_out_of_time
@@ -45,7 +45,7 @@ from exports.services.run_budget import RunBudget
 from exports.services.task_writes import continue_later
 from exports.services.xlsx_guards import RowCount, archive_too_large, cell_too_long, guarded_rows
 from exports.settings import XlsxEngine
-from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
+from exports.writers import csv_writer, jsonl_writer, parquet_arrow, parquet_writer, pdf, xlsx_engine, xlsx_writer
 from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.cells import CellTooLong
 from exports.writers.gzip_stream import GzipState, GzipStream
@@ -404,12 +404,14 @@ def write_parquet(run: ExportRun) -> ExportResult:
     try:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
-        pages = run.pages(None)
-        rows = rows_in_one_run(
-            pages, counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time
-        )
+        guard = (counted, run.tracker.update, run.budget, parquet_guards.TIME_MARGIN_SEC, parquet_guards.out_of_time)
+        # Arrow-native when the source reads so (a PostgreSQL query through ADBC): the same file.
+        batches = run.export_type.parquet_batches(run.filters, run.columns, run.control)
         try:
-            parquet_writer.write_parquet_stream(run.columns, rows, sink)
+            if batches is not None:
+                parquet_arrow.write_parquet_batches(run.columns, batches_in_one_run(batches, *guard), sink)
+            else:
+                parquet_writer.write_parquet_stream(run.columns, rows_in_one_run(run.pages(None), *guard), sink)
         except parquet_writer.ParquetValueInvalid as error:
             raise parquet_guards.value_invalid(error, counted.rows) from None
         return run.finish(upload, sink, counted.rows)

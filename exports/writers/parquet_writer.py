@@ -105,7 +105,7 @@ def _as_floats(values: Sequence[Any]) -> list[Any]:
 def _as_lists(kind: ColumnKind) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """An array column's values (PostgreSQL's array text) as lists of values of ``kind``, which
     its list type takes. A list column holds one dimension: a nested array raises ValueError."""
-    element = _preparer(Column("", "", kind))
+    element = preparer(Column("", "", kind))
 
     def prepare(values: Sequence[Any]) -> list[Any]:
         lists: list[Any] = []
@@ -122,7 +122,7 @@ def _as_lists(kind: ColumnKind) -> Callable[[Sequence[Any]], Sequence[Any]]:
     return prepare
 
 
-def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
+def preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """What turns a column's values into what its Arrow type takes (None: they are already)."""
     if column.array_of is not None:
         return _as_lists(column.array_of)
@@ -135,15 +135,20 @@ def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None
     return None
 
 
-def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
-    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
+def open_writer(out: ByteStream, schema: pa.Schema) -> Any:
+    """The file's writer on ``out`` (what every Parquet file of ours is written with)."""
     import pyarrow.parquet as pq
 
+    return pq.ParquetWriter(out, schema, compression=COMPRESSION)
+
+
+def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
+    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
     schema = arrow_schema(columns)
-    prepare = [_preparer(column) for column in columns]
+    prepare = [preparer(column) for column in columns]
     count = 0
     group: list[Row] = []
-    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+    with open_writer(out, schema) as writer:
         for row in rows:
             group.append(row)
             if len(group) == ROW_GROUP_ROWS:

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from exports.adapters.postgres_connections import connection_settings
-from exports.adapters.postgres_source import PostgresReader
+from exports.adapters.postgres_arrow import PostgresArrowReader
 from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.export_types.base import ExportType
@@ -60,9 +60,9 @@ def declared_types(path: Path | str, environ: dict[str, str]) -> dict[str, Expor
     """The export types of a declaration file, wired to PostgreSQL as composition does it."""
     declarations = load_declarations(path)
 
-    def sql_reader(name: str, source: Any) -> PostgresReader:
+    def sql_reader(name: str, source: Any) -> PostgresArrowReader:
         settings = connection_settings(name, source, environ, _no_secrets, _no_tokens, declarations.base_dir)
-        return PostgresReader(name, settings)
+        return PostgresArrowReader(name, settings)
 
     readers = SourceReaders(sql_reader=sql_reader, items_reader=lambda: None, client=None, environ=environ)  # type: ignore[arg-type, return-value]
     return {export_type.name: export_type for export_type in build_export_types(declarations, readers).types}
