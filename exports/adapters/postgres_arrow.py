@@ -68,7 +68,6 @@ _CASTS: Final = {"oid": "int8", "numeric": "text", "money": "numeric::text", "uu
 _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)[sbt]")
 # SQLSTATEs of a server that cannot take the query now (postgres_source's transient ones).
 _TRANSIENT_SQLSTATES: Final = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200"})
-_STATEMENT_TIMEOUT: Final = "57014"
 
 
 class PostgresArrowReader(PostgresReader):
@@ -278,7 +277,9 @@ class _Cancel:
 
 
 class _translated:
-    """The driver's errors, during a read, as ours (as postgres_source translates psycopg's)."""
+    """The driver's errors, during a read, as ours (as postgres_source translates psycopg's).
+    A statement's error comes as the driver's error with its SQLSTATE; one while the rows
+    stream in as pyarrow's (an ``ArrowInvalid`` or ``OSError``) with the server's words only."""
 
     def __init__(self, source: str, watch: _Cancel) -> None:
         self._source = source
@@ -289,24 +290,32 @@ class _translated:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> None:
         import adbc_driver_manager
+        import pyarrow as pa
 
-        if not isinstance(error, adbc_driver_manager.Error):
+        if not isinstance(error, adbc_driver_manager.Error | pa.ArrowException | OSError):
             return
         if self._watch.stopped:
             raise LostOwnership("the task was stopped; its query was cancelled") from None
-        sqlstate = error.sqlstate or ""
+        sqlstate = getattr(error, "sqlstate", None) or ""
         words = _server_words(error)
-        if sqlstate == _STATEMENT_TIMEOUT and "statement timeout" in words:
+        if "statement timeout" in words:
             raise SourceQueryTimeout(
                 f"the query of data source {self._source!r} ran out of time (statement_timeout): it must return "
                 "its rows before the task's deadline and within one worker run; narrow the filters",
             ) from None
-        if not sqlstate or sqlstate.startswith("08") or sqlstate in _TRANSIENT_SQLSTATES:
+        if "due to user request" in words:
+            raise ExportFailed(
+                f"the query of data source {self._source!r} was cancelled by the database (an operator "
+                "or pg_cancel_backend); submit the export again",
+                code=SourceCode.QUERY_CANCELLED,
+            ) from None
+        server_said = words != type(error).__name__
+        if sqlstate.startswith("08") or sqlstate in _TRANSIENT_SQLSTATES or not server_said:
             raise SourceUnavailable(
                 f"data source {self._source!r} could not be read now ({words}); the export is retried"
             ) from None
         raise ExportFailed(
-            f"the query of data source {self._source!r} failed: {words} (SQLSTATE {sqlstate})",
+            f"the query of data source {self._source!r} failed: {words} (SQLSTATE {sqlstate or 'unknown'})",
             code=SourceCode.QUERY_FAILED,
         ) from None
 

@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_connections import connection_settings
 from exports.adapters.postgres_arrow import PostgresArrowReader
+from exports.adapters.postgres_connections import connection_settings
 from exports.declared.build import SourceReaders, build_export_types
 from exports.declared.loader import default_path, load_declarations
 from exports.export_types.base import ExportType
