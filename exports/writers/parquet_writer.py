@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import Column, ColumnKind, Row
@@ -87,12 +88,28 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
     return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
 
 
-def _as_text(values: Sequence[Any]) -> list[Any]:
+# The types of the values a column's Arrow type takes as they are (None's among them): a column
+# of only these is handed over whole, its types looked at in C (``set(map(type, values))``), not
+# value by value in Python.
+_NONE = type(None)
+_TEXTS = frozenset({str, _NONE})
+_FLOATS = frozenset({float, _NONE})
+_DECIMALS = frozenset({Decimal, _NONE})
+
+
+def _as_text(values: Sequence[Any]) -> Sequence[Any]:
     # Text as it is; another value (a number in a text column) as CSV writes it, unguarded.
+    if set(map(type, values)) <= _TEXTS:
+        return values
     return [value if value is None or value.__class__ is str else csv_text(value, guard=False) for value in values]
 
 
-def _as_digits(values: Sequence[Any]) -> list[Any]:
+def _as_digits(values: Sequence[Any]) -> Sequence[Any]:
+    types = set(map(type, values))
+    if types <= _DECIMALS:
+        # plain_number of a Decimal: its every digit, no exponent.
+        digits = map(format, values, repeat("f")) if _NONE not in types else (_digits(value) for value in values)
+        return list(digits)
     return [
         plain_number(value)
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool)
@@ -101,8 +118,14 @@ def _as_digits(values: Sequence[Any]) -> list[Any]:
     ]
 
 
-def _as_floats(values: Sequence[Any]) -> list[Any]:
+def _digits(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _as_floats(values: Sequence[Any]) -> Sequence[Any]:
     # A float column from a source that gives its numbers as decimals or integers: their doubles.
+    if set(map(type, values)) <= _FLOATS:
+        return values
     return [value if value is None or value.__class__ is float else float(value) for value in values]
 
 
