@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from exports.config.worker import Worker
 from exports.domain.admission import QueueWait, Throughput
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.domain.zones import UTC_ZONE
-from exports.export_types.base import ColumnKind, RunControl
+from exports.export_types.base import Column, ColumnKind, RunControl
 from exports.webhooks.destination import Destination
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -339,6 +342,18 @@ class SqlReader(Protocol):
         """In one query, the order key and row number (1-based, in key order) of every
         ``max(step, ceil(rows / ranges))``-th row and of the last row: the ends of at most
         ``ranges`` keyset ranges."""
+
+
+@runtime_checkable
+class SqlArrowReader(SqlReader, Protocol):
+    """A :class:`SqlReader` that also reads a whole result as Arrow record batches (Parquet)."""
+
+    def record_batches(
+        self, read: SqlRead, columns: Sequence[Column], control: RunControl
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The read's rows in key order as record batches of ``columns``; None when the tuple
+        path must write them (a resumed or split read, a column typed otherwise than the
+        result's)."""
 
 
 # A slot whose holder stops renewing it (a crashed worker) is free again after this long;

@@ -71,7 +71,8 @@ WORKER: Final = FunctionSpec(
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
     # builds the same registry without importing it. zlib-ng deflates XLSX entries and csv.gz;
     # fontTools subsets the PDF font (PDF path only); pyarrow writes Parquet, imported on that path
-    # only (its size: docs/performance.md, "Package sizes").
+    # only (its size: docs/performance.md, "Package sizes"); the ADBC PostgreSQL driver reads a
+    # PostgreSQL source's Parquet export into Arrow, imported on that path only.
     distributions=(
         *_BASE,
         _RETRIES,
@@ -79,6 +80,7 @@ WORKER: Final = FunctionSpec(
         "openpyxl",
         "lxml",
         "psycopg",
+        "adbc-driver-postgresql",
         "zlib-ng",
         "fonttools",
         "pyarrow",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
 # shutting down, out of resources. Connection-level failures (class 08) are transient too.
-_TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
+TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
 # libpq's messages when it cannot verify the server (fe-secure-openssl.c), and what they mean.
 _CERTIFICATE_FAILURES = (
     ("certificate verify failed", "the certificate does not chain to a trusted CA"),
@@ -157,7 +157,7 @@ class translated:
             raise SourceUnavailable(
                 f"the connection to data source {self._source!r} was lost; the export is retried"
             ) from None
-        if sqlstate in _TRANSIENT_SQLSTATES:
+        if sqlstate in TRANSIENT_SQLSTATES:
             raise SourceUnavailable(
                 f"data source {self._source!r} is busy or restarting (SQLSTATE {sqlstate}); the export is retried"
             ) from None

@@ -61,13 +61,28 @@ def connect(source: str, settings: ConnectionSettings, control: RunControl) -> p
     with TCP keepalives and psycopg's own loaders (postgres_values.register_loaders adds ours);
     a refusal is ours (postgres_errors.refused_connection)."""
     import psycopg
+
+    options = libpq_keywords(source, settings, control)
+    try:
+        conn = psycopg.connect(**options)
+    except psycopg.Error as error:
+        logger.warning("could not connect to a data source", extra={"source": source, "sqlstate": error.sqlstate})
+        raise refused_connection(source, error) from None
+    conn.read_only = True
+    return conn
+
+
+def libpq_keywords(source: str, settings: ConnectionSettings, control: RunControl) -> dict[str, Any]:
+    """The libpq keywords of one connection to ``source``, for psycopg and the ADBC driver
+    alike: ``settings``' own, then the connect timeout, TCP keepalives, the task's name and
+    UTF-8."""
     from psycopg.conninfo import conninfo_to_dict
 
     # One set of keywords, a URI's parameters included, so that sslrootcert=system is
     # resolved wherever it was given.
     given = dict(_connection_settings(source, settings))
     keywords = conninfo_to_dict(given.pop("conninfo", ""), **given)
-    options = {
+    return {
         "connect_timeout": CONNECT_TIMEOUT_SEC,
         "keepalives": 1,
         "keepalives_idle": KEEPALIVES_IDLE_SEC,
@@ -83,13 +98,6 @@ def connect(source: str, settings: ConnectionSettings, control: RunControl) -> p
         # so the server takes it last.
         "client_encoding": CLIENT_ENCODING,
     }
-    try:
-        conn = psycopg.connect(**options)
-    except psycopg.Error as error:
-        logger.warning("could not connect to a data source", extra={"source": source, "sqlstate": error.sqlstate})
-        raise refused_connection(source, error) from None
-    conn.read_only = True
-    return conn
 
 
 def _connection_settings(source: str, settings: ConnectionSettings) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
-from typing import Annotated, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,9 @@ from exports.domain.errors import RetryableError
 from exports.domain.partitions import PartitionSpec
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class ColumnKind(StrEnum):
@@ -263,6 +266,14 @@ class ExportType(ABC, Generic[FiltersT]):
         """The CSV data rows (no header) as bytes from the source, exactly as the CSV writer
         would write :meth:`stream`'s pages with the instant columns in ``timezone``
         (exports.writers.zones); None (the default): the worker writes the pages."""
+        return None
+
+    def parquet_batches(
+        self, filters: FiltersT, columns: Sequence[Column], control: RunControl
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The rows :meth:`stream` gives as Arrow record batches of ``columns`` (an array per
+        column, as exports.writers.parquet_arrow takes them), read whole by the source; None
+        (the default): the worker writes the pages."""
         return None
 
     def zoned_columns(self, filters: FiltersT, control: RunControl) -> frozenset[str]:

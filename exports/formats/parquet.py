@@ -10,9 +10,9 @@ from typing import Final
 
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
-from exports.formats.run import ExportRun, RowCount, rows_in_one_run
+from exports.formats.run import ExportRun, RowCount, batches_in_one_run, rows_in_one_run
 from exports.formats.spec import FormatSpec
-from exports.writers import parquet_writer
+from exports.writers import parquet_arrow, parquet_writer
 from exports.writers.parquet_writer import ParquetValueInvalid
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZoneStyle
@@ -48,10 +48,14 @@ def write_parquet(run: ExportRun) -> ExportResult:
     try:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
-        pages = run.pages(None)
-        rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)
+        guard = (counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)
+        # Arrow-native when the source reads so (a PostgreSQL query through ADBC): the same file.
+        batches = run.export_type.parquet_batches(run.filters, run.columns, run.control)
         try:
-            parquet_writer.write_parquet_stream(run.columns, rows, sink)
+            if batches is not None:
+                parquet_arrow.write_parquet_batches(run.columns, batches_in_one_run(batches, *guard), sink)
+            else:
+                parquet_writer.write_parquet_stream(run.columns, rows_in_one_run(run.pages(None), *guard), sink)
         except ParquetValueInvalid as error:
             raise value_invalid(error, counted.rows) from None
         return run.finish(upload, sink, counted.rows)

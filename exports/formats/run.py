@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -25,6 +26,9 @@ from exports.services.long_exports import Checkpoints
 from exports.services.progress import ProgressReporter
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZonedExport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -129,10 +133,37 @@ def rows_in_one_run(
     time to finish the file and abort cleanly."""
     for page in pages:
         yield from page.rows
-        counted.rows += len(page.rows)
-        on_page(counted.rows, page.fraction)
-        if budget.below(margin_sec):
-            raise out_of_time(counted.rows)
+        _passed(len(page.rows), page.fraction, counted, on_page, budget, margin_sec, out_of_time)
+
+
+def batches_in_one_run(
+    batches: Iterable[pa.RecordBatch],
+    counted: RowCount,
+    on_batch: Callable[[int, float | None], None],
+    budget: RunBudget,
+    margin_sec: float,
+    out_of_time: Callable[[int], ExportFailed],
+) -> Iterator[pa.RecordBatch]:
+    """:func:`rows_in_one_run` of Arrow record batches (a batch counts as a page)."""
+    for batch in batches:
+        yield batch
+        _passed(batch.num_rows, None, counted, on_batch, budget, margin_sec, out_of_time)
+
+
+def _passed(
+    rows: int,
+    fraction: float | None,
+    counted: RowCount,
+    on_page: Callable[[int, float | None], None],
+    budget: RunBudget,
+    margin_sec: float,
+    out_of_time: Callable[[int], ExportFailed],
+) -> None:
+    """Count a page's ``rows`` and report them; raise ``out_of_time`` when the run's time is short."""
+    counted.rows += rows
+    on_page(counted.rows, fraction)
+    if budget.below(margin_sec):
+        raise out_of_time(counted.rows)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import Column, ColumnKind, Row
@@ -32,6 +33,10 @@ ROW_GROUP_ROWS = 65_536
 # The widest decimal DuckDB and polars read as a decimal (pyarrow's decimal128).
 MAX_DECIMAL_PRECISION = 38
 COMPRESSION = "zstd"
+# A column's dictionary page grows to this at most, then its values are written plain:
+# pyarrow's 1 MiB default kept a dictionary of every id of a 65,536-row group (docs/performance.md,
+# "Parquet through Arrow": 17.7 MiB of demo orders become 13.3).
+DICTIONARY_PAGE_BYTES = 64 * 1024
 
 
 class ParquetValueInvalid(ValueError):
@@ -83,12 +88,28 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
     return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
 
 
-def _as_text(values: Sequence[Any]) -> list[Any]:
+# The types of the values a column's Arrow type takes as they are (None's among them): a column
+# of only these is handed over whole, its types looked at in C (``set(map(type, values))``), not
+# value by value in Python.
+_NONE = type(None)
+_TEXTS = frozenset({str, _NONE})
+_FLOATS = frozenset({float, _NONE})
+_DECIMALS = frozenset({Decimal, _NONE})
+
+
+def _as_text(values: Sequence[Any]) -> Sequence[Any]:
     # Text as it is; another value (a number in a text column) as CSV writes it, unguarded.
+    if set(map(type, values)) <= _TEXTS:
+        return values
     return [value if value is None or value.__class__ is str else csv_text(value, guard=False) for value in values]
 
 
-def _as_digits(values: Sequence[Any]) -> list[Any]:
+def _as_digits(values: Sequence[Any]) -> Sequence[Any]:
+    types = set(map(type, values))
+    if types <= _DECIMALS:
+        # plain_number of a Decimal: its every digit, no exponent.
+        digits = map(format, values, repeat("f")) if _NONE not in types else (_digits(value) for value in values)
+        return list(digits)
     return [
         plain_number(value)
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool)
@@ -97,15 +118,21 @@ def _as_digits(values: Sequence[Any]) -> list[Any]:
     ]
 
 
-def _as_floats(values: Sequence[Any]) -> list[Any]:
+def _digits(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _as_floats(values: Sequence[Any]) -> Sequence[Any]:
     # A float column from a source that gives its numbers as decimals or integers: their doubles.
+    if set(map(type, values)) <= _FLOATS:
+        return values
     return [value if value is None or value.__class__ is float else float(value) for value in values]
 
 
 def _as_lists(kind: ColumnKind) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """An array column's values (PostgreSQL's array text) as lists of values of ``kind``, which
     its list type takes. A list column holds one dimension: a nested array raises ValueError."""
-    element = _preparer(Column("", "", kind))
+    element = preparer(Column("", "", kind))
 
     def prepare(values: Sequence[Any]) -> list[Any]:
         lists: list[Any] = []
@@ -122,7 +149,7 @@ def _as_lists(kind: ColumnKind) -> Callable[[Sequence[Any]], Sequence[Any]]:
     return prepare
 
 
-def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
+def preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """What turns a column's values into what its Arrow type takes (None: they are already)."""
     if column.array_of is not None:
         return _as_lists(column.array_of)
@@ -135,15 +162,33 @@ def _preparer(column: Column) -> Callable[[Sequence[Any]], Sequence[Any]] | None
     return None
 
 
-def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
-    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
+def open_writer(out: ByteStream, schema: pa.Schema) -> Any:
+    """The file's writer on ``out`` (what every Parquet file of ours is written with): zstd,
+    dictionaries of at most :data:`DICTIONARY_PAGE_BYTES` (a column of mostly distinct values,
+    an id, falls back to plain values early instead of indexing a dictionary as large as
+    itself), and date-times delta-encoded (instants of consecutive rows are close together);
+    the values read back the same whatever the encoding."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    deltas = [field.name for field in schema if pa.types.is_timestamp(field.type)]
+    return pq.ParquetWriter(
+        out,
+        schema,
+        compression=COMPRESSION,
+        use_dictionary=[field.name for field in schema if field.name not in deltas],
+        column_encoding=dict.fromkeys(deltas, "DELTA_BINARY_PACKED"),
+        dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
+    )
+
+
+def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
+    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
     schema = arrow_schema(columns)
-    prepare = [_preparer(column) for column in columns]
+    prepare = [preparer(column) for column in columns]
     count = 0
     group: list[Row] = []
-    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+    with open_writer(out, schema) as writer:
         for row in rows:
             group.append(row)
             if len(group) == ROW_GROUP_ROWS:

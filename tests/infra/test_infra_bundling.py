@@ -44,11 +44,14 @@ pytestmark = pytest.mark.infra
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
-# for the PDF font, pyarrow for Parquet; RE2 when the registry is built).
+# for the PDF font, pyarrow and the ADBC driver for Parquet; RE2 when the registry is built).
 LAZY_IMPORTS = {
     # zoneinfo loads tzdata on the first zone it does not find in the OS (the mail's zone).
     CALLBACK.name: {"tzdata"},
-    WORKER.name: {"openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"},
+    WORKER.name: {
+        *("openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"),
+        "adbc-driver-postgresql",
+    },
     API.name: {"google-re2", "tzdata", "cronsim"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
     STREAM.name: {"google-re2", "pyjwt"},

@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 
 from exports.adapters.clients import aws_client
@@ -25,11 +26,13 @@ from exports.config.env import Env
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
+from exports.export_types.base import Column, ColumnKind
 from exports.ports import TaskMessage
 from exports.services.control import cancel_export
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
+from exports.writers import parquet_arrow, parquet_writer
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.polling import poll_until
@@ -225,6 +228,51 @@ def test_a_cancel_in_the_middle_of_a_query_stops_it_and_leaves_nothing(
 ) -> None:
     deps = dataclasses.replace(pg_worker, settings=pg_worker.settings.model_copy(update={"progress_interval_sec": 0.5}))
     task = create(deps, {"rows": 1, "pause": "60"})
+    thread, outcomes = running_in_thread(deps, task)
+    wait_for(lambda: backends(scratch, f"exports:{task.task_id}"))
+
+    cancel_export(task.task_id, "alice", deps)
+    thread.join(timeout=20)
+
+    assert outcomes == [Outcome.LOST_OWNERSHIP]
+    assert deps.tasks.get(task.task_id).status is TaskStatus.CANCELLED
+    assert leftovers(aws) == ([], [])
+    wait_for(lambda: not backends(scratch, f"exports:{task.task_id}"), within=5)
+
+
+def test_a_parquet_export_is_read_through_arrow_into_the_file_its_rows_make(
+    pg_worker: Any, aws: Resources, scratch: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More than one row group (ROW_GROUP_ROWS), so the batches are regrouped.
+    task = create(pg_worker, {"rows": 70_000}, ExportFormat.PARQUET)
+    written: list[int] = []
+    through_arrow = parquet_arrow.write_parquet_batches
+
+    def spied(*arguments: Any) -> int:
+        written.append(through_arrow(*arguments))
+        return written[-1]
+
+    monkeypatch.setattr(parquet_arrow, "write_parquet_batches", spied)
+
+    assert run(pg_worker, task) is Outcome.COMPLETED
+    assert written == [70_000]
+
+    done = pg_worker.tasks.get(task.task_id)
+    body = boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=done.result.key)["Body"].read()
+    with psycopg.connect(scratch) as conn:
+        rows = conn.execute("SELECT n, md5(n::text) FROM generate_series(1, 70000) AS n").fetchall()
+    from_rows = io.BytesIO()
+    columns = [Column("n", "n", ColumnKind.INTEGER), Column("digest", "digest", ColumnKind.STRING)]
+    parquet_writer.write_parquet_stream(columns, iter(rows), from_rows)
+    assert body == from_rows.getvalue() and done.result.rows == 70_000
+    assert pq.ParquetFile(io.BytesIO(body)).metadata.num_row_groups == 2
+
+
+def test_a_cancel_in_the_middle_of_a_parquet_query_stops_it_and_leaves_nothing(
+    pg_worker: Any, aws: Resources, scratch: str, atomic_dynamodb: None
+) -> None:
+    deps = dataclasses.replace(pg_worker, settings=pg_worker.settings.model_copy(update={"progress_interval_sec": 0.5}))
+    task = create(deps, {"rows": 1, "pause": "60"}, ExportFormat.PARQUET)
     thread, outcomes = running_in_thread(deps, task)
     wait_for(lambda: backends(scratch, f"exports:{task.task_id}"))
 

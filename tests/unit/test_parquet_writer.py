@@ -120,3 +120,25 @@ def test_an_export_of_no_rows_is_a_parquet_file_with_its_schema() -> None:
 
     table = pq.read_table(io.BytesIO(out.getvalue()))
     assert table.num_rows == 0 and table.schema.names == [column.name for column in COLUMNS]
+
+
+def test_distinct_values_are_written_plain_and_date_times_delta_encoded() -> None:
+    # A row group of ids (every one distinct) and a few statuses, with the instants of each row.
+    columns = [Column("id", "Id"), Column("status", "Status"), Column("at", "At", ColumnKind.DATETIME)]
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = [(f"ORD-{n:09d}", ("new", "paid", "sent")[n % 3], base.replace(second=n % 60)) for n in range(50_000)]
+    out = io.BytesIO()
+
+    write_parquet_stream(columns, iter(rows), out)
+
+    written = pq.ParquetFile(io.BytesIO(out.getvalue()))
+    group = written.metadata.row_group(0)
+    sizes = {group.column(index).path_in_schema: group.column(index).total_compressed_size for index in range(3)}
+    # pyarrow's defaults: a dictionary of up to 1 MiB (every id in it), date-times in one too.
+    plain = io.BytesIO()
+    pq.write_table(written.read(), plain, compression=parquet_writer.COMPRESSION)
+    default = pq.ParquetFile(io.BytesIO(plain.getvalue())).metadata.row_group(0)
+    assert sizes["id"] < default.column(0).total_compressed_size
+    assert sizes["status"] <= default.column(1).total_compressed_size
+    assert "DELTA_BINARY_PACKED" in group.column(2).encodings
+    assert written.read().to_pylist() == [{"id": row[0], "status": row[1], "at": row[2]} for row in rows]

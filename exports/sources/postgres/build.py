@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from exports.adapters.postgres_arrow import PostgresArrowReader
 from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
-from exports.adapters.postgres_source import PostgresReader
 from exports.declared.common import DeclaredParts
 from exports.declared.model import PartitionBy, TypeDecl
 from exports.declared.type_facts import partition_date_range, session_settings
@@ -27,7 +27,8 @@ def sql_type_maker(source_name: str, source: PostgresSource, readers: SourceRead
         rds_token_maker(readers.client),
         base_dir,
     )
-    reader = PostgresReader(source_name, connect)
+    # Reads rows as tuples, and as Arrow record batches for Parquet (docs/performance.md).
+    reader = PostgresArrowReader(source_name, connect)
 
     def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
         partitions = declared.partitions

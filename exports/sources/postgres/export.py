@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Sequence
 from datetime import date
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from exports.declared.common import DeclaredExport, DeclaredParts
 from exports.declared.parameters import DeclaredFilters, json_value
@@ -13,7 +13,10 @@ from exports.domain.errors import ExportFailed, SourceCode
 from exports.domain.partitions import PartitionSpec, day_runs, group_runs, keyset_ranges, partition_count
 from exports.domain.zones import UTC_ZONE
 from exports.export_types.base import Column, CsvRows, Cursor, CursorInvalid, Page, RunControl, Unbounded
-from exports.ports import INSTANT_TYPE, CopiedCsv, ResultColumn, SqlRead, SqlReader, SqlSession
+from exports.ports import INSTANT_TYPE, CopiedCsv, ResultColumn, SqlArrowReader, SqlRead, SqlReader, SqlSession
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class DeclaredSqlExport(DeclaredExport):
@@ -78,6 +81,14 @@ class DeclaredSqlExport(DeclaredExport):
         names = None if self.declared_columns is None else [column.name for column in self.chosen_columns(filters)]
         copied = self._reader.copy_csv(self._read(filters, after), names, formula_guard, control, timezone)
         return None if copied is None else _KeysetRows(copied)
+
+    def parquet_batches(
+        self, filters: DeclaredFilters, columns: Sequence[Column], control: RunControl
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The rows :meth:`stream` gives as Arrow record batches, when the reader reads them so."""
+        if not isinstance(self._reader, SqlArrowReader):
+            return None
+        return self._reader.record_batches(self._read(filters, None), columns, control)
 
     def zoned_columns(self, filters: DeclaredFilters, control: RunControl) -> frozenset[str]:
         """The file's columns the query returns as ``timestamptz`` (a ``timestamp`` is a wall

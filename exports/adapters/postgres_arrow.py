@@ -1,0 +1,304 @@
+"""A declared query's rows as Arrow record batches, for Parquet: the ADBC PostgreSQL driver reads
+the result with binary ``COPY`` straight into Arrow arrays, so no value becomes a Python object
+(docs/performance.md, "Parquet through Arrow").
+
+The session is the tuple reader's (:mod:`exports.adapters.postgres_session`): the same libpq
+keywords (``client_encoding`` forced to UTF-8 after any ``options``, keepalives, the connect
+timeout, ``application_name``, ``sslrootcert=system`` resolved), one read-only transaction in
+UTC with the statement timeout of the run's time left and the types' output formats, then the
+declared role and row-level security settings, every one ``LOCAL``. The reader's own
+:meth:`~exports.adapters.postgres_source.PostgresReader.describe` types the result, so each
+column is read as the tuple path reads it (``postgres_values.read_as``).
+
+The driver's own conversions are used only where they are PostgreSQL's values: integers,
+``double precision``, ``real`` (widened here to the double of its printed text), booleans,
+text, dates and timestamps (their binary values; infinities and years past 9999 wrap in the
+driver, which the writer's range check refuses as the tuple path does). Every other type reaches
+Arrow as PostgreSQL's text: ``numeric`` (the driver writes ``inf`` for ``Infinity``), ``money``
+as its numeric, ``oid`` as a ``bigint`` (the driver reads it as a signed int32), ``uuid``, json,
+arrays and the rest as the tuple reader casts them.
+
+ADBC binds parameters by their Arrow type (a ``str`` as ``text``, where psycopg sends it
+untyped), so the values are merged client-side as psycopg's literals, as ``COPY`` does it
+(:mod:`exports.adapters.postgres_copy`); the driver prepares the statement (the extended
+protocol: one statement, whatever the text says) before it copies its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from exports.adapters.postgres_errors import TRANSIENT_SQLSTATES, SourceUnavailable
+from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, libpq_keywords
+from exports.adapters.postgres_source import PostgresReader
+from exports.adapters.postgres_values import SESSION_FORMATS, read_as
+from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
+from exports.export_types.base import Column, RunControl
+from exports.ports import ConnectionSettings, ResultColumn, SqlRead, SqlSession
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from psycopg import sql
+
+logger = logging.getLogger(__name__)
+
+# Types whose binary value the driver turns into the Arrow value the file holds (after a cast
+# to int64 or float64): read as they are.
+DRIVER_TYPES: Final = frozenset(
+    {"int2", "int4", "int8", "float4", "float8", "bool", "date", "timestamp", "timestamptz", "text", "varchar"}
+    | {"bpchar", "name"}
+)
+# Types read through a cast of our own rather than the driver's conversion (see above).
+_CASTS: Final = {"oid": "int8", "numeric": "text", "money": "numeric::text", "uuid": "text"}
+# psycopg's placeholders in a declared query: %(name)s (also b and t), and %% for a percent sign.
+_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)[sbt]")
+
+
+class PostgresArrowReader(PostgresReader):
+    """A :class:`PostgresReader` that also reads a whole result as Arrow record batches."""
+
+    def __init__(self, source: str, settings: ConnectionSettings) -> None:
+        super().__init__(source, settings)
+        self._keywords = settings
+
+    def record_batches(
+        self, read: SqlRead, columns: Sequence[Column], control: RunControl
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The read's rows in order of its key as record batches of ``columns`` (by name, in
+        their order: int64, float64, bool, string, date32 and timestamp arrays); None when
+        the tuple path must write them: a read that starts or ends at a key (a resumed or
+        split read: Parquet does neither), or a column whose declared kind differs from the
+        result's (the Parquet writer turns those values one by one)."""
+        if read.after is not None or read.until is not None:
+            return None
+        described = {column.name: column for column in self.describe(read, control)}
+        if any(column.name not in described or not _same_kind(column, described[column.name]) for column in columns):
+            return None
+        wanted = [described[column.name] for column in columns]
+        return self._batches(_statement(read, wanted), read.session, control)
+
+    def _batches(self, statement: str, session: SqlSession | None, control: RunControl) -> Iterator[pa.RecordBatch]:
+        import adbc_driver_manager
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        conn = self._connect_arrow(control)
+        watch = _Cancel(conn, control)
+        try:
+            with _translated(self.source, watch):
+                cursor = conn.cursor()
+                _begin(cursor, control, session)
+                watch.start(cursor)
+                cursor.execute(statement)
+                for batch in cursor.fetch_record_batch():
+                    watch.raise_if_stopped()
+                    arrays = [_as_filed(pc, pa, array) for array in batch.columns]
+                    yield pa.record_batch(arrays, names=batch.schema.names)
+                watch.raise_if_stopped()
+        finally:
+            watch.stop()
+            try:
+                conn.close()
+            except adbc_driver_manager.Error:
+                logger.warning("could not close an Arrow connection", exc_info=True)
+
+    def _connect_arrow(self, control: RunControl) -> Any:
+        import adbc_driver_manager
+        import adbc_driver_postgresql.dbapi
+        from psycopg.conninfo import make_conninfo
+
+        settings = libpq_keywords(self.source, self._keywords, control)
+        try:
+            # Autocommit: the read-only transaction is begun by the statement that says so.
+            return adbc_driver_postgresql.dbapi.connect(make_conninfo(**settings), autocommit=True)
+        except adbc_driver_manager.Error as error:
+            logger.warning("could not connect to a data source", extra={"source": self.source})
+            raise SourceUnavailable(
+                f"could not connect to data source {self.source!r} ({_server_words(error)}); the export is retried"
+            ) from None
+
+
+def _same_kind(column: Column, result: ResultColumn) -> bool:
+    return column.kind is result.kind and column.array_of is result.array_of
+
+
+def _statement(read: SqlRead, columns: Sequence[ResultColumn]) -> str:
+    """``SELECT <columns> FROM (<query>) AS exported ORDER BY <order key>``, values merged."""
+    from psycopg import sql
+
+    select = sql.SQL(", ").join(_selected(column) for column in columns)
+    statement = sql.SQL("SELECT {select} FROM ({query}) AS exported").format(select=select, query=sql.SQL("{query}"))
+    if read.order_key:
+        keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
+        statement = sql.SQL("{statement} ORDER BY {keys}").format(statement=statement, keys=keys)
+    return statement.as_string(None).replace("{query}", merged(read.query, read.params), 1)
+
+
+def merged(query: str, params: Mapping[str, Any]) -> str:
+    """``query`` with each psycopg placeholder replaced by its value's literal (psycopg's
+    quoting, which a UTF-8 session reads as ``ClientCursor.mogrify`` writes it)."""
+    from psycopg import sql
+
+    def literal(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return "%" if name is None else sql.Literal(params[name]).as_string(None)
+
+    return _PLACEHOLDER.sub(literal, query)
+
+
+def _selected(column: ResultColumn) -> sql.Composable:
+    """A result column as this reader reads it: as it is, through one of our casts, or as the
+    tuple reader reads it (its text, or its cast: ``postgres_values.read_as``)."""
+    from psycopg import sql
+
+    name = sql.Identifier(column.name)
+    qualified = sql.Identifier("exported", column.name)
+    if column.type_name in DRIVER_TYPES:
+        return qualified
+    cast = _CASTS.get(column.type_name)
+    if cast is None:
+        cast = read_as(column.type_name)[0]  # type: ignore[index]  # not a driver type: a cast
+        if cast == "text":
+            return sql.SQL(
+                "CASE WHEN num_nulls({column}) = 1 THEN NULL ELSE format('%s', {column}) END AS {name}"
+            ).format(column=qualified, name=name)
+    return sql.SQL("{column}::{cast} AS {name}").format(column=qualified, cast=sql.SQL(cast), name=name)
+
+
+def _as_filed(pc: Any, pa: Any, array: pa.Array) -> pa.Array:
+    """An array of the driver's as the tuple reader's values are: integers in int64, a
+    ``real`` as the double of the text PostgreSQL prints (its shortest form, which Arrow's
+    float32 to text writes too), text without the driver's extension types."""
+    kind = array.type
+    if pa.types.is_integer(kind):
+        return pc.cast(array, pa.int64())
+    if pa.types.is_float32(kind):
+        return pc.cast(pc.cast(array, pa.string()), pa.float64())
+    if isinstance(kind, pa.ExtensionType):
+        return array.storage
+    return array
+
+
+def _begin(cursor: Any, control: RunControl, session: SqlSession | None) -> None:
+    """The read-only transaction, set up as ``postgres_source`` sets its own: UTC, the statement
+    timeout of the run's time left, the output formats, then the role and the settings."""
+    from psycopg import sql
+
+    left = control.seconds_left()
+    timeout_ms = max(1000, int(left * 1000)) if left is not None else 0
+    calls = [
+        sql.SQL("set_config('statement_timeout', {ms}, true)").format(ms=sql.Literal(str(timeout_ms))),
+        sql.SQL("set_config('TimeZone', 'UTC', true)"),
+        *(
+            sql.SQL("set_config({name}, {value}, true)").format(name=sql.Literal(name), value=sql.Literal(value))
+            for name, value in SESSION_FORMATS
+        ),
+    ]
+    cursor.execute("BEGIN READ ONLY")
+    if session is not None and session.role is not None:
+        cursor.execute(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)).as_string(None))
+    for name, value in session.settings if session is not None else ():
+        if isinstance(value, list):
+            # PostgreSQL writes the array literal itself, as postgres_source has it.
+            setting = sql.SQL("set_config({name}, {value}::text[]::text, true)")
+        else:
+            setting = sql.SQL("set_config({name}, {value}, true)")
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, dict) else value
+        calls.append(setting.format(name=sql.Literal(name), value=sql.Literal(text)))
+    cursor.execute(sql.SQL("SELECT {calls}").format(calls=sql.SQL(", ").join(calls)).as_string(None))
+    cursor.fetchall()
+
+
+class _Cancel:
+    """Cancels the running statement when the run says its task was stopped (asked every
+    ``CANCEL_CHECK_SEC``, as the tuple reader's watchdog asks); the statement timeout bounds
+    the rest."""
+
+    def __init__(self, conn: Any, control: RunControl) -> None:
+        self._conn = conn
+        self._control = control
+        self._done = threading.Event()
+        self.stopped = False
+        self._thread: threading.Thread | None = None
+
+    def start(self, cursor: Any) -> None:
+        self._thread = threading.Thread(target=self._watch, args=(cursor,), name="arrow-cancel", daemon=True)
+        self._thread.start()
+
+    def _watch(self, cursor: Any) -> None:
+        while not self._done.wait(CANCEL_CHECK_SEC):
+            try:
+                stop = self._control.stop_requested()
+            except Exception:  # a failed look must not kill the export; the next one may work
+                logger.warning("could not check whether the task was stopped", exc_info=True)
+                continue
+            if stop:
+                self.stopped = True
+                cursor.adbc_cancel()
+                return
+
+    def raise_if_stopped(self) -> None:
+        if self.stopped:
+            raise LostOwnership(f"task {self._control.task_id} was stopped; its query was cancelled")
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout=CONNECT_TIMEOUT_SEC)
+
+
+class _translated:
+    """The driver's errors, during a read, as ours (as postgres_source translates psycopg's).
+    A statement's error comes as the driver's error with its SQLSTATE; one while the rows
+    stream in as pyarrow's (an ``ArrowInvalid`` or ``OSError``) with the server's words only."""
+
+    def __init__(self, source: str, watch: _Cancel) -> None:
+        self._source = source
+        self._watch = watch
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> None:
+        import adbc_driver_manager
+        import pyarrow as pa
+
+        if not isinstance(error, adbc_driver_manager.Error | pa.ArrowException | OSError):
+            return
+        if self._watch.stopped:
+            raise LostOwnership("the task was stopped; its query was cancelled") from None
+        sqlstate = getattr(error, "sqlstate", None) or ""
+        words = _server_words(error)
+        if "statement timeout" in words:
+            raise SourceQueryTimeout(
+                f"the query of data source {self._source!r} ran out of time (statement_timeout): it must return "
+                "its rows before the task's deadline and within one worker run; narrow the filters",
+            ) from None
+        if "due to user request" in words:
+            raise ExportFailed(
+                f"the query of data source {self._source!r} was cancelled by the database (an operator "
+                "or pg_cancel_backend); submit the export again",
+                code=SourceCode.QUERY_CANCELLED,
+            ) from None
+        server_said = words != type(error).__name__
+        if sqlstate.startswith("08") or sqlstate in TRANSIENT_SQLSTATES or not server_said:
+            raise SourceUnavailable(
+                f"data source {self._source!r} could not be read now ({words}); the export is retried"
+            ) from None
+        raise ExportFailed(
+            f"the query of data source {self._source!r} failed: {words} (SQLSTATE {sqlstate or 'unknown'})",
+            code=SourceCode.QUERY_FAILED,
+        ) from None
+
+
+def _server_words(error: Exception) -> str:
+    """The server's message in a driver error (``ERROR:  ...``), without the statement the
+    driver quotes (it holds the merged values) or the connection string."""
+    text = str(error)
+    found = re.search(r"(?:ERROR|FATAL):\s+(.*?)\s*(?:\n|\. SQLSTATE|$)", text)
+    return found.group(1) if found else type(error).__name__

@@ -1,0 +1,186 @@
+"""Parquet of PostgreSQL sources through Arrow (exports/adapters/postgres_arrow.py and
+exports/writers/parquet_arrow.py): every value of the type corpus makes the same file, byte for
+byte, as the tuple path's rows; the values no Parquet type holds fail the same way; the session
+is the tuple reader's (read-only, UTF-8, UTC, the statement timeout, the role and settings)."""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+import pytest
+
+from exports.adapters.postgres_arrow import PostgresArrowReader, merged
+from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
+from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
+from exports.ports import SqlRead, SqlSession
+from exports.writers import parquet_arrow, parquet_writer
+from tests.postgres.test_postgres_source import Control
+from tests.postgres.test_type_corpus import MATRIX, corpus, export_rows  # noqa: F401  (corpus: the fixture)
+
+# The corpus columns holding a value no Parquet column of their type holds (infinity, BC, a
+# two-dimensional array): the file fails on them whichever way it is written.
+REFUSED = ("c_date", "c_timestamp", MATRIX)
+
+
+def tuple_file(columns: list[Column], every_column: list[Column], rows: list[Any]) -> bytes:
+    names = [column.name for column in every_column]
+    positions = [names.index(column.name) for column in columns]
+    out = io.BytesIO()
+    parquet_writer.write_parquet_stream(columns, ([row[p] for p in positions] for row in rows), out)
+    return out.getvalue()
+
+
+def arrow_file(export_type: ExportType, columns: list[Column]) -> bytes:
+    filters = export_type.parse_filters({})
+    batches = export_type.parquet_batches(filters, columns, Unbounded())
+    assert batches is not None
+    out = io.BytesIO()
+    parquet_arrow.write_parquet_batches(columns, batches, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("zone", [None, "Asia/Kathmandu"])
+def test_every_value_of_every_type_makes_the_same_parquet_file_through_arrow(
+    corpus: tuple[str, ExportType],  # noqa: F811
+    zone: str | None,
+) -> None:
+    _, export_type = corpus
+    every_column, rows = export_rows(export_type)
+    columns = [
+        replace(column, timezone=zone) if column.kind is ColumnKind.DATETIME else column
+        for column in every_column
+        if column.name not in REFUSED
+    ]
+
+    assert arrow_file(export_type, columns) == tuple_file(columns, every_column, rows)
+    # Column by column too: one row group of five rows per file, each column's rules alone.
+    for column in columns:
+        assert arrow_file(export_type, [column]) == tuple_file([column], every_column, rows), column.name
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_value_no_parquet_type_holds_fails_through_arrow_naming_its_column(
+    corpus: tuple[str, ExportType],  # noqa: F811
+    name: str,
+) -> None:
+    _, export_type = corpus
+    every_column, rows = export_rows(export_type)
+    columns = [column for column in every_column if column.name == name]
+
+    with pytest.raises(parquet_writer.ParquetValueInvalid) as through_rows:
+        tuple_file(columns, every_column, rows)
+    with pytest.raises(parquet_writer.ParquetValueInvalid) as through_arrow:
+        arrow_file(export_type, columns)
+
+    assert through_arrow.value.column == through_rows.value.column == name
+
+
+def test_a_decimal_no_decimal_column_holds_fails_through_arrow(corpus: tuple[str, ExportType]) -> None:  # noqa: F811
+    _, export_type = corpus
+    # c_numeric holds 1e400, NaN and Infinity: no numeric(38, 2) holds them.
+    column = Column("c_numeric", "c_numeric", ColumnKind.DECIMAL, precision=38, scale=2)
+
+    with pytest.raises(parquet_writer.ParquetValueInvalid) as raised:
+        arrow_file(export_type, [column])
+
+    assert raised.value.column == "c_numeric"
+
+
+def test_a_resumed_read_or_a_column_typed_otherwise_is_left_to_the_tuple_path(
+    corpus: tuple[str, ExportType],  # noqa: F811
+) -> None:
+    uri, _ = corpus
+    reader = PostgresArrowReader("db", lambda: {"conninfo": uri})
+    columns = [Column("id", "id", ColumnKind.INTEGER)]
+    read = SqlRead("SELECT id FROM corpus", {}, ("id",))
+
+    assert reader.record_batches(read, columns, Unbounded()) is not None
+    assert reader.record_batches(replace(read, after=[1]), columns, Unbounded()) is None
+    assert reader.record_batches(read, [Column("id", "id", ColumnKind.STRING)], Unbounded()) is None
+    assert reader.record_batches(read, [Column("nope", "nope", ColumnKind.INTEGER)], Unbounded()) is None
+
+
+def values_of(reader: PostgresArrowReader, read: SqlRead, names: list[str], control: Any = None) -> list[Any]:
+    columns = [Column(name, name, ColumnKind.STRING) for name in names]
+    batches = reader.record_batches(read, columns, control or Unbounded())
+    assert batches is not None
+    return [row for batch in batches for row in zip(*(array.to_pylist() for array in batch.columns), strict=True)]
+
+
+def test_the_session_is_the_tuple_readers(scratch: str) -> None:
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        conn.execute("DO $$ BEGIN CREATE ROLE arrow_reader; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    # The URI asks for Latin-1: the session is in UTF-8 whatever it says.
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch + "&options=-c%20client_encoding%3DLATIN1"})
+    query = (
+        "SELECT current_setting('client_encoding') AS encoding, current_setting('TimeZone') AS zone, "
+        "current_setting('transaction_read_only') AS read_only, current_setting('IntervalStyle') AS intervals, "
+        "current_setting('statement_timeout') AS timeout, current_setting('app.tenant') AS tenant, "
+        "current_setting('app.groups') AS groups, current_user::text AS role, %(word)s::text AS word, "
+        "'100%%' AS percent, 'Zoë 王'::text AS text"
+    )
+    session = SqlSession("arrow_reader", [("app.tenant", "it's acme"), ("app.groups", ["a", "b,c"])])
+    read = SqlRead(query, {"word": "o'k \\ %(x)s"}, session=session)
+    expected = {
+        "encoding": "UTF8",
+        "zone": "UTC",
+        "read_only": "on",
+        "intervals": "iso_8601",
+        "timeout": "2min",
+        "tenant": "it's acme",
+        "groups": '{a,"b,c"}',
+        "role": "arrow_reader",
+        "word": "o'k \\ %(x)s",
+        "percent": "100%",
+        "text": "Zoë 王",
+    }
+
+    assert values_of(reader, read, list(expected), Control(seconds=120)) == [tuple(expected.values())]
+
+
+def test_the_transaction_is_read_only(scratch: str) -> None:
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        conn.execute("CREATE SEQUENCE arrow_seq")
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+
+    with pytest.raises(ExportFailed) as raised:
+        values_of(reader, SqlRead("SELECT nextval('arrow_seq')::text AS n", {}), ["n"])
+
+    assert raised.value.code == SourceCode.QUERY_FAILED and "read-only" in raised.value.message
+    assert scratch not in raised.value.message
+
+
+def test_a_query_past_its_time_ends_with_the_statement_timeout(scratch: str) -> None:
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+    read = SqlRead("SELECT pg_sleep(30)::text AS slept", {})
+
+    started = time.monotonic()
+    with pytest.raises(ExportFailed) as raised:
+        values_of(reader, read, ["slept"], Control(seconds=1.5))
+
+    assert raised.value.code == SourceCode.QUERY_TIMEOUT and time.monotonic() - started < 10
+
+
+def test_a_stopped_task_cancels_its_arrow_query(scratch: str) -> None:
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+    read = SqlRead("SELECT pg_sleep(30)::text AS slept", {})
+
+    started = time.monotonic()
+    with pytest.raises(LostOwnership):
+        values_of(reader, read, ["slept"], Control(stop_after=1.0))
+
+    assert time.monotonic() - started < 10
+
+
+def test_values_are_merged_as_psycopg_quotes_them(scratch: str) -> None:
+    params = {"text": "it's \\ 'quoted'", "none": None, "number": 12, "words": ["a", "b'c"]}
+    query = "SELECT %(text)s AS t, %(none)s AS n, %(number)s AS i, %(words)s AS w, '%%' AS p"
+
+    with psycopg.connect(scratch) as conn:
+        expected = conn.execute(psycopg.ClientCursor(conn).mogrify(query, params)).fetchall()
+        assert conn.execute(merged(query, params)).fetchall() == expected
+    assert expected == [("it's \\ 'quoted'", None, 12, "{a,b'c}", "%")]
