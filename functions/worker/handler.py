@@ -7,15 +7,12 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.adapters.sqs_batch import BatchResponse, SqsRecord, process_batch
 from exports.adapters.sqs_queue import decode_message
 from exports.composition import PowertoolsMetrics, compose_worker
-from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
 from exports.ports import Delivery
 from exports.services.deliveries import process_delivery
 from exports.services.dependencies import WorkerDependencies
@@ -33,22 +30,17 @@ def dependencies() -> WorkerDependencies:
 
 
 @tracer.capture_method(capture_response=False)
-def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
-    """Run one task message. Raising marks the record failed, so SQS delivers it again. The batch
-    processor passes ``lambda_context`` (by this name): long exports hand over to a new
-    invocation before this one runs out of time."""
+def handle_record(record: SqsRecord, lambda_context: LambdaContext) -> str:
+    """Run one task message. Raising marks the record failed, so SQS delivers it again. Long
+    exports hand over to a new invocation before this one (``lambda_context``) runs out of time."""
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
     logger.thread_safe_clear_keys()
     logger.thread_safe_append_keys(
-        correlation_id=message.task_id,
-        task_id=message.task_id,
-        receive_count=record.attributes.approximate_receive_count,
+        correlation_id=message.task_id, task_id=message.task_id, receive_count=record.receive_count
     )
     delivery = Delivery(
-        queue_arn=record.event_source_arn,
-        receipt_handle=record.receipt_handle,
-        receive_count=int(record.attributes.approximate_receive_count),
+        queue_arn=record.event_source_arn, receipt_handle=record.receipt_handle, receive_count=record.receive_count
     )
     outcome = process_delivery(message, delivery, dependencies(), lambda_context.get_remaining_time_in_millis)
     logger.info("task message processed", extra={"outcome": outcome.value})
@@ -91,8 +83,8 @@ FanOutStep = Annotated[PartitionStep | AssembleStep | AbandonStep, Field(discrim
 
 
 class SqsBatch(BaseModel):
-    """A batch of task messages from the SQS event source (its records are read by the batch
-    processor)."""
+    """A batch of task messages from the SQS event source (its records are read by
+    :func:`exports.adapters.sqs_batch.process_batch`)."""
 
     Records: list[dict[str, object]]
 
@@ -111,6 +103,9 @@ def fan_out_step(step: PartitionStep | AssembleStep | AbandonStep, context: Lamb
     """One step of a split export; what it came to is its result (the workflow reads a
     partition's ``status``), and only a fault raises (retried or caught by the workflow). A
     partition's query is bounded by the invocation's time."""
+    # Imported here: an SQS batch, what most invocations serve, never loads the steps' modules.
+    from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
+
     logger.append_keys(correlation_id=step.task_id, task_id=step.task_id, action=step.action)
     if isinstance(step, PartitionStep):
         remaining_ms = context.get_remaining_time_in_millis
@@ -124,13 +119,10 @@ def fan_out_step(step: PartitionStep | AssembleStep | AbandonStep, context: Lamb
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse | dict[str, str]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> BatchResponse | dict[str, str]:
     """Entry point: SQS batches (partial batch failures, which the event source reports to
     SQS), or a step of the fan-out workflow."""
     parsed = WorkerEvent.model_validate({"event": event}).event
     if not isinstance(parsed, SqsBatch):
         return fan_out_step(parsed, context)
-    # A processor per invocation: it holds the batch's state, which concurrent invocations in
-    # one process (local mode) must not share.
-    processor = BatchProcessor(event_type=EventType.SQS)
-    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    return process_batch(event, lambda record: handle_record(record, context))

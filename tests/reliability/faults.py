@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.clients import aws_client
+from exports.adapters.sqs_batch import BatchFailed
 from exports.config import LANES
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
@@ -208,7 +208,7 @@ class Lanes:
         event = to_sqs_event(messages, self.arns[lane], REGION)
         try:
             result = worker.lambda_handler(event, FakeContext())
-        except BatchProcessingError:
+        except BatchFailed:
             # Every record failed: Lambda reports the invocation as failed, SQS redelivers them all.
             return Delivery(messages, {m["MessageId"] for m in messages})
         except WorkerDied:

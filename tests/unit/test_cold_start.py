@@ -119,6 +119,16 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
     }
 
 
+def test_the_worker_imports_the_fan_out_steps_on_first_use_and_no_powertools_batch_utilities():
+    loaded, _ = cold_import("worker")
+
+    # The steps of a split export load with the first step; every SQS batch plans (fan_out.plan).
+    assert "exports.fan_out.plan" in loaded
+    assert not loaded & {"exports.fan_out.workflow", "exports.fan_out.partition", "exports.fan_out.assemble"}
+    # Its own batch loop (exports.adapters.sqs_batch): Powertools' builds its parser models.
+    assert not loaded & {"aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.parser"}
+
+
 @pytest.mark.parametrize("function", ["submit", "schedule", "callback"])
 def test_cron_evaluation_is_imported_on_first_use(function):
     loaded, _ = cold_import(function)
