@@ -87,8 +87,8 @@ def _assert_all_passed(run: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_typescript_client(stack: Stack) -> None:
-    """Given the local stack, when the client's node tests run, then they all pass (none fails)."""
-    run = _npm(CLIENT, "test", _environment(stack))
+    """Given the local stack, when the client's end-to-end tests run, then they all pass."""
+    run = _npm(CLIENT, "test:e2e", _environment(stack))
     _assert_all_passed(run)
 
 
