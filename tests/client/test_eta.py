@@ -1,6 +1,6 @@
 """exportctl's ETA (exports_client.eta.Pace) on the progress of a recorded 3,000,000-row CSV
 export: within 25 % of the time actually left from the first tenth of its rows on. The console's
-clients/console/test/pace.test.ts runs the same cases on its Pace."""
+clients/console/test/unit/pace.test.ts runs the same cases on its Pace."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import { test } from "node:test";
 
 import type { TaskView } from "@exports/client";
 
-import { Pace } from "../src/pace.js";
+import { Pace } from "../../src/pace.js";
 
 interface State {
   readonly at: number;
@@ -18,9 +18,9 @@ interface State {
 }
 
 // Recorded on the local stack (docs/console.md, "The export console" says how): the states a client polling
-// every 0.5 s saw, in seconds from the submit. From build/test/ up to the repository.
+// every 0.5 s saw, in seconds from the submit. From build/test/unit/ up to the repository.
 const RECORDED = JSON.parse(
-  readFileSync(new URL("../../../../tests/client/progress_3m_csv.json", import.meta.url), "utf8"),
+  readFileSync(new URL("../../../../../tests/client/progress_3m_csv.json", import.meta.url), "utf8"),
 ) as { series: State[] };
 
 function view(state: State): TaskView {
