@@ -103,6 +103,15 @@ def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(functi
     assert clients == []
 
 
+def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_registry():
+    loaded, _ = cold_import("lifecycle")
+
+    # The dependency bags name them in annotations only (exports.services.dependencies).
+    assert "exports.services.dependencies" in loaded
+    assert not {name for name in loaded if name.startswith("exports.schedules")}
+    assert "exports.export_types.registry" not in loaded
+
+
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
     loaded, _ = cold_import(function)
