@@ -4,8 +4,8 @@ clients/console/src/pace.ts, with the same cases in its tests.
 
 The time left is the rows still to read at the pace seen, plus the file's finishing: after its
 last row the worker uploads the last part and completes the multipart upload, which takes time
-in proportion to the file (about 2 s for a 3,000,000-row CSV of 270 MB) while the percentage
-stands at 99. Without it the ETA of that export read 30-40 % short in its last seconds.
+in proportion to the file while the percentage stands at 99 (0.75 s for a 3,000,000-row CSV of
+276 MB in the recording below, ~2 s in the issue's run). Without it the ETA read short at the end.
 """
 
 from __future__ import annotations
