@@ -12,7 +12,7 @@ import pytest
 from local_stack.embedded_aws import SPEED_UPS
 from local_stack.stack import GC_THRESHOLDS
 from tests.stack_process import SPEED_UPS_OFF, WEBHOOK_SECRET, Stack, running_stack
-from tests.xdist_groups import schedule_rank, xdist_group
+from tests.xdist_groups import mark_groups
 
 # Set before any handler module is imported: Powertools reads them when its objects are made.
 os.environ.update(
@@ -60,14 +60,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     a module's tests (and its module-scoped stack or database) in one worker; one per suite of
     :data:`tests.xdist_groups.SHARED_SUITES`; one per shared stack of
     :data:`tests.xdist_groups.SHARED_STACKS`."""
-    root = Path(__file__).parent
-    ranks = {}
-    for item in items:
-        parts = item.path.relative_to(root).parts
-        group = xdist_group(parts, getattr(item, "fixturenames", ()))
-        item.add_marker(pytest.mark.xdist_group(group))
-        ranks[item] = schedule_rank(parts, group)
-    items.sort(key=ranks.__getitem__)  # stable: collection order within a rank
+    mark_groups(items, Path(__file__).parent)
 
 
 @pytest.fixture

@@ -1,6 +1,12 @@
-"""How ``make test`` groups tests for pytest-xdist's ``--dist loadgroup`` (tests/conftest.py)."""
+"""How ``make test`` groups tests for pytest-xdist's ``--dist loadgroup`` (tests/conftest.py).
+
+No import of the suite's fixtures here: tests/unit/test_test_groups.py runs these rules on a
+synthetic suite in a few processes of their own."""
 
 from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
 
 # Suites whose session-scoped fixtures are expensive (a synthesized CDK app): each runs in one
 # xdist worker, so they start once. (The PostgreSQL suite's server starts in about a second: its
@@ -41,3 +47,15 @@ def schedule_rank(parts: tuple[str, ...], group: str) -> int:
     if group in SHARED_SUITES or group.startswith("stack:"):
         return 0
     return 1 + SUITES_BY_LENGTH.index(parts[0]) if parts[0] in SUITES_BY_LENGTH else len(SUITES_BY_LENGTH) + 1
+
+
+def mark_groups(items: list[pytest.Item], root: Path) -> None:
+    """Mark each of ``items`` (tests below ``root``) with its group, and order them by
+    :func:`schedule_rank` (stable: collection order within a rank)."""
+    ranks = {}
+    for item in items:
+        parts = item.path.relative_to(root).parts
+        group = xdist_group(parts, getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.xdist_group(group))
+        ranks[item] = schedule_rank(parts, group)
+    items.sort(key=ranks.__getitem__)

@@ -12,10 +12,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
-from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import (
     BusinessMetrics,
     FanOutStarter,
@@ -28,8 +27,12 @@ from exports.ports import (
     ThroughputStats,
     WebhookSender,
 )
-from exports.schedules.run_end import RunEndDependencies
 from exports.webhooks.destination import Resolver, system_resolver
+
+if TYPE_CHECKING:
+    # Annotations only: the lifecycle function, which has neither, does not import them.
+    from exports.export_types.registry import ExportTypeRegistry
+    from exports.schedules.run_end import RunEndDependencies
 
 
 def utc_now() -> datetime:

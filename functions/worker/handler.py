@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from exports.adapters.sqs_queue import decode_message
 from exports.composition import PowertoolsMetrics, compose_worker
-from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
 from exports.ports import Delivery
 from exports.services.deliveries import process_delivery
 from exports.services.dependencies import WorkerDependencies
@@ -111,6 +110,9 @@ def fan_out_step(step: PartitionStep | AssembleStep | AbandonStep, context: Lamb
     """One step of a split export; what it came to is its result (the workflow reads a
     partition's ``status``), and only a fault raises (retried or caught by the workflow). A
     partition's query is bounded by the invocation's time."""
+    # Imported here: an SQS batch, what most invocations serve, never loads the steps' modules.
+    from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
+
     logger.append_keys(correlation_id=step.task_id, task_id=step.task_id, action=step.action)
     if isinstance(step, PartitionStep):
         remaining_ms = context.get_remaining_time_in_millis

@@ -1,7 +1,8 @@
 """The TypeScript client's own tests (node's test runner) and the export console's real-browser
 tests (Playwright driving Debian's Chromium), against one local stack on free ports; and the
-tests that need no stack: the client's unit tests (a scripted fetch) and the console's Schedules
-page against the scripted API of tests/client/fake_api.py served over HTTP.
+tests that need no stack: the client's and the console's unit tests (a scripted fetch; the ETA,
+the console's words) and the console's Schedules page against the scripted API of
+tests/client/fake_api.py served over HTTP.
 
 Both suites are npm workspaces (clients/typescript, clients/console); this module builds them with
 ``tsc --strict`` and runs them, so ``make test`` runs them with the rest of the suite.
@@ -87,8 +88,8 @@ def _assert_all_passed(run: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_typescript_client(stack: Stack) -> None:
-    """Given the local stack, when the client's node tests run, then they all pass (none fails)."""
-    run = _npm(CLIENT, "test", _environment(stack))
+    """Given the local stack, when the client's end-to-end tests run, then they all pass."""
+    run = _npm(CLIENT, "test:e2e", _environment(stack))
     _assert_all_passed(run)
 
 
@@ -122,6 +123,14 @@ def test_typescript_client_unit() -> None:
     """Given no stack, when the client's unit tests run (a scripted fetch: the schedule calls and
     the backoff), then they all pass."""
     _assert_all_passed(_npm(CLIENT, "test:unit"))
+
+
+def test_console_unit() -> None:
+    """Given no stack and no browser, when the console's node tests run (the ETA on the recorded
+    export, the words of facts and errors), then they all pass."""
+    built = _npm(CLIENT, "build")  # the console's tests import the client's built package
+    assert built.returncode == 0, built.stdout + built.stderr
+    _assert_all_passed(_npm(CONSOLE, "test:unit"))
 
 
 def test_console_schedules_page_against_the_fake_api() -> None:

@@ -103,6 +103,15 @@ def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(functi
     assert clients == []
 
 
+def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_registry():
+    loaded, _ = cold_import("lifecycle")
+
+    # The dependency bags name them in annotations only (exports.services.dependencies).
+    assert "exports.services.dependencies" in loaded
+    assert not {name for name in loaded if name.startswith("exports.schedules")}
+    assert "exports.export_types.registry" not in loaded
+
+
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
     loaded, _ = cold_import(function)
@@ -118,6 +127,14 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
         "exports.adapters.dynamodb_admission",
         "exports.adapters.sqs_queue",
     }
+
+
+def test_the_worker_imports_the_fan_out_steps_on_first_use():
+    loaded, _ = cold_import("worker")
+
+    # The steps of a split export load with the first step; every SQS batch plans (fan_out.plan).
+    assert "exports.fan_out.plan" in loaded
+    assert not loaded & {"exports.fan_out.workflow", "exports.fan_out.partition", "exports.fan_out.assemble"}
 
 
 @pytest.mark.parametrize("function", ["submit", "schedule", "callback"])

@@ -29,6 +29,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from exports_client.eta import Pace
 from exports_client.filters import FilterSchema, constraints, placeholder, type_name
 from exports_client.models import ExportTypeView, MailMessage, ScheduleState, ScheduleView, TaskStatus, TaskView
 
@@ -309,44 +310,32 @@ class _Sample:
 
 
 class _Speed:
-    """Rows per second and the time left, from the states seen over the last ``window`` seconds.
-
-    The time left follows the percentage (rows read against the rows the worker expects; some
-    types measure days read), paced from the first state with a row read: time a source spends
-    before its first row (a sort, a slow query) is time not started, not a slow pace (counted
-    in, a 3,000,000-row CSV that sat at 0 % for 26 s showed minutes with 9 s left). Nor is the
-    last state seen at 0 % a start: pushed states come only when something changed, so it may be
-    from long before the rows began. A finished task's rate is its rows over its own run time,
-    as the service timed it.
-    """
+    """Rows per second from the states seen over the last ``window`` seconds, and the time left
+    (:class:`exports_client.eta.Pace`). A finished task's rate is its rows over its own run time,
+    as the service timed it."""
 
     def __init__(self, window: float) -> None:
         self._window = window
         self._samples: deque[_Sample] = deque()
+        self._pace = Pace()
 
     def observe(self, task: TaskView, now: float) -> tuple[float | None, float | None]:
         """(rows/s, seconds left) after seeing ``task`` at ``now``; None where not known yet."""
+        left = self._pace.seconds_left(task.status is TaskStatus.RUNNING, task.progress, task.rows_written, now)
         if task.is_terminal:
             if task.status is not TaskStatus.COMPLETED:
                 return None, None
             ran = (task.finished_at - task.started_at).total_seconds() if task.finished_at and task.started_at else 0
             rows = task.rows if task.rows is not None else task.rows_written
             return (rows / ran if ran > 0 else None), 0.0
-        if task.status is not TaskStatus.RUNNING:
-            return None, None
-        if task.progress == 0 and task.rows_written == 0:
+        if task.status is not TaskStatus.RUNNING or (task.progress == 0 and task.rows_written == 0):
             return None, None  # not started: no row read yet
         self._samples.append(_Sample(now, task.progress, task.rows_written))
         while len(self._samples) > 2 and self._samples[1].at <= now - self._window:
             self._samples.popleft()
         first, last = self._samples[0], self._samples[-1]
         elapsed = last.at - first.at
-        if elapsed <= 0:
-            return None, None
-        rate = max(0.0, (last.rows - first.rows) / elapsed)
-        per_second = (last.progress - first.progress) / elapsed
-        left = (100 - last.progress) / per_second if per_second > 0 else None
-        return rate, left
+        return (max(0.0, (last.rows - first.rows) / elapsed) if elapsed > 0 else None), left
 
 
 class _EtaColumn(ProgressColumn):

@@ -1,7 +1,7 @@
 /** The local stack the tests run against: its URL and test tokens come from the environment
  * (tests/e2e/test_web_client.py starts the stack and sets them). */
 
-import { ExportsClient, type ClientOptions } from "../src/index.js";
+import { ExportsClient, type ClientOptions } from "../../src/index.js";
 
 function required(name: string): string {
   const value = process.env[name];

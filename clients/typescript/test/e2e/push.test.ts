@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 
 import WebSocket, { WebSocketServer } from "ws";
 
-import { StreamError, type TaskEvent, type TaskView } from "../src/index.js";
+import { StreamError, type TaskEvent, type TaskView } from "../../src/index.js";
 import { API_URL, recent, recordingClient, TOKENS } from "./stack.js";
 
 /** What the push front saw and how it answers. */

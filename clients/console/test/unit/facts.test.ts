@@ -5,7 +5,7 @@ import { test } from "node:test";
 
 import { ApiError } from "@exports/client";
 
-import { errorText, filtersText, sizeText, whoText } from "../src/facts.js";
+import { errorText, filtersText, sizeText, whoText } from "../../src/facts.js";
 
 test("an error names its field once, as the API's message does", () => {
   const refused = new ApiError(422, {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ApiError, describeTiming, ExportsClient, isRelativeWindow, type ScheduleView } from "../src/index.js";
+import { ApiError, describeTiming, ExportsClient, isRelativeWindow, type ScheduleView } from "../../src/index.js";
 
 interface Sent {
   method: string;

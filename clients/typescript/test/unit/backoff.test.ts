@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Backoff, SEED_BACKOFF } from "../src/index.js";
+import { Backoff, SEED_BACKOFF } from "../../src/index.js";
 
 test("the seeds' backoff: 1 s doubling to 30 s, giving up after 5 minutes of waiting", () => {
   const backoff = new Backoff(SEED_BACKOFF);

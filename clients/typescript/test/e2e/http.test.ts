@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 
 import WebSocket from "ws";
 
-import { ApiError, type TaskEvent, WatchTimeoutError } from "../src/index.js";
+import { ApiError, type TaskEvent, WatchTimeoutError } from "../../src/index.js";
 import { recent, recordingClient } from "./stack.js";
 
 const QUICK = { export_type: "orders", format: "csv", filters: { date_from: recent(7), date_to: recent(0) } } as const;
