@@ -47,7 +47,7 @@ def copy_to_parquet(connection: Any, uri: str, statement: str, path: Path) -> in
 
 def main(argv: list[str]) -> None:
     """Measure one run (imports and the extension's load before the clock, as for our cases)."""
-    import duckdb  # type: ignore[import-not-found,unused-ignore]  # .venv's mypy sees its own duckdb
+    import duckdb
 
     rows, folder, statement = int(argv[0]), Path(argv[1]), argv[2]
     # The reader's session runs in UTC; libpq sends PGTZ as the session's TimeZone.
