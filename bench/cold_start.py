@@ -229,10 +229,10 @@ def measure(rounds: int) -> dict[str, float]:
 
     with Stack() as stack, tempfile.TemporaryDirectory(prefix="exports-cold-") as folder:
         for round_number in range(1, rounds + 1):
-            for name, function in packages.items():
-                add(f"packaged.{name}.boto3", _packaged_sample(function, "boto3", stack.environment))
-                module = str(function["handler"]).rpartition(".")[0]
-                add(f"packaged.{name}.import", _packaged_sample(function, module, stack.environment))
+            for name, package in packages.items():
+                add(f"packaged.{name}.boto3", _packaged_sample(package, "boto3", stack.environment))
+                module = str(package["handler"]).rpartition(".")[0]
+                add(f"packaged.{name}.import", _packaged_sample(package, module, stack.environment))
             add("boto3", _sample(["import", "boto3"], stack.environment)["import_sec"])
             for function in FUNCTIONS:
                 module = f"functions.{function}.handler"

@@ -58,8 +58,8 @@ def main(argv: list[str]) -> None:
     connection.execute("LOAD postgres")
     path = folder / "peer.parquet"
     result = measure(CASE, rows, lambda: copy_to_parquet(connection, os.environ[URI_ENV], statement, path))
-    (written,) = connection.execute(f"SELECT count(*) FROM read_parquet({_literal(str(path))})").fetchone()
-    if written != rows:
+    written = connection.execute(f"SELECT count(*) FROM read_parquet({_literal(str(path))})").fetchone()
+    if written is None or written[0] != rows:
         raise SystemExit(f"DuckDB wrote {written} rows, not {rows}")
     print(json.dumps(result))
     sys.stdout.flush()
