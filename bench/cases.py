@@ -343,7 +343,7 @@ def main(argv: Sequence[str]) -> None:
     if case in postgres.CASES:
         postgres.prepare()
     if case in mixed.CASES:
-        mixed.prepare()
+        mixed.prepare(case)
 
     print(json.dumps(measure(case, rows, lambda: CASES[case](rows, folder))))
     sys.stdout.flush()

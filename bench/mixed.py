@@ -23,6 +23,7 @@ arrays, as a columnar writer would.
 from __future__ import annotations
 
 import csv
+import importlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -91,16 +92,25 @@ def pages(rows: int) -> Iterator[list[tuple[Any, ...]]]:
         yield page(first, min(first + PAGE_ROWS, rows))
 
 
-def prepare() -> None:
-    """Import every writer the cases use before the clock starts (ours and the peers')."""
-    import orjson  # noqa: F401
-    import pyarrow.csv
-    import pyarrow.parquet  # noqa: F401
-    import rustpy_xlsxwriter  # noqa: F401
+# What each case imports, imported before its clock starts (and nothing more: peak RSS is the
+# case's own).
+IMPORTS = {
+    "mixed_rust_xlsx": ("rustpy_xlsxwriter",),
+    "mixed_xlsx": ("exports.writers.xlsx_engine",),
+    "mixed_bare_csv": (),
+    "mixed_arrow_csv": ("pyarrow.csv", "exports.writers.parquet_writer"),
+    "mixed_csv": ("exports.writers.csv_writer",),
+    "mixed_orjson_jsonl": ("orjson",),
+    "mixed_jsonl": ("exports.writers.jsonl_writer",),
+    "mixed_arrow_parquet": ("pyarrow.parquet", "exports.writers.parquet_writer"),
+    "mixed_parquet": ("pyarrow.parquet", "exports.writers.parquet_writer"),
+}
 
-    import exports.writers.jsonl_writer
-    import exports.writers.parquet_writer
-    import exports.writers.xlsx_engine  # noqa: F401
+
+def prepare(case: str) -> None:
+    """Import the writers ``case`` uses (ours or the peer's) before the clock starts."""
+    for module in IMPORTS[case]:
+        importlib.import_module(module)
 
 
 def run_xlsx(rows: int, folder: Path) -> int:
