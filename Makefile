@@ -97,7 +97,7 @@ pdf-tools:
 openapi: $(STAMP)
 	$(BIN)/python -m tests.client.openapi_doc
 
-## bench: rows/s and peak RSS of csv, csv.gz and xlsx exports next to bare writers (a few minutes)
+## bench: our exports and writers against their peers (COPY, DuckDB, orjson, pyarrow, rustpy-xlsxwriter) in one run, each goal MET/MISSED with the load
 bench: $(STAMP) $(DUCKDB_STAMP)
 	$(BIN)/python -m bench
 
