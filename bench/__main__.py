@@ -84,7 +84,9 @@ def run_case(case: str, rows: int, env: dict[str, str] | None = None) -> dict[st
         if case == postgres.DUCKDB_PEER:
             if not postgres.DUCKDB_PYTHON.exists():
                 raise SystemExit(f"{what}: no {postgres.DUCKDB_PYTHON} (make .venv-duckdb/.installed-stamp builds it)")
-            statement = postgres.duckdb_statement(env or os.environ)
+            # Built in a child too: this process stays small, as a child's ru_maxrss starts from
+            # its parent's RSS (Linux keeps the high-water mark across fork and exec).
+            statement = run_child("bench.postgres", [], env, "the DuckDB peer's statement")["statement"]
             arguments = [str(rows), folder, statement]
             return run_child("bench.duckdb_peer", arguments, env, what, python=str(postgres.DUCKDB_PYTHON))
         return run_child("bench.cases", [case, str(rows), folder], env, what)

@@ -12,6 +12,7 @@ data directory, Unix socket only) and loads one database per row count with the 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -199,6 +200,11 @@ def duckdb_statement(environ: Mapping[str, str]) -> str:
         return psycopg.ClientCursor(conn).mogrify(query, params)
 
 
+def main() -> None:
+    """Print :func:`duckdb_statement` for this process's environment, as a JSON line."""
+    print(json.dumps({"statement": duckdb_statement(os.environ)}))
+
+
 def read_rows(rows: int) -> int:
     """The type's pages (``stream()``: server-side cursor, binary rows, the reader's conversion,
     the type's projection) read and dropped: the source's share of the pipeline."""
@@ -224,3 +230,7 @@ def pipeline_inputs(copy: bool = True) -> tuple[Any, str, dict[str, str]]:
         export_type.csv_rows = lambda *_: None
         registry = ExportTypeRegistry([export_type])
     return registry, EXPORT_TYPE, export_filters()
+
+
+if __name__ == "__main__":
+    main()

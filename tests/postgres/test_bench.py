@@ -48,6 +48,11 @@ def test_a_tiny_bench_prints_every_goal_of_its_cases_with_a_ratio_and_a_verdict(
     assert {(result["case"], result["rows"]) for result in kept} == {(c, n) for c in CASES for n in (1_000, 2_000)}
     duckdb = next(r for r in kept if r["case"] == "pg_duckdb_parquet" and r["rows"] == 2_000)
     assert duckdb["bytes"] > 0 and duckdb["server_cpu_seconds"] >= 0
+    # A case's peak RSS is its own: the bench's process stays small (a child's ru_maxrss starts
+    # from its parent's RSS), so the 2,000-row JSONL run, after the 1,000-row PostgreSQL cases,
+    # peaks where the 1,000-row one did.
+    jsonl = {r["rows"]: r["peak_rss_mib"] for r in kept if r["case"] == "mixed_jsonl"}
+    assert jsonl[2_000] <= 1.1 * jsonl[1_000]
 
 
 def _runs(
