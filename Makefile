@@ -38,6 +38,17 @@ $(STAMP): $(UV) pyproject.toml $(LOCK) client/pyproject.toml
 lock: $(UV)
 	$(UV) pip compile --quiet pyproject.toml client/pyproject.toml --extra dev --universal --generate-hashes \
 		--python-version 3.11 -o $(LOCK)
+	$(UV) pip compile --quiet bench/duckdb-requirements.in --generate-hashes --python-version 3.11 -o $(DUCKDB_LOCK)
+
+# The DuckDB peer of the PostgreSQL → Parquet goal, apart from .venv: its postgres extension
+# needs DuckDB 1.4.4 (bench/duckdb-requirements.in says why).
+DUCKDB_VENV := .venv-duckdb
+DUCKDB_LOCK := bench/duckdb.lock
+DUCKDB_STAMP := $(DUCKDB_VENV)/.installed-stamp
+$(DUCKDB_STAMP): $(UV) $(DUCKDB_LOCK)
+	test -x $(DUCKDB_VENV)/bin/python || $(UV) venv --quiet $(DUCKDB_VENV)
+	$(UV) pip sync --quiet --python $(DUCKDB_VENV)/bin/python --require-hashes $(DUCKDB_LOCK)
+	@touch $@
 
 node_modules/.package-lock.json: package.json package-lock.json clients/typescript/package.json clients/console/package.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -67,7 +78,7 @@ test: export PYTHONDONTWRITEBYTECODE =
 # reports are printed after its own. The infrastructure suite runs in a process of its own, so
 # the other test processes do not import the CDK (and start its node kernel) to collect it.
 # node_modules and Chromium: the TypeScript client's and the console's tests (tests/e2e/test_web_client.py).
-test: $(STAMP) lint node_modules/.package-lock.json $(CHROMIUM) pdf-tools
+test: $(STAMP) $(DUCKDB_STAMP) lint node_modules/.package-lock.json $(CHROMIUM) pdf-tools
 	@types=$$(mktemp); infra=$$(mktemp); \
 	$(BIN)/mypy > $$types 2>&1 & types_pid=$$!; \
 	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & infra_pid=$$!; \
@@ -86,8 +97,8 @@ pdf-tools:
 openapi: $(STAMP)
 	$(BIN)/python -m tests.client.openapi_doc
 
-## bench: rows/s and peak RSS of csv, csv.gz and xlsx exports next to bare writers (a few minutes)
-bench: $(STAMP)
+## bench: our exports and writers against their peers (COPY, DuckDB, orjson, pyarrow, rustpy-xlsxwriter) in one run, each goal MET/MISSED with the load
+bench: $(STAMP) $(DUCKDB_STAMP)
 	$(BIN)/python -m bench
 
 ## compat: LibreOffice (installed with apt-get when missing) reads both XLSX engines' files; cells compared
@@ -134,4 +145,4 @@ package-sizes: $(STAMP)
 	$(BIN)/python scripts/package_sizes.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(UV_HOME) node_modules cdk.out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DUCKDB_VENV) $(UV_HOME) node_modules cdk.out .pytest_cache .ruff_cache

@@ -23,12 +23,15 @@ Cases:
                  read through psycopg and dropped
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
   pg_csv_python  the CSV pipeline with the CSV written in Python from the type's pages (COPY off)
-  mixed_*        the writers against rustpy-xlsxwriter and a bare csv.writer on 12 mixed
-                 columns (bench/mixed.py)
-  pg_csv, pg_xlsx
+  mixed_*        our writers and their peers (orjson, pyarrow, rustpy-xlsxwriter, a bare
+                 csv.writer) on 12 mixed columns (bench/mixed.py)
+  pg_csv, pg_xlsx, pg_parquet
                  the pipeline (CSV straight from COPY) on the declared orders_all_tenants type
                  of exports.toml over PostgreSQL
                  (the database's URI in EXPORTS_SHOP_DATABASE_URL; see bench/postgres.py)
+  pg_duckdb_parquet
+                 not here: DuckDB's postgres scanner runs in its own interpreter
+                 (bench/duckdb_peer.py)
 """
 
 from __future__ import annotations
@@ -38,9 +41,7 @@ import dataclasses
 import gzip
 import json
 import os
-import resource
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import mixed, postgres
+from bench.child import measure
 
 PAGE_ROWS = 1_000
 _BASE = datetime(2025, 1, 1, 8, 0, 0)
@@ -345,28 +347,10 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     "pg_csv_python": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs(False)),
     "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
     "pg_xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx", source=postgres.pipeline_inputs()),
+    "pg_parquet": lambda rows, folder: run_pipeline(rows, folder, "parquet", source=postgres.pipeline_inputs()),
     # Our writers against outside ones on 12 mixed columns (bench/mixed.py).
     **mixed.CASES,
 }
-
-
-def measure(case: str, rows: int, folder: Path) -> dict[str, Any]:
-    """Run ``case`` once in this process."""
-    run = CASES[case]
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    started = time.perf_counter()
-    size = run(rows, folder)
-    seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "case": case,
-        "rows": rows,
-        "seconds": seconds,
-        # This process's CPU (every thread), not the database server's.
-        "cpu_seconds": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "bytes": size,
-    }
 
 
 def main(argv: Sequence[str]) -> None:
@@ -381,8 +365,10 @@ def main(argv: Sequence[str]) -> None:
 
     if case in postgres.CASES:
         postgres.prepare()
+    if case in mixed.CASES:
+        mixed.prepare(case)
 
-    print(json.dumps(measure(case, rows, folder)))
+    print(json.dumps(measure(case, rows, lambda: CASES[case](rows, folder))))
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: nothing to measure there
 

@@ -12,6 +12,7 @@ a ``PostgresReader`` on ``connection_settings``. The filters cover all 90 days, 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -30,7 +31,11 @@ DEMO_TODAY = date(2026, 1, 31)
 EXPORT_TYPE = "orders_all_tenants"
 # The declared source of ``orders`` reads its URI from this variable (exports.toml, url_env).
 URI_ENV = "EXPORTS_SHOP_DATABASE_URL"
-CASES = ("pg_copy", "pg_read", "pg_csv_python", "pg_csv", "pg_xlsx")
+# The peer of the PostgreSQL → Parquet goal, run by another interpreter (bench/duckdb_peer.py).
+DUCKDB_PEER = "pg_duckdb_parquet"
+CASES = ("pg_copy", "pg_read", "pg_csv_python", "pg_csv", "pg_xlsx", DUCKDB_PEER, "pg_parquet")
+# DuckDB 1.4.4 with its postgres extension (`make bench` builds it: bench/duckdb-requirements.in).
+DUCKDB_PYTHON = Path(__file__).resolve().parents[1] / ".venv-duckdb" / "bin" / "python"
 
 
 def export_filters() -> dict[str, str]:
@@ -146,35 +151,59 @@ def _registry_now() -> Any:
     return _registry[0]
 
 
-def _orders_read() -> tuple[Any, Any]:
-    """The declared type and its parsed bench filters."""
-    export_type = _registry_now().get(EXPORT_TYPE)
+def _orders_read(registry: Any = None) -> tuple[Any, Any]:
+    """The declared type (of ``registry``, else of this process's) and its parsed bench filters."""
+    export_type = (registry or _registry_now()).get(EXPORT_TYPE)
     return export_type, export_type.parse_filters(export_filters())
 
 
+def _peer_query(registry: Any = None) -> tuple[Any, Mapping[str, Any]]:
+    """The statement the peers run: the declared query, ordered by its order key, and its
+    bound filters (the reader's statement without its keyset pages)."""
+    from psycopg import sql
+
+    export_type, filters = _orders_read(registry)
+    read = export_type._read(filters, None)
+    keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
+    query = sql.SQL("SELECT * FROM ({query}) AS exported ORDER BY {keys}").format(query=sql.SQL(read.query), keys=keys)
+    return query, read.params
+
+
 def copy_floor(rows: int) -> int:
-    """The floor: the statement the reader runs (the declared query, ordered by its order key,
-    the same bound filters, a read-only transaction in UTC) as ``COPY ... TO STDOUT (FORMAT csv,
-    HEADER)``, every block read through psycopg and dropped. Returns the bytes read."""
+    """The floor: the peers' statement as ``COPY ... TO STDOUT (FORMAT csv, HEADER)`` in a
+    read-only transaction in UTC, as the reader runs it, every block read through psycopg and
+    dropped. Returns the bytes read."""
     import psycopg
     from psycopg import sql
 
-    export_type, filters = _orders_read()
-    read = export_type._read(filters, None)
-    keys = sql.SQL(", ").join(sql.Identifier(name) for name in read.order_key)
-    statement = sql.SQL(
-        "COPY (SELECT * FROM ({query}) AS exported ORDER BY {keys}) TO STDOUT (FORMAT csv, HEADER)"
-    ).format(query=sql.SQL(read.query), keys=keys)
+    query, params = _peer_query()
+    statement = sql.SQL("COPY ({query}) TO STDOUT (FORMAT csv, HEADER)").format(query=query)
     size = 0
     with psycopg.connect(os.environ[URI_ENV]) as conn:
         conn.read_only = True
         conn.execute("SELECT set_config('TimeZone', 'UTC', true)")
-        with conn.cursor() as cursor, cursor.copy(statement, read.params) as copy:
+        with conn.cursor() as cursor, cursor.copy(statement, params) as copy:
             for block in copy:
                 size += len(block)
             lines = cursor.rowcount
     assert lines in (rows, -1), lines
     return size
+
+
+def duckdb_statement(environ: Mapping[str, str]) -> str:
+    """The peers' statement with its filters written in as literals (DuckDB's
+    ``postgres_query`` takes no parameters), built here for the DuckDB interpreter, which does
+    not import the service."""
+    import psycopg
+
+    query, params = _peer_query(declared_registry(environ))
+    with psycopg.connect(environ[URI_ENV]) as conn:
+        return psycopg.ClientCursor(conn).mogrify(query, params)
+
+
+def main() -> None:
+    """Print :func:`duckdb_statement` for this process's environment, as a JSON line."""
+    print(json.dumps({"statement": duckdb_statement(os.environ)}))
 
 
 def read_rows(rows: int) -> int:
@@ -202,3 +231,7 @@ def pipeline_inputs(copy: bool = True) -> tuple[Any, str, dict[str, str]]:
         export_type.csv_rows = lambda *_: None
         registry = ExportTypeRegistry([export_type])
     return registry, EXPORT_TYPE, export_filters()
+
+
+if __name__ == "__main__":
+    main()

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from exports.config.settings import RegistrySettings
 from exports.declared.loader import default_path, load_declarations
@@ -57,6 +58,31 @@ def main(declaration: Path) -> dict[str, dict[str, object]]:
                 check=True,
             ).stdout.strip(),
         }
+    return manifest
+
+
+def build_apart() -> dict[str, dict[str, Any]]:
+    """:func:`main` for the default declaration in a process of its own (so that the caller
+    never imports the CDK and starts its node kernel); the manifest. The packages are kept in
+    the virtualenv's wheel cache when there is one (the tests' and the bench's)."""
+    in_venv = sys.prefix != sys.base_prefix
+    cache = Path(sys.prefix) / "lambda-wheels" if in_venv else Path.home() / ".cache" / "exports-lambda-wheels"
+    built = subprocess.run(
+        [sys.executable, "-m", "tests.packaged.build"],
+        cwd=Path(__file__).resolve().parents[2],
+        env={
+            **os.environ,
+            "EXPORTS_LAMBDA_WHEEL_CACHE": str(cache),
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if built.returncode != 0:
+        raise RuntimeError(f"building the packages failed:\n{built.stderr}")
+    manifest: dict[str, dict[str, Any]] = json.loads(built.stdout.strip().splitlines()[-1])
     return manifest
 
 

@@ -34,6 +34,7 @@ from local_stack.demo_database import load_demo_data
 from local_stack.embedded_aws import client as embedded_aws_client
 from local_stack.embedded_postgres import TlsPostgres
 from tests.builders import http_event
+from tests.packaged.build import build_apart
 from tests.packaged.runtime import REGION, Invocation, PackagedFunction, Runtime
 from tests.stack_process import free_port
 from tests.tls import TestAuthority
@@ -46,23 +47,7 @@ SOURCE = "shop"
 @pytest.fixture(scope="module")
 def packages() -> dict[str, PackagedFunction]:
     """Every function's package, built once (and kept by fingerprint in the wheel cache)."""
-    in_venv = sys.prefix != sys.base_prefix
-    cache = Path(sys.prefix) / "lambda-wheels" if in_venv else Path.home() / ".cache" / "exports-lambda-wheels"
-    built = subprocess.run(
-        [sys.executable, "-m", "tests.packaged.build"],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "EXPORTS_LAMBDA_WHEEL_CACHE": str(cache),
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    assert built.returncode == 0, built.stderr
-    manifest = json.loads(built.stdout.strip().splitlines()[-1])
+    manifest = build_apart()
     return {name: PackagedFunction.from_manifest(name, entry) for name, entry in manifest.items()}
 
 
