@@ -210,7 +210,7 @@ def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
     # The select list applied to the rows as the query's own plan gives them: OFFSET 0 keeps the
     # planner from folding it into the query, where the cost it guesses for the expressions
     # made it plan parallel workers and a Gather Merge, which cost more CPU than they save
-    # (docs/performance.md, "Third round"). The outer ORDER BY is the inner one's: no sort.
+    # (docs/performance.md, "Third round: native speed"). The outer ORDER BY is the inner one's: no sort.
     order = sql.SQL(" ORDER BY {keys}").format(keys=order_keys(read)) if read.order_key else sql.SQL("")
     rows = sql.SQL("SELECT {select} FROM ({rows} OFFSET 0) AS exported{order}").format(
         select=select, rows=keyset_statement(read), order=order

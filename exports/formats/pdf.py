@@ -1,6 +1,6 @@
 """PDF: a paginated table to read and print (exports/writers/pdf) and the heading its first page
 shows. Not split: page numbers ("3 / 1,204"), the font subset, the page tree and the offsets of
-the cross-reference table span the whole file (docs/fan-out.md, "PDF"); like a workbook it is
+the cross-reference table span the whole file (docs/fan-out.md, "PDF: refused for splitting"); like a workbook it is
 written in one worker run, so it ends with ``PDF_TOO_LARGE`` while there is still time to abort
 cleanly."""
 

@@ -5,7 +5,7 @@ arrays with ``pyarrow.compute`` instead of value by value.
 
 The batches hold what the tuple reader's rows hold, as arrays: int64, float64, bool and string
 (numerics, json, arrays and the other types as PostgreSQL's text), date32 and timestamp (UTC).
-The rules (docs/formats.md, "Parquet"): a decimal column with a precision and scale casts its
+The rules (docs/export-types.md, "`parquet`"): a decimal column with a precision and scale casts its
 text to ``decimal128`` (a value with more digits, NaN or an infinity fails the export); a date or
 a date-time outside the years 1 to 9999 (PostgreSQL's infinities, BC, year 10000 on), which no
 Python value holds and so the tuple path refuses, fails it too; an instant's array is labelled
