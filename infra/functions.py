@@ -63,9 +63,9 @@ WORKER: Final = FunctionSpec(
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
-    # builds the same registry without importing it. zlib-ng deflates XLSX entries and csv.gz;
-    # fontTools subsets the PDF font (PDF path only); pyarrow writes Parquet, imported on that path
-    # only (its size: docs/performance.md, "Package sizes").
+    # builds the same registry without importing it. ISA-L deflates XLSX entries, zlib-ng csv.gz;
+    # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
+    # writes Parquet, imported on that path only (its size: docs/performance.md, "Package sizes").
     distributions=(
         *_BASE,
         _RETRIES,
@@ -74,6 +74,8 @@ WORKER: Final = FunctionSpec(
         "lxml",
         "psycopg",
         "zlib-ng",
+        "isal",
+        "orjson",
         "fonttools",
         "pyarrow",
         "tzdata",
