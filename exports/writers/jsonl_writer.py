@@ -22,7 +22,7 @@ import orjson
 
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.array_text import typed_array
-from exports.writers.byte_sink import TEXT_CHUNK_BYTES, ByteStream
+from exports.writers.byte_sink import ByteStream, ChunkedBytes
 from exports.writers.cells import MAX_EXACT_INTEGER, exact_double, plain_number
 
 # JSON Lines has no registered media type; this is the one in common use.
@@ -240,26 +240,16 @@ class JsonlStream:
     :class:`exports.writers.csv_writer.CsvStream`, so a long export continues the same way)."""
 
     def __init__(self, columns: Sequence[Column], out: ByteStream) -> None:
-        self._out = out
+        self._out = ChunkedBytes(out)
         self._encode_rows = rows_encoder(columns)
-        # Lines not yet written: they reach ``out`` in chunks of TEXT_CHUNK_BYTES or more.
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         """Write ``rows``, a line each."""
-        lines = b"".join(self._encode_rows(rows))
-        self._pending.append(lines)
-        self._pending_bytes += len(lines)
-        if self._pending_bytes >= TEXT_CHUNK_BYTES:
-            self.flush()
+        self._out.write(b"".join(self._encode_rows(rows)))
 
     def flush(self) -> None:
         """Push every row written so far into the byte stream."""
-        if self._pending:
-            self._out.write(b"".join(self._pending))
-            self._pending.clear()
-            self._pending_bytes = 0
+        self._out.flush()
 
     def detach(self) -> None:
         """Flush, then let go of the byte stream without closing it."""
