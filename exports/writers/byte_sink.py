@@ -1,15 +1,17 @@
 """What the writers need of where their bytes go.
 
-Most writers only call ``write`` (:class:`ByteSink`; the CSV and JSON Lines writers through
-:class:`ChunkedBytes`). The Parquet writer hands the stream to pyarrow's file wrapper, which also
-asks whether it is closed, readable, writable or seekable and flushes it (:class:`ByteStream`). The
+Most writers only call ``write`` (:class:`ByteSink`; the JSON Lines writer through
+:class:`ChunkedBytes`). The CSV writer hands the stream to :class:`io.TextIOWrapper`, and the
+Parquet writer to pyarrow's file wrapper, which also ask whether it is closed, readable, writable
+or seekable and flush it (:class:`ByteStream`). The
 upload sinks (write-only :class:`io.RawIOBase` subclasses), :class:`typing.BinaryIO` files and
 :class:`io.BytesIO` are both.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import io
+from typing import BinaryIO, Protocol, cast
 
 # Text reaches the byte stream in chunks of this size (fewer, larger writes into the sink).
 TEXT_CHUNK_BYTES = 64 * 1024
@@ -49,9 +51,20 @@ class ByteStream(ByteSink, Protocol):
         ...
 
 
+def utf8_text(out: ByteStream) -> io.TextIOWrapper:
+    """UTF-8 text over ``out``, no newline translation, reaching ``out`` in chunks of
+    :data:`TEXT_CHUNK_BYTES` (detach it when done: closing it would close ``out``)."""
+    # typeshed types the wrapped buffer as a whole file (name, read, fileno, truncate...); on a
+    # stream that is written and never read, the wrapper calls only ByteStream's methods.
+    text = io.TextIOWrapper(cast(BinaryIO, out), encoding="utf-8", newline="", write_through=False)
+    # Not a public setting: the C wrapper's default is 8 KiB, a write into the sink every 8 KiB.
+    text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
+    return text
+
+
 class ChunkedBytes:
     """Bytes gathered for ``out`` and written in chunks of :data:`TEXT_CHUNK_BYTES` or more
-    (fewer, larger writes into the sink): the CSV and JSON Lines streams' buffer."""
+    (fewer, larger writes into the sink), as :func:`utf8_text` does for text."""
 
     def __init__(self, out: ByteSink) -> None:
         self._out = out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -12,9 +11,8 @@ from functools import partial
 from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.byte_sink import ByteStream, ChunkedBytes
+from exports.writers.byte_sink import ByteStream, utf8_text
 from exports.writers.cells import FORMULA_TRIGGERS, neutralise, plain_number
-from exports.writers.csv_columns import page_bytes
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 # RFC 6713. Not Content-Encoding: the download is the .csv.gz file itself, not CSV in transit.
@@ -158,42 +156,27 @@ class CsvStream:
         formula_guard: bool = True,
     ) -> None:
         if bom:
-            # The BOM as bytes, then plain UTF-8 (the "utf-8-sig" codec is Python code, slower).
+            # The BOM as bytes, then plain UTF-8: TextIOWrapper encodes "utf-8" in C but calls the
+            # Python "utf-8-sig" codec on every write (every row), several times slower.
             out.write(codecs.BOM_UTF8)
-        self._out = ChunkedBytes(out)
-        self._columns = list(columns)
-        self._guard = formula_guard
-        # Lines csv.writer writes (the header, pages the columnar route leaves to it), as UTF-8.
-        self._lines = io.StringIO()
-        self._writer = csv.writer(self._lines, dialect="excel", lineterminator="\r\n")
+        self._text = utf8_text(out)
+        self._writer = csv.writer(self._text, dialect="excel", lineterminator="\r\n")
         self._encode_rows = rows_encoder(columns, formula_guard)
         if header:
             self._writer.writerow([column.header for column in columns])
-            self._write_lines()
 
     def write_rows(self, rows: Iterable[Row]) -> None:
-        """Write ``rows``: column by column in Arrow where that gives csv.writer's bytes
-        (:mod:`exports.writers.csv_columns`), else through csv.writer."""
-        page = rows if isinstance(rows, Sequence) else list(rows)
-        data = page_bytes(self._columns, page, self._encode_rows, self._guard)
-        if data is not None:
-            self._out.write(data)
-        else:
-            self._writer.writerows(self._encode_rows(page))
-            self._write_lines()
+        """Write ``rows``."""
+        self._writer.writerows(self._encode_rows(rows))
 
     def flush(self) -> None:
         """Push every row written so far into the byte stream."""
-        self._out.flush()
+        self._text.flush()
 
     def detach(self) -> None:
-        """Flush, then let go of the byte stream (never closing it)."""
-        self._out.flush()
-
-    def _write_lines(self) -> None:
-        self._out.write(self._lines.getvalue().encode())
-        self._lines.seek(0)
-        self._lines.truncate()
+        """Flush, then let go of the byte stream without closing it."""
+        # Detached, the wrapper cannot close the caller's stream when it is collected.
+        self._text.detach()
 
 
 def write_csv(
