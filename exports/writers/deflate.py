@@ -11,6 +11,7 @@ combine into the CRC-32 of the whole with :func:`crc32_combine`.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -51,8 +52,9 @@ class RawDeflate:
         # Both libraries are zlib's format at a lower CPU cost per byte (their levels trade size
         # for speed differently from zlib's; see docs/performance.md).
         library = isal_zlib if level.library is DeflateLibrary.ISA_L else zlib_ng
-        self._compressor = library.compressobj(level.level, library.DEFLATED, -library.MAX_WBITS)
-        self._crc32 = library.crc32
+        # Typed as the standard library's compressor: both mirror zlib's interface.
+        self._compressor: zlib._Compress = library.compressobj(level.level, library.DEFLATED, -library.MAX_WBITS)
+        self._crc32: Callable[[bytes | bytearray | memoryview, int], int] = library.crc32
 
     def compress(self, data: bytes | bytearray | memoryview) -> bytes:
         """Compress ``data``; returns what deflate releases (often nothing yet)."""
