@@ -69,10 +69,11 @@ WORKER: Final = FunctionSpec(
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are never made here, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
-    # builds the same registry without importing it. zlib-ng deflates XLSX entries and csv.gz;
-    # fontTools subsets the PDF font (PDF path only); pyarrow writes Parquet, imported on that path
-    # only (its size: docs/performance.md, "Package sizes"); the ADBC PostgreSQL driver reads a
-    # PostgreSQL source's Parquet export into Arrow, imported on that path only.
+    # builds the same registry without importing it. ISA-L deflates XLSX entries, zlib-ng csv.gz;
+    # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
+    # writes Parquet, imported on that path only (its size: docs/performance.md, "Package sizes");
+    # the ADBC PostgreSQL driver reads a PostgreSQL source's Parquet export into Arrow, imported
+    # on that path only.
     distributions=(
         *_BASE,
         _RETRIES,
@@ -82,6 +83,8 @@ WORKER: Final = FunctionSpec(
         "psycopg",
         "adbc-driver-postgresql",
         "zlib-ng",
+        "isal",
+        "orjson",
         "fonttools",
         "pyarrow",
         "tzdata",

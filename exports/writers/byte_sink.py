@@ -1,8 +1,9 @@
 """What the writers need of where their bytes go.
 
-Most writers only call ``write`` (:class:`ByteSink`). The CSV and JSON Lines writers hand the
-stream to :class:`io.TextIOWrapper`, and the Parquet writer to pyarrow's file wrapper, which also
-ask whether it is closed, readable, writable or seekable and flush it (:class:`ByteStream`). The
+Most writers only call ``write`` (:class:`ByteSink`; the JSON Lines writer through
+:class:`ChunkedBytes`). The CSV writer hands the stream to :class:`io.TextIOWrapper`, and the
+Parquet writer to pyarrow's file wrapper, which also ask whether it is closed, readable, writable
+or seekable and flush it (:class:`ByteStream`). The
 upload sinks (write-only :class:`io.RawIOBase` subclasses), :class:`typing.BinaryIO` files and
 :class:`io.BytesIO` are both.
 """
@@ -59,3 +60,27 @@ def utf8_text(out: ByteStream) -> io.TextIOWrapper:
     # Not a public setting: the C wrapper's default is 8 KiB, a write into the sink every 8 KiB.
     text._CHUNK_SIZE = TEXT_CHUNK_BYTES  # type: ignore[attr-defined]
     return text
+
+
+class ChunkedBytes:
+    """Bytes gathered for ``out`` and written in chunks of :data:`TEXT_CHUNK_BYTES` or more
+    (fewer, larger writes into the sink), as :func:`utf8_text` does for text."""
+
+    def __init__(self, out: ByteSink) -> None:
+        self._out = out
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+
+    def write(self, data: bytes) -> None:
+        """Take ``data``; a full chunk goes on to ``out``."""
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= TEXT_CHUNK_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write everything taken so far into ``out``."""
+        if self._pending:
+            self._out.write(b"".join(self._pending))
+            self._pending.clear()
+            self._pending_bytes = 0

@@ -11,8 +11,29 @@ combine into the CRC-32 of the whole with :func:`crc32_combine`.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 
+from isal import isal_zlib
 from zlib_ng import zlib_ng
+
+
+class DeflateLibrary(Enum):
+    """Which deflate implementation compresses: both write the same format (RFC 1951) and the
+    same CRC-32, at different costs per level (docs/performance.md, "Third round")."""
+
+    ZLIB_NG = "zlib-ng"
+    # ISA-L (levels 0-3): about half zlib-ng's CPU at level 2 for a file about 1 % larger.
+    ISA_L = "isa-l"
+
+
+@dataclass(frozen=True)
+class DeflateLevel:
+    """A deflate library and the level it compresses at."""
+
+    library: DeflateLibrary
+    level: int
 
 
 def crc32_combine(crc1: int, crc2: int, length2: int) -> int:
@@ -25,16 +46,19 @@ class RawDeflate:
     """A raw deflate compressor counting what it is given: :attr:`crc32` and :attr:`size`
     (which may start from a stream compressed earlier, when it goes on in a new process)."""
 
-    def __init__(self, level: int, crc32: int = 0, size: int = 0) -> None:
+    def __init__(self, level: DeflateLevel, crc32: int = 0, size: int = 0) -> None:
         self.crc32 = crc32
         self.size = size
-        # zlib-ng: the same format at a lower CPU cost per byte (its levels trade size for speed
-        # differently from zlib's; see docs/performance.md).
-        self._compressor = zlib_ng.compressobj(level, zlib_ng.DEFLATED, -zlib_ng.MAX_WBITS)
+        # Both libraries are zlib's format at a lower CPU cost per byte (their levels trade size
+        # for speed differently from zlib's; see docs/performance.md).
+        library = isal_zlib if level.library is DeflateLibrary.ISA_L else zlib_ng
+        # Typed as the standard library's compressor: both mirror zlib's interface.
+        self._compressor: zlib._Compress = library.compressobj(level.level, library.DEFLATED, -library.MAX_WBITS)
+        self._crc32: Callable[[bytes | bytearray | memoryview, int], int] = library.crc32
 
     def compress(self, data: bytes | bytearray | memoryview) -> bytes:
         """Compress ``data``; returns what deflate releases (often nothing yet)."""
-        self.crc32 = zlib_ng.crc32(data, self.crc32)
+        self.crc32 = self._crc32(data, self.crc32)
         self.size += len(data) if not isinstance(data, memoryview) else data.nbytes
         return self._compressor.compress(data)
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from exports.writers.byte_sink import ByteSink
-from exports.writers.deflate import RawDeflate
+from exports.writers.deflate import DeflateLevel, DeflateLibrary, RawDeflate
 
-# zlib level of csv.gz: 6 is zlib's default balance of speed and size.
-GZIP_LEVEL: Final = 6
+# The deflate of csv.gz: level 6 is zlib's default balance of speed and size.
+GZIP_LEVEL: Final = DeflateLevel(DeflateLibrary.ZLIB_NG, 6)
 
 # Magic, deflate, no flags, no modification time, no extra flags, OS unknown.
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -49,7 +49,7 @@ class GzipStream(io.RawIOBase):
     ``state`` continues a stream another process suspended: no header is written again.
     """
 
-    def __init__(self, out: ByteSink, level: int = GZIP_LEVEL, state: GzipState | None = None) -> None:
+    def __init__(self, out: ByteSink, level: DeflateLevel = GZIP_LEVEL, state: GzipState | None = None) -> None:
         super().__init__()
         self._out = out
         self._level = level

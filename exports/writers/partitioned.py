@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from exports.export_types.base import Column, Row
 from exports.writers.byte_sink import ByteSink, ByteStream
 from exports.writers.csv_writer import CsvStream
-from exports.writers.deflate import RawDeflate
+from exports.writers.deflate import DeflateLevel, RawDeflate
 from exports.writers.gzip_stream import GzipStream
 from exports.writers.xlsx_engine import parts
 from exports.writers.xlsx_engine.rows import header_row, rows_encoder
@@ -160,7 +160,7 @@ class XlsxLayout:
     widths: Sequence[int]
     pieces: Sequence[SheetPiece]
     sheet_title: str = "Export"
-    level: int = ZIP_LEVEL
+    level: DeflateLevel = ZIP_LEVEL
 
     def pieces_of(self, partition: int) -> list[SheetPiece]:
         """The pieces partition ``partition`` writes, in order."""

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from exports.writers.deflate import RawDeflate, crc32_combine
+from exports.writers.deflate import DeflateLevel, DeflateLibrary, RawDeflate, crc32_combine
 from exports.writers.gzip_stream import GZIP_LEVEL
 from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
 
@@ -27,11 +27,12 @@ def test_combined_crc_over_long_and_empty_pieces():
     assert crc32_combine(0, zlib.crc32(b"abc"), 3) == zlib.crc32(b"abc")
 
 
-def test_segments_deflated_apart_inflate_as_one_stream():
+@pytest.mark.parametrize("library", list(DeflateLibrary))
+def test_segments_deflated_apart_inflate_as_one_stream(library):
     pieces = [b"<row>%d</row>" % n * 500 for n in range(4)]
     stream, crc = b"", 0
     for index, piece in enumerate(pieces):
-        deflate = RawDeflate(6)
+        deflate = RawDeflate(DeflateLevel(library, 2))
         body = deflate.compress(piece)
         body += deflate.flush(zlib.Z_FINISH if index == len(pieces) - 1 else zlib.Z_SYNC_FLUSH)
         stream += body
@@ -44,8 +45,8 @@ def test_segments_deflated_apart_inflate_as_one_stream():
 
 
 @pytest.mark.parametrize("level", [ZIP_LEVEL, GZIP_LEVEL])
-def test_zlib_ng_segments_at_the_levels_in_use_are_what_the_standard_zlib_inflates(level):
-    rng = random.Random(level)
+def test_segments_at_the_levels_in_use_are_what_the_standard_zlib_inflates(level):
+    rng = random.Random(level.level)
     words = ['<c r="A1"><v>', "王芳", "</v></c>", "1.25", "Noah Müller", '<row r="7">']
     pieces = ["".join(rng.choice(words) for _ in range(rng.randrange(1, 40_000))).encode() for _ in range(5)]
     stream, crc, size = b"", 0, 0

@@ -25,6 +25,7 @@ from exports.writers.partitioned import (
     write_xlsx_partition,
 )
 from exports.writers.xlsx_engine import ArchiveTooLarge, write_xlsx_stream, zip_stream
+from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
 
 COLUMNS = [
     Column("id", "Id", ColumnKind.INTEGER),
@@ -221,7 +222,7 @@ def test_a_workbook_past_the_archive_limit_is_refused_by_the_assembler(monkeypat
 
 
 def test_a_zip_entry_is_deflated_either_here_or_elsewhere():
-    archive = zip_stream.ZipStream(io.BytesIO(), 1)
+    archive = zip_stream.ZipStream(io.BytesIO(), ZIP_LEVEL)
     archive.start("a.xml")
     archive.write(b"<a/>")
     with pytest.raises(ValueError, match="deflated here"):

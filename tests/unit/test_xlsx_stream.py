@@ -30,6 +30,7 @@ from exports.writers.xlsx_engine import (
     zip_stream,
 )
 from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, cell, column_letter, date_serial, rows_encoder
+from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
 from exports.writers.xlsx_writer import write_xlsx
 from tests.unit.cell_refs import with_references
 from tests.unit.fakes import FakeUpload
@@ -445,7 +446,7 @@ def test_a_file_past_two_gib_is_refused_not_written_with_zip64_records(monkeypat
 
 def test_an_entry_past_four_gib_is_refused(monkeypatch):
     monkeypatch.setattr(zip_stream, "MAX_ENTRY_BYTES", 1_000)
-    archive = zip_stream.ZipStream(io.BytesIO(), 1)
+    archive = zip_stream.ZipStream(io.BytesIO(), ZIP_LEVEL)
     archive.start("big.xml")
     archive.write(b"x" * 1_000)
     with pytest.raises(ArchiveTooLarge):
@@ -454,7 +455,7 @@ def test_an_entry_past_four_gib_is_refused(monkeypatch):
 
 def test_a_discarded_archive_writes_nothing_more():
     out = io.BytesIO()
-    archive = zip_stream.ZipStream(out, 1)
+    archive = zip_stream.ZipStream(out, ZIP_LEVEL)
     archive.start("a.xml")
     archive.write(b"<a/>" * 1_000)
     written = len(out.getvalue())
@@ -466,7 +467,7 @@ def test_a_discarded_archive_writes_nothing_more():
 
 def test_the_zip_stream_round_trips_through_zipfile():
     out = io.BytesIO()
-    archive = zip_stream.ZipStream(out, 6)
+    archive = zip_stream.ZipStream(out, ZIP_LEVEL)
     archive.add("empty.xml", b"")
     archive.start("parts.xml")
     for n in range(100):

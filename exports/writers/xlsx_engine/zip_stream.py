@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass
 
 from exports.writers.byte_sink import ByteSink
-from exports.writers.deflate import RawDeflate, crc32_combine
+from exports.writers.deflate import DeflateLevel, RawDeflate, crc32_combine
 
 # An entry's uncompressed size: 32-bit fields hold up to 0xFFFFFFFE (0xFFFFFFFF means "see the
 # ZIP64 record").
@@ -66,7 +66,7 @@ class ZipStream:
     times), :meth:`end`; then :meth:`close` writes the central directory. After a failure,
     :meth:`discard` makes every later write go nowhere."""
 
-    def __init__(self, out: ByteSink, level: int) -> None:
+    def __init__(self, out: ByteSink, level: DeflateLevel) -> None:
         self.bytes_written = 0
         self._out: ByteSink | None = out
         self._level = level
