@@ -50,7 +50,8 @@ LAZY_IMPORTS = {
     CALLBACK.name: {"tzdata"},
     WORKER.name: {
         *("openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"),
-        "adbc-driver-postgresql",
+        # The JSON Lines writer, imported with its format's module on the first JSON Lines export.
+        *("adbc-driver-postgresql", "orjson"),
     },
     API.name: {"google-re2", "tzdata", "cronsim"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
