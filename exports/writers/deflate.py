@@ -21,7 +21,8 @@ from zlib_ng import zlib_ng
 
 class DeflateLibrary(Enum):
     """Which deflate implementation compresses: both write the same format (RFC 1951) and the
-    same CRC-32, at different costs per level (docs/performance.md, "Third round")."""
+    same CRC-32, at different costs per level (docs/performance.md,
+    "Third round: JSONL, CSV and XLSX against native writers")."""
 
     ZLIB_NG = "zlib-ng"
     # ISA-L (levels 0-3): about half zlib-ng's CPU at level 2 for a file about 1 % larger.
