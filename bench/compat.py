@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths, xml_safe
+from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.partitioned import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.xlsx_engine import write_xlsx_stream
 from exports.writers.xlsx_writer import write_xlsx
@@ -114,9 +114,10 @@ def expected_text(column: Column, value: Any) -> tuple[bool, str]:
     if value is None:
         return False, ""
     if isinstance(value, str):
-        # Text exactly as given (a formula-looking one only gets the quotePrefix style); Calc
-        # keeps a line break as LF alone.
-        text = xml_safe(value).replace("\r\n", "\n")
+        # Text exactly as given, control characters included (the stream engine writes them as
+        # `_xHHHH_` escapes, which Calc decodes; a formula-looking text only gets the
+        # quotePrefix style); Calc keeps a line break as LF alone.
+        text = value.replace("\r\n", "\n")
         return bool(text), text
     if isinstance(value, bool):
         shown = "TRUE" if value else "FALSE"
