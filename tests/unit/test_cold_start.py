@@ -12,7 +12,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bench.cold_start import report
+from bench import cold_start
+from bench.cold_start import STACK_FLOORS, report, report_packaged
 from bench.goals import CORES
 from exports.adapters.clients import ClientFactory
 
@@ -189,6 +190,8 @@ def _medians(worker_packaged: float, load: float) -> dict[str, float]:
         medians[f"{function}.import"], medians[f"{function}.first"] = imported, first
         medians[f"packaged.{function}.boto3"], medians[f"packaged.{function}.import"] = 0.2, 0.25
     medians["packaged.worker.import"] = worker_packaged
+    for number, floor in enumerate(STACK_FLOORS, 1):
+        medians[f"floor.{floor}"] = 0.2 + 0.05 * number
     return medians
 
 
@@ -200,6 +203,7 @@ def test_the_cold_start_report_divides_by_bare_boto3(capsys):
     assert "| submit | 0.300 | 1.50x | 0.100 | 0.50x | 2.00x |" in out
     assert "| one Session per client | 0.400 | 2.00x |" in out
     assert "worst: 1.60x import boto3 (goal <= 1.50x): MISSED" in out
+    assert f"| {next(iter(STACK_FLOORS))} | 0.250 | 1.25x |" in out
     assert not met
 
 
@@ -209,3 +213,27 @@ def test_the_cold_start_goal_is_met_by_the_worst_packaged_import_at_a_load_withi
 
     assert f"worst: 1.50x import boto3 (goal <= 1.50x): {verdict}" in capsys.readouterr().out
     assert met is (verdict == "MET")
+
+
+def test_counted_samples_run_at_once_less_an_empty_statement_of_the_same_package(monkeypatch, capsys):
+    packages = {
+        "submit": {"path": "/p/submit", "handler": "handler.lambda_handler"},
+        "worker": {"path": "/p/worker", "handler": "handler.lambda_handler"},
+    }
+    costs = {"pass": 100.0, "import boto3": 800.0, "import handler": 1600.0}
+
+    def sample(package, statement, environment, counted=False):
+        assert counted
+        extra = 10.0 if package["path"] == "/p/worker" else 0.0  # each package's own empty count
+        return costs.get(statement, 1500.0) + extra
+
+    monkeypatch.setattr(cold_start, "_packaged_sample", sample)
+    counts: dict[str, float] = {}
+    cold_start._packaged_round(packages, {}, counts.__setitem__, counted=True)
+
+    assert counts["packaged.worker.boto3"] == 700.0 and counts["packaged.worker.import"] == 1500.0
+    assert {key for key in counts if key.startswith("floor.")} == {f"floor.{floor}" for floor in STACK_FLOORS}
+    assert not any(key.startswith("empty.") for key in counts)
+    worst = report_packaged({key: value * 1e6 for key, value in counts.items()}, "counted", "M instructions")
+    assert worst == 1500.0 / 700.0
+    assert "| worker | 1500 | 700 | 2.14x | <= 1.50x |" in capsys.readouterr().out
