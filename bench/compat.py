@@ -39,7 +39,7 @@ from typing import Any
 
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.partitioned import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
+from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.xlsx_engine import write_xlsx_stream
 from exports.writers.xlsx_writer import write_xlsx
 

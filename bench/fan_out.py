@@ -41,7 +41,8 @@ from exports.formats.csv import upload_csv_partition
 from exports.formats.split import PartitionResult
 from exports.formats.xlsx import upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue
+from exports.writers.partitioned_csv import csv_glue
+from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
 
 FORMATS: Final = ("csv", "csv.gz", "xlsx")
 PARTITIONS: Final = (1, 2, 4)

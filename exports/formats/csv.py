@@ -16,7 +16,7 @@ from exports.formats.split import FileLayout, FirstRows, PartitionResult, Partit
 from exports.ports import ResultUpload
 from exports.writers import csv_writer
 from exports.writers.byte_sink import ByteStream
-from exports.writers.partitioned import csv_glue, write_csv_partition
+from exports.writers.partitioned_csv import csv_glue, write_csv_partition
 from exports.writers.segment_upload import SegmentSink, part_numbers
 from exports.writers.zones import ZoneStyle, csv_text
 

@@ -25,7 +25,7 @@ from exports.formats.split import FileLayout, FirstRows, PartitionResult, Partit
 from exports.ports import ResultUpload
 from exports.writers import xlsx_engine, xlsx_limits, xlsx_writer
 from exports.writers.cells import CellTooLong, fitted_widths
-from exports.writers.partitioned import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
+from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.segment_upload import SegmentSink, part_numbers
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZoneStyle, xlsx_value

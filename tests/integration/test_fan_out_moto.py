@@ -23,7 +23,8 @@ from exports.formats.csv import upload_csv_partition
 from exports.formats.xlsx import upload_xlsx_partition
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.csv_writer import write_csv
-from exports.writers.partitioned import XlsxLayout, csv_glue, plan_sheets, xlsx_glue
+from exports.writers.partitioned_csv import csv_glue
+from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
 from exports.writers.sink import MIN_PART_BYTES
 from exports.writers.xlsx_engine import write_xlsx_stream
 

@@ -29,7 +29,7 @@ from exports.formats import csv as csv_format_module
 from exports.formats import xlsx as xlsx_format_module
 from exports.services.control import cancel_export
 from exports.services.endings import Outcome
-from exports.writers import partitioned
+from exports.writers import partitioned_xlsx
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)
@@ -259,7 +259,7 @@ def test_a_split_workbooks_sheets_are_cut_across_its_partitions(
 ) -> None:
     # 700 rows a sheet: cuts inside partitions and a sheet spanning two of them (1,000 rows each).
     monkeypatch.setattr(
-        xlsx_format_module, "plan_sheets", functools.partial(partitioned.plan_sheets, max_rows_per_sheet=700)
+        xlsx_format_module, "plan_sheets", functools.partial(partitioned_xlsx.plan_sheets, max_rows_per_sheet=700)
     )
     task = create(split_worker, {"rows": ROWS}, ExportFormat.XLSX)
 

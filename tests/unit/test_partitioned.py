@@ -17,13 +17,9 @@ from bench.compat import partitioned_workbook
 from exports.export_types.base import Column, ColumnKind
 from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
 from exports.writers.csv_writer import write_csv
-from exports.writers.partitioned import (
-    SheetPiece,
-    XlsxLayout,
-    plan_sheets,
-    write_csv_partition,
-    write_xlsx_partition,
-)
+from exports.writers.partitioned import SheetPiece
+from exports.writers.partitioned_csv import write_csv_partition
+from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition
 from exports.writers.xlsx_engine import ArchiveTooLarge, write_xlsx_stream, zip_stream
 from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
 
