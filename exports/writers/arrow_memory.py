@@ -1,8 +1,8 @@
 """The allocator of the Arrow buffers a Parquet file is made from (the driver's arrays cast,
 row groups gathered, the writer's pages): the C library's ``malloc``, not pyarrow's default
 mimalloc. mimalloc takes fresh memory for new buffers and, where the kernel backs it with
-transparent huge pages, the first touch of each costs a 2 MiB page cleared by the kernel: about
-0.4 s of system CPU at a million rows, a fifth of the export's client CPU (docs/performance.md,
+transparent huge pages, the first touch of each costs a 2 MiB page cleared by the kernel: 0.4 to
+0.7 s of system CPU in a million-row export of 1.5 to 2 s of client CPU (docs/performance.md,
 "PostgreSQL → Parquet: the client's CPU"). Which allocator makes no difference to a value or a
 byte of the file.
 

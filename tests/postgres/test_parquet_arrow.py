@@ -6,6 +6,8 @@ is the tuple reader's (read-only, UTF-8, UTC, the statement timeout, the role an
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from typing import Any
@@ -184,3 +186,22 @@ def test_values_are_merged_as_psycopg_quotes_them(scratch: str) -> None:
         expected = conn.execute(psycopg.ClientCursor(conn).mogrify(query, params)).fetchall()
         assert conn.execute(merged(query, params)).fetchall() == expected
     assert expected == [("it's \\ 'quoted'", None, 12, "{a,b'c}", "%")]
+
+
+def test_an_arrow_read_imports_neither_adbcs_db_api_nor_polars(scratch: str) -> None:
+    # ADBC's DB-API module imports pyarrow.dataset and, where installed (tests, the bench),
+    # polars: half a second of CPU on a worker's first Parquet export.
+    script = (
+        "import sys\n"
+        "from exports.adapters.postgres_arrow import PostgresArrowReader\n"
+        "from exports.export_types.base import Column, ColumnKind, Unbounded\n"
+        "from exports.ports import SqlRead\n"
+        f"reader = PostgresArrowReader('db', lambda: {{'conninfo': {scratch!r}}})\n"
+        "read = SqlRead('SELECT 1 AS one', {})\n"
+        "batches = reader.record_batches(read, [Column('one', 'one', ColumnKind.INTEGER)], Unbounded())\n"
+        "assert [batch.num_rows for batch in batches] == [1]\n"
+        "print(sorted({'adbc_driver_manager.dbapi', 'polars', 'pyarrow.dataset'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert done.stdout.strip() == "[]"
