@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_arrow import PostgresArrowReader, merged
+from exports.adapters.postgres_arrow import BATCH_BYTES, PostgresArrowReader, merged
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
 from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
 from exports.ports import SqlRead, SqlSession
@@ -205,3 +205,16 @@ def test_an_arrow_read_imports_neither_adbcs_db_api_nor_polars(scratch: str) -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "[]"
+
+
+def test_the_driver_gives_batches_of_about_batch_bytes(scratch: str) -> None:
+    # A batch lives until the row groups it feeds are written: smaller batches, a lower peak.
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+    rows = 3 * BATCH_BYTES // 100
+    read = SqlRead(f"SELECT repeat('x', 100) AS text FROM generate_series(1, {rows})", {})
+    batches = reader.record_batches(read, [Column("text", "text", ColumnKind.STRING)], Unbounded())
+    assert batches is not None
+
+    sizes = [batch.num_rows for batch in batches]
+
+    assert sum(sizes) == rows and len(sizes) >= 3
