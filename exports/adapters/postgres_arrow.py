@@ -57,6 +57,10 @@ DRIVER_TYPES: Final = frozenset(
 _CASTS: Final = {"oid": "int8", "numeric": "text", "money": "numeric::text", "uuid": "text"}
 # psycopg's placeholders in a declared query: %(name)s (also b and t), and %% for a percent sign.
 _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)[sbt]")
+# The size the driver aims its record batches at (its default: 16 MiB). A batch lives until the
+# row groups it feeds are written: 4 MiB keeps the peak RSS of a million rows 20 MiB lower at
+# the same CPU (docs/performance.md, "PostgreSQL → Parquet: the client's CPU").
+BATCH_BYTES: Final = 4 << 20
 
 
 class PostgresArrowReader(PostgresReader):
@@ -83,44 +87,88 @@ class PostgresArrowReader(PostgresReader):
         return self._batches(_statement(read, wanted), read.session, control)
 
     def _batches(self, statement: str, session: SqlSession | None, control: RunControl) -> Iterator[pa.RecordBatch]:
-        import adbc_driver_manager
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        conn = self._connect_arrow(control)
-        watch = _Cancel(conn, control)
+        arrow = self._connect_arrow(control)
+        watch = _Cancel(arrow, control)
         try:
             with _translated(self.source, watch):
-                cursor = conn.cursor()
-                _begin(cursor, control, session)
-                watch.start(cursor)
-                cursor.execute(statement)
-                for batch in cursor.fetch_record_batch():
+                _begin(arrow, control, session)
+                watch.start()
+                for batch in arrow.rows(statement):
                     watch.raise_if_stopped()
-                    arrays = [_as_filed(pc, pa, array) for array in batch.columns]
+                    arrays = [_as_filed(array) for array in batch.columns]
                     yield pa.record_batch(arrays, names=batch.schema.names)
                 watch.raise_if_stopped()
         finally:
             watch.stop()
-            try:
-                conn.close()
-            except adbc_driver_manager.Error:
-                logger.warning("could not close an Arrow connection", exc_info=True)
+            arrow.close()
 
-    def _connect_arrow(self, control: RunControl) -> Any:
+    def _connect_arrow(self, control: RunControl) -> _ArrowConnection:
         import adbc_driver_manager
-        import adbc_driver_postgresql.dbapi
         from psycopg.conninfo import make_conninfo
 
         settings = libpq_keywords(self.source, self._keywords, control)
         try:
-            # Autocommit: the read-only transaction is begun by the statement that says so.
-            return adbc_driver_postgresql.dbapi.connect(make_conninfo(**settings), autocommit=True)
+            return _ArrowConnection(make_conninfo(**settings))
         except adbc_driver_manager.Error as error:
             logger.warning("could not connect to a data source", extra={"source": self.source})
             raise SourceUnavailable(
                 f"could not connect to data source {self.source!r} ({_server_words(error)}); the export is retried"
             ) from None
+
+
+class _ArrowConnection:
+    """One connection of the driver through ADBC's own bindings (``adbc_driver_manager``), not
+    its DB-API module: that one imports ``pyarrow.dataset`` and, where installed, polars (0.1 s
+    and 0.4 s of CPU on a worker's first Parquet export, docs/performance.md). Autocommit, as
+    ADBC begins: the read-only transaction is begun by the statement that says so."""
+
+    def __init__(self, conninfo: str) -> None:
+        import adbc_driver_manager
+        import adbc_driver_postgresql
+
+        database = adbc_driver_postgresql.connect(conninfo)
+        try:
+            connection = adbc_driver_manager.AdbcConnection(database)
+        except adbc_driver_manager.Error:
+            database.close()
+            raise
+        self._statement = adbc_driver_manager.AdbcStatement(connection)
+        # Closed in this order: the statement, then what it runs on.
+        self._handles = (self._statement, connection, database)
+
+    def run(self, statement: str) -> None:
+        """Run ``statement``, its rows (if any) dropped."""
+        self._statement.set_sql_query(statement)
+        self._statement.execute_update()
+
+    def rows(self, statement: str) -> pa.RecordBatchReader:
+        """``statement``'s rows: prepared first (the extended protocol: one statement, whatever
+        the text says), then read by the driver's binary ``COPY``; a read error carries the
+        server's SQLSTATE (the reader the DB-API module returns)."""
+        from adbc_driver_manager._reader import AdbcRecordBatchReader
+
+        self._statement.set_sql_query(statement)
+        self._statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)})
+        self._statement.prepare()
+        stream, _ = self._statement.execute_query()
+        reader: pa.RecordBatchReader = AdbcRecordBatchReader._import_from_c(stream.address)
+        return reader
+
+    def cancel(self) -> None:
+        """Cancel the running statement (from another thread)."""
+        self._statement.cancel()
+
+    def close(self) -> None:
+        """Close the statement, the connection and the database (a failure is logged)."""
+        import adbc_driver_manager
+
+        for handle in self._handles:
+            try:
+                handle.close()
+            except adbc_driver_manager.Error:
+                logger.warning("could not close an Arrow connection", exc_info=True)
 
 
 def _same_kind(column: Column, result: ResultColumn) -> bool:
@@ -170,10 +218,13 @@ def _selected(column: ResultColumn) -> sql.Composable:
     return sql.SQL("{column}::{cast} AS {name}").format(column=qualified, cast=sql.SQL(cast), name=name)
 
 
-def _as_filed(pc: Any, pa: Any, array: pa.Array) -> pa.Array:
+def _as_filed(array: pa.Array) -> pa.Array:
     """An array of the driver's as the tuple reader's values are: integers in int64, a
     ``real`` as the double of the text PostgreSQL prints (its shortest form, which Arrow's
     float32 to text writes too), text without the driver's extension types."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     kind = array.type
     if pa.types.is_integer(kind):
         return pc.cast(array, pa.int64())
@@ -184,7 +235,7 @@ def _as_filed(pc: Any, pa: Any, array: pa.Array) -> pa.Array:
     return array
 
 
-def _begin(cursor: Any, control: RunControl, session: SqlSession | None) -> None:
+def _begin(arrow: _ArrowConnection, control: RunControl, session: SqlSession | None) -> None:
     """The read-only transaction, set up as ``postgres_source`` sets its own: UTC, the statement
     timeout of the run's time left, the output formats, then the role and the settings."""
     from psycopg import sql
@@ -199,9 +250,9 @@ def _begin(cursor: Any, control: RunControl, session: SqlSession | None) -> None
             for name, value in SESSION_FORMATS
         ),
     ]
-    cursor.execute("BEGIN READ ONLY")
+    arrow.run("BEGIN READ ONLY")
     if session is not None and session.role is not None:
-        cursor.execute(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)).as_string(None))
+        arrow.run(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)).as_string(None))
     for name, value in session.settings if session is not None else ():
         if isinstance(value, list):
             # PostgreSQL writes the array literal itself, as postgres_source has it.
@@ -210,8 +261,7 @@ def _begin(cursor: Any, control: RunControl, session: SqlSession | None) -> None
             setting = sql.SQL("set_config({name}, {value}, true)")
         text = json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, dict) else value
         calls.append(setting.format(name=sql.Literal(name), value=sql.Literal(text)))
-    cursor.execute(sql.SQL("SELECT {calls}").format(calls=sql.SQL(", ").join(calls)).as_string(None))
-    cursor.fetchall()
+    arrow.run(sql.SQL("SELECT {calls}").format(calls=sql.SQL(", ").join(calls)).as_string(None))
 
 
 class _Cancel:
@@ -219,18 +269,18 @@ class _Cancel:
     ``CANCEL_CHECK_SEC``, as the tuple reader's watchdog asks); the statement timeout bounds
     the rest."""
 
-    def __init__(self, conn: Any, control: RunControl) -> None:
-        self._conn = conn
+    def __init__(self, arrow: _ArrowConnection, control: RunControl) -> None:
+        self._arrow = arrow
         self._control = control
         self._done = threading.Event()
         self.stopped = False
         self._thread: threading.Thread | None = None
 
-    def start(self, cursor: Any) -> None:
-        self._thread = threading.Thread(target=self._watch, args=(cursor,), name="arrow-cancel", daemon=True)
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._watch, name="arrow-cancel", daemon=True)
         self._thread.start()
 
-    def _watch(self, cursor: Any) -> None:
+    def _watch(self) -> None:
         while not self._done.wait(CANCEL_CHECK_SEC):
             try:
                 stop = self._control.stop_requested()
@@ -239,7 +289,7 @@ class _Cancel:
                 continue
             if stop:
                 self.stopped = True
-                cursor.adbc_cancel()
+                self._arrow.cancel()
                 return
 
     def raise_if_stopped(self) -> None:

@@ -74,10 +74,18 @@ def _write_group(writer: Any, schema: pa.Schema, columns: Sequence[Column], grou
     arrays = []
     for column, field, values in zip(columns, schema, group.columns, strict=True):
         try:
-            arrays.append(_typed(column, field.type, values.combine_chunks()))
+            arrays.append(_typed(column, field.type, _one_array(values)))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as error:
             raise ParquetValueInvalid(column.name, str(error)) from None
     writer.write_batch(pa.record_batch(arrays, schema=schema))
+
+
+def _one_array(values: pa.ChunkedArray) -> pa.Array:
+    """A row group's column as one array: the slice of its batch's array where it lies in one
+    (no copy; ``combine_chunks`` copies even a single chunk), else its pieces concatenated."""
+    if values.num_chunks == 1:
+        return values.chunk(0)
+    return values.combine_chunks()
 
 
 def _typed(column: Column, kind: pa.DataType, values: pa.Array) -> pa.Array:
@@ -95,7 +103,8 @@ def _typed(column: Column, kind: pa.DataType, values: pa.Array) -> pa.Array:
         _within(values.cast(pa.int32()), _FIRST_DAY, _LAST_DAY, "a date outside years 1-9999")
         return values
     if column.kind is ColumnKind.DATETIME:
-        _within(values.cast(pa.int64()), _FIRST_MICROSECOND, _LAST_MICROSECOND, "a date-time outside years 1-9999")
+        as_integers = values.cast(pa.int64())
+        _within(as_integers, _FIRST_MICROSECOND, _LAST_MICROSECOND, "a date-time outside years 1-9999")
         return values.cast(kind)
     if column.kind is ColumnKind.JSON:
         return pa.ExtensionArray.from_storage(kind, values)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.array_text import typed_array
+from exports.writers.arrow_memory import use_system_allocator
 from exports.writers.byte_sink import ByteStream
 from exports.writers.cells import plain_number
 from exports.writers.csv_writer import csv_text
@@ -167,9 +168,12 @@ def open_writer(out: ByteStream, schema: pa.Schema) -> Any:
     dictionaries of at most :data:`DICTIONARY_PAGE_BYTES` (a column of mostly distinct values,
     an id, falls back to plain values early instead of indexing a dictionary as large as
     itself), and date-times delta-encoded (instants of consecutive rows are close together);
-    the values read back the same whatever the encoding."""
+    the values read back the same whatever the encoding. Arrow's buffers come from the C
+    library's allocator from now on (:func:`use_system_allocator`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    use_system_allocator()
 
     deltas = [field.name for field in schema if pa.types.is_timestamp(field.type)]
     return pq.ParquetWriter(

@@ -6,6 +6,8 @@ is the tuple reader's (read-only, UTF-8, UTC, the statement timeout, the role an
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_arrow import PostgresArrowReader, merged
+from exports.adapters.postgres_arrow import BATCH_BYTES, PostgresArrowReader, merged
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
 from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
 from exports.ports import SqlRead, SqlSession
@@ -184,3 +186,35 @@ def test_values_are_merged_as_psycopg_quotes_them(scratch: str) -> None:
         expected = conn.execute(psycopg.ClientCursor(conn).mogrify(query, params)).fetchall()
         assert conn.execute(merged(query, params)).fetchall() == expected
     assert expected == [("it's \\ 'quoted'", None, 12, "{a,b'c}", "%")]
+
+
+def test_an_arrow_read_imports_neither_adbcs_db_api_nor_polars(scratch: str) -> None:
+    # ADBC's DB-API module imports pyarrow.dataset and, where installed (tests, the bench),
+    # polars: half a second of CPU on a worker's first Parquet export.
+    script = (
+        "import sys\n"
+        "from exports.adapters.postgres_arrow import PostgresArrowReader\n"
+        "from exports.export_types.base import Column, ColumnKind, Unbounded\n"
+        "from exports.ports import SqlRead\n"
+        f"reader = PostgresArrowReader('db', lambda: {{'conninfo': {scratch!r}}})\n"
+        "read = SqlRead('SELECT 1 AS one', {})\n"
+        "batches = reader.record_batches(read, [Column('one', 'one', ColumnKind.INTEGER)], Unbounded())\n"
+        "assert [batch.num_rows for batch in batches] == [1]\n"
+        "print(sorted({'adbc_driver_manager.dbapi', 'polars', 'pyarrow.dataset'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_driver_gives_batches_of_about_batch_bytes(scratch: str) -> None:
+    # A batch lives until the row groups it feeds are written: smaller batches, a lower peak.
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+    rows = 3 * BATCH_BYTES // 100
+    read = SqlRead(f"SELECT repeat('x', 100) AS text FROM generate_series(1, {rows})", {})
+    batches = reader.record_batches(read, [Column("text", "text", ColumnKind.STRING)], Unbounded())
+    assert batches is not None
+
+    sizes = [batch.num_rows for batch in batches]
+
+    assert sum(sizes) == rows and len(sizes) >= 3
