@@ -20,7 +20,7 @@ Cases:
   jsonl, jsonl.gz, parquet
                  the worker's pipeline in those formats (shown against csv and csv.gz)
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
-                 read through psycopg and dropped
+                 read through psycopg into a file
   pg_read        the declared orders type's pages from PostgreSQL (stream()), dropped
   pg_csv_python  the CSV pipeline with the CSV written in Python from the type's pages (COPY off)
   mixed_*        our writers and their peers (orjson, pyarrow, rustpy-xlsxwriter, a bare
@@ -342,7 +342,7 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     "jsonl.gz": lambda rows, folder: run_pipeline(rows, folder, "jsonl.gz"),
     "parquet": lambda rows, folder: run_pipeline(rows, folder, "parquet"),
     # PostgreSQL (bench/postgres.py): the database's URI comes in the source's variable.
-    "pg_copy": lambda rows, folder: postgres.copy_floor(rows),
+    "pg_copy": postgres.copy_floor,
     "pg_read": lambda rows, folder: postgres.read_rows(rows),
     "pg_csv_python": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs(False)),
     "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
