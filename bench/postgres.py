@@ -174,7 +174,8 @@ def copy_floor(rows: int, folder: Path) -> int:
     read-only transaction in UTC, as the reader runs it, every block read through psycopg and
     written to a file in ``folder``, as issue 34's peer did (the pipeline cases write theirs
     too: on this machine the kernel's copy into fresh page cache is a large share of a
-    process's CPU, docs/performance.md, "Fourth round"). Returns the file's bytes."""
+    process's CPU; docs/performance.md, "Fourth round: PostgreSQL to CSV"). Returns the
+    file's bytes."""
     import psycopg
     from psycopg import sql
 

@@ -122,10 +122,11 @@ def _row_batches(conn: psycopg.Connection[Any], copy: psycopg.Copy) -> Iterator[
     ``PGconn.get_copy_data`` directly (``Copy.read()`` runs three generators and a wait per
     row) and copied into one buffer at once: holding each row's buffer object until the chunk
     is joined made the garbage collector run every 700 rows over the worker's whole heap
-    (docs/performance.md, "Fourth round"). When no whole row is buffered, ``Copy.read()`` waits
-    for the socket (and, if the COPY ends there, reads its result itself). The end found in the
-    buffer is read here as ``Copy.read()`` would: the statement's one result, an error raised as
-    psycopg raises it. A batch given up early (the generator closed) leaves the COPY running:
+    (docs/performance.md, "Fourth round: PostgreSQL to CSV").
+    When no whole row is buffered, ``Copy.read()`` waits for the socket (and, if the COPY ends
+    there, reads its result itself). The end found in the buffer is read here as
+    ``Copy.read()`` would: the statement's one result, an error raised as psycopg raises it. A
+    batch given up early (the generator closed) leaves the COPY running:
     ``Copy``'s exit cancels and drains it."""
     from psycopg import errors, generators, pq
 

@@ -115,7 +115,7 @@ def _timestamp(column: sql.Composable, type_name: str, guard: bool) -> sql.Compo
     UTC wall time: the bounds (with their offset, for an instant) and the cast to whole seconds
     (``::timestamp(0)`` rounds the microseconds, equal only when there are none; an offset has
     no fraction of a second) are integer work, and the wall time is computed once, for its
-    text (docs/performance.md, "Fourth round")."""
+    text (docs/performance.md, "Fourth round: PostgreSQL to CSV")."""
     from psycopg import sql
 
     offset = "" if type_name == "timestamp" else "+00"
