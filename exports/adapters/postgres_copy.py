@@ -39,6 +39,7 @@ from exports.writers.zones import offset_probes
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.abc import Buffer
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +134,7 @@ def _row_batches(conn: psycopg.Connection[Any], copy: psycopg.Copy) -> Iterator[
     pgconn = conn.pgconn
     text = bytearray()
     rows = 0
+    block: Buffer
     while True:
         size, block = pgconn.get_copy_data(1)  # 1: 0 at once when no whole row is buffered
         if size == 0:
