@@ -169,25 +169,28 @@ def _peer_query(registry: Any = None) -> tuple[Any, Mapping[str, Any]]:
     return query, read.params
 
 
-def copy_floor(rows: int) -> int:
+def copy_floor(rows: int, folder: Path) -> int:
     """The floor: the peers' statement as ``COPY ... TO STDOUT (FORMAT csv, HEADER)`` in a
     read-only transaction in UTC, as the reader runs it, every block read through psycopg and
-    dropped. Returns the bytes read."""
+    written to a file in ``folder``, as issue 34's peer did (the pipeline cases write theirs
+    too: on this machine the kernel's copy into fresh page cache is a large share of a
+    process's CPU; docs/performance.md, "Fourth round: PostgreSQL to CSV"). Returns the
+    file's bytes."""
     import psycopg
     from psycopg import sql
 
     query, params = _peer_query()
     statement = sql.SQL("COPY ({query}) TO STDOUT (FORMAT csv, HEADER)").format(query=query)
-    size = 0
-    with psycopg.connect(os.environ[URI_ENV]) as conn:
+    path = folder / "copy.csv"
+    with psycopg.connect(os.environ[URI_ENV]) as conn, path.open("wb") as out:
         conn.read_only = True
         conn.execute("SELECT set_config('TimeZone', 'UTC', true)")
         with conn.cursor() as cursor, cursor.copy(statement, params) as copy:
             for block in copy:
-                size += len(block)
+                out.write(block)
             lines = cursor.rowcount
     assert lines in (rows, -1), lines
-    return size
+    return path.stat().st_size
 
 
 def duckdb_statement(environ: Mapping[str, str]) -> str:

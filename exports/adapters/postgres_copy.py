@@ -39,11 +39,13 @@ from exports.writers.zones import offset_probes
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.abc import Buffer
 
 logger = logging.getLogger(__name__)
 
 # Rows per chunk handed to the writer (about 100 KiB of typical rows: few, large writes).
 ROWS_PER_CHUNK = 1000
+_CR, _LF = ord("\r"), ord("\n")
 
 
 class CopyCsv:
@@ -71,19 +73,11 @@ class CopyCsv:
         with translated(self._source, self._watchdog):
             self._conn.execute("SAVEPOINT exports_copy")
             with self._conn.cursor() as cursor, cursor.copy(self._statement) as copy:
-                pending: list[Any] = []
-                for block in copy:  # one CopyData message: one row, "\n" ended
-                    pending.append(block[:-1])
-                    if len(pending) == ROWS_PER_CHUNK:
-                        self._watchdog.raise_if_stopped()
-                        chunk = b"\r\n".join(pending) + b"\r\n"
-                        pending.clear()
-                        # Counted as given: the caller may stop right after this one.
-                        self.rows += ROWS_PER_CHUNK
-                        yield chunk
-                if pending:
-                    self.rows += len(pending)
-                    yield b"\r\n".join(pending) + b"\r\n"
+                for rows, chunk in _row_batches(self._conn, copy):
+                    self._watchdog.raise_if_stopped()
+                    # Counted as given: the caller may stop right after this one.
+                    self.rows += rows
+                    yield chunk
             self._watchdog.raise_if_stopped()
 
     def stop_after(self) -> Sequence[Any] | None:
@@ -119,6 +113,49 @@ class CopyCsv:
             self._reading.close()
         self._watchdog.stop()
         close(self._conn)
+
+
+def _row_batches(conn: psycopg.Connection[Any], copy: psycopg.Copy) -> Iterator[tuple[int, bytes]]:
+    """The rows of ``copy`` (a COPY TO running on ``conn``), ``\\r\\n`` ended, as (rows, their
+    bytes), :data:`ROWS_PER_CHUNK` rows at a time (the last batch fewer).
+
+    Each ``CopyData`` message is one row. The rows libpq has already buffered are taken with
+    ``PGconn.get_copy_data`` directly (``Copy.read()`` runs three generators and a wait per
+    row) and copied into one buffer at once: holding each row's buffer object until the chunk
+    is joined made the garbage collector run every 700 rows over the worker's whole heap
+    (docs/performance.md, "Fourth round: PostgreSQL to CSV").
+    When no whole row is buffered, ``Copy.read()`` waits for the socket (and, if the COPY ends
+    there, reads its result itself). The end found in the buffer is read here as
+    ``Copy.read()`` would: the statement's one result, an error raised as psycopg raises it. A
+    batch given up early (the generator closed) leaves the COPY running:
+    ``Copy``'s exit cancels and drains it."""
+    from psycopg import errors, generators, pq
+
+    pgconn = conn.pgconn
+    text = bytearray()
+    rows = 0
+    block: Buffer
+    while True:
+        size, block = pgconn.get_copy_data(1)  # 1: 0 at once when no whole row is buffered
+        if size == 0:
+            block = copy.read()
+            if not block:
+                break
+        elif size < 0:
+            results = conn.wait(generators.fetch_many(pgconn))
+            if len(results) != 1 or results[0].status != pq.ExecStatus.COMMAND_OK:
+                raise errors.error_from_result(results[-1], encoding=conn.info.encoding)
+            break
+        text += block
+        text[-1] = _CR  # the row's "\n" becomes "\r\n"
+        text.append(_LF)
+        rows += 1
+        if rows == ROWS_PER_CHUNK:
+            yield rows, bytes(text)
+            text.clear()
+            rows = 0
+    if rows:
+        yield rows, bytes(text)
 
 
 def open_copy(

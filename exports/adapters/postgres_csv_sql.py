@@ -111,15 +111,27 @@ def _timestamp(column: sql.Composable, type_name: str, guard: bool) -> sql.Compo
 
     In those years PostgreSQL's ISO text is str()'s but for a fraction's trailing zeros, which
     it drops: a value with a fraction is padded to six digits (26 characters), one without is
-    its text as it is (both cheaper than ``to_char``)."""
+    its text as it is (both cheaper than ``to_char``). The column itself is compared, not its
+    UTC wall time: the bounds (with their offset, for an instant) and the cast to whole seconds
+    (``::timestamp(0)`` rounds the microseconds, equal only when there are none; an offset has
+    no fraction of a second) are integer work, and the wall time is computed once, for its
+    text (docs/performance.md, "Fourth round: PostgreSQL to CSV")."""
     from psycopg import sql
 
+    offset = "" if type_name == "timestamp" else "+00"
     wall = column if type_name == "timestamp" else sql.SQL("({c} AT TIME ZONE 'UTC')").format(c=column)
     return sql.SQL(
-        "CASE WHEN {t} >= '0001-01-01' AND {t} < '10000-01-01' "
-        "THEN CASE WHEN date_trunc('second', {t}) = {t} THEN {t}::text ELSE rpad({t}::text, 26, '0') END "
+        "CASE WHEN {c} >= {first} AND {c} < {past} "
+        "THEN CASE WHEN {c}::{type}(0) = {c} THEN {t}::text ELSE rpad({t}::text, 26, '0') END "
         "ELSE {text} END"
-    ).format(t=wall, text=_text(sql.SQL("{t}::text").format(t=wall), guard))
+    ).format(
+        c=column,
+        first=sql.Literal(f"0001-01-01 00:00:00{offset}"),
+        past=sql.Literal(f"10000-01-01 00:00:00{offset}"),
+        type=sql.SQL(type_name),
+        t=wall,
+        text=_text(sql.SQL("{t}::text").format(t=wall), guard),
+    )
 
 
 def _zoned(column: sql.Composable, timezone: str, guard: bool) -> sql.Composable:

@@ -24,6 +24,7 @@ from exports.services.attempt_files import AttemptFiles, ResultTarget
 from exports.services.dependencies import WorkerDependencies
 from exports.services.long_exports import Checkpoints
 from exports.services.progress import ProgressReporter
+from exports.writers.part_sender import PartsInBackground
 from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZonedExport
 
@@ -195,11 +196,12 @@ class ExportRun:
         return self.zoned.pages(self.columns, self.export_type.stream(self.filters, cursor, self.control))
 
     def open_upload(self, checkpoint: ExportCheckpoint | None) -> ResultUpload:
-        """The file's upload: picked up where ``checkpoint`` left it, or started."""
+        """The file's upload: picked up where ``checkpoint`` left it, or started; its parts
+        sent while the writer goes on (:class:`PartsInBackground`)."""
         if checkpoint is None:
-            return self.attempt.start(self.target, self.metadata)
+            return PartsInBackground(self.attempt.start(self.target, self.metadata))
         parts = [(part.number, part.etag) for part in checkpoint.parts]
-        return self.attempt.resume(self.target.key, checkpoint.upload_id, parts)
+        return PartsInBackground(self.attempt.resume(self.target.key, checkpoint.upload_id, parts))
 
     def finish(self, upload: ResultUpload, sink: MultipartSink, rows: int) -> ExportResult:
         """Complete and tag the file; the export's result."""

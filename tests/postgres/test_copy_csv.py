@@ -5,6 +5,7 @@ values, the read-only guard's breakout corpus, and the keyset checkpoint of a lo
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import math
@@ -18,7 +19,7 @@ import pytest
 
 from exports.adapters.postgres_source import PostgresReader
 from exports.domain.caller import Caller
-from exports.domain.errors import ExportFailed
+from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Cursor, ExportType, Unbounded
 from exports.ports import SqlRead
 from exports.writers.csv_writer import CsvStream
@@ -389,3 +390,50 @@ def test_no_declared_query_writes_through_copy(guarded: tuple[str, PostgresReade
         assert conn.execute("SELECT count(*) FROM victims").fetchone() == (0,)
         assert conn.execute("SELECT last_value, is_called FROM victim_ids").fetchone() == (1, False)
     assert not PWNED.exists()
+
+
+def test_an_error_in_the_middle_of_the_copy_fails_the_read_after_the_rows_before_it(
+    red: dict[str, ExportType], tmp_path: Path
+) -> None:
+    # The rows before the failing one and the server's error arrive in one read: the error is
+    # found among buffered rows, where the reader takes them without psycopg's Copy.read(). (No
+    # order key: a sort would compute every row before sending the first.)
+    declaration = RED_TEAM.split("[types.red]", maxsplit=1)[0] + (
+        '[types.failing]\ndescription = "fails at row 2500"\nsource = "db"\n'
+        'query = "SELECT n, 1 / (n - 2500) AS x FROM generate_series(1, 3000) AS n"\n'
+    )
+    export_type = declared_types(write_declaration(tmp_path, declaration), {"DB_URL": _uri_of(red)})["failing"]
+    copied = export_type.csv_rows(export_type.parse_filters({}), None, Unbounded(), True)
+    assert copied is not None
+    chunks: list[bytes] = []
+    try:
+        with pytest.raises(ExportFailed) as failed:
+            chunks.extend(copied.chunks())
+    finally:
+        copied.close()
+    assert failed.value.code == SourceCode.QUERY_FAILED
+    assert "division by zero (SQLSTATE 22012)" in failed.value.message
+    assert copied.rows == 2000 and b"".join(chunks).split(b"\r\n")[-2] == b"2000,0"
+
+
+def test_the_rows_of_a_copy_leave_the_garbage_collector_idle(red: dict[str, ExportType], tmp_path: Path) -> None:
+    # A row's buffer kept until its chunk is joined made a collection every 700 rows, each over
+    # the worker's whole heap: the rows are copied out as they come, their objects freed at once.
+    declaration = RED_TEAM.split("[types.red]", maxsplit=1)[0] + (
+        '[types.many]\ndescription = "many rows"\nsource = "db"\n'
+        'query = "SELECT n, md5(n::text) AS digest FROM generate_series(1, 100000) AS n"\n'
+    )
+    export_type = declared_types(write_declaration(tmp_path, declaration), {"DB_URL": _uri_of(red)})["many"]
+    copied = export_type.csv_rows(export_type.parse_filters({}), None, Unbounded(), True)
+    assert copied is not None
+    thresholds = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # Python's own (the suite raises them)
+    before = gc.get_stats()[0]["collections"]
+    try:
+        size = sum(len(chunk) for chunk in copied.chunks())
+        collections = gc.get_stats()[0]["collections"] - before
+    finally:
+        gc.set_threshold(*thresholds)
+        copied.close()
+    assert copied.rows == 100_000 and size == 3_988_895
+    assert collections < 10, collections

@@ -5,18 +5,19 @@ Faults are raised where the SDK would raise them: a throttling ``ClientError`` f
 itself (after the SDK's own retries, which a hook on ``before-parameter-build`` skips), a plain
 exception for a worker that crashes mid-export, and :class:`WorkerDied` for a process that stops
 dead (a Lambda timeout or an out-of-memory kill): nothing after that point runs, not even the
-batch's answer. Only the thread that armed the faults is hit, so the workflow's background
-threads (lifecycle and callback functions run by moto's Step Functions) behave, and a seed
-replays the same fault plan.
+batch's answer. Only the context that armed the faults is hit (its thread, and the threads that
+run in a copy of its context: the worker's part sender, exports.writers.part_sender), so the
+workflow's background threads (lifecycle and callback functions run by moto's Step Functions)
+behave, and a seed replays the same fault plan.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +85,7 @@ class _OneShot:
 
 @dataclass
 class Faults:
-    """Decides, call by call, whether an AWS call of the armed thread fails."""
+    """Decides, call by call, whether an AWS call of the armed context fails."""
 
     rng: random.Random
     throttle_rate: float = 0.0
@@ -92,12 +93,12 @@ class Faults:
     spared: frozenset[tuple[str, str]] = frozenset()
     injected: Counter = field(default_factory=Counter)
     compressed_delays: list[int] = field(default_factory=list)
-    _armed_thread: int = field(default_factory=threading.get_ident)
     _one_shots: list[_OneShot] = field(default_factory=list)
     _suspended: bool = False
 
     def install(self) -> None:
-        """Hook the shared clients (the ones every handler uses)."""
+        """Arm the current context; hook the shared clients (the ones every handler uses)."""
+        _ARMED.set(self)
         for service, event_service in SERVICES.items():
             events = aws_client(service).meta.events
             events.register(f"before-parameter-build.{event_service}", self._before_call)
@@ -140,7 +141,7 @@ class Faults:
             params["DelaySeconds"] = 0
 
     def _before_call(self, params: dict[str, Any], model: Any, event_name: str, **_: Any) -> None:
-        if self._suspended or threading.get_ident() != self._armed_thread:
+        if self._suspended or _ARMED.get() is not self:
             return
         service, operation = event_name.split(".")[1], model.name
         for shot in self._one_shots:
@@ -154,6 +155,10 @@ class Faults:
         if self.throttle_rate and (service, operation) not in self.spared and self.rng.random() < self.throttle_rate:
             self.injected[f"throttle:{service}.{operation}"] += 1
             raise throttling_error(service, operation)
+
+
+# The faults armed in a context (Faults.install): a thread started plainly has none.
+_ARMED: ContextVar[Faults | None] = ContextVar("armed_faults", default=None)
 
 
 def crash(service: str, operation: str, params: dict[str, Any]) -> None:
