@@ -346,14 +346,15 @@ class SqlReader(Protocol):
 
 @runtime_checkable
 class SqlArrowReader(SqlReader, Protocol):
-    """A :class:`SqlReader` that also reads a whole result as Arrow record batches (Parquet)."""
+    """A :class:`SqlReader` that also reads a whole result as Arrow record batches (Parquet, XLSX)."""
 
     def record_batches(
-        self, read: SqlRead, columns: Sequence[Column], control: RunControl
+        self, read: SqlRead, columns: Sequence[Column], control: RunControl, date_texts: bool = False
     ) -> Iterator[pa.RecordBatch] | None:
-        """The read's rows in key order as record batches of ``columns``; None when the tuple
-        path must write them (a resumed or split read, a column typed otherwise than the
-        result's)."""
+        """The read's rows in key order as record batches of ``columns`` (with ``date_texts``,
+        then PostgreSQL's text of each date and date-time column's values no Python value
+        holds); None when the tuple path must write them (a resumed or split read, a column
+        typed otherwise than the result's)."""
 
 
 # A slot whose holder stops renewing it (a crashed worker) is free again after this long;

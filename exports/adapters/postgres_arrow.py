@@ -38,8 +38,8 @@ from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_
 from exports.adapters.postgres_source import PostgresReader
 from exports.adapters.postgres_values import SESSION_FORMATS, read_as
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
-from exports.export_types.base import Column, RunControl
-from exports.ports import ConnectionSettings, ResultColumn, SqlRead, SqlSession
+from exports.export_types.base import Column, ColumnKind, RunControl
+from exports.ports import INSTANT_TYPE, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -61,6 +61,8 @@ _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)[sbt]")
 # row groups it feeds are written: 4 MiB keeps the peak RSS of a million rows 20 MiB lower at
 # the same CPU (docs/performance.md, "PostgreSQL → Parquet: the client's CPU").
 BATCH_BYTES: Final = 4 << 20
+# The kinds whose values may be ones no Python value holds (given as text beside them on demand).
+_DATED: Final = (ColumnKind.DATE, ColumnKind.DATETIME)
 
 
 class PostgresArrowReader(PostgresReader):
@@ -71,29 +73,46 @@ class PostgresArrowReader(PostgresReader):
         self._keywords = settings
 
     def record_batches(
-        self, read: SqlRead, columns: Sequence[Column], control: RunControl
+        self, read: SqlRead, columns: Sequence[Column], control: RunControl, date_texts: bool = False
     ) -> Iterator[pa.RecordBatch] | None:
         """The read's rows in order of its key as record batches of ``columns`` (by name, in
         their order: int64, float64, bool, string, date32 and timestamp arrays); None when
         the tuple path must write them: a read that starts or ends at a key (a resumed or
         split read: Parquet does neither), or a column whose declared kind differs from the
-        result's (the Parquet writer turns those values one by one)."""
+        result's (the Parquet writer turns those values one by one).
+
+        ``date_texts`` (a writer that keeps every value the tuple path has, XLSX): each batch
+        also has, after ``columns``, a string array per date and date-time column holding
+        PostgreSQL's text of the values no Python value holds (infinities, BC, years past
+        9999: what the tuple reader gives for them), null elsewhere; and a ``uuid`` or array
+        column, which the tuple path holds otherwise than as text, leaves the read to it."""
         if read.after is not None or read.until is not None:
             return None
         described = {column.name: column for column in self.describe(read, control)}
         if any(column.name not in described or not _same_kind(column, described[column.name]) for column in columns):
             return None
         wanted = [described[column.name] for column in columns]
-        return self._batches(_statement(read, wanted), read.session, control)
+        if date_texts and any(column.type_name == "uuid" or column.array_of is not None for column in wanted):
+            return None
+        texts = [_date_text(column) for column in wanted if column.kind in _DATED] if date_texts else []
+        # DateStyle: the texts are ISO, as the tuple reader writes them (postgres_values.date_text).
+        settings = (("DateStyle", "ISO, MDY"),) if texts else ()
+        return self._batches(_statement(read, wanted, texts), read.session, control, settings)
 
-    def _batches(self, statement: str, session: SqlSession | None, control: RunControl) -> Iterator[pa.RecordBatch]:
+    def _batches(
+        self,
+        statement: str,
+        session: SqlSession | None,
+        control: RunControl,
+        settings: Sequence[tuple[str, str]] = (),
+    ) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         arrow = self._connect_arrow(control)
         watch = _Cancel(arrow, control)
         try:
             with _translated(self.source, watch):
-                _begin(arrow, control, session)
+                _begin(arrow, control, session, settings)
                 watch.start()
                 for batch in arrow.rows(statement):
                     watch.raise_if_stopped()
@@ -175,11 +194,11 @@ def _same_kind(column: Column, result: ResultColumn) -> bool:
     return column.kind is result.kind and column.array_of is result.array_of
 
 
-def _statement(read: SqlRead, columns: Sequence[ResultColumn]) -> str:
-    """``SELECT <columns> FROM (<query>) AS exported ORDER BY <order key>``, values merged."""
+def _statement(read: SqlRead, columns: Sequence[ResultColumn], extra: Sequence[sql.Composable] = ()) -> str:
+    """``SELECT <columns>, <extra> FROM (<query>) AS exported ORDER BY <order key>``, values merged."""
     from psycopg import sql
 
-    select = sql.SQL(", ").join(_selected(column) for column in columns)
+    select = sql.SQL(", ").join([*(_selected(column) for column in columns), *extra])
     statement = sql.SQL("SELECT {select} FROM ({query}) AS exported").format(select=select, query=sql.SQL("{query}"))
     if read.order_key:
         keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
@@ -218,6 +237,19 @@ def _selected(column: ResultColumn) -> sql.Composable:
     return sql.SQL("{column}::{cast} AS {name}").format(column=qualified, cast=sql.SQL(cast), name=name)
 
 
+def _date_text(column: ResultColumn) -> sql.Composable:
+    """PostgreSQL's text of a date or date-time no Python value holds (the UTC wall time of an
+    instant, as the tuple reader reads it), else NULL."""
+    from psycopg import sql
+
+    value: sql.Composable = sql.Identifier("exported", column.name)
+    if column.type_name == INSTANT_TYPE:
+        value = sql.SQL("({value} AT TIME ZONE 'UTC')").format(value=value)
+    return sql.SQL(
+        "CASE WHEN {value} >= '0001-01-01' AND {value} < '10000-01-01' THEN NULL ELSE {value}::text END"
+    ).format(value=value)
+
+
 def _as_filed(array: pa.Array) -> pa.Array:
     """An array of the driver's as the tuple reader's values are: integers in int64, a
     ``real`` as the double of the text PostgreSQL prints (its shortest form, which Arrow's
@@ -235,9 +267,15 @@ def _as_filed(array: pa.Array) -> pa.Array:
     return array
 
 
-def _begin(arrow: _ArrowConnection, control: RunControl, session: SqlSession | None) -> None:
+def _begin(
+    arrow: _ArrowConnection,
+    control: RunControl,
+    session: SqlSession | None,
+    settings: Sequence[tuple[str, str]] = (),
+) -> None:
     """The read-only transaction, set up as ``postgres_source`` sets its own: UTC, the statement
-    timeout of the run's time left, the output formats, then the role and the settings."""
+    timeout of the run's time left, the output formats (and ``settings``), then the role and the
+    session's settings."""
     from psycopg import sql
 
     left = control.seconds_left()
@@ -247,7 +285,7 @@ def _begin(arrow: _ArrowConnection, control: RunControl, session: SqlSession | N
         sql.SQL("set_config('TimeZone', 'UTC', true)"),
         *(
             sql.SQL("set_config({name}, {value}, true)").format(name=sql.Literal(name), value=sql.Literal(value))
-            for name, value in SESSION_FORMATS
+            for name, value in (*SESSION_FORMATS, *settings)
         ),
     ]
     arrow.run("BEGIN READ ONLY")

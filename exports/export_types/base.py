@@ -268,12 +268,13 @@ class ExportType(ABC, Generic[FiltersT]):
         (exports.writers.zones); None (the default): the worker writes the pages."""
         return None
 
-    def parquet_batches(
-        self, filters: FiltersT, columns: Sequence[Column], control: RunControl
+    def arrow_batches(
+        self, filters: FiltersT, columns: Sequence[Column], control: RunControl, date_texts: bool = False
     ) -> Iterator[pa.RecordBatch] | None:
         """The rows :meth:`stream` gives as Arrow record batches of ``columns`` (an array per
-        column, as exports.writers.parquet_arrow takes them), read whole by the source; None
-        (the default): the worker writes the pages."""
+        column, as exports.writers.parquet_arrow and the XLSX engine's arrow_rows take them;
+        ``date_texts``: then the text of each date and date-time column's values no Python
+        value holds), read whole by the source; None (the default): the worker writes the pages."""
         return None
 
     def zoned_columns(self, filters: FiltersT, control: RunControl) -> frozenset[str]:

@@ -50,7 +50,7 @@ def write_parquet(run: ExportRun) -> ExportResult:
         counted = RowCount()
         guard = (counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)
         # Arrow-native when the source reads so (a PostgreSQL query through ADBC): the same file.
-        batches = run.export_type.parquet_batches(run.filters, run.columns, run.control)
+        batches = run.export_type.arrow_batches(run.filters, run.columns, run.control)
         try:
             if batches is not None:
                 parquet_arrow.write_parquet_batches(run.columns, batches_in_one_run(batches, *guard), sink)

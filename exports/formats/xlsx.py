@@ -13,24 +13,30 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from exports.config.settings import XlsxEngine
 from exports.config.worker import Worker
 from exports.domain.errors import ExportFailed
 from exports.domain.task import ExportFormat, ExportResult
 from exports.export_types.base import Column, Page, Row
-from exports.formats.run import ExportRun, RowCount, RunBudget
+from exports.formats.run import ExportRun, RowCount, RunBudget, batches_in_one_run
 from exports.formats.spec import FormatSpec
 from exports.formats.split import FileLayout, FirstRows, PartitionResult, PartitionWrite
 from exports.ports import ResultUpload
 from exports.writers import xlsx_engine, xlsx_limits, xlsx_writer
+from exports.writers.byte_sink import ByteSink
 from exports.writers.cells import CellTooLong, fitted_widths
 from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.segment_upload import SegmentSink, part_numbers
 from exports.writers.sink import MultipartSink
+from exports.writers.xlsx_engine import arrow_rows
 from exports.writers.zones import ZoneStyle, xlsx_value
 
 # WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
     XlsxEngine.OPENPYXL: xlsx_writer.write_xlsx,
@@ -39,6 +45,15 @@ XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
 XLSX_TOO_LARGE = "XLSX_TOO_LARGE"
 # A text longer than an XLSX cell holds (the file would have to cut it).
 XLSX_CELL_TOO_LONG = "XLSX_CELL_TOO_LONG"
+
+
+def out_of_time(rows: int) -> ExportFailed:
+    """The error of a workbook that cannot be finished in the worker run after ``rows`` rows."""
+    return ExportFailed(
+        f"the workbook cannot be finished in one worker run ({rows} rows written); "
+        "export CSV or csv.gz, or narrow the filters",
+        code=XLSX_TOO_LARGE,
+    )
 
 
 def guarded_rows(
@@ -68,11 +83,7 @@ def guarded_rows(
                 )
             save_sec = max(0, disk.used - used_at_start) / xlsx_limits.SAVE_BYTES_PER_SEC
         if budget.below(xlsx_limits.TIME_MARGIN_SEC + save_sec):
-            raise ExportFailed(
-                f"the workbook cannot be finished in one worker run ({counted.rows} rows written); "
-                "export CSV or csv.gz, or narrow the filters",
-                code=XLSX_TOO_LARGE,
-            )
+            raise out_of_time(counted.rows)
 
 
 def archive_too_large(rows: int) -> ExportFailed:
@@ -96,17 +107,23 @@ def cell_too_long(error: CellTooLong, columns: Sequence[Column], rows: int) -> E
 
 def write_xlsx(run: ExportRun) -> ExportResult:
     """Stream a workbook; stop with XLSX_TOO_LARGE before the time runs out, or /tmp (openpyxl
-    engine), or the 2 GiB a workbook may take (stream engine)."""
+    engine), or the 2 GiB a workbook may take (stream engine). The stream engine takes a
+    source's Arrow record batches when it reads so (a PostgreSQL query through ADBC) and the
+    file's date-times are UTC: the same file, its cells made a column at a time."""
     engine = run.deps.settings.xlsx_engine
     upload = run.open_upload(None)
     try:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         counted = RowCount()
-        pages = run.pages(None)
-        temp_files = engine == XlsxEngine.OPENPYXL
-        rows = guarded_rows(pages, counted, run.tracker.update, run.budget, temp_files)
+        batches = _arrow_batches(run) if engine == XlsxEngine.STREAM else None
         try:
-            XLSX_WRITERS[engine](run.columns, rows, sink)
+            if batches is not None:
+                guard = (counted, run.tracker.update, run.budget, xlsx_limits.TIME_MARGIN_SEC, out_of_time)
+                _write_batches(run.columns, batches_in_one_run(batches, *guard), sink)
+            else:
+                temp_files = engine == XlsxEngine.OPENPYXL
+                rows = guarded_rows(run.pages(None), counted, run.tracker.update, run.budget, temp_files)
+                XLSX_WRITERS[engine](run.columns, rows, sink)
         except xlsx_engine.ArchiveTooLarge as error:
             raise archive_too_large(counted.rows) from error
         except CellTooLong as error:
@@ -116,6 +133,25 @@ def write_xlsx(run: ExportRun) -> ExportResult:
         # A checkpoint of an earlier CSV run of this task cannot exist (the key differs), but
         # a stray one must not outlive the task either.
         run.attempt.discard(upload)
+        raise
+
+
+def _arrow_batches(run: ExportRun) -> Iterator[pa.RecordBatch] | None:
+    """The export's Arrow record batches with their date texts, when its source reads them
+    and nothing is shown in another zone (the tuple path turns those values)."""
+    if run.zoned.changes or not run.columns:
+        return None
+    return run.export_type.arrow_batches(run.filters, run.columns, run.control, date_texts=True)
+
+
+def _write_batches(columns: Sequence[Column], batches: Iterable[pa.RecordBatch], out: ByteSink) -> int:
+    """The stream engine's workbook of ``batches`` (``write_xlsx_stream``'s file of their rows)."""
+    stream = xlsx_engine.XlsxStream(columns, out)
+    try:
+        xlsx_engine.write_xlsx_batches(stream, batches, arrow_rows.ArrowRows(columns))
+        return stream.close()
+    except BaseException:
+        stream.discard()
         raise
 
 

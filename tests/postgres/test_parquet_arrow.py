@@ -38,7 +38,7 @@ def tuple_file(columns: list[Column], every_column: list[Column], rows: list[Any
 
 def arrow_file(export_type: ExportType, columns: list[Column]) -> bytes:
     filters = export_type.parse_filters({})
-    batches = export_type.parquet_batches(filters, columns, Unbounded())
+    batches = export_type.arrow_batches(filters, columns, Unbounded())
     assert batches is not None
     out = io.BytesIO()
     parquet_arrow.write_parquet_batches(columns, batches, out)

@@ -32,7 +32,7 @@ from exports.services.control import cancel_export
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
-from exports.writers import parquet_arrow, parquet_writer
+from exports.writers import parquet_arrow, parquet_writer, xlsx_engine
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.polling import poll_until
@@ -266,6 +266,33 @@ def test_a_parquet_export_is_read_through_arrow_into_the_file_its_rows_make(
     parquet_writer.write_parquet_stream(columns, iter(rows), from_rows)
     assert body == from_rows.getvalue() and done.result.rows == 70_000
     assert pq.ParquetFile(io.BytesIO(body)).metadata.num_row_groups == 2
+
+
+def test_an_xlsx_export_is_read_through_arrow_into_the_file_its_rows_make(
+    pg_worker: Any, aws: Resources, scratch: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More rows than one driver batch and one write of the stream engine.
+    task = create(pg_worker, {"rows": 70_000}, ExportFormat.XLSX)
+    written: list[int] = []
+    through_arrow = xlsx_engine.write_xlsx_batches
+
+    def spied(*arguments: Any) -> int:
+        written.append(through_arrow(*arguments))
+        return written[-1]
+
+    monkeypatch.setattr(xlsx_engine, "write_xlsx_batches", spied)
+
+    assert run(pg_worker, task) is Outcome.COMPLETED
+    assert written == [70_000]
+
+    done = pg_worker.tasks.get(task.task_id)
+    body = boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=done.result.key)["Body"].read()
+    with psycopg.connect(scratch) as conn:
+        rows = conn.execute("SELECT n, md5(n::text) FROM generate_series(1, 70000) AS n").fetchall()
+    from_rows = io.BytesIO()
+    columns = [Column("n", "n", ColumnKind.INTEGER), Column("digest", "digest", ColumnKind.STRING)]
+    xlsx_engine.write_xlsx_stream(columns, iter(rows), from_rows)
+    assert body == from_rows.getvalue() and done.result.rows == 70_000
 
 
 def test_a_cancel_in_the_middle_of_a_parquet_query_stops_it_and_leaves_nothing(

@@ -82,13 +82,13 @@ class DeclaredSqlExport(DeclaredExport):
         copied = self._reader.copy_csv(self._read(filters, after), names, formula_guard, control, timezone)
         return None if copied is None else _KeysetRows(copied)
 
-    def parquet_batches(
-        self, filters: DeclaredFilters, columns: Sequence[Column], control: RunControl
+    def arrow_batches(
+        self, filters: DeclaredFilters, columns: Sequence[Column], control: RunControl, date_texts: bool = False
     ) -> Iterator[pa.RecordBatch] | None:
         """The rows :meth:`stream` gives as Arrow record batches, when the reader reads them so."""
         if not isinstance(self._reader, SqlArrowReader):
             return None
-        return self._reader.record_batches(self._read(filters, None), columns, control)
+        return self._reader.record_batches(self._read(filters, None), columns, control, date_texts)
 
     def zoned_columns(self, filters: DeclaredFilters, control: RunControl) -> frozenset[str]:
         """The file's columns the query returns as ``timestamptz`` (a ``timestamp`` is a wall

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
-from typing import Final
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, islice
+from typing import TYPE_CHECKING, Final
 
 from exports.export_types.base import Column, Row
 from exports.writers.byte_sink import ByteSink
@@ -13,6 +13,11 @@ from exports.writers.deflate import DeflateLevel, DeflateLibrary
 from exports.writers.xlsx_engine import parts
 from exports.writers.xlsx_engine.rows import header_row, rows_encoder
 from exports.writers.xlsx_engine.zip_stream import MAX_ENTRY_BYTES, ZipStream
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from exports.writers.xlsx_engine.arrow_rows import ArrowRows
 
 # The deflate of the zip entries. Measured (docs/performance.md, 200,000 mixed rows, "Third
 # round"): ISA-L at level 2 takes half the CPU of zlib-ng at 2 for a sheet 1 % larger, still
@@ -86,6 +91,31 @@ class XlsxStream:
             else:
                 self._put(data, end - start)
             start = end
+
+    def write_batch(self, batch: pa.RecordBatch, rows: ArrowRows) -> None:
+        """Append the rows of an Arrow record ``batch`` (as :class:`ArrowRows` reads it): the
+        file :meth:`write_rows` writes for their Python values given :data:`BATCH_ROWS` at a
+        time, byte for byte (the same rows in each write, so the same deflate stream). The first
+        rows go through :meth:`write_rows`: they fit the column widths."""
+        if self._widths is None:
+            raise ValueError("the first rows are written with write_rows (they fit the widths)")
+        start, total = 0, batch.num_rows
+        while start < total:
+            if self._in_sheet == self._max_rows:
+                self._new_sheet()
+            end = min(total, start + self._max_rows - self._in_sheet)
+            encoded = rows.encode(batch.slice(start, end - start), self._in_sheet + 1)
+            at = start
+            while at < end:
+                stop = min(end, at + BATCH_ROWS - self.rows % BATCH_ROWS)
+                data = encoded.between(at - start, stop - start)
+                if self._sheet_bytes + len(data) > self._max_bytes:
+                    # A new sheet: the rows after it are numbered anew (encoded again).
+                    at += self._write_what_fits(rows.python_rows(batch.slice(at, stop - at)))
+                    break
+                self._put(data, stop - at)
+                at = stop
+            start = at
 
     def close(self) -> int:
         """Finish the file; returns the number of data rows."""
@@ -182,3 +212,43 @@ def write_xlsx_stream(
     except BaseException:
         stream.discard()
         raise
+
+
+def write_xlsx_batches(stream: XlsxStream, batches: Iterable[pa.RecordBatch], rows: ArrowRows) -> int:
+    """Write Arrow record ``batches`` into ``stream``: the first :data:`WIDTH_SAMPLE_ROWS` rows
+    as Python values (they fit the column widths, as :func:`write_xlsx_stream`'s first rows
+    do), the rest with :meth:`XlsxStream.write_batch`, cut where :func:`write_xlsx_stream`'s
+    writes are: the same file as it writes of their rows. Returns the rows written."""
+    import pyarrow as pa
+
+    batches = iter(batches)
+    head: list[pa.RecordBatch] = []
+    for batch in batches:
+        head.append(batch)
+        if sum(part.num_rows for part in head) >= WIDTH_SAMPLE_ROWS:
+            break
+    if not head:
+        stream.write_rows([])
+        return 0
+    whole = pa.concat_batches(head)
+    stream.write_rows(rows.python_rows(whole.slice(0, WIDTH_SAMPLE_ROWS)))
+    for batch in _aligned(chain((whole.slice(WIDTH_SAMPLE_ROWS),), batches)):
+        stream.write_batch(batch, rows)
+    return stream.rows
+
+
+def _aligned(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches`` cut into batches of whole multiples of :data:`BATCH_ROWS` rows (the last
+    one aside): the stream's writes then hold the rows the tuple path's do (deflate's output
+    depends on where its input is cut)."""
+    import pyarrow as pa
+
+    pending: pa.RecordBatch | None = None
+    for given in batches:
+        batch = given if pending is None else pa.concat_batches([pending, given])
+        whole = batch.num_rows - batch.num_rows % BATCH_ROWS
+        if whole:
+            yield batch.slice(0, whole)
+        pending = batch.slice(whole) if whole < batch.num_rows else None
+    if pending is not None:
+        yield pending

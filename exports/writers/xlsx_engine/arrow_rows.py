@@ -1,0 +1,324 @@
+"""Sheet rows from Arrow record batches: the XML :mod:`~exports.writers.xlsx_engine.rows` writes
+for the same values, made a column at a time by ``pyarrow.compute`` (C++) instead of a cell at a
+time in Python.
+
+A PostgreSQL source read through ADBC (exports/adapters/postgres_arrow.py) gives its rows as
+arrays: no value becomes a Python object. Each column's cells are made at once for the values
+``rows.py`` writes with a template (its ``_FAST_CELLS``): text with nothing to escape, integers a
+double holds, decimals of at most 16 characters without exponent, finite floats whose shortest
+text has no exponent, dates and whole-second date-times from 1900-03-01, booleans; None and empty
+text give no cell, and the next cell its reference. A row holding any other value is written by
+``rows.py``'s encoder itself, from the Python values the tuple reader would give
+(:meth:`ArrowRows.python_rows`): every row is byte for byte what ``rows.py`` writes
+(tests/unit/test_xlsx_arrow_rows.py, tests/postgres/test_xlsx_arrow.py).
+
+A batch holds an array per column, then, per date and date-time column, the text of its values
+no Python value holds (``record_batches(..., date_texts=True)``): those rows go to ``rows.py``
+with that text, as the tuple reader gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import date
+from decimal import Decimal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final
+
+from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.cells import MAX_CELL_TEXT, MAX_EXACT_INTEGER
+from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, column_letter, rows_encoder
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Serial numbers count days from 1899-12-30: 1970-01-01 (Arrow's day 0) is day 25,569; days
+# before 1900-03-01 (serial 61) have none that is right (rows.py writes them as text).
+_SERIAL_OF_EPOCH: Final = 25_569
+_FIRST_SERIAL: Final = 61
+_LAST_DAY: Final = (date(9999, 12, 31) - date(1970, 1, 1)).days
+_MICROS_PER_DAY: Final = 86_400_000_000
+_FIRST_MICROSECOND: Final = (_FIRST_SERIAL - _SERIAL_OF_EPOCH) * _MICROS_PER_DAY
+_LAST_MICROSECOND: Final = (_LAST_DAY + 1) * _MICROS_PER_DAY - 1
+# Text of at most this many UTF-8 bytes has at most this many characters: within rows.py's
+# template length (half a cell's limit) whatever they are.
+_SHORT_BYTES: Final = MAX_CELL_TEXT // 2
+# A numeric's text that str(Decimal(text)) writes as it is: no exponent, and not below 1e-6
+# (Python writes 0.0000001 and 0E-7 with an exponent; a few such texts it writes plainly go to
+# rows.py too, which is only slower).
+_PLAIN_DECIMAL: Final = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
+_EXPONENT_DECIMAL: Final = r"^-?0\.0{6}"
+# The formula triggers a template writes with the quotePrefix style (the printable ones).
+_QUOTED_START: Final = r"^[=+\-@]"
+_SPACE_AT_END: Final = r"^ | $"
+
+
+@cache
+def plain_text_pattern() -> str:
+    """The regex of the text ``rows.py`` writes with a template: one or more characters, each
+    printable by Python's own ``str.isprintable`` (the running interpreter's Unicode tables, over
+    the Basic Multilingual Plane: text with any other character goes to ``rows.py``), none of
+    ``&``, ``<``, ``>``."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x20, 0x10000):
+        character = chr(code)
+        if not character.isprintable() or character in "&<>":
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    members = "".join(
+        f"\\x{{{first:x}}}" if first == last else f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in ranges
+    )
+    return f"^[{members}]+$"
+
+
+class ArrowRows:
+    """The sheet rows of record batches of ``columns`` (then their date texts, see the module)."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        self._columns = list(columns)
+        self._encode = rows_encoder(self._columns)
+        # Where each date and date-time column's texts are in a batch.
+        dated = [index for index, column in enumerate(self._columns) if column.kind in _DATED]
+        self._texts = {index: len(self._columns) + place for place, index in enumerate(dated)}
+
+    def python_rows(self, batch: pa.RecordBatch) -> list[Row]:
+        """The rows of ``batch`` as the tuple reader gives them (Python values)."""
+        values = [self._python_values(batch, index) for index in range(len(self._columns))]
+        return list(zip(*values, strict=True)) if values else [() for _ in range(batch.num_rows)]
+
+    def encode(self, batch: pa.RecordBatch, last: int) -> EncodedRows:
+        """The XML of the rows of ``batch`` numbered from ``last + 1``: what ``rows.py``'s
+        encoder writes for :meth:`python_rows` (with the same ``last``), made column by column
+        where it can."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        count = batch.num_rows
+        if not self._columns or not count:
+            written = [self._encode((row,), last + index) for index, row in enumerate(self.python_rows(batch))]
+            return EncodedRows(pa.array(written, pa.string()))
+        numbers = pc.cast(pa.array(range(last + 1, last + 1 + count), pa.int64()), pa.string())
+        parts: list[Any] = ['<row r="', numbers, '">']
+        plain = None
+        gap_before = None  # the previous column gave no cell: this one's cell has its reference
+        for index, column in enumerate(self._columns):
+            cells = _cells(column, batch.column(index), self._date_texts(batch, index))
+            start: Any = "<c"
+            if gap_before is not None and pc.any(gap_before).as_py():
+                reference = pc.binary_join_element_wise(f' r="{column_letter(index)}', numbers, '"', "")
+                start = pc.binary_join_element_wise("<c", pc.if_else(gap_before, reference, ""), "")
+            cell = pc.binary_join_element_wise(start, cells.body, "")
+            parts.append(pc.if_else(cells.present, cell, pa.scalar(None, pa.string())))
+            written = pc.or_(cells.present, cells.absent)
+            plain = written if plain is None else pc.and_(plain, written)
+            gap_before = cells.absent
+        parts.append("</row>")
+        xml = pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+        assert plain is not None
+        others = pc.invert(plain)
+        if pc.any(others).as_py():
+            positions = pc.indices_nonzero(others)
+            rows = self.python_rows(batch.take(positions))
+            written_rows = [
+                self._encode((row,), last + position) for row, position in zip(rows, positions.to_pylist(), strict=True)
+            ]
+            xml = pc.replace_with_mask(xml, others, pa.array(written_rows, pa.string()))
+        return EncodedRows(xml)
+
+    def _date_texts(self, batch: pa.RecordBatch, index: int) -> pa.Array | None:
+        place = self._texts.get(index)
+        return None if place is None else batch.column(place)
+
+    def _python_values(self, batch: pa.RecordBatch, index: int) -> list[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column, values = self._columns[index], batch.column(index)
+        texts = self._date_texts(batch, index)
+        if texts is not None and texts.null_count < len(texts):
+            # A value no Python value holds: its text, as the tuple reader gives it.
+            held = pc.if_else(pc.is_null(texts), values, pa.scalar(None, values.type))
+            return [
+                text if text is not None else value
+                for value, text in zip(_pylist(held), texts.to_pylist(), strict=True)
+            ]
+        if column.kind is ColumnKind.DECIMAL and pa.types.is_string(values.type):
+            return [None if text is None else Decimal(text) for text in values.to_pylist()]
+        return _pylist(values)
+
+
+_DATED: Final = (ColumnKind.DATE, ColumnKind.DATETIME)
+
+
+def _pylist(values: pa.Array) -> list[Any]:
+    """Python values; a date-time as the naive UTC ``datetime`` the tuple reader gives."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(values.type) and values.type.tz is not None:
+        values = values.cast(pa.timestamp(values.type.unit))
+    listed: list[Any] = values.to_pylist()
+    return listed
+
+
+class _Cells:
+    """One column's cells: where a template writes one (``present``; ``body`` is the cell after
+    ``<c`` and its reference), where there is none (``absent``: None, empty text); any other
+    value takes its row to rows.py."""
+
+    def __init__(self, present: pa.Array, absent: pa.Array, body: pa.Array) -> None:
+        self.present = present
+        self.absent = absent
+        self.body = body
+
+
+def _cells(column: Column, values: pa.Array, date_texts: pa.Array | None) -> _Cells:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    made = _MAKERS.get(column.kind)
+    absent = pc.is_null(values)
+    if made is None or not getattr(pa.types, _ARROW_TYPES[column.kind])(values.type):
+        return _Cells(
+            pc.fill_null(pa.nulls(len(values), pa.bool_()), False), absent, pa.nulls(len(values), pa.string())
+        )
+    present, body = made(values, int(COLUMN_STYLES.get(column.kind, Style.NONE)))
+    if column.kind in (ColumnKind.STRING, ColumnKind.JSON):
+        absent = pc.or_kleene(absent, pc.equal(values, ""))
+    if date_texts is not None:
+        present = pc.and_(present, pc.is_null(date_texts))
+    return _Cells(pc.fill_null(present, False), pc.fill_null(absent, True), body)
+
+
+def _text(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+    import pyarrow.compute as pc
+
+    present = pc.and_(
+        pc.and_(pc.match_substring_regex(values, plain_text_pattern()), pc.invert(pc.match_substring(values, "_x"))),
+        pc.less_equal(pc.binary_length(values), _SHORT_BYTES),
+    )
+    quoted = pc.if_else(pc.match_substring_regex(values, _QUOTED_START), f' s="{int(Style.QUOTED)}"', "")
+    preserve = pc.if_else(pc.match_substring_regex(values, _SPACE_AT_END), ' xml:space="preserve"', "")
+    body = pc.binary_join_element_wise(quoted, ' t="inlineStr"><is><t', preserve, ">", values, "</t></is></c>", "")
+    return present, body
+
+
+def _integer(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    present = pc.and_(pc.greater_equal(values, -MAX_EXACT_INTEGER), pc.less_equal(values, MAX_EXACT_INTEGER))
+    return present, pc.binary_join_element_wise("><v>", pc.cast(values, pa.string()), "</v></c>", "")
+
+
+def _decimal(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+    import pyarrow.compute as pc
+
+    present = pc.and_(
+        pc.and_(pc.less_equal(pc.binary_length(values), 16), pc.match_substring_regex(values, _PLAIN_DECIMAL)),
+        pc.invert(pc.match_substring_regex(values, _EXPONENT_DECIMAL)),
+    )
+    return present, pc.binary_join_element_wise(f' s="{style}"><v>', values, "</v></c>", "")
+
+
+def _float(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+    """repr(): Arrow's shortest text where it has no exponent (Python's has none from 1e-4 to
+    1e16), with the ``.0`` Python gives an integral float."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.cast(values, pa.string())
+    size = pc.abs(values)
+    in_range = pc.or_(pc.equal(values, 0.0), pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16)))
+    present = pc.and_(in_range, pc.invert(pc.match_substring_regex(text, "[eEna]")))
+    whole = pc.if_else(pc.match_substring(text, "."), text, pc.binary_join_element_wise(text, ".0", ""))
+    return present, pc.binary_join_element_wise(f' s="{int(Style.FLOAT)}"><v>', whole, "</v></c>", "")
+
+
+def _date(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    days = pc.cast(values, pa.int32())
+    serial = pc.add(pc.cast(days, pa.int64()), _SERIAL_OF_EPOCH)
+    present = pc.and_(pc.greater_equal(serial, _FIRST_SERIAL), pc.less_equal(days, _LAST_DAY))
+    return present, pc.binary_join_element_wise(f' s="{style}"><v>', pc.cast(serial, pa.string()), "</v></c>", "")
+
+
+def _datetime(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+    """Whole seconds as rows.py writes them: the serial day, then the time of day in ten
+    decimals, ``(seconds * 10**10 + 43200) // 86400``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if values.type.unit != "us":
+        values = values.cast(pa.timestamp("us", values.type.tz))
+    micros = pc.cast(values, pa.int64())
+    whole = pc.equal(pc.multiply(pc.divide(micros, 1_000_000), 1_000_000), micros)
+    in_range = pc.and_(pc.greater_equal(micros, _FIRST_MICROSECOND), pc.less_equal(micros, _LAST_MICROSECOND))
+    # From 1899-12-30 on, so that the divisions (which truncate) are floor divisions.
+    since = pc.add(micros, _SERIAL_OF_EPOCH * _MICROS_PER_DAY)
+    days = pc.divide(since, _MICROS_PER_DAY)
+    seconds = pc.divide(pc.subtract(since, pc.multiply(days, _MICROS_PER_DAY)), 1_000_000)
+    fraction = pc.divide(pc.add(pc.multiply(seconds, 10_000_000_000), 43_200), 86_400)
+    body = pc.binary_join_element_wise(
+        f' s="{style}"><v>',
+        pc.cast(days, pa.string()),
+        ".",
+        pc.utf8_lpad(pc.cast(fraction, pa.string()), 10, "0"),
+        "</v></c>",
+        "",
+    )
+    return pc.and_(whole, in_range), body
+
+
+def _boolean(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+    import pyarrow.compute as pc
+
+    return pc.is_valid(values), pc.if_else(values, ' t="b"><v>1</v></c>', ' t="b"><v>0</v></c>')
+
+
+_MAKERS: Final[dict[ColumnKind, Callable[[Any, int], tuple[Any, Any]]]] = {
+    ColumnKind.STRING: _text,
+    ColumnKind.JSON: _text,
+    ColumnKind.INTEGER: _integer,
+    ColumnKind.DECIMAL: _decimal,
+    ColumnKind.FLOAT: _float,
+    ColumnKind.DATE: _date,
+    ColumnKind.DATETIME: _datetime,
+    ColumnKind.BOOLEAN: _boolean,
+}
+
+
+# The Arrow type (its pyarrow.types predicate) each kind's cells are made from; a column of
+# another type takes its rows to rows.py.
+_ARROW_TYPES: Final = {
+    ColumnKind.STRING: "is_string",
+    ColumnKind.JSON: "is_string",
+    ColumnKind.INTEGER: "is_int64",
+    ColumnKind.DECIMAL: "is_string",
+    ColumnKind.FLOAT: "is_float64",
+    ColumnKind.DATE: "is_date32",
+    ColumnKind.DATETIME: "is_timestamp",
+    ColumnKind.BOOLEAN: "is_boolean",
+}
+
+
+class EncodedRows:
+    """Rows' XML, a row a value of a string array: any run of rows is one slice of its data."""
+
+    def __init__(self, xml: pa.Array) -> None:
+        self._xml = xml
+        self._offsets = memoryview(xml.buffers()[1]).cast("i")
+        self._data = xml.buffers()[2]
+
+    def __len__(self) -> int:
+        return len(self._xml)
+
+    def between(self, start: int, stop: int) -> bytes:
+        """The XML of rows ``start`` to ``stop - 1``."""
+        base = self._xml.offset
+        first, last = self._offsets[base + start], self._offsets[base + stop]
+        return self._data[first:last].to_pybytes() if self._data is not None else b""
