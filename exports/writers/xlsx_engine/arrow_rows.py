@@ -19,14 +19,14 @@ with that text, as the tuple reader gives it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import MAX_CELL_TEXT, MAX_EXACT_INTEGER
+from exports.writers.cells import FORMULA_TRIGGERS, MAX_CELL_TEXT, MAX_EXACT_INTEGER
 from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, column_letter, rows_encoder
 
 if TYPE_CHECKING:
@@ -44,13 +44,11 @@ _LAST_MICROSECOND: Final = (_LAST_DAY + 1) * _MICROS_PER_DAY - 1
 # template length (half a cell's limit) whatever they are.
 _SHORT_BYTES: Final = MAX_CELL_TEXT // 2
 # A numeric's text that str(Decimal(text)) writes as it is: no exponent, and not below 1e-6
-# (Python writes 0.0000001 and 0E-7 with an exponent; a few such texts it writes plainly go to
-# rows.py too, which is only slower).
-_PLAIN_DECIMAL: Final = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
-_EXPONENT_DECIMAL: Final = r"^-?0\.0{6}"
+# where a fraction starts with six zeros (Python writes 0.0000001 and 0E-7 with an exponent; the
+# few such texts it writes plainly go to rows.py too, which is only slower).
+_PLAIN_DECIMAL: Final = r"^-?(?:[1-9][0-9]*(?:\.[0-9]+)?|0(?:\.(?:[0-9]{1,5}|[0-9]{0,5}[1-9][0-9]*))?)$"
 # The formula triggers a template writes with the quotePrefix style (the printable ones).
-_QUOTED_START: Final = r"^[=+\-@]"
-_SPACE_AT_END: Final = r"^ | $"
+_PRINTABLE_TRIGGERS: Final = "".join(trigger for trigger in FORMULA_TRIGGERS if trigger.isprintable())
 
 
 @cache
@@ -58,12 +56,17 @@ def plain_text_pattern() -> str:
     """The regex of the text ``rows.py`` writes with a template: one or more characters, each
     printable by Python's own ``str.isprintable`` (the running interpreter's Unicode tables, over
     the Basic Multilingual Plane: text with any other character goes to ``rows.py``), none of
-    ``&``, ``<``, ``>``."""
+    ``&``, ``<``, ``>``, and no ``_`` followed by ``x`` (``rows.py`` escapes a literal ``_xHHHH_``)."""
+    printable = [code for code in range(0x20, 0x10000) if chr(code).isprintable() and chr(code) not in "&<>"]
+    other = _character_class(code for code in printable if chr(code) != "_")
+    neither = _character_class(code for code in printable if chr(code) not in "_x")
+    return f"^(?:{other}|_+(?:{neither}|$))+$"
+
+
+def _character_class(codes: Iterable[int]) -> str:
+    """A regex character class of ``codes`` (ascending), as ranges."""
     ranges: list[tuple[int, int]] = []
-    for code in range(0x20, 0x10000):
-        character = chr(code)
-        if not character.isprintable() or character in "&<>":
-            continue
+    for code in codes:
         if ranges and ranges[-1][1] == code - 1:
             ranges[-1] = (ranges[-1][0], code)
         else:
@@ -71,7 +74,7 @@ def plain_text_pattern() -> str:
     members = "".join(
         f"\\x{{{first:x}}}" if first == last else f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in ranges
     )
-    return f"^[{members}]+$"
+    return f"[{members}]"
 
 
 class ArrowRows:
@@ -103,21 +106,40 @@ class ArrowRows:
         numbers = pc.cast(pa.array(range(last + 1, last + 1 + count), pa.int64()), pa.string())
         parts: list[Any] = ['<row r="', numbers, '">']
         plain = None
+        texts = []
         gap_before = None  # the previous column gave no cell: this one's cell has its reference
         for index, column in enumerate(self._columns):
-            cells = _cells(column, batch.column(index), self._date_texts(batch, index))
-            start: Any = "<c"
+            values = batch.column(index)
+            cells = _cells(column, values, self._date_texts(batch, index))
+            pieces: list[Any] = ["<c"]
             if gap_before is not None and pc.any(gap_before).as_py():
                 reference = pc.binary_join_element_wise(f' r="{column_letter(index)}', numbers, '"', "")
-                start = pc.binary_join_element_wise("<c", pc.if_else(gap_before, reference, ""), "")
-            cell = pc.binary_join_element_wise(start, cells.body, "")
-            parts.append(pc.if_else(cells.present, cell, pa.scalar(None, pa.string())))
+                pieces.append(pc.if_else(gap_before, reference, ""))
+            pieces += cells.pieces
+            if values.null_count == 0 and cells.blank is None:
+                # A cell in every row: its pieces go straight into the row's join.
+                parts += pieces
+            else:
+                # Where there is no cell, the join gives null (a null value) or is made null
+                # (blank text), which the row's join leaves out.
+                cell = pc.binary_join_element_wise(*pieces, "")
+                if cells.blank is not None:
+                    cell = pc.if_else(cells.blank, pa.scalar(None, pa.string()), cell)
+                parts.append(cell)
+            # A value neither present nor absent takes its row to rows.py, whatever its cell here.
             written = pc.or_(cells.present, cells.absent)
             plain = written if plain is None else pc.and_(plain, written)
             gap_before = cells.absent
+            if column.kind in _TEXT and pa.types.is_string(values.type):
+                texts.append(values)
         parts.append("</row>")
         xml = pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
         assert plain is not None
+        if texts:
+            # Every text of the row at once (one regex call a row, not a cell): a space between
+            # them keeps a "_" at the end of one from meeting an "x" at the start of the next.
+            joined = pc.binary_join_element_wise(*texts, " ", null_handling="replace", null_replacement="")
+            plain = pc.and_(plain, pc.match_substring_regex(joined, plain_text_pattern()))
         others = pc.invert(plain)
         if pc.any(others).as_py():
             positions = pc.indices_nonzero(others)
@@ -164,14 +186,18 @@ def _pylist(values: pa.Array) -> list[Any]:
 
 
 class _Cells:
-    """One column's cells: where a template writes one (``present``; ``body`` is the cell after
-    ``<c`` and its reference), where there is none (``absent``: None, empty text); any other
-    value takes its row to rows.py."""
+    """One column's cells: where a template writes one (``present``; ``pieces`` join into the
+    cell after ``<c`` and its reference, null where the value is), where there is none
+    (``absent``: None, and ``blank`` text); any other value takes its row to rows.py."""
 
-    def __init__(self, present: pa.Array, absent: pa.Array, body: pa.Array) -> None:
+    def __init__(self, present: pa.Array, absent: pa.Array, pieces: list[Any], blank: pa.Array | None = None) -> None:
         self.present = present
         self.absent = absent
-        self.body = body
+        self.pieces = pieces
+        self.blank = blank
+
+
+_TEXT: Final = (ColumnKind.STRING, ColumnKind.JSON)
 
 
 def _cells(column: Column, values: pa.Array, date_texts: pa.Array | None) -> _Cells:
@@ -182,48 +208,62 @@ def _cells(column: Column, values: pa.Array, date_texts: pa.Array | None) -> _Ce
     absent = pc.is_null(values)
     if made is None or not getattr(pa.types, _ARROW_TYPES[column.kind])(values.type):
         return _Cells(
-            pc.fill_null(pa.nulls(len(values), pa.bool_()), False), absent, pa.nulls(len(values), pa.string())
+            pc.fill_null(pa.nulls(len(values), pa.bool_()), False), absent, [pa.nulls(len(values), pa.string())]
         )
-    present, body = made(values, int(COLUMN_STYLES.get(column.kind, Style.NONE)))
-    if column.kind in (ColumnKind.STRING, ColumnKind.JSON):
-        absent = pc.or_kleene(absent, pc.equal(values, ""))
+    present, pieces = made(values, int(COLUMN_STYLES.get(column.kind, Style.NONE)))
+    blank = None
+    if column.kind in _TEXT:
+        lengths = pc.binary_length(values)
+        if pc.min(lengths).as_py() == 0:
+            blank = pc.fill_null(pc.equal(lengths, 0), False)
+            absent = pc.or_(absent, blank)
     if date_texts is not None:
         present = pc.and_(present, pc.is_null(date_texts))
-    return _Cells(pc.fill_null(present, False), pc.fill_null(absent, True), body)
+    return _Cells(pc.fill_null(present, False), absent, pieces, blank)
 
 
-def _text(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+def _text(values: pa.Array, _style: int) -> tuple[pa.Array, list[Any]]:
+    """Text rows.py writes with its templates (their printable characters are checked for the
+    whole row at once, ArrowRows.encode): the quotePrefix style on a formula trigger,
+    ``xml:space`` on a leading or trailing space."""
     import pyarrow.compute as pc
 
-    present = pc.and_(
-        pc.and_(pc.match_substring_regex(values, plain_text_pattern()), pc.invert(pc.match_substring(values, "_x"))),
-        pc.less_equal(pc.binary_length(values), _SHORT_BYTES),
-    )
-    quoted = pc.if_else(pc.match_substring_regex(values, _QUOTED_START), f' s="{int(Style.QUOTED)}"', "")
-    preserve = pc.if_else(pc.match_substring_regex(values, _SPACE_AT_END), ' xml:space="preserve"', "")
-    body = pc.binary_join_element_wise(quoted, ' t="inlineStr"><is><t', preserve, ">", values, "</t></is></c>", "")
-    return present, body
+    present = pc.less_equal(pc.binary_length(values), _SHORT_BYTES)
+    quoted = _any_start(values, _PRINTABLE_TRIGGERS)
+    preserve = pc.or_(pc.starts_with(values, " "), pc.ends_with(values, " "))
+    if not pc.any(pc.or_(quoted, preserve)).as_py():
+        return present, [' t="inlineStr"><is><t>', values, "</t></is></c>"]
+    style = pc.if_else(quoted, f' s="{int(Style.QUOTED)}"', "")
+    space = pc.if_else(preserve, ' xml:space="preserve"', "")
+    return present, [style, ' t="inlineStr"><is><t', space, ">", values, "</t></is></c>"]
 
 
-def _integer(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+def _any_start(values: pa.Array, starts: str) -> pa.Array:
+    """Whether each value starts with one of the characters ``starts``."""
+    import pyarrow.compute as pc
+
+    found = pc.starts_with(values, starts[0])
+    for start in starts[1:]:
+        found = pc.or_(found, pc.starts_with(values, start))
+    return found
+
+
+def _integer(values: pa.Array, _style: int) -> tuple[pa.Array, list[Any]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     present = pc.and_(pc.greater_equal(values, -MAX_EXACT_INTEGER), pc.less_equal(values, MAX_EXACT_INTEGER))
-    return present, pc.binary_join_element_wise("><v>", pc.cast(values, pa.string()), "</v></c>", "")
+    return present, ["><v>", pc.cast(values, pa.string()), "</v></c>"]
 
 
-def _decimal(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+def _decimal(values: pa.Array, style: int) -> tuple[pa.Array, list[Any]]:
     import pyarrow.compute as pc
 
-    present = pc.and_(
-        pc.and_(pc.less_equal(pc.binary_length(values), 16), pc.match_substring_regex(values, _PLAIN_DECIMAL)),
-        pc.invert(pc.match_substring_regex(values, _EXPONENT_DECIMAL)),
-    )
-    return present, pc.binary_join_element_wise(f' s="{style}"><v>', values, "</v></c>", "")
+    present = pc.and_(pc.less_equal(pc.binary_length(values), 16), pc.match_substring_regex(values, _PLAIN_DECIMAL))
+    return present, [f' s="{style}"><v>', values, "</v></c>"]
 
 
-def _float(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+def _float(values: pa.Array, _style: int) -> tuple[pa.Array, list[Any]]:
     """repr(): Arrow's shortest text where it has no exponent (Python's has none from 1e-4 to
     1e16), with the ``.0`` Python gives an integral float."""
     import pyarrow as pa
@@ -234,20 +274,20 @@ def _float(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
     in_range = pc.or_(pc.equal(values, 0.0), pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16)))
     present = pc.and_(in_range, pc.invert(pc.match_substring_regex(text, "[eEna]")))
     whole = pc.if_else(pc.match_substring(text, "."), text, pc.binary_join_element_wise(text, ".0", ""))
-    return present, pc.binary_join_element_wise(f' s="{int(Style.FLOAT)}"><v>', whole, "</v></c>", "")
+    return present, [f' s="{int(Style.FLOAT)}"><v>', whole, "</v></c>"]
 
 
-def _date(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+def _date(values: pa.Array, style: int) -> tuple[pa.Array, list[Any]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     days = pc.cast(values, pa.int32())
     serial = pc.add(pc.cast(days, pa.int64()), _SERIAL_OF_EPOCH)
     present = pc.and_(pc.greater_equal(serial, _FIRST_SERIAL), pc.less_equal(days, _LAST_DAY))
-    return present, pc.binary_join_element_wise(f' s="{style}"><v>', pc.cast(serial, pa.string()), "</v></c>", "")
+    return present, [f' s="{style}"><v>', pc.cast(serial, pa.string()), "</v></c>"]
 
 
-def _datetime(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
+def _datetime(values: pa.Array, style: int) -> tuple[pa.Array, list[Any]]:
     """Whole seconds as rows.py writes them: the serial day, then the time of day in ten
     decimals, ``(seconds * 10**10 + 43200) // 86400``."""
     import pyarrow as pa
@@ -263,24 +303,23 @@ def _datetime(values: pa.Array, style: int) -> tuple[pa.Array, pa.Array]:
     days = pc.divide(since, _MICROS_PER_DAY)
     seconds = pc.divide(pc.subtract(since, pc.multiply(days, _MICROS_PER_DAY)), 1_000_000)
     fraction = pc.divide(pc.add(pc.multiply(seconds, 10_000_000_000), 43_200), 86_400)
-    body = pc.binary_join_element_wise(
+    pieces = [
         f' s="{style}"><v>',
         pc.cast(days, pa.string()),
         ".",
         pc.utf8_lpad(pc.cast(fraction, pa.string()), 10, "0"),
         "</v></c>",
-        "",
-    )
-    return pc.and_(whole, in_range), body
+    ]
+    return pc.and_(whole, in_range), pieces
 
 
-def _boolean(values: pa.Array, _style: int) -> tuple[pa.Array, pa.Array]:
+def _boolean(values: pa.Array, _style: int) -> tuple[pa.Array, list[Any]]:
     import pyarrow.compute as pc
 
-    return pc.is_valid(values), pc.if_else(values, ' t="b"><v>1</v></c>', ' t="b"><v>0</v></c>')
+    return pc.is_valid(values), [pc.if_else(values, ' t="b"><v>1</v></c>', ' t="b"><v>0</v></c>')]
 
 
-_MAKERS: Final[dict[ColumnKind, Callable[[Any, int], tuple[Any, Any]]]] = {
+_MAKERS: Final[dict[ColumnKind, Callable[[Any, int], tuple[Any, list[Any]]]]] = {
     ColumnKind.STRING: _text,
     ColumnKind.JSON: _text,
     ColumnKind.INTEGER: _integer,
