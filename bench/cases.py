@@ -371,7 +371,7 @@ def main(argv: Sequence[str]) -> None:
     every_format()  # each format's module, loaded on a worker's first export of it
 
     if case in postgres.CASES:
-        postgres.prepare()
+        postgres.prepare(case)
     if case in mixed.CASES:
         mixed.prepare(case)
 

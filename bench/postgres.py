@@ -137,11 +137,23 @@ def declared_registry(environ: Mapping[str, str] = os.environ) -> Any:
 _registry: list[Any] = []
 
 
-def prepare() -> None:
+# The cases that read through Arrow (ADBC): what they import, before the clock as for DuckDB's
+# peer (its module and postgres extension are loaded before its clock), as a warm worker has it.
+ARROW_IMPORTS = {
+    "pg_parquet": ("pyarrow.compute", "pyarrow.parquet", "adbc_driver_manager", "adbc_driver_postgresql"),
+    "pg_xlsx": ("pyarrow.compute", "adbc_driver_manager", "adbc_driver_postgresql"),
+}
+
+
+def prepare(case: str | None = None) -> None:
     """Build the registry (the declaration read, the types made) before the clock starts, as a
-    warm worker has it; imports psycopg too."""
+    warm worker has it; imports psycopg too, and what ``case`` reads with (ARROW_IMPORTS)."""
+    import importlib
+
     import psycopg  # noqa: F401
 
+    for module in ARROW_IMPORTS.get(case or "", ()):
+        importlib.import_module(module)
     if not _registry:
         _registry.append(declared_registry())
 

@@ -26,6 +26,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.export_types.base import Column, ColumnKind, Row
+from exports.writers.arrow_memory import use_system_allocator
 from exports.writers.cells import FORMULA_TRIGGERS, MAX_CELL_TEXT, MAX_EXACT_INTEGER
 from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, column_letter, rows_encoder
 
@@ -81,6 +82,7 @@ class ArrowRows:
     """The sheet rows of record batches of ``columns`` (then their date texts, see the module)."""
 
     def __init__(self, columns: Sequence[Column]) -> None:
+        use_system_allocator()
         self._columns = list(columns)
         self._encode = rows_encoder(self._columns)
         # Where each date and date-time column's texts are in a batch.
