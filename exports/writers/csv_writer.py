@@ -117,13 +117,83 @@ def _generated(columns: Sequence[Column], guard: bool = True) -> dict[str, Any]:
         f"def encode(row):\n    {unpack} = row\n    return ({values},)\n"
         f"def encode_rows(rows):\n    return [({values},) for {unpack} in rows]\n"
     )
+    namespace = _namespace(guard)
+    exec(compile(source, "<csv row encoder>", "exec"), namespace)  # fixed templates, no input in the code
+    return namespace
+
+
+def _namespace(guard: bool) -> dict[str, Any]:
+    """The names a generated encoder uses; without ``guard`` no text is a trigger and the
+    converters write text as it is."""
     namespace = dict(_NAMESPACE)
     if not guard:
         namespace["_TRIGGERS"] = ""
         for name in ("_string", "_integer", "_decimal", "_date", "_datetime", "_boolean"):
             namespace[name] = partial(namespace[name], text=_unguarded)
-    exec(compile(source, "<csv row encoder>", "exec"), namespace)  # fixed templates, no input in the code
     return namespace
+
+
+# Per column kind, the expression of value ``{c}``'s CSV field in a line: the usual value's text
+# with a cheap test (f-string formatting of int, bool, date and naive datetime is their str()),
+# text that needs no quoting as it is, None as nothing; anything else is what csv.writer makes
+# of the fast path's value (_field). Written inside an f-string, so the special characters are
+# locals (3.11: no backslash, no double quote in an f-string's expressions).
+_FIELDS: dict[ColumnKind, str] = {
+    ColumnKind.STRING: "({c} if {c}.__class__ is str and (not {c} or {c}[0] not in _TRIGGERS) and _COMMA not in {c}"
+    " and _QUOTE not in {c} and _LF not in {c} and _CR not in {c} else '' if {c} is None else _field(_string({c})))",
+    ColumnKind.INTEGER: "({c} if {c}.__class__ is int else '' if {c} is None else _field(_integer({c})))",
+    ColumnKind.DECIMAL: "(_t if {c}.__class__ is Decimal and 'E' not in (_t := str({c}))"
+    " else _t if {c}.__class__ is float and 'e' not in (_t := repr({c})) and {c} - {c} == 0.0"
+    " else '' if {c} is None else _field(_decimal({c})))",
+    ColumnKind.FLOAT: "(_t if {c}.__class__ is float and 'e' not in (_t := repr({c})) and {c} - {c} == 0.0"
+    " else _t if {c}.__class__ is Decimal and 'E' not in (_t := str({c}))"
+    " else '' if {c} is None else _field(_decimal({c})))",
+    ColumnKind.DATE: "({c} if {c}.__class__ is date else '' if {c} is None else _field(_date({c})))",
+    ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None"
+    " else '' if {c} is None else _field(_datetime({c})))",
+    ColumnKind.BOOLEAN: "({c} if {c}.__class__ is bool else '' if {c} is None else _field(_boolean({c})))",
+}
+_FIELDS[ColumnKind.JSON] = _FIELDS[ColumnKind.STRING]
+# What makes csv.writer (QUOTE_MINIMAL, the excel dialect, "\r\n" lines) quote a field.
+_NEEDS_QUOTES = (",", '"', "\r", "\n")
+
+
+def _field(value: Any) -> str:
+    """The CSV field ``csv.writer`` writes for ``value`` (None as nothing, other values as their
+    str()), quoted when it holds a delimiter, a quote or a line break."""
+    text = "" if value is None else value if value.__class__ is str else str(value)
+    if any(special in text for special in _NEEDS_QUOTES):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def lines_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Iterable[Row]], str]:
+    """``encode(rows)``: the CSV lines (``\r\n`` ended) of ``rows``, what ``csv.writer``
+    (excel dialect) writes for :func:`rows_encoder`'s values, byte for byte, generated as one
+    f-string a row: ``csv.writer``'s conversion and quoting of each field, in C, cost more
+    than the whole line made here (docs/performance.md, "CSV lines without csv.writer"). Two
+    or more columns (``csv.writer`` writes a lone empty field as ``""``). A row of the wrong
+    length raises ``ValueError``."""
+    if len(columns) < 2:
+        raise ValueError("lines are made for two or more columns")
+    names = [f"c{index}" for index in range(len(columns))]
+    fields = ",".join(
+        "{" + _FIELDS[column.kind].format(c=name) + "}" for name, column in zip(names, columns, strict=True)
+    )
+    source = (
+        "def encode(rows):\n"
+        "    _COMMA, _QUOTE, _LF, _CR = ',', '\"', '\\n', '\\r'\n"
+        "    lines = []\n"
+        "    add = lines.append\n"
+        f"    for ({', '.join(names)},) in rows:\n"
+        f'        add(f"{fields}\\r\\n")\n'
+        "    return ''.join(lines)\n"
+    )
+    namespace = _namespace(guard)
+    namespace["_field"] = _field
+    exec(compile(source, "<csv line encoder>", "exec"), namespace)  # fixed templates, no input in the code
+    encode: Callable[[Iterable[Row]], str] = namespace["encode"]
+    return encode
 
 
 def row_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Row], tuple[Any, ...]]:
@@ -162,12 +232,16 @@ class CsvStream:
         self._text = utf8_text(out)
         self._writer = csv.writer(self._text, dialect="excel", lineterminator="\r\n")
         self._encode_rows = rows_encoder(columns, formula_guard)
+        self._encode_lines = lines_encoder(columns, formula_guard) if len(columns) >= 2 else None
         if header:
             self._writer.writerow([column.header for column in columns])
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         """Write ``rows``."""
-        self._writer.writerows(self._encode_rows(rows))
+        if self._encode_lines is not None:
+            self._text.write(self._encode_lines(rows))
+        else:
+            self._writer.writerows(self._encode_rows(rows))
 
     def flush(self) -> None:
         """Push every row written so far into the byte stream."""

@@ -1,15 +1,18 @@
 """The writers' fast paths give exactly what the general rules give, and XLSX leaves nothing in /tmp."""
 
+import csv
 import io
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import openpyxl.xml
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openpyxl import load_workbook
 
 from exports.export_types.base import Column, ColumnKind
-from exports.writers.csv_writer import CsvStream, csv_text, row_encoder, write_csv
+from exports.writers.csv_writer import CsvStream, csv_text, lines_encoder, row_encoder, rows_encoder, write_csv
 from exports.writers.xlsx_writer import MAX_DATA_ROWS_PER_SHEET, write_xlsx
 
 VALUES = [
@@ -154,3 +157,34 @@ def test_the_prepared_rows_shortcut_writes_what_openpyxls_own_path_writes(monkey
 
     assert cells(fast) == cells(plain)
     assert cells(fast)[3][0][0] == "=cmd" and cells(fast)[3][2][0] == "not a date"
+
+
+def _csv_writer_lines(columns: list[Column], rows: list[tuple[object, ...]], guard: bool) -> str:
+    out = io.StringIO()
+    csv.writer(out, dialect="excel", lineterminator="\r\n").writerows(rows_encoder(columns, guard)(rows))
+    return out.getvalue()
+
+
+_TEXTS = ["a,b", 'say "hi"', "line\nbreak", "cr\rhere", "nul\x00x", " lead", "trail ", "'quoted'", "=1,2", ";"]
+
+
+@pytest.mark.parametrize("guard", [True, False])
+@pytest.mark.parametrize("kind", list(ColumnKind))
+def test_the_line_encoder_writes_what_csv_writer_writes(kind: ColumnKind, guard: bool) -> None:
+    columns = [Column("x", "X", kind), Column("y", "Y", ColumnKind.STRING)]
+    rows = [(value, text) for value in [*VALUES, *_TEXTS] for text in (None, "", "plain", *_TEXTS[:3])]
+    assert lines_encoder(columns, guard)(rows) == _csv_writer_lines(columns, rows, guard)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.text(max_size=8)), st.integers()), max_size=20))
+def test_the_line_encoder_quotes_any_text_as_csv_writer_does(rows: list[tuple[object, ...]]) -> None:
+    columns = [Column("a", "A"), Column("b", "B", ColumnKind.JSON), Column("n", "N", ColumnKind.INTEGER)]
+    assert lines_encoder(columns)(rows) == _csv_writer_lines(columns, rows, True)
+
+
+def test_the_line_encoder_refuses_a_row_of_the_wrong_length_and_a_single_column() -> None:
+    with pytest.raises(ValueError):
+        lines_encoder([Column("a", "A"), Column("b", "B")])([("only one",)])
+    with pytest.raises(ValueError):
+        lines_encoder([Column("a", "A")])
