@@ -2,6 +2,7 @@
 
 import csv
 import io
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -159,7 +160,7 @@ def test_the_prepared_rows_shortcut_writes_what_openpyxls_own_path_writes(monkey
     assert cells(fast)[3][0][0] == "=cmd" and cells(fast)[3][2][0] == "not a date"
 
 
-def _csv_writer_lines(columns: list[Column], rows: list[tuple[object, ...]], guard: bool) -> str:
+def _csv_writer_lines(columns: list[Column], rows: Sequence[tuple[object, ...]], guard: bool) -> str:
     out = io.StringIO()
     csv.writer(out, dialect="excel", lineterminator="\r\n").writerows(rows_encoder(columns, guard)(rows))
     return out.getvalue()
