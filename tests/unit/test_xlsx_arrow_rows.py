@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import math
 import struct
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from exports.export_types.base import Column, ColumnKind
 from exports.writers.cells import CellTooLong
-from exports.writers.xlsx_engine import XlsxStream, write_xlsx_batches
+from exports.writers.xlsx_engine import XlsxStream, workbook, write_xlsx_batches
 from exports.writers.xlsx_engine.arrow_rows import ArrowRows, plain_text_pattern
 from exports.writers.xlsx_engine.rows import rows_encoder
 
@@ -342,3 +342,51 @@ def test_a_day_before_the_serials_and_a_moment_with_milliseconds_take_the_row_en
         (date(2026, 1, 1), datetime(2026, 1, 1) + timedelta(seconds=1)),
     ]
     assert_same_rows(columns, rows)
+
+
+def _stream_bytes(columns: list[Column], pages: list[list[tuple[Any, ...]]], **options: Any) -> bytes:
+    out = io.BytesIO()
+    stream = XlsxStream(columns, out, **options)
+    for page in pages:
+        stream.write_rows(page)
+    assert stream.close() == sum(len(page) for page in pages)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("page_rows", [1000, 777, 20_000])
+def test_rows_gathered_through_arrow_make_the_row_encoders_workbook(
+    page_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python rows in groups through Arrow (every kind's edge values, other types in a column
+    sending its group to the row encoder, sheet breaks): the file the row encoder alone makes."""
+    base = [
+        row
+        for row in edge_rows()
+        if not any(isinstance(v, str) and len(v) > 16_383 for v in row)
+        and not isinstance(row[4], str)
+        and not isinstance(row[5], str)
+    ]
+    rows = python_rows(COLUMNS, base) * 160
+    rows[20_500] = ("text", "not an integer", *rows[20_500][2:])  # a group the row encoder writes
+    pages = [rows[start : start + page_rows] for start in range(0, len(rows), page_rows)]
+    encoded: list[int] = []
+    encode = ArrowRows.encode
+
+    def counted(self: ArrowRows, batch: pa.RecordBatch, *arguments: Any) -> Any:
+        encoded.append(batch.num_rows)
+        return encode(self, batch, *arguments)
+
+    monkeypatch.setattr(ArrowRows, "encode", counted)
+    through_arrow = _stream_bytes(COLUMNS, pages, max_rows_per_sheet=30_000)
+    assert sum(encoded) >= 13_000  # the groups without the odd value went through Arrow
+    monkeypatch.setattr(workbook, "ARROW_MIN_ROWS", 10**9)
+    assert through_arrow == _stream_bytes(COLUMNS, pages, max_rows_per_sheet=30_000)
+
+
+def test_values_of_another_type_leave_a_group_to_the_row_encoder() -> None:
+    arrow_rows = ArrowRows(COLUMNS, date_texts=False)
+    ordinary = python_rows(COLUMNS, edge_rows()[:1])[0]
+    assert arrow_rows.batch_of([ordinary] * 3) is not None
+    for index, other in [(1, True), (1, 2**63), (0, 5), (2, 1.5), (4, datetime(2026, 1, 1)), (5, datetime.now(UTC))]:
+        row = (*ordinary[:index], other, *ordinary[index + 1 :])
+        assert arrow_rows.batch_of([ordinary, row]) is None, (index, other)

@@ -441,6 +441,7 @@ def test_a_file_past_two_gib_is_refused_not_written_with_zip64_records(monkeypat
         for n in range(1_000):
             # Random text, so the deflated file grows whatever the level and the deflate.
             stream.write_rows([(base64.b64encode(random.Random(n).randbytes(120)).decode(),)] * 10)
+        stream.close()  # rows are gathered (GROUP_ROWS): the last ones are written here
     assert len(out.getvalue()) <= 50_000
 
 

@@ -20,7 +20,7 @@ with that text, as the tuple reader gives it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
@@ -81,23 +81,50 @@ def _character_class(codes: Iterable[int]) -> str:
 class ArrowRows:
     """The sheet rows of record batches of ``columns`` (then their date texts, see the module)."""
 
-    def __init__(self, columns: Sequence[Column]) -> None:
+    def __init__(self, columns: Sequence[Column], date_texts: bool = True) -> None:
         use_system_allocator()
         self._columns = list(columns)
         self._encode = rows_encoder(self._columns)
-        # Where each date and date-time column's texts are in a batch.
-        dated = [index for index, column in enumerate(self._columns) if column.kind in _DATED]
+        # Where each date and date-time column's texts are in a batch (batches of Python rows,
+        # batch_of, have none).
+        dated = [index for index, column in enumerate(self._columns) if column.kind in _DATED and date_texts]
         self._texts = {index: len(self._columns) + place for place, index in enumerate(dated)}
+
+    def batch_of(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
+        """``rows`` (Python values) as a record batch :meth:`encode` takes, when every column
+        holds only its kind's own type (or None: a ``str`` for text, an ``int`` for integers, a
+        ``Decimal``, a ``float``, a ``date``, a naive ``datetime``, a ``bool``); None when one
+        holds anything else, which the row encoder writes. Exact types: a ``bool`` is no integer
+        here, an enum no text."""
+        import pyarrow as pa
+
+        arrays = []
+        for column, given in zip(self._columns, zip(*rows, strict=True), strict=True):
+            kind = _PYTHON_TYPES.get(column.kind)
+            classes = set(map(type, given))
+            classes.discard(type(None))
+            if kind is None or not classes <= {kind[1]}:
+                return None
+            values: Sequence[Any] = given
+            if column.kind is ColumnKind.DECIMAL:
+                values = [None if value is None else str(value) for value in given]
+            elif column.kind is ColumnKind.DATETIME and {getattr(value, "tzinfo", None) for value in given} != {None}:
+                return None
+            try:
+                arrays.append(pa.array(values, pa.type_for_alias(kind[0])))
+            except (pa.ArrowException, OverflowError):  # an integer past int64
+                return None
+        return pa.record_batch(arrays, names=[column.name for column in self._columns])
 
     def python_rows(self, batch: pa.RecordBatch) -> list[Row]:
         """The rows of ``batch`` as the tuple reader gives them (Python values)."""
         values = [self._python_values(batch, index) for index in range(len(self._columns))]
         return list(zip(*values, strict=True)) if values else [() for _ in range(batch.num_rows)]
 
-    def encode(self, batch: pa.RecordBatch, last: int) -> EncodedRows:
+    def encode(self, batch: pa.RecordBatch, last: int, rows: Sequence[Row] | None = None) -> EncodedRows:
         """The XML of the rows of ``batch`` numbered from ``last + 1``: what ``rows.py``'s
         encoder writes for :meth:`python_rows` (with the same ``last``), made column by column
-        where it can."""
+        where it can. ``rows``: the batch's Python rows, when the caller has them."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -145,10 +172,9 @@ class ArrowRows:
         others = pc.invert(plain)
         if pc.any(others).as_py():
             positions = pc.indices_nonzero(others)
-            rows = self.python_rows(batch.take(positions))
-            written_rows = [
-                self._encode((row,), last + position) for row, position in zip(rows, positions.to_pylist(), strict=True)
-            ]
+            places = positions.to_pylist()
+            others_rows = self.python_rows(batch.take(positions)) if rows is None else [rows[place] for place in places]
+            written_rows = [self._encode((row,), last + place) for row, place in zip(others_rows, places, strict=True)]
             xml = pc.replace_with_mask(xml, others, pa.array(written_rows, pa.string()))
         return EncodedRows(xml)
 
@@ -330,6 +356,21 @@ _MAKERS: Final[dict[ColumnKind, Callable[[Any, int], tuple[Any, list[Any]]]]] = 
     ColumnKind.DATE: _date,
     ColumnKind.DATETIME: _datetime,
     ColumnKind.BOOLEAN: _boolean,
+}
+
+
+# Per kind, the Arrow type made from a Python column (its alias) and the one Python type the
+# column may hold for it (batch_of); a decimal is given as its text, as the ADBC reader gives a
+# numeric.
+_PYTHON_TYPES: Final[dict[ColumnKind, tuple[str, type]]] = {
+    ColumnKind.STRING: ("string", str),
+    ColumnKind.JSON: ("string", str),
+    ColumnKind.INTEGER: ("int64", int),
+    ColumnKind.DECIMAL: ("string", Decimal),
+    ColumnKind.FLOAT: ("float64", float),
+    ColumnKind.DATE: ("date32", date),
+    ColumnKind.DATETIME: ("timestamp[us]", datetime),
+    ColumnKind.BOOLEAN: ("bool", bool),
 }
 
 

@@ -31,15 +31,22 @@ MAX_DATA_ROWS_PER_SHEET = 1_048_575
 # ZIP64 records (4 GiB; see zip_stream.py). At ~700 bytes a row that never comes before the
 # row limit; rows of more than ~4 KiB of XML do.
 MAX_SHEET_XML_BYTES = MAX_ENTRY_BYTES
-# Rows encoded and written together when the caller gives rows one by one.
+# Rows encoded and written together when the caller gives rows one by one; every write holds
+# these rows of the export (or the part of them on one side of a sheet break).
 BATCH_ROWS = 1000
+# Rows gathered before their cells are made through Arrow: its cost per call (some sixty kernels
+# a group) is paid per group, not per page (docs/performance.md, "XLSX rows through Arrow"). A
+# group smaller than ARROW_MIN_ROWS (the last one) goes to the row encoder.
+GROUP_ROWS = 16_000
+ARROW_MIN_ROWS = 2_000
 
 
 class XlsxStream:
     """An XLSX file written into ``out`` as rows come: a bold frozen header with an autofilter,
     repeated on every printed page, column widths fitted to the first rows (capped), typed
     cells with number formats, text exactly as given; a new sheet, header repeated, past ``max_rows_per_sheet``
-    data rows. Memory is one batch of rows and the compressor's window, whatever the row count.
+    data rows. Memory is one group of rows (:data:`GROUP_ROWS`) and the compressor's window,
+    whatever the row count.
 
     ``write_rows`` takes rows (a page), :meth:`close` finishes the file (workbook, relationships,
     content types and the zip's central directory). After a failure call :meth:`discard`: nothing
@@ -58,7 +65,11 @@ class XlsxStream:
     ) -> None:
         if max_rows_per_sheet < 1:
             raise ValueError("a sheet holds at least one data row")
+        # Rows given; written: rows in the file so far (the rest are gathered in _pending).
         self.rows = 0
+        self._written = 0
+        self._pending: list[Row] = []
+        self._arrow: ArrowRows | None = None
         self._columns = list(columns)
         self._title = sheet_title
         self._max_rows = max_rows_per_sheet
@@ -75,10 +86,68 @@ class XlsxStream:
 
     def write_rows(self, rows: Sequence[Row]) -> None:
         """Append ``rows``; a row of the wrong length raises ``ValueError``. The widths of the
-        columns are fitted to the first call's rows (up to WIDTH_SAMPLE_ROWS of them)."""
+        columns are fitted to the first call's rows (up to WIDTH_SAMPLE_ROWS of them), which are
+        written at once; later rows are gathered into groups of :data:`GROUP_ROWS`, whose cells
+        are made a column at a time through Arrow where their values allow
+        (:mod:`~exports.writers.xlsx_engine.arrow_rows`), and written :data:`BATCH_ROWS` of the
+        export at a time: the same file whatever the calls' sizes."""
         if self._widths is None:
             self._widths = fitted_widths(self._columns, rows[:WIDTH_SAMPLE_ROWS])
             self._new_sheet()
+            self.rows += len(rows)
+            self._write_now(rows)
+            return
+        self.rows += len(rows)
+        self._pending.extend(rows)
+        if len(self._pending) >= GROUP_ROWS:
+            self._flush()
+
+    def write_batch(self, batch: pa.RecordBatch, rows: ArrowRows) -> None:
+        """Append the rows of an Arrow record ``batch`` (as :class:`ArrowRows` reads it): the
+        file :meth:`write_rows` writes for their Python values, byte for byte. The first rows
+        go through :meth:`write_rows`: they fit the column widths."""
+        if self._widths is None:
+            raise ValueError("the first rows are written with write_rows (they fit the widths)")
+        self._flush()
+        self.rows += batch.num_rows
+        self._write_batch_now(batch, rows, None)
+
+    def close(self) -> int:
+        """Finish the file; returns the number of data rows."""
+        if self._widths is None:
+            self.write_rows([])
+        self._flush()
+        self._end_sheet()
+        finish_package(self._zip, self._sheet_names, len(self._columns), self._sheet_rows)
+        return self.rows
+
+    def discard(self) -> None:
+        """Write nothing more into ``out`` (the export failed; its upload is aborted)."""
+        self._pending = []
+        self._zip.discard()
+
+    def _flush(self) -> None:
+        """Write the gathered rows: through Arrow when their values allow, else by the row
+        encoder, in the same writes either way."""
+        rows, self._pending = self._pending, []
+        if not rows:
+            return
+        if self._arrow is None:
+            from exports.writers.xlsx_engine.arrow_rows import ArrowRows
+
+            self._arrow = ArrowRows(self._columns, date_texts=False)
+        batch = self._arrow.batch_of(rows) if len(rows) >= ARROW_MIN_ROWS else None
+        if batch is not None:
+            self._write_batch_now(batch, self._arrow, rows)
+            return
+        at = 0
+        while at < len(rows):
+            stop = min(len(rows), at + BATCH_ROWS - self._written % BATCH_ROWS)
+            self._write_now(rows[at:stop])
+            at = stop
+
+    def _write_now(self, rows: Sequence[Row]) -> None:
+        """Write ``rows`` with the row encoder: one write, or one each side of a sheet break."""
         start, total = 0, len(rows)
         while start < total:
             if self._in_sheet == self._max_rows:
@@ -92,42 +161,29 @@ class XlsxStream:
                 self._put(data, end - start)
             start = end
 
-    def write_batch(self, batch: pa.RecordBatch, rows: ArrowRows) -> None:
-        """Append the rows of an Arrow record ``batch`` (as :class:`ArrowRows` reads it): the
-        file :meth:`write_rows` writes for their Python values given :data:`BATCH_ROWS` at a
-        time, byte for byte (the same rows in each write, so the same deflate stream). The first
-        rows go through :meth:`write_rows`: they fit the column widths."""
-        if self._widths is None:
-            raise ValueError("the first rows are written with write_rows (they fit the widths)")
+    def _write_batch_now(self, batch: pa.RecordBatch, rows: ArrowRows, values: Sequence[Row] | None) -> None:
+        """Write ``batch`` (whose Python rows are ``values`` when the caller has them): cut
+        where :meth:`_write_now` of :data:`BATCH_ROWS` at a time would cut (deflate's output
+        depends on where its input is cut)."""
         start, total = 0, batch.num_rows
         while start < total:
             if self._in_sheet == self._max_rows:
                 self._new_sheet()
             end = min(total, start + self._max_rows - self._in_sheet)
-            encoded = rows.encode(batch.slice(start, end - start), self._in_sheet + 1)
+            part = values[start:end] if values is not None else None
+            encoded = rows.encode(batch.slice(start, end - start), self._in_sheet + 1, part)
             at = start
             while at < end:
-                stop = min(end, at + BATCH_ROWS - self.rows % BATCH_ROWS)
+                stop = min(end, at + BATCH_ROWS - self._written % BATCH_ROWS)
                 data = encoded.between(at - start, stop - start)
                 if self._sheet_bytes + len(data) > self._max_bytes:
                     # A new sheet: the rows after it are numbered anew (encoded again).
-                    at += self._write_what_fits(rows.python_rows(batch.slice(at, stop - at)))
+                    left = values[at:stop] if values is not None else rows.python_rows(batch.slice(at, stop - at))
+                    at += self._write_what_fits(left)
                     break
                 self._put(data, stop - at)
                 at = stop
             start = at
-
-    def close(self) -> int:
-        """Finish the file; returns the number of data rows."""
-        if self._widths is None:
-            self.write_rows([])
-        self._end_sheet()
-        finish_package(self._zip, self._sheet_names, len(self._columns), self._sheet_rows)
-        return self.rows
-
-    def discard(self) -> None:
-        """Write nothing more into ``out`` (the export failed; its upload is aborted)."""
-        self._zip.discard()
 
     def _new_sheet(self) -> None:
         self._end_sheet()
@@ -147,7 +203,7 @@ class XlsxStream:
         self._zip.write(data)
         self._sheet_bytes += len(data)
         self._in_sheet += rows
-        self.rows += rows
+        self._written += rows
 
     def _write_what_fits(self, rows: Sequence[Row]) -> int:
         """The rare path: ``rows`` would take the sheet past its size limit. Write them one by
@@ -156,7 +212,7 @@ class XlsxStream:
             data = self._encode((row,), self._in_sheet + 1).encode()
             if self._sheet_bytes + len(data) > self._max_bytes:
                 if self._in_sheet == 0:
-                    raise ValueError(f"row {self.rows + 1} alone is more XML than a sheet may hold")
+                    raise ValueError(f"row {self._written + 1} alone is more XML than a sheet may hold")
                 self._new_sheet()
                 return index
             self._put(data, 1)
