@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 CONTENT_TYPE = "application/vnd.apache.parquet"
 # Rows per row group: about what a reader reads at once, and what the writer holds in memory.
 ROW_GROUP_ROWS = 65_536
+# Python rows turned into Arrow arrays at once (a row group is made of ROW_GROUP_ROWS // CHUNK_ROWS).
+CHUNK_ROWS = 8_192
 # The widest decimal DuckDB and polars read as a decimal (pyarrow's decimal128).
 MAX_DECIMAL_PRECISION = 38
 COMPRESSION = "zstd"
@@ -187,34 +189,44 @@ def open_writer(out: ByteStream, schema: pa.Schema) -> Any:
 
 
 def write_parquet_stream(columns: Sequence[Column], rows: Iterable[Row], out: ByteStream) -> int:
-    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows."""
+    """Stream ``rows`` as a Parquet file into ``out`` (it is only written, in order); returns the number of rows.
+
+    A row group's rows become Arrow arrays :data:`CHUNK_ROWS` at a time: the Python rows of a
+    whole group held at once (some 40 MB of objects for 65,536 rows of a dozen columns) made the
+    heap grow for the first groups of a long export, peak RSS 1.27x at a million rows against
+    100,000 (docs/performance.md, "Memory")."""
     schema = arrow_schema(columns)
     prepare = [preparer(column) for column in columns]
-    count = 0
-    group: list[Row] = []
+    count = in_group = 0
+    chunk: list[Row] = []
+    group: list[list[pa.Array]] = []
     with open_writer(out, schema) as writer:
         for row in rows:
-            group.append(row)
-            if len(group) == ROW_GROUP_ROWS:
-                _write_group(writer, schema, columns, prepare, group)
-                count += len(group)
-                group = []
+            chunk.append(row)
+            if len(chunk) == min(CHUNK_ROWS, ROW_GROUP_ROWS - in_group):
+                group.append(_arrays(schema, columns, prepare, chunk))
+                in_group += len(chunk)
+                chunk = []
+                if in_group == ROW_GROUP_ROWS:
+                    count += _write_group(writer, schema, group)
+                    group, in_group = [], 0
+        if chunk:
+            group.append(_arrays(schema, columns, prepare, chunk))
         if group:
-            _write_group(writer, schema, columns, prepare, group)
-            count += len(group)
+            count += _write_group(writer, schema, group)
     return count
 
 
-def _write_group(
-    writer: Any,
+def _arrays(
     schema: pa.Schema,
     columns: Sequence[Column],
     prepare: Sequence[Callable[[Sequence[Any]], Sequence[Any]] | None],
-    group: list[Row],
-) -> None:
+    rows: list[Row],
+) -> list[pa.Array]:
+    """The arrays of ``rows``, a column each, as the column's Parquet type holds them."""
     import pyarrow as pa
 
-    values: list[Sequence[Any]] = list(zip(*group, strict=True)) if group else [() for _ in columns]
+    values: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
     if len(values) != len(columns):
         raise ValueError(f"rows of {len(values)} values for {len(columns)} columns")
     arrays = []
@@ -223,4 +235,15 @@ def _write_group(
             arrays.append(pa.array(change(column_values) if change else column_values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as error:
             raise ParquetValueInvalid(column.name, str(error)) from None
-    writer.write_batch(pa.record_batch(arrays, schema=schema))
+    return arrays
+
+
+def _write_group(writer: Any, schema: pa.Schema, chunks: list[list[pa.Array]]) -> int:
+    """Write one row group of ``chunks`` (each an array a column), each column one array as
+    the Arrow path gives it (the same file); returns its rows."""
+    import pyarrow as pa
+
+    arrays = [parts[0] if len(parts) == 1 else pa.concat_arrays(parts) for parts in zip(*chunks, strict=True)]
+    batch = pa.record_batch(arrays, schema=schema)
+    writer.write_batch(batch)
+    return batch.num_rows
