@@ -246,4 +246,5 @@ def _write_group(writer: Any, schema: pa.Schema, chunks: list[list[pa.Array]]) -
     arrays = [parts[0] if len(parts) == 1 else pa.concat_arrays(parts) for parts in zip(*chunks, strict=True)]
     batch = pa.record_batch(arrays, schema=schema)
     writer.write_batch(batch)
-    return batch.num_rows
+    rows: int = batch.num_rows
+    return rows
