@@ -169,7 +169,10 @@ class XlsxStream:
         while start < total:
             if self._in_sheet == self._max_rows:
                 self._new_sheet()
-            end = min(total, start + self._max_rows - self._in_sheet)
+            # At most a group's rows encoded at once (the cells' strings of a whole driver batch
+            # would be the run's peak memory), ending where a write ends.
+            group_end = start + GROUP_ROWS - self._written % BATCH_ROWS
+            end = min(total, start + self._max_rows - self._in_sheet, group_end)
             part = values[start:end] if values is not None else None
             encoded = rows.encode(batch.slice(start, end - start), self._in_sheet + 1, part)
             at = start
