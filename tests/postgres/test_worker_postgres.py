@@ -240,19 +240,33 @@ def test_a_cancel_in_the_middle_of_a_query_stops_it_and_leaves_nothing(
     wait_for(lambda: not backends(scratch, f"exports:{task.task_id}"), within=5)
 
 
-def test_a_parquet_export_is_read_through_arrow_into_the_file_its_rows_make(
-    pg_worker: Any, aws: Resources, scratch: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("fmt", "module", "name", "from_rows_writer"),
+    [
+        (ExportFormat.PARQUET, parquet_arrow, "write_parquet_batches", parquet_writer.write_parquet_stream),
+        (ExportFormat.XLSX, xlsx_engine, "write_xlsx_batches", xlsx_engine.write_xlsx_stream),
+    ],
+)
+def test_a_parquet_or_xlsx_export_is_read_through_arrow_into_the_file_its_rows_make(
+    pg_worker: Any,
+    aws: Resources,
+    scratch: str,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: ExportFormat,
+    module: Any,
+    name: str,
+    from_rows_writer: Any,
 ) -> None:
-    # More than one row group (ROW_GROUP_ROWS), so the batches are regrouped.
-    task = create(pg_worker, {"rows": 70_000}, ExportFormat.PARQUET)
+    # More than one row group (ROW_GROUP_ROWS), one driver batch and one write of the XLSX engine.
+    task = create(pg_worker, {"rows": 70_000}, fmt)
     written: list[int] = []
-    through_arrow = parquet_arrow.write_parquet_batches
+    through_arrow = getattr(module, name)
 
     def spied(*arguments: Any) -> int:
         written.append(through_arrow(*arguments))
         return written[-1]
 
-    monkeypatch.setattr(parquet_arrow, "write_parquet_batches", spied)
+    monkeypatch.setattr(module, name, spied)
 
     assert run(pg_worker, task) is Outcome.COMPLETED
     assert written == [70_000]
@@ -263,36 +277,10 @@ def test_a_parquet_export_is_read_through_arrow_into_the_file_its_rows_make(
         rows = conn.execute("SELECT n, md5(n::text) FROM generate_series(1, 70000) AS n").fetchall()
     from_rows = io.BytesIO()
     columns = [Column("n", "n", ColumnKind.INTEGER), Column("digest", "digest", ColumnKind.STRING)]
-    parquet_writer.write_parquet_stream(columns, iter(rows), from_rows)
+    from_rows_writer(columns, iter(rows), from_rows)
     assert body == from_rows.getvalue() and done.result.rows == 70_000
-    assert pq.ParquetFile(io.BytesIO(body)).metadata.num_row_groups == 2
-
-
-def test_an_xlsx_export_is_read_through_arrow_into_the_file_its_rows_make(
-    pg_worker: Any, aws: Resources, scratch: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # More rows than one driver batch and one write of the stream engine.
-    task = create(pg_worker, {"rows": 70_000}, ExportFormat.XLSX)
-    written: list[int] = []
-    through_arrow = xlsx_engine.write_xlsx_batches
-
-    def spied(*arguments: Any) -> int:
-        written.append(through_arrow(*arguments))
-        return written[-1]
-
-    monkeypatch.setattr(xlsx_engine, "write_xlsx_batches", spied)
-
-    assert run(pg_worker, task) is Outcome.COMPLETED
-    assert written == [70_000]
-
-    done = pg_worker.tasks.get(task.task_id)
-    body = boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=done.result.key)["Body"].read()
-    with psycopg.connect(scratch) as conn:
-        rows = conn.execute("SELECT n, md5(n::text) FROM generate_series(1, 70000) AS n").fetchall()
-    from_rows = io.BytesIO()
-    columns = [Column("n", "n", ColumnKind.INTEGER), Column("digest", "digest", ColumnKind.STRING)]
-    xlsx_engine.write_xlsx_stream(columns, iter(rows), from_rows)
-    assert body == from_rows.getvalue() and done.result.rows == 70_000
+    if fmt is ExportFormat.PARQUET:
+        assert pq.ParquetFile(io.BytesIO(body)).metadata.num_row_groups == 2
 
 
 def test_a_cancel_in_the_middle_of_a_parquet_query_stops_it_and_leaves_nothing(
