@@ -14,7 +14,9 @@ text give no cell, and the next cell its reference. A row holding any other valu
 
 A batch holds an array per column, then, per date and date-time column, the text of its values
 no Python value holds (``record_batches(..., date_texts=True)``): those rows go to ``rows.py``
-with that text, as the tuple reader gives it.
+with that text, as the tuple reader gives it. The stream engine also turns groups of Python rows
+into batches (:meth:`ArrowRows.batch_of`, no date texts) when every column holds only its
+kind's own type: there the rows off the templates go to ``rows.py`` as they were given.
 """
 
 from __future__ import annotations
