@@ -1,4 +1,4 @@
-"""A declared query's rows as Arrow record batches, for Parquet: the ADBC PostgreSQL driver reads
+"""A declared query's rows as Arrow record batches, for Parquet and XLSX: the ADBC PostgreSQL driver reads
 the result with binary ``COPY`` straight into Arrow arrays, so no value becomes a Python object
 (docs/performance.md, "Parquet through Arrow").
 
