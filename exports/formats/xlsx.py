@@ -25,18 +25,16 @@ from exports.formats.spec import FormatSpec
 from exports.formats.split import FileLayout, FirstRows, PartitionResult, PartitionWrite
 from exports.ports import ResultUpload
 from exports.writers import xlsx_engine, xlsx_limits, xlsx_writer
-from exports.writers.byte_sink import ByteSink
 from exports.writers.cells import CellTooLong, fitted_widths
 from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
 from exports.writers.segment_upload import SegmentSink, part_numbers
 from exports.writers.sink import MultipartSink
-from exports.writers.xlsx_engine import arrow_rows
 from exports.writers.zones import ZoneStyle, xlsx_value
 
-# WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 if TYPE_CHECKING:
     import pyarrow as pa
 
+# WorkerSettings.xlsx_engine -> the writer; both take (columns, rows, out).
 XLSX_WRITERS: Mapping[str, Callable[..., int]] = {
     XlsxEngine.STREAM: xlsx_engine.write_xlsx_stream,
     XlsxEngine.OPENPYXL: xlsx_writer.write_xlsx,
@@ -119,7 +117,7 @@ def write_xlsx(run: ExportRun) -> ExportResult:
         try:
             if batches is not None:
                 guard = (counted, run.tracker.update, run.budget, xlsx_limits.TIME_MARGIN_SEC, out_of_time)
-                _write_batches(run.columns, batches_in_one_run(batches, *guard), sink)
+                xlsx_engine.write_xlsx_batches(run.columns, batches_in_one_run(batches, *guard), sink)
             else:
                 temp_files = engine == XlsxEngine.OPENPYXL
                 rows = guarded_rows(run.pages(None), counted, run.tracker.update, run.budget, temp_files)
@@ -142,17 +140,6 @@ def _arrow_batches(run: ExportRun) -> Iterator[pa.RecordBatch] | None:
     if run.zoned.changes or not run.columns:
         return None
     return run.export_type.arrow_batches(run.filters, run.columns, run.control, date_texts=True)
-
-
-def _write_batches(columns: Sequence[Column], batches: Iterable[pa.RecordBatch], out: ByteSink) -> int:
-    """The stream engine's workbook of ``batches`` (``write_xlsx_stream``'s file of their rows)."""
-    stream = xlsx_engine.XlsxStream(columns, out)
-    try:
-        xlsx_engine.write_xlsx_batches(stream, batches, arrow_rows.ArrowRows(columns))
-        return stream.close()
-    except BaseException:
-        stream.discard()
-        raise
 
 
 def upload_xlsx_partition(

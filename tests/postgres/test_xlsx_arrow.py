@@ -16,8 +16,7 @@ from exports.adapters.postgres_arrow import PostgresArrowReader
 from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
 from exports.ports import SqlRead
 from exports.writers import xlsx_engine
-from exports.writers.xlsx_engine import XlsxStream, write_xlsx_batches
-from exports.writers.xlsx_engine.arrow_rows import ArrowRows
+from exports.writers.xlsx_engine import MAX_DATA_ROWS_PER_SHEET, write_xlsx_batches
 from tests.postgres.test_type_corpus import corpus, export_rows  # noqa: F401  (corpus: the fixture)
 
 # Held by the tuple path as objects whose text the workbook writes (uuid.UUID), or arrays: the
@@ -38,9 +37,7 @@ def arrow_file(export_type: ExportType, columns: list[Column], max_rows_per_shee
     batches = export_type.arrow_batches(filters, columns, Unbounded(), date_texts=True)
     assert batches is not None
     out = io.BytesIO()
-    stream = XlsxStream(columns, out) if max_rows_per_sheet is None else XlsxStream(columns, out, max_rows_per_sheet=2)
-    write_xlsx_batches(stream, batches, ArrowRows(columns))
-    stream.close()
+    write_xlsx_batches(columns, batches, out, max_rows_per_sheet=max_rows_per_sheet or MAX_DATA_ROWS_PER_SHEET)
     return out.getvalue()
 
 

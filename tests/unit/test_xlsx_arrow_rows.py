@@ -301,19 +301,15 @@ def test_a_workbook_from_batches_equals_the_one_from_rows_across_sheets() -> Non
         stream.write_rows(py_rows[start : start + 1000])
     stream.close()
     from_batches = io.BytesIO()
-    stream = XlsxStream(columns, from_batches, max_rows_per_sheet=700)
     batches = [batch_of(columns, rows[start : start + 333]) for start in range(0, len(rows), 333)]
-    assert write_xlsx_batches(stream, batches, ArrowRows(columns)) == len(rows)
-    stream.close()
+    assert write_xlsx_batches(columns, batches, from_batches, max_rows_per_sheet=700) == len(rows)
     assert from_batches.getvalue() == from_rows.getvalue()
 
 
 def test_an_empty_export_gives_the_empty_workbook() -> None:
     expected, got = io.BytesIO(), io.BytesIO()
     XlsxStream(COLUMNS, expected).close()
-    stream = XlsxStream(COLUMNS, got)
-    assert write_xlsx_batches(stream, [], ArrowRows(COLUMNS)) == 0
-    stream.close()
+    assert write_xlsx_batches(COLUMNS, [], got) == 0
     assert got.getvalue() == expected.getvalue()
 
 
@@ -323,12 +319,12 @@ def test_a_sheet_past_its_byte_limit_breaks_where_the_rows_path_breaks() -> None
 
     def written(through_batches: bool) -> bytes:
         out = io.BytesIO()
-        stream = XlsxStream(columns, out, max_sheet_bytes=60_000)
         if through_batches:
-            write_xlsx_batches(stream, [batch_of(columns, rows)], ArrowRows(columns))
-        else:
-            for start in range(0, len(rows), 1000):
-                stream.write_rows(rows[start : start + 1000])
+            write_xlsx_batches(columns, [batch_of(columns, rows)], out, max_sheet_bytes=60_000)
+            return out.getvalue()
+        stream = XlsxStream(columns, out, max_sheet_bytes=60_000)
+        for start in range(0, len(rows), 1000):
+            stream.write_rows(rows[start : start + 1000])
         stream.close()
         return out.getvalue()
 

@@ -273,27 +273,46 @@ def write_xlsx_stream(
         raise
 
 
-def write_xlsx_batches(stream: XlsxStream, batches: Iterable[pa.RecordBatch], rows: ArrowRows) -> int:
-    """Write Arrow record ``batches`` into ``stream``: the first :data:`WIDTH_SAMPLE_ROWS` rows
-    as Python values (they fit the column widths, as :func:`write_xlsx_stream`'s first rows
-    do), the rest with :meth:`XlsxStream.write_batch`, cut where :func:`write_xlsx_stream`'s
-    writes are: the same file as it writes of their rows. Returns the rows written."""
+def write_xlsx_batches(
+    columns: list[Column],
+    batches: Iterable[pa.RecordBatch],
+    out: ByteSink,
+    sheet_title: str = "Export",
+    max_rows_per_sheet: int = MAX_DATA_ROWS_PER_SHEET,
+    max_sheet_bytes: int = MAX_SHEET_XML_BYTES,
+) -> int:
+    """:func:`write_xlsx_stream` of Arrow record ``batches`` (as
+    :class:`~exports.writers.xlsx_engine.arrow_rows.ArrowRows` reads them, date texts
+    included): the same file as it writes of their rows. The first :data:`WIDTH_SAMPLE_ROWS`
+    rows go as Python values (they fit the column widths), the rest with
+    :meth:`XlsxStream.write_batch`, cut where :func:`write_xlsx_stream`'s writes are. Returns
+    the number of data rows; if ``batches`` raises, nothing more is written into ``out``."""
     import pyarrow as pa
 
-    batches = iter(batches)
-    head: list[pa.RecordBatch] = []
-    for batch in batches:
-        head.append(batch)
-        if sum(part.num_rows for part in head) >= WIDTH_SAMPLE_ROWS:
-            break
-    if not head:
-        stream.write_rows([])
-        return 0
-    whole = pa.concat_batches(head)
-    stream.write_rows(rows.python_rows(whole.slice(0, WIDTH_SAMPLE_ROWS)))
-    for batch in _aligned(chain((whole.slice(WIDTH_SAMPLE_ROWS),), batches)):
-        stream.write_batch(batch, rows)
-    return stream.rows
+    from exports.writers.xlsx_engine.arrow_rows import ArrowRows
+
+    stream = XlsxStream(
+        columns, out, sheet_title=sheet_title, max_rows_per_sheet=max_rows_per_sheet, max_sheet_bytes=max_sheet_bytes
+    )
+    try:
+        rows = ArrowRows(columns)
+        iterator = iter(batches)
+        head: list[pa.RecordBatch] = []
+        gathered = 0
+        for batch in iterator:
+            head.append(batch)
+            gathered += batch.num_rows
+            if gathered >= WIDTH_SAMPLE_ROWS:
+                break
+        if head:
+            whole = pa.concat_batches(head)
+            stream.write_rows(rows.python_rows(whole.slice(0, WIDTH_SAMPLE_ROWS)))
+            for batch in _aligned(chain((whole.slice(WIDTH_SAMPLE_ROWS),), iterator)):
+                stream.write_batch(batch, rows)
+        return stream.close()
+    except BaseException:
+        stream.discard()
+        raise
 
 
 def _aligned(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
