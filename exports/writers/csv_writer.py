@@ -138,16 +138,16 @@ def _namespace(guard: bool) -> dict[str, Any]:
 # text that needs no quoting as it is, None as nothing; anything else is what csv.writer makes
 # of the fast path's value (_field). Written inside an f-string, so the special characters are
 # locals (3.11: no backslash, no double quote in an f-string's expressions).
+# A decimal's and a finite float's text without exponent (the fast paths' own tests).
+_DECIMAL_TEXT = "_t if {c}.__class__ is Decimal and 'E' not in (_t := str({c}))"
+_FLOAT_TEXT = "_t if {c}.__class__ is float and 'e' not in (_t := repr({c})) and {c} - {c} == 0.0"
 _FIELDS: dict[ColumnKind, str] = {
     ColumnKind.STRING: "({c} if {c}.__class__ is str and (not {c} or {c}[0] not in _TRIGGERS) and _COMMA not in {c}"
     " and _QUOTE not in {c} and _LF not in {c} and _CR not in {c} else '' if {c} is None else _field(_string({c})))",
     ColumnKind.INTEGER: "({c} if {c}.__class__ is int else '' if {c} is None else _field(_integer({c})))",
-    ColumnKind.DECIMAL: "(_t if {c}.__class__ is Decimal and 'E' not in (_t := str({c}))"
-    " else _t if {c}.__class__ is float and 'e' not in (_t := repr({c})) and {c} - {c} == 0.0"
-    " else '' if {c} is None else _field(_decimal({c})))",
-    ColumnKind.FLOAT: "(_t if {c}.__class__ is float and 'e' not in (_t := repr({c})) and {c} - {c} == 0.0"
-    " else _t if {c}.__class__ is Decimal and 'E' not in (_t := str({c}))"
-    " else '' if {c} is None else _field(_decimal({c})))",
+    ColumnKind.DECIMAL: f"({_DECIMAL_TEXT} else {_FLOAT_TEXT} else '' if {{c}} is None else _field(_decimal({{c}})))",
+    # The same two paths, the float's first.
+    ColumnKind.FLOAT: f"({_FLOAT_TEXT} else {_DECIMAL_TEXT} else '' if {{c}} is None else _field(_decimal({{c}})))",
     ColumnKind.DATE: "({c} if {c}.__class__ is date else '' if {c} is None else _field(_date({c})))",
     ColumnKind.DATETIME: "({c} if {c}.__class__ is datetime and {c}.tzinfo is None"
     " else '' if {c} is None else _field(_datetime({c})))",
