@@ -93,7 +93,9 @@ class ExportAccepted(BaseModel):
     task_id: str
     status: TaskStatus
     created_at: datetime
-    estimated_completion_sec: int
+    estimated_completion_sec: int = Field(
+        description="Seconds until the export should be done: its wait in the queue and its own run (docs/capacity.md)."
+    )
     status_url: str
     deduplicated: bool = Field(
         default=False, description="True when an identical export was already active: this is that task."
@@ -260,14 +262,24 @@ class FieldProblem(BaseModel):
     message: str
 
 
+class RefusalEstimate(BaseModel):
+    """What a capacity refusal (``WOULD_TIME_OUT``) was estimated on."""
+
+    estimated_start_sec: int = Field(description="Seconds until the export would have started (its queue wait).")
+    estimated_completion_sec: int = Field(description="Seconds until it would have been done.")
+    timeout_sec: int = Field(description="The deadline it asked for, which that passes.")
+
+
 class ErrorDetail(BaseModel):
     """What went wrong: a stable code, a message and, for bad input, the field; ``errors`` lists
-    every invalid field when there are several (the first is ``field`` and ``message``)."""
+    every invalid field when there are several (the first is ``field`` and ``message``); a
+    capacity refusal carries its ``estimate``."""
 
     code: str
     message: str
     field: str | None = None
     errors: list[FieldProblem] | None = None
+    estimate: RefusalEstimate | None = None
 
 
 class ErrorBody(BaseModel):

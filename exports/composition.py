@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
+from exports.config.limits import Admission
 from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings, RegistrySettings, WorkerSettings
 from exports.domain.admission import Estimates
 from exports.domain.errors import ExportsError
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from exports.declared.build import BuiltTypes
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.ports import BusinessMetrics
+    from exports.ports import BusinessMetrics, CapacityPools
     from exports.schedules.dependencies import ScheduleDependencies
 
 
@@ -142,6 +143,17 @@ def compose_api(
         metrics=metrics,
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
+        capacity=capacity_pools(settings.tasks_table),
+    )
+
+
+def capacity_pools(tasks_table: str) -> CapacityPools:
+    """The capacity pools (admission by deadline) in the tasks table, their drain cached as
+    long as :attr:`Admission.DRAIN_CACHE_SEC` allows."""
+    from exports.adapters.dynamodb_capacity import DynamoCapacityPools
+
+    return DynamoCapacityPools(
+        aws_client("dynamodb"), tasks_table, Admission.DRAIN_SMOOTHING, Admission.DRAIN_CACHE_SEC
     )
 
 
@@ -169,6 +181,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
         fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn),
+        capacity=capacity_pools(settings.tasks_table),
     )
 
 
@@ -241,4 +254,5 @@ def compose_lifecycle(metrics: BusinessMetrics, environ: Mapping[str, str] = os.
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         metrics=metrics,
+        capacity=capacity_pools(settings.tasks_table),
     )

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from exports.config.worker import Worker
-from exports.domain.admission import QueueWait, Throughput
+from exports.domain.admission import Throughput
+from exports.domain.capacity import Drain
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.domain.zones import UTC_ZONE
@@ -45,9 +46,6 @@ class TaskMessage:
     priority: int
     # How often a transient fault before the claim sent the message back (its backoff grows).
     redeliveries: int = 0
-    # Tasks it had to wait for at submit (queued or running ahead of it, beyond the lane's
-    # workers): its first claim measures the lane's wait per task. 0 on every later message.
-    waiting_for: int = 0
 
 
 class TaskRepository(Protocol):
@@ -139,10 +137,6 @@ class TaskQueue(Protocol):
     def depths(self) -> dict[str, int]:
         """Approximate waiting messages per lane (may be a few seconds old)."""
 
-    def running(self) -> dict[str, int]:
-        """Approximate messages being worked on per lane (received, not yet deleted), read
-        together with :meth:`depths`."""
-
     def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
         """Let the failed ``delivery`` come back after ``delay_sec`` rather than the queue's
         visibility timeout."""
@@ -156,8 +150,8 @@ class HotKeyLimiter(Protocol):
 
 
 class ThroughputStats(Protocol):
-    """Measured speed per export type and format (``key``: domain.admission.throughput_key) and
-    wait per lane, for estimates."""
+    """Measured speed per export type and format (``key``: domain.admission.throughput_key), for
+    estimates."""
 
     def get(self, key: str) -> Throughput | None:
         """The moving averages, or None before the first run."""
@@ -165,11 +159,32 @@ class ThroughputStats(Protocol):
     def record(self, key: str, rows: int, seconds: float, days: int | None = None) -> None:
         """Fold in one finished run (``days``: the days its date range covers, if it has one)."""
 
-    def queue_wait(self, lane: str) -> QueueWait | None:
-        """The lane's measured wait per task ahead, or None before its first queued task."""
 
-    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
-        """Fold in one task that waited ``waited_sec`` for a worker behind ``waited_for`` tasks."""
+@dataclass(frozen=True)
+class Reservation:
+    """What a reservation in a capacity pool found: whether the work was queued, and the work
+    queued ahead of it (when refused: all that is queued)."""
+
+    admitted: bool
+    queued_sec: float
+
+
+class CapacityPools(Protocol):
+    """The work queued per capacity pool and each pool's measured drain
+    (:mod:`exports.domain.capacity`), shared by every API and worker instance."""
+
+    def drain(self, pool: str) -> Drain | None:
+        """The pool's measured drain (a few seconds old at most), or None before one."""
+
+    def reserve(self, pool: str, work_sec: float, limit_sec: float) -> Reservation:
+        """Queue ``work_sec`` in ``pool`` if at most ``limit_sec`` is queued there already."""
+
+    def release(self, pool: str, work_sec: float) -> None:
+        """Take back queued work that will never start (merged, refused by another pool,
+        cancelled, timed out, not enqueued)."""
+
+    def start(self, pool: str, work_sec: float, now: datetime) -> None:
+        """Take ``work_sec`` off the queue as its task starts, measuring the pool's drain."""
 
 
 class ResultUpload(Protocol):

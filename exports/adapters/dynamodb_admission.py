@@ -1,4 +1,4 @@
-"""Admission state kept in the tasks table: hot-key token buckets, throughput and queue-wait statistics.
+"""Admission state kept in the tasks table: hot-key token buckets and throughput statistics.
 
 Both are read-modify-write with a condition on what was read (optimistic concurrency), so
 concurrent workers never both spend the same token or lose an update."""
@@ -9,15 +9,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import ConditionNotMet, translated
-from exports.adapters.task_table import bucket_id, queue_wait_id, throughput_id
+from exports.adapters.task_table import bucket_id, throughput_id
 from exports.adapters.task_table import key as item_key
 from exports.config.tables import TaskTable
 from exports.domain.admission import (
     Bucket,
-    QueueWait,
     Throughput,
     take_token,
-    updated_queue_wait,
     updated_throughput,
 )
 from exports.domain.errors import RetryableError
@@ -63,7 +61,7 @@ class DynamoHotKeyLimiter:
 
 
 class DynamoThroughputStats:
-    """:class:`exports.ports.ThroughputStats`: moving averages per export type and format, and per lane."""
+    """:class:`exports.ports.ThroughputStats`: moving averages per export type and format."""
 
     def __init__(self, client: DynamoDBClient, table_name: str, smoothing: float) -> None:
         self._client = client
@@ -91,31 +89,9 @@ class DynamoThroughputStats:
             if _write_if_unchanged(self._client, self._table, item_key, values, item):
                 return
 
-    def queue_wait(self, lane: str) -> QueueWait | None:
-        """The lane's wait per task ahead, or None before its first queued task."""
-        with translated("read queue wait"):
-            item = self._client.get_item(TableName=self._table, Key=_queue_wait_key(lane)).get("Item")
-        return QueueWait(float(item["sec_per_task"]["N"])) if item else None
-
-    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
-        """Fold one queued task's wait in; gives up quietly under heavy contention."""
-        key = _queue_wait_key(lane)
-        for _ in range(_ATTEMPTS):
-            with translated("read queue wait"):
-                item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
-            old = QueueWait(float(item["sec_per_task"]["N"])) if item else None
-            after = updated_queue_wait(old, waited_sec, waited_for, self._smoothing)
-            values = {"sec_per_task": {"N": repr(after.sec_per_task)}}
-            if _write_if_unchanged(self._client, self._table, key, values, item):
-                return
-
 
 def _stats_key(export_type: str) -> dict[str, Any]:
     return item_key(throughput_id(export_type))
-
-
-def _queue_wait_key(lane: str) -> dict[str, Any]:
-    return item_key(queue_wait_id(lane))
 
 
 def _throughput(item: dict[str, Any]) -> Throughput:

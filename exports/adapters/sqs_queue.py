@@ -38,7 +38,6 @@ def decode_message(body: str) -> TaskMessage:
         export_type=str(data.get("export_type", "")),
         priority=int(data.get("priority", 5)),
         redeliveries=int(data.get("redeliveries", 0)),
-        waiting_for=int(data.get("waiting_for", 0)),
     )
 
 
@@ -52,7 +51,6 @@ class SqsTaskQueue:
         self._urls = dict(queue_urls)
         self._cache_sec = cache_sec
         self._depths: dict[str, int] = {}
-        self._running: dict[str, int] = {}
         self._measured_at = -math.inf
 
     def send(self, message: TaskMessage, delay_sec: int = 0) -> None:
@@ -88,21 +86,14 @@ class SqsTaskQueue:
         self._measure()
         return dict(self._depths)
 
-    def running(self) -> dict[str, int]:
-        """Approximate in-flight messages per lane, read with :meth:`depths`."""
-        self._measure()
-        return dict(self._running)
-
     def _measure(self) -> None:
         if time.monotonic() - self._measured_at < self._cache_sec:
             return
-        depths, running = {}, {}
+        depths = {}
         for lane, url in self._urls.items():
             with translated("read queue depth"):
                 attributes = self._client.get_queue_attributes(
-                    QueueUrl=url,
-                    AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+                    QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
                 )["Attributes"]
             depths[lane] = int(attributes["ApproximateNumberOfMessages"])
-            running[lane] = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
-        self._depths, self._running, self._measured_at = depths, running, time.monotonic()
+        self._depths, self._measured_at = depths, time.monotonic()

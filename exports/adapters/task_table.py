@@ -8,7 +8,8 @@ The tasks table is a single table keyed by one string attribute (``TaskTable.PAR
 - a **dedup** marker held by the active task of an identical request, ``dedup#<hash>``;
 - a hot key's token **bucket**, ``bucket#<hot key>``;
 - an export type's **throughput** averages, ``stats#<export type>``;
-- a lane's measured **queue wait** per task ahead, ``queue-wait#<lane>``;
+- a capacity pool's queued **work** (a lane, a limited data source), ``capacity#<pool>``, and
+  its measured **drain**, ``capacity-drain#<pool>`` (exports.domain.capacity);
 - a data source's concurrency **slot**, ``source-slot#<source>#<index>``;
 - an **idempotency** record of a submit with an ``Idempotency-Key``, ``idempotency#<hash>``
   (Powertools names it from :data:`IDEMPOTENCY_PREFIX`).
@@ -50,9 +51,14 @@ def throughput_id(export_type: str) -> str:
     return f"stats#{export_type}"
 
 
-def queue_wait_id(lane: str) -> str:
-    """The id of the measured queue wait of ``lane``."""
-    return f"queue-wait#{lane}"
+def capacity_id(pool: str) -> str:
+    """The id of the work queued in capacity ``pool``."""
+    return f"capacity#{pool}"
+
+
+def drain_id(pool: str) -> str:
+    """The id of the measured drain of capacity ``pool``."""
+    return f"capacity-drain#{pool}"
 
 
 def slot_id(source: str, index: int) -> str:

@@ -42,6 +42,16 @@ class Admission:
     BACKLOG_CACHE_SEC: Final = 5
     RETRY_AFTER_QUOTA_SEC: Final = 30
     RETRY_AFTER_BACKLOG_SEC: Final = 60
+    # Admission by deadline (docs/capacity.md): a task is accepted when its wait in the queue
+    # plus its own run should end within this share of its timeout_sec; the rest is the margin
+    # for what estimates miss (a run slower than its type's average, workers slowed by others).
+    DEADLINE_SHARE: Final = 0.8
+    # Weight of the newest start in a capacity pool's measured drain.
+    DRAIN_SMOOTHING: Final = 0.02
+    # How old a pool's measured drain an API or worker instance may use (its cached reading).
+    DRAIN_CACHE_SEC: Final = 2
+    # The longest Retry-After a capacity refusal gives (a client may always try sooner).
+    RETRY_AFTER_CAPACITY_MAX_SEC: Final = 900
     IDEMPOTENCY_KEY_MAX_LENGTH: Final = 255
     IDEMPOTENCY_TTL_SEC: Final = 24 * 3600
 

@@ -53,6 +53,10 @@ class Metric:
     PROMOTED: Final = "ExportPromoted"
     DEFERRED: Final = "ExportDeferred"
     REJECTED: Final = "ExportRejected"
+    # Admission by deadline refused an export (WOULD_TIME_OUT): the queue ahead was too long.
+    CAPACITY_REFUSED: Final = "CapacityRefused"
+    # A task that could no longer finish before its deadline was not begun (it ended TIMEOUT).
+    NOT_BEGUN: Final = "ExportNotBegun"
     REDELIVERED: Final = "TaskRedelivered"
     # A task waited because its data source already ran its limit of concurrent exports.
     SOURCE_DEFERRED: Final = "SourceBusyDeferred"
@@ -61,3 +65,5 @@ class Metric:
     SCHEDULE_FIRED: Final = "ScheduleFired"
     SCHEDULE_DUPLICATE_FIRING: Final = "ScheduleDuplicateFiring"
     SCHEDULE_PAUSED: Final = "SchedulePaused"
+    # A firing refused for capacity, queued to be tried again within its deferral window.
+    SCHEDULE_DEFERRED: Final = "ScheduleDeferred"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -199,40 +198,3 @@ def expected_task_rows(throughput: Throughput, known_rows: int | None, span_days
     if span_days is not None and throughput.rows_per_day is not None:
         return span_days * throughput.rows_per_day
     return throughput.rows_per_task
-
-
-@dataclass(frozen=True)
-class QueueWait:
-    """How long a lane's tasks really waited: the exponentially weighted mean of the seconds a
-    task waited for a worker per task it had to wait for (see :func:`tasks_to_wait_for`).
-    Measured, it holds what no model of the lane knows: the sizes of what is usually queued and
-    how much runs side by side slow each other down."""
-
-    sec_per_task: float
-
-
-def tasks_to_wait_for(tasks_ahead: int, workers: int) -> int:
-    """Tasks that must end (or start) before a new one gets a worker, when ``tasks_ahead`` are
-    queued or running in its lane and the lane runs ``workers`` exports at once."""
-    return max(0, tasks_ahead - max(1, workers) + 1)
-
-
-def updated_queue_wait(old: QueueWait | None, waited_sec: float, waited_for: int, smoothing: float) -> QueueWait:
-    """Fold in one task that waited ``waited_sec`` for a worker behind ``waited_for`` tasks (> 0)."""
-    measured = max(0.0, waited_sec) / waited_for
-    if old is None:
-        return QueueWait(measured)
-    return QueueWait(smoothing * measured + (1 - smoothing) * old.sec_per_task)
-
-
-def estimate_completion_sec(
-    throughput: Throughput, waiting_for: int, workers: int, expected_rows: float, queue_wait: QueueWait | None = None
-) -> int:
-    """Seconds until a new task should be done: the wait for a free worker, then its own run.
-
-    The wait is ``waiting_for`` tasks (:func:`tasks_to_wait_for`) at the lane's measured wait
-    per task; before the lane has measured one, at a mean run of the type each, drained
-    ``workers`` at a time. Its own run takes :meth:`Throughput.run_sec` of ``expected_rows``.
-    """
-    per_task = queue_wait.sec_per_task if queue_wait is not None else throughput.task_sec / max(1, workers)
-    return max(1, math.ceil(waiting_for * per_task + throughput.run_sec(expected_rows)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 
@@ -151,14 +152,26 @@ class SourceQueryTimeout(ExportFailed):
         super().__init__(message, code=SourceCode.QUERY_TIMEOUT)
 
 
-class Overloaded(ExportsError):
-    """Admission refused: the backlog is too deep or the user has too many active tasks.
-    Nothing was created; ``retry_after`` says when to try again."""
+@dataclass(frozen=True)
+class CapacityEstimate:
+    """What a capacity refusal was estimated on: seconds until the task would have started and
+    been done, against the timeout it asked for."""
 
-    def __init__(self, message: str, code: str, retry_after: int) -> None:
+    estimated_start_sec: int
+    estimated_completion_sec: int
+    timeout_sec: int
+
+
+class Overloaded(ExportsError):
+    """Admission refused: the work queued ahead would make the task miss its deadline (with
+    ``estimate``), the backlog is too deep, or the user has too many active tasks. Nothing was
+    created; ``retry_after`` says when to try again."""
+
+    def __init__(self, message: str, code: str, retry_after: int, estimate: CapacityEstimate | None = None) -> None:
         super().__init__(message, retry_after=retry_after)
         self.code = code
         self.retry_after = retry_after
+        self.estimate = estimate
 
 
 class DuplicateSubmission(ExportsError):

@@ -163,6 +163,10 @@ class Task(BaseModel):
     # The rows submit expected, when the type knows its count or its speed was measured: a run
     # that knows no better measures its progress against it.
     estimated_rows: int | None = None
+    # Admission by deadline (exports.domain.capacity): the run this task was estimated at, in
+    # seconds, and the capacity pools that count it as queued work until it first starts.
+    queued_work_sec: float | None = None
+    queued_in: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -201,6 +205,15 @@ class Task(BaseModel):
     def is_terminal(self) -> bool:
         """Whether the task has reached a state it never leaves."""
         return self.status in TERMINAL
+
+    @property
+    def queue_places(self) -> tuple[str, ...]:
+        """The capacity pools that still count this task's work as queued: those it was
+        admitted to, until its first start or its end (a retry or a continuation is not
+        counted again)."""
+        if self.status is TaskStatus.PENDING and self.attempt == 0 and self.queued_work_sec is not None:
+            return self.queued_in
+        return ()
 
     @property
     def deadline(self) -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict
 from http import HTTPStatus
 from typing import Any
 
@@ -18,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from exports.config.limits import Admission
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
+    CapacityEstimate,
     ConditionFailed,
     ExportsError,
     InvalidRequest,
@@ -79,12 +81,15 @@ def error_response(
     field: str | None = None,
     headers: dict[str, str] | None = None,
     problems: Sequence[tuple[str | None, str]] = (),
+    estimate: CapacityEstimate | None = None,
 ) -> Response[str]:
     """A JSON error answer; ``problems`` (every invalid field, when there are several) become
-    its ``errors`` list."""
+    its ``errors`` list, and a capacity refusal's ``estimate`` its ``estimate``."""
     detail: dict[str, Any] = {"code": code, "message": message}
     if field:
         detail["field"] = field
+    if estimate is not None:
+        detail["estimate"] = asdict(estimate)
     if problems:
         detail["errors"] = [
             {"field": where, "message": text} if where else {"message": text} for where, text in problems
@@ -141,7 +146,13 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:
             headers = {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SEC)}
         return error_response(
-            status, error.code, error.message, getattr(error, "field", None), headers, getattr(error, "problems", ())
+            status,
+            error.code,
+            error.message,
+            getattr(error, "field", None),
+            headers,
+            getattr(error, "problems", ()),
+            getattr(error, "estimate", None),
         )
 
     def _invalid_request(error: RequestValidationError) -> Response[str]:

@@ -54,8 +54,10 @@ _ERRORS: dict[int, str] = {
     415: "The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE).",
     422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` "
     "lists every invalid one when there are several).",
-    429: "Too many active tasks, or the queue is full: try again after `Retry-After` seconds"
-    " (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may).",
+    429: "Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing"
+    " within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too"
+    " many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule:"
+    " SCHEDULE_LIMIT_REACHED, the user has as many as a user may.",
     503: "A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE).",
 }
 _RETRY_LATER = (429, 503)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from exports.config.metrics import Metric
 from exports.config.retry import HOT_KEY_DEFERRAL, SOURCE_BUSY_DEFERRAL
-from exports.domain.admission import lane_for
+from exports.domain.capacity import too_late_to_finish
 from exports.domain.errors import (
     ConditionFailed,
     ExportFailed,
@@ -31,6 +31,7 @@ from exports.domain.task import Task, claim, fail
 from exports.fan_out.plan import start_fan_out
 from exports.formats.run import HandedOver
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
+from exports.services.capacity import pools_of, take_queue_places
 from exports.services.dependencies import WorkerDependencies
 from exports.services.endings import (
     Failed,
@@ -146,7 +147,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
         deps.metrics.add(Metric.DUPLICATE_DELIVERY)
         logger.info("task not claimable, delivery acknowledged", extra={"status": task.status.value})
         return Outcome.SKIPPED
-    if now >= task.deadline:
+    if now >= task.deadline or _too_late_to_finish(task, now, deps):
         return end_timed_out(task, deps)
     wait = _hot_key_wait(task, deps)
     if wait > 0:
@@ -165,21 +166,27 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
             deps.metrics.add(Metric.DUPLICATE_DELIVERY)
             return Outcome.SKIPPED
         raise
-    _record_queue_wait(message, task, now, deps)
+    take_queue_places(task, now, deps)
     return claimed, lease
 
 
-def _record_queue_wait(message: TaskMessage, task: Task, now: datetime, deps: WorkerDependencies) -> None:
-    """A first claim through the submit's own message: how long the task waited for a worker
-    behind the tasks it had to wait for (estimates learn from it). A retried, deferred or
-    redelivered task waited for other reasons too, and its message says 0."""
-    if message.waiting_for <= 0 or message.redeliveries or task.attempt:
-        return
+def _too_late_to_finish(task: Task, now: datetime, deps: WorkerDependencies) -> bool:
+    """Whether the task, about to be claimed, should not be begun: its run (estimated as at
+    submit, at its pools' drain measured now) would pass its deadline. It then ends TIMEOUT with
+    nothing touched: no source slot, no query, no upload. Only a task admitted by deadline has
+    an estimate to go by."""
+    if task.queued_work_sec is None:
+        return False
     try:
-        waited = (now - task.created_at).total_seconds()
-        deps.throughput.record_queue_wait(lane_for(task.priority).name, waited, message.waiting_for)
+        pools = pools_of(deps.registry.get(task.export_type), task.priority, deps)
     except ExportsError:
-        logger.warning("could not record the queue wait", exc_info=True)  # a statistic, not the export
+        return False  # a type no longer declared: the run itself fails the task, saying why
+    run_sec = max(pool.own_run_sec(task.queued_work_sec) for pool in pools)
+    late = too_late_to_finish((task.deadline - now).total_seconds(), run_sec, task.timeout_sec)
+    if late:
+        deps.metrics.add(Metric.NOT_BEGUN)
+        logger.info("not begun: too late to finish before the deadline", extra={"run_sec": round(run_sec, 3)})
+    return late
 
 
 def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:

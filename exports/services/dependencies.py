@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings, WorkerSettings
 from exports.ports import (
     BusinessMetrics,
+    CapacityPools,
     FanOutStarter,
     HotKeyLimiter,
     Lifecycle,
@@ -50,11 +51,17 @@ class TaskStore(Protocol):
 
 
 class TaskEnding(TaskStore, Protocol):
-    """What ending a task reads: the task records, and the workflow told of the end."""
+    """What ending a task reads: the task records, the workflow told of the end, and the
+    capacity pools a task that never started gives its place back to."""
 
     @property
     def lifecycle(self) -> Lifecycle:
         """The task's lifecycle workflow."""
+        ...
+
+    @property
+    def capacity(self) -> CapacityPools:
+        """The capacity pools (exports.domain.capacity)."""
         ...
 
 
@@ -100,6 +107,8 @@ class ApiDependencies:
     metrics: BusinessMetrics
     lifecycle: Lifecycle
     throughput: ThroughputStats
+    # Admission by deadline: the work queued per lane and limited source.
+    capacity: CapacityPools
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
@@ -123,6 +132,8 @@ class WorkerDependencies:
     slots: SourceSlotLeases
     # The fan-out workflow.
     fan_out: FanOutStarter
+    # The work queued per lane and limited source: a first start takes its place.
+    capacity: CapacityPools
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
 
@@ -153,4 +164,6 @@ class LifecycleDependencies:
     tasks: TaskRepository
     lifecycle: Lifecycle
     metrics: BusinessMetrics
+    # A task timed out before it started gives its queue place back.
+    capacity: CapacityPools
     clock: Callable[[], datetime] = utc_now

@@ -4,29 +4,29 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from pydantic import ValidationError
 
 from exports.config.limits import Admission
 from exports.config.metrics import Metric
-from exports.config.queues import Lane
 from exports.domain.admission import (
     Estimates,
-    QueueWait,
     Throughput,
     date_span_days,
     dedup_key,
-    estimate_completion_sec,
     expected_task_rows,
     lane_for,
-    tasks_to_wait_for,
     throughput_key,
 )
 from exports.domain.caller import Caller
+from exports.domain.capacity import Pool, admission_window, estimate, plan, retry_after_sec
 from exports.domain.errors import (
+    CapacityEstimate,
     ConditionFailed,
     DuplicateSubmission,
     ExportsError,
@@ -40,8 +40,8 @@ from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ScheduledRun, Task, TaskSource, fail, merge_request, new_task
 from exports.domain.zones import UnknownZone, canonical_zone
-from exports.export_types.base import AnyExportType
 from exports.ports import TaskMessage
+from exports.services.capacity import give_back_queue_places, pools_of
 from exports.services.dependencies import ApiDependencies
 from exports.services.task_writes import end_task
 from exports.services.validation import invalid_request
@@ -49,6 +49,8 @@ from exports.webhooks.destination import check_destination
 
 logger = logging.getLogger(__name__)
 ENQUEUE_FAILED = "ENQUEUE_FAILED"
+# A capacity refusal: the work queued ahead would make the task miss its deadline.
+WOULD_TIME_OUT = "WOULD_TIME_OUT"
 SCHEDULE_FAILED = "SCHEDULE_FAILED"
 _ADMIT_ATTEMPTS = 5
 DEFAULT_THROUGHPUT = Throughput(
@@ -103,8 +105,7 @@ def submit_export(
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
 
-    depths, running = _queue_depths(deps)
-    if sum(depths.values()) >= deps.settings.max_backlog:
+    if _backlog(deps) >= deps.settings.max_backlog:
         deps.metrics.add(Metric.REJECTED)
         raise Overloaded(
             "the export queue is full; try again later",
@@ -151,21 +152,21 @@ def submit_export(
             run_of=f"{run_of.schedule_id}@{run_of.scheduled_for.isoformat()}" if run_of else None,
         ),
     )
-    lane = lane_for(task.priority)
-    workers = _workers(export_type, lane)
-    waiting_for = tasks_to_wait_for(depths.get(lane.name, 0) + running.get(lane.name, 0), workers)
-    queue_wait = _queue_wait(lane.name, deps) if waiting_for else None
-    estimate = estimate_completion_sec(throughput, waiting_for, workers, rows, queue_wait)
-    existing = _admit(task, deps)
+    work_sec = throughput.run_sec(rows)
+    task, estimated = _reserve(task, pools_of(export_type, task.priority, deps), work_sec, deps)
+    try:
+        existing = _admit(task, deps)
+    except ExportsError:
+        give_back_queue_places(task, deps)
+        raise
     if existing is not None:
-        return Submission(existing, estimate, deduplicated=True)
+        give_back_queue_places(task, deps)
+        return Submission(existing, estimated, deduplicated=True)
     _dispatch(task, SCHEDULE_FAILED, lambda: deps.lifecycle.start(task), deps)
-    message = TaskMessage(
-        task_id=task.task_id, export_type=task.export_type, priority=task.priority, waiting_for=waiting_for
-    )
+    message = TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority)
     _dispatch(task, ENQUEUE_FAILED, lambda: deps.queue.send(message), deps)
     deps.metrics.add(Metric.SUBMITTED)
-    return Submission(task, estimate)
+    return Submission(task, estimated)
 
 
 def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str:
@@ -179,29 +180,60 @@ def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str
     return json.dumps(bound, sort_keys=True, ensure_ascii=False) if bound else ""
 
 
-def _queue_depths(deps: ApiDependencies) -> tuple[dict[str, int], dict[str, int]]:
-    """The backlog and the tasks being worked on per lane; unknown (empty) if they cannot be
-    read: backpressure fails open, the enqueue itself still reports a broken queue."""
+def _backlog(deps: ApiDependencies) -> int:
+    """The messages waiting in every lane (the queue's hard ceiling, beside admission by
+    deadline); 0 if it cannot be read: the ceiling fails open, the enqueue itself still reports a
+    broken queue."""
     try:
-        return deps.queue.depths(), deps.queue.running()
+        return sum(deps.queue.depths().values())
     except ExportsError:
         logger.warning("could not read the queue depth", exc_info=True)
-        return {}, {}
+        return 0
 
 
-def _workers(export_type: AnyExportType, lane: Lane) -> int:
-    """The exports of this type the lane runs at once (fewer when the type's source allows fewer)."""
-    limit = export_type.source_limit()
-    return lane.max_concurrency if limit is None else min(lane.max_concurrency, limit.max_concurrent)
+def _reserve(task: Task, pools: list[Pool], work_sec: float, deps: ApiDependencies) -> tuple[Task, int]:
+    """Queue the task's work in each of its pools if it should finish within its deadline's
+    admission window (docs/capacity.md), and the seconds until it should be done. Refused
+    (:class:`Overloaded`, ``WOULD_TIME_OUT``) when a pool holds too much work ahead of it:
+    nothing stays reserved, and ``Retry-After`` is when the fullest pool will have room."""
+    window = admission_window(task.timeout_sec, Admission.DEADLINE_SHARE)
+    allowed = plan(pools, work_sec, window)
+    ahead: dict[str, float] = {}
+    for pool in pools:
+        reservation = deps.capacity.reserve(pool.name, work_sec, allowed.limits[pool.name])
+        if not reservation.admitted:
+            for taken in ahead:
+                deps.capacity.release(taken, work_sec)
+            _refuse(pool, pools, reservation.queued_sec, allowed.limits[pool.name], allowed.run_sec, task, deps)
+        ahead[pool.name] = reservation.queued_sec
+    reserved = task.model_copy(update={"queued_work_sec": work_sec, "queued_in": tuple(ahead)})
+    return reserved, estimate(pools, ahead, allowed.run_sec).completion_sec
 
 
-def _queue_wait(lane: str, deps: ApiDependencies) -> QueueWait | None:
-    """The lane's measured wait per task; None before its first queued task or if it cannot be read."""
-    try:
-        return deps.throughput.queue_wait(lane)
-    except ExportsError:
-        logger.warning("could not read the queue-wait statistics", exc_info=True)
-        return None
+def _refuse(
+    pool: Pool,
+    pools: list[Pool],
+    queued_sec: float,
+    limit_sec: float,
+    run_sec: float,
+    task: Task,
+    deps: ApiDependencies,
+) -> NoReturn:
+    """Answer a capacity refusal: the estimate it was refused on, and when to try again."""
+    deps.metrics.add(Metric.CAPACITY_REFUSED)
+    retry_after = retry_after_sec(pool, queued_sec, limit_sec, Admission.RETRY_AFTER_CAPACITY_MAX_SEC)
+    estimated = estimate(pools, {pool.name: queued_sec}, run_sec)
+    raise Overloaded(
+        f"the exports queued ahead would keep this one from finishing within its timeout_sec "
+        f"({task.timeout_sec} s; estimated {estimated.completion_sec} s): try again in {retry_after} s",
+        code=WOULD_TIME_OUT,
+        retry_after=retry_after,
+        estimate=CapacityEstimate(
+            estimated_start_sec=math.ceil(estimated.wait_sec),
+            estimated_completion_sec=estimated.completion_sec,
+            timeout_sec=task.timeout_sec,
+        ),
+    )
 
 
 def _measured_throughput(key: str, deps: ApiDependencies) -> Throughput | None:

@@ -11,6 +11,7 @@ from exports.config.metrics import Metric
 from exports.domain.errors import ConditionFailed, ExportsError, LostOwnership
 from exports.domain.task import Task, record_progress, suspend
 from exports.ports import TaskMessage
+from exports.services.capacity import give_back_queue_places
 from exports.services.dependencies import TaskEnding, TaskStore, WorkerDependencies
 from exports.services.retries import retry_transient
 
@@ -56,13 +57,14 @@ def _change(task: Task) -> tuple[object, ...]:
 
 def end_task(before: Task, after: Task, deps: TaskEnding) -> Task:
     """Write the terminal ``after`` (conditionally on ``before``, again on transient faults),
-    then tell the workflow.
+    give back the queue place of a task that never started, then tell the workflow.
 
     Raises :class:`ConditionFailed` if someone else changed the task first, and
     :class:`RetryableError` if the write kept failing. If telling the workflow fails the task
     stays ended: the workflow picks the outcome up at the deadline.
     """
     move_task(before, after, deps)
+    give_back_queue_places(before, deps)
     try:
         deps.tasks.release_dedup(after)
     except ExportsError:

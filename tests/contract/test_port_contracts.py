@@ -22,6 +22,7 @@ import pytest
 from moto import mock_aws
 
 from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+from exports.adapters.dynamodb_capacity import DynamoCapacityPools
 from exports.adapters.dynamodb_source import DynamoItemsReader
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.dynamodb_tasks import DynamoTaskRepository
@@ -29,17 +30,20 @@ from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.sqs_queue import SqsTaskQueue
 from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.config.queues import LANES
-from exports.domain.admission import QueueWait, Throughput, updated_throughput
+from exports.domain.admission import Throughput, updated_throughput
+from exports.domain.capacity import Drain
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.status import TaskStatus
 from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
 from exports.ports import (
+    CapacityPools,
     Delivery,
     FanOutStarter,
     HotKeyLimiter,
     ItemQuery,
     ItemsReader,
     Lifecycle,
+    Reservation,
     ResultStore,
     SlotLease,
     SourceSlotLeases,
@@ -52,6 +56,7 @@ from local_stack.embedded_aws import REGION, create_resources
 from tests.unit.builders import LEASE, NOW, RETENTION, make_task
 from tests.unit.export_fakes import FakeFiles, FakeQueue, FakeTasks
 from tests.unit.service_fakes import (
+    FakeCapacityPools,
     FakeFanOut,
     FakeHotKeyLimiter,
     FakeItemsReader,
@@ -383,7 +388,6 @@ def test_a_message_waits_on_its_prioritys_lane(queue: Queue) -> None:
     queue.queue.send(message(2, priority=9))
     queue.queue.send(message(3, priority=9))
     assert queue.queue.depths() == {"high": 1, "normal": 0, "low": 2}
-    assert queue.queue.running() == {lane.name: 0 for lane in LANES}
 
 
 def test_a_delayed_message_is_not_yet_waiting(queue: Queue) -> None:
@@ -391,12 +395,11 @@ def test_a_delayed_message_is_not_yet_waiting(queue: Queue) -> None:
     assert queue.queue.depths()["normal"] == 0
 
 
-def test_a_received_message_counts_as_running_until_it_is_done(queue: Queue) -> None:
+def test_a_received_message_no_longer_waits(queue: Queue) -> None:
     queue.queue.send(message(1, priority=5))
     queue.queue.send(message(2, priority=5))
     queue.receive("normal")
     assert queue.queue.depths()["normal"] == 1
-    assert queue.queue.running()["normal"] == 1
 
 
 def test_a_failed_delivery_comes_back_after_the_delay_it_is_given(queue: Queue) -> None:
@@ -406,7 +409,6 @@ def test_a_failed_delivery_comes_back_after_the_delay_it_is_given(queue: Queue) 
     queue.queue.redeliver_after(later, 60)
     queue.queue.redeliver_after(now, 0)
     assert queue.queue.depths()["normal"] == 1
-    assert queue.queue.running()["normal"] == 1
 
 
 def test_a_redelivery_must_name_one_of_the_task_queues(queue: Queue) -> None:
@@ -486,13 +488,40 @@ def test_a_type_without_a_date_range_keeps_its_rows_per_day_unknown(throughput: 
     assert (stored.rows_per_sec, stored.rows_per_task) == (25.0, 50.0)
 
 
-def test_queue_wait_is_measured_per_lane(throughput: ThroughputStats) -> None:
-    assert throughput.queue_wait("normal") is None
-    throughput.record_queue_wait("normal", waited_sec=30.0, waited_for=3)
-    assert throughput.queue_wait("normal") == QueueWait(10.0)
-    throughput.record_queue_wait("normal", waited_sec=20.0, waited_for=1)
-    assert throughput.queue_wait("normal") == QueueWait(15.0)
-    assert throughput.queue_wait("high") is None
+# CapacityPools ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def capacity(request: pytest.FixtureRequest) -> CapacityPools:
+    if request.param == "fake":
+        return FakeCapacityPools(SMOOTHING)
+    resources = request.getfixturevalue("moto")
+    # No drain cache: every reading is the table's.
+    return DynamoCapacityPools(boto3.client("dynamodb", region_name=REGION), resources.tasks_table, SMOOTHING, 0)
+
+
+def test_work_is_queued_while_at_most_the_limit_is_queued_already(capacity: CapacityPools) -> None:
+    assert capacity.reserve("lane#normal", 4.0, limit_sec=0.001) == Reservation(admitted=True, queued_sec=0.0)
+    assert capacity.reserve("lane#normal", 4.0, limit_sec=4.0) == Reservation(admitted=True, queued_sec=4.0)
+    assert capacity.reserve("lane#normal", 4.0, limit_sec=7.9) == Reservation(admitted=False, queued_sec=8.0)
+    assert capacity.reserve("lane#high", 4.0, limit_sec=0.001).admitted  # pools are apart
+    capacity.release("lane#normal", 4.0)
+    assert capacity.reserve("lane#normal", 1.0, limit_sec=4.0) == Reservation(admitted=True, queued_sec=4.0)
+
+
+def test_starts_take_work_off_and_measure_the_drain_while_work_stays_queued(capacity: CapacityPools) -> None:
+    for _ in range(4):
+        capacity.reserve("lane#normal", 2.0, limit_sec=100.0)
+    capacity.start("lane#normal", 2.0, NOW)
+    assert capacity.drain("lane#normal") is None  # no start before it to measure from
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=1))
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=4))
+    assert capacity.drain("lane#normal") == Drain(work_sec=2.0, elapsed_sec=2.0, samples=2)
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=5))  # the last: the queue is empty after it
+    capacity.reserve("lane#normal", 2.0, limit_sec=100.0)
+    capacity.start("lane#normal", 2.0, NOW + timedelta(hours=1))  # an idle hour is no drain
+    assert capacity.drain("lane#normal") == Drain(work_sec=2.0, elapsed_sec=1.5, samples=3)
+    assert capacity.reserve("lane#normal", 1.0, limit_sec=0.001) == Reservation(admitted=True, queued_sec=0.0)
 
 
 # SourceSlotLeases ------------------------------------------------------------------------------------

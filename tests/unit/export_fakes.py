@@ -172,9 +172,6 @@ class FakeQueue:
     def depths(self) -> dict[str, int]:
         return dict(self._waiting)
 
-    def running(self) -> dict[str, int]:
-        return dict(self._running)
-
     def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
         """Without a delay the message waits again at once; with one it stays in flight."""
         queue_name = delivery.queue_arn.rsplit(":", 1)[-1]

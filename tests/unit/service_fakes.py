@@ -17,18 +17,12 @@ from typing import Any
 
 from exports.config.limits import HotKey
 from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings
-from exports.domain.admission import (
-    Bucket,
-    QueueWait,
-    Throughput,
-    take_token,
-    updated_queue_wait,
-    updated_throughput,
-)
+from exports.domain.admission import Bucket, Throughput, take_token, updated_throughput
+from exports.domain.capacity import Drain, drained
 from exports.domain.errors import ExportsError
 from exports.domain.task import Task
 from exports.export_types.base import ExportType, SourceLimit
-from exports.ports import SOURCE_SLOT_LEASE_SEC, ItemQuery, SlotLease, WebhookResponse
+from exports.ports import SOURCE_SLOT_LEASE_SEC, ItemQuery, Reservation, SlotLease, WebhookResponse
 from exports.services.dependencies import (
     ApiDependencies,
     CallbackDependencies,
@@ -66,13 +60,12 @@ class FakeHotKeyLimiter:
 
 class FakeThroughputStats:
     """:class:`exports.ports.ThroughputStats` like ``DynamoThroughputStats``: moving averages per
-    export type and per lane (``updated_throughput``, ``updated_queue_wait``). ``broken``: every
-    call fails as an unreachable table would."""
+    export type (``updated_throughput``). ``broken``: every call fails as an unreachable table
+    would."""
 
     def __init__(self, smoothing: float = 0.3) -> None:
         self._smoothing = smoothing
         self.types: dict[str, Throughput] = {}
-        self.lanes: dict[str, QueueWait] = {}
         self.broken = False
 
     def get(self, key: str) -> Throughput | None:
@@ -83,17 +76,58 @@ class FakeThroughputStats:
         self._check()
         self.types[key] = updated_throughput(self.types.get(key), rows, seconds, self._smoothing, days)
 
-    def queue_wait(self, lane: str) -> QueueWait | None:
-        self._check()
-        return self.lanes.get(lane)
-
-    def record_queue_wait(self, lane: str, waited_sec: float, waited_for: int) -> None:
-        self._check()
-        self.lanes[lane] = updated_queue_wait(self.lanes.get(lane), waited_sec, waited_for, self._smoothing)
-
     def _check(self) -> None:
         if self.broken:
             raise ExportsError("throughput statistics unavailable")
+
+
+class FakeCapacityPools:
+    """:class:`exports.ports.CapacityPools` like ``DynamoCapacityPools``: the work queued per
+    pool, added only while at most the limit is queued, and the drain measured between starts
+    while work stayed queued (``drained``). ``broken``: every call fails."""
+
+    def __init__(self, smoothing: float = 0.1) -> None:
+        self._smoothing = smoothing
+        self.queued: dict[str, float] = {}
+        self.tasks: dict[str, int] = {}
+        self.drains: dict[str, Drain] = {}
+        # pool -> (the last start's epoch seconds, the work queued after it)
+        self._last_start: dict[str, tuple[float, float]] = {}
+        self.broken = False
+
+    def drain(self, pool: str) -> Drain | None:
+        self._check()
+        return self.drains.get(pool)
+
+    def reserve(self, pool: str, work_sec: float, limit_sec: float) -> Reservation:
+        self._check()
+        queued = self.queued.get(pool, 0.0)
+        if pool in self.queued and queued > limit_sec:
+            return Reservation(admitted=False, queued_sec=queued)
+        self.queued[pool] = queued + work_sec
+        self.tasks[pool] = self.tasks.get(pool, 0) + 1
+        return Reservation(admitted=True, queued_sec=max(0.0, queued))
+
+    def release(self, pool: str, work_sec: float) -> None:
+        self._check()
+        self._subtract(pool, work_sec)
+
+    def start(self, pool: str, work_sec: float, now: datetime) -> None:
+        self._check()
+        after = self._subtract(pool, work_sec)
+        last = self._last_start.get(pool)
+        if last is not None and last[1] > 0.001 and now.timestamp() >= last[0]:
+            self.drains[pool] = drained(self.drains.get(pool), work_sec, now.timestamp() - last[0], self._smoothing)
+        self._last_start[pool] = (now.timestamp(), after)
+
+    def _subtract(self, pool: str, work_sec: float) -> float:
+        self.queued[pool] = self.queued.get(pool, 0.0) - work_sec
+        self.tasks[pool] = self.tasks.get(pool, 0) - 1
+        return max(0.0, self.queued[pool])
+
+    def _check(self) -> None:
+        if self.broken:
+            raise ExportsError("capacity pools unavailable")
 
 
 class FakeSourceSlots:
@@ -238,6 +272,7 @@ class ServiceWorld:
     metrics: FakeMetrics
     limiter: FakeHotKeyLimiter
     throughput: FakeThroughputStats
+    capacity: FakeCapacityPools
     slots: FakeSourceSlots
     lifecycle: FakeLifecycle
     webhooks: FakeWebhooks
@@ -265,6 +300,7 @@ def service_world(
         world.queue = queue
     limiter = FakeHotKeyLimiter(hot_key_rate_per_minute, hot_key_burst)
     throughput, slots, lifecycle = FakeThroughputStats(), FakeSourceSlots(), FakeLifecycle()
+    capacity = FakeCapacityPools()
     webhooks = webhooks if webhooks is not None else FakeWebhooks()
     resolve = resolve if resolve is not None else FakeResolver()
     worker = dataclasses.replace(
@@ -274,6 +310,7 @@ def service_world(
         throughput=throughput,
         lifecycle=lifecycle,
         slots=slots,
+        capacity=capacity,
         random=lambda: random,
     )
     api = ApiDependencies(
@@ -285,6 +322,7 @@ def service_world(
         metrics=world.metrics,
         lifecycle=lifecycle,
         throughput=throughput,
+        capacity=capacity,
         resolve=resolve,
         clock=world.clock,
         random=lambda: random,
@@ -304,6 +342,7 @@ def service_world(
         tasks=world.tasks,
         lifecycle=lifecycle,
         metrics=world.metrics,
+        capacity=capacity,
         clock=world.clock,
     )
     return ServiceWorld(
@@ -318,6 +357,7 @@ def service_world(
         world.metrics,
         limiter,
         throughput,
+        capacity,
         slots,
         lifecycle,
         webhooks,

@@ -8,16 +8,12 @@ from exports.config.limits import Capacity
 from exports.config.queues import LANES
 from exports.domain.admission import (
     Bucket,
-    QueueWait,
     Throughput,
     date_span_days,
     dedup_key,
-    estimate_completion_sec,
     expected_task_rows,
     lane_for,
     take_token,
-    tasks_to_wait_for,
-    updated_queue_wait,
     updated_throughput,
 )
 
@@ -105,29 +101,3 @@ def test_a_tasks_size_comes_from_its_type_then_its_date_range_then_the_mean() ->
     assert date_span_days({"date_from": "2025-01-01", "date_to": "2025-01-31", "status": "paid"}) == 31
     assert date_span_days({"date_from": "2025-01-01"}) is None
     assert date_span_days({"a": "2025-01-01", "b": "2025-01-02", "c": "2025-01-03"}) is None
-
-
-def test_a_task_waits_for_the_tasks_ahead_beyond_the_lanes_workers() -> None:
-    assert [tasks_to_wait_for(ahead, workers=2) for ahead in (0, 1, 2, 3, 11)] == [0, 0, 1, 2, 10]
-    assert tasks_to_wait_for(3, workers=0) == 3  # a lane always has one worker
-
-
-def test_the_estimate_waits_for_a_free_worker_then_runs_the_tasks_own_rows() -> None:
-    measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)
-    assert estimate_completion_sec(measured, waiting_for=0, workers=2, expected_rows=1000) == 6
-    assert estimate_completion_sec(measured, waiting_for=1, workers=2, expected_rows=1000) == 6 + 3
-    assert estimate_completion_sec(measured, waiting_for=10, workers=2, expected_rows=1000) == 6 + 30
-    assert estimate_completion_sec(measured, waiting_for=0, workers=2, expected_rows=4000) == 24
-    assert estimate_completion_sec(measured, waiting_for=0, workers=2, expected_rows=0) == 1
-
-
-def test_once_the_lane_measured_its_waits_they_price_the_tasks_ahead() -> None:
-    """Runs side by side that slow each other (one machine's cores, one database) or tasks ahead
-    larger than the type's mean: the lane's measured wait per task holds both."""
-    measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)
-    waits = updated_queue_wait(None, waited_sec=40, waited_for=4, smoothing=0.3)
-    assert waits == QueueWait(sec_per_task=10)
-    waits = updated_queue_wait(waits, waited_sec=20, waited_for=1, smoothing=0.3)
-    assert waits.sec_per_task == pytest.approx(0.3 * 20 + 0.7 * 10)
-    assert estimate_completion_sec(measured, 3, workers=2, expected_rows=1000, queue_wait=QueueWait(10)) == 6 + 30
-    assert estimate_completion_sec(measured, 0, workers=2, expected_rows=1000, queue_wait=QueueWait(10)) == 6

@@ -7,8 +7,9 @@ import pytest
 
 from examples.demo_plugins.orders import OrdersExport
 from exports.config.metrics import Metric
-from exports.domain.admission import QueueWait, throughput_key
+from exports.domain.admission import throughput_key
 from exports.domain.caller import Caller
+from exports.domain.capacity import Drain, lane_pool
 from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
@@ -51,7 +52,7 @@ def test_a_submit_stores_a_pending_task_starts_its_lifecycle_and_queues_a_small_
     assert (task.user_id, task.export_type, task.filters) == ("alice", "orders", MARCH)
     assert task.task_id.startswith("exp_") and task.created_at == w.clock()
     assert w.lifecycle.started == {task.task_id: {"task_id": task.task_id, "timeout_sec": 300}}
-    assert w.queue.sent == [(TaskMessage(task.task_id, "orders", 5, redeliveries=0, waiting_for=0), 0)]
+    assert w.queue.sent == [(TaskMessage(task.task_id, "orders", 5, redeliveries=0), 0)]
     assert accepted.estimated_completion_sec > 0
     assert w.tasks.active_count("alice") == 1
     assert w.counts(Metric.SUBMITTED) == 1
@@ -278,21 +279,25 @@ def test_a_failed_enqueue_fails_the_task_instead_of_stranding_it() -> None:
 # --- estimates ----------------------------------------------------------------------------------
 
 
-def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_ahead() -> None:
+def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_work_queued_ahead() -> None:
     w = world()
     # 100 rows/s, 100 rows per day
     w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)
     small = submit(w, spec(priority=1))  # 2 days
     large = submit(w, spec(priority=1, filters={"date_from": "2025-01-01", "date_to": "2025-01-31"}))
     for n in range(6):
-        submit(w, days(n))
+        submit(w, days(n))  # 1 + 2 + ... + 6 = 21 s of work in the normal lane
     behind_six = submit(w, spec(filters={"date_from": "2025-02-01", "date_to": "2025-02-02"}))
 
     assert small.estimated_completion_sec == 2  # its own 200 rows at 100 rows/s, nothing ahead
-    assert large.estimated_completion_sec == 31  # 3,100 rows; the small one runs beside it
-    # Six tasks ahead, two workers: five of them must end before one is free, 10 s each, two at a time.
-    assert behind_six.estimated_completion_sec == 2 + (6 - 2 + 1) * 10 // 2
-    assert w.queue.sent[-1][0].waiting_for == 5
+    # The small one's 2 s ahead, at an unmeasured lane's cautious 1 s a second; then 3,100 rows.
+    assert large.estimated_completion_sec == 33
+    # 21 s of work ahead at 1 s a second (two workers at half an estimated second a second until
+    # their drain is measured), then its own 2 s.
+    assert behind_six.estimated_completion_sec == 23
+    assert w.capacity.queued[lane_pool("normal")] == 21 + 2 and w.capacity.tasks[lane_pool("normal")] == 7
+    stored = w.tasks.get(behind_six.task.task_id)
+    assert (stored.queued_work_sec, stored.queued_in) == (2.0, (lane_pool("normal"),))
 
 
 def test_a_task_records_the_rows_expected_only_when_measured_or_known() -> None:
@@ -306,18 +311,55 @@ def test_a_task_records_the_rows_expected_only_when_measured_or_known() -> None:
     assert w.tasks.get(measured.task_id).estimated_rows == 400
 
 
-def test_a_lanes_measured_wait_is_used_for_the_tasks_ahead() -> None:
+def test_a_lanes_measured_drain_turns_its_queued_work_into_the_wait() -> None:
     w = world()
     w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)
     for n in range(3):
-        submit(w, days(n))
-    w.throughput.lanes["normal"] = QueueWait(10.0**6)  # the lane got slow
+        submit(w, days(n))  # 6 s of work queued in the normal lane
+    # The lane's workers took up 4 estimated seconds a second: runs are faster than estimated.
+    w.capacity.drains[lane_pool("normal")] = Drain(work_sec=4.0, elapsed_sec=1.0, samples=10)
 
-    alone = submit(w, spec(priority=1, filters={"date_from": "2025-02-01", "date_to": "2025-02-02"}))
     queued = submit(w, spec(filters={"date_from": "2025-02-10", "date_to": "2025-02-11"}))
 
-    assert alone.estimated_completion_sec < 60  # the high lane is empty: its own run only
-    assert queued.estimated_completion_sec == 2 * 10**6 + 2  # behind two of the three, at 10^6 s each
+    # 6 s ahead at 4 a second: 1.5 s; its own 2 estimated seconds at one worker's half of it: 1 s.
+    assert queued.estimated_completion_sec == 3
+
+
+def test_an_export_that_the_queue_ahead_would_make_late_is_refused_with_its_estimate() -> None:
+    w = world()
+    w.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)
+    for n in range(3):
+        submit(w, days(n))  # 6 s of work queued in the normal lane
+    w.capacity.drains[lane_pool("normal")] = Drain(work_sec=1.0, elapsed_sec=100.0, samples=10)  # the lane got slow
+    queued_before = dict(w.capacity.queued)
+
+    with pytest.raises(Overloaded) as refused:
+        submit(w, spec(timeout_sec=60, filters={"date_from": "2025-02-10", "date_to": "2025-02-11"}))
+    alone = submit(w, spec(priority=1, timeout_sec=60, filters={"date_from": "2025-02-01", "date_to": "2025-02-02"}))
+
+    error = refused.value
+    assert error.code == "WOULD_TIME_OUT" and error.estimate is not None
+    # 6 s ahead at 0.01 a second: 600 s to wait, then its own run (2 s at half the drain: 400 s).
+    assert (error.estimate.estimated_start_sec, error.estimate.estimated_completion_sec) == (600, 1000)
+    assert error.estimate.timeout_sec == 60
+    # It fits once at most 0.01 x (48 - 400) -> nothing is queued: 600 s.
+    assert error.retry_after == 600
+    assert w.capacity.queued[lane_pool("normal")] == queued_before[lane_pool("normal")]  # nothing reserved
+    assert len([t for t in w.tasks.tasks.values() if t.timeout_sec == 60 and t.priority == 5]) == 0
+    assert alone.estimated_completion_sec == 2  # the high lane has its own workers, and nothing queued
+    assert w.counts(Metric.CAPACITY_REFUSED) == 1
+
+
+def test_work_that_never_starts_from_the_queue_gives_its_place_back() -> None:
+    w = world()
+    first = submit(w)
+    merged = submit(w)  # identical: merged into the first, its reservation given back
+    other = submit(w, days(3))
+    cancel_export(other.task.task_id, "alice", w.api)
+
+    assert merged.deduplicated
+    assert w.capacity.tasks[lane_pool("normal")] == 1
+    assert w.capacity.queued[lane_pool("normal")] == first.task.queued_work_sec
 
 
 def test_unreadable_statistics_give_the_default_estimate_not_an_error() -> None:

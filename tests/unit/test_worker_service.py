@@ -7,7 +7,7 @@ import pytest
 
 from examples.demo_plugins.orders import OrdersExport
 from exports.config.metrics import Metric
-from exports.domain.admission import QueueWait, throughput_key
+from exports.domain.admission import throughput_key
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -284,17 +284,6 @@ def test_a_failed_run_frees_its_slot_too() -> None:
 # --- queue waits and deliveries -----------------------------------------------------------------
 
 
-def test_a_first_claim_measures_the_lanes_wait_per_task_ahead() -> None:
-    w = service_world()
-    task, later = put(w, 1), put(w, 2)
-    w.clock.advance(30)
-
-    process_task(message(task, waiting_for=2), w.worker)
-    process_task(message(later, waiting_for=1, redeliveries=1), w.worker)  # waited for other reasons too
-
-    assert w.throughput.queue_wait("normal") == QueueWait(15.0)
-
-
 def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff() -> None:
     w = service_world(random=0.5)
     task = put(w)
@@ -308,9 +297,9 @@ def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff
 
     w.tasks.get = throttled  # type: ignore[method-assign]
 
-    assert process_task(message(task, waiting_for=3), w.worker) is Outcome.REDELIVERED
+    assert process_task(message(task), w.worker) is Outcome.REDELIVERED
 
-    assert w.queue.sent == [(message(task, waiting_for=3, redeliveries=1), 11)]
+    assert w.queue.sent == [(message(task, redeliveries=1), 11)]
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
     assert w.counts(Metric.REDELIVERED) == 1
 
