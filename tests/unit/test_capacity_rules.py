@@ -109,6 +109,15 @@ class _Outcome:
     completed_by: dict[float, int] = field(default_factory=dict)
     estimate_errors: list[tuple[float, float]] = field(default_factory=list)
 
+    def record(self, task: "_Task", ends: float, burst_start: float) -> None:
+        """A task of the burst that ran, ending at ``ends``."""
+        self.completed += 1
+        self.late += ends > task.deadline
+        self.estimate_errors.append((task.estimate, ends - task.created))
+        for horizon in (30.0, 60.0):
+            if ends - burst_start <= horizon:
+                self.completed_by[horizon] = self.completed_by.get(horizon, 0) + 1
+
 
 @dataclass
 class _Task:
@@ -182,12 +191,7 @@ def simulate(
             ends = now + real_sec * (0.8 + 0.4 * rng.random())
             push(ends, "done")
             if task.created >= start:
-                outcome.completed += 1
-                outcome.late += ends > task.deadline
-                outcome.estimate_errors.append((task.estimate, ends - task.created))
-                for horizon in (30.0, 60.0):
-                    if ends - start <= horizon:
-                        outcome.completed_by[horizon] = outcome.completed_by.get(horizon, 0) + 1
+                outcome.record(task, ends, start)
     return outcome
 
 
