@@ -3,7 +3,10 @@ semantics (moto stores Scheduler's schedules but never fires them).
 
 Each tick reads the schedules, finds every firing due since the last tick with the same
 expression module the API shows ``next_runs`` with (cron or rate in the schedule's zone, DST
-rules included), and invokes the schedule function with Scheduler's target Input. A firing whose
+rules included), and invokes the schedule function with Scheduler's target Input, each at its own
+instant within the schedule's flexible time window (exports/schedules/spread.py: Scheduler picks
+at random, the loop by a hash of the firing). The one-time schedules that deliver a firing refused
+for capacity again (``retry-...``, stored in moto's Scheduler) are fired once due. A firing whose
 invocation fails is delivered again at the next ticks, up to Scheduler's retry attempts, then
 sent to the schedule DLQ. The clock is injectable: ``make run`` ticks on wall time; a stack
 started with ``EXPORTS_LOCAL_CLOCK=manual`` only moves when told (``POST /local/clock``), so
@@ -23,8 +26,9 @@ from typing import Any, Protocol
 
 from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.config.schedules import Schedules
+from exports.schedules.expression import recurrence_of
 from exports.schedules.model import Schedule
-from exports.schedules.service import recurrence_of
+from exports.schedules.spread import spread_offset, spread_window
 from local_stack.lambda_context import LocalLambdaContext
 
 logger = logging.getLogger("local_stack.schedules")
@@ -37,6 +41,15 @@ class ScheduleSource(Protocol):
 
     def all_schedules(self) -> list[Schedule]:
         """Every schedule."""
+        ...
+
+
+class DeferredFirings(Protocol):
+    """Where the loop finds the firings refused for capacity that are due again."""
+
+    def take_due(self, now: datetime) -> list[tuple[str, datetime]]:
+        """The (schedule id, firing time) of each retry due by ``now``, removed as they are
+        handed over (Scheduler deletes a one-time schedule once it ran)."""
         ...
 
 
@@ -71,6 +84,8 @@ class _Pending:
     schedule_id: str
     scheduled_for: datetime
     attempts: int = 0
+    # When it is delivered: its time, plus its place in the schedule's flexible window.
+    arrives_at: datetime | None = None
 
 
 class ScheduleLoop:
@@ -82,11 +97,17 @@ class ScheduleLoop:
         handler: Handler,
         clock: Clock,
         dead_letter: Callable[[dict[str, Any]], None] | None = None,
+        deferred: DeferredFirings | None = None,
     ) -> None:
         self._store = store
         self._handler = handler
         self._clock = clock
         self._dead_letter = dead_letter
+        self._deferred = deferred
+        # Firings due but not yet arrived (each waits for its instant in the window).
+        self._spreading: list[_Pending] = []
+        # Per schedule: its window, as of the version it was measured for.
+        self._windows: dict[str, tuple[int, timedelta]] = {}
         self._started = clock.now()
         # Per schedule: the instant up to which its firings were handed over.
         self._cursor: dict[str, datetime] = {}
@@ -104,6 +125,8 @@ class ScheduleLoop:
             now = self._clock.now()
             due = self._retry
             self._retry = []
+            if self._deferred is not None:
+                due += [_Pending(schedule_id, firing) for schedule_id, firing in self._deferred.take_due(now)]
             for schedule in self._store.all_schedules():
                 since = self._cursor.get(schedule.schedule_id)
                 if since is None:
@@ -114,12 +137,25 @@ class ScheduleLoop:
                 self._cursor[schedule.schedule_id] = now
                 if not schedule.is_active:
                     continue  # Scheduler's schedule is DISABLED: nothing fires, nothing is caught up
+                window = self._window(schedule)
                 for firing in recurrence_of(schedule).firings(since):
                     if firing > now:
                         break
-                    due.append(_Pending(schedule.schedule_id, firing))
+                    arrives = firing + spread_offset(schedule.schedule_id, firing, window)
+                    self._spreading.append(_Pending(schedule.schedule_id, firing, arrives_at=arrives))
+            arrived = [pending for pending in self._spreading if pending.arrives_at and pending.arrives_at <= now]
+            self._spreading = [pending for pending in self._spreading if pending not in arrived]
+            due += arrived
             self._looked_offset = self._clock.offset
             return [self._invoke(pending) for pending in sorted(due, key=lambda p: p.scheduled_for)]
+
+    def _window(self, schedule: Schedule) -> timedelta:
+        """The schedule's flexible window, measured again only when the schedule changed."""
+        known = self._windows.get(schedule.schedule_id)
+        if known is None or known[0] != schedule.version:
+            known = (schedule.version, spread_window(schedule))
+            self._windows[schedule.schedule_id] = known
+        return known[1]
 
     def advance(self, seconds: float) -> datetime:
         """Move the loop's clock ``seconds`` ahead; the new now."""

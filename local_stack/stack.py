@@ -42,6 +42,7 @@ from local_stack.local_users import (
 )
 from local_stack.mailbox import Mailbox
 from local_stack.schedule_loop import Clock, ScheduleLoop
+from local_stack.scheduler_retries import SchedulerRetries
 from local_stack.stream_poller import StreamPoller
 from local_stack.websocket_gateway import WebSocketGateway
 from local_stack.worker_loop import WorkerLoop
@@ -277,6 +278,7 @@ class LocalStack:
             schedule_handler,
             Clock(),
             dead_letter=lambda event: sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps(event)),
+            deferred=SchedulerRetries(client("scheduler", endpoint), Names.SCHEDULE_GROUP),
         )
         if not self.manual_clock:
             loop.start()

@@ -5,18 +5,23 @@ firing's identity (docs/schedules.md).
 
 Scheduler skips a cron time that falls in a DST gap; our rule fires it once at the gap's end
 (exports/schedules/expression.py), so each schedule with such a firing ahead also has a one-time
-companion (``at()`` in UTC, deleted by Scheduler once it ran) named ``<schedule id>-dst``."""
+companion (``at()`` in UTC, deleted by Scheduler once it ran) named ``<schedule id>-dst``.
+
+Firings arrive spread over the schedule's flexible time window (exports/schedules/spread.py).
+A firing refused for capacity is tried again by another one-time schedule, named
+``retry-<firing time>-<schedule id>``, whose Input names the firing's own time."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.aws_errors import AwsError, translated
 from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.schedules.model import Schedule
 from exports.schedules.scheduler_expression import scheduler_expression
+from exports.schedules.spread import spread_window
 
 if TYPE_CHECKING:
     from types_boto3_scheduler import EventBridgeSchedulerClient
@@ -29,6 +34,8 @@ _NOT_FOUND = "ResourceNotFoundException"
 MOVED_FIRING_SUFFIX = "-dst"
 # Scheduler's longest schedule name.
 NAME_MAX_LENGTH = 64
+# The one-time schedules that try a firing refused for capacity again (local mode lists them).
+DEFERRED_FIRING_PREFIX = "retry-"
 
 
 def moved_firing_name(schedule_id: str) -> str:
@@ -37,6 +44,26 @@ def moved_firing_name(schedule_id: str) -> str:
     if len(name) > NAME_MAX_LENGTH:
         raise ValueError(f"schedule id too long for a Scheduler name: {schedule_id}")
     return name
+
+
+def deferred_firing_name(schedule_id: str, scheduled_for: datetime) -> str:
+    """The Scheduler name of the retry of the firing at ``scheduled_for``."""
+    name = f"{DEFERRED_FIRING_PREFIX}{scheduled_for.astimezone(UTC):%Y%m%dT%H%M%S}-{schedule_id}"
+    if len(name) > NAME_MAX_LENGTH:
+        raise ValueError(f"schedule id too long for a Scheduler name: {schedule_id}")
+    return name
+
+
+def deferred_input(schedule_id: str, scheduled_for: datetime) -> str:
+    """A retry's Input: the firing's own time, not the retry's (its idempotency key)."""
+    stamp = f"{scheduled_for.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    return json.dumps({"schedule_id": schedule_id, "scheduled_time": stamp, "execution_id": EXECUTION_ID})
+
+
+def flexible_window(window: timedelta) -> dict[str, Any]:
+    """Scheduler's FlexibleTimeWindow for a spread of ``window`` (whole minutes)."""
+    minutes = int(window.total_seconds() // 60)
+    return {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": minutes} if minutes >= 1 else {"Mode": "OFF"}
 
 
 def at_expression(instant: datetime) -> str:
@@ -66,11 +93,11 @@ class EventBridgeScheduleTimer:
         self._role_arn = role_arn
         self._dead_letter_arn = dead_letter_arn
 
-    def _target(self, schedule: Schedule) -> dict[str, Any]:
+    def _target(self, schedule: Schedule, firing_input: str | None = None) -> dict[str, Any]:
         target: dict[str, Any] = {
             "Arn": self._target_arn,
             "RoleArn": self._role_arn,
-            "Input": target_input(schedule.schedule_id),
+            "Input": firing_input or target_input(schedule.schedule_id),
             "RetryPolicy": {
                 "MaximumRetryAttempts": SCHEDULE_TARGET_RETRY.retries,
                 "MaximumEventAgeInSeconds": SCHEDULE_TARGET_RETRY.max_age_sec,
@@ -86,7 +113,7 @@ class EventBridgeScheduleTimer:
             "GroupName": self._group,
             "ScheduleExpression": scheduler_expression(schedule.cron, schedule.every),
             "ScheduleExpressionTimezone": schedule.timezone,
-            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "FlexibleTimeWindow": flexible_window(spread_window(schedule)),
             "State": "ENABLED" if schedule.is_active else "DISABLED",
             "Target": self._target(schedule),
             "Description": f"exports schedule of {schedule.export_type}",
@@ -107,12 +134,28 @@ class EventBridgeScheduleTimer:
             "GroupName": self._group,
             "ScheduleExpression": at_expression(at),
             "ScheduleExpressionTimezone": "UTC",
-            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "FlexibleTimeWindow": flexible_window(spread_window(schedule)),
             "State": "ENABLED",
             "Target": self._target(schedule),
             "ActionAfterCompletion": "DELETE",
             "Description": f"exports schedule of {schedule.export_type}: its firing moved out of a DST gap",
         }
+
+    def defer_firing(self, schedule: Schedule, scheduled_for: datetime, at: datetime) -> None:
+        """Try the firing at ``scheduled_for`` again at ``at`` (create or move its retry)."""
+        self._put(
+            {
+                "Name": deferred_firing_name(schedule.schedule_id, scheduled_for),
+                "GroupName": self._group,
+                "ScheduleExpression": at_expression(at),
+                "ScheduleExpressionTimezone": "UTC",
+                "FlexibleTimeWindow": {"Mode": "OFF"},
+                "State": "ENABLED",
+                "Target": self._target(schedule, deferred_input(schedule.schedule_id, scheduled_for)),
+                "ActionAfterCompletion": "DELETE",
+                "Description": f"exports schedule of {schedule.export_type}: a firing refused for capacity, again",
+            }
+        )
 
     def create(self, schedule: Schedule) -> None:
         """CreateSchedule."""

@@ -67,3 +67,5 @@ class Metric:
     SCHEDULE_PAUSED: Final = "SchedulePaused"
     # A firing refused for capacity, queued to be tried again within its deferral window.
     SCHEDULE_DEFERRED: Final = "ScheduleDeferred"
+    # A firing refused for capacity until its deferral window closed: that run did not happen.
+    SCHEDULE_MISSED: Final = "ScheduleMissed"

@@ -21,3 +21,11 @@ class Schedules:
     # How far ahead a firing moved out of a DST gap gets its one-time Scheduler schedule (more
     # than a year: every zone's next spring-forward).
     MOVED_FIRING_HORIZON_DAYS: Final = 400
+    # Schedules do not stampede (docs/capacity.md): each firing arrives at some instant within
+    # a window after its time (Scheduler's flexible time window), at most this many minutes and
+    # at most this share of the shortest gap between the schedule's firings (none below a minute).
+    SPREAD_MAX_MIN: Final = 10
+    SPREAD_SHARE_OF_GAP: Final = 0.25
+    # A firing refused for capacity is tried again (Retry-After, with jitter) until this long
+    # after its time, and never past its schedule's next firing; after that the run is missed.
+    DEFERRAL_WINDOW_MIN: Final = 60

@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 
 from exports.domain.errors import InvalidRequest
 from exports.domain.zones import UnknownZone, canonical_zone
-from exports.schedules.model import Every
+from exports.schedules.model import Every, Schedule
 
 if TYPE_CHECKING:
     # Imported where a cron is evaluated: the API's cold start does not pay for it otherwise.
@@ -267,3 +267,15 @@ def _describe(gap: timedelta) -> str:
     if seconds % 60:
         return f"{seconds} seconds"
     return "1 minute" if seconds == 60 else f"{seconds // 60} minutes"
+
+
+def recurrence_of(schedule: Schedule) -> Recurrence:
+    """The schedule's timing."""
+    return Recurrence(
+        cron=schedule.cron,
+        every=schedule.every,
+        timezone=schedule.timezone,
+        anchor=schedule.anchor_at,
+        start_at=schedule.start_at,
+        end_at=schedule.end_at,
+    )

@@ -6,23 +6,28 @@ record in the schedules table is claimed by a conditional write that exactly one
 Before it creates the task the firing checks, against the claims stored with the schedule, that
 the export type still exists and its access rule still admits them; when not (or when the stored
 filters no longer pass the type), the schedule pauses itself with the reason and Scheduler stops
-invoking it. A transient fault (the queue, admission's 429) gives the claim back and raises, so
-Scheduler's retry policy delivers the firing again (then its dead-letter queue).
+invoking it. A run refused for capacity (admission's 429) is deferred: the claim is given back and
+the firing is delivered again after the refusal's Retry-After (with jitter), within its deferral
+window (exports/schedules/spread.py); a firing whose window has passed is missed, never a failure
+of the schedule. A transient fault (the queue) gives the claim back and raises, so Scheduler's
+retry policy delivers the firing again (then its dead-letter queue).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from exports.config.metrics import Metric
 from exports.domain.caller import CallerRefused
-from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest
+from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
+from exports.schedules.ports import ScheduleTimer
 from exports.schedules.service import caller_of, follow_moved_firing, submit_run
+from exports.schedules.spread import deferral_deadline
 
 logger = logging.getLogger(__name__)
 _PAUSE_ATTEMPTS = 3
@@ -37,6 +42,10 @@ class FiringOutcome(StrEnum):
     PAUSED = "paused"
     # The schedule was paused or deleted before this firing: nothing to do.
     SKIPPED = "skipped"
+    # Refused for capacity: delivered again later within its deferral window.
+    DEFERRED = "deferred"
+    # Refused for capacity until its deferral window closed: no run for this firing.
+    MISSED = "missed"
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class Firing:
     outcome: FiringOutcome
     task_id: str | None = None
     reason: PauseReason | None = None
+    # A deferred firing: when it is delivered again.
+    retry_at: datetime | None = None
 
 
 def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) -> Firing:
@@ -70,6 +81,11 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
         if isinstance(refused, CallerRefused):
             reason = _revoked(refused.message)
         return Firing(FiringOutcome.PAUSED, reason=_pause(schedule, reason, deps))
+    except Overloaded as refused:
+        deps.schedules.release_firing(schedule_id, scheduled_for, claim.token)
+        if deps.timer is None:
+            raise  # nothing to deliver it again but Scheduler's own retries
+        return _defer(schedule, scheduled_for, refused, now, deps.timer, deps)
     except ExportsError:
         deps.schedules.release_firing(schedule_id, scheduled_for, claim.token)
         raise
@@ -78,6 +94,29 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
     deps.api.metrics.add(Metric.SCHEDULE_FIRED)
     _next_moved_firing(schedule, max(now, scheduled_for), deps)
     return Firing(FiringOutcome.CREATED, task_id)
+
+
+def _defer(
+    schedule: Schedule,
+    scheduled_for: datetime,
+    refused: Overloaded,
+    now: datetime,
+    timer: ScheduleTimer,
+    deps: ScheduleDependencies,
+) -> Firing:
+    """Deliver the refused firing again after the refusal's Retry-After, plus up to half again
+    (so the schedules refused together do not come back together), if that is within its
+    deferral window; else it is missed."""
+    at = now + timedelta(seconds=refused.retry_after * (1 + 0.5 * deps.api.random()))
+    extra = {"schedule_id": schedule.schedule_id, "scheduled_for": scheduled_for.isoformat(), "code": refused.code}
+    if at > deferral_deadline(schedule, scheduled_for):
+        deps.api.metrics.add(Metric.SCHEDULE_MISSED)
+        logger.warning("a firing refused for capacity missed its deferral window", extra=extra)
+        return Firing(FiringOutcome.MISSED)
+    timer.defer_firing(schedule, scheduled_for, at)
+    deps.api.metrics.add(Metric.SCHEDULE_DEFERRED)
+    logger.info("a firing refused for capacity is deferred", extra={**extra, "retry_at": at.isoformat()})
+    return Firing(FiringOutcome.DEFERRED, retry_at=at)
 
 
 def _next_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDependencies) -> None:

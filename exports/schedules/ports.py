@@ -94,6 +94,10 @@ class ScheduleTimer(Protocol):
         """Keep the one-time Scheduler schedule of ``schedule``'s next firing moved out of a DST
         gap (Scheduler skips those) at ``at``; None removes it (nothing to do if it is gone)."""
 
+    def defer_firing(self, schedule: Schedule, scheduled_for: datetime, at: datetime) -> None:
+        """Deliver the firing of ``schedule`` at ``scheduled_for`` again at ``at`` (a one-time
+        Scheduler schedule; a second deferral of the same firing moves it)."""
+
     def delete(self, schedule_id: str) -> None:
         """Remove it and its one-time companion (nothing to do if they are gone)."""
 

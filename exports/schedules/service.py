@@ -18,7 +18,7 @@ from exports.domain.spec import ExportSpec
 from exports.domain.task import ScheduledRun, TaskSource
 from exports.export_types.base import AnyExportType
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.expression import Recurrence, check_interval, zone
+from exports.schedules.expression import check_interval, recurrence_of, zone
 from exports.schedules.filters import resolved_filters
 from exports.schedules.mail import check_recipients
 from exports.schedules.model import (
@@ -71,18 +71,6 @@ class ScheduleChanges:
     def given(self) -> frozenset[str]:
         """The names of the fields the PATCH carries."""
         return frozenset(self.values)
-
-
-def recurrence_of(schedule: Schedule) -> Recurrence:
-    """The schedule's timing."""
-    return Recurrence(
-        cron=schedule.cron,
-        every=schedule.every,
-        timezone=schedule.timezone,
-        anchor=schedule.anchor_at,
-        start_at=schedule.start_at,
-        end_at=schedule.end_at,
-    )
 
 
 def next_runs(schedule: Schedule, now: datetime, count: int) -> list[datetime]:

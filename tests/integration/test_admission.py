@@ -15,6 +15,7 @@ from types_boto3_sqs.type_defs import MessageTypeDef
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config.queues import LANES
 from exports.domain.admission import Estimates, throughput_key
+from exports.domain.capacity import lane_pool
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
 from exports.services.deliveries import process_task
@@ -294,6 +295,8 @@ def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
     monkeypatch.setenv("EXPORTS_HOT_KEY_BURST", "1000")
     api.dependencies.cache_clear()
     worker.dependencies.cache_clear()
+    # Runs of a day measured at half a second: the flood fits its deadlines, admission takes it all.
+    worker.dependencies().throughput.record(throughput_key("orders", "csv"), rows=100, seconds=0.5, days=1)
     day = SEED_DAY.isoformat()
     low = [
         submit({**BODY, "priority": 10, "filters": {"date_from": day, "date_to": day, "columns": [c]}})["task_id"]
@@ -334,20 +337,20 @@ def test_a_high_priority_task_overtakes_a_flood_of_low_priority_ones(
 # --- estimates ----------------------------------------------------------------------------------
 
 
-def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_queue_ahead(aws: Resources) -> None:
+def test_the_estimate_follows_measured_throughput_the_tasks_size_and_the_work_queued_ahead(aws: Resources) -> None:
     deps = worker.dependencies()
     deps.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 100 rows/s, 100/day
     small = submit({**BODY, "priority": 1})["estimated_completion_sec"]  # 2 days
     large = submit({**BODY, "priority": 1, "filters": {"date_from": "2025-01-01", "date_to": "2025-01-31"}})
     for n in range(6):
         submit({**BODY, "filters": {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}})
-    api.dependencies.cache_clear()  # a fresh instance reads the queue depth now
     behind_six = submit({**BODY, "filters": {"date_from": "2025-02-01", "date_to": "2025-02-02"}})
 
     assert small == 2  # its own 200 rows at 100 rows/s, nothing ahead in the high lane
-    assert large["estimated_completion_sec"] == 31  # 3,100 rows; the small one runs beside it
-    # Six tasks ahead, two workers: five of them must end before one is free, 10 s each, two at a time.
-    assert behind_six["estimated_completion_sec"] == 2 + (6 - 2 + 1) * 10 // 2
+    # The small one's 2 s ahead, at an unmeasured lane's cautious 1 s a second; then 3,100 rows.
+    assert large["estimated_completion_sec"] == 33
+    # 1 + 2 + ... + 6 = 21 s of work ahead at 1 s a second, then its own 2 s.
+    assert behind_six["estimated_completion_sec"] == 23
 
 
 def test_a_format_is_estimated_from_its_own_runs_not_another_formats(aws: Resources) -> None:
@@ -362,33 +365,53 @@ def test_a_format_is_estimated_from_its_own_runs_not_another_formats(aws: Resour
     pdf_measured = submit({**BODY, "priority": 9, "format": "pdf"})  # in an empty lane
 
     assert csv_estimate == 2  # 20,000 rows at 10,000 rows/s
-    assert pdf_first == Estimates.DEFAULT_TASK_SEC  # no PDF run measured: the default, not the CSV's pace
-    assert pdf_measured["estimated_completion_sec"] == 200  # 20,000 rows at 100 rows/s
+    # No PDF run measured: the default, not the CSV's pace; behind the CSV's 2 s at 1 s a second.
+    assert pdf_first == 2 + Estimates.DEFAULT_TASK_SEC
+    # 20,000 rows at 100 rows/s, after the seconds queued ahead on the orders' data source (its
+    # slots are shared by every lane): the CSV's 2 and the first PDF's 5, drained by its slots.
+    assert 200 < pdf_measured["estimated_completion_sec"] <= 204
 
 
-def test_a_queued_tasks_first_claim_measures_the_lanes_wait_and_later_estimates_use_it(aws: Resources) -> None:
+def test_first_claims_take_their_queue_places_and_a_lane_too_slow_refuses_with_its_estimate(
+    aws: Resources,
+) -> None:
     deps = worker.dependencies()
-    deps.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 10 s a task
+    deps.throughput.record(throughput_key("orders", "csv"), rows=1000, seconds=10.0, days=10)  # 100 rows/s
     ids = []
     for n in range(3):
-        api.dependencies.cache_clear()  # each submit reads the queue depth anew
         filters = {"date_from": "2025-03-01", "date_to": f"2025-03-{n + 1:02d}"}
         ids.append(submit({**BODY, "filters": filters})["task_id"])
-    bodies = {body["task_id"]: body for body in (json.loads(m["Body"]) for m in messages(aws))}
-    # Two workers in the lane: the third waits for one of the two ahead of it.
-    assert [bodies[task_id]["waiting_for"] for task_id in ids] == [0, 0, 1]
-    assert deps.throughput.queue_wait("normal") is None
+    normal = lane_pool("normal")
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
 
+    def queued() -> dict[str, Any]:
+        return dynamodb.get_item(TableName=aws.tasks_table, Key={"id": {"S": f"capacity#{normal}"}})["Item"]
+
+    assert (float(queued()["queued_sec"]["N"]), int(queued()["queued_tasks"]["N"])) == (6.0, 3)
     for task_id in ids:
-        message = TaskMessage(task_id, "orders", 5, waiting_for=bodies[task_id]["waiting_for"])
-        assert process_task(message, deps) is Outcome.COMPLETED
-    waited = deps.throughput.queue_wait("normal")
-    since_submit = (datetime.now(UTC) - deps.tasks.get(ids[2]).created_at).total_seconds()
-    assert waited is not None and 0 < waited.sec_per_task < since_submit
+        assert process_task(TaskMessage(task_id, "orders", 5), deps) is Outcome.COMPLETED
+    assert (float(queued()["queued_sec"]["N"]), int(queued()["queued_tasks"]["N"])) == (0.0, 0)
+    assert deps.capacity.drain(normal) is not None  # the second and third started behind work
 
-    deps.throughput.record_queue_wait("normal", waited_sec=10**6, waited_for=1)  # the lane got slow
-    api.dependencies.cache_clear()
+    # The lane got slow: 2 s of estimated work a minute. Six tasks queued take three minutes.
+    deps.capacity.start(normal, 0.0, datetime.now(UTC))  # (a start of nothing: only its instant counts)
+    slow = {"id": {"S": f"capacity-drain#{normal}"}}
+    dynamodb.update_item(
+        TableName=aws.tasks_table,
+        Key=slow,
+        UpdateExpression="SET work_sec = :work, elapsed_sec = :elapsed, samples = :samples",
+        ExpressionAttributeValues={":work": {"N": "2"}, ":elapsed": {"N": "60"}, ":samples": {"N": "100"}},
+    )
+    api.dependencies.cache_clear()  # a fresh instance: no cached drain
+    for n in range(6):
+        submit({**BODY, "filters": {"date_from": "2025-04-01", "date_to": f"2025-04-{n + 1:02d}"}})
+    before = len(task_items(aws))
+    refused = submit({**BODY, "timeout_sec": 60, "filters": {"date_from": "2025-02-10", "date_to": "2025-02-11"}})
     alone = submit({**BODY, "priority": 1, "filters": {"date_from": "2025-02-01", "date_to": "2025-02-02"}})
-    queued = submit({**BODY, "filters": {"date_from": "2025-02-10", "date_to": "2025-02-11"}})
-    assert alone["estimated_completion_sec"] < 60  # the high lane is empty: its own run only
-    assert queued["estimated_completion_sec"] > 0.3 * 10**6  # the three still in flight: behind at least one
+
+    assert refused["http"] == 429 and refused["error"]["code"] == "WOULD_TIME_OUT"
+    estimate = refused["error"]["estimate"]
+    assert estimate["timeout_sec"] == 60 and estimate["estimated_completion_sec"] > 60
+    assert int(refused["headers"]["retry-after"]) == estimate["estimated_start_sec"] > 0
+    assert len(task_items(aws)) == before  # nothing stored
+    assert alone["http"] == 202 and alone["estimated_completion_sec"] < 60  # the high lane is empty

@@ -104,6 +104,8 @@ class FakeTimer:
     schedules: dict[str, Schedule] = field(default_factory=dict)
     # Per schedule id: the instant of its one-time schedule for a firing moved out of a DST gap.
     moved: dict[str, datetime] = field(default_factory=dict)
+    # (schedule id, firing time) -> when its retry is due, for firings refused for capacity.
+    deferred: dict[tuple[str, datetime], datetime] = field(default_factory=dict)
     fail: bool = False
 
     def create(self, schedule: Schedule) -> None:
@@ -120,6 +122,10 @@ class FakeTimer:
             self.moved.pop(schedule.schedule_id, None)
         else:
             self.moved[schedule.schedule_id] = at
+
+    def defer_firing(self, schedule: Schedule, scheduled_for: datetime, at: datetime) -> None:
+        self._check()
+        self.deferred[(schedule.schedule_id, scheduled_for)] = at
 
     def delete(self, schedule_id: str) -> None:
         self._check()
