@@ -89,6 +89,8 @@ def test_a_failing_firing_is_delivered_again_then_dead_lettered() -> None:
         Store(every_minute(end_at=START + timedelta(seconds=1))), handler, Clock(lambda: START), dead.append
     )
 
+    loop.tick()
+    loop.advance(600)  # its one firing (no gap to measure) arrives within the longest window
     for _ in range(SCHEDULE_TARGET_RETRY.retries + 2):
         loop.tick()
 
@@ -119,4 +121,49 @@ def test_the_loop_fires_a_time_in_the_dst_gap_once_at_the_gaps_end() -> None:
         "2026-03-30T00:30:00Z",
         "2026-03-31T00:30:00Z",
         "2026-04-01T00:30:00Z",
+    ]
+
+
+def test_firings_of_the_same_minute_arrive_spread_over_their_window_with_their_own_time() -> None:
+    monday = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
+    before = monday - timedelta(minutes=1)
+    schedules = [
+        every_minute(schedule_id=f"sch_{n}", every=None, cron="0 8 * * 1", anchor_at=before, updated_at=before)
+        for n in range(200)
+    ]
+    handler = Recorder()
+    loop = ScheduleLoop(Store(*schedules), handler, Clock(lambda: before))
+    loop.tick()
+    arrived_by_minute = []
+    for _ in range(11):
+        loop.advance(60)
+        loop.tick()
+        arrived_by_minute.append(len(handler.events))
+
+    assert arrived_by_minute[-1] == 200  # every one arrived, once, within the ten-minute window
+    assert all(later > earlier for earlier, later in zip(arrived_by_minute[:10], arrived_by_minute[1:10]))
+    assert arrived_by_minute[0] < 50  # not all in the first minute
+    assert {event["scheduled_time"] for event in handler.events} == {"2026-12-07T08:00:00Z"}
+
+
+class Retries:
+    def __init__(self, *due: tuple[str, datetime]) -> None:
+        self.due = list(due)
+
+    def take_due(self, now: datetime) -> list[tuple[str, datetime]]:
+        taken = [(schedule_id, at) for schedule_id, at in self.due if at <= now]
+        self.due = [item for item in self.due if item not in taken]
+        return taken
+
+
+def test_a_firing_refused_for_capacity_is_delivered_again_with_its_own_time() -> None:
+    handler = Recorder()
+    firing = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    loop = ScheduleLoop(Store(), handler, Clock(lambda: START), deferred=Retries(("sch_9", firing)))
+
+    loop.tick()
+    loop.tick()
+
+    assert [(event["schedule_id"], event["scheduled_time"]) for event in handler.events] == [
+        ("sch_9", "2026-12-07T06:00:00Z")
     ]

@@ -289,3 +289,55 @@ def test_a_scheduler_fault_after_a_firing_keeps_the_firings_task():
     fired = firing.fire(schedule.schedule_id, at, deps)
 
     assert fired.outcome is firing.FiringOutcome.CREATED and fired.task_id in services.tasks.tasks
+
+
+# --- bursts of firings ---------------------------------------------------------------------------
+
+
+def test_a_firing_refused_for_capacity_is_deferred_within_its_window_never_failed():
+    services, deps, store, timer = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    services.clock.now = at + timedelta(minutes=3)
+    services.capacity.reserve("lane#normal", 10**6, limit_sec=10**7)  # a lane a day behind
+
+    deferred = firing.fire(schedule.schedule_id, at, deps)
+
+    assert deferred.outcome is firing.FiringOutcome.DEFERRED and services.tasks.tasks == {}
+    retry_at = timer.deferred[(schedule.schedule_id, at)]
+    assert deferred.retry_at == retry_at and services.clock() < retry_at
+    assert store.schedules[schedule.schedule_id].consecutive_failures == 0
+    assert (services.counts(Metric.SCHEDULE_DEFERRED), services.counts(Metric.SCHEDULE_MISSED)) == (1, 0)
+
+
+def test_a_deferred_firing_runs_once_there_is_room_and_the_run_keeps_its_time():
+    services, deps, _, timer = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    services.clock.now = at + timedelta(seconds=30)
+    services.capacity.reserve("lane#normal", 600.0, limit_sec=10**7)  # ten minutes queued
+
+    first = firing.fire(schedule.schedule_id, at, deps)
+    services.capacity.release("lane#normal", 600.0)  # the lane drained
+    services.clock.now = timer.deferred[(schedule.schedule_id, at)]
+    again = firing.fire(schedule.schedule_id, at, deps)
+
+    assert first.outcome is firing.FiringOutcome.DEFERRED
+    assert again.outcome is firing.FiringOutcome.CREATED
+    task = services.tasks.tasks[again.task_id or ""]
+    assert task.scheduled_for == at  # its window is resolved from the firing's own time
+    assert (services.counts(Metric.SCHEDULE_DEFERRED), services.counts(Metric.SCHEDULE_FIRED)) == (1, 1)
+
+
+def test_a_firing_refused_past_its_deferral_window_is_missed_not_failed():
+    services, deps, store, timer = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)  # hourly: the next firing closes the window
+    at = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    services.clock.now = at + timedelta(minutes=50)
+    services.capacity.reserve("lane#normal", 6000.0, limit_sec=10**7)  # 50 min of work queued
+
+    missed = firing.fire(schedule.schedule_id, at, deps)
+
+    assert missed.outcome is firing.FiringOutcome.MISSED and timer.deferred == {}
+    assert services.tasks.tasks == {} and store.schedules[schedule.schedule_id].consecutive_failures == 0
+    assert services.counts(Metric.SCHEDULE_MISSED) == 1
