@@ -4,6 +4,7 @@ wait (exports/schedules/spread.py); the EventBridge request carries the window."
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from exports.adapters.eventbridge_scheduler import deferred_firing_name, deferred_input, flexible_window
 from exports.schedules.model import Every, Schedule, StoredCaller
@@ -12,7 +13,7 @@ from exports.schedules.spread import deferral_deadline, spread_offset, spread_wi
 START = datetime(2026, 12, 7, 7, 0, tzinfo=UTC)
 
 
-def schedule(**timing: object) -> Schedule:
+def schedule(**timing: Any) -> Schedule:
     return Schedule(
         schedule_id="sch_01JN8S7QG0MAEKZNRR87MB0XR4",
         user_id="alice",

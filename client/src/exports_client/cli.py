@@ -25,7 +25,7 @@ import httpx
 from pydantic import BaseModel
 from rich.console import RenderableType
 
-from exports_client.client import DEFAULT_WAIT_SEC, ExportsClient
+from exports_client.client import DEFAULT_CAPACITY_WAIT_SEC, DEFAULT_WAIT_SEC, ExportsClient, OnRefused
 from exports_client.errors import (
     APIError,
     AuthenticationError,
@@ -202,6 +202,8 @@ def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         csv_bom=args.csv_bom,
         csv_formula_guard=args.csv_formula_guard,
         timezone=args.timezone,
+        wait_for_capacity=args.wait_for_capacity,
+        on_refused=_waiting_note(output),
     )
     if accepted.deduplicated:
         output.note(f"an identical export is already active: {accepted.task_id} ({accepted.status.value})")
@@ -211,8 +213,24 @@ def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
     return _follow(client, accepted, args, output, f"submitted {accepted.task_id}", wait_sec)
 
 
+def _waiting_note(output: _Output) -> OnRefused:
+    """What to say while a refused submit waits its turn (on stderr: JSON output stays clean)."""
+
+    def note(refused: RateLimitedError, seconds: float) -> None:
+        estimate = refused.estimate
+        why = (
+            f"it would finish in about {estimate.estimated_completion_sec} s, after its timeout of "
+            f"{estimate.timeout_sec} s"
+            if estimate is not None
+            else refused.code
+        )
+        output.note(f"the service is at capacity ({why}): submitting again in {math.ceil(seconds)} s")
+
+    return note
+
+
 def _retry(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
-    accepted = client.retry(args.task_id)
+    accepted = client.retry(args.task_id, wait_for_capacity=args.wait_for_capacity, on_refused=_waiting_note(output))
     wait_sec = args.wait_timeout if args.wait_timeout is not None else DEFAULT_WAIT_SEC
     return _follow(client, accepted, args, output, f"retried {args.task_id} as {accepted.task_id}", wait_sec)
 
@@ -403,6 +421,24 @@ def _add_follow_options(parser: argparse.ArgumentParser, default_wait: str) -> N
     parser.add_argument("--download", metavar="DIR", help="wait, then save the file into DIR (created if needed)")
 
 
+def _add_capacity_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait-for-capacity",
+        type=_wait_seconds,
+        default=DEFAULT_CAPACITY_WAIT_SEC,
+        metavar="SECONDS",
+        help="when the service is at capacity (429), wait its Retry-After (with jitter) and submit again, "
+        f"for at most this long in all (default {DEFAULT_CAPACITY_WAIT_SEC:g})",
+    )
+    parser.add_argument(
+        "--no-wait-for-capacity",
+        dest="wait_for_capacity",
+        action="store_const",
+        const=0,
+        help="fail at once when the service is at capacity",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``exportctl`` argument parser."""
     common = argparse.ArgumentParser(add_help=False)
@@ -458,6 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="IANA time zone the file's date-times are written in, e.g. Europe/Berlin (default: the service's, UTC)",
     )
     _add_follow_options(submit, f"--timeout + {WAIT_GRACE_SEC:g} s, or {DEFAULT_WAIT_SEC:g} s")
+    _add_capacity_option(submit)
     submit.set_defaults(run=_submit)
 
     retry = commands.add_parser(
@@ -465,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     retry.add_argument("task_id", metavar="ID")
     _add_follow_options(retry, f"{DEFAULT_WAIT_SEC:g} s")
+    _add_capacity_option(retry)
     retry.set_defaults(run=_retry)
 
     status = commands.add_parser("status", parents=[common], help="show one export")

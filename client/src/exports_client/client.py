@@ -6,6 +6,7 @@ import builtins
 import hashlib
 import hmac
 import os
+import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -23,6 +24,7 @@ from exports_client.errors import (
     APIError,
     IntegrityError,
     NetworkError,
+    RateLimitedError,
     UnexpectedResponseError,
     WaitTimeoutError,
     error_from_response,
@@ -45,12 +47,16 @@ from exports_client.models import (
     TaskStatus,
     TaskView,
 )
-from exports_client.polling import busy_delay, poll_delay
+from exports_client.polling import busy_delay, capacity_delay, poll_delay
 from exports_client.push import PushUnavailable, follow
 from exports_client.webhooks import verify_webhook
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
 DEFAULT_WAIT_SEC: Final = 300.0
+#: How long :meth:`ExportsClient.submit` waits out ``429`` refusals by default, in all.
+DEFAULT_CAPACITY_WAIT_SEC: Final = 600.0
+#: Told before each wait for capacity: the refusal, and the seconds about to be waited.
+OnRefused = Callable[[RateLimitedError, float], None]
 USER_AGENT: Final = f"exports-client/{version('exports-client')}"
 _CHUNK_BYTES: Final = 64 * 1024
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -74,7 +80,8 @@ class ExportsClient:
     """A client of one exports deployment, acting as the owner of ``token``.
 
     ``transport`` replaces the network (e.g. ``httpx.MockTransport`` in tests); ``sleep`` and
-    ``clock`` replace :func:`time.sleep` and :func:`time.monotonic` for :meth:`wait`.
+    ``clock`` replace :func:`time.sleep` and :func:`time.monotonic` for :meth:`wait` (and
+    :meth:`submit`'s waits for capacity, whose jitter ``random`` draws).
     Use it as a context manager, or call :meth:`close`, to release its connections.
     """
 
@@ -90,11 +97,13 @@ class ExportsClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        random: Callable[[], float] = random.random,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._sleep = sleep
         self._clock = clock
+        self._random = random
         self._http = httpx.Client(
             timeout=timeout,
             transport=transport,
@@ -128,12 +137,20 @@ class ExportsClient:
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
         timezone: str | None = None,
+        wait_for_capacity: float | None = DEFAULT_CAPACITY_WAIT_SEC,
+        on_refused: OnRefused | None = None,
     ) -> ExportAccepted:
-        """Submit an export; returns at once with the new task's id (``202``).
+        """Submit an export; returns with the new task's id (``202``) once the service accepts it.
 
         Options left as ``None`` take the service's defaults; the service validates everything
         (:class:`InvalidRequestError` names the ``field``). ``timezone``: an IANA name such as
         ``"Europe/Berlin"``, the zone the file's date-times are written in (default UTC).
+
+        A ``429`` (the exports queued ahead would make this one miss its ``timeout_sec``, too many
+        of your exports are active, or the gateway throttles) is waited out: the client sleeps the
+        ``Retry-After`` plus up to half again at random and submits again, for at most
+        ``wait_for_capacity`` seconds in all (``None`` or ``0``: the :class:`RateLimitedError` is
+        raised at once). ``on_refused(error, seconds)`` is told before each wait.
         """
         options = {
             "format": format,
@@ -149,7 +166,12 @@ class ExportsClient:
             "filters": dict(filters or {}),
             **{name: value for name, value in options.items() if value is not None},
         }
-        return self._parse(ExportAccepted, self._request("POST", "/v1/exports", json=body))
+        return self._parse(
+            ExportAccepted,
+            self._waiting_for_capacity(
+                lambda: self._request("POST", "/v1/exports", json=body), wait_for_capacity, on_refused
+            ),
+        )
 
     def get(self, task_id: str) -> TaskView:
         """The task; once COMPLETED it carries a fresh ``download_url``."""
@@ -199,12 +221,21 @@ class ExportsClient:
         """Cancel a task that has not ended; :class:`ConflictError` (``TASK_NOT_CANCELLABLE``) if it has."""
         return self._parse(TaskView, self._request("POST", f"{_task_path(task_id)}/cancel"))
 
-    def retry(self, task_id: str) -> ExportAccepted:
-        """Submit a new task with the parameters of a FAILED, TIMEOUT or CANCELLED one.
+    def retry(
+        self,
+        task_id: str,
+        wait_for_capacity: float | None = DEFAULT_CAPACITY_WAIT_SEC,
+        on_refused: OnRefused | None = None,
+    ) -> ExportAccepted:
+        """Submit a new task with the parameters of a FAILED, TIMEOUT or CANCELLED one; a ``429``
+        is waited out as :meth:`submit` does.
 
         :class:`ConflictError` (``TASK_NOT_RETRYABLE``) for tasks in other states.
         """
-        return self._parse(ExportAccepted, self._request("POST", f"{_task_path(task_id)}/retry"))
+        response = self._waiting_for_capacity(
+            lambda: self._request("POST", f"{_task_path(task_id)}/retry"), wait_for_capacity, on_refused
+        )
+        return self._parse(ExportAccepted, response)
 
     def wait(
         self,
@@ -467,6 +498,24 @@ class ExportsClient:
         if response.is_error:
             raise error_from_response(response)
         return response
+
+    def _waiting_for_capacity(
+        self, send: Callable[[], httpx.Response], most: float | None, on_refused: OnRefused | None
+    ) -> httpx.Response:
+        """``send()``, again after each ``429`` while the waits add up to at most ``most`` seconds
+        (a refused submit created nothing, so sending it again is safe)."""
+        waited, attempt = 0.0, 0
+        while True:
+            try:
+                return send()
+            except RateLimitedError as refused:
+                delay = capacity_delay(attempt, refused.retry_after, self._random())
+                if not most or waited + delay > most:
+                    raise
+                if on_refused is not None:
+                    on_refused(refused, delay)
+                self._sleep(delay)
+                waited, attempt = waited + delay, attempt + 1
 
     def _download_location(self, task_id: str) -> str:
         response = self._request("GET", f"{_task_path(task_id)}/download")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import httpx
 from pydantic import ValidationError as _PydanticValidationError
 
-from exports_client.models import ErrorBody
+from exports_client.models import ErrorBody, RefusalEstimate
 
 if TYPE_CHECKING:
     from exports_client.models import TaskView
@@ -66,9 +66,11 @@ class InvalidRequestError(APIError):
 
 
 class RateLimitedError(APIError):
-    """429: too many requests or exports; try again after ``retry_after`` seconds."""
+    """429: too many requests or exports; try again after ``retry_after`` seconds. A capacity
+    refusal (``WOULD_TIME_OUT``) says what it was estimated on in ``estimate``."""
 
     retryable = True
+    estimate: RefusalEstimate | None = None
 
 
 class ServerError(APIError):
@@ -154,10 +156,14 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 def error_from_response(response: httpx.Response) -> APIError:
     """The typed error for an error answer of the service (its body must have been read)."""
     status = response.status_code
+    estimate = None
     try:
         detail = ErrorBody.model_validate_json(response.content).error
-        code, message, field = detail.code, detail.message, detail.field
+        code, message, field, estimate = detail.code, detail.message, detail.field, detail.estimate
     except _PydanticValidationError:
         code, message, field = f"HTTP_{status}", response.reason_phrase or "error", None
     error_type = _BY_STATUS.get(status) or (ServerError if status >= 500 else APIError)
-    return error_type(status, code, message, field, retry_after_seconds(response.headers.get("Retry-After")))
+    error = error_type(status, code, message, field, retry_after_seconds(response.headers.get("Retry-After")))
+    if isinstance(error, RateLimitedError):
+        error.estimate = estimate
+    return error

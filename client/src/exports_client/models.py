@@ -288,14 +288,25 @@ class FieldProblem(_Result):
     message: str
 
 
+class RefusalEstimate(_Result):
+    """What a capacity refusal (``WOULD_TIME_OUT``) was estimated on: seconds until the export
+    would have started and been done, against the ``timeout_sec`` it asked for."""
+
+    estimated_start_sec: int
+    estimated_completion_sec: int
+    timeout_sec: int
+
+
 class ErrorDetail(_Result):
     """What went wrong: a stable code, a message and, for bad input, the field; ``errors`` lists
-    every invalid field when there are several (the first is ``field`` and ``message``)."""
+    every invalid field when there are several (the first is ``field`` and ``message``); a
+    capacity refusal carries its ``estimate``."""
 
     code: str
     message: str
     field: str | None = None
     errors: list[FieldProblem] | None = None
+    estimate: RefusalEstimate | None = None
 
 
 class ErrorBody(_Result):

@@ -32,3 +32,12 @@ def busy_delay(attempt: int, retry_after: float | None, cap: float | None = None
     """The pause after a 429 or 503: the (capped) backoff, or the ``Retry-After`` the service
     sent if that is longer. An overloaded service's ``Retry-After`` is never capped."""
     return max(poll_delay(attempt, None, cap), retry_after or 0.0)
+
+
+def capacity_delay(attempt: int, retry_after: float | None, jitter: float) -> float:
+    """The pause before submitting again after a ``429``: the ``Retry-After`` the service sent
+    (the API gateway's own throttling sends none: then the backoff), plus up to half again at
+    random (``jitter`` in [0, 1)), so the clients refused in the same second do not all return in
+    the same second."""
+    base = retry_after if retry_after is not None else backoff_delay(attempt)
+    return base * (1 + 0.5 * jitter)
