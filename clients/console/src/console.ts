@@ -37,7 +37,22 @@ class Session {
   schedules: SchedulesView | null = null;
 
   constructor(token: string) {
-    this.client = new ExportsClient({ baseUrl: apiUrl(), token });
+    this.client = new ExportsClient({
+      baseUrl: apiUrl(),
+      token,
+      onRefused: (refused, seconds) => this.waitingForCapacity(refused, seconds),
+    });
+  }
+
+  /** Said while a refused submit waits its turn: the client submits again by itself. */
+  private waitingForCapacity(refused: ApiError, seconds: number): void {
+    const estimate = refused.estimate;
+    const why = estimate
+      ? `it would finish in about ${estimate.estimated_completion_sec} s, after its ${estimate.timeout_sec} s deadline`
+      : "too many exports at once";
+    const text = `The service is at capacity (${why}): submitting again in ${Math.ceil(seconds)} s.`;
+    byId("form-error").textContent = text;
+    this.announce(text);
   }
 
   async start(): Promise<void> {
@@ -85,6 +100,7 @@ class Session {
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
       });
+      error.textContent = "";
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);
       this.follow(accepted.task_id);
     } catch (failure) {

@@ -38,7 +38,20 @@ export interface ClientOptions {
   /** The WebSocket class for watch(): the global one by default (browsers); pass `ws`'s in
    * Node 20, which has none. null: poll only. */
   WebSocket?: WebSocketConstructor | null;
+  /** How long submit() and retry() wait out 429 refusals in all, in seconds (default 600; 0:
+   * throw the ApiError at once). Each wait is the `Retry-After` plus up to half again at random
+   * (the backoff for a gateway's 429, which has none). */
+  waitForCapacitySec?: number;
+  /** Told before each wait for capacity: the refusal (its `estimate`) and the seconds to wait. */
+  onRefused?: (refusal: ApiError, seconds: number) => void;
+  /** The jitter's random numbers in [0, 1) (default Math.random). */
+  random?: () => number;
+  /** The waits' timer (default: a real one). */
+  sleep?: (ms: number) => Promise<void>;
 }
+
+/** How long submit() and retry() wait out 429 refusals by default, in seconds. */
+export const DEFAULT_CAPACITY_WAIT_SEC = 600;
 
 export interface WatchOptions {
   /** Stops the watch: the iterator throws the signal's reason. */
@@ -60,10 +73,19 @@ export class ExportsClient {
   private readonly fetchImpl: typeof globalThis.fetch;
   private readonly baseUrl: string;
   private readonly token: ClientOptions["token"];
+  private readonly capacity: Required<Pick<ClientOptions, "waitForCapacitySec" | "random" | "sleep">> & {
+    onRefused: ClientOptions["onRefused"] | undefined;
+  };
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.token = options.token;
+    this.capacity = {
+      waitForCapacitySec: options.waitForCapacitySec ?? DEFAULT_CAPACITY_WAIT_SEC,
+      onRefused: options.onRefused,
+      random: options.random ?? Math.random,
+      sleep: options.sleep ?? ((ms) => sleep(ms)),
+    };
     // Late-bound: a browser's fetch must be called on the window.
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.http = createClient<paths>({ baseUrl: this.baseUrl, fetch: this.fetchImpl });
@@ -95,10 +117,11 @@ export class ExportsClient {
     return ok(this.http.GET("/v1/export-types/{name}", { params: { path: { name } } }));
   }
 
-  /** Submit an export; an identical active one answers with that task (`deduplicated`). */
+  /** Submit an export; an identical active one answers with that task (`deduplicated`). A 429
+   * is waited out (see `waitForCapacitySec`). */
   async submit(request: ExportRequest | TypedExportRequest): Promise<ExportAccepted> {
     // The document's body is the union of its own types; a deployment serves types of its own.
-    return ok(this.http.POST("/v1/exports", { body: request as SubmitBody }));
+    return this.waitingForCapacity(() => ok(this.http.POST("/v1/exports", { body: request as SubmitBody })));
   }
 
   /** One of the caller's tasks. */
@@ -116,9 +139,32 @@ export class ExportsClient {
     return ok(this.http.POST("/v1/exports/{task_id}/cancel", { params: { path: { task_id: taskId } } }));
   }
 
-  /** Start a failed, timed-out or cancelled task again, as a new task. */
+  /** Start a failed, timed-out or cancelled task again, as a new task (a 429 is waited out). */
   async retry(taskId: string): Promise<ExportAccepted> {
-    return ok(this.http.POST("/v1/exports/{task_id}/retry", { params: { path: { task_id: taskId } } }));
+    return this.waitingForCapacity(() =>
+      ok(this.http.POST("/v1/exports/{task_id}/retry", { params: { path: { task_id: taskId } } })),
+    );
+  }
+
+  /** `send()`, again after each 429 while the waits add up to at most `waitForCapacitySec` (a
+   * refused submit created nothing, so sending it again is safe). */
+  private async waitingForCapacity<T>(send: () => Promise<T>): Promise<T> {
+    const { waitForCapacitySec, onRefused, random, sleep: wait } = this.capacity;
+    const backoff = new Backoff({ ...SEED_BACKOFF, giveUpMs: Number.POSITIVE_INFINITY });
+    let waitedSec = 0;
+    for (;;) {
+      try {
+        return await send();
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status !== 429) throw error;
+        const baseSec = error.retryAfterSec ?? (backoff.next() ?? SEED_BACKOFF.maxMs) / 1000;
+        const seconds = baseSec * (1 + 0.5 * random());
+        if (waitForCapacitySec <= 0 || waitedSec + seconds > waitForCapacitySec) throw error;
+        onRefused?.(error, seconds);
+        await wait(seconds * 1000);
+        waitedSec += seconds;
+      }
+    }
   }
 
   /** The presigned link of a completed task's file (409 while it has none). */

@@ -4,6 +4,7 @@ import type { components } from "./schema.js";
 
 export type ErrorDetail = components["schemas"]["ErrorDetail"];
 export type FieldProblem = components["schemas"]["FieldProblem"];
+export type RefusalEstimate = components["schemas"]["RefusalEstimate"];
 
 /** The base of every error this client throws. */
 export class ExportsError extends Error {
@@ -21,6 +22,8 @@ export class ApiError extends ExportsError {
   readonly problems: readonly FieldProblem[];
   /** Seconds to wait before trying again, from `Retry-After` (429 and 503). */
   readonly retryAfterSec: number | null;
+  /** What a capacity refusal (429 `WOULD_TIME_OUT`) was estimated on. */
+  readonly estimate: RefusalEstimate | null;
 
   constructor(
     readonly status: number,
@@ -32,6 +35,7 @@ export class ApiError extends ExportsError {
     this.field = detail.field ?? null;
     this.problems = detail.errors ?? [];
     this.retryAfterSec = retryAfterSec;
+    this.estimate = detail.estimate ?? null;
   }
 
   /** The error of a failed response, from its envelope or, when it has none, from its status. */

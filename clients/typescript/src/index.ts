@@ -4,6 +4,7 @@ export { Backoff, type BackoffPolicy, SEED_BACKOFF } from "./backoff.js";
 export {
   type CallerView,
   type ClientOptions,
+  DEFAULT_CAPACITY_WAIT_SEC,
   type DownloadLink,
   type ExportAccepted,
   type ExportFormat,
@@ -15,7 +16,15 @@ export {
   type TypedExportRequest,
   type WatchOptions,
 } from "./client.js";
-export { ApiError, type ErrorDetail, ExportsError, type FieldProblem, StreamError, WatchTimeoutError } from "./errors.js";
+export {
+  ApiError,
+  type ErrorDetail,
+  ExportsError,
+  type FieldProblem,
+  type RefusalEstimate,
+  StreamError,
+  WatchTimeoutError,
+} from "./errors.js";
 export {
   EVENT_TYPES,
   isTerminal,

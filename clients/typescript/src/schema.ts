@@ -304,13 +304,15 @@ export interface components {
         /**
          * ErrorDetail
          * @description What went wrong: a stable code, a message and, for bad input, the field; ``errors`` lists
-         *     every invalid field when there are several (the first is ``field`` and ``message``).
+         *     every invalid field when there are several (the first is ``field`` and ``message``); a
+         *     capacity refusal carries its ``estimate``.
          */
         ErrorDetail: {
             /** Code */
             code: string;
             /** Errors */
             errors?: components["schemas"]["FieldProblem"][] | null;
+            estimate?: components["schemas"]["RefusalEstimate"] | null;
             /** Field */
             field?: string | null;
             /** Message */
@@ -366,7 +368,10 @@ export interface components {
              * @default false
              */
             deduplicated?: boolean;
-            /** Estimated Completion Sec */
+            /**
+             * Estimated Completion Sec
+             * @description Seconds until the export should be done: its wait in the queue and its own run (docs/capacity.md).
+             */
             estimated_completion_sec: number;
             status: components["schemas"]["TaskStatus"];
             /** Status Url */
@@ -898,6 +903,27 @@ export interface components {
             code: string;
             /** Message */
             message: string;
+        };
+        /**
+         * RefusalEstimate
+         * @description What a capacity refusal (``WOULD_TIME_OUT``) was estimated on.
+         */
+        RefusalEstimate: {
+            /**
+             * Estimated Completion Sec
+             * @description Seconds until it would have been done.
+             */
+            estimated_completion_sec: number;
+            /**
+             * Estimated Start Sec
+             * @description Seconds until the export would have started (its queue wait).
+             */
+            estimated_start_sec: number;
+            /**
+             * Timeout Sec
+             * @description The deadline it asked for, which that passes.
+             */
+            timeout_sec: number;
         };
         /**
          * ScheduleList
@@ -1468,7 +1494,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1738,7 +1764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -2225,7 +2251,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many active tasks, or the queue is full: try again after `Retry-After` seconds (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may). */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
