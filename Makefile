@@ -111,7 +111,7 @@ redrive: $(STAMP)
 
 ## load: a bounded local load run on loopback, 60 s (its own stack; ARGS="--url http://127.0.0.1:8000 --token dev-..." for make run)
 load: $(STAMP)
-	$(BIN)/python scripts/load.py $(ARGS)
+	$(BIN)/python -m scripts.load $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

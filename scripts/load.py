@@ -1,8 +1,8 @@
 """A bounded load run on loopback: sustained submits, each followed by a read of its task.
 
-    .venv/bin/python scripts/load.py                      # starts its own local stack (free ports, 50 users)
-    .venv/bin/python scripts/load.py --url http://127.0.0.1:8000 --token dev-...   # against make run
-    .venv/bin/python scripts/load.py --duration 30 --concurrency 4
+    .venv/bin/python -m scripts.load                      # starts its own local stack (free ports, 50 users)
+    .venv/bin/python -m scripts.load --url http://127.0.0.1:8000 --token dev-...   # against make run
+    .venv/bin/python -m scripts.load --duration 30 --concurrency 4
 
 Each of ``--concurrency`` clients loops for ``--duration`` seconds: ``POST /v1/exports`` (a one-day
 ``orders`` export, distinct per request so nothing is deduplicated), then ``GET`` of the task it
@@ -14,6 +14,11 @@ says so. Only loopback addresses are accepted as targets; the run stops by itsel
 
 Reported: requests and throughput, accepted submits per second, p50/p99/max latency of POST and
 GET, answers by status and error code, and how far the workers got (tasks by status, sampled).
+
+    .venv/bin/python -m scripts.load --burst 600 --users 60 --timeout-sec 30     # a month-end burst
+
+``--burst N`` runs scripts/burst.py instead: N distinct exports submitted at once, refusals waited
+out as the SDK does, every accepted task followed to its end (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from urllib.parse import urlsplit
 import requests
 
 from local_stack.demo_tenants import TENANTS
+from scripts.burst import run_burst
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT_SEC = 10
@@ -239,19 +245,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--demo-orders", type=int, default=20_000, help="orders the started stack seeds")
     parser.add_argument("--sample", type=int, default=200, help="accepted tasks read back after the run")
     parser.add_argument("--stack-log", help="keep the started stack's output (its functions' logs) in this file")
+    parser.add_argument("--burst", type=int, help="submit this many distinct exports at once instead (a burst)")
+    parser.add_argument("--timeout-sec", type=int, default=300, help="the burst's timeout_sec (default 300)")
+    parser.add_argument("--client-threads", type=int, default=16, help="the burst's client threads (default 16)")
+    parser.add_argument("--give-up", type=float, help="a refused burst client stops retrying after this many seconds")
+    parser.add_argument(
+        "--allow-remote", action="store_true", help="--url may be a deployed stack's (https) rather than loopback"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.concurrency <= 64 or not 0 < args.duration <= 3600:
         parser.error("--concurrency must be 1..64 and --duration 0..3600 s")
+    if args.burst is not None and not 1 <= args.burst <= 20_000:
+        parser.error("--burst must be 1..20000")
     if args.url:
-        if not _loopback(args.url):
-            parser.error("--url must be a loopback address: this is a local load run")
+        if not (_loopback(args.url) or (args.allow_remote and args.url.startswith("https://"))):
+            parser.error("--url must be a loopback address (or, with --allow-remote, a deployed stack's https URL)")
         tokens = [token for value in args.token for token in value.split(",") if token]
         if not tokens:
             parser.error("--url needs --token (make run prints one)")
-        return run(args.url.rstrip("/"), tokens, args.duration, args.concurrency, args.max_requests, args.sample)
+        return _chosen(args, args.url.rstrip("/"), tokens)
     with local_stack(args.users, args.demo_orders, args.stack_log) as (url, tokens):
-        print(f"local stack at {url} with {len(tokens)} users; {args.concurrency} clients for {args.duration:.0f} s")
-        return run(url, tokens, args.duration, args.concurrency, args.max_requests, args.sample)
+        print(f"local stack at {url} with {len(tokens)} users")
+        return _chosen(args, url, tokens)
+
+
+def _chosen(args: argparse.Namespace, url: str, tokens: Sequence[str]) -> int:
+    """The burst, or the sustained load."""
+    if args.burst is not None:
+        give_up = args.give_up if args.give_up is not None else 3 * args.timeout_sec
+        text, status = run_burst(url, tokens, args.burst, args.timeout_sec, args.client_threads, give_up)
+        print(text)
+        return status
+    print(f"{args.concurrency} clients for {args.duration:.0f} s")
+    return run(url, tokens, args.duration, args.concurrency, args.max_requests, args.sample)
 
 
 if __name__ == "__main__":
