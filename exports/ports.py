@@ -56,6 +56,9 @@ class TaskRepository(Protocol):
         ``max_active``), dedup key held (:class:`DuplicateSubmission` naming the holder),
         :class:`ConditionFailed` if its id exists."""
 
+    def dedup_holder(self, dedup_key: str) -> str | None:
+        """The id of the task holding ``dedup_key`` (it may have ended since), or None."""
+
     def release_dedup(self, task: Task) -> None:
         """Let go of the ended task's dedup key, if it still holds it."""
 

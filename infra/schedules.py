@@ -22,7 +22,7 @@ from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
+from exports.adapters.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
 from exports.config.env import Env
 from exports.config.names import SERVICE_NAME
 from exports.config.queues import Queue
@@ -45,6 +45,9 @@ PAUSE_ACTIONS: Final = ("scheduler:GetSchedule", "scheduler:UpdateSchedule")
 # What it also does after a firing, on the one-time companions (``<id>-dst``) only: point one at
 # the schedule's next firing moved out of a DST gap (an update is a PAUSE_ACTIONS one), or delete it.
 MOVED_FIRING_ACTIONS: Final = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
+# And on the one-time retries of firings refused for capacity (``retry-...``): create one (moving
+# it again is an update; Scheduler deletes it once it ran).
+DEFERRED_FIRING_ACTIONS: Final = ("scheduler:CreateSchedule",)
 MAIL_ACTIONS: Final = ("ses:SendEmail", "ses:SendRawEmail")
 # EventBridge Scheduler's metrics (namespace AWS/Scheduler, per schedule group).
 SCHEDULER_NAMESPACE: Final = "AWS/Scheduler"
@@ -143,13 +146,13 @@ class ScheduledExports(Construct):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
-    def schedules_arn(self, suffix: str = "") -> str:
+    def schedules_arn(self, suffix: str = "", prefix: str = "") -> str:
         """The ARN of every schedule of the group (``…:schedule/<group>/*``), or of those whose
-        name ends with ``suffix``."""
+        name starts with ``prefix`` and ends with ``suffix``."""
         return Stack.of(self).format_arn(
             service="scheduler",
             resource="schedule",
-            resource_name=f"{self.group_name}/*{suffix}",
+            resource_name=f"{self.group_name}/{prefix}*{suffix}",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
 
@@ -196,14 +199,18 @@ class ScheduledExports(Construct):
 
     def allow_pausing(self, function: ServiceFunction) -> None:
         """``function`` (the schedule function) reads a schedule of the group and disables it,
-        and creates, moves or deletes the one-time companions of the moved firings."""
+        creates, moves or deletes the one-time companions of the moved firings, and creates the
+        one-time retries of the firings refused for capacity."""
         self._allow_schedules(function, PAUSE_ACTIONS)
         self._allow_schedules(function, MOVED_FIRING_ACTIONS, MOVED_FIRING_SUFFIX)
+        self._allow_schedules(function, DEFERRED_FIRING_ACTIONS, prefix=DEFERRED_FIRING_PREFIX)
 
-    def _allow_schedules(self, function: ServiceFunction, actions: tuple[str, ...], suffix: str = "") -> None:
-        """``actions`` on the group's schedules (named ``*<suffix>``), and handing them
+    def _allow_schedules(
+        self, function: ServiceFunction, actions: tuple[str, ...], suffix: str = "", prefix: str = ""
+    ) -> None:
+        """``actions`` on the group's schedules (named ``<prefix>*<suffix>``), and handing them
         Scheduler's role (to Scheduler only): an update names the role again."""
-        function.allow(list(actions), [self.schedules_arn(suffix)])
+        function.allow(list(actions), [self.schedules_arn(suffix, prefix)])
         function.allow(
             ["iam:PassRole"],
             [self.role.role_arn],
@@ -212,7 +219,7 @@ class ScheduledExports(Construct):
         acknowledge(
             function.role,
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/"
-            f"<{Stack.of(self).resolve(self.group.logical_id)}>/*{suffix}]",
+            f"<{Stack.of(self).resolve(self.group.logical_id)}>/{prefix}*{suffix}]",
             "Schedules are named by export schedule ids made at run time; the grant covers this stack's group only.",
         )
 

@@ -124,6 +124,12 @@ class DynamoTaskRepository:
             retry_after=Admission.RETRY_AFTER_QUOTA_SEC,
         )
 
+    def dedup_holder(self, dedup_key: str) -> str | None:
+        """The id of the task holding ``dedup_key`` (it may have ended since), or None."""
+        with translated("read dedup key"):
+            item = self._client.get_item(TableName=self._table, Key=key(dedup_id(dedup_key))).get("Item")
+        return item["holder"]["S"] if item else None
+
     def release_dedup(self, task: Task) -> None:
         """Drop the task's dedup marker if the task still holds it (after it ended)."""
         if not task.dedup_key:

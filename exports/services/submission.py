@@ -153,7 +153,14 @@ def submit_export(
         ),
     )
     work_sec = throughput.run_sec(rows)
-    task, estimated = _reserve(task, pools_of(export_type, task.priority, deps), work_sec, deps)
+    try:
+        task, estimated = _reserve(task, pools_of(export_type, task.priority, deps), work_sec, deps)
+    except Overloaded as refused:
+        # An identical export already active answers the request, however full the queue.
+        merged = _merged_into_active(task, deps)
+        if merged is None:
+            raise
+        return Submission(merged, refused.estimate.estimated_start_sec if refused.estimate else 1, deduplicated=True)
     try:
         existing = _admit(task, deps)
     except ExportsError:
@@ -271,6 +278,21 @@ def _admit(task: Task, deps: ApiDependencies) -> Task | None:
             # Another transaction on the same items was in flight: back off a little and look again.
             time.sleep(0.05 * (attempt + 1) * (1 + deps.random()))
     raise ServiceUnavailable("too many identical submissions at once; try again shortly")
+
+
+def _merged_into_active(task: Task, deps: ApiDependencies) -> Task | None:
+    """The identical active task ``task`` merged into, when there is one (None otherwise, or
+    when it changed meanwhile: the refusal stands)."""
+    try:
+        holder_id = deps.tasks.dedup_holder(task.dedup_key) if task.dedup_key else None
+        holder = deps.tasks.get(holder_id) if holder_id else None
+        if holder is None or holder.is_terminal:
+            return None
+        merged = _merge(holder, task, deps)
+    except (ConditionFailed, RetryableError):
+        return None
+    deps.metrics.add(Metric.DEDUPLICATED)
+    return merged
 
 
 def _merge(holder: Task, request: Task, deps: ApiDependencies) -> Task:

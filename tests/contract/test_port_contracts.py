@@ -126,7 +126,9 @@ def test_an_active_dedup_key_names_its_holder_until_it_is_replaced_or_released(t
     with pytest.raises(DuplicateSubmission) as still:
         tasks.create(task_n(3, dedup_key="same"), max_active=5)
     assert still.value.holder == task_n(2).task_id
+    assert tasks.dedup_holder("same") == task_n(2).task_id
     tasks.release_dedup(task_n(2, dedup_key="same"))
+    assert tasks.dedup_holder("same") is None
     tasks.create(task_n(3, dedup_key="same"), max_active=5)
 
 

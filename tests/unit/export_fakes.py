@@ -65,6 +65,9 @@ class FakeTasks:
             self.dedup[task.dedup_key] = (task.task_id, task.deadline)
         self.tasks[task.task_id] = task
 
+    def dedup_holder(self, dedup_key: str) -> str | None:
+        return self.dedup[dedup_key][0] if dedup_key in self.dedup else None
+
     def release_dedup(self, task: Task) -> None:
         if task.dedup_key and self.dedup.get(task.dedup_key, ("",))[0] == task.task_id:
             del self.dedup[task.dedup_key]

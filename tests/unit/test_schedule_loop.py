@@ -4,6 +4,7 @@ Input, paused schedules fire nothing, a failing firing is delivered again then d
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from exports.config.retry import SCHEDULE_TARGET_RETRY
@@ -141,7 +142,7 @@ def test_firings_of_the_same_minute_arrive_spread_over_their_window_with_their_o
         arrived_by_minute.append(len(handler.events))
 
     assert arrived_by_minute[-1] == 200  # every one arrived, once, within the ten-minute window
-    assert all(later > earlier for earlier, later in zip(arrived_by_minute[:10], arrived_by_minute[1:10]))
+    assert all(later > earlier for earlier, later in pairwise(arrived_by_minute[:10]))
     assert arrived_by_minute[0] < 50  # not all in the first minute
     assert {event["scheduled_time"] for event in handler.events} == {"2026-12-07T08:00:00Z"}
 

@@ -376,3 +376,17 @@ def test_a_resolver_is_asked_at_submit_for_the_callback_host() -> None:
     accepted = submit(w, spec(callback_url="https://hooks.example.com/in"))
     assert resolver.lookups == ["hooks.example.com"]
     assert accepted.task.callback_url == "https://hooks.example.com/in"
+
+
+def test_an_identical_active_export_answers_even_when_the_lane_is_full() -> None:
+    w = world()
+    first = submit(w, spec(timeout_sec=60))
+    w.capacity.reserve(lane_pool("normal"), 10**6, limit_sec=10**7)  # the lane is a day behind
+
+    again = submit(w, spec(timeout_sec=60, priority=4))  # identical, and asks for more priority
+
+    assert again.deduplicated and again.task.task_id == first.task.task_id
+    assert w.tasks.get(first.task.task_id).priority == 4
+    assert w.counts(Metric.CAPACITY_REFUSED) == 1  # refused by the lane, answered by the active task
+    with pytest.raises(Overloaded):
+        submit(w, days(4, timeout_sec=60))  # another export is refused
