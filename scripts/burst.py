@@ -144,11 +144,63 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
+@dataclass(frozen=True)
+class BurstResult:
+    """What a burst measured."""
+
+    count: int
+    users: int
+    timeout_sec: int
+    threads: int
+    submitted_in_sec: float
+    accepted: int
+    refusals: dict[str, int]
+    refusals_without_retry_after: int
+    gave_up: int
+    errors: list[str]
+    statuses: dict[str, int]
+    completed_within_deadline: int
+    queue_waits: list[float]
+    estimates_close: int
+    estimates_checked: int
+    unfinished: int
+    load_before: float
+    load_after: float
+
+    @property
+    def failed(self) -> bool:
+        """An accepted task timed out or never ended, or a request failed."""
+        return self.statuses.get("TIMEOUT", 0) > 0 or bool(self.errors) or self.unfinished > 0
+
+    def text(self) -> str:
+        """The report printed by ``make load``."""
+        refusals = ", ".join(f"{code} x{n}" for code, n in sorted(self.refusals.items())) or "never"
+        share = f" ({100 * self.estimates_close / self.estimates_checked:.0f} %)" if self.estimates_checked else ""
+        waits = self.queue_waits
+        lines = [
+            f"burst of {self.count} distinct exports from {self.users} users, timeout_sec {self.timeout_sec}, "
+            f"{self.threads} client threads (submits done in {self.submitted_in_sec:.1f} s)",
+            f"accepted {self.accepted}; refused {sum(self.refusals.values())} times ({refusals}), "
+            f"{self.refusals_without_retry_after} without Retry-After; gave up {self.gave_up}; "
+            f"errors {len(self.errors)}",
+            "outcomes: "
+            + ", ".join(f"{status} {n}" for status, n in sorted(self.statuses.items()))
+            + (f"; {self.unfinished} not ended" if self.unfinished else ""),
+            f"COMPLETED within {self.timeout_sec} s of the burst's start: {self.completed_within_deadline}",
+            f"queue wait p50 {percentile(waits, 0.5):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
+            f"p99 {percentile(waits, 0.99):.1f} s",
+            f"estimated_completion_sec within 2x + 5 s of the real time: "
+            f"{self.estimates_close} of {self.estimates_checked}{share}",
+            f"load average before {self.load_before:.2f}, after {self.load_after:.2f} ({os.cpu_count()} cores)",
+        ]
+        return "\n".join(lines + [f"  {error}" for error in self.errors[:10]])
+
+
 def run_burst(
     url: str, tokens: Sequence[str], count: int, timeout_sec: int, threads: int, give_up_sec: float
-) -> tuple[str, int]:
-    """Run the burst; (the report, an exit status: 1 if an accepted task timed out or a request failed)."""
-    load_before = os.getloadavg()
+) -> BurstResult:
+    """Submit the burst, follow every accepted task to its end, and measure."""
+    load_before = os.getloadavg()[0]
     work = requests_of(count, tokens)
     burst = Burst()
     started_wall = datetime.now(UTC)
@@ -165,40 +217,41 @@ def run_burst(
         thread.join()
     submitted_in = time.monotonic() - started
     tasks = outcomes(url, burst, wait_sec=timeout_sec + 60)
-    load_after = os.getloadavg()
-    statuses = Counter(task["status"] for task in tasks)
     window_end = started_wall + timedelta(seconds=timeout_sec)
-    completed_in_window = sum(
-        1 for task in tasks if task["status"] == "COMPLETED" and _at(task["finished_at"]) <= window_end
-    )
-    waits = [
-        (_at(task["started_at"]) - _at(task["created_at"])).total_seconds() for task in tasks if task.get("started_at")
-    ]
     promised = {accepted.task_id: accepted.estimated_completion_sec for accepted in burst.accepted}
     real = {
         task["task_id"]: (_at(task["finished_at"]) - _at(task["created_at"])).total_seconds()
         for task in tasks
         if task["status"] == "COMPLETED"
     }
-    close = sum(1 for task_id, seconds in real.items() if abs(promised[task_id] - seconds) <= 2 * seconds + 5)
-    lines = [
-        f"burst of {count} distinct exports from {len(tokens)} users, timeout_sec {timeout_sec}, "
-        f"{threads} client threads (submits done in {submitted_in:.1f} s)",
-        f"accepted {len(burst.accepted)}; refused {sum(burst.refusals.values())} times "
-        f"({', '.join(f'{code} x{n}' for code, n in sorted(burst.refusals.items())) or 'never'}), "
-        f"{burst.refusals_without_retry_after} without Retry-After; gave up {burst.gave_up}; "
-        f"errors {len(burst.errors)}",
-        "outcomes: " + ", ".join(f"{status} {n}" for status, n in sorted(statuses.items())),
-        f"COMPLETED within {timeout_sec} s of the burst's start: {completed_in_window}",
-        f"queue wait p50 {percentile(waits, 0.5):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
-        f"p99 {percentile(waits, 0.99):.1f} s",
-        f"estimated_completion_sec within 2x + 5 s of the real time: {close} of {len(real)}"
-        + (f" ({100 * close / len(real):.0f} %)" if real else ""),
-        f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores)",
-    ]
-    lines += [f"  {error}" for error in burst.errors[:10]]
-    failed = statuses.get("TIMEOUT", 0) > 0 or bool(burst.errors) or len(tasks) < len(burst.accepted)
-    return "\n".join(lines), 1 if failed else 0
+    return BurstResult(
+        count=count,
+        users=len(tokens),
+        timeout_sec=timeout_sec,
+        threads=threads,
+        submitted_in_sec=submitted_in,
+        accepted=len(burst.accepted),
+        refusals=dict(burst.refusals),
+        refusals_without_retry_after=burst.refusals_without_retry_after,
+        gave_up=burst.gave_up,
+        errors=list(burst.errors),
+        statuses=dict(Counter(task["status"] for task in tasks)),
+        completed_within_deadline=sum(
+            1 for task in tasks if task["status"] == "COMPLETED" and _at(task["finished_at"]) <= window_end
+        ),
+        queue_waits=[
+            (_at(task["started_at"]) - _at(task["created_at"])).total_seconds()
+            for task in tasks
+            if task.get("started_at")
+        ],
+        estimates_close=sum(
+            1 for task_id, seconds in real.items() if abs(promised[task_id] - seconds) <= 2 * seconds + 5
+        ),
+        estimates_checked=len(real),
+        unfinished=len(burst.accepted) - len(tasks),
+        load_before=load_before,
+        load_after=os.getloadavg()[0],
+    )
 
 
 def _at(value: str) -> datetime:

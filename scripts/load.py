@@ -273,9 +273,9 @@ def _chosen(args: argparse.Namespace, url: str, tokens: Sequence[str]) -> int:
     """The burst, or the sustained load."""
     if args.burst is not None:
         give_up = args.give_up if args.give_up is not None else 3 * args.timeout_sec
-        text, status = run_burst(url, tokens, args.burst, args.timeout_sec, args.client_threads, give_up)
-        print(text)
-        return status
+        result = run_burst(url, tokens, args.burst, args.timeout_sec, args.client_threads, give_up)
+        print(result.text())
+        return 1 if result.failed else 0
     print(f"{args.concurrency} clients for {args.duration:.0f} s")
     return run(url, tokens, args.duration, args.concurrency, args.max_requests, args.sample)
 

@@ -1,4 +1,4 @@
-"""When a firing arrives and how long a refused one may wait (docs/capacity.md, "Schedules"):
+"""When a firing arrives and how long a refused one may wait (docs/capacity.md, "Schedules do not stampede"):
 pure functions of the schedule.
 
 Every Monday-08:00 schedule of a deployment firing in the same second would meet admission as

@@ -15,6 +15,7 @@ from types_boto3_sqs.type_defs import MessageTypeDef
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
 from exports.config.queues import LANES
 from exports.domain.admission import Estimates, throughput_key
+from exports.adapters.task_table import capacity_id, drain_id, key
 from exports.domain.capacity import lane_pool
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
@@ -385,17 +386,18 @@ def test_first_claims_take_their_queue_places_and_a_lane_too_slow_refuses_with_i
     dynamodb = boto3.client("dynamodb", region_name=REGION)
 
     def queued() -> dict[str, Any]:
-        return dynamodb.get_item(TableName=aws.tasks_table, Key={"id": {"S": f"capacity#{normal}"}})["Item"]
+        return dynamodb.get_item(TableName=aws.tasks_table, Key=key(capacity_id(normal)))["Item"]
 
     assert (float(queued()["queued_sec"]["N"]), int(queued()["queued_tasks"]["N"])) == (6.0, 3)
     for task_id in ids:
         assert process_task(TaskMessage(task_id, "orders", 5), deps) is Outcome.COMPLETED
     assert (float(queued()["queued_sec"]["N"]), int(queued()["queued_tasks"]["N"])) == (0.0, 0)
-    assert deps.capacity.drain(normal) is not None  # the second and third started behind work
+    drain = dynamodb.get_item(TableName=aws.tasks_table, Key=key(drain_id(normal)))["Item"]
+    assert int(drain["samples"]["N"]) == 2  # the second and third started behind work
 
     # The lane got slow: 2 s of estimated work a minute. Six tasks queued take three minutes.
     deps.capacity.start(normal, 0.0, datetime.now(UTC))  # (a start of nothing: only its instant counts)
-    slow = {"id": {"S": f"capacity-drain#{normal}"}}
+    slow = key(drain_id(normal))
     dynamodb.update_item(
         TableName=aws.tasks_table,
         Key=slow,
@@ -413,5 +415,5 @@ def test_first_claims_take_their_queue_places_and_a_lane_too_slow_refuses_with_i
     estimate = refused["error"]["estimate"]
     assert estimate["timeout_sec"] == 60 and estimate["estimated_completion_sec"] > 60
     assert int(refused["headers"]["retry-after"]) == estimate["estimated_start_sec"] > 0
-    assert len(task_items(aws)) == before  # nothing stored
+    assert len(task_items(aws)) == before + 1  # the refused one stored nothing (the high one is the 1)
     assert alone["http"] == 202 and alone["estimated_completion_sec"] < 60  # the high lane is empty
