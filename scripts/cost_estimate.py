@@ -406,9 +406,13 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
     # create transaction and down in the end transaction, the dedup marker is put in the create
     # transaction and deleted after the end; the worker takes a hot-key token and folds the run
     # into the throughput statistics (a strongly consistent read and a conditional put each), and
-    # the submit reads those statistics for its estimate.
-    admission_writes = 2 * 2 + 2 + 1 + 1 + 1
-    admission_reads = 1 + 1 + 0.5
+    # the submit reads those statistics for its estimate. Admission by deadline (docs/capacity.md):
+    # the submit reserves the task's work in its lane (a conditional update) after reading the
+    # lane's drain (cached 2 s: at most one eventually consistent read), and the first start
+    # takes it off (an update) and measures the drain (a strongly consistent read and a
+    # conditional put).
+    admission_writes = 2 * 2 + 2 + 1 + 1 + 1 + 1 + 1
+    admission_reads = 1 + 1 + 0.5 + 0.5 + 1
     write_units = task_writes * 2 * task_units + 2 * task_units + admission_writes
     # Strongly consistent task reads (worker, every poll/download, every callback attempt), one
     # unit per started 4 KB; the orders query on the index reads eventually consistent (half a
@@ -490,8 +494,8 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
             + (task_reads + admission_reads + order_reads) * Price.DYNAMODB_READ_UNIT,
             0,
             f"{write_units} write units (task + index, transactions twice; {admission_writes} for quota, dedup, "
-            f"hot-key token and statistics), {task_reads} task reads, {admission_reads:g} admission read units, "
-            f"{order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
+            f"hot-key token, statistics and the lane's queued work), {task_reads} task reads, "
+            f"{admission_reads:g} admission read units, {order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
         ),
         Line(
             "S3 requests",
