@@ -495,7 +495,8 @@ def cost_lines(facts: StackFacts, work: Workload) -> list[Line]:
             0,
             f"{write_units} write units (task + index, transactions twice; {admission_writes} for quota, dedup, "
             f"hot-key token, statistics and the lane's queued work), {task_reads} task reads, "
-            f"{admission_reads:g} admission read units, {order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
+            f"{admission_reads:g} admission read units, "
+            f"{order_reads:g} read units for {work.rows:,} orders of {work.order_item_bytes} B",
         ),
         Line(
             "S3 requests",
