@@ -1,0 +1,73 @@
+"""How an HTTP source's export types are made: one reader per source, on its declared hosts,
+with its auth, timeout and rate, shared by its types."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from exports.adapters.http_source import HttpJsonReader, Signer, origins, secret_header, sigv4_signer
+from exports.declared.common import DeclaredParts
+from exports.declared.model import TypeDecl
+from exports.domain.errors import ExportsError
+from exports.export_types.base import AnyExportType
+from exports.sources.http.export import DeclaredHttpExport
+from exports.sources.http.model import BearerAuth, HeaderAuth, HttpSource, declared_read
+from exports.sources.kind import SourceReaders, TypeMaker
+
+
+class SourceNotReachable(ExportsError):
+    """This deployment gives an HTTP source no base URL, or one off its declared hosts."""
+
+    code = "SOURCE_NOT_CONFIGURED"
+
+
+def http_type_maker(source_name: str, source: HttpSource, readers: SourceReaders) -> TypeMaker:
+    """The maker of ``source``'s types on one reader (``ExportsError``: no base URL here)."""
+    base_url = _base_url(source_name, source, readers)
+    reader = HttpJsonReader(
+        source_name,
+        origins(base_url, source.hosts),
+        timeout_sec=source.timeout_sec,
+        rate_per_sec=source.rate_per_sec,
+        headers=source.headers,
+        sign=_signer(source, readers),
+    )
+
+    def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
+        fields = {column.name: column.attribute or column.name for column in declared.columns or ()}
+        return DeclaredHttpExport(
+            reader=reader, source=source_name, base_url=base_url, read=declared_read(declared), fields=fields, **parts
+        )
+
+    return make
+
+
+def _base_url(source_name: str, source: HttpSource, readers: SourceReaders) -> str:
+    """The declared base URL, or the variable's when its host is a declared one."""
+    if source.base_url is not None:
+        return source.base_url
+    variable = source.base_url_env or ""
+    url = readers.environ.get(variable, "")
+    if not url:
+        raise SourceNotReachable(f"data source {source_name!r} reads its base URL from {variable}, which is not set")
+    parts = urlsplit(url)
+    allowed = origins(url, ())
+    declared = origins("http://declared", source.hosts)
+    if parts.scheme not in ("http", "https") or not any(
+        origin.host == host.host and host.port in (None, origin.port) for origin in allowed for host in declared
+    ):
+        raise SourceNotReachable(
+            f"data source {source_name!r}: the base URL in {variable} is not on a host its declaration names"
+        )
+    return url
+
+
+def _signer(source: HttpSource, readers: SourceReaders) -> Signer | None:
+    auth = source.auth
+    if auth is None:
+        return None
+    if isinstance(auth, BearerAuth | HeaderAuth):
+        header, prefix = ("Authorization", "Bearer ") if isinstance(auth, BearerAuth) else (auth.header, "")
+        return secret_header(lambda: readers.client("secretsmanager"), auth.secret_arn, auth.secret_key, header, prefix)
+    region = auth.region or readers.client("secretsmanager").meta.region_name
+    return sigv4_signer(readers.client.credentials, auth.service.value, region)
