@@ -77,7 +77,7 @@ class DemoApi:
 
 def _handler(by_tenant: dict[str, list[dict[str, Any]]]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             parts = urlsplit(self.path)
             match = _CUSTOMERS_PATH.match(parts.path)
             if match is None:
@@ -108,7 +108,7 @@ def _handler(by_tenant: dict[str, list[dict[str, Any]]]) -> type[BaseHTTPRequest
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+        def log_message(self, format: str, *args: Any) -> None:
             """Quiet: make run's log is for the service."""
 
     return Handler

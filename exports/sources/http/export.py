@@ -76,7 +76,7 @@ class DeclaredHttpExport(DeclaredExport):
             items = _pointed(body, self._read.rows)
             if not isinstance(items, list):
                 found = "nothing" if items is _MISSING else f"a JSON {_json_type(items)}"
-                raise self._shape(url, f"its rows (http.rows = {self._read.rows!r}) are {found}, not an array")
+                raise self._shape(f"its rows (http.rows = {self._read.rows!r}) are {found}, not an array")
             rows = self._rows(items, convert, url)
             if pagination is None:
                 yield Page(rows)
@@ -134,11 +134,11 @@ class DeclaredHttpExport(DeclaredExport):
                 return None, {"cursor": None}
             if isinstance(token, bool) or not isinstance(token, str | int):
                 found = _json_type(token)
-                raise self._shape(url, f"its cursor (http.pagination.cursor_field = {field!r}) is a JSON {found}")
+                raise self._shape(f"its cursor (http.pagination.cursor_field = {field!r}) is a JSON {found}")
             text = str(token)
             following = _with_param(first, pagination.cursor_param, text)
             if following == url:
-                raise self._shape(url, f"it gives its own cursor {text!r} as the next one (the pages would not end)")
+                raise self._shape(f"it gives its own cursor {text!r} as the next one (the pages would not end)")
             return following, {"cursor": text}
         field = pagination.next_field or ""
         link = _pointed(body, field)
@@ -146,10 +146,10 @@ class DeclaredHttpExport(DeclaredExport):
             return None, {"next": None}
         if not isinstance(link, str):
             found = _json_type(link)
-            raise self._shape(url, f"its next link (http.pagination.next_field = {field!r}) is a JSON {found}")
+            raise self._shape(f"its next link (http.pagination.next_field = {field!r}) is a JSON {found}")
         following = urljoin(url, link)
         if following == url:
-            raise self._shape(url, "its next link is the page itself (the pages would not end)")
+            raise self._shape("its next link is the page itself (the pages would not end)")
         return following, {"next": following}
 
     def _rows(self, items: list[Any], convert: list[tuple[str, Callable[[Any], Any]]], url: str) -> list[Row]:
@@ -159,21 +159,21 @@ class DeclaredHttpExport(DeclaredExport):
             for field, to_cell in convert:
                 value = _field(item, field)
                 if value is _MISSING:
-                    raise self._shape(url, f"row {position} has no field {field!r}")
+                    raise self._shape(f"row {position} has no field {field!r}")
                 try:
                     row.append(to_cell(value))
                 except (ValueError, TypeError, ArithmeticError) as error:
                     found = _json_type(value)
-                    raise self._shape(url, f"field {field!r} of row {position} is a {found}: {error}") from None
+                    raise self._shape(f"field {field!r} of row {position} is a {found}: {error}") from None
             rows.append(tuple(row))
         return rows
 
-    def _shape(self, url: str, problem: str) -> ExportFailed:
+    def _shape(self, problem: str) -> ExportFailed:
         """A page unlike the declaration: final, naming the field (a service that changed its
-        answers needs a new declaration, not a retry)."""
-        path = url.removeprefix(self._base_url).split("?", 1)[0] or "/"
+        answers needs a new declaration, not a retry), and the declared path, not the values in it."""
         return ExportFailed(
-            f"a page of data source {self._source!r} ({path}) does not have the declared shape: {problem}",
+            f"a page of data source {self._source!r} (GET {self._read.path}) does not have the declared shape: "
+            f"{problem}",
             code=SourceCode.DATA_INVALID,
         )
 
