@@ -23,7 +23,7 @@ from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engin
 from tests.http_sources.conftest import Answer, Asked, Service, build_types
 
 # Two tenants' people, as the service holds them: every JSON type a column reads.
-PEOPLE = {
+PEOPLE: dict[str, list[dict[str, Any]]] = {
     "acme": [
         {
             "id": f"P{number:03d}",
