@@ -1,0 +1,128 @@
+"""What the loader refuses in an HTTP source or type, naming the key; and what a deployment
+makes of a source whose base URL is not on a declared host."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from exports.adapters.clients import ClientFactory
+from exports.declared.build import build_export_types
+from exports.declared.loader import DeclarationError, load_declarations
+from exports.sources.kind import SourceReaders
+from exports.sources.registry import source_kind
+
+SOURCE = """
+[sources.crm]
+kind = "http"
+{source}
+"""
+TYPE = """
+[types.people]
+description = "people"
+source = "crm"
+{type}
+[types.people.http]
+{http}
+[types.people.caller]
+tenant = {{ claim = "custom:tenant_id" }}
+[types.people.parameters.region]
+type = "string"
+required = false
+[[types.people.columns]]
+name = "person_id"
+attribute = "id"
+"""
+GOOD_SOURCE = 'base_url = "https://crm.internal.example/api"'
+GOOD_HTTP = 'path = "/tenants/{tenant}/people"\nquery = { region = "{region}" }'
+
+
+def write(folder: Path, source: str = GOOD_SOURCE, http: str = GOOD_HTTP, type_keys: str = "") -> Path:
+    path = folder / "exports.toml"
+    text = SOURCE.format(source=source) + TYPE.format(type=type_keys, http=http)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_good_declaration_loads(tmp_path: Path) -> None:
+    loaded = load_declarations(write(tmp_path))
+
+    assert list(loaded.file.types) == ["people"]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (f'{GOOD_SOURCE}\nbase_url_env = "CRM_URL"', "sources.crm: declare exactly one of base_url and base_url_env"),
+        ("", "sources.crm: declare exactly one of base_url and base_url_env"),
+        ('base_url_env = "CRM_URL"', "sources.crm: hosts: is needed with base_url_env"),
+        ('base_url = "ftp://crm.internal.example"', "sources.crm: http.base_url: String should match pattern"),
+        (
+            'base_url = "https://user:pw@crm.internal.example"',
+            "sources.crm: http.base_url: String should match pattern",
+        ),
+        (f'{GOOD_SOURCE}\nhosts = ["crm.internal.example/path"]', "sources.crm: http.hosts.0: String should match"),
+        (f'{GOOD_SOURCE}\nauth = {{ type = "basic" }}', "sources.crm: http.auth: Input tag 'basic' found"),
+        (f'{GOOD_SOURCE}\nauth = {{ type = "bearer" }}', "sources.crm: http.auth.bearer.secret_arn: Field required"),
+        (f"{GOOD_SOURCE}\ntimeout_sec = 0", "sources.crm: http.timeout_sec: Input should be greater than 0"),
+    ],
+)
+def test_a_source_is_refused_naming_the_key(tmp_path: Path, source: str, message: str) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(message)):
+        load_declarations(write(tmp_path, source=source))
+
+
+@pytest.mark.parametrize(
+    ("http", "type_keys", "message"),
+    [
+        ('path = "/people/{who}"', "", "types.people: http.path: {who} is not a declared parameter or string caller"),
+        ('path = "/people/{region}"', "", "types.people: http.path: {region} is optional: the path needs a value"),
+        ('path = "people"', "", "types.people: http.path: String should match pattern '^/[^?#]*$'"),
+        (
+            'path = "/t/{tenant}"\npagination = { style = "cursor", cursor_field = "/next" }',
+            "",
+            "types.people: http.pagination.cursor_param: is needed with style = 'cursor'",
+        ),
+        (
+            'path = "/t/{tenant}"\npagination = { style = "page", page_param = "p", next_field = "/n" }',
+            "",
+            "types.people: http.pagination.next_field: is for style = 'next_link'",
+        ),
+        (
+            'path = "/t/{tenant}"\nquery = { p = "1" }\npagination = { style = "page", page_param = "p" }',
+            "",
+            "types.people: http.query: 'p' is the pagination's parameter: the pages set it",
+        ),
+        ('path = "/t/{tenant}"\nrows = "data"', "", "types.people: http.rows: String should match pattern"),
+        ('path = "/everyone"', "", "types.people: caller.tenant: is bound but the request's path or query never"),
+        (GOOD_HTTP, 'order_key = ["person_id"]', "types.people: order_key"),
+    ],
+)
+def test_a_type_is_refused_naming_the_key(tmp_path: Path, http: str, type_keys: str, message: str) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(message)):
+        load_declarations(write(tmp_path, http=http, type_keys=type_keys))
+
+
+def test_a_base_url_from_the_environment_must_be_on_a_declared_host(tmp_path: Path) -> None:
+    path = write(tmp_path, source='base_url_env = "CRM_URL"\nhosts = ["crm.internal.example"]')
+    declarations = load_declarations(path)
+
+    def built(url: str | None) -> dict[str, str]:
+        environ = {} if url is None else {"CRM_URL": url}
+        return build_export_types(declarations, SourceReaders(client=ClientFactory(), environ=environ)).left_out
+
+    assert built("https://crm.internal.example:8443/api") == {}
+    assert built(None) == {"people": "data source 'crm' reads its base URL from CRM_URL, which is not set"}
+    assert built("http://169.254.169.254/latest") == {
+        "people": "data source 'crm': the base URL in CRM_URL is not on a host its declaration names"
+    }
+
+
+def test_the_worker_is_granted_the_secret_of_its_token(tmp_path: Path) -> None:
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:crm-token-AbCdEf"
+    path = write(tmp_path, source=f'{GOOD_SOURCE}\nauth = {{ type = "bearer", secret_arn = "{arn}" }}')
+    source = load_declarations(path).file.sources["crm"]
+
+    assert source_kind(source).secret_arns(source) == [arn]
