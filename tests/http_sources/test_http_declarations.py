@@ -11,6 +11,7 @@ import pytest
 from exports.adapters.clients import ClientFactory
 from exports.declared.build import build_export_types
 from exports.declared.loader import DeclarationError, load_declarations
+from exports.export_types.base import SourceLimit
 from exports.sources.kind import SourceReaders
 from exports.sources.registry import source_kind
 
@@ -126,3 +127,15 @@ def test_the_worker_is_granted_the_secret_of_its_token(tmp_path: Path) -> None:
     source = load_declarations(path).file.sources["crm"]
 
     assert source_kind(source).secret_arns(source) == [arn]
+
+
+def test_the_shipped_type_is_limited_per_source_and_per_tenant_hot_key() -> None:
+    shipped = load_declarations(Path(__file__).resolve().parents[2] / "exports.toml")
+    readers = SourceReaders(client=ClientFactory(), environ={"EXPORTS_DEMO_API_URL": "http://127.0.0.1:9"})
+    built = {each.name: each for each in build_export_types(shipped, readers).types}
+    customers = built["customers_api"]
+
+    filters = customers.parse_filters({"country": "DE"}, {"tenant_id": "acme"})
+
+    assert customers.source_limit() == SourceLimit("customer_service", 4)
+    assert customers.hot_key(filters) == "customers_api:DE:acme"
