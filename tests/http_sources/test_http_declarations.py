@@ -4,6 +4,7 @@ makes of a source whose base URL is not on a declared host."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from exports.export_types.base import SourceLimit
 from exports.sources.kind import SourceReaders
 from exports.sources.registry import source_kind
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = """
 [sources.crm]
 kind = "http"
@@ -130,7 +132,7 @@ def test_the_worker_is_granted_the_secret_of_its_token(tmp_path: Path) -> None:
 
 
 def test_the_shipped_type_is_limited_per_source_and_per_tenant_hot_key() -> None:
-    shipped = load_declarations(Path(__file__).resolve().parents[2] / "exports.toml")
+    shipped = load_declarations(REPO_ROOT / "exports.toml")
     readers = SourceReaders(client=ClientFactory(), environ={"EXPORTS_DEMO_API_URL": "http://127.0.0.1:9"})
     built = {each.name: each for each in build_export_types(shipped, readers).types}
     customers = built["customers_api"]
@@ -139,3 +141,23 @@ def test_the_shipped_type_is_limited_per_source_and_per_tenant_hot_key() -> None
 
     assert customers.source_limit() == SourceLimit("customer_service", 4)
     assert customers.hot_key(filters) == "customers_api:DE:acme"
+
+
+def test_the_documented_declaration_is_the_shipped_one(tmp_path: Path) -> None:
+    docs = (REPO_ROOT / "docs" / "export-your-own-data.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- example: http-declaration -->\n```toml\n(.*?)```", docs, re.DOTALL)
+    assert match is not None
+    documented = tomllib.loads(match.group(1))
+    shipped = tomllib.loads((REPO_ROOT / "exports.toml").read_text(encoding="utf-8"))
+
+    (tmp_path / "exports.toml").write_text(match.group(1), encoding="utf-8")
+    load_declarations(tmp_path / "exports.toml")
+    source = shipped["sources"]["customer_service"]
+    assert documented["sources"]["customer_service"].items() <= source.items()
+    documented_type, shipped_type = documented["types"]["customers_api"], shipped["types"]["customers_api"]
+    for key in ("source", "hot_key", "http", "caller"):
+        assert documented_type[key] == shipped_type[key]
+    assert documented_type["parameters"]["country"].items() <= shipped_type["parameters"]["country"].items()
+    shipped_columns = {column["name"]: column for column in shipped_type["columns"]}
+    for column in documented_type["columns"]:
+        assert column.items() <= shipped_columns[column["name"]].items()
