@@ -25,11 +25,12 @@ from local_stack.stack import DEMO_API_URL_ENV
 from tests.builders import http_event
 from tests.http_sources.conftest import Answer, Service
 from tests.integration.conftest import aws  # noqa: F401 (the fixture)
+from tests.integration.test_export_continuation import export_deps, invoke_until_done
 from tests.integration.test_export_types_moto import call, run_queued
 
 SHIPPED = Path(__file__).resolve().parents[2] / "exports.toml"
 TODAY = date(2025, 3, 31)
-CUSTOMERS = 700
+CUSTOMERS = 2_000
 
 
 @pytest.fixture
@@ -88,6 +89,21 @@ def test_each_tenant_exports_its_own_customers_cell_for_cell(
         assert [row[3] for row in rows[1:]] == [each["address"]["city"] for each in expected]
         assert [Decimal(row[6]) for row in rows[1:]] == [each["lifetime_value"] for each in expected]
         assert [row[7] for row in rows[1:]] == [str(each["marketing_opt_in"]) for each in expected]
+
+
+def test_a_long_csv_export_hands_over_and_resumes_at_the_next_pages_cursor(
+    aws: Resources,  # noqa: F811
+    demo_api: list[dict[str, Any]],
+) -> None:
+    task_id = submit("acme")
+    deps = export_deps()  # the worker's own adapters, with the shipped declaration
+
+    invocations = invoke_until_done(deps, task_id, pages=2)
+
+    assert invocations > 1  # it ran out of time at least once and went on from its checkpoint
+    rows = list(csv.reader(io.StringIO(file_of(task_id).decode("utf-8-sig"), newline="")))
+    expected = [api_customer(each)["id"] for each in demo_api if each["tenant_id"] == "acme"]
+    assert [row[0] for row in rows[1:]] == expected  # every customer once, in order
 
 
 @pytest.fixture
