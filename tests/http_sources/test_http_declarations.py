@@ -123,12 +123,21 @@ def test_a_base_url_from_the_environment_must_be_on_a_declared_host(tmp_path: Pa
     }
 
 
-def test_the_worker_is_granted_the_secret_of_its_token(tmp_path: Path) -> None:
-    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:crm-token-AbCdEf"
+@pytest.mark.parametrize(
+    ("arn", "granted"),
+    [
+        ("arn:aws:secretsmanager:eu-west-1:123456789012:secret:crm-token-AbCdEf", "crm-token-AbCdEf"),
+        # A partial ARN (GetSecretValue takes it): IAM matches the suffix Secrets Manager adds.
+        ("arn:aws:secretsmanager:eu-west-1:123456789012:secret:crm-token", "crm-token-??????"),
+    ],
+)
+def test_the_worker_is_granted_the_secret_of_its_token(tmp_path: Path, arn: str, granted: str) -> None:
     path = write(tmp_path, source=f'{GOOD_SOURCE}\nauth = {{ type = "bearer", secret_arn = "{arn}" }}')
     source = load_declarations(path).file.sources["crm"]
 
-    assert source_kind(source).secret_arns(source) == [arn]
+    assert source_kind(source).secret_arns(source) == [
+        f"arn:aws:secretsmanager:eu-west-1:123456789012:secret:{granted}"
+    ]
 
 
 def test_the_shipped_type_is_limited_per_source_and_per_tenant_hot_key() -> None:

@@ -18,7 +18,7 @@ from exports.sources.http.model import (
     HttpSource,
     declared_read,
 )
-from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker
+from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker, secret_resource
 
 
 class HttpKind(SourceKind):
@@ -52,9 +52,9 @@ class HttpKind(SourceKind):
         return http_type_maker(source_name, _own(source), readers)
 
     def secret_arns(self, source: SourceDecl) -> Sequence[str]:
-        """The secret of a bearer token or an API key header."""
+        """The secret of a bearer token or an API key header, as an IAM resource."""
         auth = _own(source).auth
-        return [auth.secret_arn] if isinstance(auth, BearerAuth | HeaderAuth) else []
+        return [secret_resource(auth.secret_arn)] if isinstance(auth, BearerAuth | HeaderAuth) else []
 
 
 def _own(source: SourceDecl) -> HttpSource:
