@@ -59,14 +59,28 @@ class Origin:
     port: int | None
 
 
-def origins(base_url: str, hosts: Iterable[str]) -> frozenset[Origin]:
-    """The base URL's host and port, and each declared host (``host`` or ``host:port``)."""
-    parts = urlsplit(base_url)
-    allowed = {Origin((parts.hostname or "").lower(), _port(base_url))}
+def origins(base_url: str | None, hosts: Iterable[str]) -> frozenset[Origin]:
+    """The base URL's host and port (when given), and each declared host (``host`` or ``host:port``)."""
+    allowed = set()
+    if base_url is not None:
+        allowed.add(Origin((urlsplit(base_url).hostname or "").lower(), _port(base_url)))
     for entry in hosts:
         name = urlsplit(f"//{entry}")
         allowed.add(Origin((name.hostname or "").lower(), name.port))
     return frozenset(allowed)
+
+
+def permits(allowed: frozenset[Origin], url: str) -> bool:
+    """Whether ``url`` is an http(s) URL on one of the ``allowed`` hosts."""
+    parts = urlsplit(url)
+    try:
+        port = _port(url)
+    except ValueError:  # not a port number
+        return False
+    host = (parts.hostname or "").lower()
+    return parts.scheme in ("http", "https") and any(
+        origin.host == host and origin.port in (None, port) for origin in allowed
+    )
 
 
 def _port(url: str) -> int:
@@ -126,18 +140,12 @@ class HttpJsonReader:
     def _check(self, url: str, redirected_from: str | None) -> None:
         """Refuse a URL off the declared hosts (or a redirect from https to http)."""
         parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-        try:
-            port = _port(url)
-        except ValueError:
-            port = -1
-        allowed = parts.scheme in ("http", "https") and any(
-            origin.host == host and origin.port in (None, port) for origin in self._allowed
-        )
+        allowed = permits(self._allowed, url)
         if redirected_from is not None and urlsplit(redirected_from).scheme == "https" and parts.scheme != "https":
             allowed = False
         if not allowed:
-            where = f"{parts.scheme}://{parts.netloc}"
+            # The host and port only: a link's user information may be a credential.
+            where = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
             why = f"was redirected to {where}" if redirected_from is not None else f"was asked to call {where}"
             raise ExportFailed(
                 f"data source {self._source!r} {why}, which is not among its declared hosts; not called "

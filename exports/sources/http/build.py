@@ -3,9 +3,7 @@ with its auth, timeout and rate, shared by its types."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-from exports.adapters.http_source import HttpJsonReader, Signer, origins, secret_header, sigv4_signer
+from exports.adapters.http_source import HttpJsonReader, Signer, origins, permits, secret_header, sigv4_signer
 from exports.declared.common import DeclaredParts
 from exports.declared.model import TypeDecl
 from exports.domain.errors import ExportsError
@@ -16,13 +14,15 @@ from exports.sources.kind import SourceReaders, TypeMaker
 
 
 class SourceNotReachable(ExportsError):
-    """This deployment gives an HTTP source no base URL, or one off its declared hosts."""
+    """This deployment gives an HTTP source no base URL, or one off its declared hosts: its
+    types are left out (``make run`` refuses to start)."""
 
     code = "SOURCE_NOT_CONFIGURED"
 
 
 def http_type_maker(source_name: str, source: HttpSource, readers: SourceReaders) -> TypeMaker:
-    """The maker of ``source``'s types on one reader (``ExportsError``: no base URL here)."""
+    """The maker of ``source``'s types on one reader (:class:`SourceNotReachable`: no base
+    URL on a declared host here)."""
     base_url = _base_url(source_name, source, readers)
     reader = HttpJsonReader(
         source_name,
@@ -50,12 +50,7 @@ def _base_url(source_name: str, source: HttpSource, readers: SourceReaders) -> s
     url = readers.environ.get(variable, "")
     if not url:
         raise SourceNotReachable(f"data source {source_name!r} reads its base URL from {variable}, which is not set")
-    parts = urlsplit(url)
-    allowed = origins(url, ())
-    declared = origins("http://declared", source.hosts)
-    if parts.scheme not in ("http", "https") or not any(
-        origin.host == host.host and host.port in (None, origin.port) for origin in allowed for host in declared
-    ):
+    if not permits(origins(None, source.hosts), url):
         raise SourceNotReachable(
             f"data source {source_name!r}: the base URL in {variable} is not on a host its declaration names"
         )
