@@ -70,6 +70,12 @@ def test_a_good_declaration_loads(tmp_path: Path) -> None:
         (f'{GOOD_SOURCE}\nauth = {{ type = "basic" }}', "sources.crm: http.auth: Input tag 'basic' found"),
         (f'{GOOD_SOURCE}\nauth = {{ type = "bearer" }}', "sources.crm: http.auth.bearer.secret_arn: Field required"),
         (f"{GOOD_SOURCE}\ntimeout_sec = 0", "sources.crm: http.timeout_sec: Input should be greater than 0"),
+        (
+            f'{GOOD_SOURCE}\nhosts = ["crm.internal.example", "169.254.169.254"]',
+            "sources.crm: hosts.1: 169.254.169.254 is the instance metadata service's address, never a data source",
+        ),
+        ('base_url = "http://169.254.170.2/v2"', "sources.crm: base_url: 169.254.170.2 is the instance metadata"),
+        ('base_url_env = "U"\nhosts = ["[fd00:ec2::254]"]', "sources.crm: hosts.0: fd00:ec2::254 is the instance"),
     ],
 )
 def test_a_source_is_refused_naming_the_key(tmp_path: Path, source: str, message: str) -> None:

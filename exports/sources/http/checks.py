@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+from typing import Final
 from urllib.parse import urlsplit
 
 from exports.declared.model import ParameterType, TypeDecl
@@ -11,6 +13,10 @@ from exports.declared.type_facts import caller_bindings, is_required_or_defaulte
 from exports.domain.caller import BindingKind
 from exports.sources.http.model import HttpReadDecl, HttpSource, PaginationDecl, PaginationStyle
 from exports.sources.kind import Fail
+
+# Where the instance metadata service answers (EC2's IPv4 link-local and IPv6 addresses): the
+# worker's own credentials live there, never a data source, so no declaration may name it.
+_METADATA: Final = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fd00:ec2::254/128"))
 
 # The keys of a pagination table each style needs, and those it may not have.
 _STYLE_KEYS = {
@@ -22,13 +28,25 @@ _STYLE_KEYS = {
 
 def check_source(fail: Fail, source: HttpSource) -> None:
     """One of ``base_url`` and ``base_url_env``; a base URL from the environment needs
-    ``hosts`` (the file, not the environment, says which hosts may be called)."""
+    ``hosts`` (the file, not the environment, says which hosts may be called); no host is the
+    instance metadata service."""
     if (source.base_url is None) == (source.base_url_env is None):
         raise fail("", "declare exactly one of base_url and base_url_env")
     if source.base_url_env is not None and not source.hosts:
         raise fail("hosts", "is needed with base_url_env: the hosts the URL in the variable may name")
-    if source.base_url is not None and urlsplit(source.base_url).query:
-        raise fail("base_url", "has no query (declare it in each type's http.query)")
+    named = [("base_url", urlsplit(source.base_url).hostname)] if source.base_url is not None else []
+    named += [(f"hosts.{position}", urlsplit(f"//{host}").hostname) for position, host in enumerate(source.hosts)]
+    for key, host in named:
+        if _is_metadata(host or ""):
+            raise fail(key, f"{host} is the instance metadata service's address, never a data source")
+
+
+def _is_metadata(host: str) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: the operator's own
+    return any(address in network for network in _METADATA)
 
 
 def check_read(fail: Fail, declared: TypeDecl, read: HttpReadDecl) -> None:
