@@ -4,7 +4,7 @@ by the declared columns, pages followed by cursor, ``next`` link or page number.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Unpack
@@ -77,7 +77,7 @@ class DeclaredHttpExport(DeclaredExport):
             if not isinstance(items, list):
                 found = "nothing" if items is _MISSING else f"a JSON {_json_type(items)}"
                 raise self._shape(f"its rows (http.rows = {self._read.rows!r}) are {found}, not an array")
-            rows = self._rows(items, convert, url)
+            rows = self._rows(items, convert)
             if pagination is None:
                 yield Page(rows)
                 return
@@ -85,7 +85,7 @@ class DeclaredHttpExport(DeclaredExport):
             number += 1
             yield Page(rows, page_cursor)
 
-    def _url(self, values: Mapping[str, Any], extra: Sequence[tuple[str, str]] = ()) -> str:
+    def _url(self, values: Mapping[str, Any]) -> str:
         """The base URL, the path with each value percent-encoded (it never adds a segment)
         and the query: a template whose values are all absent is left out, one that is just
         a list parameter repeats its name for each item."""
@@ -102,7 +102,6 @@ class DeclaredHttpExport(DeclaredExport):
                 query.extend((key, render("{v}", {"v": item})) for item in value)
             else:
                 query.append((key, render(template, values)))
-        query.extend(extra)
         return self._base_url + path + (f"?{urlencode(query)}" if query else "")
 
     def _resumed(self, first: str, cursor: Cursor) -> str | None:
@@ -152,7 +151,7 @@ class DeclaredHttpExport(DeclaredExport):
             raise self._shape("its next link is the page itself (the pages would not end)")
         return following, {"next": following}
 
-    def _rows(self, items: list[Any], convert: list[tuple[str, Callable[[Any], Any]]], url: str) -> list[Row]:
+    def _rows(self, items: list[Any], convert: list[tuple[str, Callable[[Any], Any]]]) -> list[Row]:
         rows: list[Row] = []
         for position, item in enumerate(items):
             row = []
