@@ -160,7 +160,7 @@ class HttpJsonReader:
             self._pace()
             left = control.seconds_left()
             timeout = self._timeout_sec if left is None else max(0.1, min(self._timeout_sec, left))
-            asked = retry_after = None
+            retry_after = None
             try:
                 status, headers, body = self._send(url, timeout)
             except SSLError as error:
@@ -180,7 +180,7 @@ class HttpJsonReader:
                         raise self._refused(url, status)
                     return status, headers, body
                 problem = f"answered {_status(status)}"
-                asked = retry_after = self._retry_after(headers.get("Retry-After"))
+                retry_after = self._retry_after(headers.get("Retry-After"))
             wait = max(self._retry.wait_sec(retry, self._draw()), retry_after or 0.0)
             left = control.seconds_left()
             if (
@@ -188,7 +188,7 @@ class HttpJsonReader:
                 or (retry_after is not None and retry_after > HTTP_SOURCE_RETRY_AFTER_MAX_SEC)
                 or (left is not None and wait >= left)
             ):
-                asking = f" and asked to wait {asked:g} s" if asked is not None else ""
+                asking = f" and asked to wait {retry_after:g} s" if retry_after is not None else ""
                 raise SourceUnavailable(
                     f"data source {self._source!r} {problem} to GET {_path(url)}{asking} "
                     f"({retry + 1} attempt{'s' if retry else ''}); the task is retried later"
