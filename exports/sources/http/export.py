@@ -25,7 +25,7 @@ _MISSING: Final = object()
 class DeclaredHttpExport(DeclaredExport):
     """Rows of the declared request's pages. With cursor or ``next``-link pagination each
     page's cursor is the next page's cursor or URL, so a long CSV export resumes where it
-    stopped; numbered pages shift as rows come and go, so such a type starts over instead."""
+    stopped; numbered pages shift as rows come and go, so such a type does not resume."""
 
     def __init__(
         self,
