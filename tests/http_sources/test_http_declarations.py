@@ -176,3 +176,15 @@ def test_the_documented_declaration_is_the_shipped_one(tmp_path: Path) -> None:
     shipped_columns = {column["name"]: column for column in shipped_type["columns"]}
     for column in documented_type["columns"]:
         assert column.items() <= shipped_columns[column["name"]].items()
+
+
+def test_a_sigv4_source_signs_for_the_declared_or_the_deployments_region(tmp_path: Path) -> None:
+    declarations = load_declarations(
+        write(tmp_path, source=f'{GOOD_SOURCE}\nauth = {{ type = "sigv4", service = "execute-api" }}')
+    )
+
+    def left_out(environ: dict[str, str]) -> dict[str, str]:
+        return build_export_types(declarations, SourceReaders(client=ClientFactory(), environ=environ)).left_out
+
+    assert left_out({"AWS_REGION": "eu-west-1"}) == {}
+    assert left_out({}) == {"people": "data source 'crm' signs with SigV4 but no region is known: declare auth.region"}

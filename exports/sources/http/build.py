@@ -30,7 +30,7 @@ def http_type_maker(source_name: str, source: HttpSource, readers: SourceReaders
         timeout_sec=source.timeout_sec,
         rate_per_sec=source.rate_per_sec,
         headers=source.headers,
-        sign=_signer(source, readers),
+        sign=_signer(source_name, source, readers),
     )
 
     def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
@@ -57,12 +57,17 @@ def _base_url(source_name: str, source: HttpSource, readers: SourceReaders) -> s
     return url
 
 
-def _signer(source: HttpSource, readers: SourceReaders) -> Signer | None:
+def _signer(source_name: str, source: HttpSource, readers: SourceReaders) -> Signer | None:
     auth = source.auth
     if auth is None:
         return None
     if isinstance(auth, BearerAuth | HeaderAuth):
         header, prefix = ("Authorization", "Bearer ") if isinstance(auth, BearerAuth) else (auth.header, "")
         return secret_header(lambda: readers.client("secretsmanager"), auth.secret_arn, auth.secret_key, header, prefix)
-    region = auth.region or readers.client("secretsmanager").meta.region_name
+    # Lambda sets AWS_REGION; a shell, AWS_DEFAULT_REGION.
+    region = auth.region or readers.environ.get("AWS_REGION") or readers.environ.get("AWS_DEFAULT_REGION")
+    if not region:
+        raise SourceNotReachable(
+            f"data source {source_name!r} signs with SigV4 but no region is known: declare auth.region"
+        )
     return sigv4_signer(readers.client.credentials, auth.service.value, region)
