@@ -131,6 +131,15 @@ class WebhookSender(Protocol):
         """Send ``body`` once to the checked ``destination``."""
 
 
+class JsonPages(Protocol):
+    """Asks a declared HTTP source for its pages, on its declared hosts only."""
+
+    def get(self, url: str, control: RunControl) -> Any:
+        """The JSON body of a GET of ``url`` (numbers with a fraction or exponent as Decimals);
+        a transient failure, once the retries are spent, is a :class:`RetryableError`, any
+        other an ``ExportFailed`` naming the source and the status."""
+
+
 class TaskQueue(Protocol):
     """The work queue between submit and the workers."""
 

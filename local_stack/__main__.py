@@ -54,6 +54,8 @@ exports is running locally (ready in {seconds:.1f} s)
   PostgreSQL   {stack.database_uri}
                ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
                 {psql_command()} "{stack.database_uri}")
+  demo API     {stack.demo_api.url if stack.demo_api else ""}/tenants/acme/customers
+               (a customer service with cursor pages; the customers_api type reads it over HTTP)
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
   export types {", ".join(export_type.name for export_type in stack.export_types)}
                (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)

@@ -26,6 +26,7 @@ from exports.declared.build import check_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
 from exports.schedules.mail import task_of
 from exports.webhooks.signing import new_secret
+from local_stack.demo_api import DemoApi
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
 from local_stack.demo_orders import demo_orders
@@ -57,6 +58,8 @@ CONSOLE_DIR = Path(__file__).resolve().parents[1] / "clients" / "console" / "dis
 # The demo declaration's PostgreSQL source reads its URI from this variable (exports.toml).
 DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
 DEMO_DATABASE = "shop"
+# The demo declaration's HTTP source reads the demo customer service's URL from this variable.
+DEMO_API_URL_ENV = "EXPORTS_DEMO_API_URL"
 # The role the exports read the demo database as (the banner's URI is the superuser's, for you).
 READER_ROLE = "exports_reader"
 # The worker loops' long polls: a message is handed over as soon as it is sent whatever the wait,
@@ -167,6 +170,8 @@ class LocalStack:
         self.aws = EmbeddedAws(config.aws_port)
         self.postgres = EmbeddedPostgres(config.postgres_dir)
         self.database_uri = ""
+        # The demo customer service (exports.toml's customers_api type reads it).
+        self.demo_api: DemoApi | None = None
         # The export types the API serves (every declared one: start-up fails otherwise).
         self.export_types: list[AnyExportType] = []
         self.resources: Resources | None = None
@@ -191,6 +196,8 @@ class LocalStack:
         orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
         logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
         self.postgres.create_reader(READER_ROLE)
+        demo_api = self.demo_api = DemoApi(demo_customers(datetime.now(UTC).date()))
+        demo_api.start()
         endpoint = self.aws.start()
         self.resources = create_resources(
             partial(client, endpoint_url=endpoint), endpoint, max_partitions=self.config.max_partitions
@@ -202,6 +209,7 @@ class LocalStack:
             # A developer receives callbacks on their own machine.
             Env.ALLOW_LOCAL_CALLBACKS: "true",
             DEMO_DATABASE_URL_ENV: self.postgres.uri(DEMO_DATABASE, user=READER_ROLE),
+            DEMO_API_URL_ENV: demo_api.url,
             Env.PARTITION_ROWS: str(self.config.partition_rows),
             Env.MIN_SCHEDULE_INTERVAL_MIN: LOCAL_MIN_SCHEDULE_INTERVAL_MIN,
         }
@@ -227,6 +235,7 @@ class LocalStack:
         except DeclarationError:
             self.aws.stop()
             self.postgres.stop()
+            demo_api.shutdown()
             raise
         # Handlers are imported only now: their clients must be built against the embedded AWS.
         from functions.submit.handler import lambda_handler as api_handler
@@ -353,3 +362,5 @@ class LocalStack:
             loop.wait_for_batches(max(0.0, deadline - time.monotonic()))
         self.aws.stop()
         self.postgres.stop()
+        if self.demo_api:
+            self.demo_api.shutdown()

@@ -23,6 +23,7 @@ from exports.config.retry import SDK_RETRY
 if TYPE_CHECKING:
     # Stubs only (dev dependencies): the clients' methods, arguments and answers, typed.
     from botocore.client import BaseClient
+    from botocore.credentials import Credentials
     from types_boto3_dynamodb import DynamoDBClient
     from types_boto3_rds import RDSClient
     from types_boto3_s3 import S3Client
@@ -86,6 +87,11 @@ class ClientFactory:
         if self._session is None:
             self._session = boto3.session.Session()
         return self._session
+
+    def credentials(self) -> Credentials | None:
+        """The Session's credentials (what signs a request outside a client: SigV4 to an HTTP source)."""
+        with self._lock:
+            return self.session().get_credentials()
 
     def services(self) -> tuple[str, ...]:
         """The services that have a client so far."""

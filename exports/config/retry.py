@@ -148,3 +148,10 @@ SCHEDULE_TARGET_RETRY: Final = EventRetries(retries=5, max_age_sec=3600)
 # Lambda's retries of a failed asynchronous invocation of the schedule function (a firing is
 # idempotent, so a retry never makes a second task), kept as long as Scheduler keeps retrying.
 SCHEDULE_FUNCTION_RETRY: Final = EventRetries(retries=2, max_age_sec=SCHEDULE_TARGET_RETRY.max_age_sec)
+# A request to an HTTP source that got no answer, or a 408, 429 or 5xx: asked again within the
+# run, full jitter under 1 s * 2**n capped at 8 s, or after the wait the service's Retry-After
+# asks for when that is longer; once they are spent the task is retried on TASK_RETRY's schedule.
+HTTP_SOURCE_RETRY: Final = Backoff(retries=4, base_sec=1, factor=2, cap_sec=8, jitter=Jitter.FULL)
+# The longest Retry-After a run waits out itself; a longer one (or one past the run's time left)
+# ends the run with a retryable error, so the task comes back on TASK_RETRY's schedule instead.
+HTTP_SOURCE_RETRY_AFTER_MAX_SEC: Final = 60

@@ -8,12 +8,15 @@ from types import MappingProxyType
 
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.sources.dynamodb.kind import DynamoKind
+from exports.sources.http.kind import HttpKind
 from exports.sources.kind import SourceKind
 from exports.sources.postgres.kind import PostgresKind
 
 # The one registration of each kind, by the name its sources declare (``kind = "..."``), in
 # the order messages list them.
-SOURCE_KINDS: Mapping[str, SourceKind] = MappingProxyType({kind.name: kind for kind in (PostgresKind(), DynamoKind())})
+SOURCE_KINDS: Mapping[str, SourceKind] = MappingProxyType(
+    {kind.name: kind for kind in (PostgresKind(), DynamoKind(), HttpKind())}
+)
 
 
 def kinds() -> Sequence[SourceKind]:

@@ -62,6 +62,7 @@ def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) ->
         "sales_report": every,
         "generated_orders": every,
         "orders_dynamodb": every,
+        "customers_api": every,
     }
     orders = next(item for item in listed if item["name"] == "orders")["filters_schema"]
     assert sorted(orders["required"]) == ["date_from", "date_to"] and orders["additionalProperties"] is False

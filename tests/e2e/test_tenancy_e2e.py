@@ -153,7 +153,19 @@ def test_the_dynamodb_type_gives_each_tenant_its_own_items(stack: Stack) -> None
         assert ids == dynamodb_orders(stack, TENANTS[user], set(statuses)) and ids, user
 
 
-@pytest.mark.parametrize("export_type", ["orders", "customers", "sales_report", "generated_orders", "orders_dynamodb"])
+def test_the_http_type_gives_each_tenant_its_own_customers(stack: Stack) -> None:
+    for user in ("alice", "bob"):
+        answer = post(stack, user, {"export_type": "customers_api", "format": "csv", "filters": {"country": "DE"}})
+        assert answer.status_code == 202, answer.text
+        ids = [row[0] for row in csv_rows(finished(stack, answer.json()["task_id"], user)[1])]
+        # The demo customer service serves the customers the demo database holds.
+        query = "SELECT customer_id FROM customers WHERE tenant_id = %s AND country = 'DE' ORDER BY customer_id"
+        assert ids == [row[0] for row in db(stack, query, TENANTS[user])] and ids, user
+
+
+@pytest.mark.parametrize(
+    "export_type", ["orders", "customers", "sales_report", "generated_orders", "orders_dynamodb", "customers_api"]
+)
 def test_a_tenant_claim_in_the_filters_is_refused_by_name_and_stores_nothing(stack: Stack, export_type: str) -> None:
     before = task_count(stack, "alice")
     schema = requests.get(f"{stack.url}/v1/export-types/{export_type}", headers=stack.headers(), timeout=10).json()

@@ -36,6 +36,7 @@ def test_the_shipped_declarations_load() -> None:
         "generated_orders",
         "orders_all_tenants",
         "orders_dynamodb",
+        "customers_api",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
     assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]

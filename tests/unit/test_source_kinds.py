@@ -131,7 +131,7 @@ def test_a_registered_kind_is_declared_checked_and_built(tmp_path: Path) -> None
         ("words = []", "memo", "types.greetings: words: lists no word"),
         ('words = ["hello"]', "shop", "types.greetings: words: source 'shop' is not a memory source"),
         ('query = "SELECT 1 AS word"', "memo", "types.greetings: query: source 'memo' is not a PostgreSQL source"),
-        ("", "memo", "declare exactly one of query (PostgreSQL), dynamodb, words (memory) or plugin"),
+        ("", "memo", "declare exactly one of query (PostgreSQL), dynamodb, http, words (memory) or plugin"),
     ],
 )
 def test_the_loader_checks_a_registered_kind_as_its_own(tmp_path: Path, read: str, source: str, message: str) -> None:
@@ -156,7 +156,7 @@ def test_only_the_registry_names_the_kind_packages() -> None:
         and str(path.relative_to(REPO_ROOT)) not in NAMING_KINDS
     ]
 
-    assert kind_packages == ["dynamodb", "postgres"]
+    assert kind_packages == ["dynamodb", "http", "postgres"]
     assert naming == []
 
 

@@ -1,0 +1,1 @@
+"""HTTP sources: export types over the pages of a JSON API the operator declares."""
