@@ -13,9 +13,9 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.adapters.dynamodb_idempotency import IdempotentCalls
+from exports.adapters.task_table import capacity_id, drain_id, key
 from exports.config.queues import LANES
 from exports.domain.admission import Estimates, throughput_key
-from exports.adapters.task_table import capacity_id, drain_id, key
 from exports.domain.capacity import lane_pool
 from exports.domain.status import TaskStatus
 from exports.ports import TaskMessage
