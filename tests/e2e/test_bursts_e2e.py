@@ -78,7 +78,7 @@ def test_schedules_on_the_same_minute_arrive_spread_and_all_complete(stack: Stac
     assert max(arrived) < SCHEDULES / 2, arrived
     for schedule_id in ids:
         view = api(stack, "GET", f"/v1/schedules/{schedule_id}").json()
-        assert view["state"] == "active" and view["consecutive_failures"] == 0, view
+        assert view["state"] == "ACTIVE" and view["consecutive_failures"] == 0, view
 
 
 def _runs_until_ended(stack: Stack, ids: list[str]) -> list[dict[str, Any]]:
