@@ -227,3 +227,17 @@ def test_expire_times_out_a_task_that_has_not_ended_and_leaves_an_ended_one_alon
     assert w.counts(Metric.TIMED_OUT) == 1
     with pytest.raises(TaskNotFound):
         expire("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", w.lifecycle_deps)
+
+
+def test_a_task_that_times_out_or_is_cancelled_before_it_started_gives_its_queue_place_back() -> None:
+    w = world()
+    waiting, cancelled = pending(w), pending(w, filters={"date_from": "2025-01-01", "date_to": "2025-01-02"})
+    assert w.capacity.tasks["lane#normal"] == 2
+    w.clock.advance(waiting.timeout_sec)
+
+    expire(waiting.task_id, w.lifecycle_deps)
+    cancel_export(cancelled.task_id, "alice", w.api)
+
+    assert w.capacity.tasks["lane#normal"] == 0 and w.capacity.queued["lane#normal"] == 0
+    expire(waiting.task_id, w.lifecycle_deps)  # ended already: nothing is given back twice
+    assert w.capacity.tasks["lane#normal"] == 0

@@ -8,6 +8,7 @@ import pytest
 from examples.demo_plugins.orders import OrdersExport
 from exports.config.metrics import Metric
 from exports.domain.admission import throughput_key
+from exports.domain.capacity import Drain, lane_pool
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -202,6 +203,48 @@ def test_a_task_past_its_deadline_times_out_instead_of_running() -> None:
     stored = w.tasks.get(task.task_id)
     assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
     assert w.files.objects == {} and w.counts(Metric.TIMED_OUT) == 1 and w.counts(Metric.STARTED) == 0
+
+
+def admitted(w: ServiceWorld, n: int, work_sec: float, timeout_sec: int = 300) -> Task:
+    """A PENDING task admitted by deadline: its ``work_sec`` queued in the normal lane."""
+    w.capacity.reserve(lane_pool("normal"), work_sec, limit_sec=10**6)
+    return put(w, n, timeout_sec=timeout_sec, queued_work_sec=work_sec, queued_in=(lane_pool("normal"),))
+
+
+def test_a_first_start_takes_the_tasks_place_and_measures_the_lanes_drain() -> None:
+    w = service_world()
+    tasks = [admitted(w, n, work_sec=2.0) for n in range(1, 4)]
+
+    for task in tasks:
+        assert process_task(message(task), w.worker) is Outcome.COMPLETED
+        w.clock.advance(1)
+
+    assert w.capacity.queued[lane_pool("normal")] == 0 and w.capacity.tasks[lane_pool("normal")] == 0
+    # The second and third started with work still queued behind the one before: 2 s a second.
+    assert w.capacity.drains[lane_pool("normal")] == Drain(work_sec=2.0, elapsed_sec=1.0, samples=2)
+
+
+def test_a_task_too_late_to_finish_is_not_begun_and_gives_its_place_back() -> None:
+    w = service_world()
+    task = admitted(w, 1, work_sec=20.0, timeout_sec=60)
+    w.clock.advance(45)  # 15 s left, a 20-second run
+
+    assert process_task(message(task), w.worker) is Outcome.TIMED_OUT
+
+    stored = w.tasks.get(task.task_id)
+    assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
+    assert w.files.objects == {} and w.files.uploads == {} and w.counts(Metric.STARTED) == 0
+    assert w.counts(Metric.NOT_BEGUN) == 1
+    assert w.capacity.queued[lane_pool("normal")] == 0 and w.capacity.tasks[lane_pool("normal")] == 0
+
+
+def test_a_task_whose_run_never_fitted_its_deadline_is_tried_all_the_same() -> None:
+    w = service_world()
+    task = admitted(w, 1, work_sec=90.0, timeout_sec=60)
+    w.clock.advance(30)
+
+    assert process_task(message(task), w.worker) is Outcome.COMPLETED
+    assert w.counts(Metric.NOT_BEGUN) == 0
 
 
 def test_a_cancelled_task_is_not_run() -> None:
