@@ -21,3 +21,8 @@ class Schedules:
     # How far ahead a firing moved out of a DST gap gets its one-time Scheduler schedule (more
     # than a year: every zone's next spring-forward).
     MOVED_FIRING_HORIZON_DAYS: Final = 400
+    # A feed's run reserved at a firing but never given its task (the invocation died) stops
+    # holding the feed back after this long (the firing claim's own lease).
+    FEED_RESERVATION_LEASE_SEC: Final = 300
+    # The latest file's redirect (GET /v1/schedules/{id}/latest) presigns a link this long.
+    LATEST_LINK_TTL_SEC: Final = 300
