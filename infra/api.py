@@ -155,7 +155,8 @@ class ExportsApi(Construct):
                 acknowledge(
                     route,
                     "AwsSolutions-APIG4",
-                    "The API's OpenAPI document and Swagger UI are public on purpose; they hold no data.",
+                    "The API's OpenAPI document and Swagger UI are public on purpose and hold no data; a"
+                    " schedule's permalink checks its own secret key (revocable, off by default).",
                 )
 
     @property

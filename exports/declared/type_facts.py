@@ -71,4 +71,6 @@ def change_window(declared: TypeDecl) -> ChangeWindow | None:
         return None
     lag = timedelta(seconds=int(changes.lag[:-1]) * _UNITS[changes.lag[-1]])
     max_days = next(item.max_days for item in declared.date_ranges if item.start == changes.start)
-    return ChangeWindow(changes.column, changes.start, changes.end, lag, changes.floor, timedelta(days=max_days))
+    # A date-time range passes max_days while it spans less than that many days.
+    longest = timedelta(days=max_days) - timedelta(seconds=1)
+    return ChangeWindow(changes.column, changes.start, changes.end, lag, changes.floor, longest)

@@ -149,12 +149,7 @@ def validate(schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now
     settings = deps.api.settings
     check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains)
     bound = export_type.bind_caller(caller)
-    changes = export_type.changes()
-    if schedule.watermark is not None and (changes is None or not is_feed(schedule.filters)):
-        raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
-    if schedule.watermark is not None and schedule.watermark > now:
-        raise InvalidRequest("a watermark cannot be in the future", field="watermark")
-    sample = feed_filters(schedule.filters, changes, (now, now))
+    sample = feed_filters(schedule.filters, export_type.changes(), (now, now))
     sample = resolved_filters(sample, export_type.window(), now, tz)
     try:
         export_type.parse_filters(sample, bound)
@@ -234,6 +229,8 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         now = deps.api.clock()
         after = _changed(before, changes, now)
         export_type = validate(after, caller, deps, now)
+        if "watermark" in changes.given:
+            _check_watermark(after, export_type, now)
         after = after.model_copy(update={"caller": stored_caller(export_type, caller)})
         try:
             written = deps.schedules.replace(before, after)
@@ -242,6 +239,14 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         _follow(written, before, now, deps)
         return written
     raise ServiceUnavailable("the schedule kept changing; try again")
+
+
+def _check_watermark(schedule: Schedule, export_type: AnyExportType, now: datetime) -> None:
+    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it)."""
+    if export_type.changes() is None or not is_feed(schedule.filters):
+        raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
+    if schedule.watermark is not None and schedule.watermark > now:
+        raise InvalidRequest("a watermark cannot be in the future", field="watermark")
 
 
 def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Schedule:

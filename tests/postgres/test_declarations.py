@@ -35,6 +35,7 @@ def test_the_shipped_declarations_load() -> None:
         "sales_report",
         "generated_orders",
         "orders_all_tenants",
+        "order_changes",
         "orders_dynamodb",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
