@@ -607,7 +607,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     )
     assert (
         probe.stdout.strip()
-        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'orders_dynamodb'] False"
+        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'order_changes',"
+        " 'orders_dynamodb'] False"
     )
 
 
