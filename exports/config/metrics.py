@@ -61,8 +61,7 @@ class Metric:
     SCHEDULE_FIRED: Final = "ScheduleFired"
     SCHEDULE_DUPLICATE_FIRING: Final = "ScheduleDuplicateFiring"
     SCHEDULE_PAUSED: Final = "SchedulePaused"
-    # A feed's watermark moved on (a run COMPLETED); a firing skipped while its feed still ran.
-    FEED_ADVANCED: Final = "FeedAdvanced"
+    # A firing that made no run: its feed's previous run was still in flight.
     FEED_FIRING_SKIPPED: Final = "FeedFiringSkipped"
     # A run of 0 rows whose schedule says when_empty = skip: no file, no mail.
     EMPTY_RUN_SKIPPED: Final = "EmptyRunSkipped"
