@@ -224,6 +224,7 @@ _LATEST_RESPONSES = responses(
 _PERMALINK_GET_RESPONSES = responses(
     {302: _LATEST_RESPONSES[302]},
     (404, "A wrong, rotated or revoked key, or no such schedule (SCHEDULE_NOT_FOUND); no file (NO_LATEST_FILE)."),
+    (422, "No `key` in the query string."),
 )
 _PERMALINK_CREATE_RESPONSES = responses(
     {201: {"description": "The new permalink, shown once (the previous key stops working)."}}, 404

@@ -2053,6 +2053,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No `key` in the query string. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
