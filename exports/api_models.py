@@ -168,6 +168,7 @@ class TaskView(BaseModel):
     def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
         """The view of ``task``, with a fresh download link when it has one."""
         result = task.result
+        file = result if result is not None and not task.empty_skipped else None
         return cls(
             task_id=task.task_id,
             export_type=task.export_type,
@@ -188,10 +189,10 @@ class TaskView(BaseModel):
             expires_at=task.expires_at,
             deadline=task.deadline,
             error=ErrorView(code=task.error.code, message=task.error.message) if task.error else None,
-            file_name=result.file_name if result else None,
-            size_bytes=result.bytes if result else None,
+            file_name=file.file_name if file else None,
+            size_bytes=file.bytes if file else None,
             rows=result.rows if result else None,
-            sha256=result.sha256 if result else None,
+            sha256=file.sha256 if file else None,
             download_url=download_url,
             download_expires_at=download_expires_at,
             retry_of=task.retry_of,

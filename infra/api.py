@@ -37,7 +37,8 @@ GET: Final = apigw.HttpMethod.GET
 POST: Final = apigw.HttpMethod.POST
 PATCH: Final = apigw.HttpMethod.PATCH
 DELETE: Final = apigw.HttpMethod.DELETE
-# Every route the API function serves under the version prefix; each needs a valid token.
+# Every route the API function serves under the version prefix but the public ones
+# (exports.config.api.PUBLIC_PATHS); each needs a valid token.
 PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports", (GET, POST)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}", (GET,)),
@@ -47,6 +48,8 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/schedules", (GET, POST)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}", (GET, PATCH, DELETE)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/run", (POST,)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/latest", (GET,)),
+    (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/permalink", (POST, DELETE)),
     (f"{API_VERSION_PREFIX}/export-types", (GET,)),
     (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
     (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
@@ -155,7 +158,8 @@ class ExportsApi(Construct):
                 acknowledge(
                     route,
                     "AwsSolutions-APIG4",
-                    "The API's OpenAPI document and Swagger UI are public on purpose; they hold no data.",
+                    "The API's OpenAPI document and Swagger UI are public on purpose and hold no data; a"
+                    " schedule's permalink checks its own secret key (revocable, off by default).",
                 )
 
     @property

@@ -39,12 +39,16 @@ CREATE TABLE orders (
     items          text,
     amount         numeric(12, 2) NOT NULL,
     currency       char(3) NOT NULL,
-    note           text
+    note           text,
+    -- When the row last changed (set by whoever writes it, at commit): the feed type
+    -- order_changes reads it (docs/schedules.md, "Feeds"). The demo rows never changed.
+    updated_at     timestamptz NOT NULL
 );
 -- Every demo type reads one tenant's rows (exports.toml binds tenant_id from the token); the
 -- admin type reads them all, in the same order.
 CREATE INDEX orders_by_tenant_date ON orders (tenant_id, order_date, order_id);
 CREATE INDEX orders_by_date ON orders (order_date, order_id);
+CREATE INDEX orders_by_change ON orders (tenant_id, updated_at, order_id);
 """
 # The columns loaded: the tenant, then the demo types' columns in the order exports.toml reads
 # them (tests/postgres/test_declarations.py checks the declared types against these tables).
@@ -63,6 +67,7 @@ _ORDER_COLUMNS = (
     "amount",
     "currency",
     "note",
+    "updated_at",
 )
 _CUSTOMER_COLUMNS = (
     "tenant_id",
@@ -119,6 +124,7 @@ def _order_rows(count: int, today: date) -> Any:
             order["amount"],
             order["currency"],
             order.get("note"),
+            order["created_at"],
         )
 
 

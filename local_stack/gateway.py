@@ -23,7 +23,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.utils import redirect, send_from_directory
 from werkzeug.wrappers import Request, Response
 
-from exports.config.api import PUBLIC_PATHS
+from exports.config.api import is_public
 from local_stack import cors
 from local_stack.lambda_context import LocalLambdaContext
 from local_stack.local_users import LocalUser
@@ -80,6 +80,8 @@ def to_event(request: Request, body: bytes, user: LocalUser | None) -> dict[str,
     except UnicodeDecodeError:
         text_body = None
     query = request.query_string.decode("latin-1")
+    # API Gateway says which scheme the client used (the permalink's URL is built with it).
+    headers.setdefault("x-forwarded-proto", request.scheme)
     now = time.time()
     event: dict[str, Any] = {
         "version": "2.0",
@@ -199,7 +201,7 @@ class Gateway:
             return Response(status=204, headers={"Cache-Control": "public, max-age=86400"})
         user = self._user_of(request)
         # API Gateway's routes without the authorizer: GET on the documentation (the CDK app's).
-        if user is None and not (request.method == "GET" and request.path in PUBLIC_PATHS):
+        if user is None and not (request.method == "GET" and is_public(request.path)):
             return _unauthorized()
         if request.path.startswith(LOCAL_PREFIX) and user is not None:
             return self._local(request, user)

@@ -69,3 +69,7 @@ class Metric:
     SCHEDULE_DEFERRED: Final = "ScheduleDeferred"
     # A firing refused for capacity until its deferral window closed: that run did not happen.
     SCHEDULE_MISSED: Final = "ScheduleMissed"
+    # A firing that made no run: its feed's previous run was still in flight.
+    FEED_FIRING_SKIPPED: Final = "FeedFiringSkipped"
+    # A run of 0 rows whose schedule says when_empty = skip: no file, no mail.
+    EMPTY_RUN_SKIPPED: Final = "EmptyRunSkipped"

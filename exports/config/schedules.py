@@ -29,3 +29,8 @@ class Schedules:
     # A firing refused for capacity is tried again (Retry-After, with jitter) until this long
     # after its time, and never past its schedule's next firing; after that the run is missed.
     DEFERRAL_WINDOW_MIN: Final = 60
+    # A feed's run reserved at a firing but never given its task (the invocation died) stops
+    # holding the feed back after this long (the firing claim's own lease).
+    FEED_RESERVATION_LEASE_SEC: Final = 300
+    # The latest file's redirect (GET /v1/schedules/{id}/latest) presigns a link this long.
+    LATEST_LINK_TTL_SEC: Final = 300

@@ -11,7 +11,7 @@ from exports.declared.common import DeclaredParts
 from exports.declared.loader import DeclarationError, Declarations, PluginError, plugin_factory
 from exports.declared.model import AccessDecl, ColumnDecl, TypeDecl
 from exports.declared.parameters import filters_model
-from exports.declared.type_facts import caller_bindings, window_range
+from exports.declared.type_facts import caller_bindings, change_window, window_range
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
 from exports.export_types.base import AnyExportType, Column, ColumnKind, ExportType, SourceLimit, WindowParameters
@@ -144,6 +144,7 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         "hot_key": declared.hot_key,
         "source_limit": limit,
         "window": WindowParameters(*window) if window else None,
+        "changes": change_window(declared),
     }
 
 

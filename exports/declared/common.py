@@ -10,7 +10,7 @@ from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, rais
 from exports.declared.templates import file_stem, render
 from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
 from exports.domain.task import ExportFormat
-from exports.export_types.base import ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
+from exports.export_types.base import ChangeWindow, ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
 
 # A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
 _HOT_KEY_MAX_CHARS = 200
@@ -31,6 +31,7 @@ class DeclaredParts(TypedDict):
     bindings: Sequence[CallerBinding]
     access: AccessRule | None
     window: WindowParameters | None
+    changes: ChangeWindow | None
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -51,6 +52,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         bindings: Sequence[CallerBinding] = (),
         access: AccessRule | None = None,
         window: WindowParameters | None = None,
+        changes: ChangeWindow | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -66,6 +68,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._bindings = tuple(bindings)
         self._access = access
         self._window = window
+        self._changes = changes
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is
@@ -100,6 +103,10 @@ class DeclaredExport(ExportType[DeclaredFilters]):
     def window(self) -> WindowParameters | None:
         """The declared ``window`` (by default the type's only date range)."""
         return self._window
+
+    def changes(self) -> ChangeWindow | None:
+        """The declared ``changes``."""
+        return self._changes
 
     def chosen_columns(self, filters: DeclaredFilters) -> list[Column]:
         """The declared columns, or those the caller chose, in the caller's order."""

@@ -354,6 +354,14 @@ def _check_ranges(fail: Fail, declared: TypeDecl) -> None:
             raise fail(f"date_ranges[{position}]", "both ends must be of one type")
     if declared.window is not None and all(item.start != declared.window for item in declared.date_ranges):
         raise fail("window", f"{declared.window!r} is not the `from` of one of the type's date_ranges")
+    changes = declared.changes
+    if changes is not None:
+        if not any((item.start, item.end) == (changes.start, changes.end) for item in declared.date_ranges):
+            raise fail("changes", f"{changes.start!r}/{changes.end!r} is not one of the type's date_ranges")
+        if declared.parameters[changes.start].type is not ParameterType.DATETIME:
+            raise fail("changes", "a change window is a range of datetime parameters (the instant a row changed)")
+        if changes.floor is not None and changes.floor.tzinfo is None:
+            raise fail("changes.floor", "give the floor with its offset (2026-01-01T00:00:00Z)")
 
 
 def _check_columns(fail: Fail, declared: TypeDecl) -> None:

@@ -118,6 +118,25 @@ class DateRangeDecl(StrictModel):
     max_days: int = Field(ge=1)
 
 
+# A span of time: a whole number of seconds, minutes or hours (``"5m"``).
+Duration = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,6}[smh]$")]
+
+
+class ChangesDecl(StrictModel):
+    """The column that says when a row last changed (``column``), the date-time range bound to it
+    (``from`` included, ``to`` excluded: one of the type's ``date_ranges``), the safety ``lag``
+    taken off each feed run's end for rows committed late, and the ``floor`` a feed without
+    ``start_at`` starts at. Only a type that declares it offers ``since_last_run``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    column: Identifier
+    start: Identifier = Field(alias="from")
+    end: Identifier = Field(alias="to")
+    lag: Duration = "0s"
+    floor: datetime | None = None
+
+
 class ColumnDecl(StrictModel):
     """One column of the file. ``attribute`` (DynamoDB) is the item attribute it comes from."""
 
@@ -234,6 +253,8 @@ class TypeDecl(TypeHead):
     # The date range a schedule's relative window (previous_week, ...) fills, named by its
     # ``from`` parameter; unset: the type's only date range, if it has exactly one.
     window: Identifier | None = None
+    # The change column a feed schedule (since_last_run) reads (docs/schedules.md, "Feeds").
+    changes: ChangesDecl | None = None
     columns: list[ColumnDecl] | None = None
     selectable_columns: bool = False
     order_key: list[Identifier] | None = None

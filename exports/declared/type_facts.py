@@ -3,11 +3,13 @@ kinds alike: its caller-bound values, its session settings, its date ranges."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Final
 
 from exports.declared.model import ParameterDecl, TypeDecl
 from exports.declared.parameters import is_required
 from exports.domain.caller import BindingKind
+from exports.export_types.base import ChangeWindow
 
 # The caller-bound value that session.jwt_claims binds, and the setting it goes to (PostgREST's).
 JWT_CLAIMS_BINDING: Final = "jwt_claims"
@@ -57,3 +59,18 @@ def partition_date_range(declared: TypeDecl) -> tuple[str, str] | None:
 def is_required_or_defaulted(spec: ParameterDecl) -> bool:
     """Whether a parameter always has a value after validation."""
     return spec.default is not None or is_required(spec)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def change_window(declared: TypeDecl) -> ChangeWindow | None:
+    """The declared ``changes`` as the type offers it to feeds; None when it declares none."""
+    changes = declared.changes
+    if changes is None:
+        return None
+    lag = timedelta(seconds=int(changes.lag[:-1]) * _UNITS[changes.lag[-1]])
+    max_days = next(item.max_days for item in declared.date_ranges if item.start == changes.start)
+    # A date-time range passes max_days while it spans less than that many days.
+    longest = timedelta(days=max_days) - timedelta(seconds=1)
+    return ChangeWindow(changes.column, changes.start, changes.end, lag, changes.floor, longest)

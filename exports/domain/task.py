@@ -52,6 +52,8 @@ class ScheduledRun:
 
     schedule_id: str
     scheduled_for: datetime
+    # The schedule's when_empty is skip: a run of 0 rows keeps no file and mails no one.
+    skip_empty: bool = False
 
 
 # Every model here is built on first use (defer_build): a handler's import does not pay for
@@ -148,6 +150,10 @@ class Task(BaseModel):
     # A scheduled run: its schedule, and the firing time it runs for (GET /v1/exports?schedule_id=).
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
+    # A scheduled run whose schedule skips empty runs (when_empty = skip); and whether this one
+    # ended COMPLETED with 0 rows and so kept no file (its webhook says empty and skipped).
+    skip_empty: bool = False
+    empty_skipped: bool = False
     # Identical active submissions share this key; the first task holds it until it ends.
     dedup_key: str | None = None
     # How often a long export handed over to a new worker invocation (see services/export_run.py).
@@ -193,6 +199,11 @@ class Task(BaseModel):
     def pending_callbacks(self) -> list[int]:
         """The positions of the subscribers whose delivery has not ended."""
         return [i for i, s in enumerate(self.subscribers) if s.state.status is CallbackStatus.PENDING]
+
+    @property
+    def has_file(self) -> bool:
+        """Whether it COMPLETED with a file to download (an empty run skipped has none)."""
+        return self.status is TaskStatus.COMPLETED and self.result is not None and not self.empty_skipped
 
     @property
     def notifies_at_end(self) -> bool:
@@ -256,6 +267,7 @@ def new_task(
     dedup_key: str | None = None,
     schedule_id: str | None = None,
     scheduled_for: datetime | None = None,
+    skip_empty: bool = False,
 ) -> Task:
     """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
     return Task(
@@ -279,6 +291,7 @@ def new_task(
         dedup_key=dedup_key,
         schedule_id=schedule_id,
         scheduled_for=scheduled_for,
+        skip_empty=skip_empty,
         subscribers=(Subscriber(url=callback_url),) if callback_url else (),
     )
 
@@ -343,10 +356,12 @@ def suspend(task: Task) -> Task:
 
 
 def complete(task: Task, result: ExportResult, now: datetime, retention: timedelta) -> Task:
-    """The task finished with its file."""
+    """The task finished with its file (a run that skips empty runs and found no row keeps
+    none: ``empty_skipped``, and the worker removes the file)."""
     return task._move(
         TaskStatus.COMPLETED,
         result=result,
+        empty_skipped=task.skip_empty and result.rows == 0,
         rows_written=result.rows,
         progress=100,
         finished_at=now,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Protocol, TypeVar
 
@@ -96,6 +96,22 @@ class WindowParameters:
     start: str
     end: str
     kind: str
+
+
+@dataclass(frozen=True)
+class ChangeWindow:
+    """The column that says when a row last changed, and the date-time parameters bound to it
+    (``start`` included, ``end`` excluded): what a feed schedule (``since_last_run``) fills with
+    the span since its last COMPLETED run. ``lag`` is taken off each run's end for rows committed
+    late; ``floor`` is where a feed without ``start_at`` begins; ``max_span`` the range's longest
+    span (a run that is further behind catches up over several runs)."""
+
+    column: str
+    start: str
+    end: str
+    lag: timedelta = timedelta()
+    floor: datetime | None = None
+    max_span: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,11 @@ class ExportType(ABC, Generic[FiltersT]):
 
     def window(self) -> WindowParameters | None:
         """The date range a schedule's relative window fills; None (the default): none."""
+        return None
+
+    def changes(self) -> ChangeWindow | None:
+        """The change column a feed (``since_last_run``) reads; None (the default): the type
+        cannot be a feed."""
         return None
 
     @abstractmethod

@@ -42,7 +42,7 @@ from exports.http.envelope import (
     strict_json,
 )
 from exports.push.model import PushNotAvailable
-from exports.schedules.ports import ScheduleLimitReached, ScheduleNotFound
+from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleLimitReached, ScheduleNotFound
 from exports.services.validation import field_path
 
 logger = logging.getLogger(__name__)
@@ -59,6 +59,8 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     UnknownExportType: HTTPStatus.NOT_FOUND,
     PushNotAvailable: HTTPStatus.NOT_FOUND,
     ScheduleNotFound: HTTPStatus.NOT_FOUND,
+    NoLatestFile: HTTPStatus.NOT_FOUND,
+    FeedBusy: HTTPStatus.CONFLICT,
     ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
     TaskNotReady: HTTPStatus.CONFLICT,
     TaskNotCancellable: HTTPStatus.CONFLICT,

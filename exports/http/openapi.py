@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.api_models import ErrorBody
+from exports.config.api import PUBLIC_PATHS
 from exports.domain.task import ExportFormat
 from exports.export_types.base import AnyExportType
 
@@ -95,12 +96,14 @@ _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValida
 def contract_document(document: str, export_types: Sequence[AnyExportType] = ()) -> str:
     """The OpenAPI document without Powertools' ``HTTPValidationError``/``ValidationError``
     schemas (and any answer still pointing at them), with no ``content`` on answers that have no
-    body, and with the request body of ``POST /v1/exports`` of ``export_types``
-    (:func:`describe_export_types`); everything else unchanged."""
+    body, no security on the public paths, and with the request body of ``POST /v1/exports`` of
+    ``export_types`` (:func:`describe_export_types`); everything else unchanged."""
     data = json.loads(document)
     removed = {_SCHEMAS + name for name in _POWERTOOLS_SCHEMAS}
-    for path in data.get("paths", {}).values():
+    for route, path in data.get("paths", {}).items():
         for operation in path.values():
+            if route in PUBLIC_PATHS:
+                operation["security"] = []  # served without a token (Powertools drops an empty list)
             answers = operation.get("responses", {})
             for status in list(answers):
                 contents = answers[status].get("content", {}).values()

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from exports.api_models import ExportRequest
 from exports.config.schedules import Schedules
 from exports.domain.zones import canonical_zone
-from exports.schedules.model import Every, LastRun, PauseReason, Schedule, ScheduleState
+from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
 
@@ -44,7 +44,13 @@ Recipients = Annotated[
 RELATIVE_WINDOWS = (
     "In `filters`, the export type's window parameters (its date range) may take a relative value resolved at"
     " each firing in `timezone`: `previous_day`, `previous_week` (ISO week), `previous_month`, `month_to_date`,"
-    " `last_n_days:N`; give it on the range's start."
+    " `last_n_days:N`; give it on the range's start. A type that declares its change column offers"
+    " `since_last_run` on that range's start: a feed, each run covering the changes since the previous"
+    ' COMPLETED run (docs/schedules.md, "Feeds").'
+)
+WHEN_EMPTY = (
+    "`send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails"
+    " no one, and its webhook says `empty` and `skipped`."
 )
 
 
@@ -99,6 +105,7 @@ class ScheduleRequest(ExportRequest):
     start_at: Instant | None = None
     end_at: Instant | None = None
     recipients: Recipients = Field(default_factory=list)
+    when_empty: WhenEmpty = Field(default=WhenEmpty.SEND, description=WHEN_EMPTY)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ScheduleRequest:
@@ -118,6 +125,7 @@ class ScheduleRequest(ExportRequest):
             start_at=self.start_at,
             end_at=self.end_at,
             recipients=tuple(self.recipients),
+            when_empty=self.when_empty,
         )
 
 
@@ -137,6 +145,12 @@ class SchedulePatch(BaseModel):
     state: ScheduleState | None = Field(
         default=None, description="`PAUSED` pauses (`PAUSED_BY_USER`); `ACTIVE` resumes and clears the failures."
     )
+    when_empty: WhenEmpty | None = Field(default=None, description=WHEN_EMPTY)
+    watermark: Instant | None = Field(
+        default=None,
+        description="A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the"
+        " type's floor or the schedule's creation. A run in flight then no longer moves it.",
+    )
 
     @model_validator(mode="after")
     def _at_most_one_recurrence(self) -> SchedulePatch:
@@ -145,11 +159,11 @@ class SchedulePatch(BaseModel):
         return self
 
     def changes(self) -> ScheduleChanges:
-        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``)."""
+        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``, ``watermark``)."""
         values: dict[str, Any] = {}
         for name in self.model_fields_set:
             value = getattr(self, name)
-            if name in ("cron", "every", "timezone", "filters", "recipients", "state") and value is None:
+            if name in ("cron", "every", "timezone", "filters", "recipients", "state", "when_empty") and value is None:
                 continue
             if name == "every":
                 value = _every(value)
@@ -187,6 +201,27 @@ class LastRunView(BaseModel):
         return cls(**run.model_dump())
 
 
+class FeedRunView(BaseModel):
+    """A feed's run in flight: the span it covers (from included, to excluded)."""
+
+    task_id: str | None
+    scheduled_for: datetime
+    window_from: datetime
+    window_to: datetime
+
+    @classmethod
+    def of(cls, run: FeedRun) -> FeedRunView:
+        """The view of ``run``."""
+        return cls(**run.model_dump(exclude={"reserved_at"}))
+
+
+class Permalink(BaseModel):
+    """A schedule's secret permalink, shown once: GET it without a token for the latest file."""
+
+    url: str = Field(description="The permalink (its key is in the query string). Anyone who has it gets the file.")
+    key: str
+
+
 class ScheduleView(BaseModel):
     """A schedule as its owner sees it."""
 
@@ -211,6 +246,16 @@ class ScheduleView(BaseModel):
     next_runs: list[NextRun] = Field(description="The next firings (none while paused or after `end_at`).")
     last_run: LastRunView | None
     consecutive_failures: int
+    when_empty: WhenEmpty
+    watermark: datetime | None = Field(
+        description="A feed's: where its next run starts, the previous COMPLETED run's end (none yet: at `start_at`,"
+        " the type's floor or the schedule's creation)."
+    )
+    feed_run: FeedRunView | None = Field(description="A feed's run in flight.")
+    latest_task_id: str | None = Field(
+        description="The newest COMPLETED run with a file (GET /v1/schedules/{id}/latest redirects to it)."
+    )
+    permalink: bool = Field(description="Whether a secret permalink to the latest file is on.")
     created_at: datetime
     updated_at: datetime
 
@@ -241,6 +286,11 @@ class ScheduleView(BaseModel):
             next_runs=[NextRun(utc=run, local=run.astimezone(zone)) for run in next_runs],
             last_run=LastRunView.of(schedule.last_run) if schedule.last_run else None,
             consecutive_failures=schedule.consecutive_failures,
+            when_empty=schedule.when_empty,
+            watermark=schedule.watermark,
+            feed_run=FeedRunView.of(schedule.feed_run) if schedule.feed_run else None,
+            latest_task_id=schedule.latest_task_id,
+            permalink=schedule.permalink_hash is not None,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
         )

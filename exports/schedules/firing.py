@@ -25,7 +25,7 @@ from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
-from exports.schedules.ports import ScheduleTimer
+from exports.schedules.ports import FeedBusy, ScheduleTimer
 from exports.schedules.service import caller_of, follow_moved_firing, submit_run
 from exports.schedules.spread import deferral_deadline
 
@@ -46,6 +46,8 @@ class FiringOutcome(StrEnum):
     DEFERRED = "deferred"
     # Refused for capacity until its deferral window closed: no run for this firing.
     MISSED = "missed"
+    # A feed's previous run is still in flight: no task (the next run covers this span too).
+    BUSY = "busy"
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,10 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
         return Firing(FiringOutcome.PAUSED, reason=_pause(schedule, refusal, deps))
     try:
         submission = submit_run(schedule, caller_of(schedule), scheduled_for, deps)
+    except FeedBusy as busy:
+        deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, None)
+        deps.api.metrics.add(Metric.FEED_FIRING_SKIPPED)
+        return Firing(FiringOutcome.BUSY, busy.task_id)
     except (InvalidRequest, CallerRefused) as refused:
         deps.schedules.finish_firing(schedule_id, scheduled_for, claim.token, None)
         reason = PauseReason(code=PauseCode.FILTERS_INVALID, message=f"the export was refused: {refused.message}")

@@ -81,6 +81,29 @@ class StoredCaller(BaseModel):
     scopes: tuple[str, ...] | None = None
 
 
+class WhenEmpty(StrEnum):
+    """What a run of 0 rows does: ``send`` it as any other run, or ``skip`` it (its outcome is
+    recorded; no file is kept and no mail sent; its webhook says ``empty`` and ``skipped``)."""
+
+    SEND = "send"
+    SKIP = "skip"
+
+
+class FeedRun(BaseModel):
+    """A feed's run in flight: the firing that reserved it, the span it covers (``window_from``
+    included, ``window_to`` excluded) and its task once made. While one is in flight the feed
+    starts no other (its span would overlap); ``reserved_at`` lets a reservation whose
+    invocation died lapse."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scheduled_for: datetime
+    window_from: datetime
+    window_to: datetime
+    reserved_at: datetime
+    task_id: str | None = None
+
+
 class LastRun(BaseModel):
     """The latest run that ended (or could not start)."""
 
@@ -127,6 +150,16 @@ class Schedule(BaseModel):
     anchor_at: datetime
     # The run whose mail went out last (mail is sent once per run).
     mailed_task_id: str | None = None
+    when_empty: WhenEmpty = WhenEmpty.SEND
+    # A feed (since_last_run): where the next run starts, the previous COMPLETED run's end (None:
+    # at start_at, the type's floor or the schedule's creation); its run in flight.
+    watermark: datetime | None = None
+    feed_run: FeedRun | None = None
+    # The newest COMPLETED run with a file (GET /v1/schedules/{id}/latest).
+    latest_task_id: str | None = None
+    latest_scheduled_for: datetime | None = None
+    # The SHA-256 of the secret permalink's key (None: no permalink); the key itself is shown once.
+    permalink_hash: str | None = None
     # Bumped by every write: writes are conditional on the version they read.
     version: int = 0
 

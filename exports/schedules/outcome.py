@@ -7,6 +7,7 @@ from datetime import datetime
 
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
+from exports.schedules.feed import end_feed_run, record_latest
 from exports.schedules.model import LastRun, PauseCode, PauseReason, Schedule, pause
 
 # Ends that count as a failed run; CANCELLED (the owner's own act) neither counts nor resets.
@@ -15,8 +16,9 @@ FAILED_ENDS = frozenset({TaskStatus.FAILED, TaskStatus.TIMEOUT})
 
 def record_run(schedule: Schedule, task: Task, now: datetime, max_failures: int) -> Schedule | None:
     """``schedule`` after its run ``task`` ended: the last run, the failures in a row (reset by
-    a COMPLETED run), and PAUSED (``TOO_MANY_FAILURES``, naming the run) at ``max_failures``.
-    None when this run is recorded already (the end is observed again on a retried delivery)."""
+    a COMPLETED run), and PAUSED (``TOO_MANY_FAILURES``, naming the run) at ``max_failures``;
+    a feed's watermark (exports.schedules.feed) and the latest file. None when this run is
+    recorded already (the end is observed again on a retried delivery)."""
     if schedule.last_run is not None and schedule.last_run.task_id == task.task_id:
         return None
     failures = schedule.consecutive_failures
@@ -31,6 +33,7 @@ def record_run(schedule: Schedule, task: Task, now: datetime, max_failures: int)
         finished_at=task.finished_at,
     )
     updated = schedule.model_copy(update={"last_run": last_run, "consecutive_failures": failures, "updated_at": now})
+    updated = record_latest(end_feed_run(updated, task), task)
     if schedule.is_active and task.status in FAILED_ENDS and failures >= max_failures:
         reason = PauseReason(
             code=PauseCode.TOO_MANY_FAILURES,

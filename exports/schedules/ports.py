@@ -32,6 +32,30 @@ class ScheduleLimitReached(ExportsError):
         self.limit = limit
 
 
+class FeedBusy(ExportsError):
+    """A feed's previous run is still in flight: a run now would cover the same rows (409)."""
+
+    code = "FEED_RUN_IN_PROGRESS"
+
+    def __init__(self, schedule_id: str, task_id: str | None) -> None:
+        super().__init__(
+            f"schedule {schedule_id} has a run in flight ({task_id or 'being made'}); its next run covers this one's"
+            " changes too",
+            schedule_id=schedule_id,
+            task_id=task_id,
+        )
+        self.task_id = task_id
+
+
+class NoLatestFile(ExportsError):
+    """The schedule has no COMPLETED run with a file that is still kept (404)."""
+
+    code = "NO_LATEST_FILE"
+
+    def __init__(self, schedule_id: str) -> None:
+        super().__init__(f"schedule {schedule_id} has no completed run with a file (yet, or any more)")
+
+
 @dataclass(frozen=True)
 class SchedulePage:
     """A page of a user's schedules, newest first."""

@@ -1,6 +1,7 @@
 """A scheduled run's end, where the callback function observes it: the outcome on the schedule
-(last run, failures in a row, the pause after ``Schedules.MAX_CONSECUTIVE_FAILURES``), then the
-mail to the schedule's recipients (once per run), then the run's callbacks carry the pause."""
+(last run, failures in a row, the pause after ``Schedules.MAX_CONSECUTIVE_FAILURES``, a feed's
+watermark, the latest file), then the mail to the schedule's recipients (once per run; none for
+an empty run skipped), then the run's callbacks carry the pause."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ def on_run_end(task: Task, deps: RunEndDependencies) -> PauseReason | None:
     if schedule is None:
         return None
     paused = paused_by(schedule, task)
-    if schedule.recipients and schedule.mailed_task_id != task.task_id and deps.mailer and deps.sender:
+    # An empty run its schedule skips is mailed to no one.
+    mailed = schedule.recipients and not task.empty_skipped and schedule.mailed_task_id != task.task_id
+    if mailed and deps.mailer and deps.sender:
         _mail(schedule, task, paused, deps)
     return paused
 

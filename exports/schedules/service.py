@@ -4,6 +4,7 @@ its owner's only: another user's schedule is not found."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,23 +17,26 @@ from exports.domain.caller import TOKEN_CLAIMS, Caller
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.task import ScheduledRun, TaskSource
-from exports.export_types.base import AnyExportType
+from exports.export_types.base import AnyExportType, ChangeWindow
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import check_interval, recurrence_of, zone
-from exports.schedules.filters import resolved_filters
+from exports.schedules.feed import bind_task, end_feed_run, feed_window, holding, is_feed, release, reserve
+from exports.schedules.filters import feed_filters, resolved_filters
 from exports.schedules.mail import check_recipients
 from exports.schedules.model import (
     SCHEDULE_ID_PREFIX,
     Every,
+    FeedRun,
     PauseCode,
     PauseReason,
     Schedule,
     ScheduleState,
     StoredCaller,
+    WhenEmpty,
     pause,
     resume,
 )
-from exports.schedules.ports import ScheduleNotFound, SchedulePage
+from exports.schedules.ports import FeedBusy, ScheduleNotFound, SchedulePage
 from exports.schedules.scheduler_expression import scheduler_expression
 from exports.services.submission import Submission, submit_export
 from exports.services.validation import invalid_request
@@ -59,6 +63,7 @@ class ScheduleSpec:
     start_at: datetime | None = None
     end_at: datetime | None = None
     recipients: tuple[str, ...] = ()
+    when_empty: WhenEmpty = WhenEmpty.SEND
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,8 @@ def validate(schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now
     settings = deps.api.settings
     check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains)
     bound = export_type.bind_caller(caller)
-    sample = resolved_filters(schedule.filters, export_type.window(), now, tz)
+    sample = feed_filters(schedule.filters, export_type.changes(), (now, now))
+    sample = resolved_filters(sample, export_type.window(), now, tz)
     try:
         export_type.parse_filters(sample, bound)
     except ValidationError as error:
@@ -166,6 +172,7 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
         start_at=spec.start_at,
         end_at=spec.end_at,
         recipients=spec.recipients,
+        when_empty=spec.when_empty,
         created_at=now,
         updated_at=now,
         anchor_at=spec.start_at or now,
@@ -210,6 +217,8 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         now = deps.api.clock()
         after = _changed(before, changes, now)
         export_type = validate(after, caller, deps, now)
+        if "watermark" in changes.given:
+            _check_watermark(after, export_type, now)
         after = after.model_copy(update={"caller": stored_caller(export_type, caller)})
         try:
             written = deps.schedules.replace(before, after)
@@ -218,6 +227,14 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         _follow(written, before, now, deps)
         return written
     raise ServiceUnavailable("the schedule kept changing; try again")
+
+
+def _check_watermark(schedule: Schedule, export_type: AnyExportType, now: datetime) -> None:
+    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it)."""
+    if export_type.changes() is None or not is_feed(schedule.filters):
+        raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
+    if schedule.watermark is not None and schedule.watermark > now:
+        raise InvalidRequest("a watermark cannot be in the future", field="watermark")
 
 
 def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Schedule:
@@ -230,6 +247,9 @@ def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Sched
     after = before.model_copy(update={**values, "updated_at": now})
     if _TIMING & changes.given:
         after = after.model_copy(update={"anchor_at": after.start_at or now})
+    if "watermark" in changes.given:
+        # A reset: the run in flight no longer moves the watermark when it ends.
+        after = after.model_copy(update={"feed_run": None})
     if state is ScheduleState.PAUSED and before.is_active:
         after = pause(after, PauseReason(code=PauseCode.PAUSED_BY_USER, message="paused by its owner"), now)
     elif state is ScheduleState.ACTIVE and not before.is_active:
@@ -271,13 +291,94 @@ def run_now(schedule_id: str, caller: Caller, deps: ScheduleDependencies) -> Sub
 
 def submit_run(schedule: Schedule, caller: Caller, scheduled_for: datetime, deps: ScheduleDependencies) -> Submission:
     """The task of one run: the schedule's export with its window resolved at ``scheduled_for``,
-    through the ordinary submit path (admission, dedup, quotas, callbacks, retention)."""
+    through the ordinary submit path (admission, dedup, quotas, callbacks, retention). A feed's
+    run is reserved on the schedule first (:class:`FeedBusy` while its previous run is in
+    flight), and the reservation is given back when no task could be made."""
     export_type = deps.api.registry.get(schedule.export_type, caller)
-    filters = resolved_filters(schedule.filters, export_type.window(), scheduled_for, zone(schedule.timezone))
-    spec = export_spec(schedule, filters)
-    return submit_export(
-        spec, caller, deps.api, source=TaskSource.SCHEDULE, run_of=ScheduledRun(schedule.schedule_id, scheduled_for)
+    changes = export_type.changes()
+    if changes is None or not is_feed(schedule.filters):
+        feed_filters(schedule.filters, changes, (scheduled_for, scheduled_for))  # 422 for a type that is no feed
+        return _submit(schedule, schedule.filters, caller, scheduled_for, export_type, deps)
+    reserved = _reserve(schedule, changes, scheduled_for, deps)
+    run = reserved.feed_run
+    assert run is not None
+    filters = feed_filters(schedule.filters, changes, (run.window_from, run.window_to))
+    try:
+        submission = _submit(reserved, filters, caller, scheduled_for, export_type, deps)
+    except ExportsError:
+        _rewrite(schedule.schedule_id, deps, lambda current: release(current) if _reserved_by(current, run) else None)
+        raise
+    task_id = submission.task.task_id
+    _rewrite(
+        schedule.schedule_id, deps, lambda current: bind_task(current, task_id) if _reserved_by(current, run) else None
     )
+    return submission
+
+
+def _submit(
+    schedule: Schedule,
+    filters: dict[str, Any],
+    caller: Caller,
+    scheduled_for: datetime,
+    export_type: AnyExportType,
+    deps: ScheduleDependencies,
+) -> Submission:
+    resolved = resolved_filters(filters, export_type.window(), scheduled_for, zone(schedule.timezone))
+    run_of = ScheduledRun(schedule.schedule_id, scheduled_for, skip_empty=schedule.when_empty is WhenEmpty.SKIP)
+    return submit_export(export_spec(schedule, resolved), caller, deps.api, source=TaskSource.SCHEDULE, run_of=run_of)
+
+
+def _reserved_by(schedule: Schedule, run: FeedRun) -> bool:
+    current = schedule.feed_run
+    return current is not None and current.scheduled_for == run.scheduled_for and current.task_id is None
+
+
+def _reserve(
+    schedule: Schedule, changes: ChangeWindow, scheduled_for: datetime, deps: ScheduleDependencies
+) -> Schedule:
+    """The feed with the run of ``scheduled_for`` reserved (a conditional write): from the
+    watermark to the firing less the lag. A run in flight whose task has ended is taken as
+    ended here (its end may not have been observed yet); one still running is
+    :class:`FeedBusy`."""
+    lease = timedelta(seconds=Schedules.FEED_RESERVATION_LEASE_SEC)
+    stored: Schedule | None = schedule
+    for _ in range(_WRITE_ATTEMPTS):
+        if stored is None:
+            raise ScheduleNotFound(schedule.schedule_id)
+        now = deps.api.clock()
+        current = stored
+        run = current.feed_run
+        if run is not None and run.task_id is not None:
+            task = deps.api.tasks.get(run.task_id)
+            if task is None:
+                current = release(current)
+            elif task.is_terminal:
+                current = end_feed_run(current, task)
+        if holding(current.feed_run, now, lease):
+            assert current.feed_run is not None
+            raise FeedBusy(schedule.schedule_id, current.feed_run.task_id)
+        window = feed_window(current, changes, scheduled_for)
+        try:
+            return deps.schedules.replace(stored, reserve(current, scheduled_for, window, now))
+        except ConditionFailed:
+            stored = deps.schedules.get(schedule.schedule_id)
+    raise ServiceUnavailable("the schedule kept changing; try again")
+
+
+def _rewrite(schedule_id: str, deps: ScheduleDependencies, change: Callable[[Schedule], Schedule | None]) -> None:
+    """Apply ``change`` to the stored schedule (re-read when another write came first); None
+    from ``change``: nothing to write."""
+    for _ in range(_WRITE_ATTEMPTS):
+        current = deps.schedules.get(schedule_id)
+        after = change(current) if current is not None else None
+        if current is None or after is None:
+            return
+        try:
+            deps.schedules.replace(current, after)
+            return
+        except ConditionFailed:
+            continue
+    logger.error("a feed's run could not be written on its schedule", extra={"schedule_id": schedule_id})
 
 
 def export_spec(schedule: Schedule, filters: dict[str, Any]) -> ExportSpec:

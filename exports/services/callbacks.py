@@ -51,12 +51,17 @@ def callback_payload(
     """The JSON body, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
     ``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it, with a fresh
     download link and its expiry for COMPLETED; a scheduled run whose end paused its schedule
-    says so in ``data.schedule_paused`` (``code``, ``message``)."""
+    says so in ``data.schedule_paused`` (``code``, ``message``); a scheduled run that COMPLETED
+    says whether it found no row (``data.empty``) and whether it was skipped for it
+    (``data.skipped``: no file, no mail)."""
     download_url: str | None = None
     download_expires_at: datetime | None = None
-    if task.status is TaskStatus.COMPLETED:
+    if task.has_file:
         download_url, download_expires_at = download_link(task, deps)
     payload = event_payload(task, deps.clock(), download_url, download_expires_at)
+    if task.schedule_id is not None and task.status is TaskStatus.COMPLETED and task.result is not None:
+        payload["data"]["empty"] = task.result.rows == 0
+        payload["data"]["skipped"] = task.empty_skipped
     if schedule_paused is not None:
         payload["data"]["schedule_paused"] = {"code": schedule_paused.code.value, "message": schedule_paused.message}
     return payload

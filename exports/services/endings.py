@@ -116,7 +116,19 @@ def record_completion(task: Task, result: ExportResult, deps: WorkerDependencies
         return Outcome.LOST_OWNERSHIP
     except RetryableError as error:
         return _hand_back_unrecorded(task, completed, result, error, deps)
+    if completed.empty_skipped:
+        _drop_empty_file(task, result, deps)
     return _count_completion(task, result, now, deps)
+
+
+def _drop_empty_file(task: Task, result: ExportResult, deps: WorkerDependencies) -> None:
+    """A run of 0 rows whose schedule skips empty runs keeps no file. Recorded first, removed
+    after: a file left by a failed removal expires with the task's retention anyway."""
+    try:
+        AttemptFiles(task, deps.results).remove(result.key)
+    except ExportsError:
+        logger.warning("could not remove an empty run's file", exc_info=True)
+    deps.metrics.add(Metric.EMPTY_RUN_SKIPPED)
 
 
 def _hand_back_unrecorded(

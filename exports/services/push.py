@@ -14,7 +14,6 @@ from exports.config.push import Push
 from exports.config.settings import PushSettings
 from exports.domain.errors import ExportsError, InvalidRequest
 from exports.domain.ids import is_task_id
-from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics, ResultStore
@@ -172,7 +171,7 @@ def deliver(change: TaskChange, event_type: str, deps: PushDependencies) -> int:
 
 def _event(event_type: str, task: Task, seq: int, at: datetime, deps: PushDependencies) -> dict[str, Any]:
     """The event, with a fresh download link when the task is COMPLETED (as GET has it)."""
-    if task.status is TaskStatus.COMPLETED and task.result is not None:
+    if task.has_file:
         url, expires_at = download_link(task, deps)
         return task_event(event_type, task, seq, at, url, expires_at)
     return task_event(event_type, task, seq, at)

@@ -38,8 +38,9 @@ def owned_task(task_id: str, user_id: str, deps: ApiDependencies) -> Task:
 
 def download_link(task: Task, deps: DownloadLinks) -> tuple[str, datetime]:
     """A fresh presigned link to a COMPLETED task's file and when it stops working."""
-    if task.status is not TaskStatus.COMPLETED or task.result is None:
-        raise TaskNotReady(task.task_id, task.status.value)
+    if not task.has_file or task.result is None:
+        status = "COMPLETED without a file (an empty run its schedule skips)" if task.empty_skipped else None
+        raise TaskNotReady(task.task_id, status or task.status.value)
     ttl = deps.settings.download_url_ttl_sec
     url = deps.results.presign_download(task.result.key, task.result.file_name, ttl)
     return url, deps.clock() + timedelta(seconds=ttl)
@@ -48,7 +49,7 @@ def download_link(task: Task, deps: DownloadLinks) -> tuple[str, datetime]:
 def task_details(task_id: str, user_id: str, deps: ApiDependencies) -> TaskDetails:
     """The caller's task, with a download link once it is COMPLETED."""
     task = owned_task(task_id, user_id, deps)
-    if task.status is TaskStatus.COMPLETED:
+    if task.has_file:
         url, expires_at = download_link(task, deps)
         return TaskDetails(task, url, expires_at)
     return TaskDetails(task)

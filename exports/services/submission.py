@@ -139,6 +139,7 @@ def submit_export(
         retry_of=retry_of,
         schedule_id=run_of.schedule_id if run_of else None,
         scheduled_for=run_of.scheduled_for if run_of else None,
+        skip_empty=run_of.skip_empty if run_of else False,
         dedup_key=dedup_key(
             user_id,
             export_type.name,

@@ -8,6 +8,7 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -30,7 +31,7 @@ from exports.api_models import (
     TaskView,
 )
 from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
-from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH
+from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, PERMALINK_PATH
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
 from exports.domain.policies import Polling, poll_after_sec
@@ -58,8 +59,9 @@ from exports.http.openapi import (
     swagger_page,
 )
 from exports.push.model import PushNotAvailable, Viewer
+from exports.schedules import latest
 from exports.schedules import service as schedules
-from exports.schedules.api_models import ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
+from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Schedule
 from exports.services import control, queries
@@ -209,6 +211,25 @@ _SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller
 _SCHEDULE_PATCH_RESPONSES = responses({200: {"description": "The schedule as changed."}}, 400, 403, 404, 413, 415, 422)
 _SCHEDULE_DELETE_RESPONSES = responses({204: {"description": "Deleted (its runs stay, as tasks).", "content": {}}}, 404)
 _SCHEDULE_RUN_RESPONSES = responses(_ACCEPTED, 403, 404, 422, 429)
+_LATEST_RESPONSES = responses(
+    {
+        302: {
+            "description": "Redirect to a freshly presigned link to the newest COMPLETED run's file (no body).",
+            "headers": {"Location": location("The presigned link."), "Cache-Control": CACHE_CONTROL},
+            "content": {},
+        }
+    },
+    (404, "No such schedule of yours (SCHEDULE_NOT_FOUND), or no COMPLETED run's file kept (NO_LATEST_FILE)."),
+)
+_PERMALINK_GET_RESPONSES = responses(
+    {302: _LATEST_RESPONSES[302]},
+    (404, "A wrong, rotated or revoked key, or no such schedule (SCHEDULE_NOT_FOUND); no file (NO_LATEST_FILE)."),
+    (422, "No `key` in the query string."),
+)
+_PERMALINK_CREATE_RESPONSES = responses(
+    {201: {"description": "The new permalink, shown once (the previous key stops working)."}}, 404
+)
+_PERMALINK_DELETE_RESPONSES = responses({204: {"description": "Revoked: its key stops working.", "content": {}}}, 404)
 _TYPES_RESPONSES = responses({200: {"description": "The export types of this deployment the caller may use."}})
 _TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 
@@ -548,6 +569,74 @@ def run_schedule(schedule_id: str) -> Response[ExportAccepted]:
     """``202`` with the run's task."""
     submission = schedules.run_now(schedule_id, caller_of(app.current_event), schedule_dependencies())
     return _answer(_accepted(submission).model_dump(mode="json"))
+
+
+def _redirect(url: str) -> Response[str]:
+    return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>/latest",
+    summary="Download a schedule's latest file",
+    description="Redirects to a freshly presigned link to the file of the schedule's newest COMPLETED run (an empty"
+    " run it skipped has none). The bearer token is not sent to the file store.",
+    tags=["schedules"],
+    responses=_LATEST_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def schedule_latest(schedule_id: str) -> Response[str]:
+    """``302`` to the latest file; ``404`` for another user's schedule or no file."""
+    return _redirect(latest.owner_latest(schedule_id, caller_id(app.current_event), schedule_dependencies()))
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>/permalink",
+    status_code=201,
+    summary="Turn on or rotate a schedule's secret permalink",
+    description="A URL that gives the latest file without a token, for tools that cannot send one (a spreadsheet's"
+    " IMPORTDATA). Anyone who has it gets the file: keep it like a password. Calling again rotates the key (the"
+    " previous one stops working); DELETE revokes it.",
+    tags=["schedules"],
+    responses=_PERMALINK_CREATE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def create_permalink(schedule_id: str) -> Response[Permalink]:
+    """``201`` with the permalink, shown once."""
+    key = latest.mint_permalink(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    event = app.current_event
+    path = PERMALINK_PATH.format(schedule_id=schedule_id)
+    scheme = event.headers.get("x-forwarded-proto") or "https"
+    url = f"{scheme}://{event.request_context.domain_name}{path}?{urlencode({'key': key})}"
+    return _json(201, Permalink(url=url, key=key).model_dump(mode="json"), {})
+
+
+@app.delete(
+    f"{API_VERSION_PREFIX}/schedules/<schedule_id>/permalink",
+    summary="Revoke a schedule's secret permalink",
+    description="Its key stops working at once.",
+    tags=["schedules"],
+    responses=_PERMALINK_DELETE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def delete_permalink(schedule_id: str) -> Response[str]:
+    """``204``; ``404`` for another user's schedule."""
+    latest.revoke_permalink(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    return Response(status_code=204, body="")
+
+
+@app.get(
+    PERMALINK_PATH.replace("{schedule_id}", "<schedule_id>"),
+    summary="A schedule's latest file through its permalink",
+    description="Without a token: the permalink's `key` is the credential. Redirects as GET"
+    " /v1/schedules/{id}/latest does.",
+    tags=["schedules"],
+    responses=_PERMALINK_GET_RESPONSES,
+    security=[],
+)
+@tracer.capture_method(capture_response=False)
+def permalink(schedule_id: str, key: Annotated[str, Query(min_length=1, max_length=200)]) -> Response[str]:
+    """``302`` to the latest file for the right key; ``404`` otherwise."""
+    return _redirect(latest.permalink_latest(schedule_id, key, schedule_dependencies()))
 
 
 @app.route(".+", method="OPTIONS", include_in_schema=False)

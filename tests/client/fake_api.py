@@ -230,9 +230,12 @@ WINDOWS: dict[str, tuple[str, str]] = {"orders": ("date_from", "date_to"), "sale
 RELATIVE = re.compile(r"previous_day|previous_week|previous_month|month_to_date|last_n_days:[1-9]\d*")
 _SCHEDULE_FIELDS = {
     "name", "export_type", "format", "filters", "priority", "timeout_sec", "callback_url", "csv_bom",
-    "csv_formula_guard", "cron", "every", "timezone", "start_at", "end_at", "recipients",
+    "csv_formula_guard", "cron", "every", "timezone", "start_at", "end_at", "recipients", "when_empty",
 }  # fmt: skip
-_PATCH_FIELDS = {"name", "cron", "every", "timezone", "filters", "recipients", "start_at", "end_at", "state"}
+_PATCH_FIELDS = {
+    "name", "cron", "every", "timezone", "filters", "recipients", "start_at", "end_at", "state", "when_empty",
+    "watermark",
+}  # fmt: skip
 _SCHEDULE_PATH = re.compile(r"/v1/schedules/([^/]+)(/run)?")
 
 
@@ -260,6 +263,11 @@ def schedule_json(schedule_id: str = "sch_1", **changes: Any) -> dict[str, Any]:
         "next_runs": [{"utc": "2025-04-07T06:00:00Z", "local": "2025-04-07T08:00:00+02:00"}],
         "last_run": None,
         "consecutive_failures": 0,
+        "when_empty": "send",
+        "watermark": None,
+        "feed_run": None,
+        "latest_task_id": None,
+        "permalink": False,
         "created_at": CREATED.isoformat(),
         "updated_at": CREATED.isoformat(),
     }

@@ -5,6 +5,7 @@ import io
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from exports_client.cli import ExitCode, main
@@ -336,3 +337,57 @@ def test_a_schedules_view_as_the_contract_shows_it_is_shown() -> None:
     assert "TOO_MANY_FAILURES: 5 runs in a row failed" in out
     assert "every 30 minutes (Europe/Berlin)" in out
     assert "5 in a row" in out
+
+
+def test_a_feed_is_created_with_since_last_run_and_when_empty_and_its_watermark_reset(api: FakeApi) -> None:
+    schedule_id = create(api, "--every", "1h", "--from", "since_last_run", "--when-empty", "skip")
+
+    assert sent(api)["filters"] == {"date_from": "since_last_run"} and sent(api)["when_empty"] == "skip"
+    code, _, err = run(api, "schedules", "update", schedule_id, "--reset-watermark")
+    assert code == ExitCode.OK, err
+    assert sent(api, "PATCH") == {"watermark": None}
+    code, _, err = run(api, "schedules", "update", schedule_id, "--watermark", "2026-12-01T00:00:00Z")
+    assert code == ExitCode.OK, err
+    assert sent(api, "PATCH") == {"watermark": "2026-12-01T00:00:00Z"}
+
+
+def test_a_feeds_view_shows_its_watermark_run_in_flight_latest_and_permalink() -> None:
+    feed = schedule_json(
+        when_empty="skip",
+        watermark="2026-12-01T10:00:00Z",
+        feed_run={
+            "task_id": "exp_9",
+            "scheduled_for": "2026-12-01T11:00:00Z",
+            "window_from": "2026-12-01T10:00:00Z",
+            "window_to": "2026-12-01T10:59:00Z",
+        },
+        latest_task_id="exp_8",
+        permalink=True,
+    )
+    api = FakeApi().on("GET", "/v1/schedules/sch_1", json_response(200, feed))
+
+    code, out, _ = run(api, "schedules", "show", "sch_1")
+
+    assert code == ExitCode.OK
+    assert "skipped (no file, no mail)" in out and "exp_9, changes from" in out
+    assert "exp_8" in out and "permalink" in out
+
+
+def test_permalink_prints_the_url_once_and_revoke_deletes_it() -> None:
+    link = {"url": "https://api.example/v1/permalinks/sch_1?key=s3cret", "key": "s3cret"}
+    api = FakeApi().on("POST", "/v1/schedules/sch_1/permalink", json_response(201, link))
+    api.on("DELETE", "/v1/schedules/sch_1/permalink", httpx.Response(204))
+
+    code, out, _ = run(api, "schedules", "permalink", "sch_1")
+    assert code == ExitCode.OK and link["url"] in out and "revoke" in out
+    code, out, _ = run(api, "schedules", "permalink", "sch_1", "--revoke")
+    assert code == ExitCode.OK and "revoked" in out
+    assert [request.method for request in api.requests] == ["POST", "DELETE"]
+
+
+def test_latest_without_a_completed_file_exits_4() -> None:
+    api = FakeApi().on("GET", "/v1/schedules/sch_1", json_response(200, schedule_json()))
+
+    code, _, err = run(api, "schedules", "latest", "sch_1")
+
+    assert code == ExitCode.NOT_FOUND and "NO_LATEST_FILE" in err

@@ -61,6 +61,11 @@ OPERATIONS = {
     ("patch", "/v1/schedules/{schedule_id}"): ExportsClient.update_schedule,
     ("delete", "/v1/schedules/{schedule_id}"): ExportsClient.delete_schedule,
     ("post", "/v1/schedules/{schedule_id}/run"): ExportsClient.run_schedule,
+    ("get", "/v1/schedules/{schedule_id}/latest"): ExportsClient.download_latest,
+    ("post", "/v1/schedules/{schedule_id}/permalink"): ExportsClient.create_permalink,
+    ("delete", "/v1/schedules/{schedule_id}/permalink"): ExportsClient.revoke_permalink,
+    # For tools without a token: the SDK hands out its URL (create_permalink).
+    ("get", "/v1/permalinks/{schedule_id}"): ExportsClient.create_permalink,
     ("get", "/local/mailbox"): ExportsClient.mailbox,
 }
 # Schema words that only document: they do not change what a document may contain.

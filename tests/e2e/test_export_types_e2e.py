@@ -61,6 +61,7 @@ def test_the_stack_offers_the_declared_types_with_their_schemas(stack: Stack) ->
         "customers": every,
         "sales_report": every,
         "generated_orders": every,
+        "order_changes": every,
         "orders_dynamodb": every,
         "customers_api": every,
     }

@@ -284,6 +284,7 @@ DEMO_FILTERS: dict[str, dict[str, Any]] = {
     "sales_report": {"date_from": "2025-01-01", "date_to": "2025-03-31", "currency": "EUR"},
     "generated_orders": {"rows": 5000},
     "orders_all_tenants": {"date_from": "2025-01-01", "date_to": "2025-03-31"},
+    "order_changes": {"changed_from": "2025-03-01T00:00:00Z", "changed_to": "2025-03-31T00:00:00Z"},
 }
 
 

@@ -35,6 +35,7 @@ def test_the_shipped_declarations_load() -> None:
         "sales_report",
         "generated_orders",
         "orders_all_tenants",
+        "order_changes",
         "orders_dynamodb",
         "customers_api",
     ]
@@ -50,6 +51,39 @@ def typed(parameter: str) -> str:
 
 
 # What issue 23 found the loader accepting (or crashing on): each must stop start-up and synth.
+def ranged(kind: str, changes: str) -> str:
+    """A SQL type ``t`` with a range ``a``/``b`` of ``kind`` parameters and the ``changes`` line."""
+    return (
+        '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS x"\n'
+        'date_ranges = [{ from = "a", to = "b", max_days = 31 }]\n'
+        f"{changes}\n"
+        f'[types.t.parameters.a]\ntype = "{kind}"\n[types.t.parameters.b]\ntype = "{kind}"\n'
+    )
+
+
+# A feed's change window (docs/schedules.md, "Feeds"): a declared range of instants.
+CHANGES_DECLARATIONS = [
+    (
+        ranged("datetime", 'changes = { column = "updated_at", from = "a", to = "c" }'),
+        "types.t: changes",
+        "is not one of the type's date_ranges",
+    ),
+    (
+        ranged("date", 'changes = { column = "updated_at", from = "a", to = "b" }'),
+        "types.t: changes",
+        "a range of datetime parameters",
+    ),
+    (
+        ranged("datetime", 'changes = { column = "updated_at", from = "a", to = "b", lag = "5 minutes" }'),
+        "types.t: changes.lag",
+        "should match pattern",
+    ),
+    (
+        ranged("datetime", 'changes = { column = "updated_at", from = "a", to = "b", floor = 2026-01-01T00:00:00 }'),
+        "types.t: changes.floor",
+        "with its offset",
+    ),
+]
 BREAKING_DECLARATIONS = {
     "a statement after the query": (
         '[types.t]\ndescription = "x"\nsource = "db"\nquery = "SELECT 1 AS x; COMMIT; INSERT INTO t VALUES (1)"',
@@ -304,6 +338,7 @@ BREAKING_DECLARATIONS = {
             "types.t: columns.a",
             "scale cannot be more than precision",
         ),
+        *CHANGES_DECLARATIONS,
         *BREAKING_DECLARATIONS.values(),
     ],
     ids=lambda value: value[:60] if isinstance(value, str) else None,
@@ -607,7 +642,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     )
     assert (
         probe.stdout.strip()
-        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'orders_dynamodb'] False"
+        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'order_changes',"
+        " 'orders_dynamodb'] False"
     )
 
 

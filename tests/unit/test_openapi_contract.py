@@ -109,7 +109,14 @@ def test_the_submit_body_is_one_schema_per_type_open_to_every_caller(document: d
     media = document["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
     mapping = media["schema"]["discriminator"]["mapping"]
 
-    assert list(mapping) == ["orders", "customers", "sales_report", "generated_orders", "orders_dynamodb"]
+    assert list(mapping) == [
+        "orders",
+        "customers",
+        "sales_report",
+        "generated_orders",
+        "order_changes",
+        "orders_dynamodb",
+    ]
     assert media["schema"]["oneOf"] == [{"$ref": ref} for ref in mapping.values()]
     assert not [name for name in schemas if "orders_all_tenants" in name]
     shared = schemas["ExportRequest"]

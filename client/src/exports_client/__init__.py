@@ -37,10 +37,12 @@ from exports_client.models import (
     ExportAccepted,
     ExportFormat,
     ExportTypeView,
+    FeedRunView,
     LastRunView,
     MailMessage,
     NextRun,
     PausedReasonView,
+    Permalink,
     ScheduleList,
     ScheduleState,
     ScheduleView,
@@ -48,6 +50,7 @@ from exports_client.models import (
     TaskList,
     TaskStatus,
     TaskView,
+    WhenEmpty,
 )
 from exports_client.webhooks import parse_event, verify_webhook
 
@@ -70,6 +73,7 @@ __all__ = [
     "ExportTypeView",
     "ExportsClient",
     "ExportsError",
+    "FeedRunView",
     "IntegrityError",
     "InvalidRequestError",
     "LastRunView",
@@ -78,6 +82,7 @@ __all__ = [
     "NextRun",
     "NotFoundError",
     "PausedReasonView",
+    "Permalink",
     "RateLimitedError",
     "ScheduleList",
     "ScheduleState",
@@ -91,6 +96,7 @@ __all__ = [
     "UnexpectedResponseError",
     "WaitTimeoutError",
     "WebhookVerificationError",
+    "WhenEmpty",
     "parse_event",
     "verify_webhook",
 ]

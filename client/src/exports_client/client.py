@@ -24,6 +24,7 @@ from exports_client.errors import (
     APIError,
     IntegrityError,
     NetworkError,
+    NotFoundError,
     RateLimitedError,
     UnexpectedResponseError,
     WaitTimeoutError,
@@ -39,6 +40,7 @@ from exports_client.models import (
     ExportTypeView,
     Mailbox,
     MailMessage,
+    Permalink,
     ScheduleList,
     ScheduleState,
     ScheduleView,
@@ -315,12 +317,15 @@ class ExportsClient:
         callback_url: str | None = None,
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
+        when_empty: str | None = None,
         idempotency_key: str | None = None,
     ) -> ScheduleView:
         """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
         ``every`` (one of minutes, hours, days), in ``timezone`` (IANA; the service's default is
         ``Etc/UTC``). The type's window filters may take a relative value (``previous_week``,
-        ``last_n_days:7``...), resolved at each firing. ``idempotency_key`` makes a repeated call
+        ``last_n_days:7``...), resolved at each firing; a type with a change column takes
+        ``since_last_run`` (a feed). ``when_empty="skip"``: a run of 0 rows keeps no file and
+        mails no one. ``idempotency_key`` makes a repeated call
         answer with the schedule the first one created. Options left ``None`` take the service's
         defaults; the service validates everything (:class:`InvalidRequestError` names the
         ``field``, :class:`RateLimitedError` ``SCHEDULE_LIMIT_REACHED`` at the per-user cap).
@@ -339,6 +344,7 @@ class ExportsClient:
             "callback_url": callback_url,
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
+            "when_empty": when_empty,
         }
         body = {
             "export_type": export_type,
@@ -381,9 +387,12 @@ class ExportsClient:
         start_at: datetime | str | _Unset | None = UNSET,
         end_at: datetime | str | _Unset | None = UNSET,
         state: ScheduleState | str | _Unset = UNSET,
+        when_empty: str | _Unset = UNSET,
+        watermark: datetime | str | _Unset | None = UNSET,
     ) -> ScheduleView:
         """Change what is given (``PATCH``; ``None`` sends ``null``, e.g. ``end_at=None``: no end);
-        validated like a create. ``state="PAUSED"`` pauses, ``"ACTIVE"`` resumes."""
+        validated like a create. ``state="PAUSED"`` pauses, ``"ACTIVE"`` resumes. ``watermark``
+        moves a feed's next start (``None``: back to its beginning)."""
         changes: dict[str, Any] = {
             "name": name,
             "cron": cron,
@@ -394,6 +403,8 @@ class ExportsClient:
             "start_at": start_at if isinstance(start_at, _Unset) else _moment(start_at),
             "end_at": end_at if isinstance(end_at, _Unset) else _moment(end_at),
             "state": state,
+            "when_empty": when_empty,
+            "watermark": watermark if isinstance(watermark, _Unset) else _moment(watermark),
         }
         body = {key: value for key, value in changes.items() if not isinstance(value, _Unset)}
         return self._parse(ScheduleView, self._request("PATCH", _schedule_path(schedule_id), json=body))
@@ -413,6 +424,23 @@ class ExportsClient:
     def run_schedule(self, schedule_id: str) -> ExportAccepted:
         """Run the schedule's export now, as a new task (``202``), whatever its state."""
         return self._parse(ExportAccepted, self._request("POST", f"{_schedule_path(schedule_id)}/run"))
+
+    def download_latest(self, schedule_id: str, path: str | Path = ".") -> Path:
+        """Save the file of the schedule's newest COMPLETED run (as :meth:`download`);
+        :class:`NotFoundError` (``NO_LATEST_FILE``) when it has none."""
+        task_id = self.get_schedule(schedule_id).latest_task_id
+        if task_id is None:
+            raise NotFoundError(404, "NO_LATEST_FILE", f"schedule {schedule_id} has no completed run with a file yet")
+        return self.download(task_id, path)
+
+    def create_permalink(self, schedule_id: str) -> Permalink:
+        """Turn on (or rotate) the schedule's secret permalink: a URL that gives its latest file
+        without a token. Shown once; anyone who has it gets the file."""
+        return self._parse(Permalink, self._request("POST", f"{_schedule_path(schedule_id)}/permalink"))
+
+    def revoke_permalink(self, schedule_id: str) -> None:
+        """Revoke the permalink: its key stops working at once."""
+        self._request("DELETE", f"{_schedule_path(schedule_id)}/permalink")
 
     def schedule_runs(self, schedule_id: str, page_size: int | None = None) -> Iterator[TaskView]:
         """The tasks the schedule started, newest first (``GET /v1/exports?schedule_id=``)."""

@@ -32,7 +32,15 @@ _RANGE_SUFFIXES: Final = (("from", "to"), ("start", "end"), ("after", "before"))
 _DATE_FORMATS: Final = frozenset({"date", "date-time"})
 #: The relative windows a schedule's window filter may take, resolved at each firing in the
 #: schedule's zone (docs/schedules.md); ``last_n_days:N`` takes a whole number N of at least 1.
-RELATIVE_WINDOWS: Final = ("previous_day", "previous_week", "previous_month", "month_to_date", "last_n_days:N")
+RELATIVE_WINDOWS: Final = (
+    "previous_day",
+    "previous_week",
+    "previous_month",
+    "month_to_date",
+    # A feed: the changes since the previous COMPLETED run (types that declare a change column).
+    "since_last_run",
+    "last_n_days:N",
+)
 _LAST_N_DAYS: Final = re.compile(r"last_n_days:([1-9]\d*)")
 
 

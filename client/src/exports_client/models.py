@@ -129,6 +129,23 @@ class ScheduleState(StrEnum):
     PAUSED = "PAUSED"
 
 
+class WhenEmpty(StrEnum):
+    """What a schedule's run of 0 rows does: sent as any other, or skipped (no file, no mail)."""
+
+    SEND = "send"
+    SKIP = "skip"
+
+
+class FeedRunView(_Result):
+    """A feed's run in flight: its task (once made) and the span it covers (from included, to
+    excluded)."""
+
+    task_id: str | None
+    scheduled_for: datetime
+    window_from: datetime
+    window_to: datetime
+
+
 class Every(_Result):
     """A fixed interval: exactly one of ``minutes``, ``hours`` or ``days`` (a day is 24 hours)."""
 
@@ -216,8 +233,25 @@ class ScheduleView(_Result):
     next_runs: list[NextRun]
     last_run: LastRunView | None
     consecutive_failures: int
+    #: What a run of 0 rows does.
+    when_empty: WhenEmpty
+    #: A feed's: where its next run starts (none before its first COMPLETED run).
+    watermark: datetime | None
+    #: A feed's run in flight.
+    feed_run: FeedRunView | None
+    #: The newest COMPLETED run with a file (:meth:`ExportsClient.download_latest`).
+    latest_task_id: str | None
+    #: Whether a secret permalink to the latest file is on.
+    permalink: bool
     created_at: datetime
     updated_at: datetime
+
+
+class Permalink(_Result):
+    """A schedule's secret permalink, shown once: its URL gives the latest file without a token."""
+
+    url: str
+    key: str
 
 
 class ScheduleList(_Result):

@@ -31,7 +31,15 @@ from rich.text import Text
 
 from exports_client.eta import Pace
 from exports_client.filters import FilterSchema, constraints, placeholder, type_name
-from exports_client.models import ExportTypeView, MailMessage, ScheduleState, ScheduleView, TaskStatus, TaskView
+from exports_client.models import (
+    ExportTypeView,
+    FeedRunView,
+    MailMessage,
+    ScheduleState,
+    ScheduleView,
+    TaskStatus,
+    TaskView,
+)
 
 # Off a terminal nothing is wrapped or cut: lines stay whole for grep and logs.
 _PIPE_WIDTH: Final = 200
@@ -235,6 +243,11 @@ def schedule_details(schedule: ScheduleView) -> Table:
         ("next runs", "\n".join(f"{_instant(r.local)}  ({_instant(r.utc)})" for r in schedule.next_runs) or "-"),
         ("last run", f"{run.task_id or '-'} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),
         ("failures", f"{schedule.consecutive_failures} in a row"),
+        ("when empty", "skipped (no file, no mail)" if schedule.when_empty == "skip" else None),
+        ("watermark", _when(schedule.watermark) if schedule.watermark else None),
+        ("running", _feed_run(schedule.feed_run) if schedule.feed_run else None),
+        ("latest", schedule.latest_task_id),
+        ("permalink", "on" if schedule.permalink else None),
         ("created", _when(schedule.created_at)),
         ("updated", _when(schedule.updated_at)),
     ]
@@ -242,6 +255,11 @@ def schedule_details(schedule: ScheduleView) -> Table:
         if value is not None:
             grid.add_row(label, value)
     return grid
+
+
+def _feed_run(run: FeedRunView) -> str:
+    """A feed's run in flight: its task and the span it covers."""
+    return f"{run.task_id or '-'}, changes from {_when(run.window_from)} to {_when(run.window_to)}"
 
 
 def mailbox_view(messages: Iterable[MailMessage]) -> Group:

@@ -51,6 +51,10 @@ examples:
   exportctl schedules create orders --cron "0 8 * * 1" --timezone Europe/Berlin --from previous_week \\
       --format xlsx --recipient finance@acme.example --name "Weekly orders"
   exportctl schedules create orders --every 1d --from previous_day --filter status=delivered
+  exportctl schedules create order_changes --every 1h --from since_last_run --when-empty skip
+
+a feed (--from since_last_run, on a type that declares its change column) sends at each run the
+rows changed since the previous COMPLETED run; exportctl schedules latest ID saves its newest file.
 """
 
 
@@ -111,6 +115,7 @@ def _create(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         callback_url=args.callback_url,
         csv_bom=args.csv_bom,
         csv_formula_guard=args.csv_formula_guard,
+        when_empty=args.when_empty,
         idempotency_key=args.idempotency_key,
     )
     output.result(schedule, schedule_details(schedule))
@@ -154,6 +159,8 @@ def _update(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         "start_at": args.start_at,
         "end_at": args.end_at,
         "recipients": [] if args.no_recipients else (args.recipients or None),
+        "when_empty": args.when_empty,
+        "watermark": args.watermark,
     }
     changes |= {key: value for key, value in given.items() if value is not None}
     # One of cron and every: the one given replaces the other.
@@ -163,6 +170,10 @@ def _update(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         changes["cron"] = None
     if args.no_end:
         changes["end_at"] = None
+    if args.watermark is not None and args.reset_watermark:
+        raise UsageError("give --watermark or --reset-watermark, not both")
+    if args.reset_watermark:
+        changes["watermark"] = None
     if not changes:
         raise UsageError("nothing to change: give at least one option (see: exportctl schedules update --help)")
     schedule = client.update_schedule(args.schedule_id, **changes)
@@ -202,6 +213,22 @@ def _runs(client: ExportsClient, args: argparse.Namespace, output: _Output) -> E
     return ExitCode.OK
 
 
+def _latest(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+    saved = client.download_latest(args.schedule_id, args.path)
+    output.result({"schedule_id": args.schedule_id, "path": str(saved)}, f"saved {saved}")
+    return ExitCode.OK
+
+
+def _permalink(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+    if args.revoke:
+        client.revoke_permalink(args.schedule_id)
+        output.result({"schedule_id": args.schedule_id, "permalink": False}, "revoked: the old URL stops working")
+        return ExitCode.OK
+    link = client.create_permalink(args.schedule_id)
+    output.result(link, f"{link.url}\nanyone with this URL gets the latest file; revoke it with --revoke")
+    return ExitCode.OK
+
+
 def _mailbox(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
     messages = client.mailbox()[: args.limit]
     output.result(messages, mailbox_view(messages) if messages else "no mail")
@@ -234,6 +261,9 @@ def _add_timing_options(parser: argparse.ArgumentParser, *, create: bool) -> Non
     parser.add_argument("--start-at", type=_moment, metavar="DATETIME", help="no firing before (with offset)")
     parser.add_argument("--end-at", type=_moment, metavar="DATETIME", help="no firing after (with offset)")
     parser.add_argument("--name", type=_name, help="a name to tell it by (1..100 characters)")
+    parser.add_argument(
+        "--when-empty", choices=["send", "skip"], help="a run of 0 rows: sent (default), or skipped (no file, no mail)"
+    )
     parser.add_argument(
         "--recipient",
         dest="recipients",
@@ -288,6 +318,10 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     _add_timing_options(update, create=False)
     update.add_argument("--no-recipients", action="store_true", help="mail nobody any more")
     update.add_argument("--no-end", action="store_true", help="remove the end (end_at: null)")
+    update.add_argument("--watermark", type=_moment, metavar="DATETIME", help="a feed's next run starts here")
+    update.add_argument(
+        "--reset-watermark", action="store_true", help="a feed starts again at start_at (or its type's floor)"
+    )
     update.set_defaults(run=_update)
 
     run = actions.add_parser("run", parents=[common], help="run the schedule's export now (a new task)")
@@ -299,6 +333,18 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     runs.add_argument("schedule_id", metavar="ID")
     runs.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
     runs.set_defaults(run=_runs)
+
+    latest = actions.add_parser("latest", parents=[common], help="save the file of the newest COMPLETED run")
+    latest.add_argument("schedule_id", metavar="ID")
+    latest.add_argument("path", nargs="?", default=".", help="a file or a directory (default: here)")
+    latest.set_defaults(run=_latest)
+
+    permalink = actions.add_parser(
+        "permalink", parents=[common], help="a secret URL of the latest file, for tools without a token"
+    )
+    permalink.add_argument("schedule_id", metavar="ID")
+    permalink.add_argument("--revoke", action="store_true", help="revoke it (the URL stops working at once)")
+    permalink.set_defaults(run=_permalink)
 
     mailbox = commands.add_parser(
         "mailbox", parents=[common], help="local mode: the mail its embedded SES received, newest first"

@@ -1,11 +1,21 @@
-/** One schedule in the list: when it runs, its state, its next and last run, its failures, and
- * what can be done with it (pause or resume, run now, its runs, delete). */
+/** One schedule in the list: when it runs, its state, its next and last run, its failures, a
+ * feed's watermark, and what can be done with it (pause or resume, run now, its runs, its latest
+ * file, its secret permalink, delete). */
 
 import { describeTiming, type ScheduleRun, type ScheduleView } from "@exports/client";
 
 import { shortId } from "./task-row.js";
 
-export type ScheduleAction = "pause" | "resume" | "run" | "runs" | "delete" | "confirm-delete";
+export type ScheduleAction =
+  | "pause"
+  | "resume"
+  | "run"
+  | "runs"
+  | "latest"
+  | "permalink"
+  | "revoke-permalink"
+  | "delete"
+  | "confirm-delete";
 
 /** What the row's buttons ask for. */
 export type OnScheduleAction = (action: ScheduleAction, schedule: ScheduleView) => void;
@@ -31,6 +41,9 @@ const LABELS: Record<ScheduleAction, string> = {
   resume: "Resume",
   run: "Run now",
   runs: "Show runs of",
+  latest: "Download the latest file of",
+  permalink: "New permalink of",
+  "revoke-permalink": "Revoke the permalink of",
   delete: "Delete",
   "confirm-delete": "Confirm delete",
 };
@@ -65,14 +78,20 @@ export function createScheduleRow(schedule: ScheduleView, onAction: OnScheduleAc
       <div><dt>Next run</dt><dd class="next-run"></dd></div>
       <div><dt>Last run</dt><dd class="last-run"></dd></div>
       <div><dt>Failures in a row</dt><dd class="failures"></dd></div>
+      <div class="feed-fact"><dt>Changes sent up to</dt><dd class="watermark"></dd></div>
+      <div class="empty-fact"><dt>Empty runs</dt><dd>skipped</dd></div>
     </dl>
     <p class="hint paused-reason"></p>
+    <p class="permalink" hidden>Permalink (shown once; anyone with it gets the latest file): <code class="permalink-url"></code></p>
     <p class="error schedule-error"></p>
     <div class="actions">
       <button type="button" class="secondary" data-action="pause">Pause</button>
       <button type="button" class="secondary" data-action="resume">Resume</button>
       <button type="button" class="secondary" data-action="run">Run now</button>
       <button type="button" class="secondary" data-action="runs" aria-expanded="false">Show runs</button>
+      <button type="button" class="secondary" data-action="latest">Latest file</button>
+      <button type="button" class="secondary" data-action="permalink">New permalink</button>
+      <button type="button" class="secondary" data-action="revoke-permalink">Revoke permalink</button>
       <button type="button" class="secondary" data-action="delete">Delete</button>
       <button type="button" data-action="confirm-delete" hidden>Confirm delete</button>
     </div>
@@ -109,7 +128,20 @@ export function updateScheduleRow(row: HTMLLIElement, schedule: ScheduleView): v
     row.querySelector<HTMLButtonElement>(`[data-action="${action}"]`)!;
   button("pause").hidden = paused;
   button("resume").hidden = !paused;
+  const feed = Object.values(schedule.filters).includes("since_last_run");
+  row.querySelector<HTMLElement>(".feed-fact")!.hidden = !feed;
+  text(".watermark", schedule.watermark ? inZone(schedule.watermark, schedule.timezone) : "none yet (from its start)");
+  row.querySelector<HTMLElement>(".empty-fact")!.hidden = schedule.when_empty !== "skip";
+  button("latest").hidden = schedule.latest_task_id === null;
+  button("revoke-permalink").hidden = !schedule.permalink;
   for (const [action, label] of Object.entries(LABELS)) button(action as ScheduleAction).setAttribute("aria-label", `${label} ${title}`);
+}
+
+/** Show a new permalink's URL in the row (it is shown once), or take it away (``null``). */
+export function showPermalink(row: HTMLLIElement, url: string | null): void {
+  const shown = row.querySelector<HTMLElement>(".permalink")!;
+  shown.querySelector(".permalink-url")!.textContent = url ?? "";
+  shown.hidden = url === null;
 }
 
 /** List ``runs`` (newest first) in the row, each linking to its task in the exports view. */

@@ -13,7 +13,14 @@ import {
 } from "@exports/client";
 
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
-import { createScheduleRow, type ScheduleAction, scheduleTitle, showRuns, updateScheduleRow } from "./schedule-row.js";
+import {
+  createScheduleRow,
+  type ScheduleAction,
+  scheduleTitle,
+  showPermalink,
+  showRuns,
+  updateScheduleRow,
+} from "./schedule-row.js";
 
 const LIST_LIMIT = 50;
 const RUNS_LIMIT = 20;
@@ -97,7 +104,14 @@ export class SchedulesView {
     byId<HTMLSelectElement>("schedule-format").replaceChildren(
       ...type.formats.map((format) => Object.assign(document.createElement("option"), { value: format, textContent: format })),
     );
-    byId("schedule-window").hidden = dateRange(schema) === null;
+    const range = dateRange(schema);
+    byId("schedule-window").hidden = range === null;
+    // A feed needs a range of instants (a type's change column); the server has the last word.
+    const instants = range !== null && range.every((name) => (schema.properties?.[name] as { format?: string } | undefined)?.format === "date-time");
+    const feed = byId<HTMLOptionElement>("window-feed");
+    feed.hidden = feed.disabled = !instants;
+    const choice = byId<HTMLSelectElement>("window-choice");
+    if (!instants && choice.value === "since_last_run") choice.value = "previous_day";
     this.showWindow();
   }
 
@@ -163,6 +177,7 @@ export class SchedulesView {
       .map((address) => address.trim())
       .filter(Boolean);
     if (recipients.length > 0) request.recipients = recipients;
+    if (byId<HTMLInputElement>("schedule-skip-empty").checked) request.when_empty = "skip";
     return request;
   }
 
@@ -240,6 +255,19 @@ export class SchedulesView {
         await this.showRunsOf(row, schedule);
       } else if (action === "runs") {
         await this.showRunsOf(row, schedule);
+      } else if (action === "latest") {
+        const link = await this.client.latestLink(schedule.schedule_id);
+        window.open(link.url, "_blank", "noopener");
+      } else if (action === "permalink") {
+        const permalink = await this.client.createPermalink(schedule.schedule_id);
+        showPermalink(row, permalink.url);
+        this.showSchedule(await this.client.getSchedule(schedule.schedule_id));
+        this.announce(`Schedule ${scheduleTitle(schedule)} has a new permalink`);
+      } else if (action === "revoke-permalink") {
+        await this.client.revokePermalink(schedule.schedule_id);
+        showPermalink(row, null);
+        this.showSchedule(await this.client.getSchedule(schedule.schedule_id));
+        this.announce(`Schedule ${scheduleTitle(schedule)}'s permalink revoked`);
       } else if (action === "delete") {
         // Two steps: a schedule (with its recipients) is not deleted by one stray click.
         confirm.hidden = false;

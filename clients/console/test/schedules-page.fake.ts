@@ -71,6 +71,26 @@ describe("the schedules page (scripted API)", () => {
     await close();
   });
 
+  test("skipping empty runs is sent as when_empty; a type of dates offers no feed", async () => {
+    const { page, close } = await openConsole(browser, CONSOLE_URL);
+    await openSchedules(page, ALICE);
+    await fillForm(page, { type: "orders", window: "previous_day", every: { count: 1, unit: "days" }, zone: "Etc/UTC" });
+    // orders' range is of days: "the changes since the last run" needs a type's change column.
+    assert.equal(await page.locator("#window-feed").isDisabled(), true);
+    await page.locator("#schedule-skip-empty").check();
+    const { status, sent, body } = await submitSchedule(page);
+    assert.equal(status, 201);
+    assert.equal(sent["when_empty"], "skip");
+    const row = scheduleRow(page, String(body["schedule_id"]));
+    await row.waitFor();
+    assert.equal(await row.locator(".empty-fact").isVisible(), true);
+    assert.equal(await row.locator(".feed-fact").isVisible(), false);
+    // No COMPLETED run yet, no permalink: nothing to download or revoke.
+    assert.equal(await row.locator('[data-action="latest"]').isVisible(), false);
+    assert.equal(await row.locator('[data-action="revoke-permalink"]').isVisible(), false);
+    await close();
+  });
+
   test("an interval and the last N days; fixed dates send both ends", async () => {
     const { page, close } = await openConsole(browser, CONSOLE_URL);
     await openSchedules(page, ALICE);

@@ -8,6 +8,7 @@ import { isTerminal, polledEvent, type StreamTicket, type TaskEvent, type TaskVi
 import { PushConnection, StreamUnavailableError, type WebSocketConstructor } from "./push.js";
 import type {
   MailMessage,
+  Permalink,
   ScheduleChanges,
   ScheduleList,
   ScheduleRequest,
@@ -298,6 +299,30 @@ export class ExportsClient {
   /** Run the schedule's export now, as a new task (202, as a submit). */
   async runSchedule(scheduleId: string): Promise<ExportAccepted> {
     return this.call<ExportAccepted>("POST", `${schedulePath(scheduleId)}/run`);
+  }
+
+  /** The presigned link of the file of the schedule's newest COMPLETED run (404,
+   * `NO_LATEST_FILE`, while it has none). */
+  async latestLink(scheduleId: string): Promise<DownloadLink> {
+    const schedule = await this.getSchedule(scheduleId);
+    if (schedule.latest_task_id === null) {
+      const response = await this.fetchImpl(`${this.baseUrl}${schedulePath(scheduleId)}/latest`, {
+        headers: { Authorization: `Bearer ${await this.currentToken()}`, Accept: "application/json" },
+        redirect: "manual",
+      });
+      throw await ApiError.from(response);
+    }
+    return this.downloadLink(schedule.latest_task_id);
+  }
+
+  /** Turn on (or rotate) the schedule's secret permalink; its URL is shown once. */
+  async createPermalink(scheduleId: string): Promise<Permalink> {
+    return this.call<Permalink>("POST", `${schedulePath(scheduleId)}/permalink`);
+  }
+
+  /** Revoke the permalink: its URL stops working at once. */
+  async revokePermalink(scheduleId: string): Promise<void> {
+    await this.call<null>("DELETE", `${schedulePath(scheduleId)}/permalink`);
   }
 
   /** A page of the tasks the schedule started, newest first (GET /v1/exports?schedule_id=). */

@@ -39,11 +39,13 @@ export {
 export {
   describeTiming,
   type Every,
+  type FeedRun,
   isRelativeWindow,
   type LastRun,
   type MailMessage,
   type NextRun,
   type PausedReason,
+  type Permalink,
   RELATIVE_WINDOWS,
   type ScheduleChanges,
   type ScheduleList,
@@ -52,6 +54,7 @@ export {
   type ScheduleRunList,
   type ScheduleState,
   type ScheduleView,
+  type WhenEmpty,
 } from "./schedules.js";
 export { StreamUnavailableError, type WebSocketConstructor, type WebSocketLike } from "./push.js";
 export type { components, paths } from "./schema.js";

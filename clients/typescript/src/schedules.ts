@@ -9,8 +9,34 @@ import type { components } from "./schema.js";
 type ExportFormat = components["schemas"]["ExportFormat"];
 
 /** The relative windows a type's window filter may take, resolved at each firing in the
- * schedule's zone; `last_n_days:N` takes a whole number N of at least 1. */
-export const RELATIVE_WINDOWS = ["previous_day", "previous_week", "previous_month", "month_to_date", "last_n_days:N"] as const;
+ * schedule's zone; `last_n_days:N` takes a whole number N of at least 1. `since_last_run` makes
+ * a feed (a type that declares its change column): each run the changes since the last
+ * COMPLETED run. */
+export const RELATIVE_WINDOWS = [
+  "previous_day",
+  "previous_week",
+  "previous_month",
+  "month_to_date",
+  "since_last_run",
+  "last_n_days:N",
+] as const;
+
+/** A run of 0 rows: sent as any other, or skipped (no file, no mail; its webhook says so). */
+export type WhenEmpty = "send" | "skip";
+
+/** A feed's run in flight: its task (once made) and the span of changes it covers. */
+export interface FeedRun {
+  task_id: string | null;
+  scheduled_for: string;
+  window_from: string;
+  window_to: string;
+}
+
+/** A schedule's secret permalink, shown once: its URL gives the latest file without a token. */
+export interface Permalink {
+  url: string;
+  key: string;
+}
 
 /** Whether ``value`` is one of the relative windows (``last_n_days:7`` included). */
 export function isRelativeWindow(value: unknown): boolean {
@@ -63,6 +89,7 @@ export interface ScheduleRequest {
   start_at?: string;
   end_at?: string | null;
   recipients?: string[];
+  when_empty?: WhenEmpty;
 }
 
 /** PATCH /v1/schedules/{id}: any of these; `null` clears (`end_at: null`: no end). */
@@ -76,6 +103,9 @@ export interface ScheduleChanges {
   start_at?: string | null;
   end_at?: string | null;
   state?: ScheduleState;
+  when_empty?: WhenEmpty;
+  /** A feed's next start; `null`: back to its beginning (`start_at`, the type's floor). */
+  watermark?: string | null;
 }
 
 /** A schedule as its owner sees it. */
@@ -102,6 +132,14 @@ export interface ScheduleView {
   next_runs: NextRun[];
   last_run: LastRun | null;
   consecutive_failures: number;
+  when_empty: WhenEmpty;
+  /** A feed's: where its next run starts (null before its first COMPLETED run). */
+  watermark: string | null;
+  feed_run: FeedRun | null;
+  /** The newest COMPLETED run with a file (`latestLink`). */
+  latest_task_id: string | null;
+  /** Whether a secret permalink to the latest file is on. */
+  permalink: boolean;
   created_at: string;
   updated_at: string;
 }

@@ -168,6 +168,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/permalinks/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A schedule's latest file through its permalink
+         * @description Without a token: the permalink's `key` is the credential. Redirects as GET /v1/schedules/{id}/latest does.
+         */
+        get: operations["permalink_v1_permalinks__schedule_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules": {
         parameters: {
             query?: never;
@@ -218,6 +238,50 @@ export interface paths {
          * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures).
          */
         patch: operations["patch_schedule_v1_schedules__schedule_id__patch"];
+        trace?: never;
+    };
+    "/v1/schedules/{schedule_id}/latest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a schedule's latest file
+         * @description Redirects to a freshly presigned link to the file of the schedule's newest COMPLETED run (an empty run it skipped has none). The bearer token is not sent to the file store.
+         */
+        get: operations["schedule_latest_v1_schedules__schedule_id__latest_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{schedule_id}/permalink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn on or rotate a schedule's secret permalink
+         * @description A URL that gives the latest file without a token, for tools that cannot send one (a spreadsheet's IMPORTDATA). Anyone who has it gets the file: keep it like a password. Calling again rotates the key (the previous one stops working); DELETE revokes it.
+         */
+        post: operations["create_permalink_v1_schedules__schedule_id__permalink_post"];
+        /**
+         * Revoke a schedule's secret permalink
+         * @description Its key stops working at once.
+         */
+        delete: operations["delete_permalink_v1_schedules__schedule_id__permalink_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/schedules/{schedule_id}/run": {
@@ -562,6 +626,63 @@ export interface components {
             timezone?: string;
         };
         /**
+         * ExportRequest.order_changes
+         * @description Orders created or changed in a span of time, by when they last changed: a feed's type.
+         */
+        "ExportRequest.order_changes": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "order_changes";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.order_changes"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
+        };
+        /**
          * ExportRequest.orders
          * @description Orders placed in a date range, one row per order.
          */
@@ -757,6 +878,29 @@ export interface components {
             name: string;
         };
         /**
+         * FeedRunView
+         * @description A feed's run in flight: the span it covers (from included, to excluded).
+         */
+        FeedRunView: {
+            /**
+             * Scheduled For
+             * Format: date-time
+             */
+            scheduled_for: string;
+            /** Task Id */
+            task_id: string | null;
+            /**
+             * Window From
+             * Format: date-time
+             */
+            window_from: string;
+            /**
+             * Window To
+             * Format: date-time
+             */
+            window_to: string;
+        };
+        /**
          * FieldProblem
          * @description One invalid field of a request.
          */
@@ -793,6 +937,21 @@ export interface components {
              * @description How many orders (1 to 10,000,000).
              */
             rows: number;
+        };
+        /** OrderChangesFilters */
+        "Filters.order_changes": {
+            /**
+             * Changed From
+             * Format: date-time
+             * @description Changed at or after this instant (with its UTC offset).
+             */
+            changed_from: string;
+            /**
+             * Changed To
+             * Format: date-time
+             * @description Changed before this instant (with its UTC offset).
+             */
+            changed_to: string;
         };
         /** OrdersFilters */
         "Filters.orders": {
@@ -905,6 +1064,19 @@ export interface components {
             message: string;
         };
         /**
+         * Permalink
+         * @description A schedule's secret permalink, shown once: GET it without a token for the latest file.
+         */
+        Permalink: {
+            /** Key */
+            key: string;
+            /**
+             * Url
+             * @description The permalink (its key is in the query string). Anyone who has it gets the file.
+             */
+            url: string;
+        };
+        /**
          * RefusalEstimate
          * @description What a capacity refusal (``WOULD_TIME_OUT``) was estimated on.
          */
@@ -960,10 +1132,17 @@ export interface components {
             state?: components["schemas"]["ScheduleState"] | null;
             /** Timezone */
             timezone?: string | null;
+            /**
+             * Watermark
+             * @description A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the type's floor or the schedule's creation. A run in flight then no longer moves it.
+             */
+            watermark?: string | null;
+            /** @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`. */
+            when_empty?: components["schemas"]["WhenEmpty"] | null;
         };
         /**
          * ScheduleRequest
-         * @description In `filters`, the export type's window parameters (its date range) may take a relative value resolved at each firing in `timezone`: `previous_day`, `previous_week` (ISO week), `previous_month`, `month_to_date`, `last_n_days:N`; give it on the range's start.
+         * @description In `filters`, the export type's window parameters (its date range) may take a relative value resolved at each firing in `timezone`: `previous_day`, `previous_week` (ISO week), `previous_month`, `month_to_date`, `last_n_days:N`; give it on the range's start. A type that declares its change column offers `since_last_run` on that range's start: a feed, each run covering the changes since the previous COMPLETED run (docs/schedules.md, "Feeds").
          */
         ScheduleRequest: {
             /**
@@ -1033,6 +1212,11 @@ export interface components {
              * @default Etc/UTC
              */
             timezone?: string;
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
         };
         /**
          * ScheduleState
@@ -1066,6 +1250,8 @@ export interface components {
             every: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
             /** Export Type */
             export_type: string;
+            /** @description A feed's run in flight. */
+            feed_run: components["schemas"]["FeedRunView"] | null;
             /** Filters */
             filters: {
                 [key: string]: unknown;
@@ -1073,6 +1259,11 @@ export interface components {
             /** Format */
             format: string;
             last_run: components["schemas"]["LastRunView"] | null;
+            /**
+             * Latest Task Id
+             * @description The newest COMPLETED run with a file (GET /v1/schedules/{id}/latest redirects to it).
+             */
+            latest_task_id: string | null;
             /** Name */
             name: string | null;
             /**
@@ -1081,6 +1272,11 @@ export interface components {
              */
             next_runs: components["schemas"]["NextRun"][];
             paused_reason: components["schemas"]["PausedReasonView"] | null;
+            /**
+             * Permalink
+             * @description Whether a secret permalink to the latest file is on.
+             */
+            permalink: boolean;
             /** Priority */
             priority: number;
             /** Recipients */
@@ -1099,6 +1295,12 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+            /**
+             * Watermark
+             * @description A feed's: where its next run starts, the previous COMPLETED run's end (none yet: at `start_at`, the type's floor or the schedule's creation).
+             */
+            watermark: string | null;
+            when_empty: components["schemas"]["WhenEmpty"];
         };
         /**
          * StreamTicketView
@@ -1248,6 +1450,13 @@ export interface components {
              */
             timezone?: string;
         };
+        /**
+         * WhenEmpty
+         * @description What a run of 0 rows does: ``send`` it as any other run, or ``skip`` it (its outcome is
+         *     recorded; no file is kept and no mail sent; its webhook says ``empty`` and ``skipped``).
+         * @enum {string}
+         */
+        WhenEmpty: "send" | "skip";
     };
     responses: never;
     parameters: never;
@@ -1414,7 +1623,7 @@ export interface operations {
         /** @description One schema per export type this deployment serves to every caller, told apart by `export_type`; each has the type's `filters` (the JSON Schema GET /v1/export-types serves) and its formats, and an example that runs as it is. A type with an access rule (`allow`) is not in this document, which is served without a token: its callers find it in GET /v1/export-types and send the same fields (`#/components/schemas/ExportRequest`) with its `filters_schema`. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExportRequest.orders"] | components["schemas"]["ExportRequest.customers"] | components["schemas"]["ExportRequest.sales_report"] | components["schemas"]["ExportRequest.generated_orders"] | components["schemas"]["ExportRequest.orders_dynamodb"];
+                "application/json": components["schemas"]["ExportRequest.orders"] | components["schemas"]["ExportRequest.customers"] | components["schemas"]["ExportRequest.sales_report"] | components["schemas"]["ExportRequest.generated_orders"] | components["schemas"]["ExportRequest.order_changes"] | components["schemas"]["ExportRequest.orders_dynamodb"];
             };
         };
         responses: {
@@ -1828,6 +2037,70 @@ export interface operations {
             };
         };
     };
+    permalink_v1_permalinks__schedule_id__get: {
+        parameters: {
+            query: {
+                key: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect to a freshly presigned link to the newest COMPLETED run's file (no body). */
+            302: {
+                headers: {
+                    /** @description How long the answer may be cached. */
+                    "Cache-Control": string;
+                    /** @description The presigned link. */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A wrong, rotated or revoked key, or no such schedule (SCHEDULE_NOT_FOUND); no file (NO_LATEST_FILE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No `key` in the query string. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_schedules_v1_schedules_get: {
         parameters: {
             query?: {
@@ -2171,6 +2444,159 @@ export interface operations {
             };
             /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedule_latest_v1_schedules__schedule_id__latest_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect to a freshly presigned link to the newest COMPLETED run's file (no body). */
+            302: {
+                headers: {
+                    /** @description How long the answer may be cached. */
+                    "Cache-Control": string;
+                    /** @description The presigned link. */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such schedule of yours (SCHEDULE_NOT_FOUND), or no COMPLETED run's file kept (NO_LATEST_FILE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_permalink_v1_schedules__schedule_id__permalink_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new permalink, shown once (the previous key stops working). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Permalink"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_permalink_v1_schedules__schedule_id__permalink_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked: its key stops working. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

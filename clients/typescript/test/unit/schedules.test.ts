@@ -39,6 +39,11 @@ function view(id: string, changes: Partial<ScheduleView> = {}): ScheduleView {
     next_runs: [{ utc: "2026-12-07T07:00:00Z", local: "2026-12-07T08:00:00+01:00" }],
     last_run: null,
     consecutive_failures: 0,
+    when_empty: "send",
+    watermark: null,
+    feed_run: null,
+    latest_task_id: null,
+    permalink: false,
     created_at: "2026-12-01T10:00:00Z",
     updated_at: "2026-12-01T10:00:00Z",
     ...changes,
@@ -184,7 +189,7 @@ describe("schedules", () => {
   });
 
   test("relative windows and timings for people", () => {
-    for (const value of ["previous_day", "previous_week", "previous_month", "month_to_date", "last_n_days:7"]) {
+    for (const value of ["previous_day", "previous_week", "previous_month", "month_to_date", "since_last_run", "last_n_days:7"]) {
       assert.equal(isRelativeWindow(value), true, value);
     }
     for (const value of ["last_n_days:0", "last_n_days:N", "previous_year", "2026-12-01", 7, null]) {
@@ -193,5 +198,49 @@ describe("schedules", () => {
     assert.equal(describeTiming({ cron: "0 8 * * 1", every: null }), "0 8 * * 1");
     assert.equal(describeTiming({ cron: null, every: { minutes: 30 } }), "every 30 minutes");
     assert.equal(describeTiming({ cron: null, every: { hours: null, days: 1 } }), "every 1 day");
+  });
+
+  test("feeds: when_empty and a watermark reset, the latest file's link, the permalink", async () => {
+    const { client, sent } = scripted((request) => {
+      if (request.path.endsWith("/permalink")) {
+        return request.method === "DELETE"
+          ? new Response(null, { status: 204 })
+          : json(201, { url: `${BASE}/v1/permalinks/sch_1?key=s3cret`, key: "s3cret" });
+      }
+      if (request.path === "/v1/exports/exp_8/download") {
+        return new Response(null, { status: 302, headers: { Location: "https://files.test/exp_8.csv" } });
+      }
+      return json(200, view("sch_1", { when_empty: "skip", latest_task_id: "exp_8", permalink: true }));
+    });
+    const changed = await client.updateSchedule("sch_1", { when_empty: "skip", watermark: null });
+    const link = await client.latestLink("sch_1");
+    const permalink = await client.createPermalink("sch_1");
+    await client.revokePermalink("sch_1");
+    assert.equal(changed.when_empty, "skip");
+    assert.equal(link.url, "https://files.test/exp_8.csv");
+    assert.equal(permalink.url, `${BASE}/v1/permalinks/sch_1?key=s3cret`);
+    assert.deepEqual(
+      sent.map((request) => [request.method, request.path, request.body]),
+      [
+        ["PATCH", "/v1/schedules/sch_1", { when_empty: "skip", watermark: null }],
+        ["GET", "/v1/schedules/sch_1", undefined],
+        ["GET", "/v1/exports/exp_8/download", undefined],
+        ["POST", "/v1/schedules/sch_1/permalink", undefined],
+        ["DELETE", "/v1/schedules/sch_1/permalink", undefined],
+      ],
+    );
+  });
+
+  test("no latest file yet is the service's 404", async () => {
+    const { client } = scripted((request) =>
+      request.path.endsWith("/latest")
+        ? json(404, { error: { code: "NO_LATEST_FILE", message: "no completed run with a file" } })
+        : json(200, view("sch_1")),
+    );
+    await assert.rejects(client.latestLink("sch_1"), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.deepEqual([error.status, error.code], [404, "NO_LATEST_FILE"]);
+      return true;
+    });
   });
 });
