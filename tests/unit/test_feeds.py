@@ -23,6 +23,7 @@ from exports.domain.task import Task, claim, complete, fail
 from exports.export_types.base import ChangeWindow, Column, ColumnKind, ExportType, Row, WindowParameters
 from exports.schedules import firing, latest, service
 from exports.schedules.dependencies import ScheduleDependencies
+from exports.schedules.expression import recurrence_of
 from exports.schedules.feed import feed_window
 from exports.schedules.model import Every, ScheduleState, WhenEmpty
 from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleNotFound
@@ -305,7 +306,7 @@ def test_an_hourly_feed_over_the_autumn_change_covers_the_repeated_hour_once(tim
     world.source.table.update({"first": first, "second": second})
     schedule = world.store.schedules[schedule_id]
     end = datetime(2026, 10, 25, 4, tzinfo=UTC)
-    firings = list(takewhile(lambda at: at <= end, service.recurrence_of(schedule).firings(start)))
+    firings = list(takewhile(lambda at: at <= end, recurrence_of(schedule).firings(start)))
 
     windows, sent = [], []
     for at in firings:
