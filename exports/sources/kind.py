@@ -4,12 +4,13 @@ once, and the loader, the builder, the composition root and the CDK app consult 
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, get_args
 
 from exports.declared.common import DeclaredParts
 from exports.declared.model import SourceDecl, TypeDecl
@@ -17,6 +18,18 @@ from exports.export_types.base import SOURCE_PAGE_ROWS, AnyExportType
 
 if TYPE_CHECKING:
     from exports.adapters.clients import ClientFactory
+
+
+# Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN.
+_COMPLETE_SECRET_ARN: Final = re.compile(r":secret:.+-[A-Za-z0-9]{6}$")
+PARTIAL_SECRET_SUFFIX: Final = "-??????"
+
+
+def secret_resource(arn: str) -> str:
+    """A secret's ARN as an IAM resource: a complete ARN as it is, a partial one (without the
+    ``-XXXXXX`` suffix Secrets Manager appends to the name, which GetSecretValue accepts) with
+    that suffix as a wildcard: IAM compares the full ARN, so the bare partial one would be denied."""
+    return arn if _COMPLETE_SECRET_ARN.search(arn) else f"{arn}{PARTIAL_SECRET_SUFFIX}"
 
 
 class Fail(Protocol):

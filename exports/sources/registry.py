@@ -9,11 +9,14 @@ from types import MappingProxyType
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.sources.dynamodb.kind import DynamoKind
 from exports.sources.kind import SourceKind
+from exports.sources.mysql.kind import MySqlKind
 from exports.sources.postgres.kind import PostgresKind
 
 # The one registration of each kind, by the name its sources declare (``kind = "..."``), in
 # the order messages list them.
-SOURCE_KINDS: Mapping[str, SourceKind] = MappingProxyType({kind.name: kind for kind in (PostgresKind(), DynamoKind())})
+SOURCE_KINDS: Mapping[str, SourceKind] = MappingProxyType(
+    {kind.name: kind for kind in (PostgresKind(), DynamoKind(), MySqlKind())}
+)
 
 
 def kinds() -> Sequence[SourceKind]:

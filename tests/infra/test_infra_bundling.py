@@ -81,7 +81,7 @@ WORKER_MODULES = (
     "exports/domain/checkpoint.py",
     "exports/adapters/s3_results.py",
     "exports/sources/dynamodb/export.py",
-    "exports/sources/postgres/export.py",
+    "exports/sources/sql_export.py",
 )
 # Prints the top-level modules loaded by importing a handler the way Lambda does (from its folder).
 _PROBE = "import json, sys; sys.path.insert(0, sys.argv[1]); import handler; print(json.dumps(sorted(sys.modules)))"

@@ -3,20 +3,16 @@ for, how their export types are made, and what the deployment grants the worker 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.export_types.base import AnyExportType
-from exports.sources.kind import Fail, RdsUser, SourceKind, SourceReaders, TypeMaker
+from exports.sources.kind import Fail, RdsUser, SourceKind, SourceReaders, TypeMaker, secret_resource
 from exports.sources.postgres.checks import SQL_PLACEHOLDER, check_connection, check_query
 from exports.sources.postgres.model import CONNECTION_KEYS, TYPE_KEY, PostgresSource, declared_query
 
-# Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN.
-_COMPLETE_SECRET_ARN: Final = re.compile(r":secret:.+-[A-Za-z0-9]{6}$")
-PARTIAL_SECRET_SUFFIX: Final = "-??????"
 # The CA bundle value that names the runtime's own trust store, not a shipped file.
 _SYSTEM_ROOTS: Final = "system"
 
@@ -66,14 +62,9 @@ class PostgresKind(SourceKind):
         return [] if bundle in (None, _SYSTEM_ROOTS) else [("sslrootcert", str(bundle))]
 
     def secret_arns(self, source: SourceDecl) -> Sequence[str]:
-        """The secret, as an IAM resource: a complete ARN as it is, a partial one (without the
-        ``-XXXXXX`` suffix Secrets Manager appends to the name, which GetSecretValue accepts)
-        with that suffix as a wildcard: IAM compares the full ARN, so the bare partial one
-        would be denied."""
+        """The secret, as an IAM resource (kind.secret_resource)."""
         arn = _own(source).secret_arn
-        if not arn:
-            return []
-        return [arn if _COMPLETE_SECRET_ARN.search(arn) else f"{arn}{PARTIAL_SECRET_SUFFIX}"]
+        return [secret_resource(arn)] if arn else []
 
     def rds_users(self, fail: Fail, source: SourceDecl) -> Sequence[RdsUser]:
         """The user of ``iam_auth``, on the instance or cluster ``resource_id`` names."""

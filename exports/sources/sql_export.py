@@ -1,4 +1,5 @@
-"""An export type declared as a SQL query over a PostgreSQL source."""
+"""An export type declared as a SQL query over a SQL source (PostgreSQL, MySQL): one class for
+every SQL kind, each giving it a reader of its own (``exports.ports.SqlReader``)."""
 
 from __future__ import annotations
 
