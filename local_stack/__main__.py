@@ -53,7 +53,7 @@ exports is running locally (ready in {seconds:.1f} s)
                 caller's tenant from them, so every user exports only their tenant's rows)
   PostgreSQL   {stack.database_uri}
                ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
-                {psql_command()} "{stack.database_uri}")
+                {psql_command()} "{stack.database_uri}"){_mysql_line(stack)}
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
   export types {", ".join(export_type.name for export_type in stack.export_types)}
                (declared in {stack.config.exports_config or "exports.toml"}; see docs/export-your-own-data.md)
@@ -66,6 +66,17 @@ exports is running locally (ready in {seconds:.1f} s)
 {try_it(url, token, stack.export_types, caller, _recent(0), _clock_line(stack))}{_other_user(stack)}
 Ctrl-C stops everything.
 """
+
+
+def _mysql_line(stack: LocalStack) -> str:
+    """The banner's MariaDB line (EXPORTS_DEMO_MYSQL=1), or nothing."""
+    if stack.mariadb is None:
+        return ""
+    return (
+        f"\n  MySQL        {stack.mysql_url}"
+        "\n               (MariaDB, the same demo orders and customers; open it with"
+        f"\n                mariadb --socket={stack.mariadb.socket} -uroot shop)"
+    )
 
 
 def try_it(
