@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from exports.adapters.mysql_connections import connection_settings
-from exports.adapters.mysql_errors import SourceUnavailable
 from exports.adapters.mysql_source import MySqlReader
+from exports.adapters.postgres_errors import SourceUnavailable
 from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
-from exports.ports import SqlRead
+from exports.ports import Batch, SqlRead
 from exports.sources.mysql.model import MySqlSource
 from local_stack.embedded_mariadb import EmbeddedMariaDB, free_port
 from tests.mysql.conftest import run_as_root
@@ -92,7 +93,8 @@ def test_a_stopped_tasks_query_is_killed_on_the_server(mariadb: EmbeddedMariaDB,
 
 def test_an_export_closed_early_ends_its_query(mariadb: EmbeddedMariaDB, scratch_mysql: str) -> None:
     create_wide(mariadb, scratch_mysql, 50_000)
-    pages = reader(mariadb.url(scratch_mysql)).batches(SqlRead("SELECT * FROM wide", {}, ("n",)), Control())
+    read = SqlRead("SELECT * FROM wide", {}, ("n",))
+    pages = cast(Generator[Batch, None, None], reader(mariadb.url(scratch_mysql)).batches(read, Control()))
 
     first = next(pages)
     pages.close()
