@@ -155,6 +155,13 @@ class EmbeddedMariaDB:
                 time.sleep(0.2)
         raise RuntimeError(f"MariaDB did not start within {START_TIMEOUT_SEC} s: {self.error_log()}")
 
+    @property
+    def pid(self) -> int:
+        """The server's process id (the bench reads its CPU time)."""
+        if self._process is None:
+            raise RuntimeError("MariaDB is not running")
+        return self._process.pid
+
     def error_log(self) -> str:
         """The server's error log, for a failure's message."""
         log = self.folder / "error.log"

@@ -178,4 +178,4 @@ def test_building_the_types_does_not_import_the_driver() -> None:
     )
     probe = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
 
-    assert probe.stdout.strip() == "['mysql_orders', 'mysql_customers'] False"
+    assert probe.stdout.strip() == "['mysql_orders', 'mysql_customers', 'mysql_orders_all_tenants'] False"

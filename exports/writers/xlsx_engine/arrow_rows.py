@@ -291,9 +291,7 @@ def _decimal(values: pa.Array, style: int) -> tuple[pa.Array, list[Any]]:
 
     # At most 15 digits (16 characters only with a sign or a point), as the row encoder's rule.
     length = pc.binary_length(values)
-    short = pc.or_(
-        pc.less_equal(length, 15), pc.and_(pc.equal(length, 16), pc.match_substring_regex(values, r"[.-]"))
-    )
+    short = pc.or_(pc.less_equal(length, 15), pc.and_(pc.equal(length, 16), pc.match_substring_regex(values, r"[.-]")))
     present = pc.and_(short, pc.match_substring_regex(values, _PLAIN_DECIMAL))
     return present, [f' s="{style}"><v>', values, "</v></c>"]
 
