@@ -122,3 +122,23 @@ def test_a_caller_reads_only_their_tenants_rows(
     caller = Caller(user_id="u", claims={"custom:tenant_id": tenant})
 
     assert rows_of(demo_mysql_types["mysql_orders"], FILTERS, caller) == database_rows(mariadb, tenant)
+
+
+def test_timestamps_are_instants_an_export_in_another_zone_converts(demo_mysql_types: dict[str, ExportType]) -> None:
+    """TIMESTAMP is an instant (reported as the instant type): a zoned export shifts it;
+    DATETIME and DATE are wall times and stay."""
+    export_type = demo_mysql_types["mysql_orders"]
+    filters = export_type.parse_filters(FILTERS, export_type.bind_caller(ACME))
+
+    assert export_type.zoned_columns(filters, Unbounded()) == frozenset({"created_at"})
+
+
+def test_the_hot_key_and_the_source_limit_are_the_declarations(demo_mysql_types: dict[str, ExportType]) -> None:
+    export_type = demo_mysql_types["mysql_orders"]
+    filters = export_type.parse_filters(FILTERS, export_type.bind_caller(ACME))
+
+    assert export_type.hot_key(filters) == "mysql_orders:2025-03-01:2025-03-31:acme"
+    limit = export_type.source_limit()
+    assert (limit.source, limit.max_concurrent) == ("shop_mysql", 4)
+    assert export_type.allows(ACME) and demo_mysql_types["mysql_customers"].allows(ACME)
+    assert not demo_mysql_types["mysql_customers"].allows(Caller(user_id="bob", claims={"custom:tenant_id": "globex"}))
