@@ -29,7 +29,11 @@ _TIMED_OUT: Final = frozenset({3024, 1969})
 _INTERRUPTED: Final = 1317
 # Refusals of a connection that waiting cannot fix: (our code, what to tell the operator).
 _FINAL_CONNECT: Final = {
-    1045: (SourceCode.AUTH_FAILED, "its credentials were refused (password or IAM token; MySQL error 1045)"),
+    1045: (
+        SourceCode.AUTH_FAILED,
+        "its credentials were refused (password or IAM token; MySQL error 1045), or it requires TLS and the "
+        "connection had none (MariaDB's require_secure_transport answers 1045 too)",
+    ),
     1044: (SourceCode.ACCESS_DENIED, "the user may not use the database (MySQL error 1044)"),
     1049: (SourceCode.DATABASE_UNKNOWN, "the database does not exist (MySQL error 1049)"),
     1130: (SourceCode.ACCESS_DENIED, "the host is not allowed to connect (MySQL error 1130)"),
