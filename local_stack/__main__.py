@@ -75,7 +75,7 @@ def _mysql_line(stack: LocalStack) -> str:
     return (
         f"\n  MySQL        {stack.mysql_url}"
         "\n               (MariaDB, the same demo orders and customers; open it with"
-        f"\n                mariadb --socket={stack.mariadb.socket} -uroot shop)"
+        f"\n                mariadb --default-character-set=utf8mb4 --socket={stack.mariadb.socket} -uroot shop)"
     )
 
 

@@ -169,7 +169,14 @@ class EmbeddedMariaDB:
 
     def admin(self, *statements: str, database: str | None = None) -> str:
         """Run ``statements`` as root over the socket with the ``mariadb`` client; its output."""
-        command = [_program("mariadb") or "mariadb", "--no-defaults", f"--socket={self.socket}", "-uroot", "--batch"]
+        command = [
+            _program("mariadb") or "mariadb",
+            "--no-defaults",
+            "--default-character-set=utf8mb4",
+            f"--socket={self.socket}",
+            "-uroot",
+            "--batch",
+        ]
         if database is not None:
             command.append(f"--database={database}")
         result = subprocess.run(
