@@ -165,3 +165,28 @@ def test_a_cursor_on_a_timestamp_and_a_decimal_key_resumes_exactly(shop_mysql: s
     rest = [row for page in export_type.stream(filters, first.cursor, Unbounded()) for row in page.rows]
 
     assert len(first.rows) == 700 and [*first.rows, *rest] == every and len(every) == 3000
+
+
+def test_date_range_partitions_cover_every_row_once(shop_mysql: str, tmp_path: Path) -> None:
+    path = tmp_path / "exports.toml"
+    path.write_text(
+        '[sources.db]\nkind = "mysql"\nurl_env = "DB_URL"\n[types.t]\ndescription = "x"\nsource = "db"\n'
+        'mysql_query = "SELECT order_id, order_date FROM orders '
+        'WHERE order_date BETWEEN %(date_from)s AND %(date_to)s"\n'
+        'order_key = ["order_date", "order_id"]\nallow = { groups = ["tests"] }\n'
+        'date_ranges = [{ from = "date_from", to = "date_to", max_days = 366 }]\n'
+        '[types.t.partitions]\nby = "date_range"\n'
+        '[types.t.parameters.date_from]\ntype = "date"\n[types.t.parameters.date_to]\ntype = "date"\n',
+        encoding="utf-8",
+    )
+    export_type = declared_types(path, {"DB_URL": shop_mysql})["t"]
+    filters = export_type.parse_filters(FILTERS)
+    every = [row for page in export_type.pages(filters) for row in page.rows]
+
+    specs = export_type.plan_partitions(filters, Unbounded(), rows_per_partition=300, max_partitions=4)
+
+    assert specs is not None and len(specs) > 1
+    parts = [
+        row for spec in specs for page in export_type.partition_stream(filters, spec, Unbounded()) for row in page.rows
+    ]
+    assert parts == every and sum(spec.rows for spec in specs) == len(every)
