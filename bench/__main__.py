@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import goals, mixed, postgres
+from bench import goals, mixed, mysql, postgres
 from bench.child import run_child
 from bench.goals import GOALS, Goal, Measure
 
@@ -57,11 +57,12 @@ ORDER = (
     "parquet",
     *mixed.CASES,
     *postgres.CASES,
+    *mysql.CASES,
 )
-# The goals of issue 34 (their cases and peers), and the formats whose memory only a pipeline
+# The goals of issues 34 and 47 (their cases and peers), and the formats whose memory only a pipeline
 # case shows.
 DEFAULT_CASES = (
-    *{name: None for goal in GOALS if goal.issue == "34" for name in (goal.peer, goal.case)},
+    *{name: None for goal in GOALS if goal.issue in ("34", "47") for name in (goal.peer, goal.case)},
     "pdf",
     "csv.gz",
     "jsonl.gz",
@@ -75,6 +76,8 @@ MEASURES: dict[Measure, Callable[[dict[str, Any]], float]] = {
     Measure.TOTAL_CPU: lambda result: float(result["cpu_seconds"] + result.get("server_cpu_seconds", 0.0)),
 }
 Runs = dict[tuple[str, int], list[dict[str, Any]]]
+# The database servers of the cases that read one (PostgreSQL's, MariaDB's).
+Servers = postgres.BenchDatabases | mysql.BenchMariaDB
 
 
 def run_case(case: str, rows: int, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -97,21 +100,28 @@ def measure(sizes: list[int], rounds: int, cases: tuple[str, ...]) -> tuple[Runs
     and each round's load. The PostgreSQL cases share one embedded server, loaded with each
     size's orders before it."""
     with contextlib.ExitStack() as stack:
-        databases = stack.enter_context(postgres.BenchDatabases()) if set(cases) & set(postgres.CASES) else None
-        return _measure(sizes, rounds, cases, databases)
+        servers: list[Servers] = []
+        if set(cases) & set(postgres.CASES):
+            servers.append(stack.enter_context(postgres.BenchDatabases()))
+        if set(cases) & set(mysql.CASES):
+            servers.append(stack.enter_context(mysql.BenchMariaDB()))
+        return _measure(sizes, rounds, cases, servers)
 
 
 def _measure(
-    sizes: list[int], rounds: int, cases: tuple[str, ...], databases: postgres.BenchDatabases | None
+    sizes: list[int], rounds: int, cases: tuple[str, ...], servers: list[Servers]
 ) -> tuple[Runs, list[dict[str, Any]]]:
     runs: Runs = {}
     loads: list[dict[str, Any]] = []
     for size in sizes:
-        env = databases.environ(size) if databases is not None else None
+        for server in servers:
+            server.environ(size)  # loaded before the round, not in a case's time
         for round_number in range(1, rounds + 1):
             before = os.getloadavg()[0]
             done = []
             for case in cases:
+                databases = next((server for server in servers if case in server.cases), None)
+                env = databases.environ(size) if databases is not None else None
                 result = _run_measured(case, size, env, databases)
                 print(
                     f"  round {round_number}  {case:<19} {size:>9,} rows  {result['seconds']:7.2f} s"
@@ -130,11 +140,9 @@ def _measure(
     return runs, loads
 
 
-def _run_measured(
-    case: str, size: int, env: dict[str, str] | None, databases: postgres.BenchDatabases | None
-) -> dict[str, Any]:
-    """One case; a PostgreSQL case also with the CPU its server backends took."""
-    if case not in postgres.CASES or databases is None:
+def _run_measured(case: str, size: int, env: dict[str, str] | None, databases: Servers | None) -> dict[str, Any]:
+    """One case; a database case also with the CPU its server took."""
+    if databases is None:
         return run_case(case, size)
     before = databases.server_cpu_seconds()
     result = run_case(case, size, env)
@@ -178,7 +186,7 @@ def report(runs: Runs, loads: list[dict[str, Any]], sizes: list[int], cases: tup
     for size in sizes:
         for case in cases:
             wall, cpu, total = (MEASURES[how](kept(runs, case, size, how)) for how in MEASURES)
-            server = f"{total - cpu:.2f}" if case in postgres.CASES else ""
+            server = f"{total - cpu:.2f}" if case in (*postgres.CASES, *mysql.CASES) else ""
             result = runs[(case, size)][0]
             rss = min(run["peak_rss_mib"] for run in runs[(case, size)])
             print(

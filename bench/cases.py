@@ -29,6 +29,9 @@ Cases:
                  the pipeline (CSV straight from COPY) on the declared orders_all_tenants type
                  of exports.toml over PostgreSQL
                  (the database's URI in EXPORTS_SHOP_DATABASE_URL; see bench/postgres.py)
+  my_client      MySQL's peer: the mariadb client's batch output of the declared query, to a file
+  my_csv         the CSV pipeline on the declared mysql_orders_all_tenants type over MariaDB
+                 (bench/mysql.py)
   pg_duckdb_parquet
                  not here: DuckDB's postgres scanner runs in its own interpreter
                  (bench/duckdb_peer.py)
@@ -48,7 +51,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bench import mixed, postgres
+from bench import mixed, mysql, postgres
 from bench.child import measure
 
 PAGE_ROWS = 1_000
@@ -355,6 +358,9 @@ CASES: dict[str, Callable[[int, Path], int]] = {
     "pg_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=postgres.pipeline_inputs()),
     "pg_xlsx": lambda rows, folder: run_pipeline(rows, folder, "xlsx", source=postgres.pipeline_inputs()),
     "pg_parquet": lambda rows, folder: run_pipeline(rows, folder, "parquet", source=postgres.pipeline_inputs()),
+    # MySQL (bench/mysql.py): the database's URL in the source's variable, the socket for the client.
+    "my_client": mysql.client_peer,
+    "my_csv": lambda rows, folder: run_pipeline(rows, folder, "csv", source=mysql.pipeline_inputs()),
     # Our writers against outside ones on 12 mixed columns (bench/mixed.py).
     **mixed.CASES,
 }
@@ -374,6 +380,10 @@ def main(argv: Sequence[str]) -> None:
         postgres.prepare(case)
     if case in mixed.CASES:
         mixed.prepare(case)
+    if case == "my_client":
+        mysql.prepare_client()
+    elif case in mysql.CASES:
+        mysql.prepare()
 
     print(json.dumps(measure(case, rows, lambda: CASES[case](rows, folder))))
     sys.stdout.flush()

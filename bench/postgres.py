@@ -51,6 +51,8 @@ class BenchDatabases:
     count (loaded on first use). Use as a context manager: leaving it stops the server and
     removes its data."""
 
+    cases = CASES
+
     def __init__(self) -> None:
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._server: Any = None

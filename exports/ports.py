@@ -273,14 +273,15 @@ class BusinessMetrics(Protocol):
         service's: a series of its own, e.g. ExportFailed by error code and source)."""
 
 
-# The PostgreSQL type whose values are instants, written in an export's time zone
-# (exports.writers.zones); ``timestamp`` is a wall time and stays as it is.
+# The type name of a result column whose values are instants, written in an export's time zone
+# (exports.writers.zones): PostgreSQL's timestamptz, and the name the MySQL reader gives a
+# TIMESTAMP (an instant too). ``timestamp`` and MySQL's DATETIME are wall times and stay.
 INSTANT_TYPE: Final = "timestamptz"
 
 
 @dataclass(frozen=True)
 class ResultColumn:
-    """A column of the query's result: its name, how a file types it, and PostgreSQL's type."""
+    """A column of the query's result: its name, how a file types it, and the source's type."""
 
     name: str
     kind: ColumnKind

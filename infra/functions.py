@@ -73,7 +73,8 @@ WORKER: Final = FunctionSpec(
     # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
     # writes Parquet, imported on that path only (its size: docs/performance.md, "Package sizes");
     # the ADBC PostgreSQL driver reads a PostgreSQL source's Parquet export into Arrow, imported
-    # on that path only.
+    # on that path only; PyMySQL (pure Python, one wheel for arm64) reads declared MySQL sources,
+    # imported on a MySQL query only.
     distributions=(
         *_BASE,
         _RETRIES,
@@ -82,6 +83,7 @@ WORKER: Final = FunctionSpec(
         "lxml",
         "psycopg",
         "adbc-driver-postgresql",
+        "PyMySQL",
         "zlib-ng",
         "isal",
         "orjson",

@@ -53,7 +53,7 @@ exports is running locally (ready in {seconds:.1f} s)
                 caller's tenant from them, so every user exports only their tenant's rows)
   PostgreSQL   {stack.database_uri}
                ({stack.config.demo_orders} demo orders of the last 90 days, and customers; open it with
-                {psql_command()} "{stack.database_uri}")
+                {psql_command()} "{stack.database_uri}"){_mysql_line(stack)}
   demo API     {stack.demo_api.url if stack.demo_api else ""}/tenants/acme/customers
                (a customer service with cursor pages; the customers_api type reads it over HTTP)
   embedded AWS {stack.resources.endpoint_url}  (moto; {stack.config.demo_dynamodb_orders} demo orders in DynamoDB)
@@ -68,6 +68,17 @@ exports is running locally (ready in {seconds:.1f} s)
 {try_it(url, token, stack.export_types, caller, _recent(0), _clock_line(stack))}{_other_user(stack)}
 Ctrl-C stops everything.
 """
+
+
+def _mysql_line(stack: LocalStack) -> str:
+    """The banner's MariaDB line (EXPORTS_DEMO_MYSQL=1), or nothing."""
+    if stack.mariadb is None:
+        return ""
+    return (
+        f"\n  MySQL        {stack.mysql_url}"
+        "\n               (MariaDB, the same demo orders and customers; open it with"
+        f"\n                mariadb --default-character-set=utf8mb4 --socket={stack.mariadb.socket} -uroot shop)"
+    )
 
 
 def try_it(

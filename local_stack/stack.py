@@ -29,8 +29,10 @@ from exports.webhooks.signing import new_secret
 from local_stack.demo_api import DemoApi
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
+from local_stack.demo_mysql import load_demo_mysql
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import EmbeddedAws, Resources, client, create_resources, put_items
+from local_stack.embedded_mariadb import EmbeddedMariaDB
 from local_stack.embedded_postgres import EmbeddedPostgres
 from local_stack.gateway import Gateway
 from local_stack.local_users import (
@@ -60,6 +62,11 @@ DEMO_DATABASE_URL_ENV = "EXPORTS_SHOP_DATABASE_URL"
 DEMO_DATABASE = "shop"
 # The demo declaration's HTTP source reads the demo customer service's URL from this variable.
 DEMO_API_URL_ENV = "EXPORTS_DEMO_API_URL"
+# EXPORTS_DEMO_MYSQL=1 starts MariaDB with the demo tables and serves the MySQL demo declaration,
+# whose source reads its URL from DEMO_MYSQL_URL_ENV.
+DEMO_MYSQL_VARIABLE = "EXPORTS_DEMO_MYSQL"
+DEMO_MYSQL_URL_ENV = "EXPORTS_SHOP_MYSQL_URL"
+MYSQL_DEMO_DECLARATION = Path(__file__).resolve().parents[1] / "examples" / "mysql" / "exports.toml"
 # The role the exports read the demo database as (the banner's URI is the superuser's, for you).
 READER_ROLE = "exports_reader"
 # The worker loops' long polls: a message is handed over as soon as it is sent whatever the wait,
@@ -120,6 +127,10 @@ class LocalConfig:
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
     # Origins of browser apps on another origin (the CDK app's cors_allowed_origins); none: CORS off.
     cors_allowed_origins: tuple[str, ...] = ()
+    # EXPORTS_DEMO_MYSQL=1: an embedded MariaDB with the demo tables, and (unless EXPORTS_CONFIG
+    # names another file) the MySQL demo declaration served.
+    demo_mysql: bool = False
+    mysql_dir: Path = Path(".local/mariadb")
 
     @classmethod
     def from_env(cls) -> LocalConfig:
@@ -128,9 +139,11 @@ class LocalConfig:
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
         ``EXPORTS_POSTGRES_DIR``, ``EXPORTS_CONFIG``, ``EXPORTS_PARTITION_ROWS``,
-        ``EXPORTS_MAX_PARTITIONS``, ``EXPORTS_CORS_ALLOWED_ORIGINS`` (comma-separated); tokens
+        ``EXPORTS_MAX_PARTITIONS``, ``EXPORTS_CORS_ALLOWED_ORIGINS`` (comma-separated),
+        ``EXPORTS_DEMO_MYSQL`` (``1``), ``EXPORTS_MYSQL_DIR``; tokens
         for the dev users and a webhook secret are generated when none is given."""
         users_file = Path(os.environ.get(USERS_VARIABLE) or default_users_path())
+        demo_mysql = os.environ.get(DEMO_MYSQL_VARIABLE) == "1"
         return cls(
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
@@ -142,12 +155,14 @@ class LocalConfig:
             demo_dynamodb_customers=int(os.environ.get("EXPORTS_DEMO_DYNAMODB_CUSTOMERS", "0")),
             webhook_secret=os.environ.get(Env.WEBHOOK_SECRET) or new_secret(),
             postgres_dir=Path(os.environ.get("EXPORTS_POSTGRES_DIR", ".local/postgres")).resolve(),
-            exports_config=os.environ.get(Env.EXPORTS_CONFIG),
+            exports_config=os.environ.get(Env.EXPORTS_CONFIG) or (str(MYSQL_DEMO_DECLARATION) if demo_mysql else None),
             partition_rows=int(os.environ.get(Env.PARTITION_ROWS, FanOut.PARTITION_ROWS)),
             max_partitions=int(os.environ.get(Env.MAX_PARTITIONS, FanOut.MAX_PARTITIONS_DEFAULT)),
             cors_allowed_origins=tuple(
                 origin.strip() for origin in os.environ.get(CORS_VARIABLE, "").split(",") if origin.strip()
             ),
+            demo_mysql=demo_mysql,
+            mysql_dir=Path(os.environ.get("EXPORTS_MYSQL_DIR", ".local/mariadb")).resolve(),
         )
 
 
@@ -172,6 +187,8 @@ class LocalStack:
         self.database_uri = ""
         # The demo customer service (exports.toml's customers_api type reads it).
         self.demo_api: DemoApi | None = None
+        self.mariadb = EmbeddedMariaDB(config.mysql_dir) if config.demo_mysql else None
+        self.mysql_url = ""
         # The export types the API serves (every declared one: start-up fails otherwise).
         self.export_types: list[AnyExportType] = []
         self.resources: Resources | None = None
@@ -190,14 +207,7 @@ class LocalStack:
         load_declarations(self.config.exports_config or default_path())
         # Checked first: a port in use is reported at once, not after the demo data loaded.
         ensure_free(self.config.port)
-        self.postgres.start()
-        self.postgres.create_database(DEMO_DATABASE)
-        self.database_uri = self.postgres.uri(DEMO_DATABASE)
-        orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
-        logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
-        self.postgres.create_reader(READER_ROLE)
-        demo_api = self.demo_api = DemoApi(demo_customers(datetime.now(UTC).date()))
-        demo_api.start()
+        demo_api = self._start_demo_sources()
         endpoint = self.aws.start()
         self.resources = create_resources(
             partial(client, endpoint_url=endpoint), endpoint, max_partitions=self.config.max_partitions
@@ -213,6 +223,10 @@ class LocalStack:
             Env.PARTITION_ROWS: str(self.config.partition_rows),
             Env.MIN_SCHEDULE_INTERVAL_MIN: LOCAL_MIN_SCHEDULE_INTERVAL_MIN,
         }
+        if self.mariadb is not None:
+            local_environment[DEMO_MYSQL_URL_ENV] = self.mysql_url
+        if self.config.exports_config:
+            local_environment[Env.EXPORTS_CONFIG] = self.config.exports_config
         if self.config.ws_port >= 0:
             from functions.stream.handler import lambda_handler as stream_handler
 
@@ -234,8 +248,7 @@ class LocalStack:
             self._check_export_types()
         except DeclarationError:
             self.aws.stop()
-            self.postgres.stop()
-            demo_api.shutdown()
+            self._stop_databases()
             raise
         # Handlers are imported only now: their clients must be built against the embedded AWS.
         from functions.submit.handler import lambda_handler as api_handler
@@ -327,6 +340,32 @@ class LocalStack:
         now = self.schedule_loop.advance(seconds)
         return {"now": now.isoformat(), "fired": self.schedule_loop.tick()}
 
+    def _start_demo_sources(self) -> DemoApi:
+        """The demo data's sources: PostgreSQL with the demo tables and its read-only role, the
+        demo customer service, and MariaDB when asked for (EXPORTS_DEMO_MYSQL=1)."""
+        self.postgres.start()
+        self.postgres.create_database(DEMO_DATABASE)
+        self.database_uri = self.postgres.uri(DEMO_DATABASE)
+        orders, customers = load_demo_data(self.database_uri, self.config.demo_orders, datetime.now(UTC).date())
+        logger.info("loaded %d demo orders and %d demo customers into PostgreSQL", orders, customers)
+        self.postgres.create_reader(READER_ROLE)
+        demo_api = self.demo_api = DemoApi(demo_customers(datetime.now(UTC).date()))
+        demo_api.start()
+        if self.mariadb is not None:
+            self.mysql_url = self._start_mariadb()
+        return demo_api
+
+    def _start_mariadb(self) -> str:
+        """Start the embedded MariaDB, load the demo tables as root and return the URL of its
+        read-only account (what the MySQL demo declaration connects as)."""
+        assert self.mariadb is not None
+        self.mariadb.start()
+        self.mariadb.create_database(DEMO_DATABASE)
+        root = {"unix_socket": str(self.mariadb.socket), "user": "root", "database": DEMO_DATABASE}
+        orders, customers = load_demo_mysql(root, self.config.demo_orders, datetime.now(UTC).date())
+        logger.info("loaded %d demo orders and %d demo customers into MariaDB", orders, customers)
+        return self.mariadb.url(DEMO_DATABASE)
+
     def _check_export_types(self) -> None:
         """Build the export types once, as the functions will, and describe each SQL type's
         query: a plugin factory that fails (or exits), a source whose variable is not set (its
@@ -361,6 +400,11 @@ class LocalStack:
         for loop in self._workers:
             loop.wait_for_batches(max(0.0, deadline - time.monotonic()))
         self.aws.stop()
+        self._stop_databases()
+
+    def _stop_databases(self) -> None:
         self.postgres.stop()
         if self.demo_api:
             self.demo_api.shutdown()
+        if self.mariadb is not None:
+            self.mariadb.stop()

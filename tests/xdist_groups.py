@@ -34,6 +34,7 @@ SUITES_BY_LENGTH = (
     "packaged",
     "reliability",
     "postgres",
+    "mysql",
     "integration",
     "security",
     "contract",

@@ -10,12 +10,13 @@ from exports.declared.model import SourceDecl, TypeDecl
 from exports.sources.dynamodb.kind import DynamoKind
 from exports.sources.http.kind import HttpKind
 from exports.sources.kind import SourceKind
+from exports.sources.mysql.kind import MySqlKind
 from exports.sources.postgres.kind import PostgresKind
 
 # The one registration of each kind, by the name its sources declare (``kind = "..."``), in
 # the order messages list them.
 SOURCE_KINDS: Mapping[str, SourceKind] = MappingProxyType(
-    {kind.name: kind for kind in (PostgresKind(), DynamoKind(), HttpKind())}
+    {kind.name: kind for kind in (PostgresKind(), DynamoKind(), HttpKind(), MySqlKind())}
 )
 
 

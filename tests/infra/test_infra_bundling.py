@@ -52,6 +52,8 @@ LAZY_IMPORTS = {
         *("openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"),
         # The JSON Lines writer, imported with its format's module on the first JSON Lines export.
         *("adbc-driver-postgresql", "orjson"),
+        # A MySQL source's driver, imported on its first query.
+        "pymysql",
     },
     API.name: {"google-re2", "tzdata", "cronsim"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
@@ -81,7 +83,7 @@ WORKER_MODULES = (
     "exports/domain/checkpoint.py",
     "exports/adapters/s3_results.py",
     "exports/sources/dynamodb/export.py",
-    "exports/sources/postgres/export.py",
+    "exports/sources/sql_export.py",
 )
 # Prints the top-level modules loaded by importing a handler the way Lambda does (from its folder).
 _PROBE = "import json, sys; sys.path.insert(0, sys.argv[1]); import handler; print(json.dumps(sorted(sys.modules)))"
@@ -139,10 +141,10 @@ def test_each_function_carries_exactly_what_its_handler_imports(spec, imported):
 def test_openpyxl_and_lxml_ship_only_with_the_worker_and_every_runtime_dependency_ships_somewhere():
     shipped = {spec.name: names(spec.package().requirements) for spec in SPECS}
 
-    for distribution in ("openpyxl", "lxml", "psycopg"):
+    for distribution in ("openpyxl", "lxml", "psycopg", "pymysql"):
         assert [name for name, distributions in shipped.items() if distribution in distributions] == [WORKER.name]
     for spec in (API, LIFECYCLE, CALLBACK):
-        assert not shipped[spec.name] & {"openpyxl", "lxml", "psycopg"}, spec.name
+        assert not shipped[spec.name] & {"openpyxl", "lxml", "psycopg", "pymysql"}, spec.name
     assert set().union(*shipped.values()) == set(pinned_requirements())
 
 

@@ -296,7 +296,7 @@ def test_every_demo_type_is_byte_equal_on_both_paths(demo_types: dict[str, Expor
 
 
 def test_every_postgresql_demo_type_is_in_the_differential_test(demo_types: dict[str, ExportType]) -> None:
-    from exports.sources.postgres.export import DeclaredSqlExport
+    from exports.sources.sql_export import DeclaredSqlExport
 
     assert {name for name, kind in demo_types.items() if isinstance(kind, DeclaredSqlExport)} == set(DEMO_FILTERS)
 

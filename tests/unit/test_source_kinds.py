@@ -24,9 +24,13 @@ from exports.sources import registry
 from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The modules that may name a kind package besides its own: the registry, and the PostgreSQL
-# adapter's connection settings, which read that kind's source declaration (its TLS and IAM keys).
-NAMING_KINDS = {"exports/sources/registry.py", "exports/adapters/postgres_connections.py"}
+# The modules that may name a kind package besides its own: the registry, and the PostgreSQL and
+# MySQL adapters' connection settings, which read their kind's source declaration (TLS and IAM keys).
+NAMING_KINDS = {
+    "exports/sources/registry.py",
+    "exports/adapters/postgres_connections.py",
+    "exports/adapters/mysql_connections.py",
+}
 
 
 class MemorySource(SourceDecl):
@@ -131,7 +135,11 @@ def test_a_registered_kind_is_declared_checked_and_built(tmp_path: Path) -> None
         ("words = []", "memo", "types.greetings: words: lists no word"),
         ('words = ["hello"]', "shop", "types.greetings: words: source 'shop' is not a memory source"),
         ('query = "SELECT 1 AS word"', "memo", "types.greetings: query: source 'memo' is not a PostgreSQL source"),
-        ("", "memo", "declare exactly one of query (PostgreSQL), dynamodb, http, words (memory) or plugin"),
+        (
+            "",
+            "memo",
+            "declare exactly one of query (PostgreSQL), dynamodb, http, mysql_query (MySQL), words (memory) or plugin",
+        ),
     ],
 )
 def test_the_loader_checks_a_registered_kind_as_its_own(tmp_path: Path, read: str, source: str, message: str) -> None:
@@ -156,7 +164,7 @@ def test_only_the_registry_names_the_kind_packages() -> None:
         and str(path.relative_to(REPO_ROOT)) not in NAMING_KINDS
     ]
 
-    assert kind_packages == ["dynamodb", "http", "postgres"]
+    assert kind_packages == ["dynamodb", "http", "mysql", "postgres"]
     assert naming == []
 
 

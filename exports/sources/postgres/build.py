@@ -13,8 +13,8 @@ from exports.declared.model import PartitionBy, TypeDecl
 from exports.declared.type_facts import partition_date_range, session_settings
 from exports.export_types.base import AnyExportType
 from exports.sources.kind import SourceReaders, TypeMaker
-from exports.sources.postgres.export import DeclaredSqlExport
 from exports.sources.postgres.model import PostgresSource, declared_query
+from exports.sources.sql_export import DeclaredSqlExport
 
 
 def sql_type_maker(source_name: str, source: PostgresSource, readers: SourceReaders, base_dir: Path) -> TypeMaker:

@@ -5,7 +5,7 @@ time in Python.
 A PostgreSQL source read through ADBC (exports/adapters/postgres_arrow.py) gives its rows as
 arrays: no value becomes a Python object. Each column's cells are made at once for the values
 ``rows.py`` writes with a template (its ``_FAST_CELLS``): text with nothing to escape, integers a
-double holds, decimals of at most 16 characters without exponent, finite floats whose shortest
+double holds, decimals of at most 15 digits without exponent, finite floats whose shortest
 text has no exponent, dates and whole-second date-times from 1900-03-01, booleans; None and empty
 text give no cell, and the next cell its reference. A row holding any other value is written by
 ``rows.py``'s encoder itself, from the Python values the tuple reader would give
@@ -289,7 +289,10 @@ def _integer(values: pa.Array, _style: int) -> tuple[pa.Array, list[Any]]:
 def _decimal(values: pa.Array, style: int) -> tuple[pa.Array, list[Any]]:
     import pyarrow.compute as pc
 
-    present = pc.and_(pc.less_equal(pc.binary_length(values), 16), pc.match_substring_regex(values, _PLAIN_DECIMAL))
+    # At most 15 digits (16 characters only with a sign or a point), as the row encoder's rule.
+    length = pc.binary_length(values)
+    short = pc.or_(pc.less_equal(length, 15), pc.and_(pc.equal(length, 16), pc.match_substring_regex(values, r"[.-]")))
+    present = pc.and_(short, pc.match_substring_regex(values, _PLAIN_DECIMAL))
     return present, [f' s="{style}"><v>', values, "</v></c>"]
 
 

@@ -198,9 +198,11 @@ _FAST_CELLS: dict[ColumnKind, tuple[tuple[str, str], ...]] = {
     ),
     ColumnKind.INTEGER: (("$v.__class__ is int and -_EXACT <= $v <= _EXACT", '<c r="$L{n}"><v>{$v}</v></c>'),),
     ColumnKind.DECIMAL: (
-        # At most 15 significant digits and no exponent (16 characters at most): a double holds it.
+        # At most 15 significant digits and no exponent: a double holds it. 16 characters hold 16
+        # digits when there is neither sign nor point (9007199254740993, no double's value).
         (
-            "$v.__class__ is _Decimal and len(_t := str($v)) <= 16 and 'E' not in _t and $v.is_finite()",
+            "$v.__class__ is _Decimal and (len(_t := str($v)) <= 15 or (len(_t) == 16 and not _t.isdigit()))"
+            " and 'E' not in _t and $v.is_finite()",
             '<c r="$L{n}" s="$s"><v>{_t}</v></c>',
         ),
         # A finite float (x - x is NaN for NaN and the infinities): its repr reads back as it is.

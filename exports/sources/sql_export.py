@@ -1,4 +1,5 @@
-"""An export type declared as a SQL query over a PostgreSQL source."""
+"""An export type declared as a SQL query over a SQL source (PostgreSQL, MySQL): one class for
+every SQL kind, each giving it a reader of its own (``exports.ports.SqlReader``)."""
 
 from __future__ import annotations
 
@@ -91,8 +92,8 @@ class DeclaredSqlExport(DeclaredExport):
         return self._reader.record_batches(self._read(filters, None), columns, control, date_texts)
 
     def zoned_columns(self, filters: DeclaredFilters, control: RunControl) -> frozenset[str]:
-        """The file's columns the query returns as ``timestamptz`` (a ``timestamp`` is a wall
-        time, no instant), found by describing the query."""
+        """The file's columns the query returns as instants (``timestamptz``, MySQL's
+        ``TIMESTAMP``; a ``timestamp`` or ``DATETIME`` is a wall time), found by describing the query."""
         described = self._reader.describe(self._read(filters, None), control)
         instants = {column.name for column in described if column.type_name == INSTANT_TYPE}
         return frozenset(column.name for column in self.columns(filters) if column.name in instants)

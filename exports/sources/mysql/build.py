@@ -1,0 +1,53 @@
+"""How a MySQL source's export types are made: one reader per source, on the connection
+settings its declaration gives, shared by its types (the SQL export type PostgreSQL's use too)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from exports.adapters.mysql_connections import connection_settings, rds_token_maker
+from exports.adapters.mysql_source import MySqlReader
+from exports.adapters.postgres_connections import secrets_manager_reader
+from exports.declared.common import DeclaredParts
+from exports.declared.model import PartitionBy, TypeDecl
+from exports.declared.type_facts import partition_date_range
+from exports.export_types.base import AnyExportType
+from exports.sources.kind import SourceReaders, TypeMaker
+from exports.sources.mysql.model import MySqlSource, declared_query
+from exports.sources.sql_export import DeclaredSqlExport
+
+
+def mysql_type_maker(source_name: str, source: MySqlSource, readers: SourceReaders, base_dir: Path) -> TypeMaker:
+    """The maker of ``source``'s types, on one reader (``ExportsError``: no connection)."""
+    connect = connection_settings(
+        source_name,
+        source,
+        readers.environ,
+        secrets_manager_reader(readers.client),
+        rds_token_maker(readers.client),
+        base_dir,
+    )
+    reader = MySqlReader(source_name, connect)
+
+    def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
+        partitions = declared.partitions
+        return DeclaredSqlExport(
+            reader=reader,
+            query=declared_query(declared),
+            order_key=declared.order_key or (),
+            split_by_key=partitions is not None and partitions.by is PartitionBy.ORDER_KEY,
+            split_days=partition_date_range(declared)
+            if partitions is not None and partitions.by is PartitionBy.DATE_RANGE
+            else None,
+            **parts,
+        )
+
+    return make
+
+
+def missing_result_columns(export_type: AnyExportType) -> Sequence[str]:
+    """The declared columns (and order key columns) the query does not return."""
+    if not isinstance(export_type, DeclaredSqlExport):
+        raise TypeError(f"{export_type.name} is not a SQL type")
+    return export_type.missing_result_columns()
