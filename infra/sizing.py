@@ -20,7 +20,7 @@ class Sizing:
     API_MEMORY_MB: Final = 512
     # HTTP API integrations give up after 30 s; the function stops just before.
     API_TIMEOUT_SEC: Final = 29
-    WORKER_MEMORY_MB: Final = 1024
+    WORKER_MEMORY_MB: Final = Worker.MEMORY_MB_DEFAULT
     # The lifecycle workflow's functions: a few DynamoDB calls and one Step Functions call each.
     LIFECYCLE_MEMORY_MB: Final = 256
     LIFECYCLE_TIMEOUT_SEC: Final = 30

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from exports.audit.service import check_rows_quota
 from exports.config.limits import Admission
 from exports.config.metrics import Metric
 from exports.config.queues import Lane
@@ -102,6 +103,10 @@ def submit_export(
     callback_url = request.callback_url
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
+    tenant = None
+    if deps.audit is not None:
+        tenant = deps.audit.tenancy.tenant_of(caller)
+        check_rows_quota(tenant, deps.audit)
 
     depths, running = _queue_depths(deps)
     if sum(depths.values()) >= deps.settings.max_backlog:
@@ -124,6 +129,7 @@ def submit_export(
         format=request.format,
         filters=canonical_filters,
         caller=bound,
+        tenant=tenant,
         # Only what is known or measured: a made-up default would be a wrong percentage.
         estimated_rows=round(rows) if measured is not None or known_rows is not None else None,
         csv_bom=request.csv_bom,
