@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
+from exports.config.audit import AuditTable
 from exports.config.env import Env
 from exports.config.push import Push
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
@@ -90,6 +92,17 @@ class Tables(Construct):
                 )
             ],
             **common,
+        )
+        # The audit trail (docs/audit.md): each tenant's daily chain of records, its usage and its
+        # event markers under ``<tenant>#<day>``, expiring a day at a time. Kept when the stack is
+        # deleted and protected from deletion on every stage: the trail outlives the service.
+        self.audit = dynamodb.TableV2(
+            self,
+            "Audit",
+            partition_key=_string(AuditTable.PARTITION_KEY),
+            sort_key=_string(AuditTable.SORT_KEY),
+            time_to_live_attribute=AuditTable.TTL_ATTRIBUTE,
+            **{**common, "deletion_protection": True, "removal_policy": RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE},
         )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)
         self.customers = self._day_indexed("DemoCustomers", CustomersTable, common)
