@@ -127,8 +127,9 @@ class Tables(Construct):
         )
 
     def by_variable(self) -> dict[str, dynamodb.TableV2]:
-        """The demo tables by the variable a declared type names them with (``table_env``)."""
-        return {Env.ORDERS_TABLE: self.orders, Env.CUSTOMERS_TABLE: self.customers}
+        """The demo tables (and the audit table, which exports.toml's ``audit_log`` reads) by the
+        variable a declared type names them with (``table_env``)."""
+        return {Env.ORDERS_TABLE: self.orders, Env.CUSTOMERS_TABLE: self.customers, Env.AUDIT_TABLE: self.audit}
 
     @staticmethod
     def index_arn(table: dynamodb.TableV2, index_name: str) -> str:

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.adapters.aws_errors import TransactionCancelled, translated
-from exports.audit.model import AuditRecord, Usage
+from exports.audit.model import AuditRecord, Usage, canonical
 from exports.audit.ports import AlreadyRecorded, ChainMoved, StoredRecord
 from exports.config.audit import AuditTable
 
@@ -36,6 +36,18 @@ def partition(tenant: str, day: date | str) -> str:
 def record_key(seq: int) -> str:
     """The sort key of record ``seq`` (zero-padded: the keys sort as the numbers)."""
     return f"{AuditTable.RECORD_PREFIX}{seq:0{_SEQ_DIGITS}d}"
+
+
+def _columns(record: AuditRecord) -> dict[str, Any]:
+    """The record's fields as attributes of their own, for the ``audit_log`` export type to read
+    as columns (exports.toml); its canonical text (``record``) stays what the hash covers."""
+    values = record.as_json()
+    return {
+        name: {"N": str(value)}
+        if isinstance(value, int)
+        else {"S": value if isinstance(value, str) else canonical(value)}
+        for name, value in values.items()
+    }
 
 
 class DynamoAuditLog:
@@ -89,6 +101,7 @@ class DynamoAuditLog:
                         AuditTable.SORT_KEY: {"S": record_key(record.seq)},
                         AuditTable.RECORD_ATTRIBUTE: {"S": record.text()},
                         AuditTable.TTL_ATTRIBUTE: expires,
+                        **_columns(record),
                     },
                     "ConditionExpression": _NOT_THERE,
                     "ExpressionAttributeNames": names,
