@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
@@ -94,15 +93,15 @@ class Tables(Construct):
             **common,
         )
         # The audit trail (docs/audit.md): each tenant's daily chain of records, its usage and its
-        # event markers under ``<tenant>#<day>``, expiring a day at a time. Kept when the stack is
-        # deleted and protected from deletion on every stage: the trail outlives the service.
+        # event markers under ``<tenant>#<day>``, expiring a day at a time. A protected stage keeps
+        # it (deletion protection, retained with the stack), as every table.
         self.audit = dynamodb.TableV2(
             self,
             "Audit",
             partition_key=_string(AuditTable.PARTITION_KEY),
             sort_key=_string(AuditTable.SORT_KEY),
             time_to_live_attribute=AuditTable.TTL_ATTRIBUTE,
-            **{**common, "deletion_protection": True, "removal_policy": RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE},
+            **common,
         )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)
         self.customers = self._day_indexed("DemoCustomers", CustomersTable, common)
