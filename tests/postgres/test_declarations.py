@@ -36,6 +36,7 @@ def test_the_shipped_declarations_load() -> None:
         "generated_orders",
         "orders_all_tenants",
         "orders_dynamodb",
+        "audit_log",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
     assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]
@@ -584,8 +585,9 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
 
     environment = {
         Env.TASKS_TABLE: "t",
-        # orders_dynamodb's table (its table_env).
+        # orders_dynamodb's and audit_log's tables (their table_env).
         Env.ORDERS_TABLE: "o",
+        Env.AUDIT_TABLE: "a",
         "EXPORTS_SHOP_DATABASE_URL": "postgresql://nowhere",
         "AWS_DEFAULT_REGION": "us-east-1",
         "PATH": "/usr/bin:/bin",
@@ -606,7 +608,8 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     )
     assert (
         probe.stdout.strip()
-        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'orders_dynamodb'] False"
+        == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'orders_dynamodb', "
+        "'audit_log'] False"
     )
 
 
