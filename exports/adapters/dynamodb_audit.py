@@ -8,6 +8,7 @@ redelivered event a no-op, the second makes two writers never share a number.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -24,8 +25,17 @@ if TYPE_CHECKING:
 _EVENT: Final = "event"
 _RECORD: Final = "record"
 _USAGE: Final = "usage"
+_COUNTS: Final = "counts"
 _NOT_THERE: Final = "attribute_not_exists(#pk)"
 _SEQ_DIGITS: Final = 10
+
+
+def _counts_key(tenant: str) -> dict[str, Any]:
+    """The tenant's running counts: one item, kept as long as the tenant (no TTL)."""
+    return {
+        AuditTable.PARTITION_KEY: {"S": f"{tenant}{AuditTable.COUNTS_SUFFIX}"},
+        AuditTable.SORT_KEY: {"S": AuditTable.COUNTS_SORT_KEY},
+    }
 
 
 def partition(tenant: str, day: date | str) -> str:
@@ -74,8 +84,8 @@ class DynamoAuditLog:
             ).get("Items", [])
         return AuditRecord.parse(items[0][AuditTable.RECORD_ATTRIBUTE]["S"]) if items else None
 
-    def add(self, record: AuditRecord, usage: Usage | None, expires_at: datetime) -> None:
-        """Append ``record`` (and its usage) in one transaction."""
+    def add(self, record: AuditRecord, usage: Usage | None, counts: Mapping[str, int], expires_at: datetime) -> None:
+        """Append ``record`` (with its usage and counts) in one transaction."""
         pk = partition(record.tenant, record.day)
         expires = {"N": str(int(expires_at.timestamp()))}
         names = {"#pk": AuditTable.PARTITION_KEY}
@@ -122,6 +132,18 @@ class DynamoAuditLog:
                         ":c": {"N": str(Decimal(repr(round(usage.cpu_seconds, 6))))},
                         ":ttl": expires,
                     },
+                }
+            }
+        deltas = {name: delta for name, delta in counts.items() if delta}
+        if deltas:
+            names = {f"#c{i}": name for i, name in enumerate(deltas)}
+            items[_COUNTS] = {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": _counts_key(record.tenant),
+                    "UpdateExpression": "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(deltas))),
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": {f":c{i}": {"N": str(d)} for i, d in enumerate(deltas.values())},
                 }
             }
         try:
@@ -183,3 +205,14 @@ class DynamoAuditLog:
             bytes=int(number("bytes")),
             cpu_seconds=float(number("cpu_seconds")),
         )
+
+    def counts(self, tenant: str) -> dict[str, int]:
+        """The tenant's running counts (none before its first counted event)."""
+        with translated("read the tenant's counts"):
+            key = _counts_key(tenant)
+            item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        return {
+            name: int(value["N"])
+            for name, value in (item or {}).items()
+            if name not in (AuditTable.PARTITION_KEY, AuditTable.SORT_KEY) and "N" in value
+        }

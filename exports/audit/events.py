@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from exports.audit.model import AuditAction, AuditEvent, Usage
+from exports.audit.model import AuditAction, AuditEvent, TenantCount, Usage
 from exports.config.audit import Audit
 from exports.domain.status import TaskStatus
 from exports.domain.task import CallbackStatus, Task
@@ -69,6 +69,7 @@ def task_events(task: Task, before: Task | None, worker_memory_mb: int) -> list[
                 subject=task.task_id,
                 claims=task.caller,
                 detail={**export_facts(task), "priority": task.priority},
+                counts={TenantCount.ACTIVE_TASKS: 1},
             )
         ]
     events: list[AuditEvent] = []
@@ -126,6 +127,7 @@ def _ending(task: Task, tenant: str, worker_memory_mb: int) -> AuditEvent:
         claims=task.caller,
         detail=detail,
         usage=usage,
+        counts={TenantCount.ACTIVE_TASKS: -1},
     )
 
 
@@ -172,4 +174,7 @@ def schedule_event(
         actor=user_id,
         subject=schedule_id,
         detail=detail,
+        counts={
+            TenantCount.SCHEDULES: {AuditAction.SCHEDULE_CREATED: 1, AuditAction.SCHEDULE_DELETED: -1}.get(action, 0)
+        },
     )

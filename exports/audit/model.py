@@ -74,6 +74,13 @@ class Usage:
         )
 
 
+class TenantCount(StrEnum):
+    """What the tenant's running counts count (its quotas ``max_active_tasks``, ``max_schedules``)."""
+
+    ACTIVE_TASKS = "active_tasks"
+    SCHEDULES = "schedules"
+
+
 @dataclass(frozen=True)
 class AuditEvent:
     """Something to record, not yet placed in a chain. ``event_id`` is the same however often
@@ -93,6 +100,9 @@ class AuditEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)
     # Counted into the tenant's usage of the day (an export's end).
     usage: Usage | None = None
+    # Added to the tenant's running counts (:class:`TenantCount`): +1 active task at a submission,
+    # -1 at its end; +1 schedule at a create, -1 at a delete.
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def day(self) -> date:

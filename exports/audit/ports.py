@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -56,13 +57,16 @@ class AuditLog(Protocol):
     def tip(self, tenant: str, day: date) -> AuditRecord | None:
         """The last record of the tenant's day (read strongly consistent), or None."""
 
-    def add(self, record: AuditRecord, usage: Usage | None, expires_at: datetime) -> None:
-        """Append ``record`` (and count ``usage`` into its day) in one conditional write:
-        :class:`AlreadyRecorded` if its event is in the trail, :class:`ChainMoved` if its
-        number is taken."""
+    def add(self, record: AuditRecord, usage: Usage | None, counts: Mapping[str, int], expires_at: datetime) -> None:
+        """Append ``record`` (count ``usage`` into its day, ``counts`` into the tenant's running
+        counts) in one conditional write: :class:`AlreadyRecorded` if its event is in the trail,
+        :class:`ChainMoved` if its number is taken."""
 
     def records(self, tenant: str, day: date, after_seq: int, limit: int) -> list[StoredRecord]:
         """Up to ``limit`` records of the tenant's day after number ``after_seq``, in order."""
 
     def usage(self, tenant: str, day: date) -> Usage:
         """The tenant's usage of ``day`` so far."""
+
+    def counts(self, tenant: str) -> dict[str, int]:
+        """The tenant's running counts (active tasks, schedules), as recorded so far."""

@@ -13,10 +13,11 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from exports.audit.events import link_event, schedule_event
-from exports.audit.model import AuditAction, AuditEvent, AuditRecord, Usage, after
+from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
 from exports.config.audit import Audit, UsageMetric
+from exports.config.limits import Admission
 from exports.domain.caller import Caller
 from exports.domain.errors import InvalidRequest, ServiceUnavailable
 from exports.domain.task import Task
@@ -45,7 +46,7 @@ def record(event: AuditEvent, deps: AuditDependencies) -> AuditRecord | None:
     for _ in range(Audit.APPEND_ATTEMPTS):
         chained = after(deps.log.tip(event.tenant, event.day), event)
         try:
-            deps.log.add(chained, event.usage, expires_at)
+            deps.log.add(chained, event.usage, event.counts, expires_at)
         except AlreadyRecorded:
             return None
         except ChainMoved:
@@ -148,9 +149,20 @@ def usage_by_day(tenant: str, query: TrailQuery, deps: AuditDependencies) -> lis
     return [(day, deps.log.usage(tenant, day)) for day in days]
 
 
-def check_rows_quota(tenant: str, deps: AuditDependencies) -> None:
-    """:class:`TenantQuotaExceeded` once the tenant's exports of today hold its rows per day."""
-    limit = deps.tenancy.policy(tenant).max_rows_per_day
+def check_submit_quotas(tenant: str, deps: AuditDependencies) -> None:
+    """:class:`TenantQuotaExceeded` while the tenant has its ``max_active_tasks`` running (as
+    the trail counted them: submissions and ends recorded so far, a second or so behind), or
+    once its exports of today hold its ``max_rows_per_day``."""
+    policy = deps.tenancy.policy(tenant)
+    if policy.max_active_tasks is not None:
+        active = deps.log.counts(tenant).get(TenantCount.ACTIVE_TASKS, 0)
+        if active >= policy.max_active_tasks:
+            raise TenantQuotaExceeded(
+                f"your tenant has {active} exports active, its quota is {policy.max_active_tasks}",
+                quota="max_active_tasks",
+                retry_after=Admission.RETRY_AFTER_QUOTA_SEC,
+            )
+    limit = policy.max_rows_per_day
     if limit is None:
         return
     now = deps.clock()
@@ -161,6 +173,20 @@ def check_rows_quota(tenant: str, deps: AuditDependencies) -> None:
             f"your tenant exported {used} rows today, its quota is {limit}; it resets at 00:00 UTC",
             quota="max_rows_per_day",
             retry_after=max(1, int((midnight - now).total_seconds())),
+        )
+
+
+def check_schedule_quota(tenant: str, deps: AuditDependencies) -> None:
+    """:class:`TenantQuotaExceeded` while the tenant has its ``max_schedules``."""
+    limit = deps.tenancy.policy(tenant).max_schedules
+    if limit is None:
+        return
+    schedules = deps.log.counts(tenant).get(TenantCount.SCHEDULES, 0)
+    if schedules >= limit:
+        raise TenantQuotaExceeded(
+            f"your tenant has {schedules} schedules, its quota is {limit}; delete one first",
+            quota="max_schedules",
+            retry_after=Admission.RETRY_AFTER_QUOTA_SEC,
         )
 
 

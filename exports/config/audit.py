@@ -17,6 +17,9 @@ class AuditTable:
     RECORD_PREFIX: Final = "r#"
     EVENT_PREFIX: Final = "e#"
     USAGE_SORT_KEY: Final = "usage"
+    # The tenant's running counts (active tasks, schedules): ``<tenant>#counts`` / ``counts``.
+    COUNTS_SUFFIX: Final = "#counts"
+    COUNTS_SORT_KEY: Final = "counts"
     # The record as its canonical JSON text: exactly what its hash covers.
     RECORD_ATTRIBUTE: Final = "record"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from exports.audit.service import check_rows_quota
+from exports.audit.service import check_submit_quotas
 from exports.config.limits import Admission
 from exports.config.metrics import Metric
 from exports.config.queues import Lane
@@ -106,7 +106,7 @@ def submit_export(
     tenant = None
     if deps.audit is not None:
         tenant = deps.audit.tenancy.tenant_of(caller)
-        check_rows_quota(tenant, deps.audit)
+        check_submit_quotas(tenant, deps.audit)
 
     depths, running = _queue_depths(deps)
     if sum(depths.values()) >= deps.settings.max_backlog:

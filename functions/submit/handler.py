@@ -470,6 +470,9 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
     key = idempotency_key(app.current_event.headers)
 
     def create() -> dict[str, Any]:
+        audit_deps = dependencies().audit
+        if audit_deps is not None:
+            audit.check_schedule_quota(audit_deps.tenancy.tenant_of(caller), audit_deps)
         schedule = schedules.create_schedule(request.schedule_spec(), caller, schedule_dependencies())
         _record_schedule(AuditAction.SCHEDULE_CREATED, schedule)
         return _schedule_view(schedule).model_dump(mode="json")

@@ -171,15 +171,21 @@ def test_usage_per_tenant_matches_the_tasks_run(audit_aws: Resources) -> None:
     assert usage["items"][0]["exports"] == 0
 
 
+def limited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quotas: str) -> None:
+    """The suite's declaration with acme's ``quotas`` (TOML lines), the functions rebuilt on it."""
+    declaration = Path(__file__).resolve().parents[1] / "declarations" / "dynamodb_demo.toml"
+    path = tmp_path / "limited.toml"
+    path.write_text(declaration.read_text() + "\n[tenants.overrides.acme]\n" + quotas + "\n", encoding="utf-8")
+    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(path))
+    api.dependencies.cache_clear()
+    api.schedule_dependencies.cache_clear()
+    audit_function.dependencies.cache_clear()
+
+
 def test_a_tenant_over_its_rows_per_day_is_refused(
     audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    declaration = Path(__file__).resolve().parents[1] / "declarations" / "dynamodb_demo.toml"
-    limited = tmp_path / "limited.toml"
-    limited.write_text(declaration.read_text() + "\n[tenants.overrides.acme]\nmax_rows_per_day = 1\n", encoding="utf-8")
-    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(limited))
-    api.dependencies.cache_clear()
-    audit_function.dependencies.cache_clear()
+    limited(tmp_path, monkeypatch, "max_rows_per_day = 1")
     submit("alice", 3)
     run_queued(audit_aws)
     run_audit_function(audit_aws)
@@ -188,3 +194,40 @@ def test_a_tenant_over_its_rows_per_day_is_refused(
     status, answer = call("POST", "/v1/exports", "alice", {"export_type": "orders", "filters": filters})
     assert (status, answer["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
     assert submit("bob", 3)
+
+
+def test_a_tenant_with_its_active_exports_waits_until_one_ends(
+    audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited(tmp_path, monkeypatch, "max_active_tasks = 1")
+    submit("alice", 3)
+    run_audit_function(audit_aws)
+
+    status, answer = call(
+        "POST",
+        "/v1/exports",
+        "dave",
+        {"export_type": "orders", "filters": {"date_from": "2025-03-01", "date_to": "2025-03-01"}},
+    )
+    assert (status, answer["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
+    assert submit("bob", 2)  # another tenant's quota
+    run_queued(audit_aws)
+    run_audit_function(audit_aws)
+    assert submit("dave", 2)
+
+
+def test_a_tenant_with_its_schedules_creates_no_more_until_one_is_deleted(
+    audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited(tmp_path, monkeypatch, "max_schedules = 1")
+    weekly = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
+    status, first = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, first
+
+    status, refused = call("POST", "/v1/schedules", "dave", weekly)
+    assert (status, refused["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
+    assert call("POST", "/v1/schedules", "bob", weekly)[0] == 201
+    assert call("DELETE", f"/v1/schedules/{first['schedule_id']}", "alice")[0] == 204
+    assert call("POST", "/v1/schedules", "dave", weekly)[0] == 201
+    changes = [r["action"] for r in trail("dave") if r["action"].startswith("schedule.")]
+    assert changes == ["schedule.created", "schedule.deleted", "schedule.created"]

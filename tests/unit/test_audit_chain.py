@@ -180,4 +180,6 @@ def test_an_export_makes_a_submitted_and_an_ended_event_with_its_usage() -> None
     assert (ended[0].usage.exports, ended[0].usage.rows, ended[0].usage.bytes) == (1, 10, 2048)
     assert ended[0].usage.cpu_seconds == cpu_seconds(done, 1769) == 1769.0
     assert ended[0].detail["sha256"] == "ab" * 32
+    # The tenant's running count of active exports: one more at the submission, one less at the end.
+    assert (dict(submitted[0].counts), dict(ended[0].counts)) == ({"active_tasks": 1}, {"active_tasks": -1})
     assert task_events(done, done, 1769) == []
