@@ -55,7 +55,8 @@ _ERRORS: dict[int, str] = {
     422: "A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` "
     "lists every invalid one when there are several).",
     429: "Too many active tasks, or the queue is full: try again after `Retry-After` seconds"
-    " (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may).",
+    " (a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may; TENANT_QUOTA_EXCEEDED: the"
+    " caller's tenant used a quota of docs/audit.md, which the message names).",
     503: "A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE).",
 }
 _RETRY_LATER = (429, 503)

@@ -209,7 +209,11 @@ _SCHEDULE_CREATE_RESPONSES = responses(
     413,
     415,
     422,
-    (429, "The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED)."),
+    (
+        429,
+        "The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED), or their tenant as many"
+        " as its quota allows (code TENANT_QUOTA_EXCEEDED).",
+    ),
 )
 _SCHEDULE_GET_RESPONSES = responses({200: {"description": "The schedule, with its next runs."}}, 404)
 _SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller's schedules, newest first."}}, 422)
