@@ -3,6 +3,8 @@ the repository's exports.toml: their exports run, the tasks expire, each tenant'
 verifies their own chain with exportctl, a changed record is named, another tenant's admin sees
 nothing of it, and usage per tenant matches the tasks run."""
 
+import csv
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -128,6 +130,21 @@ def test_three_tenants_audit_chains_hold_after_expiry_and_a_change_is_named(stac
     assert ("download", downloaded) in {(r["action"], r["subject"]) for r in audit(stack, "dave").json()["items"]}
     assert audit(stack, "alice").status_code == 403
     assert audit(stack, "bob").status_code == 403
+
+    # The audit log as an export: acme's admin gets acme's records as a CSV file, nothing else.
+    day = recent(0)
+    body: dict[str, Any] = {"export_type": "audit_log", "format": "csv", "filters": {"date_from": day, "date_to": day}}
+    answer = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers("dave"), timeout=10)
+    assert answer.status_code == 202, answer.text
+    recorded = audit(stack, "dave", limit="1000").json()["items"]
+    _, content = finished(stack, answer.json()["task_id"], "dave")
+    rows = list(csv.reader(io.StringIO(content.decode("utf-8-sig"), newline="")))[1:]
+    hashes = {record["hash"] for record in recorded}
+    assert len(rows) >= len(recorded) and {row[-2] for row in rows} >= hashes
+    assert {row[-1] for row in rows} == {"acme"}
+    refused = requests.post(f"{stack.url}/v1/exports", json=body, headers=stack.headers("alice"), timeout=10)
+    # A type refused to the caller looks like no type.
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "UNKNOWN_EXPORT_TYPE")
 
     # One of acme's records changed in the table: verify names it, and only acme's chain breaks.
     target = next(r for r in audit(stack, "dave", action="export.completed").json()["items"])
