@@ -29,6 +29,7 @@ from exports.services.dependencies import (
 )
 
 if TYPE_CHECKING:
+    from exports.audit.service import AuditDependencies
     from exports.declared.build import BuiltTypes
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
@@ -134,6 +135,9 @@ def compose_api(
     from exports.export_types.registry import ExportTypeRegistry
 
     settings = settings_type.from_env(environ)
+    audit = None
+    if settings.audit_table:
+        audit = compose_audit(metrics, settings.audit_table, settings.exports_config)
     return ApiDependencies(
         settings=settings,
         tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
@@ -144,6 +148,7 @@ def compose_api(
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         capacity=capacity_pools(settings.tasks_table),
+        audit=audit,
     )
 
 
@@ -155,6 +160,30 @@ def capacity_pools(tasks_table: str) -> CapacityPools:
     return DynamoCapacityPools(
         aws_client("dynamodb"), tasks_table, Admission.DRAIN_SMOOTHING, Admission.DRAIN_CACHE_SEC
     )
+
+
+def compose_audit(metrics: BusinessMetrics, table: str, exports_config: str | None) -> AuditDependencies:
+    """The audit trail on its table, with the declaration's ``[tenants]`` (docs/audit.md)."""
+    from exports.adapters.dynamodb_audit import DynamoAuditLog
+    from exports.audit.service import AuditDependencies
+    from exports.audit.tenancy import load_tenancy
+
+    return AuditDependencies(
+        log=DynamoAuditLog(aws_client("dynamodb"), table),
+        tenancy=load_tenancy(exports_config),
+        metrics=metrics,
+        clock=utc_now,
+    )
+
+
+def compose_audit_function(
+    metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ
+) -> tuple[AuditDependencies, int]:
+    """The audit function's trail, and the worker's memory its usage is measured by."""
+    from exports.config.settings import AuditSettings
+
+    settings = AuditSettings.from_env(environ)
+    return compose_audit(metrics, settings.audit_table, settings.exports_config), settings.worker_memory_mb
 
 
 def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> WorkerDependencies:

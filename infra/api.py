@@ -54,6 +54,8 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/export-types/{{name}}", (GET,)),
     (f"{API_VERSION_PREFIX}/stream-tickets", (POST,)),
     (f"{API_VERSION_PREFIX}/me", (GET,)),
+    (f"{API_VERSION_PREFIX}/audit", (GET,)),
+    (f"{API_VERSION_PREFIX}/audit/usage", (GET,)),
 )
 # One JSON line per request (HTTP API $context variables).
 ACCESS_LOG_FORMAT: Final = {

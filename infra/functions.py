@@ -12,12 +12,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
+from exports.config.audit import Audit
 from exports.config.env import Env
 from exports.config.push import Push
 from exports.config.results import Results
 from exports.config.schedules import Schedules
 from exports.config.settings import (
     ApiSettings,
+    AuditSettings,
     CallbackSettings,
     LifecycleSettings,
     PushSettings,
@@ -146,7 +148,17 @@ SCHEDULE: Final = FunctionSpec(
     runtime_settings=ScheduleSettings,
     reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
 )
-SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH, SCHEDULE)
+# The audit trail (docs/audit.md): the tasks stream's second consumer, appending each export's
+# records and usage to the audit table; it reads the declaration's [tenants] (retention).
+AUDIT: Final = FunctionSpec(
+    name="audit",
+    description="exports audit function: task writes from the tasks stream to the audit trail and usage",
+    memory_mb=Sizing.AUDIT_MEMORY_MB,
+    timeout_sec=Audit.FUNCTION_TIMEOUT_SEC,
+    distributions=_BASE,
+    runtime_settings=AuditSettings,
+)
+SPECS: Final = (API, WORKER, LIFECYCLE, CALLBACK, STREAM, PUSH, SCHEDULE, AUDIT)
 
 
 def env_number(value: float) -> str:
@@ -246,6 +258,8 @@ class ServiceFunctions(Construct):
             **sources.environment(),
             Env.SCHEDULES_TABLE: tables.schedules.table_name,
             **scheduling.environment(),
+            Env.AUDIT_TABLE: tables.audit.table_name,
+            Env.WORKER_MEMORY_MB: str(Sizing.worker_memory_mb(settings.max_partitions)),
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -285,6 +299,8 @@ class ServiceFunctions(Construct):
         # Named, so that its ARN (the schedules' target, Env.SCHEDULE_TARGET_ARN) is known to the
         # functions that create or update schedules, itself included, without a reference to it.
         self.schedule = service_function("Schedule", SCHEDULE, scheduling.target_name)
+        # Its stream mapping and the audit table's grants: infra/audit.py.
+        self.audit = service_function("Audit", AUDIT)
         # The tasks table also holds the admission items (quota counters, dedup markers, hot-key
         # token buckets, throughput statistics, Idempotency-Key records). TransactWriteItems is
         # authorized per item by the action of each item (PutItem, UpdateItem).
@@ -478,4 +494,13 @@ class ServiceFunctions(Construct):
     @property
     def all(self) -> tuple[ServiceFunction, ...]:
         """Every function of the service."""
-        return (self.api, self.worker, self.lifecycle, self.callback, self.stream, self.push, self.schedule)
+        return (
+            self.api,
+            self.worker,
+            self.lifecycle,
+            self.callback,
+            self.stream,
+            self.push,
+            self.schedule,
+            self.audit,
+        )

@@ -114,6 +114,9 @@ class Runbooks:
     PUSH_FAILED: Final = Runbook(
         "push-failed", "Read the push function's errors; the batch's stream positions are in the failed-pushes queue."
     )
+    AUDIT_FAILED: Final = Runbook(
+        "audit-failed", "Read the audit function's errors; replay the batch from the failed-audit-records queue."
+    )
     ENQUEUE_FAILED: Final = Runbook(
         "enqueue-failed", "Submits fail with 503: check SQS and Step Functions errors in the API function's logs."
     )
@@ -266,6 +269,21 @@ class Monitoring(Construct):
             description="The push function gave up on a batch of task events after its retries: connected "
             "clients missed events (the exports themselves are unaffected; clients resubscribe or poll).",
             runbook=Runbooks.PUSH_FAILED,
+            missing_data=cloudwatch.TreatMissingData.IGNORE,
+        )
+
+    def watch_audit(self, failed_batches: sqs.IQueue) -> None:
+        """An alarm on any batch of task writes the audit function gave up on (its stream
+        mapping's on-failure queue): the audit trail has a gap until it is replayed."""
+        self.add_alarm(
+            "AuditFailed",
+            metric=failed_batches.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=Duration.minutes(1)
+            ),
+            threshold=1,
+            description="The audit function gave up on a batch of task writes after its retries: the audit trail "
+            "misses their records until the batch is replayed (docs/audit.md).",
+            runbook=Runbooks.AUDIT_FAILED,
             missing_data=cloudwatch.TreatMissingData.IGNORE,
         )
 

@@ -20,7 +20,7 @@ class Sizing:
     API_MEMORY_MB: Final = 512
     # HTTP API integrations give up after 30 s; the function stops just before.
     API_TIMEOUT_SEC: Final = 29
-    WORKER_MEMORY_MB: Final = 1024
+    WORKER_MEMORY_MB: Final = Worker.MEMORY_MB_DEFAULT
     # The lifecycle workflow's functions: a few DynamoDB calls and one Step Functions call each.
     LIFECYCLE_MEMORY_MB: Final = 256
     LIFECYCLE_TIMEOUT_SEC: Final = 30
@@ -40,6 +40,8 @@ class Sizing:
     SCHEDULE_RESERVED_CONCURRENCY: Final = 5
     # The push channel's functions: a few DynamoDB calls and posts to connections each.
     PUSH_MEMORY_MB: Final = 256
+    # The audit function: a query and a transaction per record of a batch of task writes.
+    AUDIT_MEMORY_MB: Final = 256
     # WebSocket API integrations give up after 29 s, as the HTTP API's.
     PUSH_ROUTE_TIMEOUT_SEC: Final = 29
     # The schedule function builds the registry and submits a firing as the API's submit path does.

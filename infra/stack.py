@@ -8,6 +8,7 @@ from constructs import Construct
 from exports.config.names import SERVICE_NAME
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
+from infra.audit import AuditTrail
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring
 from infra.push import PushChannel
@@ -88,6 +89,15 @@ class ExportsStack(Stack):
             stream=self.functions.stream,
             push=self.functions.push,
         )
+        self.audit = AuditTrail(
+            self,
+            "Audit",
+            tables=self.tables,
+            audit=self.functions.audit,
+            api=self.functions.api,
+            schedule=self.functions.schedule,
+        )
+        self.monitoring.watch_audit(self.audit.failed_batches)
         self.monitoring.watch_queues(self.queues)
         self.monitoring.watch_push(self.push.failed_batches)
         for alarm_id, role, service_function in (
@@ -97,6 +107,7 @@ class ExportsStack(Stack):
             ("Callback", "callback", self.functions.callback),
             ("Stream", "push channel's WebSocket", self.functions.stream),
             ("Push", "push", self.functions.push),
+            ("AuditFunction", "audit", self.functions.audit),
         ):
             self.monitoring.watch_function(
                 alarm_id,
@@ -116,6 +127,7 @@ class ExportsStack(Stack):
                 ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,)),
                 ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,)),
                 ("Schedules", self.tables.schedules, (SchedulesTable.USER_INDEX,)),
+                ("Audit", self.tables.audit, ()),
             )
         )
         self.lifecycle = self.workflows.add_lifecycle(
@@ -131,6 +143,7 @@ class ExportsStack(Stack):
             "AccessLogsBucketName": (self.storage.access_logs.bucket_name, "Server access logs of the results bucket"),
             "TasksTableName": (self.tables.tasks.table_name, "DynamoDB table of export tasks"),
             "SchedulesTableName": (self.tables.schedules.table_name, "DynamoDB table of export schedules"),
+            "AuditTableName": (self.tables.audit.table_name, "DynamoDB table of the audit trail (docs/audit.md)"),
             "ScheduleGroupName": (self.scheduling.group_name, "EventBridge Scheduler group of the export schedules"),
             "ScheduleDeadLetterQueueUrl": (
                 self.scheduling.dead_letters.queue_url,

@@ -19,6 +19,7 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
+from exports.config.audit import AuditTable
 from exports.config.env import Env
 from exports.config.push import Push
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
@@ -91,6 +92,17 @@ class Tables(Construct):
             ],
             **common,
         )
+        # The audit trail (docs/audit.md): each tenant's daily chain of records, its usage and its
+        # event markers under ``<tenant>#<day>``, expiring a day at a time. A protected stage keeps
+        # it (deletion protection, retained with the stack), as every table.
+        self.audit = dynamodb.TableV2(
+            self,
+            "Audit",
+            partition_key=_string(AuditTable.PARTITION_KEY),
+            sort_key=_string(AuditTable.SORT_KEY),
+            time_to_live_attribute=AuditTable.TTL_ATTRIBUTE,
+            **common,
+        )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)
         self.customers = self._day_indexed("DemoCustomers", CustomersTable, common)
 
@@ -114,8 +126,9 @@ class Tables(Construct):
         )
 
     def by_variable(self) -> dict[str, dynamodb.TableV2]:
-        """The demo tables by the variable a declared type names them with (``table_env``)."""
-        return {Env.ORDERS_TABLE: self.orders, Env.CUSTOMERS_TABLE: self.customers}
+        """The demo tables (and the audit table, which exports.toml's ``audit_log`` reads) by the
+        variable a declared type names them with (``table_env``)."""
+        return {Env.ORDERS_TABLE: self.orders, Env.CUSTOMERS_TABLE: self.customers, Env.AUDIT_TABLE: self.audit}
 
     @staticmethod
     def index_arn(table: dynamodb.TableV2, index_name: str) -> str:

@@ -23,6 +23,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
+from exports.config.audit import AuditTable
 from exports.config.env import Env
 from exports.config.fan_out import FanOut
 from exports.config.names import Names
@@ -68,6 +69,8 @@ class Resources:
     scheduler_role_arn: str = ""
     schedule_dlq_arn: str = ""
     mail_sender: str = LOCAL_MAIL_SENDER
+    # The audit trail (docs/audit.md), fed by the tasks table's stream like the push function.
+    audit_table: str = Names.AUDIT_TABLE
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -87,6 +90,7 @@ class Resources:
             Env.SCHEDULER_ROLE_ARN: self.scheduler_role_arn,
             Env.SCHEDULE_DLQ_ARN: self.schedule_dlq_arn,
             Env.MAIL_SENDER: self.mail_sender,
+            Env.AUDIT_TABLE: self.audit_table,
         }
 
 
@@ -246,6 +250,22 @@ def create_resources(
         CustomersTable.DAY_INDEX,
         CustomersTable.DAY_INDEX_PARTITION_KEY,
         CustomersTable.DAY_INDEX_SORT_KEY,
+    )
+    dynamodb.create_table(
+        TableName=Names.AUDIT_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": AuditTable.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": AuditTable.SORT_KEY, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": AuditTable.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": AuditTable.SORT_KEY, "KeyType": "RANGE"},
+        ],
+    )
+    dynamodb.update_time_to_live(
+        TableName=Names.AUDIT_TABLE,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": AuditTable.TTL_ATTRIBUTE},
     )
     sqs = make_client("sqs")
     queue_urls, dlq_urls = {}, {}

@@ -21,6 +21,7 @@ from exports.config.env import Env
 from exports.config.fan_out import FanOut
 from exports.config.names import Names
 from exports.config.queues import LANES
+from exports.config.retry import AUDIT_BATCH_RETRY
 from exports.config.worker import Worker
 from exports.declared.build import check_results, refuse_left_out
 from exports.declared.loader import DeclarationError, default_path, load_declarations
@@ -195,6 +196,7 @@ class LocalStack:
         self.gateway: Gateway | None = None
         self.websocket: WebSocketGateway | None = None
         self._stream: StreamPoller | None = None
+        self._audit: StreamPoller | None = None
         self._workers: list[WorkerLoop] = []
         self._serving: threading.Thread | None = None
         self.schedule_loop: ScheduleLoop | None = None
@@ -268,6 +270,16 @@ class LocalStack:
         ]
         for loop in self._workers:
             loop.start()
+        from functions.audit.handler import lambda_handler as audit_handler
+
+        self._audit = StreamPoller(
+            client("dynamodbstreams", endpoint),
+            self.resources.tasks_stream_arn,
+            audit_handler,
+            function_name=Names.AUDIT_FUNCTION,
+            retries=AUDIT_BATCH_RETRY.retries,
+        )
+        self._audit.start()
         if self.websocket is not None:
             from functions.push.handler import lambda_handler as push_handler
 
@@ -392,6 +404,8 @@ class LocalStack:
             self.websocket.shutdown()
         if self._stream:
             self._stream.stop()
+        if self._audit:
+            self._audit.stop()
         # Every lane's pollers are told at once, then given STOP_GRACE_SEC in all: Ctrl-C must not
         # wait for an export in flight, whose task and file go with the in-memory AWS anyway.
         for loop in self._workers:

@@ -1,8 +1,9 @@
-"""Local mode's event source mapping of the tasks table's stream: moto keeps the stream (in
-server mode too), and this poller reads it as Lambda's mapping would, filters it to task items,
+"""Local mode's event source mappings of the tasks table's stream: moto keeps the stream (in
+server mode too), and a poller reads it as Lambda's mapping would, filters it to task items,
 and hands a batch (at most ``Push.BATCH_SIZE`` records gathered for ``Push.BATCHING_WINDOW_SEC``)
-to the push function; a reported failure is retried from that record, ``PUSH_BATCH_RETRY.retries``
-times, then skipped (on AWS it goes to the on-failure queue)."""
+to its function (the push function, the audit function: one poller each, as one mapping each on
+AWS); a reported failure is retried from that record, its mapping's retries times, then skipped
+(on AWS it goes to the on-failure queue)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from exports.config.names import Names
 from exports.config.push import Push
 from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import TaskTable
@@ -38,14 +40,24 @@ def as_lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
 
 
 class StreamPoller:
-    """Reads every shard of ``stream_arn`` from its latest record and feeds ``handler``."""
+    """Reads every shard of ``stream_arn`` from its latest record and feeds ``handler`` (the
+    function ``function_name``, whose mapping retries a failed batch ``retries`` times)."""
 
-    def __init__(self, streams: Any, stream_arn: str, handler: Handler) -> None:
+    def __init__(
+        self,
+        streams: Any,
+        stream_arn: str,
+        handler: Handler,
+        function_name: str = Names.PUSH_FUNCTION,
+        retries: int = PUSH_BATCH_RETRY.retries,
+    ) -> None:
         self._streams = streams
         self._arn = stream_arn
         self._handler = handler
+        self._function_name = function_name
+        self._retries = retries
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tasks-stream", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"tasks-stream-{function_name}", daemon=True)
         self._iterators: dict[str, str] = {}
         self._pending: list[dict[str, Any]] = []
         self._attempts = 0
@@ -75,7 +87,7 @@ class StreamPoller:
             )
         while self._pending:
             batch = self._pending[: Push.BATCH_SIZE]
-            result = self._handler({"Records": batch}, LocalLambdaContext("exports-push", timeout_sec=30))
+            result = self._handler({"Records": batch}, LocalLambdaContext(self._function_name, timeout_sec=30))
             failures = [failure["itemIdentifier"] for failure in result.get("batchItemFailures", [])]
             if not failures:
                 self._pending = self._pending[len(batch) :]
@@ -83,9 +95,9 @@ class StreamPoller:
                 continue
             first = next(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] == failures[0])
             self._attempts += 1
-            skip = first + 1 if self._attempts > PUSH_BATCH_RETRY.retries else first
+            skip = first + 1 if self._attempts > self._retries else first
             if skip > first:
-                logger.error("push failed %d times; record %s skipped", self._attempts, failures[0])
+                logger.error("%s failed %d times; record %s skipped", self._function_name, self._attempts, failures[0])
                 self._attempts = 0
             self._pending = self._pending[skip:]
             return

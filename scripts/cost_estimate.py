@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from exports.config.audit import Audit
 from exports.config.callbacks import Callback
 from exports.config.env import Env
 from exports.config.limits import Admission
@@ -62,6 +63,8 @@ class Price:
     S3_PUT_REQUEST: Final = 0.005 / 1000  # PUT, POST (multipart create/part/complete)
     S3_GET_REQUEST: Final = 0.0004 / 1000
     S3_GB_MONTH: Final = 0.023
+    DYNAMODB_GB_MONTH: Final = 0.25
+    DYNAMODB_PITR_GB_MONTH: Final = 0.20
     STEP_FUNCTIONS_TRANSITION: Final = 0.025 / 1000  # Standard workflows
     SECRET_MONTH: Final = 0.40
     SECRETS_API_CALL: Final = 0.05 / 10_000
@@ -182,6 +185,8 @@ class StackFacts:
     push_batching_window_sec: int = 1
     # The schedule function (EventBridge Scheduler's target).
     schedule_memory_mb: int = 512
+    # The audit function (the tasks stream's second consumer, docs/audit.md).
+    audit_memory_mb: int = 256
 
 
 @dataclass(frozen=True)
@@ -249,13 +254,24 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
     # The lanes' queues feed the worker; the tasks stream (a starting position) feeds the push function.
     mappings = [mapping for mapping in every_mapping if "StartingPosition" not in mapping]
     ((worker_id, batch_size),) = {(mapping["FunctionName"]["Ref"], mapping["BatchSize"]) for mapping in mappings}
-    (push_mapping,) = (mapping for mapping in every_mapping if "StartingPosition" in mapping)
-    push_id = push_mapping["FunctionName"]["Ref"]
-    (stream_id,) = (
-        logical_id
-        for logical_id, function in functions.items()
-        if Env.JWT_ISSUER in function["Properties"].get("Environment", {}).get("Variables", {})
+
+    def reading(variable: str) -> str:
+        (logical_id,) = (
+            logical_id
+            for logical_id, function in functions.items()
+            if variable in function["Properties"].get("Environment", {}).get("Variables", {})
+        )
+        return logical_id
+
+    stream_id = reading(Env.JWT_ISSUER)
+    # The audit function: the one told the worker's memory (its usage's CPU-seconds).
+    audit_id = reading(Env.WORKER_MEMORY_MB)
+    (push_mapping,) = (
+        mapping
+        for mapping in every_mapping
+        if "StartingPosition" in mapping and mapping["FunctionName"]["Ref"] != audit_id
     )
+    push_id = push_mapping["FunctionName"]["Ref"]
     state_machines = _of_type(template, "AWS::StepFunctions::StateMachine")
     (lifecycle,) = (
         resolved_definition(machine)
@@ -270,7 +286,7 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         config["Properties"]["FunctionName"]["Ref"]
         for config in _of_type(template, "AWS::Lambda::EventInvokeConfig").values()
     )
-    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id, push_id, stream_id, schedule_id}
+    (api_id,) = set(functions) - {worker_id, lifecycle_id, callback_id, push_id, stream_id, schedule_id, audit_id}
     log_group_id = functions[worker_id]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     (bucket,) = (
         bucket
@@ -302,6 +318,7 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         push_memory_mb=memory[push_id],
         push_batching_window_sec=push_mapping.get("MaximumBatchingWindowInSeconds", 0),
         schedule_memory_mb=memory[schedule_id],
+        audit_memory_mb=memory[audit_id],
     )
 
 
@@ -675,6 +692,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
         "",
     ]
     out += _push_costs(facts, work)
+    out += _audit_costs(facts)
     out += _schedule_costs(facts, work, per_export)
     out += _vpc_costs()
     return "\n".join(out)
@@ -747,6 +765,74 @@ def _push_costs(facts: StackFacts, work: Workload) -> list[str]:
         "",
         f"Every export followed: {_money(sum(line.monthly(per_million) for line in lines))} per {per_million:,} "
         "exports a month.",
+        "",
+    ]
+
+
+@dataclass(frozen=True)
+class AuditWork:
+    """What one export leaves in the audit trail (docs/audit.md), as this estimate assumes it:
+    its submission and end, the link of the status poll that sees it COMPLETED and one download."""
+
+    records: int = 4
+    record_bytes: int = 1500
+    function_sec: float = 0.05
+    retention_days: int = Audit.RETENTION_DAYS_DEFAULT
+    # Tenants billed: each publishes four usage metrics (TenantExports, Rows, Bytes, CpuSeconds).
+    tenants: int = 100
+
+
+def audit_lines(facts: StackFacts, work: AuditWork | None = None) -> list[Line]:
+    """What the audit trail adds per export: the audit function's invocations (the submission's
+    and the end's task writes; the API's appends ride on its own calls), each append's chain-end
+    query (strongly consistent) and its transaction (every item a transactional write: two units
+    per started KB), the records kept for the retention, and the usage metrics per tenant."""
+    work = work or AuditWork()
+    invocations = 2
+    gb_seconds = invocations * work.function_sec * facts.audit_memory_mb / 1024
+    record_kb = math.ceil(work.record_bytes / 1024)
+    # The record, its event's marker (under 1 KB), and for the end the usage counters.
+    write_units = work.records * 2 * (record_kb + 1) + 2
+    read_units = work.records * 1
+    stored_gb = work.records * work.record_bytes / GB
+    # A month's records stay for the retention: in the steady state, that many months of them.
+    months_kept = work.retention_days / 30
+    return [
+        Line(
+            "Audit function and appends",
+            gb_seconds * Price.LAMBDA_ARM_GB_SECOND
+            + invocations * Price.LAMBDA_REQUEST
+            + write_units * Price.DYNAMODB_WRITE_UNIT
+            + read_units * Price.DYNAMODB_READ_UNIT,
+            0,
+            f"{invocations} invocations x {work.function_sec} s x {facts.audit_memory_mb} MB; {work.records} records: "
+            f"{write_units} transactional write units, {read_units} strongly consistent reads",
+        ),
+        Line(
+            "Audit storage (steady state)",
+            stored_gb * months_kept * (Price.DYNAMODB_GB_MONTH + Price.DYNAMODB_PITR_GB_MONTH),
+            work.tenants * 4 * Price.CUSTOM_METRIC_MONTH,
+            f"{work.records} records of {work.record_bytes} B kept {work.retention_days} days, with point-in-time "
+            f"recovery; fixed: 4 usage metrics per tenant for {work.tenants} tenants",
+        ),
+    ]
+
+
+def _audit_costs(facts: StackFacts) -> list[str]:
+    """The audit trail's section: per export, and per million exports."""
+    lines = audit_lines(facts)
+    per_million = 1_000_000
+    return [
+        "## The audit trail",
+        "",
+        "Not in the table above: the audit trail and usage per tenant (docs/audit.md). Every export's",
+        "submission, end, links and downloads are appended to its tenant's daily chain, kept",
+        f"{Audit.RETENTION_DAYS_DEFAULT} days; storage grows with the retention, the metrics with the tenants.",
+        "",
+        *_table(
+            ["Item", "Per export", f"{per_million:,} exports/month", "Basis"],
+            [[line.service, _money(line.per_export), _money(line.monthly(per_million)), line.basis] for line in lines],
+        ),
         "",
     ]
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
+
+import exports
 
 
 class Declarations:
@@ -12,3 +15,8 @@ class Declarations:
     DEFAULT_FILE: Final = "exports.toml"
     # Where the CDK app puts the effective declaration inside every function's package.
     PACKAGED_FILE: Final = "exports.toml"
+
+
+def default_declaration_path() -> Path:
+    """The declaration the repository ships (and the CDK app packages next to ``exports/``)."""
+    return Path(exports.__file__).resolve().parent.parent / Declarations.DEFAULT_FILE

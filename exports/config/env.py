@@ -69,3 +69,7 @@ class Env:
     # the domains recipients may belong to (comma-separated; unset: any).
     MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
     MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"
+    # The audit trail (docs/audit.md): its table (unset: nothing is recorded), and the worker's
+    # memory, which turns a worker second into CPU-seconds-equivalent for usage.
+    AUDIT_TABLE: Final = "EXPORTS_AUDIT_TABLE"
+    WORKER_MEMORY_MB: Final = "EXPORTS_WORKER_MEMORY_MB"

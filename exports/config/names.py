@@ -29,3 +29,5 @@ class Names:
     SCHEDULE_FUNCTION: Final = "exports-schedule"
     SCHEDULE_GROUP: Final = "exports"
     SCHEDULE_DLQ: Final = "exports-schedule-dlq"
+    AUDIT_TABLE: Final = "exports-audit"
+    AUDIT_FUNCTION: Final = "exports-audit"

@@ -143,6 +143,9 @@ SOURCE_BUSY_DEFERRAL: Final = Deferral(wait_sec=15, cap_sec=60)
 HOT_KEY_DEFERRAL: Final = Deferral(wait_sec=0, cap_sec=60)
 # The push function's stream batches (bisected on failure), then the on-failure queue.
 PUSH_BATCH_RETRY: Final = EventRetries(retries=3, max_age_sec=300)
+# The audit function's stream batches: a record missing from the trail is worse than a late one,
+# so they are tried for as long as the stream keeps them (24 hours), then go to the on-failure queue.
+AUDIT_BATCH_RETRY: Final = EventRetries(retries=10, max_age_sec=24 * 3600)
 # EventBridge Scheduler's delivery of a firing to the schedule function, then its dead-letter queue.
 SCHEDULE_TARGET_RETRY: Final = EventRetries(retries=5, max_age_sec=3600)
 # Lambda's retries of a failed asynchronous invocation of the schedule function (a firing is

@@ -171,6 +171,7 @@ class ApiSettings(TaskFlowSettings):
         "websocket_url": Env.WEBSOCKET_URL,
         **_SCHEDULE_VARIABLES,
         **_MAIL_VARIABLES,
+        "audit_table": Env.AUDIT_TABLE,
     }
 
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
@@ -194,6 +195,9 @@ class ApiSettings(TaskFlowSettings):
     # and the domains recipients may have (comma-separated; unset: any).
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
+    # The audit trail (docs/audit.md): links, downloads and schedule changes are recorded there,
+    # GET /v1/audit reads it, a tenant's rows per day are counted from it (unset: none of that).
+    audit_table: str | None = None
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
@@ -282,6 +286,17 @@ class LifecycleSettings(TaskEndSettings):
     }
 
     state_machine_arn: str
+
+
+class AuditSettings(RegistrySettings):
+    """The audit function's (docs/audit.md): the audit table, the declaration file (its
+    ``[tenants]``: retention per tenant) and the worker's memory (CPU-seconds-equivalent)."""
+
+    REQUIRED: ClassVar[Mapping[str, str]] = {**RegistrySettings.REQUIRED, "audit_table": Env.AUDIT_TABLE}
+    OPTIONAL: ClassVar[Mapping[str, str]] = {**RegistrySettings.OPTIONAL, "worker_memory_mb": Env.WORKER_MEMORY_MB}
+
+    audit_table: str
+    worker_memory_mb: int = Field(default=Worker.MEMORY_MB_DEFAULT, ge=128, le=10240)
 
 
 class PushSettings(RegistrySettings):

@@ -15,6 +15,8 @@ class Worker:
     # S3 wants every part but the last to be at least 5 MiB.
     UPLOAD_PART_BYTES: Final = 8 * 1024 * 1024
     BATCH_SIZE: Final = 1
+    # The worker's memory where the deployment does not say (infra.sizing.Sizing.WORKER_MEMORY_MB).
+    MEMORY_MB_DEFAULT: Final = 1024
 
 
 class XlsxLimits:

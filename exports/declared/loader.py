@@ -14,8 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
-import exports
-from exports.config.declarations import Declarations as DeclarationSettings
+from exports.config.declarations import default_declaration_path
 from exports.declared.model import (
     CallerBindingDecl,
     DeclarationFile,
@@ -56,7 +55,7 @@ PLUGIN_KEYS = frozenset({"description", "source", "plugin", "options"})
 
 def default_path() -> Path:
     """The declaration the repository ships (and the CDK app packages next to ``exports/``)."""
-    return Path(exports.__file__).resolve().parent.parent / DeclarationSettings.DEFAULT_FILE
+    return default_declaration_path()
 
 
 class DeclarationError(ValueError):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
+from exports.config.audit import Audit
 from exports.domain.caller import BindingKind
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
@@ -210,6 +211,29 @@ class AccessDecl(StrictModel):
     groups_claim: ClaimName = "cognito:groups"
 
 
+class TenantPolicyDecl(StrictModel):
+    """Quotas and audit retention of a tenant (``[tenants.defaults]`` for every tenant,
+    ``[tenants.overrides.<tenant>]`` for one); a key left out is no limit (the default's value
+    for an override)."""
+
+    max_active_tasks: int | None = Field(default=None, ge=1)
+    max_rows_per_day: int | None = Field(default=None, ge=1)
+    max_schedules: int | None = Field(default=None, ge=1)
+    audit_retention_days: int | None = Field(default=None, ge=Audit.RETENTION_DAYS_MIN, le=Audit.RETENTION_DAYS_MAX)
+
+
+class TenantsDecl(StrictModel):
+    """Deployment-wide: which claim names a caller's tenant, which group reads its tenant's
+    audit trail, and each tenant's quotas and audit retention (docs/audit.md), in one place."""
+
+    claim: ClaimName = Audit.TENANT_CLAIM_DEFAULT
+    admin_group: Annotated[str, StringConstraints(min_length=1, max_length=256)] = Audit.ADMIN_GROUP_DEFAULT
+    defaults: TenantPolicyDecl = TenantPolicyDecl()
+    overrides: dict[Annotated[str, StringConstraints(min_length=1, max_length=256)], TenantPolicyDecl] = Field(
+        default_factory=dict
+    )
+
+
 class PartitionBy(StrEnum):
     """How an export type's rows split into partitions written at once."""
 
@@ -273,5 +297,6 @@ class DeclarationFile(StrictModel):
     kinds (each source by its kind's model, each type with its kind's key)."""
 
     access: AccessDecl = AccessDecl()
+    tenants: TenantsDecl = TenantsDecl()
     sources: dict[Identifier, SourceDecl] = Field(default_factory=dict)
     types: dict[Identifier, TypeDecl] = Field(default_factory=dict)

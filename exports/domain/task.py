@@ -124,6 +124,9 @@ class Task(BaseModel):
     # The values the export type bound from the submitter's token (a tenant id, groups), as they
     # were at submit: every run, partition and resumption of the task reads these.
     caller: dict[str, Any] = Field(default_factory=dict)
+    # The submitter's tenant, from their token (the audit trail's chain and usage it counts into;
+    # None on records written before tenants were recorded).
+    tenant: str | None = None
     csv_bom: bool = False
     # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
     csv_formula_guard: bool = True
@@ -254,6 +257,7 @@ def new_task(
     now: datetime,
     retention: timedelta,
     caller: dict[str, Any] | None = None,
+    tenant: str | None = None,
     estimated_rows: int | None = None,
     csv_bom: bool = False,
     csv_formula_guard: bool = True,
@@ -277,6 +281,7 @@ def new_task(
         format=format,
         filters=filters,
         caller=caller or {},
+        tenant=tenant,
         estimated_rows=estimated_rows,
         csv_bom=csv_bom,
         csv_formula_guard=csv_formula_guard,

@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from exports.audit.ports import AuditNotKept, NotAuditAdmin
 from exports.config.limits import Admission
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
@@ -55,6 +56,8 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     MalformedBody: HTTPStatus.BAD_REQUEST,
     InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
     CallerRefused: HTTPStatus.FORBIDDEN,
+    NotAuditAdmin: HTTPStatus.FORBIDDEN,
+    AuditNotKept: HTTPStatus.NOT_FOUND,
     TaskNotFound: HTTPStatus.NOT_FOUND,
     UnknownExportType: HTTPStatus.NOT_FOUND,
     PushNotAvailable: HTTPStatus.NOT_FOUND,

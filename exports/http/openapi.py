@@ -58,7 +58,8 @@ _ERRORS: dict[int, str] = {
     429: "Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing"
     " within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too"
     " many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule:"
-    " SCHEDULE_LIMIT_REACHED, the user has as many as a user may.",
+    " SCHEDULE_LIMIT_REACHED, the user has as many as a user may; TENANT_QUOTA_EXCEEDED: the caller's tenant"
+    " used a quota of docs/audit.md, which the message names.",
     503: "A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE).",
 }
 _RETRY_LATER = (429, 503)

@@ -32,6 +32,7 @@ from exports.webhooks.destination import Resolver, system_resolver
 
 if TYPE_CHECKING:
     # Annotations only: the lifecycle function, which has neither, does not import them.
+    from exports.audit.service import AuditDependencies
     from exports.export_types.registry import ExportTypeRegistry
     from exports.schedules.run_end import RunEndDependencies
 
@@ -109,6 +110,8 @@ class ApiDependencies:
     throughput: ThroughputStats
     # Admission by deadline: the work queued per lane and limited source.
     capacity: CapacityPools
+    # The audit trail (docs/audit.md): None where the deployment names no audit table.
+    audit: AuditDependencies | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)

@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from exports.audit.service import check_submit_quotas
 from exports.config.limits import Admission
 from exports.config.metrics import Metric
 from exports.domain.admission import (
@@ -104,6 +105,10 @@ def submit_export(
     callback_url = request.callback_url
     if callback_url:
         check_destination(callback_url, deps.resolve, deps.settings.allow_local_callbacks)
+    tenant = None
+    if deps.audit is not None:
+        tenant = deps.audit.tenancy.tenant_of(caller)
+        check_submit_quotas(tenant, deps.audit)
 
     if _backlog(deps) >= deps.settings.max_backlog:
         deps.metrics.add(Metric.REJECTED)
@@ -125,6 +130,7 @@ def submit_export(
         format=request.format,
         filters=canonical_filters,
         caller=bound,
+        tenant=tenant,
         # Only what is known or measured: a made-up default would be a wrong percentage.
         estimated_rows=round(rows) if measured is not None or known_rows is not None else None,
         csv_bom=request.csv_bom,

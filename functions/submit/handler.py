@@ -6,6 +6,7 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
 from collections.abc import Sequence
+from datetime import date
 from functools import cache
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -30,8 +31,14 @@ from exports.api_models import (
     TaskList,
     TaskView,
 )
+from exports.audit import service as audit
+from exports.audit.api_models import AuditPage, UsageDay, UsageList
+from exports.audit.model import AuditAction
+from exports.audit.ports import AuditNotKept
+from exports.audit.service import AuditDependencies, TrailQuery
 from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
 from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, PERMALINK_PATH
+from exports.config.audit import Audit
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
 from exports.domain.policies import Polling, poll_after_sec
@@ -204,7 +211,11 @@ _SCHEDULE_CREATE_RESPONSES = responses(
     413,
     415,
     422,
-    (429, "The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED)."),
+    (
+        429,
+        "The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED), or their tenant as many"
+        " as its quota allows (code TENANT_QUOTA_EXCEEDED).",
+    ),
 )
 _SCHEDULE_GET_RESPONSES = responses({200: {"description": "The schedule, with its next runs."}}, 404)
 _SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller's schedules, newest first."}}, 422)
@@ -299,8 +310,11 @@ def _answer(accepted: dict[str, Any], headers: dict[str, str] | None = None) -> 
 def get_export(task_id: str) -> Response[TaskView]:
     """The task; once COMPLETED with a freshly presigned download link."""
     deps = dependencies()
-    details = queries.task_details(task_id, caller_id(app.current_event), deps)
+    user_id = caller_id(app.current_event)
+    details = queries.task_details(task_id, user_id, deps)
     task = details.task
+    if details.download_expires_at is not None and deps.audit is not None:
+        audit.record_link(task, user_id, _request_id(), details.download_expires_at, False, deps.audit)
     if task.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
         retry_after = poll_after_sec(task.created_at, deps.clock())
         headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
@@ -376,8 +390,11 @@ def list_exports(
 def download(task_id: str) -> Response[str]:
     """``302`` to a fresh presigned link; ``409`` unless the task is COMPLETED."""
     deps = dependencies()
-    task = queries.owned_task(task_id, caller_id(app.current_event), deps)
-    url, _ = queries.download_link(task, deps)
+    user_id = caller_id(app.current_event)
+    task = queries.owned_task(task_id, user_id, deps)
+    url, expires_at = queries.download_link(task, deps)
+    if deps.audit is not None:
+        audit.record_link(task, user_id, _request_id(), expires_at, True, deps.audit)
     return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")
 
 
@@ -478,7 +495,11 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
     key = idempotency_key(app.current_event.headers)
 
     def create() -> dict[str, Any]:
+        audit_deps = dependencies().audit
+        if audit_deps is not None:
+            audit.check_schedule_quota(audit_deps.tenancy.tenant_of(caller), audit_deps)
         schedule = schedules.create_schedule(request.schedule_spec(), caller, schedule_dependencies())
+        _record_schedule(AuditAction.SCHEDULE_CREATED, schedule)
         return _schedule_view(schedule).model_dump(mode="json")
 
     headers: dict[str, str] = {}
@@ -538,6 +559,7 @@ def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) 
     check_envelope(app.current_event)
     caller = caller_of(app.current_event)
     changed = schedules.update_schedule(schedule_id, changes.changes(), caller, schedule_dependencies())
+    _record_schedule(AuditAction.SCHEDULE_CHANGED, changed)
     return _schedule_view(changed)
 
 
@@ -551,7 +573,10 @@ def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) 
 @tracer.capture_method(capture_response=False)
 def delete_schedule(schedule_id: str) -> Response[str]:
     """``204``; ``404`` for another user's."""
-    schedules.delete_schedule(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    deps = schedule_dependencies()
+    schedule = schedules.owned_schedule(schedule_id, caller_id(app.current_event), deps)
+    schedules.delete_schedule(schedule_id, schedule.user_id, deps)
+    _record_schedule(AuditAction.SCHEDULE_DELETED, schedule)
     return Response(status_code=204, body="")
 
 
@@ -637,6 +662,102 @@ def delete_permalink(schedule_id: str) -> Response[str]:
 def permalink(schedule_id: str, key: Annotated[str, Query(min_length=1, max_length=200)]) -> Response[str]:
     """``302`` to the latest file for the right key; ``404`` otherwise."""
     return _redirect(latest.permalink_latest(schedule_id, key, schedule_dependencies()))
+
+
+def _request_id() -> str:
+    """The gateway's id of this request: an audit record's event id (one per request)."""
+    return str(app.current_event.request_context.request_id)
+
+
+def _record_schedule(action: AuditAction, schedule: Schedule) -> None:
+    """Record a schedule change in the audit trail, if the deployment keeps one."""
+    deps = dependencies().audit
+    if deps is not None:
+        audit.record_schedule(action, schedule, caller_of(app.current_event), _request_id(), deps)
+
+
+def _audit_reader() -> tuple[str, AuditDependencies]:
+    """The audit trail and the tenant the caller may read it for (an admin's own)."""
+    deps = dependencies().audit
+    if deps is None:
+        raise AuditNotKept("this deployment keeps no audit trail")
+    return audit.admin_tenant(caller_of(app.current_event), deps.tenancy), deps
+
+
+_AUDIT_RESPONSES = responses(
+    {200: {"description": "A page of the tenant's audit records, by day then number."}},
+    (403, "The caller is not in the audit admin group, or has no tenant (code NOT_AUDIT_ADMIN)."),
+    (404, "This deployment keeps no audit trail."),
+    422,
+)
+_USAGE_RESPONSES = responses(
+    {200: {"description": "The tenant's usage per day."}},
+    (403, "The caller is not in the audit admin group, or has no tenant (code NOT_AUDIT_ADMIN)."),
+    (404, "This deployment keeps no audit trail."),
+    422,
+)
+_AUDIT_QUERY = frozenset({"from", "to", "action", "actor", "subject", "limit", "next_token"})
+_USAGE_QUERY = frozenset({"from", "to"})
+
+
+def _days(day_from: date | None, day_to: date | None) -> tuple[date, date]:
+    today = dependencies().clock().date()
+    return day_from or day_to or today, day_to or today
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/audit",
+    summary="Read your tenant's audit trail",
+    description="For the deployment's audit admin group only: the records of the caller's tenant (exports, links,"
+    " downloads, deliveries, schedule changes) of the days `from` to `to` (UTC, default today, at most 31 days),"
+    " by day then number, as stored, with their hashes; `action`, `actor` and `subject` filter. Another tenant's"
+    " records are never shown.",
+    tags=["audit"],
+    responses=_AUDIT_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def read_audit(
+    day_from: Annotated[date | None, Query(alias="from", description="First day (UTC), YYYY-MM-DD.")] = None,
+    day_to: Annotated[date | None, Query(alias="to", description="Last day (UTC), YYYY-MM-DD.")] = None,
+    action: Annotated[
+        str | None, Query(max_length=64, description="Only this action (`export.completed`, ...).")
+    ] = None,
+    actor: Annotated[str | None, Query(max_length=256, description="Only this user's (or `system`).")] = None,
+    subject: Annotated[str | None, Query(max_length=64, description="Only this task's or schedule's.")] = None,
+    limit: Annotated[int, Query(ge=1, le=Audit.PAGE_MAX)] = Audit.PAGE_DEFAULT,
+    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+) -> AuditPage:
+    """A page of the admin's tenant's records."""
+    refuse_unknown_query(app.current_event, _AUDIT_QUERY)
+    tenant, deps = _audit_reader()
+    first, last = _days(day_from, day_to)
+    query = TrailQuery(first, last, action=action, actor=actor, subject=subject)
+    page = audit.read_trail(tenant, query, limit, next_token, deps)
+    return AuditPage(items=page.records, next_token=page.cursor)
+
+
+@app.get(
+    f"{API_VERSION_PREFIX}/audit/usage",
+    summary="Your tenant's usage per day",
+    description="For the deployment's audit admin group only: exports ended, rows, bytes and CPU-seconds-equivalent"
+    " of the caller's tenant on each day from `from` to `to` (UTC, default today, at most 31 days).",
+    tags=["audit"],
+    responses=_USAGE_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def read_usage(
+    day_from: Annotated[date | None, Query(alias="from", description="First day (UTC), YYYY-MM-DD.")] = None,
+    day_to: Annotated[date | None, Query(alias="to", description="Last day (UTC), YYYY-MM-DD.")] = None,
+) -> UsageList:
+    """The admin's tenant's usage per day."""
+    refuse_unknown_query(app.current_event, _USAGE_QUERY)
+    tenant, deps = _audit_reader()
+    first, last = _days(day_from, day_to)
+    days = audit.usage_by_day(tenant, TrailQuery(first, last), deps)
+    items = [
+        UsageDay(day=day, exports=u.exports, rows=u.rows, bytes=u.bytes, cpu_seconds=u.cpu_seconds) for day, u in days
+    ]
+    return UsageList(tenant=tenant, items=items)
 
 
 @app.route(".+", method="OPTIONS", include_in_schema=False)

@@ -67,6 +67,8 @@ OPERATIONS = {
     # For tools without a token: the SDK hands out its URL (create_permalink).
     ("get", "/v1/permalinks/{schedule_id}"): ExportsClient.create_permalink,
     ("get", "/local/mailbox"): ExportsClient.mailbox,
+    ("get", "/v1/audit"): ExportsClient.list_audit,
+    ("get", "/v1/audit/usage"): ExportsClient.audit_usage,
 }
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}
@@ -106,6 +108,13 @@ def test_every_response_component_has_a_model_with_the_same_schema(name: str) ->
 def test_every_operation_has_a_client_method() -> None:
     documented = {(method, path) for path, item in DOC["paths"].items() for method in item}
     assert documented <= set(OPERATIONS), f"no client method for {sorted(documented - set(OPERATIONS))}"
+
+
+def test_list_audit_takes_the_query_parameters_of_the_api() -> None:
+    documented = {parameter["name"] for parameter in DOC["paths"]["/v1/audit"]["get"]["parameters"]}
+    taken = set(inspect.signature(ExportsClient.list_audit).parameters) - {"self"}
+    # Days as date objects, named day_from and day_to in Python (from is a keyword).
+    assert {"from" if name == "day_from" else "to" if name == "day_to" else name for name in taken} == documented
 
 
 def test_submit_takes_exactly_the_fields_of_an_export_request() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from exports.config.audit import Audit
 from exports.config.callbacks import Callback
 from exports.config.env import Env
 from exports.config.limits import Admission, Capacity, HotKey, Limits
@@ -51,8 +52,8 @@ def test_function_timeouts_memory_and_batch_equal_the_config(dev):
     )
     mappings = dev.template.find_resources("AWS::Lambda::EventSourceMapping").values()
     sizes = [mapping["Properties"]["BatchSize"] for mapping in mappings]
-    # The lanes' queues, and the tasks stream (the push function)
-    assert sorted(sizes) == sorted([Worker.BATCH_SIZE] * len(LANES) + [Push.BATCH_SIZE])
+    # The lanes' queues, and the tasks stream (the push function, the audit function)
+    assert sorted(sizes) == sorted([Worker.BATCH_SIZE] * len(LANES) + [Push.BATCH_SIZE, Audit.BATCH_SIZE])
 
 
 def test_the_workers_temporary_disk_equals_the_config_and_the_other_functions_keep_the_default(dev, prod):

@@ -148,7 +148,7 @@ def common_grants(synth, service_function):
 
 def test_every_function_is_python_on_arm64_traced_with_powertools_settings(dev):
     functions = service_functions(dev)
-    assert len(functions) == len(dev.stack.functions.all) == 7
+    assert len(functions) == len(dev.stack.functions.all) == 8
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == RUNTIME.name
@@ -201,8 +201,9 @@ def test_the_functions_get_the_resource_names_through_the_shared_env_var_names(d
 def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
     functions = dev.stack.functions
     common = {Env.TASKS_TABLE, Env.RETENTION_HOURS}  # the callback ends no task: no retention
-    # The demo table exports.toml's orders_dynamodb names (its table_env); no settings read it.
-    registry = {Env.ORDERS_TABLE}
+    # The tables exports.toml's orders_dynamodb and audit_log name (their table_env): the demo
+    # orders (no settings read it) and the audit table (the API's and the audit function's settings do).
+    registry = {Env.ORDERS_TABLE, Env.AUDIT_TABLE}
     tasks = {Env.TASK_QUEUE_URLS, Env.RESULTS_BUCKET, Env.LIFECYCLE_STATE_MACHINE_ARN}
     push = {Env.CONNECTIONS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBSOCKET_ENDPOINT}
     # Scheduled exports (dev sends no mail); test_infra_schedules.py pins which settings read them.
@@ -245,6 +246,8 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         # registry (tenancy-bound values); $connect also verifies JWTs of the API's issuer.
         functions.push: common | registry | push,
         functions.stream: common | registry | push | {Env.JWT_ISSUER, Env.JWT_AUDIENCE},
+        # The audit trail, the declaration's [tenants] and the worker's memory (CPU-seconds).
+        functions.audit: common | registry | {Env.WORKER_MEMORY_MB},
     }
     for service_function in functions.all:
         reads = service_function.spec.runtime_settings
@@ -336,7 +339,7 @@ def test_every_function_can_build_its_settings_from_its_environment(assembly, st
 def test_each_function_has_its_own_role_without_managed_policies(dev):
     functions = service_functions(dev)
     roles = {json.dumps(f["Properties"]["Role"]) for f in functions.values()}
-    assert len(roles) == len(functions) == 7
+    assert len(roles) == len(functions) == 8
     for service_function in dev.stack.functions.all:
         props = dev.props(service_function.role)
         assert "ManagedPolicyArns" not in props
@@ -377,6 +380,12 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             (["dynamodb:Query"], join(dev.arn(stack.tables.schedules), f"/index/{SchedulesTable.USER_INDEX}")),
             (list(MANAGE_ACTIONS), group_schedules_arn(dev)),
             (["iam:PassRole"], dev.arn(stack.scheduling.role)),
+            # the audit trail: append links, downloads and schedule changes (conditional puts),
+            # read a tenant's records (Query) and usage (GetItem)
+            (
+                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:GetItem"],
+                dev.arn(stack.tables.audit),
+            ),
         ]
     )
 
@@ -393,8 +402,10 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             *common_grants(dev, worker),
             # tasks (ending one releases its dedup marker), hot-key buckets and throughput statistics
             (TABLE_ITEM_ACTIONS, dev.arn(stack.tables.tasks)),
-            # the declared types' demo table (exports.toml's orders_dynamodb), by its day index only
+            # the declared types' demo table (exports.toml's orders_dynamodb), by its day index only,
+            # and the audit table (exports.toml's audit_log), by key
             (["dynamodb:Query"], day_index),
+            (["dynamodb:Query"], dev.arn(stack.tables.audit)),
             # each lane's event source; retries, deferred tasks and hand-overs go back to any lane
             *(([*consume, "sqs:GetQueueAttributes", "sqs:SendMessage"], dev.arn(q)) for q in stack.queues.task_queues),
             # multipart uploads (PutObject) and aborts, the checkpoint (put, get, delete), the
@@ -474,8 +485,8 @@ def test_only_xray_gets_a_wildcard_resource(dev):
 
 def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_concurrency(dev):
     stack = dev.stack
-    # (and the push function's mapping of the tasks stream: test_infra_push.py)
-    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", len(LANES) + 1)
+    # (and the push and audit functions' mappings of the tasks stream: test_infra_push.py, test_infra_audit.py)
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", len(LANES) + 2)
     for lane in stack.queues.lanes:
         dev.template.has_resource_properties(
             "AWS::Lambda::EventSourceMapping",
@@ -502,7 +513,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 5  # tasks, connections, schedules, demo orders, demo customers
+        assert len(tables) == 6  # tasks, connections, schedules, audit, demo orders, demo customers
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
@@ -537,8 +548,8 @@ def test_the_tables_have_the_indexes_the_code_queries(dev):
 
 def test_queues_are_encrypted_and_ssl_only(dev):
     queues = of_type(dev, "AWS::SQS::Queue")
-    # and the push mapping's on-failure queue, and the schedules' dead-letter queue
-    assert len(queues) == 2 * len(LANES) + 2
+    # and the push and audit mappings' on-failure queues, and the schedules' dead-letter queue
+    assert len(queues) == 2 * len(LANES) + 3
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     policies = of_type(dev, "AWS::SQS::QueuePolicy")
@@ -546,6 +557,7 @@ def test_queues_are_encrypted_and_ssl_only(dev):
     assert protected == {
         *(json.dumps(dev.ref(queue)) for lane in dev.stack.queues.lanes for queue in (lane.queue, lane.dead_letters)),
         json.dumps(dev.ref(dev.stack.push.failed_batches)),
+        json.dumps(dev.ref(dev.stack.audit.failed_batches)),
         json.dumps(dev.ref(dev.stack.scheduling.dead_letters)),
     }
     for policy in policies.values():
@@ -755,7 +767,7 @@ def test_every_header_the_api_reads_is_in_the_cors_rules():
 
 
 # The alarm id prefix of each function: api, worker, lifecycle, callback.
-FUNCTION_ALARM_IDS = ("Api", "Worker", "LifecycleFunction", "Callback", "Stream", "Push")
+FUNCTION_ALARM_IDS = ("Api", "Worker", "LifecycleFunction", "Callback", "Stream", "Push", "AuditFunction")
 
 
 def alarms_by_name(synth):
@@ -772,7 +784,8 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
         *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
         *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
-        *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers", "Schedules")),
+        *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers", "Schedules", "Audit")),
+        "AuditFailed",
         # scheduled exports (test_infra_schedules.py)
         "ScheduleDeadLetters",
         "SchedulerTargetErrors",
@@ -798,10 +811,10 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         # No OK notifications: a first deploy would send one per alarm leaving INSUFFICIENT_DATA.
         assert "OKActions" not in alarm
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        # No data is no fault; a dead letter (or a failed push batch) keeps its alarm while SQS
+        # No data is no fault; a dead letter (or a failed push or audit batch) keeps its alarm while SQS
         # publishes nothing.
         name = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-")
-        dead_letters = name.startswith("DeadLetters") or name in ("PushFailed", "ScheduleDeadLetters")
+        dead_letters = name.startswith("DeadLetters") or name in ("PushFailed", "AuditFailed", "ScheduleDeadLetters")
         assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
 
 
@@ -837,6 +850,7 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
                 functions.callback,
                 functions.stream,
                 functions.push,
+                functions.audit,
             ),
             strict=True,
         ):
@@ -963,6 +977,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "AccessLogsBucketName",
         "TasksTableName",
         "SchedulesTableName",
+        "AuditTableName",
         "ScheduleGroupName",
         "ScheduleDeadLetterQueueUrl",
         "WebSocketUrl",
@@ -985,6 +1000,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
     dev.template.has_output("AccessLogsBucketName", {"Value": dev.ref(dev.stack.storage.access_logs)})
     dev.template.has_output("TasksTableName", {"Value": dev.ref(dev.stack.tables.tasks)})
     dev.template.has_output("SchedulesTableName", {"Value": dev.ref(dev.stack.tables.schedules)})
+    dev.template.has_output("AuditTableName", {"Value": dev.ref(dev.stack.tables.audit)})
     dev.template.has_output("ScheduleGroupName", {"Value": dev.ref(dev.stack.scheduling.group)})
     dev.template.has_output("ScheduleDeadLetterQueueUrl", {"Value": dev.ref(dev.stack.scheduling.dead_letters)})
     dev.template.has_output("OrdersTableName", {"Value": dev.ref(dev.stack.tables.orders)})

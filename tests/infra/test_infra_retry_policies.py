@@ -10,6 +10,7 @@ import math
 import pytest
 
 from exports.config.retry import (
+    AUDIT_BATCH_RETRY,
     CALLBACK_RETRY,
     DELIVERY_RETRY,
     LAMBDA_SERVICE_RETRY,
@@ -102,5 +103,8 @@ def test_every_redrive_and_lambda_retry_in_the_template_is_a_named_policy(assemb
         }
 
         assert redrives == {DELIVERY_RETRY.attempts}
-        assert stream_retries == {(PUSH_BATCH_RETRY.retries, PUSH_BATCH_RETRY.max_age_sec)}
+        assert stream_retries == {
+            (PUSH_BATCH_RETRY.retries, PUSH_BATCH_RETRY.max_age_sec),
+            (AUDIT_BATCH_RETRY.retries, AUDIT_BATCH_RETRY.max_age_sec),
+        }
         assert async_retries == {(SCHEDULE_FUNCTION_RETRY.retries, SCHEDULE_FUNCTION_RETRY.max_age_sec)}

@@ -13,6 +13,7 @@ from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 from exports.adapters.clients import aws_client
 from exports.config.env import Env
 from exports.domain.status import TERMINAL, TaskStatus
+from functions.audit import handler as audit
 from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle
 from functions.schedule import handler as schedule
@@ -32,7 +33,7 @@ STREAMS_ENDPOINT = f"https://streams.dynamodb.{REGION}.amazonaws.com"
 
 def _clear_caches() -> None:
     aws_client.cache_clear()
-    for function in (api, worker, lifecycle, callback, schedule):
+    for function in (api, worker, lifecycle, callback, schedule, audit):
         function.dependencies.cache_clear()
     # Built on the API's dependencies: rebuilt with them.
     api.schedule_dependencies.cache_clear()

@@ -38,6 +38,7 @@ def test_the_shipped_declarations_load() -> None:
         "order_changes",
         "orders_dynamodb",
         "customers_api",
+        "audit_log",
     ]
     tests_file = Path(__file__).parents[1] / "declarations" / "dynamodb_demo.toml"
     assert list(load_declarations(tests_file).file.types) == ["orders", "customers", "sales_report"]
@@ -620,8 +621,9 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
 
     environment = {
         Env.TASKS_TABLE: "t",
-        # orders_dynamodb's table (its table_env).
+        # orders_dynamodb's and audit_log's tables (their table_env).
         Env.ORDERS_TABLE: "o",
+        Env.AUDIT_TABLE: "a",
         "EXPORTS_SHOP_DATABASE_URL": "postgresql://nowhere",
         "AWS_DEFAULT_REGION": "us-east-1",
         "PATH": "/usr/bin:/bin",
@@ -643,7 +645,7 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     assert (
         probe.stdout.strip()
         == "['orders', 'customers', 'sales_report', 'generated_orders', 'orders_all_tenants', 'order_changes',"
-        " 'orders_dynamodb'] False"
+        " 'orders_dynamodb', 'audit_log'] False"
     )
 
 

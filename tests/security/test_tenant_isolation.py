@@ -41,6 +41,9 @@ SCHEDULE_ROUTES = {
     ("post", "/v1/schedules/{schedule_id}/run"),
 }
 SCHEDULE_COLLECTION_ROUTES = {("get", "/v1/schedules"), ("post", "/v1/schedules")}
+# The audit trail is read by a tenant's admins, of their own tenant only (docs/audit.md; one
+# tenant's admin against another's: tests/integration/test_audit_trail.py).
+AUDIT_ROUTES = {("get", "/v1/audit"), ("get", "/v1/audit/usage")}
 UNKNOWN_SCHEDULE = "sch_01JZZZZZZZZZZZZZZZZZZZZZZZ"
 WEEKLY = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
 
@@ -92,8 +95,33 @@ def test_every_route_is_classified() -> None:
     methods = ("get", "post", "put", "patch", "delete")
     routes = {(method, path) for path, item in paths.items() for method in methods if getattr(item, method)}
     assert routes == (
-        TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES | SCHEDULE_ROUTES | SCHEDULE_COLLECTION_ROUTES
+        TASK_ROUTES
+        | COLLECTION_ROUTES
+        | SHARED_ROUTES
+        | CALLER_ROUTES
+        | SCHEDULE_ROUTES
+        | SCHEDULE_COLLECTION_ROUTES
+        | AUDIT_ROUTES
     )
+
+
+@pytest.mark.parametrize(("method", "route"), sorted(AUDIT_ROUTES))
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {},
+        {"custom:tenant_id": "acme", "cognito:groups": "[finance]"},
+        # An admin of no tenant has no trail to read, and may name none.
+        {"cognito:groups": "[admin]"},
+    ],
+)
+def test_the_audit_routes_refuse_all_but_a_tenants_admin(
+    tenants: dict[str, dict[str, str]], method: str, route: str, claims: dict[str, str]
+) -> None:
+    event = http_event(method.upper(), route, user="mallory", claims=claims, query={"from": "2025-03-10"})
+    result = api.lambda_handler(event, FakeContext())
+
+    assert (result["statusCode"], json.loads(result["body"])["error"]["code"]) == (403, "NOT_AUDIT_ADMIN")
 
 
 @pytest.mark.parametrize(("method", "route"), sorted(SCHEDULE_ROUTES))
@@ -186,7 +214,13 @@ def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) 
 @pytest.mark.parametrize(
     ("method", "route"),
     sorted(
-        TASK_ROUTES | COLLECTION_ROUTES | SHARED_ROUTES | CALLER_ROUTES | SCHEDULE_ROUTES | SCHEDULE_COLLECTION_ROUTES
+        TASK_ROUTES
+        | COLLECTION_ROUTES
+        | SHARED_ROUTES
+        | CALLER_ROUTES
+        | SCHEDULE_ROUTES
+        | SCHEDULE_COLLECTION_ROUTES
+        | AUDIT_ROUTES
     ),
 )
 def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:

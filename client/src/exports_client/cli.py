@@ -529,10 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
     types.add_argument("names", nargs="*", metavar="TYPE", help="only these export types")
     types.set_defaults(run=_types)
 
-    # Imported here: the schedule commands build on this module's helpers.
-    from exports_client import schedule_commands
+    # Imported here: the schedule and audit commands build on this module's helpers.
+    from exports_client import audit_commands, schedule_commands
 
     schedule_commands.add_commands(commands, common)
+    audit_commands.add_commands(commands, common)
     return parser
 
 

@@ -9,7 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +32,7 @@ from exports_client.errors import (
     retry_after_seconds,
 )
 from exports_client.models import (
+    AuditPage,
     CallerView,
     Every,
     ExportAccepted,
@@ -48,6 +49,7 @@ from exports_client.models import (
     TaskList,
     TaskStatus,
     TaskView,
+    UsageList,
 )
 from exports_client.polling import busy_delay, capacity_delay, poll_delay
 from exports_client.push import PushUnavailable, follow
@@ -61,6 +63,9 @@ DEFAULT_CAPACITY_WAIT_SEC: Final = 600.0
 OnRefused = Callable[[RateLimitedError, float], None]
 USER_AGENT: Final = f"exports-client/{version('exports-client')}"
 _CHUNK_BYTES: Final = 64 * 1024
+# GET /v1/audit reads at most this many days per request, and this many records per page.
+AUDIT_DAYS_PER_REQUEST: Final = 31
+AUDIT_PAGE_MAX: Final = 1000
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -450,6 +455,51 @@ class ExportsClient:
         """Local mode only: the mail its embedded SES received, newest first; a deployment on AWS
         has no such route (:class:`NotFoundError`)."""
         return self._parse(Mailbox, self._request("GET", "/local/mailbox")).items
+
+    def list_audit(
+        self,
+        day_from: date,
+        day_to: date,
+        *,
+        action: str | None = None,
+        actor: str | None = None,
+        subject: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> AuditPage:
+        """One page of your tenant's audit records of the days ``day_from`` to ``day_to`` (at
+        most 31); for the deployment's audit admins only (:class:`AuthError` otherwise)."""
+        params = {
+            "from": day_from.isoformat(),
+            "to": day_to.isoformat(),
+            "action": action,
+            "actor": actor,
+            "subject": subject,
+            "limit": limit,
+            "next_token": next_token,
+        }
+        response = self._request("GET", "/v1/audit", params={k: v for k, v in params.items() if v is not None})
+        return self._parse(AuditPage, response)
+
+    def iter_audit(self, day_from: date, day_to: date, **filters: str | None) -> Iterator[dict[str, Any]]:
+        """Every audit record of your tenant from ``day_from`` to ``day_to`` (any number of days,
+        31 per request), by day then number, fetching pages as the iteration goes."""
+        start = day_from
+        while start <= day_to:
+            end = min(day_to, start + timedelta(days=AUDIT_DAYS_PER_REQUEST - 1))
+            next_token: str | None = None
+            while True:
+                page = self.list_audit(start, end, limit=AUDIT_PAGE_MAX, next_token=next_token, **filters)
+                yield from page.items
+                if not page.next_token:
+                    break
+                next_token = page.next_token
+            start = end + timedelta(days=1)
+
+    def audit_usage(self, day_from: date, day_to: date) -> UsageList:
+        """Your tenant's usage per day (at most 31 days); for audit admins only."""
+        params = {"from": day_from.isoformat(), "to": day_to.isoformat()}
+        return self._parse(UsageList, self._request("GET", "/v1/audit/usage", params=params))
 
     def stream_ticket(self) -> StreamTicketView:
         """A single-use ticket (valid ``expires_in`` seconds) for the push channel at ``url``

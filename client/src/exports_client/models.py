@@ -8,7 +8,7 @@ Fields the service adds later are ignored by older clients rather than rejected.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final
 
@@ -276,6 +276,32 @@ class Mailbox(_Result):
     """What local mode's embedded SES received, newest first (``GET /local/mailbox``)."""
 
     items: list[MailMessage]
+
+
+class AuditPage(_Result):
+    """A page of your tenant's audit records (``GET /v1/audit``), as stored: each a JSON object
+    with ``tenant``, ``day``, ``seq``, ``action``, ``actor``, ``subject``, ``detail``,
+    ``prev_hash`` and ``hash`` (docs/audit.md); :func:`exports_client.audit.verify` checks them."""
+
+    items: list[dict[str, Any]]
+    next_token: str | None = None
+
+
+class UsageDay(_Result):
+    """Your tenant's usage on one day."""
+
+    day: date
+    exports: int
+    rows: int
+    bytes: int
+    cpu_seconds: float
+
+
+class UsageList(_Result):
+    """Your tenant's usage per day (``GET /v1/audit/usage``)."""
+
+    tenant: str
+    items: list[UsageDay]
 
 
 class StreamTicketView(_Result):

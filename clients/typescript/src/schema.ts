@@ -4,6 +4,46 @@
  */
 
 export interface paths {
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read your tenant's audit trail
+         * @description For the deployment's audit admin group only: the records of the caller's tenant (exports, links, downloads, deliveries, schedule changes) of the days `from` to `to` (UTC, default today, at most 31 days), by day then number, as stored, with their hashes; `action`, `actor` and `subject` filter. Another tenant's records are never shown.
+         */
+        get: operations["read_audit_v1_audit_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your tenant's usage per day
+         * @description For the deployment's audit admin group only: exports ended, rows, bytes and CPU-seconds-equivalent of the caller's tenant on each day from `from` to `to` (UTC, default today, at most 31 days).
+         */
+        get: operations["read_usage_v1_audit_usage_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/export-types": {
         parameters: {
             query?: never;
@@ -328,6 +368,22 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AuditPage
+         * @description A page of the tenant's audit records, by day then number. A record changed in the store
+         *     is shown as it now reads (its fields may then not fit this shape: it is given as it is).
+         */
+        AuditPage: {
+            /**
+             * Items
+             * @description Records as stored: tenant, day, seq, event_id, action, at, actor, subject, claims, detail, prev_hash and hash, the SHA-256 of the record's canonical JSON without `hash` (keys sorted, no spaces; `prev_hash` is the day's previous record's hash, 64 zeros for the first). Check them with `exportctl audit verify` (docs/audit.md).
+             */
+            items: {
+                [key: string]: unknown;
+            }[];
+            /** Next Token */
+            next_token?: string | null;
+        };
         /**
          * CallbackView
          * @description How a callback went: PENDING until delivered or given up.
@@ -1451,6 +1507,36 @@ export interface components {
             timezone?: string;
         };
         /**
+         * UsageDay
+         * @description The tenant's usage on one day: exports ended, rows and bytes of their files, and worker
+         *     time in CPU-seconds-equivalent.
+         */
+        UsageDay: {
+            /** Bytes */
+            bytes: number;
+            /** Cpu Seconds */
+            cpu_seconds: number;
+            /**
+             * Day
+             * Format: date
+             */
+            day: string;
+            /** Exports */
+            exports: number;
+            /** Rows */
+            rows: number;
+        };
+        /**
+         * UsageList
+         * @description The tenant's usage per day of the range, in day order.
+         */
+        UsageList: {
+            /** Items */
+            items: components["schemas"]["UsageDay"][];
+            /** Tenant */
+            tenant: string;
+        };
+        /**
          * WhenEmpty
          * @description What a run of 0 rows does: ``send`` it as any other run, or ``skip`` it (its outcome is
          *     recorded; no file is kept and no mail sent; its webhook says ``empty`` and ``skipped``).
@@ -1466,6 +1552,158 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    read_audit_v1_audit_get: {
+        parameters: {
+            query?: {
+                /** @description First day (UTC), YYYY-MM-DD. */
+                from?: string | null;
+                /** @description Last day (UTC), YYYY-MM-DD. */
+                to?: string | null;
+                /** @description Only this action (`export.completed`, ...). */
+                action?: string | null;
+                /** @description Only this user's (or `system`). */
+                actor?: string | null;
+                /** @description Only this task's or schedule's. */
+                subject?: string | null;
+                limit?: number;
+                next_token?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant's audit records, by day then number. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller is not in the audit admin group, or has no tenant (code NOT_AUDIT_ADMIN). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This deployment keeps no audit trail. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    read_usage_v1_audit_usage_get: {
+        parameters: {
+            query?: {
+                /** @description First day (UTC), YYYY-MM-DD. */
+                from?: string | null;
+                /** @description Last day (UTC), YYYY-MM-DD. */
+                to?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's usage per day. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageList"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller is not in the audit admin group, or has no tenant (code NOT_AUDIT_ADMIN). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This deployment keeps no audit trail. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_export_types_v1_export_types_get: {
         parameters: {
             query?: never;
@@ -1703,7 +1941,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may; TENANT_QUOTA_EXCEEDED: the caller's tenant used a quota of docs/audit.md, which the message names. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1973,7 +2211,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may; TENANT_QUOTA_EXCEEDED: the caller's tenant used a quota of docs/audit.md, which the message names. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -2240,7 +2478,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED). */
+            /** @description The caller has as many schedules as a user may have (code SCHEDULE_LIMIT_REACHED), or their tenant as many as its quota allows (code TENANT_QUOTA_EXCEEDED). */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -2677,7 +2915,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may. */
+            /** @description Try again after `Retry-After` seconds: the exports queued ahead would keep this one from finishing within its `timeout_sec` (code WOULD_TIME_OUT, with the `estimate` it was refused on), the user has too many active tasks (QUOTA_EXCEEDED), or the queue is full (BACKLOG_FULL); a new schedule: SCHEDULE_LIMIT_REACHED, the user has as many as a user may; TENANT_QUOTA_EXCEEDED: the caller's tenant used a quota of docs/audit.md, which the message names. */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */

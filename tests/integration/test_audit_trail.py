@@ -1,0 +1,233 @@
+"""The audit trail on moto (docs/audit.md): three tenants export, their admins read and verify
+their own tenant's chain after the tasks are gone, a changed record is named, another tenant's
+admin sees nothing of it, and usage per tenant matches the tasks run."""
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from exports.audit.model import verify
+from exports.config.audit import AuditTable
+from exports.config.env import Env
+from exports.config.names import Names
+from functions.audit import handler as audit_function
+from functions.submit import handler as api
+from functions.submit.handler import lambda_handler as api_handler
+from local_stack.embedded_aws import REGION, Resources
+from local_stack.stream_poller import as_lambda_record, is_task_record
+from tests.builders import FakeContext, http_event
+from tests.integration.conftest import SEED_DAY, STREAMS_ENDPOINT
+from tests.integration.test_export_types_moto import run_queued
+
+# Who asks, with the claims their JWT would carry (local-users.toml's three, and an admin of
+# each other tenant).
+USERS = {
+    "alice": {"custom:tenant_id": "acme", "cognito:groups": "[finance]"},
+    "bob": {"custom:tenant_id": "globex"},
+    "carol": {"custom:tenant_id": "initech", "cognito:groups": "[finance admin]"},
+    "dave": {"custom:tenant_id": "acme", "cognito:groups": "[admin]"},
+    "erin": {"custom:tenant_id": "globex", "cognito:groups": "[admin]"},
+}
+TODAY = datetime.now(UTC).date().isoformat()
+
+
+def call(method: str, path: str, user: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
+    result = api_handler(http_event(method, path, body, user=user, claims=USERS[user], query=query), FakeContext())
+    body_text = result.get("body") or "null"
+    return result["statusCode"], json.loads(body_text) if body_text.startswith(("{", "[", "n")) else body_text
+
+
+def submit(user: str, days: int) -> str:
+    filters = {"date_from": (SEED_DAY - timedelta(days=days - 1)).isoformat(), "date_to": SEED_DAY.isoformat()}
+    status, answer = call("POST", "/v1/exports", user, {"export_type": "orders", "format": "csv", "filters": filters})
+    assert status == 202, answer
+    return str(answer["task_id"])
+
+
+def run_audit_function(aws: Resources) -> None:
+    """Hand the whole tasks stream to the audit function, as its mapping would (from the start
+    each time: what is recorded already is skipped)."""
+    streams = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=STREAMS_ENDPOINT)
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=aws.tasks_stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=aws.tasks_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records += [as_lambda_record(r, aws.tasks_stream_arn) for r in page["Records"] if is_task_record(r)]
+            iterator = page.get("NextShardIterator") if page["Records"] else None
+    assert audit_function.lambda_handler({"Records": records}, FakeContext()) == {"batchItemFailures": []}
+
+
+def expire_every_task(aws: Resources) -> None:
+    """What DynamoDB's TTL does once the tasks' retention passed (moto does not run TTL)."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    for page in dynamodb.get_paginator("scan").paginate(TableName=aws.tasks_table):
+        for item in page["Items"]:
+            dynamodb.delete_item(TableName=aws.tasks_table, Key={"task_id": item["task_id"]})
+
+
+def trail(user: str, **query: str) -> list[dict[str, Any]]:
+    """Every record the user reads through GET /v1/audit (all pages)."""
+    records: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        params = {"from": TODAY, "to": TODAY, "limit": "3", **query, **({"next_token": token} if token else {})}
+        status, page = call("GET", "/v1/audit", user, query=params)
+        assert status == 200, page
+        records += page["items"]
+        token = page["next_token"]
+        if token is None:
+            return records
+
+
+@pytest.fixture
+def audit_aws(orders: Resources) -> Resources:
+    """The demo orders in moto (the audit function's cache is cleared with the others')."""
+    return orders
+
+
+def test_admins_read_and_verify_their_tenants_chain_after_the_tasks_expired(audit_aws: Resources) -> None:
+    runs = {"alice": [submit("alice", 3), submit("alice", 5)], "bob": [submit("bob", 4)], "carol": [submit("carol", 2)]}
+    run_queued(audit_aws)
+    rows = {}
+    for user, task_ids in runs.items():
+        for task_id in task_ids:
+            status, view = call("GET", f"/v1/exports/{task_id}", user)
+            assert view["status"] == "COMPLETED", view
+            rows[task_id] = (user, view["rows"])
+    status, _ = call("GET", f"/v1/exports/{runs['alice'][0]}/download", "alice")
+    assert status == 302
+    run_audit_function(audit_aws)
+    run_audit_function(audit_aws)  # a redelivered stream records nothing twice
+    expire_every_task(audit_aws)
+
+    acme = trail("dave")
+
+    assert verify(acme).ok
+    assert {record["tenant"] for record in acme} == {"acme"}
+    actions = [(record["action"], record["subject"]) for record in acme]
+    for task_id in runs["alice"]:
+        assert actions.count(("export.submitted", task_id)) == 1
+        assert actions.count(("export.completed", task_id)) == 1
+        assert actions.count(("link.minted", task_id)) == 1
+    assert actions.count(("download", runs["alice"][0])) == 1
+    completed = [r for r in acme if r["action"] == "export.completed"]
+    assert all(r["detail"]["rows"] == rows[r["subject"]][1] and len(r["detail"]["sha256"]) == 64 for r in completed)
+    assert {r["actor"] for r in acme if r["action"] in ("export.submitted", "download")} == {"alice"}
+    # Another tenant's admin sees nothing of acme's; a member who is no admin sees nothing at all.
+    globex = trail("erin")
+    assert verify(globex).ok and {record["tenant"] for record in globex} == {"globex"}
+    assert not {record["subject"] for record in globex} & set(runs["alice"])
+    assert call("GET", "/v1/audit", "alice", query={"from": TODAY})[0] == 403
+    assert call("GET", "/v1/audit", "bob", query={"from": TODAY})[0] == 403
+
+
+def test_a_changed_record_is_named_by_its_tenant_day_and_number(audit_aws: Resources) -> None:
+    submit("alice", 3)
+    run_queued(audit_aws)
+    run_audit_function(audit_aws)
+    completed = trail("dave", action="export.completed")[0]
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    key = {
+        AuditTable.PARTITION_KEY: {"S": f"acme#{TODAY}"},
+        AuditTable.SORT_KEY: {"S": f"{AuditTable.RECORD_PREFIX}{completed['seq']:010d}"},
+    }
+    stored = dynamodb.get_item(TableName=Names.AUDIT_TABLE, Key=key)["Item"]
+    changed = json.loads(stored[AuditTable.RECORD_ATTRIBUTE]["S"])
+    changed["detail"]["rows"] = 1
+    dynamodb.put_item(
+        TableName=Names.AUDIT_TABLE, Item={**stored, AuditTable.RECORD_ATTRIBUTE: {"S": json.dumps(changed)}}
+    )
+
+    verdict = verify(trail("dave"))
+
+    assert verdict.broken is not None
+    assert (verdict.broken.tenant, verdict.broken.day, verdict.broken.seq) == ("acme", TODAY, completed["seq"])
+
+
+def test_usage_per_tenant_matches_the_tasks_run(audit_aws: Resources) -> None:
+    runs = {"alice": [submit("alice", 3), submit("alice", 6)], "bob": [submit("bob", 4)]}
+    run_queued(audit_aws)
+    run_audit_function(audit_aws)
+    expected: dict[str, tuple[int, int, int]] = {}
+    for user, task_ids in runs.items():
+        views = [call("GET", f"/v1/exports/{task_id}", user)[1] for task_id in task_ids]
+        tenant = USERS[user]["custom:tenant_id"]
+        expected[tenant] = (len(views), sum(v["rows"] for v in views), sum(v["size_bytes"] for v in views))
+
+    for admin, tenant in (("dave", "acme"), ("erin", "globex")):
+        status, usage = call("GET", "/v1/audit/usage", admin, query={"from": TODAY})
+        assert status == 200 and usage["tenant"] == tenant
+        day = usage["items"][0]
+        assert (day["exports"], day["rows"], day["bytes"]) == expected[tenant]
+        assert day["cpu_seconds"] >= 0
+    status, usage = call("GET", "/v1/audit/usage", "carol", query={"from": TODAY})
+    assert usage["items"][0]["exports"] == 0
+
+
+def limited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quotas: str) -> None:
+    """The suite's declaration with acme's ``quotas`` (TOML lines), the functions rebuilt on it."""
+    declaration = Path(__file__).resolve().parents[1] / "declarations" / "dynamodb_demo.toml"
+    path = tmp_path / "limited.toml"
+    path.write_text(declaration.read_text() + "\n[tenants.overrides.acme]\n" + quotas + "\n", encoding="utf-8")
+    monkeypatch.setenv(Env.EXPORTS_CONFIG, str(path))
+    api.dependencies.cache_clear()
+    api.schedule_dependencies.cache_clear()
+    audit_function.dependencies.cache_clear()
+
+
+def test_a_tenant_over_its_rows_per_day_is_refused(
+    audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited(tmp_path, monkeypatch, "max_rows_per_day = 1")
+    submit("alice", 3)
+    run_queued(audit_aws)
+    run_audit_function(audit_aws)
+
+    filters = {"date_from": "2025-03-01", "date_to": "2025-03-02"}
+    status, answer = call("POST", "/v1/exports", "alice", {"export_type": "orders", "filters": filters})
+    assert (status, answer["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
+    assert submit("bob", 3)
+
+
+def test_a_tenant_with_its_active_exports_waits_until_one_ends(
+    audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited(tmp_path, monkeypatch, "max_active_tasks = 1")
+    submit("alice", 3)
+    run_audit_function(audit_aws)
+
+    status, answer = call(
+        "POST",
+        "/v1/exports",
+        "dave",
+        {"export_type": "orders", "filters": {"date_from": "2025-03-01", "date_to": "2025-03-01"}},
+    )
+    assert (status, answer["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
+    assert submit("bob", 2)  # another tenant's quota
+    run_queued(audit_aws)
+    run_audit_function(audit_aws)
+    assert submit("dave", 2)
+
+
+def test_a_tenant_with_its_schedules_creates_no_more_until_one_is_deleted(
+    audit_aws: Resources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited(tmp_path, monkeypatch, "max_schedules = 1")
+    weekly = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
+    status, first = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, first
+
+    status, refused = call("POST", "/v1/schedules", "dave", weekly)
+    assert (status, refused["error"]["code"]) == (429, "TENANT_QUOTA_EXCEEDED")
+    assert call("POST", "/v1/schedules", "bob", weekly)[0] == 201
+    assert call("DELETE", f"/v1/schedules/{first['schedule_id']}", "alice")[0] == 204
+    assert call("POST", "/v1/schedules", "dave", weekly)[0] == 201
+    changes = [r["action"] for r in trail("dave") if r["action"].startswith("schedule.")]
+    assert changes == ["schedule.created", "schedule.deleted", "schedule.created"]
