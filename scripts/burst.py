@@ -159,6 +159,8 @@ class BurstResult:
     gave_up: int
     errors: list[str]
     statuses: dict[str, int]
+    # TIMEOUT by error code: DEADLINE_PASSED (waited or ran past it), DEADLINE_UNREACHABLE (not begun).
+    timeouts: dict[str, int]
     completed_within_deadline: int
     queue_waits: list[float]
     estimates_close: int
@@ -185,7 +187,8 @@ class BurstResult:
             f"errors {len(self.errors)}",
             "outcomes: "
             + ", ".join(f"{status} {n}" for status, n in sorted(self.statuses.items()))
-            + (f"; {self.unfinished} not ended" if self.unfinished else ""),
+            + (f"; {self.unfinished} not ended" if self.unfinished else "")
+            + (f" (TIMEOUT by code: {self.timeouts})" if self.timeouts else ""),
             f"COMPLETED within {self.timeout_sec} s of the burst's start: {self.completed_within_deadline}",
             f"queue wait p50 {percentile(waits, 0.5):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
             f"p99 {percentile(waits, 0.99):.1f} s",
@@ -236,6 +239,7 @@ def run_burst(
         gave_up=burst.gave_up,
         errors=list(burst.errors),
         statuses=dict(Counter(task["status"] for task in tasks)),
+        timeouts=dict(Counter(task["error"]["code"] for task in tasks if task["status"] == "TIMEOUT")),
         completed_within_deadline=sum(
             1 for task in tasks if task["status"] == "COMPLETED" and _at(task["finished_at"]) <= window_end
         ),

@@ -7,10 +7,11 @@ status the operation started from) is the repository's job.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -399,11 +400,31 @@ def requeue(task: Task, code: str, message: str) -> Task:
     )
 
 
+# A task that started too late to finish was not begun (docs/capacity.md, "No wasted work").
+DEADLINE_UNREACHABLE: Final = "DEADLINE_UNREACHABLE"
+
+
 def time_out(task: Task, now: datetime, retention: timedelta) -> Task:
     """The task passed its deadline before finishing."""
     return task._move(
         TaskStatus.TIMEOUT,
         error=TaskError(code="DEADLINE_PASSED", message=f"not finished within {task.timeout_sec} s"),
+        finished_at=now,
+        expires_at=now + retention,
+        lease_expires_at=None,
+    )
+
+
+def not_begun(task: Task, now: datetime, retention: timedelta, run_sec: float) -> Task:
+    """The task was about to start too late to finish by its deadline (its run of about
+    ``run_sec`` seconds would pass it): it times out at once, nothing begun."""
+    return task._move(
+        TaskStatus.TIMEOUT,
+        error=TaskError(
+            code=DEADLINE_UNREACHABLE,
+            message=f"not started: its run (about {math.ceil(run_sec)} s) could no longer finish within "
+            f"{task.timeout_sec} s",
+        ),
         finished_at=now,
         expires_at=now + retention,
         lease_expires_at=None,

@@ -42,6 +42,7 @@ from exports.services.endings import (
     RunOutcome,
     Written,
     count_failure,
+    end_not_begun,
     end_timed_out,
     settle,
 )
@@ -147,8 +148,11 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
         deps.metrics.add(Metric.DUPLICATE_DELIVERY)
         logger.info("task not claimable, delivery acknowledged", extra={"status": task.status.value})
         return Outcome.SKIPPED
-    if now >= task.deadline or _too_late_to_finish(task, now, deps):
+    if now >= task.deadline:
         return end_timed_out(task, deps)
+    run_sec = _run_too_long(task, now, deps)
+    if run_sec is not None:
+        return end_not_begun(task, run_sec, deps)
     wait = _hot_key_wait(task, deps)
     if wait > 0:
         return _defer(task, HOT_KEY_DEFERRAL.delay_sec(deps.random(), after=wait), deps)
@@ -170,23 +174,19 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
     return claimed, lease
 
 
-def _too_late_to_finish(task: Task, now: datetime, deps: WorkerDependencies) -> bool:
-    """Whether the task, about to be claimed, should not be begun: its run (estimated as at
-    submit, at its pools' drain measured now) would pass its deadline. It then ends TIMEOUT with
-    nothing touched: no source slot, no query, no upload. Only a task admitted by deadline has
-    an estimate to go by."""
+def _run_too_long(task: Task, now: datetime, deps: WorkerDependencies) -> float | None:
+    """The run (estimated as at submit, at its pools' drain measured now) of a task that should
+    not be begun, since it would pass its deadline; None to go on. Only a task admitted by
+    deadline has an estimate to go by."""
     if task.queued_work_sec is None:
-        return False
+        return None
     try:
         pools = pools_of(deps.registry.get(task.export_type), task.priority, deps)
     except ExportsError:
-        return False  # a type no longer declared: the run itself fails the task, saying why
+        return None  # a type no longer declared: the run itself fails the task, saying why
     run_sec = max(pool.own_run_sec(task.queued_work_sec) for pool in pools)
     late = too_late_to_finish((task.deadline - now).total_seconds(), run_sec, task.timeout_sec)
-    if late:
-        deps.metrics.add(Metric.NOT_BEGUN)
-        logger.info("not begun: too late to finish before the deadline", extra={"run_sec": round(run_sec, 3)})
-    return late
+    return run_sec if late else None
 
 
 def _acquire_source_slot(task: Task, deps: WorkerDependencies) -> tuple[bool, SlotLease | None]:

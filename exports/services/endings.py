@@ -20,7 +20,7 @@ from exports.config.metrics import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metri
 from exports.domain.admission import date_span_days, throughput_key
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
 from exports.domain.policies import has_retries_left, retry_delay_sec
-from exports.domain.task import ExportResult, Task, complete, fail, requeue, time_out
+from exports.domain.task import ExportResult, Task, complete, fail, not_begun, requeue, time_out
 from exports.ports import TaskMessage
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
@@ -202,6 +202,19 @@ def retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies)
     deps.metrics.add(Metric.RETRIED)
     logger.warning("export will be retried", extra={"error_code": code, "retry_count": task.retry_count + 1})
     return Outcome.RETRY_SCHEDULED
+
+
+def end_not_begun(task: Task, run_sec: float, deps: WorkerDependencies) -> Outcome:
+    """End a task claimed too late to finish: TIMEOUT at once, with nothing touched (no source
+    slot, no query, no upload), its queue place given back."""
+    try:
+        end_task(task, not_begun(task, deps.clock(), deps.settings.retention, run_sec), deps)
+    except ConditionFailed:
+        return Outcome.SKIPPED
+    deps.metrics.add(Metric.TIMED_OUT)
+    deps.metrics.add(Metric.NOT_BEGUN)
+    logger.info("not begun: too late to finish before the deadline", extra={"run_sec": round(run_sec, 3)})
+    return Outcome.TIMED_OUT
 
 
 def end_timed_out(task: Task, deps: WorkerDependencies) -> Outcome:

@@ -232,7 +232,8 @@ def test_a_task_too_late_to_finish_is_not_begun_and_gives_its_place_back() -> No
     assert process_task(message(task), w.worker) is Outcome.TIMED_OUT
 
     stored = w.tasks.get(task.task_id)
-    assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
+    assert (stored.status, stored.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_UNREACHABLE")
+    assert stored.error.message == "not started: its run (about 20 s) could no longer finish within 60 s"
     assert w.files.objects == {} and w.files.uploads == {} and w.counts(Metric.STARTED) == 0
     assert w.counts(Metric.NOT_BEGUN) == 1
     assert w.capacity.queued[lane_pool("normal")] == 0 and w.capacity.tasks[lane_pool("normal")] == 0
