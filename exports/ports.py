@@ -195,8 +195,10 @@ class CapacityPools(Protocol):
         """Take back queued work that will never start (merged, refused by another pool,
         cancelled, timed out, not enqueued)."""
 
-    def start(self, pool: str, work_sec: float, now: datetime) -> None:
-        """Take ``work_sec`` off the queue as its task starts, measuring the pool's drain."""
+    def start(self, pool: str, work_sec: float, now: datetime, drained_sec: float | None = None) -> None:
+        """Take ``work_sec`` (what was queued for the task) off the queue as its task starts,
+        measuring the pool's drain by ``drained_sec``: the task's work as its type's measured
+        speed estimates it now (None: its type has no measured speed, so nothing is measured)."""
 
 
 class ResultUpload(Protocol):

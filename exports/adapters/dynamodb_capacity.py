@@ -75,10 +75,11 @@ class DynamoCapacityPools:
         """Take back work that leaves the queue without starting."""
         self._subtract(pool, work_sec)
 
-    def start(self, pool: str, work_sec: float, now: datetime) -> None:
+    def start(self, pool: str, work_sec: float, now: datetime, drained_sec: float | None = None) -> None:
         """Take ``work_sec`` off the queue as its task starts, and measure the drain: when work
         was still queued after the previous start, every worker was busy since, so the time
-        between the two starts is what this one's work took to drain."""
+        between the two starts is what this one's work (``drained_sec``, its estimate now; None:
+        not measured) took to drain."""
         queued_after = self._subtract(pool, work_sec)
         drain_key = key(drain_id(pool))
         stamp = now.timestamp()
@@ -86,10 +87,10 @@ class DynamoCapacityPools:
             with translated("read capacity drain"):
                 item = self._client.get_item(TableName=self._table, Key=drain_key, ConsistentRead=True).get("Item")
             measured = _drain(item)
-            if item is not None and float(item["queued_after"]["N"]) > _EMPTY_SEC:
+            if drained_sec is not None and item is not None and float(item["queued_after"]["N"]) > _EMPTY_SEC:
                 elapsed = stamp - float(item["started_at"]["N"])
                 if elapsed >= 0:
-                    measured = drained(measured, work_sec, elapsed, self._smoothing)
+                    measured = drained(measured, drained_sec, elapsed, self._smoothing)
             values: dict[str, Any] = {
                 "started_at": {"N": _number(stamp)},
                 "queued_after": {"N": _number(queued_after)},

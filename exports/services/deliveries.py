@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from exports.config.metrics import Metric
 from exports.config.retry import HOT_KEY_DEFERRAL, SOURCE_BUSY_DEFERRAL
+from exports.domain.admission import date_span_days, expected_task_rows, throughput_key
 from exports.domain.capacity import too_late_to_finish
 from exports.domain.errors import (
     ConditionFailed,
@@ -150,7 +151,8 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
         return Outcome.SKIPPED
     if now >= task.deadline:
         return end_timed_out(task, deps)
-    run_sec = _run_too_long(task, now, deps)
+    work_now = _measured_work(task, deps)
+    run_sec = _run_too_long(task, now, work_now if work_now is not None else task.queued_work_sec, deps)
     if run_sec is not None:
         return end_not_begun(task, run_sec, deps)
     wait = _hot_key_wait(task, deps)
@@ -170,21 +172,35 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
             deps.metrics.add(Metric.DUPLICATE_DELIVERY)
             return Outcome.SKIPPED
         raise
-    take_queue_places(task, now, deps)
+    take_queue_places(task, now, work_now, deps)
     return claimed, lease
 
 
-def _run_too_long(task: Task, now: datetime, deps: WorkerDependencies) -> float | None:
-    """The run (estimated as at submit, at its pools' drain measured now) of a task that should
-    not be begun, since it would pass its deadline; None to go on. Only a task admitted by
-    deadline has an estimate to go by."""
+def _measured_work(task: Task, deps: WorkerDependencies) -> float | None:
+    """The run of a task admitted by deadline as its type's measured speed estimates it now
+    (the speed may have been measured since it was queued: a cold stack's first runs); None
+    for a task not admitted by deadline or a type whose speed was never measured."""
     if task.queued_work_sec is None:
+        return None
+    try:
+        measured = deps.throughput.get(throughput_key(task.export_type, task.format.value))
+    except ExportsError:
+        return None
+    if measured is None:
+        return None
+    return measured.run_sec(expected_task_rows(measured, task.estimated_rows, date_span_days(task.filters)))
+
+
+def _run_too_long(task: Task, now: datetime, work_now: float | None, deps: WorkerDependencies) -> float | None:
+    """The run (``work_now`` at its pools' drain measured now) of a task that should not be
+    begun, since it would pass its deadline; None to go on."""
+    if work_now is None:
         return None
     try:
         pools = pools_of(deps.registry.get(task.export_type), task.priority, deps)
     except ExportsError:
         return None  # a type no longer declared: the run itself fails the task, saying why
-    run_sec = max(pool.own_run_sec(task.queued_work_sec) for pool in pools)
+    run_sec = max(pool.own_run_sec(work_now) for pool in pools)
     late = too_late_to_finish((task.deadline - now).total_seconds(), run_sec, task.timeout_sec)
     return run_sec if late else None
 

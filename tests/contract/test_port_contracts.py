@@ -512,17 +512,20 @@ def test_work_is_queued_while_at_most_the_limit_is_queued_already(capacity: Capa
 
 
 def test_starts_take_work_off_and_measure_the_drain_while_work_stays_queued(capacity: CapacityPools) -> None:
-    for _ in range(4):
+    for _ in range(5):
         capacity.reserve("lane#normal", 2.0, limit_sec=100.0)
-    capacity.start("lane#normal", 2.0, NOW)
+    capacity.start("lane#normal", 2.0, NOW, 2.0)
     assert capacity.drain("lane#normal") is None  # no start before it to measure from
-    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=1))
-    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=4))
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=1), 2.0)
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=4), 2.0)
     assert capacity.drain("lane#normal") == Drain(work_sec=2.0, elapsed_sec=2.0, samples=2)
-    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=5))  # the last: the queue is empty after it
-    capacity.reserve("lane#normal", 2.0, limit_sec=100.0)
-    capacity.start("lane#normal", 2.0, NOW + timedelta(hours=1))  # an idle hour is no drain
-    assert capacity.drain("lane#normal") == Drain(work_sec=2.0, elapsed_sec=1.5, samples=3)
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=5))  # its type's speed unmeasured: no sample
+    assert capacity.drain("lane#normal") == Drain(work_sec=2.0, elapsed_sec=2.0, samples=2)
+    capacity.start("lane#normal", 2.0, NOW + timedelta(seconds=6), 1.0)  # measured since: 1 s of work
+    assert capacity.drain("lane#normal") == Drain(work_sec=1.5, elapsed_sec=1.5, samples=3)
+    capacity.reserve("lane#normal", 2.0, limit_sec=100.0)  # the queue was empty after the last start
+    capacity.start("lane#normal", 2.0, NOW + timedelta(hours=1), 2.0)  # an idle hour is no drain
+    assert capacity.drain("lane#normal") == Drain(work_sec=1.5, elapsed_sec=1.5, samples=3)
     assert capacity.reserve("lane#normal", 1.0, limit_sec=0.001) == Reservation(admitted=True, queued_sec=0.0)
 
 

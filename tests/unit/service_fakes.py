@@ -112,12 +112,13 @@ class FakeCapacityPools:
         self._check()
         self._subtract(pool, work_sec)
 
-    def start(self, pool: str, work_sec: float, now: datetime) -> None:
+    def start(self, pool: str, work_sec: float, now: datetime, drained_sec: float | None = None) -> None:
         self._check()
         after = self._subtract(pool, work_sec)
         last = self._last_start.get(pool)
-        if last is not None and last[1] > 0.001 and now.timestamp() >= last[0]:
-            self.drains[pool] = drained(self.drains.get(pool), work_sec, now.timestamp() - last[0], self._smoothing)
+        if drained_sec is not None and last is not None and last[1] > 0.001 and now.timestamp() >= last[0]:
+            elapsed = now.timestamp() - last[0]
+            self.drains[pool] = drained(self.drains.get(pool), drained_sec, elapsed, self._smoothing)
         self._last_start[pool] = (now.timestamp(), after)
 
     def _subtract(self, pool: str, work_sec: float) -> float:

@@ -8,7 +8,7 @@ import pytest
 from examples.demo_plugins.orders import OrdersExport
 from exports.config.metrics import Metric
 from exports.domain.admission import throughput_key
-from exports.domain.capacity import Drain, lane_pool
+from exports.domain.capacity import lane_pool
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -213,15 +213,19 @@ def admitted(w: ServiceWorld, n: int, work_sec: float, timeout_sec: int = 300) -
 
 def test_a_first_start_takes_the_tasks_place_and_measures_the_lanes_drain() -> None:
     w = service_world()
-    tasks = [admitted(w, n, work_sec=2.0) for n in range(1, 4)]
+    w.throughput.record(throughput_key("numbers", "csv"), rows=100, seconds=2.0)  # the type's measured runs
+    tasks = [admitted(w, n, work_sec=5.0) for n in range(1, 4)]  # queued at the defaults' guess
 
     for task in tasks:
         assert process_task(message(task), w.worker) is Outcome.COMPLETED
         w.clock.advance(1)
 
     assert w.capacity.queued[lane_pool("normal")] == 0 and w.capacity.tasks[lane_pool("normal")] == 0
-    # The second and third started with work still queued behind the one before: 2 s a second.
-    assert w.capacity.drains[lane_pool("normal")] == Drain(work_sec=2.0, elapsed_sec=1.0, samples=2)
+    # The second and third started with work still queued behind the one before, a second apart:
+    # their work as their type's measured speed says now (about 2 s and less, as the runs are
+    # recorded), not the 5 s they were queued at.
+    drain = w.capacity.drains[lane_pool("normal")]
+    assert drain.samples == 2 and drain.elapsed_sec == 1.0 and 0 < drain.work_sec <= 2.0
 
 
 def test_a_task_too_late_to_finish_is_not_begun_and_gives_its_place_back() -> None:
