@@ -95,14 +95,6 @@ class Pool:
         """:func:`drain_rate` of this pool."""
         return drain_rate(self.drain, self.workers)
 
-    def own_run_sec(self, work_sec: float) -> float:
-        """Wall-clock seconds a task estimated at ``work_sec`` runs once started: one worker's
-        share of the measured drain (the estimate itself before one was measured: the caution of
-        an unmeasured pool is for the work queued ahead, which it multiplies)."""
-        if not is_measured(self.drain, self.workers):
-            return work_sec
-        return work_sec * self.workers / self.rate
-
     def wait_sec(self, queued_sec: float) -> float:
         """Seconds until the work queued ahead (``queued_sec``) has started."""
         return max(0.0, queued_sec) / self.rate
@@ -125,12 +117,12 @@ def admission_window(timeout_sec: int, share: float) -> float:
 
 
 def plan(pools: list[Pool], work_sec: float, window_sec: float) -> Plan:
-    """The limits of :class:`Plan`. A task whose own run does not fit the window even with
-    nothing ahead may still be admitted into an empty pool: the queue is not what would make it
-    late (and its caller asked for that deadline)."""
-    run_sec = max(pool.own_run_sec(work_sec) for pool in pools)
-    limits = {pool.name: max(_EMPTY_SEC, (window_sec - run_sec) * pool.rate) for pool in pools}
-    return Plan(run_sec=run_sec, window_sec=window_sec, limits=limits)
+    """The limits of :class:`Plan`: its own run is its estimated work (the type's measured run
+    time, which the workers' contention is already in). A task whose own run does not fit the
+    window even with nothing ahead may still be admitted into an empty pool: the queue is not
+    what would make it late (and its caller asked for that deadline)."""
+    limits = {pool.name: max(_EMPTY_SEC, (window_sec - work_sec) * pool.rate) for pool in pools}
+    return Plan(run_sec=work_sec, window_sec=window_sec, limits=limits)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from exports.domain.task import Task, claim, fail
 from exports.fan_out.plan import start_fan_out
 from exports.formats.run import HandedOver
 from exports.ports import Delivery, RemainingMs, SlotLease, TaskMessage
-from exports.services.capacity import pools_of, take_queue_places
+from exports.services.capacity import take_queue_places
 from exports.services.dependencies import WorkerDependencies
 from exports.services.endings import (
     Failed,
@@ -152,7 +152,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
     if now >= task.deadline:
         return end_timed_out(task, deps)
     work_now = _measured_work(task, deps)
-    run_sec = _run_too_long(task, now, work_now if work_now is not None else task.queued_work_sec, deps)
+    run_sec = _run_too_long(task, now, work_now if work_now is not None else task.queued_work_sec)
     if run_sec is not None:
         return end_not_begun(task, run_sec, deps)
     wait = _hot_key_wait(task, deps)
@@ -191,16 +191,11 @@ def _measured_work(task: Task, deps: WorkerDependencies) -> float | None:
     return measured.run_sec(expected_task_rows(measured, task.estimated_rows, date_span_days(task.filters)))
 
 
-def _run_too_long(task: Task, now: datetime, work_now: float | None, deps: WorkerDependencies) -> float | None:
-    """The run (``work_now`` at its pools' drain measured now) of a task that should not be
-    begun, since it would pass its deadline; None to go on."""
-    if work_now is None:
+def _run_too_long(task: Task, now: datetime, run_sec: float | None) -> float | None:
+    """The estimated run of a task that should not be begun, since it would pass its deadline;
+    None to go on (or when the task was not admitted by deadline: no estimate to go by)."""
+    if run_sec is None:
         return None
-    try:
-        pools = pools_of(deps.registry.get(task.export_type), task.priority, deps)
-    except ExportsError:
-        return None  # a type no longer declared: the run itself fails the task, saying why
-    run_sec = max(pool.own_run_sec(work_now) for pool in pools)
     late = too_late_to_finish((task.deadline - now).total_seconds(), run_sec, task.timeout_sec)
     return run_sec if late else None
 

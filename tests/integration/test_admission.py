@@ -414,6 +414,6 @@ def test_first_claims_take_their_queue_places_and_a_lane_too_slow_refuses_with_i
     assert refused["http"] == 429 and refused["error"]["code"] == "WOULD_TIME_OUT"
     estimate = refused["error"]["estimate"]
     assert estimate["timeout_sec"] == 60 and estimate["estimated_completion_sec"] > 60
-    assert int(refused["headers"]["retry-after"]) == estimate["estimated_start_sec"] > 0
+    assert 0 < int(refused["headers"]["retry-after"]) <= estimate["estimated_start_sec"]
     assert len(task_items(aws)) == before + 1  # the refused one stored nothing (the high one is the 1)
     assert alone["http"] == 202 and alone["estimated_completion_sec"] < 60  # the high lane is empty

@@ -28,14 +28,12 @@ def test_a_pool_without_a_measured_drain_takes_its_workers_at_half_an_estimated_
     pool = Pool("lane#normal", workers=2)
     assert pool.rate == 1.0
     assert pool.wait_sec(10.0) == 10.0
-    assert pool.own_run_sec(3.0) == 3.0  # its own run as estimated: the caution is for the queue
 
 
-def test_a_measured_drain_prices_both_the_queue_and_the_tasks_own_run() -> None:
-    # Runs four times faster than estimated: two workers take up 8 estimated seconds a second.
+def test_a_measured_drain_prices_the_queue() -> None:
+    # Two workers take up 8 estimated seconds a second.
     pool = Pool("lane#normal", workers=2, drain=Drain(work_sec=8.0, elapsed_sec=1.0, samples=8))
     assert pool.wait_sec(16.0) == 2.0
-    assert pool.own_run_sec(4.0) == 1.0
 
 
 def test_the_drain_is_a_weighted_mean_of_work_and_elapsed_time() -> None:
@@ -185,9 +183,8 @@ def simulate(
             measured = measured if measured is not None else real_sec
         while free and queue:
             task = queue.pop(0)
-            pool = Pool("lane", workers, pools.drain("lane"))
             if now >= task.deadline or too_late_to_finish(
-                task.deadline - now, pool.own_run_sec(measured if measured is not None else task.work), timeout_sec
+                task.deadline - now, measured if measured is not None else task.work, timeout_sec
             ):
                 pools.release("lane", task.work)
                 outcome.not_begun += 1

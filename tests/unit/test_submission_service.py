@@ -321,8 +321,8 @@ def test_a_lanes_measured_drain_turns_its_queued_work_into_the_wait() -> None:
 
     queued = submit(w, spec(filters={"date_from": "2025-02-10", "date_to": "2025-02-11"}))
 
-    # 6 s ahead at 4 a second: 1.5 s; its own 2 estimated seconds at one worker's half of it: 1 s.
-    assert queued.estimated_completion_sec == 3
+    # 6 s ahead at 4 a second: 1.5 s; then its own 2 s.
+    assert queued.estimated_completion_sec == 4
 
 
 def test_an_export_that_the_queue_ahead_would_make_late_is_refused_with_its_estimate() -> None:
@@ -339,11 +339,11 @@ def test_an_export_that_the_queue_ahead_would_make_late_is_refused_with_its_esti
 
     error = refused.value
     assert error.code == "WOULD_TIME_OUT" and error.estimate is not None
-    # 6 s ahead at 0.01 a second: 600 s to wait, then its own run (2 s at half the drain: 400 s).
-    assert (error.estimate.estimated_start_sec, error.estimate.estimated_completion_sec) == (600, 1000)
+    # 6 s ahead at 0.01 a second: 600 s to wait, then its own 2 s.
+    assert (error.estimate.estimated_start_sec, error.estimate.estimated_completion_sec) == (600, 602)
     assert error.estimate.timeout_sec == 60
-    # It fits once at most 0.01 x (48 - 400) -> nothing is queued: 600 s.
-    assert error.retry_after == 600
+    # It fits once at most 0.01 x (48 - 2) = 0.46 s is queued: after 554 s.
+    assert error.retry_after == 554
     assert w.capacity.queued[lane_pool("normal")] == queued_before[lane_pool("normal")]  # nothing reserved
     assert len([t for t in w.tasks.tasks.values() if t.timeout_sec == 60 and t.priority == 5]) == 0
     assert alone.estimated_completion_sec == 2  # the high lane has its own workers, and nothing queued
