@@ -47,7 +47,7 @@ class Admission:
     # for what estimates miss (a run slower than its type's average, workers slowed by others).
     DEADLINE_SHARE: Final = 0.8
     # Weight of the newest start in a capacity pool's measured drain.
-    DRAIN_SMOOTHING: Final = 0.02
+    DRAIN_SMOOTHING: Final = 0.1
     # How old a pool's measured drain an API or worker instance may use (its cached reading).
     DRAIN_CACHE_SEC: Final = 2
     # The longest Retry-After a capacity refusal gives (a client may always try sooner).
