@@ -40,7 +40,7 @@ def issuer() -> Iterator[str]:
 
     class Provider(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            base = f"http://127.0.0.1:{self.server.server_address[1]}"
+            base = f"http://127.0.0.1:{port}"
             pages = {
                 "/pool/.well-known/openid-configuration": {
                     "issuer": f"{base}/pool",
@@ -67,9 +67,10 @@ def issuer() -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
+    port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/pool"
+        yield f"http://127.0.0.1:{port}/pool"
     finally:
         server.shutdown()
 
