@@ -54,7 +54,8 @@ class Context:
     MAX_SCHEDULES_PER_USER: Final = "max_schedules_per_user"
     MIN_SCHEDULE_INTERVAL_MIN: Final = "min_schedule_interval_min"
     # E-mail of scheduled runs through SES: the verified sender address (unset: no mail, a schedule
-    # with recipients is refused), and the domains recipients may belong to (unset: any).
+    # with recipients is refused), and the domains recipients may belong to (unset: none, only
+    # the schedule owner's own verified address: never an open relay).
     MAIL_SENDER: Final = "mail_sender"
     MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
     # The declaration of sources and export types to deploy (a path; default: exports.toml).
@@ -146,7 +147,7 @@ class ScheduleLimits:
 @dataclass(frozen=True)
 class Mail:
     """E-mail of scheduled runs through SES (docs/deploy.md, "Scheduled exports and mail"): the verified sender (None:
-    no mail) and the domains recipients may belong to (empty: any)."""
+    no mail) and the domains recipients may belong to (empty: none but the owner's own verified address)."""
 
     sender: str | None = None
     allowed_domains: tuple[str, ...] = ()

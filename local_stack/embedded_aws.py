@@ -39,6 +39,9 @@ from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
 REGION = "us-east-1"
 # The verified SES sender of local mode's run mail (the embedded SES keeps what is sent).
 LOCAL_MAIL_SENDER = "reports@exports.localhost"
+# The domains local mode mails (the demo tenants' and the banner's example; EXPORTS_MAIL_ALLOWED_DOMAINS
+# replaces them): as on AWS, any other address is refused unless it is the caller's own verified one.
+LOCAL_MAIL_ALLOWED_DOMAINS = "example.com,acme.example,globex.example,initech.example"
 MOTO_CONFIG: DefaultConfig = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
 
 
@@ -68,6 +71,7 @@ class Resources:
     scheduler_role_arn: str = ""
     schedule_dlq_arn: str = ""
     mail_sender: str = LOCAL_MAIL_SENDER
+    mail_allowed_domains: str = LOCAL_MAIL_ALLOWED_DOMAINS
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -87,6 +91,7 @@ class Resources:
             Env.SCHEDULER_ROLE_ARN: self.scheduler_role_arn,
             Env.SCHEDULE_DLQ_ARN: self.schedule_dlq_arn,
             Env.MAIL_SENDER: self.mail_sender,
+            Env.MAIL_ALLOWED_DOMAINS: self.mail_allowed_domains,
         }
 
 

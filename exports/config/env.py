@@ -66,6 +66,7 @@ class Env:
     MAX_SCHEDULES_PER_USER: Final = "EXPORTS_MAX_SCHEDULES_PER_USER"
     MIN_SCHEDULE_INTERVAL_MIN: Final = "EXPORTS_MIN_SCHEDULE_INTERVAL_MIN"
     # E-mail of scheduled runs: the verified SES sender (unset: no mail, recipients refused) and
-    # the domains recipients may belong to (comma-separated; unset: any).
+    # the domains recipients may belong to (comma-separated; unset: none, only the schedule
+    # owner's own verified address).
     MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
     MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"

@@ -191,13 +191,15 @@ class ApiSettings(TaskFlowSettings):
     max_schedules_per_user: int = Field(default=Schedules.MAX_PER_USER_DEFAULT, ge=1)
     min_schedule_interval_min: int = Field(default=Schedules.MIN_INTERVAL_MIN_DEFAULT, ge=1)
     # The verified SES sender of run mail (unset: no mail, schedules with recipients are refused)
-    # and the domains recipients may have (comma-separated; unset: any).
+    # and the domains recipients may have (comma-separated; unset: none, only the owner's own
+    # verified address).
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
-        """The domains recipients may belong to, lower case; empty: any."""
+        """The domains recipients may belong to, lower case; empty: none (the owner's own verified
+        address only)."""
         return _domains(self.mail_allowed_domains)
 
 
@@ -269,7 +271,8 @@ class CallbackSettings(FunctionSettings):
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
-        """The domains recipients may belong to, lower case; empty: any."""
+        """The domains recipients may belong to, lower case; empty: none (the owner's own verified
+        address only)."""
         return _domains(self.mail_allowed_domains)
 
 
