@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from exports.declared.build import BuiltTypes
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.ports import BusinessMetrics
+    from exports.ports import BusinessMetrics, LifecycleEvents
     from exports.schedules.dependencies import ScheduleDependencies
 
 
@@ -120,6 +120,15 @@ def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
     return missing
 
 
+def lifecycle_events(bus: str | None) -> LifecycleEvents | None:
+    """The lifecycle events' publisher on ``bus`` (None: the deployment names no bus)."""
+    if not bus:
+        return None
+    from exports.adapters.eventbridge_events import EventBridgeEvents
+
+    return EventBridgeEvents(aws_client("events"), bus)
+
+
 def compose_api(
     metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ, settings_type: type[ApiSettings] = ApiSettings
 ) -> ApiDependencies:
@@ -142,6 +151,7 @@ def compose_api(
         metrics=metrics,
         lifecycle=StepFunctionsLifecycle(aws_client("stepfunctions"), settings.state_machine_arn),
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
+        events=lifecycle_events(settings.event_bus),
     )
 
 
@@ -169,6 +179,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
         fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn),
+        events=lifecycle_events(settings.event_bus),
     )
 
 
@@ -204,6 +215,7 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         webhooks=PinnedWebhookSender(),
         webhook_secret=webhook_secret_provider(settings),
         run_end=run_end,
+        events=lifecycle_events(settings.event_bus),
     )
 
 

@@ -62,6 +62,7 @@ WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 AWS_SERVICES: Final = (
     "apigatewaymanagementapi",
     "dynamodb",
+    "events",
     "rds",
     "s3",
     "scheduler",

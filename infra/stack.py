@@ -8,6 +8,7 @@ from constructs import Construct
 from exports.config.names import SERVICE_NAME
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
+from infra.events import LifecycleEventBus
 from infra.functions import ServiceFunctions
 from infra.monitoring import Monitoring, Severity
 from infra.push import PushChannel
@@ -54,6 +55,7 @@ class ExportsStack(Stack):
         # Before the functions: they need the lifecycle state machine's ARN (known from its name).
         self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
         self.scheduling = ScheduledExports(self, "Schedules", settings=settings)
+        self.events = LifecycleEventBus(self, "Events", settings=settings)
         sources = DeclaredSources.load(settings)
         for warning in sources.declarations.warnings:
             Annotations.of(self).add_warning_v2("exports:unscoped-export-type", warning)
@@ -69,6 +71,7 @@ class ExportsStack(Stack):
             fan_out_state_machine_arn=self.workflows.fan_out_arn,
             sources=sources,
             scheduling=self.scheduling,
+            event_bus=self.events,
         )
         self.api = ExportsApi(
             self,
@@ -158,6 +161,10 @@ class ExportsStack(Stack):
                 "SNS topic of the ticket alarms (customer-caused or single failures, push channel, demo tables)",
             ),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+            "EventBusName": (
+                self.events.bus.event_bus_name,
+                "EventBridge bus of the lifecycle events (docs/events.md): route them with rules",
+            ),
             "WebhookSecretArn": (
                 self.webhook_secret.secret_arn,
                 "Secrets Manager secret that signs callbacks: verify with whsec_<its value>",

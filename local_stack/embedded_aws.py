@@ -24,6 +24,7 @@ from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from exports.config.env import Env
+from exports.config.events import Events
 from exports.config.fan_out import FanOut
 from exports.config.names import Names
 from exports.config.push import Push
@@ -72,6 +73,10 @@ class Resources:
     schedule_dlq_arn: str = ""
     mail_sender: str = LOCAL_MAIL_SENDER
     mail_allowed_domains: str = LOCAL_MAIL_ALLOWED_DOMAINS
+    # The lifecycle events' bus (docs/events.md), and the queue a rule copies every event to (what
+    # a developer, or a test, reads them from).
+    event_bus: str = Names.EVENT_BUS
+    events_queue_url: str = ""
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -92,6 +97,7 @@ class Resources:
             Env.SCHEDULE_DLQ_ARN: self.schedule_dlq_arn,
             Env.MAIL_SENDER: self.mail_sender,
             Env.MAIL_ALLOWED_DOMAINS: self.mail_allowed_domains,
+            Env.EVENT_BUS: self.event_bus,
         }
 
 
@@ -273,6 +279,7 @@ def create_resources(
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
     state_machine_arn, fan_out_arn = _create_workflows(make_client, max_partitions)
     scheduling = _create_scheduling(make_client)
+    events_queue_url = _create_event_bus(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -284,8 +291,29 @@ def create_resources(
         fan_out_state_machine_arn=fan_out_arn,
         max_partitions=max_partitions,
         tasks_stream_arn=stream_arn,
+        events_queue_url=events_queue_url,
         **scheduling,
     )
+
+
+def _create_event_bus(make_client: Callable[[str], Any]) -> str:
+    """The lifecycle events' bus, and a rule that copies every event of ours to a queue (moto
+    delivers matched events to SQS targets); the queue's URL."""
+    sqs = make_client("sqs")
+    queue_url = sqs.create_queue(QueueName=Names.EVENTS_QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events = make_client("events")
+    events.create_event_bus(Name=Names.EVENT_BUS)
+    events.put_rule(
+        Name=Names.EVENTS_QUEUE,
+        EventBusName=Names.EVENT_BUS,
+        EventPattern=json.dumps({"source": [Events.SOURCE]}),
+        State="ENABLED",
+    )
+    events.put_targets(
+        Rule=Names.EVENTS_QUEUE, EventBusName=Names.EVENT_BUS, Targets=[{"Id": "local-queue", "Arn": queue_arn}]
+    )
+    return str(queue_url)
 
 
 def _create_indexed_table(

@@ -70,3 +70,5 @@ class Env:
     # owner's own verified address).
     MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
     MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"
+    # The EventBridge bus lifecycle events go to (docs/events.md; unset: none are published).
+    EVENT_BUS: Final = "EXPORTS_EVENT_BUS"

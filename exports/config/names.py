@@ -29,3 +29,6 @@ class Names:
     SCHEDULE_FUNCTION: Final = "exports-schedule"
     SCHEDULE_GROUP: Final = "exports"
     SCHEDULE_DLQ: Final = "exports-schedule-dlq"
+    # The lifecycle events' bus (docs/events.md), and local mode's queue that a rule copies them to.
+    EVENT_BUS: Final = "exports-events"
+    EVENTS_QUEUE: Final = "exports-events-local"

@@ -171,10 +171,13 @@ class ApiSettings(TaskFlowSettings):
         "websocket_url": Env.WEBSOCKET_URL,
         **_SCHEDULE_VARIABLES,
         **_MAIL_VARIABLES,
+        "event_bus": Env.EVENT_BUS,
     }
 
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
+    # The bus of lifecycle events (docs/events.md); unset: none are published.
+    event_bus: str | None = None
     max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
     # The push channel's stream tickets (docs/push.md): where they are kept and the ws(s) URL they
@@ -224,9 +227,12 @@ class WorkerSettings(TaskFlowSettings):
         "progress_interval_sec": Env.PROGRESS_INTERVAL_SEC,
         "max_partitions": Env.MAX_PARTITIONS,
         "partition_rows": Env.PARTITION_ROWS,
+        "event_bus": Env.EVENT_BUS,
     }
 
     lease_sec: int = Worker.LEASE_SEC
+    # The bus of lifecycle events (docs/events.md); unset: none are published.
+    event_bus: str | None = None
     progress_interval_sec: float = Field(default=Worker.PROGRESS_INTERVAL_SEC, gt=0)
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
@@ -257,9 +263,12 @@ class CallbackSettings(FunctionSettings):
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         "schedules_table": Env.SCHEDULES_TABLE,
         **_MAIL_VARIABLES,
+        "event_bus": Env.EVENT_BUS,
     }
 
     results_bucket: str
+    # The bus of lifecycle events (docs/events.md); unset: none are published.
+    event_bus: str | None = None
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     webhook_secret: str | None = None
     webhook_secret_arn: str | None = None

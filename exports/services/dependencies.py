@@ -20,6 +20,7 @@ from exports.ports import (
     FanOutStarter,
     HotKeyLimiter,
     Lifecycle,
+    LifecycleEvents,
     ResultStore,
     SourceSlotLeases,
     TaskQueue,
@@ -103,6 +104,8 @@ class ApiDependencies:
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
+    # Lifecycle events (docs/events.md); None: the deployment publishes none.
+    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class WorkerDependencies:
     fan_out: FanOutStarter
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
+    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class CallbackDependencies:
     run_end: RunEndDependencies | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
+    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)

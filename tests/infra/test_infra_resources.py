@@ -219,7 +219,13 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         common
         | registry
         | tasks
-        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG, Env.CONNECTIONS_TABLE}
+        | {
+            Env.DOWNLOAD_URL_TTL_SEC,
+            Env.MAX_ACTIVE_TASKS_PER_USER,
+            Env.MAX_BACKLOG,
+            Env.CONNECTIONS_TABLE,
+            Env.EVENT_BUS,
+        }
         | (scheduling & functions.api.spec.runtime_settings.variables())
     )
     expected = {
@@ -236,9 +242,17 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.FAN_OUT_STATE_MACHINE_ARN,
             Env.MAX_PARTITIONS,
             Env.PARTITION_ROWS,
+            Env.EVENT_BUS,
         },
-        # No registry, no queue, no workflow: the task, its file's link and the signing key.
-        functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN}
+        # No registry, no queue, no workflow: the task, its file's link and the signing key; the
+        # lifecycle events' bus (delivered, schedule paused).
+        functions.callback: {
+            Env.TASKS_TABLE,
+            Env.RESULTS_BUCKET,
+            Env.DOWNLOAD_URL_TTL_SEC,
+            Env.WEBHOOK_SECRET_ARN,
+            Env.EVENT_BUS,
+        }
         | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
         # The push channel: connections, links of completed tasks, the management endpoint; the
@@ -377,6 +391,8 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             (["dynamodb:Query"], join(dev.arn(stack.tables.schedules), f"/index/{SchedulesTable.USER_INDEX}")),
             (list(MANAGE_ACTIONS), group_schedules_arn(dev)),
             (["iam:PassRole"], dev.arn(stack.scheduling.role)),
+            # lifecycle events (docs/events.md): on the stack's bus only
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -408,6 +424,7 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
             # start the fan-out execution of an export it splits
             (["states:StartExecution"], lifecycle_arn(dev, fan_out_state_machine_name)),
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -462,6 +479,7 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             (["secretsmanager:GetSecretValue"], dev.ref(stack.webhook_secret.secret)),
             # a scheduled run's outcome on its schedule (dev sends no mail)
             (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.schedules)),
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -1076,6 +1094,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "DashboardName",
         "LifecycleStateMachineArn",
         "FanOutStateMachineArn",
+        "EventBusName",
         "WebhookSecretArn",
     }
     assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
@@ -1137,3 +1156,24 @@ def test_the_webhook_secret_is_kept_in_prod_only(dev, prod):
     for synth, policy, replaced in ((dev, "Delete", "Delete"), (prod, "RetainExceptOnCreate", "Retain")):
         (secret,) = of_type(synth, "AWS::SecretsManager::Secret").values()
         assert (secret["DeletionPolicy"], secret["UpdateReplacePolicy"]) == (policy, replaced)
+
+
+# --- Lifecycle events -----------------------------------------------------------------------
+
+
+def test_the_functions_that_publish_lifecycle_events_name_the_stacks_bus_and_may_put_only_there(dev, prod):
+    for synth in (dev, prod):
+        functions, bus = synth.stack.functions, synth.stack.events.bus
+        synth.template.resource_count_is("AWS::Events::EventBus", 1)
+        synth.template.has_output("EventBusName", {"Value": synth.ref(bus)})
+        publishers = (functions.api, functions.worker, functions.callback, functions.schedule)
+        for service_function in functions.all:
+            variables = synth.props(service_function.function)["Environment"]["Variables"]
+            puts = {
+                resource for action, resource in allowed_pairs(synth, service_function) if action.startswith("events:")
+            }
+            if service_function in publishers:
+                assert variables[Env.EVENT_BUS] == synth.ref(bus)
+                assert puts == {json.dumps(synth.arn(bus), sort_keys=True)}
+            else:
+                assert Env.EVENT_BUS not in variables and puts == set()

@@ -148,6 +148,8 @@ def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
         "run_end",
         "resolve",
         "clock",
+        # lifecycle events: delivered, schedule paused (docs/events.md)
+        "events",
     }
     assert deps.webhook_secret() == "whsec_c2VjcmV0"
     # A scheduled run's end is recorded; no sender configured, no mailer built.

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from exports.config.events import Events
 from exports.config.metrics import Metric
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import InvalidRequest, ServiceUnavailable
@@ -26,7 +27,7 @@ from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
 from tests.unit.export_fakes import NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
-from tests.unit.service_fakes import BrokenQueue, ServiceWorld, service_world
+from tests.unit.service_fakes import BrokenQueue, FakeEvents, ServiceWorld, service_world
 
 
 class FinanceNumbers(NumbersExport):
@@ -121,11 +122,22 @@ def test_a_type_that_is_gone_pauses_the_schedule():
     schedule = service.create_schedule(SPEC, FINANCE, deps)
     gone = dataclasses.replace(deps, api=dataclasses.replace(services.api, registry=ExportTypeRegistry([])))
 
+    events = FakeEvents()
+    gone = dataclasses.replace(gone, api=dataclasses.replace(gone.api, events=events))
+
     fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), gone)
 
     assert fired.outcome is firing.FiringOutcome.PAUSED
     reason = store.schedules[schedule.schedule_id].paused_reason
     assert reason is not None and reason.code is PauseCode.EXPORT_TYPE_GONE
+    # Operators hear of it on the bus (docs/events.md).
+    (paused,) = events.published
+    assert paused.detail_type == Events.SCHEDULE_PAUSED
+    assert (paused.detail["schedule_id"], paused.detail["user_id"], paused.detail["reason"]["code"]) == (
+        schedule.schedule_id,
+        "alice",
+        "EXPORT_TYPE_GONE",
+    )
 
 
 def test_a_transient_fault_gives_the_firing_back_and_the_retry_creates_exactly_one_task():
