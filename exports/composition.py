@@ -160,6 +160,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
     type, so the registry is built at once."""
     from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
     from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+    from exports.adapters.eventbridge_events import EventBridgeEvents
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.sqs_queue import SqsTaskQueue
     from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
@@ -179,7 +180,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
         fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn),
-        events=lifecycle_events(settings.event_bus),
+        events=EventBridgeEvents(aws_client("events"), settings.event_bus),
     )
 
 

@@ -218,6 +218,7 @@ class WorkerSettings(TaskFlowSettings):
     REQUIRED: ClassVar[Mapping[str, str]] = {
         **TaskFlowSettings.REQUIRED,
         "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
+        "event_bus": Env.EVENT_BUS,
     }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
         **TaskFlowSettings.OPTIONAL,
@@ -227,12 +228,11 @@ class WorkerSettings(TaskFlowSettings):
         "progress_interval_sec": Env.PROGRESS_INTERVAL_SEC,
         "max_partitions": Env.MAX_PARTITIONS,
         "partition_rows": Env.PARTITION_ROWS,
-        "event_bus": Env.EVENT_BUS,
     }
 
     lease_sec: int = Worker.LEASE_SEC
-    # The bus of lifecycle events (docs/events.md); unset: none are published.
-    event_bus: str | None = None
+    # The bus of lifecycle events (docs/events.md): completed and failed exports.
+    event_bus: str
     progress_interval_sec: float = Field(default=Worker.PROGRESS_INTERVAL_SEC, gt=0)
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)

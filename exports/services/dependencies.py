@@ -126,9 +126,10 @@ class WorkerDependencies:
     slots: SourceSlotLeases
     # The fan-out workflow.
     fan_out: FanOutStarter
+    # Lifecycle events (docs/events.md): completed and failed exports.
+    events: LifecycleEvents
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
-    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from exports.domain.admission import (
     updated_throughput,
 )
 from exports.domain.errors import ExportsError
-from exports.domain.events import LifecycleEvent
 from exports.domain.task import Task
 from exports.export_types.base import ExportType, SourceLimit
 from exports.ports import SOURCE_SLOT_LEASE_SEC, ItemQuery, SlotLease, WebhookResponse
@@ -387,13 +386,3 @@ def _sort_matches(query: ItemQuery, value: Any) -> bool:
     low_ok = query.sort_from is None or str(value) >= query.sort_from
     high_ok = query.sort_to is None or str(value) <= query.sort_to
     return low_ok and high_ok
-
-
-class FakeEvents:
-    """:class:`exports.ports.LifecycleEvents` that keeps what is published, in order."""
-
-    def __init__(self) -> None:
-        self.published: list[LifecycleEvent] = []
-
-    def publish(self, events: Sequence[LifecycleEvent]) -> None:
-        self.published.extend(events)

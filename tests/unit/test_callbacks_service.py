@@ -16,10 +16,10 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import CallbackStatus, Subscriber, Task, cancel, claim, complete
 from exports.services.callbacks import CallbackRetryable, DeliveryOutcome, deliver, give_up
 from tests.unit.builders import LEASE, RETENTION, make_result, make_task
+from tests.unit.export_fakes import FakeEvents
 from tests.unit.service_fakes import (
     PUBLIC_ADDRESS,
     WEBHOOK_SECRET,
-    FakeEvents,
     FakeWebhooks,
     Post,
     ServiceWorld,

@@ -25,9 +25,9 @@ from exports.schedules.model import Every, PauseCode, ScheduleState
 from exports.schedules.ports import ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
-from tests.unit.export_fakes import NumbersExport
+from tests.unit.export_fakes import FakeEvents, NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
-from tests.unit.service_fakes import BrokenQueue, FakeEvents, ServiceWorld, service_world
+from tests.unit.service_fakes import BrokenQueue, ServiceWorld, service_world
 
 
 class FinanceNumbers(NumbersExport):
