@@ -140,7 +140,7 @@ destroy: $(STAMP) node_modules/.package-lock.json
 smoke: $(STAMP)
 	$(BIN)/python scripts/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CALLBACK_URL),--callback-url "$(CALLBACK_URL)") $(ARGS)
 
-## package-sizes: build the Lambda packages, report their sizes (and botocore's share), fail if one is within 15% of the 250 MB limit
+## package-sizes: build the Lambda packages, report their sizes (and botocore's share), fail if one is within 25% of the 250 MB limit
 package-sizes: $(STAMP)
 	$(BIN)/python scripts/package_sizes.py $(ARGS)
 

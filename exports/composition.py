@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from exports.declared.build import BuiltTypes
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.ports import BusinessMetrics, CapacityPools
+    from exports.ports import BusinessMetrics, CapacityPools, LifecycleEvents
     from exports.schedules.dependencies import ScheduleDependencies
 
 
@@ -122,6 +122,15 @@ def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:
     return missing
 
 
+def lifecycle_events(bus: str | None) -> LifecycleEvents | None:
+    """The lifecycle events' publisher on ``bus`` (None: the deployment names no bus)."""
+    if not bus:
+        return None
+    from exports.adapters.eventbridge_events import EventBridgeEvents
+
+    return EventBridgeEvents(aws_client("events"), bus)
+
+
 def compose_api(
     metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ, settings_type: type[ApiSettings] = ApiSettings
 ) -> ApiDependencies:
@@ -149,6 +158,7 @@ def compose_api(
         throughput=DynamoThroughputStats(aws_client("dynamodb"), settings.tasks_table, Estimates.SMOOTHING),
         capacity=capacity_pools(settings.tasks_table),
         audit=audit,
+        events=lifecycle_events(settings.event_bus),
     )
 
 
@@ -191,6 +201,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
     type, so the registry is built at once."""
     from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
     from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
+    from exports.adapters.eventbridge_events import EventBridgeEvents
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.sqs_queue import SqsTaskQueue
     from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
@@ -211,6 +222,7 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
         slots=DynamoSourceSlots(aws_client("dynamodb"), settings.tasks_table),
         fan_out=StepFunctionsFanOut(aws_client("stepfunctions"), settings.fan_out_state_machine_arn),
         capacity=capacity_pools(settings.tasks_table),
+        events=EventBridgeEvents(aws_client("events"), settings.event_bus),
     )
 
 
@@ -246,6 +258,7 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         webhooks=PinnedWebhookSender(),
         webhook_secret=webhook_secret_provider(settings),
         run_end=run_end,
+        events=lifecycle_events(settings.event_bus),
     )
 
 

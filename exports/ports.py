@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 from exports.config.worker import Worker
 from exports.domain.admission import Throughput
 from exports.domain.capacity import Drain
+from exports.domain.events import LifecycleEvent
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.domain.zones import UTC_ZONE
@@ -263,6 +264,13 @@ class ResultStore(Protocol):
 
 # The invocation's remaining time in milliseconds, as Lambda's context tells it.
 RemainingMs = Callable[[], int]
+
+
+class LifecycleEvents(Protocol):
+    """Where lifecycle events go (EventBridge on AWS and in local mode, docs/events.md)."""
+
+    def publish(self, events: Sequence[LifecycleEvent]) -> None:
+        """Send ``events``; a typed :class:`exports.domain.errors.ExportsError` when they could not be."""
 
 
 class BusinessMetrics(Protocol):

@@ -78,7 +78,8 @@ class FunctionSpec:
     runtime_settings: type[FunctionSettings]
     # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.
     ephemeral_storage_mib: int | None = None
-    # Reserved concurrency (a cap taken from the account's pool); None leaves it unreserved.
+    # Reserved concurrency (a cap taken from the account's pool) when the stage reserves
+    # (StageSettings.reserved_concurrency); None leaves it unreserved.
     reserved_concurrency: int | None = None
     # Data files of the shared package only it loads (infra.packaging.OPTIONAL_SHARED_DATA).
     shared_data: tuple[str, ...] = ()
@@ -121,6 +122,8 @@ class ServiceFunction(Construct):
         function whose ARN must be known without a reference to it."""
         super().__init__(scope, construct_id)
         self.spec = spec
+        # What it reserves of the account's concurrency: nothing unless the stage asks for reservations.
+        self.reserved_concurrency = spec.reserved_concurrency if settings.reserved_concurrency else None
         self.package = spec.package(extra_files)
         self.role = iam.Role(
             self,
@@ -144,7 +147,7 @@ class ServiceFunction(Construct):
             ephemeral_storage_size=(
                 Size.mebibytes(spec.ephemeral_storage_mib) if spec.ephemeral_storage_mib is not None else None
             ),
-            reserved_concurrent_executions=spec.reserved_concurrency,
+            reserved_concurrent_executions=self.reserved_concurrency,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={

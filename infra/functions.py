@@ -29,6 +29,7 @@ from exports.config.settings import (
 )
 from exports.config.tables import SchedulesTable, TaskTable
 from exports.config.worker import Worker, XlsxLimits
+from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
 from infra.packaging import PDF_FONT_FILES
@@ -237,6 +238,7 @@ class ServiceFunctions(Construct):
         fan_out_state_machine_arn: str,
         sources: DeclaredSources,
         scheduling: ScheduledExports,
+        event_bus: LifecycleEventBus,
     ) -> None:
         super().__init__(scope, construct_id)
         # Every variable the stack has a value for; each function gets the ones its settings read
@@ -260,6 +262,7 @@ class ServiceFunctions(Construct):
             **scheduling.environment(),
             Env.AUDIT_TABLE: tables.audit.table_name,
             Env.WORKER_MEMORY_MB: str(Sizing.worker_memory_mb(settings.max_partitions)),
+            Env.EVENT_BUS: event_bus.bus.event_bus_name,
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -326,6 +329,10 @@ class ServiceFunctions(Construct):
         self._reach_declared_sources(sources, settings)
         self._grant_lifecycle(arns)
         self._grant_callback(arns)
+        # Lifecycle events (docs/events.md): created (API, schedule function), completed and failed
+        # (worker), delivered and schedule paused (callback; paused also by the schedule function).
+        for function in (self.api, self.worker, self.callback, self.schedule):
+            event_bus.allow_publishing(function)
 
         # cdk-nag names a wildcard resource after the bucket's logical id.
         bucket_id = Stack.of(self).get_logical_id(cast(CfnElement, storage.bucket.node.default_child))

@@ -1,4 +1,11 @@
-"""Alarms to an SNS topic, and a dashboard of the business metrics and the moving parts.
+"""Alarms to two SNS topics, and a dashboard of the business metrics and the moving parts.
+
+Two kinds of alarm (docs/alarms.md): **paging** alarms (the paging topic, and the existing
+``alarm_topic_arn``) fire on faults someone must act on now: work is failing or about to be
+lost. **Ticket** alarms (:attr:`Monitoring.tickets_topic`, and ``ticket_topic_arn``) fire on what
+can wait for working hours: customer-caused failures (a callback receiver that refuses), a single
+worker error that the queue retries, the push channel (clients fall back to polling), the demo
+tables, refused submits, mail reputation.
 
 Business metrics are the EMF metrics the functions publish with Powertools: namespace
 :func:`exports.config.metrics.metrics_namespace` of the stack (so two stacks in one account never share
@@ -6,21 +13,22 @@ a number), names from :class:`exports.config.metrics.Metric`, and the ``service`
 adds from ``POWERTOOLS_SERVICE_NAME``; ExportFailed also carries the error code and the source,
 and its alarm and graph read it with Metrics Insights across them.
 
-Every alarm notifies the topic when it fires (not when it recovers: a first deploy would send an
-OK for every alarm as each leaves INSUFFICIENT_DATA), and its description ends with a runbook
-line: what to do first, and the section of docs/alarms.md that says more. The
-topic's policy lets CloudWatch alarms of this stack (account and alarm-name prefix) publish:
-``enforce_ssl`` alone would leave a policy of one Deny, and alarms fail with "not authorized
-to perform SNS:Publish".
+Every alarm notifies its topics when it fires (not when it recovers: a first deploy would send an
+OK for every alarm as each leaves INSUFFICIENT_DATA), and its description starts with its kind
+(``[page]`` or ``[ticket]``) and ends with a runbook line: what to do first, and the section of
+docs/alarms.md that says more. Each topic's policy lets CloudWatch alarms of this stack (account
+and alarm-name prefix) publish: ``enforce_ssl`` alone would leave a policy of one Deny, and
+alarms fail with "not authorized to perform SNS:Publish".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Final
 
-from aws_cdk import Annotations, ArnFormat, Duration, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -41,7 +49,9 @@ from exports.config.metrics import (
     metrics_namespace,
 )
 from exports.config.names import SERVICE_NAME
+from exports.config.queues import Queue
 from exports.config.retry import PUSH_BATCH_RETRY
+from exports.config.worker import Worker
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
@@ -53,6 +63,24 @@ SUSTAINED_THROTTLE_PERIODS: Final = 3
 WIDGET_WIDTH: Final = 8
 GTE: Final = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 RUNBOOK_DOC: Final = "docs/alarms.md"
+# A worker run this close to its timeout went past its own stop points (an XLSX or Parquet export
+# stops 30 s before, a CSV one hands over 60 s before): it is about to be killed.
+WORKER_NEAR_TIMEOUT_SEC: Final = 10
+# Lambda's account-level concurrency, as Service Quotas counts it (CloudWatch's SERVICE_QUOTA()
+# reads the quota of a metric of this namespace).
+LAMBDA_CONCURRENCY_USAGE: Final = {
+    "Service": "Lambda",
+    "Type": "Resource",
+    "Resource": "ConcurrentExecutions",
+    "Class": "None",
+}
+
+
+class Severity(Enum):
+    """Who an alarm reaches: the on-call now (paging topic) or a ticket queue (tickets topic)."""
+
+    PAGE = "page"
+    TICKET = "ticket"
 
 
 @dataclass(frozen=True)
@@ -120,6 +148,20 @@ class Runbooks:
     ENQUEUE_FAILED: Final = Runbook(
         "enqueue-failed", "Submits fail with 503: check SQS and Step Functions errors in the API function's logs."
     )
+    ACCOUNT_CONCURRENCY: Final = Runbook(
+        "account-concurrency",
+        "Find the functions using the account's concurrency (ConcurrentExecutions per function); ask for a "
+        "higher quota.",
+    )
+    WORKER_NEAR_TIMEOUT: Final = Runbook(
+        "worker-near-timeout", "Find the worker's longest runs in its log group (REPORT lines) and their task ids."
+    )
+    OLDEST_DEAD_LETTER: Final = Runbook(
+        "oldest-dead-letter", "Dead letters are about to be deleted: redrive the lane now, or save the messages."
+    )
+    EXPORTS_REJECTED: Final = Runbook(
+        "exports-rejected", "Graph 'Admission' says which refusals; check the backlog and the per-user quotas."
+    )
 
     @classmethod
     def all(cls) -> tuple[Runbook, ...]:
@@ -148,21 +190,41 @@ class Monitoring(Construct):
         self._prefix = stack.stack_name
         self.namespace = metrics_namespace(stack.stack_name)
         self.alarms: list[cloudwatch.Alarm] = []
-        self.topic = sns.Topic(
-            self, "AlarmTopic", display_name=f"{SERVICE_NAME} alarms ({settings.stage})", enforce_ssl=True
-        )
-        self.topic.add_to_resource_policy(self._cloudwatch_may_publish(stack))
+        # The paging topic keeps the id of the stack's first, single alarm topic: an update keeps it
+        # and its subscriptions.
+        self.paging_topic = self._topic("AlarmTopic", f"{SERVICE_NAME} paging alarms ({settings.stage})")
+        self.tickets_topic = self._topic("TicketsTopic", f"{SERVICE_NAME} ticket alarms ({settings.stage})")
         if settings.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
-        self.destinations: list[sns.ITopic] = [self.topic]
-        if settings.alarm_topic_arn:
-            self.destinations.append(sns.Topic.from_topic_arn(self, "ExistingAlarmTopic", settings.alarm_topic_arn))
+            self.paging_topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        if settings.ticket_email:
+            self.tickets_topic.add_subscription(subscriptions.EmailSubscription(settings.ticket_email))
+        elif settings.alarm_email and not settings.ticket_topic_arn:
+            # No ticket destination of its own: tickets reach the on-call's address too, never no one.
+            self.tickets_topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        self.destinations: dict[Severity, list[sns.ITopic]] = {
+            Severity.PAGE: [self.paging_topic],
+            Severity.TICKET: [self.tickets_topic],
+        }
+        for severity, arn, topic_id in (
+            (Severity.PAGE, settings.alarm_topic_arn, "ExistingAlarmTopic"),
+            (Severity.TICKET, settings.ticket_topic_arn, "ExistingTicketTopic"),
+        ):
+            if arn:
+                self.destinations[severity].append(sns.Topic.from_topic_arn(self, topic_id, arn))
         if not settings.has_alarm_destination:
             Annotations.of(self).add_warning_v2(
                 "exports:no-alarm-destination", MISSING_ALARM_DESTINATION.format(stage=settings.stage)
             )
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=self._prefix)
+        # Dashboards are global to the account: the region in the name keeps one stack name in two
+        # regions apart.
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self._prefix}-{Aws.REGION}")
         self._watch_business_metrics()
+        self._watch_account_concurrency()
+
+    def _topic(self, construct_id: str, display_name: str) -> sns.Topic:
+        topic = sns.Topic(self, construct_id, display_name=display_name, enforce_ssl=True)
+        topic.add_to_resource_policy(self._cloudwatch_may_publish(Stack.of(self), topic))
+        return topic
 
     def alarm_arn_pattern(self) -> str:
         """The ARN of every alarm this construct creates (their names start with the stack's)."""
@@ -173,12 +235,12 @@ class Monitoring(Construct):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
-    def _cloudwatch_may_publish(self, stack: Stack) -> iam.PolicyStatement:
+    def _cloudwatch_may_publish(self, stack: Stack, topic: sns.ITopic) -> iam.PolicyStatement:
         return iam.PolicyStatement(
             sid="CloudWatchAlarmsPublish",
             principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["sns:Publish"],
-            resources=[self.topic.topic_arn],
+            resources=[topic.topic_arn],
             conditions={
                 "StringEquals": {"aws:SourceAccount": stack.account},
                 "ArnLike": {"aws:SourceArn": self.alarm_arn_pattern()},
@@ -193,17 +255,19 @@ class Monitoring(Construct):
         threshold: float,
         description: str,
         runbook: Runbook,
+        severity: Severity = Severity.PAGE,
         missing_data: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
         periods: int = 1,
     ) -> cloudwatch.Alarm:
         """An alarm at ``metric >= threshold`` in each of ``periods`` periods in a row that
-        notifies every destination when it fires; its description ends with ``runbook``'s line.
-        No data counts as no fault unless ``missing_data`` says otherwise."""
+        notifies the destinations of its ``severity`` when it fires; its description starts
+        with the severity and ends with ``runbook``'s line. No data counts as no fault unless
+        ``missing_data`` says otherwise."""
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
             alarm_name=f"{self._prefix}-{construct_id}",
-            alarm_description=f"{description} {runbook.line()}",
+            alarm_description=f"[{severity.value}] {description} {runbook.line()}",
             metric=metric,
             threshold=threshold,
             comparison_operator=GTE,
@@ -211,7 +275,7 @@ class Monitoring(Construct):
             datapoints_to_alarm=periods,
             treat_missing_data=missing_data,
         )
-        for destination in self.destinations:
+        for destination in self.destinations[severity]:
             alarm.add_alarm_action(actions.SnsAction(destination))
         self.alarms.append(alarm)
         return alarm
@@ -236,6 +300,17 @@ class Monitoring(Construct):
                 runbook=Runbooks.DEAD_LETTERS,
                 # SQS stops publishing for a queue idle some hours, as a DLQ with a dead letter
                 # sitting in it is: the alarm keeps its state then, and recovers when it is emptied.
+                missing_data=cloudwatch.TreatMissingData.IGNORE,
+            )
+            self.add_alarm(
+                f"OldestDeadLetter{name}",
+                metric=lane.dead_letters.metric_approximate_age_of_oldest_message(
+                    statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
+                ),
+                threshold=self._settings.alarms.oldest_dead_letter_age_sec,
+                description=f"A dead letter of the {label} lane was left unhandled: SQS deletes it at "
+                f"{Queue.DLQ_RETENTION_SEC // 86400} days, and its task's redrive with it.",
+                runbook=Runbooks.OLDEST_DEAD_LETTER,
                 missing_data=cloudwatch.TreatMissingData.IGNORE,
             )
             age = lane.queue.metric_approximate_age_of_oldest_message(statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD)
@@ -269,6 +344,7 @@ class Monitoring(Construct):
             description="The push function gave up on a batch of task events after its retries: connected "
             "clients missed events (the exports themselves are unaffected; clients resubscribe or poll).",
             runbook=Runbooks.PUSH_FAILED,
+            severity=Severity.TICKET,
             missing_data=cloudwatch.TreatMissingData.IGNORE,
         )
 
@@ -288,17 +364,26 @@ class Monitoring(Construct):
         )
 
     def watch_function(
-        self, construct_id: str, function: lambda_.IFunction, role: str, *, throttled_by_design: bool = False
+        self,
+        construct_id: str,
+        function: lambda_.IFunction,
+        role: str,
+        *,
+        throttled_by_design: bool = False,
+        errors: Severity = Severity.PAGE,
+        throttles: Severity = Severity.PAGE,
     ) -> None:
         """Alarms on any error of ``function`` and on its throttles (``role``: what it does, for
         the descriptions): any throttle, or for a function ``throttled_by_design`` (its invokes
-        are retried), throttles in each of :data:`SUSTAINED_THROTTLE_PERIODS` periods in a row."""
+        are retried), throttles in each of :data:`SUSTAINED_THROTTLE_PERIODS` periods in a row;
+        each of the severity given."""
         self.add_alarm(
             f"{construct_id}Errors",
             metric=function.metric_errors(period=PERIOD, statistic=cloudwatch.Stats.SUM),
             threshold=1,
             description=f"The {role} function failed (an exception or a timeout).",
             runbook=Runbooks.FUNCTION_ERRORS,
+            severity=errors,
         )
         sustained = SUSTAINED_THROTTLE_PERIODS if throttled_by_design else 1
         self.add_alarm(
@@ -312,18 +397,34 @@ class Monitoring(Construct):
                 else f"The {role} function was throttled: its reserved or the account's concurrency is exhausted."
             ),
             runbook=Runbooks.FUNCTION_THROTTLES,
+            severity=throttles,
             periods=sustained,
         )
 
     def watch_worker(self, worker: lambda_.IFunction) -> None:
-        """The worker's activity on the dashboard (its alarms come from :meth:`watch_function`)."""
+        """An alarm on a worker run close to its timeout; its activity on the dashboard (its
+        errors and throttles alarm through :meth:`watch_function`)."""
         errors = worker.metric_errors(period=PERIOD)
         throttles = worker.metric_throttles(period=PERIOD)
+        longest = worker.metric_duration(period=PERIOD, statistic=cloudwatch.Stats.MAXIMUM)
+        self.add_alarm(
+            "WorkerNearTimeout",
+            metric=longest,
+            threshold=(Worker.FUNCTION_TIMEOUT_SEC - WORKER_NEAR_TIMEOUT_SEC) * 1000,
+            description=f"A worker run lasted within {WORKER_NEAR_TIMEOUT_SEC} s of its "
+            f"{Worker.FUNCTION_TIMEOUT_SEC} s timeout: it went past the point where exports stop or hand over, "
+            "and the next such run may be killed (retried, then dead-lettered).",
+            runbook=Runbooks.WORKER_NEAR_TIMEOUT,
+            severity=Severity.TICKET,
+        )
         self.dashboard.add_widgets(
             _graph(
                 "Worker invocations / errors / throttles", [worker.metric_invocations(period=PERIOD), errors, throttles]
             ),
-            _graph("Worker duration (ms)", [worker.metric_duration(period=PERIOD, statistic=cloudwatch.Stats.p(90))]),
+            _graph(
+                "Worker duration (ms)",
+                [worker.metric_duration(period=PERIOD, statistic=cloudwatch.Stats.p(90)), longest.with_(label="max")],
+            ),
             _graph("Worker concurrency", [worker.metric("ConcurrentExecutions", statistic=cloudwatch.Stats.MAXIMUM)]),
         )
 
@@ -338,6 +439,7 @@ class Monitoring(Construct):
             threshold=self._settings.alarms.websocket_errors_per_5_min,
             description="The push channel's WebSocket API could not run its integration (the stream function).",
             runbook=Runbooks.WEBSOCKET_ERRORS,
+            severity=Severity.TICKET,
         )
         age = push.metric("IteratorAge", period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM)
         self.add_alarm(
@@ -347,6 +449,7 @@ class Monitoring(Construct):
             description="Task events wait in the tasks stream: the push function falls behind or keeps failing, "
             f"and records older than {PUSH_BATCH_RETRY.max_age_sec} s are given up.",
             runbook=Runbooks.PUSH_ITERATOR_AGE,
+            severity=Severity.TICKET,
         )
         self.dashboard.add_widgets(
             _graph(
@@ -376,12 +479,12 @@ class Monitoring(Construct):
             _graph("API latency p90 (ms)", [api.metric_latency(period=PERIOD, statistic=cloudwatch.Stats.p(90))]),
         )
 
-    def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2, Sequence[str]]]) -> None:
-        """Per table (``(name, table, its global secondary indexes)``), an alarm on any throttled
-        read or write of the table or of an index (DynamoDB counts an index's throttles under
-        its own ``GlobalSecondaryIndexName`` dimension only)."""
+    def watch_tables(self, tables: Iterable[tuple[str, dynamodb.TableV2, Sequence[str], Severity]]) -> None:
+        """Per table (``(name, table, its global secondary indexes, severity)``), an alarm on any
+        throttled read or write of the table or of an index (DynamoDB counts an index's
+        throttles under its own ``GlobalSecondaryIndexName`` dimension only)."""
         graphs: list[cloudwatch.IMetric] = []
-        for name, table, indexes in tables:
+        for name, table, indexes, severity in tables:
             # Ids unique per table: the dashboard graphs every table's expression together.
             key = name.lower()
             counted: dict[str, cloudwatch.IMetric] = {}
@@ -408,6 +511,7 @@ class Monitoring(Construct):
                 threshold=1,
                 description=f"DynamoDB throttled reads or writes of the {name.lower()} table or its indexes.",
                 runbook=Runbooks.DYNAMODB_THROTTLES,
+                severity=severity,
             )
             graphs.append(throttled)
         self.dashboard.add_widgets(_graph("DynamoDB throttled requests", graphs))
@@ -480,6 +584,7 @@ class Monitoring(Construct):
             threshold=1,
             description="A completion callback could not be delivered to the client's URL.",
             runbook=Runbooks.CALLBACK_FAILED,
+            severity=Severity.TICKET,
         )
         enqueue_failed = self._metric(Metric.ENQUEUE_FAILED)
         self.add_alarm(
@@ -488,6 +593,24 @@ class Monitoring(Construct):
             threshold=1,
             description="A submitted task could not be queued or scheduled; it ended FAILED and the client got 503.",
             runbook=Runbooks.ENQUEUE_FAILED,
+        )
+        rejected = self._metric(Metric.REJECTED)
+        limits = self._settings.alarms
+        self.add_alarm(
+            "ExportsRejected",
+            metric=cloudwatch.MathExpression(
+                # Submits in the period: accepted (ExportSubmitted) plus refused (ExportRejected).
+                expression=f"IF(FILL(accepted, 0) + FILL(refused, 0) >= {limits.rejected_min_submits}, "
+                "100 * FILL(refused, 0) / (FILL(accepted, 0) + FILL(refused, 0)), 0)",
+                using_metrics={"accepted": self._metric(Metric.SUBMITTED), "refused": rejected},
+                period=PERIOD,
+                label="submits refused with 429 (%)",
+            ),
+            threshold=limits.rejected_percent,
+            description=f"At least {limits.rejected_percent} % of the submits were refused with 429 (a user's "
+            "quota or the backlog): the service is saturated, or a client keeps retrying.",
+            runbook=Runbooks.EXPORTS_REJECTED,
+            severity=Severity.TICKET,
         )
         self.dashboard.add_widgets(
             _graph(
@@ -528,6 +651,33 @@ class Monitoring(Construct):
                 [self._metric(Metric.DURATION_MS, stat) for stat in (cloudwatch.Stats.p(50), cloudwatch.Stats.p(90))],
             ),
         )
+
+    def _watch_account_concurrency(self) -> None:
+        """An alarm on the account's Lambda concurrency near its quota (every function of the
+        account and region counts: another stack's burst throttles ours too)."""
+        usage = cloudwatch.Metric(
+            namespace="AWS/Usage",
+            metric_name="ResourceCount",
+            dimensions_map=LAMBDA_CONCURRENCY_USAGE,
+            statistic=cloudwatch.Stats.MAXIMUM,
+            period=PERIOD,
+        )
+        percent = cloudwatch.MathExpression(
+            expression="100 * usage / SERVICE_QUOTA(usage)",
+            using_metrics={"usage": usage},
+            period=PERIOD,
+            label="account Lambda concurrency (% of quota)",
+        )
+        self.add_alarm(
+            "AccountConcurrency",
+            metric=percent,
+            threshold=self._settings.alarms.account_concurrency_percent,
+            description=f"The account's Lambda concurrent executions reached "
+            f"{self._settings.alarms.account_concurrency_percent} % of its quota in this region: any function "
+            "(ours or another stack's) may be throttled next.",
+            runbook=Runbooks.ACCOUNT_CONCURRENCY,
+        )
+        self.dashboard.add_widgets(_graph("Account Lambda concurrency (% of quota)", [percent]))
 
 
 def failed_exports_query(namespace: str, group_by: bool = False, faults_only: bool = False) -> str:

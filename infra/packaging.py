@@ -37,6 +37,8 @@ import jsii
 from aws_cdk import BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from infra import elf_strip
+
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 PYPROJECT: Final = REPO_ROOT / "pyproject.toml"
 LOCKFILE: Final = REPO_ROOT / "requirements.lock"
@@ -60,6 +62,7 @@ WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
 AWS_SERVICES: Final = (
     "apigatewaymanagementapi",
     "dynamodb",
+    "events",
     "rds",
     "s3",
     "scheduler",
@@ -210,6 +213,7 @@ class PackageSpec:
         """A hash of every input of the package: unchanged inputs let CDK reuse a built asset."""
         digest = hashlib.sha256()
         digest.update(Path(__file__).read_bytes())
+        digest.update(Path(elf_strip.__file__).read_bytes())
         digest.update("\n".join((self.python_version, *self.platforms, *self.requirements)).encode())
         digest.update(repr(self.aws_services).encode())
         digest.update(repr(self.shared_data).encode())
@@ -295,6 +299,9 @@ def build_package(spec: PackageSpec, output_dir: Path) -> None:
     if spec.aws_services is not None:
         trim_botocore(output_dir, spec.aws_services)
     trim_pyarrow(output_dir)
+    # The wheels' native libraries carry their static symbol tables (about 50 MB of the worker's
+    # package, a fifth): no loader reads them (infra/elf_strip.py).
+    elf_strip.strip_package(output_dir)
     # The handler's folder is a package only for the tests; in Lambda its files sit at the root.
     for source in _source_files(spec.handler_dir):
         if source.name != "__init__.py":

@@ -28,7 +28,7 @@ from exports.config.names import SERVICE_NAME
 from exports.config.queues import Queue
 from exports.config.retry import SCHEDULE_FUNCTION_RETRY
 from infra.function_factory import ServiceFunction
-from infra.monitoring import PERIOD, WIDGET_WIDTH, Monitoring, Runbook, Runbooks
+from infra.monitoring import PERIOD, WIDGET_WIDTH, Monitoring, Runbook, Runbooks, Severity
 from infra.nag import acknowledge
 from infra.settings import StageSettings
 
@@ -52,6 +52,8 @@ MAIL_ACTIONS: Final = ("ses:SendEmail", "ses:SendRawEmail")
 # EventBridge Scheduler's metrics (namespace AWS/Scheduler, per schedule group).
 SCHEDULER_NAMESPACE: Final = "AWS/Scheduler"
 GROUP_DIMENSION: Final = "ScheduleGroup"
+# SES's account-level reputation metrics.
+SES_NAMESPACE: Final = "AWS/SES"
 
 
 class ScheduleRunbooks:
@@ -69,11 +71,15 @@ class ScheduleRunbooks:
         "schedule-firings-lost",
         "Firings were dropped, not even dead-lettered: check the schedules' dead-letter queue and its grant.",
     )
+    MAIL_REPUTATION: Final = Runbook(
+        "mail-reputation",
+        "Open SES's reputation dashboard; find the schedules mailing the bouncing or complaining addresses.",
+    )
 
     @classmethod
     def all(cls) -> tuple[Runbook, ...]:
         """Every runbook of scheduled exports."""
-        return (cls.DEAD_LETTERS, cls.TARGET_ERRORS, cls.FIRINGS_LOST)
+        return (cls.DEAD_LETTERS, cls.TARGET_ERRORS, cls.FIRINGS_LOST, cls.MAIL_REPUTATION)
 
 
 def schedule_group_name(stack_name: str) -> str:
@@ -287,6 +293,8 @@ class ScheduledExports(Construct):
             description="The schedule function failed on a firing (an exception or a timeout); Lambda retries it.",
             runbook=Runbooks.FUNCTION_ERRORS,
         )
+        if self._settings.mail.sender:
+            self._watch_mail(monitoring)
         monitoring.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Schedules: firings / target errors / throttled / dead-lettered",
@@ -300,6 +308,35 @@ class ScheduledExports(Construct):
                 width=WIDGET_WIDTH,
             ),
             cloudwatch.GraphWidget(title="Schedule function errors", left=[errors], width=WIDGET_WIDTH),
+        )
+
+    def _watch_mail(self, monitoring: Monitoring) -> None:
+        """Alarms on SES's bounce and complaint rates (the account's reputation, over all its
+        mail), at the rates where AWS starts to review an account that mails: a schedule
+        mailing addresses that bounce or complain puts every sender of the account at risk."""
+        thresholds = self._settings.alarms
+        rates = []
+        for name, metric_name, threshold, what in (
+            ("MailBounceRate", "Reputation.BounceRate", thresholds.mail_bounce_rate, "bounce"),
+            ("MailComplaintRate", "Reputation.ComplaintRate", thresholds.mail_complaint_rate, "complaint"),
+        ):
+            rate = cloudwatch.Metric(
+                namespace=SES_NAMESPACE, metric_name=metric_name, statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
+            )
+            monitoring.add_alarm(
+                name,
+                metric=rate,
+                threshold=threshold,
+                description=f"SES's {what} rate of the account reached {threshold:.1%}: AWS reviews the account's "
+                "sending there and may pause it higher up, for every sender of the account.",
+                runbook=ScheduleRunbooks.MAIL_REPUTATION,
+                severity=Severity.TICKET,
+                # SES publishes the rates only while the account sends.
+                missing_data=cloudwatch.TreatMissingData.IGNORE,
+            )
+            rates.append(rate)
+        monitoring.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Mail: SES bounce / complaint rate", left=rates, width=WIDGET_WIDTH)
         )
 
     def metric(self, name: str) -> cloudwatch.Metric:

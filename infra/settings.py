@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from exports.config.fan_out import FanOut
 from exports.config.limits import Admission, HotKey
+from exports.config.queues import Queue
 from exports.config.results import Results
 from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.schedules import Schedules
@@ -53,7 +54,8 @@ class Context:
     MAX_SCHEDULES_PER_USER: Final = "max_schedules_per_user"
     MIN_SCHEDULE_INTERVAL_MIN: Final = "min_schedule_interval_min"
     # E-mail of scheduled runs through SES: the verified sender address (unset: no mail, a schedule
-    # with recipients is refused), and the domains recipients may belong to (unset: any).
+    # with recipients is refused), and the domains recipients may belong to (unset: none, only
+    # the schedule owner's own verified address: never an open relay).
     MAIL_SENDER: Final = "mail_sender"
     MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
     # The declaration of sources and export types to deploy (a path; default: exports.toml).
@@ -72,6 +74,20 @@ class Context:
     # which the push channel's WebSocket stage needs for its access logs. Off by default: it is one
     # setting per account and region, which another stack or an administrator may own.
     APIGATEWAY_CLOUDWATCH_ROLE: Final = "apigateway_cloudwatch_role"
+    # true: the push channel's WebSocket stage writes access logs, which needs that role in the
+    # account (set by another stack or an administrator, or by this one with the key above, which
+    # turns the logs on by itself). Off by default: a fresh account has no role, and a stage that
+    # logs without one fails its create and rolls the whole first deploy back.
+    WEBSOCKET_ACCESS_LOGS: Final = "websocket_access_logs"
+    # true: the lifecycle, callback and schedule functions get their reserved concurrency
+    # (infra.sizing.Sizing), which needs an account quota of AccountQuota.lambda_concurrency_needed()
+    # executions. Off by default: a new account's quota is often 10, and Lambda refuses any
+    # reservation there, rolling the first deploy back.
+    RESERVED_CONCURRENCY: Final = "reserved_concurrency"
+    # Where ticket alarms (docs/alarms.md: customer-caused or single failures, the push channel,
+    # the demo tables) go besides the stack's tickets topic; without either, alarm_email gets them too.
+    TICKET_EMAIL: Final = "ticket_email"
+    TICKET_TOPIC_ARN: Final = "ticket_topic_arn"
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,23 @@ class AlarmThresholds:
     timed_out_tasks_per_5_min: int
     # The push function's IteratorAge: well before records reach PUSH_BATCH_RETRY.max_age_sec and are given up.
     push_iterator_age_ms: int = PUSH_BATCH_RETRY.max_age_sec * 1000 // 5
+    # The account's Lambda concurrent executions, in percent of its quota (all functions of the
+    # account and region): over it, any function may be throttled next.
+    account_concurrency_percent: int = 80
+    # A worker run's longest duration in percent of its timeout: a run that long is close to being
+    # killed (long exports hand over to a new run well before, docs/performance.md).
+    worker_duration_percent_of_timeout: int = 90
+    # The oldest dead letter's age: a lane's dead letters are deleted at Queue.DLQ_RETENTION_SEC,
+    # so this leaves two days to redrive them.
+    oldest_dead_letter_age_sec: int = Queue.DLQ_RETENTION_SEC - 2 * SECONDS_PER_DAY
+    # Submits refused with 429 (quota, backlog) in percent of all submits, per 5 minutes, when at
+    # least rejected_min_submits were made (a handful of refusals of one busy user is no signal).
+    rejected_percent: int = 20
+    rejected_min_submits: int = 20
+    # SES's account reputation (docs/alarms.md#mail-reputation): AWS reviews an account at a 5 %
+    # bounce or 0.1 % complaint rate and may pause its sending at 10 % or 0.5 %.
+    mail_bounce_rate: float = 0.05
+    mail_complaint_rate: float = 0.001
 
 
 @dataclass(frozen=True)
@@ -114,7 +147,7 @@ class ScheduleLimits:
 @dataclass(frozen=True)
 class Mail:
     """E-mail of scheduled runs through SES (docs/deploy.md, "Scheduled exports and mail"): the verified sender (None:
-    no mail) and the domains recipients may belong to (empty: any)."""
+    no mail) and the domains recipients may belong to (empty: none but the owner's own verified address)."""
 
     sender: str | None = None
     allowed_domains: tuple[str, ...] = ()
@@ -167,6 +200,21 @@ class StageSettings:
     partition_rows: int = FanOut.PARTITION_ROWS
     # Whether the stack sets API Gateway's account-level CloudWatch Logs role (Context.APIGATEWAY_CLOUDWATCH_ROLE).
     apigateway_cloudwatch_role: bool = False
+    # Whether the WebSocket stage logs (Context.WEBSOCKET_ACCESS_LOGS); None: when the stack sets the role.
+    websocket_access_logs_setting: bool | None = None
+    # Whether the functions of the lifecycle workflow and the schedules reserve their concurrency
+    # (Context.RESERVED_CONCURRENCY).
+    reserved_concurrency: bool = False
+    ticket_email: str | None = None
+    ticket_topic_arn: str | None = None
+
+    @property
+    def websocket_access_logs(self) -> bool:
+        """Whether the push channel's WebSocket stage writes access logs: asked for, or the stack
+        sets the account's logs role itself; never by default (a fresh account has no role)."""
+        if self.websocket_access_logs_setting is not None:
+            return self.websocket_access_logs_setting
+        return self.apigateway_cloudwatch_role
 
     @property
     def has_alarm_destination(self) -> bool:
@@ -210,9 +258,13 @@ class StageSettings:
         if (origins := lookup(Context.CORS_ALLOWED_ORIGINS)) is not None:
             overrides["cors_allowed_origins"] = _origins(origins)
         if email := lookup(Context.ALARM_EMAIL):
-            overrides["alarm_email"] = _email(str(email))
+            overrides["alarm_email"] = _email(Context.ALARM_EMAIL, str(email))
         if topic := lookup(Context.ALARM_TOPIC_ARN):
-            overrides["alarm_topic_arn"] = _topic_arn(str(topic))
+            overrides["alarm_topic_arn"] = _topic_arn(Context.ALARM_TOPIC_ARN, str(topic))
+        if email := lookup(Context.TICKET_EMAIL):
+            overrides["ticket_email"] = _email(Context.TICKET_EMAIL, str(email))
+        if topic := lookup(Context.TICKET_TOPIC_ARN):
+            overrides["ticket_topic_arn"] = _topic_arn(Context.TICKET_TOPIC_ARN, str(topic))
         overrides["admission"] = _admission(settings.admission, lookup)
         overrides["schedule_limits"] = _schedule_limits(lookup)
         overrides["mail"] = _mail(lookup)
@@ -408,6 +460,10 @@ def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
         overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
     if (role := lookup(Context.APIGATEWAY_CLOUDWATCH_ROLE)) is not None:
         overrides["apigateway_cloudwatch_role"] = _flag(Context.APIGATEWAY_CLOUDWATCH_ROLE, role)
+    if (logs := lookup(Context.WEBSOCKET_ACCESS_LOGS)) is not None:
+        overrides["websocket_access_logs_setting"] = _flag(Context.WEBSOCKET_ACCESS_LOGS, logs)
+    if (reserved := lookup(Context.RESERVED_CONCURRENCY)) is not None:
+        overrides["reserved_concurrency"] = _flag(Context.RESERVED_CONCURRENCY, reserved)
     return overrides
 
 
@@ -445,16 +501,14 @@ def _positive_number(key: str, value: Any) -> float:
     return number
 
 
-def _topic_arn(value: str) -> str:
+def _topic_arn(key: str, value: str) -> str:
     parts = value.split(":")
     if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sns" or not all(parts[3:]):
-        raise ValueError(
-            f"context {Context.ALARM_TOPIC_ARN}={value!r}: expected arn:<partition>:sns:<region>:<account>:<name>"
-        )
+        raise ValueError(f"context {key}={value!r}: expected arn:<partition>:sns:<region>:<account>:<name>")
     return value
 
 
-def _email(value: str) -> str:
+def _email(key: str, value: str) -> str:
     if "@" not in value:
-        raise ValueError(f"context {Context.ALARM_EMAIL}={value!r}: expected an e-mail address")
+        raise ValueError(f"context {key}={value!r}: expected an e-mail address")
     return value

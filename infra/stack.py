@@ -9,8 +9,9 @@ from exports.config.names import SERVICE_NAME
 from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.audit import AuditTrail
+from infra.events import LifecycleEventBus
 from infra.functions import ServiceFunctions
-from infra.monitoring import Monitoring
+from infra.monitoring import Monitoring, Severity
 from infra.push import PushChannel
 from infra.queues import TaskQueues, lane_id
 from infra.schedules import ScheduledExports
@@ -55,6 +56,7 @@ class ExportsStack(Stack):
         # Before the functions: they need the lifecycle state machine's ARN (known from its name).
         self.workflows = Workflows(self, "Workflows", settings=settings, monitoring=self.monitoring)
         self.scheduling = ScheduledExports(self, "Schedules", settings=settings)
+        self.events = LifecycleEventBus(self, "Events", settings=settings)
         sources = DeclaredSources.load(settings)
         for warning in sources.declarations.warnings:
             Annotations.of(self).add_warning_v2("exports:unscoped-export-type", warning)
@@ -70,6 +72,7 @@ class ExportsStack(Stack):
             fan_out_state_machine_arn=self.workflows.fan_out_arn,
             sources=sources,
             scheduling=self.scheduling,
+            event_bus=self.events,
         )
         self.api = ExportsApi(
             self,
@@ -100,21 +103,27 @@ class ExportsStack(Stack):
         self.monitoring.watch_audit(self.audit.failed_batches)
         self.monitoring.watch_queues(self.queues)
         self.monitoring.watch_push(self.push.failed_batches)
-        for alarm_id, role, service_function in (
-            ("Api", "API", self.functions.api),
-            ("Worker", "worker", self.functions.worker),
-            ("LifecycleFunction", "lifecycle", self.functions.lifecycle),
-            ("Callback", "callback", self.functions.callback),
-            ("Stream", "push channel's WebSocket", self.functions.stream),
-            ("Push", "push", self.functions.push),
-            ("AuditFunction", "audit", self.functions.audit),
+        page, ticket = Severity.PAGE, Severity.TICKET
+        # (alarm id, role, function, severity of its errors, of its throttles): a single worker error
+        # is retried by the queue (a ticket; dead letters and failed exports page), and the push
+        # channel's faults cost clients their live events only (they poll instead).
+        for alarm_id, role, service_function, errors, throttles in (
+            ("Api", "API", self.functions.api, page, page),
+            ("Worker", "worker", self.functions.worker, ticket, page),
+            ("LifecycleFunction", "lifecycle", self.functions.lifecycle, page, page),
+            ("Callback", "callback", self.functions.callback, page, page),
+            ("Stream", "push channel's WebSocket", self.functions.stream, ticket, ticket),
+            ("Push", "push", self.functions.push, ticket, ticket),
+            ("AuditFunction", "audit", self.functions.audit, page, page),
         ):
             self.monitoring.watch_function(
                 alarm_id,
                 service_function.function,
                 role,
                 # A burst of executions is throttled at their reserved concurrency, and retried.
-                throttled_by_design=service_function.spec.reserved_concurrency is not None,
+                throttled_by_design=service_function.reserved_concurrency is not None,
+                errors=errors,
+                throttles=throttles,
             )
         self.monitoring.watch_websocket(self.push.stage, self.functions.push.function)
         self.monitoring.watch_worker(self.functions.worker.function)
@@ -122,12 +131,13 @@ class ExportsStack(Stack):
         self.monitoring.watch_api(self.api.http_api)
         self.monitoring.watch_tables(
             (
-                ("Tasks", self.tables.tasks, (TaskTable.USER_INDEX,)),
-                ("Connections", self.tables.connections, ()),
-                ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,)),
-                ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,)),
-                ("Schedules", self.tables.schedules, (SchedulesTable.USER_INDEX,)),
-                ("Audit", self.tables.audit, ()),
+                ("Tasks", self.tables.tasks, (TaskTable.USER_INDEX,), page),
+                # The push channel's, and the demo data's: tickets.
+                ("Connections", self.tables.connections, (), ticket),
+                ("Orders", self.tables.orders, (OrdersTable.DAY_INDEX,), ticket),
+                ("Customers", self.tables.customers, (CustomersTable.DAY_INDEX,), ticket),
+                ("Schedules", self.tables.schedules, (SchedulesTable.USER_INDEX,), page),
+                ("Audit", self.tables.audit, (), page),
             )
         )
         self.lifecycle = self.workflows.add_lifecycle(
@@ -158,8 +168,16 @@ class ExportsStack(Stack):
                 self.tables.customers.table_name,
                 "Demo customers table (the customers export's source)",
             ),
-            "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
+            "AlarmTopicArn": (self.monitoring.paging_topic.topic_arn, "SNS topic of the paging alarms (faults)"),
+            "TicketTopicArn": (
+                self.monitoring.tickets_topic.topic_arn,
+                "SNS topic of the ticket alarms (customer-caused or single failures, push channel, demo tables)",
+            ),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+            "EventBusName": (
+                self.events.bus.event_bus_name,
+                "EventBridge bus of the lifecycle events (docs/events.md): route them with rules",
+            ),
             "WebhookSecretArn": (
                 self.webhook_secret.secret_arn,
                 "Secrets Manager secret that signs callbacks: verify with whsec_<its value>",

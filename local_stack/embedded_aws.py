@@ -25,6 +25,7 @@ from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from exports.config.audit import AuditTable
 from exports.config.env import Env
+from exports.config.events import Events
 from exports.config.fan_out import FanOut
 from exports.config.names import Names
 from exports.config.push import Push
@@ -40,6 +41,9 @@ from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
 REGION = "us-east-1"
 # The verified SES sender of local mode's run mail (the embedded SES keeps what is sent).
 LOCAL_MAIL_SENDER = "reports@exports.localhost"
+# The domains local mode mails (the demo tenants' and the banner's example; EXPORTS_MAIL_ALLOWED_DOMAINS
+# replaces them): as on AWS, any other address is refused unless it is the caller's own verified one.
+LOCAL_MAIL_ALLOWED_DOMAINS = "example.com,acme.example,globex.example,initech.example"
 MOTO_CONFIG: DefaultConfig = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
 
 
@@ -71,6 +75,11 @@ class Resources:
     mail_sender: str = LOCAL_MAIL_SENDER
     # The audit trail (docs/audit.md), fed by the tasks table's stream like the push function.
     audit_table: str = Names.AUDIT_TABLE
+    mail_allowed_domains: str = LOCAL_MAIL_ALLOWED_DOMAINS
+    # The lifecycle events' bus (docs/events.md), and the queue a rule copies every event to (what
+    # a developer, or a test, reads them from).
+    event_bus: str = Names.EVENT_BUS
+    events_queue_url: str = ""
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -91,6 +100,8 @@ class Resources:
             Env.SCHEDULE_DLQ_ARN: self.schedule_dlq_arn,
             Env.MAIL_SENDER: self.mail_sender,
             Env.AUDIT_TABLE: self.audit_table,
+            Env.MAIL_ALLOWED_DOMAINS: self.mail_allowed_domains,
+            Env.EVENT_BUS: self.event_bus,
         }
 
 
@@ -288,6 +299,7 @@ def create_resources(
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
     state_machine_arn, fan_out_arn = _create_workflows(make_client, max_partitions)
     scheduling = _create_scheduling(make_client)
+    events_queue_url = _create_event_bus(make_client)
     return Resources(
         endpoint_url=endpoint_url,
         tasks_table=Names.TASKS_TABLE,
@@ -299,8 +311,29 @@ def create_resources(
         fan_out_state_machine_arn=fan_out_arn,
         max_partitions=max_partitions,
         tasks_stream_arn=stream_arn,
+        events_queue_url=events_queue_url,
         **scheduling,
     )
+
+
+def _create_event_bus(make_client: Callable[[str], Any]) -> str:
+    """The lifecycle events' bus, and a rule that copies every event of ours to a queue (moto
+    delivers matched events to SQS targets); the queue's URL."""
+    sqs = make_client("sqs")
+    queue_url = sqs.create_queue(QueueName=Names.EVENTS_QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events = make_client("events")
+    events.create_event_bus(Name=Names.EVENT_BUS)
+    events.put_rule(
+        Name=Names.EVENTS_QUEUE,
+        EventBusName=Names.EVENT_BUS,
+        EventPattern=json.dumps({"source": [Events.SOURCE]}),
+        State="ENABLED",
+    )
+    events.put_targets(
+        Rule=Names.EVENTS_QUEUE, EventBusName=Names.EVENT_BUS, Targets=[{"Id": "local-queue", "Arn": queue_arn}]
+    )
+    return str(queue_url)
 
 
 def _create_indexed_table(

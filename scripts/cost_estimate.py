@@ -54,6 +54,8 @@ class Price:
     # Ephemeral storage (/tmp) configured above the included 512 MB, per GB-second of run time.
     LAMBDA_EPHEMERAL_GB_SECOND: Final = 0.0000000309
     HTTP_API_REQUEST: Final = 1.00 / 1e6
+    # EventBridge custom events put on a bus (64 KB units).
+    EVENTBRIDGE_EVENT: Final = 1.00 / 1e6
     # WebSocket APIs: messages (in 32 KB units, both directions) and connection minutes.
     WEBSOCKET_MESSAGE: Final = 1.00 / 1e6
     WEBSOCKET_CONNECTION_MINUTE: Final = 0.25 / 1e6
@@ -694,6 +696,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
     out += _push_costs(facts, work)
     out += _audit_costs(facts)
     out += _schedule_costs(facts, work, per_export)
+    out += _event_costs()
     out += _vpc_costs()
     return "\n".join(out)
 
@@ -942,6 +945,24 @@ def _schedule_costs(facts: StackFacts, work: Workload, per_export: float) -> lis
             "(02:30 in Berlin) has one more, one-time Scheduler schedule for that firing (docs/schedules.md, "
             '"Time zones and daylight saving time"): one more firing a year per gap (the run that day that would '
             "otherwise be missing), and one more Scheduler API call in each firing."
+        ),
+        "",
+    ]
+
+
+def _event_costs() -> list[str]:
+    """The lifecycle events (docs/events.md): custom events put on the stack's bus, per export."""
+    low, high = VOLUMES
+    events = (2, 3)  # created and completed (or failed); and delivered, with a callback
+    costs = [f"${count * high * Price.EVENTBRIDGE_EVENT:,.2f}" for count in events]
+    return [
+        "## Lifecycle events",
+        "",
+        *_wrapped(
+            f"Every export puts {events[0]} events on the stack's EventBridge bus (created, then completed or "
+            f"failed), {events[1]} with a delivered callback, at ${Price.EVENTBRIDGE_EVENT * 1e6:.2f} per million: "
+            f"{costs[0]} or {costs[1]} a month at {high:,} exports, under $0.01 at {low:,}. Not in the table above. "
+            "The bus itself costs nothing; the rules' targets (docs/events.md) cost what they cost."
         ),
         "",
     ]

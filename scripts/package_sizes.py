@@ -11,8 +11,9 @@ which is what a cold start gains.
 
 Last, the margin check: every package must stay :data:`MARGIN_FRACTION` below Lambda's limit of
 250 MB unzipped (:data:`LAMBDA_UNZIPPED_LIMIT_BYTES`); the script exits 1 naming any that does
-not, so a dependency upgrade that grows the worker (pyarrow alone is about 96 MB of it) towards
-the limit fails here rather than at deploy.
+not, so a dependency upgrade that grows the worker (pyarrow alone is about 79 MB of it, its native
+libraries stripped of their symbol tables by :mod:`infra.elf_strip`) towards the limit fails here
+rather than at deploy.
 
 ``make package-sizes`` (``ARGS="--rounds 9 --json sizes.json"``). Needs the wheels once (the
 package index, or the wheel cache of an earlier synth).
@@ -42,7 +43,7 @@ from infra.packaging import AWS_SERVICES, build_package, find_interpreter  # noq
 # in MiB (262,144,000 bytes).
 LAMBDA_UNZIPPED_LIMIT_BYTES: Final = 250 * 1024 * 1024
 # The room every package keeps below that limit.
-MARGIN_FRACTION: Final = 0.15
+MARGIN_FRACTION: Final = 0.25
 
 _PROBE: Final = (
     "import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); import boto3; "

@@ -66,10 +66,13 @@ class Env:
     MAX_SCHEDULES_PER_USER: Final = "EXPORTS_MAX_SCHEDULES_PER_USER"
     MIN_SCHEDULE_INTERVAL_MIN: Final = "EXPORTS_MIN_SCHEDULE_INTERVAL_MIN"
     # E-mail of scheduled runs: the verified SES sender (unset: no mail, recipients refused) and
-    # the domains recipients may belong to (comma-separated; unset: any).
+    # the domains recipients may belong to (comma-separated; unset: none, only the schedule
+    # owner's own verified address).
     MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
     MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"
     # The audit trail (docs/audit.md): its table (unset: nothing is recorded), and the worker's
     # memory, which turns a worker second into CPU-seconds-equivalent for usage.
     AUDIT_TABLE: Final = "EXPORTS_AUDIT_TABLE"
     WORKER_MEMORY_MB: Final = "EXPORTS_WORKER_MEMORY_MB"
+    # The EventBridge bus lifecycle events go to (docs/events.md; unset: none are published).
+    EVENT_BUS: Final = "EXPORTS_EVENT_BUS"

@@ -31,3 +31,6 @@ class Names:
     SCHEDULE_DLQ: Final = "exports-schedule-dlq"
     AUDIT_TABLE: Final = "exports-audit"
     AUDIT_FUNCTION: Final = "exports-audit"
+    # The lifecycle events' bus (docs/events.md), and local mode's queue that a rule copies them to.
+    EVENT_BUS: Final = "exports-events"
+    EVENTS_QUEUE: Final = "exports-events-local"

@@ -118,8 +118,9 @@ LAMBDA_SERVICE_RETRY: Final = Backoff(retries=3, base_sec=1, factor=2)
 # callback, and the callback function in Deliver and GiveUp (apart from CALLBACK_RETRY, which a throttle
 # must not spend). Every submit starts an execution whose first step invokes the lifecycle
 # function, and the API admits bursts of ``Capacity.API_THROTTLE_BURST`` (100) against its few
-# reserved executions (infra's ``Sizing.LIFECYCLE_RESERVED_CONCURRENCY``, 5): most of a burst is
-# throttled at first. Full jitter under 1, 2, 4 ... s capped at 30 s gives a window of about
+# reserved executions (infra's ``Sizing.LIFECYCLE_RESERVED_CONCURRENCY``, 5, where the stage
+# reserves them; else the account's limit): most of a burst is throttled at first. Full jitter
+# under 1, 2, 4 ... s capped at 30 s gives a window of about
 # three minutes (half of it on average), for work of the burst that takes some 20 s at
 # LIFECYCLE_INVOCATION_SEC an invocation.
 LIFECYCLE_THROTTLE_RETRY: Final = Backoff(retries=10, base_sec=1, factor=2.0, cap_sec=30, jitter=Jitter.FULL)

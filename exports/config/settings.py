@@ -172,10 +172,13 @@ class ApiSettings(TaskFlowSettings):
         **_SCHEDULE_VARIABLES,
         **_MAIL_VARIABLES,
         "audit_table": Env.AUDIT_TABLE,
+        "event_bus": Env.EVENT_BUS,
     }
 
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
+    # The bus of lifecycle events (docs/events.md); unset: none are published.
+    event_bus: str | None = None
     max_active_tasks_per_user: int = Field(default=Admission.MAX_ACTIVE_TASKS_PER_USER, ge=1)
     max_backlog: int = Field(default=Admission.MAX_BACKLOG, ge=1)
     # The push channel's stream tickets (docs/push.md): where they are kept and the ws(s) URL they
@@ -192,7 +195,8 @@ class ApiSettings(TaskFlowSettings):
     max_schedules_per_user: int = Field(default=Schedules.MAX_PER_USER_DEFAULT, ge=1)
     min_schedule_interval_min: int = Field(default=Schedules.MIN_INTERVAL_MIN_DEFAULT, ge=1)
     # The verified SES sender of run mail (unset: no mail, schedules with recipients are refused)
-    # and the domains recipients may have (comma-separated; unset: any).
+    # and the domains recipients may have (comma-separated; unset: none, only the owner's own
+    # verified address).
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
     # The audit trail (docs/audit.md): links, downloads and schedule changes are recorded there,
@@ -201,7 +205,8 @@ class ApiSettings(TaskFlowSettings):
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
-        """The domains recipients may belong to, lower case; empty: any."""
+        """The domains recipients may belong to, lower case; empty: none (the owner's own verified
+        address only)."""
         return _domains(self.mail_allowed_domains)
 
 
@@ -217,6 +222,7 @@ class WorkerSettings(TaskFlowSettings):
     REQUIRED: ClassVar[Mapping[str, str]] = {
         **TaskFlowSettings.REQUIRED,
         "fan_out_state_machine_arn": Env.FAN_OUT_STATE_MACHINE_ARN,
+        "event_bus": Env.EVENT_BUS,
     }
     OPTIONAL: ClassVar[Mapping[str, str]] = {
         **TaskFlowSettings.OPTIONAL,
@@ -229,6 +235,8 @@ class WorkerSettings(TaskFlowSettings):
     }
 
     lease_sec: int = Worker.LEASE_SEC
+    # The bus of lifecycle events (docs/events.md): completed and failed exports.
+    event_bus: str
     progress_interval_sec: float = Field(default=Worker.PROGRESS_INTERVAL_SEC, gt=0)
     upload_part_bytes: int = Worker.UPLOAD_PART_BYTES
     hot_key_rate_per_minute: float = Field(default=HotKey.RATE_PER_MINUTE, gt=0)
@@ -259,9 +267,12 @@ class CallbackSettings(FunctionSettings):
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         "schedules_table": Env.SCHEDULES_TABLE,
         **_MAIL_VARIABLES,
+        "event_bus": Env.EVENT_BUS,
     }
 
     results_bucket: str
+    # The bus of lifecycle events (docs/events.md); unset: none are published.
+    event_bus: str | None = None
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     webhook_secret: str | None = None
     webhook_secret_arn: str | None = None
@@ -273,7 +284,8 @@ class CallbackSettings(FunctionSettings):
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
-        """The domains recipients may belong to, lower case; empty: any."""
+        """The domains recipients may belong to, lower case; empty: none (the owner's own verified
+        address only)."""
         return _domains(self.mail_allowed_domains)
 
 

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from exports.api_models import ExportRequest
 from exports.config.schedules import Schedules
 from exports.domain.zones import canonical_zone
+from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
@@ -19,8 +20,20 @@ def _aware_utc(value: datetime) -> datetime:
     return value.astimezone(ZoneInfo("UTC"))
 
 
+def _no_control_characters(value: str) -> str:
+    if has_control_characters(value):
+        raise ValueError("must not contain control characters (CR, LF, tab, ...): it is the mail's subject")
+    return value
+
+
+def _address(value: str) -> str:
+    if not is_address(value):
+        raise ValueError("is not an e-mail address (local@example.com)")
+    return value
+
+
 Instant = Annotated[AwareDatetime, AfterValidator(_aware_utc)]
-Name = Annotated[str, Field(min_length=1, max_length=100)]
+Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
 Cron = Annotated[
     str,
     Field(
@@ -35,11 +48,22 @@ Zone = Annotated[
     Field(min_length=1, max_length=64, description="An IANA time zone (e.g. `Europe/Berlin`); also the files' zone."),
     AfterValidator(canonical_zone),
 ]
-# An address's shape only: whether it is deliverable is SES's to find out.
-Address = Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
+# An address's shape only (exports.schedules.mail.is_address): whether it is deliverable is SES's
+# to find out, whether the deployment mails it the service's (an address of the deployment's
+# domains, or the caller's own verified one).
+Address = Annotated[
+    str,
+    StringConstraints(max_length=MAX_ADDRESS_LENGTH),
+    AfterValidator(_address),
+    Field(json_schema_extra={"format": "email"}),
+]
 Recipients = Annotated[
     list[Address],
-    Field(max_length=Schedules.MAX_RECIPIENTS, description="Mailed the row count and a link when a run ends."),
+    Field(
+        max_length=Schedules.MAX_RECIPIENTS,
+        description="Mailed the row count and a link when a run ends: addresses in the deployment's allowed "
+        "domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).",
+    ),
 ]
 RELATIVE_WINDOWS = (
     "In `filters`, the export type's window parameters (its date range) may take a relative value resolved at"

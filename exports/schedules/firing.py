@@ -23,11 +23,13 @@ from enum import StrEnum
 from exports.config.metrics import Metric
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
+from exports.domain.events import schedule_paused
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
 from exports.schedules.ports import FeedBusy, ScheduleTimer
 from exports.schedules.service import caller_of, follow_moved_firing, submit_run
 from exports.schedules.spread import deferral_deadline
+from exports.services.events import publish
 
 logger = logging.getLogger(__name__)
 _PAUSE_ATTEMPTS = 3
@@ -172,6 +174,10 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
             continue
         logger.warning("schedule paused", extra={"schedule_id": schedule.schedule_id, "reason": reason.code.value})
         deps.api.metrics.add(Metric.SCHEDULE_PAUSED)
+        event = schedule_paused(
+            paused.schedule_id, paused.user_id, paused.export_type, reason.code.value, reason.message, deps.api.clock()
+        )
+        publish(deps.api.events, event)
         if deps.timer is not None:
             deps.timer.update(paused)
             follow_moved_firing(paused, deps.api.clock(), deps)  # paused: removes it

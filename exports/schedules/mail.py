@@ -1,11 +1,21 @@
 """The mail of a scheduled run: a short text with the outcome, the row count and a presigned
-link to the file (never the file itself), and who may receive it."""
+link to the file (never the file itself), and who may receive it.
+
+No open relay: a recipient must be in a domain the deployment allows (``mail_allowed_domains``)
+or be the schedule owner's own address, as their token's ``email`` claim gives it with
+``email_verified`` true. A deployment that allows no domain mails owners only. Every address is
+checked as an address (a dot-atom local part, a DNS domain): nothing that could carry another
+header or a display name. No control character (CR, LF, any C0/C1 or line separator) of a
+schedule's name reaches the subject."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import unicodedata
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from exports.config.schedules import Schedules
@@ -27,9 +37,63 @@ class Message:
     text: str
 
 
-def check_recipients(recipients: Sequence[str], sender: str | None, allowed_domains: frozenset[str]) -> None:
-    """422 on ``recipients`` when this deployment sends no mail, on ``recipients[i]``
-    (``RECIPIENT_NOT_ALLOWED``) for an address outside the allowed domains."""
+# An address as SES takes it and nothing more: a dot-atom local part (RFC 5322 atext, no quoted
+# string, no comment, no display name) and a domain of DNS labels with a top-level label of letters.
+_ATEXT: Final = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_ADDRESS: Final = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}")
+# RFC 5321's limits: 64 characters of local part, 254 of address.
+MAX_ADDRESS_LENGTH: Final = 254
+_MAX_LOCAL_LENGTH: Final = 64
+# Unicode categories that never belong in a header: controls (CR, LF, tab, C1), line and
+# paragraph separators.
+_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Zl", "Zp"})
+
+
+def is_address(value: str) -> bool:
+    """Whether ``value`` is one plain e-mail address (``local@example.com``)."""
+    local, _, _ = value.rpartition("@")
+    return (
+        len(value) <= MAX_ADDRESS_LENGTH
+        and 0 < len(local) <= _MAX_LOCAL_LENGTH
+        and _ADDRESS.fullmatch(value) is not None
+    )
+
+
+def has_control_characters(value: str) -> bool:
+    """Whether ``value`` holds a character that must never reach a mail header (CR, LF, any
+    other control character, a line or paragraph separator)."""
+    return any(unicodedata.category(char) in _UNSAFE_CATEGORIES for char in value)
+
+
+def header_text(value: str) -> str:
+    """``value`` with every character :func:`has_control_characters` refuses made a space."""
+    return "".join(" " if unicodedata.category(char) in _UNSAFE_CATEGORIES else char for char in value)
+
+
+def verified_email(claims: Mapping[str, Any]) -> str | None:
+    """The caller's own address: the token's ``email`` claim when ``email_verified`` is true
+    (a JSON boolean, or the string API Gateway's authorizer makes of it), lower case; else None."""
+    email, verified = claims.get("email"), claims.get("email_verified")
+    if isinstance(email, str) and is_address(email) and verified in (True, "true"):
+        return email.lower()
+    return None
+
+
+def may_receive(address: str, allowed_domains: Collection[str], own_email: str | None) -> bool:
+    """Whether the deployment mails ``address``: in an allowed domain, or the owner's own
+    verified address."""
+    lowered = address.lower()
+    return lowered.rpartition("@")[2] in allowed_domains or (own_email is not None and lowered == own_email)
+
+
+def check_recipients(
+    recipients: Sequence[str], sender: str | None, allowed_domains: frozenset[str], own_email: str | None
+) -> None:
+    """422 on ``recipients`` when this deployment sends no mail, on ``recipients[i]`` for what
+    is not an address (``VALIDATION_ERROR``) or an address the deployment does not mail
+    (``RECIPIENT_NOT_ALLOWED``: outside the allowed domains and not ``own_email``, the
+    caller's verified address)."""
     if not recipients:
         return
     if not sender:
@@ -41,25 +105,29 @@ def check_recipients(recipients: Sequence[str], sender: str | None, allowed_doma
     if len(recipients) > Schedules.MAX_RECIPIENTS:
         raise InvalidRequest(f"at most {Schedules.MAX_RECIPIENTS} recipients", field="recipients")
     for index, address in enumerate(recipients):
-        domain = address.rpartition("@")[2].lower()
-        if allowed_domains and domain not in allowed_domains:
+        if not is_address(address):
+            raise InvalidRequest("is not an e-mail address (local@example.com)", field=f"recipients[{index}]")
+        if not may_receive(address, allowed_domains, own_email):
+            domains = f"the domains {', '.join(sorted(allowed_domains))} or " if allowed_domains else ""
             raise InvalidRequest(
-                f"{address} is not in a domain this deployment mails to ({', '.join(sorted(allowed_domains))})",
+                f"{address} is not an address this deployment mails: it mails {domains}your own verified e-mail "
+                "address only",
                 field=f"recipients[{index}]",
                 code="RECIPIENT_NOT_ALLOWED",
             )
 
 
-def allowed(recipients: Sequence[str], allowed_domains: frozenset[str]) -> list[str]:
-    """The recipients still in an allowed domain (a deployment may narrow them later)."""
-    return [r for r in recipients if not allowed_domains or r.rpartition("@")[2].lower() in allowed_domains]
+def allowed(recipients: Sequence[str], allowed_domains: frozenset[str], own_email: str | None) -> list[str]:
+    """The recipients the deployment still mails (it may have narrowed its domains since)."""
+    return [r for r in recipients if is_address(r) and may_receive(r, allowed_domains, own_email)]
 
 
 def run_message(
     schedule: Schedule, task: Task, link: str | None, link_expires_at: datetime | None, paused: PauseReason | None
 ) -> Message:
     """The mail of ``task``'s end: outcome, rows, the link and until when it works."""
-    title = schedule.name or schedule.export_type
+    # A stored name never carries a control character (the API refuses them); made safe anyway.
+    title = header_text(schedule.name or schedule.export_type)
     zone = ZoneInfo(schedule.timezone)
     when = (task.scheduled_for or task.created_at).astimezone(zone)
     lines = [f"Scheduled export: {title} ({schedule.export_type}, {task.format.value})"]

@@ -79,6 +79,9 @@ class StoredCaller(BaseModel):
     user_id: str
     claims: dict[str, Any] = Field(default_factory=dict)
     scopes: tuple[str, ...] | None = None
+    # The owner's own address (their token's verified ``email``), which the schedule may mail
+    # whatever the deployment's domains (exports.schedules.mail).
+    verified_email: str | None = None
 
 
 class WhenEmpty(StrEnum):

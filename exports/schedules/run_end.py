@@ -74,7 +74,7 @@ def _recorded(task: Task, deps: RunEndDependencies) -> Schedule | None:
 def _mail(schedule: Schedule, task: Task, paused: PauseReason | None, deps: RunEndDependencies) -> None:
     """Send the run's mail, then mark it sent (a failure to send is logged: mail never decides
     a run's outcome; a crash between the two may send it twice, never lose it)."""
-    recipients = allowed(schedule.recipients, deps.allowed_domains)
+    recipients = allowed(schedule.recipients, deps.allowed_domains, schedule.caller.verified_email)
     link = expires_at = None
     if task.status is TaskStatus.COMPLETED and task.result is not None:
         now = deps.clock()

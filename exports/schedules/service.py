@@ -22,7 +22,7 @@ from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import check_interval, recurrence_of, zone
 from exports.schedules.feed import bind_task, end_feed_run, feed_window, holding, is_feed, release, reserve
 from exports.schedules.filters import feed_filters, resolved_filters
-from exports.schedules.mail import check_recipients
+from exports.schedules.mail import check_recipients, verified_email
 from exports.schedules.model import (
     SCHEDULE_ID_PREFIX,
     Every,
@@ -99,10 +99,10 @@ def follow_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDepen
         deps.timer.set_moved_firing(schedule, next_moved_firing(schedule, after))
 
 
-def stored_caller(export_type: AnyExportType, caller: Caller) -> StoredCaller:
+def stored_caller(export_type: AnyExportType, caller: Caller, own_email: str | None) -> StoredCaller:
     """What the schedule keeps of ``caller``'s token: the claims the type binds or its access
     rule reads (every claim but the token's own for a type that cannot say), the scopes only
-    when the rule reads them. Never the token."""
+    when the rule reads them, and the owner's verified address ``own_email``. Never the token."""
     read = export_type.claims_read()
     names = read.claims
     claims = {
@@ -111,7 +111,7 @@ def stored_caller(export_type: AnyExportType, caller: Caller) -> StoredCaller:
         if name not in TOKEN_CLAIMS and (names is None or name in names)
     }
     scopes = tuple(sorted(caller.granted_scopes())) if read.scopes else None
-    return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes)
+    return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes, verified_email=own_email)
 
 
 def caller_of(schedule: Schedule) -> Caller:
@@ -120,9 +120,12 @@ def caller_of(schedule: Schedule) -> Caller:
     return Caller(user_id=stored.user_id, claims=dict(stored.claims), scopes=stored.scopes or ())
 
 
-def validate(schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now: datetime) -> AnyExportType:
+def validate(
+    schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now: datetime, own_email: str | None
+) -> AnyExportType:
     """Everything a create or a change must pass, the type's access rule included (a 422 or
-    403 naming the field otherwise); returns the export type."""
+    403 naming the field otherwise; recipients in the deployment's domains or ``own_email``,
+    the owner's verified address); returns the export type."""
     export_type = deps.api.registry.get(schedule.export_type, caller)
     if schedule.format not in export_type.formats:
         raise InvalidRequest(f"export type {export_type.name} does not produce {schedule.format.value}", field="format")
@@ -135,7 +138,7 @@ def validate(schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now
     if schedule.start_at and schedule.end_at and schedule.end_at <= schedule.start_at:
         raise InvalidRequest("must be after start_at", field="end_at")
     settings = deps.api.settings
-    check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains)
+    check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains, own_email)
     bound = export_type.bind_caller(caller)
     sample = feed_filters(schedule.filters, export_type.changes(), (now, now))
     sample = resolved_filters(sample, export_type.window(), now, tz)
@@ -177,8 +180,9 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
         updated_at=now,
         anchor_at=spec.start_at or now,
     )
-    export_type = validate(schedule, caller, deps, now)
-    schedule = schedule.model_copy(update={"caller": stored_caller(export_type, caller)})
+    own_email = verified_email(caller.claims)
+    export_type = validate(schedule, caller, deps, now, own_email)
+    schedule = schedule.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
     deps.schedules.create(schedule, deps.api.settings.max_schedules_per_user)
     if deps.timer is not None:
         try:
@@ -210,16 +214,18 @@ _TIMING = frozenset({"cron", "every", "timezone", "start_at"})
 
 def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, deps: ScheduleDependencies) -> Schedule:
     """Apply a PATCH: validated like a create (against the caller's current token, whose claims
-    the schedule then keeps); ``state`` ACTIVE resumes (clearing the reason and the failure
-    count), PAUSED pauses (``PAUSED_BY_USER``). Scheduler follows."""
+    the schedule then keeps; a token without a verified address keeps the one recorded before);
+    ``state`` ACTIVE resumes (clearing the reason and the failure count), PAUSED pauses
+    (``PAUSED_BY_USER``). Scheduler follows."""
     for _ in range(_WRITE_ATTEMPTS):
         before = owned_schedule(schedule_id, caller.user_id, deps)
         now = deps.api.clock()
         after = _changed(before, changes, now)
-        export_type = validate(after, caller, deps, now)
+        own_email = verified_email(caller.claims) or before.caller.verified_email
+        export_type = validate(after, caller, deps, now, own_email)
         if "watermark" in changes.given:
             _check_watermark(after, export_type, now)
-        after = after.model_copy(update={"caller": stored_caller(export_type, caller)})
+        after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
         try:
             written = deps.schedules.replace(before, after)
         except ConditionFailed:

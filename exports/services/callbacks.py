@@ -9,12 +9,14 @@ from typing import Any
 
 from exports.config.metrics import Metric
 from exports.domain.errors import InvalidRequest, RetryableError
+from exports.domain.events import export_delivered, schedule_paused
 from exports.domain.policies import callback_delivered, callback_retryable
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task, give_up_callback, record_callback
 from exports.schedules.model import PauseReason
 from exports.schedules.run_end import on_run_end
 from exports.services.dependencies import CallbackDependencies
+from exports.services.events import publish
 from exports.services.queries import download_link
 from exports.services.task_writes import write_callbacks
 from exports.webhooks.destination import check_destination
@@ -76,8 +78,12 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
         return DeliveryOutcome.NOTHING_TO_DO
     # A scheduled run's end: its schedule's outcome and mail first (repeated attempts are no-ops).
     paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
-    if paused is not None:
+    if paused is not None and task.schedule_id is not None:
         deps.metrics.add(Metric.SCHEDULE_PAUSED)
+        event = schedule_paused(
+            task.schedule_id, task.user_id, task.export_type, paused.code.value, paused.message, deps.clock()
+        )
+        publish(deps.events, event)
     if not task.pending_callbacks:
         return DeliveryOutcome.NOTHING_TO_DO
     body = json.dumps(callback_payload(task, deps, paused), separators=(",", ":"), ensure_ascii=False).encode()
@@ -96,6 +102,8 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
         if final:
             outcomes.append(delivered)
             deps.metrics.add(Metric.CALLBACK_DELIVERED if delivered else Metric.CALLBACK_FAILED)
+            if delivered:
+                publish(deps.events, export_delivered(task, index, deps.clock()))
         else:
             retry.append(error or "failed")
     write_callbacks(after, deps)

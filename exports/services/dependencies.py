@@ -21,6 +21,7 @@ from exports.ports import (
     FanOutStarter,
     HotKeyLimiter,
     Lifecycle,
+    LifecycleEvents,
     ResultStore,
     SourceSlotLeases,
     TaskQueue,
@@ -115,6 +116,8 @@ class ApiDependencies:
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
+    # Lifecycle events (docs/events.md); None: the deployment publishes none.
+    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ class WorkerDependencies:
     fan_out: FanOutStarter
     # The work queued per lane and limited source: a first start takes its place.
     capacity: CapacityPools
+    # Lifecycle events (docs/events.md): completed and failed exports.
+    events: LifecycleEvents
     clock: Callable[[], datetime] = utc_now
     random: Callable[[], float] = field(default=random.random)
 
@@ -157,6 +162,7 @@ class CallbackDependencies:
     run_end: RunEndDependencies | None = None
     resolve: Resolver = system_resolver
     clock: Callable[[], datetime] = utc_now
+    events: LifecycleEvents | None = None
 
 
 @dataclass(frozen=True)

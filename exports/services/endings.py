@@ -19,11 +19,13 @@ from typing import Final, assert_never
 from exports.config.metrics import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
 from exports.domain.admission import date_span_days, throughput_key
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
+from exports.domain.events import export_completed, export_failed
 from exports.domain.policies import has_retries_left, retry_delay_sec
 from exports.domain.task import ExportResult, Task, complete, fail, not_begun, requeue, time_out
 from exports.ports import TaskMessage
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
+from exports.services.events import publish
 from exports.services.task_writes import end_task, move_task
 
 logger = logging.getLogger(__name__)
@@ -153,6 +155,7 @@ def _hand_back_unrecorded(
 
 def _count_completion(task: Task, result: ExportResult, now: datetime, deps: WorkerDependencies) -> Outcome:
     deps.metrics.add(Metric.COMPLETED)
+    publish(deps.events, export_completed(task.model_copy(update={"result": result}), now))
     deps.metrics.add(Metric.ROWS_EXPORTED, result.rows)
     deps.metrics.add(Metric.BYTES_EXPORTED, result.bytes, unit="Bytes")
     if task.started_at:
@@ -185,6 +188,7 @@ def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
         limit = None
     source = limit.source if limit is not None else NO_SOURCE
     deps.metrics.add(Metric.FAILED, dimensions={ERROR_CODE_DIMENSION: code, SOURCE_DIMENSION: source})
+    publish(deps.events, export_failed(task, code, deps.clock()))
 
 
 def retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:

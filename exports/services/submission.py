@@ -36,6 +36,7 @@ from exports.domain.errors import (
     RetryableError,
     ServiceUnavailable,
 )
+from exports.domain.events import export_created
 from exports.domain.ids import new_task_id
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
@@ -44,6 +45,7 @@ from exports.domain.zones import UnknownZone, canonical_zone
 from exports.ports import TaskMessage
 from exports.services.capacity import give_back_queue_places, pools_of
 from exports.services.dependencies import ApiDependencies
+from exports.services.events import publish
 from exports.services.task_writes import end_task
 from exports.services.validation import invalid_request
 from exports.webhooks.destination import check_destination
@@ -180,6 +182,7 @@ def submit_export(
     message = TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority)
     _dispatch(task, ENQUEUE_FAILED, lambda: deps.queue.send(message), deps)
     deps.metrics.add(Metric.SUBMITTED)
+    publish(deps.events, export_created(task, deps.clock()))
     return Submission(task, estimated)
 
 

@@ -1,9 +1,11 @@
 """Infrastructure suite: the CDK app synthesized at most once per session, shared by every test.
 
 Scope: what ``cdk deploy`` would create, checked at synth time (no AWS account here). One app
-holds two stacks: ``dev`` with the defaults a newcomer deploys (a created Cognito user pool, no
-CORS, no alarm e-mail, the admission limits of exports.config) and ``prod`` with every context
-setting given (an external OIDC issuer, CORS origins, an alarm e-mail, its own admission limits).
+holds two stacks: ``dev`` with the defaults a newcomer deploys on a fresh account (a created
+Cognito user pool, no CORS, no alarm e-mail, the admission limits of exports.config, no
+WebSocket access logs, no reserved concurrency) and ``prod`` with every context setting given
+(an external OIDC issuer, CORS origins, an alarm e-mail, its own admission limits, the account's
+API Gateway logs role, reserved concurrency, mail).
 Bundling is skipped here; ``test_infra_bundling.py`` runs it.
 """
 
@@ -46,6 +48,8 @@ PROD_CONTEXT = {
     ),
     # The push channel's WebSocket stage logs: the stack sets the account's CloudWatch Logs role.
     "apigateway_cloudwatch_role": "true",
+    # The lifecycle, callback and schedule functions reserve their concurrency (the quota allows).
+    "reserved_concurrency": "true",
     "worker_vpc": json.dumps(
         {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
     ),

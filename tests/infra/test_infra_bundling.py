@@ -18,6 +18,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from exports.writers.pdf.font import FONT_FILE
+from infra import elf_strip
 from infra.function_factory import ServiceFunction, runtime_python_version
 from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SCHEDULE, SPECS, STREAM, WORKER
 from infra.packaging import (
@@ -412,3 +413,43 @@ def test_the_trimmed_pyarrow_still_writes_and_reads_parquet(tmp_path: Path) -> N
     )
     result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[1, 2]"
+
+
+def test_the_stripped_pyarrow_keeps_its_dynamic_symbols_and_still_writes_parquet(tmp_path: Path) -> None:
+    import shutil
+
+    import pyarrow
+
+    shutil.copytree(Path(pyarrow.__file__).parent, tmp_path / "pyarrow")
+    trim_pyarrow(tmp_path)
+    libarrow = next((tmp_path / "pyarrow").glob("libarrow.so.*"))
+    before = libarrow.read_bytes()
+
+    saved = elf_strip.strip_package(tmp_path)
+
+    # The static symbol tables go (megabytes), the dynamic ones stay: a second pass finds nothing.
+    assert saved > 10 * 2**20
+    assert len(libarrow.read_bytes()) < len(before)
+    assert elf_strip.strip_package(tmp_path) == 0
+    probe = (
+        "import ctypes, io, sys; sys.path.insert(0, sys.argv[1]); import pyarrow, pyarrow.parquet as pq; "
+        "assert pyarrow.__file__.startswith(sys.argv[1]); ctypes.CDLL(sys.argv[2]).arrow_mi_malloc_aligned; "
+        "buffer = io.BytesIO(); pq.write_table(pyarrow.table({'n': [1, 2]}), buffer); "
+        "print(pq.read_table(io.BytesIO(buffer.getvalue())).column('n').to_pylist())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path), str(libarrow)], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[1, 2]"
+
+
+def test_stripping_leaves_files_that_are_not_elf_libraries_as_they_are(tmp_path: Path) -> None:
+    text = tmp_path / "notes.so.txt"
+    text.write_bytes(b"\x7fELF but not really")
+    shell = tmp_path / "lib" / "fake.so"
+    shell.parent.mkdir()
+    shell.write_bytes(b"#!/bin/sh\n")
+
+    assert elf_strip.strip_package(tmp_path) == 0
+    assert text.read_bytes() == b"\x7fELF but not really"
+    assert shell.read_bytes() == b"#!/bin/sh\n"

@@ -15,8 +15,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
 from exports.config.tables import CustomersTable, OrdersTable, TaskTable
-from infra.function_factory import removal_policy
-from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks
+from infra.function_factory import ServiceFunction, removal_policy
+from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks, Severity
 from infra.schedules import ScheduleRunbooks
 from infra.settings import StageSettings
 from infra.sizing import Sizing
@@ -33,8 +33,12 @@ def alarms(synth):
     return [alarm["Properties"] for alarm in synth.template.find_resources("AWS::CloudWatch::Alarm").values()]
 
 
-def topic_statements(synth):
-    (policy,) = synth.template.find_resources("AWS::SNS::TopicPolicy").values()
+def topic_statements(synth, topic):
+    (policy,) = [
+        policy
+        for policy in synth.template.find_resources("AWS::SNS::TopicPolicy").values()
+        if policy["Properties"]["Topics"] == [synth.ref(topic)]
+    ]
     return policy["Properties"]["PolicyDocument"]["Statement"]
 
 
@@ -46,12 +50,13 @@ def rendered_pattern(synth, value):
 # --- Alarms can notify ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("topic_name", ["paging_topic", "tickets_topic"])
 @pytest.mark.parametrize("stage", ["dev", "prod"])
-def test_cloudwatch_may_publish_to_the_alarm_topic_for_this_accounts_alarms_only(assembly, stage):
+def test_cloudwatch_may_publish_to_the_alarm_topics_for_this_accounts_alarms_only(assembly, stage, topic_name):
     synth = getattr(assembly, stage)
-    topic = synth.stack.monitoring.topic
+    topic = getattr(synth.stack.monitoring, topic_name)
 
-    (allow,) = [statement for statement in topic_statements(synth) if statement["Effect"] == "Allow"]
+    (allow,) = [statement for statement in topic_statements(synth, topic) if statement["Effect"] == "Allow"]
 
     assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert allow["Action"] == "sns:Publish"
@@ -64,7 +69,7 @@ def test_cloudwatch_may_publish_to_the_alarm_topic_for_this_accounts_alarms_only
     # The pattern covers every alarm of the stack, and the SSL-only Deny is still there.
     for alarm in alarms(synth):
         assert fnmatch.fnmatchcase(alarm["AlarmName"], source_arn.rsplit(":", 1)[1])
-    (deny,) = [statement for statement in topic_statements(synth) if statement["Effect"] == "Deny"]
+    (deny,) = [statement for statement in topic_statements(synth, topic) if statement["Effect"] == "Deny"]
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
@@ -73,25 +78,63 @@ def test_dev_without_a_destination_warns_at_synth(dev, prod):
     Annotations.from_stack(prod.stack).has_no_warning("*", Match.string_like_regexp("needs an alarm destination"))
 
 
-def test_an_existing_topic_gets_every_alarm_too_and_no_recovery_floods_either():
-    # Given a stage whose alarm destination is an existing topic (e.g. a pager integration's)
-    existing = "arn:aws:sns:eu-west-1:123456789012:pager"
-    settings = StageSettings.from_context({"stage": "prod", "alarm_topic_arn": existing}.get)
+def test_existing_topics_get_their_kind_of_alarm_too_and_no_recovery_floods_either():
+    # Given a stage whose destinations are existing topics (a pager integration's, a ticket queue's)
+    pager, tickets = "arn:aws:sns:eu-west-1:123456789012:pager", "arn:aws:sns:eu-west-1:123456789012:tickets"
+    context = {"stage": "prod", "alarm_topic_arn": pager, "ticket_topic_arn": tickets}
     stack = Stack(App(), "Bare")
-    monitoring = Monitoring(stack, "Monitoring", settings=settings)
+    monitoring = Monitoring(stack, "Monitoring", settings=StageSettings.from_context(context.get))
+    monitoring.add_alarm(
+        "Ticket",
+        metric=cloudwatch.Metric(namespace="X", metric_name="Y"),
+        threshold=1,
+        description="A ticket.",
+        runbook=Runbooks.CALLBACK_FAILED,
+        severity=Severity.TICKET,
+    )
 
-    # When it builds its alarms, Then each notifies both topics when it fires, and neither on OK
-    # (a first deploy would send one per alarm as each leaves INSUFFICIENT_DATA)
+    # When it builds its alarms, Then each notifies its own topic and the existing one of its kind
+    # when it fires, and neither on OK (a first deploy would send one per alarm as each leaves
+    # INSUFFICIENT_DATA)
     template = Template.from_stack(stack)
-    topic = monitoring.topic.node.default_child
-    assert isinstance(topic, CfnElement)
-    own = {"Ref": stack.resolve(stack.get_logical_id(topic))}
-    found = [alarm["Properties"] for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert found
-    for alarm in found:
-        assert alarm["AlarmActions"] == [own, existing]
+
+    def ref(topic):
+        element = topic.node.default_child
+        assert isinstance(element, CfnElement)
+        return {"Ref": stack.resolve(stack.get_logical_id(element))}
+
+    found = {
+        alarm["Properties"]["AlarmName"]: alarm["Properties"]
+        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+    }
+    assert "Bare-Ticket" in found and len(found) > 1
+    for alarm in found.values():
+        ticket = alarm["AlarmDescription"].startswith("[ticket] ")
+        expected = [ref(monitoring.tickets_topic), tickets] if ticket else [ref(monitoring.paging_topic), pager]
+        assert alarm["AlarmActions"] == expected
         assert "OKActions" not in alarm
     template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_a_ticket_address_of_its_own_takes_the_tickets_from_the_on_call_address():
+    context = {"stage": "prod", "alarm_email": "oncall@example.com", "ticket_email": "tickets@example.com"}
+    stack = Stack(App(), "Bare")
+    monitoring = Monitoring(stack, "Monitoring", settings=StageSettings.from_context(context.get))
+
+    subscriptions = [
+        (resource["Properties"]["Endpoint"], resource["Properties"]["TopicArn"]["Ref"])
+        for resource in Template.from_stack(stack).find_resources("AWS::SNS::Subscription").values()
+    ]
+
+    def logical_id(topic):
+        return stack.resolve(stack.get_logical_id(topic.node.default_child))
+
+    assert sorted(subscriptions) == sorted(
+        [
+            ("oncall@example.com", logical_id(monitoring.paging_topic)),
+            ("tickets@example.com", logical_id(monitoring.tickets_topic)),
+        ]
+    )
 
 
 # --- Coverage and runbooks --------------------------------------------------------------------
@@ -116,8 +159,10 @@ def test_every_alarm_says_what_to_do_and_links_its_runbook_section(assembly, sta
         assert len(description) <= 1024  # CloudWatch's limit
 
 
-def test_every_runbook_is_used_by_an_alarm_and_documented(dev):
-    used = {re.search(r"#([a-z0-9-]+)\.", alarm["AlarmDescription"]).group(1) for alarm in alarms(dev)}
+def test_every_runbook_is_used_by_an_alarm_and_documented(dev, prod):
+    used = {
+        re.search(r"#([a-z0-9-]+)\.", alarm["AlarmDescription"]).group(1) for alarm in [*alarms(dev), *alarms(prod)]
+    }
 
     runbooks = {runbook.anchor for runbook in (*Runbooks.all(), *ScheduleRunbooks.all())}
     assert runbooks == used
@@ -172,18 +217,32 @@ def test_each_table_alarms_on_any_throttled_read_or_write(dev):
 # --- Limits and names -------------------------------------------------------------------------
 
 
-def test_the_lifecycle_and_callback_functions_have_a_concurrency_cap_and_the_others_none(dev):
-    functions = dev.stack.functions
-
-    assert dev.props(functions.lifecycle.function)["ReservedConcurrentExecutions"] == (
-        Sizing.LIFECYCLE_RESERVED_CONCURRENCY
-    )
-    assert dev.props(functions.callback.function)["ReservedConcurrentExecutions"] == (
-        Sizing.CALLBACK_RESERVED_CONCURRENCY
-    )
+def test_reserved_concurrency_is_opt_in_and_then_caps_the_lifecycle_callback_and_schedule_functions(dev, prod):
+    """A fresh account's concurrency quota (often 10) refuses any reservation and the first
+    deploy rolls back: the default stage reserves nothing; -c reserved_concurrency=true (prod
+    here) caps the functions that absorb bursts by being throttled."""
+    for service_function in dev.stack.functions.__dict__.values():
+        if isinstance(service_function, ServiceFunction):
+            assert "ReservedConcurrentExecutions" not in dev.props(service_function.function)
+    functions = prod.stack.functions
+    for service_function, cap in (
+        (functions.lifecycle, Sizing.LIFECYCLE_RESERVED_CONCURRENCY),
+        (functions.callback, Sizing.CALLBACK_RESERVED_CONCURRENCY),
+        (functions.schedule, Sizing.SCHEDULE_RESERVED_CONCURRENCY),
+    ):
+        assert prod.props(service_function.function)["ReservedConcurrentExecutions"] == cap
     # The API scales with requests and the worker is capped per lane by its event sources.
-    for service_function in (functions.api, functions.worker):
-        assert "ReservedConcurrentExecutions" not in dev.props(service_function.function)
+    for service_function in (functions.api, functions.worker, functions.stream, functions.push):
+        assert "ReservedConcurrentExecutions" not in prod.props(service_function.function)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_dashboard_is_named_per_stack_and_region(assembly, stage):
+    """Dashboards are global to the account: the same stack name in two regions must not collide."""
+    synth = getattr(assembly, stage)
+    (dashboard,) = synth.template.find_resources("AWS::CloudWatch::Dashboard").values()
+
+    assert synth.rendered(dashboard["Properties"]["DashboardName"]) == f"{synth.stack.stack_name}-<AWS::Region>"
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
@@ -283,7 +342,7 @@ def physical_names(template):
         },
         "alarms": {r["Properties"]["AlarmName"] for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"},
         "dashboards": {
-            r["Properties"]["DashboardName"] for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"
+            json.dumps(r["Properties"]["DashboardName"]) for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"
         },
         "log groups": {
             json.dumps(r["Properties"]["LogGroupName"])

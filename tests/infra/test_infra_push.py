@@ -11,6 +11,7 @@ from exports.config.retry import PUSH_BATCH_RETRY
 from exports.config.tables import TaskTable
 from exports.domain.ids import TASK_ID_PREFIX
 from infra.push import MESSAGE_ROUTES, STAGE
+from infra.settings import StageSettings
 from tests.infra.test_infra_resources import alarms_by_name, allowed_pairs, common_grants, expected_pairs, of_type
 
 pytestmark = pytest.mark.infra
@@ -53,8 +54,23 @@ def test_the_websocket_api_routes_every_message_to_the_stream_function(dev):
     assert dev.logical_id(dev.stack.functions.stream.function) in uri
 
 
-def test_the_stage_throttles_and_logs_without_the_credential(dev):
-    props = dev.props(dev.stack.push.stage)
+def test_the_stage_logs_only_where_the_account_has_the_logs_role(dev, prod):
+    """A WebSocket stage with access logs fails to create on an account without API Gateway's
+    CloudWatch Logs role, and the first deploy rolls back: the default stage does not log."""
+    assert "AccessLogSettings" not in dev.props(dev.stack.push.stage)
+    assert dev.stack.push.access_logs is None
+    assert prod.props(prod.stack.push.stage)["AccessLogSettings"]["DestinationArn"] == prod.arn(
+        prod.stack.push.access_logs
+    )
+    # Asked for without the stack setting the role (the account has one): logs, and no role made.
+    assert StageSettings.from_context({"websocket_access_logs": "true"}.get).websocket_access_logs
+    assert not StageSettings.from_context(dict[str, str]().get).websocket_access_logs
+    both = {"apigateway_cloudwatch_role": "true", "websocket_access_logs": "false"}
+    assert not StageSettings.from_context(both.get).websocket_access_logs
+
+
+def test_the_stage_throttles_and_logs_without_the_credential(prod):
+    props = prod.props(prod.stack.push.stage)
     assert props["StageName"] == STAGE and props["AutoDeploy"] is True
     assert props["DefaultRouteSettings"] == {
         "ThrottlingRateLimit": Push.THROTTLE_RATE,

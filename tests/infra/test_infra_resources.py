@@ -30,7 +30,7 @@ from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, T
 from exports.http import idempotency
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
-from infra.monitoring import SUSTAINED_THROTTLE_PERIODS
+from infra.monitoring import LAMBDA_CONCURRENCY_USAGE, SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
 from infra.schedules import MANAGE_ACTIONS
 from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
@@ -220,7 +220,13 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         common
         | registry
         | tasks
-        | {Env.DOWNLOAD_URL_TTL_SEC, Env.MAX_ACTIVE_TASKS_PER_USER, Env.MAX_BACKLOG, Env.CONNECTIONS_TABLE}
+        | {
+            Env.DOWNLOAD_URL_TTL_SEC,
+            Env.MAX_ACTIVE_TASKS_PER_USER,
+            Env.MAX_BACKLOG,
+            Env.CONNECTIONS_TABLE,
+            Env.EVENT_BUS,
+        }
         | (scheduling & functions.api.spec.runtime_settings.variables())
     )
     expected = {
@@ -237,9 +243,17 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.FAN_OUT_STATE_MACHINE_ARN,
             Env.MAX_PARTITIONS,
             Env.PARTITION_ROWS,
+            Env.EVENT_BUS,
         },
-        # No registry, no queue, no workflow: the task, its file's link and the signing key.
-        functions.callback: {Env.TASKS_TABLE, Env.RESULTS_BUCKET, Env.DOWNLOAD_URL_TTL_SEC, Env.WEBHOOK_SECRET_ARN}
+        # No registry, no queue, no workflow: the task, its file's link and the signing key; the
+        # lifecycle events' bus (delivered, schedule paused).
+        functions.callback: {
+            Env.TASKS_TABLE,
+            Env.RESULTS_BUCKET,
+            Env.DOWNLOAD_URL_TTL_SEC,
+            Env.WEBHOOK_SECRET_ARN,
+            Env.EVENT_BUS,
+        }
         | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
         # The push channel: connections, links of completed tasks, the management endpoint; the
@@ -386,6 +400,8 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
                 ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:GetItem"],
                 dev.arn(stack.tables.audit),
             ),
+            # lifecycle events (docs/events.md): on the stack's bus only
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -419,6 +435,7 @@ def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
             (["states:SendTaskSuccess"], lifecycle_arn(dev)),
             # start the fan-out execution of an export it splits
             (["states:StartExecution"], lifecycle_arn(dev, fan_out_state_machine_name)),
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -473,6 +490,7 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             (["secretsmanager:GetSecretValue"], dev.ref(stack.webhook_secret.secret)),
             # a scheduled run's outcome on its schedule (dev sends no mail)
             (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.schedules)),
+            (["events:PutEvents"], dev.arn(stack.events.bus)),
         ]
     )
 
@@ -778,10 +796,48 @@ def alarms_by_name(synth):
     }
 
 
+# The alarms that file a ticket (the tickets topic) instead of paging: customer-caused failures,
+# a single worker error (the queue retries it), the push channel, the demo tables, refused
+# submits, a worker run near its timeout, mail reputation (stages that mail).
+TICKET_ALARMS = {
+    "CallbackFailed",
+    "WorkerErrors",
+    "WorkerNearTimeout",
+    "StreamErrors",
+    "StreamThrottles",
+    "PushErrors",
+    "PushThrottles",
+    "PushFailed",
+    "WebSocketErrors",
+    "PushIteratorAge",
+    "ConnectionsTableThrottles",
+    "OrdersTableThrottles",
+    "CustomersTableThrottles",
+    "ExportsRejected",
+    "MailBounceRate",
+    "MailComplaintRate",
+}
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_every_alarm_pages_or_files_a_ticket_and_says_which(assembly, stage):
+    synth = getattr(assembly, stage)
+    monitoring = synth.stack.monitoring
+    alarms = alarms_by_name(synth)
+
+    for name, alarm in alarms.items():
+        ticket = name in TICKET_ALARMS
+        assert alarm["AlarmActions"] == [synth.ref(monitoring.tickets_topic if ticket else monitoring.paging_topic)]
+        assert alarm["AlarmDescription"].startswith("[ticket] " if ticket else "[page] "), name
+    # Mail reputation only where the stage mails.
+    assert ({"MailBounceRate", "MailComplaintRate"} <= set(alarms)) == bool(synth.settings.mail.sender)
+
+
 def test_every_alarm_notifies_the_alarm_topic(dev):
     alarms = alarms_by_name(dev)
     assert set(alarms) == {
         *(f"DeadLetters{lane_id(lane)}" for lane in LANES),
+        *(f"OldestDeadLetter{lane_id(lane)}" for lane in LANES),
         *(f"OldestMessage{lane_id(lane)}" for lane in LANES),
         *(f"{function}{kind}" for function in FUNCTION_ALARM_IDS for kind in ("Errors", "Throttles")),
         *(f"{table}TableThrottles" for table in ("Tasks", "Connections", "Orders", "Customers", "Schedules", "Audit")),
@@ -805,17 +861,71 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "WebSocketErrors",
         "PushIteratorAge",
         "ExportsTimedOut",
+        "WorkerNearTimeout",
+        "AccountConcurrency",
+        "ExportsRejected",
     }
     for alarm in alarms.values():
-        assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
         # No OK notifications: a first deploy would send one per alarm leaving INSUFFICIENT_DATA.
         assert "OKActions" not in alarm
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         # No data is no fault; a dead letter (or a failed push or audit batch) keeps its alarm while SQS
         # publishes nothing.
         name = alarm["AlarmName"].removeprefix(f"{dev.stack.stack_name}-")
-        dead_letters = name.startswith("DeadLetters") or name in ("PushFailed", "AuditFailed", "ScheduleDeadLetters")
+        dead_letters = name.startswith(("DeadLetters", "OldestDeadLetter")) or name in (
+            "PushFailed",
+            "AuditFailed",
+            "ScheduleDeadLetters",
+        )
         assert alarm["TreatMissingData"] == ("ignore" if dead_letters else "notBreaching")
+
+
+def test_the_new_operator_alarms_watch_what_they_say(dev, prod):
+    """Account concurrency against its quota, the worker's longest run against its timeout, the
+    oldest dead letter against the DLQ's retention, the 429 share of submits, SES reputation."""
+    for synth in (dev, prod):
+        alarms, thresholds = alarms_by_name(synth), synth.settings.alarms
+        concurrency = alarms["AccountConcurrency"]
+        (expression,) = [query["Expression"] for query in concurrency["Metrics"] if "Expression" in query]
+        assert expression == "100 * usage / SERVICE_QUOTA(usage)"
+        (usage,) = [query["MetricStat"]["Metric"] for query in concurrency["Metrics"] if "MetricStat" in query]
+        assert (usage["Namespace"], usage["MetricName"]) == ("AWS/Usage", "ResourceCount")
+        assert {d["Name"]: d["Value"] for d in usage["Dimensions"]} == LAMBDA_CONCURRENCY_USAGE
+        assert concurrency["Threshold"] == thresholds.account_concurrency_percent
+
+        duration = alarms["WorkerNearTimeout"]
+        assert (duration["MetricName"], duration["Statistic"]) == ("Duration", "Maximum")
+        assert duration["Dimensions"] == [
+            {"Name": "FunctionName", "Value": synth.ref(synth.stack.functions.worker.function)}
+        ]
+        timeout_ms = synth.props(synth.stack.functions.worker.function)["Timeout"] * 1000
+        # Past the exports' own stop points (30 s, and 60 s for a CSV hand-over), before the kill.
+        assert timeout_ms - 30_000 < duration["Threshold"] < timeout_ms
+
+        for lane in synth.stack.queues.lanes:
+            oldest = alarms[f"OldestDeadLetter{lane_id(lane.lane)}"]
+            assert oldest["MetricName"] == "ApproximateAgeOfOldestMessage"
+            assert oldest["Dimensions"] == [
+                {"Name": "QueueName", "Value": {"Fn::GetAtt": [synth.logical_id(lane.dead_letters), "QueueName"]}}
+            ]
+            retention = synth.props(lane.dead_letters)["MessageRetentionPeriod"]
+            assert oldest["Threshold"] == thresholds.oldest_dead_letter_age_sec < retention
+
+        rejected = alarms["ExportsRejected"]
+        stats = {q["Id"]: q["MetricStat"]["Metric"]["MetricName"] for q in rejected["Metrics"] if "MetricStat" in q}
+        assert stats == {"accepted": Metric.SUBMITTED, "refused": Metric.REJECTED}
+        (expression,) = [query["Expression"] for query in rejected["Metrics"] if "Expression" in query]
+        assert f">= {thresholds.rejected_min_submits}" in expression
+        assert rejected["Threshold"] == thresholds.rejected_percent
+
+    prod_alarms = alarms_by_name(prod)
+    for name, metric, threshold in (
+        ("MailBounceRate", "Reputation.BounceRate", prod.settings.alarms.mail_bounce_rate),
+        ("MailComplaintRate", "Reputation.ComplaintRate", prod.settings.alarms.mail_complaint_rate),
+    ):
+        alarm = prod_alarms[name]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/SES", metric, threshold)
+    assert "MailBounceRate" not in alarms_by_name(dev)  # dev sends no mail
 
 
 def test_each_lanes_dlq_alarm_fires_on_the_first_dead_letter(dev):
@@ -861,7 +971,12 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
                 assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
                 # The lifecycle workflow's functions are throttled by design in a burst (and
                 # retried): only throttles in every period of a row page; any other fault at once.
-                sustained = kind == "Throttles" and alarm_id in ("LifecycleFunction", "Callback")
+                # (Only where the stage reserves their concurrency: prod here.)
+                sustained = (
+                    kind == "Throttles"
+                    and alarm_id in ("LifecycleFunction", "Callback")
+                    and synth.settings.reserved_concurrency
+                )
                 periods = SUSTAINED_THROTTLE_PERIODS if sustained else 1
                 assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (periods, periods)
         assert (alarms["Api5xx"]["Namespace"], alarms["Api5xx"]["MetricName"]) == ("AWS/ApiGateway", "5xx")
@@ -925,18 +1040,23 @@ def test_the_new_alarms_watch_the_push_channel_the_state_machines_and_timed_out_
         assert timed_out["Threshold"] == thresholds.timed_out_tasks_per_5_min > 1
 
 
-def test_the_alarm_topic_is_ssl_only_and_mails_the_context_address(dev, prod):
+def test_the_alarm_topics_are_ssl_only_and_mail_the_context_address(dev, prod):
     dev.template.resource_count_is("AWS::SNS::Subscription", 0)
-    prod.template.has_resource_properties(
-        "AWS::SNS::Subscription",
-        {"Protocol": "email", "Endpoint": prod.settings.alarm_email, "TopicArn": prod.ref(prod.stack.monitoring.topic)},
-    )
-    (policy,) = of_type(dev, "AWS::SNS::TopicPolicy").values()
-    assert (
-        Match.array_with([ssl_only_statement("sns:Publish", principal="*")])
-        .test(policy["Properties"]["PolicyDocument"]["Statement"])
-        .is_success
-    )
+    # Without a ticket destination of its own, the on-call address gets the tickets too.
+    monitoring = prod.stack.monitoring
+    for topic in (monitoring.paging_topic, monitoring.tickets_topic):
+        prod.template.has_resource_properties(
+            "AWS::SNS::Subscription",
+            {"Protocol": "email", "Endpoint": prod.settings.alarm_email, "TopicArn": prod.ref(topic)},
+        )
+    policies = of_type(dev, "AWS::SNS::TopicPolicy").values()
+    assert len(policies) == 2
+    for policy in policies:
+        assert (
+            Match.array_with([ssl_only_statement("sns:Publish", principal="*")])
+            .test(policy["Properties"]["PolicyDocument"]["Statement"])
+            .is_success
+        )
 
 
 def test_the_dashboard_shows_the_business_metrics(dev):
@@ -986,9 +1106,11 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         *(f"TaskQueueUrl{lane_id(lane)}" for lane in LANES),
         *(f"DeadLetterQueueUrl{lane_id(lane)}" for lane in LANES),
         "AlarmTopicArn",
+        "TicketTopicArn",
         "DashboardName",
         "LifecycleStateMachineArn",
         "FanOutStateMachineArn",
+        "EventBusName",
         "WebhookSecretArn",
     }
     assert set(dev.template.to_json()["Outputs"]) == common | {"UserPoolId", "UserPoolClientId"}
@@ -1051,3 +1173,24 @@ def test_the_webhook_secret_is_kept_in_prod_only(dev, prod):
     for synth, policy, replaced in ((dev, "Delete", "Delete"), (prod, "RetainExceptOnCreate", "Retain")):
         (secret,) = of_type(synth, "AWS::SecretsManager::Secret").values()
         assert (secret["DeletionPolicy"], secret["UpdateReplacePolicy"]) == (policy, replaced)
+
+
+# --- Lifecycle events -----------------------------------------------------------------------
+
+
+def test_the_functions_that_publish_lifecycle_events_name_the_stacks_bus_and_may_put_only_there(dev, prod):
+    for synth in (dev, prod):
+        functions, bus = synth.stack.functions, synth.stack.events.bus
+        synth.template.resource_count_is("AWS::Events::EventBus", 1)
+        synth.template.has_output("EventBusName", {"Value": synth.ref(bus)})
+        publishers = (functions.api, functions.worker, functions.callback, functions.schedule)
+        for service_function in functions.all:
+            variables = synth.props(service_function.function)["Environment"]["Variables"]
+            puts = {
+                resource for action, resource in allowed_pairs(synth, service_function) if action.startswith("events:")
+            }
+            if service_function in publishers:
+                assert variables[Env.EVENT_BUS] == synth.ref(bus)
+                assert puts == {json.dumps(synth.arn(bus), sort_keys=True)}
+            else:
+                assert Env.EVENT_BUS not in variables and puts == set()

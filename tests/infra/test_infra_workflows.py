@@ -333,7 +333,7 @@ def test_failed_and_timed_out_executions_alarm(dev):
         alarm = alarms[f"{dev.stack.stack_name}-{name}"]
         assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/States", metric, 1)
         assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": dev.ref(dev.stack.lifecycle)}]
-        assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.topic)]
+        assert alarm["AlarmActions"] == [dev.ref(dev.stack.monitoring.paging_topic)]
 
 
 def test_the_state_machine_arn_is_an_output(dev):

@@ -32,25 +32,45 @@ OTHER_KEY = _key()
 
 @pytest.fixture(scope="module")
 def issuer() -> Iterator[str]:
-    """An issuer whose /.well-known/jwks.json serves SIGNING_KEY's public half (kid "k1")."""
+    """An issuer that publishes its keys (SIGNING_KEY's public half, kid "k1") where its OpenID
+    discovery document says, ``/pool/v1/keys`` (as Okta does), not at ``.well-known/jwks.json``;
+    ``/other`` is a second issuer whose discovery document names the first."""
     jwk = json.loads(RSAAlgorithm.to_jwk(SIGNING_KEY.public_key()))
-    body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+    keys = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
 
-    class Jwks(BaseHTTPRequestHandler):
+    class Provider(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            found = self.path == "/pool/.well-known/jwks.json"
-            self.send_response(200 if found else 404)
+            base = f"http://127.0.0.1:{port}"
+            pages = {
+                "/pool/.well-known/openid-configuration": {
+                    "issuer": f"{base}/pool",
+                    "jwks_uri": f"{base}/pool/v1/keys",
+                },
+                "/other/.well-known/openid-configuration": {
+                    "issuer": f"{base}/pool",
+                    "jwks_uri": f"{base}/pool/v1/keys",
+                },
+            }
+            body = (
+                keys
+                if self.path == "/pool/v1/keys"
+                else json.dumps(pages[self.path]).encode()
+                if self.path in pages
+                else None
+            )
+            self.send_response(200 if body is not None else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(body if found else b"{}")
+            self.wfile.write(body if body is not None else b"{}")
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
+    port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/pool"
+        yield f"http://127.0.0.1:{port}/pool"
     finally:
         server.shutdown()
 
@@ -96,3 +116,13 @@ def test_any_other_token_is_refused(issuer: str, case: str) -> None:
 
     with pytest.raises(Refused):
         JwksTokenVerifier(issuer, CLIENT_ID).verify(bad)
+
+
+@pytest.mark.parametrize("other", ["/other", "/missing"])
+def test_an_issuer_whose_discovery_names_another_issuer_or_is_missing_verifies_nothing(issuer: str, other: str) -> None:
+    # Given an issuer setting whose discovery document names another issuer, or that has none
+    elsewhere = issuer.removesuffix("/pool") + other
+
+    # When a token (signed by the real key, claiming that issuer) is checked, Then it is refused
+    with pytest.raises(Refused, match="not verifiable"):
+        JwksTokenVerifier(elsewhere, CLIENT_ID).verify(token(elsewhere))

@@ -212,6 +212,12 @@ def test_the_per_user_cap_answers_429_and_the_shortest_interval_422(
         ({"filters": {"status": "previous_week"}}, "filters.status", "VALIDATION_ERROR"),
         ({"filters": {"date_from": "last_n_days:0"}}, "filters.date_from", "VALIDATION_ERROR"),
         ({"recipients": ["finance@elsewhere.example"]}, "recipients[0]", "RECIPIENT_NOT_ALLOWED"),
+        # An outsider after an allowed address; a header smuggled in; a display name.
+        ({"recipients": ["finance@acme.example", "x@outside.example"]}, "recipients[1]", "RECIPIENT_NOT_ALLOWED"),
+        ({"recipients": ["finance@acme.example\r\nBcc: x@outside.example"]}, "recipients[0]", "VALIDATION_ERROR"),
+        ({"recipients": ["Finance <finance@acme.example>"]}, "recipients[0]", "VALIDATION_ERROR"),
+        ({"name": "Weekly\r\nBcc: x@outside.example"}, "name", "VALIDATION_ERROR"),
+        ({"name": "Weekly\u0007"}, "name", "VALIDATION_ERROR"),
     ],
 )
 def test_invalid_schedules_are_422_naming_the_field_and_nothing_is_stored(

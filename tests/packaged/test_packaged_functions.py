@@ -120,6 +120,7 @@ def environment(aws: dict[str, Any], database: TlsPostgres) -> dict[str, str]:
         Env.RETENTION_HOURS: str(Results.RETENTION_HOURS_DEFAULT),
         Env.LIFECYCLE_STATE_MACHINE_ARN: aws["state_machine_arn"],
         Env.FAN_OUT_STATE_MACHINE_ARN: aws["fan_out_state_machine_arn"],
+        Env.EVENT_BUS: aws["event_bus"],
         Env.MAX_PARTITIONS: str(aws["max_partitions"]),
         Env.WEBHOOK_SECRET_ARN: webhook,
         Env.SOURCE_OVERRIDES: json.dumps({SOURCE: {"secret_arn": shop}}),

@@ -14,6 +14,7 @@ from exports.config.queues import LANES
 from exports.config.settings import WorkerSettings
 from exports.domain.admission import lane_for
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
+from exports.domain.events import LifecycleEvent
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
@@ -422,6 +423,7 @@ def make_world(*export_types: ExportType, files: FakeFiles | None = None, **sett
         "metrics": metrics,
         "slots": FreeSlots(),
         "fan_out": FakeFanOut(),
+        "events": FakeEvents(),
         "clock": clock,
     }
     fields: dict[str, Any] = {
@@ -447,3 +449,13 @@ def reclaim(world: World, task_id: str) -> Task:
     claimed = claim(task, world.clock(), LEASE)
     world.tasks.update(task, claimed)
     return claimed
+
+
+class FakeEvents:
+    """:class:`exports.ports.LifecycleEvents` that keeps what is published, in order."""
+
+    def __init__(self) -> None:
+        self.published: list[LifecycleEvent] = []
+
+    def publish(self, events: Sequence[LifecycleEvent]) -> None:
+        self.published.extend(events)

@@ -2,19 +2,29 @@
 the SSRF guard again at send, several subscribers, and giving up."""
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
 
 import pytest
 
+from exports.config.events import Events
 from exports.config.metrics import Metric
 from exports.domain.errors import ConditionFailed
 from exports.domain.status import TaskStatus
 from exports.domain.task import CallbackStatus, Subscriber, Task, cancel, claim, complete
 from exports.services.callbacks import CallbackRetryable, DeliveryOutcome, deliver, give_up
 from tests.unit.builders import LEASE, RETENTION, make_result, make_task
-from tests.unit.service_fakes import PUBLIC_ADDRESS, WEBHOOK_SECRET, FakeWebhooks, Post, ServiceWorld, service_world
+from tests.unit.export_fakes import FakeEvents
+from tests.unit.service_fakes import (
+    PUBLIC_ADDRESS,
+    WEBHOOK_SECRET,
+    FakeWebhooks,
+    Post,
+    ServiceWorld,
+    service_world,
+)
 
 HOOK = "https://hooks.example.com/in"
 OTHER = "https://other.example.com/hook"
@@ -186,3 +196,23 @@ def test_a_record_gone_by_the_time_its_states_are_written_is_no_error() -> None:
     w.tasks.record_callbacks = expired  # type: ignore[method-assign]
     assert deliver(task.task_id, w.callback) is DeliveryOutcome.DELIVERED
     assert len(w.webhooks.posts) == 1
+
+
+def test_each_delivered_callback_is_one_delivered_event_and_a_failed_one_none() -> None:
+    # Given a completed task calling back two subscribers, one of which refuses for good
+    w = world(204, 410)
+    task = ended(w, HOOK, OTHER)
+    events = FakeEvents()
+
+    # When its callbacks are delivered
+    assert deliver(task.task_id, dataclasses.replace(w.callback, events=events)) is DeliveryOutcome.FAILED
+
+    # Then the bus gets one Export Delivered, for the subscriber that got it
+    (delivered,) = events.published
+    assert delivered.detail_type == Events.EXPORT_DELIVERED
+    assert (delivered.detail["task_id"], delivered.detail["subscriber"], delivered.detail["status"]) == (
+        task.task_id,
+        0,
+        "COMPLETED",
+    )
+    assert HOOK not in str(delivered.detail)

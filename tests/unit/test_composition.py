@@ -36,6 +36,7 @@ EVERY_VARIABLE = {
     Env.HOT_KEY_RATE_PER_MINUTE: "30",
     Env.HOT_KEY_BURST: "5",
     Env.FAN_OUT_STATE_MACHINE_ARN: ARN + "fan-out",
+    Env.EVENT_BUS: "exports-events",
     Env.MAX_PARTITIONS: "20",
     Env.PARTITION_ROWS: "1000",
     Env.WEBHOOK_SECRET: "whsec_c2VjcmV0",
@@ -148,6 +149,8 @@ def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
         "run_end",
         "resolve",
         "clock",
+        # lifecycle events: delivered, schedule paused (docs/events.md)
+        "events",
     }
     assert deps.webhook_secret() == "whsec_c2VjcmV0"
     # A scheduled run's end is recorded; no sender configured, no mailer built.

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from exports.config.events import Events
 from exports.config.metrics import Metric
 from exports.domain.caller import Caller, CallerRefused
-from exports.domain.errors import ServiceUnavailable
+from exports.domain.errors import InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import claim, complete
@@ -24,7 +25,7 @@ from exports.schedules.model import Every, PauseCode, ScheduleState
 from exports.schedules.ports import ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
-from tests.unit.export_fakes import NumbersExport
+from tests.unit.export_fakes import FakeEvents, NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
 from tests.unit.service_fakes import BrokenQueue, ServiceWorld, service_world
 
@@ -46,8 +47,12 @@ FINANCE = Caller("alice", {"groups": "[finance]", "email": "alice@acme.example",
 SPEC = service.ScheduleSpec(export=ExportSpec(export_type="finance_numbers"), every=Every(hours=1))
 
 
-def world(queue: BrokenQueue | None = None) -> tuple[ServiceWorld, ScheduleDependencies, FakeScheduleStore, FakeTimer]:
-    services = service_world(FinanceNumbers(), queue=queue, mail_sender="reports@acme.example")
+def world(
+    queue: BrokenQueue | None = None, mail_allowed_domains: str = "acme.example,elsewhere.example"
+) -> tuple[ServiceWorld, ScheduleDependencies, FakeScheduleStore, FakeTimer]:
+    services = service_world(
+        FinanceNumbers(), queue=queue, mail_sender="reports@acme.example", mail_allowed_domains=mail_allowed_domains
+    )
     store, timer = FakeScheduleStore(), FakeTimer()
     return services, ScheduleDependencies(api=services.api, schedules=store, timer=timer), store, timer
 
@@ -117,11 +122,22 @@ def test_a_type_that_is_gone_pauses_the_schedule():
     schedule = service.create_schedule(SPEC, FINANCE, deps)
     gone = dataclasses.replace(deps, api=dataclasses.replace(services.api, registry=ExportTypeRegistry([])))
 
+    events = FakeEvents()
+    gone = dataclasses.replace(gone, api=dataclasses.replace(gone.api, events=events))
+
     fired = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), gone)
 
     assert fired.outcome is firing.FiringOutcome.PAUSED
     reason = store.schedules[schedule.schedule_id].paused_reason
     assert reason is not None and reason.code is PauseCode.EXPORT_TYPE_GONE
+    # Operators hear of it on the bus (docs/events.md).
+    (paused,) = events.published
+    assert paused.detail_type == Events.SCHEDULE_PAUSED
+    assert (paused.detail["schedule_id"], paused.detail["user_id"], paused.detail["reason"]["code"]) == (
+        schedule.schedule_id,
+        "alice",
+        "EXPORT_TYPE_GONE",
+    )
 
 
 def test_a_transient_fault_gives_the_firing_back_and_the_retry_creates_exactly_one_task():
@@ -341,3 +357,95 @@ def test_a_firing_refused_past_its_deferral_window_is_missed_not_failed():
     assert missed.outcome is firing.FiringOutcome.MISSED and timer.deferred == {}
     assert services.tasks.tasks == {} and store.schedules[schedule.schedule_id].consecutive_failures == 0
     assert services.counts(Metric.SCHEDULE_MISSED) == 1
+
+
+# --- No open mail relay -----------------------------------------------------------------------
+
+
+VERIFIED = Caller("alice", {**FINANCE.claims, "email": "Alice@Home.example", "email_verified": "true"})
+
+
+@pytest.mark.parametrize(
+    ("caller", "recipients", "refused"),
+    [
+        # No domain allowed: only the caller's own verified address (any case).
+        (VERIFIED, ("alice@home.example",), None),
+        (VERIFIED, ("alice@home.example", "mallory@outside.example"), "recipients[1]"),
+        # An address in the token but not verified is not the caller's to give.
+        (FINANCE, ("alice@acme.example",), "recipients[0]"),
+        (Caller("alice", {**FINANCE.claims, "email_verified": False}), ("alice@acme.example",), "recipients[0]"),
+    ],
+)
+def test_a_deployment_that_allows_no_domain_mails_the_owners_verified_address_only(caller, recipients, refused):
+    _, deps, store, _ = world(mail_allowed_domains="")
+    spec = dataclasses.replace(SPEC, recipients=recipients)
+
+    if refused is None:
+        created = service.create_schedule(spec, caller, deps)
+        assert created.caller.verified_email == "alice@home.example"
+        return
+    with pytest.raises(InvalidRequest) as error:
+        service.create_schedule(spec, caller, deps)
+    assert (error.value.field, error.value.code) == (refused, "RECIPIENT_NOT_ALLOWED")
+    assert store.schedules == {}
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "a@b",
+        "a@b.example\r\nBcc: x@evil.example",
+        "Name <a@b.example>",
+        "a@b.example, c@d.example",
+        '"quoted"@b.example',
+        "a..b@b.example",
+        "a@-b.example",
+        "a b@b.example",
+        "a@b.example\n",
+    ],
+)
+def test_what_is_not_a_plain_address_is_422_on_its_index(address):
+    _, deps, _, _ = world()
+
+    with pytest.raises(InvalidRequest) as error:
+        service.create_schedule(dataclasses.replace(SPEC, recipients=("ok@acme.example", address)), FINANCE, deps)
+
+    assert error.value.field == "recipients[1]"
+
+
+def test_a_runs_mail_keeps_the_owners_address_and_drops_what_the_deployment_no_longer_allows():
+    services, deps, store, _ = world(mail_allowed_domains="acme.example")
+    spec = dataclasses.replace(SPEC, recipients=("alice@home.example", "finance@acme.example"))
+    schedule = service.create_schedule(spec, VERIFIED, deps)
+    task_id = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps).task_id or ""
+    task = services.tasks.tasks[task_id]
+    done = complete(
+        claim(task, services.clock(), timedelta(minutes=2)), make_result(rows=3), services.clock(), timedelta(hours=24)
+    )
+    mailer = FakeMailer()
+
+    # The deployment stopped mailing acme.example since.
+    on_run_end(done, run_end(services, store, mailer, allowed_domains=frozenset()))
+
+    [(_, to, _, _)] = mailer.sent
+    assert to == ("alice@home.example",)
+
+
+def test_a_name_with_a_line_break_never_reaches_the_subject():
+    services, deps, store, _ = world()
+    schedule = service.create_schedule(dataclasses.replace(SPEC, recipients=("finance@acme.example",)), FINANCE, deps)
+    # Stored before names were checked (the API refuses them now).
+    store.schedules[schedule.schedule_id] = schedule.model_copy(update={"name": "Weekly\r\nBcc: x@evil.example\u2028"})
+    task_id = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps).task_id or ""
+    task = services.tasks.tasks[task_id]
+    done = complete(
+        claim(task, services.clock(), timedelta(minutes=2)), make_result(rows=3), services.clock(), timedelta(hours=24)
+    )
+    mailer = FakeMailer()
+
+    on_run_end(done, run_end(services, store, mailer, allowed_domains=frozenset({"acme.example"})))
+
+    [(_, _, subject, text)] = mailer.sent
+    assert not any(char in subject for char in "\r\n\u2028")
+    assert subject.startswith("Weekly  Bcc: x@evil.example")
+    assert "\r" not in text and "\u2028" not in text

@@ -29,6 +29,7 @@ ENVIRONMENT = {
     Env.RESULTS_BUCKET: "results",
     Env.LIFECYCLE_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:x",
     Env.FAN_OUT_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:fan-out",
+    Env.EVENT_BUS: "exports-events",
 }
 
 

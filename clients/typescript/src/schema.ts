@@ -1251,7 +1251,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends.
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
              */
             recipients?: string[];
             /** Start At */
