@@ -95,7 +95,7 @@ class Feed:
             schedules=self.store,
             mailer=self.mailer,
             sender="reports@acme.example",
-            allowed_domains=frozenset(),
+            allowed_domains=frozenset({"acme.example"}),
             results=self.services.files,
             clock=self.services.clock,
         )
@@ -126,7 +126,9 @@ class Feed:
 
 def feed(lag: timedelta = timedelta(), **spec: Any) -> tuple[Feed, str]:
     source = ChangedRows(lag)
-    services = service_world(source, CreatedRows(), mail_sender="reports@acme.example")
+    services = service_world(
+        source, CreatedRows(), mail_sender="reports@acme.example", mail_allowed_domains="acme.example"
+    )
     store = FakeScheduleStore()
     deps = ScheduleDependencies(api=services.api, schedules=store)
     values: dict[str, Any] = {
