@@ -198,8 +198,8 @@ class CapacityPools(Protocol):
 
     def start(self, pool: str, work_sec: float, now: datetime, drained_sec: float | None = None) -> None:
         """Take ``work_sec`` (what was queued for the task) off the queue as its task starts,
-        measuring the pool's drain by ``drained_sec``: the task's work as its type's measured
-        speed estimates it now (None: its type has no measured speed, so nothing is measured)."""
+        measuring the pool's drain by ``drained_sec`` (None: the work was the defaults' guess,
+        so nothing is measured)."""
 
 
 class ResultUpload(Protocol):

@@ -78,8 +78,8 @@ class DynamoCapacityPools:
     def start(self, pool: str, work_sec: float, now: datetime, drained_sec: float | None = None) -> None:
         """Take ``work_sec`` off the queue as its task starts, and measure the drain: when work
         was still queued after the previous start, every worker was busy since, so the time
-        between the two starts is what this one's work (``drained_sec``, its estimate now; None:
-        not measured) took to drain."""
+        between the two starts is what this one's work (``drained_sec``; None: a guess, not
+        measured) took to drain."""
         queued_after = self._subtract(pool, work_sec)
         drain_key = key(drain_id(pool))
         stamp = now.timestamp()

@@ -177,6 +177,9 @@ class Task(BaseModel):
     # seconds, and the capacity pools that count it as queued work until it first starts.
     queued_work_sec: float | None = None
     queued_in: tuple[str, ...] = ()
+    # Whether that estimate came from its type's measured runs (not the defaults' guess): only
+    # such a task's start tells its pools how fast they drain.
+    queued_work_measured: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -60,13 +60,14 @@ def give_back_queue_places(task: Task, deps: CapacityUser) -> None:
             logger.warning("could not give a queue place back", extra={"pool": pool}, exc_info=True)
 
 
-def take_queue_places(task: Task, now: datetime, work_now: float | None, deps: CapacityUser) -> None:
+def take_queue_places(task: Task, now: datetime, deps: CapacityUser) -> None:
     """The task (as it was before its first claim) starts: its queued work leaves its pools,
-    which measure their drain by its work as its type's measured speed estimates it now
-    (``work_now``; None: not measured, the drain learns nothing). Logged, never raised, as
-    :func:`give_back_queue_places`."""
+    which measure their drain by it, in the same seconds as the work queued in them, when it
+    was estimated from its type's measured runs (the defaults' guess measures nothing). Logged,
+    never raised, as :func:`give_back_queue_places`."""
+    work = task.queued_work_sec or 0.0
     for pool in task.queue_places:
         try:
-            deps.capacity.start(pool, task.queued_work_sec or 0.0, now, work_now)
+            deps.capacity.start(pool, work, now, work if task.queued_work_measured else None)
         except ExportsError:
             logger.warning("could not take a queue place", extra={"pool": pool}, exc_info=True)

@@ -172,7 +172,7 @@ def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLe
             deps.metrics.add(Metric.DUPLICATE_DELIVERY)
             return Outcome.SKIPPED
         raise
-    take_queue_places(task, now, work_now, deps)
+    take_queue_places(task, now, deps)
     return claimed, lease
 
 

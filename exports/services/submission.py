@@ -163,7 +163,9 @@ def submit_export(
     )
     work_sec = throughput.run_sec(rows)
     try:
-        task, estimated = _reserve(task, pools_of(export_type, task.priority, deps), work_sec, deps)
+        task, estimated = _reserve(
+            task, pools_of(export_type, task.priority, deps), work_sec, measured is not None, deps
+        )
     except Overloaded as refused:
         # An identical export already active answers the request, however full the queue.
         merged = _merged_into_active(task, deps)
@@ -208,7 +210,7 @@ def _backlog(deps: ApiDependencies) -> int:
         return 0
 
 
-def _reserve(task: Task, pools: list[Pool], work_sec: float, deps: ApiDependencies) -> tuple[Task, int]:
+def _reserve(task: Task, pools: list[Pool], work_sec: float, measured: bool, deps: ApiDependencies) -> tuple[Task, int]:
     """Queue the task's work in each of its pools if it should finish within its deadline's
     admission window (docs/capacity.md), and the seconds until it should be done. Refused
     (:class:`Overloaded`, ``WOULD_TIME_OUT``) when a pool holds too much work ahead of it:
@@ -223,7 +225,9 @@ def _reserve(task: Task, pools: list[Pool], work_sec: float, deps: ApiDependenci
                 deps.capacity.release(taken, work_sec)
             _refuse(pool, pools, reservation.queued_sec, allowed.limits[pool.name], allowed.run_sec, task, deps)
         ahead[pool.name] = reservation.queued_sec
-    reserved = task.model_copy(update={"queued_work_sec": work_sec, "queued_in": tuple(ahead)})
+    reserved = task.model_copy(
+        update={"queued_work_sec": work_sec, "queued_in": tuple(ahead), "queued_work_measured": measured}
+    )
     return reserved, estimate(pools, ahead, allowed.run_sec).completion_sec
 
 

@@ -123,6 +123,7 @@ class _Task:
     deadline: float
     work: float
     estimate: float
+    measured: bool = True
 
 
 def simulate(
@@ -171,7 +172,7 @@ def simulate(
             work = measured if measured is not None else estimated_sec
             admitted, wait = _submit(pools, workers, work, timeout_sec)
             if admitted is not None:
-                queue.append(_Task(now, now + timeout_sec, work, admitted))
+                queue.append(_Task(now, now + timeout_sec, work, admitted, measured is not None))
                 outcome.accepted += event.client >= 0
             else:
                 outcome.refused += 1
@@ -189,7 +190,7 @@ def simulate(
                 pools.release("lane", task.work)
                 outcome.not_begun += 1
                 continue
-            pools.start("lane", task.work, EPOCH + timedelta(seconds=now), measured)
+            pools.start("lane", task.work, EPOCH + timedelta(seconds=now), task.work if task.measured else None)
             free -= 1
             ends = now + real_sec * (0.8 + 0.4 * rng.random())
             push(ends, "done")

@@ -8,7 +8,7 @@ import pytest
 from examples.demo_plugins.orders import OrdersExport
 from exports.config.metrics import Metric
 from exports.domain.admission import throughput_key
-from exports.domain.capacity import lane_pool
+from exports.domain.capacity import Drain, lane_pool
 from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
 from exports.domain.status import TaskStatus
 from exports.domain.task import Task
@@ -208,24 +208,38 @@ def test_a_task_past_its_deadline_times_out_instead_of_running() -> None:
 def admitted(w: ServiceWorld, n: int, work_sec: float, timeout_sec: int = 300) -> Task:
     """A PENDING task admitted by deadline: its ``work_sec`` queued in the normal lane."""
     w.capacity.reserve(lane_pool("normal"), work_sec, limit_sec=10**6)
-    return put(w, n, timeout_sec=timeout_sec, queued_work_sec=work_sec, queued_in=(lane_pool("normal"),))
+    return put(
+        w,
+        n,
+        timeout_sec=timeout_sec,
+        queued_work_sec=work_sec,
+        queued_in=(lane_pool("normal"),),
+        queued_work_measured=True,
+    )
 
 
 def test_a_first_start_takes_the_tasks_place_and_measures_the_lanes_drain() -> None:
     w = service_world()
-    w.throughput.record(throughput_key("numbers", "csv"), rows=100, seconds=2.0)  # the type's measured runs
-    tasks = [admitted(w, n, work_sec=5.0) for n in range(1, 4)]  # queued at the defaults' guess
+    tasks = [admitted(w, n, work_sec=2.0) for n in range(1, 4)]  # queued at their type's measured runs
 
     for task in tasks:
         assert process_task(message(task), w.worker) is Outcome.COMPLETED
         w.clock.advance(1)
 
     assert w.capacity.queued[lane_pool("normal")] == 0 and w.capacity.tasks[lane_pool("normal")] == 0
-    # The second and third started with work still queued behind the one before, a second apart:
-    # their work as their type's measured speed says now (about 2 s and less, as the runs are
-    # recorded), not the 5 s they were queued at.
-    drain = w.capacity.drains[lane_pool("normal")]
-    assert drain.samples == 2 and drain.elapsed_sec == 1.0 and 0 < drain.work_sec <= 2.0
+    # The second and third started with work still queued behind the one before: 2 s a second.
+    assert w.capacity.drains[lane_pool("normal")] == Drain(work_sec=2.0, elapsed_sec=1.0, samples=2)
+
+
+def test_a_start_of_work_queued_at_the_defaults_guess_measures_no_drain() -> None:
+    w = service_world()
+    tasks = [put(w, n, queued_work_sec=5.0, queued_in=(lane_pool("normal"),)) for n in range(1, 4)]
+    for _ in range(3):
+        w.capacity.reserve(lane_pool("normal"), 5.0, limit_sec=10**6)
+    for task in tasks:
+        assert process_task(message(task), w.worker) is Outcome.COMPLETED
+        w.clock.advance(1)
+    assert lane_pool("normal") not in w.capacity.drains and w.capacity.queued[lane_pool("normal")] == 0
 
 
 def test_a_task_too_late_to_finish_is_not_begun_and_gives_its_place_back() -> None:
