@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
 from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
+from exports.domain.locales import DEFAULT_LOCALE
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
 
@@ -31,6 +32,8 @@ class DeclaredParts(TypedDict):
     bindings: Sequence[CallerBinding]
     access: AccessRule | None
     window: WindowParameters | None
+    locale: str
+    titles: Mapping[str, str]
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -51,6 +54,8 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         bindings: Sequence[CallerBinding] = (),
         access: AccessRule | None = None,
         window: WindowParameters | None = None,
+        locale: str = DEFAULT_LOCALE,
+        titles: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -66,6 +71,8 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._bindings = tuple(bindings)
         self._access = access
         self._window = window
+        self.default_locale = locale
+        self.titles = dict(titles or {})
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

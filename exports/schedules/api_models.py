@@ -10,6 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from exports.api_models import ExportRequest
 from exports.config.schedules import Schedules
+from exports.domain.csv_dialect import CsvDialect
 from exports.domain.zones import canonical_zone
 from exports.schedules.model import Every, LastRun, PauseReason, Schedule, ScheduleState
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
@@ -200,6 +201,8 @@ class ScheduleView(BaseModel):
     callback_url: str | None
     csv_bom: bool
     csv_formula_guard: bool
+    csv_dialect: CsvDialect
+    locale: str | None
     cron: str | None
     every: EveryBody | None
     timezone: str
@@ -230,6 +233,8 @@ class ScheduleView(BaseModel):
             callback_url=schedule.callback_url,
             csv_bom=schedule.csv_bom,
             csv_formula_guard=schedule.csv_formula_guard,
+            csv_dialect=schedule.csv_dialect,
+            locale=schedule.locale,
             cron=schedule.cron,
             every=_every_body(schedule.every) if schedule.every else None,
             timezone=schedule.timezone,

@@ -172,6 +172,8 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
         callback_url=export.callback_url,
         csv_bom=export.csv_bom,
         csv_formula_guard=export.csv_formula_guard,
+        csv_dialect=export.csv_dialect,
+        locale=export.locale,
         cron=spec.cron,
         every=spec.every,
         timezone=spec.timezone,
@@ -304,4 +306,6 @@ def export_spec(schedule: Schedule, filters: dict[str, Any]) -> ExportSpec:
         csv_bom=schedule.csv_bom,
         csv_formula_guard=schedule.csv_formula_guard,
         timezone=schedule.timezone,
+        csv_dialect=schedule.csv_dialect,
+        locale=schedule.locale,
     )

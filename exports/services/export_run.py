@@ -37,7 +37,7 @@ def result_target(task: Task, export_type: AnyExportType, filters: BaseModel) ->
     """The key, download name and content type of the attempt's file."""
     spec = format_spec(task.format)
     file_name = f"{export_type.file_stem(filters)}.{spec.extension}"
-    return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type)
+    return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type_of(task))
 
 
 def upload_metadata(task: Task, export_type: AnyExportType) -> dict[str, str]:
@@ -75,7 +75,8 @@ def run_export(
     task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
-    columns = export_type.columns(filters)
+    # Headers in the task's locale (JSON Lines and Parquet use names, not headers).
+    columns = [column.in_locale(task.locale) for column in export_type.columns(filters)]
     attempt = AttemptFiles(task, deps.results)
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = format_spec(task.format)

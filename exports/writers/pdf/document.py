@@ -88,8 +88,10 @@ class PdfStream:
         self._text: list[bytes] = []
         self._y = 0.0
         self.rows = 0
-        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines, *(c.header for c in self._columns)):
+        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines):
             self._font.register(self._font.clean(text))
+        for column in self._columns:
+            self._font.register(self._font.clean_cell(column.header))
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         """Append ``rows`` (values in column order); a row of the wrong length raises ``ValueError``.
@@ -98,7 +100,7 @@ class PdfStream:
         for row in rows:
             if len(row) != width:
                 raise ValueError(f"row {self.rows + 1} has {len(row)} values, the columns are {width}")
-            shown = [self._font.clean(show(value)) for show, value in zip(self._shows, row, strict=True)]
+            shown = [self._font.clean_cell(show(value)) for show, value in zip(self._shows, row, strict=True)]
             self.rows += 1
             if self._geometry is None:
                 self._sample.append(shown)
@@ -155,7 +157,7 @@ class PdfStream:
         self._y = geometry.height - MARGIN
         if self._tree.count == 0:
             self._heading_block()
-        self._cells([column.header for column in self._columns], header=True)
+        self._cells([self._font.clean_cell(column.header) for column in self._columns], header=True)
 
     def _heading_block(self) -> None:
         self._y -= TITLE_SIZE
@@ -217,10 +219,7 @@ class PdfStream:
         font = self._font
         font.register(text)
         limit = (geometry.widths[index] - 2 * PAD_X) * 1000 / FONT_SIZE
-        if "\n" not in text and "\r" not in text and "\t" not in text and font.width(text) <= limit:
-            lines = [text]
-        else:
-            lines = layout.wrap(text, font.advances, limit)
+        lines = [text] if "\n" not in text and font.width(text) <= limit else layout.wrap(text, font.advances, limit)
         x0, width = geometry.lefts[index], geometry.widths[index]
         right_aligned = self._right[index] and not header
         cell = [
