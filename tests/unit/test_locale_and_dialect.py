@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from exports.api_models import ExportRequest
 from exports.domain.admission import dedup_key
-from exports.domain.csv_dialect import CsvDialect
+from exports.domain.csv_dialect import CsvDialect, CsvEncoding
 from exports.domain.errors import ExportFailed
 from exports.domain.locales import UnknownLocale, canonical_locale, pick
 from exports.domain.task import ExportFormat
@@ -127,33 +127,37 @@ def test_a_german_dialect_writes_semicolons_and_decimal_commas_and_leaves_intege
 
 
 def test_gb18030_and_shift_jis_files_hold_their_characters_and_name_their_charset() -> None:
-    result, body = exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding="gb18030"), locale="zh-CN")
+    result, body = exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding=CsvEncoding.GB18030), locale="zh-CN")
     assert result.content_type == "text/csv; charset=gb18030"
     assert body.decode("gb18030").splitlines()[0] == "编号,日期,金额,文本"
     assert "王芳".encode("gb18030") in body
 
-    _, body = exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding="shift_jis", line_ending="lf"), locale="ja")
+    _, body = exported(
+        ExportFormat.CSV, csv_dialect=CsvDialect(encoding=CsvEncoding.SHIFT_JIS, line_ending="lf"), locale="ja"
+    )
     assert body.decode("cp932").split("\n")[:2] == ["番号,Day,Amount,Text", "0,2025-01-01,0,'=1+1"]
 
 
 def test_a_value_the_encoding_cannot_hold_fails_the_export_naming_its_column_and_row() -> None:
     # Row 3 (n = 2) holds 王芳, which Windows-1252 has no bytes for; the pages are of two rows.
     with pytest.raises(ExportFailed) as failed:
-        exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding="windows-1252"))
+        exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding=CsvEncoding.WINDOWS_1252))
 
     assert failed.value.code == "CSV_UNENCODABLE"
     assert failed.value.message.startswith("column 'Text', row 2: '王' (U+738B) cannot be written in windows-1252")
 
 
 def test_a_value_the_encoding_cannot_hold_is_replaced_only_when_the_caller_chose_it() -> None:
-    _, body = exported(ExportFormat.CSV, csv_dialect=CsvDialect(encoding="windows-1252", unencodable="replace"))
+    _, body = exported(
+        ExportFormat.CSV, csv_dialect=CsvDialect(encoding=CsvEncoding.WINDOWS_1252, unencodable="replace")
+    )
     assert body.decode("cp1252").splitlines()[2] == "1,2025-01-02,0.01,row 1 ?? =x"
 
 
 def test_a_header_the_encoding_cannot_hold_is_named_as_the_header() -> None:
     out = io.BytesIO()
     with pytest.raises(UnencodableValue) as failed:
-        csv_stream([Column("a", "名前"), Column("b", "B")], out, CsvDialect(encoding="windows-1252"))
+        csv_stream([Column("a", "名前"), Column("b", "B")], out, CsvDialect(encoding=CsvEncoding.WINDOWS_1252))
     assert failed.value.message(0).startswith("column '名前', the header:")
 
 
@@ -183,9 +187,11 @@ def test_the_default_dialect_is_the_fast_writers_file_byte_for_byte() -> None:
 
 def test_the_request_refuses_a_decimal_comma_with_a_comma_delimiter_and_a_bom_outside_utf8() -> None:
     with pytest.raises(ValidationError, match="needs another delimiter"):
-        ExportRequest(export_type="numbers", csv_dialect={"decimal_separator": ","})
+        ExportRequest.model_validate({"export_type": "numbers", "csv_dialect": {"decimal_separator": ","}})
     with pytest.raises(ValidationError, match="csv_bom is for UTF-8"):
-        ExportRequest(export_type="numbers", csv_bom=True, csv_dialect={"encoding": "shift_jis"})
+        ExportRequest.model_validate(
+            {"export_type": "numbers", "csv_bom": True, "csv_dialect": {"encoding": "shift_jis"}}
+        )
 
 
 def test_a_dialect_makes_another_export_and_the_default_dialect_keeps_old_keys() -> None:
