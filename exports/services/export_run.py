@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from exports.domain.task import ExportResult, Task
 from exports.domain.zones import is_utc
-from exports.export_types.base import AnyExportType, RunControl
+from exports.export_types.base import AnyExportType, Column, RunControl
 from exports.formats.registry import format_spec
 from exports.formats.run import ExportRun, HandedOver, PageProgress, RunBudget, TaskRunControl
 from exports.ports import RemainingMs
@@ -43,6 +43,12 @@ def result_target(task: Task, export_type: AnyExportType, filters: BaseModel) ->
 def upload_metadata(task: Task, export_type: AnyExportType) -> dict[str, str]:
     """The metadata on the attempt's upload (and so on its file)."""
     return {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
+
+
+def task_columns(task: Task, export_type: AnyExportType, filters: BaseModel) -> list[Column]:
+    """The type's columns for ``filters``, their headers in the task's locale (JSON Lines and
+    Parquet write names, not headers)."""
+    return [column.in_locale(task.locale) for column in export_type.columns(filters)]
 
 
 def task_zone(task: Task, export_type: AnyExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
@@ -75,8 +81,7 @@ def run_export(
     task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
-    # Headers in the task's locale (JSON Lines and Parquet use names, not headers).
-    columns = [column.in_locale(task.locale) for column in export_type.columns(filters)]
+    columns = task_columns(task, export_type, filters)
     attempt = AttemptFiles(task, deps.results)
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = format_spec(task.format)

@@ -26,6 +26,7 @@ from exports.services.export_run import run_export
 from exports.services.progress import ProgressReporter
 from exports.writers.csv_writer import UnencodableValue, csv_stream
 from exports.writers.pdf import write_pdf_stream
+from exports.writers.pdf.font import font_metrics
 from tests.pdf_reading import page_lines, reader
 from tests.unit.export_fakes import NumbersExport, make_world, running_task
 
@@ -211,3 +212,11 @@ def test_pdf_cells_keep_their_line_breaks_and_draw_tabs_as_spaces() -> None:
     lines = [line.text for line in page_lines(reader(out.getvalue()).pages[0])]
     assert [line for line in lines if line.startswith("Line")] == ["Line one", "Line two", "Line three"]
     assert "한국어" in lines
+
+
+def test_the_bundled_font_draws_korean_rare_han_and_emoji_instead_of_empty_boxes() -> None:
+    drawn = font_metrics().advances
+    # Hangul syllables and jamo, an Extension A, a late URO and a supplementary-plane ideograph,
+    # emoji (Symbola's, where Noto has none).
+    missing = [char for char in "한국어 텍스트 뷁ᄀㄱ㐀鿏龘𠮷😀🎉👍❤☂" if char != " " and ord(char) not in drawn]
+    assert missing == []
