@@ -10,7 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from exports.api_models import ExportRequest
 from exports.config.schedules import Schedules
-from exports.domain.csv_dialect import CsvDialect
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.zones import canonical_zone
 from exports.schedules.model import Every, LastRun, PauseReason, Schedule, ScheduleState
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
@@ -201,8 +201,8 @@ class ScheduleView(BaseModel):
     callback_url: str | None
     csv_bom: bool
     csv_formula_guard: bool
-    csv_dialect: CsvDialect
-    locale: str | None
+    csv_dialect: CsvDialect = DEFAULT_DIALECT
+    locale: str | None = None
     cron: str | None
     every: EveryBody | None
     timezone: str

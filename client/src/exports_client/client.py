@@ -128,12 +128,17 @@ class ExportsClient:
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
         timezone: str | None = None,
+        locale: str | None = None,
+        csv_dialect: Mapping[str, str] | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns at once with the new task's id (``202``).
 
         Options left as ``None`` take the service's defaults; the service validates everything
         (:class:`InvalidRequestError` names the ``field``). ``timezone``: an IANA name such as
         ``"Europe/Berlin"``, the zone the file's date-times are written in (default UTC).
+        ``locale`` (``"zh-CN"``, ``"de"``): the language of the headers; ``csv_dialect``: the CSV's
+        ``delimiter``, ``line_ending``, ``decimal_separator``, ``encoding`` and ``unencodable``
+        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel).
         """
         options = {
             "format": format,
@@ -143,6 +148,8 @@ class ExportsClient:
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
             "timezone": timezone,
+            "locale": locale,
+            "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
         }
         body = {
             "export_type": export_type,
@@ -284,6 +291,8 @@ class ExportsClient:
         callback_url: str | None = None,
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
+        locale: str | None = None,
+        csv_dialect: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> ScheduleView:
         """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
@@ -308,6 +317,8 @@ class ExportsClient:
             "callback_url": callback_url,
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
+            "locale": locale,
+            "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
         }
         body = {
             "export_type": export_type,
