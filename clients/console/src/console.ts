@@ -80,10 +80,12 @@ class Session {
     error.textContent = "";
     markInvalid(form, null);
     try {
+      const callbackUrl = byId<HTMLInputElement>("callback-url").value.trim();
       const accepted = await this.client.submit({
         export_type: byId<HTMLSelectElement>("export-type").value,
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
+        ...(callbackUrl ? { callback_url: callbackUrl } : {}),
       });
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);
       this.follow(accepted.task_id);

@@ -34,9 +34,31 @@ export function sizeText(bytes: number | null | undefined): string {
  * The API's own message already starts with the field it names (``filters.date_to: …``), so it is
  * shown as it is, never prefixed again. */
 export function errorText(failure: { readonly message: string; readonly problems: readonly FieldProblem[] }): string {
-  if (failure.problems.length > 1) return failure.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ");
-  return failure.message;
+  if (failure.problems.length > 1) {
+    return failure.problems.map((problem) => `${problem.field}: ${withoutPattern(problem.message)}`).join("; ");
+  }
+  return withoutPattern(failure.message);
 }
+
+// pydantic's words for a value that does not match a field's pattern, and the pattern itself.
+const PATTERN_MESSAGE = /String should match pattern '.*'$/;
+
+/** A message without the raw regular expression a pattern check quotes: a person reads what is
+ * wrong, not ``^[A-Z]{2}$`` (the field's description in the form says what is expected). */
+function withoutPattern(message: string): string {
+  return message.replace(PATTERN_MESSAGE, "is not in the expected format");
+}
+
+/** A task's ETA: the time left while it runs, ``done`` once COMPLETED, nothing to wait for when it
+ * ended otherwise (failed, timed out, cancelled: it will not be done). */
+export function etaText(status: string, secondsLeft: number | null): string {
+  if (status === "COMPLETED") return "done";
+  if (TERMINAL_NOT_DONE.has(status)) return "–";
+  if (secondsLeft === null) return "estimating";
+  return secondsLeft < 90 ? `about ${secondsLeft} s` : `about ${Math.round(secondsLeft / 60)} min`;
+}
+
+const TERMINAL_NOT_DONE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
 
 /** ``Signed in as alice · tenant_id acme``: the user, and what the types bind from the token, by
  * the names they bind it as (nothing more when they bind nothing). */

@@ -17,6 +17,10 @@ import { createScheduleRow, type ScheduleAction, scheduleTitle, showRuns, update
 
 const LIST_LIMIT = 50;
 const RUNS_LIMIT = 20;
+// After "Run now", the schedule is read again this often until its "Last run" names the run
+// (a schedule records a run when it ends), for at most this many reads (10 minutes).
+const LAST_RUN_POLL_MS = 2000;
+const LAST_RUN_POLLS = 300;
 const FILTER_PREFIX = "schedule-filter";
 /** Offered in the zone field; any IANA name the server knows is accepted. */
 const COMMON_ZONES = ["Etc/UTC", "Europe/Berlin", "Europe/London", "America/New_York", "America/Los_Angeles", "Asia/Tokyo", "Australia/Sydney"];
@@ -163,6 +167,8 @@ export class SchedulesView {
       .map((address) => address.trim())
       .filter(Boolean);
     if (recipients.length > 0) request.recipients = recipients;
+    const callbackUrl = byId<HTMLInputElement>("schedule-callback-url").value.trim();
+    if (callbackUrl) request.callback_url = callbackUrl;
     return request;
   }
 
@@ -238,6 +244,7 @@ export class SchedulesView {
         const accepted = await this.client.runSchedule(schedule.schedule_id);
         this.announce(`Schedule ${scheduleTitle(schedule)} ran as export ${accepted.task_id.slice(-6)}`);
         await this.showRunsOf(row, schedule);
+        void this.showLastRunOnceRecorded(schedule.schedule_id, accepted.task_id);
       } else if (action === "runs") {
         await this.showRunsOf(row, schedule);
       } else if (action === "delete") {
@@ -254,6 +261,28 @@ export class SchedulesView {
     } catch (failure) {
       if (!(failure instanceof ApiError)) throw failure;
       error.textContent = `${failure.code}: ${failure.message}`;
+    }
+  }
+
+  /** Read the schedule again until its "Last run" is the run ``taskId`` (started by Run now),
+   * showing each state read and then the runs; stops when the view is left or the schedule goes. */
+  private async showLastRunOnceRecorded(scheduleId: string, taskId: string): Promise<void> {
+    for (let read = 0; read < LAST_RUN_POLLS && this.shown; read += 1) {
+      await new Promise((resolve) => setTimeout(resolve, LAST_RUN_POLL_MS));
+      if (!this.shown || !this.rows.has(scheduleId)) return;
+      let schedule: ScheduleView;
+      try {
+        schedule = await this.client.getSchedule(scheduleId);
+      } catch (failure) {
+        if (failure instanceof ApiError) return;
+        throw failure;
+      }
+      this.showSchedule(schedule);
+      if (schedule.last_run?.task_id === taskId) {
+        const row = this.rows.get(scheduleId);
+        if (row) await this.showRunsOf(row, schedule);
+        return;
+      }
     }
   }
 

@@ -5,7 +5,7 @@ import { test } from "node:test";
 
 import { ApiError } from "@exports/client";
 
-import { errorText, filtersText, sizeText, whoText } from "../../src/facts.js";
+import { errorText, etaText, filtersText, sizeText, whoText } from "../../src/facts.js";
 
 test("an error names its field once, as the API's message does", () => {
   const refused = new ApiError(422, {
@@ -41,4 +41,21 @@ test("filters, size: short words", () => {
 test("who is signed in: the user and what the types bind from the token", () => {
   assert.equal(whoText({ user_id: "alice", bound: { tenant_id: "acme" } }), "Signed in as alice · tenant_id acme");
   assert.equal(whoText({ user_id: "bob", bound: {} }), "Signed in as bob");
+});
+
+test("a field error does not quote the raw pattern it failed", () => {
+  const refused = new ApiError(422, {
+    code: "VALIDATION_ERROR",
+    message: "filters.country: String should match pattern '^[A-Z]{2}$'",
+    field: "filters.country",
+  });
+  assert.equal(errorText(refused), "filters.country: is not in the expected format");
+});
+
+test("the ETA says done only for a COMPLETED task", () => {
+  assert.equal(etaText("COMPLETED", null), "done");
+  for (const ended of ["FAILED", "TIMEOUT", "CANCELLED"]) assert.equal(etaText(ended, null), "–");
+  assert.equal(etaText("RUNNING", null), "estimating");
+  assert.equal(etaText("RUNNING", 42), "about 42 s");
+  assert.equal(etaText("RUNNING", 600), "about 10 min");
 });
