@@ -1,6 +1,6 @@
 /** The words the console shows for a task's facts and for a refused request (no DOM: node tests them). */
 
-import type { CallerView, FieldProblem } from "@exports/client";
+import type { CallerView, FieldProblem, TaskView } from "@exports/client";
 
 /** ``{"date_from": "2026-11-01", "status": ["paid", "shipped"]}`` -> ``date_from 2026-11-01 · status paid, shipped``;
  * no filters -> ``none``. */
@@ -65,4 +65,18 @@ const TERMINAL_NOT_DONE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
 export function whoText(caller: CallerView): string {
   const bound = filtersText(caller.bound ?? {});
   return `Signed in as ${caller.user_id}${bound === "none" ? "" : ` · ${bound}`}`;
+}
+
+/** Whether ``task`` is shown by the task history's filter: its status is ``status`` (empty: any)
+ * and every word of ``search`` is in its type, format, id, status, filters or file name (any case). */
+export function taskMatches(task: TaskView, search: string, status: string): boolean {
+  if (status && task.status !== status) return false;
+  const haystack = [task.export_type, task.format, task.task_id, task.status, filtersText(task.filters), task.file_name ?? ""]
+    .join(" ")
+    .toLowerCase();
+  return search
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every((word) => haystack.includes(word));
 }
