@@ -12,6 +12,7 @@ import {
   type ScheduleView,
 } from "@exports/client";
 
+import { cronPreview } from "./cron-preview.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { createScheduleRow, type ScheduleAction, scheduleTitle, showRuns, updateScheduleRow } from "./schedule-row.js";
 
@@ -64,6 +65,8 @@ export class SchedulesView {
     byId<HTMLInputElement>("schedule-timezone").value = browserZone();
     select.addEventListener("change", () => this.showType());
     byId("window-choice").addEventListener("change", () => this.showWindow());
+    for (const id of ["schedule-cron", "schedule-timezone"]) byId(id).addEventListener("input", () => this.showCronPreview());
+    this.showCronPreview();
     for (const radio of form.querySelectorAll<HTMLInputElement>('input[name="timing"]')) {
       radio.addEventListener("change", () => this.showTiming());
     }
@@ -284,6 +287,13 @@ export class SchedulesView {
         return;
       }
     }
+  }
+
+  /** The next firings of the cron expression in the zone, as the user types them. */
+  private showCronPreview(): void {
+    const cron = byId<HTMLInputElement>("schedule-cron").value;
+    const zone = byId<HTMLInputElement>("schedule-timezone").value.trim();
+    byId("cron-preview").textContent = cronPreview(cron, zone, Date.now());
   }
 
   private async showRunsOf(row: HTMLLIElement, schedule: ScheduleView): Promise<void> {
