@@ -145,6 +145,7 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         else None,
         "locale": declared.locale,
         "titles": declared.titles,
+        "pdf_footers": _footers(declared),
         "file_name": declared.file_name or name,
         "hot_key": declared.hot_key,
         "source_limit": limit,
@@ -162,6 +163,14 @@ def _access_rule(declared: TypeDecl, access: AccessDecl) -> AccessRule | None:
         claims={claim: tuple(values) for claim, values in allow.claims.items()},
         groups_claim=access.groups_claim,
     )
+
+
+def _footers(declared: TypeDecl) -> dict[str, str]:
+    """The PDF footer by locale: a single text is the type's own locale's."""
+    footer = declared.pdf_footer
+    if footer is None:
+        return {}
+    return dict(footer) if isinstance(footer, dict) else {declared.locale: footer}
 
 
 def _column(declared: ColumnDecl, locale: str) -> Column:

@@ -34,6 +34,7 @@ class DeclaredParts(TypedDict):
     window: WindowParameters | None
     locale: str
     titles: Mapping[str, str]
+    pdf_footers: Mapping[str, str]
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -56,6 +57,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         window: WindowParameters | None = None,
         locale: str = DEFAULT_LOCALE,
         titles: Mapping[str, str] | None = None,
+        pdf_footers: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -73,6 +75,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._window = window
         self.default_locale = locale
         self.titles = dict(titles or {})
+        self.pdf_footers = dict(pdf_footers or {})
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

@@ -263,9 +263,14 @@ class TypeDecl(TypeHead):
     locale: LocaleTag = DEFAULT_LOCALE
     # The description in other locales: a PDF's title.
     titles: dict[LocaleTag, str] = Field(default_factory=dict)
+    # Printed at the foot of every PDF page, beside the page number: one text (in ``locale``) or
+    # one per locale.
+    pdf_footer: Label | None = None
 
     @model_validator(mode="after")
     def _headers_in_default_locale(self) -> TypeDecl:
+        if isinstance(self.pdf_footer, dict) and pick(self.pdf_footer, self.locale) is None:
+            raise ValueError(f"pdf_footer has no text for the type's locale {self.locale!r}")
         for column in self.columns or ():
             if isinstance(column.header, dict) and pick(column.header, self.locale) is None:
                 raise ValueError(

@@ -202,9 +202,17 @@ class ExportType(ABC, Generic[FiltersT]):
     # The description in other locales (a PDF's title), by locale tag.
     titles: Mapping[str, str] = MappingProxyType({})
 
+    # The text at the foot of every PDF page (a company's name, "Confidential"), by locale tag;
+    # none: no footer but the page number.
+    pdf_footers: Mapping[str, str] = MappingProxyType({})
+
     def title(self, locale: str | None) -> str:
         """The type's description in ``locale``, else the default one."""
         return (pick(self.titles, locale) if locale else None) or self.description
+
+    def pdf_footer(self, locale: str | None) -> str:
+        """The PDF footer in ``locale``, else in the type's default locale, else none."""
+        return pick(self.pdf_footers, locale or self.default_locale) or self.pdf_footers.get(self.default_locale, "")
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:

@@ -72,6 +72,7 @@ def heading(
     generated_at: datetime,
     timezone: str = UTC_ZONE,
     locale: str | None = None,
+    footer: str = "",
 ) -> PdfHeading:
     """The first page's title, the filters the export ran with (as stored on the task), when
     it was generated and, in another zone than UTC, the zone its date-times are in; the words in
@@ -82,7 +83,7 @@ def heading(
     lines: tuple[str, ...] = (f"{words.filters}: {shown or words.none}", f"{words.generated}: {moment}")
     if not is_utc(timezone):
         lines = (*lines, f"{words.time_zone}: {timezone}")
-    return PdfHeading(title, lines, generated_at)
+    return PdfHeading(title, lines, generated_at, footer)
 
 
 def _shown(value: Any) -> str:
@@ -96,7 +97,14 @@ def write_pdf(run: ExportRun) -> ExportResult:
         sink = MultipartSink(upload, run.deps.settings.upload_part_bytes)
         title = run.export_type.title(run.task.locale) or run.export_type.name
         # The stored filters: the caller-bound values are not filters the caller chose.
-        shown = heading(title, run.task.filters, run.deps.clock(), run.task.timezone, run.task.locale)
+        shown = heading(
+            title,
+            run.task.filters,
+            run.deps.clock(),
+            run.task.timezone,
+            run.task.locale,
+            run.export_type.pdf_footer(run.task.locale),
+        )
         counted = RowCount()
         pages = run.pages(None)
         rows = rows_in_one_run(pages, counted, run.tracker.update, run.budget, TIME_MARGIN_SEC, out_of_time)

@@ -46,6 +46,7 @@ def test_zh_cn_headers_in_gb18030_csv_xlsx_and_pdf(shop: Resources) -> None:  # 
     assert lines[0] == "日期范围内的订单 (每行一个订单)"
     assert lines[1].startswith("筛选条件: date_from = 2025-03-30")
     assert any("订单号" in line and "下单日期" in line for line in lines)
+    assert lines[-1].endswith("演示商店 · 机密")
 
 
 def test_a_task_without_a_locale_is_in_the_types_and_keeps_english_headers(shop: Resources) -> None:  # noqa: F811

@@ -42,6 +42,7 @@ class LocalizedNumbers(NumbersExport):
     """The numbered rows with headers and a title in Chinese and German."""
 
     titles = MappingProxyType({"zh-CN": "编号的行", "de": "Nummerierte Zeilen"})
+    pdf_footers = MappingProxyType({"en": "Acme Ltd · confidential", "zh-CN": "Acme 有限公司 · 机密"})
 
     def columns(self, filters: Any) -> list[Column]:
         return [
@@ -220,3 +221,13 @@ def test_the_bundled_font_draws_korean_rare_han_and_emoji_instead_of_empty_boxes
     # emoji (Symbola's, where Noto has none).
     missing = [char for char in "한국어 텍스트 뷁ᄀㄱ㐀鿏龘𠮷😀🎉👍❤☂" if char != " " and ord(char) not in drawn]
     assert missing == []
+
+
+def test_every_pdf_page_carries_the_types_footer_in_the_locale_or_its_default() -> None:
+    _, body = exported(ExportFormat.PDF, rows_total=400, locale="zh-CN")
+    pages = reader(body).pages
+    assert len(pages) > 1
+    assert all(page_lines(page)[-1].text.endswith("Acme 有限公司 · 机密") for page in pages)
+
+    _, body = exported(ExportFormat.PDF, locale="ja")
+    assert page_lines(reader(body).pages[0])[-1].text.endswith("Acme Ltd · confidential")

@@ -47,11 +47,14 @@ _RULE = b"0.75 G 0.3 w"
 @dataclass(frozen=True)
 class PdfHeading:
     """What the first page says above the table: a title and lines below it (the filters, the
-    generation time); ``created`` also goes into the document information."""
+    generation time); ``created`` also goes into the document information; ``footer`` is printed
+    at the foot of every page."""
 
     title: str
     lines: Sequence[str] = ()
     created: datetime | None = None
+    # At the foot of every page, right-aligned (the page number is at the left).
+    footer: str = ""
 
 
 @dataclass
@@ -88,7 +91,8 @@ class PdfStream:
         self._text: list[bytes] = []
         self._y = 0.0
         self.rows = 0
-        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines):
+        self._footer = self._font.clean(heading.footer)
+        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines, self._footer):
             self._font.register(self._font.clean(text))
         for column in self._columns:
             self._font.register(self._font.clean_cell(column.header))
@@ -254,6 +258,14 @@ class PdfStream:
             MARGIN + label_width,
             footer_y,
         )
+        if self._footer:
+            width = self._font.width(self._footer) * FOOTER_SIZE / 1000
+            footer += b" BT /F1 %.1f Tf 1 0 0 1 %.2f %.2f Tm <%s> Tj ET" % (
+                FOOTER_SIZE,
+                max(MARGIN, geometry.width - MARGIN - width),
+                footer_y,
+                self._font.encode(self._footer).encode("ascii"),
+            )
         content = b"\n".join([*self._page, b"BT", *self._text, b"ET", footer])
         stream, page = objects.reserve(), objects.reserve()
         objects.put_stream(stream, content)
