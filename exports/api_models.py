@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from exports.config.limits import Limits
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect, CsvEncoding
+from exports.domain.locales import ACCEPTED as ACCEPTED_LOCALES
+from exports.domain.locales import canonical_locale
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
@@ -67,16 +70,51 @@ class ExportRequest(BaseModel):
         ),
         examples=["Europe/Berlin", "America/New_York", "Asia/Kathmandu", UTC_ZONE],
     )
+    csv_dialect: CsvDialect = Field(
+        default=DEFAULT_DIALECT,
+        description=(
+            "CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the"
+            ' spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","};'
+            ' Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}.'
+            " The default is RFC 4180 in UTF-8."
+        ),
+    )
+    locale: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        description=(
+            f"The language of the column headers and the PDF heading in CSV, XLSX and PDF: {ACCEPTED_LOCALES}."
+            " A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the"
+            " type's default. JSON Lines and Parquet keep the column names. None: the type's default."
+        ),
+        examples=["en", "de", "zh-CN", "ja"],
+    )
 
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, name: str) -> str:
         return canonical_zone(name)
 
+    @field_validator("locale")
+    @classmethod
+    def _locale_tag(cls, tag: str | None) -> str | None:
+        return None if tag is None else canonical_locale(tag)
+
+    @model_validator(mode="after")
+    def _bom_in_utf8(self) -> ExportRequest:
+        if self.csv_bom and self.csv_dialect.encoding is not CsvEncoding.UTF_8:
+            raise ValueError("csv_bom is for UTF-8 files: Excel reads the other encodings without one")
+        return self
+
     def spec(self) -> ExportSpec:
         """The export this body asks for, as the services take it."""
         callback_url = str(self.callback_url) if self.callback_url else None
-        return ExportSpec(**self.model_dump(exclude={"callback_url"}), callback_url=callback_url)
+        return ExportSpec(
+            **self.model_dump(exclude={"callback_url", "csv_dialect"}),
+            csv_dialect=self.csv_dialect,
+            callback_url=callback_url,
+        )
 
     def idempotency_body(self) -> dict[str, Any]:
         """The body an Idempotency-Key is bound to: the default zone left out, so a key stored
@@ -84,6 +122,11 @@ class ExportRequest(BaseModel):
         body = self.model_dump(mode="json")
         if is_utc(self.timezone):
             del body["timezone"]
+        # Likewise the default dialect and no locale: bodies of before them.
+        if self.csv_dialect.is_default:
+            del body["csv_dialect"]
+        if self.locale is None:
+            del body["locale"]
         return body
 
 
@@ -131,6 +174,10 @@ class TaskView(BaseModel):
     format: ExportFormat
     filters: dict[str, Any]
     timezone: str = Field(default=UTC_ZONE, description="The IANA zone the file's date-times are written in.")
+    csv_dialect: CsvDialect = Field(default=DEFAULT_DIALECT, description="How a CSV file is spelled.")
+    locale: str | None = Field(
+        default=None, description="The language of the file's labels (none: recorded before locales)."
+    )
     priority: int
     status: TaskStatus
     progress: int
@@ -175,6 +222,8 @@ class TaskView(BaseModel):
             format=task.format,
             filters=task.filters,
             timezone=task.timezone,
+            csv_dialect=task.csv_dialect,
+            locale=task.locale,
             priority=task.priority,
             status=task.status,
             progress=task.progress,

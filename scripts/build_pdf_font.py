@@ -5,8 +5,9 @@ missing; SIL Open Font License 1.1, which allows bundling and modified versions)
 glyphs take 16 MiB, too much for every worker package, so this keeps the characters a table of
 Chinese, Russian, Greek or Western data uses: Latin (with the extended blocks), Greek, Cyrillic,
 punctuation, currency and number signs, CJK punctuation, kana, full-width forms and the 6,763
-hanzi of GB 2312 (the characters of everyday Simplified Chinese). A character outside the set is
-still in the file's text (it extracts and searches) and is drawn as the font's empty box.
+hanzi of GB 2312, the whole CJK Unified Ideographs block (rarer hanzi, kanji and hanja) and
+Hangul (Korean). A character outside the set is still in the file's text (it extracts and
+searches) and is drawn as the font's empty box.
 
 CFF outlines become TrueType ones (fontTools' cu2qu, at most 1 unit of 1,000 off): a PDF embeds
 a TrueType font as a CIDFontType2 whose glyphs are addressed by glyph id, which the writer's own
@@ -23,6 +24,7 @@ from fontTools import merge, subset
 from fontTools.pens.cu2quPen import Cu2QuPen
 from fontTools.pens.ttGlyphPen import TTGlyphPen
 from fontTools.ttLib import TTCollection, TTFont, newTable
+from fontTools.ttLib.scaleUpem import scale_upem
 
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 COPYRIGHT = Path("/usr/share/doc/fonts-noto-cjk/copyright")
@@ -35,8 +37,17 @@ OUT = OUT_DIR / "NotoSansSC-Exports.ttf"
 # A Modified Version under the OFL: its own name (the original's stays in the copyright notice).
 FAMILY = "Exports Sans SC"
 # Blocks kept whole: Latin, Greek, Cyrillic, punctuation and symbols, CJK punctuation, kana,
+# Hangul (jamo, compatibility jamo and every syllable: Korean text), the CJK Unified
+# Ideographs (every hanzi, kanji and hanja of the block, the rarer ones of names included),
 # full-width forms.
 BLOCKS = [
+    (0x1100, 0x11FF),
+    (0x3130, 0x318F),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2FA1F),
     (0x0020, 0x024F),
     (0x0370, 0x03FF),
     (0x0400, 0x052F),
@@ -51,6 +62,18 @@ BLOCKS = [
     (0x25A0, 0x25FF),
     (0x3000, 0x30FF),
     (0xFF00, 0xFFEF),
+]
+# Emoji and pictographs the two Noto fonts lack come from Symbola (Debian's fonts-symbola: "free
+# for any use; they may be opened, edited, modified, regenerated, packaged and redistributed"),
+# black and white: a PDF table is printed, and its text font draws no colour glyphs.
+SYMBOLS = Path("/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf")
+SYMBOLS_COPYRIGHT = Path("/usr/share/doc/fonts-symbola/copyright")
+SYMBOL_BLOCKS = [
+    (0x2190, 0x21FF),
+    (0x2300, 0x23FF),
+    (0x2600, 0x27BF),
+    (0x2B00, 0x2BFF),
+    (0x1F000, 0x1FAFF),
 ]
 # Outline error allowed when cubic curves become quadratic, in font units (1,000 an em).
 MAX_ERROR = 1.0
@@ -69,8 +92,8 @@ def gb2312() -> set[int]:
 
 
 def source_font() -> TTFont:
-    if not SOURCE.exists() or not LATIN.exists():
-        subprocess.run(["apt-get", "install", "-y", "fonts-noto-cjk", "fonts-noto-core"], check=True)
+    if not SOURCE.exists() or not LATIN.exists() or not SYMBOLS.exists():
+        subprocess.run(["apt-get", "install", "-y", "fonts-noto-cjk", "fonts-noto-core", "fonts-symbola"], check=True)
     for font in TTCollection(str(SOURCE)).fonts:
         if font["name"].getDebugName(4) == FACE:
             return font
@@ -152,7 +175,14 @@ def licence(notices: list[str]) -> str:
         + "\nNoto Sans CJK: with Reserved Font Name 'Source'. Noto is a trademark of Google LLC.\n"
         + "\nThis Font Software is licensed under the SIL Open Font License, Version 1.1.\n\n"
     )
-    return notice + "\n".join(lines).strip() + "\n"
+    symbols = SYMBOLS_COPYRIGHT.read_text().split("Copyright:\n", 1)[1].split("\nThe Debian packaging", 1)[0]
+    symbols_notice = (
+        "\n\nThe emoji and pictographs the Noto fonts lack are a subset of Symbola (Debian's\n"
+        "fonts-symbola), scaled to 1,000 units an em. Its copyright and licence:\n\n"
+        + "\n".join(line.strip() for line in symbols.strip().splitlines())
+        + "\n"
+    )
+    return notice + "\n".join(lines).strip() + symbols_notice
 
 
 def main() -> None:
@@ -164,12 +194,18 @@ def main() -> None:
     notices = [str(font["name"].getDebugName(0)) for font in (latin, cjk)]
     latin_characters = blocks & set(latin.getBestCmap())
     cut(latin, latin_characters)
-    cut(cjk, (gb2312() | blocks) - latin_characters)
+    cjk_characters = ((gb2312() | blocks) - latin_characters) & set(cjk.getBestCmap())
+    cut(cjk, cjk_characters)
     to_truetype(cjk)
+    symbols = TTFont(str(SYMBOLS))
+    wanted = {code for start, end in SYMBOL_BLOCKS for code in range(start, end + 1)}
+    # Only what the Noto fonts lack, at their 1,000 units an em (fontTools merges fonts of one size).
+    cut(symbols, (wanted & set(symbols.getBestCmap())) - latin_characters - cjk_characters)
+    scale_upem(symbols, 1000)
     with tempfile.TemporaryDirectory() as folder:
-        parts = [str(Path(folder) / "latin.ttf"), str(Path(folder) / "cjk.ttf")]
-        latin.save(parts[0])
-        cjk.save(parts[1])
+        parts = [str(Path(folder) / name) for name in ("latin.ttf", "cjk.ttf", "symbols.ttf")]
+        for part, source in zip(parts, (latin, cjk, symbols), strict=True):
+            source.save(part)
         font = merge.Merger(merge.Options(drop_tables=["vhea", "vmtx"])).merge(parts)
     rename(font)
     OUT_DIR.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -37,19 +38,88 @@ class OrdersReader(Protocol):
 # The longest date range an orders (or sales report) export may cover.
 MAX_DATE_RANGE_DAYS = 366
 ORDER_COLUMNS: tuple[Column, ...] = (
-    Column("order_id", "Order ID", width=18),
-    Column("order_date", "Order date", ColumnKind.DATE, width=12),
-    Column("created_at", "Created at (UTC)", ColumnKind.DATETIME, width=20),
-    Column("customer_id", "Customer ID", width=12),
-    Column("customer_name", "Customer", width=22),
-    Column("customer_email", "Email", width=28),
-    Column("country", "Country", width=8),
-    Column("status", "Status", width=11),
-    Column("item_count", "Items", ColumnKind.INTEGER, width=7),
-    Column("items", "Products", width=40),
-    Column("amount", "Amount", ColumnKind.DECIMAL, width=12),
-    Column("currency", "Currency", width=9),
-    Column("note", "Note", width=30),
+    Column(
+        "order_id",
+        "Order ID",
+        width=18,
+        headers={"zh-CN": "订单号", "ja": "注文番号", "de": "Bestellnummer", "ko": "주문 번호"},
+    ),
+    Column(
+        "order_date",
+        "Order date",
+        ColumnKind.DATE,
+        width=12,
+        headers={"zh-CN": "下单日期", "ja": "注文日", "de": "Bestelldatum", "ko": "주문일"},
+    ),
+    Column(
+        "created_at",
+        "Created at (UTC)",
+        ColumnKind.DATETIME,
+        width=20,
+        headers={"zh-CN": "创建时间 (UTC)", "ja": "作成日時 (UTC)", "de": "Erstellt am (UTC)", "ko": "생성 시각 (UTC)"},
+    ),
+    Column(
+        "customer_id",
+        "Customer ID",
+        width=12,
+        headers={"zh-CN": "客户编号", "ja": "顧客ID", "de": "Kundennummer", "ko": "고객 ID"},
+    ),
+    Column(
+        "customer_name",
+        "Customer",
+        width=22,
+        headers={"zh-CN": "客户", "ja": "顧客", "de": "Kunde", "ko": "고객"},
+    ),
+    Column(
+        "customer_email",
+        "Email",
+        width=28,
+        headers={"zh-CN": "电子邮件", "ja": "メール", "de": "E-Mail", "ko": "이메일"},
+    ),
+    Column(
+        "country",
+        "Country",
+        width=8,
+        headers={"zh-CN": "国家", "ja": "国", "de": "Land", "ko": "국가"},
+    ),
+    Column(
+        "status",
+        "Status",
+        width=11,
+        headers={"zh-CN": "状态", "ja": "ステータス", "de": "Status", "ko": "상태"},
+    ),
+    Column(
+        "item_count",
+        "Items",
+        ColumnKind.INTEGER,
+        width=7,
+        headers={"zh-CN": "件数", "ja": "点数", "de": "Artikel", "ko": "수량"},
+    ),
+    Column(
+        "items",
+        "Products",
+        width=40,
+        headers={"zh-CN": "商品", "ja": "商品", "de": "Produkte", "ko": "상품"},
+    ),
+    Column(
+        "amount",
+        "Amount",
+        ColumnKind.DECIMAL,
+        width=12,
+        headers={"zh-CN": "金额", "ja": "金額", "de": "Betrag", "ko": "금액"},
+    ),
+    Column(
+        "currency",
+        "Currency",
+        width=9,
+        headers={"zh-CN": "币种", "ja": "通貨", "de": "Währung", "ko": "통화"},
+    ),
+    Column(
+        "note",
+        "Note",
+        width=30,
+        headers={"zh-CN": "备注", "ja": "備考", "de": "Notiz", "ko": "메모"},
+    ),
 )
 _COLUMNS_BY_NAME = {column.name: column for column in ORDER_COLUMNS}
 OrderColumnName = Literal[
@@ -129,6 +199,14 @@ class OrdersExport(ExportType[OrdersFilters]):
 
     name = "orders"
     description = "Orders placed in a date range, one row per order."
+    titles = MappingProxyType(
+        {
+            "zh-CN": "日期范围内的订单 (每行一个订单)",
+            "ja": "期間内の注文 (1 行に 1 件)",
+            "de": "Bestellungen in einem Zeitraum, eine Zeile je Bestellung.",
+            "ko": "기간 내 주문, 한 행에 한 건.",
+        }
+    )
     filters_model = OrdersFilters
 
     def __init__(self, reader: OrdersReader, page_rows: int = SOURCE_PAGE_ROWS) -> None:

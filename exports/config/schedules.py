@@ -14,6 +14,9 @@ class Schedules:
     # A schedule pauses itself after this many consecutive failed runs.
     MAX_CONSECUTIVE_FAILURES: Final = 5
     NEXT_RUNS_SHOWN: Final = 5
+    # An ``every`` schedule's first firing is at its anchor (Scheduler's rate fires when the
+    # schedule is created or retimed): next_runs shows it for this long, until the run starts.
+    FIRST_FIRING_GRACE_SEC: Final = 60
     MAX_RECIPIENTS: Final = 10
     DEFAULT_TIMEZONE: Final = "Etc/UTC"
     # The schedule function's timeout.

@@ -14,6 +14,7 @@ from exports.declared.parameters import filters_model
 from exports.declared.type_facts import caller_bindings, change_window, window_range
 from exports.domain.caller import AccessRule, CallerBinding
 from exports.domain.errors import ExportFailed, ExportsError
+from exports.domain.locales import pick
 from exports.export_types.base import AnyExportType, Column, ColumnKind, ExportType, SourceLimit, WindowParameters
 from exports.sources.kind import LeftOut, SourceReaders, TypeMaker
 from exports.sources.registry import source_kind, type_kind
@@ -139,7 +140,12 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         "access": _access_rule(declared, access),
         "parameter_names": list(declared.parameters),
         "formats": declared.formats,
-        "columns": [_column(column) for column in declared.columns] if declared.columns is not None else None,
+        "columns": [_column(column, declared.locale) for column in declared.columns]
+        if declared.columns is not None
+        else None,
+        "locale": declared.locale,
+        "titles": declared.titles,
+        "pdf_footers": _footers(declared),
         "file_name": declared.file_name or name,
         "hot_key": declared.hot_key,
         "source_limit": limit,
@@ -160,15 +166,27 @@ def _access_rule(declared: TypeDecl, access: AccessDecl) -> AccessRule | None:
     )
 
 
-def _column(declared: ColumnDecl) -> Column:
+def _footers(declared: TypeDecl) -> dict[str, str]:
+    """The PDF footer by locale: a single text is the type's own locale's."""
+    footer = declared.pdf_footer
+    if footer is None:
+        return {}
+    return dict(footer) if isinstance(footer, dict) else {declared.locale: footer}
+
+
+def _column(declared: ColumnDecl, locale: str) -> Column:
+    """The column; a header table's label for the type's ``locale`` is its header."""
+    labels = declared.header if isinstance(declared.header, dict) else {}
+    header = pick(labels, locale) if isinstance(declared.header, dict) else declared.header
     return Column(
         declared.name,
-        declared.header or declared.name,
+        header or declared.name,
         declared.kind or ColumnKind.STRING,
         declared.width,
         precision=declared.precision,
         scale=declared.scale,
         array_of=declared.array_of,
+        headers=labels,
     )
 
 

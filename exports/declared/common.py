@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
 from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
+from exports.domain.locales import DEFAULT_LOCALE
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ChangeWindow, ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
 
@@ -32,6 +33,9 @@ class DeclaredParts(TypedDict):
     access: AccessRule | None
     window: WindowParameters | None
     changes: ChangeWindow | None
+    locale: str
+    titles: Mapping[str, str]
+    pdf_footers: Mapping[str, str]
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -53,6 +57,9 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         access: AccessRule | None = None,
         window: WindowParameters | None = None,
         changes: ChangeWindow | None = None,
+        locale: str = DEFAULT_LOCALE,
+        titles: Mapping[str, str] | None = None,
+        pdf_footers: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -69,6 +76,9 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._access = access
         self._window = window
         self._changes = changes
+        self.default_locale = locale
+        self.titles = dict(titles or {})
+        self.pdf_footers = dict(pdf_footers or {})
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

@@ -12,21 +12,34 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
 from exports.config.audit import Audit
 from exports.domain.caller import BindingKind
+from exports.domain.locales import DEFAULT_LOCALE, canonical_locale, pick
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
 
 # Default limit of concurrent exports per source (max_concurrent_exports).
 SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
 
+
+def _locale_tag(tag: str) -> str:
+    """``tag`` as written: its canonical case, so ``zh-cn`` is refused rather than never matched."""
+    if canonical_locale(tag) != tag:
+        raise ValueError(f"write the locale {tag!r} as {canonical_locale(tag)!r}")
+    return tag
+
+
 # Names that reach SQL, templates, JSON Schema and file names: plain identifiers only.
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 # A custom PostgreSQL setting (a "placeholder variable"): two or more dotted identifiers.
 SettingName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+$", max_length=63)]
+# A locale tag (en, zh-CN, ...), as a TOML key: written in BCP 47's case (exports.domain.locales).
+LocaleTag = Annotated[str, AfterValidator(_locale_tag)]
+# A label in one language, or a table of labels by locale (``{ en = "Order", zh-CN = "订单" }``).
+Label = str | Annotated[dict[LocaleTag, str], Field(min_length=1)]
 # A claim of the caller's token, as the authorizer passes it (``sub``, ``custom:tenant_id``, ...).
 ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:./#@-]{1,256}$")]
 
@@ -142,7 +155,8 @@ class ColumnDecl(StrictModel):
     """One column of the file. ``attribute`` (DynamoDB) is the item attribute it comes from."""
 
     name: Identifier
-    header: str | None = None
+    # The file's header: one label, or one per locale (the type's ``locale`` among them).
+    header: Label | None = None
     kind: ColumnKind | None = Field(default=None, strict=False)
     width: int = Field(default=14, ge=1, le=255)
     attribute: str | None = None
@@ -289,6 +303,25 @@ class TypeDecl(TypeHead):
         default_factory=lambda: list(ExportFormat), min_length=1
     )
     file_name: str | None = None
+    # The locale a task is in when it asks for none: the locale of ``description`` and of the
+    # headers written as one label.
+    locale: LocaleTag = DEFAULT_LOCALE
+    # The description in other locales: a PDF's title.
+    titles: dict[LocaleTag, str] = Field(default_factory=dict)
+    # Printed at the foot of every PDF page, beside the page number: one text (in ``locale``) or
+    # one per locale.
+    pdf_footer: Label | None = None
+
+    @model_validator(mode="after")
+    def _headers_in_default_locale(self) -> TypeDecl:
+        if isinstance(self.pdf_footer, dict) and pick(self.pdf_footer, self.locale) is None:
+            raise ValueError(f"pdf_footer has no text for the type's locale {self.locale!r}")
+        for column in self.columns or ():
+            if isinstance(column.header, dict) and pick(column.header, self.locale) is None:
+                raise ValueError(
+                    f"the header of column {column.name!r} has no label for the type's locale {self.locale!r}"
+                )
+        return self
 
 
 class DeclarationFile(StrictModel):

@@ -10,6 +10,7 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from exports.config.queues import LANES, Lane
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.zones import is_utc
 
 
@@ -33,6 +34,8 @@ def dedup_key(
     caller: dict[str, Any] | None = None,
     timezone: str | None = None,
     run_of: str | None = None,
+    csv_dialect: CsvDialect = DEFAULT_DIALECT,
+    locale: str | None = None,
 ) -> str:
     """The same export asked twice by the same user, with the same caller-bound values (a
     tenant claim that changed makes another export), has the same key.
@@ -43,8 +46,9 @@ def dedup_key(
     deadline is fixed when its lifecycle starts, so requests that ask for different deadlines are
     not merged (each gets the deadline it asked for). Priority and the callback are not: a merged
     request raises the task's priority and adds its callback (see services/submission.py).
-    A scheduled run's key has its firing (``run_of``: schedule and time) in it: each firing is a
-    run of its own, even while the previous one is still active (docs/schedules.md).
+    ``locale``: given only when it is not the type's default. A scheduled run's key has its
+    firing (``run_of``: schedule and time) in it: each firing is a run of its own, even while
+    the previous one is still active (docs/schedules.md).
     """
     identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}
     identity["bom"] = csv_bom
@@ -59,6 +63,11 @@ def dedup_key(
         identity["timezone"] = timezone
     if run_of is not None:
         identity["run_of"] = run_of
+    # Only what differs from the file of before dialects and locales: older keys stay as they were.
+    if not csv_dialect.is_default:
+        identity["csv_dialect"] = csv_dialect.model_dump(mode="json")
+    if locale is not None:
+        identity["locale"] = locale
     canonical = json.dumps(
         identity,
         sort_keys=True,

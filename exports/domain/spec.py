@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from exports.config.limits import Limits
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE
 
@@ -13,8 +14,8 @@ from exports.domain.zones import UTC_ZONE
 @dataclass(frozen=True)
 class ExportSpec:
     """An export to run: its type, format, the type's filters (not yet parsed), its priority and
-    timeout, the URL to call back when it ends, the CSV options and the time zone (a canonical
-    name, exports.domain.zones)."""
+    timeout, the URL to call back when it ends, the CSV options, the time zone (a canonical
+    name, exports.domain.zones) and the locale of the labels."""
 
     export_type: str
     format: ExportFormat = ExportFormat.CSV
@@ -25,10 +26,13 @@ class ExportSpec:
     csv_bom: bool = False
     csv_formula_guard: bool = True
     timezone: str = UTC_ZONE
+    csv_dialect: CsvDialect = DEFAULT_DIALECT
+    # None: the type's default locale.
+    locale: str | None = None
 
     @classmethod
     def of_task(cls, task: Task) -> ExportSpec:
         """The export ``task`` was asked for, to run again (its callback URL as stored, which the
         first submit normalised)."""
         stored = {spec_field.name for spec_field in fields(cls)} - {"callback_url"}
-        return cls(**task.model_dump(include=stored), callback_url=task.callback_url)
+        return cls(**{name: getattr(task, name) for name in stored}, callback_url=task.callback_url)

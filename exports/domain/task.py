@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exports.config.limits import Limits
 from exports.config.retry import TASK_RETRY
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
 from exports.domain.zones import UTC_ZONE
@@ -134,6 +135,11 @@ class Task(BaseModel):
     # The IANA zone its date-times from instants are written in (exports.domain.zones); records
     # written before zones existed read as the default, UTC.
     timezone: str = UTC_ZONE
+    # CSV only: how the file is spelled (delimiter, line ending, decimal mark, encoding).
+    csv_dialect: CsvDialect = DEFAULT_DIALECT
+    # The locale of the labels in CSV, XLSX and PDF (exports.domain.locales): resolved at submit,
+    # the type's default when none was asked; records written before locales existed have none.
+    locale: str | None = None
     priority: int = Limits.PRIORITY_DEFAULT
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
     status: TaskStatus = TaskStatus.PENDING
@@ -266,6 +272,8 @@ def new_task(
     csv_bom: bool = False,
     csv_formula_guard: bool = True,
     timezone: str = UTC_ZONE,
+    csv_dialect: CsvDialect = DEFAULT_DIALECT,
+    locale: str | None = None,
     priority: int = Limits.PRIORITY_DEFAULT,
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT,
     callback_url: str | None = None,
@@ -290,6 +298,8 @@ def new_task(
         csv_bom=csv_bom,
         csv_formula_guard=csv_formula_guard,
         timezone=timezone,
+        csv_dialect=csv_dialect,
+        locale=locale,
         priority=priority,
         timeout_sec=timeout_sec,
         max_retries=max_retries,

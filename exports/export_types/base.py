@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field
 from exports.config.limits import Limits
 from exports.domain.caller import Caller
 from exports.domain.errors import RetryableError
+from exports.domain.locales import DEFAULT_LOCALE, pick
 from exports.domain.partitions import PartitionSpec
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE
@@ -57,6 +59,14 @@ class Column:
     # An array column (kind STRING, its values PostgreSQL's array text, ``{vip,q3}``): JSON Lines
     # and Parquet write its values as lists of this kind, the other formats the text itself.
     array_of: ColumnKind | None = None
+    # The header in other languages, by locale tag (``{"zh-CN": "订单号"}``); ``header`` is the
+    # type's default locale's.
+    headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def in_locale(self, locale: str | None) -> Column:
+        """The column with its header in ``locale`` (exports.domain.locales.pick), else as it is."""
+        header = pick(self.headers, locale) if locale and self.headers else None
+        return self if header is None or header == self.header else replace(self, header=header)
 
 
 # A date in export filters: ranges are read day by day, so the calendar's edges are out of bounds.
@@ -203,6 +213,22 @@ class ExportType(ABC, Generic[FiltersT]):
     description: str
     filters_model: type[FiltersT]
     formats: tuple[ExportFormat, ...] = tuple(ExportFormat)
+    # The locale of the headers and the description: a task that asks for none is in it.
+    default_locale: str = DEFAULT_LOCALE
+    # The description in other locales (a PDF's title), by locale tag.
+    titles: Mapping[str, str] = MappingProxyType({})
+
+    # The text at the foot of every PDF page (a company's name, "Confidential"), by locale tag;
+    # none: no footer but the page number.
+    pdf_footers: Mapping[str, str] = MappingProxyType({})
+
+    def title(self, locale: str | None) -> str:
+        """The type's description in ``locale``, else the default one."""
+        return (pick(self.titles, locale) if locale else None) or self.description
+
+    def pdf_footer(self, locale: str | None) -> str:
+        """The PDF footer in ``locale``, else in the type's default locale, else none."""
+        return pick(self.pdf_footers, locale or self.default_locale) or self.pdf_footers.get(self.default_locale, "")
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:

@@ -24,7 +24,7 @@ from exports.formats.split import PartitionResult, PartitionWrite, SplitLayout
 from exports.ports import RemainingMs, SlotLease
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import run_control, task_zone
+from exports.services.export_run import run_control, task_columns, task_zone
 from exports.services.progress import ProgressReporter, slot_keeper
 from exports.services.task_writes import write_partition_progress
 from exports.writers.partitioned import DeflatedPiece
@@ -100,7 +100,7 @@ def write_partition(
             progress.flush()
 
         zoned = task_zone(task, export_type, filters, control)
-        columns = zoned.columns(export_type.columns(filters))
+        columns = zoned.columns(task_columns(task, export_type, filters))
         pages = _pages(
             zoned.pages(columns, export_type.partition_stream(filters, plan.specs[partition], control)), progress
         )

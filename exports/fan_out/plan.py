@@ -28,7 +28,7 @@ from exports.formats.split import FileLayout, FirstRows
 from exports.ports import RemainingMs
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
-from exports.services.export_run import result_target, run_control, task_zone, upload_metadata
+from exports.services.export_run import result_target, run_control, task_columns, task_zone, upload_metadata
 from exports.services.progress import ProgressReporter
 from exports.writers.cells import WIDTH_SAMPLE_ROWS
 from exports.writers.partitioned import SheetPiece
@@ -105,7 +105,7 @@ def start_fan_out(
     def first_rows() -> FirstRows:
         # In the task's zone, as the single worker writes (and fits its widths to) them.
         zoned = task_zone(task, export_type, filters, control)
-        columns = zoned.columns(export_type.columns(filters))
+        columns = zoned.columns(task_columns(task, export_type, filters))
         first = _first_rows(export_type, filters, specs, control)
         convert = zoned.row_converter(columns)
         return FirstRows(columns, convert(first) if convert is not None else first)

@@ -5,9 +5,12 @@ one segment per partition with no glue (exports.writers.partitioned)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Final
 
 from exports.config.worker import Worker
-from exports.domain.task import ExportFormat
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.domain.errors import ExportFailed
+from exports.domain.task import ExportFormat, Task
 from exports.export_types.base import Column, CsvRows, Cursor, Row
 from exports.formats.lines import LineWriter, RowStream
 from exports.formats.run import ExportRun
@@ -20,19 +23,44 @@ from exports.writers.partitioned_csv import csv_glue, write_csv_partition
 from exports.writers.segment_upload import SegmentSink, part_numbers
 from exports.writers.zones import ZoneStyle, csv_text
 
+# A value the task's CSV encoding cannot hold (csv_dialect.unencodable = "fail", the default).
+CSV_UNENCODABLE: Final = "CSV_UNENCODABLE"
+
 
 def csv_stream(run: ExportRun, out: ByteStream, fresh: bool) -> RowStream:
-    """The task's CSV rows into ``out``: the BOM (if asked) and the header only at the file's start."""
+    """The task's CSV rows into ``out`` in its dialect: the BOM (if asked) and the header only at
+    the file's start."""
     task = run.task
-    return csv_writer.CsvStream(
-        run.columns, out, bom=task.csv_bom and fresh, header=fresh, formula_guard=task.csv_formula_guard
+    return csv_writer.csv_stream(
+        run.columns,
+        out,
+        task.csv_dialect,
+        bom=task.csv_bom and fresh,
+        header=fresh,
+        formula_guard=task.csv_formula_guard,
     )
 
 
 def copied_rows(run: ExportRun, cursor: Cursor | None) -> CsvRows | None:
-    """The CSV rows the source writes itself (PostgreSQL's COPY), byte-equal to the writer's."""
+    """The CSV rows the source writes itself (PostgreSQL's COPY), byte-equal to the writer's:
+    only in the default dialect, the one COPY writes."""
     task = run.task
+    if not task.csv_dialect.is_default:
+        return None
     return run.export_type.csv_rows(run.filters, cursor, run.control, task.csv_formula_guard, task.timezone)
+
+
+def unencodable(error: Exception, rows: int) -> ExportFailed | None:
+    """The export's error for a value the task's encoding cannot hold (``rows``: the data rows
+    before the page it is in)."""
+    if not isinstance(error, csv_writer.UnencodableValue):
+        return None
+    return ExportFailed(error.message(rows), code=CSV_UNENCODABLE)
+
+
+def content_type(task: Task) -> str:
+    """``text/csv`` with the charset of the task's encoding."""
+    return f"text/csv; charset={task.csv_dialect.charset}"
 
 
 def upload_csv_partition(
@@ -44,13 +72,19 @@ def upload_csv_partition(
     gzip: bool = False,
     bom: bool = False,
     formula_guard: bool = True,
+    dialect: CsvDialect = DEFAULT_DIALECT,
     part_bytes: int = Worker.UPLOAD_PART_BYTES,
     before_part: Callable[[], None] | None = None,
 ) -> PartitionResult:
     """Write and upload partition ``partition`` (of ``partitions``) of a CSV or csv.gz file:
     one segment, in the partition's range of part numbers."""
     sink = SegmentSink(upload, part_numbers(partition, partitions), part_bytes, before_part)
-    rows = write_csv_partition(columns, pages, sink, partition, gzip=gzip, bom=bom, formula_guard=formula_guard)
+    try:
+        rows = write_csv_partition(
+            columns, pages, sink, partition, gzip=gzip, bom=bom, formula_guard=formula_guard, dialect=dialect
+        )
+    except csv_writer.UnencodableValue as error:
+        raise ExportFailed(f"partition {partition + 1}: {error}", code=CSV_UNENCODABLE) from None
     return PartitionResult(rows, (sink.finish(),))
 
 
@@ -75,6 +109,7 @@ class CsvSplit:
             gzip=self._gzip,
             bom=part.task.csv_bom,
             formula_guard=part.task.csv_formula_guard,
+            dialect=part.task.csv_dialect,
             part_bytes=part.part_bytes,
             before_part=part.before_part,
         )
@@ -90,10 +125,11 @@ def csv_format(gzip: bool) -> FormatSpec:
         format=ExportFormat.CSV_GZ if gzip else ExportFormat.CSV,
         extension="csv.gz" if gzip else "csv",
         content_type=csv_writer.GZIP_CONTENT_TYPE if gzip else csv_writer.CONTENT_TYPE,
-        write=LineWriter(csv_stream, gzip=gzip, source_rows=copied_rows),
+        write=LineWriter(csv_stream, gzip=gzip, source_rows=copied_rows, refused=unencodable),
         zone_style=ZoneStyle(csv_text),
         resumable=True,
         split=CsvSplit(gzip),
+        task_content_type=None if gzip else content_type,
     )
 
 

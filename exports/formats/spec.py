@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exports.domain.task import ExportFormat, ExportResult
+from exports.domain.task import ExportFormat, ExportResult, Task
 from exports.formats.run import ExportRun, HandedOver
 from exports.formats.split import SplitLayout
 from exports.writers.zones import ZoneStyle
@@ -28,6 +28,12 @@ class FormatSpec:
     resumable: bool = False
     # How the fan-out writes it in partitions at once; None: one worker writes it.
     split: SplitLayout | None = None
+    # The content type of one task's file, when its options change it (a CSV's charset).
+    task_content_type: Callable[[Task], str] | None = None
+
+    def content_type_of(self, task: Task) -> str:
+        """The content type of ``task``'s file."""
+        return self.content_type if self.task_content_type is None else self.task_content_type(task)
 
     @property
     def splittable(self) -> bool:

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from exports.api_models import ExportRequest
 from exports.config.schedules import Schedules
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.zones import canonical_zone
 from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
@@ -259,6 +260,8 @@ class ScheduleView(BaseModel):
     callback_url: str | None
     csv_bom: bool
     csv_formula_guard: bool
+    csv_dialect: CsvDialect = DEFAULT_DIALECT
+    locale: str | None = None
     cron: str | None
     every: EveryBody | None
     timezone: str
@@ -299,6 +302,8 @@ class ScheduleView(BaseModel):
             callback_url=schedule.callback_url,
             csv_bom=schedule.csv_bom,
             csv_formula_guard=schedule.csv_formula_guard,
+            csv_dialect=schedule.csv_dialect,
+            locale=schedule.locale,
             cron=schedule.cron,
             every=_every_body(schedule.every) if schedule.every else None,
             timezone=schedule.timezone,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat
 
 SCHEDULE_ID_PREFIX = "sch_"
@@ -136,6 +137,9 @@ class Schedule(BaseModel):
     callback_url: str | None = None
     csv_bom: bool = False
     csv_formula_guard: bool = True
+    csv_dialect: CsvDialect = DEFAULT_DIALECT
+    # None: each run is in the type's default locale.
+    locale: str | None = None
     cron: str | None = None
     every: Every | None = None
     timezone: str = Schedules.DEFAULT_TIMEZONE

@@ -79,8 +79,18 @@ class ScheduleChanges:
 
 
 def next_runs(schedule: Schedule, now: datetime, count: int) -> list[datetime]:
-    """The next ``count`` firings (UTC); none while paused."""
-    return recurrence_of(schedule).next_runs(now, count) if schedule.is_active else []
+    """The next ``count`` firings (UTC); none while paused. An ``every`` schedule created (or
+    retimed) without ``start_at`` first fires at its anchor, as Scheduler's rate does: that
+    firing comes first while it has not run, for ``Schedules.FIRST_FIRING_GRACE_SEC``."""
+    if not schedule.is_active:
+        return []
+    after = now
+    anchor = schedule.anchor_at
+    first_pending = schedule.last_run is None or schedule.last_run.scheduled_for < anchor
+    grace = timedelta(seconds=Schedules.FIRST_FIRING_GRACE_SEC)
+    if schedule.every is not None and schedule.start_at is None and first_pending and anchor <= now < anchor + grace:
+        after = anchor - timedelta(microseconds=1)
+    return recurrence_of(schedule).next_runs(after, count)
 
 
 def next_moved_firing(schedule: Schedule, after: datetime) -> datetime | None:
@@ -169,6 +179,8 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
         callback_url=export.callback_url,
         csv_bom=export.csv_bom,
         csv_formula_guard=export.csv_formula_guard,
+        csv_dialect=export.csv_dialect,
+        locale=export.locale,
         cron=spec.cron,
         every=spec.every,
         timezone=spec.timezone,
@@ -399,4 +411,6 @@ def export_spec(schedule: Schedule, filters: dict[str, Any]) -> ExportSpec:
         csv_bom=schedule.csv_bom,
         csv_formula_guard=schedule.csv_formula_guard,
         timezone=schedule.timezone,
+        csv_dialect=schedule.csv_dialect,
+        locale=schedule.locale,
     )

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from exports.domain.task import ExportResult, Task
 from exports.domain.zones import is_utc
-from exports.export_types.base import AnyExportType, RunControl
+from exports.export_types.base import AnyExportType, Column, RunControl
 from exports.formats.registry import format_spec
 from exports.formats.run import ExportRun, HandedOver, PageProgress, RunBudget, TaskRunControl
 from exports.ports import RemainingMs
@@ -37,12 +37,18 @@ def result_target(task: Task, export_type: AnyExportType, filters: BaseModel) ->
     """The key, download name and content type of the attempt's file."""
     spec = format_spec(task.format)
     file_name = f"{export_type.file_stem(filters)}.{spec.extension}"
-    return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type)
+    return ResultTarget(attempt_key(task, file_name), file_name, spec.content_type_of(task))
 
 
 def upload_metadata(task: Task, export_type: AnyExportType) -> dict[str, str]:
     """The metadata on the attempt's upload (and so on its file)."""
     return {"task-id": task.task_id, "export-type": export_type.name, "format": task.format.value}
+
+
+def task_columns(task: Task, export_type: AnyExportType, filters: BaseModel) -> list[Column]:
+    """The type's columns for ``filters``, their headers in the task's locale (JSON Lines and
+    Parquet write names, not headers)."""
+    return [column.in_locale(task.locale) for column in export_type.columns(filters)]
 
 
 def task_zone(task: Task, export_type: AnyExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
@@ -75,7 +81,7 @@ def run_export(
     task's ``estimated_rows``."""
     export_type = deps.registry.get(task.export_type)
     filters = export_type.task_filters(task)
-    columns = export_type.columns(filters)
+    columns = task_columns(task, export_type, filters)
     attempt = AttemptFiles(task, deps.results)
     checkpoints = Checkpoints(task, export_fingerprint(task, export_type.name, columns), attempt, deps.clock)
     spec = format_spec(task.format)

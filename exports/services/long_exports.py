@@ -54,6 +54,8 @@ def export_fingerprint(task: Task, export_type: str, columns: Sequence[Column]) 
             "filters": task.filters,
             "csv_bom": task.csv_bom,
             "csv_formula_guard": task.csv_formula_guard,
+            # The dialect only when another than the default: older checkpoints still fit.
+            **({} if task.csv_dialect.is_default else {"csv_dialect": task.csv_dialect.model_dump(mode="json")}),
             # An array column's element kind only when it has one: other columns' fingerprints
             # (and the checkpoints they sign) are as they were.
             "columns": [

@@ -138,6 +138,8 @@ def submit_export(
         csv_bom=request.csv_bom,
         csv_formula_guard=request.csv_formula_guard,
         timezone=timezone,
+        csv_dialect=request.csv_dialect,
+        locale=request.locale or export_type.default_locale,
         priority=request.priority,
         timeout_sec=request.timeout_sec,
         callback_url=callback_url,
@@ -159,6 +161,8 @@ def submit_export(
             caller=bound,
             timezone=timezone,
             run_of=f"{run_of.schedule_id}@{run_of.scheduled_for.isoformat()}" if run_of else None,
+            csv_dialect=request.csv_dialect,
+            locale=request.locale if request.locale != export_type.default_locale else None,
         ),
     )
     work_sec = throughput.run_sec(rows)

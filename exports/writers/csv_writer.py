@@ -10,6 +10,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect, CsvEncoding
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.byte_sink import ByteStream, utf8_text
 from exports.writers.cells import FORMULA_TRIGGERS, neutralise, plain_number
@@ -158,39 +159,63 @@ _FIELDS[ColumnKind.JSON] = _FIELDS[ColumnKind.STRING]
 _NEEDS_QUOTES = (",", '"', "\r", "\n")
 
 
-def _field(value: Any) -> str:
+def _dialect_field(expression: str, kind: ColumnKind, dialect: CsvDialect) -> str:
+    """A column's field expression in ``dialect``: a decimal comma replaces the point of decimal
+    and float numbers (their text has no other point; NaN and the infinities have none)."""
+    if dialect.decimal_separator != "." and kind in (ColumnKind.DECIMAL, ColumnKind.FLOAT):
+        return f"{expression}.replace('.', '{dialect.decimal_separator}')"
+    return expression
+
+
+def _field(value: Any, special: tuple[str, ...] = _NEEDS_QUOTES) -> str:
     """The CSV field ``csv.writer`` writes for ``value`` (None as nothing, other values as their
-    str()), quoted when it holds a delimiter, a quote or a line break."""
+    str()), quoted when it holds a delimiter, a quote or a line break (``special``)."""
     text = "" if value is None else value if value.__class__ is str else str(value)
-    if any(special in text for special in _NEEDS_QUOTES):
+    if any(character in text for character in special):
         return '"' + text.replace('"', '""') + '"'
     return text
 
 
-def lines_encoder(columns: Sequence[Column], guard: bool = True) -> Callable[[Iterable[Row]], str]:
+def lines_encoder(
+    columns: Sequence[Column], guard: bool = True, dialect: CsvDialect = DEFAULT_DIALECT
+) -> Callable[[Iterable[Row]], str]:
     """``encode(rows)``: the CSV lines (``\r\n`` ended) of ``rows``, what ``csv.writer``
     (excel dialect) writes for :func:`rows_encoder`'s values, byte for byte, generated as one
     f-string a row: ``csv.writer``'s conversion and quoting of each field, in C, cost more
     than the whole line made here (docs/performance.md, "CSV lines without csv.writer"). Two
     or more columns (``csv.writer`` writes a lone empty field as ``""``). A row of the wrong
-    length raises ``ValueError``."""
-    if len(columns) < 2:
+    length raises ``ValueError``.
+
+    Another ``dialect`` changes the delimiter (the one character besides quotes and line breaks
+    that makes a field quoted), the line end and, with a decimal comma, the point of decimal
+    and float numbers; it also takes one column, whose empty field is written ``""``."""
+    if len(columns) < 2 and dialect.is_default:
         raise ValueError("lines are made for two or more columns")
     names = [f"c{index}" for index in range(len(columns))]
-    fields = ",".join(
-        "{" + _FIELDS[column.kind].format(c=name) + "}" for name, column in zip(names, columns, strict=True)
+    expressions = [_dialect_field(_FIELDS[column.kind], column.kind, dialect) for column in columns]
+    if len(columns) == 1:
+        # A line holding nothing would be no row to a reader: csv.writer quotes a lone empty field.
+        expressions = [f"(_f if (_f := {expressions[0]}) else _QUOTE + _QUOTE)"]
+    fields = (
+        dialect.delimiter.encode("unicode_escape")
+        .decode("ascii")
+        .join("{" + expression.format(c=name) + "}" for name, expression in zip(names, expressions, strict=True))
     )
+    # The delimiter and the line end as the generated code's literals (a tab as \t).
+    delimiter, end = (text.encode("unicode_escape").decode("ascii") for text in (dialect.delimiter, dialect.line_end))
     source = (
         "def encode(rows):\n"
-        "    _COMMA, _QUOTE, _LF, _CR = ',', '\"', '\\n', '\\r'\n"
+        f"    _COMMA, _QUOTE, _LF, _CR = '{delimiter}', '\"', '\\n', '\\r'\n"
         "    lines = []\n"
         "    add = lines.append\n"
         f"    for ({', '.join(names)},) in rows:\n"
-        f'        add(f"{fields}\\r\\n")\n'
+        f'        add(f"{fields}{end}")\n'
         "    return ''.join(lines)\n"
     )
     namespace = _namespace(guard)
-    namespace["_field"] = _field
+    namespace["_field"] = (
+        _field if dialect.is_default else partial(_field, special=(dialect.delimiter, '"', "\r", "\n"))
+    )
     exec(compile(source, "<csv line encoder>", "exec"), namespace)  # fixed templates, no input in the code
     encode: Callable[[Iterable[Row]], str] = namespace["encode"]
     return encode
@@ -253,6 +278,105 @@ class CsvStream:
         self._text.detach()
 
 
+class UnencodableValue(ValueError):
+    """A value the file's encoding cannot hold: its column's header, its row in the page being
+    written (``index``, from 0; None: the header row) and the first character that does not fit."""
+
+    def __init__(self, column: str, index: int | None, character: str, encoding: CsvEncoding) -> None:
+        super().__init__(
+            f"column {column!r}: {character!r} (U+{ord(character):04X}) cannot be written in {encoding.value}"
+        )
+        self.column = column
+        self.index = index
+        self.character = character
+        self.encoding = encoding
+
+    def message(self, rows_before: int) -> str:
+        """What the export's error says, the row counted in the file (``rows_before``: the data
+        rows before the page)."""
+        where = "the header" if self.index is None else f"row {rows_before + self.index + 1:,}"
+        return (
+            f"column {self.column!r}, {where}: {self.character!r} (U+{ord(self.character):04X}) cannot be"
+            f" written in {self.encoding.value}; choose utf-8 or gb18030, or csv_dialect.unencodable = replace"
+        )
+
+
+class DialectCsvStream:
+    """CSV in another dialect than RFC 4180 in UTF-8 (exports.domain.csv_dialect): the lines are
+    made as :class:`CsvStream` makes them, in the dialect's spelling, and encoded a page at a
+    time (:class:`UnencodableValue` names the first value that does not fit)."""
+
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        out: ByteStream,
+        dialect: CsvDialect,
+        bom: bool = False,
+        header: bool = True,
+        formula_guard: bool = True,
+    ) -> None:
+        self._columns = list(columns)
+        self._out = out
+        self._dialect = dialect
+        self._codec = dialect.encoding.codec
+        self._errors = "replace" if dialect.unencodable == "replace" else "strict"
+        self._encode_lines = lines_encoder(columns, formula_guard, dialect) if columns else None
+        if bom:
+            out.write("\ufeff".encode(self._codec))
+        if header and columns:
+            # Headers are the declaration's text: written as they are, never guarded.
+            labels = [column.header for column in columns]
+            self._write(lines_encoder([Column(c.name, c.header) for c in columns], False, dialect)([labels]), [labels])
+
+    def write_rows(self, rows: Iterable[Row]) -> None:
+        """Write ``rows``."""
+        if self._encode_lines is None:
+            return
+        page = rows if isinstance(rows, list) else list(rows)
+        self._write(self._encode_lines(page), page, header=False)
+
+    def _write(self, text: str, rows: Sequence[Row], header: bool = True) -> None:
+        try:
+            data = text.encode(self._codec, self._errors)
+        except UnicodeEncodeError:
+            raise self._unencodable(rows, header) from None
+        self._out.write(data)
+
+    def _unencodable(self, rows: Sequence[Row], header: bool) -> UnencodableValue:
+        """The first value of ``rows`` that does not encode."""
+        encode_line = lines_encoder(self._columns, False, self._dialect)
+        for index, row in enumerate(rows):
+            for column, value in zip(self._columns, row, strict=True):
+                text = encode_line([[value if other is column else None for other in self._columns]])
+                try:
+                    text.encode(self._codec)
+                except UnicodeEncodeError as error:
+                    character = error.object[error.start]
+                    return UnencodableValue(column.header, None if header else index, character, self._dialect.encoding)
+        raise AssertionError("a page did not encode, yet each of its values does")
+
+    def flush(self) -> None:
+        """Nothing is buffered: each page is written as it is encoded."""
+
+    def detach(self) -> None:
+        """Nothing to let go of: the byte stream is the caller's."""
+
+
+def csv_stream(
+    columns: Sequence[Column],
+    out: ByteStream,
+    dialect: CsvDialect = DEFAULT_DIALECT,
+    bom: bool = False,
+    header: bool = True,
+    formula_guard: bool = True,
+) -> CsvStream | DialectCsvStream:
+    """The stream that writes ``dialect``: the default's own fast one (RFC 4180 in UTF-8), else
+    the dialect's."""
+    if dialect.is_default:
+        return CsvStream(columns, out, bom=bom, header=header, formula_guard=formula_guard)
+    return DialectCsvStream(columns, out, dialect, bom, header, formula_guard)
+
+
 def write_csv(
     columns: list[Column],
     rows: Iterable[Row],
@@ -260,9 +384,10 @@ def write_csv(
     bom: bool = False,
     on_row: Callable[[int], None] | None = None,
     formula_guard: bool = True,
+    dialect: CsvDialect = DEFAULT_DIALECT,
 ) -> int:
-    """Stream ``rows`` as CSV into ``out``; returns the number of data rows."""
-    stream = CsvStream(columns, out, bom=bom, formula_guard=formula_guard)
+    """Stream ``rows`` as CSV (in ``dialect``) into ``out``; returns the number of data rows."""
+    stream = csv_stream(columns, out, dialect, bom=bom, formula_guard=formula_guard)
     count = 0
     try:
         for row in rows:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.export_types.base import Column, Row
 from exports.writers.byte_sink import ByteStream
-from exports.writers.csv_writer import CsvStream
+from exports.writers.csv_writer import csv_stream
 from exports.writers.gzip_stream import GzipStream
 
 
@@ -20,15 +21,17 @@ def write_csv_partition(
     gzip: bool = False,
     bom: bool = False,
     formula_guard: bool = True,
+    dialect: CsvDialect = DEFAULT_DIALECT,
 ) -> int:
     """Write partition ``partition``'s rows (``pages``) into ``out`` as its segment of a CSV
     file (the header, and the BOM if ``bom``, only in partition 0), or with ``gzip`` as a
     complete gzip member of a csv.gz file. Returns the number of rows."""
     member = GzipStream(out) if gzip else None
     first = partition == 0
-    stream = CsvStream(
+    stream = csv_stream(
         columns,
         member if member is not None else out,
+        dialect,
         bom=bom and first,
         header=first,
         formula_guard=formula_guard,

@@ -271,7 +271,7 @@ def test_the_bundle_ships_lxml_at_the_pinned_version(worker_asset):
 
 
 def test_the_pdf_font_goes_into_the_workers_package_only():
-    """2.2 MB that only the PDF writer reads: no other function carries it."""
+    """13.3 MB that only the PDF writer reads: no other function carries it."""
     font = FONT_FILE.relative_to(REPO_ROOT / "exports").as_posix()
     assert fnmatch.fnmatch(font, PDF_FONT_FILES)
 

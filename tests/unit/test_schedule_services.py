@@ -21,7 +21,7 @@ from exports.export_types.base import ClaimsRead
 from exports.export_types.registry import ExportTypeRegistry
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Every, PauseCode, ScheduleState
+from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState
 from exports.schedules.ports import ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
@@ -449,3 +449,27 @@ def test_a_name_with_a_line_break_never_reaches_the_subject():
     assert not any(char in subject for char in "\r\n\u2028")
     assert subject.startswith("Weekly  Bcc: x@evil.example")
     assert "\r" not in text and "\u2028" not in text
+
+
+def test_an_every_schedules_first_firing_at_its_creation_is_its_first_next_run():
+    # Scheduler's rate fires at the schedule's creation (its anchor), then every interval.
+    _, deps, _, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    now = deps.api.clock()
+
+    runs = service.next_runs(schedule, now, 3)
+
+    assert schedule.anchor_at == now
+    assert runs == [now, now + timedelta(hours=1), now + timedelta(hours=2)]
+    assert service.next_runs(schedule, now + timedelta(minutes=2), 1) == [now + timedelta(hours=1)]
+
+
+def test_the_first_firing_shows_while_it_is_due_and_not_after_it_ran_or_its_grace():
+    _, deps, _, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    anchor = schedule.anchor_at
+    ran = schedule.model_copy(update={"last_run": LastRun(task_id="exp_1", scheduled_for=anchor, status="RUNNING")})
+
+    assert service.next_runs(schedule, anchor + timedelta(seconds=2), 1) == [anchor]
+    assert service.next_runs(ran, anchor + timedelta(seconds=2), 1) == [anchor + timedelta(hours=1)]
+    assert service.next_runs(schedule, anchor + timedelta(minutes=5), 1) == [anchor + timedelta(hours=1)]

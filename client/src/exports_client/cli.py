@@ -190,6 +190,35 @@ def _filters_for(
     return filters
 
 
+# The CSV dialect's options: the service's name for each, and the choices it takes.
+_DIALECT_OPTIONS = {
+    "delimiter": ("--csv-delimiter", {"comma": ",", "semicolon": ";", "tab": "\t", "pipe": "|"}),
+    "line_ending": ("--csv-line-ending", {"crlf": "crlf", "lf": "lf"}),
+    "decimal_separator": ("--csv-decimal-separator", {"point": ".", "comma": ","}),
+    "encoding": ("--csv-encoding", {name: name for name in ("utf-8", "gb18030", "shift_jis", "windows-1252")}),
+    "unencodable": ("--csv-unencodable", {"fail": "fail", "replace": "replace"}),
+}
+
+
+def add_locale_options(parser: argparse.ArgumentParser) -> None:
+    """``--locale`` and the CSV dialect's options (``submit`` and ``schedules create``)."""
+    parser.add_argument(
+        "--locale", metavar="TAG", help="language of the headers, e.g. zh-CN, de, ja (default: the type's)"
+    )
+    for key, (flag, choices) in _DIALECT_OPTIONS.items():
+        parser.add_argument(
+            flag, dest=f"csv_{key}", choices=list(choices), help=f"CSV {key.replace('_', ' ')} (default: the service's)"
+        )
+
+
+def csv_dialect(args: argparse.Namespace) -> dict[str, str] | None:
+    """The ``csv_dialect`` the options ask for; None when none was given (the service's default)."""
+    given = {
+        key: choices[value] for key, (_, choices) in _DIALECT_OPTIONS.items() if (value := getattr(args, f"csv_{key}"))
+    }
+    return given or None
+
+
 def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
     filters = _filters_for(client, args)
     accepted = client.submit(
@@ -204,6 +233,8 @@ def _submit(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         timezone=args.timezone,
         wait_for_capacity=args.wait_for_capacity,
         on_refused=_waiting_note(output),
+        locale=args.locale,
+        csv_dialect=csv_dialect(args),
     )
     if accepted.deduplicated:
         output.note(f"an identical export is already active: {accepted.task_id} ({accepted.status.value})")
@@ -493,6 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ZONE",
         help="IANA time zone the file's date-times are written in, e.g. Europe/Berlin (default: the service's, UTC)",
     )
+    add_locale_options(submit)
     _add_follow_options(submit, f"--timeout + {WAIT_GRACE_SEC:g} s, or {DEFAULT_WAIT_SEC:g} s")
     _add_capacity_option(submit)
     submit.set_defaults(run=_submit)

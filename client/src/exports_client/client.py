@@ -146,6 +146,8 @@ class ExportsClient:
         timezone: str | None = None,
         wait_for_capacity: float | None = DEFAULT_CAPACITY_WAIT_SEC,
         on_refused: OnRefused | None = None,
+        locale: str | None = None,
+        csv_dialect: Mapping[str, str] | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns with the new task's id (``202``) once the service accepts it.
 
@@ -158,6 +160,10 @@ class ExportsClient:
         ``Retry-After`` plus up to half again at random and submits again, for at most
         ``wait_for_capacity`` seconds in all (``None`` or ``0``: the :class:`RateLimitedError` is
         raised at once). ``on_refused(error, seconds)`` is told before each wait.
+
+        ``locale`` (``"zh-CN"``, ``"de"``): the language of the headers; ``csv_dialect``: the CSV's
+        ``delimiter``, ``line_ending``, ``decimal_separator``, ``encoding`` and ``unencodable``
+        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel).
         """
         options = {
             "format": format,
@@ -167,6 +173,8 @@ class ExportsClient:
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
             "timezone": timezone,
+            "locale": locale,
+            "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
         }
         body = {
             "export_type": export_type,
@@ -323,6 +331,8 @@ class ExportsClient:
         csv_bom: bool | None = None,
         csv_formula_guard: bool | None = None,
         when_empty: str | None = None,
+        locale: str | None = None,
+        csv_dialect: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> ScheduleView:
         """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
@@ -350,6 +360,8 @@ class ExportsClient:
             "csv_bom": csv_bom,
             "csv_formula_guard": csv_formula_guard,
             "when_empty": when_empty,
+            "locale": locale,
+            "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
         }
         body = {
             "export_type": export_type,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,28 @@ class ExportFormat(StrEnum):
 
 class _Result(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class CsvEncoding(StrEnum):
+    """The encodings a CSV file is written in (Shift_JIS as Windows-31J)."""
+
+    UTF_8 = "utf-8"
+    GB18030 = "gb18030"
+    SHIFT_JIS = "shift_jis"
+    WINDOWS_1252 = "windows-1252"
+
+
+class CsvDialect(_Result):
+    """How a CSV file is spelled: delimiter, line ending, decimal separator, encoding, and what a
+    value the encoding cannot hold does (``fail`` names its column and row; ``replace`` writes ``?``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    delimiter: Literal[",", ";", "\t", "|"] = ","
+    line_ending: Literal["crlf", "lf"] = "crlf"
+    decimal_separator: Literal[".", ","] = "."
+    encoding: CsvEncoding = CsvEncoding.UTF_8
+    unencodable: Literal["fail", "replace"] = "fail"
 
 
 class ExportAccepted(_Result):
@@ -86,6 +108,8 @@ class TaskView(_Result):
     format: ExportFormat
     filters: dict[str, Any]
     timezone: str = Field(default="Etc/UTC", description="The IANA zone the file's date-times are written in.")
+    csv_dialect: CsvDialect = Field(default=CsvDialect(), description="How a CSV file is spelled.")
+    locale: str | None = Field(default=None, description="The language of the file's headers (zh-CN, de, ...).")
     priority: int
     status: TaskStatus
     progress: int
@@ -221,6 +245,8 @@ class ScheduleView(_Result):
     callback_url: str | None
     csv_bom: bool
     csv_formula_guard: bool
+    csv_dialect: CsvDialect = CsvDialect()
+    locale: str | None = None
     cron: str | None
     every: EveryView | None
     timezone: str

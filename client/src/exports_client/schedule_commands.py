@@ -27,6 +27,8 @@ from exports_client.cli import (
     _positive,
     _priority,
     _timeout_sec,
+    add_locale_options,
+    csv_dialect,
 )
 from exports_client.client import DEFAULT_WAIT_SEC, ExportsClient
 from exports_client.filters import RELATIVE_WINDOWS
@@ -116,6 +118,8 @@ def _create(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
         csv_bom=args.csv_bom,
         csv_formula_guard=args.csv_formula_guard,
         when_empty=args.when_empty,
+        locale=args.locale,
+        csv_dialect=csv_dialect(args),
         idempotency_key=args.idempotency_key,
     )
     output.result(schedule, schedule_details(schedule))
@@ -295,6 +299,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("--callback-url", metavar="URL", help="called (signed) when a run ends")
     create.add_argument("--csv-bom", action=argparse.BooleanOptionalAction, help="start CSV files with a UTF-8 BOM")
     create.add_argument("--csv-formula-guard", action=argparse.BooleanOptionalAction, help="as for submit")
+    add_locale_options(create)
     create.add_argument("--idempotency-key", metavar="KEY", help="a repeated create with it answers the same schedule")
     create.set_defaults(run=_create)
 

@@ -4,7 +4,7 @@
 
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
-import { errorText, whoText } from "./facts.js";
+import { errorText, taskMatches, whoText } from "./facts.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
@@ -28,6 +28,8 @@ class Session {
   readonly client: ExportsClient;
   private readonly stop = new AbortController();
   private readonly rows = new Map<string, HTMLLIElement>();
+  // The latest state of each listed task, which the history's filter reads.
+  private readonly tasks = new Map<string, TaskView>();
   private readonly watching = new Set<string>();
   private readonly announced = new Map<string, string>();
   private types: ExportTypeView[] = [];
@@ -75,6 +77,9 @@ class Session {
     this.stop.abort(new DOMException("signed out", "AbortError"));
     this.client.close();
     byId("tasks").replaceChildren();
+    byId<HTMLInputElement>("task-search").value = "";
+    byId<HTMLSelectElement>("task-status").value = "";
+    byId("task-filter-count").textContent = "";
     byId("announcer").textContent = "";
   }
 
@@ -95,10 +100,12 @@ class Session {
     error.textContent = "";
     markInvalid(form, null);
     try {
+      const callbackUrl = byId<HTMLInputElement>("callback-url").value.trim();
       const accepted = await this.client.submit({
         export_type: byId<HTMLSelectElement>("export-type").value,
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
+        ...(callbackUrl ? { callback_url: callbackUrl } : {}),
       });
       error.textContent = "";
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);
@@ -160,8 +167,23 @@ class Session {
     })();
   }
 
+  /** Show only the rows the task history's search and status choose; say how many. */
+  applyFilter(): void {
+    const search = byId<HTMLInputElement>("task-search").value;
+    const status = byId<HTMLSelectElement>("task-status").value;
+    let shown = 0;
+    for (const [taskId, row] of this.rows) {
+      const task = this.tasks.get(taskId);
+      row.hidden = task !== undefined && !taskMatches(task, search, status);
+      if (!row.hidden) shown += 1;
+    }
+    const filtering = search.trim() !== "" || status !== "";
+    byId("task-filter-count").textContent = filtering ? `${shown} of ${this.rows.size} exports shown` : "";
+  }
+
   /** Add or update the task's row (newest first), and announce status changes and quarters. */
   private show(task: TaskView): void {
+    this.tasks.set(task.task_id, task);
     let row = this.rows.get(task.task_id);
     if (row) {
       updateRow(row, task);
@@ -176,6 +198,7 @@ class Session {
         this.reveal(task.task_id);
       }
     }
+    this.applyFilter();
     const milestone = `${task.status} ${Math.floor(task.progress / 25) * 25}`;
     if (this.announced.get(task.task_id) !== milestone) {
       const first = !this.announced.has(task.task_id);
@@ -262,6 +285,8 @@ function main(): void {
   byId<HTMLFormElement>("sign-in-form").addEventListener("submit", (event) => void signIn(event));
   byId("sign-out").addEventListener("click", signOut);
   byId("export-type").addEventListener("change", () => session?.showType());
+  byId("task-search").addEventListener("input", () => session?.applyFilter());
+  byId("task-status").addEventListener("change", () => session?.applyFilter());
   window.addEventListener("hashchange", route);
   byId<HTMLFormElement>("export-form").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -12,6 +12,7 @@ import {
   type ScheduleView,
 } from "@exports/client";
 
+import { cronPreview } from "./cron-preview.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
@@ -24,6 +25,10 @@ import {
 
 const LIST_LIMIT = 50;
 const RUNS_LIMIT = 20;
+// After "Run now", the schedule is read again this often until its "Last run" names the run
+// (a schedule records a run when it ends), for at most this many reads (10 minutes).
+const LAST_RUN_POLL_MS = 2000;
+const LAST_RUN_POLLS = 300;
 const FILTER_PREFIX = "schedule-filter";
 /** Offered in the zone field; any IANA name the server knows is accepted. */
 const COMMON_ZONES = ["Etc/UTC", "Europe/Berlin", "Europe/London", "America/New_York", "America/Los_Angeles", "Asia/Tokyo", "Australia/Sydney"];
@@ -67,6 +72,8 @@ export class SchedulesView {
     byId<HTMLInputElement>("schedule-timezone").value = browserZone();
     select.addEventListener("change", () => this.showType());
     byId("window-choice").addEventListener("change", () => this.showWindow());
+    for (const id of ["schedule-cron", "schedule-timezone"]) byId(id).addEventListener("input", () => this.showCronPreview());
+    this.showCronPreview();
     for (const radio of form.querySelectorAll<HTMLInputElement>('input[name="timing"]')) {
       radio.addEventListener("change", () => this.showTiming());
     }
@@ -178,6 +185,8 @@ export class SchedulesView {
       .filter(Boolean);
     if (recipients.length > 0) request.recipients = recipients;
     if (byId<HTMLInputElement>("schedule-skip-empty").checked) request.when_empty = "skip";
+    const callbackUrl = byId<HTMLInputElement>("schedule-callback-url").value.trim();
+    if (callbackUrl) request.callback_url = callbackUrl;
     return request;
   }
 
@@ -253,6 +262,7 @@ export class SchedulesView {
         const accepted = await this.client.runSchedule(schedule.schedule_id);
         this.announce(`Schedule ${scheduleTitle(schedule)} ran as export ${accepted.task_id.slice(-6)}`);
         await this.showRunsOf(row, schedule);
+        void this.showLastRunOnceRecorded(schedule.schedule_id, accepted.task_id);
       } else if (action === "runs") {
         await this.showRunsOf(row, schedule);
       } else if (action === "latest") {
@@ -283,6 +293,35 @@ export class SchedulesView {
       if (!(failure instanceof ApiError)) throw failure;
       error.textContent = `${failure.code}: ${failure.message}`;
     }
+  }
+
+  /** Read the schedule again until its "Last run" is the run ``taskId`` (started by Run now),
+   * showing each state read and then the runs; stops when the view is left or the schedule goes. */
+  private async showLastRunOnceRecorded(scheduleId: string, taskId: string): Promise<void> {
+    for (let read = 0; read < LAST_RUN_POLLS && this.shown; read += 1) {
+      await new Promise((resolve) => setTimeout(resolve, LAST_RUN_POLL_MS));
+      if (!this.shown || !this.rows.has(scheduleId)) return;
+      let schedule: ScheduleView;
+      try {
+        schedule = await this.client.getSchedule(scheduleId);
+      } catch (failure) {
+        if (failure instanceof ApiError) return;
+        throw failure;
+      }
+      this.showSchedule(schedule);
+      if (schedule.last_run?.task_id === taskId) {
+        const row = this.rows.get(scheduleId);
+        if (row) await this.showRunsOf(row, schedule);
+        return;
+      }
+    }
+  }
+
+  /** The next firings of the cron expression in the zone, as the user types them. */
+  private showCronPreview(): void {
+    const cron = byId<HTMLInputElement>("schedule-cron").value;
+    const zone = byId<HTMLInputElement>("schedule-timezone").value.trim();
+    byId("cron-preview").textContent = cronPreview(cron, zone, Date.now());
   }
 
   private async showRunsOf(row: HTMLLIElement, schedule: ScheduleView): Promise<void> {

@@ -3,7 +3,7 @@
 
 import { isTerminal, type TaskView } from "@exports/client";
 
-import { filtersText, sizeText } from "./facts.js";
+import { etaText, filtersText, sizeText } from "./facts.js";
 import { Pace } from "./pace.js";
 
 export type Action = "cancel" | "retry";
@@ -20,9 +20,7 @@ export function shortId(taskId: string): string {
 const RETRYABLE = new Set(["FAILED", "TIMEOUT", "CANCELLED"]);
 
 function eta(task: TaskView, pace: Pace): string {
-  const seconds = pace.secondsLeft(task, Date.now());
-  if (seconds === null) return isTerminal(task.status) ? "done" : "estimating";
-  return seconds < 90 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`;
+  return etaText(task.status, pace.secondsLeft(task, Date.now()));
 }
 
 function rows(task: TaskView): string {

@@ -415,6 +415,53 @@ export interface components {
             user_id: string;
         };
         /**
+         * CsvDialect
+         * @description A CSV file's spelling. ``unencodable``: a value the encoding cannot hold fails the export
+         *     naming its column and row (``fail``), or its characters become ``?`` (``replace``).
+         */
+        CsvDialect: {
+            /**
+             * Decimal Separator
+             * @description In decimal and float numbers: `,` for a German, French, ... Excel (with a `;` delimiter).
+             * @default .
+             * @enum {string}
+             */
+            decimal_separator?: "." | ",";
+            /**
+             * Delimiter
+             * @description Between fields: `,` `;` a tab or `|`.
+             * @default ,
+             * @enum {string}
+             */
+            delimiter?: "," | ";" | "\t" | "|";
+            /**
+             * @description utf-8, gb18030 (Chinese Excel), shift_jis (Japanese Excel: Windows-31J) or windows-1252 (Western Excel).
+             * @default utf-8
+             */
+            encoding?: components["schemas"]["CsvEncoding"];
+            /**
+             * Line Ending
+             * @description `crlf` (RFC 4180, Excel) or `lf`.
+             * @default crlf
+             * @enum {string}
+             */
+            line_ending?: "crlf" | "lf";
+            /**
+             * Unencodable
+             * @description A value the encoding cannot hold: `fail` the export, naming the column and the row, or `replace` each such character with `?`.
+             * @default fail
+             * @enum {string}
+             */
+            unencodable?: "fail" | "replace";
+        };
+        /**
+         * CsvEncoding
+         * @description The encodings a CSV file is written in: UTF-8 for every program, and the code pages Excel
+         *     on Chinese, Japanese and Western Windows opens without an import wizard.
+         * @enum {string}
+         */
+        CsvEncoding: "utf-8" | "gb18030" | "shift_jis" | "windows-1252";
+        /**
          * ErrorBody
          * @description Every error answer has this shape.
          */
@@ -522,6 +569,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -544,6 +602,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -584,6 +651,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -601,6 +679,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -641,6 +728,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -658,6 +756,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -698,6 +805,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -715,6 +833,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -755,6 +882,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -772,6 +910,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -812,6 +959,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -829,6 +987,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -869,6 +1036,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -886,6 +1064,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1215,6 +1402,17 @@ export interface components {
              */
             csv_bom?: boolean;
             /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Csv Formula Guard
              * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
              * @default true
@@ -1241,6 +1439,15 @@ export interface components {
              * @default csv
              */
             format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /** Name */
             name?: string | null;
             /**
@@ -1298,6 +1505,16 @@ export interface components {
             cron: string | null;
             /** Csv Bom */
             csv_bom: boolean;
+            /**
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
             /** Csv Formula Guard */
             csv_formula_guard: boolean;
             /** End At */
@@ -1320,6 +1537,8 @@ export interface components {
              * @description The newest COMPLETED run with a file (GET /v1/schedules/{id}/latest redirects to it).
              */
             latest_task_id: string | null;
+            /** Locale */
+            locale?: string | null;
             /** Name */
             name: string | null;
             /**
@@ -1436,6 +1655,17 @@ export interface components {
              */
             created_at: string;
             /**
+             * @description How a CSV file is spelled.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
              * Deadline
              * Format: date-time
              */
@@ -1461,6 +1691,11 @@ export interface components {
             /** Finished At */
             finished_at?: string | null;
             format: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the file's labels (none: recorded before locales).
+             */
+            locale?: string | null;
             /** Max Retries */
             max_retries: number;
             /**

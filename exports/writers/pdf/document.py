@@ -47,11 +47,14 @@ _RULE = b"0.75 G 0.3 w"
 @dataclass(frozen=True)
 class PdfHeading:
     """What the first page says above the table: a title and lines below it (the filters, the
-    generation time); ``created`` also goes into the document information."""
+    generation time); ``created`` also goes into the document information; ``footer`` is printed
+    at the foot of every page."""
 
     title: str
     lines: Sequence[str] = ()
     created: datetime | None = None
+    # At the foot of every page, right-aligned (the page number is at the left).
+    footer: str = ""
 
 
 @dataclass
@@ -88,8 +91,11 @@ class PdfStream:
         self._text: list[bytes] = []
         self._y = 0.0
         self.rows = 0
-        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines, *(c.header for c in self._columns)):
+        self._footer = self._font.clean(heading.footer)
+        for text in ("0123456789, /", ELLIPSIS, heading.title, *heading.lines, self._footer):
             self._font.register(self._font.clean(text))
+        for column in self._columns:
+            self._font.register(self._font.clean_cell(column.header))
 
     def write_rows(self, rows: Iterable[Row]) -> None:
         """Append ``rows`` (values in column order); a row of the wrong length raises ``ValueError``.
@@ -98,7 +104,7 @@ class PdfStream:
         for row in rows:
             if len(row) != width:
                 raise ValueError(f"row {self.rows + 1} has {len(row)} values, the columns are {width}")
-            shown = [self._font.clean(show(value)) for show, value in zip(self._shows, row, strict=True)]
+            shown = [self._font.clean_cell(show(value)) for show, value in zip(self._shows, row, strict=True)]
             self.rows += 1
             if self._geometry is None:
                 self._sample.append(shown)
@@ -155,7 +161,7 @@ class PdfStream:
         self._y = geometry.height - MARGIN
         if self._tree.count == 0:
             self._heading_block()
-        self._cells([column.header for column in self._columns], header=True)
+        self._cells([self._font.clean_cell(column.header) for column in self._columns], header=True)
 
     def _heading_block(self) -> None:
         self._y -= TITLE_SIZE
@@ -217,10 +223,7 @@ class PdfStream:
         font = self._font
         font.register(text)
         limit = (geometry.widths[index] - 2 * PAD_X) * 1000 / FONT_SIZE
-        if "\n" not in text and "\r" not in text and "\t" not in text and font.width(text) <= limit:
-            lines = [text]
-        else:
-            lines = layout.wrap(text, font.advances, limit)
+        lines = [text] if "\n" not in text and font.width(text) <= limit else layout.wrap(text, font.advances, limit)
         x0, width = geometry.lefts[index], geometry.widths[index]
         right_aligned = self._right[index] and not header
         cell = [
@@ -255,6 +258,14 @@ class PdfStream:
             MARGIN + label_width,
             footer_y,
         )
+        if self._footer:
+            width = self._font.width(self._footer) * FOOTER_SIZE / 1000
+            footer += b" BT /F1 %.1f Tf 1 0 0 1 %.2f %.2f Tm <%s> Tj ET" % (
+                FOOTER_SIZE,
+                max(MARGIN, geometry.width - MARGIN - width),
+                footer_y,
+                self._font.encode(self._footer).encode("ascii"),
+            )
         content = b"\n".join([*self._page, b"BT", *self._text, b"ET", footer])
         stream, page = objects.reserve(), objects.reserve()
         objects.put_stream(stream, content)

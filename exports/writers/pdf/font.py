@@ -19,6 +19,8 @@ FONT_FILE = Path(__file__).parent / "fonts" / "NotoSansSC-Exports.ttf"
 MAX_CID = 0xFFFF
 # Control characters are not drawn (lines are laid out before), nor lone surrogates (no text).
 _INVISIBLE = {code: None for code in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0xD800, 0xE000))}
+# A cell's text keeps its line breaks (one "\n" each, laid out as lines) and its tabs become a space.
+_CELL_INVISIBLE = {**_INVISIBLE, ord("\n"): "\n", ord("\t"): " "}
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,19 @@ class CompositeFont:
         """``text`` without the control characters a page does not draw."""
         return text.translate(_INVISIBLE) if not text.isprintable() else text
 
+    def clean_cell(self, text: str) -> str:
+        """A cell's ``text`` without the control characters a page does not draw, but with its
+        line breaks (``\r\n`` and ``\r`` as ``\n``), and its tabs as spaces."""
+        if text.isprintable():
+            return text
+        return text.replace("\r\n", "\n").replace("\r", "\n").translate(_CELL_INVISIBLE)
+
     def register(self, text: str) -> None:
         """Give the characters of ``text`` not seen yet their CIDs, in code point order: a set's
         order changes with the process's string hashing, and the same rows must make the same
         file."""
         unseen = set(text).difference(self.advances)
+        unseen.discard("\n")  # a line break is laid out, never drawn
         if not unseen:
             return
         for char in sorted(unseen):

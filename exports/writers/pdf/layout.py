@@ -43,18 +43,23 @@ def character_widths(columns: Sequence[Column], shown_rows: Iterable[Sequence[st
     """A width per column in characters: what its header and the sampled values need, at most
     XLSX's 60 (or the declared width when that is more); the declared width where the sample
     has no value (an empty column, or no rows)."""
-    needed = [display_width(column.header) + 1 for column in columns]
+    needed = [_widest_line(column.header) + 1 for column in columns]
     filled = [False] * len(columns)
     for row in shown_rows:
         for index, text in enumerate(row):
             if text:
                 filled[index] = True
                 if needed[index] < MAX_COLUMN_WIDTH:
-                    needed[index] = max(needed[index], display_width(text) + 1)
+                    needed[index] = max(needed[index], _widest_line(text) + 1)
     return [
         min(width, max(MAX_COLUMN_WIDTH, column.width)) if seen else max(width, column.width)
         for width, seen, column in zip(needed, filled, columns, strict=True)
     ]
+
+
+def _widest_line(text: str) -> int:
+    """The display width of ``text``'s widest line (a cell keeps its line breaks)."""
+    return max(map(display_width, text.split("\n"))) if "\n" in text else display_width(text)
 
 
 def geometry(character_widths: Sequence[int]) -> PageGeometry:

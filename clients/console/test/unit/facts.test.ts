@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ApiError } from "@exports/client";
+import { ApiError, type TaskView } from "@exports/client";
 
-import { errorText, filtersText, sizeText, whoText } from "../../src/facts.js";
+import { errorText, etaText, filtersText, sizeText, taskMatches, whoText } from "../../src/facts.js";
 
 test("an error names its field once, as the API's message does", () => {
   const refused = new ApiError(422, {
@@ -41,4 +41,38 @@ test("filters, size: short words", () => {
 test("who is signed in: the user and what the types bind from the token", () => {
   assert.equal(whoText({ user_id: "alice", bound: { tenant_id: "acme" } }), "Signed in as alice · tenant_id acme");
   assert.equal(whoText({ user_id: "bob", bound: {} }), "Signed in as bob");
+});
+
+test("a field error does not quote the raw pattern it failed", () => {
+  const refused = new ApiError(422, {
+    code: "VALIDATION_ERROR",
+    message: "filters.country: String should match pattern '^[A-Z]{2}$'",
+    field: "filters.country",
+  });
+  assert.equal(errorText(refused), "filters.country: is not in the expected format");
+});
+
+test("the ETA says done only for a COMPLETED task", () => {
+  assert.equal(etaText("COMPLETED", null), "done");
+  for (const ended of ["FAILED", "TIMEOUT", "CANCELLED"]) assert.equal(etaText(ended, null), "–");
+  assert.equal(etaText("RUNNING", null), "estimating");
+  assert.equal(etaText("RUNNING", 42), "about 42 s");
+  assert.equal(etaText("RUNNING", 600), "about 10 min");
+});
+
+test("the task history's filter: a status, and every word searched in the task's facts", () => {
+  const task = {
+    task_id: "exp_01KABCDEF",
+    export_type: "orders",
+    format: "xlsx",
+    status: "FAILED",
+    filters: { date_from: "2026-11-01", status: "paid" },
+    file_name: null,
+  } as unknown as TaskView;
+  assert.equal(taskMatches(task, "", ""), true);
+  assert.equal(taskMatches(task, "ORDERS 2026-11", ""), true);
+  assert.equal(taskMatches(task, "orders paid", "FAILED"), true);
+  assert.equal(taskMatches(task, "orders", "COMPLETED"), false);
+  assert.equal(taskMatches(task, "customers", ""), false);
+  assert.equal(taskMatches(task, "abcdef", ""), true);
 });
