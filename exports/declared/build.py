@@ -144,6 +144,7 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         "hot_key": declared.hot_key,
         "source_limit": limit,
         "window": WindowParameters(*window) if window else None,
+        "error_messages": declared.messages,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypedDict
 
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
@@ -31,6 +32,7 @@ class DeclaredParts(TypedDict):
     bindings: Sequence[CallerBinding]
     access: AccessRule | None
     window: WindowParameters | None
+    error_messages: Mapping[str, str]
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -51,6 +53,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         bindings: Sequence[CallerBinding] = (),
         access: AccessRule | None = None,
         window: WindowParameters | None = None,
+        error_messages: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -66,6 +69,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self._bindings = tuple(bindings)
         self._access = access
         self._window = window
+        self.error_messages = MappingProxyType(dict(error_messages or {}))
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

@@ -12,9 +12,10 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, field_validator, model_validator
 
 from exports.domain.caller import BindingKind
+from exports.domain.customer_errors import MESSAGES, message_problem
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
 
@@ -244,6 +245,19 @@ class TypeDecl(TypeHead):
         default_factory=lambda: list(ExportFormat), min_length=1
     )
     file_name: str | None = None
+    # The type's own message for an error code a task of it may fail with (one of
+    # exports.domain.customer_errors.MESSAGES): what its customers read instead of ours.
+    messages: dict[str, Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(default_factory=dict)
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, messages: dict[str, str]) -> dict[str, str]:
+        for code, template in messages.items():
+            if code not in MESSAGES:
+                raise ValueError(f"{code} is not an error code of a task (known: {', '.join(sorted(MESSAGES))})")
+            if problem := message_problem(template):
+                raise ValueError(f"the message of {code} {problem}")
+        return messages
 
 
 class DeclarationFile(StrictModel):

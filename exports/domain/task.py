@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exports.config.limits import Limits
 from exports.config.retry import TASK_RETRY
+from exports.domain.customer_errors import customer_message
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
 from exports.domain.zones import UTC_ZONE
@@ -71,8 +72,13 @@ class ExportResult(BaseModel):
     file_name: str
 
 
+# The code of a task that passed its deadline.
+DEADLINE_PASSED: Final = "DEADLINE_PASSED"
+
+
 class TaskError(BaseModel):
-    """Why a task failed: a stable code and a readable message."""
+    """Why a task failed: a stable code and a message for the caller's customers
+    (exports.domain.customer_errors: never the driver's words)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -366,11 +372,12 @@ def requeue(task: Task, code: str, message: str) -> Task:
     )
 
 
-def time_out(task: Task, now: datetime, retention: timedelta) -> Task:
-    """The task passed its deadline before finishing."""
+def time_out(task: Task, now: datetime, retention: timedelta, message: str | None = None) -> Task:
+    """The task passed its deadline before finishing; ``message``: the type's own for
+    DEADLINE_PASSED, if it has one."""
     return task._move(
         TaskStatus.TIMEOUT,
-        error=TaskError(code="DEADLINE_PASSED", message=f"not finished within {task.timeout_sec} s"),
+        error=TaskError(code=DEADLINE_PASSED, message=message or customer_message(DEADLINE_PASSED, task.task_id)),
         finished_at=now,
         expires_at=now + retention,
         lease_expires_at=None,

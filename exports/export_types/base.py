@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
@@ -187,6 +188,9 @@ class ExportType(ABC, Generic[FiltersT]):
     description: str
     filters_model: type[FiltersT]
     formats: tuple[ExportFormat, ...] = tuple(ExportFormat)
+    # The type's own message for an error code (exports.domain.customer_errors), when ours does
+    # not suit its customers.
+    error_messages: Mapping[str, str] = MappingProxyType({})
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:

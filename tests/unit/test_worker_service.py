@@ -146,7 +146,9 @@ def test_a_crash_in_the_export_is_retried_as_an_internal_error() -> None:
     ],
     ids=lambda error: type(error).__name__,
 )
-def test_an_error_a_value_raises_fails_the_task_at_once_naming_it(error: Exception) -> None:
+def test_an_error_a_value_raises_fails_the_task_at_once_naming_it_in_the_log(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
     def crash(first: int) -> None:
         raise error
 
@@ -156,8 +158,10 @@ def test_an_error_a_value_raises_fails_the_task_at_once_naming_it(error: Excepti
 
     failed = w.tasks.get(task.task_id)
     assert (failed.status, failed.error.code, failed.retry_count) == (TaskStatus.FAILED, "VALUE_ERROR", 0)
-    assert type(error).__name__ in failed.error.message and "not retried" in failed.error.message
+    assert type(error).__name__ not in failed.error.message and task.task_id in failed.error.message
     assert w.queue.sent == []
+    logged = next(record for record in caplog.records if record.getMessage() == "export failed")
+    assert type(error).__name__ in logged.detail and logged.task_id == task.task_id  # type: ignore[attr-defined]
 
 
 def test_stored_filters_that_no_longer_validate_fail_the_task_without_a_retry() -> None:
