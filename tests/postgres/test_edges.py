@@ -123,7 +123,7 @@ def rows_of(fmt: ExportFormat, body: bytes) -> list[dict[str, Any]]:
         return pq.read_table(pa.BufferReader(body)).to_pylist()
     if fmt is ExportFormat.XLSX:
         sheet = CalamineWorkbook.from_filelike(io.BytesIO(body)).get_sheet_by_index(0).to_python()
-        return [dict(zip(sheet[0], row, strict=True)) for row in sheet[1:]]
+        return [dict(zip(map(str, sheet[0]), row, strict=True)) for row in sheet[1:]]
     text = "\n".join(page.extract_text() for page in reader(body).pages)
     return [{"text": text}]
 
