@@ -140,3 +140,72 @@ def test_a_real_at_its_maximum_exports_in_every_format(deps: Any, aws: Resources
     # The float4 widened (Parquet keeps the float4), or PostgreSQL's text of it.
     widened = [3.4028234663852886e38, -3.4028234663852886e38, 3.3999999521443642e38, 1.401298464324817e-45]
     assert values in (widened, [3.4028235e38, -3.4028235e38, 3.4e38, 1e-45])
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
+def test_jsonb_nested_500_levels_exports_in_every_format(deps: Any, aws: Resources, fmt: ExportFormat) -> None:
+    rows = rows_of(fmt, export(deps, aws, "deep", fmt))
+
+    if fmt is ExportFormat.PDF:
+        assert "[[[[" in rows[0]["text"]
+        return
+    doc = rows[0]["doc"]
+    value = doc if fmt is ExportFormat.JSONL else json.loads(doc)
+    for _ in range(500):
+        (value,) = value
+    assert value == 1
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
+def test_a_negative_parameter_before_a_cast_exports_in_every_format(
+    deps: Any, aws: Resources, fmt: ExportFormat
+) -> None:
+    rows = rows_of(fmt, export(deps, aws, "negatives", fmt, i=-5, d="-1.50"))
+
+    if fmt is ExportFormat.PDF:
+        assert "-5 -1.50 -4" in rows[0]["text"]
+        return
+    # A CSV text that starts with "-" is guarded against formulas with a leading apostrophe.
+    guard = "'" if fmt is ExportFormat.CSV else ""
+    assert (rows[0]["i_text"], rows[0]["d_text"], int(rows[0]["i_plus"])) == (f"{guard}-5", f"{guard}-1.50", -4)
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
+def test_a_column_named_like_a_template_field_exports_in_every_format(
+    deps: Any, aws: Resources, fmt: ExportFormat
+) -> None:
+    rows = rows_of(fmt, export(deps, aws, "braces", fmt))
+
+    if fmt is ExportFormat.PDF:
+        assert "{query}" in rows[0]["text"]
+        return
+    assert int(rows[0]["{query}"]) == 2
+
+
+def test_json_keeps_its_duplicate_keys_and_large_floats_stay_floats_in_json_lines(deps: Any, aws: Resources) -> None:
+    body = export(deps, aws, "json_values", ExportFormat.JSONL).decode()
+
+    pairs = json.loads(body, object_pairs_hook=lambda items: items)[1][1]
+    assert pairs == [("a", 1), ("a", 2)]
+    row = json.loads(body)
+    assert all(isinstance(row[name], float) for name in ("big", "huge", "round")), body
+    assert (row["big"], row["huge"], row["round"]) == (3.4e38, 1e300, 1e16)
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
+def test_an_instant_whose_local_time_passes_year_9999_exports_in_every_format(
+    deps: Any, aws: Resources, fmt: ExportFormat
+) -> None:
+    body = export(deps, aws, "instants", fmt, zone="Asia/Tokyo")
+
+    if fmt is ExportFormat.PARQUET:
+        assert pq.read_table(pa.BufferReader(body)).to_pylist()[0]["at"] is not None  # read back into Python
+    assert rows_of(fmt, body)
+
+
+def test_a_timestamp_without_zone_is_a_local_time_in_parquet(deps: Any, aws: Resources) -> None:
+    table = pq.read_table(pa.BufferReader(export(deps, aws, "instants", ExportFormat.PARQUET)))
+
+    assert table.schema.field("local").type == pa.timestamp("us")
+    assert table.schema.field("at").type.tz is not None
+    assert table.to_pylist()[0]["local"] == datetime(2025, 3, 1, 12, 30, 5)
