@@ -290,7 +290,8 @@ def _begin(
             for name, value in (*SESSION_FORMATS, *settings)
         ),
     ]
-    arrow.run("BEGIN READ ONLY")
+    # REPEATABLE READ as the other readers: one snapshot for the whole file.
+    arrow.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     if session is not None and session.role is not None:
         arrow.run(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)).as_string(None))
     for name, value in session.settings if session is not None else ():

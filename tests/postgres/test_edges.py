@@ -72,6 +72,12 @@ SELECT 1 AS n, '{"a": 1, "a": 2}'::json AS doc,
   3.4e38::float8 AS big, 1e300::float8 AS huge, 1e16::float8 AS round'''
 order_key = ["n"]
 
+[types.isolation]
+description = "the transaction's isolation level"
+source = "db"
+query = "SELECT 1 AS n, current_setting('transaction_isolation') AS level"
+order_key = ["n"]
+
 [types.instants]
 description = "an instant whose local time passes year 9999, and a timestamp without zone"
 source = "db"
@@ -209,3 +215,10 @@ def test_a_timestamp_without_zone_is_a_local_time_in_parquet(deps: Any, aws: Res
     assert table.schema.field("local").type == pa.timestamp("us")
     assert table.schema.field("at").type.tz is not None
     assert table.to_pylist()[0]["local"] == datetime(2025, 3, 1, 12, 30, 5)
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
+def test_every_format_reads_in_one_repeatable_read_snapshot(deps: Any, aws: Resources, fmt: ExportFormat) -> None:
+    rows = rows_of(fmt, export(deps, aws, "isolation", fmt))
+
+    assert "repeatable read" in (rows[0]["text"] if fmt is ExportFormat.PDF else rows[0]["level"])
