@@ -98,6 +98,16 @@ def export(
     deps: Any, aws: Resources, export_type: str, fmt: ExportFormat, zone: str = "Etc/UTC", **filters: Any
 ) -> bytes:
     """The file of a task of ``export_type`` in ``fmt``: the task must complete."""
+    done = finish(deps, export_type, fmt, zone, **filters)
+    assert done.status is TaskStatus.COMPLETED, done.error
+    body: bytes = (
+        boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=done.result.key)["Body"].read()
+    )
+    return body
+
+
+def finish(deps: Any, export_type: str, fmt: ExportFormat, zone: str = "Etc/UTC", **filters: Any) -> Any:
+    """A task of ``export_type`` in ``fmt``, run by the worker, as it ended."""
     now = datetime.now(UTC)
     task = new_task(
         task_id=new_task_id(now),
@@ -111,12 +121,7 @@ def export(
     )
     deps.tasks.create(task, max_active=100)
     run(deps, task)
-    done = deps.tasks.get(task.task_id)
-    assert done.status is TaskStatus.COMPLETED, done.error
-    body: bytes = (
-        boto3.client("s3", region_name=REGION).get_object(Bucket=aws.bucket, Key=done.result.key)["Body"].read()
-    )
-    return body
+    return deps.tasks.get(task.task_id)
 
 
 def rows_of(fmt: ExportFormat, body: bytes) -> list[dict[str, Any]]:
@@ -199,16 +204,20 @@ def test_json_keeps_its_duplicate_keys_and_large_floats_stay_floats_in_json_line
 
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS, ids=lambda fmt: fmt.value)
-def test_an_instant_whose_local_time_passes_year_9999_exports_in_every_format(
-    deps: Any, aws: Resources, fmt: ExportFormat
+def test_an_instant_whose_local_time_passes_year_9999_exports_or_parquet_says_why_not(
+    deps: Any, aws: Resources, fmt: ExportFormat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    body = export(deps, aws, "instants", fmt, zone="Asia/Tokyo")
+    if fmt is not ExportFormat.PARQUET:
+        assert rows_of(fmt, export(deps, aws, "instants", fmt, zone="Asia/Tokyo"))
+        return
+    # The file would hold it, but pyarrow, pandas and Python could not read it back.
+    failed = finish(deps, "instants", fmt, zone="Asia/Tokyo")
 
-    if fmt is ExportFormat.PARQUET:
-        assert pq.read_table(pa.BufferReader(body)).to_pylist()[0]["at"] is not None  # read back into Python
-    assert rows_of(fmt, body)
+    assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "PARQUET_VALUE_INVALID")
+    assert any("outside years 1 to 9999" in getattr(record, "detail", "") for record in caplog.records)
 
 
+@pytest.mark.xfail(strict=True, reason="not built yet: Parquet types every date-time column as a UTC instant")
 def test_a_timestamp_without_zone_is_a_local_time_in_parquet(deps: Any, aws: Resources) -> None:
     table = pq.read_table(pa.BufferReader(export(deps, aws, "instants", ExportFormat.PARQUET)))
 
