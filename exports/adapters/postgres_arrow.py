@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.adapters.postgres_errors import TRANSIENT_SQLSTATES, SourceUnavailable
+from exports.adapters.postgres_pages import PLACEHOLDER, numbers_parenthesized
 from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, libpq_keywords
 from exports.adapters.postgres_source import PostgresReader
 from exports.adapters.postgres_values import SESSION_FORMATS, read_as
@@ -55,8 +56,6 @@ DRIVER_TYPES: Final = frozenset(
 )
 # Types read through a cast of our own rather than the driver's conversion (see above).
 _CASTS: Final = {"oid": "int8", "numeric": "text", "money": "numeric::text", "uuid": "text"}
-# psycopg's placeholders in a declared query: %(name)s (also b and t), and %% for a percent sign.
-_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)[sbt]")
 # The size the driver aims its record batches at (its default: 16 MiB). A batch lives until the
 # row groups it feeds are written: 4 MiB keeps the peak RSS of a million rows 20 MiB lower at
 # the same CPU (docs/performance.md, "PostgreSQL → Parquet: the client's CPU").
@@ -199,11 +198,14 @@ def _statement(read: SqlRead, columns: Sequence[ResultColumn], extra: Sequence[s
     from psycopg import sql
 
     select = sql.SQL(", ").join([*(_selected(column) for column in columns), *extra])
-    statement = sql.SQL("SELECT {select} FROM ({query}) AS exported").format(select=select, query=sql.SQL("{query}"))
+    # The merged query goes in as a format argument, which is never filled again: a result column
+    # named "{query}" stays an identifier (it was once a slot for str.replace).
+    query = sql.SQL(merged(read.query, read.params))
+    statement = sql.SQL("SELECT {select} FROM ({query}) AS exported").format(select=select, query=query)
     if read.order_key:
         keys = sql.SQL(", ").join(sql.Identifier("exported", name) for name in read.order_key)
         statement = sql.SQL("{statement} ORDER BY {keys}").format(statement=statement, keys=keys)
-    return statement.as_string(None).replace("{query}", merged(read.query, read.params), 1)
+    return statement.as_string(None)
 
 
 def merged(query: str, params: Mapping[str, Any]) -> str:
@@ -215,7 +217,7 @@ def merged(query: str, params: Mapping[str, Any]) -> str:
         name = match.group(1)
         return "%" if name is None else sql.Literal(params[name]).as_string(None)
 
-    return _PLACEHOLDER.sub(literal, query)
+    return PLACEHOLDER.sub(literal, numbers_parenthesized(query, params))
 
 
 def _selected(column: ResultColumn) -> sql.Composable:
@@ -288,7 +290,8 @@ def _begin(
             for name, value in (*SESSION_FORMATS, *settings)
         ),
     ]
-    arrow.run("BEGIN READ ONLY")
+    # REPEATABLE READ as the other readers: one snapshot for the whole file.
+    arrow.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     if session is not None and session.role is not None:
         arrow.run(sql.SQL("SET LOCAL ROLE {role}").format(role=sql.Identifier(session.role)).as_string(None))
     for name, value in session.settings if session is not None else ():

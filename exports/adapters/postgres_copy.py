@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from exports.adapters.postgres_csv_sql import copy_supported, csv_select
 from exports.adapters.postgres_errors import translated
-from exports.adapters.postgres_pages import keyset_params, keyset_statement, order_keys
+from exports.adapters.postgres_pages import keyset_params, keyset_statement, numbers_parenthesized, order_keys
 from exports.adapters.postgres_results import converter, described, result_columns, type_name
 from exports.adapters.postgres_session import Watchdog, begin, close, time_limit
 from exports.adapters.postgres_values import register_loaders
@@ -249,8 +250,9 @@ def _merged(conn: psycopg.Connection[Any], read: SqlRead, select: Any) -> bytes:
     # made it plan parallel workers and a Gather Merge, which cost more CPU than they save
     # (docs/performance.md, "Third round: native speed"). The outer ORDER BY is the inner one's: no sort.
     order = sql.SQL(" ORDER BY {keys}").format(keys=order_keys(read)) if read.order_key else sql.SQL("")
+    bound = replace(read, query=numbers_parenthesized(read.query, read.params))
     rows = sql.SQL("SELECT {select} FROM ({rows} OFFSET 0) AS exported{order}").format(
-        select=select, rows=keyset_statement(read), order=order
+        select=select, rows=keyset_statement(bound), order=order
     )
     statement = sql.SQL("COPY ({rows}) TO STDOUT (FORMAT csv)").format(rows=rows)
     text = psycopg.ClientCursor(conn).mogrify(statement, {**read.params, **keyset_params(read)})

@@ -10,8 +10,10 @@ bound parameters.
 from __future__ import annotations
 
 import queue
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.adapters.postgres_errors import translated
@@ -92,6 +94,23 @@ def read_batches(
     finally:
         watchdog.stop()
         close(conn, prefetch)
+
+
+# A psycopg placeholder, or a literal % written twice.
+PLACEHOLDER: Final = re.compile(r"%%|%\((\w+)\)[sbt]")
+
+
+def numbers_parenthesized(query: str, params: Mapping[str, Any]) -> str:
+    """``query`` with each placeholder of a number in parentheses, for client-side binding:
+    psycopg writes ``-5`` as `` -5``, and a cast binds tighter than a minus, so ``%(i)s::text``
+    would read ``-(5::text)`` (server-side binding sends the value typed and needs none)."""
+
+    def wrapped(match: re.Match[str]) -> str:
+        name = match.group(1)
+        number = name is not None and isinstance(params.get(name), int | float | Decimal)
+        return f"({match.group(0)})" if number else match.group(0)
+
+    return PLACEHOLDER.sub(wrapped, query)
 
 
 def keyset_statement(read: SqlRead, select: sql.Composable | None = None) -> sql.Composed:

@@ -126,12 +126,22 @@ def real_as_printed(value: Any) -> Any:
     precision`` value needs nothing: its ``repr`` is PostgreSQL's text already."""
     if value.__class__ is not float or not math.isfinite(value):
         return value
-    single = struct.unpack("<f", struct.pack("<f", value))[0]
+    single = _float4(value)
     for digits in range(1, 10):  # 9 significant digits always round-trip a float4
         text = f"{value:.{digits}g}"
-        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == single:
+        if _float4(float(text)) == single:
             return float(text)
     return value
+
+
+def _float4(value: float) -> float | None:
+    """``value`` rounded to a float4, or None past its range: a short text of a value near
+    FLT_MAX rounds above it (``3.403e+38``), which is no float4 (struct refuses to pack it)."""
+    try:
+        single: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return None
+    return single
 
 
 def _civil(days: int) -> tuple[int, int, int]:

@@ -151,6 +151,7 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         "source_limit": limit,
         "window": WindowParameters(*window) if window else None,
         "changes": change_window(declared),
+        "error_messages": declared.messages,
     }
 
 

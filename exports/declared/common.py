@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypedDict
 
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
@@ -36,6 +37,7 @@ class DeclaredParts(TypedDict):
     locale: str
     titles: Mapping[str, str]
     pdf_footers: Mapping[str, str]
+    error_messages: Mapping[str, str]
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
@@ -60,6 +62,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         locale: str = DEFAULT_LOCALE,
         titles: Mapping[str, str] | None = None,
         pdf_footers: Mapping[str, str] | None = None,
+        error_messages: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
         self.name = name
@@ -79,6 +82,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self.default_locale = locale
         self.titles = dict(titles or {})
         self.pdf_footers = dict(pdf_footers or {})
+        self.error_messages = MappingProxyType(dict(error_messages or {}))
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

@@ -12,10 +12,20 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from exports.config.audit import Audit
 from exports.domain.caller import BindingKind
+from exports.domain.customer_errors import MESSAGES, message_problem
 from exports.domain.locales import DEFAULT_LOCALE, canonical_locale, pick
 from exports.domain.task import ExportFormat
 from exports.export_types.base import ColumnKind
@@ -322,6 +332,20 @@ class TypeDecl(TypeHead):
                     f"the header of column {column.name!r} has no label for the type's locale {self.locale!r}"
                 )
         return self
+
+    # The type's own message for an error code a task of it may fail with (one of
+    # exports.domain.customer_errors.MESSAGES): what its customers read instead of ours.
+    messages: dict[str, Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(default_factory=dict)
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, messages: dict[str, str]) -> dict[str, str]:
+        for code, template in messages.items():
+            if code not in MESSAGES:
+                raise ValueError(f"{code} is not an error code of a task (known: {', '.join(sorted(MESSAGES))})")
+            if problem := message_problem(template):
+                raise ValueError(f"the message of {code} {problem}")
+        return messages
 
 
 class DeclarationFile(StrictModel):

@@ -7,7 +7,6 @@ status the operation started from) is the repository's job.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from exports.config.limits import Limits
 from exports.config.retry import TASK_RETRY
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.domain.customer_errors import customer_message
 from exports.domain.errors import InvalidTransition
 from exports.domain.status import TERMINAL, TaskStatus, check_transition
 from exports.domain.zones import UTC_ZONE
@@ -75,8 +75,13 @@ class ExportResult(BaseModel):
     file_name: str
 
 
+# The code of a task that passed its deadline.
+DEADLINE_PASSED: Final = "DEADLINE_PASSED"
+
+
 class TaskError(BaseModel):
-    """Why a task failed: a stable code and a readable message."""
+    """Why a task failed: a stable code and a message for the caller's customers
+    (exports.domain.customer_errors: never the driver's words)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -417,26 +422,26 @@ def requeue(task: Task, code: str, message: str) -> Task:
 DEADLINE_UNREACHABLE: Final = "DEADLINE_UNREACHABLE"
 
 
-def time_out(task: Task, now: datetime, retention: timedelta) -> Task:
-    """The task passed its deadline before finishing."""
+def time_out(task: Task, now: datetime, retention: timedelta, message: str | None = None) -> Task:
+    """The task passed its deadline before finishing; ``message``: the type's own for
+    DEADLINE_PASSED, if it has one."""
     return task._move(
         TaskStatus.TIMEOUT,
-        error=TaskError(code="DEADLINE_PASSED", message=f"not finished within {task.timeout_sec} s"),
+        error=TaskError(code=DEADLINE_PASSED, message=message or customer_message(DEADLINE_PASSED, task.task_id)),
         finished_at=now,
         expires_at=now + retention,
         lease_expires_at=None,
     )
 
 
-def not_begun(task: Task, now: datetime, retention: timedelta, run_sec: float) -> Task:
-    """The task was about to start too late to finish by its deadline (its run of about
-    ``run_sec`` seconds would pass it): it times out at once, nothing begun."""
+def not_begun(task: Task, now: datetime, retention: timedelta, message: str | None = None) -> Task:
+    """The task was about to start too late to finish by its deadline: it times out at once,
+    nothing begun; ``message``: the type's own for DEADLINE_UNREACHABLE, if it has one."""
     return task._move(
         TaskStatus.TIMEOUT,
         error=TaskError(
             code=DEADLINE_UNREACHABLE,
-            message=f"not started: its run (about {math.ceil(run_sec)} s) could no longer finish within "
-            f"{task.timeout_sec} s",
+            message=message or customer_message(DEADLINE_UNREACHABLE, task.task_id),
         ),
         finished_at=now,
         expires_at=now + retention,

@@ -230,6 +230,10 @@ class ExportType(ABC, Generic[FiltersT]):
         """The PDF footer in ``locale``, else in the type's default locale, else none."""
         return pick(self.pdf_footers, locale or self.default_locale) or self.pdf_footers.get(self.default_locale, "")
 
+    # The type's own message for an error code (exports.domain.customer_errors), when ours does
+    # not suit its customers.
+    error_messages: Mapping[str, str] = MappingProxyType({})
+
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> FiltersT:
         """Validated filters; pydantic's ValidationError names the offending field. ``bound``:
         the caller-bound values (:meth:`bind_caller`), which a type without bindings has none of."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from exports.config.metrics import Metric
 from exports.domain.errors import InvalidRequest, RetryableError
@@ -22,6 +23,8 @@ from exports.services.task_writes import write_callbacks
 from exports.webhooks.destination import check_destination
 from exports.webhooks.payload import event_payload
 from exports.webhooks.signing import signed_headers
+
+logger = logging.getLogger(__name__)
 
 USER_AGENT = "exports-callback/1"
 
@@ -127,11 +130,17 @@ def _attempt(
     return False, error, not callback_retryable(response.status)
 
 
+# What a callback given up without an attempt's own error shows: the workflow's caught error
+# (a Lambda's message, which may name our resources) goes to the log only.
+GIVEN_UP: Final = "the callback was not delivered before its retries ran out"
+
+
 def give_up(task_id: str, error: str | None, deps: CallbackDependencies) -> None:
     """Retries are spent: record every callback still pending as failed and count each."""
     task = deps.tasks.get(task_id)
     if task is None or not task.pending_callbacks:
         return
-    write_callbacks(give_up_callback(task, error), deps)
+    logger.warning("callbacks given up", extra={"task_id": task_id, "detail": error})
+    write_callbacks(give_up_callback(task, GIVEN_UP), deps)
     for _ in task.pending_callbacks:
         deps.metrics.add(Metric.CALLBACK_FAILED)

@@ -45,6 +45,7 @@ from exports.services.endings import (
     count_failure,
     end_not_begun,
     end_timed_out,
+    message_for,
     settle,
 )
 from exports.services.export_run import run_export
@@ -104,13 +105,16 @@ def _fail_dead_lettered(task_id: str, error: Exception, deps: WorkerDependencies
         task = deps.tasks.get(task_id)
         if task is None or task.is_terminal:
             return
-        why = f"delivering the task kept failing ({type(error).__name__}); its message went to the dead-letter queue"
-        end_task(task, fail(task, DELIVERY_FAILED, why, deps.clock(), deps.settings.retention), deps)
+        message = message_for(task, DELIVERY_FAILED, deps)
+        end_task(task, fail(task, DELIVERY_FAILED, message, deps.clock(), deps.settings.retention), deps)
     except ExportsError:
         logger.exception("could not fail a task whose message goes to the dead-letter queue")
         return
     count_failure(task, DELIVERY_FAILED, deps)
-    logger.error("task failed: its message goes to the dead-letter queue", extra={"error_code": DELIVERY_FAILED})
+    logger.error(
+        "task failed: its message goes to the dead-letter queue",
+        extra={"error_code": DELIVERY_FAILED, "detail": type(error).__name__, "task_id": task_id},
+    )
 
 
 def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None) -> Outcome:

@@ -18,10 +18,21 @@ from typing import Final, assert_never
 
 from exports.config.metrics import ERROR_CODE_DIMENSION, SOURCE_DIMENSION, Metric
 from exports.domain.admission import date_span_days, throughput_key
+from exports.domain.customer_errors import customer_message
 from exports.domain.errors import ConditionFailed, ExportsError, RetryableError
 from exports.domain.events import export_completed, export_failed
 from exports.domain.policies import has_retries_left, retry_delay_sec
-from exports.domain.task import ExportResult, Task, complete, fail, not_begun, requeue, time_out
+from exports.domain.task import (
+    DEADLINE_PASSED,
+    DEADLINE_UNREACHABLE,
+    ExportResult,
+    Task,
+    complete,
+    fail,
+    not_begun,
+    requeue,
+    time_out,
+)
 from exports.ports import TaskMessage
 from exports.services.attempt_files import AttemptFiles
 from exports.services.dependencies import WorkerDependencies
@@ -72,10 +83,10 @@ class Lost:
 @dataclass(frozen=True)
 class Failed:
     """The run failed with ``code``: for good, or ``retryable`` (the task is retried while it
-    has retries left)."""
+    has retries left). ``detail`` is for the operator's log only."""
 
     code: str
-    message: str
+    detail: str
     retryable: bool = False
 
 
@@ -98,10 +109,10 @@ def settle(outcome: RunOutcome, task: Task, deps: WorkerDependencies) -> Outcome
         case Lost():
             logger.info("task taken away while running; upload aborted")
             return Outcome.LOST_OWNERSHIP
-        case Failed(code, message, retryable=True):
-            return retry_or_fail(task, code, message, deps)
-        case Failed(code, message):
-            return end_failed(task, code, message, deps)
+        case Failed(code, detail, retryable=True):
+            return retry_or_fail(task, code, detail, deps)
+        case Failed(code, detail):
+            return end_failed(task, code, detail, deps)
         case OutOfTime():
             return end_timed_out(task, deps)
     assert_never(outcome)
@@ -169,14 +180,26 @@ def _count_completion(task: Task, result: ExportResult, now: datetime, deps: Wor
     return Outcome.COMPLETED
 
 
-def end_failed(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
+def end_failed(task: Task, code: str, detail: str, deps: WorkerDependencies) -> Outcome:
+    """FAILED with ``code``. ``detail`` (the driver's words, names of relations and columns) goes
+    to the log under the task id; the task holds the customer's message for the code."""
+    failed = fail(task, code, message_for(task, code, deps), deps.clock(), deps.settings.retention)
     try:
-        end_task(task, fail(task, code, message, deps.clock(), deps.settings.retention), deps)
+        end_task(task, failed, deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     count_failure(task, code, deps)
-    logger.warning("export failed", extra={"error_code": code})
+    logger.warning("export failed", extra={"error_code": code, "detail": detail, "task_id": task.task_id})
     return Outcome.FAILED
+
+
+def message_for(task: Task, code: str, deps: WorkerDependencies) -> str:
+    """What the task's caller reads for ``code``: the type's own message for it, or ours."""
+    try:
+        own = deps.registry.get(task.export_type).error_messages
+    except ExportsError:  # a type no longer declared
+        own = {}
+    return customer_message(code, task.task_id, own)
 
 
 def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
@@ -191,11 +214,12 @@ def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
     publish(deps.events, export_failed(task, code, deps.clock()))
 
 
-def retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies) -> Outcome:
+def retry_or_fail(task: Task, code: str, detail: str, deps: WorkerDependencies) -> Outcome:
+    """Another try while the task has retries left, else FAILED (``detail``: as :func:`end_failed`)."""
     if not has_retries_left(task):
-        return end_failed(task, code, message, deps)
+        return end_failed(task, code, detail, deps)
     try:
-        move_task(task, requeue(task, code, message), deps)
+        move_task(task, requeue(task, code, message_for(task, code, deps)), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
     # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.
@@ -204,7 +228,10 @@ def retry_or_fail(task: Task, code: str, message: str, deps: WorkerDependencies)
         delay_sec=retry_delay_sec(task.retry_count, deps.random),
     )
     deps.metrics.add(Metric.RETRIED)
-    logger.warning("export will be retried", extra={"error_code": code, "retry_count": task.retry_count + 1})
+    logger.warning(
+        "export will be retried",
+        extra={"error_code": code, "detail": detail, "task_id": task.task_id, "retry_count": task.retry_count + 1},
+    )
     return Outcome.RETRY_SCHEDULED
 
 
@@ -212,7 +239,8 @@ def end_not_begun(task: Task, run_sec: float, deps: WorkerDependencies) -> Outco
     """End a task claimed too late to finish: TIMEOUT at once, with nothing touched (no source
     slot, no query, no upload), its queue place given back."""
     try:
-        end_task(task, not_begun(task, deps.clock(), deps.settings.retention, run_sec), deps)
+        message = message_for(task, DEADLINE_UNREACHABLE, deps)
+        end_task(task, not_begun(task, deps.clock(), deps.settings.retention, message), deps)
     except ConditionFailed:
         return Outcome.SKIPPED
     deps.metrics.add(Metric.TIMED_OUT)
@@ -223,7 +251,8 @@ def end_not_begun(task: Task, run_sec: float, deps: WorkerDependencies) -> Outco
 
 def end_timed_out(task: Task, deps: WorkerDependencies) -> Outcome:
     try:
-        end_task(task, time_out(task, deps.clock(), deps.settings.retention), deps)
+        timed_out = time_out(task, deps.clock(), deps.settings.retention, message_for(task, DEADLINE_PASSED, deps))
+        end_task(task, timed_out, deps)
     except ConditionFailed:
         return Outcome.SKIPPED
     deps.metrics.add(Metric.TIMED_OUT)

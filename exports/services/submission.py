@@ -26,6 +26,7 @@ from exports.domain.admission import (
 )
 from exports.domain.caller import Caller
 from exports.domain.capacity import Pool, admission_window, estimate, plan, retry_after_sec
+from exports.domain.customer_errors import customer_message
 from exports.domain.errors import (
     CapacityEstimate,
     ConditionFailed,
@@ -348,7 +349,7 @@ def _fail_unscheduled(task: Task, code: str, deps: ApiDependencies) -> None:
     """End the stored task as FAILED with ``code`` (:func:`end_task` retries transient faults): a
     task left PENDING without its message (or without its workflow, which would time it out)
     holds a quota slot and its dedup key for nothing, and a resubmission would be merged into it."""
-    failed = fail(task, code, "the task could not be scheduled", deps.clock(), deps.settings.retention)
+    failed = fail(task, code, customer_message(code, task.task_id), deps.clock(), deps.settings.retention)
     try:
         end_task(task, failed, deps)
     except ConditionFailed:

@@ -13,10 +13,12 @@ text (``{vip,q3}``) is a JSON array, each element by the same rules.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -61,23 +63,49 @@ def json_value(value: Any) -> str:
 
 
 def _number(value: int | float | Decimal) -> str:
+    if value.__class__ is float and math.isfinite(value) and abs(value) >= _PLAIN_FLOAT_BELOW:
+        # Every digit of 3.4e38 is an integer's text, which readers take for an int: an exponent
+        # keeps it a float.
+        return repr(value)
     text = plain_number(value)
     return text if exact_double(value) is not None else f'"{text}"'
 
 
+# A float at least this large is written with an exponent (orjson's threshold too).
+_PLAIN_FLOAT_BELOW: Final = 1e16
+
+
 def nested_json(text: Any) -> str:
     """A JSON column's value nested: its JSON on one line (the ``json`` type keeps the input's
-    line breaks), numbers with exactly their digits; a value that is no JSON text raises
-    :class:`InvalidJson`."""
+    line breaks), numbers with exactly their digits and objects with every key they have (the
+    ``json`` type keeps duplicates); a value that is no JSON text raises :class:`InvalidJson`."""
     if text is None:
         return "null"
     if not isinstance(text, str):
         return json_value(text)
     try:
-        parsed = json.loads(text, parse_float=_Digits, parse_int=_Digits, parse_constant=_no_constant)
+        parsed = json.loads(
+            text, parse_float=_Digits, parse_int=_Digits, parse_constant=_no_constant, object_pairs_hook=_Pairs
+        )
+    except RecursionError:
+        # Nested deeper than the parser's recursion goes: PostgreSQL's json and jsonb are
+        # valid JSON already, so only the white space between tokens goes.
+        return _BETWEEN_TOKENS.sub(lambda match: match.group(1) or "", text)
     except ValueError as error:
         raise InvalidJson(f"not JSON text: {text[:40]!r}") from error
     return _compact(parsed)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object's members in their order, duplicates kept (a dict would keep the last)."""
+
+
+class _Raw(str):
+    """A piece of JSON text already written (a bracket, a comma, a key)."""
+
+
+# A JSON string (kept as it is), or white space between tokens (dropped).
+_BETWEEN_TOKENS: Final = re.compile(r'("(?:[^"\\]|\\.)*")|\s+')
 
 
 def _no_constant(name: str) -> Any:
@@ -85,13 +113,31 @@ def _no_constant(name: str) -> Any:
 
 
 def _compact(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_string(key)}:{_compact(inner)}" for key, inner in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(_compact(inner) for inner in value) + "]"
-    if isinstance(value, _Digits):
-        return str.__str__(value)
-    return json.dumps(value, ensure_ascii=False)
+    """The JSON text of a parsed value, on one line; a loop over a stack rather than recursion,
+    so that a document nested hundreds of levels deep takes no Python frame per level."""
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is _Raw or item.__class__ is _Digits:
+            parts.append(str.__str__(item))
+        elif isinstance(item, _Pairs):
+            stack.append(_Raw("}"))
+            for index in range(len(item) - 1, -1, -1):
+                key, inner = item[index]
+                stack.append(inner)
+                stack.append(_Raw(("," if index else "") + _string(key) + ":"))
+            stack.append(_Raw("{"))
+        elif isinstance(item, list):
+            stack.append(_Raw("]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append(item[index])
+                if index:
+                    stack.append(_Raw(","))
+            stack.append(_Raw("["))
+        else:
+            parts.append(json.dumps(item, ensure_ascii=False))
+    return "".join(parts)
 
 
 # Per kind, a test for the usual value and its text, else json_value: fewer calls per cell on the

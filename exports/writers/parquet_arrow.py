@@ -25,6 +25,7 @@ from exports.writers.parquet_writer import (
     ROW_GROUP_ROWS,
     ParquetValueInvalid,
     arrow_schema,
+    check_local_years,
     is_decimal_typed,
     open_writer,
     preparer,
@@ -77,6 +78,7 @@ def _write_group(writer: Any, schema: pa.Schema, columns: Sequence[Column], grou
             arrays.append(_typed(column, field.type, _one_array(values)))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as error:
             raise ParquetValueInvalid(column.name, str(error)) from None
+        check_local_years(field, arrays[-1])
     writer.write_batch(pa.record_batch(arrays, schema=schema))
 
 

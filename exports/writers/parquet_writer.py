@@ -14,10 +14,12 @@ export with :class:`ParquetValueInvalid` rather than being changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from exports.domain.zones import zone
 from exports.export_types.base import Column, ColumnKind, Row
 from exports.writers.array_text import typed_array
 from exports.writers.arrow_memory import use_system_allocator
@@ -238,12 +240,47 @@ def _arrays(
     return arrays
 
 
+def check_local_years(field: pa.Field, array: pa.Array) -> None:
+    """Refuse an instant whose wall time in the column's zone leaves years 1 to 9999: the file
+    would hold it, but pyarrow, pandas and Python cannot read it back (a ``datetime`` ends at
+    9999). UTC columns never do (their instants came from such datetimes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    zone_name = getattr(field.type, "tz", None)
+    if zone_name in (None, "UTC") or array.null_count == len(array):
+        return
+    where = zone(zone_name)
+    extremes = pc.min_max(array.cast(pa.int64())).as_py()
+    last = (_MAX_MICROS - _micros(where.utcoffset(datetime(9999, 12, 31)))) // _UNIT[field.type.unit]
+    first = (_MIN_MICROS - _micros(where.utcoffset(datetime(1, 1, 2)))) // _UNIT[field.type.unit]
+    if extremes["max"] > last or extremes["min"] < first:
+        raise ParquetValueInvalid(
+            field.name,
+            f"an instant whose wall time in {zone_name} is outside years 1 to 9999, which pyarrow, pandas and "
+            "Python cannot read back; export it in Etc/UTC, or as CSV or JSON Lines",
+        )
+
+
+# Microseconds since 1970 of the first and last microsecond a datetime holds, and per unit of a
+# timestamp type the microseconds of one.
+_MAX_MICROS: Final = (datetime(9999, 12, 31, 23, 59, 59, 999999) - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+_MIN_MICROS: Final = (datetime(1, 1, 1) - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+_UNIT: Final = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}
+
+
+def _micros(offset: timedelta | None) -> int:
+    return (offset or timedelta(0)) // timedelta(microseconds=1)
+
+
 def _write_group(writer: Any, schema: pa.Schema, chunks: list[list[pa.Array]]) -> int:
     """Write one row group of ``chunks`` (each an array a column), each column one array as
     the Arrow path gives it (the same file); returns its rows."""
     import pyarrow as pa
 
     arrays = [parts[0] if len(parts) == 1 else pa.concat_arrays(parts) for parts in zip(*chunks, strict=True)]
+    for field, array in zip(schema, arrays, strict=True):
+        check_local_years(field, array)
     batch = pa.record_batch(arrays, schema=schema)
     writer.write_batch(batch)
     rows: int = batch.num_rows

@@ -52,11 +52,19 @@ def test_every_value_of_every_type_makes_the_same_parquet_file_through_arrow(
 ) -> None:
     _, export_type = corpus
     every_column, rows = export_rows(export_type)
+    # In Kathmandu, the corpus's last instant (9999-12-31 23:59:59.999999 UTC) is in year 10000:
+    # both paths refuse it (pyarrow could not read it back), and the rest is compared.
+    past_9999 = {"c_timestamptz"} if zone else set()
     columns = [
         replace(column, timezone=zone) if column.kind is ColumnKind.DATETIME else column
         for column in every_column
-        if column.name not in REFUSED
+        if column.name not in {*REFUSED, *past_9999}
     ]
+    for refused in [replace(column, timezone=zone) for column in every_column if column.name in past_9999]:
+        with pytest.raises(parquet_writer.ParquetValueInvalid, match="outside years 1 to 9999"):
+            arrow_file(export_type, [refused])
+        with pytest.raises(parquet_writer.ParquetValueInvalid, match="outside years 1 to 9999"):
+            tuple_file([refused], every_column, rows)
 
     assert arrow_file(export_type, columns) == tuple_file(columns, every_column, rows)
     # Column by column too: one row group of five rows per file, each column's rules alone.

@@ -447,7 +447,9 @@ def _jsonl_number(kind: ColumnKind, text: str) -> Any:
     if not value.is_finite():
         return str(value)
     if kind is ColumnKind.FLOAT:
-        return ("number", _float_digits(text))
+        # From 1e16 up with an exponent, so a reader takes it for a float, not an integer.
+        large = abs(float(text)) >= 1e16
+        return ("number", repr(float(text)) if large else _float_digits(text))
     exact = float(value) not in (float("inf"), float("-inf")) and Decimal(repr(float(value))) == value
     return ("number", format(value, "f")) if exact else format(value, "f")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -22,17 +23,23 @@ import pytest
 from exports.adapters.clients import aws_client
 from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
 from exports.adapters.s3_results import S3ResultStore
+from exports.api_models import TaskView
 from exports.config.env import Env
 from exports.domain.ids import new_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, new_task
 from exports.export_types.base import Column, ColumnKind
 from exports.ports import TaskMessage
+from exports.schedules.mail import run_message
+from exports.schedules.model import Schedule, StoredCaller
 from exports.services.control import cancel_export
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
+from exports.webhooks.payload import event_body, event_payload
 from exports.writers import parquet_arrow, parquet_writer, xlsx_engine
+from exports_client.models import TaskView as ClientTaskView
+from exports_client.render import show, task_details
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.polling import poll_until
@@ -56,6 +63,18 @@ type = "integer"
 [types.numbers.parameters.pause]
 type = "decimal"
 default = "0"
+
+[types.bills]
+description = "a relation the database does not have"
+source = "db"
+query = "SELECT id, total FROM invoices"
+
+[types.bills_own]
+description = "the same, with its own message for a failed read"
+source = "db"
+query = "SELECT id, total FROM invoices"
+[types.bills_own.messages]
+SOURCE_QUERY_FAILED = "Your bills are not available right now. Quote {reference} to our support."
 
 [types.long_notes]
 description = "a text longer than an XLSX cell holds in its third row"
@@ -178,8 +197,8 @@ def test_a_long_csv_export_resumes_from_its_keyset_cursor_into_the_same_file(pg_
     assert leftovers(aws)[1] == []
 
 
-def test_a_text_no_xlsx_cell_holds_fails_the_workbook_naming_its_column_and_csv_holds_it(
-    pg_worker: Any, aws: Resources
+def test_a_text_no_xlsx_cell_holds_fails_the_workbook_naming_its_column_in_the_log_and_csv_holds_it(
+    pg_worker: Any, aws: Resources, caplog: pytest.LogCaptureFixture
 ) -> None:
     workbook = create(pg_worker, {}, fmt=ExportFormat.XLSX, export_type="long_notes")
 
@@ -187,12 +206,59 @@ def test_a_text_no_xlsx_cell_holds_fails_the_workbook_naming_its_column_and_csv_
 
     failed = pg_worker.tasks.get(workbook.task_id)
     assert failed.error.code == "XLSX_CELL_TOO_LONG"
-    assert "column 'note', row 3: a text of 40,000 characters" in failed.error.message
+    assert "32,767 characters" in failed.error.message and workbook.task_id in failed.error.message
+    assert any("column 'note', row 3: a text of 40,000 characters" in getattr(r, "detail", "") for r in caplog.records)
     assert leftovers(aws) == ([], [])  # no file, no open upload
     text = create(pg_worker, {}, export_type="long_notes")
     assert run(pg_worker, text) is Outcome.COMPLETED
     lines = list(csv.reader(io.StringIO(body_of(aws, pg_worker.tasks.get(text.task_id).result.key))))
     assert lines[3] == ["3", "x" * 40_000]
+
+
+def _channels(task: Any) -> dict[str, str]:
+    """What every channel shows a caller of ``task``: the task (API, console, CLI), the push
+    event, the signed webhook's body, the schedule's mail and the CLI's details."""
+    now = datetime.now(UTC)
+    schedule = Schedule(
+        schedule_id="sch_1",
+        user_id="alice",
+        caller=StoredCaller(user_id="alice"),
+        export_type=task.export_type,
+        cron="0 8 * * 1",
+        created_at=now,
+        updated_at=now,
+        anchor_at=now,
+    )
+    view = TaskView.of(task)
+    cli = io.StringIO()
+    show(task_details(ClientTaskView.model_validate_json(view.model_dump_json())), cli)
+    return {
+        "task": view.model_dump_json(),
+        "push": json.dumps(event_body("export.failed", task, now)),
+        "webhook": json.dumps(event_payload(task, now)),
+        "mail": run_message(schedule, task, None, None, None).text,
+        "cli": cli.getvalue(),
+    }
+
+
+@pytest.mark.parametrize("export_type", ["bills", "bills_own"])
+def test_a_failed_query_shows_callers_a_code_and_a_reference_and_logs_the_database_s_words(
+    pg_worker: Any, export_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    task = create(pg_worker, {}, export_type=export_type)
+
+    assert run(pg_worker, task) is Outcome.FAILED
+
+    failed = pg_worker.tasks.get(task.task_id)
+    assert failed.error.code == "SOURCE_QUERY_FAILED"
+    for channel, text in _channels(failed).items():
+        for leak in ("invoices", "relation", "42P01", "SQLSTATE", "does not exist", "'db'", "psycopg"):
+            assert leak not in text, (channel, leak)
+        assert task.task_id in text, channel
+    if export_type == "bills_own":
+        assert failed.error.message == f"Your bills are not available right now. Quote {task.task_id} to our support."
+    logged = [record for record in caplog.records if getattr(record, "task_id", None) == task.task_id]
+    assert any('relation "invoices" does not exist (SQLSTATE 42P01)' in getattr(r, "detail", "") for r in logged)
 
 
 def test_an_unreachable_database_retries_then_fails(
@@ -209,7 +275,7 @@ def test_an_unreachable_database_retries_then_fails(
 
     assert outcomes == [Outcome.RETRY_SCHEDULED] * task.max_retries + [Outcome.FAILED]
     failed = deps.tasks.get(task.task_id)
-    assert failed.error.code == "SOURCE_UNAVAILABLE" and "could not connect to data source 'db'" in failed.error.message
+    assert failed.error.code == "SOURCE_UNAVAILABLE" and "'db'" not in failed.error.message
 
 
 def running_in_thread(deps: Any, task: Any) -> tuple[threading.Thread, list[Outcome]]:

@@ -149,3 +149,21 @@ def test_distinct_values_are_written_plain_and_date_times_delta_encoded() -> Non
     assert sizes["status"] <= default.column(1).total_compressed_size
     assert "DELTA_BINARY_PACKED" in group.column(2).encodings
     assert written.read().to_pylist() == [{"id": row[0], "status": row[1], "at": row[2]} for row in rows]
+
+
+def test_a_zoned_instant_whose_wall_time_leaves_years_1_to_9999_is_refused_naming_its_column() -> None:
+    import pyarrow as pa
+
+    from exports.writers.parquet_writer import ParquetValueInvalid, check_local_years
+
+    tokyo = pa.field("at", pa.timestamp("us", tz="Asia/Tokyo"))
+    late = pa.array([datetime(9999, 12, 31, 15, 0), None], type=pa.timestamp("us", tz="Asia/Tokyo"))
+    fine = pa.array([datetime(9999, 12, 31, 14, 59, 59)], type=pa.timestamp("us", tz="Asia/Tokyo"))
+    early = pa.array([datetime(1, 1, 1, 0, 0)], type=pa.timestamp("us", tz="America/New_York"))
+
+    check_local_years(tokyo, fine)  # 23:59:59 in Tokyo
+    check_local_years(pa.field("at", pa.timestamp("us", tz="UTC")), late)
+    with pytest.raises(ParquetValueInvalid, match=r"'at'.*outside years 1 to 9999"):
+        check_local_years(tokyo, late)
+    with pytest.raises(ParquetValueInvalid):
+        check_local_years(pa.field("at", pa.timestamp("us", tz="America/New_York")), early)
