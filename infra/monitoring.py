@@ -162,6 +162,11 @@ class Runbooks:
     EXPORTS_REJECTED: Final = Runbook(
         "exports-rejected", "Graph 'Admission' says which refusals; check the backlog and the per-user quotas."
     )
+    CAPACITY_REFUSED: Final = Runbook(
+        "capacity-refused",
+        "The demand stays above the lanes' capacity: raise the busy lane's max_concurrency with its sources' "
+        "limits (docs/capacity.md).",
+    )
 
     @classmethod
     def all(cls) -> tuple[Runbook, ...]:
@@ -612,6 +617,18 @@ class Monitoring(Construct):
             runbook=Runbooks.EXPORTS_REJECTED,
             severity=Severity.TICKET,
         )
+        self.add_alarm(
+            "CapacityRefused",
+            metric=self._metric(Metric.CAPACITY_REFUSED),
+            threshold=limits.capacity_refused_per_period,
+            periods=limits.capacity_refused_periods,
+            description=f"At least {limits.capacity_refused_per_period} submits in each of "
+            f"{limits.capacity_refused_periods} periods in a row were refused because the exports queued ahead "
+            "would have made them miss their deadline (WOULD_TIME_OUT): bursts are refused on purpose, a demand "
+            "this lasting outgrows the lanes.",
+            runbook=Runbooks.CAPACITY_REFUSED,
+            severity=Severity.TICKET,
+        )
         self.dashboard.add_widgets(
             _graph(
                 "Exports submitted / completed / failed / timed out / cancelled",
@@ -636,7 +653,14 @@ class Monitoring(Construct):
                 [
                     *(
                         self._metric(name)
-                        for name in (Metric.DEDUPLICATED, Metric.DEFERRED, Metric.SOURCE_DEFERRED, Metric.REJECTED)
+                        for name in (
+                            Metric.DEDUPLICATED,
+                            Metric.DEFERRED,
+                            Metric.SOURCE_DEFERRED,
+                            Metric.REJECTED,
+                            Metric.CAPACITY_REFUSED,
+                            Metric.NOT_BEGUN,
+                        )
                     ),
                     enqueue_failed,
                 ],

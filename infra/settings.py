@@ -117,6 +117,11 @@ class AlarmThresholds:
     # least rejected_min_submits were made (a handful of refusals of one busy user is no signal).
     rejected_percent: int = 20
     rejected_min_submits: int = 20
+    # Submits refused for capacity (WOULD_TIME_OUT, docs/capacity.md) per 5 minutes, in each of
+    # capacity_refused_periods periods in a row: a burst is refused on purpose, a demand that
+    # stays above the lanes' capacity for that long means the lanes are too small for it.
+    capacity_refused_per_period: int = 100
+    capacity_refused_periods: int = 3
     # SES's account reputation (docs/alarms.md#mail-reputation): AWS reviews an account at a 5 %
     # bounce or 0.1 % complaint rate and may pause its sending at 10 % or 0.5 %.
     mail_bounce_rate: float = 0.05

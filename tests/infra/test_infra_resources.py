@@ -814,6 +814,7 @@ TICKET_ALARMS = {
     "OrdersTableThrottles",
     "CustomersTableThrottles",
     "ExportsRejected",
+    "CapacityRefused",
     "MailBounceRate",
     "MailComplaintRate",
 }
