@@ -116,9 +116,9 @@ def lifecycle_arn(synth, name=lifecycle_state_machine_name):
     )
 
 
-def group_schedules_arn(synth, suffix=""):
-    """The ARN of every schedule of the stack's Scheduler group (named ``*<suffix>``), as the
-    template spells it."""
+def group_schedules_arn(synth, suffix="", prefix=""):
+    """The ARN of every schedule of the stack's Scheduler group (named ``<prefix>*<suffix>``), as
+    the template spells it."""
     return join(
         "arn:",
         {"Ref": "AWS::Partition"},
@@ -128,7 +128,7 @@ def group_schedules_arn(synth, suffix=""):
         {"Ref": "AWS::AccountId"},
         ":schedule/",
         synth.ref(synth.stack.scheduling.group),
-        f"/*{suffix}",
+        f"/{prefix}*{suffix}",
     )
 
 
@@ -865,6 +865,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "WorkerNearTimeout",
         "AccountConcurrency",
         "ExportsRejected",
+        "CapacityRefused",
     }
     for alarm in alarms.values():
         # No OK notifications: a first deploy would send one per alarm leaving INSUFFICIENT_DATA.

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from exports.adapters.eventbridge_scheduler import MOVED_FIRING_SUFFIX
+from exports.adapters.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
 from exports.config.env import Env
 from exports.config.queues import Queue
 from exports.config.retry import SCHEDULE_FUNCTION_RETRY, SCHEDULE_TARGET_RETRY
@@ -16,6 +16,7 @@ from exports.config.schedules import Schedules
 from exports.config.settings import ApiSettings, CallbackSettings
 from exports.config.tables import SchedulesTable
 from infra.schedules import (
+    DEFERRED_FIRING_ACTIONS,
     MAIL_ACTIONS,
     MANAGE_ACTIONS,
     MOVED_FIRING_ACTIONS,
@@ -237,12 +238,15 @@ def test_the_schedule_function_submits_as_the_api_and_pauses_its_schedule_only(d
     assert [sorted(as_list(s["Action"])) for s in tasks] == [
         sorted(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"])
     ]
-    pausing, moving = granted(dev, schedule.role, "scheduler:")
+    pausing, moving, retrying = granted(dev, schedule.role, "scheduler:")
     assert sorted(as_list(pausing["Action"])) == sorted(PAUSE_ACTIONS)
     assert pausing["Resource"] == group_schedules_arn(dev)
     # Creating and deleting only the one-time companions of firings moved out of a DST gap.
     assert sorted(as_list(moving["Action"])) == sorted(MOVED_FIRING_ACTIONS)
     assert moving["Resource"] == group_schedules_arn(dev, MOVED_FIRING_SUFFIX)
+    # Creating only the one-time retries of firings refused for capacity (docs/capacity.md).
+    assert sorted(as_list(retrying["Action"])) == sorted(DEFERRED_FIRING_ACTIONS)
+    assert retrying["Resource"] == group_schedules_arn(dev, prefix=DEFERRED_FIRING_PREFIX)
 
 
 # --- Variables --------------------------------------------------------------------------------
@@ -328,18 +332,22 @@ def test_only_the_api_and_the_schedule_function_touch_schedules_and_only_in_the_
         functions = synth.stack.functions
         for service_function in functions.all:
             statements = granted(synth, service_function.role, "scheduler:")
-            grants: dict[object, list[tuple[tuple[str, ...], str]]] = {
-                functions.api: [(MANAGE_ACTIONS, "")],
-                functions.schedule: [(PAUSE_ACTIONS, ""), (MOVED_FIRING_ACTIONS, MOVED_FIRING_SUFFIX)],
+            grants: dict[object, list[tuple[tuple[str, ...], str, str]]] = {
+                functions.api: [(MANAGE_ACTIONS, "", "")],
+                functions.schedule: [
+                    (PAUSE_ACTIONS, "", ""),
+                    (MOVED_FIRING_ACTIONS, MOVED_FIRING_SUFFIX, ""),
+                    (DEFERRED_FIRING_ACTIONS, "", DEFERRED_FIRING_PREFIX),
+                ],
             }
             expected = grants.get(service_function)
             if expected is None:
                 assert statements == [], service_function.node.id
                 continue
             assert len(statements) == len(expected)
-            for statement, (actions, suffix) in zip(statements, expected, strict=True):
+            for statement, (actions, suffix, prefix) in zip(statements, expected, strict=True):
                 assert sorted(as_list(statement["Action"])) == sorted(actions)
-                assert statement["Resource"] == group_schedules_arn(synth, suffix)
+                assert statement["Resource"] == group_schedules_arn(synth, suffix, prefix)
                 assert "Condition" not in statement
         # Nowhere a wildcard action of Scheduler.
         text = json.dumps(synth.template.to_json())

@@ -39,7 +39,13 @@ SCHEDULE_ROUTES = {
     ("patch", "/v1/schedules/{schedule_id}"),
     ("delete", "/v1/schedules/{schedule_id}"),
     ("post", "/v1/schedules/{schedule_id}/run"),
+    ("get", "/v1/schedules/{schedule_id}/latest"),
+    ("post", "/v1/schedules/{schedule_id}/permalink"),
+    ("delete", "/v1/schedules/{schedule_id}/permalink"),
 }
+# A schedule's secret permalink needs no token: its key is the credential (docs/schedules.md,
+# "Feeds"; a wrong or revoked key is 404: tests/e2e/test_feeds_e2e.py).
+PERMALINK_ROUTES = {("get", "/v1/permalinks/{schedule_id}")}
 SCHEDULE_COLLECTION_ROUTES = {("get", "/v1/schedules"), ("post", "/v1/schedules")}
 # The audit trail is read by a tenant's admins, of their own tenant only (docs/audit.md; one
 # tenant's admin against another's: tests/integration/test_audit_trail.py).
@@ -102,6 +108,7 @@ def test_every_route_is_classified() -> None:
         | SCHEDULE_ROUTES
         | SCHEDULE_COLLECTION_ROUTES
         | AUDIT_ROUTES
+        | PERMALINK_ROUTES
     )
 
 
