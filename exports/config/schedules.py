@@ -26,9 +26,11 @@ class Schedules:
     MOVED_FIRING_HORIZON_DAYS: Final = 400
     # Schedules do not stampede (docs/capacity.md): each firing arrives at some instant within
     # a window after its time (Scheduler's flexible time window), at most this many minutes and
-    # at most this share of the shortest gap between the schedule's firings (none below a minute).
+    # at most this share of the shortest gap between the schedule's firings; a schedule that fires
+    # more often than SPREAD_MIN_GAP_MIN fires on time (its runs are small and spread already).
     SPREAD_MAX_MIN: Final = 10
     SPREAD_SHARE_OF_GAP: Final = 0.25
+    SPREAD_MIN_GAP_MIN: Final = 60
     # A firing refused for capacity is tried again (Retry-After, with jitter) until this long
     # after its time, and never past its schedule's next firing; after that the run is missed.
     DEFERRAL_WINDOW_MIN: Final = 60

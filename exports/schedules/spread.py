@@ -23,12 +23,15 @@ _MINUTE = timedelta(minutes=1)
 def spread_window(schedule: Schedule) -> timedelta:
     """How long after its time each of the schedule's firings may arrive: whole minutes, at most
     ``SPREAD_MAX_MIN`` and at most ``SPREAD_SHARE_OF_GAP`` of the shortest gap between its
-    firings (so a firing never arrives near the next one); none for a schedule that fires every
-    few minutes. Measured from when the schedule's timing was last set, so it changes only then."""
+    firings (so a firing never arrives near the next one); none for a schedule that fires more
+    often than hourly (the stampedes are the daily, weekly and monthly times everyone picks).
+    Measured from when the schedule's timing was last set, so it changes only then."""
     gap = recurrence_of(schedule).shortest_gap(schedule.updated_at)
     most = timedelta(minutes=Schedules.SPREAD_MAX_MIN)
     if gap is None:
         return most
+    if gap < timedelta(minutes=Schedules.SPREAD_MIN_GAP_MIN):
+        return timedelta(0)
     minutes = int(min(most, gap * Schedules.SPREAD_SHARE_OF_GAP) / _MINUTE)
     return timedelta(minutes=minutes)
 

@@ -28,8 +28,9 @@ def schedule(**timing: Any) -> Schedule:
 
 def test_the_window_is_ten_minutes_at_most_and_a_quarter_of_the_shortest_gap() -> None:
     assert spread_window(schedule(cron="0 8 * * 1")) == timedelta(minutes=10)  # Monday 08:00
-    assert spread_window(schedule(every=Every(minutes=20))) == timedelta(minutes=5)
-    assert spread_window(schedule(every=Every(minutes=3))) == timedelta(0)  # every few minutes: none
+    assert spread_window(schedule(every=Every(hours=1))) == timedelta(minutes=10)
+    assert spread_window(schedule(cron="0,30 * * * *")) == timedelta(0)  # more often than hourly: none
+    assert spread_window(schedule(every=Every(minutes=3))) == timedelta(0)
     assert flexible_window(timedelta(minutes=5)) == {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 5}
     assert flexible_window(timedelta(0)) == {"Mode": "OFF"}
 
