@@ -21,7 +21,7 @@ from exports.config.names import Names
 from exports.config.settings import RegistrySettings
 from exports.export_types.registry import ExportTypeRegistry
 from exports.http.openapi import SHARED_REQUEST, SUBMIT_PATH
-from local_stack.stack import DEMO_DATABASE_URL_ENV
+from local_stack.stack import DEMO_API_URL_ENV, DEMO_DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_PATH = ROOT / "docs" / "openapi.json"
@@ -44,6 +44,8 @@ def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]
         Env.CUSTOMERS_TABLE: Names.CUSTOMERS_TABLE,
         Env.EXPORTS_CONFIG: str(declaration),
         DEMO_DATABASE_URL_ENV: "postgresql://exports_reader@/shop",
+        # The demo customer service's URL (make run picks its port; the host is what is declared).
+        DEMO_API_URL_ENV: "http://127.0.0.1:8600",
     }
     registry = ExportTypeRegistry(declared_export_types(RegistrySettings.from_env(environ), environ))
     return json.loads(api_document(registry.open_to_everyone()))

@@ -712,6 +712,83 @@ export interface components {
             timezone?: string;
         };
         /**
+         * ExportRequest.customers_api
+         * @description The demo customers, read page by page from the demo customer service's JSON API.
+         */
+        "ExportRequest.customers_api": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "customers_api";
+            /** @description Filters of the export type. */
+            filters?: components["schemas"]["Filters.customers_api"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description The zone the file's date-times from instants (timestamptz) are written in: an IANA time zone name from the tz database, spelled exactly (case matters), such as Europe/Berlin, America/New_York, Asia/Kathmandu or Etc/UTC (the default). CSV, JSON Lines and PDF write them in ISO 8601 with the zone's offset at that instant, XLSX as the zone's wall time (the header names the zone), Parquet as UTC instants typed with the zone. The aliases of UTC (UTC, Etc/UTC, Zulu, ...) are the default: date-times in UTC without an offset, as always. Dates and timestamps without time zone are unchanged.
+             * @default Etc/UTC
+             * @example Europe/Berlin
+             * @example America/New_York
+             * @example Asia/Kathmandu
+             * @example Etc/UTC
+             */
+            timezone?: string;
+        };
+        /**
          * ExportRequest.generated_orders
          * @description As many generated orders as asked (up to 10,000,000), the same every time: for trying large exports and their split into partitions.
          */
@@ -1172,6 +1249,19 @@ export interface components {
              * @description Last sign-up date included (YYYY-MM-DD).
              */
             signed_up_to: string;
+        };
+        /** CustomersApiFilters */
+        "Filters.customers_api": {
+            /**
+             * Columns
+             * @description Columns to include, in this order (default: all).
+             */
+            columns?: ("customer_id" | "name" | "email" | "city" | "country" | "plan" | "lifetime_value" | "marketing_opt_in" | "signed_up_at" | "tags")[];
+            /**
+             * Country
+             * @description Only customers of this country (ISO 3166-1 alpha-2).
+             */
+            country?: string;
         };
         /** GeneratedOrdersFilters */
         "Filters.generated_orders": {
@@ -2096,7 +2186,7 @@ export interface operations {
         /** @description One schema per export type this deployment serves to every caller, told apart by `export_type`; each has the type's `filters` (the JSON Schema GET /v1/export-types serves) and its formats, and an example that runs as it is. A type with an access rule (`allow`) is not in this document, which is served without a token: its callers find it in GET /v1/export-types and send the same fields (`#/components/schemas/ExportRequest`) with its `filters_schema`. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExportRequest.orders"] | components["schemas"]["ExportRequest.customers"] | components["schemas"]["ExportRequest.sales_report"] | components["schemas"]["ExportRequest.generated_orders"] | components["schemas"]["ExportRequest.order_changes"] | components["schemas"]["ExportRequest.orders_dynamodb"];
+                "application/json": components["schemas"]["ExportRequest.orders"] | components["schemas"]["ExportRequest.customers"] | components["schemas"]["ExportRequest.sales_report"] | components["schemas"]["ExportRequest.generated_orders"] | components["schemas"]["ExportRequest.order_changes"] | components["schemas"]["ExportRequest.orders_dynamodb"] | components["schemas"]["ExportRequest.customers_api"];
             };
         };
         responses: {
