@@ -72,14 +72,9 @@ def drain_rate(drain: Drain | None, workers: int) -> float:
     intervals vary too much); before that, its workers each at half an estimated second per
     second: an unmeasured pool is taken to be slower than its estimates rather than faster, since
     a guess too slow only refuses early, one too fast lets in work that cannot finish."""
-    if drain is None or not is_measured(drain, workers):
+    if drain is None or drain.samples < _ROUNDS_MEASURED * max(1, workers):
         return max(1, workers) * _UNMEASURED_PACE
     return drain.rate
-
-
-def is_measured(drain: Drain | None, workers: int) -> bool:
-    """Whether ``drain`` spans enough starts to be trusted (see :func:`drain_rate`)."""
-    return drain is not None and drain.samples >= _ROUNDS_MEASURED * max(1, workers)
 
 
 @dataclass(frozen=True)
@@ -106,7 +101,6 @@ class Plan:
     still finish within its window, and its own run."""
 
     run_sec: float
-    window_sec: float
     limits: dict[str, float]
 
 
@@ -122,7 +116,7 @@ def plan(pools: list[Pool], work_sec: float, window_sec: float) -> Plan:
     window even with nothing ahead may still be admitted into an empty pool: the queue is not
     what would make it late (and its caller asked for that deadline)."""
     limits = {pool.name: max(_EMPTY_SEC, (window_sec - work_sec) * pool.rate) for pool in pools}
-    return Plan(run_sec=work_sec, window_sec=window_sec, limits=limits)
+    return Plan(run_sec=work_sec, limits=limits)
 
 
 @dataclass(frozen=True)
