@@ -40,7 +40,7 @@ def pools_of(export_type: AnyExportType, priority: int, deps: CapacityUser) -> l
 
 def _drain(pool: str, deps: CapacityUser) -> Drain | None:
     """The pool's measured drain; None before one or if it cannot be read (the estimates then
-    take the pool's workers at one estimated second per second)."""
+    take the pool's cautious unmeasured pace, :func:`exports.domain.capacity.drain_rate`)."""
     try:
         return deps.capacity.drain(pool)
     except ExportsError:

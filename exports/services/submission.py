@@ -226,8 +226,8 @@ def _reserve(task: Task, pools: list[Pool], work_sec: float, measured: bool, dep
     for pool in pools:
         reservation = deps.capacity.reserve(pool.name, work_sec, allowed.limits[pool.name])
         if not reservation.admitted:
-            for taken in ahead:
-                deps.capacity.release(taken, work_sec)
+            partly = task.model_copy(update={"queued_work_sec": work_sec, "queued_in": tuple(ahead)})
+            give_back_queue_places(partly, deps)
             _refuse(pool, pools, reservation.queued_sec, allowed.limits[pool.name], allowed.run_sec, task, deps)
         ahead[pool.name] = reservation.queued_sec
     reserved = task.model_copy(
