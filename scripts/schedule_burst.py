@@ -1,0 +1,159 @@
+"""Many schedules on the same minute, as every Monday-08:00 schedule of a deployment (docs/capacity.md).
+
+``python -m scripts.load --schedules N`` runs it on a stack whose schedule clock is its own
+(``EXPORTS_LOCAL_CLOCK=manual``): ``--users`` users create ``N`` daily schedules of ``orders``,
+all on the same minute, then the clock moves a minute at a time past the spread window while each
+firing's first arrival is counted per minute, then on (half a minute at a time) until every run
+has ended, which delivers the firings deferred for capacity. Reported: arrivals per minute of the
+window, runs by status, whether every run kept the exact firing time as its ``scheduled_for``, and
+any schedule that counted a failure, with the load average before and after. The exports
+themselves run in wall time on the stack's workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+
+from exports.config.schedules import Schedules
+
+REQUEST_TIMEOUT_SEC = 30
+# Minutes the clock moves before the firing (the schedules are created meanwhile) and after the
+# spread window (a firing delivered in its last second still arrives).
+_LEAD_MIN = 2
+_TAIL_MIN = 1
+
+
+@dataclass(frozen=True)
+class ScheduleBurstResult:
+    """What a schedule burst measured."""
+
+    count: int
+    users: int
+    firing: str
+    arrivals_per_minute: list[int]
+    runs: int
+    statuses: dict[str, int]
+    exact_scheduled_for: int
+    failing_schedules: list[str]
+    ended_in_sec: float
+    load_before: float
+    load_after: float
+
+    @property
+    def failed(self) -> bool:
+        """A schedule ran other than exactly once, to COMPLETED, at its exact time, or counted a failure."""
+        return (
+            self.runs != self.count
+            or self.statuses.get("COMPLETED", 0) != self.count
+            or self.exact_scheduled_for != self.count
+            or bool(self.failing_schedules)
+        )
+
+    def text(self) -> str:
+        """The report printed by ``make load``."""
+        arrivals = ", ".join(f"+{minute} min: {n}" for minute, n in enumerate(self.arrivals_per_minute) if n)
+        return "\n".join(
+            [
+                f"{self.count} schedules from {self.users} users, all firing at {self.firing}",
+                f"first arrivals per minute after the firing: {arrivals}",
+                f"runs {self.runs}: "
+                + ", ".join(f"{status} {n}" for status, n in sorted(self.statuses.items()))
+                + f"; scheduled_for exact in {self.exact_scheduled_for}; every run ended {self.ended_in_sec:.0f} s "
+                "(wall time) after the firing was due",
+                f"schedules counting a failure or not ACTIVE: {len(self.failing_schedules)}"
+                + (f" ({', '.join(self.failing_schedules[:5])})" if self.failing_schedules else ""),
+                f"load average before {self.load_before:.2f}, after {self.load_after:.2f} ({os.cpu_count()} cores)",
+            ]
+        )
+
+
+class _Api:
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._session = requests.Session()
+
+    def call(self, token: str, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._session.request(
+            method,
+            f"{self._url}{path}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=REQUEST_TIMEOUT_SEC,
+            **kwargs,
+        )
+        response.raise_for_status()
+        return response.json()
+
+
+def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: float = 600) -> ScheduleBurstResult:
+    """Create ``count`` schedules on one minute, move the clock through their window, follow every
+    run to its end (for at most ``wait_sec`` of wall time), and measure."""
+    load_before = os.getloadavg()[0]
+    api = _Api(url)
+    now = datetime.fromisoformat(api.call(tokens[0], "POST", "/local/clock", json={"advance_sec": 0})["now"])
+    firing = (now + timedelta(minutes=_LEAD_MIN)).replace(second=0, microsecond=0)
+    owners: dict[str, str] = {}
+    for n in range(count):
+        token = tokens[n % len(tokens)]
+        body = {
+            "name": f"Monday orders {n}",
+            "export_type": "orders",
+            "format": "csv",
+            "filters": {"date_from": "previous_day", "columns": ["order_id", "amount"]},
+            "cron": f"{firing.minute} {firing.hour} * * *",
+            "timezone": "UTC",
+            "priority": 1 + n % 10,
+        }
+        owners[api.call(token, "POST", "/v1/schedules", json=body)["schedule_id"]] = token
+
+    arrivals: list[int] = []
+    seen: set[str] = set()
+    for _ in range(_LEAD_MIN + Schedules.SPREAD_MAX_MIN + _TAIL_MIN):
+        fired = api.call(tokens[0], "POST", "/local/clock", json={"advance_sec": 60})["fired"]
+        first = {event["schedule_id"] for event in fired} - seen
+        seen |= first
+        arrivals.append(len(first))
+    due = time.monotonic()
+    runs = _runs_until_ended(api, owners, tokens[0], time.monotonic() + wait_sec)
+    ended_in = time.monotonic() - due
+    failing = [
+        schedule_id
+        for schedule_id, token in owners.items()
+        if (view := api.call(token, "GET", f"/v1/schedules/{schedule_id}"))["state"] != "ACTIVE"
+        or view["consecutive_failures"] != 0
+    ]
+    expected = firing.isoformat().replace("+00:00", "Z")
+    return ScheduleBurstResult(
+        count=count,
+        users=len(set(owners.values())),
+        firing=expected,
+        arrivals_per_minute=arrivals[_LEAD_MIN - 1 :],
+        runs=len(runs),
+        statuses=dict(Counter(run["status"] for run in runs)),
+        exact_scheduled_for=sum(1 for run in runs if run["scheduled_for"] == expected),
+        failing_schedules=failing,
+        ended_in_sec=ended_in,
+        load_before=load_before,
+        load_after=os.getloadavg()[0],
+    )
+
+
+def _runs_until_ended(api: _Api, owners: dict[str, str], clock_token: str, deadline: float) -> list[dict[str, Any]]:
+    """Each schedule's runs once every one has ended, or as they are at ``deadline``; the clock
+    moves on meanwhile, which delivers the firings deferred for capacity."""
+    while True:
+        runs: list[dict[str, Any]] = []
+        for schedule_id, token in owners.items():
+            runs += api.call(token, "GET", "/v1/exports", params={"schedule_id": schedule_id})["items"]
+        ended = all(run["status"] not in ("PENDING", "RUNNING") for run in runs)
+        if (len(runs) >= len(owners) and ended) or time.monotonic() > deadline:
+            return runs
+        api.call(clock_token, "POST", "/local/clock", json={"advance_sec": 30})
+        time.sleep(2)
