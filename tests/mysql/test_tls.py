@@ -21,7 +21,7 @@ from exports.adapters.mysql_source import MySqlReader
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Unbounded
 from exports.ports import SqlRead
-from exports.sources.mysql.model import MySqlIamAuth, MySqlSource
+from exports.sources.mysql.model import MySqlIamAuth, MySqlSource, SslMode
 from local_stack.embedded_mariadb import READER_PASSWORD, READER_USER, EmbeddedMariaDB
 from tests.tls import TestAuthority
 
@@ -146,13 +146,7 @@ def iam_reader(server: EmbeddedMariaDB, make_token: Any) -> MySqlReader:
     """A reader of a source with RDS IAM authentication (TLS by default, VERIFY_IDENTITY)."""
     source = MySqlSource(
         kind="mysql",
-        iam_auth={
-            "host": "127.0.0.1",
-            "port": server.port,
-            "user": IAM_USER,
-            "database": "mysql",
-            "region": "eu-west-1",
-        },
+        iam_auth=MySqlIamAuth(host="127.0.0.1", port=server.port, user=IAM_USER, database="mysql", region="eu-west-1"),
     )
     return MySqlReader("db", connection_settings("db", source, {}, _none, make_token, Path(".")))
 
@@ -204,7 +198,7 @@ def test_an_authentication_method_the_worker_cannot_answer_fails_for_good_saying
         "GRANT SELECT ON mysql.* TO 'edwards'@'%'",
     )
     runtime_trusts(monkeypatch, authority.ca_file)
-    source = MySqlSource(kind="mysql", url_env="DB_URL", ssl_mode="VERIFY_IDENTITY", ssl_ca="system")
+    source = MySqlSource(kind="mysql", url_env="DB_URL", ssl_mode=SslMode.VERIFY_IDENTITY, ssl_ca="system")
     url = f"mysql://edwards:secret-pass@127.0.0.1:{server.port}/mysql"
     edwards = MySqlReader("db", connection_settings("db", source, {"DB_URL": url}, _none, _none, Path(".")))
 

@@ -15,7 +15,7 @@ from exports.export_types.base import ColumnKind
 MARIADB = ["10.11.6-MariaDB-0+deb12u1", "5.5.5-10.6.14-MariaDB-log", "11.4.2-MariaDB"]
 MYSQL = ["8.0.36", "8.4.3", "8.0.28", "5.7.44-log", "8.0.40-0ubuntu0.22.04.1"]
 OPENING = "SET SESSION time_zone = '+00:00'"
-SNAPSHOT = [
+SNAPSHOT: list[tuple[str, list[object]]] = [
     ("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", []),
     ("START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT", []),
 ]
