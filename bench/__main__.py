@@ -16,7 +16,8 @@ smallest. Then the fan-out case (:mod:`bench.fan_out`) and the cold-start case
 (:mod:`bench.cold_start`: each handler's import as packaged against ``import boto3``).
 
 Cases: ``gen``, ``bare_*`` and the generated-orders pipelines (``bench/cases.py``), ``mixed_*``
-(``bench/mixed.py``), ``pg_*`` (``bench/postgres.py``), ``fan_out``, ``cold_start``; by default
+(``bench/mixed.py``), ``pg_*`` (``bench/postgres.py``), ``my_*`` (``bench/mysql.py``: ``--cases
+my_csv,my_client`` runs the MySQL goal alone), ``fan_out``, ``cold_start``; by default
 the goals' cases and peers, ``pdf``, ``csv.gz`` and ``jsonl.gz`` (their memory), fan-out and cold
 start. Options: ``--sizes 100000,1000000`` ``--rounds 3`` ``--json results.json``
 ``--cases pg_copy,pg_csv`` (any of the cases above).

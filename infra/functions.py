@@ -29,6 +29,7 @@ from exports.config.settings import (
 )
 from exports.config.tables import SchedulesTable, TaskTable
 from exports.config.worker import Worker, XlsxLimits
+from exports.sources.kind import InvokeGrant
 from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
@@ -43,6 +44,7 @@ from infra.storage import ResultsStorage
 from infra.tables import Tables
 
 COLON: Final = ArnFormat.COLON_RESOURCE_NAME
+SLASH: Final = ArnFormat.SLASH_RESOURCE_NAME
 # Runtime dependencies by function: each package carries only what its code imports
 # (tests/infra/test_infra_bundling.py imports every handler and compares).
 # urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
@@ -456,6 +458,7 @@ class ServiceFunctions(Construct):
         ]
         if users:
             self.worker.allow(["rds-db:connect"], users)
+        self._invoke_declared_services(sources)
         tables = sources.user_tables()
         if tables:
             arns = [stack.format_arn(service="dynamodb", resource="table", resource_name=name) for name in tables]
@@ -468,6 +471,35 @@ class ServiceFunctions(Construct):
                 )
         if settings.worker_vpc is not None:
             self._in_vpc(settings.worker_vpc)
+
+    def _invoke_declared_services(self, sources: DeclaredSources) -> None:
+        """Worker: call the APIs and function URLs of SigV4 sources, one statement per set of
+        actions and conditions; a wildcard in a granted path (a placeholder's value, a custom
+        domain's unknown base path) is acknowledged with its reason."""
+        stack = Stack.of(self)
+        by_terms: dict[tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]], list[str]] = {}
+        for grant in sources.invoke_grants():
+            arn = stack.format_arn(
+                service=grant.service,
+                region=grant.region,
+                account=grant.account,
+                resource=grant.resource,
+                resource_name=grant.resource_name,
+                arn_format=SLASH if grant.separator == "/" else COLON,
+            )
+            by_terms.setdefault((grant.actions, grant.conditions), []).append(arn)
+            if "*" in grant.resource_name:
+                acknowledge(
+                    self.worker.role,
+                    f"AwsSolutions-IAM5[Resource::{_nag_arn(grant)}]",
+                    "A declared SigV4 source's API is invoked on the paths its types ask for: a * is a value the "
+                    "request fills in (a parameter, a caller value) or the base path of a custom domain.",
+                )
+        for (actions, conditions), arns in by_terms.items():
+            terms: dict[str, dict[str, str]] = {}
+            for operator, key, value in conditions:
+                terms.setdefault(operator, {})[key] = value
+            self.worker.allow(list(actions), arns, terms or None)
 
     def _in_vpc(self, vpc: WorkerVpc) -> None:
         """The worker in the given subnets and security groups, with the network interfaces
@@ -511,3 +543,11 @@ class ServiceFunctions(Construct):
             self.schedule,
             self.audit,
         )
+
+
+def _nag_arn(grant: InvokeGrant) -> str:
+    """The grant's ARN as cdk-nag writes it in a finding (the stack's values as pseudo parameters)."""
+    region = grant.region or "<AWS::Region>"
+    account = grant.account or "<AWS::AccountId>"
+    resource = f"{grant.resource}{grant.separator}{grant.resource_name}"
+    return f"arn:<AWS::Partition>:{grant.service}:{region}:{account}:{resource}"

@@ -85,8 +85,15 @@ def allowed_pairs(synth, service_function):
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
             # The conditioned grants: the worker's listing, under the results prefix only; handing
-            # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py).
-            conditioned = ("s3:ListBucket", "iam:PassRole", ["ses:SendEmail", "ses:SendRawEmail"])
+            # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py);
+            # invoking a SigV4 source's function URL (test_infra_sources.py).
+            conditioned = (
+                "s3:ListBucket",
+                "iam:PassRole",
+                ["ses:SendEmail", "ses:SendRawEmail"],
+                "lambda:InvokeFunctionUrl",
+                "lambda:InvokeFunction",
+            )
             assert "Condition" not in statement or statement["Action"] in conditioned, statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
