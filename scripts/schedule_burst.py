@@ -25,8 +25,8 @@ import requests
 from exports.config.schedules import Schedules
 
 REQUEST_TIMEOUT_SEC = 30
-# Minutes the clock moves before the firing (the schedules are created meanwhile) and after the
-# spread window (a firing delivered in its last second still arrives).
+# Minutes ahead of now the firing is set at least (the schedules are created meanwhile), and the clock
+# moves on a minute past the spread window (a firing delivered in its last second still arrives).
 _LEAD_MIN = 2
 _TAIL_MIN = 1
 
@@ -38,7 +38,10 @@ class ScheduleBurstResult:
     count: int
     users: int
     firing: str
+    # First arrivals by whole minutes after the firing (the clock moved a minute at a time).
     arrivals_per_minute: list[int]
+    # Arrivals before the firing's own time (none expected).
+    early: int
     runs: int
     statuses: dict[str, int]
     exact_scheduled_for: int
@@ -55,6 +58,7 @@ class ScheduleBurstResult:
             or self.statuses.get("COMPLETED", 0) != self.count
             or self.exact_scheduled_for != self.count
             or bool(self.failing_schedules)
+            or self.early > 0
         )
 
     def text(self) -> str:
@@ -63,7 +67,8 @@ class ScheduleBurstResult:
         return "\n".join(
             [
                 f"{self.count} schedules from {self.users} users, all firing at {self.firing}",
-                f"first arrivals per minute after the firing: {arrivals}",
+                f"first arrivals per minute after the firing: {arrivals}"
+                + (f"; {self.early} before it" if self.early else ""),
                 f"runs {self.runs}: "
                 + ", ".join(f"{status} {n}" for status, n in sorted(self.statuses.items()))
                 + f"; scheduled_for exact in {self.exact_scheduled_for}; every run ended {self.ended_in_sec:.0f} s "
@@ -98,7 +103,10 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
     load_before = os.getloadavg()[0]
     api = _Api(url)
     now = datetime.fromisoformat(api.call(tokens[0], "POST", "/local/clock", json={"advance_sec": 0})["now"])
-    firing = (now + timedelta(minutes=_LEAD_MIN)).replace(second=0, microsecond=0)
+    # Far enough ahead that every schedule exists before it (a minute for each 60 created, which
+    # takes longer on a loaded machine).
+    lead = timedelta(minutes=_LEAD_MIN + count // 60)
+    firing = (now + lead).replace(second=0, microsecond=0)
     owners: dict[str, str] = {}
     for n in range(count):
         token = tokens[n % len(tokens)]
@@ -113,13 +121,16 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
         }
         owners[api.call(token, "POST", "/v1/schedules", json=body)["schedule_id"]] = token
 
-    arrivals: list[int] = []
+    # The manual clock still follows wall time between moves: creating the schedules took some.
+    arrivals: Counter[int] = Counter()
     seen: set[str] = set()
-    for _ in range(_LEAD_MIN + Schedules.SPREAD_MAX_MIN + _TAIL_MIN):
-        fired = api.call(tokens[0], "POST", "/local/clock", json={"advance_sec": 60})["fired"]
-        first = {event["schedule_id"] for event in fired} - seen
+    last_arrival = firing + timedelta(minutes=Schedules.SPREAD_MAX_MIN + _TAIL_MIN)
+    while now < last_arrival:
+        moved = api.call(tokens[0], "POST", "/local/clock", json={"advance_sec": 60})
+        now = datetime.fromisoformat(moved["now"])
+        first = {event["schedule_id"] for event in moved["fired"]} - seen
         seen |= first
-        arrivals.append(len(first))
+        arrivals[max(-1, int((now - firing).total_seconds() // 60))] += len(first)
     due = time.monotonic()
     runs = _runs_until_ended(api, owners, tokens[0], time.monotonic() + wait_sec)
     ended_in = time.monotonic() - due
@@ -134,7 +145,8 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
         count=count,
         users=len(set(owners.values())),
         firing=expected,
-        arrivals_per_minute=arrivals[_LEAD_MIN - 1 :],
+        arrivals_per_minute=[arrivals[minute] for minute in range(max(arrivals) + 1)],
+        early=arrivals[-1],
         runs=len(runs),
         statuses=dict(Counter(run["status"] for run in runs)),
         exact_scheduled_for=sum(1 for run in runs if run["scheduled_for"] == expected),
