@@ -10,6 +10,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
@@ -42,7 +43,15 @@ def _address(value: str) -> str:
     return value
 
 
-Instant = Annotated[AwareDatetime, AfterValidator(_aware_utc)]
+def _text(value: Any) -> Any:
+    """An instant is written as the document says (an RFC 3339 string): a number, which pydantic
+    would read as seconds since 1970, is refused rather than guessed."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be a date-time string such as 2026-01-05T08:00:00Z")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_text), AfterValidator(_aware_utc)]
 Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
 # The cron expressions the OpenAPI document states (its pattern, not a check): the forms every
 # deployment takes whatever its shortest interval up to an hour: one minute; every hour or a

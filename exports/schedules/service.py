@@ -145,8 +145,6 @@ def validate(
     scheduler_expression(schedule.cron, schedule.every)  # refuses what Scheduler cannot run
     minimum = timedelta(minutes=deps.api.settings.min_schedule_interval_min)
     check_interval(recurrence_of(schedule), now, minimum)
-    if schedule.start_at and schedule.end_at and schedule.end_at <= schedule.start_at:
-        raise InvalidRequest("must be after start_at", field="end_at")
     settings = deps.api.settings
     check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains, own_email)
     bound = export_type.bind_caller(caller)
@@ -198,7 +196,7 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
     deps.schedules.create(schedule, deps.api.settings.max_schedules_per_user)
     if deps.timer is not None:
         try:
-            deps.timer.create(schedule)
+            deps.timer.create(schedule, now)
             follow_moved_firing(schedule, now, deps)
         except ExportsError as error:
             deps.schedules.delete(schedule)
@@ -281,7 +279,7 @@ def _follow(written: Schedule, before: Schedule, now: datetime, deps: ScheduleDe
     if deps.timer is None:
         return
     try:
-        deps.timer.update(written)
+        deps.timer.update(written, now)
         follow_moved_firing(written, now, deps)
     except ExportsError as error:
         try:

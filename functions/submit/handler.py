@@ -70,7 +70,7 @@ from exports.schedules import latest
 from exports.schedules import service as schedules
 from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Schedule
+from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.push import issue_ticket
@@ -524,7 +524,14 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
 @tracer.capture_method(capture_response=False)
 def list_schedules(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
-    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+    next_token: Annotated[
+        str | None,
+        Query(
+            pattern=SCHEDULE_ID_PATTERN,
+            description="The previous page's `next_token`: the id of its last schedule (the page lists the"
+            " schedules created before it).",
+        ),
+    ] = None,
 ) -> ScheduleList:
     """The caller's schedules, newest first; ``422`` for a query parameter it does not know."""
     refuse_unknown_query(app.current_event, _SCHEDULE_LIST_QUERY)
