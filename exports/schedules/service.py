@@ -246,7 +246,10 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
 
 
 def _check_watermark(schedule: Schedule, export_type: AnyExportType, now: datetime) -> None:
-    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it)."""
+    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it). ``null``
+    on a schedule that is no feed clears what it does not have: nothing to refuse."""
+    if schedule.watermark is None and not is_feed(schedule.filters):
+        return
     if export_type.changes() is None or not is_feed(schedule.filters):
         raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
     if schedule.watermark is not None and schedule.watermark > now:

@@ -262,6 +262,15 @@ def test_every_window_the_schema_allows_is_taken_and_fires_only_within_it(
     assert described["State"] == "ENABLED"
 
 
+def test_a_schedule_that_is_no_feed_takes_a_null_watermark_and_refuses_a_value(aws: Resources) -> None:
+    schedule_id = call("POST", "/v1/schedules", WEEKLY)[2]["schedule_id"]
+
+    status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": None, "name": "Still weekly"})
+    assert status == 200 and body["name"] == "Still weekly", body
+    status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": "2026-01-01T00:00:00Z"})
+    assert status == 422 and body["error"]["field"] == "watermark", body
+
+
 @pytest.mark.parametrize("value", [0, 1.5, True])
 def test_an_instant_given_as_a_number_is_refused_naming_the_field(aws: Resources, value: Any) -> None:
     status, _, body = call("POST", "/v1/schedules", {**WEEKLY, "start_at": value})
