@@ -41,6 +41,7 @@ from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, PERM
 from exports.config.audit import Audit
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
+from exports.domain.ids import TASK_ID_SCHEMA_PATTERN
 from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
@@ -366,7 +367,14 @@ def retry(task_id: str) -> Response[ExportAccepted]:
 def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
     status: Annotated[TaskStatus | None, BeforeValidator(upper_case), Query(description="In any case.")] = None,
-    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+    next_token: Annotated[
+        str | None,
+        Query(
+            pattern=TASK_ID_SCHEMA_PATTERN,
+            description="The previous page's `next_token`: the id of its last task (the page lists the tasks"
+            " created before it).",
+        ),
+    ] = None,
     schedule_id: Annotated[
         str | None, Query(max_length=64, description="Only the runs of this schedule of yours.")
     ] = None,

@@ -2814,6 +2814,7 @@ export interface operations {
                 limit?: number;
                 /** @description In any case. */
                 status?: components["schemas"]["TaskStatus"] | null;
+                /** @description The previous page's `next_token`: the id of its last task (the page lists the tasks created before it). */
                 next_token?: string | null;
                 /** @description Only the runs of this schedule of yours. */
                 schedule_id?: string | null;
