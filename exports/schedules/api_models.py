@@ -15,12 +15,14 @@ from pydantic import (
     Field,
     JsonValue,
     StringConstraints,
+    field_validator,
     model_validator,
 )
 
 from exports.api_models import ZONE_MARK, ExportRequest
 from exports.config.schedules import Schedules
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.domain.locales import canonical_locale
 from exports.domain.zones import canonical_zone
 from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
@@ -219,11 +221,28 @@ class SchedulePatch(BaseModel):
         default=None, description="`PAUSED` pauses (`PAUSED_BY_USER`); `ACTIVE` resumes and clears the failures."
     )
     when_empty: WhenEmpty | None = Field(default=None, description=WHEN_EMPTY)
+    # As on a create (ExportRequest's fields), checked the same way; a CSV dialect replaces the
+    # schedule's whole (its defaults fill what it leaves out).
+    csv_dialect: CsvDialect | None = Field(
+        default=None, description=ExportRequest.model_fields["csv_dialect"].description
+    )
+    locale: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        description=f"{ExportRequest.model_fields['locale'].description} `null`: back to the type's default.",
+        examples=["en", "de", "zh-CN", "ja"],
+    )
     watermark: Instant | None = Field(
         default=None,
         description="A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the"
         " type's floor or the schedule's creation. A run in flight then no longer moves it.",
     )
+
+    @field_validator("locale")
+    @classmethod
+    def _locale_tag(cls, tag: str | None) -> str | None:
+        return None if tag is None else canonical_locale(tag)
 
     @model_validator(mode="after")
     def _at_most_one_recurrence(self) -> SchedulePatch:
@@ -232,11 +251,15 @@ class SchedulePatch(BaseModel):
         return self
 
     def changes(self) -> ScheduleChanges:
-        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``, ``watermark``)."""
+        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``, ``watermark``,
+        and sets ``locale`` back to the type's default)."""
         values: dict[str, Any] = {}
         for name in self.model_fields_set:
             value = getattr(self, name)
-            if name in ("cron", "every", "timezone", "filters", "recipients", "state", "when_empty") and value is None:
+            if (
+                name in ("cron", "every", "timezone", "filters", "recipients", "state", "when_empty", "csv_dialect")
+                and value is None
+            ):
                 continue
             if name == "every":
                 value = _every(value)

@@ -1447,6 +1447,8 @@ export interface components {
         SchedulePatch: {
             /** Cron */
             cron?: string | null;
+            /** @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8. */
+            csv_dialect?: components["schemas"]["CsvDialect"] | null;
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1455,6 +1457,15 @@ export interface components {
             filters?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default. `null`: back to the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /** Name */
             name?: string | null;
             /** Recipients */
