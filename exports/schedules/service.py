@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from ulid import ULID
 
 from exports.config.schedules import Schedules
-from exports.domain.csv_dialect import CsvEncoding
 from exports.domain.caller import TOKEN_CLAIMS, Caller
+from exports.domain.csv_dialect import CsvEncoding
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.task import ScheduledRun, TaskSource

@@ -189,7 +189,11 @@ class ZonedExport:
 
     def _wall_time(self, column: Column) -> bool:
         # ``instants`` were asked of the type for such a format in every zone (task_zone).
-        return self._style.types_wall_times and column.kind is ColumnKind.DATETIME and column.name not in self._all_instants
+        return (
+            self._style.types_wall_times
+            and column.kind is ColumnKind.DATETIME
+            and column.name not in self._all_instants
+        )
 
     @property
     def changes(self) -> bool:

@@ -227,8 +227,18 @@ def test_the_timer_creates_updates_and_deletes_the_scheduler_schedule(timer: Eve
         ),
         # Ended, or an end not after the start: nothing ahead, kept disabled without dates.
         ({"end_at": datetime(2000, 1, 1, tzinfo=UTC)}, "DISABLED", None, None),
-        ({"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2100, 1, 1, tzinfo=UTC)}, "DISABLED", None, None),
-        ({"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2101, 1, 1, tzinfo=UTC)}, "ENABLED", "start", "end"),
+        (
+            {"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2100, 1, 1, tzinfo=UTC)},
+            "DISABLED",
+            None,
+            None,
+        ),
+        (
+            {"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2101, 1, 1, tzinfo=UTC)},
+            "ENABLED",
+            "start",
+            "end",
+        ),
     ],
 )
 def test_scheduler_takes_every_window_the_api_takes(

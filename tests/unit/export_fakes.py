@@ -13,9 +13,9 @@ from exports.config.limits import Admission
 from exports.config.queues import LANES
 from exports.config.settings import WorkerSettings
 from exports.domain.admission import lane_for
-from exports.domain.ids import is_task_id
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.events import LifecycleEvent
+from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl

@@ -182,7 +182,9 @@ def test_a_wall_time_column_is_a_timestamp_without_zone_on_both_paths() -> None:
     local, at = datetime(2025, 3, 1, 12, 30, 5), datetime(2025, 3, 1, 11, 30, 5)
     rows_file, arrow_file = io.BytesIO(), io.BytesIO()
     write_parquet_stream(columns, [(local, at)], rows_file)
-    batch = pa.record_batch([pa.array([local], pa.timestamp("us")), pa.array([at], pa.timestamp("us"))], ["local", "at"])
+    batch = pa.record_batch(
+        [pa.array([local], pa.timestamp("us")), pa.array([at], pa.timestamp("us"))], ["local", "at"]
+    )
     write_parquet_batches(columns, [batch], arrow_file)
 
     for written in (rows_file, arrow_file):
