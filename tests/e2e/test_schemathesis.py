@@ -15,7 +15,7 @@ keyword, every value of every enum) runs for each operation but the three whose 
 ``timezone``: there it enumerates the tz database's ~600 names for each zone field, some 1,200
 requests for POST /v1/exports alone, which took the run past its budget. Those three keep their
 generated cases (each draws zones from the same enum), and the full coverage phase of every
-operation runs from outside with the CLI (docs/testing.md, "Schemathesis from outside").
+operation runs from outside with the CLI (docs/reliability.md, "Schemathesis from outside").
 """
 
 import json
