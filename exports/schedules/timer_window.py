@@ -1,6 +1,6 @@
 """What EventBridge Scheduler is told of a schedule's window: its StartDate, EndDate and state.
 
-The API takes any ``start_at`` and ``end_at`` its schema allows (docs/schedules.md, "Window"),
+The API takes any ``start_at`` and ``end_at`` its schema allows (docs/schedules.md, "The model": the window),
 Scheduler does not: it refuses a StartDate more than 5 minutes ago, an EndDate in the past and
 an EndDate before the StartDate. So the service's own rule (exports/schedules/expression.py)
 decides what fires, and Scheduler is given the same firings in a form it takes:
