@@ -67,37 +67,34 @@ def served(stack: Stack) -> dict[str, Any]:
 # a private address, a PATCH's filters that are not its schedule's type's. A create may meet the
 # per-user cap (429). Every other operation keeps the default.
 _NO_ZONE_ENUMERATION = {"coverage": {"enabled": False}}
-CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
-    {
-        "operations": [
-            {
-                "include-name": "POST /v1/exports",
-                "checks": {
-                    "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}
-                },
-                "phases": _NO_ZONE_ENUMERATION,
-            },
-            {
-                "include-name": "POST /v1/schedules",
-                "checks": {
-                    "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}
-                },
-                "phases": _NO_ZONE_ENUMERATION,
-            },
-            {
-                "include-name": "PATCH /v1/schedules/{schedule_id}",
-                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
-                "phases": _NO_ZONE_ENUMERATION,
-            },
-        ]
-    }
-)
+OPERATIONS: dict[str, Any] = {
+    "operations": [
+        {
+            "include-name": "POST /v1/exports",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}},
+            "phases": _NO_ZONE_ENUMERATION,
+        },
+        {
+            "include-name": "POST /v1/schedules",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}},
+            "phases": _NO_ZONE_ENUMERATION,
+        },
+        {
+            "include-name": "PATCH /v1/schedules/{schedule_id}",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
+            "phases": _NO_ZONE_ENUMERATION,
+        },
+    ]
+}
 
 
 @pytest.fixture(scope="module")
-def served_schema(served: dict[str, Any]) -> Any:
-    """The cases' source: the served document."""
-    return schemathesis.openapi.from_dict(served, config=CONFIG)
+def served_schema(served: dict[str, Any], stack: Stack) -> Any:
+    """The cases' source: the served document. The caller's token is the configuration's header,
+    so Schemathesis knows the requests carry it: a negative case that only leaves out the
+    Authorization header (which the call would add back) is not generated as one."""
+    config = schemathesis.config.SchemathesisConfig.from_dict({**OPERATIONS, "headers": stack.headers("bob")})
+    return schemathesis.openapi.from_dict(served, config=config)
 
 
 schema = schemathesis.pytest.from_fixture("served_schema")
