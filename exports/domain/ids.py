@@ -10,6 +10,8 @@ from ulid import ULID
 TASK_ID_PREFIX = "exp_"
 # A ULID: 26 Crockford base32 characters, the first at most 7 (48-bit timestamp).
 TASK_ID_PATTERN = re.compile(r"exp_[0-7][0-9A-HJKMNP-TV-Z]{25}")
+# The same, anchored, as the OpenAPI document states it (a page's next_token is a task id).
+TASK_ID_SCHEMA_PATTERN = f"^{TASK_ID_PATTERN.pattern}$"
 
 
 def new_task_id(now: datetime) -> str:

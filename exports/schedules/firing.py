@@ -179,7 +179,8 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
         )
         publish(deps.api.events, event)
         if deps.timer is not None:
-            deps.timer.update(paused)
-            follow_moved_firing(paused, deps.api.clock(), deps)  # paused: removes it
+            now = deps.api.clock()
+            deps.timer.update(paused, now)
+            follow_moved_firing(paused, now, deps)  # paused: removes it
         return reason
     return reason

@@ -41,6 +41,7 @@ from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH, PERM
 from exports.config.audit import Audit
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
+from exports.domain.ids import TASK_ID_SCHEMA_PATTERN
 from exports.domain.policies import Polling, poll_after_sec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat
@@ -70,7 +71,7 @@ from exports.schedules import latest
 from exports.schedules import service as schedules
 from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Schedule
+from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
 from exports.services import control, queries
 from exports.services.dependencies import ApiDependencies
 from exports.services.push import issue_ticket
@@ -366,7 +367,14 @@ def retry(task_id: str) -> Response[ExportAccepted]:
 def list_exports(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
     status: Annotated[TaskStatus | None, BeforeValidator(upper_case), Query(description="In any case.")] = None,
-    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+    next_token: Annotated[
+        str | None,
+        Query(
+            pattern=TASK_ID_SCHEMA_PATTERN,
+            description="The previous page's `next_token`: the id of its last task (the page lists the tasks"
+            " created before it).",
+        ),
+    ] = None,
     schedule_id: Annotated[
         str | None, Query(max_length=64, description="Only the runs of this schedule of yours.")
     ] = None,
@@ -524,7 +532,14 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
 @tracer.capture_method(capture_response=False)
 def list_schedules(
     limit: Annotated[int, Query(ge=1, le=Limits.LIST_PAGE_MAX)] = Limits.LIST_PAGE_DEFAULT,
-    next_token: Annotated[str | None, Query(max_length=2048)] = None,
+    next_token: Annotated[
+        str | None,
+        Query(
+            pattern=SCHEDULE_ID_PATTERN,
+            description="The previous page's `next_token`: the id of its last schedule (the page lists the"
+            " schedules created before it).",
+        ),
+    ] = None,
 ) -> ScheduleList:
     """The caller's schedules, newest first; ``422`` for a query parameter it does not know."""
     refuse_unknown_query(app.current_event, _SCHEDULE_LIST_QUERY)

@@ -5,6 +5,7 @@
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
 import { errorText, taskMatches, whoText } from "./facts.js";
+import { readFileOptions } from "./file-options.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
@@ -106,6 +107,7 @@ class Session {
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+        ...(readFileOptions(byId<HTMLFieldSetElement>("file-options")) as Record<string, never>),
       });
       error.textContent = "";
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);

@@ -13,6 +13,7 @@ import {
 } from "@exports/client";
 
 import { cronPreview } from "./cron-preview.js";
+import { readFileOptions } from "./file-options.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
@@ -187,6 +188,7 @@ export class SchedulesView {
     if (byId<HTMLInputElement>("schedule-skip-empty").checked) request.when_empty = "skip";
     const callbackUrl = byId<HTMLInputElement>("schedule-callback-url").value.trim();
     if (callbackUrl) request.callback_url = callbackUrl;
+    Object.assign(request, readFileOptions(byId<HTMLFieldSetElement>("schedule-file-options")));
     return request;
   }
 
