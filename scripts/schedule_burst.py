@@ -38,8 +38,9 @@ class ScheduleBurstResult:
     count: int
     users: int
     firing: str
-    # First arrivals by whole minutes after the firing (the clock moved a minute at a time).
-    arrivals_per_minute: list[int]
+    # First arrivals in each move of the clock (about a minute) from the firing on: (where the
+    # move ended, in seconds after the firing; how many arrived in it).
+    arrivals: list[tuple[int, int]]
     # Arrivals before the firing's own time (none expected).
     early: int
     runs: int
@@ -63,11 +64,11 @@ class ScheduleBurstResult:
 
     def text(self) -> str:
         """The report printed by ``make load``."""
-        arrivals = ", ".join(f"+{minute} min: {n}" for minute, n in enumerate(self.arrivals_per_minute) if n)
+        arrivals = ", ".join(f"by +{end} s: {n}" for end, n in self.arrivals)
         return "\n".join(
             [
                 f"{self.count} schedules from {self.users} users, all firing at {self.firing}",
-                f"first arrivals per minute after the firing: {arrivals}"
+                f"first arrivals in each minute's move of the clock: {arrivals}"
                 + (f"; {self.early} before it" if self.early else ""),
                 f"runs {self.runs}: "
                 + ", ".join(f"{status} {n}" for status, n in sorted(self.statuses.items()))
@@ -121,8 +122,9 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
         }
         owners[api.call(token, "POST", "/v1/schedules", json=body)["schedule_id"]] = token
 
-    # The manual clock still follows wall time between moves: creating the schedules took some.
-    arrivals: Counter[int] = Counter()
+    # The manual clock still follows wall time between moves (creating the schedules took some):
+    # each move's first arrivals are labelled with where it ended, in seconds after the firing.
+    arrivals: list[tuple[int, int]] = []
     seen: set[str] = set()
     last_arrival = firing + timedelta(minutes=Schedules.SPREAD_MAX_MIN + _TAIL_MIN)
     while now < last_arrival:
@@ -130,7 +132,7 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
         now = datetime.fromisoformat(moved["now"])
         first = {event["schedule_id"] for event in moved["fired"]} - seen
         seen |= first
-        arrivals[max(-1, int((now - firing).total_seconds() // 60))] += len(first)
+        arrivals.append((int((now - firing).total_seconds()), len(first)))
     due = time.monotonic()
     runs = _runs_until_ended(api, owners, tokens[0], time.monotonic() + wait_sec)
     ended_in = time.monotonic() - due
@@ -145,8 +147,8 @@ def run_schedule_burst(url: str, tokens: Sequence[str], count: int, wait_sec: fl
         count=count,
         users=len(set(owners.values())),
         firing=expected,
-        arrivals_per_minute=[arrivals[minute] for minute in range(max(arrivals) + 1)],
-        early=arrivals[-1],
+        arrivals=[(end, n) for end, n in arrivals if end >= 0],
+        early=sum(n for end, n in arrivals if end < 0),
         runs=len(runs),
         statuses=dict(Counter(run["status"] for run in runs)),
         exact_scheduled_for=sum(1 for run in runs if run["scheduled_for"] == expected),
