@@ -23,11 +23,14 @@ ALL_FUNCTIONS = ["submit", "lifecycle", "callback", "worker", "push", "stream", 
 
 
 @functools.cache
-def cold_import(function: str) -> tuple[frozenset[str], list[str]]:
+def cold_import(function: str, *first_use: str) -> tuple[frozenset[str], list[str]]:
     """The modules loaded and the AWS clients built by importing ``function``'s handler in a fresh
-    interpreter (once per function: each check below reads the same import)."""
+    interpreter (once per function: each check below reads the same import), then the modules
+    ``first_use`` that its first invocation imports (the handlers import them where they use them,
+    tests/unit/test_handler_imports.py)."""
+    also = "".join(f"import {module}; " for module in first_use)
     code = (
-        f"import json, sys; import functions.{function}.handler; loaded = sorted(sys.modules); "
+        f"import json, sys; import functions.{function}.handler; {also}loaded = sorted(sys.modules); "
         "from exports.adapters.clients import aws_client; print(json.dumps([loaded, aws_client.services()]))"
     )
     environment = {"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PATH": ""}
@@ -108,7 +111,7 @@ def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(functi
 
 
 def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_registry():
-    loaded, _ = cold_import("lifecycle")
+    loaded, _ = cold_import("lifecycle", "exports.services.lifecycle", "exports.workflows", "exports.composition")
 
     # The dependency bags name them in annotations only (exports.services.dependencies).
     assert "exports.services.dependencies" in loaded
@@ -118,7 +121,7 @@ def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_regis
 
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
-    loaded, _ = cold_import(function)
+    loaded, _ = cold_import(function, "exports.composition")
 
     # The composition root imports a function's adapters where it builds them (exports.composition).
     assert "exports.composition" in loaded
@@ -134,7 +137,7 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
 
 
 def test_the_worker_imports_the_fan_out_steps_on_first_use():
-    loaded, _ = cold_import("worker")
+    loaded, _ = cold_import("worker", "exports.services.deliveries", "exports.composition")
 
     # The steps of a split export load with the first step; every SQS batch plans (fan_out.plan).
     assert "exports.fan_out.plan" in loaded
@@ -149,7 +152,7 @@ def test_cron_evaluation_is_imported_on_first_use(function):
 
 
 def test_the_api_function_imports_the_declared_types_builder_on_first_use():
-    loaded, _ = cold_import("submit")
+    loaded, _ = cold_import("submit", "functions.submit.routes.exports", "exports.composition")
 
     assert "exports.composition" in loaded
     assert "exports.declared.build" not in loaded
