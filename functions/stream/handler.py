@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 
 from exports.config.push import Push
+from exports.snapstart import register_hooks
 from exports.tracing import lazy_tracer
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
+# This function runs from a SnapStart snapshot on Lambda (infra/function_factory.py).
+register_hooks()
 
 
 @cache

@@ -23,6 +23,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH
 from exports.http.envelope import normalised_event, strict_json
 from exports.http.errors import register_error_handlers
+from exports.snapstart import register_hooks
 from exports.tracing import lazy_tracer
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ metrics = Metrics()
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_json)
 register_error_handlers(app)
+# This function runs from a SnapStart snapshot on Lambda (infra/function_factory.py).
+register_hooks()
 
 # The module of each group of routes, by the first segment of a path under /v1 (the permalink,
 # /v1/permalinks/..., is a schedule's) and by the documentation's own paths.

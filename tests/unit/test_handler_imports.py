@@ -52,13 +52,14 @@ ALLOWED: Final = {
         "exports.http",
         "exports.http.envelope",
         "exports.http.errors",
+        "exports.snapstart",
     },
     "worker": _EVERY,
     "lifecycle": _EVERY,
     "callback": _EVERY,
     "push": _EVERY,
-    # The subprotocol it answers with.
-    "stream": _EVERY | {"exports.config", "exports.config.push"},
+    # The subprotocol it answers with; SnapStart's hooks (the API function's too).
+    "stream": _EVERY | {"exports.config", "exports.config.push", "exports.snapstart"},
     "audit": _EVERY,
     "schedule": _EVERY,
 }
