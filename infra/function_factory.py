@@ -150,6 +150,12 @@ class ServiceFunction(Construct):
             role=self.role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),
+            # A SnapStart function's published versions: only the live alias's is kept, so only its
+            # snapshot is cached (and billed); CloudFormation deletes the previous one once the
+            # alias has moved (docs/cost.md, "SnapStart").
+            current_version_options=(
+                lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY) if spec.snap_start else None
+            ),
             ephemeral_storage_size=(
                 Size.mebibytes(spec.ephemeral_storage_mib) if spec.ephemeral_storage_mib is not None else None
             ),

@@ -71,3 +71,14 @@ def test_the_http_api_and_the_websocket_api_invoke_the_aliases(request, synth_na
     for name in SNAP_STARTED:
         function_id = synth.logical_id(getattr(synth.stack.functions, name).function)
         assert not any(function_id in target for target in permitted), f"API Gateway invokes {name}'s $LATEST"
+
+
+@pytest.mark.parametrize("name", SNAP_STARTED)
+def test_a_replaced_version_is_deleted_so_one_snapshot_is_cached(dev, name):
+    service_function = getattr(dev.stack.functions, name)
+    version_id = dev.props(service_function.invocable)["FunctionVersion"]["Fn::GetAtt"][0]
+
+    version = dev.template.to_json()["Resources"][version_id]
+
+    assert version["DeletionPolicy"] == "Delete"
+    assert version["UpdateReplacePolicy"] == "Delete"

@@ -152,7 +152,7 @@ def test_cron_evaluation_is_imported_on_first_use(function):
 
 
 def test_the_api_function_imports_the_declared_types_builder_on_first_use():
-    loaded, _ = cold_import("submit", "functions.submit.routes.exports", "exports.composition")
+    loaded, _ = cold_import("submit", "exports.api.routes.exports", "exports.composition")
 
     assert "exports.composition" in loaded
     assert "exports.declared.build" not in loaded

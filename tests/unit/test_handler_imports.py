@@ -53,6 +53,8 @@ ALLOWED: Final = {
         "exports.http.envelope",
         "exports.http.errors",
         "exports.snapstart",
+        "exports.api",
+        "exports.api.app",
     },
     "worker": _EVERY,
     "lifecycle": _EVERY,
@@ -127,16 +129,16 @@ def test_a_handler_imports_no_third_party_package_beyond_the_floor(function):
 @pytest.mark.parametrize(
     ("path", "module"),
     [
-        ("/v1/exports", "functions.submit.routes.exports"),
-        ("/v1/exports/01J/download", "functions.submit.routes.exports"),
-        ("/v1/schedules/s1/run", "functions.submit.routes.schedules"),
-        ("/v1/permalinks/s1", "functions.submit.routes.schedules"),
-        ("/v1/audit/usage", "functions.submit.routes.audit"),
-        ("/v1/me", "functions.submit.routes.caller"),
-        ("/v1/export-types/orders", "functions.submit.routes.caller"),
-        ("/v1/stream-tickets", "functions.submit.routes.caller"),
-        ("/openapi.json", "functions.submit.routes.docs"),
-        ("/docs", "functions.submit.routes.docs"),
+        ("/v1/exports", "exports.api.routes.exports"),
+        ("/v1/exports/01J/download", "exports.api.routes.exports"),
+        ("/v1/schedules/s1/run", "exports.api.routes.schedules"),
+        ("/v1/permalinks/s1", "exports.api.routes.schedules"),
+        ("/v1/audit/usage", "exports.api.routes.audit"),
+        ("/v1/me", "exports.api.routes.caller"),
+        ("/v1/export-types/orders", "exports.api.routes.caller"),
+        ("/v1/stream-tickets", "exports.api.routes.caller"),
+        ("/openapi.json", "exports.api.routes.docs"),
+        ("/docs", "exports.api.routes.docs"),
         ("/v1/nothing", None),
         ("/v2/exports", None),
         ("/", None),
@@ -154,7 +156,8 @@ def test_a_request_imports_its_own_group_of_routes_only():
     code = (
         "import json, sys; from functions.submit.handler import lambda_handler; "
         "from tests.builders import FakeContext, http_event; "
-        "routes = lambda: sorted(m for m in sys.modules if m.startswith('functions.submit.routes.')); "
+        "groups = ('exports.api.routes.', 'exports.api.answers'); "
+        "routes = lambda: sorted(m for m in sys.modules if m.startswith(groups)); "
         "missing = lambda_handler(http_event('GET', '/v1/nothing'), FakeContext()); after_missing = routes(); "
         "preflight = lambda_handler(http_event('OPTIONS', '/v1/schedules'), FakeContext()); "
         "print(json.dumps([missing['statusCode'], after_missing, preflight['statusCode'], routes()]))"
@@ -169,5 +172,5 @@ def test_a_request_imports_its_own_group_of_routes_only():
         404,
         [],
         204,
-        ["functions.submit.routes.answers", "functions.submit.routes.schedules"],
+        ["exports.api.answers", "exports.api.routes.schedules"],
     ], done.stderr

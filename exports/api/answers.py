@@ -5,6 +5,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from exports.api.app import app, logger
 from exports.api_models import (
     ExportAccepted,
 )
@@ -15,7 +16,6 @@ from exports.http.openapi import (
     retry_after,
 )
 from exports.services.submission import Submission
-from functions.submit.handler import app, logger
 
 # The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
 ACCEPTED = {

@@ -9,6 +9,11 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from exports.api.app import (
+    app,
+    dependencies,
+    tracer,
+)
 from exports.audit import service as audit
 from exports.audit.api_models import AuditPage, UsageDay, UsageList
 from exports.audit.ports import AuditNotKept
@@ -21,11 +26,6 @@ from exports.http.envelope import (
 )
 from exports.http.openapi import (
     responses,
-)
-from functions.submit.handler import (
-    app,
-    dependencies,
-    tracer,
 )
 
 

@@ -10,6 +10,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BeforeValidator
 
+from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
+from exports.api.app import app, dependencies, idempotent_calls, logger, tracer
 from exports.api_models import (
     ExportAccepted,
     ExportRequest,
@@ -38,8 +40,6 @@ from exports.http.openapi import (
 )
 from exports.services import control, queries
 from exports.services.submission import caller_scope, submit_export
-from functions.submit.handler import app, dependencies, idempotent_calls, logger, tracer
-from functions.submit.routes.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
 
 # The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
 _SUBMIT_RESPONSES = responses(

@@ -6,12 +6,12 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from exports.api.app import api_document, app, dependencies
 from exports.config.api import DOCS_PATH, OPENAPI_PATH
 from exports.http.openapi import (
     swagger_page,
 )
 from exports.services import queries
-from functions.submit.handler import api_document, app, dependencies
 
 
 @app.get(OPENAPI_PATH, include_in_schema=False)

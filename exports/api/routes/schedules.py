@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
+from exports.api.app import app, dependencies, idempotent_calls, logger, schedule_dependencies, tracer
 from exports.api_models import (
     ExportAccepted,
 )
@@ -37,8 +39,6 @@ from exports.schedules import service as schedules
 from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
 from exports.schedules.model import Schedule
 from exports.services.submission import caller_scope
-from functions.submit.handler import app, dependencies, idempotent_calls, logger, schedule_dependencies, tracer
-from functions.submit.routes.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
 
 _SCHEDULE_LIST_QUERY = frozenset({"limit", "next_token"})
 _SCHEDULE_CREATE_RESPONSES = responses(

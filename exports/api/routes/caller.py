@@ -6,6 +6,8 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 
 from aws_lambda_powertools.event_handler import Response
 
+from exports.api.answers import json_response
+from exports.api.app import app, dependencies, ticket_store, tracer
 from exports.api_models import (
     CallerView,
     ExportTypeList,
@@ -22,8 +24,6 @@ from exports.http.openapi import (
 from exports.push.model import PushNotAvailable, Viewer
 from exports.services import queries
 from exports.services.push import issue_ticket
-from functions.submit.handler import app, dependencies, ticket_store, tracer
-from functions.submit.routes.answers import json_response
 
 _TICKET_RESPONSES = responses(
     {201: {"description": "A single-use ticket for the push channel, valid `expires_in` seconds."}},
