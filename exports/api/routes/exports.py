@@ -1,4 +1,4 @@
-"""The export routes: submit, read, cancel, retry, list and download a task (docs/api.md).
+"""The export routes: submit, read, cancel, retry, list and download a task (docs/openapi.json).
 
 No ``from __future__ import annotations`` here: Powertools reads the route signatures through the
 tracer's wrapper, so the annotations must be real objects, not strings.
