@@ -9,11 +9,8 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from exports.api.app import (
-    app,
-    dependencies,
-    tracer,
-)
+from exports.api import app as api
+from exports.api.app import app, tracer
 from exports.audit import service as audit
 from exports.audit.api_models import AuditPage, UsageDay, UsageList
 from exports.audit.ports import AuditNotKept
@@ -31,7 +28,7 @@ from exports.http.openapi import (
 
 def _audit_reader() -> tuple[str, AuditDependencies]:
     """The audit trail and the tenant the caller may read it for (an admin's own)."""
-    deps = dependencies().audit
+    deps = api.dependencies().audit
     if deps is None:
         raise AuditNotKept("this deployment keeps no audit trail")
     return audit.admin_tenant(caller_of(app.current_event), deps.tenancy), deps
@@ -54,7 +51,7 @@ _USAGE_QUERY = frozenset({"from", "to"})
 
 
 def _days(day_from: date | None, day_to: date | None) -> tuple[date, date]:
-    today = dependencies().clock().date()
+    today = api.dependencies().clock().date()
     return day_from or day_to or today, day_to or today
 
 

@@ -6,8 +6,9 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 
 from aws_lambda_powertools.event_handler import Response
 
+from exports.api import app as api
 from exports.api.answers import json_response
-from exports.api.app import app, dependencies, ticket_store, tracer
+from exports.api.app import app, tracer
 from exports.api_models import (
     CallerView,
     ExportTypeList,
@@ -48,11 +49,11 @@ _TYPE_RESPONSES = responses({200: {"description": "The export type."}}, 404)
 def stream_ticket() -> Response[StreamTicketView]:
     """A ticket of the caller for the push channel; ``404`` where there is none."""
     caller = caller_of(app.current_event)
-    deps = dependencies()
+    deps = api.dependencies()
     url, table = deps.settings.websocket_url, deps.settings.connections_table
     if not (url and table):
         raise PushNotAvailable("this deployment has no push channel: poll GET /v1/exports/{task_id}")
-    ticket = issue_ticket(Viewer.of(caller), ticket_store(table), url, deps.clock())
+    ticket = issue_ticket(Viewer.of(caller), api.ticket_store(table), url, deps.clock())
     body = StreamTicketView(ticket=ticket.ticket, url=ticket.url, expires_in=ticket.expires_in)
     return json_response(201, body.model_dump(mode="json"), {"Cache-Control": "no-store"})
 
@@ -69,7 +70,7 @@ def stream_ticket() -> Response[StreamTicketView]:
 def get_caller() -> CallerView:
     """The caller's user id and the values the types they may use bind from their token."""
     caller = caller_of(app.current_event)
-    return CallerView(user_id=caller.user_id, bound=queries.caller_bindings(caller, dependencies()))
+    return CallerView(user_id=caller.user_id, bound=queries.caller_bindings(caller, api.dependencies()))
 
 
 @app.get(
@@ -83,7 +84,7 @@ def get_caller() -> CallerView:
 @tracer.capture_method(capture_response=False)
 def list_export_types() -> ExportTypeList:
     """The export types the caller may use, their formats and the JSON Schema of their filters."""
-    types = queries.export_types(caller_of(app.current_event), dependencies())
+    types = queries.export_types(caller_of(app.current_event), api.dependencies())
     return ExportTypeList(items=[ExportTypeView.of(export_type) for export_type in types])
 
 
@@ -99,4 +100,4 @@ def list_export_types() -> ExportTypeList:
 def get_export_type(name: str) -> ExportTypeView:
     """One type the caller may use; ``404`` for any other name (a type refused to the caller
     looks the same as no type)."""
-    return ExportTypeView.of(queries.export_type(name, caller_of(app.current_event), dependencies()))
+    return ExportTypeView.of(queries.export_type(name, caller_of(app.current_event), api.dependencies()))

@@ -6,7 +6,8 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from exports.api.app import api_document, app, dependencies
+from exports.api import app as api
+from exports.api.app import api_document, app
 from exports.config.api import DOCS_PATH, OPENAPI_PATH
 from exports.http.openapi import (
     swagger_page,
@@ -18,12 +19,12 @@ from exports.services import queries
 def openapi_document() -> Response[str]:
     """The OpenAPI document of this API, with the export types every caller may use (it is
     served without a token)."""
-    document = api_document(queries.documented_export_types(dependencies()))
+    document = api_document(queries.documented_export_types(api.dependencies()))
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document)
 
 
 @app.get(DOCS_PATH, include_in_schema=False)
 def swagger_ui() -> Response[str]:
     """Swagger UI on the document ``/openapi.json`` serves."""
-    document = api_document(queries.documented_export_types(dependencies()))
+    document = api_document(queries.documented_export_types(api.dependencies()))
     return Response(status_code=200, content_type=content_types.TEXT_HTML, body=swagger_page(document))

@@ -10,8 +10,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BeforeValidator
 
+from exports.api import app as api
 from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
-from exports.api.app import app, dependencies, idempotent_calls, logger, tracer
+from exports.api.app import app, logger, tracer
 from exports.api_models import (
     ExportAccepted,
     ExportRequest,
@@ -115,13 +116,13 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return accepted(submit_export(request.spec(), caller, dependencies())).model_dump(mode="json")
+        return accepted(submit_export(request.spec(), caller, api.dependencies())).model_dump(mode="json")
 
     if key is None:
         return accepted_answer(accept())
-    scope = caller_scope(request.export_type, caller, dependencies())
+    scope = caller_scope(request.export_type, caller, api.dependencies())
     body = request.idempotency_body()
-    answer, replayed = idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
+    answer, replayed = api.idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
     return accepted_answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
 
 
@@ -136,7 +137,7 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
 @tracer.capture_method(capture_response=False)
 def get_export(task_id: str) -> Response[TaskView]:
     """The task; once COMPLETED with a freshly presigned download link."""
-    deps = dependencies()
+    deps = api.dependencies()
     user_id = caller_id(app.current_event)
     details = queries.task_details(task_id, user_id, deps)
     task = details.task
@@ -162,7 +163,7 @@ def get_export(task_id: str) -> Response[TaskView]:
 def cancel(task_id: str) -> TaskView:
     """CANCELLED from PENDING or RUNNING; ``409`` once the task has ended."""
     logger.append_keys(task_id=task_id)
-    return TaskView.of(control.cancel_export(task_id, caller_id(app.current_event), dependencies()))
+    return TaskView.of(control.cancel_export(task_id, caller_id(app.current_event), api.dependencies()))
 
 
 @app.post(
@@ -177,7 +178,7 @@ def cancel(task_id: str) -> TaskView:
 @tracer.capture_method(capture_response=False)
 def retry(task_id: str) -> Response[ExportAccepted]:
     """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
-    submission = control.retry_export(task_id, caller_of(app.current_event), dependencies())
+    submission = control.retry_export(task_id, caller_of(app.current_event), api.dependencies())
     return accepted_answer(accepted(submission).model_dump(mode="json"))
 
 
@@ -201,7 +202,7 @@ def list_exports(
     """The caller's tasks, newest first; ``422`` for a query parameter it does not know."""
     refuse_unknown_query(app.current_event, _LIST_QUERY)
     user_id = caller_id(app.current_event)
-    page = queries.list_tasks(user_id, dependencies(), limit, status, next_token, schedule_id)
+    page = queries.list_tasks(user_id, api.dependencies(), limit, status, next_token, schedule_id)
     return TaskList(items=[TaskView.of(task) for task in page.tasks], next_token=page.cursor)
 
 
@@ -216,7 +217,7 @@ def list_exports(
 @tracer.capture_method(capture_response=False)
 def download(task_id: str) -> Response[str]:
     """``302`` to a fresh presigned link; ``409`` unless the task is COMPLETED."""
-    deps = dependencies()
+    deps = api.dependencies()
     user_id = caller_id(app.current_event)
     task = queries.owned_task(task_id, user_id, deps)
     url, expires_at = queries.download_link(task, deps)

@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from exports.api import app as api
 from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
-from exports.api.app import app, dependencies, idempotent_calls, logger, schedule_dependencies, tracer
+from exports.api.app import app, logger, tracer
 from exports.api_models import (
     ExportAccepted,
 )
@@ -87,7 +88,7 @@ _PERMALINK_DELETE_RESPONSES = responses({204: {"description": "Revoked: its key 
 
 
 def _schedule_view(schedule: Schedule) -> ScheduleView:
-    deps = schedule_dependencies()
+    deps = api.schedule_dependencies()
     runs = schedules.next_runs(schedule, deps.api.clock(), Schedules.NEXT_RUNS_SHOWN)
     logger.append_keys(schedule_id=schedule.schedule_id)
     return ScheduleView.of(schedule, runs)
@@ -115,10 +116,10 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
     key = idempotency_key(app.current_event.headers)
 
     def create() -> dict[str, Any]:
-        audit_deps = dependencies().audit
+        audit_deps = api.dependencies().audit
         if audit_deps is not None:
             audit.check_schedule_quota(audit_deps.tenancy.tenant_of(caller), audit_deps)
-        schedule = schedules.create_schedule(request.schedule_spec(), caller, schedule_dependencies())
+        schedule = schedules.create_schedule(request.schedule_spec(), caller, api.schedule_dependencies())
         _record_schedule(AuditAction.SCHEDULE_CREATED, schedule)
         return _schedule_view(schedule).model_dump(mode="json")
 
@@ -127,9 +128,9 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
         answer = create()
     else:
         # Scoped apart from the exports' keys: the same key may create an export and a schedule.
-        scope = "schedule:" + caller_scope(request.export_type, caller, dependencies())
+        scope = "schedule:" + caller_scope(request.export_type, caller, api.dependencies())
         body = request.model_dump(mode="json")
-        answer, replayed = idempotent_calls().replay_or_call(caller.user_id, key, body, create, scope=scope)
+        answer, replayed = api.idempotent_calls().replay_or_call(caller.user_id, key, body, create, scope=scope)
         headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(201, answer, {"Location": _schedule_url(answer["schedule_id"]), **headers})
 
@@ -148,7 +149,7 @@ def list_schedules(
 ) -> ScheduleList:
     """The caller's schedules, newest first; ``422`` for a query parameter it does not know."""
     refuse_unknown_query(app.current_event, _SCHEDULE_LIST_QUERY)
-    page = schedules.list_schedules(caller_id(app.current_event), schedule_dependencies(), limit, next_token)
+    page = schedules.list_schedules(caller_id(app.current_event), api.schedule_dependencies(), limit, next_token)
     return ScheduleList(items=[_schedule_view(schedule) for schedule in page.schedules], next_token=page.cursor)
 
 
@@ -162,7 +163,8 @@ def list_schedules(
 @tracer.capture_method(capture_response=False)
 def get_schedule(schedule_id: str) -> ScheduleView:
     """The caller's schedule; ``404`` for any other."""
-    return _schedule_view(schedules.owned_schedule(schedule_id, caller_id(app.current_event), schedule_dependencies()))
+    deps = api.schedule_dependencies()
+    return _schedule_view(schedules.owned_schedule(schedule_id, caller_id(app.current_event), deps))
 
 
 @app.patch(
@@ -178,7 +180,7 @@ def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) 
     """The schedule as changed."""
     check_envelope(app.current_event)
     caller = caller_of(app.current_event)
-    changed = schedules.update_schedule(schedule_id, changes.changes(), caller, schedule_dependencies())
+    changed = schedules.update_schedule(schedule_id, changes.changes(), caller, api.schedule_dependencies())
     _record_schedule(AuditAction.SCHEDULE_CHANGED, changed)
     return _schedule_view(changed)
 
@@ -193,7 +195,7 @@ def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) 
 @tracer.capture_method(capture_response=False)
 def delete_schedule(schedule_id: str) -> Response[str]:
     """``204``; ``404`` for another user's."""
-    deps = schedule_dependencies()
+    deps = api.schedule_dependencies()
     schedule = schedules.owned_schedule(schedule_id, caller_id(app.current_event), deps)
     schedules.delete_schedule(schedule_id, schedule.user_id, deps)
     _record_schedule(AuditAction.SCHEDULE_DELETED, schedule)
@@ -212,7 +214,7 @@ def delete_schedule(schedule_id: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def run_schedule(schedule_id: str) -> Response[ExportAccepted]:
     """``202`` with the run's task."""
-    submission = schedules.run_now(schedule_id, caller_of(app.current_event), schedule_dependencies())
+    submission = schedules.run_now(schedule_id, caller_of(app.current_event), api.schedule_dependencies())
     return accepted_answer(accepted(submission).model_dump(mode="json"))
 
 
@@ -231,7 +233,7 @@ def _redirect(url: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def schedule_latest(schedule_id: str) -> Response[str]:
     """``302`` to the latest file; ``404`` for another user's schedule or no file."""
-    return _redirect(latest.owner_latest(schedule_id, caller_id(app.current_event), schedule_dependencies()))
+    return _redirect(latest.owner_latest(schedule_id, caller_id(app.current_event), api.schedule_dependencies()))
 
 
 @app.post(
@@ -247,7 +249,7 @@ def schedule_latest(schedule_id: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def create_permalink(schedule_id: str) -> Response[Permalink]:
     """``201`` with the permalink, shown once."""
-    key = latest.mint_permalink(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    key = latest.mint_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
     event = app.current_event
     path = PERMALINK_PATH.format(schedule_id=schedule_id)
     scheme = event.headers.get("x-forwarded-proto") or "https"
@@ -265,7 +267,7 @@ def create_permalink(schedule_id: str) -> Response[Permalink]:
 @tracer.capture_method(capture_response=False)
 def delete_permalink(schedule_id: str) -> Response[str]:
     """``204``; ``404`` for another user's schedule."""
-    latest.revoke_permalink(schedule_id, caller_id(app.current_event), schedule_dependencies())
+    latest.revoke_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
     return Response(status_code=204, body="")
 
 
@@ -281,11 +283,11 @@ def delete_permalink(schedule_id: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def permalink(schedule_id: str, key: Annotated[str, Query(min_length=1, max_length=200)]) -> Response[str]:
     """``302`` to the latest file for the right key; ``404`` otherwise."""
-    return _redirect(latest.permalink_latest(schedule_id, key, schedule_dependencies()))
+    return _redirect(latest.permalink_latest(schedule_id, key, api.schedule_dependencies()))
 
 
 def _record_schedule(action: AuditAction, schedule: Schedule) -> None:
     """Record a schedule change in the audit trail, if the deployment keeps one."""
-    deps = dependencies().audit
+    deps = api.dependencies().audit
     if deps is not None:
         audit.record_schedule(action, schedule, caller_of(app.current_event), request_id(), deps)
