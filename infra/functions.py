@@ -65,6 +65,8 @@ API: Final = FunctionSpec(
     timeout_sec=Sizing.API_TIMEOUT_SEC,
     distributions=(*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata"),
     runtime_settings=ApiSettings,
+    # Every request waits for its cold start: restored from a snapshot (docs/performance.md).
+    snap_start=True,
 )
 WORKER: Final = FunctionSpec(
     name="worker",
@@ -131,6 +133,8 @@ STREAM: Final = FunctionSpec(
     timeout_sec=Sizing.PUSH_ROUTE_TIMEOUT_SEC,
     distributions=(*_COMMON, _PATTERNS, "pyjwt"),
     runtime_settings=PushSettings,
+    # A browser's WebSocket open waits for $connect's cold start: restored from a snapshot.
+    snap_start=True,
 )
 PUSH: Final = FunctionSpec(
     name="push",

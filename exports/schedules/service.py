@@ -110,16 +110,25 @@ def follow_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDepen
         deps.timer.set_moved_firing(schedule, next_moved_firing(schedule, after))
 
 
-def stored_caller(export_type: AnyExportType, caller: Caller, own_email: str | None) -> StoredCaller:
+def _tenant_claim(deps: ScheduleDependencies) -> str | None:
+    """The claim that names a caller's tenant, where the deployment keeps an audit trail."""
+    return deps.api.audit.tenancy.tenants.claim if deps.api.audit is not None else None
+
+
+def stored_caller(
+    export_type: AnyExportType, caller: Caller, own_email: str | None, tenant_claim: str | None = None
+) -> StoredCaller:
     """What the schedule keeps of ``caller``'s token: the claims the type binds or its access
-    rule reads (every claim but the token's own for a type that cannot say), the scopes only
-    when the rule reads them, and the owner's verified address ``own_email``. Never the token."""
+    rule reads (every claim but the token's own for a type that cannot say), the deployment's
+    tenant claim (``tenant_claim``, where it keeps an audit trail: its runs and what the service
+    does to it are its tenant's, docs/audit.md), the scopes only when the rule reads them, and the
+    owner's verified address ``own_email``. Never the token."""
     read = export_type.claims_read()
     names = read.claims
     claims = {
         name: value
         for name, value in caller.claims.items()
-        if name not in TOKEN_CLAIMS and (names is None or name in names)
+        if name not in TOKEN_CLAIMS and (names is None or name in names or name == tenant_claim)
     }
     scopes = tuple(sorted(caller.granted_scopes())) if read.scopes else None
     return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes, verified_email=own_email)
@@ -198,7 +207,8 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
     )
     own_email = verified_email(caller.claims)
     export_type = validate(schedule, caller, deps, now, own_email)
-    schedule = schedule.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
+    stored = stored_caller(export_type, caller, own_email, _tenant_claim(deps))
+    schedule = schedule.model_copy(update={"caller": stored})
     deps.schedules.create(schedule, deps.api.settings.max_schedules_per_user)
     if deps.timer is not None:
         try:
@@ -241,7 +251,7 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         export_type = validate(after, caller, deps, now, own_email)
         if "watermark" in changes.given:
             _check_watermark(after, export_type, now)
-        after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
+        after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email, _tenant_claim(deps))})
         try:
             written = deps.schedules.replace(before, after)
         except ConditionFailed:

@@ -406,8 +406,9 @@ def test_a_schedule_keeps_only_the_claims_its_type_reads(aws: Resources) -> None
 
     stored = api.schedule_dependencies().schedules.get(created["schedule_id"])
     assert stored is not None
-    # The demo orders type of the test declaration binds no claim and has no access rule.
-    assert stored.caller.user_id == "alice" and stored.caller.claims == {}
+    # The demo orders type of the test declaration binds no claim and has no access rule; the
+    # tenant claim is kept for the audit trail (its runs and its pauses are its tenant's).
+    assert stored.caller.user_id == "alice" and stored.caller.claims == {"custom:tenant_id": "acme"}
 
 
 def test_an_interval_schedule_shows_its_one_unit_and_a_rate(aws: Resources) -> None:
