@@ -50,7 +50,6 @@ SLASH: Final = ArnFormat.SLASH_RESOURCE_NAME
 # urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
 # (every handler imports it through the composition root).
 _BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
-_COMMON: Final = (*_BASE, "python-ulid")
 # What functions that write tasks add: the module of every task write (exports/services/task_writes.py)
 # retries state changes with it.
 _RETRIES: Final = "tenacity"
@@ -63,7 +62,9 @@ API: Final = FunctionSpec(
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata"),
+    # python-ulid makes task and schedule ids, which only submits (here and in the schedule
+    # function, which ships the same) create.
+    distributions=(*_BASE, "python-ulid", _RETRIES, _PATTERNS, "cronsim", "tzdata"),
     runtime_settings=ApiSettings,
     # Every request waits for its cold start: restored from a snapshot (docs/performance.md).
     snap_start=True,
@@ -74,7 +75,7 @@ WORKER: Final = FunctionSpec(
     memory_mb=Sizing.WORKER_MEMORY_MB,
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
-    # task ids are never made here, so no python-ulid.
+    # task ids are only recognised here, never made, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
     # builds the same registry without importing it. ISA-L deflates XLSX entries, zlib-ng csv.gz;
     # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
@@ -120,7 +121,7 @@ CALLBACK: Final = FunctionSpec(
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
     # the callback states are written by the module of every task write.
-    distributions=(*_COMMON, _RETRIES, "tzdata"),
+    distributions=(*_BASE, _RETRIES, "tzdata"),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
@@ -131,7 +132,7 @@ STREAM: Final = FunctionSpec(
     description="exports push channel: the WebSocket API's $connect, $disconnect and client messages",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Sizing.PUSH_ROUTE_TIMEOUT_SEC,
-    distributions=(*_COMMON, _PATTERNS, "pyjwt"),
+    distributions=(*_BASE, _PATTERNS, "pyjwt"),
     runtime_settings=PushSettings,
     # A browser's WebSocket open waits for $connect's cold start: restored from a snapshot.
     snap_start=True,
@@ -141,7 +142,7 @@ PUSH: Final = FunctionSpec(
     description="exports push function: task writes from the tasks stream to the WebSocket connections",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Push.FUNCTION_TIMEOUT_SEC,
-    distributions=(*_COMMON, _PATTERNS),
+    distributions=(*_BASE, _PATTERNS),
     runtime_settings=PushSettings,
 )
 # Scheduled exports (docs/schedules.md): EventBridge Scheduler invokes it at each firing, and it
