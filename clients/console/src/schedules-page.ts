@@ -13,7 +13,7 @@ import {
 } from "@exports/client";
 
 import { cronPreview } from "./cron-preview.js";
-import { readFileOptions } from "./file-options.js";
+import { fillFileOptions, readFileOptions } from "./file-options.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
@@ -64,6 +64,7 @@ export class SchedulesView {
     const template = byId<HTMLTemplateElement>("schedule-form-template");
     byId("new-schedule").append(template.content.cloneNode(true));
     const form = byId<HTMLFormElement>("schedule-form");
+    fillFileOptions(byId<HTMLFieldSetElement>("schedule-file-options"), "schedule-");
     const select = byId<HTMLSelectElement>("schedule-type");
     select.replaceChildren(
       ...this.types.map((type) => Object.assign(document.createElement("option"), { value: type.name, textContent: type.name })),
