@@ -54,7 +54,7 @@ import requests
 from exports.config.env import Env
 from local_stack.demo_tenants import TENANTS
 from local_stack.stack import CLOCK_VARIABLE
-from scripts.burst import run_burst
+from scripts.burst import percentile, run_burst
 from scripts.schedule_burst import run_schedule_burst
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,14 +77,6 @@ class Results:
             self.requests += 1
             self.latencies[method].append(seconds)
             self.answers[f"{method} {answer}"] += 1
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The value below which ``fraction`` of ``values`` lie (nearest rank)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
 def _answer(response: requests.Response) -> str:
