@@ -10,7 +10,7 @@ import sys
 
 from aws_cdk import App
 
-from exports.declared.loader import DeclarationError
+from exports.export_types.loader import DeclarationError
 from infra.nag import add_checks
 from infra.settings import StageSettings
 from infra.stack import ExportsStack, stack_name

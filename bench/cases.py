@@ -10,13 +10,13 @@ Cases:
   bare_csv_gz    csv.writer into gzip.open (level 6, as csv.gz exports)
   bare_xlsx      an openpyxl write-only workbook saved to a file, values appended as they are
   bare_xlsx_stream
-                 our XLSX engine (exports/writers/xlsx_engine) writing pages into a file
+                 our XLSX engine (exports/running/writers/xlsx_engine) writing pages into a file
   csv, csv.gz, xlsx
                  the service's pipeline: run_export (export type pages -> writer -> sink ->
                  parts), the parts going to a file, progress going to in-memory task records;
                  xlsx with the default engine (stream)
   xlsx_openpyxl  the pipeline with the openpyxl engine (WorkerSettings.xlsx_engine = "openpyxl")
-  pdf            the pipeline writing a PDF table (exports/writers/pdf)
+  pdf            the pipeline writing a PDF table (exports/running/writers/pdf)
   jsonl, jsonl.gz, parquet
                  the worker's pipeline in those formats (shown against csv and csv.gz)
   pg_copy        PostgreSQL's floor: COPY (the declared orders query) TO STDOUT (FORMAT csv)
@@ -159,7 +159,7 @@ def run_bare_xlsx(rows: int, folder: Path) -> int:
 
 
 def run_bare_xlsx_stream(rows: int, folder: Path) -> int:
-    from exports.writers.xlsx_engine import XlsxStream
+    from exports.running.writers.xlsx_engine import XlsxStream
 
     path = folder / "bare_stream.xlsx"
     with path.open("wb") as out:
@@ -254,7 +254,7 @@ class _Tasks:
 def _bench_type(rows: int) -> Any:
     from pydantic import BaseModel
 
-    from exports.export_types.base import Column, Cursor, ExportType, Page
+    from exports.core.export_type import Column, Cursor, ExportType, Page
 
     class NoFilters(BaseModel):
         pass
@@ -288,14 +288,14 @@ def run_pipeline(
 ) -> int:
     """``run_export`` of a claimed task in ``fmt`` into a file in ``folder``; returns its bytes.
     ``source`` is (registry, export type, task filters); by default the generated rows."""
-    from exports.config.settings import WorkerSettings, XlsxEngine
-    from exports.config.worker import Worker
-    from exports.domain.task import ExportFormat, claim, new_task
+    from exports.core.config.settings import WorkerSettings, XlsxEngine
+    from exports.core.config.worker import Worker
+    from exports.core.task import ExportFormat, claim, new_task
     from exports.export_types.registry import ExportTypeRegistry
-    from exports.formats.run import HandedOver
-    from exports.services.dependencies import WorkerDependencies
-    from exports.services.export_run import run_export
-    from exports.services.progress import ProgressReporter
+    from exports.running.dependencies import WorkerDependencies
+    from exports.running.export_run import run_export
+    from exports.running.formats.run import HandedOver
+    from exports.running.progress import ProgressReporter
 
     registry, export_type, filters = source or (ExportTypeRegistry([_bench_type(rows)]), "bench", {})
     results, tasks = _FileResults(folder), _Tasks()
@@ -371,8 +371,8 @@ def main(argv: Sequence[str]) -> None:
     # Import what the case needs before the clock starts, as a warm worker would have.
     import openpyxl  # noqa: F401
 
-    import exports.services.export_run  # noqa: F401
-    from exports.formats.registry import every_format
+    import exports.running.export_run  # noqa: F401
+    from exports.running.formats.registry import every_format
 
     every_format()  # each format's module, loaded on a worker's first export of it
 

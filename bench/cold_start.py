@@ -17,7 +17,7 @@ the Lambda packages ship them), the median of ``--rounds`` samples kept:
   models and request paths a cold start pays for, with Lambda's variables and an active trace, so
   that X-Ray loads, samples and patches as it does in Lambda;
 - building the four clients the functions use from one shared Session against one Session per
-  client (what :mod:`exports.adapters.clients` avoids).
+  client (what :mod:`exports.core.aws.clients` avoids).
 
 ``python -m bench.cold_start [--rounds 5] [--json out.json]``; ``make bench`` runs it after the
 writer cases. ``--instructions`` counts the packaged imports' instructions with callgrind

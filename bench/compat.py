@@ -37,11 +37,11 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from exports.export_types.base import Column, ColumnKind, Row
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
-from exports.writers.xlsx_engine import write_xlsx_stream
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind, Row
+from exports.running.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.running.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition, xlsx_glue
+from exports.running.writers.xlsx_engine import write_xlsx_stream
+from exports.running.writers.xlsx_writer import write_xlsx
 
 ROWS_PER_SHEET = 12
 COLUMNS = [

@@ -3,7 +3,7 @@ assembled into one file; wall time per format and its ratio to one partition, in
 
 Each partition generates its share of the bench's rows (the same rows as ``bench.cases``, in
 pages of 1,000) and writes it through the service's fan-out path
-(:mod:`exports.fan_out.partition`, :mod:`exports.fan_out.assemble`) into a file-backed multipart
+(:mod:`exports.running.fan_out.partition`, :mod:`exports.running.fan_out.assemble`) into a file-backed multipart
 upload (a file per part); the assembler then uploads the joins, "completes" the upload (the
 parts concatenated in number order) and hashes the completed file, as it reads an S3 object
 back. The time runs from the partitions' start (their processes already forked) to the sha256;
@@ -36,13 +36,13 @@ from typing import Any, Final
 
 from bench.cases import PAGE_ROWS, page
 from examples.demo_plugins.orders import ORDER_COLUMNS
-from exports.fan_out.assemble import assemble
-from exports.formats.csv import upload_csv_partition
-from exports.formats.split import PartitionResult
-from exports.formats.xlsx import upload_xlsx_partition
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.partitioned_csv import csv_glue
-from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
+from exports.running.fan_out.assemble import assemble
+from exports.running.formats.csv import upload_csv_partition
+from exports.running.formats.split import PartitionResult
+from exports.running.formats.xlsx import upload_xlsx_partition
+from exports.running.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.running.writers.partitioned_csv import csv_glue
+from exports.running.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
 
 FORMATS: Final = ("csv", "csv.gz", "xlsx")
 PARTITIONS: Final = (1, 2, 4)

@@ -30,8 +30,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import FORMULA_TRIGGERS
+from exports.core.csv_dialect import FORMULA_TRIGGERS
+from exports.core.export_type import Column, ColumnKind
 
 PAGE_ROWS = 1_000
 COLUMNS = [
@@ -96,14 +96,14 @@ def pages(rows: int) -> Iterator[list[tuple[Any, ...]]]:
 # case's own).
 IMPORTS = {
     "mixed_rust_xlsx": ("rustpy_xlsxwriter",),
-    "mixed_xlsx": ("exports.writers.xlsx_engine",),
+    "mixed_xlsx": ("exports.running.writers.xlsx_engine",),
     "mixed_bare_csv": (),
-    "mixed_arrow_csv": ("pyarrow.csv", "exports.writers.parquet_writer"),
-    "mixed_csv": ("exports.writers.csv_writer",),
+    "mixed_arrow_csv": ("pyarrow.csv", "exports.running.writers.parquet_writer"),
+    "mixed_csv": ("exports.running.writers.csv_writer",),
     "mixed_orjson_jsonl": ("orjson",),
-    "mixed_jsonl": ("exports.writers.jsonl_writer",),
-    "mixed_arrow_parquet": ("pyarrow.parquet", "exports.writers.parquet_writer"),
-    "mixed_parquet": ("pyarrow.parquet", "exports.writers.parquet_writer"),
+    "mixed_jsonl": ("exports.running.writers.jsonl_writer",),
+    "mixed_arrow_parquet": ("pyarrow.parquet", "exports.running.writers.parquet_writer"),
+    "mixed_parquet": ("pyarrow.parquet", "exports.running.writers.parquet_writer"),
 }
 
 
@@ -115,7 +115,7 @@ def prepare(case: str) -> None:
 
 def run_xlsx(rows: int, folder: Path) -> int:
     """Our XLSX engine, pages straight into a file."""
-    from exports.writers.xlsx_engine import XlsxStream
+    from exports.running.writers.xlsx_engine import XlsxStream
 
     path = folder / "mixed.xlsx"
     with path.open("wb") as out:
@@ -139,7 +139,7 @@ def run_rust_xlsx(rows: int, folder: Path) -> int:
 
 def run_csv(rows: int, folder: Path) -> int:
     """Our CSV writer (formula guard on) into a file."""
-    from exports.writers.csv_writer import CsvStream
+    from exports.running.writers.csv_writer import CsvStream
 
     path = folder / "mixed.csv"
     with path.open("wb") as out:
@@ -170,7 +170,7 @@ def run_bare_csv(rows: int, folder: Path) -> int:
 
 def run_jsonl(rows: int, folder: Path) -> int:
     """Our JSON Lines writer into a file."""
-    from exports.writers.jsonl_writer import JsonlStream
+    from exports.running.writers.jsonl_writer import JsonlStream
 
     path = folder / "mixed.jsonl"
     with path.open("wb") as out:
@@ -211,7 +211,7 @@ def _batches(rows: int) -> Iterator[Any]:
     """The rows as Arrow record batches of our Parquet schema, a row group's rows each."""
     import pyarrow as pa
 
-    from exports.writers.parquet_writer import ROW_GROUP_ROWS, arrow_schema
+    from exports.running.writers.parquet_writer import ROW_GROUP_ROWS, arrow_schema
 
     schema = arrow_schema(COLUMNS)
 
@@ -235,7 +235,7 @@ def run_arrow_csv(rows: int, folder: Path) -> int:
     """``pyarrow.csv`` from arrays (no formula guard): the columnar floor of a CSV file."""
     import pyarrow.csv as pacsv
 
-    from exports.writers.parquet_writer import arrow_schema
+    from exports.running.writers.parquet_writer import arrow_schema
 
     path = folder / "mixed_arrow.csv"
     with pacsv.CSVWriter(str(path), arrow_schema(COLUMNS)) as writer:
@@ -246,7 +246,7 @@ def run_arrow_csv(rows: int, folder: Path) -> int:
 
 def run_parquet(rows: int, folder: Path) -> int:
     """Our Parquet writer into a file."""
-    from exports.writers.parquet_writer import write_parquet_stream
+    from exports.running.writers.parquet_writer import write_parquet_stream
 
     path = folder / "mixed.parquet"
     with path.open("wb") as out:
@@ -258,7 +258,7 @@ def run_arrow_parquet(rows: int, folder: Path) -> int:
     """pyarrow direct: arrays per row group into a ``ParquetWriter`` (our compression)."""
     import pyarrow.parquet as pq
 
-    from exports.writers.parquet_writer import COMPRESSION, arrow_schema
+    from exports.running.writers.parquet_writer import COMPRESSION, arrow_schema
 
     path = folder / "mixed_arrow.parquet"
     with pq.ParquetWriter(str(path), arrow_schema(COLUMNS), compression=COMPRESSION) as writer:

@@ -103,9 +103,9 @@ def prepare() -> None:
     clock starts, as a warm worker has them."""
     import pymysql  # noqa: F401
 
-    from exports.adapters.clients import ClientFactory
-    from exports.declared.build import build_export_types
-    from exports.declared.loader import load_declarations
+    from exports.core.aws.clients import ClientFactory
+    from exports.export_types.build import build_export_types
+    from exports.export_types.loader import load_declarations
     from exports.export_types.registry import ExportTypeRegistry
     from exports.sources.kind import SourceReaders
 
@@ -125,7 +125,7 @@ def client_statement() -> tuple[str, str]:
     the filters written in by PyMySQL's own escaping."""
     import pymysql
 
-    from exports.adapters.mysql_source import keyset_statement
+    from exports.sources.mysql.reader import keyset_statement
 
     prepare()
     export_type = _registry[0].get(EXPORT_TYPE)

@@ -6,7 +6,7 @@ data directory, Unix socket only) and loads one database per row count with the 
 (``local_stack.demo_database.load_demo_data``, 90 days up to :data:`DEMO_TODAY`, loaded with
 ``COPY``). Each case process gets that database's URI in the declared source's variable
 (:data:`URI_ENV`), as ``make run`` gives it to the worker, and builds the type the way
-``exports.composition.build_registry`` does: ``build_export_types``, whose PostgreSQL kind puts
+``exports.export_types.composition.build_registry`` does: ``build_export_types``, whose PostgreSQL kind puts
 a ``PostgresReader`` on ``connection_settings``. The filters cover all 90 days, so the export holds every loaded order.
 """
 
@@ -126,9 +126,9 @@ def declared_registry(environ: Mapping[str, str] = os.environ) -> Any:
     """The export types of ``exports.toml`` wired as ``build_registry`` wires them (PostgreSQL
     sources on ``url_env``, no AWS client); DynamoDB types, whose tables are not set here, are
     left out."""
-    from exports.adapters.clients import ClientFactory
-    from exports.declared.build import build_export_types
-    from exports.declared.loader import default_path, load_declarations
+    from exports.core.aws.clients import ClientFactory
+    from exports.export_types.build import build_export_types
+    from exports.export_types.loader import default_path, load_declarations
     from exports.export_types.registry import ExportTypeRegistry
     from exports.sources.kind import SourceReaders
 
@@ -226,7 +226,7 @@ def main() -> None:
 def read_rows(rows: int) -> int:
     """The type's pages (``stream()``: server-side cursor, binary rows, the reader's conversion,
     the type's projection) read and dropped: the source's share of the pipeline."""
-    from exports.export_types.base import Unbounded
+    from exports.core.export_type import Unbounded
 
     export_type, filters = _orders_read()
     count = 0

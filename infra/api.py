@@ -26,9 +26,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
-from exports.config.limits import Capacity
-from exports.config.names import SERVICE_NAME
+from exports.core.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
+from exports.core.config.limits import Capacity
+from exports.core.config.names import SERVICE_NAME
 from infra.function_factory import log_group, removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings
@@ -38,7 +38,7 @@ POST: Final = apigw.HttpMethod.POST
 PATCH: Final = apigw.HttpMethod.PATCH
 DELETE: Final = apigw.HttpMethod.DELETE
 # Every route the API function serves under the version prefix but the public ones
-# (exports.config.api.PUBLIC_PATHS); each needs a valid token.
+# (exports.core.config.api.PUBLIC_PATHS); each needs a valid token.
 PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports", (GET, POST)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}", (GET,)),

@@ -9,9 +9,9 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.config.audit import Audit
-from exports.config.queues import Queue
-from exports.config.retry import AUDIT_BATCH_RETRY
+from exports.core.config.audit import Audit
+from exports.core.config.queues import Queue
+from exports.core.config.retry import AUDIT_BATCH_RETRY
 from infra.function_factory import ServiceFunction
 from infra.nag import acknowledge
 from infra.push import TASK_RECORDS

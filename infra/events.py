@@ -1,13 +1,13 @@
 """The lifecycle events' bus (docs/events.md): an EventBridge bus of the stack that the API,
 worker, callback and schedule functions put events on (``source``
-:attr:`exports.config.events.Events.SOURCE`); operators route them with rules of their own."""
+:attr:`exports.core.config.events.Events.SOURCE`); operators route them with rules of their own."""
 
 from __future__ import annotations
 
 from aws_cdk import aws_events as events
 from constructs import Construct
 
-from exports.config.names import SERVICE_NAME
+from exports.core.config.names import SERVICE_NAME
 from infra.function_factory import ServiceFunction
 from infra.settings import StageSettings
 

@@ -15,9 +15,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from exports.config.metrics import metrics_namespace
-from exports.config.names import SERVICE_NAME
-from exports.config.settings import FunctionSettings
+from exports.core.config.metrics import metrics_namespace
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.settings import FunctionSettings
 from infra.nag import acknowledge
 from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirements_for
 from infra.settings import StageSettings
@@ -76,7 +76,7 @@ class FunctionSpec:
     timeout_sec: int
     # Runtime dependencies it imports, by name; the versions come from pyproject.toml.
     distributions: tuple[str, ...]
-    # What its handler parses from the environment (exports/config/settings.py): the function gets
+    # What its handler parses from the environment (exports/core/config/settings.py): the function gets
     # exactly the variables these settings read (:meth:`own_environment`).
     runtime_settings: type[FunctionSettings]
     # /tmp (Lambda ephemeral storage); None keeps Lambda's default of 512 MiB.
@@ -87,7 +87,7 @@ class FunctionSpec:
     # Data files of the shared package only it loads (infra.packaging.OPTIONAL_SHARED_DATA).
     shared_data: tuple[str, ...] = ()
     # Runs from a SnapStart snapshot of its published version, invoked through :data:`LIVE_ALIAS`
-    # (its handler registers exports/snapstart.py's hooks).
+    # (its handler registers exports/core/snapstart.py's hooks).
     snap_start: bool = False
 
     def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:

@@ -12,12 +12,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from exports.config.audit import Audit
-from exports.config.env import Env
-from exports.config.push import Push
-from exports.config.results import Results
-from exports.config.schedules import Schedules
-from exports.config.settings import (
+from exports.core.config.audit import Audit
+from exports.core.config.env import Env
+from exports.core.config.push import Push
+from exports.core.config.results import Results
+from exports.core.config.schedules import Schedules
+from exports.core.config.settings import (
     ApiSettings,
     AuditSettings,
     CallbackSettings,
@@ -27,8 +27,8 @@ from exports.config.settings import (
     ScheduleSettings,
     WorkerSettings,
 )
-from exports.config.tables import SchedulesTable, TaskTable
-from exports.config.worker import Worker, XlsxLimits
+from exports.core.config.tables import SchedulesTable, TaskTable
+from exports.core.config.worker import Worker, XlsxLimits
 from exports.sources.kind import InvokeGrant
 from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
@@ -50,7 +50,7 @@ SLASH: Final = ArnFormat.SLASH_RESOURCE_NAME
 # urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
 # (every handler imports it through the composition root).
 _BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
-# What functions that write tasks add: the module of every task write (exports/services/task_writes.py)
+# What functions that write tasks add: the module of every task write (exports/core/task_writes.py)
 # retries state changes with it.
 _RETRIES: Final = "tenacity"
 # What functions that build the export-type registry add: declared string patterns run on RE2
@@ -406,7 +406,7 @@ class ServiceFunctions(Construct):
         self.worker.allow(["sqs:SendMessage"], arns.task_queues)
         # ... start the fan-out execution of an export it splits.
         self.worker.allow(["states:StartExecution"], [arns.fan_out])
-        # ... S3, as exports/adapters/s3_results.py calls it: upload results in parts
+        # ... S3, as exports/core/aws/s3_results.py calls it: upload results in parts
         # (s3:PutObject covers create, upload part and complete) or abort them; write, read and
         # delete the checkpoint of a long export (results/<task>/checkpoint.bin: PutObject,
         # GetObject, DeleteObject); tag the finished object with rows, bytes and sha256; delete a

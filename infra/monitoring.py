@@ -8,8 +8,8 @@ worker error that the queue retries, the push channel (clients fall back to poll
 tables, refused submits, mail reputation.
 
 Business metrics are the EMF metrics the functions publish with Powertools: namespace
-:func:`exports.config.metrics.metrics_namespace` of the stack (so two stacks in one account never share
-a number), names from :class:`exports.config.metrics.Metric`, and the ``service`` dimension Powertools
+:func:`exports.core.config.metrics.metrics_namespace` of the stack (so two stacks in one account never share
+a number), names from :class:`exports.core.config.metrics.Metric`, and the ``service`` dimension Powertools
 adds from ``POWERTOOLS_SERVICE_NAME``; ExportFailed also carries the error code and the source,
 and its alarm and graph read it with Metrics Insights across them.
 
@@ -41,17 +41,17 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config.metrics import (
+from exports.core.config.metrics import (
     ERROR_CODE_DIMENSION,
     SOURCE_DIMENSION,
     USER_CAUSED_FAILURES,
     Metric,
     metrics_namespace,
 )
-from exports.config.names import SERVICE_NAME
-from exports.config.queues import Queue
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.worker import Worker
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.queues import Queue
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.worker import Worker
 from infra.queues import TaskQueues, lane_id
 from infra.settings import MISSING_ALARM_DESTINATION, StageSettings
 
@@ -175,7 +175,7 @@ class Runbooks:
 
 
 def business_metric(name: str, namespace: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
-    """One of our EMF metrics (``name`` from :class:`exports.config.metrics.Metric`) in ``namespace``."""
+    """One of our EMF metrics (``name`` from :class:`exports.core.config.metrics.Metric`) in ``namespace``."""
     return cloudwatch.Metric(
         namespace=namespace,
         metric_name=name,
@@ -707,7 +707,7 @@ class Monitoring(Construct):
 def failed_exports_query(namespace: str, group_by: bool = False, faults_only: bool = False) -> str:
     """The Metrics Insights query of ExportFailed over every error code and source (summed, or
     one series per code and source); ``faults_only`` leaves out the codes of
-    :data:`exports.config.metrics.USER_CAUSED_FAILURES`."""
+    :data:`exports.core.config.metrics.USER_CAUSED_FAILURES`."""
     schema = ", ".join(sorted(("service", ERROR_CODE_DIMENSION, SOURCE_DIMENSION)))
     query = f'SELECT SUM({Metric.FAILED}) FROM SCHEMA("{namespace}", {schema})'
     if faults_only:

@@ -21,13 +21,13 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.config.env import Env
-from exports.config.names import SERVICE_NAME
-from exports.config.push import Push
-from exports.config.queues import Queue
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.tables import TaskTable
-from exports.domain.ids import TASK_ID_PREFIX
+from exports.core.config.env import Env
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.push import Push
+from exports.core.config.queues import Queue
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.tables import TaskTable
+from exports.core.ids import TASK_ID_PREFIX
 from infra.api import AccessLogs, ExportsApi, cognito_issuer
 from infra.function_factory import ServiceFunction, log_group
 from infra.nag import acknowledge

@@ -2,7 +2,7 @@
 reachable over TLS only.
 
 The lanes (names, the priorities each serves, each one's share of the workers) are
-:data:`exports.config.queues.LANES`; the functions find the queues through ``Env.TASK_QUEUE_URLS``, a
+:data:`exports.core.config.queues.LANES`; the functions find the queues through ``Env.TASK_QUEUE_URLS``, a
 JSON object of lane name to queue URL (:meth:`TaskQueues.urls_json`).
 """
 
@@ -12,8 +12,8 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.config.queues import LANES, Lane, Queue
-from exports.config.retry import DELIVERY_RETRY
+from exports.core.config.queues import LANES, Lane, Queue
+from exports.core.config.retry import DELIVERY_RETRY
 
 
 def lane_id(lane: Lane) -> str:
@@ -47,7 +47,7 @@ class LaneQueues(Construct):
 
 
 class TaskQueues(Construct):
-    """The queues of every priority lane, in the order of :data:`exports.config.queues.LANES`."""
+    """The queues of every priority lane, in the order of :data:`exports.core.config.queues.LANES`."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)

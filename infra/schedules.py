@@ -3,7 +3,7 @@ role Scheduler assumes to invoke the schedule function, the dead-letter queue of
 permissions of the functions that manage schedules or mail their runs, and their alarms.
 
 The API function creates one Scheduler schedule per export schedule in the group, with the target
-(the schedule function), the role, the retry policy (:class:`exports.config.schedules.Schedules`) and the
+(the schedule function), the role, the retry policy (:class:`exports.core.config.schedules.Schedules`) and the
 dead-letter queue this module deploys; it learns them from the variables of :meth:`environment`.
 Scheduler invokes Lambda asynchronously: its retry policy and dead-letter queue cover the delivery
 to Lambda, and the function's own failures are retried by Lambda and then sent to the same queue
@@ -22,11 +22,11 @@ from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from exports.adapters.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
-from exports.config.env import Env
-from exports.config.names import SERVICE_NAME
-from exports.config.queues import Queue
-from exports.config.retry import SCHEDULE_FUNCTION_RETRY
+from exports.core.config.env import Env
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.queues import Queue
+from exports.core.config.retry import SCHEDULE_FUNCTION_RETRY
+from exports.schedules.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
 from infra.function_factory import ServiceFunction
 from infra.monitoring import PERIOD, WIDGET_WIDTH, Monitoring, Runbook, Runbooks, Severity
 from infra.nag import acknowledge

@@ -2,7 +2,7 @@
 
 CloudFormation generates it: 32 characters from letters and digits only, which is also a valid
 base64 string (24 bytes of key). The callback function reads it and puts the format's ``whsec_``
-prefix in front (:func:`exports.composition.webhook_secret_provider`); receivers do the same with
+prefix in front (:func:`exports.finishing.webhooks.secret.webhook_secret_provider`); receivers do the same with
 the value they read (docs/deploy.md).
 """
 
@@ -13,12 +13,12 @@ from typing import Final
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from exports.config.names import SERVICE_NAME
+from exports.core.config.names import SERVICE_NAME
 from infra.function_factory import removal_policy
 from infra.nag import acknowledge
 from infra.settings import StageSettings
 
-# 32 base64 characters decode to 24 bytes: the key size exports.webhooks.signing.new_secret uses.
+# 32 base64 characters decode to 24 bytes: the key size exports.finishing.webhooks.signing.new_secret uses.
 SECRET_LENGTH: Final = 32
 
 

@@ -1,10 +1,10 @@
 """Deployment settings: what differs between stages, and what ``cdk synth -c key=value`` may set.
 
 Plain Python on purpose (no CDK import): the cost script and fast tests read it too. Names,
-limits and timeouts shared with the function code come from :mod:`exports.config`, the
+limits and timeouts shared with the function code come from :mod:`exports.core.config`, the
 functions' sizes from :mod:`infra.sizing`; this module holds what differs by stage (alarm
 thresholds, log retention) and the admission limits a deployment may tune, whose defaults are
-:class:`exports.config.limits.Admission` and :class:`exports.config.limits.HotKey` (the
+:class:`exports.core.config.limits.Admission` and :class:`exports.core.config.limits.HotKey` (the
 functions get them through their ``Env`` variables).
 """
 
@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from exports.config.fan_out import FanOut
-from exports.config.limits import Admission, HotKey
-from exports.config.queues import Queue
-from exports.config.results import Results
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.schedules import Schedules
-from exports.config.worker import Worker
+from exports.core.config.fan_out import FanOut
+from exports.core.config.limits import Admission, HotKey
+from exports.core.config.queues import Queue
+from exports.core.config.results import Results
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.schedules import Schedules
+from exports.core.config.worker import Worker
 
 DEFAULT_STAGE: Final = "dev"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -68,7 +68,7 @@ class Context:
     WORKER_VPC: Final = "worker_vpc"
     # The most partitions one export is split into (the fan-out Map's MaxConcurrency).
     MAX_PARTITIONS: Final = "max_partitions"
-    # Rows per partition: a larger export is split (exports.config.env.Env.PARTITION_ROWS).
+    # Rows per partition: a larger export is split (exports.core.config.env.Env.PARTITION_ROWS).
     PARTITION_ROWS: Final = "partition_rows"
     # true: the stack sets API Gateway's account-level CloudWatch Logs role (AWS::ApiGateway::Account),
     # which the push channel's WebSocket stage needs for its access logs. Off by default: it is one
@@ -196,12 +196,12 @@ class StageSettings:
     mail: Mail = Mail()
     # The declaration file to package (None: the repository's exports.toml).
     exports_config: str | None = None
-    # Per declared source, keys that replace the file's (exports.config.env.Env.SOURCE_OVERRIDES).
+    # Per declared source, keys that replace the file's (exports.core.config.env.Env.SOURCE_OVERRIDES).
     source_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     worker_vpc: WorkerVpc | None = None
-    # Parallel partitions per export (exports.config.env.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
+    # Parallel partitions per export (exports.core.config.env.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
-    # Rows per partition of a split export (exports.config.env.Env.PARTITION_ROWS).
+    # Rows per partition of a split export (exports.core.config.env.Env.PARTITION_ROWS).
     partition_rows: int = FanOut.PARTITION_ROWS
     # Whether the stack sets API Gateway's account-level CloudWatch Logs role (Context.APIGATEWAY_CLOUDWATCH_ROLE).
     apigateway_cloudwatch_role: bool = False

@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from exports.config.callbacks import Callback
-from exports.config.worker import Worker
-from exports.writers.sink import MIN_PART_BYTES
+from exports.core.config.callbacks import Callback
+from exports.core.config.worker import Worker
+from exports.running.writers.sink import MIN_PART_BYTES
 
 
 class Sizing:
     """Memory and timeouts of the functions (arm64). The worker's timeout is
-    :attr:`exports.config.worker.Worker.FUNCTION_TIMEOUT_SEC`, shared with the queue settings."""
+    :attr:`exports.core.config.worker.Worker.FUNCTION_TIMEOUT_SEC`, shared with the queue settings."""
 
     API_MEMORY_MB: Final = 512
     # HTTP API integrations give up after 30 s; the function stops just before.

@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from exports.config.declarations import Declarations as DeclarationFiles
-from exports.config.env import Env
-from exports.declared.loader import DeclarationError, Declarations, default_path, load_declarations
+from exports.core.config.declarations import Declarations as DeclarationFiles
+from exports.core.config.env import Env
+from exports.export_types.loader import DeclarationError, Declarations, default_path, load_declarations
 from exports.sources.kind import Fail, InvokeGrant, TableRead
 from exports.sources.registry import source_kind, type_kind
 from infra.settings import StageSettings

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
-from exports.config.names import SERVICE_NAME
-from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
 from infra.audit import AuditTrail
 from infra.events import LifecycleEventBus

@@ -8,7 +8,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from exports.config.results import Results
+from exports.core.config.results import Results
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -39,7 +39,7 @@ class ResultsStorage(Construct):
 
     Objects expire after :attr:`infra.settings.StageSettings.results_expiry_days`; multipart
     uploads a crashed worker left behind are aborted after
-    :attr:`exports.config.results.Results.ABORT_INCOMPLETE_UPLOAD_DAYS`. Every download (a presigned GET)
+    :attr:`exports.core.config.results.Results.ABORT_INCOMPLETE_UPLOAD_DAYS`. Every download (a presigned GET)
     is recorded in the server access log bucket. On a stage whose data is not protected the
     buckets are emptied and deleted with the stack (auto-delete objects); a protected stage keeps them.
     """

@@ -1,7 +1,7 @@
 """DynamoDB: the tasks table, the schedules table and the demo data tables, on demand, with point-in-time recovery.
 
 The tasks table is a single table: besides the tasks it holds the admission items under prefixed
-keys (see :mod:`exports.adapters.task_table`). They carry no ``user_id``, so they stay out of the
+keys (see :mod:`exports.core.aws.task_table`). They carry no ``user_id``, so they stay out of the
 ``by_user`` index, and those that expire do so by the same TTL attribute as the tasks.
 
 The orders and customers tables hold the demo data: a declared DynamoDB type reads one by naming
@@ -19,10 +19,10 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from exports.config.audit import AuditTable
-from exports.config.env import Env
-from exports.config.push import Push
-from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.core.config.audit import AuditTable
+from exports.core.config.env import Env
+from exports.core.config.push import Push
+from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -32,7 +32,7 @@ def _string(name: str) -> dynamodb.Attribute:
 
 
 class Tables(Construct):
-    """The service's tables; keys, index and TTL names come from :mod:`exports.config`."""
+    """The service's tables; keys, index and TTL names come from :mod:`exports.core.config`."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: StageSettings) -> None:
         super().__init__(scope, construct_id)

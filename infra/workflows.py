@@ -3,7 +3,7 @@
 :meth:`Workflows.add_state_machine` gives every state machine the same logging (its own log
 group, all events, no execution data), X-Ray tracing, an execution timeout, alarms on failed and
 timed-out executions, and an ARN output. The lifecycle definition itself lives in
-:mod:`exports.workflows`, which local mode and the tests execute too; it is rendered here with the
+:mod:`exports.core.workflows`, which local mode and the tests execute too; it is rendered here with the
 real function ARNs.
 
 The lifecycle state machine's name is derived from the stack's (two stacks of one stage can share
@@ -25,9 +25,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from exports.config.limits import Limits
-from exports.config.worker import Worker
-from exports.workflows import fan_out_definition, lifecycle_definition
+from exports.core.config.limits import Limits
+from exports.core.config.worker import Worker
+from exports.core.workflows import fan_out_definition, lifecycle_definition
 from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring
 from infra.nag import acknowledge
@@ -117,7 +117,7 @@ class Workflows(Construct):
         )
 
     def add_fan_out(self, *, worker: ServiceFunction) -> sfn.StateMachine:
-        """The fan-out state machine (:func:`exports.workflows.fan_out_definition`): a
+        """The fan-out state machine (:func:`exports.core.workflows.fan_out_definition`): a
         Distributed Map of worker invocations, at most the stage's ``max_partitions`` at once."""
         definition = fan_out_definition(
             worker.function.function_arn, self._settings.max_partitions, partition=Stack.of(self).partition
@@ -151,7 +151,7 @@ class Workflows(Construct):
         return state_machine
 
     def add_lifecycle(self, *, lifecycle: ServiceFunction, callback: ServiceFunction) -> sfn.StateMachine:
-        """The task lifecycle state machine (:func:`exports.workflows.lifecycle_definition`),
+        """The task lifecycle state machine (:func:`exports.core.workflows.lifecycle_definition`),
         named :attr:`lifecycle_name`, allowed to invoke exactly its two functions."""
         functions = (lifecycle.function, callback.function)
         definition = lifecycle_definition(

@@ -16,11 +16,11 @@ import time
 import warnings
 from collections.abc import Sequence
 
-from exports.declared.loader import DeclarationError
-from exports.domain.caller import Caller
-from exports.domain.task import ExportFormat
-from exports.export_types.base import AnyExportType
-from exports.http.openapi import example_filters
+from exports.api.http.openapi import example_filters
+from exports.core.caller import Caller
+from exports.core.export_type import AnyExportType
+from exports.core.task import ExportFormat
+from exports.export_types.loader import DeclarationError
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import GC_THRESHOLDS, LocalConfig, LocalStack
 
@@ -147,7 +147,7 @@ shortest interval is 15 minutes unless configured; see docs/schedules.md):
 
 
 def _min_interval() -> str:
-    from exports.config.env import Env
+    from exports.core.config.env import Env
 
     return os.environ.get(Env.MIN_SCHEDULE_INTERVAL_MIN, "")
 

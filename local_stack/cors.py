@@ -1,5 +1,5 @@
 """CORS as API Gateway's HTTP API applies it when the CDK app sets ``cors_allowed_origins``, for
-the local gateway: the same rules (:class:`exports.config.api.Cors`), answered the same way.
+the local gateway: the same rules (:class:`exports.core.config.api.Cors`), answered the same way.
 
 API Gateway answers a preflight itself (the function never sees it) and adds the allowed origin
 and the exposed headers to every other response of an allowed origin. A preflight it cannot
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from werkzeug.datastructures import Headers
 
-from exports.config.api import Cors
+from exports.core.config.api import Cors
 
 
 def is_preflight(method: str, headers: Headers) -> bool:

@@ -23,17 +23,17 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-from exports.config.audit import AuditTable
-from exports.config.env import Env
-from exports.config.events import Events
-from exports.config.fan_out import FanOut
-from exports.config.names import Names
-from exports.config.push import Push
-from exports.config.queues import LANES, Queue
-from exports.config.retry import DELIVERY_RETRY
-from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
-from exports.config.worker import Worker
-from exports.workflows import fan_out_definition, lifecycle_definition
+from exports.core.config.audit import AuditTable
+from exports.core.config.env import Env
+from exports.core.config.events import Events
+from exports.core.config.fan_out import FanOut
+from exports.core.config.names import Names
+from exports.core.config.push import Push
+from exports.core.config.queues import LANES, Queue
+from exports.core.config.retry import DELIVERY_RETRY
+from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.core.config.worker import Worker
+from exports.core.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch

@@ -23,7 +23,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.utils import redirect, send_from_directory
 from werkzeug.wrappers import Request, Response
 
-from exports.config.api import is_public
+from exports.core.config.api import is_public
 from local_stack import cors
 from local_stack.lambda_context import LocalLambdaContext
 from local_stack.local_users import LocalUser

@@ -17,7 +17,7 @@ from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from exports.config.names import Names
+from exports.core.config.names import Names
 from local_stack.lambda_context import LocalLambdaContext
 from local_stack.moto_patch import MOTO, CountedPatch
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from exports.config.retry import SCHEDULE_TARGET_RETRY
-from exports.config.schedules import Schedules
+from exports.core.config.retry import SCHEDULE_TARGET_RETRY
+from exports.core.config.schedules import Schedules
 from exports.schedules.expression import recurrence_of
 from exports.schedules.model import Schedule
 from exports.schedules.spread import spread_offset, spread_window

@@ -1,5 +1,5 @@
 """The one-time Scheduler schedules that deliver a firing refused for capacity again
-(exports/adapters/eventbridge_scheduler.py, ``retry-...``), read from moto's Scheduler for local
+(exports/schedules/eventbridge_scheduler.py, ``retry-...``), read from moto's Scheduler for local
 mode's schedule loop: moto stores them, Scheduler would fire them at their ``at()`` time and then
 delete them (``ActionAfterCompletion``)."""
 
@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from exports.adapters.eventbridge_scheduler import DEFERRED_FIRING_PREFIX
+from exports.schedules.eventbridge_scheduler import DEFERRED_FIRING_PREFIX
 
 
 class SchedulerRetries:

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request
 
-from exports.adapters.dynamodb_schedules import DynamoScheduleStore
-from exports.config.env import Env
-from exports.config.fan_out import FanOut
-from exports.config.names import Names
-from exports.config.queues import LANES
-from exports.config.retry import AUDIT_BATCH_RETRY
-from exports.config.worker import Worker
-from exports.declared.build import check_results, refuse_left_out
-from exports.declared.loader import DeclarationError, default_path, load_declarations
+from exports.core.config.env import Env
+from exports.core.config.fan_out import FanOut
+from exports.core.config.names import Names
+from exports.core.config.queues import LANES
+from exports.core.config.retry import AUDIT_BATCH_RETRY
+from exports.core.config.worker import Worker
+from exports.export_types.build import check_results, refuse_left_out
+from exports.export_types.loader import DeclarationError, default_path, load_declarations
+from exports.finishing.webhooks.signing import new_secret
+from exports.schedules.dynamodb_schedules import DynamoScheduleStore
 from exports.schedules.mail import task_of
-from exports.webhooks.signing import new_secret
 from local_stack.demo_api import DemoApi
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
@@ -52,7 +52,7 @@ from local_stack.websocket_gateway import WebSocketGateway
 from local_stack.worker_loop import WorkerLoop
 
 if TYPE_CHECKING:
-    from exports.export_types.base import AnyExportType
+    from exports.core.export_type import AnyExportType
 
 logger = logging.getLogger("local_stack")
 
@@ -384,8 +384,8 @@ class LocalStack:
         types would be left out) and a query that does not return its declared columns or order
         key stop start-up with a :class:`DeclarationError`, instead of answering 500, serving
         fewer types than the banner lists, or failing every export later."""
-        from exports.composition import built_export_types
-        from exports.config.settings import RegistrySettings
+        from exports.core.config.settings import RegistrySettings
+        from exports.export_types.composition import built_export_types
 
         settings = RegistrySettings.from_env(os.environ)
         declarations = load_declarations(settings.exports_config or default_path(), settings.source_overrides)

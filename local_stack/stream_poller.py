@@ -13,11 +13,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from exports.config.names import Names
-from exports.config.push import Push
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.tables import TaskTable
-from exports.domain.ids import TASK_ID_PREFIX
+from exports.core.config.names import Names
+from exports.core.config.push import Push
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.tables import TaskTable
+from exports.core.ids import TASK_ID_PREFIX
 from local_stack.lambda_context import LocalLambdaContext
 
 logger = logging.getLogger("local_stack.stream")

@@ -32,7 +32,7 @@ from websockets.sync.server import ServerConnection, serve
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
 
-from exports.config.push import Push
+from exports.core.config.push import Push
 from local_stack.lambda_context import LocalLambdaContext
 
 logger = logging.getLogger("local_stack.websocket")

@@ -1,4 +1,4 @@
-"""Build the font PDF exports embed: exports/writers/pdf/fonts/NotoSansSC-Exports.ttf.
+"""Build the font PDF exports embed: exports/running/writers/pdf/fonts/NotoSansSC-Exports.ttf.
 
 The source is Noto Sans CJK SC Regular from Debian's fonts-noto-cjk (installed with apt-get when
 missing; SIL Open Font License 1.1, which allows bundling and modified versions). Its 65,535

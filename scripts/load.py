@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from exports.config.env import Env
+from exports.core.config.env import Env
 from local_stack.demo_tenants import TENANTS
 from local_stack.stack import CLOCK_VARIABLE
 from scripts.burst import percentile, run_burst

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.exceptions import ClientError, NoCredentialsError
 
-from exports.config.queues import LANES
+from exports.core.config.queues import LANES
 
 # What endpoints answer for an action they do not implement.
 _UNSUPPORTED_CODES = frozenset({"InvalidAction", "UnsupportedOperation", "NotImplemented", "InternalFailure"})

@@ -22,7 +22,7 @@ from typing import Any
 
 import requests
 
-from exports.config.schedules import Schedules
+from exports.core.config.schedules import Schedules
 
 REQUEST_TIMEOUT_SEC = 30
 # Minutes ahead of now the firing is set at least (the schedules are created meanwhile), and the clock

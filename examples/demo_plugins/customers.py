@@ -8,7 +8,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from exports.export_types.base import (
+from exports.core.export_type import (
     SOURCE_PAGE_ROWS,
     Column,
     ColumnKind,

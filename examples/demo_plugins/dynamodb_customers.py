@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from exports.adapters.aws_errors import translated
-from exports.adapters.dynamodb_items import from_item
-from exports.config.tables import CustomersTable
-from exports.export_types.base import CursorInvalid
+from exports.core.aws.dynamodb_items import from_item
+from exports.core.aws.errors import translated
+from exports.core.config.tables import CustomersTable
+from exports.core.export_type import CursorInvalid
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient

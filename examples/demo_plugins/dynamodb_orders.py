@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.adapters.aws_errors import translated
-from exports.adapters.dynamodb_items import from_item
-from exports.config.tables import OrdersTable
+from exports.core.aws.dynamodb_items import from_item
+from exports.core.aws.errors import translated
+from exports.core.config.tables import OrdersTable
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient

@@ -12,8 +12,8 @@ from examples.demo_plugins.dynamodb_customers import DynamoCustomersReader
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
 from examples.demo_plugins.orders import OrdersExport
 from examples.demo_plugins.sales_report import SalesReportExport
-from exports.config.env import Env
-from exports.declared.build import PluginContext
+from exports.core.config.env import Env
+from exports.export_types.build import PluginContext
 
 
 def _orders_reader(context: PluginContext) -> DynamoOrdersReader:

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exports.export_types.base import (
+from exports.core.export_type import (
     SOURCE_PAGE_ROWS,
     Column,
     ColumnKind,

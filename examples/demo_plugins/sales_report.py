@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from examples.demo_plugins.orders import MAX_DATE_RANGE_DAYS, OrdersReader
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page
+from exports.core.export_type import Column, ColumnKind, Cursor, CursorInvalid, ExportType, FilterDate, Page
 from local_stack.demo_orders import OrderStatus
 
 SALES_COLUMNS: tuple[Column, ...] = (

@@ -5,19 +5,17 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from exports.accepting.submission import Submission
 from exports.api.app import app, logger
-from exports.api_models import (
-    ExportAccepted,
-)
-from exports.config.api import API_VERSION_PREFIX
-from exports.domain.policies import Polling
-from exports.http.openapi import (
+from exports.api.http.openapi import (
     location,
     retry_after,
 )
-from exports.services.submission import Submission
+from exports.api.models import ExportAccepted
+from exports.core.config.api import API_VERSION_PREFIX
+from exports.core.policies import Polling
 
-# The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
+# The answers of each route as the OpenAPI document states them (exports/api/http/openapi.py).
 ACCEPTED = {
     202: {
         "description": "Accepted: the task (PENDING, or the identical active task when deduplicated).",

@@ -24,20 +24,20 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 
-from exports.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH
-from exports.http.envelope import normalised_event, strict_json
-from exports.http.errors import register_error_handlers
-from exports.snapstart import register_hooks
-from exports.tracing import lazy_tracer
+from exports.api.http.envelope import normalised_event, strict_json
+from exports.api.http.errors import register_error_handlers
+from exports.core.config.api import API_VERSION_PREFIX, DOCS_PATH, OPENAPI_PATH
+from exports.core.snapstart import register_hooks
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from exports.adapters.dynamodb_connections import DynamoTickets
-    from exports.adapters.dynamodb_idempotency import IdempotentCalls
-    from exports.export_types.base import AnyExportType
+    from exports.accepting.dependencies import ApiDependencies
+    from exports.accepting.dynamodb_idempotency import IdempotentCalls
+    from exports.core.export_type import AnyExportType
+    from exports.push.dynamodb_connections import DynamoTickets
     from exports.schedules.dependencies import ScheduleDependencies
-    from exports.services.dependencies import ApiDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -88,7 +88,7 @@ def openapi_settings() -> dict[str, Any]:
     """
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-    from exports.domain.task import ExportFormat
+    from exports.core.task import ExportFormat
 
     return {
         "title": "exports",
@@ -104,7 +104,7 @@ def openapi_settings() -> dict[str, Any]:
 def api_document(export_types: "Sequence[AnyExportType]") -> str:
     """The OpenAPI document of this API serving ``export_types`` (their request bodies): every
     route module imported first, so that the document names every route."""
-    from exports.http.openapi import contract_document
+    from exports.api.http.openapi import contract_document
 
     load_every_route()
     return contract_document(app.get_openapi_json_schema(**openapi_settings()), export_types)
@@ -114,7 +114,8 @@ def api_document(export_types: "Sequence[AnyExportType]") -> str:
 def dependencies() -> "ApiDependencies":
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics, compose_api
+    from exports.api.composition import compose_api
+    from exports.core.metrics import PowertoolsMetrics
 
     return compose_api(PowertoolsMetrics(metrics))
 
@@ -122,7 +123,7 @@ def dependencies() -> "ApiDependencies":
 @cache
 def schedule_dependencies() -> "ScheduleDependencies":
     """The schedules' adapters beside this function's own."""
-    from exports.composition import compose_schedules
+    from exports.schedules.composition import compose_schedules
 
     return compose_schedules(dependencies())
 
@@ -130,8 +131,8 @@ def schedule_dependencies() -> "ScheduleDependencies":
 @cache
 def idempotent_calls() -> "IdempotentCalls":
     """The Idempotency-Key store (the tasks table)."""
-    from exports.adapters.clients import aws_client
-    from exports.adapters.dynamodb_idempotency import IdempotentCalls
+    from exports.accepting.dynamodb_idempotency import IdempotentCalls
+    from exports.core.aws.clients import aws_client
 
     return IdempotentCalls(aws_client("dynamodb"), dependencies().settings.tasks_table)
 
@@ -139,8 +140,8 @@ def idempotent_calls() -> "IdempotentCalls":
 @cache
 def ticket_store(table: str) -> "DynamoTickets":
     """The stream tickets (the connections table)."""
-    from exports.adapters.clients import aws_client
-    from exports.adapters.dynamodb_connections import DynamoTickets
+    from exports.core.aws.clients import aws_client
+    from exports.push.dynamodb_connections import DynamoTickets
 
     return DynamoTickets(aws_client("dynamodb"), table)
 

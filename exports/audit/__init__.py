@@ -6,5 +6,5 @@ their chain and its verdict), :mod:`.events` (what a task's write or an API acti
 :mod:`.tenancy` (tenants, admins, quotas and retention; ``load_tenancy`` reads them from the
 declaration's ``[tenants]``).
 The service (:mod:`.service`) works through the port of :mod:`.ports`; its DynamoDB adapter is
-:mod:`exports.adapters.dynamodb_audit`.
+:mod:`exports.audit.dynamodb_audit`.
 """

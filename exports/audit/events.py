@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from exports.audit.model import AuditAction, AuditEvent, TenantCount, Usage
-from exports.config.audit import Audit
-from exports.domain.status import TaskStatus
-from exports.domain.task import CallbackStatus, Task
+from exports.core.config.audit import Audit
+from exports.core.status import TaskStatus
+from exports.core.task import CallbackStatus, Task
 
 # The actor of what the service did on its own (a timeout, a worker's failure).
 SYSTEM: Final = "system"

@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import Any, Protocol
 
 from exports.audit.model import AuditRecord, Usage
-from exports.domain.errors import ConditionFailed, ExportsError, Overloaded
+from exports.core.errors import ConditionFailed, ExportsError, Overloaded
 
 
 class AlreadyRecorded(ExportsError):

@@ -12,19 +12,20 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import SYSTEM, link_event, schedule_event
-from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
+from exports.audit.events import link_event
+from exports.audit.model import AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
-from exports.config.audit import Audit, UsageMetric
-from exports.config.limits import Admission
-from exports.domain.caller import Caller
-from exports.domain.errors import InvalidRequest, ServiceUnavailable
-from exports.domain.task import Task
-from exports.ports import BusinessMetrics
+from exports.core.caller import Caller
+from exports.core.config.audit import Audit, UsageMetric
+from exports.core.config.limits import Admission
+from exports.core.errors import InvalidRequest, ServiceUnavailable
+from exports.core.ports import BusinessMetrics
+from exports.core.task import Task
 
 if TYPE_CHECKING:
-    from exports.schedules.model import Schedule
+    pass
+
 
 logger = logging.getLogger(__name__)
 
@@ -196,32 +197,3 @@ def record_link(
     """A presigned link to ``task``'s file handed to ``user_id`` (as the task's ``download_url``,
     or as GET /download's redirect): recorded before it is handed out."""
     record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download), deps)
-
-
-def record_schedule(
-    action: AuditAction, schedule: Schedule, caller: Caller, request_id: str, deps: AuditDependencies
-) -> None:
-    """A schedule created, changed or deleted by ``caller``: what it exports, when, and where
-    its runs go (callback URL, mail recipients)."""
-    detail = schedule.model_dump(mode="json", exclude={"caller"})
-    tenant = deps.tenancy.tenant_of(caller)
-    record(schedule_event(action, schedule.schedule_id, tenant, request_id, caller.user_id, deps.clock(), detail), deps)
-
-
-def record_pause(schedule: Schedule, caller: Caller, deps: AuditDependencies) -> None:
-    """``schedule`` paused by the service on its own (its export type gone, its access rule no
-    longer admitting the stored claims): a change by ``system`` with the reason, in the tenant of
-    its owner (``caller``, the claims stored with it). Recorded once however often the firing that
-    paused it is delivered: the event's id is the schedule's and its pause's moment."""
-    reason = schedule.paused_reason
-    detail = {
-        **schedule.model_dump(mode="json", exclude={"caller"}),
-        "change": "paused",
-        "reason": reason.model_dump(mode="json") if reason is not None else None,
-    }
-    event_id = f"paused-{schedule.updated_at.isoformat()}"
-    tenant = deps.tenancy.tenant_of(caller)
-    event = schedule_event(
-        AuditAction.SCHEDULE_CHANGED, schedule.schedule_id, tenant, event_id, SYSTEM, deps.clock(), detail
-    )
-    record(event, deps)

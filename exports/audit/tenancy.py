@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
-from exports.config.audit import Audit
-from exports.config.declarations import default_declaration_path
+from exports.core.caller import Caller
+from exports.core.config.audit import Audit
+from exports.core.config.declarations import default_declaration_path
 from exports.declared.model import AccessDecl, TenantPolicyDecl, TenantsDecl
-from exports.domain.caller import Caller
 
 
 @dataclass(frozen=True)

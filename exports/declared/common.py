@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypedDict
 
+from exports.core.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
+from exports.core.export_type import ChangeWindow, ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
+from exports.core.locales import DEFAULT_LOCALE
+from exports.core.task import ExportFormat
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
-from exports.domain.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
-from exports.domain.locales import DEFAULT_LOCALE
-from exports.domain.task import ExportFormat
-from exports.export_types.base import ChangeWindow, ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
 
 # A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
 _HOT_KEY_MAX_CHARS = 200
@@ -41,7 +41,7 @@ class DeclaredParts(TypedDict):
 
 
 class DeclaredExport(ExportType[DeclaredFilters]):
-    """An export type built from a declaration (see :mod:`exports.declared.loader`)."""
+    """An export type built from a declaration (see :mod:`exports.export_types.loader`)."""
 
     def __init__(
         self,

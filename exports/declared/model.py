@@ -1,7 +1,7 @@
 """The shape of a declaration file: sources and export types, as an operator writes them in TOML.
 
 Every key is documented in docs/export-your-own-data.md. The models only check each value on its
-own; :mod:`exports.declared.loader` checks how they refer to each other (a type's source exists,
+own; :mod:`exports.export_types.loader` checks how they refer to each other (a type's source exists,
 a template names declared parameters, the order key is among the columns, ...).
 """
 
@@ -23,12 +23,12 @@ from pydantic import (
     model_validator,
 )
 
-from exports.config.audit import Audit
-from exports.domain.caller import BindingKind
-from exports.domain.customer_errors import MESSAGES, message_problem
-from exports.domain.locales import DEFAULT_LOCALE, canonical_locale, pick
-from exports.domain.task import ExportFormat
-from exports.export_types.base import ColumnKind
+from exports.core.caller import BindingKind
+from exports.core.config.audit import Audit
+from exports.core.customer_errors import MESSAGES, message_problem
+from exports.core.export_type import ColumnKind
+from exports.core.locales import DEFAULT_LOCALE, canonical_locale, pick
+from exports.core.task import ExportFormat
 
 # Default limit of concurrent exports per source (max_concurrent_exports).
 SOURCE_MAX_CONCURRENT_DEFAULT: Final = 4
@@ -46,7 +46,7 @@ Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 # A custom PostgreSQL setting (a "placeholder variable"): two or more dotted identifiers.
 SettingName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+$", max_length=63)]
-# A locale tag (en, zh-CN, ...), as a TOML key: written in BCP 47's case (exports.domain.locales).
+# A locale tag (en, zh-CN, ...), as a TOML key: written in BCP 47's case (exports.core.locales).
 LocaleTag = Annotated[str, AfterValidator(_locale_tag)]
 # A label in one language, or a table of labels by locale (``{ en = "Order", zh-CN = "订单" }``).
 Label = str | Annotated[dict[LocaleTag, str], Field(min_length=1)]
@@ -277,7 +277,7 @@ class PartitionsDecl(StrictModel):
 class TypeHead(StrictModel):
     """The keys a type declares first: what it is, its source, and a plugin's factory. Each
     source kind's key (``query``, ``dynamodb``) follows them, then :class:`TypeDecl`'s, in the
-    model :func:`exports.declared.schema.declaration_model` builds: pydantic reports a file's
+    model :func:`exports.export_types.schema.declaration_model` builds: pydantic reports a file's
     mistakes in that order."""
 
     description: str = Field(min_length=1)
@@ -334,7 +334,7 @@ class TypeDecl(TypeHead):
         return self
 
     # The type's own message for an error code a task of it may fail with (one of
-    # exports.domain.customer_errors.MESSAGES): what its customers read instead of ours.
+    # exports.core.customer_errors.MESSAGES): what its customers read instead of ours.
     messages: dict[str, Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(default_factory=dict)
 
     @field_validator("messages")
@@ -350,7 +350,7 @@ class TypeDecl(TypeHead):
 
 class DeclarationFile(StrictModel):
     """The whole file, as the code reads it. A file is validated by the model
-    :func:`exports.declared.schema.declaration_model` derives from this one with the registered
+    :func:`exports.export_types.schema.declaration_model` derives from this one with the registered
     kinds (each source by its kind's model, each type with its kind's key)."""
 
     access: AccessDecl = AccessDecl()

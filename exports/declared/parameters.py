@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from exports.config.limits import Limits
+from exports.core.caller import BindingKind
+from exports.core.config.limits import Limits
 from exports.declared.model import DateRangeDecl, ItemDecl, ParameterDecl, ParameterType
-from exports.domain.caller import BindingKind
 
 # A declared string parameter without max_length accepts at most this many characters.
 STRING_MAX_LENGTH: Final = 200
@@ -321,7 +321,7 @@ def is_required(declared: ParameterDecl) -> bool:
 
 
 def _bound_checker(kind: BindingKind) -> Callable[[Any], Any]:
-    """A caller-bound value as :func:`exports.domain.caller.bind_caller` makes it (and a task
+    """A caller-bound value as :func:`exports.core.caller.bind_caller` makes it (and a task
     records it): a string, a list of strings, or the claims object."""
 
     def check(value: Any) -> Any:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
+from exports.core.caller import BindingKind
+from exports.core.export_type import ChangeWindow
 from exports.declared.model import ParameterDecl, TypeDecl
 from exports.declared.parameters import is_required
-from exports.domain.caller import BindingKind
-from exports.export_types.base import ChangeWindow
 
 # The caller-bound value that session.jwt_claims binds, and the setting it goes to (PostgREST's).
 JWT_CLAIMS_BINDING: Final = "jwt_claims"

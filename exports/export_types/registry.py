@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
-from exports.domain.caller import Caller
-from exports.domain.errors import InvalidRequest
-from exports.export_types.base import AnyExportType
+from exports.core.caller import Caller
+from exports.core.errors import InvalidRequest
+from exports.core.export_type import AnyExportType
 
 # A caller without claims, groups or scopes: a type it may use is open to every caller (an access
 # rule always asks for something the token has).

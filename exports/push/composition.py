@@ -6,17 +6,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from exports.adapters.clients import aws_client
-from exports.adapters.dynamodb_connections import DynamoConnections, DynamoTickets
-from exports.adapters.jwt_tokens import JwksTokenVerifier
-from exports.adapters.s3_results import S3ResultStore
-from exports.adapters.task_stream import DynamoTaskVersions
-from exports.adapters.websocket_posts import ApiGatewayPoster
-from exports.composition import declared_export_types
-from exports.config.settings import PushSettings
+from exports.core.aws.clients import aws_client
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.config.settings import PushSettings
+from exports.core.ports import BusinessMetrics
+from exports.export_types.composition import declared_export_types
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import BusinessMetrics
-from exports.services.push import PushDependencies
+from exports.push.dynamodb_connections import DynamoConnections, DynamoTickets
+from exports.push.jwt_tokens import JwksTokenVerifier
+from exports.push.service import PushDependencies
+from exports.push.task_stream import DynamoTaskVersions
+from exports.push.websocket_posts import ApiGatewayPoster
 
 
 def compose_push(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> PushDependencies:

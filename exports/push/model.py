@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from exports.domain.caller import Caller
-from exports.domain.errors import ExportsError
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
-from exports.webhooks.payload import PROGRESS_EVENT, PUSH_EVENT_TYPES, event_body
+from exports.core.caller import Caller
+from exports.core.errors import ExportsError
+from exports.core.status import TaskStatus
+from exports.core.task import Task
+from exports.finishing.webhooks.payload import PROGRESS_EVENT, PUSH_EVENT_TYPES, event_body
 
 
 class PushError(Exception):

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from exports.domain.task import Task
+from exports.core.task import Task
 from exports.push.model import Subscription, Viewer
 
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from exports.config.push import Push
-from exports.domain.errors import InvalidRequest
+from exports.core.config.push import Push
+from exports.core.errors import InvalidRequest
 
 
 class _Message(BaseModel):

@@ -19,11 +19,11 @@ from pydantic import (
     model_validator,
 )
 
-from exports.api_models import ZONE_MARK, ExportRequest
-from exports.config.schedules import Schedules
-from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
-from exports.domain.locales import canonical_locale
-from exports.domain.zones import canonical_zone
+from exports.accepting.requests import ZONE_MARK, ExportRequest
+from exports.core.config.schedules import Schedules
+from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.locales import canonical_locale
+from exports.core.zones import canonical_zone
 from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
@@ -76,7 +76,7 @@ Cron = Annotated[
         json_schema_extra={"pattern": CRON_PATTERN},
     ),
 ]
-# The rule of an export's zone (exports.domain.zones): an alias of UTC is recorded as Etc/UTC.
+# The rule of an export's zone (exports.core.zones): an alias of UTC is recorded as Etc/UTC.
 Zone = Annotated[
     str,
     Field(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from exports.accepting.dependencies import ApiDependencies
 from exports.schedules.ports import ScheduleStore, ScheduleTimer
-from exports.services.dependencies import ApiDependencies
 
 
 @dataclass(frozen=True)

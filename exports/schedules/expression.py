@@ -6,7 +6,7 @@ in the schedule's IANA time zone, following EventBridge Scheduler's rules (docs/
   the first instant after the gap (03:00 in Berlin and New York, 02:30 on Lord Howe): a *moved*
   firing. Several times inside one gap are one firing, and one that coincides with a time the
   expression names anyway is that firing. Scheduler itself skips such times, so the service adds
-  a one-time Scheduler schedule for each moved firing (exports/adapters/eventbridge_scheduler.py).
+  a one-time Scheduler schedule for each moved firing (exports/schedules/eventbridge_scheduler.py).
 - A cron time that exists twice (the hour repeated in autumn) fires once, at its first
   occurrence (the earlier instant, still on summer time).
 - An interval is a fixed duration (a day is 24 hours), counted from its anchor in UTC: local
@@ -26,8 +26,8 @@ from itertools import islice
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from exports.domain.errors import InvalidRequest
-from exports.domain.zones import UnknownZone, canonical_zone
+from exports.core.errors import InvalidRequest
+from exports.core.zones import UnknownZone, canonical_zone
 from exports.schedules.model import Every, Schedule
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ _SEARCH_YEARS = 30
 
 
 def zone(name: str) -> ZoneInfo:
-    """The IANA zone ``name`` under the rule of an export's zone (exports.domain.zones): a 422
+    """The IANA zone ``name`` under the rule of an export's zone (exports.core.zones): a 422
     on ``timezone`` saying which names are accepted."""
     try:
         return ZoneInfo(canonical_zone(name))

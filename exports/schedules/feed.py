@@ -15,9 +15,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
-from exports.export_types.base import ChangeWindow
+from exports.core.export_type import ChangeWindow
+from exports.core.status import TaskStatus
+from exports.core.task import Task
 from exports.schedules.model import FeedRun, Schedule
 
 SINCE_LAST_RUN = "since_last_run"

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from exports.domain.errors import InvalidRequest
-from exports.export_types.base import ChangeWindow, WindowParameters
+from exports.core.errors import InvalidRequest
+from exports.core.export_type import ChangeWindow, WindowParameters
 from exports.schedules.feed import SINCE_LAST_RUN
 from exports.schedules.windows import RelativeWindow, WindowKind, parse_relative, resolve
 

@@ -21,16 +21,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
-from exports.config.metrics import Metric
-from exports.domain.caller import CallerRefused
-from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
-from exports.domain.events import schedule_paused
+from exports.core.caller import CallerRefused
+from exports.core.config.metrics import Metric
+from exports.core.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
+from exports.core.event_publishing import publish
+from exports.core.events import schedule_paused
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
 from exports.schedules.ports import FeedBusy, ScheduleTimer
 from exports.schedules.service import caller_of, follow_moved_firing, submit_run
 from exports.schedules.spread import deferral_deadline
-from exports.services.events import publish
 
 logger = logging.getLogger(__name__)
 _PAUSE_ATTEMPTS = 3
@@ -172,7 +172,7 @@ _FIRING_PAUSES: Final = frozenset({PauseCode.EXPORT_TYPE_GONE, PauseCode.ACCESS_
 def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) -> PauseReason:
     """Pause the schedule with ``reason`` (a conditional write, re-read when it lost), record the
     pause in the audit trail and disable its Scheduler schedule. A firing delivered again after the
-    pause was written records it again (recorded once: :func:`exports.audit.service.record_pause`)."""
+    pause was written records it again (recorded once: :func:`exports.schedules.audit_records.record_pause`)."""
     current: Schedule | None = schedule
     for _ in range(_PAUSE_ATTEMPTS):
         if current is None or not current.is_active:
@@ -202,6 +202,6 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
 def _record_pause(paused: Schedule, deps: ScheduleDependencies) -> None:
     """The pause in the audit trail, where the deployment keeps one (docs/audit.md)."""
     if deps.api.audit is not None:
-        from exports.audit.service import record_pause
+        from exports.schedules.audit_records import record_pause
 
         record_pause(paused, caller_of(paused), deps.api.audit)

@@ -11,8 +11,8 @@ import hmac
 import secrets
 from datetime import timedelta
 
-from exports.config.schedules import Schedules
-from exports.domain.errors import ConditionFailed, ServiceUnavailable
+from exports.core.config.schedules import Schedules
+from exports.core.errors import ConditionFailed, ServiceUnavailable
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Schedule
 from exports.schedules.ports import NoLatestFile, ScheduleNotFound

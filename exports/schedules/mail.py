@@ -18,10 +18,10 @@ from datetime import datetime
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
-from exports.config.schedules import Schedules
-from exports.domain.errors import InvalidRequest
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
+from exports.core.config.schedules import Schedules
+from exports.core.errors import InvalidRequest
+from exports.core.status import TaskStatus
+from exports.core.task import Task
 from exports.schedules.model import PauseReason, Schedule
 
 # A mailed link is presigned for this long (capped by the file's own expiry): long enough to be

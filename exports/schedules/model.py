@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.config.limits import Limits
-from exports.config.schedules import Schedules
-from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
-from exports.domain.task import ExportFormat
+from exports.core.config.limits import Limits
+from exports.core.config.schedules import Schedules
+from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.task import ExportFormat
 
 SCHEDULE_ID_PREFIX = "sch_"
 # A schedule id's shape: the prefix and a ULID (26 Crockford base32 characters, the first at most

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
+from exports.core.status import TaskStatus
+from exports.core.task import Task
 from exports.schedules.feed import end_feed_run, record_latest
 from exports.schedules.model import LastRun, PauseCode, PauseReason, Schedule, pause
 

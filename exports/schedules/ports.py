@@ -1,5 +1,5 @@
 """What the schedule services need from outside: the schedules' store, EventBridge Scheduler
-(the timer that fires them on AWS) and the mailer. Adapters: exports/adapters/dynamodb_schedules.py,
+(the timer that fires them on AWS) and the mailer. Adapters: exports/schedules/dynamodb_schedules.py,
 eventbridge_scheduler.py, ses_mailer.py."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from exports.domain.errors import ExportsError
+from exports.core.errors import ExportsError
 from exports.schedules.model import Schedule
 
 
@@ -89,7 +89,7 @@ class ScheduleStore(Protocol):
 
     def replace(self, before: Schedule, after: Schedule) -> Schedule:
         """Write ``after`` (its version one above ``before``'s) if the stored schedule is still
-        ``before``'s version; :class:`exports.domain.errors.ConditionFailed` otherwise."""
+        ``before``'s version; :class:`exports.core.errors.ConditionFailed` otherwise."""
 
     def delete(self, schedule: Schedule) -> None:
         """Remove the schedule and give its place in the user's cap back."""

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from exports.config.schedules import Schedules
-from exports.domain.errors import ConditionFailed, ExportsError
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
-from exports.ports import ResultStore
+from exports.core.config.schedules import Schedules
+from exports.core.errors import ConditionFailed, ExportsError
+from exports.core.ports import ResultStore
+from exports.core.status import TaskStatus
+from exports.core.task import Task
 from exports.schedules.mail import MAIL_LINK_TTL_SEC, allowed, run_message
 from exports.schedules.model import PauseReason, Schedule
 from exports.schedules.outcome import paused_by, record_run

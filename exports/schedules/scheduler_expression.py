@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from exports.domain.errors import InvalidRequest
+from exports.core.errors import InvalidRequest
 from exports.schedules.expression import parse_cron
 from exports.schedules.model import Every
 

@@ -12,13 +12,16 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
-from exports.config.schedules import Schedules
-from exports.domain.caller import TOKEN_CLAIMS, Caller
-from exports.domain.csv_dialect import CsvEncoding
-from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
-from exports.domain.spec import ExportSpec
-from exports.domain.task import ScheduledRun, TaskSource
-from exports.export_types.base import AnyExportType, ChangeWindow
+from exports.accepting.submission import Submission, submit_export
+from exports.accepting.validation import invalid_request
+from exports.core.caller import TOKEN_CLAIMS, Caller
+from exports.core.config.schedules import Schedules
+from exports.core.csv_dialect import CsvEncoding
+from exports.core.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
+from exports.core.export_type import AnyExportType, ChangeWindow
+from exports.core.public_address import check_destination
+from exports.core.spec import ExportSpec
+from exports.core.task import ScheduledRun, TaskSource
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import check_interval, recurrence_of, zone
 from exports.schedules.feed import bind_task, end_feed_run, feed_window, holding, is_feed, release, reserve
@@ -39,9 +42,6 @@ from exports.schedules.model import (
 )
 from exports.schedules.ports import FeedBusy, ScheduleNotFound, SchedulePage
 from exports.schedules.scheduler_expression import scheduler_expression
-from exports.services.submission import Submission, submit_export
-from exports.services.validation import invalid_request
-from exports.webhooks.destination import check_destination
 
 logger = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 3

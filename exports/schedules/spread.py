@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from exports.config.schedules import Schedules
+from exports.core.config.schedules import Schedules
 from exports.schedules.expression import recurrence_of
 from exports.schedules.model import Schedule
 

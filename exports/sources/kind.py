@@ -12,12 +12,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, get_args
 
+from exports.core.export_type import SOURCE_PAGE_ROWS, AnyExportType
 from exports.declared.common import DeclaredParts
 from exports.declared.model import SourceDecl, TypeDecl
-from exports.export_types.base import SOURCE_PAGE_ROWS, AnyExportType
 
 if TYPE_CHECKING:
-    from exports.adapters.clients import ClientFactory
+    from exports.core.aws.clients import ClientFactory
 
 # Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN.
 _COMPLETE_SECRET_ARN: Final = re.compile(r":secret:.+-[A-Za-z0-9]{6}$")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -30,7 +30,8 @@ metrics = Metrics()
 def dependencies() -> tuple[AuditDependencies, int]:
     """The audit trail and the worker's memory, built on first use from this function's
     variables of the environment (the composition and the adapters are imported then)."""
-    from exports.composition import PowertoolsMetrics, compose_audit_function
+    from exports.audit.composition import compose_audit_function
+    from exports.core.metrics import PowertoolsMetrics
 
     return compose_audit_function(PowertoolsMetrics(metrics))
 
@@ -39,11 +40,11 @@ def handle(records: list[dict[str, Any]], deps: AuditDependencies, worker_memory
     """Record the events of each stream record in order; the batch response names the first
     record not recorded."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
-    from exports.adapters.task_stream import task_change
     from exports.audit.events import task_events
     from exports.audit.service import record
-    from exports.config.audit import UsageMetric
-    from exports.domain.errors import ExportsError
+    from exports.core.config.audit import UsageMetric
+    from exports.core.errors import ExportsError
+    from exports.push.task_stream import task_change
 
     for item in records:
         change = task_change(item)

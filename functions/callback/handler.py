@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from aws_lambda_powertools import Logger, Metrics
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from exports.services.dependencies import CallbackDependencies
+    from exports.finishing.dependencies import CallbackDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -54,7 +54,8 @@ class CallbackRequest(BaseModel):
 def dependencies() -> CallbackDependencies:
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics, compose_callback
+    from exports.core.metrics import PowertoolsMetrics
+    from exports.finishing.composition import compose_callback
 
     return compose_callback(PowertoolsMetrics(metrics))
 
@@ -77,7 +78,7 @@ def _caught_message(error: dict[str, Any] | None) -> str | None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point. ``CallbackRetryable`` propagates: the workflow retries on its name."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
-    from exports.services import callbacks
+    from exports.finishing import callbacks
 
     # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
     request = CallbackRequest.model_validate({"request": event}).request

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from aws_lambda_powertools import Logger, Metrics
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from exports.services.dependencies import LifecycleDependencies
+    from exports.finishing.dependencies import LifecycleDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -53,7 +53,8 @@ class LifecycleRequest(BaseModel):
 def dependencies() -> LifecycleDependencies:
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics, compose_lifecycle
+    from exports.core.metrics import PowertoolsMetrics
+    from exports.finishing.composition import compose_lifecycle
 
     return compose_lifecycle(PowertoolsMetrics(metrics))
 
@@ -64,8 +65,8 @@ def dependencies() -> LifecycleDependencies:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point; errors propagate so the workflow's Retry sees them."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
-    from exports.services import lifecycle
-    from exports.workflows import task_outcome
+    from exports.core.workflows import task_outcome
+    from exports.finishing import lifecycle
 
     # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
     request = LifecycleRequest.model_validate({"request": event}).request

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from exports.push.model import TaskChange
-    from exports.services.push import PushDependencies
+    from exports.push.service import PushDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -31,7 +31,7 @@ PUSHED_METRIC = "ExportEventPushed"
 def dependencies() -> PushDependencies:
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics
+    from exports.core.metrics import PowertoolsMetrics
     from exports.push.composition import compose_push
 
     return compose_push(PowertoolsMetrics(metrics))
@@ -40,9 +40,9 @@ def dependencies() -> PushDependencies:
 def handle(records: list[dict[str, Any]], deps: PushDependencies) -> dict[str, Any]:
     """Deliver the records' events; the batch response names the first record that failed."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
-    from exports.adapters.task_stream import task_change
-    from exports.domain.errors import ExportsError
-    from exports.services import push
+    from exports.core.errors import ExportsError
+    from exports.push import service as push
+    from exports.push.task_stream import task_change
 
     changes: list[TaskChange] = []
     sequence_numbers: list[str] = []

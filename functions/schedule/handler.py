@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -39,8 +39,10 @@ class FiringEvent(BaseModel):
 def dependencies() -> ScheduleDependencies:
     """This function's adapters (the submit path's and the schedules'), built on first use
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics, compose_api, compose_schedules
-    from exports.config.settings import ScheduleSettings
+    from exports.api.composition import compose_api
+    from exports.core.config.settings import ScheduleSettings
+    from exports.core.metrics import PowertoolsMetrics
+    from exports.schedules.composition import compose_schedules
 
     return compose_schedules(compose_api(PowertoolsMetrics(metrics), settings_type=ScheduleSettings))
 

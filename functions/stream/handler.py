@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from exports.config.push import Push
-from exports.snapstart import register_hooks
-from exports.tracing import lazy_tracer
+from exports.core.config.push import Push
+from exports.core.snapstart import register_hooks
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from exports.services.push import PushDependencies
+    from exports.push.service import PushDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -29,7 +29,7 @@ register_hooks()
 def dependencies() -> PushDependencies:
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics
+    from exports.core.metrics import PowertoolsMetrics
     from exports.push.composition import compose_push
 
     return compose_push(PowertoolsMetrics(metrics))
@@ -46,8 +46,8 @@ def _header(event: dict[str, Any], name: str) -> str | None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point: one route of the WebSocket API."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.push import service as push
     from exports.push.model import Refused
-    from exports.services import push
 
     context_ = event["requestContext"]
     connection_id, route = context_["connectionId"], context_["routeKey"]

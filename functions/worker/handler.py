@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from aws_lambda_powertools import Logger, Metrics
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.tracing import lazy_tracer
+from exports.core.tracing import lazy_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from exports.services.dependencies import WorkerDependencies
+    from exports.running.dependencies import WorkerDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -29,7 +29,8 @@ _DEFERRED = ConfigDict(defer_build=True)
 def dependencies() -> WorkerDependencies:
     """This function's adapters, built on first use from its own variables of the environment
     (the composition and the adapters are imported then, not at the handler's import)."""
-    from exports.composition import PowertoolsMetrics, compose_worker
+    from exports.core.metrics import PowertoolsMetrics
+    from exports.running.composition import compose_worker
 
     return compose_worker(PowertoolsMetrics(metrics))
 
@@ -39,9 +40,9 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
     """Run one task message. Raising marks the record failed, so SQS delivers it again. The batch
     processor passes ``lambda_context`` (by this name): long exports hand over to a new
     invocation before this one runs out of time."""
-    from exports.adapters.sqs_queue import decode_message
-    from exports.ports import Delivery
-    from exports.services.deliveries import process_delivery
+    from exports.accepting.sqs_queue import decode_message
+    from exports.core.ports import Delivery
+    from exports.running.messages import process_delivery
 
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
@@ -128,7 +129,7 @@ def fan_out_step(step: PartitionStep | AssembleStep | AbandonStep, context: Lamb
     partition's ``status``), and only a fault raises (retried or caught by the workflow). A
     partition's query is bounded by the invocation's time."""
     # Imported here: an SQS batch, what most invocations serve, never loads the steps' modules.
-    from exports.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
+    from exports.running.fan_out.workflow import abandon_fan_out, finish_fan_out, partition_step
 
     logger.append_keys(correlation_id=step.task_id, task_id=step.task_id, action=step.action)
     if isinstance(step, PartitionStep):

@@ -15,12 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from exports.composition import declared_export_types
-from exports.config.env import Env
-from exports.config.names import Names
-from exports.config.settings import RegistrySettings
+from exports.api.http.openapi import SCHEDULE_REQUEST, SCHEDULES_PATH, SHARED_REQUEST, SUBMIT_PATH
+from exports.core.config.env import Env
+from exports.core.config.names import Names
+from exports.core.config.settings import RegistrySettings
+from exports.export_types.composition import declared_export_types
 from exports.export_types.registry import ExportTypeRegistry
-from exports.http.openapi import SCHEDULE_REQUEST, SCHEDULES_PATH, SHARED_REQUEST, SUBMIT_PATH
 from local_stack.stack import DEMO_API_URL_ENV, DEMO_DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parents[2]

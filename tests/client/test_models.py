@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from exports.api_models import ErrorBody as ServiceErrorBody
-from exports.api_models import ErrorDetail as ServiceErrorDetail
-from exports.api_models import FieldProblem as ServiceFieldProblem
+from exports.api.models import ErrorBody as ServiceErrorBody
+from exports.api.models import ErrorDetail as ServiceErrorDetail
+from exports.api.models import FieldProblem as ServiceFieldProblem
 from exports_client import ExportsClient, models
 from tests.client.openapi_doc import DOC_PATH
 
@@ -152,6 +152,6 @@ def test_errors_are_read_with_the_services_error_shape() -> None:
 
 
 def test_the_terminal_states_are_those_of_the_service() -> None:
-    from exports.domain.status import TERMINAL
+    from exports.core.status import TERMINAL
 
     assert {status.value for status in models.TERMINAL} == {status.value for status in TERMINAL}

@@ -124,7 +124,7 @@ def test_a_malformed_secret_is_a_configuration_error(secret: str) -> None:
 def test_the_client_verifies_what_the_service_signs() -> None:
     import time
 
-    from exports.webhooks.signing import new_secret, signed_headers
+    from exports.finishing.webhooks.signing import new_secret, signed_headers
     from exports_client import verify_webhook
 
     secret = new_secret()
@@ -138,7 +138,7 @@ def test_what_the_service_signs_verifies_with_the_sdk_and_the_reference_library(
     and by verify_webhook, then typed by parse_event."""
     from standardwebhooks import Webhook
 
-    from exports.webhooks.signing import signed_headers
+    from exports.finishing.webhooks.signing import signed_headers
     from exports_client import parse_event
 
     event = {

@@ -21,37 +21,33 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from exports.adapters.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
-from exports.adapters.dynamodb_capacity import DynamoCapacityPools
-from exports.adapters.dynamodb_source import DynamoItemsReader
-from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
-from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.adapters.s3_results import S3ResultStore
-from exports.adapters.sqs_queue import SqsTaskQueue
-from exports.adapters.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
-from exports.config.queues import LANES
-from exports.domain.admission import Throughput, updated_throughput
-from exports.domain.capacity import Drain
-from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
-from exports.domain.status import TaskStatus
-from exports.domain.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
-from exports.ports import (
+from exports.accepting.admission_rules import Throughput, updated_throughput
+from exports.accepting.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
+from exports.accepting.ports import HotKeyLimiter, ThroughputStats
+from exports.accepting.sqs_queue import SqsTaskQueue
+from exports.core.aws.dynamodb_capacity import DynamoCapacityPools
+from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.aws.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
+from exports.core.capacity_rules import Drain
+from exports.core.config.queues import LANES
+from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
+from exports.core.ports import (
     CapacityPools,
     Delivery,
-    FanOutStarter,
-    HotKeyLimiter,
-    ItemQuery,
-    ItemsReader,
     Lifecycle,
     Reservation,
     ResultStore,
-    SlotLease,
-    SourceSlotLeases,
     TaskMessage,
     TaskQueue,
     TaskRepository,
-    ThroughputStats,
 )
+from exports.core.status import TaskStatus
+from exports.core.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
+from exports.running.dynamodb_source_slots import DynamoSourceSlots
+from exports.running.ports import FanOutStarter, SlotLease, SourceSlotLeases
+from exports.sources.dynamodb.ports import ItemQuery, ItemsReader
+from exports.sources.dynamodb.reader import DynamoItemsReader
 from local_stack.embedded_aws import REGION, create_resources
 from tests.unit.builders import LEASE, NOW, RETENTION, make_task
 from tests.unit.export_fakes import FakeFiles, FakeQueue, FakeTasks

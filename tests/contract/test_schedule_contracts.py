@@ -17,12 +17,12 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from exports.adapters.aws_errors import AwsError
-from exports.adapters.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
-from exports.adapters.eventbridge_scheduler import EventBridgeScheduleTimer, moved_firing_name
-from exports.adapters.ses_mailer import SesMailer
-from exports.config.names import Names
-from exports.domain.errors import ConditionFailed, InvalidRequest
+from exports.core.aws.errors import AwsError
+from exports.core.config.names import Names
+from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.finishing.ses_mailer import SesMailer
+from exports.schedules.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
+from exports.schedules.eventbridge_scheduler import EventBridgeScheduleTimer, moved_firing_name
 from exports.schedules.model import Every, PauseCode, PauseReason, Schedule, StoredCaller, pause
 from exports.schedules.ports import ScheduleLimitReached, ScheduleStore
 from local_stack.embedded_aws import LOCAL_MAIL_SENDER, REGION, Resources, create_resources

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import requests
 
-from exports.config.audit import AuditTable
-from exports.config.names import Names
+from exports.core.config.audit import AuditTable
+from exports.core.config.names import Names
 from tests.client.e2e_support import Exportctl
 from tests.e2e.test_export_types_e2e import finished
 from tests.stack_process import TOKENS, Stack, recent, running_stack

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from exports.domain.task import ExportFormat
+from exports.core.task import ExportFormat
 from local_stack.demo_orders import OrderStatus
 from tests.pdf_reading import page_lines, qpdf_check, reader, render
 from tests.stack_process import Stack, recent

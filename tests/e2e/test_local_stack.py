@@ -17,9 +17,9 @@ import openpyxl
 import pytest
 import requests
 
-from exports.adapters.dynamodb_items import from_item
-from exports.config.names import Names
-from exports.config.queues import LANES
+from exports.core.aws.dynamodb_items import from_item
+from exports.core.config.names import Names
+from exports.core.config.queues import LANES
 from tests.receiver import receiver
 from tests.stack_process import WEBHOOK_SECRET, Stack, recent, running_stack
 

@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import load_declarations
-from exports.export_types.base import AnyExportType
+from exports.core.aws.clients import ClientFactory
+from exports.core.export_type import AnyExportType
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import load_declarations
 from exports.sources.kind import SourceReaders
 from local_stack.demo_api import json_bytes
 

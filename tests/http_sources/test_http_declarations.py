@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import DeclarationError, load_declarations
-from exports.export_types.base import SourceLimit
+from exports.core.aws.clients import ClientFactory
+from exports.core.export_type import SourceLimit
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import DeclarationError, load_declarations
 from exports.sources.kind import SourceReaders
 from exports.sources.registry import source_kind
 

@@ -18,11 +18,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from moto import mock_aws
 
-from exports.adapters.http_source import HttpJsonReader, origins, secret_header, sigv4_signer
-from exports.adapters.postgres_errors import SourceUnavailable
-from exports.config.retry import Backoff
-from exports.domain.errors import ExportFailed, RetryableError, SourceCode
-from exports.export_types.base import Unbounded
+from exports.core.config.retry import Backoff
+from exports.core.errors import ExportFailed, RetryableError, SourceCode
+from exports.core.export_type import Unbounded
+from exports.sources.http.reader import HttpJsonReader, origins, secret_header, sigv4_signer
+from exports.sources.postgres.errors import SourceUnavailable
 from tests.http_sources.conftest import Answer, Asked, Service
 
 QUICK = Backoff(retries=2, base_sec=0.5, factor=2)

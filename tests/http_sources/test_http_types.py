@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 from python_calamine import CalamineWorkbook
 
-from exports.domain.caller import Caller
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import AnyExportType, ColumnKind, CursorInvalid
-from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
+from exports.core.caller import Caller
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import AnyExportType, ColumnKind, CursorInvalid
+from exports.running.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from local_stack.demo_api import json_bytes
 from tests.http_sources.conftest import Answer, Asked, Service, build_types
 from tests.postgres.test_type_corpus import pdf_cells, pdf_shown

@@ -16,8 +16,8 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.config.env import Env
-from exports.config.names import Names
+from exports.core.config.env import Env
+from exports.core.config.names import Names
 from local_stack.demo_api import DemoApi, api_customer
 from local_stack.demo_customers import demo_customers
 from local_stack.embedded_aws import REGION, Resources

@@ -2,7 +2,7 @@
 
 Scope: what ``cdk deploy`` would create, checked at synth time (no AWS account here). One app
 holds two stacks: ``dev`` with the defaults a newcomer deploys on a fresh account (a created
-Cognito user pool, no CORS, no alarm e-mail, the admission limits of exports.config, no
+Cognito user pool, no CORS, no alarm e-mail, the admission limits of exports.core.config, no
 WebSocket access logs, no reserved concurrency) and ``prod`` with every context setting given
 (an external OIDC issuer, CORS origins, an alarm e-mail, its own admission limits, the account's
 API Gateway logs role, reserved concurrency, mail).

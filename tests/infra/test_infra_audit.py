@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from exports.config.audit import Audit, AuditTable
-from exports.config.retry import AUDIT_BATCH_RETRY
+from exports.core.config.audit import Audit, AuditTable
+from exports.core.config.retry import AUDIT_BATCH_RETRY
 from infra.push import TASK_RECORDS
 from tests.infra.test_infra_push import MAPPING_ACTIONS
 from tests.infra.test_infra_resources import alarms_by_name, allowed_pairs, common_grants, expected_pairs, of_type

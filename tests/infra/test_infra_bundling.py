@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Stack
 
-from exports.writers.pdf.font import FONT_FILE
+from exports.running.writers.pdf.font import FONT_FILE
 from infra import elf_strip
 from infra.function_factory import ServiceFunction, runtime_python_version
 from infra.functions import API, CALLBACK, LIFECYCLE, PUSH, SCHEDULE, SPECS, STREAM, WORKER
@@ -68,23 +68,23 @@ XLSX_DISTRIBUTIONS = {"openpyxl", "lxml", "et-xmlfile"}
 # Modules of the shared package the worker needs for exporters at scale (they must be in its
 # asset): the export types and their sources, the writers, resumable uploads and checkpoints.
 WORKER_MODULES = (
-    "exports/services/export_run.py",
-    "exports/services/long_exports.py",
-    "exports/formats/lines.py",
-    "exports/formats/xlsx.py",
-    "exports/writers/resumable_sha256.py",
-    "exports/writers/gzip_stream.py",
-    "exports/writers/sink.py",
-    "exports/writers/xlsx_writer.py",
-    "exports/writers/csv_writer.py",
-    "exports/writers/pdf/document.py",
-    "exports/writers/pdf/fonts/NotoSansSC-Exports.ttf",
-    "exports/writers/jsonl_writer.py",
-    "exports/writers/parquet_writer.py",
-    "exports/domain/checkpoint.py",
-    "exports/adapters/s3_results.py",
+    "exports/running/export_run.py",
+    "exports/running/long_exports.py",
+    "exports/running/formats/lines.py",
+    "exports/running/formats/xlsx.py",
+    "exports/running/writers/resumable_sha256.py",
+    "exports/running/writers/gzip_stream.py",
+    "exports/running/writers/sink.py",
+    "exports/running/writers/xlsx_writer.py",
+    "exports/running/writers/csv_writer.py",
+    "exports/running/writers/pdf/document.py",
+    "exports/running/writers/pdf/fonts/NotoSansSC-Exports.ttf",
+    "exports/running/writers/jsonl_writer.py",
+    "exports/running/writers/parquet_writer.py",
+    "exports/running/checkpoint.py",
+    "exports/core/aws/s3_results.py",
     "exports/sources/dynamodb/export.py",
-    "exports/sources/sql_export.py",
+    "exports/sources/sql/export.py",
 )
 # Prints the modules loaded by importing a handler the way Lambda does (from its folder), then what
 # its invocations import where they use them (issue 50: a handler imports its services, adapters
@@ -100,7 +100,7 @@ def first_use(source):
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             importlib.import_module(node.module)
-            for alias in node.names:  # a submodule imported by name (from exports.services import push)
+            for alias in node.names:  # a submodule imported by name (from exports.accepting import push)
                 try:
                     importlib.import_module(node.module + "." + alias.name)
                 except ModuleNotFoundError:
@@ -245,8 +245,8 @@ def test_the_bundle_has_the_handler_at_the_root_and_the_shared_package(worker_as
     assert (worker_asset / "handler.py").read_bytes() == (REPO_ROOT / "functions/worker/handler.py").read_bytes()
     assert not (worker_asset / "__init__.py").exists()
     assert (worker_asset / "exports/__init__.py").is_file()
-    assert (worker_asset / "exports/config/names.py").read_bytes() == (
-        REPO_ROOT / "exports/config/names.py"
+    assert (worker_asset / "exports/core/config/names.py").read_bytes() == (
+        REPO_ROOT / "exports/core/config/names.py"
     ).read_bytes()
 
 
@@ -336,7 +336,7 @@ def test_the_bundle_has_the_whole_shared_package_with_the_exporters_modules(work
     bundled = {path.relative_to(worker_asset).as_posix() for path in (worker_asset / "exports").rglob("*.py")}
     assert shared == bundled
     # The resumable sha256 loads OpenSSL's libcrypto of the Lambda runtime through ctypes
-    # (exports/writers/resumable_sha256.py, docs/deploy.md): the package brings none of its own
+    # (exports/running/writers/resumable_sha256.py, docs/deploy.md): the package brings none of its own
     # it could load. psycopg's wheel vendors one for its libpq, under a hashed name ctypes never
     # looks for (libcrypto-<hash>.so.3), next to that libpq only.
     bundled_crypto = [path.relative_to(worker_asset).as_posix() for path in worker_asset.rglob("libcrypto*")]
@@ -347,7 +347,7 @@ def test_the_bundle_ships_bytecode_the_runtime_loads_without_checking_sources(wo
     tag = f"cpython-{runtime_python_version().replace('.', '')}"
     for source in (
         "handler.py",
-        "exports/config/names.py",
+        "exports/core/config/names.py",
         "aws_lambda_powertools/__init__.py",
         "openpyxl/__init__.py",
     ):
@@ -376,7 +376,7 @@ def test_the_packages_keep_the_model_of_every_service_the_code_calls():
     used = clients_made_in(REPO_ROOT / "exports") | clients_made_in(REPO_ROOT / "functions")
 
     assert used == set(AWS_SERVICES)
-    # Clients come only from the factory (exports/adapters/clients.py), never built on the side.
+    # Clients come only from the factory (exports/core/aws/clients.py), never built on the side.
     for root in ("exports", "functions"):
         for path in (REPO_ROOT / root).rglob("*.py"):
             if path.name != "clients.py":

@@ -1,20 +1,20 @@
-"""The template uses the values of exports.config, the module the function code reads: nothing typed twice."""
+"""The template uses the values of exports.core.config, the module the function code reads: nothing typed twice."""
 
 from __future__ import annotations
 
 import pytest
 
-from exports.config.audit import Audit
-from exports.config.callbacks import Callback
-from exports.config.env import Env
-from exports.config.limits import Admission, Capacity, HotKey, Limits
-from exports.config.push import Push
-from exports.config.queues import LANES, Queue
-from exports.config.results import Results
-from exports.config.retry import DELIVERY_RETRY, HOT_KEY_DEFERRAL, TASK_RETRY
-from exports.config.tables import CustomersTable, OrdersTable, TaskTable
-from exports.config.worker import Worker, XlsxLimits
-from exports.writers import xlsx_limits
+from exports.core.config.audit import Audit
+from exports.core.config.callbacks import Callback
+from exports.core.config.env import Env
+from exports.core.config.limits import Admission, Capacity, HotKey, Limits
+from exports.core.config.push import Push
+from exports.core.config.queues import LANES, Queue
+from exports.core.config.results import Results
+from exports.core.config.retry import DELIVERY_RETRY, HOT_KEY_DEFERRAL, TASK_RETRY
+from exports.core.config.tables import CustomersTable, OrdersTable, TaskTable
+from exports.core.config.worker import Worker, XlsxLimits
+from exports.running.writers import xlsx_limits
 from infra.sizing import Sizing
 
 pytestmark = pytest.mark.infra

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from exports.config.names import Names
-from exports.config.queues import LANES
-from exports.config.worker import Worker, XlsxLimits
-from exports.workflows import lifecycle_definition
+from exports.core.config.names import Names
+from exports.core.config.queues import LANES
+from exports.core.config.worker import Worker, XlsxLimits
+from exports.core.workflows import lifecycle_definition
 from infra.sizing import Sizing
 from scripts.cost_estimate import (
     LAMBDA_INCLUDED_EPHEMERAL_MB,
@@ -29,7 +29,7 @@ from scripts.cost_estimate import (
 
 pytestmark = pytest.mark.infra
 
-# The definition as exports.workflows writes it, with function names instead of ARNs.
+# The definition as exports.core.workflows writes it, with function names instead of ARNs.
 DEFINITION = lifecycle_definition(Names.LIFECYCLE_FUNCTION, Names.CALLBACK_FUNCTION)
 
 

@@ -14,7 +14,7 @@ from aws_cdk import App, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 
-from exports.config.tables import CustomersTable, OrdersTable, TaskTable
+from exports.core.config.tables import CustomersTable, OrdersTable, TaskTable
 from infra.function_factory import ServiceFunction, removal_policy
 from infra.monitoring import RUNBOOK_DOC, Monitoring, Runbooks, Severity
 from infra.schedules import ScheduleRunbooks

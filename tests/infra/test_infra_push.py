@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from exports.config.env import Env
-from exports.config.push import Push
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.tables import TaskTable
-from exports.domain.ids import TASK_ID_PREFIX
+from exports.core.config.env import Env
+from exports.core.config.push import Push
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.tables import TaskTable
+from exports.core.ids import TASK_ID_PREFIX
 from infra.push import MESSAGE_ROUTES, STAGE
 from infra.settings import StageSettings
 from tests.infra.test_infra_resources import alarms_by_name, allowed_pairs, common_grants, expected_pairs, of_type

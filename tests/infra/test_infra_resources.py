@@ -1,6 +1,6 @@
 """Every promise of the infrastructure, asserted on the synthesized templates.
 
-Values shared with the function code are compared with exports.config in test_infra_config_parity.py.
+Values shared with the function code are compared with exports.core.config in test_infra_config_parity.py.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match
 
-from exports.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
-from exports.config.env import Env
-from exports.config.limits import Capacity
-from exports.config.metrics import (
+from exports.accepting import idempotency
+from exports.core.config.api import API_VERSION_PREFIX, PUBLIC_PATHS, Cors
+from exports.core.config.env import Env
+from exports.core.config.limits import Capacity
+from exports.core.config.metrics import (
     ERROR_CODE_DIMENSION,
     METRICS_NAMESPACE,
     SOURCE_DIMENSION,
@@ -22,12 +23,11 @@ from exports.config.metrics import (
     Metric,
     metrics_namespace,
 )
-from exports.config.names import SERVICE_NAME
-from exports.config.queues import LANES
-from exports.config.results import Results
-from exports.config.retry import PUSH_BATCH_RETRY
-from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
-from exports.http import idempotency
+from exports.core.config.names import SERVICE_NAME
+from exports.core.config.queues import LANES
+from exports.core.config.results import Results
+from exports.core.config.retry import PUSH_BATCH_RETRY
+from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
 from infra.monitoring import LAMBDA_CONCURRENCY_USAGE, SUSTAINED_THROTTLE_PERIODS
@@ -1169,7 +1169,7 @@ def test_a_value_of_that_shape_signs_callbacks_once_prefixed(dev):
     import secrets
     import string
 
-    from exports.webhooks.signing import SECRET_PREFIX, sign
+    from exports.finishing.webhooks.signing import SECRET_PREFIX, sign
 
     (secret,) = of_type(dev, "AWS::SecretsManager::Secret").values()
     length = secret["Properties"]["GenerateSecretString"]["PasswordLength"]

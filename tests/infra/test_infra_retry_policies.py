@@ -1,4 +1,4 @@
-"""Every retry in the synthesized template is one of the named policies of exports/config/retry.py:
+"""Every retry in the synthesized template is one of the named policies of exports/core/config/retry.py:
 the Step Functions retriers and waits state by state, the SQS redrive, the stream mapping's and
 Lambda's asynchronous retries. A retry typed as a literal somewhere, or a new one without a
 policy, fails here (docs/how-to/retry-more-gently.md)."""
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from exports.config.retry import (
+from exports.core.config.retry import (
     AUDIT_BATCH_RETRY,
     CALLBACK_RETRY,
     DELIVERY_RETRY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exports.config.api import API_VERSION_PREFIX, PUBLIC_PATHS
+from exports.core.config.api import API_VERSION_PREFIX, PUBLIC_PATHS
 from infra.api import PROTECTED_ROUTES
 
 pytestmark = pytest.mark.infra

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from exports.adapters.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
-from exports.config.env import Env
-from exports.config.queues import Queue
-from exports.config.retry import SCHEDULE_FUNCTION_RETRY, SCHEDULE_TARGET_RETRY
-from exports.config.schedules import Schedules
-from exports.config.settings import ApiSettings, CallbackSettings
-from exports.config.tables import SchedulesTable
+from exports.core.config.env import Env
+from exports.core.config.queues import Queue
+from exports.core.config.retry import SCHEDULE_FUNCTION_RETRY, SCHEDULE_TARGET_RETRY
+from exports.core.config.schedules import Schedules
+from exports.core.config.settings import ApiSettings, CallbackSettings
+from exports.core.config.tables import SchedulesTable
+from exports.schedules.eventbridge_scheduler import DEFERRED_FIRING_PREFIX, MOVED_FIRING_SUFFIX
 from infra.schedules import (
     DEFERRED_FIRING_ACTIONS,
     MAIL_ACTIONS,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from exports.config.limits import Admission, HotKey
-from exports.config.results import Results
-from exports.config.worker import Worker
+from exports.core.config.limits import Admission, HotKey
+from exports.core.config.results import Results
+from exports.core.config.worker import Worker
 from infra.settings import AdmissionLimits, Context, JwtIssuer, StageSettings
 from infra.sizing import AccountQuota, Sizing
 

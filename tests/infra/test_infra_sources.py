@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from exports.config.env import Env
-from exports.declared.loader import DeclarationError
+from exports.core.config.env import Env
+from exports.export_types.loader import DeclarationError
 from infra.functions import WORKER_VPC_ACTIONS
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources

@@ -1,4 +1,4 @@
-"""The lifecycle state machine: the definition of exports.workflows, deployed as it is, logged,
+"""The lifecycle state machine: the definition of exports.core.workflows, deployed as it is, logged,
 traced, watched, allowed to invoke exactly its two functions, and known to the functions by an
 ARN built from its name (no circular dependency)."""
 
@@ -9,26 +9,26 @@ import json
 import pytest
 from aws_cdk import App, Duration, Stack
 
-from exports.config.callbacks import Callback
-from exports.config.env import Env
-from exports.config.fan_out import FanOut
-from exports.config.limits import Capacity, Limits
-from exports.config.retry import (
+from exports.core.config.callbacks import Callback
+from exports.core.config.env import Env
+from exports.core.config.fan_out import FanOut
+from exports.core.config.limits import Capacity, Limits
+from exports.core.config.retry import (
     CALLBACK_RETRY,
     LIFECYCLE_INVOCATION_SEC,
     LIFECYCLE_THROTTLE_RETRY,
     PARTITION_SOURCE_BUSY_WAIT_SEC,
 )
-from exports.config.worker import Worker
-from exports.services.endings import Outcome
-from exports.workflows import (
+from exports.core.config.worker import Worker
+from exports.core.workflows import (
     FAN_OUT_FAILED_ERROR,
     PartitionStatus,
     fan_out_definition,
     lambda_invoke,
     lifecycle_definition,
 )
-from exports.writers.sink import MIN_PART_BYTES
+from exports.running.endings import Outcome
+from exports.running.writers.sink import MIN_PART_BYTES
 from infra.monitoring import Monitoring
 from infra.settings import StageSettings
 from infra.sizing import Sizing
@@ -107,7 +107,7 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
 @pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp"])
 def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_through_a_burst(dev, state):
     """Every invoke of the lifecycle and callback functions: a throttle is retried first and on
-    its own schedule (exports.config.retry.LIFECYCLE_THROTTLE_RETRY), so a burst can neither lose a
+    its own schedule (exports.core.config.retry.LIFECYCLE_THROTTLE_RETRY), so a burst can neither lose a
     deadline nor spend a callback's attempts before one was really made."""
     throttled, *others = deployed_definition(dev)["States"][state]["Retry"]
 

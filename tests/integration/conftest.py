@@ -10,9 +10,9 @@ import pytest
 from moto import mock_aws
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
-from exports.adapters.clients import aws_client
-from exports.config.env import Env
-from exports.domain.status import TERMINAL, TaskStatus
+from exports.core.aws.clients import aws_client
+from exports.core.config.env import Env
+from exports.core.status import TERMINAL, TaskStatus
 from functions.audit import handler as audit
 from functions.callback import handler as callback
 from functions.lifecycle import handler as lifecycle

@@ -11,7 +11,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.declared.build import PluginContext
+from exports.export_types.build import PluginContext
 from local_stack.demo_orders import demo_orders
 
 SEC_PER_ORDER = 0.0025

@@ -12,15 +12,15 @@ import boto3
 import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.adapters.dynamodb_idempotency import IdempotentCalls
-from exports.adapters.task_table import capacity_id, drain_id, key
-from exports.config.queues import LANES
-from exports.domain.admission import Estimates, throughput_key
-from exports.domain.capacity import lane_pool
-from exports.domain.status import TaskStatus
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
+from exports.accepting.admission_rules import Estimates, throughput_key
+from exports.accepting.dynamodb_idempotency import IdempotentCalls
+from exports.core.aws.task_table import capacity_id, drain_id, key
+from exports.core.capacity_rules import lane_pool
+from exports.core.config.queues import LANES
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.running.endings import Outcome
+from exports.running.messages import process_task
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

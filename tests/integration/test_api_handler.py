@@ -7,8 +7,8 @@ import boto3
 import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config.limits import Limits
-from exports.domain.task import ExportFormat
+from exports.core.config.limits import Limits
+from exports.core.task import ExportFormat
 from functions.submit.handler import lambda_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event

@@ -11,9 +11,9 @@ import boto3
 import pytest
 
 from exports.audit.model import verify
-from exports.config.audit import AuditTable
-from exports.config.env import Env
-from exports.config.names import Names
+from exports.core.config.audit import AuditTable
+from exports.core.config.env import Env
+from exports.core.config.names import Names
 from functions.audit import handler as audit_function
 from functions.submit import handler as api
 from functions.submit.handler import lambda_handler as api_handler

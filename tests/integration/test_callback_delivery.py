@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from exports.adapters.webhook_http import PinnedWebhookSender
-from exports.domain.ids import new_task_id
-from exports.domain.task import ExportFormat, fail, new_task
-from exports.ports import WebhookResponse
-from exports.services.callbacks import DeliveryOutcome, deliver
-from exports.webhooks.destination import Destination
+from exports.core.ids import new_task_id
+from exports.core.public_address import Destination
+from exports.core.task import ExportFormat, fail, new_task
+from exports.finishing.callbacks import DeliveryOutcome, deliver
+from exports.finishing.ports import WebhookResponse
+from exports.finishing.webhooks.http import PinnedWebhookSender
 from functions.callback import handler as callback_function
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import Resources
@@ -127,7 +127,7 @@ def test_nobody_listening_is_a_network_error() -> None:
 
 
 def test_retry_classification_follows_the_rules() -> None:
-    from exports.domain.policies import callback_delivered, callback_retryable
+    from exports.core.policies import callback_delivered, callback_retryable
 
     assert [s for s in (None, 200, 204, 301, 400, 404, 408, 429, 500, 503) if callback_retryable(s)] == [
         None,

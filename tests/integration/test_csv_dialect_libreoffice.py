@@ -16,8 +16,8 @@ import openpyxl
 import pytest
 
 from bench.compat import soffice
-from exports.domain.csv_dialect import CsvDialect, CsvEncoding
-from exports.domain.task import ExportFormat
+from exports.core.csv_dialect import CsvDialect, CsvEncoding
+from exports.core.task import ExportFormat
 from tests.unit.test_locale_and_dialect import exported
 
 # LibreOffice's text encodings (rtl_TextEncoding) for its CSV import's third token.

@@ -15,9 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.config.env import Env
-from exports.config.queues import LANES
-from exports.domain.status import TaskStatus
+from exports.core.config.env import Env
+from exports.core.config.queues import LANES
+from exports.core.status import TaskStatus
 from functions.submit import handler as api
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

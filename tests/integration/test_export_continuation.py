@@ -16,18 +16,17 @@ from types_boto3_sqs.type_defs import MessageTypeDef
 
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
 from examples.demo_plugins.orders import OrdersExport
-from exports.adapters.clients import aws_client
-from exports.adapters.s3_results import S3ResultStore
-from exports.adapters.sqs_queue import decode_message
-from exports.domain.ids import new_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, new_task
+from exports.accepting.sqs_queue import decode_message
+from exports.core.aws.clients import aws_client
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.ids import new_task_id
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, new_task
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import TaskMessage
-from exports.services.attempt_files import CHECKPOINT_NAME
-from exports.services.deliveries import process_task
-from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
-from exports.services.task_writes import HANDOVER_DELAY_SEC
+from exports.running.attempt_files import CHECKPOINT_NAME
+from exports.running.long_exports import CHECKPOINT_MARGIN_SEC, HANDOVER_DELAY_SEC
+from exports.running.messages import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources

@@ -21,13 +21,13 @@ import pytest
 from examples.demo_plugins.customers import CustomersExport, CustomersFilters
 from examples.demo_plugins.dynamodb_customers import DynamoCustomersReader
 from examples.demo_plugins.dynamodb_orders import DynamoOrdersReader
-from exports.adapters.dynamodb_items import from_item
-from exports.config.names import Names
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat
-from exports.export_types.base import Cursor, Row
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
+from exports.core.aws.dynamodb_items import from_item
+from exports.core.config.names import Names
+from exports.core.export_type import Cursor, Row
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat
+from exports.running.messages import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.demo_customers import demo_customers
@@ -220,8 +220,8 @@ def test_the_documented_example_type_runs_end_to_end_through_the_worker(orders: 
 
 def submit_with(deps: Any, export_type: str, filters: dict[str, Any]) -> str:
     """A task of a type only ``deps`` knows (the API function has the built-in types)."""
-    from exports.domain.ids import new_task_id
-    from exports.domain.task import ExportFormat, new_task
+    from exports.core.ids import new_task_id
+    from exports.core.task import ExportFormat, new_task
 
     now = datetime.now().astimezone()
     task = new_task(

@@ -16,17 +16,17 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from exports.adapters.s3_results import S3ResultStore
-from exports.export_types.base import Column, ColumnKind
-from exports.fan_out.assemble import assemble
-from exports.formats.csv import upload_csv_partition
-from exports.formats.xlsx import upload_xlsx_partition
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.csv_writer import write_csv
-from exports.writers.partitioned_csv import csv_glue
-from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
-from exports.writers.sink import MIN_PART_BYTES
-from exports.writers.xlsx_engine import write_xlsx_stream
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.export_type import Column, ColumnKind
+from exports.running.fan_out.assemble import assemble
+from exports.running.formats.csv import upload_csv_partition
+from exports.running.formats.xlsx import upload_xlsx_partition
+from exports.running.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.running.writers.csv_writer import write_csv
+from exports.running.writers.partitioned_csv import csv_glue
+from exports.running.writers.partitioned_xlsx import XlsxLayout, plan_sheets, xlsx_glue
+from exports.running.writers.sink import MIN_PART_BYTES
+from exports.running.writers.xlsx_engine import write_xlsx_stream
 
 BUCKET = "fan-out-results"
 COLUMNS = [Column("n", "N", ColumnKind.INTEGER), Column("text", "Text", width=40)]

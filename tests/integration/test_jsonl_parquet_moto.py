@@ -16,11 +16,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, ColumnKind, Cursor, Page
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
+from exports.core.export_type import Column, ColumnKind, Cursor, Page
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat
+from exports.running.messages import process_task
 from local_stack.embedded_aws import Resources
 from tests.integration.conftest import SEED_DAY
 from tests.integration.test_export_continuation import (
@@ -74,7 +74,7 @@ class HashesExport(NumbersExport):
 
 
 def test_a_parquet_export_streams_row_groups_into_the_upload(aws: Resources, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("exports.writers.parquet_writer.ROW_GROUP_ROWS", 25_000)
+    monkeypatch.setattr("exports.running.writers.parquet_writer.ROW_GROUP_ROWS", 25_000)
     export = HashesExport(rows_total=200_000, page_rows=10_000)
     deps = export_deps(export)
     task = create_task(deps, "hashes", ExportFormat.PARQUET)

@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from exports.adapters.jwt_tokens import JwksTokenVerifier
+from exports.push.jwt_tokens import JwksTokenVerifier
 from exports.push.model import Refused
 
 CLIENT_ID = "app-client-1"

@@ -17,16 +17,16 @@ from moto.awslambda.exceptions import LambdaClientError
 from pydantic import BaseModel
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config.names import Names
-from exports.config.retry import CALLBACK_RETRY, LIFECYCLE_THROTTLE_RETRY
-from exports.domain.ids import new_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, complete, new_task
-from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.config.names import Names
+from exports.core.config.retry import CALLBACK_RETRY, LIFECYCLE_THROTTLE_RETRY
+from exports.core.export_type import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.ids import new_task_id
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, Task, complete, new_task
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
+from exports.running.endings import Outcome
+from exports.running.messages import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack import lambda_runtime
@@ -279,7 +279,7 @@ def test_no_callback_is_lost_when_the_worker_dies_after_ending_the_task(running_
         result = deps.results.start_upload("results/x/orders.csv", "text/csv", "orders.csv", {})
         result.upload_part(b"a,b\r\n")
         result.complete()
-        from exports.domain.task import ExportResult
+        from exports.core.task import ExportResult
 
         done = complete(
             running,

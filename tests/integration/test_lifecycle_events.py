@@ -15,16 +15,16 @@ import boto3
 import pytest
 from pydantic import BaseModel
 
-from exports.config.events import Events
-from exports.config.names import Names
-from exports.domain.errors import RetryableError
-from exports.domain.ids import new_task_id
-from exports.domain.task import ExportFormat, new_task
-from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.config.events import Events
+from exports.core.config.names import Names
+from exports.core.errors import RetryableError
+from exports.core.export_type import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.ids import new_task_id
+from exports.core.ports import TaskMessage
+from exports.core.task import ExportFormat, new_task
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
+from exports.running.endings import Outcome
+from exports.running.messages import process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.test_worker_handler import orders_request, receive, run_worker, submit, task_item

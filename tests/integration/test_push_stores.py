@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from exports.adapters.dynamodb_connections import DynamoConnections, DynamoTickets
-from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.config.names import Names
-from exports.domain.task import claim, record_progress
+from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
+from exports.core.config.names import Names
+from exports.core.task import claim, record_progress
+from exports.push.dynamodb_connections import DynamoConnections, DynamoTickets
 from exports.push.model import ConnectionGone, Subscription, Viewer
-from exports.services.push import PushDependencies
+from exports.push.service import PushDependencies
 from functions.push.handler import handle
 from local_stack.embedded_aws import REGION
 from tests.integration.conftest import STREAMS_ENDPOINT
@@ -107,10 +107,10 @@ def test_the_push_function_sends_task_writes_to_the_owner_and_forgets_gone_conne
     task_records = [record for record in records if is_task_record(record)]
     assert len(task_records) == 3  # the quota counter's writes are filtered out
     poster = RecordingPoster(gone={"alice-gone"})
-    from exports.adapters.s3_results import S3ResultStore
-    from exports.adapters.task_stream import DynamoTaskVersions
-    from exports.config.settings import PushSettings
+    from exports.core.aws.s3_results import S3ResultStore
+    from exports.core.config.settings import PushSettings
     from exports.export_types.registry import ExportTypeRegistry
+    from exports.push.task_stream import DynamoTaskVersions
     from tests.unit.export_fakes import FakeMetrics
 
     deps = PushDependencies(

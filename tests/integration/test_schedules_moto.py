@@ -14,15 +14,15 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from exports.adapters.eventbridge_scheduler import moved_firing_name
-from exports.config.names import Names
-from exports.config.retry import SCHEDULE_TARGET_RETRY
-from exports.config.schedules import Schedules
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportResult, claim, complete, fail
+from exports.core.config.names import Names
+from exports.core.config.retry import SCHEDULE_TARGET_RETRY
+from exports.core.config.schedules import Schedules
+from exports.core.status import TaskStatus
+from exports.core.task import ExportResult, claim, complete, fail
+from exports.core.task_writes import end_task, move_task
+from exports.finishing.callbacks import callback_payload
+from exports.schedules.eventbridge_scheduler import moved_firing_name
 from exports.schedules.run_end import RunEndDependencies, on_run_end
-from exports.services.callbacks import callback_payload
-from exports.services.task_writes import end_task, move_task
 from functions.callback import handler as callback
 from functions.schedule import handler as schedule_function
 from functions.submit import handler as api

@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from exports.adapters.dynamodb_tasks import DynamoTaskRepository
-from exports.domain.errors import ConditionFailed, InvalidRequest
-from exports.domain.ids import new_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, claim, fail, new_task, record_partition_progress
+from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
+from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.core.ids import new_task_id
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, Task, claim, fail, new_task, record_partition_progress
 from local_stack.embedded_aws import REGION, Resources
 
 LEASE = timedelta(minutes=2)

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.domain.admission import dedup_key
+from exports.accepting.admission_rules import dedup_key
 from functions.submit import handler as api
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event

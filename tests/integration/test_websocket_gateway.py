@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from exports.config.push import Push
+from exports.core.config.push import Push
 from local_stack.websocket_gateway import MAX_UNSENT_MESSAGES, WebSocketGateway
 
 FLOOD = 5000

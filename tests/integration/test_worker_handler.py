@@ -17,15 +17,15 @@ from pydantic import BaseModel
 from types_boto3_s3.type_defs import MultipartUploadTypeDef
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.adapters.clients import aws_client
-from exports.adapters.dynamodb_items import from_item
-from exports.domain.errors import RetryableError
-from exports.domain.status import TaskStatus
-from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.aws.clients import aws_client
+from exports.core.aws.dynamodb_items import from_item
+from exports.core.errors import RetryableError
+from exports.core.export_type import Column, ColumnKind, ExportType, Row, ignore_progress
+from exports.core.status import TaskStatus
 from exports.export_types.registry import ExportTypeRegistry
-from exports.services import deliveries
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
+from exports.running import messages as deliveries
+from exports.running.endings import Outcome
+from exports.running.messages import process_task
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
@@ -243,8 +243,8 @@ def deps(aws: Resources) -> Any:
 
 
 def put_task(deps: Any, export_type: str, **fields: Any) -> Any:
-    from exports.domain.ids import new_task_id
-    from exports.domain.task import ExportFormat, new_task
+    from exports.core.ids import new_task_id
+    from exports.core.task import ExportFormat, new_task
 
     now = datetime.now(UTC)
     task = new_task(
@@ -262,7 +262,7 @@ def put_task(deps: Any, export_type: str, **fields: Any) -> Any:
 
 
 def message_for(task: Any) -> Any:
-    from exports.ports import TaskMessage
+    from exports.core.ports import TaskMessage
 
     return TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority)
 

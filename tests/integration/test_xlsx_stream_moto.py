@@ -13,12 +13,12 @@ import pytest
 from openpyxl import load_workbook
 from pydantic import BaseModel
 
-from exports.config.env import Env
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
+from exports.core.config.env import Env
+from exports.core.export_type import Column, ColumnKind, Cursor, ExportType, Page
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat
+from exports.running.messages import process_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
 from tests.integration.test_export_continuation import create_task, export_deps, leftovers, s3, tags_of

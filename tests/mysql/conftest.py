@@ -14,10 +14,10 @@ from urllib.parse import quote
 import pymysql
 import pytest
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import load_declarations
-from exports.export_types.base import ExportType
+from exports.core.aws.clients import ClientFactory
+from exports.core.export_type import ExportType
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import load_declarations
 from exports.sources.kind import SourceReaders
 from local_stack.demo_mysql import load_demo_mysql
 from local_stack.embedded_mariadb import EmbeddedMariaDB

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from exports.writers.csv_writer import CsvStream
+from exports.running.writers.csv_writer import CsvStream
 from tests.mysql.conftest import declared_types
 from tests.postgres.rss_probe import Discard
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from exports.adapters.mysql_connections import connection_settings
-from exports.adapters.postgres_connections import SourceNotConfigured
-from exports.declared.build import check_results
-from exports.declared.loader import DeclarationError, load_declarations
+from exports.export_types.build import check_results
+from exports.export_types.loader import DeclarationError, load_declarations
+from exports.sources.mysql.connections import connection_settings
 from exports.sources.mysql.kind import MySqlKind
 from exports.sources.mysql.model import MySqlSource
+from exports.sources.postgres.connections import SourceNotConfigured
 from tests.mysql.conftest import DEMO_DECLARATION, declared_types
 
 SOURCE = '[sources.db]\nkind = "mysql"\nurl_env = "DB_URL"\n'
@@ -169,9 +169,9 @@ def test_a_query_the_server_refuses_is_a_declaration_error_at_start_up(shop_mysq
 def test_building_the_types_does_not_import_the_driver() -> None:
     """The API builds the registry too: only a query needs PyMySQL."""
     script = (
-        "import sys\nfrom exports.declared.build import build_export_types\n"
-        "from exports.declared.loader import load_declarations\nfrom exports.sources.kind import SourceReaders\n"
-        "from exports.adapters.clients import ClientFactory\n"
+        "import sys\nfrom exports.export_types.build import build_export_types\n"
+        "from exports.export_types.loader import load_declarations\nfrom exports.sources.kind import SourceReaders\n"
+        "from exports.core.aws.clients import ClientFactory\n"
         f"built = build_export_types(load_declarations({str(DEMO_DECLARATION)!r}), "
         "SourceReaders(client=ClientFactory(), environ={'EXPORTS_SHOP_MYSQL_URL': 'mysql://u@nowhere/db'}))\n"
         "print([t.name for t in built.types], 'pymysql' in sys.modules)"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from exports.domain.caller import Caller
-from exports.export_types.base import ColumnKind, ExportType, Unbounded
+from exports.core.caller import Caller
+from exports.core.export_type import ColumnKind, ExportType, Unbounded
 from local_stack.embedded_mariadb import SERVER_TIME_ZONE, EmbeddedMariaDB
 from tests.mysql.conftest import declared_types, run_as_root
 

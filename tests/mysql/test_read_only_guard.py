@@ -12,12 +12,12 @@ from typing import Any
 import pymysql
 import pytest
 
-from exports.adapters.mysql_connections import connection_settings
-from exports.adapters.mysql_source import MySqlReader
-from exports.domain.errors import ExportFailed
-from exports.export_types.base import Unbounded
-from exports.ports import SqlRead
+from exports.core.errors import ExportFailed
+from exports.core.export_type import Unbounded
+from exports.sources.mysql.connections import connection_settings
 from exports.sources.mysql.model import MySqlSource
+from exports.sources.mysql.reader import MySqlReader
+from exports.sources.sql.ports import SqlRead
 from local_stack.embedded_mariadb import EmbeddedMariaDB
 from tests.mysql.conftest import run_as_root
 

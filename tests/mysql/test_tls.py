@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from exports.adapters import mysql_connections
-from exports.adapters.clients import ClientFactory
-from exports.adapters.mysql_connections import connection_settings, rds_token_maker
-from exports.adapters.mysql_source import MySqlReader
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import Unbounded
-from exports.ports import SqlRead
+from exports.core.aws.clients import ClientFactory
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import Unbounded
+from exports.sources.mysql import connections as mysql_connections
+from exports.sources.mysql.connections import connection_settings, rds_token_maker
 from exports.sources.mysql.model import MySqlIamAuth, MySqlSource, SslMode
+from exports.sources.mysql.reader import MySqlReader
+from exports.sources.sql.ports import SqlRead
 from local_stack.embedded_mariadb import READER_PASSWORD, READER_USER, EmbeddedMariaDB
 from tests.tls import TestAuthority
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from exports.export_types.base import ColumnKind, ExportType
-from exports.writers import jsonl_writer, parquet_writer
-from exports.writers.gzip_stream import GzipStream
-from exports.writers.pdf.layout import ELLIPSIS
+from exports.core.export_type import ColumnKind, ExportType
+from exports.running.writers import jsonl_writer, parquet_writer
+from exports.running.writers.gzip_stream import GzipStream
+from exports.running.writers.pdf.layout import ELLIPSIS
 from local_stack.embedded_mariadb import EmbeddedMariaDB
 from tests.mysql.conftest import declared_types, run_as_root
 from tests.postgres.test_type_corpus import (

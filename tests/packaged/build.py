@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from exports.config.settings import RegistrySettings
-from exports.declared.loader import default_path, load_declarations
+from exports.core.config.settings import RegistrySettings
+from exports.export_types.loader import default_path, load_declarations
 from infra.function_factory import HANDLER
 from infra.functions import SPECS
 from infra.packaging import X86_64_PLATFORMS, build_package, find_interpreter, wheel_cache_root

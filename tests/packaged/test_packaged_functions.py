@@ -26,10 +26,10 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.config.env import Env
-from exports.config.metrics import metrics_namespace
-from exports.config.names import SERVICE_NAME, Names
-from exports.config.results import Results
+from exports.core.config.env import Env
+from exports.core.config.metrics import metrics_namespace
+from exports.core.config.names import SERVICE_NAME, Names
+from exports.core.config.results import Results
 from local_stack.demo_database import load_demo_data
 from local_stack.embedded_aws import client as embedded_aws_client
 from local_stack.embedded_postgres import TlsPostgres

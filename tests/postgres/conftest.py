@@ -13,10 +13,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import default_path, load_declarations
-from exports.export_types.base import ExportType
+from exports.core.aws.clients import ClientFactory
+from exports.core.export_type import ExportType
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import default_path, load_declarations
 from exports.sources.kind import SourceReaders
 from local_stack.demo_database import load_demo_data
 from local_stack.embedded_postgres import EmbeddedPostgres

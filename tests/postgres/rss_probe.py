@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from exports.writers.csv_writer import CsvStream
+from exports.running.writers.csv_writer import CsvStream
 from tests.postgres.conftest import declared_types, write_declaration
 
 DECLARATION = """

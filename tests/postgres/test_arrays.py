@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from python_calamine import CalamineWorkbook
 
-from exports.declared.loader import DeclarationError, load_declarations
-from exports.export_types.base import ColumnKind, ExportType
-from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
+from exports.core.export_type import ColumnKind, ExportType
+from exports.export_types.loader import DeclarationError, load_declarations
+from exports.running.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from tests.postgres.conftest import declared_types, write_declaration
 
 QUERY = """'''

@@ -18,10 +18,10 @@ import psycopg
 import pytest
 from python_calamine import CalamineWorkbook
 
-from exports.domain.task import ExportFormat
-from exports.export_types.base import ExportType
-from exports.services.endings import Outcome
-from exports.writers import jsonl_writer, xlsx_engine
+from exports.core.export_type import ExportType
+from exports.core.task import ExportFormat
+from exports.running.endings import Outcome
+from exports.running.writers import jsonl_writer, xlsx_engine
 from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
 from tests.postgres.conftest import declared_types, write_declaration

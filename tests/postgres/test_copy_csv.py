@@ -17,13 +17,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_source import PostgresReader
-from exports.domain.caller import Caller
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import Cursor, ExportType, Unbounded
-from exports.ports import SqlRead
-from exports.writers.csv_writer import CsvStream
-from exports.writers.gzip_stream import GzipStream
+from exports.core.caller import Caller
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import Cursor, ExportType, Unbounded
+from exports.running.writers.csv_writer import CsvStream
+from exports.running.writers.gzip_stream import GzipStream
+from exports.sources.postgres.reader import PostgresReader
+from exports.sources.sql.ports import SqlRead
 from tests.postgres.conftest import declared_types, write_declaration
 from tests.postgres.test_read_only_guard import PWNED, WRITES, guarded  # noqa: F401  (the fixture)
 from tests.postgres.test_tenancy import ALICE, BOB, expected, invoices  # noqa: F401  (the fixture)
@@ -296,7 +296,7 @@ def test_every_demo_type_is_byte_equal_on_both_paths(demo_types: dict[str, Expor
 
 
 def test_every_postgresql_demo_type_is_in_the_differential_test(demo_types: dict[str, ExportType]) -> None:
-    from exports.sources.sql_export import DeclaredSqlExport
+    from exports.sources.sql.export import DeclaredSqlExport
 
     assert {name for name, kind in demo_types.items() if isinstance(kind, DeclaredSqlExport)} == set(DEMO_FILTERS)
 

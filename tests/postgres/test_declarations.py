@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from exports.declared.loader import DeclarationError, default_path, load_declarations
+from exports.accepting.validation import invalid_request
+from exports.api.http.envelope import strict_json
 from exports.declared.parameters import DeclaredFilters, filters_model
-from exports.http.envelope import strict_json
-from exports.services.validation import invalid_request
+from exports.export_types.loader import DeclarationError, default_path, load_declarations
 from exports.sources.postgres.model import PostgresSource
 from tests.postgres.conftest import write_declaration
 
@@ -578,7 +578,7 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
 
 
 def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
-    from exports.adapters.postgres_connections import SourceNotConfigured, connection_settings
+    from exports.sources.postgres.connections import SourceNotConfigured, connection_settings
 
     secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
     source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
@@ -617,7 +617,7 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     import subprocess
     import sys
 
-    from exports.config.env import Env
+    from exports.core.config.env import Env
 
     environment = {
         Env.TASKS_TABLE: "t",
@@ -630,7 +630,7 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
     }
     script = (
         "import sys\nfrom exports.composition import build_registry\n"
-        "from exports.config.settings import RegistrySettings\n"
+        "from exports.core.config.settings import RegistrySettings\n"
         "import os\nnames = [t.name for t in build_registry(RegistrySettings.from_env(os.environ))]\n"
         "print(names, 'psycopg' in sys.modules)"
     )
@@ -710,7 +710,7 @@ def test_a_query_that_does_not_return_its_order_key_is_a_declaration_error_at_st
 ) -> None:
     """What local mode checks once the database is up: describing the query (every parameter
     NULL, no row read) shows which declared column it does not return."""
-    from exports.declared.build import check_results
+    from exports.export_types.build import check_results
     from tests.postgres.conftest import declared_types
 
     body = (
@@ -728,7 +728,7 @@ def test_a_query_that_does_not_return_its_order_key_is_a_declaration_error_at_st
 
 
 def test_the_shipped_sql_types_pass_the_start_up_check(demo_types: dict[str, Any]) -> None:
-    from exports.declared.build import check_results
+    from exports.export_types.build import check_results
 
     check_results(load_declarations(default_path()), list(demo_types.values()))
 

@@ -20,14 +20,14 @@ from pydantic import ValidationError
 from python_calamine import CalamineWorkbook
 from types_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import load_declarations
-from exports.domain.caller import Caller, CallerRefused
-from exports.domain.errors import ExportFailed
-from exports.export_types.base import SOURCE_PAGE_ROWS
+from exports.core.aws.clients import ClientFactory
+from exports.core.caller import Caller, CallerRefused
+from exports.core.errors import ExportFailed
+from exports.core.export_type import SOURCE_PAGE_ROWS
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import load_declarations
+from exports.running.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from exports.sources.kind import SourceReaders
-from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
 from local_stack.embedded_aws import REGION, Resources
 from tests.postgres.conftest import write_declaration
 

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from python_calamine import CalamineWorkbook
 
-from exports.domain.ids import new_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, new_task
+from exports.core.ids import new_task_id
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, new_task
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.pdf_reading import reader

@@ -19,17 +19,17 @@ import pytest
 import python_calamine
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
-from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
-from exports.api_models import TaskView
-from exports.declared.loader import default_path
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.domain.task import ExportFormat
-from exports.fan_out import partition as partition_module
-from exports.formats import csv as csv_format_module
-from exports.formats import xlsx as xlsx_format_module
-from exports.services.control import cancel_export
-from exports.services.endings import Outcome
-from exports.writers import partitioned_xlsx
+from exports.api.control import cancel_export
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.task import ExportFormat
+from exports.core.task_view import TaskView
+from exports.export_types.loader import default_path
+from exports.running.dynamodb_source_slots import DynamoSourceSlots
+from exports.running.endings import Outcome
+from exports.running.fan_out import partition as partition_module
+from exports.running.formats import csv as csv_format_module
+from exports.running.formats import xlsx as xlsx_format_module
+from exports.running.writers import partitioned_xlsx
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)

@@ -1,5 +1,5 @@
-"""Parquet of PostgreSQL sources through Arrow (exports/adapters/postgres_arrow.py and
-exports/writers/parquet_arrow.py): every value of the type corpus makes the same file, byte for
+"""Parquet of PostgreSQL sources through Arrow (exports/sources/postgres/arrow.py and
+exports/running/writers/parquet_arrow.py): every value of the type corpus makes the same file, byte for
 byte, as the tuple path's rows; the values no Parquet type holds fail the same way; the session
 is the tuple reader's (read-only, UTF-8, UTC, the statement timeout, the role and settings)."""
 
@@ -15,11 +15,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_arrow import BATCH_BYTES, PostgresArrowReader, merged
-from exports.domain.errors import ExportFailed, LostOwnership, SourceCode
-from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
-from exports.ports import SqlRead, SqlSession
-from exports.writers import parquet_arrow, parquet_writer
+from exports.core.errors import ExportFailed, LostOwnership, SourceCode
+from exports.core.export_type import Column, ColumnKind, ExportType, Unbounded
+from exports.running.writers import parquet_arrow, parquet_writer
+from exports.sources.postgres.arrow import BATCH_BYTES, PostgresArrowReader, merged
+from exports.sources.sql.ports import SqlRead, SqlSession
 from tests.postgres.test_postgres_source import Control
 from tests.postgres.test_type_corpus import MATRIX, corpus, export_rows  # noqa: F401  (corpus: the fixture)
 
@@ -201,8 +201,8 @@ def test_an_arrow_read_imports_neither_adbcs_db_api_nor_polars(scratch: str) -> 
     # polars: half a second of CPU on a worker's first Parquet export.
     script = (
         "import sys\n"
-        "from exports.adapters.postgres_arrow import PostgresArrowReader\n"
-        "from exports.export_types.base import Column, ColumnKind, Unbounded\n"
+        "from exports.sources.postgres.arrow import PostgresArrowReader\n"
+        "from exports.core.export_type import Column, ColumnKind, Unbounded\n"
         "from exports.ports import SqlRead\n"
         f"reader = PostgresArrowReader('db', lambda: {{'conninfo': {scratch!r}}})\n"
         "read = SqlRead('SELECT 1 AS one', {})\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from exports.declared.loader import DeclarationError
-from exports.export_types.base import ExportType, Unbounded
+from exports.core.export_type import ExportType, Unbounded
+from exports.export_types.loader import DeclarationError
 from tests.postgres.conftest import declared_types, write_declaration
 
 FILTERS = {"date_from": "2025-01-01", "date_to": "2025-03-31"}

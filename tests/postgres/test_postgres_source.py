@@ -20,13 +20,13 @@ import psycopg
 import pytest
 import python_calamine
 
-from exports.adapters.postgres_errors import SourceUnavailable
-from exports.adapters.postgres_session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
-from exports.adapters.postgres_source import PostgresReader
-from exports.domain.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
-from exports.export_types.base import ExportType, Row, Unbounded
-from exports.ports import SqlRead
-from exports.writers import csv_writer, xlsx_engine
+from exports.core.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
+from exports.core.export_type import ExportType, Row, Unbounded
+from exports.running.writers import csv_writer, xlsx_engine
+from exports.sources.postgres.errors import SourceUnavailable
+from exports.sources.postgres.reader import PostgresReader
+from exports.sources.postgres.session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
+from exports.sources.sql.ports import SqlRead
 from local_stack.embedded_postgres import EmbeddedPostgres
 from tests.polling import poll_until
 from tests.postgres.conftest import SEED_DAY, backends, declared_types, write_declaration
@@ -422,7 +422,7 @@ def test_a_query_cancelled_by_an_operator_says_so(things: Any) -> None:
     [({"host": "h"}, ExportFailed), (RuntimeError("AccessDenied"), SourceUnavailable)],
 )
 def test_credentials_that_cannot_be_read_fail_clearly(tmp_path: Path, secret: Any, error: type) -> None:
-    from exports.adapters.postgres_connections import connection_settings
+    from exports.sources.postgres.connections import connection_settings
     from exports.sources.postgres.model import PostgresSource
 
     def read(arn: str) -> Any:

@@ -12,12 +12,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.adapters.postgres_connections import connection_settings
-from exports.adapters.postgres_source import PostgresReader
-from exports.domain.errors import ExportFailed
-from exports.export_types.base import Unbounded
-from exports.ports import SqlRead
+from exports.core.errors import ExportFailed
+from exports.core.export_type import Unbounded
+from exports.sources.postgres.connections import connection_settings
 from exports.sources.postgres.model import PostgresSource
+from exports.sources.postgres.reader import PostgresReader
+from exports.sources.sql.ports import SqlRead
 from local_stack.embedded_postgres import EmbeddedPostgres
 
 READER = "guard_reader"

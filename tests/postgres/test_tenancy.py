@@ -12,10 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.declared.loader import DeclarationError, load_declarations
-from exports.domain.caller import Caller
-from exports.export_types.base import ExportType, Unbounded
-from exports.services.queries import bindings_of
+from exports.api.queries import bindings_of
+from exports.core.caller import Caller
+from exports.core.export_type import ExportType, Unbounded
+from exports.export_types.loader import DeclarationError, load_declarations
 from tests.postgres.conftest import declared_types, write_declaration
 
 SOURCE = """

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from exports.domain.ids import new_task_id
-from exports.domain.task import ExportFormat, new_task
-from exports.services.endings import Outcome
+from exports.core.ids import new_task_id
+from exports.core.task import ExportFormat, new_task
+from exports.running.endings import Outcome
 from functions.worker import handler as worker
 from local_stack.embedded_aws import Resources
 from tests.integration.conftest import retry_clock, running_aws  # noqa: F401  (moto executing workflows)

@@ -14,11 +14,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from exports.domain.task import ExportFormat
-from exports.export_types.base import ExportType, Unbounded
-from exports.formats.registry import format_spec
-from exports.writers.csv_writer import CsvStream
-from exports.writers.zones import ZonedExport
+from exports.core.export_type import ExportType, Unbounded
+from exports.core.task import ExportFormat
+from exports.running.formats.registry import format_spec
+from exports.running.writers.csv_writer import CsvStream
+from exports.running.writers.zones import ZonedExport
 from tests.postgres.conftest import declared_types, write_declaration
 from tests.postgres.test_type_corpus import corpus, corpus_copy_type  # noqa: F401  (the fixture)
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from exports.adapters import postgres_connections
-from exports.adapters.postgres_connections import connection_settings
-from exports.adapters.postgres_source import PostgresReader
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import Unbounded
-from exports.ports import SqlRead
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import Unbounded
+from exports.sources.postgres import connections as postgres_connections
+from exports.sources.postgres.connections import connection_settings
 from exports.sources.postgres.model import PostgresSource, SslMode
+from exports.sources.postgres.reader import PostgresReader
+from exports.sources.sql.ports import SqlRead
 from local_stack.embedded_postgres import TlsPostgres
 from tests.stack_process import free_port
 from tests.tls import TestAuthority

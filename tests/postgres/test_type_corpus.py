@@ -28,11 +28,11 @@ import pytest
 from psycopg.types.string import TextLoader
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import Column, ColumnKind, ExportType, Row
-from exports.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
-from exports.writers.gzip_stream import GzipStream
-from exports.writers.pdf import layout
-from exports.writers.pdf.layout import ELLIPSIS, MARGIN
+from exports.core.export_type import Column, ColumnKind, ExportType, Row
+from exports.running.writers import csv_writer, jsonl_writer, parquet_writer, pdf, xlsx_engine, xlsx_writer
+from exports.running.writers.gzip_stream import GzipStream
+from exports.running.writers.pdf import layout
+from exports.running.writers.pdf.layout import ELLIPSIS, MARGIN
 from tests.pdf_reading import page_lines, qpdf_check, reader
 from tests.postgres.conftest import declared_types, write_declaration
 

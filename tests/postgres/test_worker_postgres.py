@@ -20,24 +20,24 @@ import psycopg
 import pyarrow.parquet as pq
 import pytest
 
-from exports.adapters.clients import aws_client
-from exports.adapters.dynamodb_source_slots import DynamoSourceSlots
-from exports.adapters.s3_results import S3ResultStore
-from exports.api_models import TaskView
-from exports.config.env import Env
-from exports.domain.ids import new_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, new_task
-from exports.export_types.base import Column, ColumnKind
-from exports.ports import TaskMessage
+from exports.api.control import cancel_export
+from exports.core.aws.clients import aws_client
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.config.env import Env
+from exports.core.export_type import Column, ColumnKind
+from exports.core.ids import new_task_id
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, new_task
+from exports.core.task_view import TaskView
+from exports.finishing.webhooks.payload import event_body, event_payload
+from exports.running.dynamodb_source_slots import DynamoSourceSlots
+from exports.running.endings import Outcome
+from exports.running.long_exports import CHECKPOINT_MARGIN_SEC
+from exports.running.messages import process_task
+from exports.running.writers import parquet_arrow, parquet_writer, xlsx_engine
 from exports.schedules.mail import run_message
 from exports.schedules.model import Schedule, StoredCaller
-from exports.services.control import cancel_export
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
-from exports.services.long_exports import CHECKPOINT_MARGIN_SEC
-from exports.webhooks.payload import event_body, event_payload
-from exports.writers import parquet_arrow, parquet_writer, xlsx_engine
 from exports_client.models import TaskView as ClientTaskView
 from exports_client.render import show, task_details
 from functions.worker import handler as worker

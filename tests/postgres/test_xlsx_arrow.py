@@ -1,5 +1,5 @@
-"""XLSX of PostgreSQL sources through Arrow (exports/adapters/postgres_arrow.py with its date
-texts, exports/writers/xlsx_engine/arrow_rows.py): every value of the type corpus makes the same
+"""XLSX of PostgreSQL sources through Arrow (exports/sources/postgres/arrow.py with its date
+texts, exports/running/writers/xlsx_engine/arrow_rows.py): every value of the type corpus makes the same
 workbook, byte for byte, as the tuple path's rows; the columns the tuple path holds otherwise
 than as text (uuid, arrays) leave the file to it; the demo orders go through it."""
 
@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from exports.adapters.postgres_arrow import PostgresArrowReader
-from exports.export_types.base import Column, ColumnKind, ExportType, Unbounded
-from exports.ports import SqlRead
-from exports.writers import xlsx_engine
-from exports.writers.xlsx_engine import MAX_DATA_ROWS_PER_SHEET, write_xlsx_batches
+from exports.core.export_type import Column, ColumnKind, ExportType, Unbounded
+from exports.running.writers import xlsx_engine
+from exports.running.writers.xlsx_engine import MAX_DATA_ROWS_PER_SHEET, write_xlsx_batches
+from exports.sources.postgres.arrow import PostgresArrowReader
+from exports.sources.sql.ports import SqlRead
 from tests.postgres.test_type_corpus import corpus, export_rows  # noqa: F401  (corpus: the fixture)
 
 # Held by the tuple path as objects whose text the workbook writes (uuid.UUID), or arrays: the

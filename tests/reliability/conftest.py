@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from types_boto3_s3.type_defs import MultipartUploadTypeDef
 
-from exports.adapters.task_table import key, quota_id
+from exports.core.aws.task_table import key, quota_id
 from local_stack.embedded_aws import REGION, Resources
 from tests.integration.conftest import STREAMS_ENDPOINT, aws, orders, retry_clock, running_aws  # noqa: F401
 from tests.reliability.faults import Faults
@@ -59,7 +59,7 @@ def make_faults(seed: int) -> Faults:
 
 def task_records(resources: Resources) -> dict[str, dict[str, Any]]:
     """Every task record (a scan is fine in a test), by id."""
-    from exports.adapters.dynamodb_items import from_item
+    from exports.core.aws.dynamodb_items import from_item
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     records = {}

@@ -6,7 +6,7 @@ itself (after the SDK's own retries, which a hook on ``before-parameter-build`` 
 exception for a worker that crashes mid-export, and :class:`WorkerDied` for a process that stops
 dead (a Lambda timeout or an out-of-memory kill): nothing after that point runs, not even the
 batch's answer. Only the context that armed the faults is hit (its thread, and the threads that
-run in a copy of its context: the worker's part sender, exports.writers.part_sender), so the
+run in a copy of its context: the worker's part sender, exports.running.writers.part_sender), so the
 workflow's background threads (lifecycle and callback functions run by moto's Step Functions)
 behave, and a seed replays the same fault plan.
 """
@@ -26,8 +26,8 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from botocore.exceptions import ClientError
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.adapters.clients import aws_client
-from exports.config.queues import LANES
+from exports.core.aws.clients import aws_client
+from exports.core.config.queues import LANES
 from functions.worker import handler as worker
 from local_stack.embedded_aws import REGION, Resources
 from local_stack.worker_loop import to_sqs_event

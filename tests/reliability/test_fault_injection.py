@@ -37,9 +37,9 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 from types_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
-from exports.config.env import Env
-from exports.config.retry import CALLBACK_RETRY
-from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus
+from exports.core.config.env import Env
+from exports.core.config.retry import CALLBACK_RETRY
+from exports.core.status import TERMINAL, TRANSITIONS, TaskStatus
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.demo_orders import demo_orders

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from exports.config.env import Env
+from exports.core.config.env import Env
 from local_stack.gateway import Gateway
 from local_stack.local_users import LocalUser
 from tests.stack_process import Stack, recent, running_stack

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
-from exports.config.queues import Queue
-from exports.config.retry import DELIVERY_RETRY
-from exports.domain.status import TaskStatus
+from exports.core.config.queues import Queue
+from exports.core.config.retry import DELIVERY_RETRY
+from exports.core.status import TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from scripts import redrive

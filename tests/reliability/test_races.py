@@ -15,10 +15,10 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.domain.status import TaskStatus
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.running.endings import Outcome
+from exports.running.messages import process_task
 from functions.lifecycle import handler as lifecycle
 from functions.submit.handler import lambda_handler as api_handler
 from functions.worker import handler as worker

@@ -9,8 +9,8 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.config.retry import DELIVERY_RETRY, TRANSIENT_RETRY
-from exports.domain.status import TERMINAL, TaskStatus
+from exports.core.config.retry import DELIVERY_RETRY, TRANSIENT_RETRY
+from exports.core.status import TERMINAL, TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event

@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
-from exports.config.limits import Limits
+from exports.core.config.limits import Limits
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
 from tests.builders import FakeContext, http_event

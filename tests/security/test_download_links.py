@@ -10,9 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from exports.adapters.s3_results import S3ResultStore
-from exports.config.env import Env
-from exports.config.results import Results
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.config.env import Env
+from exports.core.config.results import Results
 from functions.submit import handler as api
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import Resources, put_items

@@ -1,4 +1,4 @@
-"""CORS on the local gateway, as the CDK app configures it on the HTTP API (exports.config.api.Cors,
+"""CORS on the local gateway, as the CDK app configures it on the HTTP API (exports.core.config.api.Cors,
 tests/infra/test_infra_resources.py checks the template): the preflight of every documented
 request header passes for an allowed origin, nothing else does, and CORS is off unless origins
 are given (EXPORTS_CORS_ALLOWED_ORIGINS, the context's cors_allowed_origins)."""

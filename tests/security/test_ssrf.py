@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from exports.api import app as api_app
-from exports.domain.ids import new_task_id
-from exports.domain.task import ExportFormat, fail, new_task
-from exports.ports import WebhookResponse
-from exports.services import callbacks
-from exports.services.task_writes import end_task
-from exports.webhooks.destination import Destination, check_destination
+from exports.core.ids import new_task_id
+from exports.core.public_address import Destination, check_destination
+from exports.core.task import ExportFormat, fail, new_task
+from exports.core.task_writes import end_task
+from exports.finishing import callbacks
+from exports.finishing.ports import WebhookResponse
 from functions.callback import handler as callback_function
 from functions.submit import handler as api
 from functions.worker import handler as worker

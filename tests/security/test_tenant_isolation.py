@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from exports.adapters.s3_results import S3ResultStore
-from exports.domain.status import TaskStatus
+from exports.core.aws.s3_results import S3ResultStore
+from exports.core.status import TaskStatus
 from functions.submit import handler as api
 from local_stack.demo_orders import demo_orders
 from local_stack.embedded_aws import Resources, put_items

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from exports.domain.task import ExportFormat, ExportResult, Task, claim
+from exports.core.task import ExportFormat, ExportResult, Task, claim
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=120)

@@ -2,7 +2,7 @@
 
 import re
 
-from exports.writers.xlsx_engine.rows import column_index, column_letter
+from exports.running.writers.xlsx_engine.rows import column_index, column_letter
 
 _CELL_OR_ROW = re.compile(r'<row r="(\d+)"|<c( r="([A-Z]+)\d+")?')
 

@@ -9,19 +9,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from exports.config.limits import Admission
-from exports.config.queues import LANES
-from exports.config.settings import WorkerSettings
-from exports.domain.admission import lane_for
-from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
-from exports.domain.events import LifecycleEvent
-from exports.domain.ids import is_task_id
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, claim
-from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
+from exports.core.config.limits import Admission
+from exports.core.config.queues import LANES, lane_for
+from exports.core.config.settings import WorkerSettings
+from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
+from exports.core.events import LifecycleEvent
+from exports.core.export_type import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
+from exports.core.ids import is_task_id
+from exports.core.ports import Delivery, TaskPage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, Task, claim
 from exports.export_types.registry import ExportTypeRegistry
-from exports.ports import Delivery, SlotLease, TaskPage
-from exports.services.dependencies import WorkerDependencies
+from exports.running.dependencies import WorkerDependencies
+from exports.running.ports import SlotLease
 from tests.unit.builders import LEASE, NOW, make_task
 
 MIB = 1024 * 1024
@@ -41,7 +41,7 @@ class FakeClock:
 
 
 class FakeTasks:
-    """:class:`exports.ports.TaskRepository` in memory, with the adapter's conditions (same status
+    """:class:`exports.core.ports.TaskRepository` in memory, with the adapter's conditions (same status
     and attempt, quota slots, dedup markers); tests/contract checks it against DynamoDB."""
 
     def __init__(self, *tasks: Task) -> None:
@@ -149,7 +149,7 @@ class FakeTasks:
 
 
 class FakeQueue:
-    """:class:`exports.ports.TaskQueue` in memory: lanes of waiting messages, exact depths.
+    """:class:`exports.core.ports.TaskQueue` in memory: lanes of waiting messages, exact depths.
 
     ``sent`` keeps every message with its delay; a delayed message does not count as waiting (SQS
     counts it apart); :meth:`receive` is what a worker's poll does to a lane."""
@@ -278,7 +278,7 @@ class FakeFiles:
 
 
 class FreeSlots:
-    """:class:`exports.ports.SourceSlotLeases` whose sources always have a free slot (tests of a
+    """:class:`exports.running.ports.SourceSlotLeases` whose sources always have a free slot (tests of a
     limit use ``service_fakes.FakeSourceSlots``)."""
 
     def acquire(self, source: str, limit: int, holder: str, now: datetime) -> SlotLease | None:
@@ -292,7 +292,7 @@ class FreeSlots:
 
 
 class FakeFanOut:
-    """:class:`exports.ports.FanOutStarter` that records the split exports it was asked to start
+    """:class:`exports.running.ports.FanOutStarter` that records the split exports it was asked to start
     (task id, attempt, partitions)."""
 
     def __init__(self) -> None:
@@ -451,7 +451,7 @@ def reclaim(world: World, task_id: str) -> Task:
 
 
 class FakeEvents:
-    """:class:`exports.ports.LifecycleEvents` that keeps what is published, in order."""
+    """:class:`exports.core.ports.LifecycleEvents` that keeps what is published, in order."""
 
     def __init__(self) -> None:
         self.published: list[LifecycleEvent] = []

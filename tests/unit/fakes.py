@@ -25,7 +25,7 @@ class FakeOrdersReader:
 
 
 class FakeUpload:
-    """:class:`exports.ports.ResultUpload` that keeps its parts: ``bodies`` in the order sent,
+    """:class:`exports.core.ports.ResultUpload` that keeps its parts: ``bodies`` in the order sent,
     ``numbered`` by part number; ``events`` records the order things happened in."""
 
     upload_id = "upload-fake"

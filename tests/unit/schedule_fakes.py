@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from exports.adapters.dynamodb_schedules import FIRING_LEASE
-from exports.domain.errors import ConditionFailed, InvalidRequest
+from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.schedules.dynamodb_schedules import FIRING_LEASE
 from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
 from exports.schedules.ports import FiringClaim, ScheduleLimitReached, SchedulePage
 
@@ -132,7 +132,7 @@ class FakeTimer:
 
     def _check(self) -> None:
         if self.fail:
-            from exports.domain.errors import RetryableError
+            from exports.core.errors import RetryableError
 
             raise RetryableError("scheduler: ThrottlingException")
 

@@ -15,22 +15,22 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from exports.config.limits import HotKey
-from exports.config.settings import ApiSettings, CallbackSettings, LifecycleSettings
-from exports.domain.admission import Bucket, Throughput, take_token, updated_throughput
-from exports.domain.capacity import Drain, drained
-from exports.domain.errors import ExportsError
-from exports.domain.task import Task
-from exports.export_types.base import ExportType, SourceLimit
-from exports.ports import SOURCE_SLOT_LEASE_SEC, ItemQuery, Reservation, SlotLease, WebhookResponse
-from exports.services.dependencies import (
-    ApiDependencies,
-    CallbackDependencies,
-    LifecycleDependencies,
-    WorkerDependencies,
-)
-from exports.webhooks.destination import Destination
-from exports.workflows import execution_input, fan_out_input, task_outcome
+from exports.accepting.admission_rules import Bucket, Throughput, take_token, updated_throughput
+from exports.accepting.dependencies import ApiDependencies
+from exports.core.capacity_rules import Drain, drained
+from exports.core.config.limits import HotKey
+from exports.core.config.settings import ApiSettings, CallbackSettings, LifecycleSettings
+from exports.core.errors import ExportsError
+from exports.core.export_type import ExportType, SourceLimit
+from exports.core.ports import Reservation
+from exports.core.public_address import Destination
+from exports.core.task import Task
+from exports.core.workflows import execution_input, fan_out_input, task_outcome
+from exports.finishing.dependencies import CallbackDependencies, LifecycleDependencies
+from exports.finishing.ports import WebhookResponse
+from exports.running.dependencies import WorkerDependencies
+from exports.running.ports import SOURCE_SLOT_LEASE_SEC, SlotLease
+from exports.sources.dynamodb.ports import ItemQuery
 from tests.unit.export_fakes import FakeClock, FakeFiles, FakeMetrics, FakeQueue, FakeTasks, NumbersExport, make_world
 
 # A signing secret of the Standard Webhooks form (whsec_ + base64 of 24 bytes).
@@ -40,7 +40,7 @@ PUBLIC_ADDRESS = "93.184.216.34"
 
 
 class FakeHotKeyLimiter:
-    """:class:`exports.ports.HotKeyLimiter` like ``DynamoHotKeyLimiter``: a token bucket per hot
+    """:class:`exports.accepting.ports.HotKeyLimiter` like ``DynamoHotKeyLimiter``: a token bucket per hot
     key (``take_token``), written only when a token is taken."""
 
     def __init__(self, rate_per_minute: float = HotKey.RATE_PER_MINUTE, burst: int = HotKey.BURST) -> None:
@@ -59,7 +59,7 @@ class FakeHotKeyLimiter:
 
 
 class FakeThroughputStats:
-    """:class:`exports.ports.ThroughputStats` like ``DynamoThroughputStats``: moving averages per
+    """:class:`exports.accepting.ports.ThroughputStats` like ``DynamoThroughputStats``: moving averages per
     export type (``updated_throughput``). ``broken``: every call fails as an unreachable table
     would."""
 
@@ -82,7 +82,7 @@ class FakeThroughputStats:
 
 
 class FakeCapacityPools:
-    """:class:`exports.ports.CapacityPools` like ``DynamoCapacityPools``: the work queued per
+    """:class:`exports.core.ports.CapacityPools` like ``DynamoCapacityPools``: the work queued per
     pool, added only while at most the limit is queued, and the drain measured between starts
     while work stayed queued (``drained``). ``broken``: every call fails."""
 
@@ -132,7 +132,7 @@ class FakeCapacityPools:
 
 
 class FakeSourceSlots:
-    """:class:`exports.ports.SourceSlotLeases` like ``DynamoSourceSlots``: ``limit`` slots per source,
+    """:class:`exports.running.ports.SourceSlotLeases` like ``DynamoSourceSlots``: ``limit`` slots per source,
     tried from the holder's own start (crc32 of its id); a slot is free without a holder, when it
     is the holder's already, or once its lease (whole seconds, as stored) ran out. Renewing
     needs the slot to still be the holder's, whatever its lease."""
@@ -175,7 +175,7 @@ class FakeSourceSlots:
 
 
 class FakeLifecycle:
-    """:class:`exports.ports.Lifecycle` like ``StepFunctionsLifecycle``: one execution per task,
+    """:class:`exports.core.ports.Lifecycle` like ``StepFunctionsLifecycle``: one execution per task,
     named after it (starting it again starts no second one); an end reported to a token nobody
     waits for is no error. ``started``: task id -> the execution's input; ``reports``: (token,
     the outcome sent). ``fail_start``: the workflow refuses to start (an AWS error)."""
@@ -204,7 +204,7 @@ class Post:
 
 
 class FakeWebhooks:
-    """:class:`exports.ports.WebhookSender` that answers from a script: each post takes the next
+    """:class:`exports.finishing.ports.WebhookSender` that answers from a script: each post takes the next
     answer (an HTTP status, or a string: the network error, ``status=None`` as the adapter
     returns it); the last answer repeats. ``posts`` keeps what was sent."""
 
@@ -367,7 +367,7 @@ def service_world(
 
 
 class FakeFanOut:
-    """:class:`exports.ports.FanOutStarter` like ``StepFunctionsFanOut``: one execution per split
+    """:class:`exports.running.ports.FanOutStarter` like ``StepFunctionsFanOut``: one execution per split
     attempt, named ``<task>-<attempt>``, its input the workflow's (a second start of one attempt
     is refused). ``started``: execution name -> input."""
 
@@ -382,7 +382,7 @@ class FakeFanOut:
 
 
 class FakeItemsReader:
-    """:class:`exports.ports.ItemsReader` on tables in memory (string keys, the key schema
+    """:class:`exports.sources.dynamodb.ports.ItemsReader` on tables in memory (string keys, the key schema
     given per table), as DynamoDB queries them: items of one partition in sort key order, at
     most ``limit`` read per page and filtered after the read (a page may come back short or
     empty while more follow), continued from the last read item's key."""

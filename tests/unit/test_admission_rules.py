@@ -5,18 +5,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from exports.config.limits import Capacity
-from exports.config.queues import LANES
-from exports.domain.admission import (
+from exports.accepting.admission_rules import (
     Bucket,
     Throughput,
     date_span_days,
     dedup_key,
     expected_task_rows,
-    lane_for,
     take_token,
     updated_throughput,
 )
+from exports.core.config.limits import Capacity
+from exports.core.config.queues import LANES, lane_for
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""PostgreSQL's array text read back as lists (exports/writers/array_text.py): the texts are the
+"""PostgreSQL's array text read back as lists (exports/running/writers/array_text.py): the texts are the
 server's own output (tests/postgres/test_arrays.py and the type corpus check them against psycopg's
 parser); here, the edges of the syntax."""
 
@@ -6,8 +6,8 @@ from datetime import date, datetime
 
 import pytest
 
-from exports.export_types.base import ColumnKind
-from exports.writers.array_text import ArrayTextInvalid, parse_array, typed_array
+from exports.core.export_type import ColumnKind
+from exports.running.writers.array_text import ArrayTextInvalid, parse_array, typed_array
 
 
 @pytest.mark.parametrize(
@@ -55,8 +55,8 @@ def test_elements_take_their_kind_as_scalar_columns_do() -> None:
 
 
 def test_a_checkpoint_fits_only_an_export_with_the_same_array_columns() -> None:
-    from exports.export_types.base import Column
-    from exports.services.long_exports import export_fingerprint
+    from exports.core.export_type import Column
+    from exports.running.long_exports import export_fingerprint
     from tests.unit.builders import make_task
 
     task = make_task()

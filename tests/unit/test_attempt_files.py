@@ -2,8 +2,8 @@
 
 import pytest
 
-from exports.domain.errors import ExportsError
-from exports.services.attempt_files import AttemptFiles, ResultTarget, attempt_key
+from exports.core.errors import ExportsError
+from exports.running.attempt_files import AttemptFiles, ResultTarget, attempt_key
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import FakeFiles
 

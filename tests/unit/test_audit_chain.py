@@ -8,9 +8,9 @@ import pytest
 from exports.audit.events import cpu_seconds, task_events
 from exports.audit.model import GENESIS, AuditAction, AuditEvent, AuditRecord, after, record_hash, verify
 from exports.audit.tenancy import Tenancy, load_tenancy
+from exports.core.caller import Caller
+from exports.core.task import ExportFormat, ExportResult, complete, new_task
 from exports.declared.model import TenantPolicyDecl, TenantsDecl
-from exports.domain.caller import Caller
-from exports.domain.task import ExportFormat, ExportResult, complete, new_task
 
 AT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 

@@ -6,11 +6,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
-from exports.declared.loader import default_path, load_declarations
-from exports.domain.caller import Caller
-from exports.export_types.base import AnyExportType
+from exports.core.aws.clients import ClientFactory
+from exports.core.caller import Caller
+from exports.core.export_type import AnyExportType
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import default_path, load_declarations
 from exports.sources.kind import SourceReaders
 from local_stack.__main__ import cli_environment, try_it
 

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from exports.config.events import Events
-from exports.config.metrics import Metric
-from exports.domain.errors import ConditionFailed
-from exports.domain.status import TaskStatus
-from exports.domain.task import CallbackStatus, Subscriber, Task, cancel, claim, complete
-from exports.services.callbacks import CallbackRetryable, DeliveryOutcome, deliver, give_up
+from exports.core.config.events import Events
+from exports.core.config.metrics import Metric
+from exports.core.errors import ConditionFailed
+from exports.core.status import TaskStatus
+from exports.core.task import CallbackStatus, Subscriber, Task, cancel, claim, complete
+from exports.finishing.callbacks import CallbackRetryable, DeliveryOutcome, deliver, give_up
 from tests.unit.builders import LEASE, RETENTION, make_result, make_task
 from tests.unit.export_fakes import FakeEvents
 from tests.unit.service_fakes import (

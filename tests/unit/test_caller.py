@@ -2,8 +2,8 @@
 
 import pytest
 
-from exports.domain.admission import dedup_key
-from exports.domain.caller import (
+from exports.accepting.admission_rules import dedup_key
+from exports.core.caller import (
     AccessRule,
     BindingKind,
     Caller,

@@ -1,4 +1,4 @@
-"""Admission by deadline (exports.domain.capacity): the pure rules, then a simulated lane that a
+"""Admission by deadline (exports.core.capacity_rules): the pure rules, then a simulated lane that a
 burst of submits meets, run on a controlled clock (no sleeping)."""
 
 import heapq
@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from exports.config.limits import Admission
-from exports.domain.capacity import (
+from exports.core.capacity_rules import (
     Drain,
     Pool,
     admission_window,
@@ -19,6 +18,7 @@ from exports.domain.capacity import (
     retry_after_sec,
     too_late_to_finish,
 )
+from exports.core.config.limits import Admission
 from tests.unit.service_fakes import FakeCapacityPools
 
 EPOCH = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)

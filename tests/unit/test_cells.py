@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from exports.writers.cells import neutralise
+from exports.running.writers.cells import neutralise
 
 
 @pytest.mark.parametrize(

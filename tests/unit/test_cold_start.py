@@ -15,7 +15,7 @@ import pytest
 from bench import cold_start
 from bench.cold_start import STACK_FLOORS, report, report_packaged
 from bench.goals import CORES
-from exports.adapters.clients import ClientFactory
+from exports.core.aws.clients import ClientFactory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The bench measures the first four; the push, stream and schedule functions share their import rules.
@@ -31,7 +31,7 @@ def cold_import(function: str, *first_use: str) -> tuple[frozenset[str], list[st
     also = "".join(f"import {module}; " for module in first_use)
     code = (
         f"import json, sys; import functions.{function}.handler; {also}loaded = sorted(sys.modules); "
-        "from exports.adapters.clients import aws_client; print(json.dumps([loaded, aws_client.services()]))"
+        "from exports.core.aws.clients import aws_client; print(json.dumps([loaded, aws_client.services()]))"
     )
     environment = {"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PATH": ""}
     done = subprocess.run(
@@ -106,42 +106,48 @@ def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(functi
     # Each format's library is imported by its writer, for that format only, and so is our XLSX
     # engine (a split CSV needs none of it).
     assert not loaded & {"openpyxl", "pyarrow", "fontTools", "psycopg"}
-    assert not {name for name in loaded if name.startswith("exports.writers.xlsx_engine")}
+    assert not {name for name in loaded if name.startswith("exports.running.writers.xlsx_engine")}
     assert clients == []
 
 
 def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_registry():
-    loaded, _ = cold_import("lifecycle", "exports.services.lifecycle", "exports.workflows", "exports.composition")
+    loaded, _ = cold_import(
+        "lifecycle", "exports.finishing.lifecycle", "exports.core.workflows", "exports.finishing.composition"
+    )
 
-    # The dependency bags name them in annotations only (exports.services.dependencies).
-    assert "exports.services.dependencies" in loaded
+    # The dependency bags name them in annotations only (exports.finishing.dependencies).
+    assert "exports.finishing.dependencies" in loaded
     assert not {name for name in loaded if name.startswith("exports.schedules")}
     assert "exports.export_types.registry" not in loaded
 
 
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
-    loaded, _ = cold_import(function, "exports.composition")
+    loaded, _ = cold_import(function, "exports.finishing.composition")
 
-    # The composition root imports a function's adapters where it builds them (exports.composition).
-    assert "exports.composition" in loaded
+    # The composition root imports a function's adapters where it builds them.
+    assert "exports.finishing.composition" in loaded
     assert not loaded & {
-        "exports.declared.build",
-        "exports.adapters.postgres_connections",
-        "exports.adapters.postgres_source",
-        "exports.adapters.postgres_session",
-        "exports.adapters.dynamodb_source",
-        "exports.adapters.dynamodb_admission",
-        "exports.adapters.sqs_queue",
+        "exports.export_types.build",
+        "exports.sources.postgres.connections",
+        "exports.sources.postgres.reader",
+        "exports.sources.postgres.session",
+        "exports.sources.dynamodb.reader",
+        "exports.accepting.dynamodb_admission",
+        "exports.accepting.sqs_queue",
     }
 
 
 def test_the_worker_imports_the_fan_out_steps_on_first_use():
-    loaded, _ = cold_import("worker", "exports.services.deliveries", "exports.composition")
+    loaded, _ = cold_import("worker", "exports.running.messages", "exports.running.composition")
 
     # The steps of a split export load with the first step; every SQS batch plans (fan_out.plan).
-    assert "exports.fan_out.plan" in loaded
-    assert not loaded & {"exports.fan_out.workflow", "exports.fan_out.partition", "exports.fan_out.assemble"}
+    assert "exports.running.fan_out.plan" in loaded
+    assert not loaded & {
+        "exports.running.fan_out.workflow",
+        "exports.running.fan_out.partition",
+        "exports.running.fan_out.assemble",
+    }
 
 
 @pytest.mark.parametrize("function", ["submit", "schedule", "callback"])
@@ -152,10 +158,10 @@ def test_cron_evaluation_is_imported_on_first_use(function):
 
 
 def test_the_api_function_imports_the_declared_types_builder_on_first_use():
-    loaded, _ = cold_import("submit", "exports.api.routes.exports", "exports.composition")
+    loaded, _ = cold_import("submit", "exports.api.routes.exports", "exports.api.composition")
 
-    assert "exports.composition" in loaded
-    assert "exports.declared.build" not in loaded
+    assert "exports.api.composition" in loaded
+    assert "exports.export_types.build" not in loaded
 
 
 @pytest.mark.parametrize("function", ALL_FUNCTIONS)
@@ -170,7 +176,7 @@ def test_no_handler_imports_the_xray_recorder_or_builds_the_task_models_at_impor
 def test_the_task_and_declaration_models_are_built_on_first_use():
     # Given a fresh interpreter that imports the models, then validates one task
     code = (
-        "import json; from exports.domain.task import Task; from exports.declared.model import DeclarationFile; "
+        "import json; from exports.core.task import Task; from exports.declared.model import DeclarationFile; "
         "before = [Task.__pydantic_complete__, DeclarationFile.__pydantic_complete__]; "
         "Task.model_validate({'task_id': 't', 'user_id': 'u', 'export_type': 'x', 'format': 'csv', "
         "'filters': {}, 'created_at': '2026-01-01T00:00:00Z', 'expires_at': '2026-01-02T00:00:00Z'}); "

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from exports import composition
-from exports.adapters import dynamodb_admission, sqs_queue
-from exports.config.env import Env
-from exports.config.settings import (
+from exports.accepting import dynamodb_admission, sqs_queue
+from exports.api import composition as api_composition
+from exports.core.config.env import Env
+from exports.core.config.settings import (
     ApiSettings,
     CallbackSettings,
     FunctionSettings,
@@ -20,6 +20,10 @@ from exports.config.settings import (
     MissingVariable,
     WorkerSettings,
 )
+from exports.core.metrics import PowertoolsMetrics
+from exports.export_types import composition as types_composition
+from exports.finishing import composition as finishing_composition
+from exports.running import composition as worker_composition
 from tests.unit.export_fakes import FakeMetrics, NumbersExport
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:"
@@ -130,13 +134,13 @@ def test_no_function_requires_the_demo_tables_variables():
 
 
 def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
-    monkeypatch.setattr(composition, "declared_export_types", refuse)
-    monkeypatch.setattr(composition, "build_registry", refuse)
+    monkeypatch.setattr(types_composition, "declared_export_types", refuse)
+    monkeypatch.setattr(types_composition, "build_registry", refuse)
     monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
     monkeypatch.setattr(sqs_queue, "SqsTaskQueue", refuse)
     environ = ReadEnviron(own(CallbackSettings))
 
-    deps = composition.compose_callback(FakeMetrics(), environ)
+    deps = finishing_composition.compose_callback(FakeMetrics(), environ)
 
     assert environ.read <= CallbackSettings.variables()
     assert {field.name for field in dataclasses.fields(deps)} == {
@@ -158,12 +162,12 @@ def test_the_callback_function_builds_no_registry_and_no_limiter(monkeypatch):
 
 
 def test_the_lifecycle_function_builds_its_adapters_from_its_variables_only(monkeypatch):
-    monkeypatch.setattr(composition, "declared_export_types", refuse)
-    monkeypatch.setattr(composition, "build_registry", refuse)
+    monkeypatch.setattr(types_composition, "declared_export_types", refuse)
+    monkeypatch.setattr(types_composition, "build_registry", refuse)
     monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
     environ = ReadEnviron(own(LifecycleSettings))
 
-    deps = composition.compose_lifecycle(FakeMetrics(), environ)
+    deps = finishing_composition.compose_lifecycle(FakeMetrics(), environ)
 
     assert environ.read <= LifecycleSettings.variables()
     assert deps.settings.state_machine_arn == ARN + "lifecycle"
@@ -176,10 +180,10 @@ def test_the_api_builds_the_registry_on_the_first_request_that_needs_an_export_t
         built.append(settings)
         return [NumbersExport()]
 
-    monkeypatch.setattr(composition, "declared_export_types", declared_export_types)
+    monkeypatch.setattr(api_composition, "declared_export_types", declared_export_types)
     monkeypatch.setattr(dynamodb_admission, "DynamoHotKeyLimiter", refuse)
 
-    deps = composition.compose_api(FakeMetrics(), own(ApiSettings))
+    deps = api_composition.compose_api(FakeMetrics(), own(ApiSettings))
 
     assert built == []
     assert deps.registry.get("numbers").name == "numbers"
@@ -194,9 +198,9 @@ def test_the_worker_builds_its_registry_and_limiter_at_once(monkeypatch):
         built.append(1)
         return []
 
-    monkeypatch.setattr(composition, "declared_export_types", declared_export_types)
+    monkeypatch.setattr(types_composition, "declared_export_types", declared_export_types)
 
-    deps = composition.compose_worker(FakeMetrics(), own(WorkerSettings))
+    deps = worker_composition.compose_worker(FakeMetrics(), own(WorkerSettings))
 
     assert built == [1]
     assert deps.settings.hot_key_burst == 5
@@ -207,7 +211,7 @@ def test_a_metric_with_dimensions_is_a_series_of_its_own(capsys, monkeypatch):
     from aws_lambda_powertools import Metrics
 
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Exports/test-stack")
-    metrics = composition.PowertoolsMetrics(Metrics())
+    metrics = PowertoolsMetrics(Metrics())
 
     metrics.add("ExportFailed", dimensions={"error_code": "SOURCE_QUERY_FAILED", "source": "shop"})
 

@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.config.metrics import Metric
-from exports.domain.caller import Caller
-from exports.domain.errors import LostOwnership, TaskNotCancellable, TaskNotFound, TaskNotRetryable
-from exports.domain.spec import ExportSpec
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, Task, claim, complete, fail, record_progress
-from exports.services.control import cancel_export, retry_export
-from exports.services.lifecycle import expire, watch
-from exports.services.queries import list_tasks, task_details
-from exports.services.submission import submit_export
-from exports.services.task_writes import write_progress
+from exports.accepting.submission import submit_export
+from exports.api.control import cancel_export, retry_export
+from exports.api.queries import list_tasks, task_details
+from exports.core.caller import Caller
+from exports.core.config.metrics import Metric
+from exports.core.errors import LostOwnership, TaskNotCancellable, TaskNotFound, TaskNotRetryable
+from exports.core.spec import ExportSpec
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, Task, claim, complete, fail, record_progress
+from exports.core.task_writes import write_progress
+from exports.finishing.lifecycle import expire, watch
 from tests.unit.builders import LEASE, make_result
 from tests.unit.fakes import FakeOrdersReader
 from tests.unit.service_fakes import ServiceWorld, service_world

@@ -6,8 +6,8 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from examples.demo_plugins.orders import ORDER_COLUMNS
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.csv_writer import write_csv
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.csv_writer import write_csv
 
 BOM = b"\xef\xbb\xbf"
 TEXT = [Column("name", "Name"), Column("note", "Note")]

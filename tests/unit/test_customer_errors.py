@@ -4,8 +4,8 @@ a declared type's own message for a code is checked when the declaration is read
 import pytest
 from pydantic import ValidationError
 
+from exports.core.customer_errors import DEFAULT_MESSAGE, MESSAGES, customer_message
 from exports.declared.model import TypeDecl
-from exports.domain.customer_errors import DEFAULT_MESSAGE, MESSAGES, customer_message
 
 
 def test_every_code_s_message_names_the_reference_and_nothing_of_the_database() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from exports.declared.loader import DeclarationError, load_declarations
 from exports.declared.model import TypeDecl
 from exports.declared.type_facts import window_range
+from exports.export_types.loader import DeclarationError, load_declarations
 
 TYPE = """
 [sources.tables]

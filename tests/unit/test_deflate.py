@@ -6,9 +6,9 @@ import zlib
 
 import pytest
 
-from exports.writers.deflate import DeflateLevel, DeflateLibrary, RawDeflate, crc32_combine
-from exports.writers.gzip_stream import GZIP_LEVEL
-from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
+from exports.running.writers.deflate import DeflateLevel, DeflateLibrary, RawDeflate, crc32_combine
+from exports.running.writers.gzip_stream import GZIP_LEVEL
+from exports.running.writers.xlsx_engine.workbook import ZIP_LEVEL
 
 
 @pytest.mark.parametrize("seed", range(20))

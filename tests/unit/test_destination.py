@@ -4,8 +4,8 @@ import ipaddress
 
 import pytest
 
-from exports.domain.errors import InvalidRequest
-from exports.webhooks.destination import check_destination
+from exports.core.errors import InvalidRequest
+from exports.core.public_address import check_destination
 
 
 def resolving_to(*addresses: str):

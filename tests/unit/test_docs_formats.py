@@ -6,10 +6,10 @@ available)."""
 import re
 from pathlib import Path
 
-from exports.adapters.postgres_values import CAST_TYPES
-from exports.api_models import ExportRequest
-from exports.domain.task import ExportFormat
-from exports.formats.registry import every_format
+from exports.accepting.requests import ExportRequest
+from exports.core.task import ExportFormat
+from exports.running.formats.registry import every_format
+from exports.sources.postgres.values import CAST_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS_DOC = ROOT / "docs" / "formats.md"

@@ -11,19 +11,18 @@ from collections import namedtuple
 import pytest
 from openpyxl import load_workbook
 
-from exports.domain.checkpoint import decode_checkpoint, encode_checkpoint
-from exports.domain.errors import ExportFailed, LostOwnership, RetryableError
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat
-from exports.formats.run import HandedOver
-from exports.ports import TaskMessage
-from exports.services.deliveries import process_task
-from exports.services.endings import Outcome
-from exports.services.export_run import run_export
-from exports.services.long_exports import CHECKPOINT_MARGIN_SEC, MAX_CONTINUATIONS
-from exports.services.progress import ProgressReporter
-from exports.services.task_writes import HANDOVER_DELAY_SEC
-from exports.writers import xlsx_limits
+from exports.core.errors import ExportFailed, LostOwnership, RetryableError
+from exports.core.ports import TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat
+from exports.running.checkpoint import decode_checkpoint, encode_checkpoint
+from exports.running.endings import Outcome
+from exports.running.export_run import run_export
+from exports.running.formats.run import HandedOver
+from exports.running.long_exports import CHECKPOINT_MARGIN_SEC, HANDOVER_DELAY_SEC, MAX_CONTINUATIONS
+from exports.running.messages import process_task
+from exports.running.progress import ProgressReporter
+from exports.running.writers import xlsx_limits
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import (
     NumbersExport,

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ValidationError
 from examples.demo_plugins.customers import CustomersExport, CustomersFilters
 from examples.demo_plugins.orders import OrdersExport, OrdersFilters
 from examples.demo_plugins.sales_report import SalesReportExport, SalesReportFilters
-from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, Cursor, CursorInvalid, ExportType, Page, Row
+from exports.core.export_type import Column, Cursor, CursorInvalid, ExportType, Page, Row
+from exports.core.task import ExportFormat
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_orders import OrderStatus, demo_orders
 from tests.unit.builders import make_order

@@ -14,13 +14,14 @@ from zoneinfo import ZoneInfo
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from exports.config.metrics import Metric
-from exports.domain.caller import Caller
-from exports.domain.errors import InvalidRequest
-from exports.domain.spec import ExportSpec
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task, claim, complete, fail
-from exports.export_types.base import ChangeWindow, Column, ColumnKind, ExportType, Row, WindowParameters
+from exports.core.caller import Caller
+from exports.core.config.metrics import Metric
+from exports.core.errors import InvalidRequest
+from exports.core.export_type import ChangeWindow, Column, ColumnKind, ExportType, Row, WindowParameters
+from exports.core.spec import ExportSpec
+from exports.core.status import TaskStatus
+from exports.core.task import Task, claim, complete, fail
+from exports.finishing.callbacks import callback_payload
 from exports.schedules import firing, latest, service
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import recurrence_of
@@ -28,7 +29,6 @@ from exports.schedules.feed import feed_window
 from exports.schedules.model import Every, ScheduleState, WhenEmpty
 from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
-from exports.services.callbacks import callback_payload
 from tests.unit.builders import make_result
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore
 from tests.unit.service_fakes import ServiceWorld, service_world

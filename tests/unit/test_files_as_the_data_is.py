@@ -11,11 +11,11 @@ import pytest
 from openpyxl import load_workbook
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import MAX_COLUMN_WIDTH
-from exports.writers.csv_writer import write_csv
-from exports.writers.xlsx_engine import write_xlsx_stream
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import MAX_COLUMN_WIDTH
+from exports.running.writers.csv_writer import write_csv
+from exports.running.writers.xlsx_engine import write_xlsx_stream
+from exports.running.writers.xlsx_writer import write_xlsx
 
 COLUMNS = [
     Column("note", "Note"),

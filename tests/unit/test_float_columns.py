@@ -13,14 +13,14 @@ import pytest
 from openpyxl import load_workbook
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import FLOAT_NUMBER_FORMAT
-from exports.writers.csv_writer import write_csv
-from exports.writers.jsonl_writer import write_jsonl
-from exports.writers.parquet_writer import write_parquet_stream
-from exports.writers.pdf.values import RIGHT_ALIGNED, formatter
-from exports.writers.xlsx_engine import write_xlsx_stream
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import FLOAT_NUMBER_FORMAT
+from exports.running.writers.csv_writer import write_csv
+from exports.running.writers.jsonl_writer import write_jsonl
+from exports.running.writers.parquet_writer import write_parquet_stream
+from exports.running.writers.pdf.values import RIGHT_ALIGNED, formatter
+from exports.running.writers.xlsx_engine import write_xlsx_stream
+from exports.running.writers.xlsx_writer import write_xlsx
 
 COLUMNS = [Column("ratio", "Ratio", ColumnKind.FLOAT)]
 FLOATS = [0.1, 1 / 3, -2.5, 3.0, 1e-10, 1e22, 1234567.125, 5e-324, -0.0]

@@ -1,4 +1,4 @@
-"""The formats' registry (issue 35): a format is one module, ``exports/formats/<member>.py``, and
+"""The formats' registry (issue 35): a format is one module, ``exports/running/formats/<member>.py``, and
 one registration, its :class:`ExportFormat` member; callers ask its spec and never branch on
 the member; a worker loads the module of a format on its first export of it."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from exports.domain.task import ExportFormat
-from exports.formats import registry
-from exports.formats.registry import every_format, format_module, format_spec
+from exports.core.task import ExportFormat
+from exports.running.formats import registry
+from exports.running.formats.registry import every_format, format_module, format_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # A format compared with a member, or a table keyed by members: what a spec says instead.
@@ -31,10 +31,10 @@ def test_every_member_has_its_module_whose_spec_is_of_that_format() -> None:
 
 def test_a_module_without_the_members_spec_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     find = format_spec.__wrapped__  # the lookup itself, not its cache
-    monkeypatch.setattr(registry, "format_module", lambda _: "exports.formats.lines")  # no SPEC
+    monkeypatch.setattr(registry, "format_module", lambda _: "exports.running.formats.lines")  # no SPEC
     with pytest.raises(LookupError):
         find(ExportFormat.CSV)
-    monkeypatch.setattr(registry, "format_module", lambda _: "exports.formats.csv")  # CSV's SPEC
+    monkeypatch.setattr(registry, "format_module", lambda _: "exports.running.formats.csv")  # CSV's SPEC
     with pytest.raises(LookupError):
         find(ExportFormat.CSV_GZ)
 
@@ -54,7 +54,7 @@ def test_no_module_outside_the_formats_branches_on_a_format() -> None:
 def test_the_worker_loads_a_formats_module_on_its_first_export_of_it() -> None:
     code = (
         "import json, sys; import functions.worker.handler; "
-        "from exports.domain.task import ExportFormat; from exports.formats.registry import format_spec; "
+        "from exports.core.task import ExportFormat; from exports.running.formats.registry import format_spec; "
         "before = sorted(sys.modules); format_spec(ExportFormat.CSV_GZ); "
         "print(json.dumps([before, sorted(sys.modules)]))"
     )
@@ -65,4 +65,4 @@ def test_the_worker_loads_a_formats_module_on_its_first_export_of_it() -> None:
     before, after = (set(loaded) for loaded in json.loads(done.stdout.strip().splitlines()[-1]))
     modules = {format_module(export_format) for export_format in ExportFormat}
     assert before & modules == set()
-    assert after & modules == {"exports.formats.csv", "exports.formats.csv_gz"}
+    assert after & modules == {"exports.running.formats.csv", "exports.running.formats.csv_gz"}

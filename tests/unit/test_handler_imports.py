@@ -36,23 +36,23 @@ FLOOR_PACKAGES: Final = frozenset(
     }
 )
 # Every handler: its own package and module, and the lazy tracer.
-_EVERY: Final = frozenset({"exports", "exports.tracing", "functions"})
+_EVERY: Final = frozenset({"exports", "exports.core", "exports.core.tracing", "functions"})
 # Our modules each handler may import at import time, beyond its own package.
 ALLOWED: Final = {
     # The resolver and the one error shape every route answers with (the error statuses of the
     # features' errors load at the first error); the routes load per group (ROUTE_MODULES).
     "submit": _EVERY
     | {
-        "exports.config",
-        "exports.config.api",
-        "exports.config.limits",
-        "exports.domain",
-        "exports.domain.caller",
-        "exports.domain.errors",
-        "exports.http",
-        "exports.http.envelope",
-        "exports.http.errors",
-        "exports.snapstart",
+        "exports.core.config",
+        "exports.core.config.api",
+        "exports.core.config.limits",
+        "exports.core",
+        "exports.core.caller",
+        "exports.core.errors",
+        "exports.api.http",
+        "exports.api.http.envelope",
+        "exports.api.http.errors",
+        "exports.core.snapstart",
         "exports.api",
         "exports.api.app",
     },
@@ -61,7 +61,7 @@ ALLOWED: Final = {
     "callback": _EVERY,
     "push": _EVERY,
     # The subprotocol it answers with; SnapStart's hooks (the API function's too).
-    "stream": _EVERY | {"exports.config", "exports.config.push", "exports.snapstart"},
+    "stream": _EVERY | {"exports.core.config", "exports.core.config.push", "exports.core.snapstart"},
     "audit": _EVERY,
     "schedule": _EVERY,
 }

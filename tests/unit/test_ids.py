@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from ulid import ULID
 
-from exports.domain.ids import TASK_ID_PREFIX, is_task_id, new_task_id
+from exports.core.ids import TASK_ID_PREFIX, is_task_id, new_task_id
 
 CROCKFORD = set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

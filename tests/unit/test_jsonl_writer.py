@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.jsonl_writer import (
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.jsonl_writer import (
     InvalidJson,
     JsonlStream,
     json_value,

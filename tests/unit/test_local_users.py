@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from exports.domain.caller import Caller
+from exports.core.caller import Caller
 from local_stack.gateway import authorizer_claims
 from local_stack.local_users import LocalUser, default_users_path, load_users, signed_in
 

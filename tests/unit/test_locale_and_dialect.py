@@ -14,19 +14,19 @@ import openpyxl
 import pytest
 from pydantic import ValidationError
 
-from exports.api_models import ExportRequest
-from exports.domain.admission import dedup_key
-from exports.domain.csv_dialect import CsvDialect, CsvEncoding
-from exports.domain.errors import ExportFailed
-from exports.domain.locales import UnknownLocale, canonical_locale, pick
-from exports.domain.task import ExportFormat
-from exports.export_types.base import Column, ColumnKind
-from exports.formats.pdf import heading
-from exports.services.export_run import run_export
-from exports.services.progress import ProgressReporter
-from exports.writers.csv_writer import UnencodableValue, csv_stream
-from exports.writers.pdf import write_pdf_stream
-from exports.writers.pdf.font import font_metrics
+from exports.accepting.admission_rules import dedup_key
+from exports.accepting.requests import ExportRequest
+from exports.core.csv_dialect import CsvDialect, CsvEncoding
+from exports.core.errors import ExportFailed
+from exports.core.export_type import Column, ColumnKind
+from exports.core.locales import UnknownLocale, canonical_locale, pick
+from exports.core.task import ExportFormat
+from exports.running.export_run import run_export
+from exports.running.formats.pdf import heading
+from exports.running.progress import ProgressReporter
+from exports.running.writers.csv_writer import UnencodableValue, csv_stream
+from exports.running.writers.pdf import write_pdf_stream
+from exports.running.writers.pdf.font import font_metrics
 from tests.pdf_reading import page_lines, reader
 from tests.unit.export_fakes import NumbersExport, make_world, running_task
 

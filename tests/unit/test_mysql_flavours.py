@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from exports.adapters.mysql_session import is_mariadb, session_statements
-from exports.adapters.mysql_values import BINARY_CHARSET, converter, result_columns
-from exports.export_types.base import ColumnKind
+from exports.core.export_type import ColumnKind
+from exports.sources.mysql.session import is_mariadb, session_statements
+from exports.sources.mysql.values import BINARY_CHARSET, converter, result_columns
 
 MARIADB = ["10.11.6-MariaDB-0+deb12u1", "5.5.5-10.6.14-MariaDB-log", "11.4.2-MariaDB"]
 MYSQL = ["8.0.36", "8.4.3", "8.0.28", "5.7.44-log", "8.0.40-0ubuntu0.22.04.1"]

@@ -13,7 +13,7 @@ import pytest
 from jsonschema_rs import Draft202012, Draft202012Validator, Registry
 from openapi_spec_validator import validate
 
-from exports.domain.task import ExportFormat
+from exports.core.task import ExportFormat
 from tests.client.openapi_doc import served_openapi
 
 ERROR_REF = "#/components/schemas/ErrorBody"

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from examples.demo_plugins.orders import ORDER_COLUMNS, OrdersExport, OrdersFilters
-from exports.domain.task import ExportFormat
+from exports.core.task import ExportFormat
 from local_stack.demo_orders import demo_orders
 from tests.unit.builders import make_order
 from tests.unit.fakes import FakeOrdersReader

@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from examples.demo_plugins.orders import OrdersExport, OrdersFilters
-from exports.domain.errors import InvalidRequest
-from exports.services.validation import invalid_request
+from exports.accepting.validation import invalid_request
+from exports.core.errors import InvalidRequest
 from local_stack.demo_orders import OrderStatus
 from tests.unit.fakes import FakeOrdersReader
 

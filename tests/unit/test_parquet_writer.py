@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers import parquet_writer
-from exports.writers.parquet_writer import ParquetValueInvalid, arrow_schema, write_parquet_stream
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers import parquet_writer
+from exports.running.writers.parquet_writer import ParquetValueInvalid, arrow_schema, write_parquet_stream
 
 COLUMNS = [
     Column("s", "S"),
@@ -154,7 +154,7 @@ def test_distinct_values_are_written_plain_and_date_times_delta_encoded() -> Non
 def test_a_zoned_instant_whose_wall_time_leaves_years_1_to_9999_is_refused_naming_its_column() -> None:
     import pyarrow as pa
 
-    from exports.writers.parquet_writer import ParquetValueInvalid, check_local_years
+    from exports.running.writers.parquet_writer import ParquetValueInvalid, check_local_years
 
     tokyo = pa.field("at", pa.timestamp("us", tz="Asia/Tokyo"))
     late = pa.array([datetime(9999, 12, 31, 15, 0), None], type=pa.timestamp("us", tz="Asia/Tokyo"))
@@ -173,7 +173,7 @@ def test_a_wall_time_column_is_a_timestamp_without_zone_on_both_paths() -> None:
     """A ``timestamp`` without zone is a local date and time: typed ``timestamp(us)`` with no
     zone, read back as the same naive value, whether the rows come as Python values (the rows
     path) or as Arrow arrays (a PostgreSQL query through ADBC)."""
-    from exports.writers.parquet_arrow import write_parquet_batches
+    from exports.running.writers.parquet_arrow import write_parquet_batches
 
     columns = [
         Column("local", "Local", ColumnKind.DATETIME, wall_time=True),

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from exports.domain.errors import RetryableError
-from exports.writers.part_sender import PartsInBackground
+from exports.core.errors import RetryableError
+from exports.running.writers.part_sender import PartsInBackground
 from tests.unit.fakes import FakeUpload
 
 

@@ -5,10 +5,10 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from exports.config.env import Env
-from exports.config.fan_out import FanOut
-from exports.config.settings import WorkerSettings
-from exports.domain.partitions import (
+from exports.core.config.env import Env
+from exports.core.config.fan_out import FanOut
+from exports.core.config.settings import WorkerSettings
+from exports.core.partitions import (
     PartitionSpec,
     day_runs,
     group_runs,

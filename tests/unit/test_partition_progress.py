@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import pytest
 
-from exports.domain.errors import LostOwnership
-from exports.domain.task import cancel, requeue
-from exports.fan_out.partition import PartitionProgress
+from exports.core.errors import LostOwnership
+from exports.core.task import cancel, requeue
+from exports.running.fan_out.partition import PartitionProgress
 from tests.unit.export_fakes import make_world, reclaim, running_task
 
 PLANNED = 1000

@@ -14,14 +14,14 @@ from openpyxl import load_workbook
 from python_calamine import CalamineWorkbook
 
 from bench.compat import partitioned_workbook
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
-from exports.writers.csv_writer import write_csv
-from exports.writers.partitioned import SheetPiece
-from exports.writers.partitioned_csv import write_csv_partition
-from exports.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition
-from exports.writers.xlsx_engine import ArchiveTooLarge, write_xlsx_stream, zip_stream
-from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import WIDTH_SAMPLE_ROWS, fitted_widths
+from exports.running.writers.csv_writer import write_csv
+from exports.running.writers.partitioned import SheetPiece
+from exports.running.writers.partitioned_csv import write_csv_partition
+from exports.running.writers.partitioned_xlsx import XlsxLayout, plan_sheets, write_xlsx_partition
+from exports.running.writers.xlsx_engine import ArchiveTooLarge, write_xlsx_stream, zip_stream
+from exports.running.writers.xlsx_engine.workbook import ZIP_LEVEL
 
 COLUMNS = [
     Column("id", "Id", ColumnKind.INTEGER),

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from exports.domain.errors import ExportFailed
-from exports.domain.task import ExportFormat
-from exports.fan_out.plan import start_fan_out
-from exports.formats import pdf as pdf_format
-from exports.formats.registry import format_spec
-from exports.services.export_run import run_export
-from exports.services.progress import ProgressReporter
+from exports.core.errors import ExportFailed
+from exports.core.task import ExportFormat
+from exports.running.export_run import run_export
+from exports.running.fan_out.plan import start_fan_out
+from exports.running.formats import pdf as pdf_format
+from exports.running.formats.registry import format_spec
+from exports.running.progress import ProgressReporter
 from tests.pdf_reading import page_lines, qpdf_check, reader
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task
 

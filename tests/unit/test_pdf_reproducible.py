@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from exports.domain.task import ExportFormat
+from exports.core.task import ExportFormat
 from tests.unit.test_time_zones import export
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = (
     "import sys, hashlib; sys.path.insert(0, sys.argv[1]);"
-    "from tests.unit.test_time_zones import export; from exports.domain.task import ExportFormat;"
+    "from tests.unit.test_time_zones import export; from exports.core.task import ExportFormat;"
     "print(hashlib.sha256(export(ExportFormat.PDF, 'Etc/UTC')).hexdigest())"
 )
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.pdf import PdfHeading, write_pdf_stream
-from exports.writers.pdf.document import PAGES_PER_NODE
-from exports.writers.pdf.font import CompositeFont
-from exports.writers.pdf.layout import ELLIPSIS, MAX_CELL_LINES, wrap
-from exports.writers.pdf.values import formatter
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.pdf import PdfHeading, write_pdf_stream
+from exports.running.writers.pdf.document import PAGES_PER_NODE
+from exports.running.writers.pdf.font import CompositeFont
+from exports.running.writers.pdf.layout import ELLIPSIS, MAX_CELL_LINES, wrap
+from exports.running.writers.pdf.values import formatter
 from tests.pdf_reading import page_lines, qpdf_check, reader, render
 
 COLUMNS = [

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from exports.config.retry import TASK_RETRY
-from exports.domain.policies import Polling, has_retries_left, poll_after_sec, retry_delay_sec
+from exports.core.config.retry import TASK_RETRY
+from exports.core.policies import Polling, has_retries_left, poll_after_sec, retry_delay_sec
 from tests.unit.builders import NOW, make_task
 
 ALMOST_ONE = 0.999_999
@@ -60,7 +60,7 @@ def test_backoff_stays_within_half_the_ceiling_and_the_ceiling():
 def test_the_default_retries_outlast_a_database_failover_whatever_the_draws():
     """Issue 23: 2 s * 4**n with full jitter spent three retries in 25-35 s, so a 60-second
     failover ended FAILED. Even the shortest draws now put the last retry minutes out."""
-    from exports.config.limits import Limits
+    from exports.core.config.limits import Limits
 
     shortest = [retry_delay_sec(n, random=lambda: 0.0) for n in range(TASK_RETRY.retries)]
     longest = [retry_delay_sec(n, random=lambda: ALMOST_ONE) for n in range(TASK_RETRY.retries)]

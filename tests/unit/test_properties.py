@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from examples.demo_plugins.orders import ORDER_COLUMNS, OrdersExport
-from exports.domain.admission import dedup_key
-from exports.domain.errors import InvalidTransition
-from exports.domain.status import TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
-from exports.domain.task import (
+from exports.accepting.admission_rules import dedup_key
+from exports.core.errors import InvalidTransition
+from exports.core.status import TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
+from exports.core.task import (
     ExportFormat,
     ExportResult,
     Task,

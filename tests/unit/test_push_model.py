@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from exports.domain.errors import InvalidRequest
-from exports.domain.task import cancel, complete, record_progress
+from exports.core.errors import InvalidRequest
+from exports.core.task import cancel, complete, record_progress
 from exports.push import protocol
 from exports.push.model import TaskChange, coalesce, current_event_type, task_event
 from tests.unit.builders import LEASE, NOW, RETENTION, make_result, make_running_task, make_task

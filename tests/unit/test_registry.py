@@ -6,8 +6,8 @@ import pytest
 from pydantic import BaseModel
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.domain.errors import InvalidRequest
-from exports.export_types.base import Column, ExportType
+from exports.core.errors import InvalidRequest
+from exports.core.export_type import Column, ExportType
 from exports.export_types.registry import ExportTypeRegistry
 from tests.unit.fakes import FakeOrdersReader
 

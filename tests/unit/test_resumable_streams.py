@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from exports.domain.checkpoint import (
+from exports.running.checkpoint import (
     ExportCheckpoint,
     PartRecord,
     decode_checkpoint,
     encode_checkpoint,
     fingerprint,
 )
-from exports.writers import resumable_sha256
-from exports.writers.gzip_stream import GZIP_HEADER, GzipState, GzipStream
-from exports.writers.resumable_sha256 import NotResumable, Sha256State, new_sha256, resumable_available
-from exports.writers.sink import MIN_PART_BYTES, MultipartSink
+from exports.running.writers import resumable_sha256
+from exports.running.writers.gzip_stream import GZIP_HEADER, GzipState, GzipStream
+from exports.running.writers.resumable_sha256 import NotResumable, Sha256State, new_sha256, resumable_available
+from exports.running.writers.sink import MIN_PART_BYTES, MultipartSink
 from tests.unit.fakes import FakeUpload
 
 DATA = random.Random(6).randbytes(300_000)
@@ -55,7 +55,7 @@ def test_a_state_restored_in_another_process_continues_the_same_hash():
     running.update(DATA[:123_457])
     script = (
         "import json, sys\n"
-        "from exports.writers.resumable_sha256 import Sha256State, new_sha256\n"
+        "from exports.running.writers.resumable_sha256 import Sha256State, new_sha256\n"
         "state, rest = json.loads(sys.stdin.read())\n"
         "h = new_sha256(Sha256State.from_json(state))\n"
         "h.update(bytes.fromhex(rest))\n"

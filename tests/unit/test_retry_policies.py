@@ -1,4 +1,4 @@
-"""The retry policies' arithmetic (exports/config/retry.py) and how the adapters turn them into
+"""The retry policies' arithmetic (exports/core/config/retry.py) and how the adapters turn them into
 tenacity, botocore and Step Functions settings."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 from tenacity import RetryCallState, Retrying
 
-from exports.adapters import clients
-from exports.config.retry import (
+from exports.core.aws import clients, retries
+from exports.core.config.retry import (
     DELIVERY_RETRY,
     HOT_KEY_DEFERRAL,
     SDK_RETRY,
@@ -20,8 +20,7 @@ from exports.config.retry import (
     Deferral,
     Jitter,
 )
-from exports.services import retries
-from exports.workflows import retrier
+from exports.core.workflows import retrier
 
 ALMOST_ONE = 1 - 2**-53
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from exports.domain.errors import InvalidRequest
+from exports.core.errors import InvalidRequest
 from exports.schedules.expression import Recurrence, check_interval, parse_cron, zone
 from exports.schedules.model import Every
 

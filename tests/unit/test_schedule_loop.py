@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
-from exports.config.retry import SCHEDULE_TARGET_RETRY
+from exports.core.config.retry import SCHEDULE_TARGET_RETRY
 from exports.schedules.model import Every, Schedule, ScheduleState, StoredCaller
 from local_stack.schedule_loop import Clock, ScheduleLoop
 

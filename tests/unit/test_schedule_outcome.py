@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from exports.domain.task import ExportFormat, ExportResult, Task, cancel, claim, complete, fail, new_task
+from exports.core.task import ExportFormat, ExportResult, Task, cancel, claim, complete, fail, new_task
 from exports.schedules.model import PauseCode, Schedule, ScheduleState, StoredCaller
 from exports.schedules.outcome import paused_by, record_run
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from exports.config.events import Events
-from exports.config.metrics import Metric
-from exports.domain.caller import Caller, CallerRefused
-from exports.domain.errors import InvalidRequest, ServiceUnavailable
-from exports.domain.spec import ExportSpec
-from exports.domain.status import TaskStatus
-from exports.domain.task import claim, complete
-from exports.export_types.base import ClaimsRead
+from exports.core.caller import Caller, CallerRefused
+from exports.core.config.events import Events
+from exports.core.config.metrics import Metric
+from exports.core.errors import InvalidRequest, ServiceUnavailable
+from exports.core.export_type import ClaimsRead
+from exports.core.spec import ExportSpec
+from exports.core.status import TaskStatus
+from exports.core.task import claim, complete
 from exports.export_types.registry import ExportTypeRegistry
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from exports.adapters.eventbridge_scheduler import deferred_firing_name, deferred_input, flexible_window
+from exports.schedules.eventbridge_scheduler import deferred_firing_name, deferred_input, flexible_window
 from exports.schedules.model import Every, Schedule, StoredCaller
 from exports.schedules.spread import deferral_deadline, spread_offset, spread_window
 

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from exports.domain.errors import InvalidRequest
-from exports.export_types.base import WindowParameters
+from exports.core.errors import InvalidRequest
+from exports.core.export_type import WindowParameters
 from exports.schedules.filters import resolved_filters
 from exports.schedules.windows import Relative, RelativeWindow, WindowKind, parse_relative, resolve, window_days
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exports.domain.errors import InvalidRequest
+from exports.core.errors import InvalidRequest
 from exports.schedules.model import Every
 from exports.schedules.scheduler_expression import scheduler_expression
 

@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from exports.writers.segment_upload import (
+from exports.running.writers.segment_upload import (
     MAX_PARTS,
     SegmentSink,
     joins,
     last_part_number,
     part_numbers,
 )
-from exports.writers.sink import MIN_PART_BYTES
+from exports.running.writers.sink import MIN_PART_BYTES
 from tests.unit.fakes import FakeUpload
 
 MIB = 1024 * 1024

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from exports.config.worker import Worker
-from exports.export_types.base import Column
-from exports.writers.csv_writer import write_csv
-from exports.writers.sink import MIN_PART_BYTES, MultipartSink
+from exports.core.config.worker import Worker
+from exports.core.export_type import Column
+from exports.running.writers.csv_writer import write_csv
+from exports.running.writers.sink import MIN_PART_BYTES, MultipartSink
 from tests.unit.fakes import FakeUpload
 
 MIB = 1024 * 1024

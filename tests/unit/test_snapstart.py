@@ -1,4 +1,4 @@
-"""SnapStart's restore hooks (exports/snapstart.py): registered with the runtime's
+"""SnapStart's restore hooks (exports/core/snapstart.py): registered with the runtime's
 ``snapshot_restore_py`` during a SnapStart init only, and what they change when the runtime runs
 them. Each case imports the handler in a fresh interpreter, as Lambda's init does, then runs the
 hooks the runtime holds, as Lambda does before the snapshot and after a restore."""
@@ -19,7 +19,7 @@ _INIT_SNAPSHOT_RESTORE = """
 import json, random, sys
 import functions.{function}.handler
 import snapshot_restore_py as runtime
-from exports.adapters.clients import aws_client
+from exports.core.aws.clients import aws_client
 
 aws_client("sqs")  # a client made during init, as a future change might
 before = [hook.__qualname__ for hook, _, _ in runtime.get_before_snapshot()]
@@ -77,7 +77,7 @@ def test_a_runtime_without_the_hooks_module_still_imports_the_handlers():
     code = (
         "import json, sys; sys.modules['snapshot_restore_py'] = None; "
         "import functions.submit.handler, functions.stream.handler; "
-        "from exports.snapstart import register_hooks; print(json.dumps([register_hooks()]))"
+        "from exports.core.snapstart import register_hooks; print(json.dumps([register_hooks()]))"
     )
 
     # Then both handlers import, and nothing registers
@@ -87,7 +87,7 @@ def test_a_runtime_without_the_hooks_module_still_imports_the_handlers():
 def test_two_restores_of_one_snapshot_draw_different_numbers():
     # Given the state random has in a snapshot, restored twice (two execution environments)
     code = (
-        "import json, random; from exports.snapstart import after_restore; "
+        "import json, random; from exports.core.snapstart import after_restore; "
         "random.seed(7); state = random.getstate(); draws = []\n"
         "for _ in range(2):\n    random.setstate(state); after_restore(); draws.append(random.random())\n"
         "print(json.dumps(draws))"

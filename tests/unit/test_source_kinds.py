@@ -12,14 +12,14 @@ from typing import Literal, Unpack
 
 import pytest
 
-from exports.adapters.clients import ClientFactory
-from exports.declared.build import build_export_types
+from exports.core.aws.clients import ClientFactory
+from exports.core.export_type import AnyExportType, Column, Cursor, Page
 from exports.declared.common import DeclaredExport, DeclaredParts
-from exports.declared.loader import DeclarationError, load_declarations
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.declared.parameters import DeclaredFilters
-from exports.declared.schema import declaration_model
-from exports.export_types.base import AnyExportType, Column, Cursor, Page
+from exports.export_types.build import build_export_types
+from exports.export_types.loader import DeclarationError, load_declarations
+from exports.export_types.schema import declaration_model
 from exports.sources import registry
 from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker
 
@@ -28,8 +28,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # MySQL adapters' connection settings, which read their kind's source declaration (TLS and IAM keys).
 NAMING_KINDS = {
     "exports/sources/registry.py",
-    "exports/adapters/postgres_connections.py",
-    "exports/adapters/mysql_connections.py",
+    "exports/sources/postgres/connections.py",
+    "exports/sources/mysql/connections.py",
 }
 
 
@@ -153,7 +153,7 @@ def test_a_kind_not_registered_is_refused_naming_the_registered_ones(tmp_path: P
 
 
 def test_only_the_registry_names_the_kind_packages() -> None:
-    kind_packages = sorted(path.parent.name for path in (REPO_ROOT / "exports" / "sources").glob("*/__init__.py"))
+    kind_packages = sorted(path.parent.name for path in (REPO_ROOT / "exports" / "sources").glob("*/kind.py"))
     named = re.compile(rf"\bexports[./]sources[./]({'|'.join(kind_packages)})\b")
     naming = [
         str(path.relative_to(REPO_ROOT))

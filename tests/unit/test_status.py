@@ -4,8 +4,8 @@ from itertools import product
 
 import pytest
 
-from exports.domain.errors import InvalidTransition
-from exports.domain.status import ACTIVE, TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
+from exports.core.errors import InvalidTransition
+from exports.core.status import ACTIVE, TERMINAL, TRANSITIONS, TaskStatus, can_transition, check_transition
 
 S = TaskStatus
 ALLOWED = {

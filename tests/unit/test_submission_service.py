@@ -6,17 +6,17 @@ from typing import Any
 import pytest
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.config.metrics import Metric
-from exports.domain.admission import throughput_key
-from exports.domain.caller import Caller
-from exports.domain.capacity import Drain, lane_pool
-from exports.domain.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable
-from exports.domain.spec import ExportSpec
-from exports.domain.status import TaskStatus
-from exports.domain.task import ExportFormat, claim
-from exports.ports import TaskMessage
-from exports.services.control import cancel_export
-from exports.services.submission import Submission, submit_export
+from exports.accepting.admission_rules import throughput_key
+from exports.accepting.submission import Submission, submit_export
+from exports.api.control import cancel_export
+from exports.core.caller import Caller
+from exports.core.capacity_rules import Drain, lane_pool
+from exports.core.config.metrics import Metric
+from exports.core.errors import ExportsError, InvalidRequest, Overloaded, ServiceUnavailable
+from exports.core.ports import TaskMessage
+from exports.core.spec import ExportSpec
+from exports.core.status import TaskStatus
+from exports.core.task import ExportFormat, claim
 from tests.unit.builders import LEASE
 from tests.unit.export_fakes import NumbersExport
 from tests.unit.fakes import FakeOrdersReader

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from exports.domain.errors import InvalidTransition
-from exports.domain.status import TERMINAL, TaskStatus
-from exports.domain.task import (
+from exports.core.errors import InvalidTransition
+from exports.core.status import TERMINAL, TaskStatus
+from exports.core.task import (
     ExportFormat,
     TaskError,
     TaskSource,

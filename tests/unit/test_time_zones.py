@@ -16,15 +16,15 @@ import pyarrow.parquet as pq
 import pytest
 from openpyxl import load_workbook
 
-from exports.config.settings import XlsxEngine
-from exports.domain.spec import ExportSpec
-from exports.domain.task import ExportFormat, Task
-from exports.domain.zones import UTC_ZONE, UnknownZone, canonical_zone
-from exports.export_types.base import Column, ColumnKind, ExportType, Row, RunControl
-from exports.formats.registry import format_spec
-from exports.services.export_run import run_export
-from exports.services.progress import ProgressReporter
-from exports.writers.zones import Localiser, ZonedExport, offset_probes, offset_text, zoned_header
+from exports.core.config.settings import XlsxEngine
+from exports.core.export_type import Column, ColumnKind, ExportType, Row, RunControl
+from exports.core.spec import ExportSpec
+from exports.core.task import ExportFormat, Task
+from exports.core.zones import UTC_ZONE, UnknownZone, canonical_zone, offset_probes
+from exports.running.export_run import run_export
+from exports.running.formats.registry import format_spec
+from exports.running.progress import ProgressReporter
+from exports.running.writers.zones import Localiser, ZonedExport, offset_text, zoned_header
 from tests.pdf_reading import page_lines, reader
 from tests.unit.builders import make_task
 from tests.unit.export_fakes import NoFilters, make_world, running_task

@@ -1,13 +1,13 @@
-"""The error codes ExportFailed's alarm leaves out (exports.config.metrics.USER_CAUSED_FAILURES) are the
+"""The error codes ExportFailed's alarm leaves out (exports.core.config.metrics.USER_CAUSED_FAILURES) are the
 ones the code really ends tasks with when what was asked does not fit its format or one run."""
 
 from __future__ import annotations
 
-from exports.config.metrics import USER_CAUSED_FAILURES
-from exports.formats.parquet import PARQUET_TOO_LARGE, PARQUET_VALUE_INVALID
-from exports.formats.pdf import PDF_TOO_LARGE
-from exports.formats.xlsx import XLSX_CELL_TOO_LONG, XLSX_TOO_LARGE
-from exports.services.long_exports import EXPORT_TOO_LONG
+from exports.core.config.metrics import USER_CAUSED_FAILURES
+from exports.running.formats.parquet import PARQUET_TOO_LARGE, PARQUET_VALUE_INVALID
+from exports.running.formats.pdf import PDF_TOO_LARGE
+from exports.running.formats.xlsx import XLSX_CELL_TOO_LONG, XLSX_TOO_LARGE
+from exports.running.long_exports import EXPORT_TOO_LONG
 
 
 def test_the_user_caused_codes_are_the_guards_own():

@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from examples.demo_plugins.orders import OrdersFilters
-from exports.services.validation import field_path, invalid_request
+from exports.accepting.validation import field_path, invalid_request
 
 
 @pytest.mark.parametrize(

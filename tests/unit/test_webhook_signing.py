@@ -6,7 +6,7 @@ import hmac
 
 import pytest
 
-from exports.webhooks.signing import new_secret, sign, signed_headers
+from exports.finishing.webhooks.signing import new_secret, sign, signed_headers
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from exports.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION, fan_out_definition
+from exports.core.workflows import ABANDON_ACTION, ASSEMBLE_ACTION, PARTITION_ACTION, fan_out_definition
 from functions.worker.handler import AbandonStep, AssembleStep, PartitionStep, SqsBatch, WorkerEvent
 
 

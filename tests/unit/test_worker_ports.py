@@ -7,8 +7,8 @@ import dataclasses
 import inspect
 from typing import Protocol
 
-from exports import ports
-from exports.services.dependencies import WorkerDependencies
+from exports.core import ports
+from exports.running.dependencies import WorkerDependencies
 
 
 def test_every_port_of_the_worker_is_required() -> None:

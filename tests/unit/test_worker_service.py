@@ -6,16 +6,16 @@ from typing import Any
 import pytest
 
 from examples.demo_plugins.orders import OrdersExport
-from exports.config.metrics import Metric
-from exports.domain.admission import throughput_key
-from exports.domain.capacity import Drain, lane_pool
-from exports.domain.errors import ExportsError, RetryableError, TaskNotFound
-from exports.domain.status import TaskStatus
-from exports.domain.task import Task
-from exports.ports import Delivery, TaskMessage
-from exports.services.control import cancel_export
-from exports.services.deliveries import process_delivery, process_task
-from exports.services.endings import NO_SOURCE, Outcome
+from exports.accepting.admission_rules import throughput_key
+from exports.api.control import cancel_export
+from exports.core.capacity_rules import Drain, lane_pool
+from exports.core.config.metrics import Metric
+from exports.core.errors import ExportsError, RetryableError, TaskNotFound
+from exports.core.ports import Delivery, TaskMessage
+from exports.core.status import TaskStatus
+from exports.core.task import Task
+from exports.running.endings import NO_SOURCE, Outcome
+from exports.running.messages import process_delivery, process_task
 from tests.unit.builders import make_order, make_task
 from tests.unit.export_fakes import NumbersExport, numbers_in
 from tests.unit.fakes import FakeOrdersReader

@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from exports.config.env import Env
-from exports.config.settings import WorkerSettings
-from exports.config.worker import Worker
+from exports.core.config.env import Env
+from exports.core.config.settings import WorkerSettings
+from exports.core.config.worker import Worker
 from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 

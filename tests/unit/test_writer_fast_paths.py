@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl import load_workbook
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.csv_writer import CsvStream, csv_text, lines_encoder, row_encoder, rows_encoder, write_csv
-from exports.writers.xlsx_writer import MAX_DATA_ROWS_PER_SHEET, write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.csv_writer import CsvStream, csv_text, lines_encoder, row_encoder, rows_encoder, write_csv
+from exports.running.writers.xlsx_writer import MAX_DATA_ROWS_PER_SHEET, write_xlsx
 
 VALUES = [
     None,
@@ -153,7 +153,7 @@ def test_the_prepared_rows_shortcut_writes_what_openpyxls_own_path_writes(monkey
         ("tab\tand\x01", 10**12, date(1999, 12, 31), None, Decimal("1E+3")),
     ] * 3
     fast = load(columns, rows)
-    monkeypatch.setattr("exports.writers.xlsx_writer._append_prepared_rows", lambda sheet: None)
+    monkeypatch.setattr("exports.running.writers.xlsx_writer._append_prepared_rows", lambda sheet: None)
     plain = load(columns, rows)
 
     assert cells(fast) == cells(plain)

@@ -1,4 +1,4 @@
-"""Sheet rows from Arrow batches (exports/writers/xlsx_engine/arrow_rows.py) are byte for byte
+"""Sheet rows from Arrow batches (exports/running/writers/xlsx_engine/arrow_rows.py) are byte for byte
 what the row encoder (rows.py) writes for the same Python values: on the values at every edge of
 its templates, on generated ones, and across sheets; a whole workbook too."""
 
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import CellTooLong
-from exports.writers.xlsx_engine import XlsxStream, workbook, write_xlsx_batches
-from exports.writers.xlsx_engine.arrow_rows import ArrowRows, plain_text_pattern
-from exports.writers.xlsx_engine.rows import rows_encoder
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import CellTooLong
+from exports.running.writers.xlsx_engine import XlsxStream, workbook, write_xlsx_batches
+from exports.running.writers.xlsx_engine.arrow_rows import ArrowRows, plain_text_pattern
+from exports.running.writers.xlsx_engine.rows import rows_encoder
 
 K = ColumnKind
 COLUMNS = [

@@ -12,12 +12,12 @@ import pytest
 from openpyxl import load_workbook
 from python_calamine import CalamineWorkbook
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import FLOAT_NUMBER_FORMAT
-from exports.writers.csv_writer import csv_text
-from exports.writers.xlsx_engine import write_xlsx_stream
-from exports.writers.xlsx_engine.rows import Style, cell, rows_encoder
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import FLOAT_NUMBER_FORMAT
+from exports.running.writers.csv_writer import csv_text
+from exports.running.writers.xlsx_engine import write_xlsx_stream
+from exports.running.writers.xlsx_engine.rows import Style, cell, rows_encoder
+from exports.running.writers.xlsx_writer import write_xlsx
 from tests.unit.cell_refs import with_references
 
 COLUMNS = [Column("ratio", "Ratio", ColumnKind.DECIMAL), Column("amount", "Amount", ColumnKind.DECIMAL)]

@@ -19,19 +19,26 @@ from openpyxl.utils.datetime import to_excel
 from python_calamine import CalamineWorkbook
 
 from examples.demo_plugins.orders import ORDER_COLUMNS
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import MAX_COLUMN_WIDTH, CellTooLong, xml_safe
-from exports.writers.sink import MIN_PART_BYTES, MultipartSink
-from exports.writers.xlsx_engine import (
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import MAX_COLUMN_WIDTH, CellTooLong, xml_safe
+from exports.running.writers.sink import MIN_PART_BYTES, MultipartSink
+from exports.running.writers.xlsx_engine import (
     MAX_DATA_ROWS_PER_SHEET,
     ArchiveTooLarge,
     XlsxStream,
     write_xlsx_stream,
     zip_stream,
 )
-from exports.writers.xlsx_engine.rows import COLUMN_STYLES, Style, cell, column_letter, date_serial, rows_encoder
-from exports.writers.xlsx_engine.workbook import ZIP_LEVEL
-from exports.writers.xlsx_writer import write_xlsx
+from exports.running.writers.xlsx_engine.rows import (
+    COLUMN_STYLES,
+    Style,
+    cell,
+    column_letter,
+    date_serial,
+    rows_encoder,
+)
+from exports.running.writers.xlsx_engine.workbook import ZIP_LEVEL
+from exports.running.writers.xlsx_writer import write_xlsx
 from tests.unit.cell_refs import with_references
 from tests.unit.fakes import FakeUpload
 

@@ -12,14 +12,14 @@ import pytest
 from openpyxl import load_workbook
 from pydantic import ValidationError
 
-from exports.config.env import Env
-from exports.config.settings import WorkerSettings, XlsxEngine
-from exports.domain.errors import ExportFailed
-from exports.domain.task import ExportFormat
-from exports.services.export_run import run_export
-from exports.services.progress import ProgressReporter
-from exports.writers import xlsx_limits
-from exports.writers.xlsx_engine import zip_stream
+from exports.core.config.env import Env
+from exports.core.config.settings import WorkerSettings, XlsxEngine
+from exports.core.errors import ExportFailed
+from exports.core.task import ExportFormat
+from exports.running.export_run import run_export
+from exports.running.progress import ProgressReporter
+from exports.running.writers import xlsx_limits
+from exports.running.writers.xlsx_engine import zip_stream
 from tests.unit.export_fakes import NumbersExport, make_world, number_row, running_task
 
 Usage = namedtuple("Usage", "total used free")

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl import load_workbook
 
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import FIRST_SERIAL_DAY, FLOAT_NUMBER_FORMAT, looks_like_formula
-from exports.writers.xlsx_engine import XlsxStream, write_xlsx_stream
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import FIRST_SERIAL_DAY, FLOAT_NUMBER_FORMAT, looks_like_formula
+from exports.running.writers.xlsx_engine import XlsxStream, write_xlsx_stream
+from exports.running.writers.xlsx_writer import write_xlsx
 
 EXAMPLES = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 _XSTRING = re.compile("_x([0-9A-Fa-f]{4})_")

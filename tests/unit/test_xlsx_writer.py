@@ -9,10 +9,10 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.utils import get_column_letter
 
 from examples.demo_plugins.orders import ORDER_COLUMNS
-from exports.export_types.base import Column, ColumnKind
-from exports.writers.cells import MAX_COLUMN_WIDTH, fitted_widths
-from exports.writers.sink import MIN_PART_BYTES, MultipartSink
-from exports.writers.xlsx_writer import write_xlsx
+from exports.core.export_type import Column, ColumnKind
+from exports.running.writers.cells import MAX_COLUMN_WIDTH, fitted_widths
+from exports.running.writers.sink import MIN_PART_BYTES, MultipartSink
+from exports.running.writers.xlsx_writer import write_xlsx
 from tests.unit.fakes import FakeUpload
 
 TYPED = [

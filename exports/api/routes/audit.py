@@ -11,19 +11,19 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from exports.api import app as api
 from exports.api.app import app, tracer
+from exports.api.http.envelope import (
+    caller_of,
+    refuse_unknown_query,
+)
+from exports.api.http.openapi import (
+    responses,
+)
 from exports.audit import service as audit
 from exports.audit.api_models import AuditPage, UsageDay, UsageList
 from exports.audit.ports import AuditNotKept
 from exports.audit.service import AuditDependencies, TrailQuery
-from exports.config.api import API_VERSION_PREFIX
-from exports.config.audit import Audit
-from exports.http.envelope import (
-    caller_of,
-    refuse_unknown_query,
-)
-from exports.http.openapi import (
-    responses,
-)
+from exports.core.config.api import API_VERSION_PREFIX
+from exports.core.config.audit import Audit
 
 
 def _audit_reader() -> tuple[str, AuditDependencies]:

@@ -7,24 +7,19 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 from aws_lambda_powertools.event_handler import Response
 
 from exports.api import app as api
+from exports.api import queries
 from exports.api.answers import json_response
 from exports.api.app import app, tracer
-from exports.api_models import (
-    CallerView,
-    ExportTypeList,
-    ExportTypeView,
-    StreamTicketView,
-)
-from exports.config.api import API_VERSION_PREFIX
-from exports.http.envelope import (
+from exports.api.http.envelope import (
     caller_of,
 )
-from exports.http.openapi import (
+from exports.api.http.openapi import (
     responses,
 )
+from exports.api.models import CallerView, ExportTypeList, ExportTypeView, StreamTicketView
+from exports.core.config.api import API_VERSION_PREFIX
 from exports.push.model import PushNotAvailable, Viewer
-from exports.services import queries
-from exports.services.push import issue_ticket
+from exports.push.service import issue_ticket
 
 _TICKET_RESPONSES = responses(
     {201: {"description": "A single-use ticket for the push channel, valid `expires_in` seconds."}},

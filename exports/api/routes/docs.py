@@ -7,12 +7,12 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from exports.api import app as api
+from exports.api import queries
 from exports.api.app import api_document, app
-from exports.config.api import DOCS_PATH, OPENAPI_PATH
-from exports.http.openapi import (
+from exports.api.http.openapi import (
     swagger_page,
 )
-from exports.services import queries
+from exports.core.config.api import DOCS_PATH, OPENAPI_PATH
 
 
 @app.get(OPENAPI_PATH, include_in_schema=False)

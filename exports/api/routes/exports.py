@@ -10,40 +10,38 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BeforeValidator
 
+from exports.accepting.idempotency import idempotency_key
+from exports.accepting.requests import ExportRequest
+from exports.accepting.submission import caller_scope, submit_export
 from exports.api import app as api
+from exports.api import control, queries
 from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
 from exports.api.app import app, logger, tracer
-from exports.api_models import (
-    ExportAccepted,
-    ExportRequest,
-    TaskList,
-    TaskView,
-)
-from exports.audit import service as audit
-from exports.config.api import API_VERSION_PREFIX
-from exports.config.limits import Limits
-from exports.domain.ids import TASK_ID_SCHEMA_PATTERN
-from exports.domain.policies import Polling, poll_after_sec
-from exports.domain.status import TaskStatus
-from exports.http.envelope import (
+from exports.api.http.envelope import (
     caller_id,
     caller_of,
     check_envelope,
     refuse_unknown_query,
     upper_case,
 )
-from exports.http.idempotency import idempotency_key
-from exports.http.openapi import (
+from exports.api.http.openapi import (
     CACHE_CONTROL,
     conflict,
     location,
     responses,
     retry_after,
 )
-from exports.services import control, queries
-from exports.services.submission import caller_scope, submit_export
+from exports.api.models import ExportAccepted, TaskList
+from exports.audit import service as audit
+from exports.core.config.api import API_VERSION_PREFIX
+from exports.core.config.limits import Limits
+from exports.core.download_links import download_link
+from exports.core.ids import TASK_ID_SCHEMA_PATTERN
+from exports.core.policies import Polling, poll_after_sec
+from exports.core.status import TaskStatus
+from exports.core.task_view import TaskView
 
-# The answers of each route as the OpenAPI document states them (exports/http/openapi.py).
+# The answers of each route as the OpenAPI document states them (exports/api/http/openapi.py).
 _SUBMIT_RESPONSES = responses(
     ACCEPTED,
     400,
@@ -228,7 +226,7 @@ def download(task_id: str) -> Response[str]:
     deps = api.dependencies()
     user_id = caller_id(app.current_event)
     task = queries.owned_task(task_id, user_id, deps)
-    url, expires_at = queries.download_link(task, deps)
+    url, expires_at = download_link(task, deps)
     if deps.audit is not None:
         audit.record_link(task, user_id, request_id(), expires_at, True, deps.audit)
     return Response(status_code=302, headers={"Location": url, "Cache-Control": "no-store"}, body="")

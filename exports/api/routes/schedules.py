@@ -11,35 +11,34 @@ from urllib.parse import urlencode
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from exports.accepting.idempotency import idempotency_key
+from exports.accepting.submission import caller_scope
 from exports.api import app as api
 from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
 from exports.api.app import app, logger, tracer
-from exports.api_models import (
-    ExportAccepted,
-)
-from exports.audit import service as audit
-from exports.audit.model import AuditAction
-from exports.config.api import API_VERSION_PREFIX, PERMALINK_PATH
-from exports.config.limits import Limits
-from exports.config.schedules import Schedules
-from exports.http.envelope import (
+from exports.api.http.envelope import (
     caller_id,
     caller_of,
     check_envelope,
     refuse_unknown_query,
 )
-from exports.http.idempotency import idempotency_key
-from exports.http.openapi import (
+from exports.api.http.openapi import (
     CACHE_CONTROL,
     conflict,
     location,
     responses,
 )
+from exports.api.models import ExportAccepted
+from exports.audit import service as audit
+from exports.audit.model import AuditAction
+from exports.core.config.api import API_VERSION_PREFIX, PERMALINK_PATH
+from exports.core.config.limits import Limits
+from exports.core.config.schedules import Schedules
 from exports.schedules import latest
 from exports.schedules import service as schedules
 from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
+from exports.schedules.audit_records import record_schedule
 from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
-from exports.services.submission import caller_scope
 
 _SCHEDULE_LIST_QUERY = frozenset({"limit", "next_token"})
 _SCHEDULE_CREATE_RESPONSES = responses(
@@ -297,4 +296,4 @@ def _record_schedule(action: AuditAction, schedule: Schedule) -> None:
     """Record a schedule change in the audit trail, if the deployment keeps one."""
     deps = api.dependencies().audit
     if deps is not None:
-        audit.record_schedule(action, schedule, caller_of(app.current_event), request_id(), deps)
+        record_schedule(action, schedule, caller_of(app.current_event), request_id(), deps)

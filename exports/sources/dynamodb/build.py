@@ -3,12 +3,12 @@ or by a variable this deployment sets)."""
 
 from __future__ import annotations
 
-from exports.adapters.dynamodb_source import DynamoItemsReader
+from exports.core.export_type import AnyExportType
 from exports.declared.common import DeclaredParts
 from exports.declared.model import TypeDecl
-from exports.export_types.base import AnyExportType
 from exports.sources.dynamodb.export import DeclaredDynamoExport
 from exports.sources.dynamodb.model import declared_read
+from exports.sources.dynamodb.reader import DynamoItemsReader
 from exports.sources.kind import LeftOut, SourceReaders, TypeMaker
 
 

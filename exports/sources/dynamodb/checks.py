@@ -3,10 +3,10 @@ filters over declared parameters and caller values."""
 
 from __future__ import annotations
 
+from exports.core.caller import BindingKind
 from exports.declared.model import ParameterType, TypeDecl
 from exports.declared.templates import placeholders
 from exports.declared.type_facts import caller_bindings, is_required_or_defaulted
-from exports.domain.caller import BindingKind
 from exports.sources.dynamodb.model import DAY_PLACEHOLDER, DynamoQueryDecl, EachDayDecl
 from exports.sources.kind import Fail
 

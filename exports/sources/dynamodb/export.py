@@ -11,13 +11,13 @@ from typing import Any, Unpack
 
 from boto3.dynamodb.types import Binary
 
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import SOURCE_PAGE_ROWS, Column, ColumnKind, Cursor, CursorInvalid, Page, Row
 from exports.declared.common import DeclaredExport, DeclaredParts
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import render
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import SOURCE_PAGE_ROWS, Column, ColumnKind, Cursor, CursorInvalid, Page, Row
-from exports.ports import ItemQuery, ItemsReader
 from exports.sources.dynamodb.model import DAY_PLACEHOLDER, DynamoQueryDecl
+from exports.sources.dynamodb.ports import ItemQuery, ItemsReader
 
 
 class DeclaredDynamoExport(DeclaredExport):

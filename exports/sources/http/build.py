@@ -3,13 +3,13 @@ with its auth, timeout and rate, shared by its types."""
 
 from __future__ import annotations
 
-from exports.adapters.http_source import HttpJsonReader, Signer, origins, permits, secret_header, sigv4_signer
+from exports.core.errors import ExportsError
+from exports.core.export_type import AnyExportType
 from exports.declared.common import DeclaredParts
 from exports.declared.model import TypeDecl
-from exports.domain.errors import ExportsError
-from exports.export_types.base import AnyExportType
 from exports.sources.http.export import DeclaredHttpExport
 from exports.sources.http.model import BearerAuth, HeaderAuth, HttpSource, declared_read
+from exports.sources.http.reader import HttpJsonReader, Signer, origins, permits, secret_header, sigv4_signer
 from exports.sources.kind import SourceReaders, TypeMaker
 
 

@@ -7,10 +7,10 @@ import ipaddress
 from typing import Final
 from urllib.parse import urlsplit
 
+from exports.core.caller import BindingKind
 from exports.declared.model import ParameterType, TypeDecl
 from exports.declared.templates import placeholders
 from exports.declared.type_facts import caller_bindings, is_required_or_defaulted
-from exports.domain.caller import BindingKind
 from exports.sources.http.grants import check_sigv4
 from exports.sources.http.model import HttpReadDecl, HttpSource, PaginationDecl, PaginationStyle, SigV4Auth
 from exports.sources.kind import Fail

@@ -10,13 +10,13 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Unpack
 from urllib.parse import quote, urlencode, urljoin
 
+from exports.core.errors import ExportFailed, SourceCode
+from exports.core.export_type import Column, ColumnKind, Cursor, CursorInvalid, Page, Row, RunControl, Unbounded
 from exports.declared.common import DeclaredExport, DeclaredParts
 from exports.declared.parameters import DeclaredFilters
 from exports.declared.templates import placeholders, render
-from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import Column, ColumnKind, Cursor, CursorInvalid, Page, Row, RunControl, Unbounded
-from exports.ports import JsonPages
 from exports.sources.http.model import HttpReadDecl, PaginationDecl, PaginationStyle
+from exports.sources.http.ports import JsonPages
 
 # What a JSON pointer finds where the document has nothing.
 _MISSING: Final = object()

@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from exports.adapters.mysql_connections import connection_settings, rds_token_maker
-from exports.adapters.mysql_source import MySqlReader
-from exports.adapters.postgres_connections import secrets_manager_reader
+from exports.core.export_type import AnyExportType
 from exports.declared.common import DeclaredParts
 from exports.declared.model import PartitionBy, TypeDecl
 from exports.declared.type_facts import partition_date_range
-from exports.export_types.base import AnyExportType
 from exports.sources.kind import SourceReaders, TypeMaker
+from exports.sources.mysql.connections import connection_settings, rds_token_maker
 from exports.sources.mysql.model import MySqlSource, declared_query
-from exports.sources.sql_export import DeclaredSqlExport
+from exports.sources.mysql.reader import MySqlReader
+from exports.sources.postgres.connections import secrets_manager_reader
+from exports.sources.sql.export import DeclaredSqlExport
 
 
 def mysql_type_maker(source_name: str, source: MySqlSource, readers: SourceReaders, base_dir: Path) -> TypeMaker:

@@ -7,7 +7,7 @@ with ``SELECT``, ``WITH`` or ``(``, and hold none of the clauses with which a ``
 locks (``INTO OUTFILE``/``DUMPFILE``/``@variable``, ``FOR UPDATE``, ``FOR SHARE``, ``LOCK IN SHARE
 MODE``). Executable comments (``/*! … */``, MariaDB's ``/*M! … */``) are code the server runs:
 refused outright. This is the declaration's check, at load (start-up and synth); the read-only
-transaction the query runs in is what holds if it were passed (exports/adapters/mysql_session.py).
+transaction the query runs in is what holds if it were passed (exports/sources/mysql/session.py).
 """
 
 from __future__ import annotations

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from exports.adapters.postgres_arrow import PostgresArrowReader
-from exports.adapters.postgres_connections import connection_settings, rds_token_maker, secrets_manager_reader
+from exports.core.export_type import AnyExportType
 from exports.declared.common import DeclaredParts
 from exports.declared.model import PartitionBy, TypeDecl
 from exports.declared.type_facts import partition_date_range, session_settings
-from exports.export_types.base import AnyExportType
 from exports.sources.kind import SourceReaders, TypeMaker
+from exports.sources.postgres.arrow import PostgresArrowReader
+from exports.sources.postgres.connections import connection_settings, rds_token_maker, secrets_manager_reader
 from exports.sources.postgres.model import PostgresSource, declared_query
-from exports.sources.sql_export import DeclaredSqlExport
+from exports.sources.sql.export import DeclaredSqlExport
 
 
 def sql_type_maker(source_name: str, source: PostgresSource, readers: SourceReaders, base_dir: Path) -> TypeMaker:

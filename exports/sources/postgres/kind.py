@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from exports.core.export_type import AnyExportType
 from exports.declared.model import SourceDecl, TypeDecl
-from exports.export_types.base import AnyExportType
 from exports.sources.kind import Fail, RdsUser, SourceKind, SourceReaders, TypeMaker, secret_resource
 from exports.sources.postgres.checks import SQL_PLACEHOLDER, check_connection, check_query
 from exports.sources.postgres.model import CONNECTION_KEYS, TYPE_KEY, PostgresSource, declared_query

@@ -1,0 +1,314 @@
+"""The task lifecycle state machine, defined once: the CDK app, local mode and the tests all use
+this definition, so what runs here is what runs on AWS.
+
+One execution per task, started at submit, owns the task's time:
+
+1. ``AwaitEnd`` hands its task token to the lifecycle function (which stores it on the task) and
+   waits until whoever ends the task returns the outcome with it, or until the task's deadline
+   (``TimeoutSecondsPath``). It waits for the task's end, not for a worker, so it has no heartbeat:
+   a worker's liveness is its lease on the task.
+2. At the deadline ``Expire`` asks the lifecycle function to move the task to TIMEOUT (a
+   conditional write: if the task ended meanwhile, its real outcome wins). This is also what makes
+   a callback survive a worker that died right after ending the task: the outcome is then picked
+   up at the deadline.
+3. With callback subscribers (the outcome says so), ``Deliver`` sends each one's callback:
+   retried on ``CallbackRetryable`` 1 s, 4 s and 16 s later (subscribers already delivered or
+   refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
+   A throttled invoke of the callback function is retried apart (``LIFECYCLE_THROTTLE_RETRY``), so a burst
+   cannot spend those attempts before one callback was sent.
+
+Four to six state transitions per task keep Standard workflow costs low.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+from exports.core.config.callbacks import Callback
+from exports.core.config.retry import (
+    CALLBACK_RETRY,
+    LAMBDA_SERVICE_RETRY,
+    LIFECYCLE_THROTTLE_RETRY,
+    PARTITION_SOURCE_BUSY_WAIT_SEC,
+    PARTITION_WRITE_RETRY,
+    Backoff,
+    Jitter,
+)
+
+# Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
+# passes its stack's, local mode and the tests the default.
+DEFAULT_PARTITION = "aws"
+
+
+def lambda_invoke(partition: str = DEFAULT_PARTITION, *, with_token: bool = False) -> str:
+    """The ``lambda:invoke`` integration ARN in ``partition`` (``.waitForTaskToken`` if ``with_token``)."""
+    return f"arn:{partition}:states:::lambda:invoke" + (".waitForTaskToken" if with_token else "")
+
+
+# Lambda's own transient errors, retried briefly wherever a function is invoked.
+LAMBDA_SERVICE_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
+
+
+def retrier(errors: list[str], policy: Backoff) -> dict[str, Any]:
+    """A Step Functions retrier of ``errors`` on ``policy``'s schedule (Step Functions jitters
+    fully or not at all)."""
+    if policy.jitter is Jitter.EQUAL:
+        raise ValueError("Step Functions has no equal jitter")
+    rule: dict[str, Any] = {
+        "ErrorEquals": errors,
+        "IntervalSeconds": policy.base_sec,
+        "BackoffRate": policy.factor,
+        "MaxAttempts": policy.retries,
+    }
+    if math.isfinite(policy.cap_sec):
+        rule["MaxDelaySeconds"] = policy.cap_sec
+    if policy.jitter is Jitter.FULL:
+        rule["JitterStrategy"] = "FULL"
+    return rule
+
+
+_SERVICE_RETRY = retrier(LAMBDA_SERVICE_ERRORS, LAMBDA_SERVICE_RETRY)
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
+_NOT_THROTTLED = [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]
+# Throttles of the lifecycle workflow's functions (LIFECYCLE_THROTTLE_RETRY: backoff with full
+# jitter through a burst), first in every Retry list: Step Functions retries an error by the first
+# retrier that names it, and counts attempts per retrier, so a throttle never uses up a callback
+# attempt. Lambda's other transient errors as everywhere.
+_THROTTLE_RETRY = retrier([LAMBDA_THROTTLED], LIFECYCLE_THROTTLE_RETRY)
+_LIFECYCLE_RETRY = [_THROTTLE_RETRY, retrier(_NOT_THROTTLED, LAMBDA_SERVICE_RETRY)]
+
+
+def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
+    """The input an execution starts with. Whether to deliver callbacks is decided at the end
+    (``$.outcome.has_callback``): identical requests merged into the task add subscribers."""
+    return {"task_id": task_id, "timeout_sec": timeout_sec}
+
+
+def task_outcome(status: str, has_callback: bool) -> dict[str, Any]:
+    """What the lifecycle learns when the task ends (from whoever ended it, or from Expire)."""
+    return {"status": status, "has_callback": has_callback}
+
+
+def lifecycle_definition(
+    lifecycle_function: str, callback_function: str, partition: str = DEFAULT_PARTITION
+) -> dict[str, Any]:
+    """The Amazon States Language definition, for the given function ARNs (or names)."""
+    return {
+        "Comment": "Owns one export task's time: its deadline and its callback.",
+        "StartAt": "AwaitEnd",
+        "States": {
+            "AwaitEnd": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition, with_token=True),
+                "Parameters": {
+                    "FunctionName": lifecycle_function,
+                    "Payload": {"action": "watch", "task_id.$": "$.task_id", "token.$": "$$.Task.Token"},
+                },
+                "TimeoutSecondsPath": "$.timeout_sec",
+                "ResultPath": "$.outcome",
+                "Retry": _LIFECYCLE_RETRY,
+                "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.deadline", "Next": "Expire"}],
+                "Next": "HasCallback",
+            },
+            "Expire": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition),
+                "Parameters": {
+                    "FunctionName": lifecycle_function,
+                    "Payload": {"action": "expire", "task_id.$": "$.task_id"},
+                },
+                "ResultSelector": {"status.$": "$.Payload.status", "has_callback.$": "$.Payload.has_callback"},
+                "ResultPath": "$.outcome",
+                "Retry": _LIFECYCLE_RETRY,
+                "Next": "HasCallback",
+            },
+            "HasCallback": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
+                "Default": "Done",
+            },
+            "Deliver": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition),
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {"action": "deliver", "task_id.$": "$.task_id"},
+                },
+                "ResultPath": None,
+                "Retry": [
+                    _THROTTLE_RETRY,
+                    retrier([Callback.RETRYABLE_ERROR, *_NOT_THROTTLED], CALLBACK_RETRY),
+                ],
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.callback_error", "Next": "GiveUp"}],
+                "Next": "Done",
+            },
+            "GiveUp": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition),
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {"action": "give_up", "task_id.$": "$.task_id", "error.$": "$.callback_error"},
+                },
+                "ResultPath": None,
+                "Retry": _LIFECYCLE_RETRY,
+                "Next": "Done",
+            },
+            "Done": {"Type": "Succeed"},
+        },
+    }
+
+
+# The worker function's direct-invoke actions of a split export (functions/worker/handler.py).
+PARTITION_ACTION: Final = "fan_out_partition"
+ASSEMBLE_ACTION: Final = "fan_out_assemble"
+ABANDON_ACTION: Final = "fan_out_abandon"
+
+
+class PartitionStatus:
+    """What one partition step returns (``status``): waiting and stopping are results the
+    workflow reads, not errors, so the worker function's Errors count only faults."""
+
+    # Its rows are written and staged.
+    WRITTEN = "written"
+    # Every slot of its source is taken: the workflow waits and tries it again.
+    BUSY = "busy"
+    # Its task no longer runs this attempt (cancelled, timed out, taken over): nothing to do.
+    STOPPED = "stopped"
+    # A final error (a failing query, ...): the task has ended FAILED with its code.
+    FAILED = "failed"
+
+
+# The abandon step's outcome when it scheduled the task's retry (exports.running.endings.
+# Outcome.RETRY_SCHEDULED): the only abandonment no other alarm reports.
+ABANDONED_FOR_RETRY = "retry_scheduled"
+# The Fail states of the fan-out workflow (their names are the executions' errors).
+PARTITION_FAILED_ERROR = "PartitionFailed"
+FAN_OUT_FAILED_ERROR = "FanOutFailed"
+
+
+def fan_out_input(task_id: str, attempt: int, partitions: int) -> dict[str, Any]:
+    """The input of one split export's execution: the partitions are the Map's items."""
+    return {"task_id": task_id, "attempt": attempt, "partitions": list(range(partitions))}
+
+
+def fan_out_definition(
+    worker_function: str, max_concurrency: int, partition: str = DEFAULT_PARTITION
+) -> dict[str, Any]:
+    """One split export: a Distributed Map runs the worker on each partition (at most
+    ``max_concurrency`` at once), then the worker assembles the file and ends the task.
+
+    A partition whose source is busy waits (Choice + Wait) and is tried again; one whose task
+    stopped (a cancel, the deadline: the partitions stop between parts) ends quietly, and the
+    assembler then cleans up instead of assembling. A partition's final error has already ended
+    the task FAILED with its code: the partition fails, which fails the Map. A fault (a
+    partition's transient error after its retries, a failing assembly) lands in ``Abandon``,
+    which aborts the upload, deletes the staging and retries or fails a task still running.
+
+    A failed split export pages once: the execution fails (``FanOutFailed``, for its alarm)
+    only when ``Abandon`` scheduled a retry of the task. A task that ended FAILED (a partition's
+    final error, or the fault with its retries spent) is counted by ExportFailed, whose alarm
+    pages; a cancel or the deadline is no fault: the execution then succeeds."""
+
+    def invoke(action: str, **payload: str) -> dict[str, Any]:
+        return {
+            "Type": "Task",
+            "Resource": lambda_invoke(partition),
+            "Parameters": {
+                "FunctionName": worker_function,
+                "Payload": {"action": action, "task_id.$": "$.task_id", "attempt.$": "$.attempt", **payload},
+            },
+            "ResultPath": None,
+        }
+
+    catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Abandon"}]
+    write = {
+        **invoke(PARTITION_ACTION, **{"partition.$": "$.partition"}),
+        "ResultSelector": {"status.$": "$.Payload.status"},
+        "ResultPath": "$.step",
+        # Transient faults (and Lambda's own) of one partition: that partition is tried again.
+        "Retry": [retrier(["States.ALL"], PARTITION_WRITE_RETRY)],
+        "Next": "Written",
+    }
+    step = "$.step.status"
+    return {
+        "Comment": "Writes one export's partitions at once and assembles them into one file.",
+        "StartAt": "Partitions",
+        "States": {
+            "Partitions": {
+                "Type": "Map",
+                "ItemsPath": "$.partitions",
+                "MaxConcurrency": max_concurrency,
+                "ItemSelector": {
+                    "task_id.$": "$.task_id",
+                    "attempt.$": "$.attempt",
+                    "partition.$": "$$.Map.Item.Value",
+                },
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                    "StartAt": "Write",
+                    "States": {
+                        "Write": write,
+                        "Written": {
+                            "Type": "Choice",
+                            "Choices": [
+                                {"Variable": step, "StringEquals": PartitionStatus.BUSY, "Next": "WaitForSlot"},
+                                {"Variable": step, "StringEquals": PartitionStatus.FAILED, "Next": "PartitionFailed"},
+                            ],
+                            "Default": "PartitionDone",
+                        },
+                        "WaitForSlot": {
+                            "Type": "Wait",
+                            "Seconds": PARTITION_SOURCE_BUSY_WAIT_SEC,
+                            "Next": "Write",
+                        },
+                        "PartitionFailed": {
+                            "Type": "Fail",
+                            "Error": PARTITION_FAILED_ERROR,
+                            "Cause": "A partition failed for good; its task records the error.",
+                        },
+                        "PartitionDone": {"Type": "Succeed"},
+                    },
+                },
+                "ResultPath": None,
+                "Catch": catch,
+                "Next": "Assemble",
+            },
+            "Assemble": {
+                **invoke(ASSEMBLE_ACTION),
+                "ResultSelector": {"outcome.$": "$.Payload.outcome"},
+                "ResultPath": "$.assembled",
+                "Retry": [_SERVICE_RETRY],
+                "Catch": catch,
+                # A partition's final error may also let the Map end (a Map that tolerates it): the
+                # assembler then finds the attempt FAILED, which ExportFailed has counted.
+                "Next": "Done",
+            },
+            "Done": {"Type": "Succeed"},
+            "Abandon": {
+                **invoke(ABANDON_ACTION, **{"error.$": "$.error"}),
+                "ResultSelector": {"outcome.$": "$.Payload.outcome"},
+                "ResultPath": "$.abandoned",
+                "Retry": [_SERVICE_RETRY],
+                "Next": "Retried",
+            },
+            "Retried": {
+                "Type": "Choice",
+                "Choices": [
+                    {"Variable": "$.abandoned.outcome", "StringEquals": ABANDONED_FOR_RETRY, "Next": "Abandoned"}
+                ],
+                "Default": "Done",
+            },
+            "Abandoned": {
+                "Type": "Fail",
+                "Error": FAN_OUT_FAILED_ERROR,
+                "Cause": "The split export was abandoned after a fault; its task is retried whole.",
+            },
+        },
+    }

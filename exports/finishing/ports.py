@@ -1,0 +1,26 @@
+"""What finishing a task talks to: the lifecycle workflow that owns its deadline, and the webhook sender."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from exports.core.public_address import Destination
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class WebhookResponse:
+    """What a callback receiver answered: a status, or the network error that stood in the way."""
+
+    status: int | None
+    error: str | None
+
+
+class WebhookSender(Protocol):
+    """Posts signed callbacks."""
+
+    def post(self, destination: Destination, body: bytes, headers: dict[str, str]) -> WebhookResponse:
+        """Send ``body`` once to the checked ``destination``."""

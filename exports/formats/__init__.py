@@ -1,9 +1,0 @@
-"""File formats: one module per :class:`~exports.domain.task.ExportFormat` member, named after it
-(``CSV_GZ`` -> :mod:`exports.formats.csv_gz`), whose ``SPEC`` (:class:`~exports.formats.spec.FormatSpec`)
-says everything the service does differently for it; :func:`exports.formats.registry.format_spec`
-finds it (docs/how-to/add-a-format.md).
-
-Beside them: what a writer works with (:mod:`.run`), how a format splits (:mod:`.split`), and
-the writer of the formats whose rows follow one another and that continue from a checkpoint
-(:mod:`.lines`). The bytes themselves are :mod:`exports.writers`'.
-"""
