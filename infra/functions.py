@@ -30,6 +30,7 @@ from exports.core.config.settings import (
 from exports.core.config.tables import SchedulesTable, TaskTable
 from exports.core.config.worker import Worker, XlsxLimits
 from exports.sources.kind import InvokeGrant
+from exports.sources.registry import reader_distributions
 from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
@@ -76,22 +77,18 @@ WORKER: Final = FunctionSpec(
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
     # task ids are only recognised here, never made, so no python-ulid.
-    # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
-    # builds the same registry without importing it. ISA-L deflates XLSX entries, zlib-ng csv.gz;
-    # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
-    # writes Parquet, imported on that path only (its size: docs/performance.md, "Package sizes");
-    # the ADBC PostgreSQL driver reads a PostgreSQL source's Parquet export into Arrow, imported
-    # on that path only; PyMySQL (pure Python, one wheel for arm64) reads declared MySQL sources,
-    # imported on a MySQL query only.
+    # The registered source kinds' drivers (reader_distributions: each kind names its own); the
+    # API builds the same registry without importing them. ISA-L deflates XLSX entries, zlib-ng
+    # csv.gz; orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only);
+    # pyarrow writes Parquet, imported on that path only (its size: docs/performance.md,
+    # "Package sizes").
     distributions=(
         *_BASE,
         _RETRIES,
         _PATTERNS,
         "openpyxl",
         "lxml",
-        "psycopg",
-        "adbc-driver-postgresql",
-        "PyMySQL",
+        *reader_distributions(),
         "zlib-ng",
         "isal",
         "orjson",

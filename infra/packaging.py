@@ -54,7 +54,7 @@ PIP_PLATFORMS: Final = (PIP_PLATFORM, "manylinux_2_28_aarch64")
 # (tests/packaged) builds and runs the packages here, where arm64 code cannot run.
 X86_64_PLATFORMS: Final = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 WHEEL_CACHE_ENV: Final = "EXPORTS_LAMBDA_WHEEL_CACHE"
-# The AWS services the functions' code calls (exports/adapters/*: also RDS IAM auth tokens and RDS
+# The AWS services the functions' code calls (the adapters: also RDS IAM auth tokens and RDS
 # secrets of declared PostgreSQL sources, the callback's secret). botocore
 # ships ~445 service models (23 MB of a 45 MB package); a package keeps only these, which makes
 # its zip 62% smaller (docs/performance.md, "Package sizes"). A test scans the code for every

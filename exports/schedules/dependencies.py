@@ -1,4 +1,4 @@
-"""The ports the schedule services work with (built by exports/composition.py)."""
+"""The ports the schedule services work with (built by exports/schedules/composition.py)."""
 
 from __future__ import annotations
 

@@ -119,6 +119,9 @@ class SourceKind(ABC):
     reserved_names: ClassVar[Mapping[str, str]] = MappingProxyType({})
     #: The source keys of which a deployment's override replaces all (one way to connect).
     connection_keys: ClassVar[frozenset[str]] = frozenset()
+    #: The distributions (as pyproject names them) its readers import: the worker's package
+    #: carries every registered kind's (infra/functions.py), no other function's does.
+    distributions: ClassVar[tuple[str, ...]] = ()
 
     @property
     def name(self) -> str:

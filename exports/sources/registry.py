@@ -38,3 +38,9 @@ def source_kind(source: SourceDecl) -> SourceKind:
 def type_kind(declared: TypeDecl) -> SourceKind | None:
     """The kind whose key the type declares (None: a plugin type)."""
     return next((kind for kind in kinds() if kind.reads(declared) is not None), None)
+
+
+def reader_distributions() -> tuple[str, ...]:
+    """What the registered kinds' readers import, each once, in registration order: the
+    worker's package is built from this, so a new kind's driver ships without a list to edit."""
+    return tuple(dict.fromkeys(name for kind in kinds() for name in kind.distributions))

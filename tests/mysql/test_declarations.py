@@ -17,7 +17,7 @@ from exports.export_types.loader import DeclarationError, load_declarations
 from exports.sources.mysql.connections import connection_settings
 from exports.sources.mysql.kind import MySqlKind
 from exports.sources.mysql.model import MySqlSource
-from exports.sources.postgres.connections import SourceNotConfigured
+from exports.sources.sql.connections import SourceNotConfigured
 from tests.mysql.conftest import DEMO_DECLARATION, declared_types
 
 SOURCE = '[sources.db]\nkind = "mysql"\nurl_env = "DB_URL"\n'

@@ -578,7 +578,8 @@ def test_the_deployment_can_give_a_source_its_connection(tmp_path: Path) -> None
 
 
 def test_connections_from_a_secret_or_iam_verify_tls_by_default(tmp_path: Path) -> None:
-    from exports.sources.postgres.connections import SourceNotConfigured, connection_settings
+    from exports.sources.postgres.connections import connection_settings
+    from exports.sources.sql.connections import SourceNotConfigured
 
     secret = {"host": "db.example.internal", "port": 6432, "dbname": "shop", "username": "exporter", "password": "pw"}
     source = PostgresSource(kind="postgresql", secret_arn="arn:aws:secretsmanager:eu-west-1:1:secret:x")
@@ -629,7 +630,7 @@ def test_building_the_registry_does_not_import_psycopg() -> None:
         "PATH": "/usr/bin:/bin",
     }
     script = (
-        "import sys\nfrom exports.composition import build_registry\n"
+        "import sys\nfrom exports.export_types.composition import build_registry\n"
         "from exports.core.config.settings import RegistrySettings\n"
         "import os\nnames = [t.name for t in build_registry(RegistrySettings.from_env(os.environ))]\n"
         "print(names, 'psycopg' in sys.modules)"

@@ -203,7 +203,7 @@ def test_an_arrow_read_imports_neither_adbcs_db_api_nor_polars(scratch: str) -> 
         "import sys\n"
         "from exports.sources.postgres.arrow import PostgresArrowReader\n"
         "from exports.core.export_type import Column, ColumnKind, Unbounded\n"
-        "from exports.ports import SqlRead\n"
+        "from exports.sources.sql.ports import SqlRead\n"
         f"reader = PostgresArrowReader('db', lambda: {{'conninfo': {scratch!r}}})\n"
         "read = SqlRead('SELECT 1 AS one', {})\n"
         "batches = reader.record_batches(read, [Column('one', 'one', ColumnKind.INTEGER)], Unbounded())\n"

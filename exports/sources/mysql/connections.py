@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from exports.core.errors import ExportFailed, SourceCode
 from exports.sources.mysql.model import MYSQL_PORT, MySqlIamAuth, MySqlSource, SslMode
-from exports.sources.postgres.connections import SecretReader, SourceNotConfigured, runtime_ca_bundle
+from exports.sources.sql.connections import SecretReader, SourceNotConfigured, runtime_ca_bundle
 from exports.sources.sql.ports import ConnectionSettings
 
 if TYPE_CHECKING:

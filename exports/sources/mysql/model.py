@@ -7,7 +7,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from exports.declared.model import EnvName, SourceDecl, SourceHead, StrictModel, TypeDecl
+from exports.declared.model import EnvName, SourceDecl, SourceHead, StrictModel
 
 # The key of a MySQL type that holds its query.
 TYPE_KEY: Final = "mysql_query"
@@ -65,11 +65,3 @@ class MySqlSource(SourceDecl, MySqlConnection):
     """A MySQL-compatible database (RDS MySQL, Aurora MySQL, MariaDB, or any server the workers reach)."""
 
     kind: Literal["mysql"]
-
-
-def declared_query(declared: TypeDecl) -> str:
-    """The MySQL type's ``mysql_query`` (the registry hands the kind only its types)."""
-    query = getattr(declared, TYPE_KEY, None)
-    if not isinstance(query, str):
-        raise TypeError("not a MySQL type")
-    return query

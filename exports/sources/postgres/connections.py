@@ -8,43 +8,27 @@ declaration (``sslrootcert = "certs/rds-global-bundle.pem"``, relative to the de
 
 ``system`` is resolved here, not by libpq (:func:`trust_runtime_roots`): libpq takes it to mean
 its OpenSSL's default store, and psycopg-binary bundles an OpenSSL whose default store
-(``/usr/lib/psycopg-openssl``) exists neither on Lambda nor on most hosts, so it trusted nothing.
-"""
+(``/usr/lib/psycopg-openssl``) exists neither on Lambda nor on most hosts, so it trusted nothing."""
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from exports.core.errors import ExportFailed, ExportsError, SourceCode
+from exports.core.errors import ExportFailed, SourceCode
 from exports.sources.postgres.model import IamAuth, PostgresSource, SslMode
+from exports.sources.sql.connections import SecretReader, SourceNotConfigured, runtime_ca_bundle
 from exports.sources.sql.ports import ConnectionSettings
 
 if TYPE_CHECKING:
     from exports.core.aws.clients import ClientFactory
 
-SecretReader = Callable[[str], Mapping[str, Any]]
-TokenMaker = Callable[[IamAuth], str]
 
+TokenMaker = Callable[[IamAuth], str]
 
 # libpq's value of sslrootcert for "the SSL library's trust store".
 SYSTEM_ROOTS: Final = "system"
-
-
-class SourceNotConfigured(ExportsError):
-    """A source's connection cannot be built (its environment variable is not set)."""
-
-    code = "SOURCE_NOT_CONFIGURED"
-
-
-def runtime_ca_bundle() -> str | None:
-    """The CA bundle of the runtime's own OpenSSL, the one the interpreter's ``ssl`` module is
-    linked against: ``SSL_CERT_FILE`` if set, else the OS's bundle (``/etc/pki/tls/cert.pem``
-    on Lambda's Amazon Linux 2023, kept current with the runtime and holding the Amazon roots
-    RDS Proxy chains to). None when there is no such file."""
-    return ssl.get_default_verify_paths().cafile
 
 
 def trust_runtime_roots(source: str, keywords: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,25 +106,6 @@ def _tls(source: PostgresSource, base_dir: Path) -> dict[str, str]:
     if root is not None:
         settings["sslrootcert"] = root if root == SYSTEM_ROOTS else str((base_dir / root).resolve())
     return settings
-
-
-def secrets_manager_reader(client_factory: ClientFactory) -> SecretReader:
-    """Read an RDS-shaped JSON secret, cached for five minutes (rotations are picked up)."""
-    providers: list[Any] = []  # one provider (and its cache) per reader, made on first use
-
-    def read(arn: str) -> Mapping[str, Any]:
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
-        # The client goes to the provider: get_secret() would pass it on to GetSecretValue as a
-        # parameter, which botocore refuses.
-        if not providers:
-            providers.append(SecretsProvider(boto3_client=client_factory("secretsmanager")))
-        value = providers[0].get(arn, transform="json", max_age=300)
-        if not isinstance(value, Mapping):
-            raise SourceNotConfigured(f"secret {arn} does not hold a JSON object")
-        return value
-
-    return read
 
 
 def rds_token_maker(client_factory: ClientFactory) -> TokenMaker:

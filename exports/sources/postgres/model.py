@@ -7,7 +7,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from exports.declared.model import EnvName, SourceDecl, SourceHead, StrictModel, TypeDecl
+from exports.declared.model import EnvName, SourceDecl, SourceHead, StrictModel
 
 # The key of a SQL type that holds its query.
 TYPE_KEY: Final = "query"
@@ -65,11 +65,3 @@ class PostgresSource(SourceDecl, PostgresConnection):
     """A PostgreSQL database (RDS, Aurora, or any server the workers can reach)."""
 
     kind: Literal["postgresql"]
-
-
-def declared_query(declared: TypeDecl) -> str:
-    """The SQL type's ``query`` (the registry hands the kind only its types)."""
-    query = getattr(declared, TYPE_KEY, None)
-    if not isinstance(query, str):
-        raise TypeError("not a SQL type")
-    return query
