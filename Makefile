@@ -16,7 +16,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console pdf-tools
+.PHONY: run test check typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console pdf-tools
 
 # uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
 $(UV):
@@ -113,9 +113,17 @@ redrive: $(STAMP)
 load: $(STAMP)
 	$(BIN)/python -m scripts.load $(ARGS)
 
+## lint: ruff, and the import contracts of exports/ ([tool.importlinter] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
+
+## check: the fast loop before a commit (.pre-commit-config.yaml runs it): lint, mypy and the unit
+## tests (no process started, no network), in under a minute
+check: lint
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n 2 tests/unit
 
 ## typecheck: mypy over the service, local mode, the CDK app and the client ([tool.mypy] in pyproject.toml)
 typecheck: $(STAMP)

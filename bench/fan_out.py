@@ -10,7 +10,7 @@ back. The time runs from the partitions' start (their processes already forked) 
 the CPU seconds of every process are shown next to it (on a shared machine the wall time also
 shows others' load). The CSV's sha256 is the same for every partition count (the file is the
 same, byte for byte); csv.gz and XLSX are checked by length only here
-(tests/unit/test_partitioned.py checks their contents).
+(tests/processes/test_partitioned.py checks their contents).
 
 On this machine's 2 cores the best a ratio can be is 0.5 at 2 partitions, and 4 partitions
 share the same 2 cores (the ratio shows the overhead of more, smaller partitions); on Lambda

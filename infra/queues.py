@@ -13,7 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from exports.core.config.queues import LANES, Lane, Queue
-from exports.core.config.retry import DELIVERY_RETRY
+from exports.core.config.retry import MESSAGE_RETRY
 
 
 def lane_id(lane: Lane) -> str:
@@ -42,7 +42,7 @@ class LaneQueues(Construct):
             visibility_timeout=Duration.seconds(Queue.VISIBILITY_TIMEOUT_SEC),
             retention_period=Duration.seconds(Queue.RETENTION_SEC),
             receive_message_wait_time=Duration.seconds(Queue.LONG_POLL_SEC),
-            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=DELIVERY_RETRY.attempts, queue=self.dead_letters),
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=MESSAGE_RETRY.attempts, queue=self.dead_letters),
         )
 
 

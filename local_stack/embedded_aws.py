@@ -30,7 +30,7 @@ from exports.core.config.fan_out import FanOut
 from exports.core.config.names import Names
 from exports.core.config.push import Push
 from exports.core.config.queues import LANES, Queue
-from exports.core.config.retry import DELIVERY_RETRY
+from exports.core.config.retry import MESSAGE_RETRY
 from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from exports.core.config.worker import Worker
 from exports.core.workflows import fan_out_definition, lifecycle_definition
@@ -287,7 +287,7 @@ def create_resources(
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_urls[lane.name], AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(DELIVERY_RETRY.attempts)}
+        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MESSAGE_RETRY.attempts)}
         queue_urls[lane.name] = sqs.create_queue(
             QueueName=lane.queue_name,
             Attributes={

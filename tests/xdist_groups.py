@@ -1,6 +1,6 @@
 """How ``make test`` groups tests for pytest-xdist's ``--dist loadgroup`` (tests/conftest.py).
 
-No import of the suite's fixtures here: tests/unit/test_test_groups.py runs these rules on a
+No import of the suite's fixtures here: tests/processes/test_test_groups.py runs these rules on a
 synthetic suite in a few processes of their own."""
 
 from collections.abc import Iterable
@@ -39,6 +39,7 @@ SUITES_BY_LENGTH = (
     "security",
     "contract",
     "client",
+    "processes",
     "unit",
 )
 

@@ -1,4 +1,6 @@
-"""TODO"""
+"""What the API and schedule functions' submit path works with (admission, queues, estimates, the
+lifecycle workflow, the audit trail), gathered once per function instance by
+:mod:`exports.api.composition`."""
 
 from __future__ import annotations
 

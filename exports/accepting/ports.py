@@ -1,4 +1,4 @@
-"""What admission reads and writes: hot-key buckets, measured throughput, capacity pools."""
+"""What admission reads and writes besides the task records: hot-key buckets and measured throughput."""
 
 from __future__ import annotations
 

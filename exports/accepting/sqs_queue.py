@@ -13,7 +13,7 @@ from exports.core.aws.errors import translated
 from exports.core.config.limits import Admission
 from exports.core.config.queues import Queue, lane_for
 from exports.core.errors import ExportsError
-from exports.core.ports import Delivery, TaskMessage
+from exports.core.ports import Receipt, TaskMessage
 
 if TYPE_CHECKING:
     from types_boto3_sqs import SQSClient
@@ -36,7 +36,7 @@ def decode_message(body: str) -> TaskMessage:
         task_id=data["task_id"],
         export_type=str(data.get("export_type", "")),
         priority=int(data.get("priority", 5)),
-        redeliveries=int(data.get("redeliveries", 0)),
+        requeues=int(data.get("requeues", 0)),
     )
 
 
@@ -67,16 +67,16 @@ class SqsTaskQueue:
             # within the cache period sees each other.
             self._depths[lane] += 1
 
-    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
-        """Shorten the failed delivery's visibility timeout to ``delay_sec``."""
-        queue_name = delivery.queue_arn.rsplit(":", 1)[-1]
+    def retry_later(self, receipt: Receipt, delay_sec: int) -> None:
+        """Shorten the failed receipt's visibility timeout to ``delay_sec``."""
+        queue_name = receipt.queue_arn.rsplit(":", 1)[-1]
         url = next((url for url in self._urls.values() if url.rsplit("/", 1)[-1] == queue_name), None)
         if url is None:
-            raise ExportsError(f"not one of the task queues: {delivery.queue_arn}")
+            raise ExportsError(f"not one of the task queues: {receipt.queue_arn}")
         with translated("delay redelivery"):
             self._client.change_message_visibility(
                 QueueUrl=url,
-                ReceiptHandle=delivery.receipt_handle,
+                ReceiptHandle=receipt.receipt_handle,
                 VisibilityTimeout=max(0, min(delay_sec, Queue.VISIBILITY_TIMEOUT_SEC)),
             )
 

@@ -55,7 +55,7 @@ MESSAGES: Final[Mapping[str, str]] = {
     "DEADLINE_PASSED": f"the export did not finish in its time; {_NARROW} and try again (reference {{reference}})",
     "DEADLINE_UNREACHABLE": "the export could no longer start in time to finish within its timeout_sec; submit "
     "it again, with a longer timeout_sec if it keeps happening (reference {reference})",
-    "DELIVERY_FAILED": f"the export could not be run; {_TOLD} (reference {{reference}})",
+    "PROCESSING_FAILED": f"the export could not be run; {_TOLD} (reference {{reference}})",
     "FAN_OUT_FAILED": f"the export could not be completed; {_TOLD} (reference {{reference}})",
     "ENQUEUE_FAILED": "the export could not be started; submit it again shortly (reference {reference})",
     "SCHEDULE_FAILED": "the export could not be started; submit it again shortly (reference {reference})",

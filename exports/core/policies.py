@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
-from exports.core.config.retry import DELIVERY_RETRY, TASK_RETRY
+from exports.core.config.retry import MESSAGE_RETRY, TASK_RETRY
 from exports.core.task import Task
 
 
@@ -23,9 +23,9 @@ def has_retries_left(task: Task) -> bool:
     return task.retry_count < task.max_retries
 
 
-def is_last_delivery(receive_count: int) -> bool:
-    """Whether SQS moves a message to its DLQ if this delivery of it fails too."""
-    return receive_count >= DELIVERY_RETRY.attempts
+def is_last_receipt(receive_count: int) -> bool:
+    """Whether SQS moves a message to its DLQ if this receipt of it fails too."""
+    return receive_count >= MESSAGE_RETRY.attempts
 
 
 def retry_delay_sec(retry_count: int, random: Callable[[], float]) -> int:

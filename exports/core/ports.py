@@ -1,4 +1,5 @@
-"""What every stage of a task's life reads and writes through: the task records, the queue, the result store, lifecycle events and business metrics."""
+"""What every stage of a task's life reads and writes through: the task records, the queue, the
+result store, the lifecycle workflow, the capacity pools, lifecycle events and business metrics."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class TaskPage:
 
 
 @dataclass(frozen=True)
-class Delivery:
+class Receipt:
     """One receipt of a queue message: where from, and how often it has been received."""
 
     queue_arn: str
@@ -43,7 +44,7 @@ class TaskMessage:
     export_type: str
     priority: int
     # How often a transient fault before the claim sent the message back (its backoff grows).
-    redeliveries: int = 0
+    requeues: int = 0
 
 
 class TaskRepository(Protocol):
@@ -84,7 +85,7 @@ class TaskRepository(Protocol):
         its status and attempt; :class:`ConditionFailed` otherwise."""
 
     def record_callbacks(self, task: Task) -> None:
-        """Write ``task``'s callback delivery states if the stored task still has its status and
+        """Write ``task``'s callback receipt states if the stored task still has its status and
         attempt; :class:`ConditionFailed` otherwise."""
 
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
@@ -106,8 +107,8 @@ class TaskQueue(Protocol):
     def depths(self) -> dict[str, int]:
         """Approximate waiting messages per lane (may be a few seconds old)."""
 
-    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
-        """Let the failed ``delivery`` come back after ``delay_sec`` rather than the queue's
+    def retry_later(self, receipt: Receipt, delay_sec: int) -> None:
+        """Let the failed ``receipt`` come back after ``delay_sec`` rather than the queue's
         visibility timeout."""
 
 

@@ -6,8 +6,8 @@ resumes every new execution environment from that snapshot. What init made is th
 every environment: the state of :mod:`random` (each would draw the same numbers: the jitter of
 retries, Powertools' log sampling) and anything unique or bound to a connection made at init.
 
-What our handlers make at import, checked (tests/unit/test_handler_imports.py,
-tests/unit/test_snapstart.py): no id, token or ticket (task ids are ULIDs made per request from
+What our handlers make at import, checked (tests/processes/test_handler_imports.py,
+tests/processes/test_snapstart.py): no id, token or ticket (task ids are ULIDs made per request from
 ``os.urandom``; tickets from :mod:`secrets`), no AWS client, Session or connection (the clients
 come from :data:`exports.core.aws.clients.aws_client` at the first invocation; AWS documents boto3
 clients made at init as safe to snapshot, they reconnect, and we make none there anyway), no

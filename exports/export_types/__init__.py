@@ -1,1 +1,2 @@
-"""Export types: what can be exported, how it is filtered, and where its rows come from."""
+"""Export types: the registry of what this deployment can export, and how it is built from the
+declaration file (loader, file model, builder) over the registered source kinds."""

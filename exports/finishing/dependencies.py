@@ -1,4 +1,5 @@
-"""What the callback and lifecycle functions' services work with, gathered once per function instance by :mod:`exports.finishing.composition`."""
+"""What the callback and lifecycle functions' services work with, gathered once per function
+instance by :mod:`exports.finishing.composition`."""
 
 from __future__ import annotations
 

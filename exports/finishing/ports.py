@@ -1,4 +1,4 @@
-"""What finishing a task talks to: the lifecycle workflow that owns its deadline, and the webhook sender."""
+"""What finishing a task talks to: the webhook sender (the lifecycle workflow's port is the core's)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What the worker's services work with, gathered once per function instance by :mod:`exports.running.composition`."""
+"""What the worker's services work with, gathered once per function instance by
+:mod:`exports.running.composition`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The deliveries of task messages (the worker function runs one per SQS record): claim the
+"""The worker's handling of a task message (one per SQS record): claim the
 task, stream its rows into a file on S3, end it.
 
 :func:`process_task` claims the task named by a message (or defers it, skips a duplicate, times
@@ -29,8 +29,8 @@ from exports.core.errors import (
     SourceQueryTimeout,
     TaskNotFound,
 )
-from exports.core.policies import is_last_delivery, retry_delay_sec
-from exports.core.ports import Delivery, RemainingMs, TaskMessage
+from exports.core.policies import is_last_receipt, retry_delay_sec
+from exports.core.ports import Receipt, RemainingMs, TaskMessage
 from exports.core.task import Task, claim, fail
 from exports.core.task_writes import end_task, move_task
 from exports.running.dependencies import WorkerDependencies
@@ -70,35 +70,35 @@ _DETAIL_CHARS = 300
 INVALID_FILTERS = "INVALID_FILTERS"
 
 
-DELIVERY_FAILED = "DELIVERY_FAILED"
+PROCESSING_FAILED = "PROCESSING_FAILED"
 
 
-def process_delivery(
-    message: TaskMessage, delivery: Delivery, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
+def process_message(
+    message: TaskMessage, receipt: Receipt, deps: WorkerDependencies, remaining_ms: RemainingMs | None = None
 ) -> Outcome:
-    """:func:`process_task` for one ``delivery`` of ``message``; errors go back to SQS.
+    """:func:`process_task` for one ``receipt`` of ``message``; errors go back to SQS.
 
-    A failed delivery comes back after a short backoff, not the queue's visibility timeout (90
+    A failed receipt comes back after a short backoff, not the queue's visibility timeout (90
     minutes, past any deadline), so a message that keeps failing reaches the DLQ within minutes.
-    When the last delivery before the DLQ fails too, the task (if there is one) ends FAILED with
-    ``DELIVERY_FAILED`` first: nothing else would end it before its deadline, and its quota slot
+    When the last receipt before the DLQ fails too, the task (if there is one) ends FAILED with
+    ``PROCESSING_FAILED`` first: nothing else would end it before its deadline, and its quota slot
     would stay taken until then.
     """
     try:
         return process_task(message, deps, remaining_ms)
     except Exception as error:
-        if is_last_delivery(delivery.receive_count):
+        if is_last_receipt(receipt.receive_count):
             _fail_dead_lettered(message.task_id, error, deps)
         else:
-            _back_off(delivery, deps)
+            _back_off(receipt, deps)
         raise
 
 
-def _back_off(delivery: Delivery, deps: WorkerDependencies) -> None:
+def _back_off(receipt: Receipt, deps: WorkerDependencies) -> None:
     try:
-        deps.queue.redeliver_after(delivery, retry_delay_sec(delivery.receive_count - 1, deps.random))
+        deps.queue.retry_later(receipt, retry_delay_sec(receipt.receive_count - 1, deps.random))
     except ExportsError:
-        logger.warning("could not shorten the failed delivery's visibility timeout", exc_info=True)
+        logger.warning("could not shorten the failed receipt's visibility timeout", exc_info=True)
 
 
 def _fail_dead_lettered(task_id: str, error: Exception, deps: WorkerDependencies) -> None:
@@ -106,15 +106,15 @@ def _fail_dead_lettered(task_id: str, error: Exception, deps: WorkerDependencies
         task = deps.tasks.get(task_id)
         if task is None or task.is_terminal:
             return
-        message = message_for(task, DELIVERY_FAILED, deps)
-        end_task(task, fail(task, DELIVERY_FAILED, message, deps.clock(), deps.settings.retention), deps)
+        message = message_for(task, PROCESSING_FAILED, deps)
+        end_task(task, fail(task, PROCESSING_FAILED, message, deps.clock(), deps.settings.retention), deps)
     except ExportsError:
         logger.exception("could not fail a task whose message goes to the dead-letter queue")
         return
-    count_failure(task, DELIVERY_FAILED, deps)
+    count_failure(task, PROCESSING_FAILED, deps)
     logger.error(
         "task failed: its message goes to the dead-letter queue",
-        extra={"error_code": DELIVERY_FAILED, "detail": type(error).__name__, "task_id": task_id},
+        extra={"error_code": PROCESSING_FAILED, "detail": type(error).__name__, "task_id": task_id},
     )
 
 
@@ -123,13 +123,13 @@ def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: R
     ``remaining_ms``: the invocation's time left (a long export hands over before it runs out;
     None: unbounded).
 
-    Raises only for deliveries SQS should retry: unknown tasks (they end in the DLQ), and
+    Raises only for receipts SQS should retry: unknown tasks (they end in the DLQ), and
     transient faults when even sending the message again fails.
     """
     try:
         claimed = _claim(message, deps)
     except RetryableError as error:
-        return _redeliver(message, error, deps)
+        return _requeue(message, error, deps)
     if isinstance(claimed, Outcome):
         return claimed
     task, lease = claimed
@@ -145,14 +145,14 @@ def process_task(message: TaskMessage, deps: WorkerDependencies, remaining_ms: R
 
 def _claim(message: TaskMessage, deps: WorkerDependencies) -> tuple[Task, SlotLease | None] | Outcome:
     """The task, claimed for this worker, with the slot of its source it holds; or what became
-    of the delivery instead."""
+    of the receipt instead."""
     task = deps.tasks.get(message.task_id)
     if task is None:
         raise TaskNotFound(message.task_id)
     now = deps.clock()
     if not task.is_claimable(now):
         deps.metrics.add(Metric.DUPLICATE_DELIVERY)
-        logger.info("task not claimable, delivery acknowledged", extra={"status": task.status.value})
+        logger.info("task not claimable, receipt acknowledged", extra={"status": task.status.value})
         return Outcome.SKIPPED
     if now >= task.deadline:
         return end_timed_out(task, deps)
@@ -226,13 +226,13 @@ def _release(lease: SlotLease, deps: WorkerDependencies) -> None:
         logger.warning("could not release a source slot", extra={"source": lease.source}, exc_info=True)
 
 
-def _redeliver(message: TaskMessage, error: RetryableError, deps: WorkerDependencies) -> Outcome:
+def _requeue(message: TaskMessage, error: RetryableError, deps: WorkerDependencies) -> Outcome:
     """A transient fault before the task was claimed: send the message again, soon, with backoff,
     and acknowledge this one. Failed back to SQS it would count towards the DLQ, which is for
     messages that cannot be handled, not for a dependency's bad minutes. The deadline still bounds
     the task."""
-    delay = retry_delay_sec(message.redeliveries, deps.random)
-    deps.queue.send(replace(message, redeliveries=message.redeliveries + 1), delay_sec=delay)
+    delay = retry_delay_sec(message.requeues, deps.random)
+    deps.queue.send(replace(message, requeues=message.requeues + 1), delay_sec=delay)
     deps.metrics.add(Metric.REDELIVERED)
     logger.warning("transient fault before the claim; message sent again", extra={"error_code": error.code})
     return Outcome.REDELIVERED

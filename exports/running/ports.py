@@ -1,4 +1,5 @@
-"""What a run talks to besides the task records: the fan-out workflow, and a source's slots of concurrent exports."""
+"""What a run talks to besides the task records: the fan-out workflow, and a source's slots of
+concurrent exports."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
     processor passes ``lambda_context`` (by this name): long exports hand over to a new
     invocation before this one runs out of time."""
     from exports.accepting.sqs_queue import decode_message
-    from exports.core.ports import Delivery
-    from exports.running.messages import process_delivery
+    from exports.core.ports import Receipt
+    from exports.running.messages import process_message
 
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
@@ -52,12 +52,12 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
         task_id=message.task_id,
         receive_count=record.attributes.approximate_receive_count,
     )
-    delivery = Delivery(
+    receipt = Receipt(
         queue_arn=record.event_source_arn,
         receipt_handle=record.receipt_handle,
         receive_count=int(record.attributes.approximate_receive_count),
     )
-    outcome = process_delivery(message, delivery, dependencies(), lambda_context.get_remaining_time_in_millis)
+    outcome = process_message(message, receipt, dependencies(), lambda_context.get_remaining_time_in_millis)
     logger.info("task message processed", extra={"outcome": outcome.value})
     return outcome.value
 

@@ -34,8 +34,8 @@ from exports.core.config.queues import LANES
 from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.core.ports import (
     CapacityPools,
-    Delivery,
     Lifecycle,
+    Receipt,
     Reservation,
     ResultStore,
     TaskMessage,
@@ -356,8 +356,8 @@ class Queue:
     """A TaskQueue implementation and what a worker's poll does to one of its lanes."""
 
     queue: TaskQueue
-    # Take one waiting message of the lane, as a worker's poll does: its delivery.
-    receive: Callable[[str], Delivery]
+    # Take one waiting message of the lane, as a worker's poll does: its receipt.
+    receive: Callable[[str], Receipt]
 
 
 @pytest.fixture(params=["fake", "sqs"])
@@ -368,11 +368,11 @@ def queue(request: pytest.FixtureRequest) -> Queue:
     resources = request.getfixturevalue("moto")
     sqs = boto3.client("sqs", region_name=REGION)
 
-    def receive(lane: str) -> Delivery:
+    def receive(lane: str) -> Receipt:
         url = resources.queue_urls[lane]
         (received,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        return Delivery(queue_arn=arn, receipt_handle=received["ReceiptHandle"], receive_count=1)
+        return Receipt(queue_arn=arn, receipt_handle=received["ReceiptHandle"], receive_count=1)
 
     # No depth cache: every reading is the queue's.
     return Queue(SqsTaskQueue(sqs, resources.queue_urls, cache_sec=0), receive)
@@ -406,17 +406,17 @@ def test_a_failed_delivery_comes_back_after_the_delay_it_is_given(queue: Queue) 
     queue.queue.send(message(1, priority=5))
     queue.queue.send(message(2, priority=5))
     later, now = queue.receive("normal"), queue.receive("normal")
-    queue.queue.redeliver_after(later, 60)
-    queue.queue.redeliver_after(now, 0)
+    queue.queue.retry_later(later, 60)
+    queue.queue.retry_later(now, 0)
     assert queue.queue.depths()["normal"] == 1
 
 
 def test_a_redelivery_must_name_one_of_the_task_queues(queue: Queue) -> None:
     queue.queue.send(message(1, priority=5))
-    delivery = queue.receive("normal")
-    elsewhere = dataclasses.replace(delivery, queue_arn=delivery.queue_arn.rsplit(":", 1)[0] + ":elsewhere")
+    receipt = queue.receive("normal")
+    elsewhere = dataclasses.replace(receipt, queue_arn=receipt.queue_arn.rsplit(":", 1)[0] + ":elsewhere")
     with pytest.raises(ExportsError):
-        queue.queue.redeliver_after(elsewhere, 10)
+        queue.queue.retry_later(elsewhere, 10)
 
 
 # HotKeyLimiter ----------------------------------------------------------------------------------

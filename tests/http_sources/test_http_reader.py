@@ -21,8 +21,8 @@ from moto import mock_aws
 from exports.core.config.retry import Backoff
 from exports.core.errors import ExportFailed, RetryableError, SourceCode
 from exports.core.export_type import Unbounded
+from exports.sources.errors import SourceUnavailable
 from exports.sources.http.reader import HttpJsonReader, origins, secret_header, sigv4_signer
-from exports.sources.postgres.errors import SourceUnavailable
 from tests.http_sources.conftest import Answer, Asked, Service
 
 QUICK = Backoff(retries=2, base_sec=0.5, factor=2)

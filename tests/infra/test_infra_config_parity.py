@@ -11,7 +11,7 @@ from exports.core.config.limits import Admission, Capacity, HotKey, Limits
 from exports.core.config.push import Push
 from exports.core.config.queues import LANES, Queue
 from exports.core.config.results import Results
-from exports.core.config.retry import DELIVERY_RETRY, HOT_KEY_DEFERRAL, TASK_RETRY
+from exports.core.config.retry import HOT_KEY_DEFERRAL, MESSAGE_RETRY, TASK_RETRY
 from exports.core.config.tables import CustomersTable, OrdersTable, TaskTable
 from exports.core.config.worker import Worker, XlsxLimits
 from exports.running.writers import xlsx_limits
@@ -28,7 +28,7 @@ def test_every_lanes_queue_redrive_and_timing_equal_the_config(dev):
     assert len(dev.stack.queues.lanes) == len(LANES)
     for lane in dev.stack.queues.lanes:
         queue = dev.props(lane.queue)
-        assert queue["RedrivePolicy"]["maxReceiveCount"] == DELIVERY_RETRY.attempts
+        assert queue["RedrivePolicy"]["maxReceiveCount"] == MESSAGE_RETRY.attempts
         assert queue["VisibilityTimeout"] == Queue.VISIBILITY_TIMEOUT_SEC
         assert queue["MessageRetentionPeriod"] == Queue.RETENTION_SEC
         assert queue["ReceiveMessageWaitTimeSeconds"] == Queue.LONG_POLL_SEC

@@ -12,9 +12,9 @@ import pytest
 from exports.core.config.retry import (
     AUDIT_BATCH_RETRY,
     CALLBACK_RETRY,
-    DELIVERY_RETRY,
     LAMBDA_SERVICE_RETRY,
     LIFECYCLE_THROTTLE_RETRY,
+    MESSAGE_RETRY,
     PARTITION_SOURCE_BUSY_WAIT_SEC,
     PARTITION_WRITE_RETRY,
     PUSH_BATCH_RETRY,
@@ -102,7 +102,7 @@ def test_every_redrive_and_lambda_retry_in_the_template_is_a_named_policy(assemb
             if resource["Type"] == "AWS::Lambda::EventInvokeConfig"
         }
 
-        assert redrives == {DELIVERY_RETRY.attempts}
+        assert redrives == {MESSAGE_RETRY.attempts}
         assert stream_retries == {
             (PUSH_BATCH_RETRY.retries, PUSH_BATCH_RETRY.max_age_sec),
             (AUDIT_BATCH_RETRY.retries, AUDIT_BATCH_RETRY.max_age_sec),

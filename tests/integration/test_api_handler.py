@@ -63,7 +63,7 @@ def test_submit_answers_202_stores_pending_and_queues_a_small_message(aws: Resou
     messages = queued(aws)
     assert len(messages) == 1
     message = json.loads(messages[0]["Body"])
-    expected = {"task_id": body["task_id"], "export_type": "orders", "priority": 5, "redeliveries": 0}
+    expected = {"task_id": body["task_id"], "export_type": "orders", "priority": 5, "requeues": 0}
     assert message == expected
     assert "filters" not in messages[0]["Body"]
 

@@ -23,7 +23,7 @@ from exports.core.errors import RetryableError
 from exports.core.export_type import Column, ColumnKind, ExportType, Row, ignore_progress
 from exports.core.status import TaskStatus
 from exports.export_types.registry import ExportTypeRegistry
-from exports.running import messages as deliveries
+from exports.running import messages as receipts
 from exports.running.endings import Outcome
 from exports.running.messages import process_task
 from functions.submit.handler import lambda_handler as api_handler
@@ -400,12 +400,12 @@ def test_the_handler_hands_the_invocations_remaining_time_to_each_delivery(
 ) -> None:
     seen: list[int] = []
 
-    def process_delivery(message, delivery, deps, remaining_ms):
+    def process_message(message, receipt, deps, remaining_ms):
         seen.append(remaining_ms())
         return Outcome.SKIPPED
 
     # The handler imports it where it uses it (at each record), so the service module's is replaced.
-    monkeypatch.setattr(deliveries, "process_delivery", process_delivery)
+    monkeypatch.setattr(receipts, "process_message", process_message)
     submit(orders_request())
     run_worker(orders, receive(orders))
     assert seen == [FakeContext.get_remaining_time_in_millis()]

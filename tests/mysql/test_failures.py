@@ -13,10 +13,10 @@ from typing import Any, cast
 import pytest
 
 from exports.core.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
+from exports.sources.errors import SourceUnavailable
 from exports.sources.mysql.connections import connection_settings
 from exports.sources.mysql.model import MySqlSource
 from exports.sources.mysql.reader import MySqlReader
-from exports.sources.postgres.errors import SourceUnavailable
 from exports.sources.sql.ports import Batch, SqlRead
 from local_stack.embedded_mariadb import EmbeddedMariaDB, free_port
 from tests.mysql.conftest import run_as_root

@@ -23,7 +23,7 @@ import python_calamine
 from exports.core.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.core.export_type import ExportType, Row, Unbounded
 from exports.running.writers import csv_writer, xlsx_engine
-from exports.sources.postgres.errors import SourceUnavailable
+from exports.sources.errors import SourceUnavailable
 from exports.sources.postgres.reader import PostgresReader
 from exports.sources.postgres.session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
 from exports.sources.sql.ports import SqlRead

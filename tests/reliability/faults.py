@@ -177,7 +177,7 @@ def throttle(service: str, operation: str, params: dict[str, Any]) -> None:
 
 
 @dataclass
-class Delivery:
+class Receipt:
     """What became of one invocation of the worker."""
 
     messages: list[MessageTypeDef]
@@ -208,23 +208,23 @@ class Lanes:
             MessageAttributeNames=["All"],
         ).get("Messages", [])
 
-    def invoke(self, lane: str, messages: list[MessageTypeDef]) -> Delivery:
+    def invoke(self, lane: str, messages: list[MessageTypeDef]) -> Receipt:
         """Run the worker function on ``messages`` as the SQS event source would."""
         event = to_sqs_event(messages, self.arns[lane], REGION)
         try:
             result = worker.lambda_handler(event, FakeContext())
         except BatchProcessingError:
             # Every record failed: Lambda reports the invocation as failed, SQS redelivers them all.
-            return Delivery(messages, {m["MessageId"] for m in messages})
+            return Receipt(messages, {m["MessageId"] for m in messages})
         except WorkerDied:
-            return Delivery(messages, {m["MessageId"] for m in messages}, died=True)
-        return Delivery(messages, {item["itemIdentifier"] for item in result.get("batchItemFailures", [])})
+            return Receipt(messages, {m["MessageId"] for m in messages}, died=True)
+        return Receipt(messages, {item["itemIdentifier"] for item in result.get("batchItemFailures", [])})
 
-    def settle(self, lane: str, delivery: Delivery, acknowledge: bool = True) -> None:
+    def settle(self, lane: str, receipt: Receipt, acknowledge: bool = True) -> None:
         """Delete what succeeded; what failed (or everything, unacknowledged) is visible again at once,
         as if its visibility timeout had passed."""
-        for message in delivery.messages:
-            if acknowledge and message["MessageId"] not in delivery.failed:
+        for message in receipt.messages:
+            if acknowledge and message["MessageId"] not in receipt.failed:
                 self.sqs.delete_message(QueueUrl=self.urls[lane], ReceiptHandle=message["ReceiptHandle"])
             else:
                 self.sqs.change_message_visibility(

@@ -1,5 +1,5 @@
 """Poison messages and the DLQ, with moto's real redrive: a message the worker cannot handle is
-received ``DELIVERY_RETRY.attempts`` times (redelivered at once here: received with a visibility
+received ``MESSAGE_RETRY.attempts`` times (redelivered at once here: received with a visibility
 timeout of 0), then moved to its lane's DLQ, while the good messages of its batches complete.
 ``scripts/redrive.py`` moves dead letters back once the cause is fixed."""
 
@@ -11,7 +11,7 @@ import pytest
 from types_boto3_sqs.type_defs import MessageTypeDef
 
 from exports.core.config.queues import Queue
-from exports.core.config.retry import DELIVERY_RETRY
+from exports.core.config.retry import MESSAGE_RETRY
 from exports.core.status import TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
@@ -59,7 +59,7 @@ def test_poison_messages_reach_the_dlq_after_the_receive_limit_without_blocking_
     failures = deliver_until_empty(lanes)
 
     # Every receive of a poison message failed it alone; the good tasks completed at the first.
-    assert failures == [set(POISON.values())] * DELIVERY_RETRY.attempts
+    assert failures == [set(POISON.values())] * MESSAGE_RETRY.attempts
     records = task_records(orders)
     assert [records[task_id]["status"] for task_id in good] == [TaskStatus.COMPLETED] * 3
     dead = lanes.dead_letters("normal")
@@ -75,14 +75,14 @@ def test_an_identifiable_task_whose_delivery_always_crashes_ends_failed_when_its
     lanes = Lanes(orders)
     doomed, fine = submit(27), submit(28)
     faults = make_faults(seed=8)
-    for _ in range(DELIVERY_RETRY.attempts + 1):
+    for _ in range(MESSAGE_RETRY.attempts + 1):
         faults.once(
             "dynamodb", "UpdateItem", crash_claim, when=lambda s, o, params: params["Key"]["task_id"]["S"] == doomed
         )
 
     failures = deliver_until_empty(lanes)
 
-    assert len(failures) == DELIVERY_RETRY.attempts
+    assert len(failures) == MESSAGE_RETRY.attempts
     assert [json.loads(m["Body"])["task_id"] for m in lanes.dead_letters("normal")] == [doomed]
     records = task_records(orders)
     assert records[fine]["status"] == TaskStatus.COMPLETED
@@ -98,7 +98,7 @@ def crash_claim(service: str, operation: str, params: dict[str, Any]) -> None:
 def dead_letter_everything(lanes: Lanes) -> list[MessageTypeDef]:
     """The worker is down (or crashing before it can answer): receive without answering until
     SQS moves every message to the DLQ."""
-    for _ in range(DELIVERY_RETRY.attempts + 1):
+    for _ in range(MESSAGE_RETRY.attempts + 1):
         lanes.receive("normal", count=10, visibility_sec=0)
     return lanes.dead_letters("normal")
 
@@ -193,7 +193,7 @@ def test_redrive_uses_sqs_own_move_task_where_there_is_one(orders: Resources) ->
 def test_a_failed_delivery_comes_back_after_a_short_backoff_not_the_visibility_timeout(orders: Resources) -> None:
     """Received with the queue's long visibility timeout, a delivery that raises is made visible
     again after its backoff (7.5 to 15 s for a first failure), so the five receives before the
-    DLQ, and DELIVERY_FAILED, come within minutes, not after the task's deadline."""
+    DLQ, and PROCESSING_FAILED, come within minutes, not after the task's deadline."""
     lanes = Lanes(orders)
     task_id = submit(26)
     faults = make_faults(seed=9)

@@ -9,7 +9,7 @@ import pytest
 from botocore import xform_name
 from botocore.exceptions import ReadTimeoutError
 
-from exports.core.config.retry import DELIVERY_RETRY, TRANSIENT_RETRY
+from exports.core.config.retry import MESSAGE_RETRY, TRANSIENT_RETRY
 from exports.core.status import TERMINAL, TaskStatus
 from functions.submit.handler import lambda_handler as api_handler
 from local_stack.embedded_aws import REGION, Resources
@@ -236,7 +236,7 @@ def test_transient_faults_before_the_claim_send_the_message_again_and_never_reac
     delivery is acknowledged and the message comes back as a new one (left to SQS it would
     return only after the visibility timeout, past the deadline, and count towards the DLQ)."""
     task_id = submit()
-    throttled = DELIVERY_RETRY.attempts + 1
+    throttled = MESSAGE_RETRY.attempts + 1
     for _ in range(throttled):
         faults.once("dynamodb", "GetItem", throttle, when=lambda s, o, params: params["Key"]["task_id"]["S"] == task_id)
     lanes = Lanes(orders)

@@ -16,7 +16,7 @@ from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsErr
 from exports.core.events import LifecycleEvent
 from exports.core.export_type import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
 from exports.core.ids import is_task_id
-from exports.core.ports import Delivery, TaskPage
+from exports.core.ports import Receipt, TaskPage
 from exports.core.status import TaskStatus
 from exports.core.task import ExportFormat, Task, claim
 from exports.export_types.registry import ExportTypeRegistry
@@ -156,7 +156,7 @@ class FakeQueue:
 
     def __init__(self) -> None:
         self.sent: list[tuple[Any, int]] = []
-        self.redelivered: list[tuple[Delivery, int]] = []
+        self.redelivered: list[tuple[Receipt, int]] = []
         self._waiting = {lane.name: 0 for lane in LANES}
         self._running = {lane.name: 0 for lane in LANES}
 
@@ -165,23 +165,23 @@ class FakeQueue:
         if delay_sec <= 0:
             self._waiting[lane_for(message.priority).name] += 1
 
-    def receive(self, lane: str) -> Delivery:
+    def receive(self, lane: str) -> Receipt:
         """A worker takes one waiting message of ``lane``: it runs until deleted."""
         self._waiting[lane] -= 1
         self._running[lane] += 1
         queue_name = next(each.queue_name for each in LANES if each.name == lane)
-        return Delivery(f"arn:aws:sqs:us-east-1:123456789012:{queue_name}", f"receipt-{len(self.redelivered)}", 1)
+        return Receipt(f"arn:aws:sqs:us-east-1:123456789012:{queue_name}", f"receipt-{len(self.redelivered)}", 1)
 
     def depths(self) -> dict[str, int]:
         return dict(self._waiting)
 
-    def redeliver_after(self, delivery: Delivery, delay_sec: int) -> None:
+    def retry_later(self, receipt: Receipt, delay_sec: int) -> None:
         """Without a delay the message waits again at once; with one it stays in flight."""
-        queue_name = delivery.queue_arn.rsplit(":", 1)[-1]
+        queue_name = receipt.queue_arn.rsplit(":", 1)[-1]
         lane = next((each.name for each in LANES if each.queue_name == queue_name), None)
         if lane is None:
-            raise ExportsError(f"not one of the task queues: {delivery.queue_arn}")
-        self.redelivered.append((delivery, delay_sec))
+            raise ExportsError(f"not one of the task queues: {receipt.queue_arn}")
+        self.redelivered.append((receipt, delay_sec))
         if delay_sec <= 0 and self._running[lane]:
             self._running[lane] -= 1
             self._waiting[lane] += 1

@@ -10,8 +10,8 @@ from tenacity import RetryCallState, Retrying
 
 from exports.core.aws import clients, retries
 from exports.core.config.retry import (
-    DELIVERY_RETRY,
     HOT_KEY_DEFERRAL,
+    MESSAGE_RETRY,
     SDK_RETRY,
     SOURCE_BUSY_DEFERRAL,
     TASK_RETRY,
@@ -53,13 +53,13 @@ def test_a_deferral_waits_its_wait_plus_up_to_as_much_again_within_its_cap():
 
 
 def test_a_failed_delivery_backs_off_as_a_task_retry_and_only_the_count_differs():
-    assert (DELIVERY_RETRY.base_sec, DELIVERY_RETRY.factor, DELIVERY_RETRY.cap_sec, DELIVERY_RETRY.jitter) == (
+    assert (MESSAGE_RETRY.base_sec, MESSAGE_RETRY.factor, MESSAGE_RETRY.cap_sec, MESSAGE_RETRY.jitter) == (
         TASK_RETRY.base_sec,
         TASK_RETRY.factor,
         TASK_RETRY.cap_sec,
         TASK_RETRY.jitter,
     )
-    assert DELIVERY_RETRY.attempts == 5
+    assert MESSAGE_RETRY.attempts == 5
 
 
 def test_step_functions_retriers_carry_the_cap_and_full_jitter_only_when_the_policy_has_them():

@@ -52,7 +52,7 @@ def test_a_submit_stores_a_pending_task_starts_its_lifecycle_and_queues_a_small_
     assert (task.user_id, task.export_type, task.filters) == ("alice", "orders", MARCH)
     assert task.task_id.startswith("exp_") and task.created_at == w.clock()
     assert w.lifecycle.started == {task.task_id: {"task_id": task.task_id, "timeout_sec": 300}}
-    assert w.queue.sent == [(TaskMessage(task.task_id, "orders", 5, redeliveries=0), 0)]
+    assert w.queue.sent == [(TaskMessage(task.task_id, "orders", 5, requeues=0), 0)]
     assert accepted.estimated_completion_sec > 0
     assert w.tasks.active_count("alice") == 1
     assert w.counts(Metric.SUBMITTED) == 1

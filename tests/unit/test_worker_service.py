@@ -1,5 +1,5 @@
-"""process_task and process_delivery on fakes: claim, complete, retries with backoff, leases,
-deadlines, cancellation, hot-key and source-slot deferrals, and failed deliveries."""
+"""process_task and process_message on fakes: claim, complete, retries with backoff, leases,
+deadlines, cancellation, hot-key and source-slot deferrals, and failed receipts."""
 
 from typing import Any
 
@@ -11,11 +11,11 @@ from exports.api.control import cancel_export
 from exports.core.capacity_rules import Drain, lane_pool
 from exports.core.config.metrics import Metric
 from exports.core.errors import ExportsError, RetryableError, TaskNotFound
-from exports.core.ports import Delivery, TaskMessage
+from exports.core.ports import Receipt, TaskMessage
 from exports.core.status import TaskStatus
 from exports.core.task import Task
 from exports.running.endings import NO_SOURCE, Outcome
-from exports.running.messages import process_delivery, process_task
+from exports.running.messages import process_message, process_task
 from tests.unit.builders import make_order, make_task
 from tests.unit.export_fakes import NumbersExport, numbers_in
 from tests.unit.fakes import FakeOrdersReader
@@ -347,7 +347,7 @@ def test_a_failed_run_frees_its_slot_too() -> None:
     assert w.slots.holders("shop", 1) == [] and len(w.slots.released) == 1
 
 
-# --- queue waits and deliveries -----------------------------------------------------------------
+# --- queue waits and receipts -----------------------------------------------------------------
 
 
 def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff() -> None:
@@ -365,7 +365,7 @@ def test_a_transient_fault_before_the_claim_sends_the_message_again_with_backoff
 
     assert process_task(message(task), w.worker) is Outcome.REDELIVERED
 
-    assert w.queue.sent == [(message(task, redeliveries=1), 11)]
+    assert w.queue.sent == [(message(task, requeues=1), 11)]
     assert w.tasks.get(task.task_id).status is TaskStatus.PENDING
     assert w.counts(Metric.REDELIVERED) == 1
 
@@ -374,12 +374,12 @@ def test_a_failed_delivery_comes_back_after_the_retry_backoff() -> None:
     w = service_world(random=0.5)
     unknown = TaskMessage("exp_01JUNKJUNKJUNKJUNKJUNKJUNK", "numbers", 5)
     w.queue.send(unknown)
-    delivery = w.queue.receive("normal")
+    receipt = w.queue.receive("normal")
 
     with pytest.raises(TaskNotFound):
-        process_delivery(unknown, delivery, w.worker)
+        process_message(unknown, receipt, w.worker)
 
-    assert w.queue.redelivered == [(delivery, 11)]
+    assert w.queue.redelivered == [(receipt, 11)]
 
 
 def test_when_the_last_delivery_fails_too_the_task_ends_failed() -> None:
@@ -393,12 +393,12 @@ def test_when_the_last_delivery_fails_too_the_task_ends_failed() -> None:
         update(before, after)
 
     w.tasks.update = claims_refused  # type: ignore[method-assign]
-    last = Delivery(NORMAL_QUEUE, "receipt-5", receive_count=5)
+    last = Receipt(NORMAL_QUEUE, "receipt-5", receive_count=5)
 
     with pytest.raises(ExportsError):
-        process_delivery(message(task), last, w.worker)
+        process_message(message(task), last, w.worker)
 
     failed = w.tasks.get(task.task_id)
-    assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "DELIVERY_FAILED")
+    assert (failed.status, failed.error.code) == (TaskStatus.FAILED, "PROCESSING_FAILED")
     assert w.queue.redelivered == []  # it goes to the DLQ
     assert w.tasks.active_count("alice") == 0 and w.counts(Metric.FAILED) == 1

@@ -10,7 +10,7 @@ from exports.core.config.worker import Worker
 
 class Queue:
     """SQS settings. A message is retried by our own retry policy first (re-enqueued with a
-    delay), so redrive (:data:`exports.core.config.retry.DELIVERY_RETRY`) only catches messages that
+    delay), so redrive (:data:`exports.core.config.retry.MESSAGE_RETRY`) only catches messages that
     keep crashing the worker itself."""
 
     # AWS advice: at least six times the consumer's timeout.

@@ -104,7 +104,7 @@ class Deferral:
 TASK_RETRY: Final = Backoff(retries=3, base_sec=15, factor=4, cap_sec=300, jitter=Jitter.EQUAL)
 # A delivery that raises goes back to SQS after TASK_RETRY's waits; SQS receives a message this many
 # times (the redrive's maxReceiveCount is ``attempts``), then moves it to the lane's DLQ.
-DELIVERY_RETRY: Final = replace(TASK_RETRY, retries=4)
+MESSAGE_RETRY: Final = replace(TASK_RETRY, retries=4)
 # The writes that must not be lost to a transient AWS fault (a task's state, the clean-up of files
 # and uploads), retried by tenacity on top of the SDK's own: full jitter under 0.1 s * 2**n, 2 s
 # at most.

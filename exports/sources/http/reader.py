@@ -32,7 +32,7 @@ from exports.core.aws.errors import AwsError, translated
 from exports.core.config.retry import HTTP_SOURCE_RETRY, HTTP_SOURCE_RETRY_AFTER_MAX_SEC, Backoff
 from exports.core.errors import ExportFailed, LostOwnership, SourceCode
 from exports.core.export_type import RunControl
-from exports.sources.postgres.errors import SourceUnavailable
+from exports.sources.errors import SourceUnavailable
 
 if TYPE_CHECKING:
     from botocore.credentials import Credentials

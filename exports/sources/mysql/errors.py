@@ -13,7 +13,7 @@ import ssl
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from exports.core.errors import ExportFailed, ExportsError, LostOwnership, SourceCode, SourceQueryTimeout
-from exports.sources.postgres.errors import SourceUnavailable
+from exports.sources.errors import SourceUnavailable
 
 if TYPE_CHECKING:
     import pymysql

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from exports.core.errors import ExportFailed, RetryableError, SourceCode
 from exports.core.export_type import RunControl
+from exports.sources.errors import SourceUnavailable
 from exports.sources.mysql.errors import refused_connection
 from exports.sources.mysql.values import decoders
-from exports.sources.postgres.errors import SourceUnavailable
 from exports.sources.sql.ports import ConnectionSettings
 
 if TYPE_CHECKING:

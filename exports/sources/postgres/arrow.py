@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from exports.core.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.core.export_type import Column, ColumnKind, RunControl
-from exports.sources.postgres.errors import TRANSIENT_SQLSTATES, SourceUnavailable
+from exports.sources.errors import SourceUnavailable
+from exports.sources.postgres.errors import TRANSIENT_SQLSTATES
 from exports.sources.postgres.pages import PLACEHOLDER, numbers_parenthesized
 from exports.sources.postgres.reader import PostgresReader
 from exports.sources.postgres.session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, libpq_keywords

@@ -3,8 +3,7 @@
 Unreachable or overloaded servers are :class:`SourceUnavailable` (retried with backoff), a query
 that fails is ``SOURCE_QUERY_FAILED`` and one that runs past its time ``SOURCE_QUERY_TIMEOUT``;
 messages carry the SQLSTATE and the server's own words, never the connection string or
-credentials.
-"""
+credentials."""
 
 from __future__ import annotations
 
@@ -15,29 +14,25 @@ from exports.core.errors import (
     ExportFailed,
     ExportsError,
     LostOwnership,
-    RetryableError,
     SourceCode,
     SourceQueryTimeout,
 )
+from exports.sources.errors import SourceUnavailable
 
 if TYPE_CHECKING:
     import psycopg
 
+
 # Server answers that mean "not now" rather than "never": too many connections, starting up or
 # shutting down, out of resources. Connection-level failures (class 08) are transient too.
 TRANSIENT_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "53000", "53100", "53200", "58000"})
+
 # libpq's messages when it cannot verify the server (fe-secure-openssl.c), and what they mean.
 _CERTIFICATE_FAILURES = (
     ("certificate verify failed", "the certificate does not chain to a trusted CA"),
     ("does not match host name", "the certificate names another host"),
     ("root certificate file", "the CA bundle cannot be read"),
 )
-
-
-class SourceUnavailable(RetryableError):
-    """The database cannot be reached or refuses connections for now: the task is retried."""
-
-    code = "SOURCE_UNAVAILABLE"
 
 
 class StopState(Protocol):

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from exports.core.errors import ExportFailed, LostOwnership, RetryableError, SourceCode
 from exports.core.export_type import RunControl
+from exports.sources.errors import SourceUnavailable
 from exports.sources.postgres.connections import trust_runtime_roots
-from exports.sources.postgres.errors import SourceUnavailable, refused_connection
+from exports.sources.postgres.errors import refused_connection
 from exports.sources.postgres.values import SESSION_FORMATS
 from exports.sources.sql.ports import ConnectionSettings, SqlSession
 

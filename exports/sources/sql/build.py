@@ -3,8 +3,8 @@ the shared SQL export type (:class:`~exports.sources.sql.export.DeclaredSqlExpor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from exports.core.export_type import AnyExportType
 from exports.declared.common import DeclaredParts
@@ -14,24 +14,24 @@ from exports.sources.kind import TypeMaker
 from exports.sources.sql.export import DeclaredSqlExport
 from exports.sources.sql.ports import SqlReader
 
-if TYPE_CHECKING:
-    from exports.sources.sql.kind import SqlKind
 
-
-def sql_type_maker(kind: SqlKind, reader: SqlReader) -> TypeMaker:
-    """The maker of one source's types of ``kind``, all on ``reader``."""
+def sql_type_maker(
+    reader: SqlReader, query: Callable[[TypeDecl], str], session: Callable[[TypeDecl], dict[str, Any]]
+) -> TypeMaker:
+    """The maker of one source's types, all on ``reader``: each type's ``query``, and what a
+    read of it sets in its transaction (``session``: the kind's, e.g. PostgreSQL's role)."""
 
     def make(declared: TypeDecl, parts: DeclaredParts) -> AnyExportType:
         partitions = declared.partitions
         return DeclaredSqlExport(
             reader=reader,
-            query=kind.query(declared),
+            query=query(declared),
             order_key=declared.order_key or (),
             split_by_key=partitions is not None and partitions.by is PartitionBy.ORDER_KEY,
             split_days=partition_date_range(declared)
             if partitions is not None and partitions.by is PartitionBy.DATE_RANGE
             else None,
-            **kind.session(declared),
+            **session(declared),
             **parts,
         )
 

@@ -1,4 +1,5 @@
-"""What the SQL kinds share to connect: a source this deployment gives no connection, the runtime's CA bundle, and Secrets Manager secrets in RDS's JSON shape."""
+"""What the SQL kinds share to connect: a source this deployment gives no connection, the
+runtime's CA bundle, and Secrets Manager secrets in RDS's JSON shape."""
 
 from __future__ import annotations
 

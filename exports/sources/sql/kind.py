@@ -53,7 +53,7 @@ class SqlKind(SourceKind):
         connection)."""
         from exports.sources.sql.build import sql_type_maker
 
-        return sql_type_maker(self, self.reader(source_name, self.own(source), readers, base_dir))
+        return sql_type_maker(self.reader(source_name, self.own(source), readers, base_dir), self.query, self.session)
 
     @abstractmethod
     def reader(self, source_name: str, source: Any, readers: SourceReaders, base_dir: Path) -> Any:

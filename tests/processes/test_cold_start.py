@@ -27,7 +27,7 @@ def cold_import(function: str, *first_use: str) -> tuple[frozenset[str], list[st
     """The modules loaded and the AWS clients built by importing ``function``'s handler in a fresh
     interpreter (once per function: each check below reads the same import), then the modules
     ``first_use`` that its first invocation imports (the handlers import them where they use them,
-    tests/unit/test_handler_imports.py)."""
+    tests/processes/test_handler_imports.py)."""
     also = "".join(f"import {module}; " for module in first_use)
     code = (
         f"import json, sys; import functions.{function}.handler; {also}loaded = sorted(sys.modules); "

@@ -1,0 +1,18 @@
+"""Errors any source kind raises: a source that cannot be reached for now (the export is tried again)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from exports.core.errors import (
+    RetryableError,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class SourceUnavailable(RetryableError):
+    """The database cannot be reached or refuses connections for now: the task is retried."""
+
+    code = "SOURCE_UNAVAILABLE"
