@@ -24,9 +24,9 @@ from exports.core.config.retry import AUDIT_BATCH_RETRY
 from exports.core.config.worker import Worker
 from exports.export_types.build import check_results, refuse_left_out
 from exports.export_types.loader import DeclarationError, default_path, load_declarations
+from exports.finishing.run_mail import task_of
 from exports.finishing.webhooks.signing import new_secret
 from exports.schedules.dynamodb_schedules import DynamoScheduleStore
-from exports.schedules.mail import task_of
 from local_stack.demo_api import DemoApi
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data

@@ -19,10 +19,10 @@ from exports.core.status import TaskStatus
 from exports.core.task import Task, give_up_callback, record_callback
 from exports.core.task_writes import write_callbacks
 from exports.finishing.dependencies import CallbackDependencies
+from exports.finishing.schedule_run_end import on_run_end
 from exports.finishing.webhooks.payload import event_payload
 from exports.finishing.webhooks.signing import signed_headers
 from exports.schedules.model import PauseReason
-from exports.schedules.run_end import on_run_end
 
 logger = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
     is read from Secrets Manager on the first delivery. A scheduled run's end is recorded on the
     schedules table, and mailed through SES when a sender is configured."""
     from exports.core.aws.s3_results import S3ResultStore
+    from exports.finishing.schedule_run_end import RunEndDependencies
     from exports.finishing.webhooks.http import PinnedWebhookSender
     from exports.schedules.dynamodb_schedules import DynamoScheduleStore
-    from exports.schedules.run_end import RunEndDependencies
 
     settings = CallbackSettings.from_env(environ)
     results = S3ResultStore(aws_client("s3"), settings.results_bucket)

@@ -16,7 +16,7 @@ from exports.finishing.ports import WebhookSender
 
 if TYPE_CHECKING:
     # Annotations only: the lifecycle function, which has neither, does not import them.
-    from exports.schedules.run_end import RunEndDependencies
+    from exports.finishing.schedule_run_end import RunEndDependencies
 
 
 @dataclass(frozen=True)

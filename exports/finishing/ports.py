@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,3 +25,10 @@ class WebhookSender(Protocol):
 
     def post(self, destination: Destination, body: bytes, headers: dict[str, str]) -> WebhookResponse:
         """Send ``body`` once to the checked ``destination``."""
+
+
+class Mailer(Protocol):
+    """Sends a short text mail."""
+
+    def send(self, sender: str, to: Sequence[str], subject: str, text: str) -> None:
+        """Send it to every address of ``to``."""

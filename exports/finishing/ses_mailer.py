@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class SesMailer:
-    """:class:`exports.schedules.ports.Mailer` on SES ``SendEmail``."""
+    """:class:`exports.finishing.ports.Mailer` on SES ``SendEmail``."""
 
     def __init__(self, client: SESV2Client) -> None:
         self._client = client

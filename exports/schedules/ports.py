@@ -125,10 +125,3 @@ class ScheduleTimer(Protocol):
 
     def delete(self, schedule_id: str) -> None:
         """Remove it and its one-time companion (nothing to do if they are gone)."""
-
-
-class Mailer(Protocol):
-    """Sends a short text mail."""
-
-    def send(self, sender: str, to: Sequence[str], subject: str, text: str) -> None:
-        """Send it to every address of ``to``."""

@@ -21,8 +21,8 @@ from exports.core.status import TaskStatus
 from exports.core.task import ExportResult, claim, complete, fail
 from exports.core.task_writes import end_task, move_task
 from exports.finishing.callbacks import callback_payload
+from exports.finishing.schedule_run_end import RunEndDependencies, on_run_end
 from exports.schedules.eventbridge_scheduler import moved_firing_name
-from exports.schedules.run_end import RunEndDependencies, on_run_end
 from functions.callback import handler as callback
 from functions.schedule import handler as schedule_function
 from functions.submit import handler as api

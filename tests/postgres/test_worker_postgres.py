@@ -30,13 +30,13 @@ from exports.core.ports import TaskMessage
 from exports.core.status import TaskStatus
 from exports.core.task import ExportFormat, new_task
 from exports.core.task_view import TaskView
+from exports.finishing.run_mail import run_message
 from exports.finishing.webhooks.payload import event_body, event_payload
 from exports.running.dynamodb_source_slots import DynamoSourceSlots
 from exports.running.endings import Outcome
 from exports.running.long_exports import CHECKPOINT_MARGIN_SEC
 from exports.running.messages import process_task
 from exports.running.writers import parquet_arrow, parquet_writer, xlsx_engine
-from exports.schedules.mail import run_message
 from exports.schedules.model import Schedule, StoredCaller
 from exports_client.models import TaskView as ClientTaskView
 from exports_client.render import show, task_details

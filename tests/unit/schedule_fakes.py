@@ -139,7 +139,7 @@ class FakeTimer:
 
 @dataclass
 class FakeMailer:
-    """:class:`exports.schedules.ports.Mailer` that keeps the messages."""
+    """:class:`exports.finishing.ports.Mailer` that keeps the messages."""
 
     sent: list[tuple[str, tuple[str, ...], str, str]] = field(default_factory=list)
 

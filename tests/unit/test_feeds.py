@@ -22,13 +22,13 @@ from exports.core.spec import ExportSpec
 from exports.core.status import TaskStatus
 from exports.core.task import Task, claim, complete, fail
 from exports.finishing.callbacks import callback_payload
+from exports.finishing.schedule_run_end import RunEndDependencies, on_run_end
 from exports.schedules import firing, latest, service
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import recurrence_of
 from exports.schedules.feed import feed_window
 from exports.schedules.model import Every, ScheduleState, WhenEmpty
 from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleNotFound
-from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore
 from tests.unit.service_fakes import ServiceWorld, service_world

@@ -4,7 +4,6 @@ from datetime import date
 
 import pytest
 from pydantic import ValidationError
-from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 from exports.core.config.env import Env
 from exports.core.config.fan_out import FanOut
@@ -16,6 +15,7 @@ from exports.core.partitions import (
     keyset_ranges,
     partition_count,
 )
+from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
 
 
 @pytest.mark.parametrize(

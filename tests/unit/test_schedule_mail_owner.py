@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exports.schedules.mail import task_of
+from exports.finishing.run_mail import task_of
 
 
 def test_the_task_is_read_from_the_last_line() -> None:

@@ -19,11 +19,11 @@ from exports.core.spec import ExportSpec
 from exports.core.status import TaskStatus
 from exports.core.task import claim, complete
 from exports.export_types.registry import ExportTypeRegistry
+from exports.finishing.schedule_run_end import RunEndDependencies, on_run_end
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState
 from exports.schedules.ports import ScheduleNotFound
-from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
 from tests.unit.export_fakes import FakeEvents, NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer

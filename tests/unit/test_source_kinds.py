@@ -62,6 +62,8 @@ class MemoryKind(SourceKind):
     read_model = list[str]
     type_key_label = "words (memory)"
     bound_in = "the words"
+    # What its reader would import: the worker's package would carry it.
+    distributions = ("memory-driver",)
 
     def check_source(self, fail: Fail, source: SourceDecl) -> None:
         """Nothing beyond the model."""
@@ -153,7 +155,8 @@ def test_a_kind_not_registered_is_refused_naming_the_registered_ones(tmp_path: P
 
 
 def test_only_the_registry_names_the_kind_packages() -> None:
-    kind_packages = sorted(path.parent.name for path in (REPO_ROOT / "exports" / "sources").glob("*/kind.py"))
+    # The folder of each registered kind (exports/sources/sql is what they share, not a kind).
+    kind_packages = sorted(type(kind).__module__.split(".")[2] for kind in registry.kinds())
     named = re.compile(rf"\bexports[./]sources[./]({'|'.join(kind_packages)})\b")
     naming = [
         str(path.relative_to(REPO_ROOT))
@@ -184,3 +187,18 @@ def test_a_kinds_keys_are_checked_where_they_always_were(
 
     with pytest.raises(DeclarationError, match=f"{re.escape(reported)}: Input should be a valid"):
         load_declarations(path)
+
+
+@pytest.mark.usefixtures("memory_kind")
+def test_a_registered_kinds_driver_joins_the_workers_package_after_the_shipped_ones() -> None:
+    assert registry.reader_distributions() == ("psycopg", "adbc-driver-postgresql", "PyMySQL", "memory-driver")
+
+
+def test_the_how_to_lists_the_true_files_of_a_kind() -> None:
+    # docs/how-to/add-a-source-kind.md walks through the mysql kind's folder file by file.
+    how_to = (REPO_ROOT / "docs" / "how-to" / "add-a-source-kind.md").read_text(encoding="utf-8")
+    steps = how_to.split("## The files, in order", 1)[1].split("Then, outside the folder:", 1)[0]
+    listed = set(re.findall(r"`exports/sources/mysql/(\w+\.py)`", steps))
+    folder = {path.name for path in (REPO_ROOT / "exports" / "sources" / "mysql").glob("*.py")}
+
+    assert listed == folder

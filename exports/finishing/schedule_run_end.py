@@ -15,10 +15,12 @@ from exports.core.errors import ConditionFailed, ExportsError
 from exports.core.ports import ResultStore
 from exports.core.status import TaskStatus
 from exports.core.task import Task
-from exports.schedules.mail import MAIL_LINK_TTL_SEC, allowed, run_message
+from exports.finishing.ports import Mailer
+from exports.finishing.run_mail import MAIL_LINK_TTL_SEC, run_message
+from exports.schedules.mail import allowed
 from exports.schedules.model import PauseReason, Schedule
 from exports.schedules.outcome import paused_by, record_run
-from exports.schedules.ports import Mailer, ScheduleStore
+from exports.schedules.ports import ScheduleStore
 
 logger = logging.getLogger(__name__)
 _ATTEMPTS = 3
