@@ -6,7 +6,7 @@ import json
 import pytest
 
 from exports_client import ConflictError, ExportsClient, NotFoundError, TaskStatus
-from exports_client.cli import ExitCode
+from exports_client.output import ExitCode
 from tests.client.e2e_support import Exportctl, SlowTasks
 
 pytestmark = pytest.mark.e2e

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from exports_client.cli import ExitCode, main
+from exports_client.cli import main
 from exports_client.models import TaskView
+from exports_client.output import ExitCode
 from exports_client.render import ProgressReporter
 from tests.client.fake_api import (
     ACCEPTED,

@@ -9,7 +9,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from exports_client.cli import ExitCode
+from exports_client.output import ExitCode
 from tests.client.e2e_support import Exportctl
 from tests.stack_process import Stack, recent
 

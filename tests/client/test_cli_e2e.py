@@ -14,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from exports_client.cli import ExitCode
+from exports_client.output import ExitCode
 from tests.client.e2e_support import EXPORTCTL, TIMEOUT_SEC, Exportctl, SlowTasks
 from tests.stack_process import recent, slow_filters
 

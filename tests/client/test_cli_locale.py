@@ -4,7 +4,7 @@ csv_dialect=...)``: the API's ``locale`` and ``csv_dialect`` fields, left to the
 from __future__ import annotations
 
 from exports_client import ExportsClient
-from exports_client.cli import ExitCode
+from exports_client.output import ExitCode
 from tests.client.fake_api import ACCEPTED, BASE_URL, TOKEN, FakeApi, json_response, task_json
 from tests.client.test_cli_submit import run, sent, submitting
 

@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from exports_client.cli import ExitCode, main
+from exports_client.cli import main
+from exports_client.output import ExitCode
 from tests.client.fake_api import (
     BASE_URL,
     TOKEN,

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from exports_client.cli import LIVE_POLL_SEC, ExitCode, main
+from exports_client.cli import main
 from exports_client.filters import shown_pattern
+from exports_client.following import LIVE_POLL_SEC
+from exports_client.output import ExitCode
 from tests.client.fake_api import (
     ACCEPTED,
     BASE_URL,

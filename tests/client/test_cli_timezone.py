@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from exports_client import ExportsClient, InvalidRequestError
-from exports_client.cli import ExitCode
+from exports_client.output import ExitCode
 from tests.client.fake_api import ACCEPTED, BASE_URL, TOKEN, FakeApi, error_response, json_response, task_json
 from tests.client.test_cli_submit import run, sent, submitting
 

@@ -8,8 +8,9 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from exports_client.audit import verify
-from exports_client.cli import ExitCode, _Output, _positive
 from exports_client.client import ExportsClient
+from exports_client.options import positive_int
+from exports_client.output import ExitCode, Output
 
 
 def _day(value: str) -> date:
@@ -24,7 +25,7 @@ def _range(args: argparse.Namespace) -> tuple[date, date]:
     return args.day_from or args.day_to or today, args.day_to or today
 
 
-def _list(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _list(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     first, last = _range(args)
     filters = {"action": args.action, "actor": args.actor, "subject": args.subject}
     records: list[dict[str, Any]] = []
@@ -40,7 +41,7 @@ def _list(client: ExportsClient, args: argparse.Namespace, output: _Output) -> E
     return ExitCode.OK
 
 
-def _verify(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _verify(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     first, last = _range(args)
     verdict = verify(client.iter_audit(first, last))
     ends = [
@@ -59,7 +60,7 @@ def _verify(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
     return ExitCode.FAILURE
 
 
-def _usage(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _usage(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     first, last = _range(args)
     usage = client.audit_usage(first, last)
     lines = [f"tenant {usage.tenant}", "day         exports        rows           bytes  cpu_seconds"]
@@ -84,5 +85,5 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
             command.add_argument("--action", help="only this action (export.completed, download, ...)")
             command.add_argument("--actor", help="only this user's (or system)")
             command.add_argument("--subject", metavar="ID", help="only this task's or schedule's")
-            command.add_argument("--limit", type=_positive, default=1000, help="at most this many (default 1000)")
+            command.add_argument("--limit", type=positive_int, default=1000, help="at most this many (default 1000)")
         command.set_defaults(run=run)

@@ -14,25 +14,24 @@ from datetime import datetime
 from itertools import islice
 from typing import Any, Final
 
-from exports_client.cli import (
-    LIST_PAGE_MAX,
-    ExitCode,
-    UsageError,
-    _add_follow_options,
-    _filters_for,
-    _follow,
-    _json_object,
-    _key_value,
-    _Output,
-    _positive,
-    _priority,
-    _timeout_sec,
-    add_locale_options,
-    csv_dialect,
-)
 from exports_client.client import DEFAULT_WAIT_SEC, ExportsClient
 from exports_client.filters import RELATIVE_WINDOWS
+from exports_client.following import follow
 from exports_client.models import ExportFormat
+from exports_client.options import (
+    LIST_PAGE_MAX,
+    UsageError,
+    add_follow_options,
+    add_locale_options,
+    csv_dialect,
+    filters_for,
+    json_object,
+    key_value_pair,
+    positive_int,
+    priority_level,
+    timeout_seconds,
+)
+from exports_client.output import ExitCode, Output
 from exports_client.render import mailbox_view, schedule_details, schedule_table, task_table
 
 _EVERY: Final = re.compile(r"\s*([1-9]\d*)\s*(m|min|minutes?|h|hours?|d|days?)\s*", re.IGNORECASE)
@@ -99,8 +98,8 @@ def _name(value: str) -> str:
 # -- commands --------------------------------------------------------------------------------------
 
 
-def _create(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
-    filters = _filters_for(client, args, scheduled=True)
+def _create(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
+    filters = filters_for(client, args, scheduled=True)
     schedule = client.create_schedule(
         args.export_type,
         filters,
@@ -128,13 +127,13 @@ def _create(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
     return ExitCode.OK
 
 
-def _list(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _list(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     schedules = list(islice(client.iter_schedules(page_size=min(args.limit, LIST_PAGE_MAX)), args.limit))
     output.result(schedules, schedule_table(schedules) if schedules else "no schedules")
     return ExitCode.OK
 
 
-def _show(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _show(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     schedule = client.get_schedule(args.schedule_id)
     output.result(schedule, schedule_details(schedule))
     return ExitCode.OK
@@ -145,14 +144,14 @@ def _filters_given(args: argparse.Namespace) -> bool:
     return bool(args.filter or args.filters_json is not None or any(value is not None for value in shortcuts))
 
 
-def _update(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _update(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     changes: dict[str, Any] = {}
     if _filters_given(args):
         # The schedule's filters with the given ones on top, checked as a whole against its type.
         current = client.get_schedule(args.schedule_id)
         args.export_type = current.export_type
         base = {} if args.filters_json is not None else dict(current.filters)
-        changes["filters"] = _filters_for(client, args, scheduled=True, base=base)
+        changes["filters"] = filters_for(client, args, scheduled=True, base=base)
     if args.recipients and args.no_recipients:
         raise UsageError("give --recipient or --no-recipients, not both")
     given = {
@@ -185,31 +184,31 @@ def _update(client: ExportsClient, args: argparse.Namespace, output: _Output) ->
     return ExitCode.OK
 
 
-def _pause(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _pause(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     schedule = client.pause_schedule(args.schedule_id)
     output.result(schedule, schedule_details(schedule))
     return ExitCode.OK
 
 
-def _resume(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _resume(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     schedule = client.resume_schedule(args.schedule_id)
     output.result(schedule, schedule_details(schedule))
     return ExitCode.OK
 
 
-def _delete(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _delete(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     client.delete_schedule(args.schedule_id)
     output.result({"schedule_id": args.schedule_id, "deleted": True}, f"deleted {args.schedule_id}")
     return ExitCode.OK
 
 
-def _run(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _run(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     accepted = client.run_schedule(args.schedule_id)
     wait_sec = args.wait_timeout if args.wait_timeout is not None else DEFAULT_WAIT_SEC
-    return _follow(client, accepted, args, output, f"ran {args.schedule_id} as {accepted.task_id}", wait_sec)
+    return follow(client, accepted, args, output, f"ran {args.schedule_id} as {accepted.task_id}", wait_sec)
 
 
-def _runs(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _runs(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     # A schedule of someone else (or none) is a 404 here, not an empty list of runs.
     client.get_schedule(args.schedule_id)
     tasks = list(islice(client.schedule_runs(args.schedule_id, page_size=min(args.limit, LIST_PAGE_MAX)), args.limit))
@@ -217,13 +216,13 @@ def _runs(client: ExportsClient, args: argparse.Namespace, output: _Output) -> E
     return ExitCode.OK
 
 
-def _latest(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _latest(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     saved = client.download_latest(args.schedule_id, args.path)
     output.result({"schedule_id": args.schedule_id, "path": str(saved)}, f"saved {saved}")
     return ExitCode.OK
 
 
-def _permalink(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _permalink(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     if args.revoke:
         client.revoke_permalink(args.schedule_id)
         output.result({"schedule_id": args.schedule_id, "permalink": False}, "revoked: the old URL stops working")
@@ -233,7 +232,7 @@ def _permalink(client: ExportsClient, args: argparse.Namespace, output: _Output)
     return ExitCode.OK
 
 
-def _mailbox(client: ExportsClient, args: argparse.Namespace, output: _Output) -> ExitCode:
+def _mailbox(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
     messages = client.mailbox()[: args.limit]
     output.result(messages, mailbox_view(messages) if messages else "no mail")
     return ExitCode.OK
@@ -244,9 +243,15 @@ def _mailbox(client: ExportsClient, args: argparse.Namespace, output: _Output) -
 
 def _add_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--filter", "-f", action="append", type=_key_value, default=[], metavar="KEY=VALUE", help="a filter (repeat it)"
+        "--filter",
+        "-f",
+        action="append",
+        type=key_value_pair,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a filter (repeat it)",
     )
-    parser.add_argument("--filters", dest="filters_json", type=_json_object, metavar="JSON", help="filters as JSON")
+    parser.add_argument("--filters", dest="filters_json", type=json_object, metavar="JSON", help="filters as JSON")
     parser.add_argument(
         "--from", dest="date_from", metavar="DATE|WINDOW", help="start of the type's date range, or a relative window"
     )
@@ -294,8 +299,8 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     _add_filter_options(create)
     _add_timing_options(create, create=True)
     create.add_argument("--format", choices=[f.value for f in ExportFormat], default=ExportFormat.CSV.value)
-    create.add_argument("--priority", type=_priority, metavar="1..10", help="1 is the highest")
-    create.add_argument("--timeout", type=_timeout_sec, metavar="SECONDS", help="each run's timeout_sec")
+    create.add_argument("--priority", type=priority_level, metavar="1..10", help="1 is the highest")
+    create.add_argument("--timeout", type=timeout_seconds, metavar="SECONDS", help="each run's timeout_sec")
     create.add_argument("--callback-url", metavar="URL", help="called (signed) when a run ends")
     create.add_argument("--csv-bom", action=argparse.BooleanOptionalAction, help="start CSV files with a UTF-8 BOM")
     create.add_argument("--csv-formula-guard", action=argparse.BooleanOptionalAction, help="as for submit")
@@ -304,7 +309,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     create.set_defaults(run=_create)
 
     listing = actions.add_parser("list", parents=[common], help="list your schedules, newest first")
-    listing.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
+    listing.add_argument("--limit", type=positive_int, default=20, help="at most this many (default 20)")
     listing.set_defaults(run=_list)
 
     for action, run, text in (
@@ -331,12 +336,12 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
     run = actions.add_parser("run", parents=[common], help="run the schedule's export now (a new task)")
     run.add_argument("schedule_id", metavar="ID")
-    _add_follow_options(run, f"{DEFAULT_WAIT_SEC:g} s")
+    add_follow_options(run, f"{DEFAULT_WAIT_SEC:g} s")
     run.set_defaults(run=_run)
 
     runs = actions.add_parser("runs", parents=[common], help="the exports a schedule started, newest first")
     runs.add_argument("schedule_id", metavar="ID")
-    runs.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
+    runs.add_argument("--limit", type=positive_int, default=20, help="at most this many (default 20)")
     runs.set_defaults(run=_runs)
 
     latest = actions.add_parser("latest", parents=[common], help="save the file of the newest COMPLETED run")
@@ -354,5 +359,5 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     mailbox = commands.add_parser(
         "mailbox", parents=[common], help="local mode: the mail its embedded SES received, newest first"
     )
-    mailbox.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
+    mailbox.add_argument("--limit", type=positive_int, default=20, help="at most this many (default 20)")
     mailbox.set_defaults(run=_mailbox)
