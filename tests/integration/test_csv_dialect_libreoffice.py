@@ -18,7 +18,7 @@ import pytest
 from bench.compat import soffice
 from exports.core.csv_dialect import CsvDialect, CsvEncoding
 from exports.core.task import ExportFormat
-from tests.unit.test_locale_and_dialect import exported
+from tests.unit.core.test_locales_and_csv_dialect import exported
 
 # LibreOffice's text encodings (rtl_TextEncoding) for its CSV import's third token.
 CHARSETS = {CsvEncoding.GB18030: 85, CsvEncoding.SHIFT_JIS: 60, CsvEncoding.WINDOWS_1252: 1, CsvEncoding.UTF_8: 76}

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from exports.core.task import ExportFormat
-from tests.unit.test_time_zones import export
+from tests.unit.running.writers.test_zones import export
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = (
     "import sys, hashlib; sys.path.insert(0, sys.argv[1]);"
-    "from tests.unit.test_time_zones import export; from exports.core.task import ExportFormat;"
+    "from tests.unit.running.writers.test_zones import export; from exports.core.task import ExportFormat;"
     "print(hashlib.sha256(export(ExportFormat.PDF, 'Etc/UTC')).hexdigest())"
 )
 

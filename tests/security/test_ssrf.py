@@ -24,7 +24,7 @@ from local_stack.embedded_aws import Resources
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import WEBHOOK_SECRET
 from tests.receiver import receiver
-from tests.unit.test_destination import REFUSED_ADDRESSES
+from tests.unit.core.test_public_address import REFUSED_ADDRESSES
 
 PUBLIC = "93.184.216.34"
 Resolver = Callable[[str, int], list[str]]

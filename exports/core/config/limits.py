@@ -46,7 +46,7 @@ class Admission:
     # plus its own run should end within this share of its timeout_sec; the rest is the margin
     # for what estimates miss (a run slower than its type's average, workers slowed by others:
     # a sudden slowdown of 1.5x mid-burst still starts every accepted task in time, which 0.7
-    # does not: tests/unit/test_capacity_rules.py).
+    # does not: tests/unit/core/test_capacity_rules.py).
     DEADLINE_SHARE: Final = 0.6
     # Weight of the newest start in a capacity pool's measured drain.
     DRAIN_SMOOTHING: Final = 0.1

@@ -141,7 +141,7 @@ def _compact(value: Any) -> str:
 
 
 # Per kind, a test for the usual value and its text, else json_value: fewer calls per cell on the
-# hot path, the same text (tests/unit/test_jsonl_writer.py compares them).
+# hot path, the same text (tests/unit/running/writers/test_jsonl_writer.py compares them).
 def _string_value(value: Any) -> str:
     return _string(value) if value.__class__ is str else json_value(value)
 
@@ -205,7 +205,7 @@ def line_encoder(columns: Sequence[Column]) -> Callable[[Row], str]:
 
 
 # orjson writes a value of these classes, so tested, exactly as json_value does (compared over
-# every code point, 800,000 floats and 200,000 datetimes; tests/unit/test_jsonl_writer.py): text
+# every code point, 800,000 floats and 200,000 datetimes; tests/unit/running/writers/test_jsonl_writer.py): text
 # escaped as json's ensure_ascii=False, a naive datetime as UTC with "Z" (these options), a date
 # as ISO 8601, an integer within 2**53, and a finite float from 1e-5 to 1e16 (outside, orjson
 # writes an exponent where json_value writes every digit). Every other value is a Fragment of

@@ -10,7 +10,7 @@ text has no exponent, dates and whole-second date-times from 1900-03-01, boolean
 text give no cell, and the next cell its reference. A row holding any other value is written by
 ``rows.py``'s encoder itself, from the Python values the tuple reader would give
 (:meth:`ArrowRows.python_rows`): every row is byte for byte what ``rows.py`` writes
-(tests/unit/test_xlsx_arrow_rows.py, tests/postgres/test_xlsx_arrow.py).
+(tests/unit/running/writers/xlsx_engine/test_arrow_rows.py, tests/postgres/test_xlsx_arrow.py).
 
 A batch holds an array per column, then, per date and date-time column, the text of its values
 no Python value holds (``record_batches(..., date_texts=True)``): those rows go to ``rows.py``

@@ -15,7 +15,7 @@ from exports.core.partitions import (
     keyset_ranges,
     partition_count,
 )
-from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
+from tests.unit.running.test_export_run_xlsx import ENVIRONMENT
 
 
 @pytest.mark.parametrize(

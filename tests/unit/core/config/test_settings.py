@@ -6,7 +6,7 @@ from pydantic import ValidationError
 from exports.core.config.env import Env
 from exports.core.config.settings import WorkerSettings
 from exports.core.config.worker import Worker
-from tests.unit.test_xlsx_stream_export_run import ENVIRONMENT
+from tests.unit.running.test_export_run_xlsx import ENVIRONMENT
 
 
 def test_the_progress_interval_defaults_to_two_seconds_and_can_be_set_by_environment():

@@ -23,7 +23,7 @@ from exports.export_types.schema import declaration_model
 from exports.sources import registry
 from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 # The modules that may name a kind package besides its own: the registry, and the PostgreSQL and
 # MySQL adapters' connection settings, which read their kind's source declaration (TLS and IAM keys).
 NAMING_KINDS = {

@@ -1,0 +1,1 @@
+"""Unit tests of exports/audit/, named after the module each one tests."""

@@ -1,0 +1,1 @@
+"""Unit tests of exports/declared/, named after the module each one tests."""

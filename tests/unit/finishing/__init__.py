@@ -1,0 +1,1 @@
+"""Unit tests of exports/finishing/, named after the module each one tests."""

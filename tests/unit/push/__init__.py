@@ -1,0 +1,1 @@
+"""Unit tests of exports/push/, named after the module each one tests."""

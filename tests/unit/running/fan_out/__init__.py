@@ -1,0 +1,1 @@
+"""Unit tests of exports/running/fan_out/, named after the module each one tests."""

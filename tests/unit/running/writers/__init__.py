@@ -1,0 +1,1 @@
+"""Unit tests of exports/running/writers/, named after the module each one tests."""

@@ -1,0 +1,1 @@
+"""Unit tests of exports/running/writers/pdf/, named after the module each one tests."""

@@ -1,0 +1,1 @@
+"""Unit tests of exports/sources/mysql/, named after the module each one tests."""
