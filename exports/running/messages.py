@@ -1,9 +1,9 @@
-"""The worker's handling of a task message (one per SQS record): claim the
-task, stream its rows into a file on S3, end it.
+"""The worker's handling of one task message (one SQS record): claim the task, stream its rows
+into a file on S3, and end it.
 
-:func:`process_task` claims the task named by a message (or defers it, skips a duplicate, times
-out a task past its deadline), runs it and ends it through the one table of
-:func:`exports.running.endings.settle`.
+:func:`process_task` does this for the task a message names. It may also defer the task, skip a
+duplicate message, or time out a task whose deadline has passed. Every ending goes through the
+one table in :func:`exports.running.endings.settle`.
 """
 
 from __future__ import annotations

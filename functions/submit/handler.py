@@ -1,6 +1,6 @@
-"""The HTTP API function's entry point: the resolver, its composition and its routes are in
-exports/api/ (one module per group of routes, each imported on the first request to its paths);
-the names tests and tools reach through this module are these."""
+"""Entry point of the HTTP API function. Lambda calls :func:`lambda_handler`; the resolver and
+the routes live in exports/api/ (one module per resource, imported on the first request that
+needs it). Tests and tools import the names below from here."""
 
 from exports.api.app import (
     api_document,

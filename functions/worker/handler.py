@@ -1,5 +1,6 @@
-"""The worker function: SQS batches of task messages, each run once, failures reported per record;
-and the steps of the fan-out workflow, told apart from a batch by :class:`WorkerEvent`."""
+"""Entry point of the worker function. Lambda hands it either a batch of SQS task messages (each
+is run once; a failure is reported for that record only) or one step of the fan-out workflow
+(:class:`WorkerEvent` tells which)."""
 
 from __future__ import annotations
 
