@@ -229,7 +229,8 @@ def compose_worker(metrics: BusinessMetrics, environ: Mapping[str, str] = os.env
 def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
     """The callback function's adapters: no registry, no queue, no limiter; the signing secret
     is read from Secrets Manager on the first delivery. A scheduled run's end is recorded on the
-    schedules table, and mailed through SES when a sender is configured."""
+    schedules table, and mailed through SES when a sender is configured; its pause and mail in
+    the audit trail when the deployment keeps one."""
     from exports.adapters.dynamodb_schedules import DynamoScheduleStore
     from exports.adapters.s3_results import S3ResultStore
     from exports.adapters.webhook_http import PinnedWebhookSender
@@ -249,6 +250,8 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         allowed_domains=settings.allowed_mail_domains,
         results=results,
         clock=utc_now,
+        # The pause after failures in a row and the run's mail, in the audit trail.
+        audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,
     )
     return CallbackDependencies(
         settings=settings,

@@ -34,11 +34,15 @@ class DeclaredSources:
         path = Path(settings.exports_config) if settings.exports_config else default_path()
         return cls(load_declarations(path, settings.source_overrides), settings.source_overrides)
 
-    def packaged_files(self) -> tuple[tuple[Path, str], ...]:
+    def declaration_file(self) -> tuple[Path, str]:
         """The declaration, as the package's ``exports.toml`` (where the functions look by
-        default), and the files its sources' kinds ship with it (CA bundles), at the same place
-        relative to it."""
-        files = [(self.declarations.path, DeclarationFiles.PACKAGED_FILE)]
+        default)."""
+        return self.declarations.path, DeclarationFiles.PACKAGED_FILE
+
+    def packaged_files(self) -> tuple[tuple[Path, str], ...]:
+        """The declaration (:meth:`declaration_file`) and the files its sources' kinds ship with
+        it (CA bundles), at the same place relative to it."""
+        files = [self.declaration_file()]
         base = self.declarations.base_dir.resolve()
         for name, source in self.declarations.file.sources.items():
             for key, relative in source_kind(source).shipped_files(source):

@@ -99,6 +99,7 @@ class ExportsStack(Stack):
             audit=self.functions.audit,
             api=self.functions.api,
             schedule=self.functions.schedule,
+            callback=self.functions.callback,
         )
         self.monitoring.watch_audit(self.audit.failed_batches)
         self.monitoring.watch_queues(self.queues)

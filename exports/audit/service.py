@@ -7,12 +7,12 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import SYSTEM, link_event, schedule_event
+from exports.audit.events import SYSTEM, link_event, mail_event, schedule_event
 from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -209,19 +209,33 @@ def record_schedule(
 
 
 def record_pause(schedule: Schedule, caller: Caller, deps: AuditDependencies) -> None:
-    """``schedule`` paused by the service on its own (its export type gone, its access rule no
-    longer admitting the stored claims): a change by ``system`` with the reason, in the tenant of
-    its owner (``caller``, the claims stored with it). Recorded once however often the firing that
-    paused it is delivered: the event's id is the schedule's and its pause's moment."""
+    """``schedule`` paused by the service on its own (at a firing: its export type gone, its
+    access rule no longer admitting the stored claims; at a run's end: failures in a row): a
+    change by ``system`` with the reason, in the tenant of its owner (``caller``, the claims stored
+    with it). Recorded once however often the firing or the run's end that paused it is delivered:
+    the event's id is the run that caused it, or else the pause's moment."""
     reason = schedule.paused_reason
     detail = {
         **schedule.model_dump(mode="json", exclude={"caller"}),
         "change": "paused",
         "reason": reason.model_dump(mode="json") if reason is not None else None,
     }
-    event_id = f"paused-{schedule.updated_at.isoformat()}"
+    caused_by = reason.task_id if reason is not None else None
+    event_id = f"paused-after-{caused_by}" if caused_by else f"paused-{schedule.updated_at.isoformat()}"
     tenant = deps.tenancy.tenant_of(caller)
     event = schedule_event(
         AuditAction.SCHEDULE_CHANGED, schedule.schedule_id, tenant, event_id, SYSTEM, deps.clock(), detail
     )
     record(event, deps)
+
+
+def record_mail(
+    task: Task,
+    sent_to: Sequence[str],
+    refused: Sequence[str],
+    link_expires_at: datetime | None,
+    error: str | None,
+    deps: AuditDependencies,
+) -> None:
+    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant."""
+    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error), deps)

@@ -26,9 +26,9 @@ from exports.domain.caller import CallerRefused
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, Overloaded
 from exports.domain.events import schedule_paused
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
+from exports.schedules.model import PauseCode, PauseReason, Schedule, caller_of, pause
 from exports.schedules.ports import FeedBusy, ScheduleTimer
-from exports.schedules.service import caller_of, follow_moved_firing, submit_run
+from exports.schedules.service import follow_moved_firing, submit_run
 from exports.schedules.spread import deferral_deadline
 from exports.services.events import publish
 

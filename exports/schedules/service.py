@@ -134,12 +134,6 @@ def stored_caller(
     return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes, verified_email=own_email)
 
 
-def caller_of(schedule: Schedule) -> Caller:
-    """The caller a firing runs as: the owner with the stored claims."""
-    stored = schedule.caller
-    return Caller(user_id=stored.user_id, claims=dict(stored.claims), scopes=stored.scopes or ())
-
-
 def validate(
     schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now: datetime, own_email: str | None
 ) -> AnyExportType:

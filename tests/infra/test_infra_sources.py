@@ -53,7 +53,11 @@ def test_only_the_functions_that_build_the_registry_carry_the_declaration(prod):
     functions = prod.stack.functions
     packaged = {function: {target for _, target in function.package.extra_files} for function in functions.all}
     assert "exports.toml" in packaged[functions.api] and "exports.toml" in packaged[functions.worker]
-    assert packaged[functions.callback] == packaged[functions.lifecycle] == set()
+    assert packaged[functions.lifecycle] == set()
+    # The callback function reads the declaration's [tenants] only (the tenant and retention of
+    # the audit records it appends): the file, without its sources' CA bundles.
+    assert packaged[functions.callback] == {"exports.toml"}
+    assert packaged[functions.api] - {"exports.toml"}, "the stage's declaration ships a CA bundle"
 
 
 def test_the_functions_that_build_the_registry_get_the_deployments_source_connections(prod):

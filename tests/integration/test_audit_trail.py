@@ -262,3 +262,128 @@ def test_a_schedule_the_service_pauses_is_a_change_by_system_with_its_reason(aud
     assert pauses[0]["detail"]["state"] == "PAUSED"
     # Another tenant's admin sees nothing of it
     assert not any(record["subject"] == schedule_id for record in trail("erin"))
+
+
+def fire(schedule_id: str, at: datetime) -> str:
+    """A firing of the schedule as EventBridge Scheduler delivers it; the task it made."""
+    from functions.schedule import handler as schedule_function
+
+    event = {"schedule_id": schedule_id, "scheduled_time": at.strftime("%Y-%m-%dT%H:%M:%SZ"), "execution_id": "x"}
+    fired = schedule_function.lambda_handler(event, FakeContext())
+    assert fired["outcome"] == "created", fired
+    return str(fired["task_id"])
+
+
+def deliver_end(task_id: str) -> None:
+    """The lifecycle workflow's Deliver step of an ended run (twice: a delivery retried)."""
+    from functions.callback import handler as callback_function
+
+    for _ in range(2):
+        callback_function.lambda_handler({"action": "deliver", "task_id": task_id}, FakeContext())
+
+
+def exportctl_verify(admins: dict[str, dict[str, Any]], admin: str) -> Any:
+    """``exportctl audit verify --json`` as ``admin``, over HTTP to the API function (the local
+    gateway on 127.0.0.1, as make run serves it)."""
+    import threading
+
+    from local_stack.gateway import Gateway
+    from local_stack.local_users import LocalUser
+    from tests.client.e2e_support import Exportctl
+
+    tokens = {f"{user}-token": LocalUser(user, claims) for user, claims in admins.items()}
+    gateway = Gateway(api_handler, tokens, port=0)
+    threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    try:
+        return Exportctl(gateway.url, f"{admin}-token")("audit", "verify", "--json")
+    finally:
+        gateway.shutdown()
+
+
+# Their admins as the gateway hands their claims to the API (lists, not API Gateway's strings).
+ADMINS = {
+    "dave": {"custom:tenant_id": "acme", "cognito:groups": ["admin"]},
+    "erin": {"custom:tenant_id": "globex", "cognito:groups": ["admin"]},
+}
+# A Monday 08:00 UTC, the schedules' firing.
+MONDAY = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
+
+
+def test_a_scheduled_runs_mail_is_a_delivery_to_its_recipients(audit_aws: Resources) -> None:
+    # Given acme's weekly schedule that mails its runs to finance (an allowed domain)
+    weekly = {
+        "name": "Weekly orders",
+        "export_type": "orders",
+        "format": "csv",
+        "filters": {"date_from": "2025-03-24", "date_to": "2025-03-30"},
+        "cron": "0 8 * * 1",
+        "recipients": ["finance@acme.example"],
+    }
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+
+    # When it fires, its run completes and its end is delivered (and delivered again)
+    task_id = fire(schedule_id, MONDAY)
+    run_queued(audit_aws)
+    deliver_end(task_id)
+    run_audit_function(audit_aws)
+    expire_every_task(audit_aws)
+
+    # Then acme's chain has one delivery by mail, by system: where the file went and which file
+    acme = trail("dave")
+    assert verify(acme).ok
+    (mail,) = [r for r in acme if r["subject"] == task_id and r["detail"].get("channel") == "mail"]
+    completed = next(r for r in acme if r["subject"] == task_id and r["action"] == "export.completed")
+    assert (mail["action"], mail["actor"], mail["tenant"]) == ("delivery.made", "system", "acme")
+    assert mail["claims"] == completed["claims"]
+    assert mail["detail"]["destination"] == ["finance@acme.example"]
+    assert mail["detail"]["schedule_id"] == schedule_id and mail["detail"]["outcome"] == "COMPLETED"
+    assert (mail["detail"]["file"], mail["detail"]["sha256"]) == (
+        completed["detail"]["file"],
+        completed["detail"]["sha256"],
+    )
+    assert mail["detail"]["link_expires_at"] > mail["at"]
+    # Another tenant's admin sees nothing of it; exportctl verifies both chains over HTTP
+    assert not any(record["subject"] == task_id for record in trail("erin"))
+    for admin in ("dave", "erin"):
+        verified = exportctl_verify(ADMINS, admin)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert json.loads(verified.stdout)["ok"] is True
+
+
+def test_a_schedule_paused_after_failures_in_a_row_is_a_change_by_system(audit_aws: Resources) -> None:
+    from exports.config.schedules import Schedules
+
+    # Given acme's schedule whose source is gone (the orders table deleted): each run fails
+    weekly = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+    boto3.client("dynamodb", region_name=REGION).delete_table(TableName=audit_aws.orders_table)
+
+    # When it fires as often as the failures that pause it, each run ending and delivered
+    runs = []
+    for week in range(Schedules.MAX_CONSECUTIVE_FAILURES):
+        runs.append(fire(schedule_id, MONDAY + timedelta(days=7 * week)))
+        run_queued(audit_aws)
+        deliver_end(runs[-1])
+    status, schedule = call("GET", f"/v1/schedules/{schedule_id}", "alice")
+    assert (schedule["state"], schedule["paused_reason"]["code"]) == ("PAUSED", "TOO_MANY_FAILURES")
+    run_audit_function(audit_aws)
+
+    # Then acme's chain has the pause once, by system, naming the run that caused it
+    acme = trail("dave")
+    assert verify(acme).ok
+    assert [r["action"] for r in acme if r["subject"] in runs].count("export.failed") == len(runs)
+    (paused,) = [r for r in acme if r["subject"] == schedule_id and r["detail"].get("change") == "paused"]
+    assert (paused["action"], paused["actor"], paused["tenant"]) == ("schedule.changed", "system", "acme")
+    assert paused["detail"]["reason"] == {
+        "code": "TOO_MANY_FAILURES",
+        "message": schedule["paused_reason"]["message"],
+        "task_id": runs[-1],
+    }
+    assert paused["detail"]["state"] == "PAUSED"
+    assert not any(record["subject"] == schedule_id for record in trail("erin"))
+    verified = exportctl_verify(ADMINS, "dave")
+    assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout

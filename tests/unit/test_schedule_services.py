@@ -21,7 +21,7 @@ from exports.export_types.base import ClaimsRead
 from exports.export_types.registry import ExportTypeRegistry
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState
+from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState, caller_of
 from exports.schedules.ports import ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from tests.unit.builders import make_result
@@ -252,7 +252,7 @@ def test_two_submits_of_one_firing_share_a_task_and_two_firings_make_two():
     services, deps, _, _ = world()
     schedule = service.create_schedule(SPEC, FINANCE, deps)
     at = datetime(2026, 1, 5, 9, tzinfo=UTC)
-    caller = service.caller_of(schedule)
+    caller = caller_of(schedule)
 
     first = service.submit_run(schedule, caller, at, deps)
     again = service.submit_run(schedule, caller, at, deps)
