@@ -14,6 +14,9 @@ from exports.domain.task import CallbackStatus, Task
 
 # The actor of what the service did on its own (a timeout, a worker's failure).
 SYSTEM: Final = "system"
+# The actor of a download through a schedule's permalink: whoever holds its key (no user, no
+# token; the record says from which address and client).
+PERMALINK: Final = "permalink"
 
 _ENDINGS: Final = {
     TaskStatus.COMPLETED: AuditAction.EXPORT_COMPLETED,
@@ -132,10 +135,17 @@ def _ending(task: Task, tenant: str, worker_memory_mb: int) -> AuditEvent:
 
 
 def link_event(
-    task: Task, request_id: str, user_id: str, at: datetime, expires_at: datetime, through_download: bool
+    task: Task,
+    request_id: str,
+    user_id: str,
+    at: datetime,
+    expires_at: datetime,
+    through_download: bool,
+    via: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
-    """A presigned link to ``task``'s file handed to ``user_id``: in the task's answer, or as the
-    redirect of GET /download (``through_download``)."""
+    """A presigned link to ``task``'s file handed to ``user_id``: in the task's answer, or as a
+    redirect (``through_download``: GET /download, a schedule's latest file or its permalink, which
+    ``via`` names with what else the record keeps of the request)."""
     result = task.result
     return AuditEvent(
         event_id=f"{task.task_id}#link#{request_id}",
@@ -152,6 +162,7 @@ def link_event(
             "sha256": result.sha256 if result else None,
             "bytes": result.bytes if result else None,
             "link_expires_at": expires_at.isoformat().replace("+00:00", "Z"),
+            **(via or {}),
         },
     )
 

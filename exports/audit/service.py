@@ -7,7 +7,7 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
@@ -191,19 +191,34 @@ def check_schedule_quota(tenant: str, deps: AuditDependencies) -> None:
 
 
 def record_link(
-    task: Task, user_id: str, request_id: str, expires_at: datetime, through_download: bool, deps: AuditDependencies
+    task: Task,
+    user_id: str,
+    request_id: str,
+    expires_at: datetime,
+    through_download: bool,
+    deps: AuditDependencies,
+    via: Mapping[str, Any] | None = None,
 ) -> None:
     """A presigned link to ``task``'s file handed to ``user_id`` (as the task's ``download_url``,
-    or as GET /download's redirect): recorded before it is handed out."""
-    record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download), deps)
+    or as the redirect of GET /download, of a schedule's latest file or of its permalink, which
+    ``via`` names): recorded before it is handed out."""
+    record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download, via), deps)
 
 
 def record_schedule(
-    action: AuditAction, schedule: Schedule, caller: Caller, request_id: str, deps: AuditDependencies
+    action: AuditAction,
+    schedule: Schedule,
+    caller: Caller,
+    request_id: str,
+    deps: AuditDependencies,
+    change: str | None = None,
 ) -> None:
     """A schedule created, changed or deleted by ``caller``: what it exports, when, and where
-    its runs go (callback URL, mail recipients)."""
+    its runs go (callback URL, mail recipients); ``change`` names a change that is no field's
+    new value (a permalink minted or revoked: the key itself is never recorded)."""
     detail = schedule.model_dump(mode="json", exclude={"caller"})
+    if change is not None:
+        detail["change"] = change
     tenant = deps.tenancy.tenant_of(caller)
     record(schedule_event(action, schedule.schedule_id, tenant, request_id, caller.user_id, deps.clock(), detail), deps)
 

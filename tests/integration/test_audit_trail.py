@@ -387,3 +387,45 @@ def test_a_schedule_paused_after_failures_in_a_row_is_a_change_by_system(audit_a
     assert not any(record["subject"] == schedule_id for record in trail("erin"))
     verified = exportctl_verify(ADMINS, "dave")
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout
+
+
+def test_a_schedules_latest_file_and_permalink_are_downloads_and_the_permalink_changes_recorded(
+    audit_aws: Resources,
+) -> None:
+    # Given acme's schedule with a completed run
+    weekly = {
+        "export_type": "orders",
+        "filters": {"date_from": "2025-03-24", "date_to": "2025-03-30"},
+        "cron": "0 8 * * 1",
+    }
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+    task_id = fire(schedule_id, MONDAY)
+    run_queued(audit_aws)
+    deliver_end(task_id)
+
+    # When its owner downloads the latest file, mints a permalink that someone uses, then revokes it
+    assert call("GET", f"/v1/schedules/{schedule_id}/latest", "alice")[0] == 302
+    status, permalink = call("POST", f"/v1/schedules/{schedule_id}/permalink", "alice")
+    assert status == 201, permalink
+    anonymous = http_event("GET", f"/v1/permalinks/{schedule_id}", user=None, query={"key": permalink["key"]})
+    assert api_handler(anonymous, FakeContext())["statusCode"] == 302
+    assert call("DELETE", f"/v1/schedules/{schedule_id}/permalink", "alice")[0] == 204
+    run_audit_function(audit_aws)
+
+    # Then acme's chain has both downloads of the run's file and both changes, never the key
+    acme = trail("dave")
+    assert verify(acme).ok
+    downloads = [r for r in acme if r["action"] == "download" and r["subject"] == task_id]
+    assert [(r["actor"], r["detail"]["via"], r["detail"]["schedule_id"]) for r in downloads] == [
+        ("alice", "schedule_latest", schedule_id),
+        ("permalink", "permalink", schedule_id),
+    ]
+    assert (downloads[1]["detail"]["source_ip"], downloads[1]["detail"]["user_agent"]) == ("1.2.3.4", "t")
+    file = next(r for r in acme if r["action"] == "export.completed" and r["subject"] == task_id)["detail"]["file"]
+    assert {r["detail"]["file"] for r in downloads} == {file}
+    changes = [r["detail"].get("change") for r in acme if r["subject"] == schedule_id]
+    assert changes[-2:] == ["permalink_minted", "permalink_revoked"]
+    assert permalink["key"] not in json.dumps(acme)
+    assert not any(r["subject"] in (task_id, schedule_id) for r in trail("erin"))

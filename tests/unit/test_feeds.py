@@ -283,12 +283,12 @@ def test_latest_is_the_newest_completed_file_for_its_owner_and_the_permalink_unt
     done = world.end(firing.fire(schedule_id, hour(1), world.deps).task_id)
     world.end(firing.fire(schedule_id, hour(2), world.deps).task_id, TaskStatus.FAILED)
 
-    assert done.task_id in latest.owner_latest(schedule_id, "alice", world.deps)
+    assert done.task_id in latest.owner_latest(schedule_id, "alice", world.deps).url
     with pytest.raises(ScheduleNotFound):
         latest.owner_latest(schedule_id, "bob", world.deps)
-    key = latest.mint_permalink(schedule_id, "alice", world.deps)
-    assert done.task_id in latest.permalink_latest(schedule_id, key, world.deps)
-    rotated = latest.mint_permalink(schedule_id, "alice", world.deps)
+    key, _ = latest.mint_permalink(schedule_id, "alice", world.deps)
+    assert done.task_id in latest.permalink_latest(schedule_id, key, world.deps).url
+    rotated, _ = latest.mint_permalink(schedule_id, "alice", world.deps)
     with pytest.raises(ScheduleNotFound):
         latest.permalink_latest(schedule_id, key, world.deps)
     latest.revoke_permalink(schedule_id, "alice", world.deps)
