@@ -27,7 +27,9 @@ class AuditTrail(Construct):
     audit function appends exports' records with their usage, the API appends links, downloads
     and schedule changes and reads the trail and usage, the schedule function reads usage (a
     tenant's rows per day, at each firing's submit) and appends the pauses it makes, the callback
-    function appends a scheduled run's mail and the pause after failures in a row (no read)."""
+    function appends a scheduled run's mail and the pause after failures in a row, and the push
+    channel's functions (the WebSocket routes', the stream consumer) the links their completed
+    events carry (no reads)."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class AuditTrail(Construct):
         api: ServiceFunction,
         schedule: ServiceFunction,
         callback: ServiceFunction,
+        push: tuple[ServiceFunction, ...],
     ) -> None:
         super().__init__(scope, construct_id)
         table = tables.audit.table_arn
@@ -47,6 +50,9 @@ class AuditTrail(Construct):
         # ... and appends a schedule's pause when the service pauses it at a firing.
         schedule.allow([*APPEND_ACTIONS, "dynamodb:GetItem"], [table])
         callback.allow(APPEND_ACTIONS, [table])
+        # The push channel's functions append the download link of each completed event they send.
+        for function in push:
+            function.allow(APPEND_ACTIONS, [table])
         self.failed_batches = sqs.Queue(
             self,
             "FailedAuditRecords",

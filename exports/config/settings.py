@@ -335,10 +335,14 @@ class PushSettings(RegistrySettings):
         "jwt_issuer": Env.JWT_ISSUER,
         "jwt_audience": Env.JWT_AUDIENCE,
         "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
+        "audit_table": Env.AUDIT_TABLE,
     }
 
     connections_table: str
     results_bucket: str
+    # The audit trail (docs/audit.md): each download link a completed event carries is recorded
+    # there before it is sent (unset: not recorded).
+    audit_table: str | None = None
     # Read by boto3 itself (the management API client's endpoint); here so the function gets it.
     websocket_endpoint: str | None = None
     jwt_issuer: str | None = None

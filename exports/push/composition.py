@@ -12,7 +12,7 @@ from exports.adapters.jwt_tokens import JwksTokenVerifier
 from exports.adapters.s3_results import S3ResultStore
 from exports.adapters.task_stream import DynamoTaskVersions
 from exports.adapters.websocket_posts import ApiGatewayPoster
-from exports.composition import declared_export_types
+from exports.composition import compose_audit, declared_export_types
 from exports.config.settings import PushSettings
 from exports.export_types.registry import ExportTypeRegistry
 from exports.ports import BusinessMetrics
@@ -40,4 +40,5 @@ def compose_push(metrics: BusinessMetrics, environ: Mapping[str, str] = os.envir
         registry=ExportTypeRegistry.on_first_use(lambda: declared_export_types(settings, environ)),
         metrics=metrics,
         verifier=verifier,
+        audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,
     )

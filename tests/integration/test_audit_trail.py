@@ -3,6 +3,7 @@ their own tenant's chain after the tasks are gone, a changed record is named, an
 admin sees nothing of it, and usage per tenant matches the tasks run."""
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -429,3 +430,71 @@ def test_a_schedules_latest_file_and_permalink_are_downloads_and_the_permalink_c
     assert changes[-2:] == ["permalink_minted", "permalink_revoked"]
     assert permalink["key"] not in json.dumps(acme)
     assert not any(r["subject"] in (task_id, schedule_id) for r in trail("erin"))
+
+
+def task_records(aws: Resources) -> list[dict[str, Any]]:
+    """The tasks stream's task records from the start, as a stream mapping hands them over."""
+    streams = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=STREAMS_ENDPOINT)
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=aws.tasks_stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=aws.tasks_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records += [as_lambda_record(r, aws.tasks_stream_arn) for r in page["Records"] if is_task_record(r)]
+            iterator = page.get("NextShardIterator") if page["Records"] else None
+    return records
+
+
+class KeptPosts:
+    """The WebSocket management API's posts, kept (the connection's other end)."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, Mapping[str, Any]]] = []
+
+    def post(self, connection_id: str, message: Mapping[str, Any]) -> None:
+        self.posts.append((connection_id, message))
+
+
+def test_a_download_link_a_push_event_carries_is_recorded_before_it_is_sent(audit_aws: Resources) -> None:
+    import dataclasses
+
+    from exports.composition import PowertoolsMetrics
+    from exports.push.composition import compose_push
+    from exports.push.model import Subscription, Viewer
+    from exports.services import push
+    from functions.push.handler import handle, metrics
+
+    # Given alice following her tasks on a WebSocket connection, and her export completed
+    sent = KeptPosts()
+    deps = dataclasses.replace(compose_push(PowertoolsMetrics(metrics)), poster=sent)
+    alice = Viewer("alice", {"sub": "alice", **USERS["alice"]})
+    now = datetime.now(UTC)
+    deps.connections.open("alice-1", alice, now)
+    deps.connections.subscribe(Subscription("alice-1", alice, None), now)
+    task_id = submit("alice", 3)
+    run_queued(audit_aws)
+
+    # When the push function sends the task's writes (and the stream delivers them again), and
+    # she subscribes to the task on a second connection
+    for _ in range(2):
+        assert handle(task_records(audit_aws), deps) == {"batchItemFailures": []}
+    deps.connections.open("alice-2", alice, now)
+    push.subscribe("alice-2", alice, task_id, deps)
+    run_audit_function(audit_aws)
+
+    # Then each link sent is in acme's chain as a link handed to alice through the push channel
+    links = [
+        (connection, message["data"]["download_expires_at"])
+        for connection, message in sent.posts
+        if message.get("data", {}).get("download_url")
+    ]
+    # (a delivery again sends a link again)
+    assert [connection for connection, _ in links] == ["alice-1", "alice-1", "alice-2"]
+    acme = trail("dave")
+    assert verify(acme).ok
+    minted = [r for r in acme if r["action"] == "link.minted" and r["subject"] == task_id]
+    assert {(r["actor"], r["detail"]["via"]) for r in minted} == {("alice", "push")}
+    assert sorted(r["detail"]["link_expires_at"] for r in minted) == sorted(expires for _, expires in links)
+    assert not any(r["subject"] == task_id for r in trail("erin"))
