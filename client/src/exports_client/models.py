@@ -56,9 +56,17 @@ class CsvEncoding(StrEnum):
 
 class CsvDialect(_Result):
     """How a CSV file is spelled: delimiter, line ending, decimal separator, encoding, and what a
-    value the encoding cannot hold does (``fail`` names its column and row; ``replace`` writes ``?``)."""
+    value the encoding cannot hold does (``fail`` names its column and row; ``replace`` writes ``?``).
+    A decimal comma needs another delimiter (the schema states it; the service refuses it)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "if": {"required": ["decimal_separator"], "properties": {"decimal_separator": {"const": ","}}},
+            "then": {"required": ["delimiter"], "properties": {"delimiter": {"not": {"const": ","}}}},
+        },
+    )
 
     delimiter: Literal[",", ";", "\t", "|"] = ","
     line_ending: Literal["crlf", "lf"] = "crlf"

@@ -3689,6 +3689,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom (`field` names it). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
