@@ -90,6 +90,10 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self.pdf_logo = pdf_logo
         self.error_messages = MappingProxyType(dict(error_messages or {}))
 
+    def header_locales(self) -> set[str]:
+        """The locales of the declared columns' header tables."""
+        return {locale for column in self.declared_columns or () for locale in column.headers}
+
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is
         refused (a caller never sets what its token decides)."""

@@ -260,6 +260,17 @@ class ExportType(ABC, Generic[FiltersT]):
         """The PDF footer in ``locale``, else in the type's default locale, else none."""
         return pick(self.pdf_footers, locale or self.default_locale) or self.pdf_footers.get(self.default_locale, "")
 
+    def locales(self) -> list[str]:
+        """The locales the type has words in (its titles, PDF footers and column headers): its
+        default first, the others sorted. What a caller is offered to pick from (the console's
+        list); any other tag is taken too and falls back to a shorter one, then the default."""
+        found = set(self.titles) | set(self.pdf_footers) | self.header_locales()
+        return [self.default_locale, *sorted(found - {self.default_locale})]
+
+    def header_locales(self) -> set[str]:
+        """The locales of the column headers known without filters (a declared type's)."""
+        return set()
+
     def pdf_look(self, tenant: str | None, locale: str | None) -> PdfLook:
         """The footer and logo of a PDF for ``tenant`` in ``locale``: the tenant's where it
         declares them, else the type's. A tenant's footer table without ``locale`` falls back to

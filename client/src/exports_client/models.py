@@ -356,12 +356,17 @@ class TaskList(_Result):
 
 
 class ExportTypeView(_Result):
-    """One export type: its formats and the JSON Schema of its filters."""
+    """One export type: its formats, the JSON Schema of its filters and its locales."""
 
     name: str
     description: str
     formats: list[ExportFormat]
     filters_schema: dict[str, Any]
+    default_locale: str = Field(description="The locale of a task that asks for none (`locale` left out).")
+    locales: list[str] = Field(
+        description="The locales the type has words in (headers, title, PDF footer): its default first. A request"
+        " may give any locale tag; one not listed falls back to a shorter tag, then to the default."
+    )
 
 
 class CallerView(_Result):

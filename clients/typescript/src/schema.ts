@@ -1186,6 +1186,11 @@ export interface components {
          * @description One export type: its formats and the JSON Schema of its filters.
          */
         ExportTypeView: {
+            /**
+             * Default Locale
+             * @description The locale of a task that asks for none (`locale` left out).
+             */
+            default_locale: string;
             /** Description */
             description: string;
             /** Filters Schema */
@@ -1194,6 +1199,11 @@ export interface components {
             };
             /** Formats */
             formats: components["schemas"]["ExportFormat"][];
+            /**
+             * Locales
+             * @description The locales the type has words in (headers, title, PDF footer): its default first. A request may give any locale tag; one not listed falls back to a shorter tag, then to the default.
+             */
+            locales: string[];
             /** Name */
             name: string;
         };
