@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from exports.config.limits import Limits
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect, CsvEncoding
 from exports.domain.locales import ACCEPTED as ACCEPTED_LOCALES
-from exports.domain.locales import canonical_locale
+from exports.domain.locales import LOCALE_PATTERN, canonical_locale
 from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
@@ -22,10 +22,19 @@ from exports.export_types.base import AnyExportType
 ZONE_MARK: Final = "x-time-zone"
 
 
+# csv_bom is for UTF-8 files (ExportRequest._bom_in_utf8), as the document states it: with
+# ``csv_bom: true`` the dialect's encoding, when given, is UTF-8. A body that breaks it is
+# invalid by the schema, not a schema-valid body refused.
+BOM_IN_UTF8: Final[dict[str, JsonValue]] = {
+    "if": {"required": ["csv_bom"], "properties": {"csv_bom": {"const": True}}},
+    "then": {"properties": {"csv_dialect": {"properties": {"encoding": {"const": "utf-8"}}}}},
+}
+
+
 class ExportRequest(BaseModel):
     """``POST /v1/exports``: what to export and how."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=BOM_IN_UTF8)
 
     export_type: str = Field(strict=True, min_length=1, max_length=64, description="A name from GET /v1/export-types.")
     format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")
@@ -88,6 +97,7 @@ class ExportRequest(BaseModel):
         default=None,
         min_length=2,
         max_length=35,
+        json_schema_extra={"pattern": LOCALE_PATTERN},
         description=(
             f"The language of the column headers and the PDF heading in CSV, XLSX and PDF: {ACCEPTED_LOCALES}."
             " A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the"
@@ -281,15 +291,22 @@ class ExportTypeView(BaseModel):
     description: str
     formats: list[ExportFormat]
     filters_schema: dict[str, Any]
+    default_locale: str = Field(description="The locale of a task that asks for none (`locale` left out).")
+    locales: list[str] = Field(
+        description="The locales the type has words in (headers, title, PDF footer): its default first. A request"
+        " may give any locale tag; one not listed falls back to a shorter tag, then to the default."
+    )
 
     @classmethod
     def of(cls, export_type: AnyExportType) -> ExportTypeView:
-        """The view of ``export_type``, with the JSON Schema of its filters."""
+        """The view of ``export_type``, with the JSON Schema of its filters and its locales."""
         return cls(
             name=export_type.name,
             description=export_type.description,
             formats=list(export_type.formats),
             filters_schema=export_type.filters_schema(),
+            default_locale=export_type.default_locale,
+            locales=export_type.locales(),
         )
 
 

@@ -16,6 +16,7 @@ from exports.domain.errors import ExportFailed
 from exports.domain.locales import pick
 from exports.domain.task import ExportFormat, ExportResult
 from exports.domain.zones import UTC_ZONE, is_utc
+from exports.export_types.base import PdfLook
 from exports.formats.run import ExportRun, RowCount, rows_in_one_run
 from exports.formats.spec import FormatSpec
 from exports.writers import pdf
@@ -24,6 +25,8 @@ from exports.writers.sink import MultipartSink
 from exports.writers.zones import ZoneStyle, pdf_text
 
 PDF_TOO_LARGE = "PDF_TOO_LARGE"
+# No footer but the page numbers, no logo.
+PLAIN: Final = PdfLook()
 # Left for what follows the last page (the font subset, the page tree, the cross-reference
 # table, completing the upload), measured at under 3 s; the rest is margin.
 TIME_MARGIN_SEC = 30.0
@@ -72,18 +75,19 @@ def heading(
     generated_at: datetime,
     timezone: str = UTC_ZONE,
     locale: str | None = None,
-    footer: str = "",
+    look: PdfLook = PLAIN,
 ) -> PdfHeading:
     """The first page's title, the filters the export ran with (as stored on the task), when
     it was generated and, in another zone than UTC, the zone its date-times are in; the words in
-    ``locale`` when :data:`HEADING_WORDS` has it (the filters' names and values as they are)."""
+    ``locale`` when :data:`HEADING_WORDS` has it (the filters' names and values as they are);
+    every page's footer text and logo."""
     words = (pick(HEADING_WORDS, locale) if locale else None) or HEADING_WORDS["en"]
     shown = "; ".join(f"{name} = {_shown(value)}" for name, value in filters.items() if value is not None)
     moment = generated_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     lines: tuple[str, ...] = (f"{words.filters}: {shown or words.none}", f"{words.generated}: {moment}")
     if not is_utc(timezone):
         lines = (*lines, f"{words.time_zone}: {timezone}")
-    return PdfHeading(title, lines, generated_at, footer)
+    return PdfHeading(title, lines, generated_at, look.footer, look.logo)
 
 
 def _shown(value: Any) -> str:
@@ -103,7 +107,7 @@ def write_pdf(run: ExportRun) -> ExportResult:
             run.deps.clock(),
             run.task.timezone,
             run.task.locale,
-            run.export_type.pdf_footer(run.task.locale),
+            run.export_type.pdf_look(run.task.tenant, run.task.locale),
         )
         counted = RowCount()
         pages = run.pages(None)

@@ -26,7 +26,7 @@ from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import recurrence_of
 from exports.schedules.feed import feed_window
 from exports.schedules.model import Every, ScheduleState, WhenEmpty
-from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleNotFound
+from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleConflict, ScheduleNotFound
 from exports.schedules.run_end import RunEndDependencies, on_run_end
 from exports.services.callbacks import callback_payload
 from tests.unit.builders import make_result
@@ -236,9 +236,28 @@ def test_a_watermark_reset_restarts_the_feed_and_only_feeds_take_one():
     reset = service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": None}), ALICE, world.deps)
     assert reset.watermark is None
     assert span(world.task(firing.fire(schedule_id, hour(2), world.deps).task_id))[0] == hour(0)
-    with pytest.raises(InvalidRequest) as future:
-        service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": hour(10**4)}), ALICE, world.deps)
-    assert future.value.details["field"] == "watermark"
+
+    # A watermark ahead is where the feed starts: the runs until then cover an empty span.
+    ahead = service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": hour(10)}), ALICE, world.deps)
+    assert ahead.watermark == hour(10)
+    world.source.table["early"] = hour(2.5)
+    early = world.end(firing.fire(schedule_id, hour(3), world.deps).task_id)
+    assert span(early) == (hour(10), hour(10))
+    assert early.result is not None and early.result.rows == 0
+
+    # A schedule that is no feed has no watermark: its body could not know, a conflict (409).
+    plain = service.create_schedule(
+        service.ScheduleSpec(
+            export=ExportSpec(export_type="created_rows", filters={"changed_from": "previous_day"}),
+            every=Every(hours=1),
+        ),
+        ALICE,
+        world.deps,
+    )
+    with pytest.raises(ScheduleConflict) as not_a_feed:
+        service.update_schedule(plain.schedule_id, service.ScheduleChanges({"watermark": hour(1)}), ALICE, world.deps)
+    assert not_a_feed.value.field == "watermark"
+    assert "is no feed" in not_a_feed.value.message
 
 
 def test_since_last_run_needs_a_type_that_declares_its_change_column():

@@ -64,7 +64,22 @@ _SCHEDULE_CREATE_RESPONSES = responses(
 )
 _SCHEDULE_GET_RESPONSES = responses({200: {"description": "The schedule, with its next runs."}}, 404)
 _SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller's schedules, newest first."}}, 422)
-_SCHEDULE_PATCH_RESPONSES = responses({200: {"description": "The schedule as changed."}}, 400, 403, 404, 413, 415, 422)
+_SCHEDULE_PATCH_RESPONSES = responses(
+    {200: {"description": "The schedule as changed."}},
+    400,
+    403,
+    404,
+    conflict(
+        {
+            "SCHEDULE_CONFLICT": "a field does not fit the stored schedule, which the body cannot know: filters its"
+            " export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8"
+            " while it has csv_bom (`field` names it).",
+        }
+    ),
+    413,
+    415,
+    422,
+)
 _SCHEDULE_DELETE_RESPONSES = responses({204: {"description": "Deleted (its runs stay, as tasks).", "content": {}}}, 404)
 _SCHEDULE_RUN_RESPONSES = responses(ACCEPTED, 403, 404, 422, 429)
 _LATEST_RESPONSES = responses(
