@@ -26,7 +26,10 @@ class AuditTrail(Construct):
     """The audit function's stream mapping and on-failure queue, and the table's grants: the
     audit function appends exports' records with their usage, the API appends links, downloads
     and schedule changes and reads the trail and usage, the schedule function reads usage (a
-    tenant's rows per day, at each firing's submit) and appends the pauses it makes."""
+    tenant's rows per day, at each firing's submit) and appends the pauses it makes, the callback
+    function appends a scheduled run's mail and the pause after failures in a row, and the push
+    channel's functions (the WebSocket routes', the stream consumer) the links their completed
+    events carry (no reads)."""
 
     def __init__(
         self,
@@ -37,6 +40,8 @@ class AuditTrail(Construct):
         audit: ServiceFunction,
         api: ServiceFunction,
         schedule: ServiceFunction,
+        callback: ServiceFunction,
+        push: tuple[ServiceFunction, ...],
     ) -> None:
         super().__init__(scope, construct_id)
         table = tables.audit.table_arn
@@ -44,6 +49,10 @@ class AuditTrail(Construct):
         api.allow([*APPEND_ACTIONS, "dynamodb:GetItem"], [table])
         # ... and appends a schedule's pause when the service pauses it at a firing.
         schedule.allow([*APPEND_ACTIONS, "dynamodb:GetItem"], [table])
+        callback.allow(APPEND_ACTIONS, [table])
+        # The push channel's functions append the download link of each completed event they send.
+        for function in push:
+            function.allow(APPEND_ACTIONS, [table])
         self.failed_batches = sqs.Queue(
             self,
             "FailedAuditRecords",

@@ -280,14 +280,16 @@ class ServiceFunctions(Construct):
             construct_id: str, spec: FunctionSpec, function_name: str | None = None
         ) -> ServiceFunction:
             builds_registry = issubclass(spec.runtime_settings, RegistrySettings)
+            # The declaration (and its CA bundles) where the registry is built; the declaration
+            # alone where only its [tenants] is read (the callback function's audit records).
+            reads_declaration = Env.EXPORTS_CONFIG in spec.runtime_settings.variables()
             return ServiceFunction(
                 self,
                 construct_id,
                 spec=spec,
                 settings=settings,
                 environment={**spec.own_environment(available), **(registry_environment if builds_registry else {})},
-                # The declaration (and its CA bundles) only where the registry is built.
-                extra_files=packaged if builds_registry else (),
+                extra_files=packaged if builds_registry else (sources.declaration_file(),) if reads_declaration else (),
                 function_name=function_name,
             )
 

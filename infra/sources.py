@@ -11,7 +11,14 @@ from pathlib import Path
 
 from exports.core.config.declarations import Declarations as DeclarationFiles
 from exports.core.config.env import Env
-from exports.export_types.loader import DeclarationError, Declarations, default_path, load_declarations
+from exports.export_types.loader import (
+    DeclarationError,
+    Declarations,
+    default_path,
+    load_declarations,
+    logo_file,
+    logo_keys,
+)
 from exports.sources.kind import Fail, InvokeGrant, TableRead
 from exports.sources.registry import source_kind, type_kind
 from infra.settings import StageSettings
@@ -34,11 +41,15 @@ class DeclaredSources:
         path = Path(settings.exports_config) if settings.exports_config else default_path()
         return cls(load_declarations(path, settings.source_overrides), settings.source_overrides)
 
-    def packaged_files(self) -> tuple[tuple[Path, str], ...]:
+    def declaration_file(self) -> tuple[Path, str]:
         """The declaration, as the package's ``exports.toml`` (where the functions look by
-        default), and the files its sources' kinds ship with it (CA bundles), at the same place
-        relative to it."""
-        files = [(self.declarations.path, DeclarationFiles.PACKAGED_FILE)]
+        default)."""
+        return self.declarations.path, DeclarationFiles.PACKAGED_FILE
+
+    def packaged_files(self) -> tuple[tuple[Path, str], ...]:
+        """The declaration (:meth:`declaration_file`) and the files its sources' kinds ship with
+        it (CA bundles) and its PDF logos, at the same place relative to it."""
+        files = [self.declaration_file()]
         base = self.declarations.base_dir.resolve()
         for name, source in self.declarations.file.sources.items():
             for key, relative in source_kind(source).shipped_files(source):
@@ -48,7 +59,10 @@ class DeclaredSources:
                         self.declarations.path, f"sources.{name}: {key}", "must name a file in the declaration's folder"
                     )
                 files.append((shipped, str(shipped.relative_to(base))))
-        return tuple(files)
+        for where, relative in logo_keys(self.declarations.file):
+            logo = logo_file(self.declarations.path, where, relative)
+            files.append((logo, str(logo.relative_to(base))))
+        return tuple(dict.fromkeys(files))
 
     def environment(self) -> dict[str, str]:
         """What the functions that build the registry (API, worker) need besides the file: the

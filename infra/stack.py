@@ -99,6 +99,8 @@ class ExportsStack(Stack):
             audit=self.functions.audit,
             api=self.functions.api,
             schedule=self.functions.schedule,
+            callback=self.functions.callback,
+            push=(self.functions.stream, self.functions.push),
         )
         self.monitoring.watch_audit(self.audit.failed_batches)
         self.monitoring.watch_queues(self.queues)

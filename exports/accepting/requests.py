@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from exports.core.config.limits import Limits
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect, CsvEncoding
 from exports.core.locales import ACCEPTED as ACCEPTED_LOCALES
-from exports.core.locales import canonical_locale
+from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.spec import ExportSpec
 from exports.core.task import ExportFormat
 from exports.core.zones import ACCEPTED, UTC_ZONE, canonical_zone, is_utc
@@ -19,10 +19,19 @@ from exports.core.zones import ACCEPTED, UTC_ZONE, canonical_zone, is_utc
 ZONE_MARK: Final = "x-time-zone"
 
 
+# csv_bom is for UTF-8 files (ExportRequest._bom_in_utf8), as the document states it: with
+# ``csv_bom: true`` the dialect's encoding, when given, is UTF-8. A body that breaks it is
+# invalid by the schema, not a schema-valid body refused.
+BOM_IN_UTF8: Final[dict[str, JsonValue]] = {
+    "if": {"required": ["csv_bom"], "properties": {"csv_bom": {"const": True}}},
+    "then": {"properties": {"csv_dialect": {"properties": {"encoding": {"const": "utf-8"}}}}},
+}
+
+
 class ExportRequest(BaseModel):
     """``POST /v1/exports``: what to export and how."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=BOM_IN_UTF8)
 
     export_type: str = Field(strict=True, min_length=1, max_length=64, description="A name from GET /v1/export-types.")
     format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")
@@ -85,6 +94,7 @@ class ExportRequest(BaseModel):
         default=None,
         min_length=2,
         max_length=35,
+        json_schema_extra={"pattern": LOCALE_PATTERN},
         description=(
             f"The language of the column headers and the PDF heading in CSV, XLSX and PDF: {ACCEPTED_LOCALES}."
             " A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the"

@@ -51,15 +51,22 @@ class ExportTypeView(BaseModel):
     description: str
     formats: list[ExportFormat]
     filters_schema: dict[str, Any]
+    default_locale: str = Field(description="The locale of a task that asks for none (`locale` left out).")
+    locales: list[str] = Field(
+        description="The locales the type has words in (headers, title, PDF footer): its default first. A request"
+        " may give any locale tag; one not listed falls back to a shorter tag, then to the default."
+    )
 
     @classmethod
     def of(cls, export_type: AnyExportType) -> ExportTypeView:
-        """The view of ``export_type``, with the JSON Schema of its filters."""
+        """The view of ``export_type``, with the JSON Schema of its filters and its locales."""
         return cls(
             name=export_type.name,
             description=export_type.description,
             formats=list(export_type.formats),
             filters_schema=export_type.filters_schema(),
+            default_locale=export_type.default_locale,
+            locales=export_type.locales(),
         )
 
 

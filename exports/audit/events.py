@@ -3,7 +3,7 @@ before and after a write (the tasks table's stream) or the action's facts in, ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -14,6 +14,9 @@ from exports.core.task import CallbackStatus, Task
 
 # The actor of what the service did on its own (a timeout, a worker's failure).
 SYSTEM: Final = "system"
+# The actor of a download through a schedule's permalink: whoever holds its key (no user, no
+# token; the record says from which address and client).
+PERMALINK: Final = "permalink"
 
 _ENDINGS: Final = {
     TaskStatus.COMPLETED: AuditAction.EXPORT_COMPLETED,
@@ -132,10 +135,17 @@ def _ending(task: Task, tenant: str, worker_memory_mb: int) -> AuditEvent:
 
 
 def link_event(
-    task: Task, request_id: str, user_id: str, at: datetime, expires_at: datetime, through_download: bool
+    task: Task,
+    request_id: str,
+    user_id: str,
+    at: datetime,
+    expires_at: datetime,
+    through_download: bool,
+    via: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
-    """A presigned link to ``task``'s file handed to ``user_id``: in the task's answer, or as the
-    redirect of GET /download (``through_download``)."""
+    """A presigned link to ``task``'s file handed to ``user_id``: in the task's answer, or as a
+    redirect (``through_download``: GET /download, a schedule's latest file or its permalink, which
+    ``via`` names with what else the record keeps of the request)."""
     result = task.result
     return AuditEvent(
         event_id=f"{task.task_id}#link#{request_id}",
@@ -152,6 +162,7 @@ def link_event(
             "sha256": result.sha256 if result else None,
             "bytes": result.bytes if result else None,
             "link_expires_at": expires_at.isoformat().replace("+00:00", "Z"),
+            **(via or {}),
         },
     )
 
@@ -176,5 +187,46 @@ def schedule_event(
         detail=detail,
         counts={
             TenantCount.SCHEDULES: {AuditAction.SCHEDULE_CREATED: 1, AuditAction.SCHEDULE_DELETED: -1}.get(action, 0)
+        },
+    )
+
+
+def mail_event(
+    task: Task,
+    sent_to: Sequence[str],
+    refused: Sequence[str],
+    at: datetime,
+    link_expires_at: datetime | None,
+    error: str | None,
+) -> AuditEvent:
+    """A scheduled run's mail (exports.finishing.schedule_run_end): ``delivery.made`` to ``sent_to``, or
+    ``delivery.failed`` when SES refused it (``error``) or no recipient is allowed any more. Where
+    the file went: the addresses, the file and when its mailed link stops working; ``refused``:
+    the schedule's addresses the deployment no longer allows, which were not mailed."""
+    delivered = bool(sent_to) and error is None
+    result = task.result if task.has_file else None
+    return AuditEvent(
+        # One record per run and outcome: a retried delivery that mails it again records nothing
+        # twice, and a mail SES refused, then sent on a retry, leaves both.
+        event_id=f"{task.task_id}#mail#{'made' if delivered else 'failed'}",
+        tenant=tenant_of(task),
+        action=AuditAction.DELIVERY_MADE if delivered else AuditAction.DELIVERY_FAILED,
+        at=at,
+        actor=SYSTEM,
+        subject=task.task_id,
+        claims=task.caller,
+        detail={
+            "channel": "mail",
+            "destination": list(sent_to),
+            "refused": list(refused),
+            "schedule_id": task.schedule_id,
+            "export_type": task.export_type,
+            "format": task.format.value,
+            "outcome": task.status.value,
+            "file": result.key if result else None,
+            "sha256": result.sha256 if result else None,
+            "bytes": result.bytes if result else None,
+            "link_expires_at": link_expires_at.isoformat().replace("+00:00", "Z") if link_expires_at else None,
+            "error": error or (None if sent_to else "no recipient is allowed by the deployment"),
         },
     )

@@ -7,12 +7,12 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import link_event
+from exports.audit.events import link_event, mail_event
 from exports.audit.model import AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -192,8 +192,27 @@ def check_schedule_quota(tenant: str, deps: AuditDependencies) -> None:
 
 
 def record_link(
-    task: Task, user_id: str, request_id: str, expires_at: datetime, through_download: bool, deps: AuditDependencies
+    task: Task,
+    user_id: str,
+    request_id: str,
+    expires_at: datetime,
+    through_download: bool,
+    deps: AuditDependencies,
+    via: Mapping[str, Any] | None = None,
 ) -> None:
     """A presigned link to ``task``'s file handed to ``user_id`` (as the task's ``download_url``,
-    or as GET /download's redirect): recorded before it is handed out."""
-    record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download), deps)
+    or as the redirect of GET /download, of a schedule's latest file or of its permalink, which
+    ``via`` names): recorded before it is handed out."""
+    record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download, via), deps)
+
+
+def record_mail(
+    task: Task,
+    sent_to: Sequence[str],
+    refused: Sequence[str],
+    link_expires_at: datetime | None,
+    error: str | None,
+    deps: AuditDependencies,
+) -> None:
+    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant."""
+    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error), deps)

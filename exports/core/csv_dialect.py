@@ -42,7 +42,16 @@ class CsvDialect(BaseModel):
     """A CSV file's spelling. ``unencodable``: a value the encoding cannot hold fails the export
     naming its column and row (``fail``), or its characters become ``?`` (``replace``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # The OpenAPI document states the rule of _decimal_comma_needs_another_delimiter (a body that
+    # breaks it is invalid by the schema, not a schema-valid one refused).
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "if": {"required": ["decimal_separator"], "properties": {"decimal_separator": {"const": ","}}},
+            "then": {"required": ["delimiter"], "properties": {"delimiter": {"not": {"const": ","}}}},
+        },
+    )
 
     delimiter: Literal[",", ";", "\t", "|"] = Field(default=",", description="Between fields: `,` `;` a tab or `|`.")
     line_ending: Literal["crlf", "lf"] = Field(default="crlf", description="`crlf` (RFC 4180, Excel) or `lf`.")

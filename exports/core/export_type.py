@@ -23,6 +23,8 @@ from exports.core.zones import UTC_ZONE
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from exports.core.logos import PdfImage
+
 
 class ColumnKind(StrEnum):
     """How a column's values are typed in the file."""
@@ -203,6 +205,23 @@ class CsvRows(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class TenantBranding:
+    """How one tenant's PDFs look, over every type's own: its footer by locale (None: the
+    type's) and its logo (None: the type's)."""
+
+    footers: Mapping[str, str] | None = None
+    logo: PdfImage | None = None
+
+
+@dataclass(frozen=True)
+class PdfLook:
+    """What a PDF carries besides its table: the footer text and the logo."""
+
+    footer: str = ""
+    logo: PdfImage | None = None
+
+
 # The filter model of an export type: what :meth:`ExportType.parse_filters` returns and every
 # other method takes.
 FiltersT = TypeVar("FiltersT", bound=BaseModel)
@@ -231,9 +250,39 @@ class ExportType(ABC, Generic[FiltersT]):
         """The type's description in ``locale``, else the default one."""
         return (pick(self.titles, locale) if locale else None) or self.description
 
+    # Drawn at the head of every PDF page (a declared type's ``pdf_logo``); none: no logo.
+    pdf_logo: PdfImage | None = None
+    # The deployment's branding per tenant ([tenants.branding]), over the type's footer and logo;
+    # set on every type the deployment builds.
+    tenant_branding: Mapping[str, TenantBranding] = MappingProxyType({})
+
     def pdf_footer(self, locale: str | None) -> str:
         """The PDF footer in ``locale``, else in the type's default locale, else none."""
         return pick(self.pdf_footers, locale or self.default_locale) or self.pdf_footers.get(self.default_locale, "")
+
+    def locales(self) -> list[str]:
+        """The locales the type has words in (its titles, PDF footers and column headers): its
+        default first, the others sorted. What a caller is offered to pick from (the console's
+        list); any other tag is taken too and falls back to a shorter one, then the default."""
+        found = set(self.titles) | set(self.pdf_footers) | self.header_locales()
+        return [self.default_locale, *sorted(found - {self.default_locale})]
+
+    def header_locales(self) -> set[str]:
+        """The locales of the column headers known without filters (a declared type's)."""
+        return set()
+
+    def pdf_look(self, tenant: str | None, locale: str | None) -> PdfLook:
+        """The footer and logo of a PDF for ``tenant`` in ``locale``: the tenant's where it
+        declares them, else the type's. A tenant's footer table without ``locale`` falls back to
+        the type's default locale, then to its first text."""
+        own = self.tenant_branding.get(tenant) if tenant is not None else None
+        footer = self.pdf_footer(locale)
+        if own is not None and own.footers is not None:
+            footers = own.footers
+            found = pick(footers, locale or self.default_locale) or pick(footers, self.default_locale)
+            footer = found if found is not None else next(iter(footers.values()), "")
+        logo = own.logo if own is not None and own.logo is not None else self.pdf_logo
+        return PdfLook(footer, logo)
 
     # The type's own message for an error code (exports.core.customer_errors), when ours does
     # not suit its customers.

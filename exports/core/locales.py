@@ -12,6 +12,9 @@ T = TypeVar("T")
 DEFAULT_LOCALE: Final = "en"
 # BCP 47's language, script and region subtags (no variants, extensions or private use).
 _TAG = re.compile(r"^(?P<language>[A-Za-z]{2,3})(?:-(?P<script>[A-Za-z]{4}))?(?:-(?P<region>[A-Za-z]{2}|\d{3}))?$")
+# The same tags as the OpenAPI document states them (a pattern, not the check: canonical_locale
+# refuses with a message that says what a tag is).
+LOCALE_PATTERN: Final = r"^[A-Za-z]{2,3}(?:[-_][A-Za-z]{4})?(?:[-_](?:[A-Za-z]{2}|[0-9]{3}))?$"
 ACCEPTED: Final = "a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja"
 
 

@@ -40,6 +40,16 @@ def _refuse(reason: str) -> InvalidRequest:
     return InvalidRequest(f"callback_url {reason}", field="callback_url", code=REFUSED)
 
 
+class UnresolvedHost(InvalidRequest):
+    """The callback's host has no address now. An export's callback is refused for it (it is
+    called within the hour); a schedule's is taken, since each run's delivery checks its host
+    again (docs/schedules.md, "The model")."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(f"callback_url host {host} does not resolve", field="callback_url", code=REFUSED)
+        self.host = host
+
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -146,9 +156,9 @@ def check_destination(url: str, resolve: Resolver, allow_local: bool = False) ->
     try:
         addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
     except (OSError, ValueError):
-        raise _refuse(f"host {host} does not resolve") from None
+        raise UnresolvedHost(host) from None
     if not addresses:
-        raise _refuse(f"host {host} does not resolve")
+        raise UnresolvedHost(host)
     local = allow_local and all(a.is_loopback for a in addresses)
     if not local:
         # The address first: http://192.168.1.5 is refused for being private, not for its scheme.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from exports.core.caller import AccessRule, BindingKind, Caller, CallerBinding, bind_caller
 from exports.core.export_type import ChangeWindow, ClaimsRead, Column, ExportType, SourceLimit, WindowParameters
@@ -13,6 +13,9 @@ from exports.core.locales import DEFAULT_LOCALE
 from exports.core.task import ExportFormat
 from exports.declared.parameters import COLUMNS_PARAMETER, DeclaredFilters, raise_at
 from exports.declared.templates import file_stem, render
+
+if TYPE_CHECKING:
+    from exports.core.logos import PdfImage
 
 # A hot key longer than this is hashed (it becomes part of a DynamoDB key, at most 2048 bytes).
 _HOT_KEY_MAX_CHARS = 200
@@ -37,6 +40,7 @@ class DeclaredParts(TypedDict):
     locale: str
     titles: Mapping[str, str]
     pdf_footers: Mapping[str, str]
+    pdf_logo: PdfImage | None
     error_messages: Mapping[str, str]
 
 
@@ -62,6 +66,7 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         locale: str = DEFAULT_LOCALE,
         titles: Mapping[str, str] | None = None,
         pdf_footers: Mapping[str, str] | None = None,
+        pdf_logo: PdfImage | None = None,
         error_messages: Mapping[str, str] | None = None,
     ) -> None:
         # Instance attributes stand in for the class attributes a Python export type sets.
@@ -82,7 +87,12 @@ class DeclaredExport(ExportType[DeclaredFilters]):
         self.default_locale = locale
         self.titles = dict(titles or {})
         self.pdf_footers = dict(pdf_footers or {})
+        self.pdf_logo = pdf_logo
         self.error_messages = MappingProxyType(dict(error_messages or {}))
+
+    def header_locales(self) -> set[str]:
+        """The locales of the declared columns' header tables."""
+        return {locale for column in self.declared_columns or () for locale in column.headers}
 
     def parse_filters(self, raw: dict[str, Any], bound: Mapping[str, Any] | None = None) -> DeclaredFilters:
         """The caller's filters with the caller-bound values; a caller-bound name in ``raw`` is

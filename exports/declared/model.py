@@ -50,6 +50,9 @@ SettingName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*(\.[a-
 LocaleTag = Annotated[str, AfterValidator(_locale_tag)]
 # A label in one language, or a table of labels by locale (``{ en = "Order", zh-CN = "订单" }``).
 Label = str | Annotated[dict[LocaleTag, str], Field(min_length=1)]
+# A file next to the declaration (a logo): a path relative to the declaration's folder and
+# inside it, checked and read at start-up (exports.export_types.loader).
+RelativeFile = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 # A claim of the caller's token, as the authorizer passes it (``sub``, ``custom:tenant_id``, ...).
 ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:./#@-]{1,256}$")]
 
@@ -246,6 +249,20 @@ class TenantPolicyDecl(StrictModel):
     audit_retention_days: int | None = Field(default=None, ge=Audit.RETENTION_DAYS_MIN, le=Audit.RETENTION_DAYS_MAX)
 
 
+class TenantBrandingDecl(StrictModel):
+    """How one tenant's PDFs look (``[tenants.branding.<tenant>]``): its logo and footer, over
+    every type's own."""
+
+    # A PNG or JPEG file, relative to the declaration's folder (docs/formats.md, "Logo and
+    # footer per type and per tenant").
+    pdf_logo: RelativeFile | None = None
+    # One text for every locale, or one per locale.
+    pdf_footer: Label | None = None
+
+
+TenantName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
 class TenantsDecl(StrictModel):
     """Deployment-wide: which claim names a caller's tenant, which group reads its tenant's
     audit trail, and each tenant's quotas and audit retention (docs/audit.md), in one place."""
@@ -253,9 +270,8 @@ class TenantsDecl(StrictModel):
     claim: ClaimName = Audit.TENANT_CLAIM_DEFAULT
     admin_group: Annotated[str, StringConstraints(min_length=1, max_length=256)] = Audit.ADMIN_GROUP_DEFAULT
     defaults: TenantPolicyDecl = TenantPolicyDecl()
-    overrides: dict[Annotated[str, StringConstraints(min_length=1, max_length=256)], TenantPolicyDecl] = Field(
-        default_factory=dict
-    )
+    overrides: dict[TenantName, TenantPolicyDecl] = Field(default_factory=dict)
+    branding: dict[TenantName, TenantBrandingDecl] = Field(default_factory=dict)
 
 
 class PartitionBy(StrEnum):
@@ -321,6 +337,9 @@ class TypeDecl(TypeHead):
     # Printed at the foot of every PDF page, beside the page number: one text (in ``locale``) or
     # one per locale.
     pdf_footer: Label | None = None
+    # Drawn at the head of every PDF page: a PNG or JPEG file, relative to the declaration's
+    # folder (docs/formats.md, "Logo and footer per type and per tenant").
+    pdf_logo: RelativeFile | None = None
 
     @model_validator(mode="after")
     def _headers_in_default_locale(self) -> TypeDecl:

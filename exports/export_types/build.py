@@ -9,10 +9,18 @@ from typing import Any
 
 from exports.core.caller import AccessRule, CallerBinding
 from exports.core.errors import ExportFailed, ExportsError
-from exports.core.export_type import AnyExportType, Column, ColumnKind, ExportType, SourceLimit, WindowParameters
+from exports.core.export_type import (
+    AnyExportType,
+    Column,
+    ColumnKind,
+    ExportType,
+    SourceLimit,
+    TenantBranding,
+    WindowParameters,
+)
 from exports.core.locales import pick
 from exports.declared.common import DeclaredParts
-from exports.declared.model import AccessDecl, ColumnDecl, TypeDecl
+from exports.declared.model import AccessDecl, ColumnDecl, DeclarationFile, TypeDecl
 from exports.declared.parameters import filters_model
 from exports.declared.type_facts import caller_bindings, change_window, window_range
 from exports.export_types.loader import DeclarationError, Declarations, PluginError, plugin_factory
@@ -68,10 +76,15 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
             left_out[name] = maker
             continue
         limit = SourceLimit(declared.source, source.max_concurrent_exports)
+        parts = _parts(name, declared, limit, file.access)
+        parts["pdf_logo"] = declarations.logos[declared.pdf_logo] if declared.pdf_logo is not None else None
         try:
-            types.append(maker(declared, _parts(name, declared, limit, file.access)))
+            types.append(maker(declared, parts))
         except LeftOut as error:
             left_out[name] = str(error)
+    branding = tenant_branding(declarations)
+    for export_type in types:
+        export_type.tenant_branding = branding
     for name, reason in left_out.items():
         # Named in the message too: local mode's log shows no extra keys.
         keys = {"export_type": name, "reason": reason}
@@ -79,6 +92,24 @@ def build_export_types(declarations: Declarations, readers: SourceReaders) -> Bu
     for warning in declarations.warnings:
         logger.warning(warning)
     return BuiltTypes(types, left_out)
+
+
+def tenant_branding(declarations: Declarations) -> dict[str, TenantBranding]:
+    """Each tenant's PDF footer and logo ([tenants.branding]). A single footer text is every
+    locale's: kept under no locale tag, no locale finds it and the fallback to the first text
+    does (ExportType.pdf_look)."""
+    file: DeclarationFile = declarations.file
+    return {
+        tenant: TenantBranding(
+            footers=None
+            if own.pdf_footer is None
+            else dict(own.pdf_footer)
+            if isinstance(own.pdf_footer, dict)
+            else {"": own.pdf_footer},
+            logo=declarations.logos[own.pdf_logo] if own.pdf_logo is not None else None,
+        )
+        for tenant, own in file.tenants.branding.items()
+    }
 
 
 def refuse_left_out(declarations: Declarations, built: BuiltTypes) -> None:
@@ -146,6 +177,7 @@ def _parts(name: str, declared: TypeDecl, limit: SourceLimit, access: AccessDecl
         "locale": declared.locale,
         "titles": declared.titles,
         "pdf_footers": _footers(declared),
+        "pdf_logo": None,
         "file_name": declared.file_name or name,
         "hot_key": declared.hot_key,
         "source_limit": limit,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
@@ -47,6 +47,9 @@ from exports.export_types.schema import declaration_model
 from exports.sources.kind import Fail, SourceKind
 from exports.sources.registry import kind_named, kinds, source_kind, type_kind
 
+if TYPE_CHECKING:
+    from exports.core.logos import PdfImage
+
 _BOUNDED = (ParameterType.DATE, ParameterType.DATETIME, ParameterType.INTEGER, ParameterType.DECIMAL)
 _TEXTUAL = (ParameterType.STRING,)
 # What a plugin type may declare besides its factory: the rest is the plugin's own business.
@@ -73,6 +76,8 @@ class Declarations:
 
     path: Path
     file: DeclarationFile
+    # The logos the file names (pdf_logo), read and checked, by the path as written.
+    logos: Mapping[str, PdfImage] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -132,7 +137,45 @@ def load_declarations(
         source_kind(source).check_source(_failing(path, f"sources.{source_name}"), source)
     for type_name, declared in parsed.types.items():
         _check_type(path, parsed, type_name, declared)
-    return Declarations(path, parsed)
+    return Declarations(path, parsed, _logos(path, parsed))
+
+
+def logo_keys(file: DeclarationFile) -> list[tuple[str, str]]:
+    """Every logo the file names: (where, as an error names it; the path as written)."""
+    named = [(f"types.{name}: pdf_logo", declared.pdf_logo) for name, declared in file.types.items()]
+    named += [(f"tenants.branding.{tenant}.pdf_logo", own.pdf_logo) for tenant, own in file.tenants.branding.items()]
+    return [(where, relative) for where, relative in named if relative is not None]
+
+
+def logo_file(path: Path, where: str, relative: str) -> Path:
+    """The file a ``pdf_logo`` of the declaration at ``path`` names: inside its folder (what
+    the CDK app packages with it), else a :class:`DeclarationError`."""
+    base = path.parent.resolve()
+    found = (base / relative).resolve()
+    if not found.is_relative_to(base) or not found.is_file():
+        raise DeclarationError(path, where, f"{relative!r} must name a file in the declaration's folder")
+    return found
+
+
+def _logos(path: Path, file: DeclarationFile) -> dict[str, PdfImage]:
+    """Each logo the file names, read and checked now: a missing, broken or unusable image
+    stops start-up and synth with the reason, not the first PDF."""
+    named = logo_keys(file)
+    if not named:
+        return {}
+    from exports.core.logos import ImageRefused, read_image
+
+    logos: dict[str, PdfImage] = {}
+    for where, relative in named:
+        if relative in logos:
+            continue
+        try:
+            logos[relative] = read_image(logo_file(path, where, relative).read_bytes())
+        except ImageRefused as error:
+            raise DeclarationError(path, where, f"{relative} {error}") from None
+        except OSError as error:
+            raise DeclarationError(path, where, f"{relative} cannot be read: {error.strerror}") from None
+    return logos
 
 
 def _failing(path: Path, entry: str) -> Fail:

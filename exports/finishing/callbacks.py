@@ -80,7 +80,11 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
     if task is None or not task.is_terminal:
         return DeliveryOutcome.NOTHING_TO_DO
     # A scheduled run's end: its schedule's outcome and mail first (repeated attempts are no-ops).
-    paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
+    try:
+        paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
+    except RetryableError as busy:
+        # The trail (or the schedules table) refused for now: the workflow tries again.
+        raise CallbackRetryable(f"the scheduled run's end was not recorded: {busy.message}") from busy
     if paused is not None and task.schedule_id is not None:
         deps.metrics.add(Metric.SCHEDULE_PAUSED)
         event = schedule_paused(

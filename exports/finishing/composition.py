@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from exports.audit.composition import compose_audit
 from exports.core.aws.clients import aws_client
 from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
 from exports.core.clock import utc_now
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
     """The callback function's adapters: no registry, no queue, no limiter; the signing secret
     is read from Secrets Manager on the first delivery. A scheduled run's end is recorded on the
-    schedules table, and mailed through SES when a sender is configured."""
+    schedules table, and mailed through SES when a sender is configured; its pause and mail in
+    the audit trail when the deployment keeps one."""
     from exports.core.aws.s3_results import S3ResultStore
     from exports.finishing.schedule_run_end import RunEndDependencies
     from exports.finishing.webhooks.http import PinnedWebhookSender
@@ -44,6 +46,8 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         allowed_domains=settings.allowed_mail_domains,
         results=results,
         clock=utc_now,
+        # The pause after failures in a row and the run's mail, in the audit trail.
+        audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,
     )
     return CallbackDependencies(
         settings=settings,

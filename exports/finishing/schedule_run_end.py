@@ -1,7 +1,8 @@
 """A scheduled run's end, where the callback function observes it: the outcome on the schedule
 (last run, failures in a row, the pause after ``Schedules.MAX_CONSECUTIVE_FAILURES``, a feed's
 watermark, the latest file), then the mail to the schedule's recipients (once per run; none for
-an empty run skipped), then the run's callbacks carry the pause."""
+an empty run skipped), then the run's callbacks carry the pause. The pause and the mail are
+recorded in the audit trail where the deployment keeps one (docs/audit.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from exports.core.config.schedules import Schedules
 from exports.core.errors import ConditionFailed, ExportsError
@@ -18,9 +20,12 @@ from exports.core.task import Task
 from exports.finishing.ports import Mailer
 from exports.finishing.run_mail import MAIL_LINK_TTL_SEC, run_message
 from exports.schedules.mail import allowed
-from exports.schedules.model import PauseReason, Schedule
+from exports.schedules.model import PauseReason, Schedule, caller_of
 from exports.schedules.outcome import paused_by, record_run
 from exports.schedules.ports import ScheduleStore
+
+if TYPE_CHECKING:
+    from exports.audit.service import AuditDependencies
 
 logger = logging.getLogger(__name__)
 _ATTEMPTS = 3
@@ -29,7 +34,8 @@ _ATTEMPTS = 3
 @dataclass(frozen=True)
 class RunEndDependencies:
     """What observing a run's end uses: the schedules, the mailer and its sender (None: no
-    mail), the allowed recipient domains, the result files (the mailed link) and the clock."""
+    mail), the allowed recipient domains, the result files (the mailed link), the clock and the
+    audit trail (None: the deployment keeps none)."""
 
     schedules: ScheduleStore
     mailer: Mailer | None
@@ -38,17 +44,25 @@ class RunEndDependencies:
     results: ResultStore
     clock: Callable[[], datetime]
     max_failures: int = Schedules.MAX_CONSECUTIVE_FAILURES
+    audit: AuditDependencies | None = None
 
 
 def on_run_end(task: Task, deps: RunEndDependencies) -> PauseReason | None:
     """Record the ended ``task`` on its schedule and mail its recipients; the pause this run
-    caused, if it did (for its callback). Safe to repeat: a run is recorded and mailed once."""
+    caused, if it did (for its callback). Safe to repeat: a run is recorded and mailed once, and
+    its pause and mail are in the audit trail once. A write to the trail that fails raises (a
+    :class:`exports.core.errors.RetryableError` the callback's retries repeat this for)."""
     if task.schedule_id is None or not task.is_terminal:
         return None
     schedule = _recorded(task, deps)
     if schedule is None:
         return None
     paused = paused_by(schedule, task)
+    if paused is not None and deps.audit is not None:
+        from exports.schedules.audit_records import record_pause
+
+        # Each repeat records it again: the first attempt's append may be what failed.
+        record_pause(schedule, caller_of(schedule), deps.audit)
     # An empty run its schedule skips is mailed to no one.
     mailed = schedule.recipients and not task.empty_skipped and schedule.mailed_task_id != task.task_id
     if mailed and deps.mailer and deps.sender:
@@ -74,8 +88,9 @@ def _recorded(task: Task, deps: RunEndDependencies) -> Schedule | None:
 
 
 def _mail(schedule: Schedule, task: Task, paused: PauseReason | None, deps: RunEndDependencies) -> None:
-    """Send the run's mail, then mark it sent (a failure to send is logged: mail never decides
-    a run's outcome; a crash between the two may send it twice, never lose it)."""
+    """Send the run's mail, record it in the audit trail, then mark it sent (a failure to send
+    is logged and recorded: mail never decides a run's outcome; a crash, or a trail that cannot be
+    written, before the mark may send it twice, never lose it or its record)."""
     recipients = allowed(schedule.recipients, deps.allowed_domains, schedule.caller.verified_email)
     link = expires_at = None
     if task.status is TaskStatus.COMPLETED and task.result is not None:
@@ -85,12 +100,20 @@ def _mail(schedule: Schedule, task: Task, paused: PauseReason | None, deps: RunE
         expires_at = now + timedelta(seconds=ttl)
     message = run_message(schedule, task, link, expires_at, paused)
     assert deps.mailer is not None and deps.sender is not None
+    error = None
     if recipients:
         try:
             deps.mailer.send(deps.sender, recipients, message.subject, message.text)
-        except ExportsError:
+        except ExportsError as refused:
             logger.error("the run's mail could not be sent", exc_info=True, extra={"task_id": task.task_id})
-            return
+            error = refused.message
+    if deps.audit is not None:
+        from exports.audit.service import record_mail
+
+        left_out = [address for address in schedule.recipients if address not in recipients]
+        record_mail(task, recipients, left_out, expires_at, error, deps.audit)
+    if error is not None:
+        return
     for _ in range(_ATTEMPTS):
         current = deps.schedules.get(schedule.schedule_id)
         if current is None or current.mailed_task_id == task.task_id:

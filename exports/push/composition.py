@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from exports.audit.composition import compose_audit
 from exports.core.aws.clients import aws_client
 from exports.core.aws.s3_results import S3ResultStore
 from exports.core.config.settings import PushSettings
@@ -40,4 +41,5 @@ def compose_push(metrics: BusinessMetrics, environ: Mapping[str, str] = os.envir
         registry=ExportTypeRegistry.on_first_use(lambda: declared_export_types(settings, environ)),
         metrics=metrics,
         verifier=verifier,
+        audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,
     )

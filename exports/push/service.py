@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exports.core.clock import utc_now
 from exports.core.config.push import Push
@@ -32,6 +32,9 @@ from exports.push.model import (
 )
 from exports.push.ports import ConnectionStore, Poster, TaskVersions, TicketStore, TokenVerifier
 
+if TYPE_CHECKING:
+    from exports.audit.service import AuditDependencies
+
 logger = logging.getLogger(__name__)
 
 
@@ -49,6 +52,8 @@ class PushDependencies:
     metrics: BusinessMetrics
     verifier: TokenVerifier | None = None
     clock: Callable[[], datetime] = field(default=utc_now)
+    # The audit trail: the download links completed events carry (None: not recorded).
+    audit: AuditDependencies | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,7 @@ def deliver(change: TaskChange, event_type: str, deps: PushDependencies) -> int:
     for subscription in subscriptions:
         if subscription.connection_id in sent or not may_see(change.task, subscription.viewer, deps.registry, now):
             continue
+        # One link per event, for every connection of its owner.
         event = event or _event(event_type, change.task, change.seq, change.at, deps)
         sent.add(subscription.connection_id)
         try:
@@ -170,9 +176,17 @@ def deliver(change: TaskChange, event_type: str, deps: PushDependencies) -> int:
 
 
 def _event(event_type: str, task: Task, seq: int, at: datetime, deps: PushDependencies) -> dict[str, Any]:
-    """The event, with a fresh download link when the task is COMPLETED (as GET has it)."""
+    """The event, with a fresh download link when the task is COMPLETED (as GET has it), that
+    link recorded in the audit trail before it is sent: only the task's owner may see the event,
+    so the link is theirs. Each link minted is its own record (a change the stream delivers again
+    is sent with a new link), told apart by when it stops working."""
     if task.has_file:
         url, expires_at = download_link(task, deps)
+        if deps.audit is not None:
+            from exports.audit.service import record_link
+
+            minted = f"push-{expires_at.isoformat()}"
+            record_link(task, task.user_id, minted, expires_at, False, deps.audit, {"via": "push"})
         return task_event(event_type, task, seq, at, url, expires_at)
     return task_event(event_type, task, seq, at)
 

@@ -19,10 +19,10 @@ from pydantic import (
     model_validator,
 )
 
-from exports.accepting.requests import ZONE_MARK, ExportRequest
+from exports.accepting.requests import BOM_IN_UTF8, ZONE_MARK, ExportRequest
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
-from exports.core.locales import canonical_locale
+from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.zones import canonical_zone
 from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
@@ -170,7 +170,8 @@ class ScheduleRequest(ExportRequest):
     """``POST /v1/schedules``: an export request (as ``POST /v1/exports``) and when to run it."""
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"description": RELATIVE_WINDOWS, "oneOf": _CRON_OR_EVERY}
+        extra="forbid",
+        json_schema_extra={"description": RELATIVE_WINDOWS, "oneOf": _CRON_OR_EVERY, **BOM_IN_UTF8},
     )
 
     name: Name | None = None
@@ -230,6 +231,7 @@ class SchedulePatch(BaseModel):
         default=None,
         min_length=2,
         max_length=35,
+        json_schema_extra={"pattern": LOCALE_PATTERN},
         description=f"{ExportRequest.model_fields['locale'].description} `null`: back to the type's default.",
         examples=["en", "de", "zh-CN", "ja"],
     )

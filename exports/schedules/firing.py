@@ -27,9 +27,9 @@ from exports.core.errors import ConditionFailed, ExportsError, InvalidRequest, O
 from exports.core.event_publishing import publish
 from exports.core.events import schedule_paused
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import PauseCode, PauseReason, Schedule, pause
+from exports.schedules.model import PauseCode, PauseReason, Schedule, caller_of, pause
 from exports.schedules.ports import FeedBusy, ScheduleTimer
-from exports.schedules.service import caller_of, follow_moved_firing, submit_run
+from exports.schedules.service import follow_moved_firing, submit_run
 from exports.schedules.spread import deferral_deadline
 
 logger = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.core.caller import Caller
 from exports.core.config.limits import Limits
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
@@ -177,6 +178,13 @@ class Schedule(BaseModel):
     def is_active(self) -> bool:
         """Whether it fires."""
         return self.state is ScheduleState.ACTIVE
+
+
+def caller_of(schedule: Schedule) -> Caller:
+    """The caller its firings run as, and whose tenant its runs and pauses count for: the owner
+    with the stored claims."""
+    stored = schedule.caller
+    return Caller(user_id=stored.user_id, claims=dict(stored.claims), scopes=stored.scopes or ())
 
 
 def pause(schedule: Schedule, reason: PauseReason, now: datetime) -> Schedule:

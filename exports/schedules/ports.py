@@ -47,6 +47,19 @@ class FeedBusy(ExportsError):
         self.task_id = task_id
 
 
+class ScheduleConflict(ExportsError):
+    """A PATCH whose field does not fit the stored schedule (409): what its body's schema cannot
+    know, since it does not name the schedule's type nor carry its other fields (filters not the
+    type's, a watermark on a schedule that is no feed, an encoding against its ``csv_bom``)."""
+
+    code = "SCHEDULE_CONFLICT"
+
+    def __init__(self, message: str, field: str, problems: tuple[tuple[str | None, str], ...] = ()) -> None:
+        super().__init__(message, field=field)
+        self.field = field
+        self.problems = problems
+
+
 class NoLatestFile(ExportsError):
     """The schedule has no COMPLETED run with a file that is still kept (404)."""
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 from ulid import ULID
@@ -19,7 +20,7 @@ from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import CsvEncoding
 from exports.core.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.core.export_type import AnyExportType, ChangeWindow
-from exports.core.public_address import check_destination
+from exports.core.public_address import UnresolvedHost, check_destination
 from exports.core.spec import ExportSpec
 from exports.core.task import ScheduledRun, TaskSource
 from exports.schedules.dependencies import ScheduleDependencies
@@ -40,7 +41,7 @@ from exports.schedules.model import (
     pause,
     resume,
 )
-from exports.schedules.ports import FeedBusy, ScheduleNotFound, SchedulePage
+from exports.schedules.ports import FeedBusy, ScheduleConflict, ScheduleNotFound, SchedulePage
 from exports.schedules.scheduler_expression import scheduler_expression
 
 logger = logging.getLogger(__name__)
@@ -134,26 +135,28 @@ def stored_caller(
     return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes, verified_email=own_email)
 
 
-def caller_of(schedule: Schedule) -> Caller:
-    """The caller a firing runs as: the owner with the stored claims."""
-    stored = schedule.caller
-    return Caller(user_id=stored.user_id, claims=dict(stored.claims), scopes=stored.scopes or ())
-
-
 def validate(
-    schedule: Schedule, caller: Caller, deps: ScheduleDependencies, now: datetime, own_email: str | None
+    schedule: Schedule,
+    caller: Caller,
+    deps: ScheduleDependencies,
+    now: datetime,
+    own_email: str | None,
+    patched: bool = False,
 ) -> AnyExportType:
     """Everything a create or a change must pass, the type's access rule included (a 422 or
     403 naming the field otherwise; recipients in the deployment's domains or ``own_email``,
-    the owner's verified address); returns the export type."""
+    the owner's verified address); returns the export type. ``patched``: a PATCH, whose body
+    neither names the type nor carries ``csv_bom``: filters the type does not take and an
+    encoding against the stored ``csv_bom`` conflict with the schedule (409, the field named)."""
     export_type = deps.api.registry.get(schedule.export_type, caller)
     if schedule.format not in export_type.formats:
         raise InvalidRequest(f"export type {export_type.name} does not produce {schedule.format.value}", field="format")
     if schedule.csv_bom and schedule.csv_dialect.encoding is not CsvEncoding.UTF_8:
-        # A create refuses it in its body; a PATCH of csv_dialect meets the stored csv_bom here.
-        raise InvalidRequest(
-            "csv_bom is for UTF-8 files: Excel reads the other encodings without one", field="csv_dialect.encoding"
-        )
+        # A create's schema refuses it in its body; a PATCH of csv_dialect meets the stored csv_bom.
+        message = "csv_bom is for UTF-8 files: Excel reads the other encodings without one"
+        if patched:
+            raise ScheduleConflict(f"the schedule has csv_bom: {message}", field="csv_dialect.encoding")
+        raise InvalidRequest(message, field="csv_dialect.encoding")
     tz = zone(schedule.timezone)
     if (schedule.cron is None) == (schedule.every is None):
         raise InvalidRequest("give exactly one of cron or every", field="cron")
@@ -163,14 +166,23 @@ def validate(
     settings = deps.api.settings
     check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains, own_email)
     bound = export_type.bind_caller(caller)
-    sample = feed_filters(schedule.filters, export_type.changes(), (now, now))
-    sample = resolved_filters(sample, export_type.window(), now, tz)
     try:
-        export_type.parse_filters(sample, bound)
-    except ValidationError as error:
-        raise invalid_request(error, prefix="filters") from None
+        _check_filters(schedule, export_type, bound, now, tz)
+    except InvalidRequest as refused:
+        if not patched:
+            raise
+        raise ScheduleConflict(
+            f"the filters do not fit the schedule's export type {export_type.name}: {refused.message}",
+            field=refused.field or "filters",
+            problems=refused.problems,
+        ) from None
     if schedule.callback_url:
-        check_destination(schedule.callback_url, deps.api.resolve, settings.allow_local_callbacks)
+        try:
+            check_destination(schedule.callback_url, deps.api.resolve, settings.allow_local_callbacks)
+        except UnresolvedHost:
+            # Taken: a schedule lives for months and DNS changes; each run's delivery checks the
+            # host again (and refuses one that resolves to a private address then).
+            logger.info("schedule callback host does not resolve yet", extra={"schedule_id": schedule.schedule_id})
     return export_type
 
 
@@ -220,6 +232,19 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
     return schedule
 
 
+def _check_filters(
+    schedule: Schedule, export_type: AnyExportType, bound: dict[str, Any], now: datetime, tz: ZoneInfo
+) -> None:
+    """The schedule's filters as a firing now would resolve them, parsed by its type (a 422
+    naming the filter otherwise)."""
+    sample = feed_filters(schedule.filters, export_type.changes(), (now, now))
+    sample = resolved_filters(sample, export_type.window(), now, tz)
+    try:
+        export_type.parse_filters(sample, bound)
+    except ValidationError as error:
+        raise invalid_request(error, prefix="filters") from None
+
+
 def owned_schedule(schedule_id: str, user_id: str, deps: ScheduleDependencies) -> Schedule:
     """The caller's schedule; :class:`ScheduleNotFound` for no schedule and for another user's."""
     schedule = deps.schedules.get(schedule_id) if schedule_id.startswith(SCHEDULE_ID_PREFIX) else None
@@ -248,9 +273,9 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         now = deps.api.clock()
         after = _changed(before, changes, now)
         own_email = verified_email(caller.claims) or before.caller.verified_email
-        export_type = validate(after, caller, deps, now, own_email)
+        export_type = validate(after, caller, deps, now, own_email, patched=True)
         if "watermark" in changes.given:
-            _check_watermark(after, export_type, now)
+            _check_watermark(after, export_type)
         after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email, _tenant_claim(deps))})
         try:
             written = deps.schedules.replace(before, after)
@@ -261,15 +286,18 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
     raise ServiceUnavailable("the schedule kept changing; try again")
 
 
-def _check_watermark(schedule: Schedule, export_type: AnyExportType, now: datetime) -> None:
-    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it). ``null``
-    on a schedule that is no feed clears what it does not have: nothing to refuse."""
+def _check_watermark(schedule: Schedule, export_type: AnyExportType) -> None:
+    """A watermark set by a PATCH: a feed's only (a 409 on any other schedule, whose body could
+    not know). ``null`` on a schedule that is no feed clears what it does not have: nothing to
+    refuse. A watermark in the future is where the feed starts: its runs until then cover an
+    empty span (exports.schedules.feed.feed_window), as a feed whose ``start_at`` is ahead."""
     if schedule.watermark is None and not is_feed(schedule.filters):
         return
     if export_type.changes() is None or not is_feed(schedule.filters):
-        raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
-    if schedule.watermark is not None and schedule.watermark > now:
-        raise InvalidRequest("a watermark cannot be in the future", field="watermark")
+        raise ScheduleConflict(
+            f"schedule {schedule.schedule_id} is no feed (since_last_run): only a feed has a watermark",
+            field="watermark",
+        )
 
 
 def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Schedule:

@@ -120,6 +120,8 @@ def export_type_json(name: str, properties: dict[str, Any], required: list[str])
             "properties": properties,
             "required": required,
         },
+        "default_locale": "en",
+        "locales": ["en", "de", "ja", "zh-CN"],
     }
 
 

@@ -61,11 +61,13 @@ def served(stack: Stack) -> dict[str, Any]:
 # the token, not of the request). GET /v1/exports and GET /v1/schedules take every next_token
 # their patterns allow (a task or schedule id: a position in the caller's own list), so they keep
 # the default. The schedules' operations: the document states each type's filters, the
-# zones (TimeZone) and the cron forms every deployment takes, and the service takes any window
-# (start_at, end_at) the schema allows; what no JSON Schema states stays a 422: a date range's
-# order and length in `filters`, recipients outside the deployment's domains, a callback URL to
-# a private address, a PATCH's filters that are not its schedule's type's. A create may meet the
-# per-user cap (429). Every other operation keeps the default.
+# zones (TimeZone), the cron forms every deployment takes and the rules between fields (csv_bom
+# and the encoding, the decimal comma and the delimiter), and the service takes any window
+# (start_at, end_at) the schema allows and a callback host that does not resolve yet; a PATCH
+# field that does not fit the stored schedule is a 409. What no JSON Schema states stays a 422:
+# a date range's order and length in `filters`, recipients outside the deployment's domains that
+# are not the caller's own address, a callback URL to a private address (docs/schedules.md,
+# "The model"). A create may meet the per-user cap (429). Every other operation keeps the default.
 _NO_ZONE_ENUMERATION = {"coverage": {"enabled": False}}
 OPERATIONS: dict[str, Any] = {
     "operations": [
@@ -81,7 +83,7 @@ OPERATIONS: dict[str, Any] = {
         },
         {
             "include-name": "PATCH /v1/schedules/{schedule_id}",
-            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422"]}},
             "phases": _NO_ZONE_ENUMERATION,
         },
     ]

@@ -156,17 +156,21 @@ def test_each_push_function_may_do_exactly_what_its_code_does(dev):
     (manage,) = {
         pair for pair in allowed_pairs(dev, stack.functions.push) if pair[0] == "execute-api:ManageConnections"
     }
+    # Both append the download link a completed event carries to the audit trail before sending it.
+    audit = (["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], dev.arn(stack.tables.audit))
     assert allowed_pairs(dev, stack.functions.stream) == expected_pairs(
         [
             *common_grants(dev, stack.functions.stream),
             (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"], connections),
             (["dynamodb:GetItem"], dev.arn(stack.tables.tasks)),
+            audit,
         ]
     ) | {results, manage}
     own = expected_pairs(
         [
             *common_grants(dev, stack.functions.push),
             (["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem"], connections),
+            audit,
         ]
     ) | {results, manage}
     push = allowed_pairs(dev, stack.functions.push)

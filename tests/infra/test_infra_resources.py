@@ -253,13 +253,15 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.EVENT_BUS,
         },
         # No registry, no queue, no workflow: the task, its file's link and the signing key; the
-        # lifecycle events' bus (delivered, schedule paused).
+        # lifecycle events' bus (delivered, schedule paused); the audit table (a run's mail, the
+        # pause after failures in a row; the packaged declaration's [tenants], at its default path).
         functions.callback: {
             Env.TASKS_TABLE,
             Env.RESULTS_BUCKET,
             Env.DOWNLOAD_URL_TTL_SEC,
             Env.WEBHOOK_SECRET_ARN,
             Env.EVENT_BUS,
+            Env.AUDIT_TABLE,
         }
         | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
@@ -498,6 +500,8 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             # a scheduled run's outcome on its schedule (dev sends no mail)
             (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.schedules)),
             (["events:PutEvents"], dev.arn(stack.events.bus)),
+            # a run's mail and the pause after failures in a row, appended to the audit trail
+            (["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], dev.arn(stack.tables.audit)),
         ]
     )
 

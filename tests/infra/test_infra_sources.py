@@ -53,7 +53,11 @@ def test_only_the_functions_that_build_the_registry_carry_the_declaration(prod):
     functions = prod.stack.functions
     packaged = {function: {target for _, target in function.package.extra_files} for function in functions.all}
     assert "exports.toml" in packaged[functions.api] and "exports.toml" in packaged[functions.worker]
-    assert packaged[functions.callback] == packaged[functions.lifecycle] == set()
+    assert packaged[functions.lifecycle] == set()
+    # The callback function reads the declaration's [tenants] only (the tenant and retention of
+    # the audit records it appends): the file, without its sources' CA bundles.
+    assert packaged[functions.callback] == {"exports.toml"}
+    assert packaged[functions.api] - {"exports.toml"}, "the stage's declaration ships a CA bundle"
 
 
 def test_the_functions_that_build_the_registry_get_the_deployments_source_connections(prod):
@@ -332,3 +336,26 @@ FUNCTION_URL = 'base_url = "https://abcdef0123.lambda-url.eu-west-1.on.aws"'
 def test_a_sigv4_source_without_what_its_grant_needs_is_refused_at_load(tmp_path: Path, base_url, auth, message):
     with pytest.raises(DeclarationError, match=rf"sources\.api: {message}"):
         sigv4_source(tmp_path, base_url, auth)
+
+
+def test_pdf_logos_are_packaged_beside_the_declaration_once_each(tmp_path: Path):
+    from tests.pdf_images import png
+
+    (tmp_path / "logos").mkdir()
+    (tmp_path / "logos" / "shop.png").write_bytes(png(20, 10))
+    (tmp_path / "logos" / "acme.png").write_bytes(png(30, 10))
+    text = (
+        '[sources.db]\nkind = "postgresql"\nurl_env = "X"\n'
+        '[types.t]\ndescription = "t"\nsource = "db"\nquery = "SELECT 1 AS n"\npdf_logo = "logos/shop.png"\n'
+        '[tenants.branding.acme]\npdf_logo = "logos/acme.png"\n'
+        '[tenants.branding.initech]\npdf_logo = "logos/shop.png"\n'
+    )
+    sources = DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+    packaged = {target: source for source, target in sources.packaged_files()}
+
+    assert packaged == {
+        "exports.toml": tmp_path / "mine.toml",
+        "logos/shop.png": (tmp_path / "logos" / "shop.png").resolve(),
+        "logos/acme.png": (tmp_path / "logos" / "acme.png").resolve(),
+    }

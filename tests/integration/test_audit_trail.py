@@ -3,6 +3,7 @@ their own tenant's chain after the tasks are gone, a changed record is named, an
 admin sees nothing of it, and usage per tenant matches the tasks run."""
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -262,3 +263,238 @@ def test_a_schedule_the_service_pauses_is_a_change_by_system_with_its_reason(aud
     assert pauses[0]["detail"]["state"] == "PAUSED"
     # Another tenant's admin sees nothing of it
     assert not any(record["subject"] == schedule_id for record in trail("erin"))
+
+
+def fire(schedule_id: str, at: datetime) -> str:
+    """A firing of the schedule as EventBridge Scheduler delivers it; the task it made."""
+    from functions.schedule import handler as schedule_function
+
+    event = {"schedule_id": schedule_id, "scheduled_time": at.strftime("%Y-%m-%dT%H:%M:%SZ"), "execution_id": "x"}
+    fired = schedule_function.lambda_handler(event, FakeContext())
+    assert fired["outcome"] == "created", fired
+    return str(fired["task_id"])
+
+
+def deliver_end(task_id: str) -> None:
+    """The lifecycle workflow's Deliver step of an ended run (twice: a delivery retried)."""
+    from functions.callback import handler as callback_function
+
+    for _ in range(2):
+        callback_function.lambda_handler({"action": "deliver", "task_id": task_id}, FakeContext())
+
+
+def exportctl_verify(admins: dict[str, dict[str, Any]], admin: str) -> Any:
+    """``exportctl audit verify --json`` as ``admin``, over HTTP to the API function (the local
+    gateway on 127.0.0.1, as make run serves it)."""
+    import threading
+
+    from local_stack.gateway import Gateway
+    from local_stack.local_users import LocalUser
+    from tests.client.e2e_support import Exportctl
+
+    tokens = {f"{user}-token": LocalUser(user, claims) for user, claims in admins.items()}
+    gateway = Gateway(api_handler, tokens, port=0)
+    threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    try:
+        return Exportctl(gateway.url, f"{admin}-token")("audit", "verify", "--json")
+    finally:
+        gateway.shutdown()
+
+
+# Their admins as the gateway hands their claims to the API (lists, not API Gateway's strings).
+ADMINS = {
+    "dave": {"custom:tenant_id": "acme", "cognito:groups": ["admin"]},
+    "erin": {"custom:tenant_id": "globex", "cognito:groups": ["admin"]},
+}
+# A Monday 08:00 UTC, the schedules' firing.
+MONDAY = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
+
+
+def test_a_scheduled_runs_mail_is_a_delivery_to_its_recipients(audit_aws: Resources) -> None:
+    # Given acme's weekly schedule that mails its runs to finance (an allowed domain)
+    weekly = {
+        "name": "Weekly orders",
+        "export_type": "orders",
+        "format": "csv",
+        "filters": {"date_from": "2025-03-24", "date_to": "2025-03-30"},
+        "cron": "0 8 * * 1",
+        "recipients": ["finance@acme.example"],
+    }
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+
+    # When it fires, its run completes and its end is delivered (and delivered again)
+    task_id = fire(schedule_id, MONDAY)
+    run_queued(audit_aws)
+    deliver_end(task_id)
+    run_audit_function(audit_aws)
+    expire_every_task(audit_aws)
+
+    # Then acme's chain has one delivery by mail, by system: where the file went and which file
+    acme = trail("dave")
+    assert verify(acme).ok
+    (mail,) = [r for r in acme if r["subject"] == task_id and r["detail"].get("channel") == "mail"]
+    completed = next(r for r in acme if r["subject"] == task_id and r["action"] == "export.completed")
+    assert (mail["action"], mail["actor"], mail["tenant"]) == ("delivery.made", "system", "acme")
+    assert mail["claims"] == completed["claims"]
+    assert mail["detail"]["destination"] == ["finance@acme.example"]
+    assert mail["detail"]["schedule_id"] == schedule_id and mail["detail"]["outcome"] == "COMPLETED"
+    assert (mail["detail"]["file"], mail["detail"]["sha256"]) == (
+        completed["detail"]["file"],
+        completed["detail"]["sha256"],
+    )
+    assert mail["detail"]["link_expires_at"] > mail["at"]
+    # Another tenant's admin sees nothing of it; exportctl verifies both chains over HTTP
+    assert not any(record["subject"] == task_id for record in trail("erin"))
+    for admin in ("dave", "erin"):
+        verified = exportctl_verify(ADMINS, admin)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert json.loads(verified.stdout)["ok"] is True
+
+
+def test_a_schedule_paused_after_failures_in_a_row_is_a_change_by_system(audit_aws: Resources) -> None:
+    from exports.core.config.schedules import Schedules
+
+    # Given acme's schedule whose source is gone (the orders table deleted): each run fails
+    weekly = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+    boto3.client("dynamodb", region_name=REGION).delete_table(TableName=audit_aws.orders_table)
+
+    # When it fires as often as the failures that pause it, each run ending and delivered
+    runs = []
+    for week in range(Schedules.MAX_CONSECUTIVE_FAILURES):
+        runs.append(fire(schedule_id, MONDAY + timedelta(days=7 * week)))
+        run_queued(audit_aws)
+        deliver_end(runs[-1])
+    status, schedule = call("GET", f"/v1/schedules/{schedule_id}", "alice")
+    assert (schedule["state"], schedule["paused_reason"]["code"]) == ("PAUSED", "TOO_MANY_FAILURES")
+    run_audit_function(audit_aws)
+
+    # Then acme's chain has the pause once, by system, naming the run that caused it
+    acme = trail("dave")
+    assert verify(acme).ok
+    assert [r["action"] for r in acme if r["subject"] in runs].count("export.failed") == len(runs)
+    (paused,) = [r for r in acme if r["subject"] == schedule_id and r["detail"].get("change") == "paused"]
+    assert (paused["action"], paused["actor"], paused["tenant"]) == ("schedule.changed", "system", "acme")
+    assert paused["detail"]["reason"] == {
+        "code": "TOO_MANY_FAILURES",
+        "message": schedule["paused_reason"]["message"],
+        "task_id": runs[-1],
+    }
+    assert paused["detail"]["state"] == "PAUSED"
+    assert not any(record["subject"] == schedule_id for record in trail("erin"))
+    verified = exportctl_verify(ADMINS, "dave")
+    assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout
+
+
+def test_a_schedules_latest_file_and_permalink_are_downloads_and_the_permalink_changes_recorded(
+    audit_aws: Resources,
+) -> None:
+    # Given acme's schedule with a completed run
+    weekly = {
+        "export_type": "orders",
+        "filters": {"date_from": "2025-03-24", "date_to": "2025-03-30"},
+        "cron": "0 8 * * 1",
+    }
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+    task_id = fire(schedule_id, MONDAY)
+    run_queued(audit_aws)
+    deliver_end(task_id)
+
+    # When its owner downloads the latest file, mints a permalink that someone uses, then revokes it
+    assert call("GET", f"/v1/schedules/{schedule_id}/latest", "alice")[0] == 302
+    status, permalink = call("POST", f"/v1/schedules/{schedule_id}/permalink", "alice")
+    assert status == 201, permalink
+    anonymous = http_event("GET", f"/v1/permalinks/{schedule_id}", user=None, query={"key": permalink["key"]})
+    assert api_handler(anonymous, FakeContext())["statusCode"] == 302
+    assert call("DELETE", f"/v1/schedules/{schedule_id}/permalink", "alice")[0] == 204
+    run_audit_function(audit_aws)
+
+    # Then acme's chain has both downloads of the run's file and both changes, never the key
+    acme = trail("dave")
+    assert verify(acme).ok
+    downloads = [r for r in acme if r["action"] == "download" and r["subject"] == task_id]
+    assert [(r["actor"], r["detail"]["via"], r["detail"]["schedule_id"]) for r in downloads] == [
+        ("alice", "schedule_latest", schedule_id),
+        ("permalink", "permalink", schedule_id),
+    ]
+    assert (downloads[1]["detail"]["source_ip"], downloads[1]["detail"]["user_agent"]) == ("1.2.3.4", "t")
+    file = next(r for r in acme if r["action"] == "export.completed" and r["subject"] == task_id)["detail"]["file"]
+    assert {r["detail"]["file"] for r in downloads} == {file}
+    changes = [r["detail"].get("change") for r in acme if r["subject"] == schedule_id]
+    assert changes[-2:] == ["permalink_minted", "permalink_revoked"]
+    assert permalink["key"] not in json.dumps(acme)
+    assert not any(r["subject"] in (task_id, schedule_id) for r in trail("erin"))
+
+
+def task_records(aws: Resources) -> list[dict[str, Any]]:
+    """The tasks stream's task records from the start, as a stream mapping hands them over."""
+    streams = boto3.client("dynamodbstreams", region_name=REGION, endpoint_url=STREAMS_ENDPOINT)
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=aws.tasks_stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=aws.tasks_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records += [as_lambda_record(r, aws.tasks_stream_arn) for r in page["Records"] if is_task_record(r)]
+            iterator = page.get("NextShardIterator") if page["Records"] else None
+    return records
+
+
+class KeptPosts:
+    """The WebSocket management API's posts, kept (the connection's other end)."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, Mapping[str, Any]]] = []
+
+    def post(self, connection_id: str, message: Mapping[str, Any]) -> None:
+        self.posts.append((connection_id, message))
+
+
+def test_a_download_link_a_push_event_carries_is_recorded_before_it_is_sent(audit_aws: Resources) -> None:
+    import dataclasses
+
+    from exports.core.metrics import PowertoolsMetrics
+    from exports.push import service as push
+    from exports.push.composition import compose_push
+    from exports.push.model import Subscription, Viewer
+    from functions.push.handler import handle, metrics
+
+    # Given alice following her tasks on a WebSocket connection, and her export completed
+    sent = KeptPosts()
+    deps = dataclasses.replace(compose_push(PowertoolsMetrics(metrics)), poster=sent)
+    alice = Viewer("alice", {"sub": "alice", **USERS["alice"]})
+    now = datetime.now(UTC)
+    deps.connections.open("alice-1", alice, now)
+    deps.connections.subscribe(Subscription("alice-1", alice, None), now)
+    task_id = submit("alice", 3)
+    run_queued(audit_aws)
+
+    # When the push function sends the task's writes (and the stream delivers them again), and
+    # she subscribes to the task on a second connection
+    for _ in range(2):
+        assert handle(task_records(audit_aws), deps) == {"batchItemFailures": []}
+    deps.connections.open("alice-2", alice, now)
+    push.subscribe("alice-2", alice, task_id, deps)
+    run_audit_function(audit_aws)
+
+    # Then each link sent is in acme's chain as a link handed to alice through the push channel
+    links = [
+        (connection, message["data"]["download_expires_at"])
+        for connection, message in sent.posts
+        if message.get("data", {}).get("download_url")
+    ]
+    # (a delivery again sends a link again)
+    assert [connection for connection, _ in links] == ["alice-1", "alice-1", "alice-2"]
+    acme = trail("dave")
+    assert verify(acme).ok
+    minted = [r for r in acme if r["action"] == "link.minted" and r["subject"] == task_id]
+    assert {(r["actor"], r["detail"]["via"]) for r in minted} == {("alice", "push")}
+    assert sorted(r["detail"]["link_expires_at"] for r in minted) == sorted(expires for _, expires in links)
+    assert not any(r["subject"] == task_id for r in trail("erin"))

@@ -268,7 +268,9 @@ def test_a_schedule_that_is_no_feed_takes_a_null_watermark_and_refuses_a_value(a
     status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": None, "name": "Still weekly"})
     assert status == 200 and body["name"] == "Still weekly", body
     status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": "2026-01-01T00:00:00Z"})
-    assert status == 422 and body["error"]["field"] == "watermark", body
+    # The body could not know the schedule is no feed: a conflict with it, the field named.
+    assert status == 409 and body["error"]["code"] == "SCHEDULE_CONFLICT", body
+    assert body["error"]["field"] == "watermark", body
 
 
 @pytest.mark.parametrize("value", [0, 1.5, True])
@@ -373,18 +375,19 @@ def test_run_now_submits_a_run_as_post_exports_does(aws: Resources) -> None:
     assert run["filters"]["date_from"] <= run["filters"]["date_to"]
 
 
-def test_an_invalid_patch_is_422_and_changes_nothing(aws: Resources) -> None:
+def test_an_invalid_patch_is_a_422_or_a_conflict_and_changes_nothing(aws: Resources) -> None:
     _, _, created = call("POST", "/v1/schedules", WEEKLY)
     schedule_id = created["schedule_id"]
 
-    for change, field in (
-        ({"cron": "0 8 1 * 1"}, "cron"),
-        ({"timezone": "Nowhere/City"}, "timezone"),
-        ({"filters": {"date_to": "previous_day"}}, "filters.date_to"),
-        ({"every": {"minutes": 1}}, "every"),
+    for change, field, status_wanted in (
+        ({"cron": "0 8 1 * 1"}, "cron", 422),
+        ({"timezone": "Nowhere/City"}, "timezone", 422),
+        # Filters the schedule's type does not take: its body could not know the type (409).
+        ({"filters": {"date_to": "previous_day"}}, "filters.date_to", 409),
+        ({"every": {"minutes": 1}}, "every", 422),
     ):
         status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", change)
-        assert status == 422 and body["error"]["field"] == field, (change, body)
+        assert status == status_wanted and body["error"]["field"] == field, (change, body)
 
     unchanged = call("GET", f"/v1/schedules/{schedule_id}")[2]
     assert {key: unchanged[key] for key in ("cron", "every", "timezone", "filters")} == {

@@ -226,3 +226,66 @@ def test_the_driver_gives_batches_of_about_batch_bytes(scratch: str) -> None:
     sizes = [batch.num_rows for batch in batches]
 
     assert sum(sizes) == rows and len(sizes) >= 3
+
+
+@pytest.mark.parametrize(
+    ("seconds", "stop_after", "raised_type"),
+    [(2.0, None, ExportFailed), (None, 1.0, LostOwnership)],
+    ids=["at the run's end", "when the task is stopped"],
+)
+def test_a_stopped_backend_does_not_hold_an_arrow_read(
+    scratch: str, seconds: float | None, stop_after: float | None, raised_type: type
+) -> None:
+    """Issue 49: the Arrow path's backend stopped with SIGSTOP answers neither its statement
+    timeout nor a cancel (signals it cannot take while stopped). As the tuple reader's watchdog
+    does (test_postgres_source.test_a_stopped_backend_does_not_hold_the_worker), the read lets
+    go once the grace has passed: the connection's socket, found outside the driver, is shut
+    down under it."""
+    import os
+    import signal
+    import threading
+
+    from exports.sources.postgres.session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, UNANSWERED_GRACE_SEC
+    from tests.polling import poll_until
+
+    reader = PostgresArrowReader("db", lambda: {"conninfo": scratch})
+    control = Control(seconds=seconds, stop_after=stop_after)
+    bound_sec = (seconds or stop_after or 0) + UNANSWERED_GRACE_SEC
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            values_of(reader, SqlRead("SELECT pg_sleep(60)::text AS slept", {}), ["slept"], control)
+        except BaseException as error:
+            errors.append(error)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        found = poll_until(
+            lambda: conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
+                " AND query LIKE '%%pg_sleep%%'",
+                [f"exports:{control.task_id}"],
+            ).fetchone(),
+            timeout_sec=10,
+            interval_sec=0.05,
+            fail="no active Arrow backend",
+        )
+    assert found is not None  # poll_until returns only a truthy read
+    pid = int(found[0])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        thread.join(bound_sec + CANCEL_CHECK_SEC + CONNECT_TIMEOUT_SEC + 5)
+        elapsed = time.monotonic() - started
+        assert not thread.is_alive(), "the Arrow read is still waiting for the stopped backend"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        with psycopg.connect(scratch, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+    (error,) = errors
+    assert isinstance(error, raised_type), error
+    if raised_type is ExportFailed:
+        assert isinstance(error, ExportFailed) and error.code == SourceCode.QUERY_TIMEOUT, error
+    assert bound_sec <= elapsed <= bound_sec + CANCEL_CHECK_SEC + CONNECT_TIMEOUT_SEC + 3

@@ -275,3 +275,39 @@ def validator(document: dict[str, Any], pointer: str) -> Draft202012Validator:
     """A validator of the schema at ``pointer`` in ``document``, its references resolved there."""
     registry = Registry([(DOCUMENT_URI, document)], draft=Draft202012)
     return Draft202012Validator({"$ref": f"{DOCUMENT_URI}#{pointer}"}, registry=registry)
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"csv_bom": True}, True),
+        ({"csv_bom": True, "csv_dialect": {"encoding": "utf-8"}}, True),
+        ({"csv_bom": True, "csv_dialect": {"encoding": "gb18030"}}, False),
+        ({"csv_bom": False, "csv_dialect": {"encoding": "shift_jis"}}, True),
+        ({"csv_dialect": {"decimal_separator": ",", "delimiter": ";"}}, True),
+        ({"csv_dialect": {"decimal_separator": ","}}, False),
+        ({"csv_dialect": {"decimal_separator": ",", "delimiter": ","}}, False),
+        ({"locale": "zh_cn"}, True),
+        ({"locale": "00000"}, False),
+    ],
+)
+def test_the_document_states_the_rules_between_fields_the_service_checks(
+    document: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    """What the service refuses of a body, the schema refuses too (no schema-valid body is a 422)."""
+    from pydantic import ValidationError
+
+    from exports.accepting.requests import ExportRequest
+    from exports.schedules.api_models import ScheduleRequest
+
+    for model, schema in ((ExportRequest, "ExportRequest.orders"), (ScheduleRequest, "ScheduleRequest.orders")):
+        full = {"export_type": "orders", "filters": {"date_from": "2026-01-01", "date_to": "2026-01-02"}, **body}
+        if model is ScheduleRequest:
+            full["cron"] = "0 8 * * 1"
+        schema_valid = not list(validator(document, f"/components/schemas/{schema}").iter_errors(full))
+        try:
+            model.model_validate(full)
+            service_valid = True
+        except ValidationError:
+            service_valid = False
+        assert (schema_valid, service_valid) == (valid, valid), (schema, body)

@@ -56,9 +56,17 @@ class CsvEncoding(StrEnum):
 
 class CsvDialect(_Result):
     """How a CSV file is spelled: delimiter, line ending, decimal separator, encoding, and what a
-    value the encoding cannot hold does (``fail`` names its column and row; ``replace`` writes ``?``)."""
+    value the encoding cannot hold does (``fail`` names its column and row; ``replace`` writes ``?``).
+    A decimal comma needs another delimiter (the schema states it; the service refuses it)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "if": {"required": ["decimal_separator"], "properties": {"decimal_separator": {"const": ","}}},
+            "then": {"required": ["delimiter"], "properties": {"delimiter": {"not": {"const": ","}}}},
+        },
+    )
 
     delimiter: Literal[",", ";", "\t", "|"] = ","
     line_ending: Literal["crlf", "lf"] = "crlf"
@@ -348,12 +356,17 @@ class TaskList(_Result):
 
 
 class ExportTypeView(_Result):
-    """One export type: its formats and the JSON Schema of its filters."""
+    """One export type: its formats, the JSON Schema of its filters and its locales."""
 
     name: str
     description: str
     formats: list[ExportFormat]
     filters_schema: dict[str, Any]
+    default_locale: str = Field(description="The locale of a task that asks for none (`locale` left out).")
+    locales: list[str] = Field(
+        description="The locales the type has words in (headers, title, PDF footer): its default first. A request"
+        " may give any locale tag; one not listed falls back to a shorter tag, then to the default."
+    )
 
 
 class CallerView(_Result):

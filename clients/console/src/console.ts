@@ -5,7 +5,7 @@
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
 import { errorText, taskMatches, whoText } from "./facts.js";
-import { fillFileOptions, readFileOptions } from "./file-options.js";
+import { fillFileOptions, readFileOptions, setLocales } from "./file-options.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
@@ -94,6 +94,7 @@ class Session {
     byId<HTMLSelectElement>("format").replaceChildren(
       ...type.formats.map((format) => Object.assign(document.createElement("option"), { value: format, textContent: format })),
     );
+    setLocales(byId<HTMLFieldSetElement>("file-options"), type.locales);
   }
 
   async submit(form: HTMLFormElement): Promise<void> {

@@ -25,13 +25,8 @@ const CHOICES: readonly Choice[] = [
     name: "locale",
     id: "locale",
     label: "Language of the headers",
-    options: [
-      ["", "the type's default"],
-      ["en", "English (en)"],
-      ["de", "Deutsch (de)"],
-      ["zh-CN", "中文 (zh-CN)"],
-      ["ja", "日本語 (ja)"],
-    ],
+    // The chosen type's locales replace the rest (setLocales): the server says which it has.
+    options: [["", "the type's default"]],
   },
   {
     name: "delimiter",
@@ -79,6 +74,30 @@ export function fillFileOptions(fieldset: HTMLFieldSetElement, idPrefix: string)
       ...choice.options.map(([value, text]) => Object.assign(document.createElement("option"), { value, textContent: text })),
     );
     fieldset.append(Object.assign(document.createElement("label"), { htmlFor: id, textContent: choice.label }), select);
+  }
+}
+
+/** Offer the chosen type's locales (`locales` of GET /v1/export-types, its default first), each
+ * named in its own language: only languages the type has words in, none hard-coded here. */
+export function setLocales(fieldset: HTMLFieldSetElement, locales: readonly string[]): void {
+  const select = fieldset.querySelector<HTMLSelectElement>('select[name="locale"]');
+  if (!select) return;
+  const chosen = select.value;
+  const [defaultLocale] = locales;
+  const option = (value: string, text: string) => Object.assign(document.createElement("option"), { value, textContent: text });
+  select.replaceChildren(
+    option("", defaultLocale ? `the type's default: ${languageName(defaultLocale)} (${defaultLocale})` : "the type's default"),
+    ...locales.slice(1).map((locale) => option(locale, `${languageName(locale)} (${locale})`)),
+  );
+  select.value = locales.includes(chosen) ? chosen : "";
+}
+
+/** A locale's name in its own language (`Deutsch`, `日本語`), or the tag where the browser has none. */
+function languageName(locale: string): string {
+  try {
+    return new Intl.DisplayNames([locale], { type: "language" }).of(locale) ?? locale;
+  } catch {
+    return locale;
   }
 }
 

@@ -13,7 +13,7 @@ import {
 } from "@exports/client";
 
 import { cronPreview } from "./cron-preview.js";
-import { fillFileOptions, readFileOptions } from "./file-options.js";
+import { fillFileOptions, readFileOptions, setLocales } from "./file-options.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
@@ -113,6 +113,7 @@ export class SchedulesView {
     byId<HTMLSelectElement>("schedule-format").replaceChildren(
       ...type.formats.map((format) => Object.assign(document.createElement("option"), { value: format, textContent: format })),
     );
+    setLocales(byId<HTMLFieldSetElement>("schedule-file-options"), type.locales);
     const range = dateRange(schema);
     byId("schedule-window").hidden = range === null;
     // A feed needs a range of instants (a type's change column); the server has the last word.

@@ -1186,6 +1186,11 @@ export interface components {
          * @description One export type: its formats and the JSON Schema of its filters.
          */
         ExportTypeView: {
+            /**
+             * Default Locale
+             * @description The locale of a task that asks for none (`locale` left out).
+             */
+            default_locale: string;
             /** Description */
             description: string;
             /** Filters Schema */
@@ -1194,6 +1199,11 @@ export interface components {
             };
             /** Formats */
             formats: components["schemas"]["ExportFormat"][];
+            /**
+             * Locales
+             * @description The locales the type has words in (headers, title, PDF footer): its default first. A request may give any locale tag; one not listed falls back to a shorter tag, then to the default.
+             */
+            locales: string[];
             /** Name */
             name: string;
         };
@@ -3682,6 +3692,15 @@ export interface operations {
             };
             /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom (`field` names it). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -53,7 +53,7 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
     function's cold start (issue 50)."""
     from exports.audit.ports import AuditNotKept, NotAuditAdmin
     from exports.push.model import PushNotAvailable
-    from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleLimitReached, ScheduleNotFound
+    from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleConflict, ScheduleLimitReached, ScheduleNotFound
 
     return {
         Unauthorized: HTTPStatus.UNAUTHORIZED,
@@ -70,6 +70,7 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
         ScheduleNotFound: HTTPStatus.NOT_FOUND,
         NoLatestFile: HTTPStatus.NOT_FOUND,
         FeedBusy: HTTPStatus.CONFLICT,
+        ScheduleConflict: HTTPStatus.CONFLICT,
         ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
         TaskNotReady: HTTPStatus.CONFLICT,
         TaskNotCancellable: HTTPStatus.CONFLICT,

@@ -30,6 +30,7 @@ from exports.api.http.openapi import (
 )
 from exports.api.models import ExportAccepted
 from exports.audit import service as audit
+from exports.audit.events import PERMALINK
 from exports.audit.model import AuditAction
 from exports.core.config.api import API_VERSION_PREFIX, PERMALINK_PATH
 from exports.core.config.limits import Limits
@@ -62,7 +63,22 @@ _SCHEDULE_CREATE_RESPONSES = responses(
 )
 _SCHEDULE_GET_RESPONSES = responses({200: {"description": "The schedule, with its next runs."}}, 404)
 _SCHEDULE_LIST_RESPONSES = responses({200: {"description": "A page of the caller's schedules, newest first."}}, 422)
-_SCHEDULE_PATCH_RESPONSES = responses({200: {"description": "The schedule as changed."}}, 400, 403, 404, 413, 415, 422)
+_SCHEDULE_PATCH_RESPONSES = responses(
+    {200: {"description": "The schedule as changed."}},
+    400,
+    403,
+    404,
+    conflict(
+        {
+            "SCHEDULE_CONFLICT": "a field does not fit the stored schedule, which the body cannot know: filters its"
+            " export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8"
+            " while it has csv_bom (`field` names it).",
+        }
+    ),
+    413,
+    415,
+    422,
+)
 _SCHEDULE_DELETE_RESPONSES = responses({204: {"description": "Deleted (its runs stay, as tasks).", "content": {}}}, 404)
 _SCHEDULE_RUN_RESPONSES = responses(ACCEPTED, 403, 404, 422, 429)
 _LATEST_RESPONSES = responses(
@@ -239,7 +255,10 @@ def _redirect(url: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def schedule_latest(schedule_id: str) -> Response[str]:
     """``302`` to the latest file; ``404`` for another user's schedule or no file."""
-    return _redirect(latest.owner_latest(schedule_id, caller_id(app.current_event), api.schedule_dependencies()))
+    user_id = caller_id(app.current_event)
+    link = latest.owner_latest(schedule_id, user_id, api.schedule_dependencies())
+    _record_download(link, user_id, {"via": "schedule_latest", "schedule_id": schedule_id})
+    return _redirect(link.url)
 
 
 @app.post(
@@ -255,7 +274,8 @@ def schedule_latest(schedule_id: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def create_permalink(schedule_id: str) -> Response[Permalink]:
     """``201`` with the permalink, shown once."""
-    key = latest.mint_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
+    key, schedule = latest.mint_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
+    _record_schedule(AuditAction.SCHEDULE_CHANGED, schedule, change="permalink_minted")
     event = app.current_event
     path = PERMALINK_PATH.format(schedule_id=schedule_id)
     scheme = event.headers.get("x-forwarded-proto") or "https"
@@ -273,7 +293,8 @@ def create_permalink(schedule_id: str) -> Response[Permalink]:
 @tracer.capture_method(capture_response=False)
 def delete_permalink(schedule_id: str) -> Response[str]:
     """``204``; ``404`` for another user's schedule."""
-    latest.revoke_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
+    schedule = latest.revoke_permalink(schedule_id, caller_id(app.current_event), api.schedule_dependencies())
+    _record_schedule(AuditAction.SCHEDULE_CHANGED, schedule, change="permalink_revoked")
     return Response(status_code=204, body="")
 
 
@@ -289,11 +310,26 @@ def delete_permalink(schedule_id: str) -> Response[str]:
 @tracer.capture_method(capture_response=False)
 def permalink(schedule_id: str, key: Annotated[str, Query(min_length=1, max_length=200)]) -> Response[str]:
     """``302`` to the latest file for the right key; ``404`` otherwise."""
-    return _redirect(latest.permalink_latest(schedule_id, key, api.schedule_dependencies()))
+    link = latest.permalink_latest(schedule_id, key, api.schedule_dependencies())
+    http = app.current_event.request_context.http
+    # No user: the key's holder, known by the address and client it came from.
+    _record_download(
+        link,
+        PERMALINK,
+        {"via": "permalink", "schedule_id": schedule_id, "source_ip": http.source_ip, "user_agent": http.user_agent},
+    )
+    return _redirect(link.url)
 
 
-def _record_schedule(action: AuditAction, schedule: Schedule) -> None:
+def _record_schedule(action: AuditAction, schedule: Schedule, change: str | None = None) -> None:
     """Record a schedule change in the audit trail, if the deployment keeps one."""
     deps = api.dependencies().audit
     if deps is not None:
-        record_schedule(action, schedule, caller_of(app.current_event), request_id(), deps)
+        record_schedule(action, schedule, caller_of(app.current_event), request_id(), deps, change)
+
+
+def _record_download(link: latest.LatestLink, actor: str, via: dict[str, Any]) -> None:
+    """A schedule's latest file handed out as a redirect: recorded before it is (docs/audit.md)."""
+    deps = api.dependencies().audit
+    if deps is not None:
+        audit.record_link(link.task, actor, request_id(), link.expires_at, True, deps, via)

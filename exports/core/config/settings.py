@@ -256,7 +256,8 @@ class WorkerSettings(TaskFlowSettings):
 
 class CallbackSettings(FunctionSettings):
     """The callback function's: the results bucket (the payload's download link) and the
-    signing secret, given directly (local mode) or by its Secrets Manager ARN."""
+    signing secret, given directly (local mode) or by its Secrets Manager ARN; a scheduled run's
+    end: the schedules table, the mail, and the audit trail with the declaration's ``[tenants]``."""
 
     REQUIRED: ClassVar[Mapping[str, str]] = {**FunctionSettings.REQUIRED, "results_bucket": Env.RESULTS_BUCKET}
     OPTIONAL: ClassVar[Mapping[str, str]] = {
@@ -268,6 +269,8 @@ class CallbackSettings(FunctionSettings):
         "schedules_table": Env.SCHEDULES_TABLE,
         **_MAIL_VARIABLES,
         "event_bus": Env.EVENT_BUS,
+        "audit_table": Env.AUDIT_TABLE,
+        "exports_config": Env.EXPORTS_CONFIG,
     }
 
     results_bucket: str
@@ -281,6 +284,11 @@ class CallbackSettings(FunctionSettings):
     schedules_table: str = Names.SCHEDULES_TABLE
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
+    # The audit trail (docs/audit.md): a run's mail and the pause after failures in a row are
+    # recorded there (unset: not recorded), in the tenant and for the retention the declaration
+    # file's [tenants] says (None: the file the package ships).
+    audit_table: str | None = None
+    exports_config: str | None = None
 
     @property
     def allowed_mail_domains(self) -> frozenset[str]:
@@ -327,10 +335,14 @@ class PushSettings(RegistrySettings):
         "jwt_issuer": Env.JWT_ISSUER,
         "jwt_audience": Env.JWT_AUDIENCE,
         "download_url_ttl_sec": Env.DOWNLOAD_URL_TTL_SEC,
+        "audit_table": Env.AUDIT_TABLE,
     }
 
     connections_table: str
     results_bucket: str
+    # The audit trail (docs/audit.md): each download link a completed event carries is recorded
+    # there before it is sent (unset: not recorded).
+    audit_table: str | None = None
     # Read by boto3 itself (the management API client's endpoint); here so the function gets it.
     websocket_endpoint: str | None = None
     jwt_issuer: str | None = None

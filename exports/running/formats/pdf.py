@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from exports.core.errors import ExportFailed
+from exports.core.export_type import PdfLook
 from exports.core.locales import pick
 from exports.core.task import ExportFormat, ExportResult
 from exports.core.zones import UTC_ZONE, is_utc
@@ -24,6 +25,8 @@ from exports.running.writers.sink import MultipartSink
 from exports.running.writers.zones import ZoneStyle, pdf_text
 
 PDF_TOO_LARGE = "PDF_TOO_LARGE"
+# No footer but the page numbers, no logo.
+PLAIN: Final = PdfLook()
 # Left for what follows the last page (the font subset, the page tree, the cross-reference
 # table, completing the upload), measured at under 3 s; the rest is margin.
 TIME_MARGIN_SEC = 30.0
@@ -72,18 +75,19 @@ def heading(
     generated_at: datetime,
     timezone: str = UTC_ZONE,
     locale: str | None = None,
-    footer: str = "",
+    look: PdfLook = PLAIN,
 ) -> PdfHeading:
     """The first page's title, the filters the export ran with (as stored on the task), when
     it was generated and, in another zone than UTC, the zone its date-times are in; the words in
-    ``locale`` when :data:`HEADING_WORDS` has it (the filters' names and values as they are)."""
+    ``locale`` when :data:`HEADING_WORDS` has it (the filters' names and values as they are);
+    every page's footer text and logo."""
     words = (pick(HEADING_WORDS, locale) if locale else None) or HEADING_WORDS["en"]
     shown = "; ".join(f"{name} = {_shown(value)}" for name, value in filters.items() if value is not None)
     moment = generated_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     lines: tuple[str, ...] = (f"{words.filters}: {shown or words.none}", f"{words.generated}: {moment}")
     if not is_utc(timezone):
         lines = (*lines, f"{words.time_zone}: {timezone}")
-    return PdfHeading(title, lines, generated_at, footer)
+    return PdfHeading(title, lines, generated_at, look.footer, look.logo)
 
 
 def _shown(value: Any) -> str:
@@ -103,7 +107,7 @@ def write_pdf(run: ExportRun) -> ExportResult:
             run.deps.clock(),
             run.task.timezone,
             run.task.locale,
-            run.export_type.pdf_footer(run.task.locale),
+            run.export_type.pdf_look(run.task.tenant, run.task.locale),
         )
         counted = RowCount()
         pages = run.pages(None)

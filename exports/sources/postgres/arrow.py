@@ -28,18 +28,26 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from exports.core.errors import ExportFailed, LostOwnership, SourceCode, SourceQueryTimeout
 from exports.core.export_type import Column, ColumnKind, RunControl
 from exports.sources.errors import SourceUnavailable
+from exports.sources.postgres import driver_socket
 from exports.sources.postgres.errors import TRANSIENT_SQLSTATES
 from exports.sources.postgres.pages import PLACEHOLDER, numbers_parenthesized
 from exports.sources.postgres.reader import PostgresReader
-from exports.sources.postgres.session import CANCEL_CHECK_SEC, CONNECT_TIMEOUT_SEC, libpq_keywords
+from exports.sources.postgres.session import (
+    CANCEL_CHECK_SEC,
+    CONNECT_TIMEOUT_SEC,
+    UNANSWERED_GRACE_SEC,
+    libpq_keywords,
+)
 from exports.sources.postgres.values import SESSION_FORMATS, read_as
 from exports.sources.sql.ports import INSTANT_TYPE, ConnectionSettings, ResultColumn, SqlRead, SqlSession
 
@@ -61,6 +69,8 @@ _CASTS: Final = {"oid": "int8", "numeric": "text", "money": "numeric::text", "uu
 # row groups it feeds are written: 4 MiB keeps the peak RSS of a million rows 20 MiB lower at
 # the same CPU (docs/performance.md, "PostgreSQL → Parquet: the client's CPU").
 BATCH_BYTES: Final = 4 << 20
+# libpq's port when the settings name none.
+DEFAULT_PORT: Final = 5432
 # The kinds whose values may be ones no Python value holds (given as text beside them on demand).
 _DATED: Final = (ColumnKind.DATE, ColumnKind.DATETIME)
 
@@ -127,9 +137,9 @@ class PostgresArrowReader(PostgresReader):
         import adbc_driver_manager
         from psycopg.conninfo import make_conninfo
 
-        settings = libpq_keywords(self.source, self._keywords, control)
+        conninfo = make_conninfo(**libpq_keywords(self.source, self._keywords, control))
         try:
-            return _ArrowConnection(make_conninfo(**settings))
+            return _ArrowConnection(conninfo, _port(conninfo))
         except adbc_driver_manager.Error as error:
             logger.warning("could not connect to a data source", extra={"source": self.source})
             raise SourceUnavailable(
@@ -141,18 +151,24 @@ class _ArrowConnection:
     """One connection of the driver through ADBC's own bindings (``adbc_driver_manager``), not
     its DB-API module: that one imports ``pyarrow.dataset`` and, where installed, polars (0.1 s
     and 0.4 s of CPU on a worker's first Parquet export, docs/performance.md). Autocommit, as
-    ADBC begins: the read-only transaction is begun by the statement that says so."""
+    ADBC begins: the read-only transaction is begun by the statement that says so. ``socket``:
+    the connection's socket, found from outside the driver (:mod:`.driver_socket`; None when it
+    cannot be told apart), for the grace of a server that does not answer."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, port: int) -> None:
         import adbc_driver_manager
         import adbc_driver_postgresql
 
+        before = driver_socket.open_descriptors()
         database = adbc_driver_postgresql.connect(conninfo)
         try:
             connection = adbc_driver_manager.AdbcConnection(database)
         except adbc_driver_manager.Error:
             database.close()
             raise
+        self.socket = driver_socket.connection_socket(before, port)
+        if self.socket is None:
+            logger.warning("the Arrow connection's socket was not found: no grace for a server that does not answer")
         self._statement = adbc_driver_manager.AdbcStatement(connection)
         # Closed in this order: the statement, then what it runs on.
         self._handles = (self._statement, connection, database)
@@ -183,11 +199,22 @@ class _ArrowConnection:
         """Close the statement, the connection and the database (a failure is logged)."""
         import adbc_driver_manager
 
+        driver_socket.release(self.socket)  # first: the driver's close then ends the connection
         for handle in self._handles:
             try:
                 handle.close()
             except adbc_driver_manager.Error:
                 logger.warning("could not close an Arrow connection", exc_info=True)
+
+
+def _port(conninfo: str) -> int:
+    """The server's port as libpq reads it: the connection string's, else ``PGPORT``, else 5432
+    (the first, for a list of hosts)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    given = str(conninfo_to_dict(conninfo).get("port") or os.environ.get("PGPORT") or DEFAULT_PORT)
+    first = given.split(",", maxsplit=1)[0]
+    return int(first) if first.isdigit() else DEFAULT_PORT
 
 
 def _same_kind(column: Column, result: ResultColumn) -> bool:
@@ -309,14 +336,20 @@ def _begin(
 class _Cancel:
     """Cancels the running statement when the run says its task was stopped (asked every
     ``CANCEL_CHECK_SEC``, as the tuple reader's watchdog asks); the statement timeout bounds
-    the rest."""
+    the rest. And, as the tuple reader's watchdog, lets go of a server that does not answer:
+    once the cancel, or the statement timeout at the run's end, should have ended the statement
+    and ``UNANSWERED_GRACE_SEC`` more have passed, it shuts the connection's socket down (when
+    it was found), so the driver's blocked read fails at once."""
 
     def __init__(self, arrow: _ArrowConnection, control: RunControl) -> None:
         self._arrow = arrow
         self._control = control
         self._done = threading.Event()
         self.stopped = False
+        self.severed = False
         self._thread: threading.Thread | None = None
+        left = control.seconds_left()
+        self._answer_by = None if left is None else time.monotonic() + max(1.0, left) + UNANSWERED_GRACE_SEC
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._watch, name="arrow-cancel", daemon=True)
@@ -324,6 +357,9 @@ class _Cancel:
 
     def _watch(self) -> None:
         while not self._done.wait(CANCEL_CHECK_SEC):
+            if self._answer_by is not None and time.monotonic() >= self._answer_by:
+                self._sever()
+                return
             try:
                 stop = self._control.stop_requested()
             except Exception:  # a failed look must not kill the export; the next one may work
@@ -332,7 +368,18 @@ class _Cancel:
             if stop:
                 self.stopped = True
                 self._arrow.cancel()
+                if not self._done.wait(UNANSWERED_GRACE_SEC):
+                    self._sever()
                 return
+
+    def _sever(self) -> None:
+        sock = self._arrow.socket
+        if sock is None:
+            return
+        logger.warning(
+            "a data source did not answer in time; closing its connection", extra={"task_id": self._control.task_id}
+        )
+        self.severed = driver_socket.sever(sock)
 
     def raise_if_stopped(self) -> None:
         if self.stopped:
@@ -362,6 +409,11 @@ class _translated:
 
         if not isinstance(error, adbc_driver_manager.Error | pa.ArrowException | OSError):
             return
+        if self._watch.severed and not self._watch.stopped:
+            raise SourceQueryTimeout(
+                f"data source {self._source!r} did not answer before the run's time was up (not even its "
+                "statement_timeout): the worker closed the connection"
+            ) from None
         if self._watch.stopped:
             raise LostOwnership("the task was stopped; its query was cancelled") from None
         sqlstate = getattr(error, "sqlstate", None) or ""

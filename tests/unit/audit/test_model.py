@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from exports.audit.events import cpu_seconds, task_events
+from exports.audit.events import cpu_seconds, mail_event, task_events
 from exports.audit.model import GENESIS, AuditAction, AuditEvent, AuditRecord, after, record_hash, verify
 from exports.audit.tenancy import Tenancy, load_tenancy
 from exports.core.caller import Caller
@@ -183,3 +183,44 @@ def test_an_export_makes_a_submitted_and_an_ended_event_with_its_usage() -> None
     # The tenant's running count of active exports: one more at the submission, one less at the end.
     assert (dict(submitted[0].counts), dict(ended[0].counts)) == ({"active_tasks": 1}, {"active_tasks": -1})
     assert task_events(done, done, 1769) == []
+
+
+def test_a_runs_mail_is_a_delivery_made_or_failed_recorded_once_per_outcome() -> None:
+    run = new_task(
+        task_id="exp_2",
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=AT,
+        retention=timedelta(hours=24),
+        caller={"tenant_id": "acme"},
+        tenant="acme",
+    ).model_copy(update={"schedule_id": "sch_1"})
+    result = ExportResult(
+        key="results/exp_2/a.csv", bytes=10, rows=1, sha256="cd" * 32, content_type="text/csv", file_name="a.csv"
+    )
+    done = complete(run.model_copy(update={"status": "RUNNING", "started_at": AT}), result, AT, timedelta(hours=24))
+    link_until = AT + timedelta(hours=12)
+
+    made = mail_event(done, ["finance@acme.example"], ["old@elsewhere.example"], AT, link_until, None)
+    refused = mail_event(done, ["finance@acme.example"], [], AT, link_until, "SES refused the message")
+    nobody = mail_event(done, [], ["old@elsewhere.example"], AT, None, None)
+
+    assert (made.action, made.actor, made.tenant, made.claims) == (
+        AuditAction.DELIVERY_MADE,
+        "system",
+        "acme",
+        {"tenant_id": "acme"},
+    )
+    assert made.detail["destination"] == ["finance@acme.example"]
+    assert made.detail["refused"] == ["old@elsewhere.example"]
+    assert (made.detail["file"], made.detail["sha256"]) == ("results/exp_2/a.csv", "cd" * 32)
+    assert made.detail["link_expires_at"] == "2026-12-01T21:30:00Z"
+    assert (refused.action, refused.detail["error"]) == (AuditAction.DELIVERY_FAILED, "SES refused the message")
+    assert (nobody.action, nobody.detail["error"]) == (
+        AuditAction.DELIVERY_FAILED,
+        "no recipient is allowed by the deployment",
+    )
+    # A mail refused, then sent on a retried delivery, leaves both records; a repeat of either, none.
+    assert made.event_id != refused.event_id == nobody.event_id

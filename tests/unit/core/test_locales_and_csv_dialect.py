@@ -231,3 +231,26 @@ def test_every_pdf_page_carries_the_types_footer_in_the_locale_or_its_default() 
 
     _, body = exported(ExportFormat.PDF, locale="ja")
     assert page_lines(reader(body).pages[0])[-1].text.endswith("Acme Ltd · confidential")
+
+
+def test_a_type_lists_the_locales_it_has_words_in_its_default_first(tmp_path: Any) -> None:
+    from exports.api.models import ExportTypeView
+    from exports.core.aws.clients import ClientFactory
+    from exports.export_types.build import build_export_types
+    from exports.export_types.loader import load_declarations
+    from exports.sources.kind import SourceReaders
+
+    assert ExportTypeView.of(LocalizedNumbers()).locales == ["en", "de", "zh-CN"]
+
+    path = tmp_path / "exports.toml"
+    path.write_text(
+        '[sources.db]\nkind = "postgresql"\nurl_env = "DB_URL"\n'
+        '[types.t]\ndescription = "Rechnungen"\nsource = "db"\nquery = "SELECT 1 AS n"\nlocale = "de"\n'
+        'titles = { fr = "Factures" }\n'
+        '[[types.t.columns]]\nname = "n"\nheader = { de = "Nummer", ja = "番号", ko = "번호" }\n',
+        encoding="utf-8",
+    )
+    readers = SourceReaders(client=ClientFactory(), environ={"DB_URL": "postgresql://127.0.0.1:1/x"})
+    (declared,) = build_export_types(load_declarations(path), readers).types
+    view = ExportTypeView.of(declared)
+    assert (view.default_locale, view.locales) == ("de", ["de", "fr", "ja", "ko"])

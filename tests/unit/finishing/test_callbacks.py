@@ -11,12 +11,14 @@ import pytest
 
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
-from exports.core.errors import ConditionFailed
+from exports.core.errors import ConditionFailed, ServiceUnavailable
 from exports.core.status import TaskStatus
 from exports.core.task import CallbackStatus, Subscriber, Task, cancel, claim, complete
 from exports.finishing.callbacks import CallbackRetryable, DeliveryOutcome, deliver, give_up
+from exports.finishing.schedule_run_end import RunEndDependencies
 from tests.unit.builders import LEASE, RETENTION, make_result, make_task
 from tests.unit.export_fakes import FakeEvents
+from tests.unit.schedule_fakes import FakeScheduleStore
 from tests.unit.service_fakes import (
     PUBLIC_ADDRESS,
     WEBHOOK_SECRET,
@@ -216,3 +218,28 @@ def test_each_delivered_callback_is_one_delivered_event_and_a_failed_one_none() 
         "COMPLETED",
     )
     assert HOOK not in str(delivered.detail)
+
+
+class BusySchedules(FakeScheduleStore):
+    """A schedules table (or an audit trail behind the run's end) that refuses for now."""
+
+    def get(self, schedule_id: str) -> None:
+        raise ServiceUnavailable("throttled")
+
+
+def test_a_scheduled_runs_end_that_cannot_be_recorded_yet_is_retried_before_any_callback() -> None:
+    # Given a scheduled run whose end (its schedule's outcome, its mail and their audit records)
+    # cannot be written for now
+    w = world(204)
+    task = ended(w, HOOK).model_copy(update={"schedule_id": "sch_1"})
+    w.tasks.tasks[task.task_id] = task
+    run_end = RunEndDependencies(
+        schedules=BusySchedules(), mailer=None, sender=None, allowed_domains=frozenset(), results=w.files, clock=w.clock
+    )
+
+    # When it is delivered, then the workflow retries it (its Retry matches CallbackRetryable),
+    # and no callback went out ahead of the run's end
+    with pytest.raises(CallbackRetryable, match="throttled"):
+        deliver(task.task_id, dataclasses.replace(w.callback, run_end=run_end))
+    assert w.webhooks.posts == []
+    assert w.tasks.get(task.task_id).pending_callbacks == [0]

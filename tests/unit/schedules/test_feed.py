@@ -28,7 +28,7 @@ from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.expression import recurrence_of
 from exports.schedules.feed import feed_window
 from exports.schedules.model import Every, ScheduleState, WhenEmpty
-from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleNotFound
+from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleConflict, ScheduleNotFound
 from tests.unit.builders import make_result
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore
 from tests.unit.service_fakes import ServiceWorld, service_world
@@ -236,9 +236,28 @@ def test_a_watermark_reset_restarts_the_feed_and_only_feeds_take_one():
     reset = service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": None}), ALICE, world.deps)
     assert reset.watermark is None
     assert span(world.task(firing.fire(schedule_id, hour(2), world.deps).task_id))[0] == hour(0)
-    with pytest.raises(InvalidRequest) as future:
-        service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": hour(10**4)}), ALICE, world.deps)
-    assert future.value.details["field"] == "watermark"
+
+    # A watermark ahead is where the feed starts: the runs until then cover an empty span.
+    ahead = service.update_schedule(schedule_id, service.ScheduleChanges({"watermark": hour(10)}), ALICE, world.deps)
+    assert ahead.watermark == hour(10)
+    world.source.table["early"] = hour(2.5)
+    early = world.end(firing.fire(schedule_id, hour(3), world.deps).task_id)
+    assert span(early) == (hour(10), hour(10))
+    assert early.result is not None and early.result.rows == 0
+
+    # A schedule that is no feed has no watermark: its body could not know, a conflict (409).
+    plain = service.create_schedule(
+        service.ScheduleSpec(
+            export=ExportSpec(export_type="created_rows", filters={"changed_from": "previous_day"}),
+            every=Every(hours=1),
+        ),
+        ALICE,
+        world.deps,
+    )
+    with pytest.raises(ScheduleConflict) as not_a_feed:
+        service.update_schedule(plain.schedule_id, service.ScheduleChanges({"watermark": hour(1)}), ALICE, world.deps)
+    assert not_a_feed.value.field == "watermark"
+    assert "is no feed" in not_a_feed.value.message
 
 
 def test_since_last_run_needs_a_type_that_declares_its_change_column():
@@ -283,12 +302,12 @@ def test_latest_is_the_newest_completed_file_for_its_owner_and_the_permalink_unt
     done = world.end(firing.fire(schedule_id, hour(1), world.deps).task_id)
     world.end(firing.fire(schedule_id, hour(2), world.deps).task_id, TaskStatus.FAILED)
 
-    assert done.task_id in latest.owner_latest(schedule_id, "alice", world.deps)
+    assert done.task_id in latest.owner_latest(schedule_id, "alice", world.deps).url
     with pytest.raises(ScheduleNotFound):
         latest.owner_latest(schedule_id, "bob", world.deps)
-    key = latest.mint_permalink(schedule_id, "alice", world.deps)
-    assert done.task_id in latest.permalink_latest(schedule_id, key, world.deps)
-    rotated = latest.mint_permalink(schedule_id, "alice", world.deps)
+    key, _ = latest.mint_permalink(schedule_id, "alice", world.deps)
+    assert done.task_id in latest.permalink_latest(schedule_id, key, world.deps).url
+    rotated, _ = latest.mint_permalink(schedule_id, "alice", world.deps)
     with pytest.raises(ScheduleNotFound):
         latest.permalink_latest(schedule_id, key, world.deps)
     latest.revoke_permalink(schedule_id, "alice", world.deps)

@@ -13,6 +13,7 @@ import pytest
 from exports.core.caller import Caller, CallerRefused
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
+from exports.core.csv_dialect import CsvDialect, CsvEncoding
 from exports.core.errors import InvalidRequest, ServiceUnavailable
 from exports.core.export_type import ClaimsRead
 from exports.core.spec import ExportSpec
@@ -22,12 +23,12 @@ from exports.export_types.registry import ExportTypeRegistry
 from exports.finishing.schedule_run_end import RunEndDependencies, on_run_end
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
-from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState
-from exports.schedules.ports import ScheduleNotFound
+from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState, caller_of
+from exports.schedules.ports import ScheduleConflict, ScheduleNotFound
 from tests.unit.builders import make_result
 from tests.unit.export_fakes import FakeEvents, NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
-from tests.unit.service_fakes import BrokenQueue, ServiceWorld, service_world
+from tests.unit.service_fakes import BrokenQueue, FakeResolver, ServiceWorld, service_world
 
 
 class FinanceNumbers(NumbersExport):
@@ -252,7 +253,7 @@ def test_two_submits_of_one_firing_share_a_task_and_two_firings_make_two():
     services, deps, _, _ = world()
     schedule = service.create_schedule(SPEC, FINANCE, deps)
     at = datetime(2026, 1, 5, 9, tzinfo=UTC)
-    caller = service.caller_of(schedule)
+    caller = caller_of(schedule)
 
     first = service.submit_run(schedule, caller, at, deps)
     again = service.submit_run(schedule, caller, at, deps)
@@ -473,3 +474,54 @@ def test_the_first_firing_shows_while_it_is_due_and_not_after_it_ran_or_its_grac
     assert service.next_runs(schedule, anchor + timedelta(seconds=2), 1) == [anchor]
     assert service.next_runs(ran, anchor + timedelta(seconds=2), 1) == [anchor + timedelta(hours=1)]
     assert service.next_runs(schedule, anchor + timedelta(minutes=5), 1) == [anchor + timedelta(hours=1)]
+
+
+# What a PATCH's body cannot know conflicts with the stored schedule (409); a callback host that
+# does not resolve yet is taken (each run's delivery checks it again).
+
+
+def test_a_patch_whose_filters_are_not_the_types_conflicts_with_the_schedule_and_changes_nothing():
+    _, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+
+    with pytest.raises(ScheduleConflict) as refused:
+        service.update_schedule(
+            schedule.schedule_id, service.ScheduleChanges({"filters": {"date_from": "2026-01-01"}}), FINANCE, deps
+        )
+
+    assert refused.value.field == "filters.date_from"
+    assert "finance_numbers" in refused.value.message
+    assert store.schedules[schedule.schedule_id] == schedule
+
+
+def test_a_patch_of_an_encoding_against_the_stored_csv_bom_conflicts_with_the_schedule():
+    _, deps, store, _ = world()
+    schedule = service.create_schedule(
+        dataclasses.replace(SPEC, export=ExportSpec(export_type="finance_numbers", csv_bom=True)), FINANCE, deps
+    )
+
+    gb18030 = CsvDialect(encoding=CsvEncoding.GB18030)
+    with pytest.raises(ScheduleConflict) as refused:
+        service.update_schedule(schedule.schedule_id, service.ScheduleChanges({"csv_dialect": gb18030}), FINANCE, deps)
+
+    assert refused.value.field == "csv_dialect.encoding"
+    assert store.schedules[schedule.schedule_id] == schedule
+
+
+def test_a_callback_host_that_does_not_resolve_yet_is_taken_and_a_private_one_is_not():
+    services = service_world(
+        FinanceNumbers(), resolve=FakeResolver({"hooks.later.example": [], "intra.example": ["10.0.0.5"]})
+    )
+    deps = ScheduleDependencies(api=services.api, schedules=FakeScheduleStore(), timer=FakeTimer())
+
+    later = dataclasses.replace(
+        SPEC, export=ExportSpec(export_type="finance_numbers", callback_url="https://hooks.later.example/x")
+    )
+    assert service.create_schedule(later, FINANCE, deps).callback_url == "https://hooks.later.example/x"
+
+    private = dataclasses.replace(
+        SPEC, export=ExportSpec(export_type="finance_numbers", callback_url="https://intra.example/x")
+    )
+    with pytest.raises(InvalidRequest, match="not public") as refused:
+        service.create_schedule(private, FINANCE, deps)
+    assert refused.value.field == "callback_url"

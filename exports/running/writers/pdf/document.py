@@ -15,15 +15,18 @@ from datetime import datetime
 from itertools import islice
 
 from exports.core.export_type import Column, Row
+from exports.core.logos import PdfImage
 from exports.running.writers.byte_sink import ByteSink
 from exports.running.writers.cells import WIDTH_SAMPLE_ROWS
 from exports.running.writers.pdf import layout
 from exports.running.writers.pdf.font import CompositeFont
+from exports.running.writers.pdf.image import put_image
 from exports.running.writers.pdf.layout import (
     ELLIPSIS,
     FONT_SIZE,
     FOOTER_SIZE,
     LINE_HEIGHT,
+    LOGO_GAP,
     MARGIN,
     PAD_X,
     PAD_Y,
@@ -48,13 +51,15 @@ _RULE = b"0.75 G 0.3 w"
 class PdfHeading:
     """What the first page says above the table: a title and lines below it (the filters, the
     generation time); ``created`` also goes into the document information; ``footer`` is printed
-    at the foot of every page."""
+    at the foot of every page, ``logo`` at the head of every page."""
 
     title: str
     lines: Sequence[str] = ()
     created: datetime | None = None
     # At the foot of every page, right-aligned (the page number is at the left).
     footer: str = ""
+    # At the head of every page, right-aligned; the table starts below it.
+    logo: PdfImage | None = None
 
 
 @dataclass
@@ -84,6 +89,8 @@ class PdfStream:
             self._objects.reserve() for _ in range(6)
         )
         self._objects.put(self._catalog, b"<< /Type /Catalog /Pages %d 0 R >>" % root)
+        # Written once, drawn by every page.
+        self._logo = put_image(heading.logo, self._objects) if heading.logo is not None else None
         self._tree = _PageTree(root)
         self._geometry: PageGeometry | None = None
         self._sample: list[list[str]] = []
@@ -125,10 +132,11 @@ class PdfStream:
         objects.put(tree.root, b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, tree.count))
         total = f"{tree.count:,}"
         self._font.register(total)
+        logo = b" /Logo %d 0 R" % self._logo if self._logo is not None else b""
         objects.put(
             self._resources,
-            b"<< /Font << /F1 %d 0 R >> /XObject << /Total %d 0 R >> /ProcSet [/PDF /Text] >>"
-            % (self._font_number, self._total),
+            b"<< /Font << /F1 %d 0 R >> /XObject << /Total %d 0 R%s >> /ProcSet [/PDF /Text /ImageB /ImageC /ImageI] >>"
+            % (self._font_number, self._total, logo),
         )
         form = b"BT /F1 %.1f Tf <%s> Tj ET" % (FOOTER_SIZE, self._font.encode(total).encode("ascii"))
         objects.put_stream(
@@ -159,9 +167,19 @@ class PdfStream:
         assert geometry is not None
         self._page, self._text = [_RULE], [b"/F1 %.1f Tf" % FONT_SIZE]
         self._y = geometry.height - MARGIN
+        if self._heading.logo is not None:
+            self._draw_logo(self._heading.logo, geometry)
         if self._tree.count == 0:
             self._heading_block()
         self._cells([self._font.clean_cell(column.header) for column in self._columns], header=True)
+
+    def _draw_logo(self, logo: PdfImage, geometry: PageGeometry) -> None:
+        """The logo at the page's top right, as large as :func:`layout.logo_size` lets it be;
+        what follows starts below it."""
+        width, height = layout.logo_size(logo.width, logo.height)
+        x, y = geometry.width - MARGIN - width, self._y - height
+        self._page.append(b"q %.2f 0 0 %.2f %.2f %.2f cm /Logo Do Q" % (width, height, x, y))
+        self._y = y - LOGO_GAP
 
     def _heading_block(self) -> None:
         self._y -= TITLE_SIZE

@@ -17,6 +17,11 @@ PAD_X = 2.5
 PAD_Y = 2.0
 TITLE_SIZE = 13.0
 FOOTER_SIZE = 7.0
+# A logo's box at the head of every page: drawn in its proportions, as large as fits.
+LOGO_MAX_HEIGHT = 36.0
+LOGO_MAX_WIDTH = 160.0
+# Room between the logo and what follows it.
+LOGO_GAP = 6.0
 # One character width of cells.display_width (a wide East Asian character counts two), in points.
 CHARACTER = 0.6 * FONT_SIZE
 # A cell's text wraps onto at most this many lines; the last one ends with an ellipsis if the
@@ -137,3 +142,10 @@ def _ended(lines: list[str], advances: dict[str, int], limit: float) -> list[str
     while last and sum(map(advances.__getitem__, last)) > room:
         last = last[:-1]
     return [*lines[:-1], last + ELLIPSIS]
+
+
+def logo_size(pixels_wide: int, pixels_high: int) -> tuple[float, float]:
+    """The width and height, in points, a logo of that many pixels is drawn at: its proportions
+    kept, as large as :data:`LOGO_MAX_WIDTH` by :data:`LOGO_MAX_HEIGHT` lets it be."""
+    scale = min(LOGO_MAX_WIDTH / pixels_wide, LOGO_MAX_HEIGHT / pixels_high)
+    return pixels_wide * scale, pixels_high * scale
