@@ -91,7 +91,7 @@ PYARROW_UNUSED: Final = (
 # Data files of the shared package that only some functions load (globs under exports/): every
 # package leaves them out but those whose spec names them (PackageSpec.shared_data). The PDF font
 # (13.3 MB) and its licence go with the worker alone, the only function that writes PDF.
-PDF_FONT_FILES: Final = "writers/pdf/fonts/*"
+PDF_FONT_FILES: Final = "running/writers/pdf/fonts/*"
 OPTIONAL_SHARED_DATA: Final = (PDF_FONT_FILES,)
 # Build leftovers of our own code that never go into a package.
 _CACHE_NAMES: Final = ("__pycache__", "*.pyc")

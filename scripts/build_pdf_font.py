@@ -32,7 +32,7 @@ COPYRIGHT = Path("/usr/share/doc/fonts-noto-cjk/copyright")
 # many of their accented letters (Greek with tonos, for one).
 LATIN = Path("/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf")
 FACE = "Noto Sans CJK SC"
-OUT_DIR = Path(__file__).resolve().parent.parent / "exports" / "writers" / "pdf" / "fonts"
+OUT_DIR = Path(__file__).resolve().parent.parent / "exports" / "running" / "writers" / "pdf" / "fonts"
 OUT = OUT_DIR / "NotoSansSC-Exports.ttf"
 # A Modified Version under the OFL: its own name (the original's stays in the copyright notice).
 FAMILY = "Exports Sans SC"

@@ -319,7 +319,7 @@ def test_no_arn_is_written_for_one_partition(assembly, stage):
 
 
 def test_no_infra_or_workflow_source_types_the_aws_partition():
-    sources = [*(REPO_ROOT / "infra").glob("*.py"), REPO_ROOT / "exports" / "workflows.py"]
+    sources = [*(REPO_ROOT / "infra").glob("*.py"), REPO_ROOT / "exports" / "core" / "workflows.py"]
 
     assert [path.name for path in sources if "arn:aws:" in path.read_text()] == []
 

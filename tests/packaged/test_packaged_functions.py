@@ -276,7 +276,7 @@ def test_the_worker_exports_from_postgresql_over_verified_tls(runtime, packages,
 def test_the_pdf_font_ships_with_the_worker_only_and_the_packaged_worker_draws_a_pdf(
     runtime, packages, environment, aws
 ):
-    font = Path("exports", "writers", "pdf", "fonts", "NotoSansSC-Exports.ttf")
+    font = Path("exports", "running", "writers", "pdf", "fonts", "NotoSansSC-Exports.ttf")
     assert {name for name, package in packages.items() if (package.path / font).is_file()} == {"worker"}
     submitted = submit(runtime, packages, environment, "pdf")
 
