@@ -31,7 +31,7 @@ from exports.config.names import Names
 from exports.config.push import Push
 from exports.config.queues import LANES, Queue
 from exports.config.retry import DELIVERY_RETRY
-from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.config.tables import CustomersTable, DestinationsTable, OrdersTable, SchedulesTable, TaskTable
 from exports.config.worker import Worker
 from exports.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
@@ -278,6 +278,7 @@ def create_resources(
         TableName=Names.AUDIT_TABLE,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": AuditTable.TTL_ATTRIBUTE},
     )
+    create_destinations_table(dynamodb)
     sqs = make_client("sqs")
     queue_urls, dlq_urls = {}, {}
     for lane in LANES:
@@ -313,6 +314,23 @@ def create_resources(
         tasks_stream_arn=stream_arn,
         events_queue_url=events_queue_url,
         **scheduling,
+    )
+
+
+def create_destinations_table(dynamodb: Any, name: str = Names.DESTINATIONS_TABLE) -> None:
+    """The destinations table (docs/destinations.md): the tenant's partition, the destination's
+    id (or its count) as the sort key."""
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": DestinationsTable.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": DestinationsTable.SORT_KEY, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": DestinationsTable.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": DestinationsTable.SORT_KEY, "KeyType": "RANGE"},
+        ],
     )
 
 

@@ -1,0 +1,27 @@
+"""Limits of delivery destinations (docs/destinations.md), shared by the code and the CDK app."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class Destinations:
+    """How many destinations a tenant keeps, and the bounds of their fields."""
+
+    MAX_PER_TENANT: Final = 100
+    NAME_MAX_LENGTH: Final = 128
+    # An S3 key is at most 1,024 bytes: the prefix leaves room for the path template's part.
+    S3_PREFIX_MAX_LENGTH: Final = 512
+    SFTP_PATH_MAX_LENGTH: Final = 1024
+    SFTP_USERNAME_MAX_LENGTH: Final = 128
+    SFTP_PASSWORD_MAX_LENGTH: Final = 1024
+    SFTP_PORT_DEFAULT: Final = 22
+    # A ZIP password shorter than this is refused: AES-256 is only as strong as its password.
+    ZIP_PASSWORD_MIN_LENGTH: Final = 12
+    ZIP_PASSWORD_MAX_LENGTH: Final = 128
+    # An armoured OpenPGP public key with a few subkeys and signatures fits many times over.
+    PGP_PUBLIC_KEY_MAX_BYTES: Final = 64 * 1024
+    # Random bytes of a service-generated ExternalId (hex: twice as many characters).
+    EXTERNAL_ID_BYTES: Final = 24
+    # Deleted destinations' secrets stay recoverable this long (Secrets Manager's 7..30 days).
+    SECRET_RECOVERY_DAYS: Final = 7
