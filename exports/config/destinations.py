@@ -23,5 +23,11 @@ class Destinations:
     PGP_PUBLIC_KEY_MAX_BYTES: Final = 64 * 1024
     # Random bytes of a service-generated ExternalId (hex: twice as many characters).
     EXTERNAL_ID_BYTES: Final = 24
+    # An SFTP connection (TCP, SSH handshake, login) gives up after this long; a probe in all
+    # after the second (verify answers within API Gateway's 30 seconds).
+    CONNECT_TIMEOUT_SEC: Final = 10
+    PROBE_TIMEOUT_SEC: Final = 20
+    # The probe file verify writes and removes (a dot file: hidden from most listings).
+    PROBE_FILE_PREFIX: Final = ".exports-probe-"
     # Deleted destinations' secrets stay recoverable this long (Secrets Manager's 7..30 days).
     SECRET_RECOVERY_DAYS: Final = 7

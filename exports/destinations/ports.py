@@ -79,3 +79,19 @@ class SecretVault(Protocol):
 
     def delete(self, secret_ref: str) -> None:
         """Schedule the secret's deletion (recoverable a few days; nothing to do if it is gone)."""
+
+
+class HostKeys(Protocol):
+    """Fetches an SFTP server's host key (the first step of pinning it)."""
+
+    def fetch(self, host: str, port: int) -> str:
+        """The SHA-256 fingerprint of the host key ``host`` shows on ``port`` (the host passes the
+        SSRF guard first); :class:`exports.destinations.problems.DestinationProblem` otherwise."""
+
+
+class DestinationProbe(Protocol):
+    """Writes and removes a small file at a destination: what ``verify`` does."""
+
+    def probe(self, destination: Destination, secrets: DestinationSecrets | None) -> None:
+        """Write a probe file and remove it; the failed step as a
+        :class:`exports.destinations.problems.DestinationProblem`."""
