@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 from ulid import ULID
 
 from exports.destinations import keys
@@ -76,6 +76,8 @@ class DestinationDependencies:
     probes: Mapping[DestinationKind, DestinationProbe]
     clock: Callable[[], datetime]
     max_per_tenant: int
+    # The role customers' S3 roles trust (their trust policy's principal); None: no S3 destinations.
+    principal_arn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def create_destination(request: DestinationRequest, caller: Caller, deps: Destin
     public_key = None
     state = DestinationState.ACTIVE
     if isinstance(spec, S3TargetSpec):
+        if deps.principal_arn is None:
+            raise InvalidRequest("this deployment delivers to SFTP servers only", field="target.kind")
         target: S3Target | SftpTarget = S3Target(
             **spec.model_dump(exclude={"kind"}), external_id=keys.new_external_id()
         )
@@ -226,7 +230,12 @@ def update_destination(
     target = before.target
     target_changes = _target_changes(before, patch, changes)
     if target_changes:
-        target = target.model_validate({**target.model_dump(), **target_changes})
+        try:
+            target = target.model_validate({**target.model_dump(), **target_changes})
+        except ValidationError as invalid:
+            first = invalid.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or None
+            raise InvalidRequest(str(first["msg"]).removeprefix("Value error, "), field=field) from None
     updated = before.model_copy(update={"target": target, "updated_at": deps.clock()})
     state = updated.state
     if "host_key_fingerprint" in target_changes:

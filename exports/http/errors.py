@@ -18,6 +18,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from exports.audit.ports import AuditNotKept, NotAuditAdmin
 from exports.config.limits import Admission
+from exports.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
+from exports.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
     CapacityEstimate,
@@ -65,6 +67,12 @@ _STATUS: dict[type[ExportsError], HTTPStatus] = {
     NoLatestFile: HTTPStatus.NOT_FOUND,
     FeedBusy: HTTPStatus.CONFLICT,
     ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+    DestinationNotFound: HTTPStatus.NOT_FOUND,
+    NotDestinationManager: HTTPStatus.FORBIDDEN,
+    DestinationLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+    HostKeyNotConfirmed: HTTPStatus.CONFLICT,
+    HostKeyRefused: HTTPStatus.CONFLICT,
+    SecretMissing: HTTPStatus.CONFLICT,
     TaskNotReady: HTTPStatus.CONFLICT,
     TaskNotCancellable: HTTPStatus.CONFLICT,
     TaskNotRetryable: HTTPStatus.CONFLICT,
@@ -145,7 +153,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         headers = None
         if isinstance(error, Overloaded):
             headers = {"Retry-After": str(error.retry_after)}
-        elif isinstance(error, ScheduleLimitReached):
+        elif isinstance(error, ScheduleLimitReached | DestinationLimitReached):
             # Only a deletion frees a place: the header every 429 has, with the quota's wait.
             headers = {"Retry-After": str(Admission.RETRY_AFTER_QUOTA_SEC)}
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:
