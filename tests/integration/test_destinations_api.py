@@ -27,6 +27,10 @@ CUSTOMER_ACCOUNT = "210987654321"
 CUSTOMER_ROLE = f"arn:aws:iam::{CUSTOMER_ACCOUNT}:role/exports-delivery"
 
 
+def s3_target(**changes: Any) -> dict[str, Any]:
+    return {"kind": "s3", "bucket": "acme-lake", "region": REGION, "role_arn": CUSTOMER_ROLE, **changes}
+
+
 def call(
     method: str, path: str, body: Any = None, claims: dict[str, str] | None = None, user: str = "alice", **kwargs: Any
 ) -> tuple[int, dict[str, str], Any]:
@@ -136,11 +140,7 @@ def test_a_host_key_that_cannot_be_fetched_refuses_the_creation_naming_the_host(
 def test_bad_s3_fields_are_422_naming_the_field_and_nothing_is_stored(
     aws: Resources, target: dict[str, Any], field: str
 ) -> None:
-    body = {
-        "name": "Lake",
-        "target": {"kind": "s3", "bucket": "acme-lake", "region": REGION, "role_arn": CUSTOMER_ROLE},
-    }
-    status, _, refused = call("POST", "/v1/destinations", {**body, "target": {**body["target"], **target}})
+    status, _, refused = call("POST", "/v1/destinations", {"name": "Lake", "target": s3_target(**target)})
 
     assert status == 422 and refused["error"]["field"].endswith(field), refused
     assert call("GET", "/v1/destinations")[2]["items"] == []
@@ -185,7 +185,7 @@ def test_an_s3_destination_shows_its_trust_policy_and_verifies_in_the_customers_
     _, _, report = call("POST", f"/v1/destinations/{created['destination_id']}/verify")
     assert report["ok"] is True, report
 
-    _, _, other = call("POST", "/v1/destinations", {**body, "target": {**body["target"], "bucket": "acme-gone"}})
+    _, _, other = call("POST", "/v1/destinations", {"name": "Gone", "target": s3_target(bucket="acme-gone")})
     _, _, report = call("POST", f"/v1/destinations/{other['destination_id']}/verify")
     assert (report["ok"], report["failed_step"]) == (False, "PATH")
     assert "acme-gone" in report["message"]
