@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final, cast
 
-from aws_cdk import ArnFormat, CfnElement, Stack
+from aws_cdk import ArnFormat, Aws, CfnElement, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -14,6 +14,7 @@ from constructs import Construct
 
 from exports.config.audit import Audit
 from exports.config.env import Env
+from exports.config.names import Names
 from exports.config.push import Push
 from exports.config.results import Results
 from exports.config.schedules import Schedules
@@ -56,12 +57,16 @@ _RETRIES: Final = "tenacity"
 # (exports/declared/parameters.py), imported when the registry is built, not at cold start.
 _PATTERNS: Final = "google-re2"
 
+# What the submit path needs (the API's, the schedule function's firings).
+_SUBMIT: Final = (*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata")
+# Destinations' host keys and probes: asyncssh (and its cryptography, which makes the key pairs).
+_DESTINATIONS: Final = "asyncssh"
 API: Final = FunctionSpec(
     name="submit",
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=(*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata"),
+    distributions=(*_SUBMIT, _DESTINATIONS),
     runtime_settings=ApiSettings,
 )
 WORKER: Final = FunctionSpec(
@@ -145,7 +150,7 @@ SCHEDULE: Final = FunctionSpec(
     description="exports schedule function: submits the export task of one firing of a schedule",
     memory_mb=Sizing.SCHEDULE_MEMORY_MB,
     timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
-    distributions=API.distributions,
+    distributions=_SUBMIT,
     runtime_settings=ScheduleSettings,
     reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
 )
@@ -197,6 +202,14 @@ TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Up
 # The schedules table's items (a schedule, its firings' records; transactions and condition
 # checks are authorized per item by these actions too).
 SCHEDULE_ITEM_ACTIONS: Final = [*TASK_ITEM_ACTIONS, "dynamodb:ConditionCheckItem"]
+# A destination's secret: created, replaced, read (verify), deleted with its destination.
+DESTINATION_SECRET_ACTIONS: Final = [
+    "secretsmanager:CreateSecret",
+    "secretsmanager:PutSecretValue",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:DeleteSecret",
+    "secretsmanager:TagResource",
+]
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,10 @@ class ServiceFunctions(Construct):
             Env.AUDIT_TABLE: tables.audit.table_name,
             Env.WORKER_MEMORY_MB: str(Sizing.worker_memory_mb(settings.max_partitions)),
             Env.EVENT_BUS: event_bus.bus.event_bus_name,
+            Env.DESTINATIONS_TABLE: tables.destinations.table_name,
+            # Customers' S3 roles trust this account with their destination's ExternalId (the
+            # form Stripe Data Pipeline and others use); only functions granted sts:AssumeRole act.
+            Env.DESTINATION_PRINCIPAL_ARN: f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:root",
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -320,6 +337,7 @@ class ServiceFunctions(Construct):
             webhook_secret=webhook_secret.secret_arn,
         )
         self._grant_api(arns)
+        self._grant_destinations(tables.destinations.table_arn)
         self._grant_scheduling(arns, scheduling)
         self._grant_worker(
             arns,
@@ -357,6 +375,37 @@ class ServiceFunctions(Construct):
         self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
         self.api.allow(["s3:GetObject"], [arns.results])
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_destinations(self, table_arn: str) -> None:
+        """Delivery destinations (docs/destinations.md). The API keeps them (items and each
+        tenant's count, in transactions; a tenant's partition by Query), their secrets under one
+        name prefix, and verifies them: an S3 destination through the customer's role, which
+        tenants create at any time, so no deploy can list their ARNs. The grant is as narrow as
+        that allows: roles of *other* accounts only (never one of ours), and only with an
+        ExternalId, which every destination has and the service alone generates."""
+        self.api.allow([*SCHEDULE_ITEM_ACTIONS, "dynamodb:Query"], [table_arn])
+        prefix = Names.DESTINATION_SECRET_PREFIX
+        secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{prefix}*"
+        self.api.allow(DESTINATION_SECRET_ACTIONS, [secrets])
+        self.api.allow(
+            ["sts:AssumeRole"],
+            [f"arn:{Aws.PARTITION}:iam::*:role/*"],
+            {
+                "StringNotEquals": {"aws:ResourceAccount": Aws.ACCOUNT_ID},
+                "Null": {"sts:ExternalId": "false"},
+            },
+        )
+        acknowledge(
+            self.api.role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
+            f"{Names.DESTINATION_SECRET_PREFIX}*]",
+            "One secret per destination, created at runtime under this prefix; nothing else of the account's.",
+        )
+        acknowledge(
+            self.api.role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/*]",
+            "Customers' roles are created by tenants at any time; only other accounts' roles, only with an ExternalId.",
+        )
 
     def _grant_scheduling(self, arns: ResourceArns, scheduling: ScheduledExports) -> None:
         """Scheduled exports (docs/schedules.md). The API keeps schedules (items, a user's list, the

@@ -9,9 +9,6 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from exports.config.destinations import Destinations
 
 
@@ -32,6 +29,10 @@ class KeyPair:
 def new_key_pair(comment: str) -> KeyPair:
     """A fresh key pair; ``comment`` ends the public key's line (the destination's id, so the
     customer knows whose key it is in their ``authorized_keys``)."""
+    # Imported here: the API's other routes never load cryptography's bindings (cold starts).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()

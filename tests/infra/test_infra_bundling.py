@@ -56,7 +56,8 @@ LAZY_IMPORTS = {
         # A MySQL source's driver, imported on its first query.
         "pymysql",
     },
-    API.name: {"google-re2", "tzdata", "cronsim"},
+    # asyncssh and cryptography on the first destination route (host keys, probes, key pairs).
+    API.name: {"google-re2", "tzdata", "cronsim", "asyncssh"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
     STREAM.name: {"google-re2", "pyjwt"},
     PUSH.name: {"google-re2"},

@@ -22,7 +22,7 @@ from exports.config.metrics import (
     Metric,
     metrics_namespace,
 )
-from exports.config.names import SERVICE_NAME
+from exports.config.names import SERVICE_NAME, Names
 from exports.config.queues import LANES
 from exports.config.results import Results
 from exports.config.retry import PUSH_BATCH_RETRY
@@ -30,6 +30,7 @@ from exports.config.tables import CustomersTable, OrdersTable, SchedulesTable, T
 from exports.http import idempotency
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
+from infra.functions import DESTINATION_SECRET_ACTIONS
 from infra.monitoring import LAMBDA_CONCURRENCY_USAGE, SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
 from infra.schedules import MANAGE_ACTIONS
@@ -86,7 +87,8 @@ def allowed_pairs(synth, service_function):
             assert statement["Effect"] == "Allow"
             # The conditioned grants: the worker's listing, under the results prefix only; handing
             # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py).
-            conditioned = ("s3:ListBucket", "iam:PassRole", ["ses:SendEmail", "ses:SendRawEmail"])
+            # Assuming destinations' roles (their condition: test_the_api_assumes_only_other_accounts_roles_...).
+            conditioned = ("s3:ListBucket", "iam:PassRole", ["ses:SendEmail", "ses:SendRawEmail"], "sts:AssumeRole")
             assert "Condition" not in statement or statement["Action"] in conditioned, statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
@@ -229,11 +231,12 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         }
         | (scheduling & functions.api.spec.runtime_settings.variables())
     )
+    destinations = {Env.DESTINATIONS_TABLE, Env.DESTINATION_PRINCIPAL_ARN}
     expected = {
-        # stream tickets: the push channel's URL
-        functions.api: submit | {Env.WEBSOCKET_URL},
+        # stream tickets: the push channel's URL; delivery destinations (docs/destinations.md)
+        functions.api: submit | {Env.WEBSOCKET_URL} | destinations,
         # A firing is submitted as the API's submit path does.
-        functions.schedule: submit,
+        functions.schedule: submit | (destinations & functions.schedule.spec.runtime_settings.variables()),
         functions.worker: common
         | registry
         | tasks
@@ -402,8 +405,48 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             ),
             # lifecycle events (docs/events.md): on the stack's bus only
             (["events:PutEvents"], dev.arn(stack.events.bus)),
+            # destinations (docs/destinations.md): items and a tenant's count (transactions), a
+            # tenant's partition; their secrets under one prefix; customers' roles (verify)
+            (
+                [*TABLE_ITEM_ACTIONS, "dynamodb:ConditionCheckItem", "dynamodb:Query"],
+                dev.arn(stack.tables.destinations),
+            ),
+            (list(DESTINATION_SECRET_ACTIONS), destination_secrets_arn()),
+            (["sts:AssumeRole"], join("arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/*")),
         ]
     )
+
+
+def destination_secrets_arn():
+    return join(
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":secretsmanager:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        f":secret:{Names.DESTINATION_SECRET_PREFIX}*",
+    )
+
+
+def test_the_api_assumes_only_other_accounts_roles_and_only_with_an_external_id(dev):
+    statements = [
+        statement
+        for resource in of_type(dev, "AWS::IAM::Policy").values()
+        if dev.ref(dev.stack.functions.api.role) in resource["Properties"]["Roles"]
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "sts:AssumeRole"
+    ]
+
+    assert [statement["Condition"] for statement in statements] == [
+        {
+            "StringNotEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}},
+            "Null": {"sts:ExternalId": "false"},
+        }
+    ]
+    others = [function for function in dev.stack.functions.all if function is not dev.stack.functions.api]
+    for function in others:
+        assert not any(action == "sts:AssumeRole" for action, _ in allowed_pairs(dev, function)), function.node.id
 
 
 def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
@@ -531,7 +574,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 6  # tasks, connections, schedules, audit, demo orders, demo customers
+        assert len(tables) == 7  # tasks, connections, schedules, audit, destinations, demo orders and customers
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
