@@ -251,3 +251,15 @@ def test_an_idempotent_create_replays_the_first_answer(sftp: LocalSftpServer) ->
     assert again[1].get("idempotent-replayed") == "true"
     assert again[2]["destination_id"] == first[2]["destination_id"]
     assert len(call("GET", "/v1/destinations")[2]["items"]) == 1
+
+
+def test_the_same_key_with_another_password_is_another_request(sftp: LocalSftpServer) -> None:
+    body = sftp_body(sftp, auth="password", password="open sesame", host_key_fingerprint=sftp.fingerprint)
+    key = {"idempotency-key": "create-once"}
+    assert call("POST", "/v1/destinations", body, headers=key)[0] == 201
+
+    other = sftp_body(sftp, auth="password", password="another one", host_key_fingerprint=sftp.fingerprint)
+    status, _, refused = call("POST", "/v1/destinations", other, headers=key)
+
+    assert (status, refused["error"]["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+    assert "another one" not in json.dumps(refused)
