@@ -314,6 +314,7 @@ def compose_destinations(api: ApiDependencies) -> DestinationDependencies:
         probes={DestinationKind.SFTP: sftp, DestinationKind.S3: s3},
         clock=api.clock,
         max_per_tenant=Destinations.MAX_PER_TENANT,
+        metrics=api.metrics,
         principal_arn=settings.destination_principal_arn,
     )
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from pydantic import SecretStr, ValidationError
 from ulid import ULID
 
+from exports.config.metrics import Metric
 from exports.destinations import keys
 from exports.destinations.model import (
     DESTINATION_ID_PREFIX,
@@ -38,6 +39,7 @@ from exports.destinations.requests import DestinationPatch, DestinationRequest, 
 from exports.destinations.secrets import DestinationSecrets
 from exports.domain.caller import Caller, CallerRefused
 from exports.domain.errors import ExportsError, InvalidRequest
+from exports.ports import BusinessMetrics
 
 
 class NotDestinationManager(ExportsError):
@@ -76,6 +78,7 @@ class DestinationDependencies:
     probes: Mapping[DestinationKind, DestinationProbe]
     clock: Callable[[], datetime]
     max_per_tenant: int
+    metrics: BusinessMetrics
     # The role customers' S3 roles trust (their trust policy's principal); None: no S3 destinations.
     principal_arn: str | None = None
 
@@ -154,6 +157,7 @@ def create_destination(request: DestinationRequest, caller: Caller, deps: Destin
         if secret_ref is not None:
             deps.vault.delete(secret_ref)
         raise
+    deps.metrics.add(Metric.DESTINATION_CREATED, dimensions={"kind": destination.kind.value})
     return Created(destination, public_key)
 
 
@@ -323,8 +327,11 @@ def verify_destination(destination_id: str, caller: Caller, deps: DestinationDep
     if destination.state is DestinationState.HOST_KEY_UNCONFIRMED:
         raise HostKeyNotConfirmed("confirm the host key shown first (POST /v1/destinations/{id}/confirm)")
     secrets = deps.vault.get(destination.secret_ref) if destination.secret_ref else None
+    kind = destination.kind.value
     try:
         deps.probes[destination.kind].probe(destination, secrets)
     except DestinationProblem as problem:
+        deps.metrics.add(Metric.DESTINATION_VERIFY_FAILED, dimensions={"kind": kind, "step": problem.step.value})
         return Verification(ok=False, checked_at=deps.clock(), step=problem.step, message=problem.message)
+    deps.metrics.add(Metric.DESTINATION_VERIFIED, dimensions={"kind": kind})
     return Verification(ok=True, checked_at=deps.clock())

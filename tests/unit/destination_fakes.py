@@ -8,6 +8,7 @@ import threading
 
 from exports.destinations.model import Destination
 from exports.destinations.ports import DestinationLimitReached, DestinationPage, SecretMissing
+from exports.destinations.problems import DestinationProblem
 from exports.destinations.secrets import DestinationSecrets
 from exports.domain.errors import ConditionFailed, InvalidRequest
 
@@ -84,3 +85,29 @@ class FakeSecretVault:
 
     def delete(self, secret_ref: str) -> None:
         self.secrets.pop(secret_ref, None)
+
+
+class FakeHostKeys:
+    """:class:`exports.destinations.ports.HostKeys` answering one fingerprint, or a problem."""
+
+    def __init__(self, fingerprint: str, problem: DestinationProblem | None = None) -> None:
+        self.fingerprint = fingerprint
+        self.problem = problem
+
+    def fetch(self, host: str, port: int) -> str:
+        if self.problem is not None:
+            raise self.problem
+        return self.fingerprint
+
+
+class FakeProbe:
+    """:class:`exports.destinations.ports.DestinationProbe` that records what it probed, or fails."""
+
+    def __init__(self, problem: DestinationProblem | None = None) -> None:
+        self.problem = problem
+        self.probed: list[tuple[Destination, DestinationSecrets | None]] = []
+
+    def probe(self, destination: Destination, secrets: DestinationSecrets | None) -> None:
+        self.probed.append((destination, secrets))
+        if self.problem is not None:
+            raise self.problem
