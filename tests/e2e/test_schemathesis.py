@@ -58,8 +58,12 @@ def served(stack: Stack) -> dict[str, Any]:
 # zone, an export type's filters (with relative windows) and the shortest interval between
 # firings are checked by the service, not by a JSON Schema, so a 422 naming `cron`, `timezone`,
 # `filters.<name>` or `every` is a correct answer to schema-valid data; a create may meet the
-# per-user cap (429), and GET /v1/schedules refuses a made-up next_token. Every other operation
-# keeps the default.
+# per-user cap (429), and GET /v1/schedules refuses a made-up next_token. Destinations likewise:
+# whether an SFTP host may be reached (public, resolving, answering with a host key) is the
+# service's to find out (422 DESTINATION_UNREACHABLE naming target.host), S3 destinations need the
+# deployment's principal, the tenant's cap may be met (429), GET /v1/destinations refuses a
+# made-up next_token, and a change may name a field of the other kind (422). Every other
+# operation keeps the default.
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
     {
         "operations": [
@@ -86,6 +90,20 @@ CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
             {
                 "include-name": "GET /v1/schedules",
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "422"]}},
+            },
+            {
+                "include-name": "POST /v1/destinations",
+                "checks": {
+                    "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}
+                },
+            },
+            {
+                "include-name": "GET /v1/destinations",
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "422"]}},
+            },
+            {
+                "include-name": "PATCH /v1/destinations/{destination_id}",
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
             },
         ]
     }
