@@ -19,8 +19,10 @@ class Destinations:
     # A ZIP password shorter than this is refused: AES-256 is only as strong as its password.
     ZIP_PASSWORD_MIN_LENGTH: Final = 12
     ZIP_PASSWORD_MAX_LENGTH: Final = 128
-    # An armoured OpenPGP public key with a few subkeys and signatures fits many times over.
-    PGP_PUBLIC_KEY_MAX_BYTES: Final = 64 * 1024
+    # An armoured OpenPGP public key with a few subkeys and signatures (RSA-4096: some 3-10 KB)
+    # fits several times over; and a key one character too long still fits in a request body
+    # (Limits.MAX_BODY_BYTES), so it is a 422 naming the field, not a 413.
+    PGP_PUBLIC_KEY_MAX_BYTES: Final = 32 * 1024
     # Random bytes of a service-generated ExternalId (hex: twice as many characters).
     EXTERNAL_ID_BYTES: Final = 24
     # An SFTP connection (TCP, SSH handshake, login) gives up after this long; a probe in all
