@@ -7,12 +7,12 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import link_event, schedule_event
+from exports.audit.events import destination_event, link_event, schedule_event
 from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -24,6 +24,7 @@ from exports.domain.task import Task
 from exports.ports import BusinessMetrics
 
 if TYPE_CHECKING:
+    from exports.destinations.model import Destination
     from exports.schedules.model import Schedule
 
 logger = logging.getLogger(__name__)
@@ -196,6 +197,23 @@ def record_link(
     """A presigned link to ``task``'s file handed to ``user_id`` (as the task's ``download_url``,
     or as GET /download's redirect): recorded before it is handed out."""
     record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download), deps)
+
+
+def record_destination(
+    action: AuditAction,
+    destination: Destination,
+    caller: Caller,
+    request_id: str,
+    deps: AuditDependencies,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """A destination created, changed, deleted or verified by ``caller``: where files go (never a
+    secret: a destination holds none) and, for a verification, what it found (``extra``)."""
+    detail = {**destination.model_dump(mode="json"), **(extra or {})}
+    event = destination_event(
+        action, destination.destination_id, destination.tenant, request_id, caller.user_id, deps.clock(), detail
+    )
+    record(event, deps)
 
 
 def record_schedule(

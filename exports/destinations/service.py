@@ -93,8 +93,9 @@ class Created:
 
 @dataclass(frozen=True)
 class Verification:
-    """What ``verify`` found: ``ok``, or the failed step and what to do about it."""
+    """What ``verify`` found for ``destination``: ``ok``, or the failed step and what to do."""
 
+    destination: Destination
     ok: bool
     checked_at: datetime
     step: ProblemStep | None = None
@@ -332,6 +333,6 @@ def verify_destination(destination_id: str, caller: Caller, deps: DestinationDep
         deps.probes[destination.kind].probe(destination, secrets)
     except DestinationProblem as problem:
         deps.metrics.add(Metric.DESTINATION_VERIFY_FAILED, dimensions={"kind": kind, "step": problem.step.value})
-        return Verification(ok=False, checked_at=deps.clock(), step=problem.step, message=problem.message)
+        return Verification(destination, False, deps.clock(), step=problem.step, message=problem.message)
     deps.metrics.add(Metric.DESTINATION_VERIFIED, dimensions={"kind": kind})
-    return Verification(ok=True, checked_at=deps.clock())
+    return Verification(destination, True, deps.clock())

@@ -764,6 +764,7 @@ def create_destination(request: Annotated[DestinationRequest, Body()]) -> Respon
     def create() -> dict[str, Any]:
         created = destinations.create_destination(request, caller, destination_dependencies())
         logger.info("destination created", extra={"destination_id": created.destination.destination_id})
+        _record_destination(AuditAction.DESTINATION_CREATED, created.destination)
         return _destination_view(created.destination, created.public_key).model_dump(mode="json")
 
     headers: dict[str, str] = {}
@@ -834,9 +835,9 @@ def patch_destination(destination_id: str, changes: Annotated[DestinationPatch, 
     """The destination as changed."""
     check_envelope(app.current_event)
     caller = caller_of(app.current_event)
-    return _destination_view(
-        destinations.update_destination(destination_id, changes, caller, destination_dependencies())
-    )
+    changed = destinations.update_destination(destination_id, changes, caller, destination_dependencies())
+    _record_destination(AuditAction.DESTINATION_CHANGED, changed)
+    return _destination_view(changed)
 
 
 @app.delete(
@@ -849,7 +850,8 @@ def patch_destination(destination_id: str, changes: Annotated[DestinationPatch, 
 @tracer.capture_method(capture_response=False)
 def delete_destination(destination_id: str) -> Response[str]:
     """``204``; ``404`` for another tenant's."""
-    destinations.delete_destination(destination_id, caller_of(app.current_event), destination_dependencies())
+    deleted = destinations.delete_destination(destination_id, caller_of(app.current_event), destination_dependencies())
+    _record_destination(AuditAction.DESTINATION_DELETED, deleted)
     return Response(status_code=204, body="")
 
 
@@ -867,8 +869,9 @@ def confirm_destination(destination_id: str, confirmation: Annotated[HostKeyConf
     check_envelope(app.current_event)
     caller = caller_of(app.current_event)
     fingerprint = confirmation.host_key_fingerprint
-    deps = destination_dependencies()
-    return _destination_view(destinations.confirm_destination(destination_id, fingerprint, caller, deps))
+    confirmed = destinations.confirm_destination(destination_id, fingerprint, caller, destination_dependencies())
+    _record_destination(AuditAction.DESTINATION_CHANGED, confirmed)
+    return _destination_view(confirmed)
 
 
 @app.post(
@@ -885,12 +888,22 @@ def verify_destination(destination_id: str) -> VerificationView:
     caller = caller_of(app.current_event)
     verification = destinations.verify_destination(destination_id, caller, destination_dependencies())
     logger.info("destination verified", extra={"destination_id": destination_id, "ok": verification.ok})
-    return VerificationView.of(verification)
+    report = VerificationView.of(verification)
+    detail = {"verification": report.model_dump(mode="json")}
+    _record_destination(AuditAction.DESTINATION_VERIFIED, verification.destination, detail)
+    return report
 
 
 def _request_id() -> str:
     """The gateway's id of this request: an audit record's event id (one per request)."""
     return str(app.current_event.request_context.request_id)
+
+
+def _record_destination(action: AuditAction, destination: Destination, extra: dict[str, Any] | None = None) -> None:
+    """Record a destination's change in the audit trail, if the deployment keeps one."""
+    deps = dependencies().audit
+    if deps is not None:
+        audit.record_destination(action, destination, caller_of(app.current_event), _request_id(), deps, extra)
 
 
 def _record_schedule(action: AuditAction, schedule: Schedule) -> None:

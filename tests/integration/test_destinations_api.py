@@ -263,3 +263,21 @@ def test_the_same_key_with_another_password_is_another_request(sftp: LocalSftpSe
 
     assert (status, refused["error"]["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
     assert "another one" not in json.dumps(refused)
+
+
+def test_every_change_and_verification_is_in_the_tenants_audit_trail(sftp: LocalSftpServer) -> None:
+    body = sftp_body(sftp, auth="password", password="open sesame", host_key_fingerprint=sftp.fingerprint)
+    _, _, created = call("POST", "/v1/destinations", body)
+    url = f"/v1/destinations/{created['destination_id']}"
+    call("PATCH", url, {"name": "Renamed"})
+    call("POST", f"{url}/verify")
+    call("DELETE", url)
+
+    status, _, page = call("GET", "/v1/audit", query={"subject": created["destination_id"]})
+
+    assert status == 200, page
+    actions = [record["action"] for record in page["items"]]
+    assert actions == ["destination.created", "destination.changed", "destination.verified", "destination.deleted"]
+    verified = page["items"][2]["detail"]["verification"]
+    assert verified["ok"] is True and page["items"][0]["actor"] == "alice"
+    assert "open sesame" not in json.dumps(page)
