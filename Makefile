@@ -109,7 +109,7 @@ compat: $(STAMP)
 redrive: $(STAMP)
 	$(BIN)/python scripts/redrive.py $(ARGS)
 
-## load: a bounded local load run on loopback, 60 s (its own stack; ARGS="--url http://127.0.0.1:8000 --token dev-..." for make run)
+## load: a bounded local load run on loopback, 60 s (its own stack; ARGS="--url http://127.0.0.1:8000 --token dev-..." for make run; ARGS="--burst 600 --timeout-sec 30" for a burst, "--schedules 200" for a schedule stampede: docs/capacity.md)
 load: $(STAMP)
 	$(BIN)/python -m scripts.load $(ARGS)
 

@@ -13,10 +13,11 @@ core count is printed as "not a result".
 Prints: the goals as defined; per case and size the kept measures; the rounds' load; each goal's
 ratios at every size, MET or MISSED at the largest; peak RSS at the largest size against the
 smallest. Then the fan-out case (:mod:`bench.fan_out`) and the cold-start case
-(:mod:`bench.cold_start`: each handler's import as packaged against ``import boto3``).
+(:mod:`bench.cold_start`: each handler's import as packaged against the stack's floor).
 
 Cases: ``gen``, ``bare_*`` and the generated-orders pipelines (``bench/cases.py``), ``mixed_*``
-(``bench/mixed.py``), ``pg_*`` (``bench/postgres.py``), ``fan_out``, ``cold_start``; by default
+(``bench/mixed.py``), ``pg_*`` (``bench/postgres.py``), ``my_*`` (``bench/mysql.py``: ``--cases
+my_csv,my_client`` runs the MySQL goal alone), ``fan_out``, ``cold_start``; by default
 the goals' cases and peers, ``pdf``, ``csv.gz`` and ``jsonl.gz`` (their memory), fan-out and cold
 start. Options: ``--sizes 100000,1000000`` ``--rounds 3`` ``--json results.json``
 ``--cases pg_copy,pg_csv`` (any of the cases above).

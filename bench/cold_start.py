@@ -80,6 +80,9 @@ STACK_FLOORS: Final = {
     ),
 }
 FLOOR_PACKAGE: Final = "submit"
+# The floor the goal divides by (issue 50): what every handler that reads a task pays before any
+# code of ours, measured in the same round from the same interpreter as the handlers.
+FLOOR: Final = "+ one pydantic model (defer_build)"
 
 
 # --- One sample (a fresh interpreter) ---------------------------------------------------------
@@ -326,38 +329,41 @@ def measure(rounds: int) -> dict[str, float]:
 
 
 def report_packaged(medians: dict[str, float], how: str, unit: str) -> float:
-    """Print each packaged handler's import and the stack's floors against ``import boto3``
-    (``medians`` in ``unit``: seconds or instructions); the worst handler's ratio."""
+    """Print each packaged handler's import against the stack's floor (:data:`FLOOR`, the goal's
+    measure) and against ``import boto3``, and the stack's floors (``medians`` in ``unit``:
+    seconds or instructions); the worst handler's ratio to the floor."""
     packaged = sorted({key.split(".")[1] for key in medians if key.startswith("packaged.")})
     scale, digits = (1e6, 0) if unit == "M instructions" else (1.0, 3)
+    floor = medians[f"floor.{FLOOR}"]
     print()
-    print(f"Cold start, as packaged ({how}, `python -I -S`):")
+    print(f"Cold start, as packaged ({how}, `python -I -S`); the floor: {FLOOR} = {floor / scale:.{digits}f} {unit}")
     print()
-    print(f"| function | handler import {unit} | import boto3 {unit} (same package) | ratio | goal |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print(f"| function | handler import {unit} | / floor | goal | import boto3 {unit} (same package) | / boto3 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     worst = 0.0
     for function in packaged:
         imported, boto3 = medians[f"packaged.{function}.import"], medians[f"packaged.{function}.boto3"]
-        worst = max(worst, imported / boto3)
+        worst = max(worst, imported / floor)
         print(
-            f"| {function} | {imported / scale:.{digits}f} | {boto3 / scale:.{digits}f} | {imported / boto3:.2f}x"
-            f" | <= {IMPORT_GOAL:.2f}x |"
+            f"| {function} | {imported / scale:.{digits}f} | {imported / floor:.2f}x | <= {IMPORT_GOAL:.2f}x"
+            f" | {boto3 / scale:.{digits}f} | {imported / boto3:.2f}x |"
         )
     floor_boto3 = medians[f"packaged.{FLOOR_PACKAGE}.boto3"]
     print()
-    print(f"The stack's floor (from the {FLOOR_PACKAGE} package, before any of our code):")
+    print(f"The stack's floors (from the {FLOOR_PACKAGE} package, before any of our code):")
     print()
     print(f"| what is imported | {unit} | / import boto3 |")
     print("| --- | ---: | ---: |")
-    for floor in STACK_FLOORS:
-        taken = medians[f"floor.{floor}"]
-        print(f"| {floor} | {taken / scale:.{digits}f} | {taken / floor_boto3:.2f}x |")
+    for name in STACK_FLOORS:
+        taken = medians[f"floor.{name}"]
+        print(f"| {name} | {taken / scale:.{digits}f} | {taken / floor_boto3:.2f}x |")
     return worst
 
 
 def report(medians: dict[str, float], rounds: int) -> bool:
-    """Print the tables of ratios against ``import boto3``; whether the goal is met (every
-    packaged handler's import within :data:`IMPORT_GOAL`, at a load that makes it a result)."""
+    """Print the tables of ratios; whether the goal is met (every packaged handler's import within
+    :data:`IMPORT_GOAL` of the floor measured in the same rounds: a ratio of two figures taken
+    under the same load, so it is a result at any load, which is printed beside it)."""
     worst = report_packaged(medians, f"median of {rounds} fresh runtime interpreters", "s")
     base = medians["boto3"]
     print()
@@ -377,16 +383,16 @@ def report(medians: dict[str, float], rounds: int) -> bool:
     print("| --- | ---: | ---: |")
     print(f"| one shared Session (ours) | {shared:.3f} | {shared / base:.2f}x |")
     print(f"| one Session per client | {per_client:.3f} | {per_client / base:.2f}x |")
-    load = medians["load"]
-    return print_verdict(worst, f"not a result (load {load:.2f})" if load > CORES else None)
+    return print_verdict(worst, medians["load"])
 
 
-def print_verdict(worst: float, instead: str | None = None) -> bool:
-    """Print the goal's verdict on the worst packaged handler (``instead`` of MET or MISSED when
-    the figures are no result); whether it is met."""
-    verdict = instead or ("MET" if worst <= IMPORT_GOAL else "MISSED")
+def print_verdict(worst: float, load: float | None = None) -> bool:
+    """Print the goal's verdict on the worst packaged handler, with the highest 1-minute load
+    average of the run (``None``: instructions counted, which no load changes); whether it is met."""
+    verdict = "MET" if worst <= IMPORT_GOAL else "MISSED"
+    at = f", load up to {load:.2f} on {CORES} cores" if load is not None else ""
     print()
-    print(f"packaged handler import, worst: {worst:.2f}x import boto3 (goal <= {IMPORT_GOAL:.2f}x): {verdict}")
+    print(f"packaged handler import, worst: {worst:.2f}x the stack's floor (goal <= {IMPORT_GOAL:.2f}x{at}): {verdict}")
     return verdict == "MET"
 
 

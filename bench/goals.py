@@ -64,9 +64,11 @@ GOALS: Final = (
     # At least 3x the rows per second of openpyxl write-only.
     Goal("XLSX pipeline, stream engine", "xlsx", "bare_xlsx", (WALL,), 1 / 3, issue="earlier"),
 )
-# Issue 35: every handler's import, as packaged, at most this many times `import boto3` from the
-# same package (bench/cold_start.py).
-IMPORT_GOAL: Final = 1.5
+# Issue 50 (replacing issue 35's 1.5x `import boto3`, which sat below the stack's own floor): every
+# handler's import, as packaged, at most this many times the stack's floor measured in the same run
+# from the same interpreter (bench/cold_start.py, FLOOR: boto3, Powertools' Logger and Metrics,
+# pydantic with one model), whatever the machine's load: both sides of the ratio share it.
+IMPORT_GOAL: Final = 1.25
 # Peak RSS at the run's largest row count at most this many times that at its smallest, for each
 # of these (every format: the pipelines, the PostgreSQL pipelines, our writers). csv.gz and
 # jsonl.gz are shown, not checked: their compressed 100,000 rows never fill one upload part
@@ -95,7 +97,10 @@ def goal_table() -> list[str]:
     """The goals as a Markdown table, as defined above."""
     lines = ["| issue | work | our case | goal |", "| --- | --- | --- | --- |"]
     lines += [f"| {goal.issue} | {goal.work} | {goal.case} | {goal.limit()} |" for goal in GOALS]
-    lines.append(f"| 35 | cold start | each handler's import, packaged | <= {IMPORT_GOAL:.2f}x import boto3 |")
+    lines.append(
+        f"| 50 | cold start | each handler's import, packaged | <= {IMPORT_GOAL:.2f}x the stack's floor"
+        " (boto3 + Powertools + pydantic with one model) |"
+    )
     lines.append(
         f"| 34 | memory | {', '.join(RSS_CHECKED)} | peak RSS at the largest size <= {RSS_LIMIT:.2f}x the smallest |"
     )

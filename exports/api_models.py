@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -16,6 +16,10 @@ from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import ACCEPTED, UTC_ZONE, canonical_zone, is_utc
 from exports.export_types.base import AnyExportType
+
+# Marks a field of a zone name: the OpenAPI document refers it to its list of the zones
+# (exports.http.openapi.ZONE_SCHEMA), so a schema-valid zone is one the service takes.
+ZONE_MARK: Final = "x-time-zone"
 
 
 class ExportRequest(BaseModel):
@@ -69,6 +73,7 @@ class ExportRequest(BaseModel):
             " in UTC without an offset, as always. Dates and timestamps without time zone are unchanged."
         ),
         examples=["Europe/Berlin", "America/New_York", "Asia/Kathmandu", UTC_ZONE],
+        json_schema_extra={ZONE_MARK: True},
     )
     csv_dialect: CsvDialect = Field(
         default=DEFAULT_DIALECT,

@@ -26,7 +26,7 @@ class AuditTrail(Construct):
     """The audit function's stream mapping and on-failure queue, and the table's grants: the
     audit function appends exports' records with their usage, the API appends links, downloads
     and schedule changes and reads the trail and usage, the schedule function reads usage (a
-    tenant's rows per day, at each firing's submit)."""
+    tenant's rows per day, at each firing's submit) and appends the pauses it makes."""
 
     def __init__(
         self,
@@ -42,7 +42,8 @@ class AuditTrail(Construct):
         table = tables.audit.table_arn
         audit.allow(APPEND_ACTIONS, [table])
         api.allow([*APPEND_ACTIONS, "dynamodb:GetItem"], [table])
-        schedule.allow(["dynamodb:GetItem"], [table])
+        # ... and appends a schedule's pause when the service pauses it at a firing.
+        schedule.allow([*APPEND_ACTIONS, "dynamodb:GetItem"], [table])
         self.failed_batches = sqs.Queue(
             self,
             "FailedAuditRecords",

@@ -23,6 +23,9 @@ from infra.packaging import FUNCTIONS_DIR, PackageSpec, lambda_code, requirement
 from infra.settings import StageSettings
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_12
+# The alias a SnapStart function is invoked through: SnapStart runs published versions only, and
+# every deploy publishes one and points the alias at it (docs/performance.md, "SnapStart").
+LIVE_ALIAS: Final = "live"
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
 HANDLER: Final = "handler.lambda_handler"
 # CloudWatch Logs retention by days (the values StageSettings accepts).
@@ -83,6 +86,9 @@ class FunctionSpec:
     reserved_concurrency: int | None = None
     # Data files of the shared package only it loads (infra.packaging.OPTIONAL_SHARED_DATA).
     shared_data: tuple[str, ...] = ()
+    # Runs from a SnapStart snapshot of its published version, invoked through :data:`LIVE_ALIAS`
+    # (its handler registers exports/snapstart.py's hooks).
+    snap_start: bool = False
 
     def own_environment(self, available: Mapping[str, str]) -> dict[str, str]:
         """Of the ``available`` variables, the ones its settings read; ``ValueError`` naming
@@ -144,10 +150,17 @@ class ServiceFunction(Construct):
             role=self.role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),
+            # A SnapStart function's published versions: only the live alias's is kept, so only its
+            # snapshot is cached (and billed); CloudFormation deletes the previous one once the
+            # alias has moved (docs/cost.md, "SnapStart").
+            current_version_options=(
+                lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY) if spec.snap_start else None
+            ),
             ephemeral_storage_size=(
                 Size.mebibytes(spec.ephemeral_storage_mib) if spec.ephemeral_storage_mib is not None else None
             ),
             reserved_concurrent_executions=self.reserved_concurrency,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if spec.snap_start else None,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
@@ -158,6 +171,13 @@ class ServiceFunction(Construct):
             },
         )
         self.log_group.grant_write(self.role)
+        # What invokes it: the alias of its newest published version where it snap-starts (the
+        # unpublished $LATEST never does), the function otherwise.
+        self.invocable: lambda_.IFunction = (
+            lambda_.Alias(self, "Live", alias_name=LIVE_ALIAS, version=self.function.current_version)
+            if spec.snap_start
+            else self.function
+        )
         acknowledge(
             self.function,
             "AwsSolutions-L1",

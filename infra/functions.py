@@ -30,6 +30,7 @@ from exports.config.settings import (
 )
 from exports.config.tables import SchedulesTable, TaskTable
 from exports.config.worker import Worker, XlsxLimits
+from exports.sources.kind import InvokeGrant
 from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
@@ -44,12 +45,12 @@ from infra.storage import ResultsStorage
 from infra.tables import Tables
 
 COLON: Final = ArnFormat.COLON_RESOURCE_NAME
+SLASH: Final = ArnFormat.SLASH_RESOURCE_NAME
 # Runtime dependencies by function: each package carries only what its code imports
 # (tests/infra/test_infra_bundling.py imports every handler and compares).
 # urllib3 at the version pyproject pins: botocore uses it, and so does the callback sender, directly
 # (every handler imports it through the composition root).
 _BASE: Final = ("aws-lambda-powertools", "boto3", "pydantic", "urllib3")
-_COMMON: Final = (*_BASE, "python-ulid")
 # What functions that write tasks add: the module of every task write (exports/services/task_writes.py)
 # retries state changes with it.
 _RETRIES: Final = "tenacity"
@@ -57,8 +58,6 @@ _RETRIES: Final = "tenacity"
 # (exports/declared/parameters.py), imported when the registry is built, not at cold start.
 _PATTERNS: Final = "google-re2"
 
-# What the submit path needs (the API's, the schedule function's firings).
-_SUBMIT: Final = (*_COMMON, _RETRIES, _PATTERNS, "cronsim", "tzdata")
 # Destinations' host keys and probes: asyncssh (and its cryptography, which makes the key pairs).
 _DESTINATIONS: Final = "asyncssh"
 API: Final = FunctionSpec(
@@ -66,8 +65,12 @@ API: Final = FunctionSpec(
     description="exports HTTP API: submit, read, list and download exports",
     memory_mb=Sizing.API_MEMORY_MB,
     timeout_sec=Sizing.API_TIMEOUT_SEC,
-    distributions=(*_SUBMIT, _DESTINATIONS),
+    # python-ulid makes task and schedule ids, which only submits (here and in the schedule
+    # function, which ships the same) create.
+    distributions=(*_BASE, "python-ulid", _RETRIES, _PATTERNS, "cronsim", "tzdata", _DESTINATIONS),
     runtime_settings=ApiSettings,
+    # Every request waits for its cold start: restored from a snapshot (docs/performance.md).
+    snap_start=True,
 )
 WORKER: Final = FunctionSpec(
     name="worker",
@@ -75,7 +78,7 @@ WORKER: Final = FunctionSpec(
     memory_mb=Sizing.WORKER_MEMORY_MB,
     timeout_sec=Worker.FUNCTION_TIMEOUT_SEC,
     # openpyxl (which writes through lxml when it is there) is imported on the XLSX path only;
-    # task ids are never made here, so no python-ulid.
+    # task ids are only recognised here, never made, so no python-ulid.
     # psycopg (and its binary wheel, libpq inside) reads declared PostgreSQL sources; the API
     # builds the same registry without importing it. ISA-L deflates XLSX entries, zlib-ng csv.gz;
     # orjson serialises JSON Lines rows; fontTools subsets the PDF font (PDF path only); pyarrow
@@ -121,7 +124,7 @@ CALLBACK: Final = FunctionSpec(
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
     # the callback states are written by the module of every task write.
-    distributions=(*_COMMON, _RETRIES, "tzdata"),
+    distributions=(*_BASE, _RETRIES, "tzdata"),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
@@ -132,15 +135,17 @@ STREAM: Final = FunctionSpec(
     description="exports push channel: the WebSocket API's $connect, $disconnect and client messages",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Sizing.PUSH_ROUTE_TIMEOUT_SEC,
-    distributions=(*_COMMON, _PATTERNS, "pyjwt"),
+    distributions=(*_BASE, _PATTERNS, "pyjwt"),
     runtime_settings=PushSettings,
+    # A browser's WebSocket open waits for $connect's cold start: restored from a snapshot.
+    snap_start=True,
 )
 PUSH: Final = FunctionSpec(
     name="push",
     description="exports push function: task writes from the tasks stream to the WebSocket connections",
     memory_mb=Sizing.PUSH_MEMORY_MB,
     timeout_sec=Push.FUNCTION_TIMEOUT_SEC,
-    distributions=(*_COMMON, _PATTERNS),
+    distributions=(*_BASE, _PATTERNS),
     runtime_settings=PushSettings,
 )
 # Scheduled exports (docs/schedules.md): EventBridge Scheduler invokes it at each firing, and it
@@ -150,7 +155,8 @@ SCHEDULE: Final = FunctionSpec(
     description="exports schedule function: submits the export task of one firing of a schedule",
     memory_mb=Sizing.SCHEDULE_MEMORY_MB,
     timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
-    distributions=_SUBMIT,
+    # The API's, without asyncssh: only the destination routes (host keys, probes) use it.
+    distributions=tuple(name for name in API.distributions if name != _DESTINATIONS),
     runtime_settings=ScheduleSettings,
     reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
 )
@@ -505,6 +511,7 @@ class ServiceFunctions(Construct):
         ]
         if users:
             self.worker.allow(["rds-db:connect"], users)
+        self._invoke_declared_services(sources)
         tables = sources.user_tables()
         if tables:
             arns = [stack.format_arn(service="dynamodb", resource="table", resource_name=name) for name in tables]
@@ -517,6 +524,35 @@ class ServiceFunctions(Construct):
                 )
         if settings.worker_vpc is not None:
             self._in_vpc(settings.worker_vpc)
+
+    def _invoke_declared_services(self, sources: DeclaredSources) -> None:
+        """Worker: call the APIs and function URLs of SigV4 sources, one statement per set of
+        actions and conditions; a wildcard in a granted path (a placeholder's value, a custom
+        domain's unknown base path) is acknowledged with its reason."""
+        stack = Stack.of(self)
+        by_terms: dict[tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]], list[str]] = {}
+        for grant in sources.invoke_grants():
+            arn = stack.format_arn(
+                service=grant.service,
+                region=grant.region,
+                account=grant.account,
+                resource=grant.resource,
+                resource_name=grant.resource_name,
+                arn_format=SLASH if grant.separator == "/" else COLON,
+            )
+            by_terms.setdefault((grant.actions, grant.conditions), []).append(arn)
+            if "*" in grant.resource_name:
+                acknowledge(
+                    self.worker.role,
+                    f"AwsSolutions-IAM5[Resource::{_nag_arn(grant)}]",
+                    "A declared SigV4 source's API is invoked on the paths its types ask for: a * is a value the "
+                    "request fills in (a parameter, a caller value) or the base path of a custom domain.",
+                )
+        for (actions, conditions), arns in by_terms.items():
+            terms: dict[str, dict[str, str]] = {}
+            for operator, key, value in conditions:
+                terms.setdefault(operator, {})[key] = value
+            self.worker.allow(list(actions), arns, terms or None)
 
     def _in_vpc(self, vpc: WorkerVpc) -> None:
         """The worker in the given subnets and security groups, with the network interfaces
@@ -560,3 +596,11 @@ class ServiceFunctions(Construct):
             self.schedule,
             self.audit,
         )
+
+
+def _nag_arn(grant: InvokeGrant) -> str:
+    """The grant's ARN as cdk-nag writes it in a finding (the stack's values as pseudo parameters)."""
+    region = grant.region or "<AWS::Region>"
+    account = grant.account or "<AWS::AccountId>"
+    resource = f"{grant.resource}{grant.separator}{grant.resource_name}"
+    return f"arn:<AWS::Partition>:{grant.service}:{region}:{account}:{resource}"

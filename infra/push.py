@@ -74,7 +74,7 @@ class PushChannel(Construct):
         push: ServiceFunction,
     ) -> None:
         super().__init__(scope, construct_id)
-        integration = integrations.WebSocketLambdaIntegration("Stream", stream.function)
+        integration = integrations.WebSocketLambdaIntegration("Stream", stream.invocable)
         self.websocket_api = apigw.WebSocketApi(
             self,
             "WebSocketApi",

@@ -1,6 +1,7 @@
 """The declared sources and export types the stack deploys: checked at synth (a broken
 declaration fails ``cdk synth`` with the loader's message), packaged into every function, and
-what the worker needs to reach them (secrets, RDS IAM users, the user's own tables)."""
+what the worker needs to reach them (secrets, RDS IAM users, the services it calls, the user's
+own tables)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from exports.config.declarations import Declarations as DeclarationFiles
 from exports.config.env import Env
 from exports.declared.loader import DeclarationError, Declarations, default_path, load_declarations
-from exports.sources.kind import Fail, TableRead
+from exports.sources.kind import Fail, InvokeGrant, TableRead
 from exports.sources.registry import source_kind, type_kind
 from infra.settings import StageSettings
 
@@ -91,6 +92,17 @@ class DeclaredSources:
             for user in source_kind(source).rds_users(self._failing(f"sources.{name}"), source)
         }
         return sorted(users, key=str)
+
+    def invoke_grants(self) -> list[InvokeGrant]:
+        """The services (APIs, function URLs) the worker calls to read the sources, each as
+        narrow as the source's kind makes it from the source and the types reading it."""
+        types = self.declarations.file.types.values()
+        grants = {
+            grant
+            for name, source in self.declarations.file.sources.items()
+            for grant in source_kind(source).invoke_grants(source, [t for t in types if t.source == name])
+        }
+        return sorted(grants, key=str)
 
     def table_variables(self) -> set[str]:
         """The variables declared DynamoDB types name their table by (``table_env``)."""

@@ -78,7 +78,7 @@ class ExportsStack(Stack):
             self,
             "Api",
             settings=settings,
-            handler=self.functions.api.function,
+            handler=self.functions.api.invocable,
             identity=CallerIdentity(sources.cognito_attributes(), sources.cognito_groups()),
         )
         self.push = PushChannel(

@@ -163,6 +163,8 @@ class BurstResult:
     timeouts: dict[str, int]
     completed_within_deadline: int
     queue_waits: list[float]
+    # Seconds in the queue of the tasks not begun (DEADLINE_UNREACHABLE), until they ended.
+    not_begun_waits: list[float]
     estimates_close: int
     estimates_checked: int
     unfinished: int
@@ -192,6 +194,14 @@ class BurstResult:
             f"COMPLETED within {self.timeout_sec} s of the burst's start: {self.completed_within_deadline}",
             f"queue wait p50 {percentile(waits, 0.5):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
             f"p99 {percentile(waits, 0.99):.1f} s",
+            *(
+                [
+                    f"not begun after {min(self.not_begun_waits):.1f} to {max(self.not_begun_waits):.1f} s "
+                    f"in the queue (p50 {percentile(self.not_begun_waits, 0.5):.1f} s)"
+                ]
+                if self.not_begun_waits
+                else []
+            ),
             f"estimated_completion_sec within 2x + 5 s of the real time: "
             f"{self.estimates_close} of {self.estimates_checked}{share}",
             f"load average before {self.load_before:.2f}, after {self.load_after:.2f} ({os.cpu_count()} cores)",
@@ -247,6 +257,11 @@ def run_burst(
             (_at(task["started_at"]) - _at(task["created_at"])).total_seconds()
             for task in tasks
             if task.get("started_at")
+        ],
+        not_begun_waits=[
+            (_at(task["finished_at"]) - _at(task["created_at"])).total_seconds()
+            for task in tasks
+            if task["status"] == "TIMEOUT" and task["error"]["code"] == "DEADLINE_UNREACHABLE"
         ],
         estimates_close=sum(
             1 for task_id, seconds in real.items() if abs(promised[task_id] - seconds) <= 2 * seconds + 5

@@ -90,6 +90,11 @@ class Price:
     SCHEDULER_INVOCATION: Final = 1.00 / 1e6
     SCHEDULER_FREE_INVOCATIONS_PER_MONTH: Final = 14_000_000
     SES_MESSAGE: Final = 0.10 / 1000
+    # SnapStart for Python (AWS Lambda pricing, "SnapStart"): the snapshot of each published
+    # version cached while the version is active (at least 3 hours), per GB of the function's
+    # memory and second; and each restore of an execution environment, per GB of its memory.
+    SNAPSTART_CACHE_GB_SECOND: Final = 0.0000015046
+    SNAPSTART_RESTORE_GB: Final = 0.0001397998
 
 
 # The interface endpoints a worker in private subnets needs (docs/export-your-own-data.md, "On
@@ -189,6 +194,8 @@ class StackFacts:
     schedule_memory_mb: int = 512
     # The audit function (the tasks stream's second consumer, docs/audit.md).
     audit_memory_mb: int = 256
+    # The memory of each function that runs from a SnapStart snapshot (the API and WebSocket ones).
+    snap_start_memory_mb: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -321,6 +328,11 @@ def stack_facts(template: Mapping[str, Any]) -> StackFacts:
         push_batching_window_sec=push_mapping.get("MaximumBatchingWindowInSeconds", 0),
         schedule_memory_mb=memory[schedule_id],
         audit_memory_mb=memory[audit_id],
+        snap_start_memory_mb=tuple(
+            memory[function_id]
+            for function_id, function in sorted(functions.items())
+            if function["Properties"].get("SnapStart", {}).get("ApplyOn") == "PublishedVersions"
+        ),
     )
 
 
@@ -695,6 +707,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
     ]
     out += _push_costs(facts, work)
     out += _audit_costs(facts)
+    out += _snapstart_costs(facts, work)
     out += _schedule_costs(facts, work, per_export)
     out += _event_costs()
     out += _vpc_costs()
@@ -835,6 +848,75 @@ def _audit_costs(facts: StackFacts) -> list[str]:
         *_table(
             ["Item", "Per export", f"{per_million:,} exports/month", "Basis"],
             [[line.service, _money(line.per_export), _money(line.monthly(per_million)), line.basis] for line in lines],
+        ),
+        "",
+    ]
+
+
+@dataclass(frozen=True)
+class SnapStartWork:
+    """How often the SnapStart functions restore an execution environment, as this estimate
+    assumes it: as often as they had cold starts, that is a share of their requests (scaling out)
+    and, with no traffic at all, an environment recycled every few hours."""
+
+    restored_share_of_requests: float = 0.01
+    idle_restores_per_month: int = 12 * 30
+    # Published versions cached per function: the live alias's only (each deploy's new version
+    # replaces the previous one, whose snapshot goes with it: infra/function_factory.py).
+    versions: int = 1
+
+
+def snapstart_lines(facts: StackFacts, work: Workload, snap: SnapStartWork | None = None) -> list[Line]:
+    """What SnapStart adds (docs/performance.md, "SnapStart"): each function's cached snapshot
+    for the month, and its restores (the API function's per request that found no warm
+    environment; the WebSocket function's are counted the same way, its requests as the API's)."""
+    snap = snap or SnapStartWork()
+    cached_gb = sum(facts.snap_start_memory_mb) / 1024 * snap.versions
+    requests = 1 + work.status_polls + work.downloads
+    restored_gb = sum(facts.snap_start_memory_mb) / 1024
+    memories = " + ".join(f"{mb} MB" for mb in facts.snap_start_memory_mb)
+    return [
+        Line(
+            "SnapStart snapshots cached",
+            0,
+            cached_gb * SECONDS_PER_MONTH * Price.SNAPSTART_CACHE_GB_SECOND,
+            f"{len(facts.snap_start_memory_mb)} functions ({memories}), {snap.versions} version each, the whole month",
+        ),
+        Line(
+            "SnapStart restores",
+            requests * snap.restored_share_of_requests * restored_gb * Price.SNAPSTART_RESTORE_GB,
+            snap.idle_restores_per_month * restored_gb * Price.SNAPSTART_RESTORE_GB,
+            f"{snap.restored_share_of_requests:.0%} of {requests} requests restore an environment of each; "
+            f"fixed: {snap.idle_restores_per_month} idle restores of each",
+        ),
+    ]
+
+
+def _snapstart_costs(facts: StackFacts, work: Workload) -> list[str]:
+    """SnapStart's section: per export, fixed, and at a million exports."""
+    lines = snapstart_lines(facts, work)
+    per_million = 1_000_000
+    return [
+        "## SnapStart",
+        "",
+        "Not in the table above: the API function and the WebSocket function run from SnapStart snapshots",
+        'of their published versions (docs/performance.md, "SnapStart"). SnapStart for Python bills the',
+        "snapshot's cache per GB of memory and second while the version is active (at least 3 hours), and",
+        "each restore of an execution environment per GB of memory; the init itself is billed once per",
+        "version (at publication), and a restore's after-restore hooks as duration.",
+        "",
+        *_table(
+            ["Item", "Per export", "Fixed per month", f"{per_million:,} exports/month", "Basis"],
+            [
+                [
+                    line.service,
+                    _money(line.per_export),
+                    _money(line.fixed),
+                    _money(line.monthly(per_million)),
+                    line.basis,
+                ]
+                for line in lines
+            ],
         ),
         "",
     ]

@@ -19,6 +19,12 @@ GET, answers by status and error code, and how far the workers got (tasks by sta
 
 ``--burst N`` runs scripts/burst.py instead: N distinct exports submitted at once, refusals waited
 out as the SDK does, every accepted task followed to its end (docs/capacity.md).
+
+    .venv/bin/python -m scripts.load --schedules 200                             # Monday 08:00
+
+``--schedules N`` runs scripts/schedule_burst.py instead, on a stack of its own whose schedule
+clock it moves: N schedules on the same minute, their arrivals over the spread window, and every
+run followed to its end.
 """
 
 from __future__ import annotations
@@ -45,8 +51,11 @@ from urllib.parse import urlsplit
 
 import requests
 
+from exports.config.env import Env
 from local_stack.demo_tenants import TENANTS
-from scripts.burst import run_burst
+from local_stack.stack import CLOCK_VARIABLE
+from scripts.burst import percentile, run_burst
+from scripts.schedule_burst import run_schedule_burst
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT_SEC = 10
@@ -68,14 +77,6 @@ class Results:
             self.requests += 1
             self.latencies[method].append(seconds)
             self.answers[f"{method} {answer}"] += 1
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The value below which ``fraction`` of ``values`` lie (nearest rank)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
 def _answer(response: requests.Response) -> str:
@@ -161,9 +162,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def local_stack(users: int, demo_orders: int, log_path: str | None = None) -> Iterator[tuple[str, list[str]]]:
-    """``python -m local_stack`` on free ports with ``users`` users; (API URL, their tokens). Its
-    output goes to ``log_path`` (or a temporary file)."""
+def local_stack(
+    users: int, demo_orders: int, log_path: str | None = None, environment: dict[str, str] | None = None
+) -> Iterator[tuple[str, list[str]]]:
+    """``python -m local_stack`` on free ports with ``users`` users (and ``environment`` set);
+    (API URL, their tokens). Its output goes to ``log_path`` (or a temporary file)."""
     tokens = [f"load-{n}-{os.urandom(6).hex()}" for n in range(users)]
     port = _free_port()
     # The users spread over the demo tenants (the demo types bind the tenant claim).
@@ -180,6 +183,7 @@ def local_stack(users: int, demo_orders: int, log_path: str | None = None) -> It
         "EXPORTS_LOCAL_TOKENS": ",".join(f"{token}=load-user-{n}" for n, token in enumerate(tokens)),
         "EXPORTS_DEMO_ORDERS": str(demo_orders),
         "PYTHONUNBUFFERED": "1",
+        **(environment or {}),
     }
     env.pop("AWS_ENDPOINT_URL", None)
     url = f"http://127.0.0.1:{port}"
@@ -250,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--client-threads", type=int, default=16, help="the burst's client threads (default 16)")
     parser.add_argument("--give-up", type=float, help="a refused burst client stops retrying after this many seconds")
     parser.add_argument(
+        "--schedules", type=int, help="create this many schedules on the same minute instead (its own stack only)"
+    )
+    parser.add_argument(
         "--allow-remote", action="store_true", help="--url may be a deployed stack's (https) rather than loopback"
     )
     args = parser.parse_args(argv)
@@ -257,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--concurrency must be 1..64 and --duration 0..3600 s")
     if args.burst is not None and not 1 <= args.burst <= 20_000:
         parser.error("--burst must be 1..20000")
+    if args.schedules is not None:
+        if not 1 <= args.schedules <= 5_000 or args.url:
+            parser.error("--schedules must be 1..5000, on the stack this script starts (its schedule clock is moved)")
+        return _schedules(args)
     if args.url:
         if not (_loopback(args.url) or (args.allow_remote and args.url.startswith("https://"))):
             parser.error("--url must be a loopback address (or, with --allow-remote, a deployed stack's https URL)")
@@ -267,6 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with local_stack(args.users, args.demo_orders, args.stack_log) as (url, tokens):
         print(f"local stack at {url} with {len(tokens)} users")
         return _chosen(args, url, tokens)
+
+
+def _schedules(args: argparse.Namespace) -> int:
+    """The schedule burst, on a stack whose schedule clock only this script moves."""
+    per_user = -(-args.schedules // args.users)
+    environment = {CLOCK_VARIABLE: "manual", Env.MAX_SCHEDULES_PER_USER: str(per_user)}
+    with local_stack(args.users, args.demo_orders, args.stack_log, environment) as (url, tokens):
+        print(f"local stack at {url} with {len(tokens)} users, its schedule clock moved by this script")
+        result = run_schedule_burst(url, tokens, args.schedules)
+        print(result.text())
+        return 1 if result.failed else 0
 
 
 def _chosen(args: argparse.Namespace, url: str, tokens: Sequence[str]) -> int:

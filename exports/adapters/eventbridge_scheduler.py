@@ -22,6 +22,7 @@ from exports.config.retry import SCHEDULE_TARGET_RETRY
 from exports.schedules.model import Schedule
 from exports.schedules.scheduler_expression import scheduler_expression
 from exports.schedules.spread import spread_window
+from exports.schedules.timer_window import timer_window
 
 if TYPE_CHECKING:
     from types_boto3_scheduler import EventBridgeSchedulerClient
@@ -107,23 +108,24 @@ class EventBridgeScheduleTimer:
             target["DeadLetterConfig"] = {"Arn": self._dead_letter_arn}
         return target
 
-    def _request(self, schedule: Schedule) -> dict[str, Any]:
+    def _request(self, schedule: Schedule, now: datetime) -> dict[str, Any]:
+        window = timer_window(schedule, now)
         request: dict[str, Any] = {
             "Name": schedule.schedule_id,
             "GroupName": self._group,
             "ScheduleExpression": scheduler_expression(schedule.cron, schedule.every),
             "ScheduleExpressionTimezone": schedule.timezone,
             "FlexibleTimeWindow": flexible_window(spread_window(schedule)),
-            "State": "ENABLED" if schedule.is_active else "DISABLED",
+            "State": "ENABLED" if window.enabled else "DISABLED",
             "Target": self._target(schedule),
             "Description": f"exports schedule of {schedule.export_type}",
         }
-        # Only the owner's start_at: without it Scheduler starts a rate when the schedule is
-        # created or its timing updated, which is the anchor local mode counts from.
-        if schedule.start_at is not None:
-            request["StartDate"] = schedule.start_at
-        if schedule.end_at is not None:
-            request["EndDate"] = schedule.end_at
+        # Without a StartDate Scheduler starts a rate when the schedule is created or its
+        # timing updated, which is the anchor local mode counts from.
+        if window.start is not None:
+            request["StartDate"] = window.start
+        if window.end is not None:
+            request["EndDate"] = window.end
         return request
 
     def _moved_request(self, schedule: Schedule, at: datetime) -> dict[str, Any]:
@@ -157,13 +159,13 @@ class EventBridgeScheduleTimer:
             }
         )
 
-    def create(self, schedule: Schedule) -> None:
-        """CreateSchedule."""
-        self._put(self._request(schedule), create_only=True)
+    def create(self, schedule: Schedule, now: datetime) -> None:
+        """CreateSchedule (its window as of ``now``: exports/schedules/timer_window.py)."""
+        self._put(self._request(schedule, now), create_only=True)
 
-    def update(self, schedule: Schedule) -> None:
+    def update(self, schedule: Schedule, now: datetime) -> None:
         """UpdateSchedule (it replaces every setting), or CreateSchedule if it is missing."""
-        self._put(self._request(schedule))
+        self._put(self._request(schedule, now))
 
     def set_moved_firing(self, schedule: Schedule, at: datetime | None) -> None:
         """Point the companion at ``at`` (create or update it), or delete it (None)."""

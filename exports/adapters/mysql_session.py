@@ -71,6 +71,17 @@ def connect(source: str, settings: ConnectionSettings, control: RunControl, limi
     except pymysql.MySQLError as error:
         logger.warning("could not connect to a data source", extra={"source": source, "mysql_error": error.args[0]})
         raise refused_connection(source, error) from None
+    except RuntimeError as error:
+        # PyMySQL's only RuntimeErrors while connecting: the server's authentication method needs
+        # a package the worker does not ship (caching_sha2_password's RSA exchange without TLS
+        # needs cryptography; MariaDB's ed25519, pynacl).
+        logger.warning("could not authenticate to a data source", extra={"source": source}, exc_info=True)
+        raise ExportFailed(
+            f"data source {source!r} asks for an authentication the worker cannot answer ({error}): connect "
+            "over TLS (ssl_mode), where caching_sha2_password sends the password without RSA, or give the "
+            "database user another authentication method; not retried",
+            code=SourceCode.AUTH_FAILED,
+        ) from None
 
 
 def _connection_settings(source: str, settings: ConnectionSettings) -> dict[str, Any]:
@@ -104,22 +115,37 @@ def statement(control: RunControl, sql: str) -> str:
 
 def begin(conn: pymysql.Connection[Any], limit_sec: float | None) -> None:
     """Pin the session (UTC, the statement time limit) and start the read-only transaction with
-    its consistent snapshot."""
+    its consistent snapshot: :func:`session_statements` for the server that answered."""
     with conn.cursor() as cursor:
-        cursor.execute("SET SESSION time_zone = '+00:00'")
-        if limit_sec is not None:
-            if is_mariadb(conn):
-                cursor.execute("SET SESSION max_statement_time = %s", [max(1.0, limit_sec)])
-            else:
-                cursor.execute("SET SESSION max_execution_time = %s", [max(1000, int(limit_sec * 1000))])
-        cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        cursor.execute("START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT")
+        for sql, args in session_statements(str(conn.get_server_info()), limit_sec):
+            cursor.execute(sql, args or None)
 
 
-def is_mariadb(conn: pymysql.Connection[Any]) -> bool:
-    """Whether the server is MariaDB (its version string says so), whose time limit is
-    ``max_statement_time`` in seconds, where MySQL's is ``max_execution_time`` in milliseconds."""
-    return "mariadb" in str(conn.get_server_info()).lower()
+def session_statements(server_version: str, limit_sec: float | None) -> list[tuple[str, list[Any]]]:
+    """The statements that open a run's session on a server of ``server_version`` (its
+    handshake's version string), with their arguments.
+
+    The time zone is an offset, which needs no time zone tables (MySQL 8 and RDS have them,
+    Debian's MariaDB not until ``mysql_tzinfo_to_sql``). The time limit is MariaDB's
+    ``max_statement_time`` (seconds, every statement) or MySQL's ``max_execution_time``
+    (milliseconds, read-only SELECTs, which are all a run sends; Aurora MySQL the same), at least
+    one second: 0 would mean none."""
+    statements: list[tuple[str, list[Any]]] = [("SET SESSION time_zone = '+00:00'", [])]
+    if limit_sec is not None:
+        if is_mariadb(server_version):
+            statements.append(("SET SESSION max_statement_time = %s", [max(1.0, limit_sec)]))
+        else:
+            statements.append(("SET SESSION max_execution_time = %s", [max(1000, int(limit_sec * 1000))]))
+    statements.append(("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", []))
+    statements.append(("START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT", []))
+    return statements
+
+
+def is_mariadb(server_version: str) -> bool:
+    """Whether the server is MariaDB: its version string says so (``10.11.6-MariaDB-0+deb12u1``;
+    before 11.0 the handshake prefixes ``5.5.5-`` for old clients). MySQL's never does, nor
+    Aurora MySQL's, which reports the MySQL version it is compatible with (``8.0.28``)."""
+    return "mariadb" in server_version.lower()
 
 
 def time_limit(control: RunControl, at_most_sec: float | None = None) -> float | None:

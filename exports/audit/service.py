@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import destination_event, link_event, schedule_event
+from exports.audit.events import SYSTEM, destination_event, link_event, schedule_event
 from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -224,3 +224,22 @@ def record_schedule(
     detail = schedule.model_dump(mode="json", exclude={"caller"})
     tenant = deps.tenancy.tenant_of(caller)
     record(schedule_event(action, schedule.schedule_id, tenant, request_id, caller.user_id, deps.clock(), detail), deps)
+
+
+def record_pause(schedule: Schedule, caller: Caller, deps: AuditDependencies) -> None:
+    """``schedule`` paused by the service on its own (its export type gone, its access rule no
+    longer admitting the stored claims): a change by ``system`` with the reason, in the tenant of
+    its owner (``caller``, the claims stored with it). Recorded once however often the firing that
+    paused it is delivered: the event's id is the schedule's and its pause's moment."""
+    reason = schedule.paused_reason
+    detail = {
+        **schedule.model_dump(mode="json", exclude={"caller"}),
+        "change": "paused",
+        "reason": reason.model_dump(mode="json") if reason is not None else None,
+    }
+    event_id = f"paused-{schedule.updated_at.isoformat()}"
+    tenant = deps.tenancy.tenant_of(caller)
+    event = schedule_event(
+        AuditAction.SCHEDULE_CHANGED, schedule.schedule_id, tenant, event_id, SYSTEM, deps.clock(), detail
+    )
+    record(event, deps)

@@ -121,19 +121,24 @@ class Throughput:
 
     def run_sec(self, rows: float) -> float:
         """Seconds a run of ``rows`` rows should take: a fixed start-up plus a time per row,
-        fitted (least squares) to the recorded runs when their sizes differ enough; with runs of
-        one size only, in proportion to the mean run."""
+        fitted (least squares) to the recorded runs when their sizes differ enough; the mean run
+        when runs of different sizes took no longer for their rows (small exports, whose time
+        is their start-up: scaled by rows, a streak of empty ones would make the next one of a
+        hundred rows look a hundred times longer); with runs of one size only, in proportion to
+        the mean run, unless they had no rows (which measured no row's cost)."""
         if self.rows_squared is not None and self.rows_times_sec is not None:
             variance = self.rows_squared - self.rows_per_task**2
-            covariance = self.rows_times_sec - self.rows_per_task * self.task_sec
-            if variance > (_SIZE_SPREAD * self.rows_per_task) ** 2 and covariance > 0:
+            if variance > (_SIZE_SPREAD * self.rows_per_task) ** 2:
+                covariance = self.rows_times_sec - self.rows_per_task * self.task_sec
+                if covariance <= 0:
+                    return self.task_sec
                 per_row = covariance / variance
                 start_up = self.task_sec - per_row * self.rows_per_task
                 if start_up >= 0:
                     return start_up + per_row * rows
         if self.rows_per_task >= 1:
             return self.task_sec * rows / self.rows_per_task
-        return rows / max(self.rows_per_sec, 0.001)
+        return self.task_sec
 
 
 # Runs whose sizes spread less than this (relative standard deviation) fit no start-up time.

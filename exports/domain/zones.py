@@ -11,6 +11,7 @@ from __future__ import annotations
 import zoneinfo
 from datetime import UTC, tzinfo
 from functools import cache
+from importlib import resources
 from typing import Final
 
 UTC_ZONE: Final = "Etc/UTC"
@@ -35,8 +36,16 @@ class UnknownZone(ValueError):
 
 @cache
 def zone_names() -> frozenset[str]:
-    """Every zone name the runtime's tz database has (read once)."""
-    return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
+    """Every zone name of the tz database the lock pins (the tzdata package; read once): the same
+    on every machine, so the OpenAPI document's list of them is too (zoneinfo reads a zone from
+    the runtime's own files first, from the package where the runtime has none)."""
+    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return frozenset(listed.split()) - _NOT_ZONES
+
+
+def accepted_zones() -> list[str]:
+    """Every name :func:`canonical_zone` accepts, sorted (the OpenAPI document's ``TimeZone``)."""
+    return sorted(zone_names() | UTC_ALIASES)
 
 
 def canonical_zone(name: str) -> str:

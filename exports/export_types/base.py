@@ -56,6 +56,11 @@ class Column:
     # An instant column of an export in another zone than UTC: the zone (Parquet types the
     # column with it; the other formats get values already in it, exports.writers.zones).
     timezone: str | None = None
+    # A date-time column without zone (PostgreSQL ``timestamp``, MySQL ``DATETIME``): a wall
+    # time, no instant. Set on the file's columns by exports.writers.zones for a format that
+    # types it apart (Parquet: ``timestamp(us)`` with no zone); the other formats write it as
+    # they write any date-time, with no offset.
+    wall_time: bool = False
     # An array column (kind STRING, its values PostgreSQL's array text, ``{vip,q3}``): JSON Lines
     # and Parquet write its values as lists of this kind, the other formats the text itself.
     array_of: ColumnKind | None = None

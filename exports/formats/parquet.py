@@ -69,6 +69,7 @@ SPEC = FormatSpec(
     extension="parquet",
     content_type=parquet_writer.CONTENT_TYPE,
     write=write_parquet,
-    # The values stay UTC instants: the column's type (timestamp(us, tz=<zone>)) has the zone.
-    zone_style=ZoneStyle(None),
+    # The values stay UTC instants: the column's type (timestamp(us, tz=<zone>)) has the zone;
+    # a date-time without zone is a timestamp(us) with none (a wall time, not an instant).
+    zone_style=ZoneStyle(None, types_wall_times=True),
 )

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict
+from functools import cache
 from http import HTTPStatus
 from typing import Any
 
@@ -16,10 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from exports.audit.ports import AuditNotKept, NotAuditAdmin
 from exports.config.limits import Admission
-from exports.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
-from exports.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
 from exports.domain.caller import CallerRefused
 from exports.domain.errors import (
     CapacityEstimate,
@@ -44,43 +42,53 @@ from exports.http.envelope import (
     raw_body,
     strict_json,
 )
-from exports.push.model import PushNotAvailable
-from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleLimitReached, ScheduleNotFound
-from exports.services.validation import field_path
 
 logger = logging.getLogger(__name__)
 
 
-_STATUS: dict[type[ExportsError], HTTPStatus] = {
-    Unauthorized: HTTPStatus.UNAUTHORIZED,
-    PayloadTooLarge: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-    UnsupportedMediaType: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-    MalformedBody: HTTPStatus.BAD_REQUEST,
-    InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
-    CallerRefused: HTTPStatus.FORBIDDEN,
-    NotAuditAdmin: HTTPStatus.FORBIDDEN,
-    AuditNotKept: HTTPStatus.NOT_FOUND,
-    TaskNotFound: HTTPStatus.NOT_FOUND,
-    UnknownExportType: HTTPStatus.NOT_FOUND,
-    PushNotAvailable: HTTPStatus.NOT_FOUND,
-    ScheduleNotFound: HTTPStatus.NOT_FOUND,
-    NoLatestFile: HTTPStatus.NOT_FOUND,
-    FeedBusy: HTTPStatus.CONFLICT,
-    ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
-    DestinationNotFound: HTTPStatus.NOT_FOUND,
-    NotDestinationManager: HTTPStatus.FORBIDDEN,
-    DestinationLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
-    HostKeyNotConfirmed: HTTPStatus.CONFLICT,
-    HostKeyRefused: HTTPStatus.CONFLICT,
-    SecretMissing: HTTPStatus.CONFLICT,
-    TaskNotReady: HTTPStatus.CONFLICT,
-    TaskNotCancellable: HTTPStatus.CONFLICT,
-    TaskNotRetryable: HTTPStatus.CONFLICT,
-    ConditionFailed: HTTPStatus.CONFLICT,
-    Overloaded: HTTPStatus.TOO_MANY_REQUESTS,
-    # ServiceUnavailable included: a throttled or unreachable dependency is worth a retry, not a 500.
-    RetryableError: HTTPStatus.SERVICE_UNAVAILABLE,
-}
+@cache
+def _statuses() -> dict[type[ExportsError], HTTPStatus]:
+    """The status of each error type. Built at the first error: the audit trail's, the push
+    channel's, the schedules' and the destinations' errors are imported with their features, not at
+    the API function's cold start (issue 50)."""
+    from exports.audit.ports import AuditNotKept, NotAuditAdmin
+    from exports.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
+    from exports.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
+    from exports.push.model import PushNotAvailable
+    from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleLimitReached, ScheduleNotFound
+
+    return {
+        Unauthorized: HTTPStatus.UNAUTHORIZED,
+        PayloadTooLarge: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        UnsupportedMediaType: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+        MalformedBody: HTTPStatus.BAD_REQUEST,
+        InvalidRequest: HTTPStatus.UNPROCESSABLE_ENTITY,
+        CallerRefused: HTTPStatus.FORBIDDEN,
+        NotAuditAdmin: HTTPStatus.FORBIDDEN,
+        AuditNotKept: HTTPStatus.NOT_FOUND,
+        TaskNotFound: HTTPStatus.NOT_FOUND,
+        UnknownExportType: HTTPStatus.NOT_FOUND,
+        PushNotAvailable: HTTPStatus.NOT_FOUND,
+        ScheduleNotFound: HTTPStatus.NOT_FOUND,
+        NoLatestFile: HTTPStatus.NOT_FOUND,
+        FeedBusy: HTTPStatus.CONFLICT,
+        ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+        DestinationNotFound: HTTPStatus.NOT_FOUND,
+        NotDestinationManager: HTTPStatus.FORBIDDEN,
+        DestinationLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+        HostKeyNotConfirmed: HTTPStatus.CONFLICT,
+        HostKeyRefused: HTTPStatus.CONFLICT,
+        SecretMissing: HTTPStatus.CONFLICT,
+        TaskNotReady: HTTPStatus.CONFLICT,
+        TaskNotCancellable: HTTPStatus.CONFLICT,
+        TaskNotRetryable: HTTPStatus.CONFLICT,
+        ConditionFailed: HTTPStatus.CONFLICT,
+        Overloaded: HTTPStatus.TOO_MANY_REQUESTS,
+        # ServiceUnavailable included: a throttled or unreachable dependency is worth a retry, not a 500.
+        RetryableError: HTTPStatus.SERVICE_UNAVAILABLE,
+    }
+
+
 MALFORMED_JSON = MalformedBody.code
 # Every field-level mistake, in the body's fields, its filters or the query string, has this code.
 VALIDATION_ERROR = InvalidRequest.code
@@ -115,10 +123,20 @@ def error_response(
     )
 
 
+def _quota_errors() -> tuple[type[ExportsError], ...]:
+    """The schedules' and destinations' quota errors, imported with the status table (an error is
+    being answered)."""
+    from exports.destinations.ports import DestinationLimitReached
+    from exports.schedules.ports import ScheduleLimitReached
+
+    return ScheduleLimitReached, DestinationLimitReached
+
+
 def _status_of(error: ExportsError) -> HTTPStatus:
+    statuses = _statuses()
     for error_type in type(error).__mro__:
-        if error_type in _STATUS:
-            return _STATUS[error_type]
+        if error_type in statuses:
+            return statuses[error_type]
     return HTTPStatus.INTERNAL_SERVER_ERROR
 
 
@@ -153,7 +171,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         headers = None
         if isinstance(error, Overloaded):
             headers = {"Retry-After": str(error.retry_after)}
-        elif isinstance(error, ScheduleLimitReached | DestinationLimitReached):
+        elif isinstance(error, _quota_errors()):
             # Only a deletion frees a place: the header every 429 has, with the quota's wait.
             headers = {"Retry-After": str(Admission.RETRY_AFTER_QUOTA_SEC)}
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:
@@ -169,6 +187,8 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         )
 
     def _invalid_request(error: RequestValidationError) -> Response[str]:
+        from exports.services.validation import field_path
+
         # The envelope decides first: a huge or non-JSON body is that, whatever else is wrong.
         try:
             check_envelope(app.current_event)

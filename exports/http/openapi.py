@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exports.api_models import ErrorBody
+from exports.api_models import ZONE_MARK, ErrorBody
 from exports.config.api import PUBLIC_PATHS
 from exports.domain.task import ExportFormat
+from exports.domain.zones import accepted_zones
 from exports.export_types.base import AnyExportType
 
 _JSON = "application/json"
@@ -115,12 +116,28 @@ def contract_document(document: str, export_types: Sequence[AnyExportType] = ())
     schemas = data.get("components", {}).get("schemas", {})
     for name in _POWERTOOLS_SCHEMAS:
         schemas.pop(name, None)
+    if _zones_referenced(schemas):
+        schemas[ZONE_SCHEMA] = {
+            "type": "string",
+            "enum": accepted_zones(),
+            "description": "An IANA time zone name of the tz database, spelled exactly (case matters).",
+        }
     describe_export_types(data, export_types)
     return json.dumps(data, ensure_ascii=False)
 
 
 SUBMIT_PATH = "/v1/exports"
 SHARED_REQUEST = "ExportRequest"
+SCHEDULES_PATH = "/v1/schedules"
+SCHEDULE_REQUEST = "ScheduleRequest"
+# The shared schema of every zone name (the tz database's), which each ``timezone`` refers to;
+# a model marks such a field with ZONE_MARK.
+ZONE_SCHEMA = "TimeZone"
+# The bodies made per type: (path of the POST, shared schema, what an example adds to a type's).
+_PER_TYPE_BODIES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (SUBMIT_PATH, SHARED_REQUEST, {}),
+    (SCHEDULES_PATH, SCHEDULE_REQUEST, {"cron": "0 8 * * 1"}),
+)
 # The day the examples' dates are (a fixed one keeps the committed document stable): any date
 # range from it to itself passes every date_ranges rule.
 EXAMPLE_DAY = "2026-01-05"
@@ -130,44 +147,60 @@ _BODY_DESCRIPTION = (
     " `export_type`; each has the type's `filters` (the JSON Schema GET /v1/export-types serves) and"
     " its formats, and an example that runs as it is. A type with an access rule (`allow`) is not in"
     " this document, which is served without a token: its callers find it in GET /v1/export-types and"
-    " send the same fields (`#/components/schemas/ExportRequest`) with its `filters_schema`."
+    " send the same fields (`#/components/schemas/{shared}`) with its `filters_schema`."
 )
 
 
+def _zones_referenced(node: Any) -> bool:
+    """Turn each schema marked :data:`ZONE_MARK` into a reference to :data:`ZONE_SCHEMA` (pydantic
+    writes no reference to a component of the document's own); whether there was one."""
+    found = False
+    if isinstance(node, dict):
+        if node.pop(ZONE_MARK, False):
+            node["$ref"] = _SCHEMAS + ZONE_SCHEMA
+            found = True
+        for value in node.values():
+            found = _zones_referenced(value) or found
+    elif isinstance(node, list):
+        for item in node:
+            found = _zones_referenced(item) or found
+    return found
+
+
 def describe_export_types(data: dict[str, Any], export_types: Sequence[AnyExportType]) -> None:
-    """Make the body of ``POST /v1/exports`` in ``data`` a ``oneOf`` of one schema per type,
-    discriminated by ``export_type`` (``ExportRequest.<type>``: the shared fields of
-    ``ExportRequest``, ``export_type`` a ``const``, the type's formats, ``filters`` a reference to
-    ``Filters.<type>``, its filters' JSON Schema), with an example body per type. Without types
-    the body stays the shared ``ExportRequest``."""
+    """Make the bodies of ``POST /v1/exports`` and ``POST /v1/schedules`` in ``data`` a ``oneOf``
+    of one schema per type, discriminated by ``export_type`` (``ExportRequest.<type>``,
+    ``ScheduleRequest.<type>``: the shared fields, ``export_type`` a ``const``, the type's
+    formats, ``filters`` a reference to ``Filters.<type>``, its filters' JSON Schema), with an
+    example body per type. Without types the bodies stay the shared schemas."""
     if not export_types:
         return
     schemas = data["components"]["schemas"]
-    shared = schemas[SHARED_REQUEST]
-    body = data["paths"][SUBMIT_PATH]["post"]["requestBody"]
-    mapping: dict[str, str] = {}
-    examples: dict[str, Any] = {}
-    for export_type in export_types:
-        filters_name = f"Filters.{export_type.name}"
-        filters = _hoisted(export_type.filters_schema(), filters_name, schemas)
-        schemas[filters_name] = filters
-        request_name = f"{SHARED_REQUEST}.{export_type.name}"
-        schemas[request_name] = _type_request(shared, export_type, _SCHEMAS + filters_name, filters)
-        mapping[export_type.name] = _SCHEMAS + request_name
-        example = _example_filters(filters, schemas, EXAMPLE_DAY)
-        if example is not None:
-            examples[export_type.name] = {
-                "summary": export_type.description,
-                "value": {"export_type": export_type.name, "format": export_type.formats[0].value, "filters": example},
-            }
-    body["description"] = _BODY_DESCRIPTION
-    media = body["content"][_JSON]
-    media["schema"] = {
-        "oneOf": [{"$ref": ref} for ref in mapping.values()],
-        "discriminator": {"propertyName": "export_type", "mapping": mapping},
-    }
-    if examples:
-        media["examples"] = examples
+    for path, shared_name, example_extra in _PER_TYPE_BODIES:
+        shared = schemas[shared_name]
+        body = data["paths"][path]["post"]["requestBody"]
+        mapping: dict[str, str] = {}
+        examples: dict[str, Any] = {}
+        for export_type in export_types:
+            filters_name = f"Filters.{export_type.name}"
+            if filters_name not in schemas:
+                schemas[filters_name] = _hoisted(export_type.filters_schema(), filters_name, schemas)
+            filters = schemas[filters_name]
+            request_name = f"{shared_name}.{export_type.name}"
+            schemas[request_name] = _type_request(shared, request_name, export_type, _SCHEMAS + filters_name, filters)
+            mapping[export_type.name] = _SCHEMAS + request_name
+            example = _example_filters(filters, schemas, EXAMPLE_DAY)
+            if example is not None:
+                value = {"export_type": export_type.name, "format": export_type.formats[0].value, "filters": example}
+                examples[export_type.name] = {"summary": export_type.description, "value": value | example_extra}
+        body["description"] = _BODY_DESCRIPTION.format(shared=shared_name)
+        media = body["content"][_JSON]
+        media["schema"] = {
+            "oneOf": [{"$ref": ref} for ref in mapping.values()],
+            "discriminator": {"propertyName": "export_type", "mapping": mapping},
+        }
+        if examples:
+            media["examples"] = examples
 
 
 def _hoisted(schema: dict[str, Any], name: str, schemas: dict[str, Any]) -> dict[str, Any]:
@@ -193,11 +226,11 @@ def _hoisted(schema: dict[str, Any], name: str, schemas: dict[str, Any]) -> dict
 
 
 def _type_request(
-    shared: dict[str, Any], export_type: AnyExportType, filters_ref: str, filters: dict[str, Any]
+    shared: dict[str, Any], title: str, export_type: AnyExportType, filters_ref: str, filters: dict[str, Any]
 ) -> dict[str, Any]:
-    """``ExportRequest`` for one type: its name as ``export_type``, its formats, its filters."""
+    """A shared request body for one type: its name as ``export_type``, its formats, its filters."""
     schema = copy.deepcopy(shared)
-    schema["title"] = f"{SHARED_REQUEST}.{export_type.name}"
+    schema["title"] = title
     schema["description"] = export_type.description
     properties = schema["properties"]
     # const for JSON Schema 2020-12 validators, a one-value enum for generators that read only
@@ -220,7 +253,7 @@ def _type_request(
     properties["filters"] = {"$ref": filters_ref, "description": properties["filters"].get("description", "")}
     if filters.get("required"):
         required.append("filters")  # the default, {}, would leave them out
-    schema["required"] = required
+    schema["required"] = [*required, *(name for name in schema.get("required", ()) if name not in required)]
     return schema
 
 

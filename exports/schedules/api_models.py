@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-from exports.api_models import ExportRequest
+from exports.api_models import ZONE_MARK, ExportRequest
 from exports.config.schedules import Schedules
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.domain.locales import canonical_locale
 from exports.domain.zones import canonical_zone
 from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
@@ -33,20 +45,46 @@ def _address(value: str) -> str:
     return value
 
 
-Instant = Annotated[AwareDatetime, AfterValidator(_aware_utc)]
+def _text(value: Any) -> Any:
+    """An instant is written as the document says (an RFC 3339 string): a number, which pydantic
+    would read as seconds since 1970, is refused rather than guessed."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be a date-time string such as 2026-01-05T08:00:00Z")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_text), AfterValidator(_aware_utc)]
 Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
+# The cron expressions the OpenAPI document states (its pattern, not a check): the forms every
+# deployment takes whatever its shortest interval up to an hour: one minute; every hour or a
+# list of hours; every day of the month or a list of days 1-28 (a day every month has); every
+# month or a list; every day of the week or a list, and not both a day of the month and of the
+# week (EventBridge Scheduler cannot run on either). The service takes any cron it can run
+# (ranges, steps, names, L, #), checked when the schedule is created.
+_HOURS = r"(?:\*|(?:[0-9]|1[0-9]|2[0-3])(?:,(?:[0-9]|1[0-9]|2[0-3]))*)"
+_MONTHS = r"(?:\*|(?:[1-9]|1[0-2])(?:,(?:[1-9]|1[0-2]))*)"
+_DAYS = r"(?:[1-9]|1[0-9]|2[0-8])(?:,(?:[1-9]|1[0-9]|2[0-8]))*"
+CRON_PATTERN: Final = rf"^(?:[0-9]|[1-5][0-9]) {_HOURS} (?:\* {_MONTHS} (?:\*|[0-7](?:,[0-7])*)|{_DAYS} {_MONTHS} \*)$"
 Cron = Annotated[
     str,
     Field(
         min_length=1,
         max_length=200,
-        description="5 fields: minute hour day-of-month month day-of-week, in `timezone` (e.g. `0 8 * * 1`).",
+        description="5 fields: minute hour day-of-month month day-of-week, in `timezone` (e.g. `0 8 * * 1`)."
+        " The pattern states the forms every deployment takes; ranges, steps and names are taken too"
+        " when firings stay at least the deployment's shortest interval apart.",
+        json_schema_extra={"pattern": CRON_PATTERN},
     ),
 ]
 # The rule of an export's zone (exports.domain.zones): an alias of UTC is recorded as Etc/UTC.
 Zone = Annotated[
     str,
-    Field(min_length=1, max_length=64, description="An IANA time zone (e.g. `Europe/Berlin`); also the files' zone."),
+    Field(
+        min_length=1,
+        max_length=64,
+        description="An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.",
+        json_schema_extra={ZONE_MARK: True},
+    ),
     AfterValidator(canonical_zone),
 ]
 # An address's shape only (exports.schedules.mail.is_address): whether it is deliverable is SES's
@@ -84,7 +122,10 @@ class EveryMinutes(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    minutes: int = Field(strict=True, ge=1, le=1_000_000)
+    # The document states the default shortest interval (a deployment may lower it).
+    minutes: int = Field(
+        strict=True, ge=1, le=1_000_000, json_schema_extra={"minimum": Schedules.MIN_INTERVAL_MIN_DEFAULT}
+    )
 
 
 class EveryHours(BaseModel):
@@ -118,10 +159,19 @@ def _every_body(every: Every) -> EveryMinutes | EveryHours | EveryDays:
     return EveryHours(hours=value) if unit == "hours" else EveryDays(days=value)
 
 
+# Exactly one of cron and every, as the document states it (_exactly_one checks it).
+_CRON_OR_EVERY: Final[list[JsonValue]] = [
+    {"required": ["cron"], "properties": {"cron": {"type": "string"}}},
+    {"required": ["every"], "properties": {"every": {"type": "object"}}},
+]
+
+
 class ScheduleRequest(ExportRequest):
     """``POST /v1/schedules``: an export request (as ``POST /v1/exports``) and when to run it."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"description": RELATIVE_WINDOWS})
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"description": RELATIVE_WINDOWS, "oneOf": _CRON_OR_EVERY}
+    )
 
     name: Name | None = None
     cron: Cron | None = None
@@ -171,11 +221,28 @@ class SchedulePatch(BaseModel):
         default=None, description="`PAUSED` pauses (`PAUSED_BY_USER`); `ACTIVE` resumes and clears the failures."
     )
     when_empty: WhenEmpty | None = Field(default=None, description=WHEN_EMPTY)
+    # As on a create (ExportRequest's fields), checked the same way; a CSV dialect replaces the
+    # schedule's whole (its defaults fill what it leaves out).
+    csv_dialect: CsvDialect | None = Field(
+        default=None, description=ExportRequest.model_fields["csv_dialect"].description
+    )
+    locale: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        description=f"{ExportRequest.model_fields['locale'].description} `null`: back to the type's default.",
+        examples=["en", "de", "zh-CN", "ja"],
+    )
     watermark: Instant | None = Field(
         default=None,
         description="A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the"
         " type's floor or the schedule's creation. A run in flight then no longer moves it.",
     )
+
+    @field_validator("locale")
+    @classmethod
+    def _locale_tag(cls, tag: str | None) -> str | None:
+        return None if tag is None else canonical_locale(tag)
 
     @model_validator(mode="after")
     def _at_most_one_recurrence(self) -> SchedulePatch:
@@ -184,11 +251,15 @@ class SchedulePatch(BaseModel):
         return self
 
     def changes(self) -> ScheduleChanges:
-        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``, ``watermark``)."""
+        """The fields given (``null`` clears ``name``, ``start_at``, ``end_at``, ``watermark``,
+        and sets ``locale`` back to the type's default)."""
         values: dict[str, Any] = {}
         for name in self.model_fields_set:
             value = getattr(self, name)
-            if name in ("cron", "every", "timezone", "filters", "recipients", "state", "when_empty") and value is None:
+            if (
+                name in ("cron", "every", "timezone", "filters", "recipients", "state", "when_empty", "csv_dialect")
+                and value is None
+            ):
                 continue
             if name == "every":
                 value = _every(value)

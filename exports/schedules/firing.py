@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Final
 
 from exports.config.metrics import Metric
 from exports.domain.caller import CallerRefused
@@ -67,6 +68,10 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
     """Create the task of the firing of ``schedule_id`` at ``scheduled_for`` (aware UTC), once."""
     schedule = deps.schedules.get(schedule_id)
     if schedule is None or not schedule.is_active:
+        reason = schedule.paused_reason if schedule is not None else None
+        if schedule is not None and reason is not None and reason.code in _FIRING_PAUSES:
+            # The firing that paused it delivered again (its audit record may have failed): recorded once.
+            _record_pause(schedule, deps)
         return Firing(FiringOutcome.SKIPPED)
     now = deps.api.clock()
     claim = deps.schedules.claim_firing(schedule_id, scheduled_for, now)
@@ -160,12 +165,19 @@ def _refusal(schedule: Schedule, deps: ScheduleDependencies) -> PauseReason | No
     return None
 
 
+# The pauses a firing makes (the others: the owner's, and the run-end's after failures in a row).
+_FIRING_PAUSES: Final = frozenset({PauseCode.EXPORT_TYPE_GONE, PauseCode.ACCESS_REVOKED, PauseCode.FILTERS_INVALID})
+
+
 def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) -> PauseReason:
-    """Pause the schedule with ``reason`` (a conditional write, re-read when it lost) and
-    disable its Scheduler schedule."""
+    """Pause the schedule with ``reason`` (a conditional write, re-read when it lost), record the
+    pause in the audit trail and disable its Scheduler schedule. A firing delivered again after the
+    pause was written records it again (recorded once: :func:`exports.audit.service.record_pause`)."""
     current: Schedule | None = schedule
     for _ in range(_PAUSE_ATTEMPTS):
         if current is None or not current.is_active:
+            if current is not None and current.paused_reason == reason:
+                _record_pause(current, deps)
             return reason
         try:
             paused = deps.schedules.replace(current, pause(current, reason, deps.api.clock()))
@@ -174,12 +186,22 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
             continue
         logger.warning("schedule paused", extra={"schedule_id": schedule.schedule_id, "reason": reason.code.value})
         deps.api.metrics.add(Metric.SCHEDULE_PAUSED)
+        _record_pause(paused, deps)
         event = schedule_paused(
             paused.schedule_id, paused.user_id, paused.export_type, reason.code.value, reason.message, deps.api.clock()
         )
         publish(deps.api.events, event)
         if deps.timer is not None:
-            deps.timer.update(paused)
-            follow_moved_firing(paused, deps.api.clock(), deps)  # paused: removes it
+            now = deps.api.clock()
+            deps.timer.update(paused, now)
+            follow_moved_firing(paused, now, deps)  # paused: removes it
         return reason
     return reason
+
+
+def _record_pause(paused: Schedule, deps: ScheduleDependencies) -> None:
+    """The pause in the audit trail, where the deployment keeps one (docs/audit.md)."""
+    if deps.api.audit is not None:
+        from exports.audit.service import record_pause
+
+        record_pause(paused, caller_of(paused), deps.api.audit)

@@ -14,6 +14,9 @@ from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat
 
 SCHEDULE_ID_PREFIX = "sch_"
+# A schedule id's shape: the prefix and a ULID (26 Crockford base32 characters, the first at most
+# 7). A page's ``next_token`` is the id of its last schedule, so the API states this pattern.
+SCHEDULE_ID_PATTERN = r"^sch_[0-7][0-9A-HJKMNP-TV-Z]{25}$"
 
 
 class ScheduleState(StrEnum):

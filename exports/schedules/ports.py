@@ -108,11 +108,12 @@ class ScheduleStore(Protocol):
 class ScheduleTimer(Protocol):
     """What fires schedules on AWS: one EventBridge Scheduler schedule per schedule."""
 
-    def create(self, schedule: Schedule) -> None:
-        """Create the Scheduler schedule of ``schedule``."""
+    def create(self, schedule: Schedule, now: datetime) -> None:
+        """Create the Scheduler schedule of ``schedule`` (its window as of ``now``)."""
 
-    def update(self, schedule: Schedule) -> None:
-        """Bring the Scheduler schedule in line with ``schedule`` (expression, zone, state)."""
+    def update(self, schedule: Schedule, now: datetime) -> None:
+        """Bring the Scheduler schedule in line with ``schedule`` (expression, zone, state,
+        window as of ``now``)."""
 
     def set_moved_firing(self, schedule: Schedule, at: datetime | None) -> None:
         """Keep the one-time Scheduler schedule of ``schedule``'s next firing moved out of a DST

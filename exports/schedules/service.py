@@ -14,6 +14,7 @@ from ulid import ULID
 
 from exports.config.schedules import Schedules
 from exports.domain.caller import TOKEN_CLAIMS, Caller
+from exports.domain.csv_dialect import CsvEncoding
 from exports.domain.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.domain.spec import ExportSpec
 from exports.domain.task import ScheduledRun, TaskSource
@@ -109,16 +110,25 @@ def follow_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDepen
         deps.timer.set_moved_firing(schedule, next_moved_firing(schedule, after))
 
 
-def stored_caller(export_type: AnyExportType, caller: Caller, own_email: str | None) -> StoredCaller:
+def _tenant_claim(deps: ScheduleDependencies) -> str | None:
+    """The claim that names a caller's tenant, where the deployment keeps an audit trail."""
+    return deps.api.audit.tenancy.tenants.claim if deps.api.audit is not None else None
+
+
+def stored_caller(
+    export_type: AnyExportType, caller: Caller, own_email: str | None, tenant_claim: str | None = None
+) -> StoredCaller:
     """What the schedule keeps of ``caller``'s token: the claims the type binds or its access
-    rule reads (every claim but the token's own for a type that cannot say), the scopes only
-    when the rule reads them, and the owner's verified address ``own_email``. Never the token."""
+    rule reads (every claim but the token's own for a type that cannot say), the deployment's
+    tenant claim (``tenant_claim``, where it keeps an audit trail: its runs and what the service
+    does to it are its tenant's, docs/audit.md), the scopes only when the rule reads them, and the
+    owner's verified address ``own_email``. Never the token."""
     read = export_type.claims_read()
     names = read.claims
     claims = {
         name: value
         for name, value in caller.claims.items()
-        if name not in TOKEN_CLAIMS and (names is None or name in names)
+        if name not in TOKEN_CLAIMS and (names is None or name in names or name == tenant_claim)
     }
     scopes = tuple(sorted(caller.granted_scopes())) if read.scopes else None
     return StoredCaller(user_id=caller.user_id, claims=claims, scopes=scopes, verified_email=own_email)
@@ -139,14 +149,17 @@ def validate(
     export_type = deps.api.registry.get(schedule.export_type, caller)
     if schedule.format not in export_type.formats:
         raise InvalidRequest(f"export type {export_type.name} does not produce {schedule.format.value}", field="format")
+    if schedule.csv_bom and schedule.csv_dialect.encoding is not CsvEncoding.UTF_8:
+        # A create refuses it in its body; a PATCH of csv_dialect meets the stored csv_bom here.
+        raise InvalidRequest(
+            "csv_bom is for UTF-8 files: Excel reads the other encodings without one", field="csv_dialect.encoding"
+        )
     tz = zone(schedule.timezone)
     if (schedule.cron is None) == (schedule.every is None):
         raise InvalidRequest("give exactly one of cron or every", field="cron")
     scheduler_expression(schedule.cron, schedule.every)  # refuses what Scheduler cannot run
     minimum = timedelta(minutes=deps.api.settings.min_schedule_interval_min)
     check_interval(recurrence_of(schedule), now, minimum)
-    if schedule.start_at and schedule.end_at and schedule.end_at <= schedule.start_at:
-        raise InvalidRequest("must be after start_at", field="end_at")
     settings = deps.api.settings
     check_recipients(schedule.recipients, settings.mail_sender, settings.allowed_mail_domains, own_email)
     bound = export_type.bind_caller(caller)
@@ -194,11 +207,12 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
     )
     own_email = verified_email(caller.claims)
     export_type = validate(schedule, caller, deps, now, own_email)
-    schedule = schedule.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
+    stored = stored_caller(export_type, caller, own_email, _tenant_claim(deps))
+    schedule = schedule.model_copy(update={"caller": stored})
     deps.schedules.create(schedule, deps.api.settings.max_schedules_per_user)
     if deps.timer is not None:
         try:
-            deps.timer.create(schedule)
+            deps.timer.create(schedule, now)
             follow_moved_firing(schedule, now, deps)
         except ExportsError as error:
             deps.schedules.delete(schedule)
@@ -237,7 +251,7 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
         export_type = validate(after, caller, deps, now, own_email)
         if "watermark" in changes.given:
             _check_watermark(after, export_type, now)
-        after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email)})
+        after = after.model_copy(update={"caller": stored_caller(export_type, caller, own_email, _tenant_claim(deps))})
         try:
             written = deps.schedules.replace(before, after)
         except ConditionFailed:
@@ -248,7 +262,10 @@ def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, 
 
 
 def _check_watermark(schedule: Schedule, export_type: AnyExportType, now: datetime) -> None:
-    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it)."""
+    """A watermark set by a PATCH: a feed's only, and not in the future (a 422 on it). ``null``
+    on a schedule that is no feed clears what it does not have: nothing to refuse."""
+    if schedule.watermark is None and not is_feed(schedule.filters):
+        return
     if export_type.changes() is None or not is_feed(schedule.filters):
         raise InvalidRequest("only a feed (since_last_run) has a watermark", field="watermark")
     if schedule.watermark is not None and schedule.watermark > now:
@@ -281,7 +298,7 @@ def _follow(written: Schedule, before: Schedule, now: datetime, deps: ScheduleDe
     if deps.timer is None:
         return
     try:
-        deps.timer.update(written)
+        deps.timer.update(written, now)
         follow_moved_firing(written, now, deps)
     except ExportsError as error:
         try:

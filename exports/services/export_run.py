@@ -53,9 +53,10 @@ def task_columns(task: Task, export_type: AnyExportType, filters: BaseModel) -> 
 
 def task_zone(task: Task, export_type: AnyExportType, filters: BaseModel, control: RunControl) -> ZonedExport:
     """How the task's time zone changes its file (exports.writers.zones): the type is asked
-    for its instant columns only when the zone is not UTC (a SQL type describes its query)."""
+    for its instant columns (a SQL type describes its query) only when the zone is not UTC or
+    the format types wall times apart (Parquet)."""
     style = format_spec(task.format).zone_style
-    if is_utc(task.timezone):
+    if is_utc(task.timezone) and not style.types_wall_times:
         return ZonedExport(task.timezone, style, ())
     return ZonedExport(task.timezone, style, export_type.zoned_columns(filters, control))
 

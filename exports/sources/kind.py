@@ -70,6 +70,24 @@ class RdsUser:
 
 
 @dataclass(frozen=True)
+class InvokeGrant:
+    """Permission to call a service a source is (an API Gateway API, a Lambda function URL,
+    with SigV4): ``actions`` on one ARN, which the CDK app builds in the stack's partition,
+    region and account unless ``region`` or ``account`` names another, under ``conditions``
+    (operator, key, value)."""
+
+    actions: tuple[str, ...]
+    service: str
+    region: str | None
+    account: str | None
+    # The ARN's resource part: "<resource>/<resource_name>" or "<resource>:<resource_name>".
+    resource: str
+    resource_name: str
+    separator: str
+    conditions: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class TableRead:
     """A DynamoDB table (by name, or by the variable naming one of the stack's) or index read."""
 
@@ -143,6 +161,10 @@ class SourceKind(ABC):
 
     def rds_users(self, fail: Fail, source: SourceDecl) -> Sequence[RdsUser]:
         """The database users the worker connects as with RDS IAM authentication."""
+        return ()
+
+    def invoke_grants(self, source: SourceDecl, types: Sequence[TypeDecl]) -> Sequence[InvokeGrant]:
+        """The services the worker calls to read ``source`` for ``types`` (its types)."""
         return ()
 
     def table_reads(self, declared: TypeDecl) -> Sequence[TableRead]:

@@ -79,7 +79,10 @@ def arrow_type(column: Column) -> pa.DataType:
         ColumnKind.FLOAT: pa.float64(),
         ColumnKind.DATE: pa.date32(),
         # UTC instants; an export in another zone names it (metadata: the values stay instants).
-        ColumnKind.DATETIME: pa.timestamp("us", tz=column.timezone or "UTC"),
+        # A wall time (a timestamp without zone) has none: readers show it as it was stored.
+        ColumnKind.DATETIME: pa.timestamp("us")
+        if column.wall_time
+        else pa.timestamp("us", tz=column.timezone or "UTC"),
         ColumnKind.BOOLEAN: pa.bool_(),
         ColumnKind.JSON: pa.json_(),
     }

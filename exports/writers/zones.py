@@ -10,7 +10,8 @@ what each format writes:
 - PDF: the XLSX display (``yyyy-mm-dd hh:mm:ss``, ``.000`` with milliseconds) plus the offset;
   before 1900-03-01 the CSV text, as for any date-time;
 - XLSX: the zone's wall time (Excel has no zones), the header naming the zone;
-- Parquet: the values as they are, UTC instants, the column typed ``timestamp(us, tz=<zone>)``.
+- Parquet: the values as they are, UTC instants, the column typed ``timestamp(us, tz=<zone>)``;
+  a date-time without zone (``wall_time``) is typed ``timestamp(us)`` with no zone, in every zone.
 
 A header ending in ``(UTC)`` names the zone instead in every format. A value the zone cannot
 hold (it would leave years 1 to 9999) and PostgreSQL's text of one Python cannot hold (BC,
@@ -26,7 +27,7 @@ from functools import cache
 from typing import Any, Final
 
 from exports.domain.zones import is_utc, zone
-from exports.export_types.base import Column, Page, Row
+from exports.export_types.base import Column, ColumnKind, Page, Row
 from exports.writers.cells import FIRST_SERIAL_DAY
 
 _UTC_SUFFIX = "(UTC)"
@@ -161,6 +162,9 @@ class ZoneStyle:
 
     show: Callable[[datetime, str], Any] | None
     label: bool = False
+    # The format types a wall time (a date-time without zone) apart from an instant, so its
+    # columns are marked ``wall_time`` in every zone, UTC included (Parquet).
+    types_wall_times: bool = False
 
 
 def zoned_header(header: str, name: str, label: bool) -> str:
@@ -179,8 +183,17 @@ class ZonedExport:
     def __init__(self, name: str, style: ZoneStyle, instants: Collection[str]) -> None:
         self.name = name
         self._style = style
-        self._instants = frozenset(instants) if not is_utc(name) else frozenset()
+        self._all_instants = frozenset(instants)
+        self._instants = self._all_instants if not is_utc(name) else frozenset()
         self._zone = zone(name)
+
+    def _wall_time(self, column: Column) -> bool:
+        # ``instants`` were asked of the type for such a format in every zone (task_zone).
+        return (
+            self._style.types_wall_times
+            and column.kind is ColumnKind.DATETIME
+            and column.name not in self._all_instants
+        )
 
     @property
     def changes(self) -> bool:
@@ -192,9 +205,11 @@ class ZonedExport:
         return column.name in self._instants
 
     def columns(self, columns: Sequence[Column]) -> list[Column]:
-        """The file's columns: the zone on each instant column, its header naming the zone."""
+        """The file's columns: the zone on each instant column, its header naming the zone; a
+        wall-time column marked so where the format types it apart."""
+        columns = [replace(column, wall_time=True) if self._wall_time(column) else column for column in columns]
         if not self.changes:
-            return list(columns)
+            return columns
         return [
             replace(column, header=zoned_header(column.header, self.name, self._style.label), timezone=self.name)
             if self._zoned(column)

@@ -10,18 +10,16 @@ keeps it, then hands it to the on-failure queue. An event delivered twice is rec
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from exports.adapters.task_stream import task_change
-from exports.audit.events import task_events
-from exports.audit.service import AuditDependencies, record
-from exports.composition import PowertoolsMetrics, compose_audit_function
-from exports.config.audit import UsageMetric
-from exports.domain.errors import ExportsError
 from exports.tracing import lazy_tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.audit.service import AuditDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -31,13 +29,22 @@ metrics = Metrics()
 @cache
 def dependencies() -> tuple[AuditDependencies, int]:
     """The audit trail and the worker's memory, built on first use from this function's
-    variables of the environment."""
+    variables of the environment (the composition and the adapters are imported then)."""
+    from exports.composition import PowertoolsMetrics, compose_audit_function
+
     return compose_audit_function(PowertoolsMetrics(metrics))
 
 
 def handle(records: list[dict[str, Any]], deps: AuditDependencies, worker_memory_mb: int) -> dict[str, Any]:
     """Record the events of each stream record in order; the batch response names the first
     record not recorded."""
+    # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.adapters.task_stream import task_change
+    from exports.audit.events import task_events
+    from exports.audit.service import record
+    from exports.config.audit import UsageMetric
+    from exports.domain.errors import ExportsError
+
     for item in records:
         change = task_change(item)
         if change is None:

@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from exports.composition import PowertoolsMetrics, compose_callback
-from exports.services import callbacks
-from exports.services.dependencies import CallbackDependencies
 from exports.tracing import lazy_tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.services.dependencies import CallbackDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
+# The event models are built at the first event, not at import (pydantic's schema build).
+_DEFERRED = ConfigDict(defer_build=True)
 
 
 class DeliverRequest(BaseModel):
     """Send the task's callback once."""
+
+    model_config = _DEFERRED
 
     action: Literal["deliver"]
     task_id: str
@@ -29,6 +34,8 @@ class DeliverRequest(BaseModel):
 
 class GiveUpRequest(BaseModel):
     """Retries are spent; ``error`` is what the workflow caught."""
+
+    model_config = _DEFERRED
 
     action: Literal["give_up"]
     task_id: str
@@ -38,12 +45,17 @@ class GiveUpRequest(BaseModel):
 class CallbackRequest(BaseModel):
     """One of the workflow's requests."""
 
+    model_config = _DEFERRED
+
     request: Annotated[DeliverRequest | GiveUpRequest, Field(discriminator="action")]
 
 
 @cache
 def dependencies() -> CallbackDependencies:
-    """This function's adapters, built on first use from its own variables of the environment."""
+    """This function's adapters, built on first use from its own variables of the environment
+    (the composition and the adapters are imported then, not at the handler's import)."""
+    from exports.composition import PowertoolsMetrics, compose_callback
+
     return compose_callback(PowertoolsMetrics(metrics))
 
 
@@ -64,6 +76,9 @@ def _caught_message(error: dict[str, Any] | None) -> str | None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point. ``CallbackRetryable`` propagates: the workflow retries on its name."""
+    # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.services import callbacks
+
     # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
     request = CallbackRequest.model_validate({"request": event}).request
     logger.set_correlation_id(request.task_id)

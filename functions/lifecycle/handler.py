@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from exports.composition import PowertoolsMetrics, compose_lifecycle
-from exports.services import lifecycle
-from exports.services.dependencies import LifecycleDependencies
 from exports.tracing import lazy_tracer
-from exports.workflows import task_outcome
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.services.dependencies import LifecycleDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
+# The event models are built at the first event, not at import (pydantic's schema build).
+_DEFERRED = ConfigDict(defer_build=True)
 
 
 class WatchRequest(BaseModel):
     """Store the workflow's task token on the task."""
+
+    model_config = _DEFERRED
 
     action: Literal["watch"]
     task_id: str
@@ -31,6 +35,8 @@ class WatchRequest(BaseModel):
 class ExpireRequest(BaseModel):
     """The deadline passed."""
 
+    model_config = _DEFERRED
+
     action: Literal["expire"]
     task_id: str
 
@@ -38,12 +44,17 @@ class ExpireRequest(BaseModel):
 class LifecycleRequest(BaseModel):
     """One of the workflow's requests."""
 
+    model_config = _DEFERRED
+
     request: Annotated[WatchRequest | ExpireRequest, Field(discriminator="action")]
 
 
 @cache
 def dependencies() -> LifecycleDependencies:
-    """This function's adapters, built on first use from its own variables of the environment."""
+    """This function's adapters, built on first use from its own variables of the environment
+    (the composition and the adapters are imported then, not at the handler's import)."""
+    from exports.composition import PowertoolsMetrics, compose_lifecycle
+
     return compose_lifecycle(PowertoolsMetrics(metrics))
 
 
@@ -52,6 +63,10 @@ def dependencies() -> LifecycleDependencies:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point; errors propagate so the workflow's Retry sees them."""
+    # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.services import lifecycle
+    from exports.workflows import task_outcome
+
     # pydantic directly: Powertools' parser package costs ~0.2 s of import for one model_validate.
     request = LifecycleRequest.model_validate({"request": event}).request
     logger.set_correlation_id(request.task_id)

@@ -8,19 +8,17 @@ task: a push failure never changes an export."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from exports.adapters.task_stream import task_change
-from exports.composition import PowertoolsMetrics
-from exports.domain.errors import ExportsError
-from exports.push.composition import compose_push
-from exports.push.model import TaskChange
-from exports.services import push
-from exports.services.push import PushDependencies
 from exports.tracing import lazy_tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.push.model import TaskChange
+    from exports.services.push import PushDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
@@ -31,12 +29,21 @@ PUSHED_METRIC = "ExportEventPushed"
 
 @cache
 def dependencies() -> PushDependencies:
-    """This function's adapters, built on first use from its own variables of the environment."""
+    """This function's adapters, built on first use from its own variables of the environment
+    (the composition and the adapters are imported then, not at the handler's import)."""
+    from exports.composition import PowertoolsMetrics
+    from exports.push.composition import compose_push
+
     return compose_push(PowertoolsMetrics(metrics))
 
 
 def handle(records: list[dict[str, Any]], deps: PushDependencies) -> dict[str, Any]:
     """Deliver the records' events; the batch response names the first record that failed."""
+    # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.adapters.task_stream import task_change
+    from exports.domain.errors import ExportsError
+    from exports.services import push
+
     changes: list[TaskChange] = []
     sequence_numbers: list[str] = []
     for record in records:

@@ -5,27 +5,33 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from exports.composition import PowertoolsMetrics
 from exports.config.push import Push
-from exports.push.composition import compose_push
-from exports.push.model import Refused
-from exports.services import push
-from exports.services.push import PushDependencies
+from exports.snapstart import register_hooks
 from exports.tracing import lazy_tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.services.push import PushDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
+# This function runs from a SnapStart snapshot on Lambda (infra/function_factory.py).
+register_hooks()
 
 
 @cache
 def dependencies() -> PushDependencies:
-    """This function's adapters, built on first use from its own variables of the environment."""
+    """This function's adapters, built on first use from its own variables of the environment
+    (the composition and the adapters are imported then, not at the handler's import)."""
+    from exports.composition import PowertoolsMetrics
+    from exports.push.composition import compose_push
+
     return compose_push(PowertoolsMetrics(metrics))
 
 
@@ -39,6 +45,10 @@ def _header(event: dict[str, Any], name: str) -> str | None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Entry point: one route of the WebSocket API."""
+    # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
+    from exports.push.model import Refused
+    from exports.services import push
+
     context_ = event["requestContext"]
     connection_id, route = context_["connectionId"], context_["routeKey"]
     if route == "$connect":

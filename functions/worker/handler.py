@@ -4,30 +4,33 @@ and the steps of the fan-out workflow, told apart from a batch by :class:`Worker
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.adapters.sqs_queue import decode_message
-from exports.composition import PowertoolsMetrics, compose_worker
-from exports.ports import Delivery
-from exports.services.deliveries import process_delivery
-from exports.services.dependencies import WorkerDependencies
 from exports.tracing import lazy_tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from exports.services.dependencies import WorkerDependencies
 
 logger = Logger()
 tracer = lazy_tracer()  # X-Ray is imported on the first invocation, not here
 metrics = Metrics()
+# The event models are built at the first event, not at import (pydantic's schema build).
+_DEFERRED = ConfigDict(defer_build=True)
 
 
 @cache
 def dependencies() -> WorkerDependencies:
-    """This function's adapters, built on first use from its own variables of the environment."""
+    """This function's adapters, built on first use from its own variables of the environment
+    (the composition and the adapters are imported then, not at the handler's import)."""
+    from exports.composition import PowertoolsMetrics, compose_worker
+
     return compose_worker(PowertoolsMetrics(metrics))
 
 
@@ -36,6 +39,10 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
     """Run one task message. Raising marks the record failed, so SQS delivers it again. The batch
     processor passes ``lambda_context`` (by this name): long exports hand over to a new
     invocation before this one runs out of time."""
+    from exports.adapters.sqs_queue import decode_message
+    from exports.ports import Delivery
+    from exports.services.deliveries import process_delivery
+
     message = decode_message(record.body)
     # Per thread: local mode runs several invocations of this function at once in one process.
     logger.thread_safe_clear_keys()
@@ -57,6 +64,8 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext) -> str:
 class PartitionStep(BaseModel):
     """Write one partition of a split export (``workflows.PARTITION_ACTION``)."""
 
+    model_config = _DEFERRED
+
     action: Literal["fan_out_partition"]
     task_id: str
     attempt: int
@@ -66,6 +75,8 @@ class PartitionStep(BaseModel):
 class AssembleStep(BaseModel):
     """Assemble a split export's file and end its task (``workflows.ASSEMBLE_ACTION``)."""
 
+    model_config = _DEFERRED
+
     action: Literal["fan_out_assemble"]
     task_id: str
     attempt: int
@@ -74,11 +85,15 @@ class AssembleStep(BaseModel):
 class StepError(BaseModel):
     """What a Catch put in ``$.error``: the error's name (and its cause, unread here)."""
 
+    model_config = _DEFERRED
+
     Error: str = ""
 
 
 class AbandonStep(BaseModel):
     """Clean up a split export that stopped or failed (``workflows.ABANDON_ACTION``)."""
+
+    model_config = _DEFERRED
 
     action: Literal["fan_out_abandon"]
     task_id: str
@@ -92,6 +107,8 @@ FanOutStep = Annotated[PartitionStep | AssembleStep | AbandonStep, Field(discrim
 class SqsBatch(BaseModel):
     """A batch of task messages from the SQS event source (its records are read by the batch
     processor)."""
+
+    model_config = _DEFERRED
 
     Records: list[dict[str, object]]
 
@@ -132,6 +149,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
     parsed = WorkerEvent.model_validate({"event": event}).event
     if not isinstance(parsed, SqsBatch):
         return fan_out_step(parsed, context)
+    # Imported at the first batch: the fan-out steps never load Powertools' batch utilities.
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
     # A processor per invocation: it holds the batch's state, which concurrent invocations in
     # one process (local mode) must not share.
     processor = BatchProcessor(event_type=EventType.SQS)

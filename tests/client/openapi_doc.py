@@ -20,7 +20,7 @@ from exports.config.env import Env
 from exports.config.names import Names
 from exports.config.settings import RegistrySettings
 from exports.export_types.registry import ExportTypeRegistry
-from exports.http.openapi import SHARED_REQUEST, SUBMIT_PATH
+from exports.http.openapi import SCHEDULE_REQUEST, SCHEDULES_PATH, SHARED_REQUEST, SUBMIT_PATH
 from local_stack.stack import DEMO_API_URL_ENV, DEMO_DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,15 +53,17 @@ def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]
 
 def shared_contract(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` without what depends on the deployment's export types: the per-type
-    components and the submit body's union and examples (the body is then the shared
-    ``ExportRequest``). Two deployments' documents differ in nothing else."""
+    components and the submit and schedule bodies' unions and examples (the bodies are then the
+    shared ``ExportRequest`` and ``ScheduleRequest``). Two deployments' documents differ in
+    nothing else."""
     shared = copy.deepcopy(document)
     schemas = shared["components"]["schemas"]
-    for name in [name for name in schemas if name.startswith(("ExportRequest.", "Filters."))]:
+    for name in [name for name in schemas if name.startswith(("ExportRequest.", "ScheduleRequest.", "Filters."))]:
         del schemas[name]
-    body = shared["paths"][SUBMIT_PATH]["post"]["requestBody"]
-    body.pop("description", None)
-    body["content"]["application/json"] = {"schema": {"$ref": f"#/components/schemas/{SHARED_REQUEST}"}}
+    for path, shared_name in ((SUBMIT_PATH, SHARED_REQUEST), (SCHEDULES_PATH, SCHEDULE_REQUEST)):
+        body = shared["paths"][path]["post"]["requestBody"]
+        body.pop("description", None)
+        body["content"]["application/json"] = {"schema": {"$ref": f"#/components/schemas/{shared_name}"}}
     return shared
 
 

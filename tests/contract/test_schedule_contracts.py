@@ -115,8 +115,16 @@ def test_a_user_lists_only_their_schedules_newest_first_a_page_at_a_time(store: 
     assert first.cursor is not None
     rest = store.list_for_user("alice", 2, first.cursor)
     assert [s.schedule_id for s in rest.schedules] == [schedule_n(1).schedule_id]
+    # The cursor is the page's last id: the schema states its shape, so any id of that shape is
+    # a position in the caller's own list (another user's, or a deleted schedule's), never a leak.
+    assert first.cursor == schedule_n(2).schedule_id
+    assert store.list_for_user("bob", 2, first.cursor).schedules == []
+    never_made = schedule_n(3).schedule_id[:-2] + "99"
+    assert [s.schedule_id for s in store.list_for_user("alice", 5, never_made).schedules] == [
+        schedule_n(n).schedule_id for n in (3, 2, 1)
+    ]
     with pytest.raises(InvalidRequest):
-        store.list_for_user("bob", 2, first.cursor)  # another user's cursor
+        store.list_for_user("alice", 2, "eyJwayI6ICJ4In0")  # not a schedule id
 
 
 def test_a_firing_is_claimed_once_its_holder_finishes_and_a_duplicate_sees_the_task(store: ScheduleStore) -> None:
@@ -186,7 +194,7 @@ def timer(moto: Resources) -> EventBridgeScheduleTimer:
 
 def test_the_timer_creates_updates_and_deletes_the_scheduler_schedule(timer: EventBridgeScheduleTimer) -> None:
     schedule = schedule_n(1)
-    timer.create(schedule)
+    timer.create(schedule, datetime.now(UTC))
     created = timer.describe(schedule.schedule_id)
     assert created["ScheduleExpression"] == "cron(0 8 ? * MON *)"
     assert created["ScheduleExpressionTimezone"] == "Europe/Berlin"
@@ -194,10 +202,10 @@ def test_the_timer_creates_updates_and_deletes_the_scheduler_schedule(timer: Eve
     assert json.loads(created["Target"]["Input"])["schedule_id"] == schedule.schedule_id
 
     every = schedule.model_copy(update={"cron": None, "every": Every(hours=6), "start_at": NOW})
-    timer.update(pause(every, PauseReason(code=PauseCode.TOO_MANY_FAILURES, message="m"), NOW))
+    timer.update(pause(every, PauseReason(code=PauseCode.TOO_MANY_FAILURES, message="m"), NOW), datetime.now(UTC))
     updated = timer.describe(schedule.schedule_id)
     assert updated["ScheduleExpression"] == "rate(6 hours)" and updated["State"] == "DISABLED"
-    assert updated["StartDate"] == NOW
+    assert "StartDate" not in updated  # paused: no window (given again when it resumes)
 
     timer.delete(schedule.schedule_id)
     timer.delete(schedule.schedule_id)  # gone already: fine
@@ -206,8 +214,57 @@ def test_the_timer_creates_updates_and_deletes_the_scheduler_schedule(timer: Eve
     assert missing.value.aws_code == "ResourceNotFoundException"
 
 
+@pytest.mark.parametrize(
+    ("changes", "state", "start", "end"),
+    [
+        # A start long past: no StartDate for a cron; an every's next firing in its phase.
+        ({"start_at": datetime(1110, 9, 13, tzinfo=UTC)}, "ENABLED", None, None),
+        (
+            {"cron": None, "every": Every(hours=6), "start_at": datetime(1110, 9, 13, 1, tzinfo=UTC)},
+            "ENABLED",
+            "next 6-hour step from 01:00",
+            None,
+        ),
+        # Ended, or an end not after the start: nothing ahead, kept disabled without dates.
+        ({"end_at": datetime(2000, 1, 1, tzinfo=UTC)}, "DISABLED", None, None),
+        (
+            {"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2100, 1, 1, tzinfo=UTC)},
+            "DISABLED",
+            None,
+            None,
+        ),
+        (
+            {"start_at": datetime(2100, 1, 1, tzinfo=UTC), "end_at": datetime(2101, 1, 1, tzinfo=UTC)},
+            "ENABLED",
+            "start",
+            "end",
+        ),
+    ],
+)
+def test_scheduler_takes_every_window_the_api_takes(
+    timer: EventBridgeScheduleTimer, changes: dict[str, Any], state: str, start: str | None, end: str | None
+) -> None:
+    """moto's Scheduler refuses what AWS's does (a StartDate more than 5 minutes ago, an EndDate
+    in the past or not after the StartDate): each of these was a 503 before."""
+    schedule = schedule_n(5, **changes)
+    now = datetime.now(UTC)
+
+    timer.create(schedule, now)
+
+    described = timer.describe(schedule.schedule_id)
+    assert described["State"] == state
+    if start == "start":
+        assert described["StartDate"] == schedule.start_at
+    elif start is not None:  # the rate's phase: 01:00, 07:00, 13:00, 19:00 UTC, the first after now
+        assert described["StartDate"] > now and described["StartDate"] - now <= timedelta(hours=6)
+        assert described["StartDate"].hour % 6 == 1 and described["StartDate"].minute == 0
+    else:
+        assert "StartDate" not in described
+    assert described.get("EndDate") == (schedule.end_at if end else None)
+
+
 def test_updating_a_missing_scheduler_schedule_creates_it(timer: EventBridgeScheduleTimer) -> None:
-    timer.update(schedule_n(2))
+    timer.update(schedule_n(2), datetime.now(UTC))
 
     assert timer.describe(schedule_n(2).schedule_id)["State"] == "ENABLED"
 
@@ -215,7 +272,7 @@ def test_updating_a_missing_scheduler_schedule_creates_it(timer: EventBridgeSche
 def test_the_timer_keeps_a_one_time_schedule_for_a_moved_firing(timer: EventBridgeScheduleTimer) -> None:
     schedule = schedule_n(3, cron="30 2 * * *")
     name = moved_firing_name(schedule.schedule_id)
-    timer.create(schedule)
+    timer.create(schedule, datetime.now(UTC))
     timer.set_moved_firing(schedule, None)  # none to delete yet: fine
 
     timer.set_moved_firing(schedule, datetime(2027, 3, 28, 1, tzinfo=UTC))

@@ -179,9 +179,8 @@ def test_the_documented_declaration_is_the_shipped_one(tmp_path: Path) -> None:
 
 
 def test_a_sigv4_source_signs_for_the_declared_or_the_deployments_region(tmp_path: Path) -> None:
-    declarations = load_declarations(
-        write(tmp_path, source=f'{GOOD_SOURCE}\nauth = {{ type = "sigv4", service = "execute-api" }}')
-    )
+    auth = '{ type = "sigv4", service = "execute-api", api_id = "a1b2c3d4e5", stage = "prod" }'
+    declarations = load_declarations(write(tmp_path, source=f"{GOOD_SOURCE}\nauth = {auth}"))
 
     def left_out(environ: dict[str, str]) -> dict[str, str]:
         return build_export_types(declarations, SourceReaders(client=ClientFactory(), environ=environ)).left_out

@@ -1,13 +1,14 @@
 """Declared HTTP types over a real service on 127.0.0.1: rows from each page's array typed by
 the declared columns, every pagination style, resuming from a page's cursor, the caller's
-tenant in the path, and a page that changes shape failing the export by the field's name."""
+tenant in the path, a page that changes shape failing the export by the field's name, and
+the cells in every format (PDF read back cell by cell)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from python_calamine import CalamineWorkbook
 
 from exports.domain.caller import Caller
 from exports.domain.errors import ExportFailed, SourceCode
-from exports.export_types.base import AnyExportType, CursorInvalid
+from exports.export_types.base import AnyExportType, ColumnKind, CursorInvalid
 from exports.writers import csv_writer, jsonl_writer, parquet_writer, xlsx_engine
+from local_stack.demo_api import json_bytes
 from tests.http_sources.conftest import Answer, Asked, Service, build_types
+from tests.postgres.test_type_corpus import pdf_cells, pdf_shown
 
 # Two tenants' people, as the service holds them: every JSON type a column reads.
 PEOPLE: dict[str, list[dict[str, Any]]] = {
@@ -396,3 +399,40 @@ def test_a_cursor_that_repeats_itself_fails_instead_of_looping(
     with pytest.raises(ExportFailed, match="gives its own cursor 'same' as the next one"):
         _rows(people, _filters(people))
     assert len(service.asked) == 2
+
+
+def _source_text(kind: ColumnKind, value: Any) -> str | None:
+    """A value of the service's JSON as text, as the PDF rules take a database's: a boolean as
+    PostgreSQL's t/f, a date-time with an offset in UTC, a JSON value as the service wrote it."""
+    if value is None:
+        return None
+    if kind is ColumnKind.BOOLEAN:
+        return "t" if value else "f"
+    if kind is ColumnKind.DATETIME:
+        moment = datetime.fromisoformat(value)
+        return str(moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment)
+    if kind is ColumnKind.JSON:
+        return json_bytes(value).decode("utf-8")
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def test_every_cell_the_service_sent_shows_in_the_pdf_as_the_rules_say(types: dict[str, AnyExportType]) -> None:
+    """Each column beside the id as a PDF, read back with pypdf (the PostgreSQL corpus's
+    reading), against the service's own values as a PDF shows them (docs/formats.md, PDF)."""
+    people = types["people"]
+    filters = _filters(people)
+    columns = people.columns(filters)
+    rows = _rows(people, filters)
+    source = PEOPLE["acme"]
+    mismatches = []
+    for position, column in enumerate(columns[1:], start=1):
+        read = pdf_cells(list(columns), [list(row) for row in rows], position)
+        assert len(read) == len(source)
+        for person, cell in zip(source, read, strict=True):
+            field = column.name if column.name != "city" else "address"
+            value = person[field]["city"] if column.name == "city" else person[field]
+            # Lines wrap at spaces: compared without white space.
+            expected = "".join(pdf_shown(column.kind, _source_text(column.kind, value)).split())
+            if "".join(cell.split()) != expected:
+                mismatches.append((column.name, person["id"], cell, expected))
+    assert mismatches == [], "\n".join(map(repr, mismatches))

@@ -72,8 +72,8 @@ def test_each_function_may_do_exactly_what_the_audit_trail_needs(dev):
     assert on_table == {
         "Api": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:GetItem"},
         "Audit": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
-        # A tenant's rows per day at a firing's submit.
-        "Schedule": {"dynamodb:GetItem"},
+        # A tenant's rows per day at a firing's submit; the pause a firing makes, appended.
+        "Schedule": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:GetItem"},
         # exports.toml's audit_log, an export of the caller's tenant's records.
         "Worker": {"dynamodb:Query"},
         "Lifecycle": set(),

@@ -87,8 +87,35 @@ WORKER_MODULES = (
     "exports/sources/dynamodb/export.py",
     "exports/sources/sql_export.py",
 )
-# Prints the top-level modules loaded by importing a handler the way Lambda does (from its folder).
-_PROBE = "import json, sys; sys.path.insert(0, sys.argv[1]); import handler; print(json.dumps(sorted(sys.modules)))"
+# Prints the modules loaded by importing a handler the way Lambda does (from its folder), then what
+# its invocations import where they use them (issue 50: a handler imports its services, adapters
+# and the API's routes on first use): every module the handler's source names, and every group of
+# the API's routes.
+_PROBE = """
+import ast, importlib, inspect, json, pathlib, sys
+folder = pathlib.Path(sys.argv[1])
+sys.path.insert(0, str(folder))
+import handler
+
+def first_use(source):
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            importlib.import_module(node.module)
+            for alias in node.names:  # a submodule imported by name (from exports.services import push)
+                try:
+                    importlib.import_module(node.module + "." + alias.name)
+                except ModuleNotFoundError:
+                    pass
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+
+first_use((folder / "handler.py").read_text())
+first_use(inspect.getsource(sys.modules[handler.lambda_handler.__module__]))
+if hasattr(handler, "load_every_route"):
+    handler.load_every_route()
+print(json.dumps(sorted(sys.modules)))
+"""
 
 
 def names(requirements):

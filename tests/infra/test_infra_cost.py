@@ -180,3 +180,21 @@ def test_the_published_estimate_is_the_scripts_output_for_todays_template():
 
     assert published == render(synthesized_template("prod"), "prod")
     assert "2 state machines" in published and "## The worker in a VPC" in published
+
+
+def test_snapstart_is_priced_for_the_functions_that_snapshot(prod):
+    from scripts.cost_estimate import SECONDS_PER_MONTH, SnapStartWork, snapstart_lines
+
+    facts = stack_facts(prod.template.to_json())
+    work = Workload()
+
+    cached, restores = snapstart_lines(facts, work, SnapStartWork(restored_share_of_requests=0.5))
+
+    # The API function and the WebSocket function, read from the template's SnapStart settings
+    assert sorted(facts.snap_start_memory_mb) == sorted([Sizing.API_MEMORY_MB, Sizing.PUSH_MEMORY_MB])
+    memory_gb = (Sizing.API_MEMORY_MB + Sizing.PUSH_MEMORY_MB) / 1024
+    assert cached.per_export == 0
+    assert cached.fixed == pytest.approx(memory_gb * SECONDS_PER_MONTH * Price.SNAPSTART_CACHE_GB_SECOND)
+    requests = 1 + work.status_polls + work.downloads
+    assert restores.per_export == pytest.approx(requests * 0.5 * memory_gb * Price.SNAPSTART_RESTORE_GB)
+    assert "## SnapStart" in render(prod.template.to_json(), "prod")

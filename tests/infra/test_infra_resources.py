@@ -86,9 +86,17 @@ def allowed_pairs(synth, service_function):
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
             # The conditioned grants: the worker's listing, under the results prefix only; handing
-            # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py).
-            # Assuming destinations' roles (their condition: test_the_api_assumes_only_other_accounts_roles_...).
-            conditioned = ("s3:ListBucket", "iam:PassRole", ["ses:SendEmail", "ses:SendRawEmail"], "sts:AssumeRole")
+            # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py);
+            # invoking a SigV4 source's function URL (test_infra_sources.py); assuming destinations'
+            # roles (its condition: test_the_api_assumes_only_other_accounts_roles_...).
+            conditioned = (
+                "s3:ListBucket",
+                "iam:PassRole",
+                ["ses:SendEmail", "ses:SendRawEmail"],
+                "lambda:InvokeFunctionUrl",
+                "lambda:InvokeFunction",
+                "sts:AssumeRole",
+            )
             assert "Condition" not in statement or statement["Action"] in conditioned, statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]

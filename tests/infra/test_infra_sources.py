@@ -213,3 +213,122 @@ def test_a_ca_bundle_outside_the_declarations_folder_is_refused(tmp_path: Path):
 def test_bad_context_is_refused_with_the_key(key: str, value: str, message: str):
     with pytest.raises(ValueError, match=message):
         StageSettings.from_context({key: value}.get)
+
+
+def all_statements(synthesized: Any) -> list[tuple[list[Any], dict[str, Any]]]:
+    """Every policy statement of the stack, with the roles its policy is attached to."""
+    found = []
+    for policy in synthesized.template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            found.append((policy["Properties"].get("Roles", []), statement))
+    return found
+
+
+INVOKE_ACTIONS = {"execute-api:Invoke", "lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
+
+
+def test_the_worker_invokes_the_sigv4_api_only_on_its_stage_method_and_types_paths(prod):
+    (statement,) = [s for s in worker_statements(prod) if "execute-api:Invoke" in str(s["Action"])]
+
+    assert statement["Action"] == "execute-api:Invoke"
+    assert "Condition" not in statement
+    # The base URL's path after the stage (/v2), then the type's path, its {tenant} any value.
+    assert prod.rendered(statement["Resource"]) == (
+        "arn:<AWS::Partition>:execute-api:eu-west-1:<AWS::AccountId>:a1b2c3d4e5/prod/GET/v2/tenants/*/contacts"
+    )
+
+
+def test_the_worker_invokes_the_sigv4_function_only_through_its_url_with_iam_auth(prod):
+    by_action = {s["Action"]: s for s in worker_statements(prod) if str(s["Action"]).startswith("lambda:Invoke")}
+
+    function = "arn:<AWS::Partition>:lambda:eu-central-1:210987654321:function:tenant-reports:live"
+    assert set(by_action) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
+    url = by_action["lambda:InvokeFunctionUrl"]
+    assert prod.rendered(url["Resource"]) == function
+    assert url["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
+    # Function URLs made since October 2025 also check InvokeFunction: only as called through the URL.
+    direct = by_action["lambda:InvokeFunction"]
+    assert prod.rendered(direct["Resource"]) == function
+    assert direct["Condition"] == {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}
+
+
+def test_no_other_role_and_no_wider_action_may_invoke_the_declared_services(prod, dev):
+    worker = prod.ref(prod.stack.functions.worker.role)
+    for roles, statement in all_statements(prod):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        assert not any(action.startswith(("execute-api:", "lambda:")) and "*" in action for action in actions)
+        if any("a1b2c3d4e5" in prod.rendered(arn) or "tenant-reports" in prod.rendered(arn) for arn in resources):
+            assert roles == [worker] and len(actions) == len(resources) == 1, statement
+            assert set(actions) <= INVOKE_ACTIONS
+    # The dev stack's declaration has no SigV4 source: nothing is granted for one.
+    granted = {str(statement["Action"]) for _, statement in all_statements(dev)}
+    assert not granted & {"execute-api:Invoke", "lambda:InvokeFunctionUrl"}
+
+
+def sigv4_source(tmp_path: Path, base_url: str, auth: str, path: str = "/people/{id}") -> DeclaredSources:
+    text = (
+        f'[sources.api]\nkind = "http"\n{base_url}\nauth = {{ type = "sigv4", {auth} }}\n'
+        f'[types.people]\ndescription = "x"\nsource = "api"\ncolumns = [{{ name = "id" }}]\n'
+        f'[types.people.http]\npath = "{path}"\n[types.people.parameters.id]\ntype = "string"\nrequired = true\n'
+    )
+    return DeclaredSources.load(StageSettings.from_context({"exports_config": write(tmp_path, text)}.get))
+
+
+@pytest.mark.parametrize(
+    ("base_url", "stage", "granted"),
+    [
+        # An HTTP API's default stage is not in the URL: the whole path is the resource's.
+        (
+            'base_url = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/api"',
+            "$default",
+            "$default/GET/api/people/*",
+        ),
+        ('base_url = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/live"', "live", "live/GET/people/*"),
+        # A custom domain's base path mapping is not declared: any prefix before the type's path.
+        ('base_url = "https://crm.example.com/v1"', "live", "live/GET*/people/*"),
+        ('base_url_env = "CRM_URL"\nhosts = ["crm.example.com"]', "live", "live/GET*/people/*"),
+    ],
+)
+def test_an_api_grant_is_as_narrow_as_the_base_url_says(tmp_path: Path, base_url, stage, granted):
+    sources = sigv4_source(tmp_path, base_url, f'service = "execute-api", api_id = "a1b2c3d4e5", stage = "{stage}"')
+
+    (grant,) = sources.invoke_grants()
+
+    assert (grant.actions, grant.resource, grant.resource_name, grant.region) == (
+        ("execute-api:Invoke",),
+        "a1b2c3d4e5",
+        granted,
+        None,
+    )
+
+
+API_URL = 'base_url = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"'
+FUNCTION_URL = 'base_url = "https://abcdef0123.lambda-url.eu-west-1.on.aws"'
+
+
+@pytest.mark.parametrize(
+    ("base_url", "auth", "message"),
+    [
+        (API_URL, 'service = "execute-api", stage = "prod"', r"auth\.api_id: is needed to sign for execute-api"),
+        (API_URL, 'service = "execute-api", api_id = "a1b2c3d4e5"', r"auth\.stage: is needed to sign for execute-api"),
+        (FUNCTION_URL, 'service = "lambda"', r"auth\.function_name: is needed to sign for lambda"),
+        (API_URL, 'service = "execute-api", api_id = "zzzzzzzzzz", stage = "prod"', r"auth\.api_id: is zzzzzzzzzz"),
+        (API_URL, 'service = "execute-api", api_id = "a1b2c3d4e5", stage = "beta"', r"auth\.stage: is beta but"),
+        (
+            API_URL,
+            'service = "execute-api", api_id = "a1b2c3d4e5", stage = "prod", region = "us-east-1"',
+            r"auth\.region: is us-east-1 but base_url's host is in eu-west-1",
+        ),
+        (API_URL, 'service = "lambda", function_name = "f"', r"auth\.service: is lambda but base_url is the other"),
+        (FUNCTION_URL, 'service = "lambda", function_name = "f", stage = "prod"', r"auth\.stage: is for execute-api"),
+        (
+            API_URL,
+            'service = "execute-api", api_id = "a1b2c3d4e5", stage = "prod", qualifier = "x"',
+            r"auth\.qualifier",
+        ),
+    ],
+)
+def test_a_sigv4_source_without_what_its_grant_needs_is_refused_at_load(tmp_path: Path, base_url, auth, message):
+    with pytest.raises(DeclarationError, match=rf"sources\.api: {message}"):
+        sigv4_source(tmp_path, base_url, auth)

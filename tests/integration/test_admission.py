@@ -363,7 +363,8 @@ def test_a_format_is_estimated_from_its_own_runs_not_another_formats(aws: Resour
     # Slow PDF runs: 100 rows/s, 10,000 rows a day.
     deps.throughput.record(throughput_key("orders", "pdf"), rows=100_000, seconds=1000.0, days=10)
     api.dependencies.cache_clear()
-    pdf_measured = submit({**BODY, "priority": 9, "format": "pdf"})  # in an empty lane
+    # In an empty lane, with a deadline its 200 s fit in (the source's slots have work queued).
+    pdf_measured = submit({**BODY, "priority": 9, "format": "pdf", "timeout_sec": 600})
 
     assert csv_estimate == 2  # 20,000 rows at 10,000 rows/s
     # No PDF run measured: the default, not the CSV's pace; behind the CSV's 2 s at 1 s a second.

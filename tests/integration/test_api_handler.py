@@ -201,12 +201,14 @@ def test_list_is_newest_first_paged_filtered_and_private(aws: Resources) -> None
     assert len(bobs["items"]) == 1
 
 
-def test_list_refuses_another_users_cursor_and_bad_parameters(aws: Resources) -> None:
+def test_another_users_cursor_lists_only_your_own_tasks_and_bad_parameters_are_refused(aws: Resources) -> None:
     for n in range(2):
         submit(day_range(n), user="bob")
     _, _, bob_page = call(http_event("GET", "/v1/exports", user="bob", query={"limit": "1"}))
 
     status, _, body = call(http_event("GET", "/v1/exports", query={"next_token": bob_page["next_token"]}))
+    assert (status, body["items"]) == (200, [])
+    status, _, body = call(http_event("GET", "/v1/exports", query={"next_token": "eyJ0YXNrX2lkIjogMX0"}))
     assert (status, body["error"]["field"]) == (422, "next_token")
     status, _, body = call(http_event("GET", "/v1/exports", query={"limit": "0"}))
     assert (status, body["error"]["field"]) == (422, "limit")

@@ -231,3 +231,34 @@ def test_a_tenant_with_its_schedules_creates_no_more_until_one_is_deleted(
     assert call("POST", "/v1/schedules", "dave", weekly)[0] == 201
     changes = [r["action"] for r in trail("dave") if r["action"].startswith("schedule.")]
     assert changes == ["schedule.created", "schedule.deleted", "schedule.created"]
+
+
+def test_a_schedule_the_service_pauses_is_a_change_by_system_with_its_reason(audit_aws: Resources) -> None:
+    from functions.schedule import handler as schedule_function
+
+    # Given acme's schedule whose export type is gone by its next firing
+    weekly = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
+    status, created = call("POST", "/v1/schedules", "alice", weekly)
+    assert status == 201, created
+    schedule_id = created["schedule_id"]
+    store = api.schedule_dependencies().schedules
+    stored = store.get(schedule_id)
+    assert stored is not None
+    store.replace(stored, stored.model_copy(update={"export_type": "retired_orders"}))
+
+    # When it fires, and the firing is delivered again
+    firing = {"schedule_id": schedule_id, "scheduled_time": f"{TODAY}T08:00:00Z", "execution_id": "x"}
+    outcomes = [schedule_function.lambda_handler(firing, FakeContext())["outcome"] for _ in range(2)]
+    assert outcomes == ["paused", "skipped"]
+
+    # Then acme's chain has its pause once, by system, with the reason, and still verifies
+    acme = trail("dave")
+    assert verify(acme).ok
+    pauses = [r for r in acme if r["subject"] == schedule_id and r["action"] == "schedule.changed"]
+    assert len(pauses) == 1
+    assert pauses[0]["actor"] == "system"
+    assert pauses[0]["detail"]["change"] == "paused"
+    assert pauses[0]["detail"]["reason"]["code"] == "EXPORT_TYPE_GONE"
+    assert pauses[0]["detail"]["state"] == "PAUSED"
+    # Another tenant's admin sees nothing of it
+    assert not any(record["subject"] == schedule_id for record in trail("erin"))

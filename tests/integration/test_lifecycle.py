@@ -476,11 +476,13 @@ def gated(running_aws: Resources, monkeypatch: pytest.MonkeyPatch) -> Any:
     from dataclasses import replace
     from functools import cache
 
+    from exports.api import app as api_app
     from functions.submit import handler as api
 
     api_deps = api.dependencies()
     registry = ExportTypeRegistry([*api_deps.registry, GatedExport()])
-    monkeypatch.setattr(api, "dependencies", cache(lambda: replace(api_deps, registry=registry)))
+    # The route modules call the API's composition through exports.api.app.
+    monkeypatch.setattr(api_app, "dependencies", cache(lambda: replace(api_deps, registry=registry)))
     GatedExport.started.clear()
     GatedExport.release.clear()
     return replace(worker.dependencies(), registry=registry)

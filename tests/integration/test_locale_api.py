@@ -85,3 +85,26 @@ def test_a_schedule_records_its_locale_and_dialect(shop: Resources) -> None:  # 
     answer = call("POST", "/v1/schedules", body)
     assert answer["http"] == 201, answer
     assert answer["locale"] == "ja" and answer["csv_dialect"]["encoding"] == "shift_jis"
+
+
+def test_a_schedules_locale_and_dialect_are_patched_and_checked_like_on_create(shop: Resources) -> None:  # noqa: F811
+    created = call("POST", "/v1/schedules", {**BODY, "cron": "0 8 * * 1", "csv_bom": True})
+    path = f"/v1/schedules/{created['schedule_id']}"
+
+    patched = call("PATCH", path, {"locale": "zh-cn", "csv_dialect": {"delimiter": ";", "decimal_separator": ","}})
+    assert patched["http"] == 200, patched
+    assert patched["locale"] == "zh-CN"
+    assert (patched["csv_dialect"]["delimiter"], patched["csv_dialect"]["decimal_separator"]) == (";", ",")
+
+    for change, field in (
+        ({"locale": "not a locale"}, "locale"),
+        ({"csv_dialect": {"delimiter": ":"}}, "csv_dialect.delimiter"),
+        ({"csv_dialect": {"encoding": "gb18030"}}, "csv_dialect.encoding"),  # the schedule has csv_bom
+    ):
+        refused = call("PATCH", path, change)
+        assert refused["http"] == 422 and refused["error"]["field"] == field, (change, refused)
+    unchanged = call("GET", path)
+    assert unchanged["locale"] == "zh-CN" and unchanged["csv_dialect"]["encoding"] == "utf-8"
+
+    back = call("PATCH", path, {"locale": None})
+    assert back["http"] == 200 and back["locale"] is None, back

@@ -232,6 +232,53 @@ def test_invalid_schedules_are_422_naming_the_field_and_nothing_is_stored(
     assert call("GET", "/v1/schedules")[2]["items"] == []
 
 
+@pytest.mark.parametrize(
+    ("window", "fires"),
+    [
+        ({"start_at": "1110-09-13T00:00:00Z"}, True),  # begun long ago: it fires from now on
+        ({"start_at": "2000-01-01T00:00:00Z", "end_at": "2000-01-01T00:00:00Z"}, False),  # empty
+        ({"end_at": "2001-01-01T00:00:00Z"}, False),  # ended
+        ({"start_at": "2999-01-01T00:00:00Z", "end_at": "2998-01-01T00:00:00Z"}, False),  # ends first
+    ],
+)
+def test_every_window_the_schema_allows_is_taken_and_fires_only_within_it(
+    aws: Resources, window: dict[str, str], fires: bool
+) -> None:
+    """Each was a 503 (Scheduler refused the dates) or a 422 no JSON Schema can state."""
+    status, _, body = call("POST", "/v1/schedules", {**WEEKLY, **window})
+
+    assert status == 201, body
+    assert bool(body["next_runs"]) is fires
+    described = boto3.client("scheduler", region_name=REGION).get_schedule(
+        Name=body["schedule_id"], GroupName=Names.SCHEDULE_GROUP
+    )
+    assert described["State"] == ("ENABLED" if fires else "DISABLED")
+    # Without its end it has firings ahead again, and Scheduler is enabled with them.
+    status, _, patched = call("PATCH", f"/v1/schedules/{body['schedule_id']}", {"end_at": None})
+    assert status == 200 and patched["next_runs"], patched
+    described = boto3.client("scheduler", region_name=REGION).get_schedule(
+        Name=body["schedule_id"], GroupName=Names.SCHEDULE_GROUP
+    )
+    assert described["State"] == "ENABLED"
+
+
+def test_a_schedule_that_is_no_feed_takes_a_null_watermark_and_refuses_a_value(aws: Resources) -> None:
+    schedule_id = call("POST", "/v1/schedules", WEEKLY)[2]["schedule_id"]
+
+    status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": None, "name": "Still weekly"})
+    assert status == 200 and body["name"] == "Still weekly", body
+    status, _, body = call("PATCH", f"/v1/schedules/{schedule_id}", {"watermark": "2026-01-01T00:00:00Z"})
+    assert status == 422 and body["error"]["field"] == "watermark", body
+
+
+@pytest.mark.parametrize("value", [0, 1.5, True])
+def test_an_instant_given_as_a_number_is_refused_naming_the_field(aws: Resources, value: Any) -> None:
+    status, _, body = call("POST", "/v1/schedules", {**WEEKLY, "start_at": value})
+
+    assert status == 422 and body["error"]["field"] == "start_at", body
+    assert call("GET", "/v1/schedules")[2]["items"] == []
+
+
 def end_run(task_id: str, ok: bool) -> None:
     """End the run as the worker would, then deliver its end as the workflow's Deliver step does."""
     deps = api.dependencies()
@@ -359,8 +406,9 @@ def test_a_schedule_keeps_only_the_claims_its_type_reads(aws: Resources) -> None
 
     stored = api.schedule_dependencies().schedules.get(created["schedule_id"])
     assert stored is not None
-    # The demo orders type of the test declaration binds no claim and has no access rule.
-    assert stored.caller.user_id == "alice" and stored.caller.claims == {}
+    # The demo orders type of the test declaration binds no claim and has no access rule; the
+    # tenant claim is kept for the audit trail (its runs and its pauses are its tenant's).
+    assert stored.caller.user_id == "alice" and stored.caller.claims == {"custom:tenant_id": "acme"}
 
 
 def test_an_interval_schedule_shows_its_one_unit_and_a_rate(aws: Resources) -> None:

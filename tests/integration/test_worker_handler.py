@@ -23,6 +23,7 @@ from exports.domain.errors import RetryableError
 from exports.domain.status import TaskStatus
 from exports.export_types.base import Column, ColumnKind, ExportType, Row, ignore_progress
 from exports.export_types.registry import ExportTypeRegistry
+from exports.services import deliveries
 from exports.services.deliveries import process_task
 from exports.services.endings import Outcome
 from functions.submit.handler import lambda_handler as api_handler
@@ -403,7 +404,8 @@ def test_the_handler_hands_the_invocations_remaining_time_to_each_delivery(
         seen.append(remaining_ms())
         return Outcome.SKIPPED
 
-    monkeypatch.setattr(worker, "process_delivery", process_delivery)
+    # The handler imports it where it uses it (at each record), so the service module's is replaced.
+    monkeypatch.setattr(deliveries, "process_delivery", process_delivery)
     submit(orders_request())
     run_worker(orders, receive(orders))
     assert seen == [FakeContext.get_remaining_time_in_millis()]

@@ -1,7 +1,9 @@
 """TLS to a MySQL source on a real MariaDB that accepts TLS only (``require_secure_transport``,
 as RDS with ``require_secure_transport = 1``): a secret's source verifies the server against the
 runtime's trust store by default, a declared CA bundle (the RDS bundle's place) against that
-file, and a certificate that cannot be verified fails the export for good."""
+file, and a certificate that cannot be verified fails the export for good. An RDS IAM token
+(boto3's, signed with moto's credentials) is the password over verified TLS; an authentication
+method the worker cannot answer fails for good saying what to do."""
 
 from __future__ import annotations
 
@@ -10,14 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from moto import mock_aws
 
 from exports.adapters import mysql_connections
-from exports.adapters.mysql_connections import connection_settings
+from exports.adapters.clients import ClientFactory
+from exports.adapters.mysql_connections import connection_settings, rds_token_maker
 from exports.adapters.mysql_source import MySqlReader
 from exports.domain.errors import ExportFailed, SourceCode
 from exports.export_types.base import Unbounded
 from exports.ports import SqlRead
-from exports.sources.mysql.model import MySqlSource
+from exports.sources.mysql.model import MySqlIamAuth, MySqlSource, SslMode
 from local_stack.embedded_mariadb import READER_PASSWORD, READER_USER, EmbeddedMariaDB
 from tests.tls import TestAuthority
 
@@ -133,3 +137,73 @@ def test_a_declared_bundle_that_is_missing_fails_for_good(server: EmbeddedMariaD
 
 def _none(_: Any) -> Any:
     raise AssertionError("not asked")
+
+
+IAM_USER = "iam_exporter"
+
+
+def iam_reader(server: EmbeddedMariaDB, make_token: Any) -> MySqlReader:
+    """A reader of a source with RDS IAM authentication (TLS by default, VERIFY_IDENTITY)."""
+    source = MySqlSource(
+        kind="mysql",
+        iam_auth=MySqlIamAuth(host="127.0.0.1", port=server.port, user=IAM_USER, database="mysql", region="eu-west-1"),
+    )
+    return MySqlReader("db", connection_settings("db", source, {}, _none, make_token, Path(".")))
+
+
+def test_an_rds_iam_token_is_the_password_and_goes_only_over_verified_tls(
+    server: EmbeddedMariaDB, authority: TestAuthority, monkeypatch: Any
+) -> None:
+    """RDS checks the token with its own plugin (mysql_clear_password, no MariaDB here has it):
+    this MariaDB user's password is a real token boto3 signed with moto's credentials, so what is
+    tested is the path the token takes: made by the worker's maker for the declared host, port,
+    user and region, sent as the password, over TLS verified against the trust store."""
+    made: list[str] = []
+
+    def make_token(auth: Any) -> str:
+        with mock_aws():
+            made.append(rds_token_maker(ClientFactory())(auth))
+        return made[0]  # the one the user was created with (a new one each second otherwise)
+
+    make_token(MySqlIamAuth(host="127.0.0.1", port=server.port, user=IAM_USER, database="mysql", region="eu-west-1"))
+    (token,) = made
+    server.admin(
+        f"DROP USER IF EXISTS '{IAM_USER}'@'%'",
+        f"CREATE USER '{IAM_USER}'@'%' IDENTIFIED BY '{token}' REQUIRE SSL",
+        f"GRANT SELECT ON mysql.* TO '{IAM_USER}'@'%'",
+    )
+    runtime_trusts(monkeypatch, authority.ca_file)
+
+    assert token.startswith(f"127.0.0.1:{server.port}/?Action=connect&DBUser={IAM_USER}&")
+    assert "%2Feu-west-1%2Frds-db%2Faws4_request" in token and "&X-Amz-Signature=" in token
+    assert cipher(iam_reader(server, make_token)) != ""
+    assert len(made) == 2  # asked again at the connection, never cached across connections
+    other = TestAuthority.create(Path(authority.ca_file).parent / "other", name="another CA")
+    runtime_trusts(monkeypatch, other.ca_file)
+    with pytest.raises(ExportFailed) as raised:
+        cipher(iam_reader(server, make_token))
+    assert raised.value.code == SourceCode.TLS_UNVERIFIED and token not in raised.value.message
+
+
+def test_an_authentication_method_the_worker_cannot_answer_fails_for_good_saying_what_to_do(
+    server: EmbeddedMariaDB, authority: TestAuthority, monkeypatch: Any
+) -> None:
+    """MySQL 8's caching_sha2_password without TLS needs cryptography, which the worker does not
+    ship; MariaDB's ed25519 needs pynacl the same way: PyMySQL raises the same error for both."""
+    if "ed25519" not in server.admin("SHOW PLUGINS"):
+        server.admin("INSTALL SONAME 'auth_ed25519'")
+    server.admin(
+        "DROP USER IF EXISTS 'edwards'@'%'",
+        "CREATE USER 'edwards'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('secret-pass')",
+        "GRANT SELECT ON mysql.* TO 'edwards'@'%'",
+    )
+    runtime_trusts(monkeypatch, authority.ca_file)
+    source = MySqlSource(kind="mysql", url_env="DB_URL", ssl_mode=SslMode.VERIFY_IDENTITY, ssl_ca="system")
+    url = f"mysql://edwards:secret-pass@127.0.0.1:{server.port}/mysql"
+    edwards = MySqlReader("db", connection_settings("db", source, {"DB_URL": url}, _none, _none, Path(".")))
+
+    with pytest.raises(ExportFailed) as raised:
+        cipher(edwards)
+
+    assert raised.value.code == SourceCode.AUTH_FAILED
+    assert "pynacl" in raised.value.message and "secret-pass" not in raised.value.message

@@ -1,7 +1,7 @@
 """The MySQL type corpus: every MySQL type with the edge values the issue names (DECIMAL(65),
 BIGINT UNSIGNED, TINYINT(1) and BOOLEAN, DATETIME and TIMESTAMP, negative and long TIME, YEAR, BIT,
 ENUM, SET, JSON, binary strings, zero dates, utf8mb4 emoji, NULLs), exported in CSV, csv.gz, XLSX
-(both writers), JSON Lines and Parquet and compared cell by cell with the server's values read by
+(both writers), JSON Lines, Parquet and PDF and compared cell by cell with the server's values read by
 an independent path: the ``mariadb`` client's batch output (``--binary-as-hex``, in a UTC
 session), which the project never uses, through the rules of docs/export-your-own-data.md
 ("MySQL values") and of each format (the PostgreSQL corpus's expectations, imported)."""
@@ -20,6 +20,7 @@ import pytest
 from exports.export_types.base import ColumnKind, ExportType
 from exports.writers import jsonl_writer, parquet_writer
 from exports.writers.gzip_stream import GzipStream
+from exports.writers.pdf.layout import ELLIPSIS
 from local_stack.embedded_mariadb import EmbeddedMariaDB
 from tests.mysql.conftest import declared_types, run_as_root
 from tests.postgres.test_type_corpus import (
@@ -28,6 +29,8 @@ from tests.postgres.test_type_corpus import (
     export_rows,
     jsonl_cell,
     parquet_cell,
+    pdf_cells,
+    pdf_shown,
     read_back,
     write,
 )
@@ -265,4 +268,26 @@ def test_every_value_of_every_type_reads_back_from_parquet(
         for position, (got, want) in enumerate(zip(row, want_row, strict=True))
         if got != want
     ]
+    assert mismatches == [], "\n".join(map(repr, mismatches))
+
+
+def test_every_value_of_every_type_shows_in_the_pdf_as_the_rules_say(
+    mariadb: EmbeddedMariaDB, corpus: tuple[ExportType, list[str]]
+) -> None:
+    """Each column written beside the id as a PDF, read back with pypdf (the PostgreSQL corpus's
+    reading), against the client's text as a PDF shows it (docs/formats.md, PDF)."""
+    export_type, names = corpus
+    columns, rows = export_rows(export_type)
+    kinds = [column.kind for column in columns]
+    database = [by_rules(kinds, texts) for texts in client_text(mariadb, names)]
+    mismatches = []
+    for position in range(1, len(columns)):
+        read = pdf_cells(columns, rows, position)
+        assert len(read) == len(database) == len(ROWS)
+        for texts, cell in zip(database, read, strict=True):
+            # Lines wrap at spaces: compared without white space; a cut cell ends with an ellipsis.
+            expected = "".join(pdf_shown(kinds[position], texts[position]).split())
+            got = "".join(cell.split())
+            if got != expected and not (got.endswith(ELLIPSIS) and expected.startswith(got[:-1])):
+                mismatches.append((names[position], texts[0], got, expected))
     assert mismatches == [], "\n".join(map(repr, mismatches))

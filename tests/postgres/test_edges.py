@@ -217,7 +217,6 @@ def test_an_instant_whose_local_time_passes_year_9999_exports_or_parquet_says_wh
     assert any("outside years 1 to 9999" in getattr(record, "detail", "") for record in caplog.records)
 
 
-@pytest.mark.xfail(strict=True, reason="not built yet: Parquet types every date-time column as a UTC instant")
 def test_a_timestamp_without_zone_is_a_local_time_in_parquet(deps: Any, aws: Resources) -> None:
     table = pq.read_table(pa.BufferReader(export(deps, aws, "instants", ExportFormat.PARQUET)))
 

@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -353,11 +354,14 @@ PDF_SHOWN = {
 
 def pdf_shown(kind: ColumnKind, text: str | None) -> str:
     """What a PDF cell shows for the database's text of a value (docs/formats.md, PDF): what an
-    XLSX cell of the column displays; text as PostgreSQL writes it, less control characters."""
+    XLSX cell of the column displays; text as the database writes it, less control characters
+    (category Cc: a zero-width joiner, which holds an emoji family together, is drawn)."""
     if text is None:
         return ""
     rule = PDF_SHOWN.get(kind)
-    return rule(text) if rule else "".join(char for char in text if char.isprintable() or char in "\t\n")
+    return (
+        rule(text) if rule else "".join(char for char in text if unicodedata.category(char) != "Cc" or char in "\t\n")
+    )
 
 
 def pdf_cells(columns: list[Column], rows: list[Row], position: int) -> list[str]:
@@ -371,13 +375,15 @@ def pdf_cells(columns: list[Column], rows: list[Row], position: int) -> list[str
     # Where the value column starts: the id column is as wide as its header and ids need.
     id_width = layout.character_widths(pair[:1], [[str(row[0])] for row in rows])[0]
     value_left = MARGIN + id_width * layout.CHARACTER + 2 * layout.PAD_X
+    ids = [str(row[0]) for row in rows]
     cells: list[str] = []
     for page in reader(body).pages:
         lines = page_lines(page)[:-2]  # above the page number
-        header = next(number for number, line in enumerate(lines) if line.text.startswith("id "))
+        header = next(number for number, line in enumerate(lines) if line.text.startswith(f"{columns[0].name} "))
         for line in lines[header + 1 :]:
             first, _, rest = line.text.partition(" ")
-            if line.x < value_left and first.isdigit():  # a row starts in the id column
+            # A row starts in the id column with the next row's id.
+            if line.x < value_left and len(cells) < len(ids) and first == ids[len(cells)]:
                 cells.append(rest)
             else:
                 cells[-1] += line.text

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from exports.api import app as api_app
 from exports.domain.ids import new_task_id
 from exports.domain.task import ExportFormat, fail, new_task
 from exports.ports import WebhookResponse
@@ -38,7 +39,8 @@ def resolving(module_aws: Resources, monkeypatch: pytest.MonkeyPatch) -> Iterato
         patched = replace(real, resolve=resolver)
         dependencies = lambda: patched  # noqa: E731
         dependencies.cache_clear = lambda: None  # type: ignore[attr-defined]
-        monkeypatch.setattr(api, "dependencies", dependencies)
+        # The route modules call the API's composition through exports.api.app.
+        monkeypatch.setattr(api_app, "dependencies", dependencies)
 
     yield use
 

@@ -15,6 +15,7 @@ from exports.config.settings import WorkerSettings
 from exports.domain.admission import lane_for
 from exports.domain.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.domain.events import LifecycleEvent
+from exports.domain.ids import is_task_id
 from exports.domain.status import TaskStatus
 from exports.domain.task import ExportFormat, Task, claim
 from exports.export_types.base import Column, ColumnKind, Cursor, ExportType, Page, Row, RunControl
@@ -115,11 +116,9 @@ class FakeTasks:
     def list_for_user(
         self, user_id: str, limit: int, status: TaskStatus | None, cursor: str | None, schedule_id: str | None = None
     ) -> TaskPage:
-        after = None
-        if cursor is not None:
-            owner, _, after = cursor.partition("/")
-            if owner != user_id or not after:
-                raise InvalidRequest("next_token is not valid", field="next_token")
+        after = cursor
+        if cursor is not None and not is_task_id(cursor):
+            raise InvalidRequest("next_token is not valid", field="next_token")
         tasks = sorted(
             (
                 task
@@ -134,7 +133,7 @@ class FakeTasks:
         )
         page = tasks[:limit]
         more = len(tasks) > limit
-        return TaskPage(tasks=page, cursor=f"{user_id}/{page[-1].task_id}" if more else None)
+        return TaskPage(tasks=page, cursor=page[-1].task_id if more else None)
 
     def _current(self, before: Task) -> Task:
         current = self.tasks.get(before.task_id)

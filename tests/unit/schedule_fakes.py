@@ -3,6 +3,7 @@ them to the adapters' behaviour)."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ from datetime import datetime
 
 from exports.adapters.dynamodb_schedules import FIRING_LEASE
 from exports.domain.errors import ConditionFailed, InvalidRequest
-from exports.schedules.model import Schedule
+from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
 from exports.schedules.ports import FiringClaim, ScheduleLimitReached, SchedulePage
 
 
@@ -45,19 +46,16 @@ class FakeScheduleStore:
         return self.schedules.get(schedule_id)
 
     def list_for_user(self, user_id: str, limit: int, cursor: str | None) -> SchedulePage:
-        after = None
-        if cursor is not None:
-            owner, _, after = cursor.partition("/")
-            if owner != user_id or not after:
-                raise InvalidRequest("next_token is not valid", field="next_token")
+        if cursor is not None and not re.fullmatch(SCHEDULE_ID_PATTERN, cursor):
+            raise InvalidRequest("next_token is not valid", field="next_token")
         mine = sorted(
-            (s for s in self.schedules.values() if s.user_id == user_id and (after is None or s.schedule_id < after)),
+            (s for s in self.schedules.values() if s.user_id == user_id and (cursor is None or s.schedule_id < cursor)),
             key=lambda s: s.schedule_id,
             reverse=True,
         )
         page = mine[:limit]
         more = len(mine) > limit
-        return SchedulePage(page, f"{user_id}/{page[-1].schedule_id}" if more and page else None)
+        return SchedulePage(page, page[-1].schedule_id if more and page else None)
 
     def replace(self, before: Schedule, after: Schedule) -> Schedule:
         with self._lock:
@@ -108,11 +106,11 @@ class FakeTimer:
     deferred: dict[tuple[str, datetime], datetime] = field(default_factory=dict)
     fail: bool = False
 
-    def create(self, schedule: Schedule) -> None:
+    def create(self, schedule: Schedule, now: datetime) -> None:
         self._check()
         self.schedules[schedule.schedule_id] = schedule
 
-    def update(self, schedule: Schedule) -> None:
+    def update(self, schedule: Schedule, now: datetime) -> None:
         self._check()
         self.schedules[schedule.schedule_id] = schedule
 

@@ -1,5 +1,6 @@
 """The pure admission rules: dedup keys, lanes, token buckets, throughput and estimates."""
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -91,6 +92,33 @@ def test_runs_of_one_size_scale_with_rows() -> None:
     measured = Throughput(rows_per_sec=200, task_sec=6, rows_per_task=1000)  # statistics of old
     assert measured.run_sec(1000) == 6
     assert measured.run_sec(4000) == 24
+
+
+def test_small_runs_whose_time_does_not_grow_with_rows_estimate_their_mean_run() -> None:
+    # A burst of one-day exports: most days empty, the others ~180 rows, every run 0.3-1.7 s
+    # whatever its rows (the start-up is the run). A streak of empty runs must not make the next
+    # 131-row export look a hundred times longer than any run was (it was not begun for that).
+    rng = random.Random(0)
+    measured = None
+    worst = 0.0
+    for _ in range(600):
+        rows = 0 if rng.random() < 0.7 else rng.randint(150, 210)
+        measured = updated_throughput(measured, rows=rows, seconds=rng.uniform(0.3, 1.7), smoothing=0.1, days=1)
+        worst = max(worst, measured.run_sec(131))
+    assert worst < 2 * 1.7
+
+
+def test_runs_of_different_sizes_that_took_no_longer_for_their_rows_estimate_the_mean_run() -> None:
+    measured = None
+    for rows, seconds in [(0, 1.0), (200, 0.8), (0, 1.2), (180, 0.9)]:
+        measured = updated_throughput(measured, rows=rows, seconds=seconds, smoothing=0.5)
+    assert measured is not None
+    assert measured.run_sec(5_000) == measured.task_sec
+
+
+def test_empty_runs_measure_no_rows_cost_so_estimate_their_mean_run() -> None:
+    measured = Throughput(rows_per_sec=0, task_sec=0.8, rows_per_task=0, rows_squared=0, rows_times_sec=0)
+    assert measured.run_sec(131) == 0.8
 
 
 def test_a_tasks_size_comes_from_its_type_then_its_date_range_then_the_mean() -> None:

@@ -137,14 +137,17 @@ def simulate(
     warm_tasks: int = 0,
     seed: int = 7,
     cold: bool = False,
+    slowdown: tuple[float, float] = (0.0, 1.0),
 ) -> _Outcome:
     """``clients`` submit one export each within ``burst_sec`` (after an earlier burst of
     ``warm_tasks``), each estimated at ``estimated_sec`` and really taking ``real_sec`` (+-20 %),
     to a lane of ``workers``; a refused client tries again after Retry-After plus up to as much
     again (the SDK's jitter), until ``give_up_sec``. ``cold``: ``estimated_sec`` is the defaults'
     guess, until the first run ends and its type's speed is measured (then ``real_sec``; the
-    drain learns only from measured estimates, as the worker's). The pools are the fake of the
-    DynamoDB adapter; the clock is the simulation's."""
+    drain learns only from measured estimates, as the worker's). ``slowdown``: (seconds into the
+    burst, factor): from then on every run takes that factor longer (other work took the cores),
+    which no estimate made before it can have seen. The pools are the fake of the DynamoDB
+    adapter; the clock is the simulation's."""
     measured: float | None = None if cold else estimated_sec
     rng = random.Random(seed)
     pools = FakeCapacityPools(Admission.DRAIN_SMOOTHING)
@@ -192,7 +195,8 @@ def simulate(
                 continue
             pools.start("lane", task.work, EPOCH + timedelta(seconds=now), task.work if task.measured else None)
             free -= 1
-            ends = now + real_sec * (0.8 + 0.4 * rng.random())
+            pace = slowdown[1] if now - start >= slowdown[0] else 1.0
+            ends = now + real_sec * pace * (0.8 + 0.4 * rng.random())
             push(ends, "done")
             if task.created >= start:
                 outcome.record(task, ends, start)
@@ -232,6 +236,16 @@ def test_a_burst_of_600_with_30_s_deadlines_is_refused_in_time_never_timed_out(
     # The lane stays busy: two workers at 0.3 s finish 200 in 30 s; retries keep them fed.
     assert result.completed_by[30.0] >= 0.85 * 30 * 2 / real_sec
     assert _close(result.estimate_errors) >= 0.9
+
+
+def test_workers_slowed_down_mid_burst_still_begin_every_task_they_accepted() -> None:
+    # Ten seconds into a measured burst the runs take 1.5x longer (the cores are shared with
+    # something else): the tasks admitted just before waited at the old pace's estimate, and
+    # the deadline's margin is what lets them still start in time.
+    result = simulate(600, 30, 0.3, 0.3, warm_tasks=20, slowdown=(10.0, 1.5))
+
+    assert result.late == 0 and result.not_begun == 0
+    assert result.refusals_without_retry_after == 0
 
 
 def test_a_burst_of_2000_with_the_default_deadline_finishes_what_it_accepts() -> None:

@@ -23,11 +23,14 @@ ALL_FUNCTIONS = ["submit", "lifecycle", "callback", "worker", "push", "stream", 
 
 
 @functools.cache
-def cold_import(function: str) -> tuple[frozenset[str], list[str]]:
+def cold_import(function: str, *first_use: str) -> tuple[frozenset[str], list[str]]:
     """The modules loaded and the AWS clients built by importing ``function``'s handler in a fresh
-    interpreter (once per function: each check below reads the same import)."""
+    interpreter (once per function: each check below reads the same import), then the modules
+    ``first_use`` that its first invocation imports (the handlers import them where they use them,
+    tests/unit/test_handler_imports.py)."""
+    also = "".join(f"import {module}; " for module in first_use)
     code = (
-        f"import json, sys; import functions.{function}.handler; loaded = sorted(sys.modules); "
+        f"import json, sys; import functions.{function}.handler; {also}loaded = sorted(sys.modules); "
         "from exports.adapters.clients import aws_client; print(json.dumps([loaded, aws_client.services()]))"
     )
     environment = {"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PATH": ""}
@@ -108,7 +111,7 @@ def test_no_handler_imports_a_format_library_or_builds_a_client_at_import(functi
 
 
 def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_registry():
-    loaded, _ = cold_import("lifecycle")
+    loaded, _ = cold_import("lifecycle", "exports.services.lifecycle", "exports.workflows", "exports.composition")
 
     # The dependency bags name them in annotations only (exports.services.dependencies).
     assert "exports.services.dependencies" in loaded
@@ -118,7 +121,7 @@ def test_the_lifecycle_function_imports_neither_the_schedules_nor_the_type_regis
 
 @pytest.mark.parametrize("function", ["lifecycle", "callback"])
 def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
-    loaded, _ = cold_import(function)
+    loaded, _ = cold_import(function, "exports.composition")
 
     # The composition root imports a function's adapters where it builds them (exports.composition).
     assert "exports.composition" in loaded
@@ -134,7 +137,7 @@ def test_the_workflow_functions_import_no_adapter_they_do_not_build(function):
 
 
 def test_the_worker_imports_the_fan_out_steps_on_first_use():
-    loaded, _ = cold_import("worker")
+    loaded, _ = cold_import("worker", "exports.services.deliveries", "exports.composition")
 
     # The steps of a split export load with the first step; every SQS batch plans (fan_out.plan).
     assert "exports.fan_out.plan" in loaded
@@ -149,7 +152,7 @@ def test_cron_evaluation_is_imported_on_first_use(function):
 
 
 def test_the_api_function_imports_the_declared_types_builder_on_first_use():
-    loaded, _ = cold_import("submit")
+    loaded, _ = cold_import("submit", "exports.api.routes.exports", "exports.composition")
 
     assert "exports.composition" in loaded
     assert "exports.declared.build" not in loaded
@@ -197,24 +200,27 @@ def _medians(worker_packaged: float, load: float) -> dict[str, float]:
     return medians
 
 
-def test_the_cold_start_report_divides_by_bare_boto3(capsys):
-    met = report(_medians(worker_packaged=0.32, load=0.5), rounds=3)
+def test_the_cold_start_report_divides_by_the_stack_floor(capsys):
+    # Given medians where the floor (the third of STACK_FLOORS) took 0.35 s and the worker 0.49 s
+    met = report(_medians(worker_packaged=0.49, load=0.5), rounds=3)
 
     out = capsys.readouterr().out
-    assert "| worker | 0.320 | 0.200 | 1.60x | <= 1.50x |" in out
+    assert "| worker | 0.490 | 1.40x | <= 1.25x | 0.200 | 2.45x |" in out
     assert "| submit | 0.300 | 1.50x | 0.100 | 0.50x | 2.00x |" in out
     assert "| one Session per client | 0.400 | 2.00x |" in out
-    assert "worst: 1.60x import boto3 (goal <= 1.50x): MISSED" in out
+    assert f"worst: 1.40x the stack's floor (goal <= 1.25x, load up to 0.50 on {CORES} cores): MISSED" in out
     assert f"| {next(iter(STACK_FLOORS))} | 0.250 | 1.25x |" in out
     assert not met
 
 
-@pytest.mark.parametrize(("load", "verdict"), [(0.5, "MET"), (CORES + 1.0, f"not a result (load {CORES + 1.0:.2f})")])
-def test_the_cold_start_goal_is_met_by_the_worst_packaged_import_at_a_load_within_the_cores(capsys, load, verdict):
-    met = report(_medians(worker_packaged=0.3, load=load), rounds=3)
+@pytest.mark.parametrize("load", [0.5, CORES + 1.0])
+def test_the_cold_start_goal_is_the_worst_ratio_to_the_floor_of_the_same_run_at_any_load(capsys, load):
+    met = report(_medians(worker_packaged=0.42, load=load), rounds=3)
 
-    assert f"worst: 1.50x import boto3 (goal <= 1.50x): {verdict}" in capsys.readouterr().out
-    assert met is (verdict == "MET")
+    assert f"worst: 1.20x the stack's floor (goal <= 1.25x, load up to {load:.2f} on {CORES} cores): MET" in (
+        capsys.readouterr().out
+    )
+    assert met
 
 
 def test_counted_samples_run_at_once_less_an_empty_statement_of_the_same_package(monkeypatch, capsys):
@@ -237,5 +243,5 @@ def test_counted_samples_run_at_once_less_an_empty_statement_of_the_same_package
     assert {key for key in counts if key.startswith("floor.")} == {f"floor.{floor}" for floor in STACK_FLOORS}
     assert not any(key.startswith("empty.") for key in counts)
     worst = report_packaged({key: value * 1e6 for key, value in counts.items()}, "counted", "M instructions")
-    assert worst == 1500.0 / 700.0
-    assert "| worker | 1500 | 700 | 2.14x | <= 1.50x |" in capsys.readouterr().out
+    assert worst == 1500.0 / 1400.0  # the floors cost 1500 less the empty statement's 100
+    assert "| worker | 1500 | 1.07x | <= 1.25x | 700 | 2.14x |" in capsys.readouterr().out

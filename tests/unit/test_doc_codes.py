@@ -31,6 +31,9 @@ NOT_OURS = {
     # The message attributes of EventBridge Scheduler's dead letters.
     "ERROR_CODE",
     "ERROR_MESSAGE",
+    # MySQL's sql_mode flags (docs/mysql-8-and-aurora.md).
+    "NO_ZERO_DATE",
+    "NO_ZERO_IN_DATE",
 }
 _QUOTED_NAME = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
 

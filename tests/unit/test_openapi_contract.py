@@ -134,18 +134,21 @@ def test_the_submit_body_is_one_schema_per_type_open_to_every_caller(document: d
 
 
 def test_every_example_is_valid_for_its_schema_and_every_type_has_one(document: dict[str, Any]) -> None:
-    media = document["paths"]["/v1/exports"]["post"]["requestBody"]["content"]["application/json"]
+    bodies = {"/v1/exports": "ExportRequest", "/v1/schedules": "ScheduleRequest"}
+    media = {path: document["paths"][path]["post"]["requestBody"]["content"]["application/json"] for path in bodies}
     examples = list(examples_in(document))
 
-    assert set(media["examples"]) == set(media["schema"]["discriminator"]["mapping"])
-    assert len(examples) == len(media["examples"])
+    for body in media.values():
+        assert set(body["examples"]) == set(body["schema"]["discriminator"]["mapping"])
+    assert len(examples) == sum(len(body["examples"]) for body in media.values())
     for where, schema_path, value in examples:
         errors = list(validator(document, schema_path).iter_errors(value))
         assert not errors, (where, [error.message for error in errors])
-        if where.startswith("POST /v1/exports "):  # and it is its own type's: the name is the type's
-            assert where.endswith(f" {value['export_type']}")
-            branch = validator(document, f"/components/schemas/ExportRequest.{value['export_type']}")
-            assert not list(branch.iter_errors(value)), where
+        for path, shared in bodies.items():
+            if where.startswith(f"POST {path} "):  # and it is its own type's: the name is the type's
+                assert where.endswith(f" {value['export_type']}")
+                branch = validator(document, f"/components/schemas/{shared}.{value['export_type']}")
+                assert not list(branch.iter_errors(value)), where
 
 
 def test_a_plugin_types_definitions_move_into_the_components(tmp_path: Path) -> None:

@@ -167,3 +167,28 @@ def test_a_zoned_instant_whose_wall_time_leaves_years_1_to_9999_is_refused_namin
         check_local_years(tokyo, late)
     with pytest.raises(ParquetValueInvalid):
         check_local_years(pa.field("at", pa.timestamp("us", tz="America/New_York")), early)
+
+
+def test_a_wall_time_column_is_a_timestamp_without_zone_on_both_paths() -> None:
+    """A ``timestamp`` without zone is a local date and time: typed ``timestamp(us)`` with no
+    zone, read back as the same naive value, whether the rows come as Python values (the rows
+    path) or as Arrow arrays (a PostgreSQL query through ADBC)."""
+    from exports.writers.parquet_arrow import write_parquet_batches
+
+    columns = [
+        Column("local", "Local", ColumnKind.DATETIME, wall_time=True),
+        Column("at", "At", ColumnKind.DATETIME),
+    ]
+    local, at = datetime(2025, 3, 1, 12, 30, 5), datetime(2025, 3, 1, 11, 30, 5)
+    rows_file, arrow_file = io.BytesIO(), io.BytesIO()
+    write_parquet_stream(columns, [(local, at)], rows_file)
+    batch = pa.record_batch(
+        [pa.array([local], pa.timestamp("us")), pa.array([at], pa.timestamp("us"))], ["local", "at"]
+    )
+    write_parquet_batches(columns, [batch], arrow_file)
+
+    for written in (rows_file, arrow_file):
+        table = pq.read_table(io.BytesIO(written.getvalue()))
+        assert table.schema.field("local").type == pa.timestamp("us")
+        assert table.schema.field("at").type == pa.timestamp("us", tz="UTC")
+        assert table.to_pylist() == [{"local": local, "at": at.replace(tzinfo=UTC)}]

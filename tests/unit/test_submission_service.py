@@ -342,8 +342,8 @@ def test_an_export_that_the_queue_ahead_would_make_late_is_refused_with_its_esti
     # 6 s ahead at 0.01 a second: 600 s to wait, then its own 2 s.
     assert (error.estimate.estimated_start_sec, error.estimate.estimated_completion_sec) == (600, 602)
     assert error.estimate.timeout_sec == 60
-    # It fits once at most 0.01 x (0.7 x 60 - 2) = 0.4 s is queued: after 560 s.
-    assert error.retry_after == 560
+    # It fits once at most 0.01 x (0.6 x 60 - 2) = 0.34 s is queued: after 566 s.
+    assert error.retry_after == 566
     assert w.capacity.queued[lane_pool("normal")] == queued_before[lane_pool("normal")]  # nothing reserved
     assert len([t for t in w.tasks.tasks.values() if t.timeout_sec == 60 and t.priority == 5]) == 0
     assert alone.estimated_completion_sec == 2  # the high lane has its own workers, and nothing queued

@@ -160,12 +160,16 @@ def test_parquet_keeps_utc_instants_and_names_the_zone_in_the_column_type() -> N
 
     assert str(table.schema.field("at").type) == "timestamp[us, tz=Europe/Berlin]"
     assert str(table.schema.field("seen").type) == "timestamp[us, tz=Europe/Berlin]"
-    assert str(table.schema.field("wall").type) == "timestamp[us, tz=UTC]"
+    # A wall time (a timestamp without zone) is no instant: no zone, in any export's zone.
+    assert str(table.schema.field("wall").type) == "timestamp[us]"
+    assert table.column("wall").to_pylist()[0] == WALL
     at = table.column("at").to_pylist()
     assert at == [berlin(moment) for moment, _ in BERLIN]
     assert at[1].isoformat() == "2026-03-29T03:00:00+02:00"
     utc = pq.read_table(io.BytesIO(export(ExportFormat.PARQUET, UTC_ZONE)))
     assert table.column("at").cast("int64") == utc.column("at").cast("int64")  # the same instants
+    assert str(utc.schema.field("wall").type) == "timestamp[us]"
+    assert str(utc.schema.field("at").type) == "timestamp[us, tz=UTC]"
 
 
 def test_pdf_shows_the_zones_time_with_its_offset_and_names_the_zone() -> None:

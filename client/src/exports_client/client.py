@@ -405,11 +405,14 @@ class ExportsClient:
         end_at: datetime | str | _Unset | None = UNSET,
         state: ScheduleState | str | _Unset = UNSET,
         when_empty: str | _Unset = UNSET,
+        locale: str | _Unset | None = UNSET,
+        csv_dialect: Mapping[str, str] | _Unset = UNSET,
         watermark: datetime | str | _Unset | None = UNSET,
     ) -> ScheduleView:
         """Change what is given (``PATCH``; ``None`` sends ``null``, e.g. ``end_at=None``: no end);
         validated like a create. ``state="PAUSED"`` pauses, ``"ACTIVE"`` resumes. ``watermark``
-        moves a feed's next start (``None``: back to its beginning)."""
+        moves a feed's next start (``None``: back to its beginning); ``locale=None`` goes back to
+        the type's default; ``csv_dialect`` replaces the whole dialect."""
         changes: dict[str, Any] = {
             "name": name,
             "cron": cron,
@@ -421,6 +424,8 @@ class ExportsClient:
             "end_at": end_at if isinstance(end_at, _Unset) else _moment(end_at),
             "state": state,
             "when_empty": when_empty,
+            "locale": locale,
+            "csv_dialect": csv_dialect if isinstance(csv_dialect, _Unset) else dict(csv_dialect),
             "watermark": watermark if isinstance(watermark, _Unset) else _moment(watermark),
         }
         body = {key: value for key, value in changes.items() if not isinstance(value, _Unset)}

@@ -185,7 +185,9 @@ class EveryMinutes(_Result):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    minutes: int = Field(ge=1, le=1_000_000)
+    # The service's document states its default shortest interval (15 minutes) as the minimum; a
+    # deployment may allow less, so only 1 is checked here.
+    minutes: int = Field(ge=1, le=1_000_000, json_schema_extra={"minimum": 15})
 
 
 class EveryHours(_Result):

@@ -5,6 +5,7 @@
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
 import { errorText, taskMatches, whoText } from "./facts.js";
+import { fillFileOptions, readFileOptions } from "./file-options.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
@@ -106,6 +107,7 @@ class Session {
         format: byId<HTMLSelectElement>("format").value as "csv",
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+        ...(readFileOptions(byId<HTMLFieldSetElement>("file-options")) as Record<string, never>),
       });
       error.textContent = "";
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);
@@ -282,6 +284,7 @@ function signOut(): void {
 }
 
 function main(): void {
+  fillFileOptions(byId<HTMLFieldSetElement>("file-options"), "");
   byId<HTMLFormElement>("sign-in-form").addEventListener("submit", (event) => void signIn(event));
   byId("sign-out").addEventListener("click", signOut);
   byId("export-type").addEventListener("change", () => session?.showType());

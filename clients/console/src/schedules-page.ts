@@ -13,6 +13,7 @@ import {
 } from "@exports/client";
 
 import { cronPreview } from "./cron-preview.js";
+import { fillFileOptions, readFileOptions } from "./file-options.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
@@ -63,6 +64,7 @@ export class SchedulesView {
     const template = byId<HTMLTemplateElement>("schedule-form-template");
     byId("new-schedule").append(template.content.cloneNode(true));
     const form = byId<HTMLFormElement>("schedule-form");
+    fillFileOptions(byId<HTMLFieldSetElement>("schedule-file-options"), "schedule-");
     const select = byId<HTMLSelectElement>("schedule-type");
     select.replaceChildren(
       ...this.types.map((type) => Object.assign(document.createElement("option"), { value: type.name, textContent: type.name })),
@@ -187,6 +189,7 @@ export class SchedulesView {
     if (byId<HTMLInputElement>("schedule-skip-empty").checked) request.when_empty = "skip";
     const callbackUrl = byId<HTMLInputElement>("schedule-callback-url").value.trim();
     if (callbackUrl) request.callback_url = callbackUrl;
+    Object.assign(request, readFileOptions(byId<HTMLFieldSetElement>("schedule-file-options")));
     return request;
   }
 

@@ -139,6 +139,32 @@ describe("the export console", () => {
     await close();
   });
 
+  test("language and CSV dialect: a German file with semicolons and decimal commas", async () => {
+    const { page, close } = await openConsole();
+    await signIn(page, "alice");
+    await page.getByLabel("Export type").selectOption("orders");
+    await page.getByLabel("Format").selectOption("csv");
+    await page.getByLabel("Language of the headers").selectOption("de");
+    await page.getByLabel("CSV delimiter").selectOption(";");
+    await page.getByLabel("CSV decimal separator").selectOption(",");
+    const [posted] = await Promise.all([
+      page.waitForRequest((request) => request.method() === "POST" && new URL(request.url()).pathname === "/v1/exports"),
+      submitForm(page, () => page.getByRole("button", { name: "Export", exact: true }).click()),
+    ]);
+    const body = posted.postDataJSON() as { locale?: string; csv_dialect?: Record<string, string> };
+    // Only what differs from the defaults is sent.
+    assert.equal(body.locale, "de");
+    assert.deepEqual(body.csv_dialect, { delimiter: ";", decimal_separator: "," });
+    const taskId = ((await (await posted.response())!.json()) as { task_id: string }).task_id;
+    await barReaches100(page, taskId);
+    const row = page.locator(`[data-task-id="${taskId}"]`);
+    const [download] = await Promise.all([page.waitForEvent("download"), row.getByRole("link", { name: /Download/ }).click()]);
+    const [header, first] = (await readFile((await download.path())!, "utf-8")).trim().split(/\r?\n/);
+    assert.ok(header!.split(";").length > 5, `semicolons between the fields: ${header}`);
+    assert.ok(first!.split(";").some((cell) => /^-?\d+,\d+$/.test(cell)), `a number with a decimal comma: ${first}`);
+    await close();
+  });
+
   test("keyboard only: sign in, choose a type by typing, Tab to Export, submit", async () => {
     const { page, close } = await openConsole();
     await page.keyboard.press("Tab");

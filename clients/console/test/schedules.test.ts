@@ -33,9 +33,17 @@ describe("the schedules page (local stack)", () => {
     // Distinct each run: the name tells this test's schedule from earlier ones.
     const name = `Weekly orders ${Date.now()}`;
     await fillForm(page, { type: "orders", name, window: "previous_week", cron: "0 8 * * 1", zone: "Europe/Berlin", format: "csv" });
+    // Headers in Japanese where the type has them, tab-separated (an encoding such as Shift_JIS
+    // would fail the run on the demo rows' characters it cannot hold: CSV_UNENCODABLE).
+    await page.locator("#schedule-locale").selectOption("ja");
+    await page.locator("#schedule-csv-delimiter").selectOption("\t");
     const { status, sent, body } = await submitSchedule(page);
     assert.equal(status, 201, JSON.stringify(body));
     assert.deepEqual(sent["filters"], { date_from: "previous_week" });
+    assert.equal(sent["locale"], "ja");
+    assert.deepEqual(sent["csv_dialect"], { delimiter: "\t" });
+    assert.equal(body["locale"], "ja");
+    assert.equal((body["csv_dialect"] as { delimiter: string }).delimiter, "\t");
     const scheduleId = String(body["schedule_id"]);
     const nextRuns = body["next_runs"] as { utc: string; local: string }[];
     assert.equal(nextRuns.length, 5);

@@ -852,7 +852,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.customers
@@ -929,7 +929,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.customers_api
@@ -1006,7 +1006,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.generated_orders
@@ -1083,7 +1083,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.order_changes
@@ -1160,7 +1160,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.orders
@@ -1237,7 +1237,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.orders_dynamodb
@@ -1314,7 +1314,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportRequest.sales_report
@@ -1391,7 +1391,7 @@ export interface components {
              * @example Asia/Kathmandu
              * @example Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
         };
         /**
          * ExportTypeList
@@ -1736,6 +1736,8 @@ export interface components {
         SchedulePatch: {
             /** Cron */
             cron?: string | null;
+            /** @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8. */
+            csv_dialect?: components["schemas"]["CsvDialect"] | null;
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1744,6 +1746,15 @@ export interface components {
             filters?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default. `null`: back to the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
             /** Name */
             name?: string | null;
             /** Recipients */
@@ -1753,7 +1764,7 @@ export interface components {
             /** @description `PAUSED` pauses (`PAUSED_BY_USER`); `ACTIVE` resumes and clears the failures. */
             state?: components["schemas"]["ScheduleState"] | null;
             /** Timezone */
-            timezone?: string | null;
+            timezone?: components["schemas"]["TimeZone"] | null;
             /**
              * Watermark
              * @description A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the type's floor or the schedule's creation. A run in flight then no longer moves it.
@@ -1853,13 +1864,696 @@ export interface components {
              * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
              * @default Etc/UTC
              */
-            timezone?: string;
+            timezone?: components["schemas"]["TimeZone"];
             /**
              * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
              * @default send
              */
             when_empty?: components["schemas"]["WhenEmpty"];
-        };
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.customers
+         * @description Customers who signed up in a date range, optionally in some countries.
+         */
+        "ScheduleRequest.customers": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "customers";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.customers"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.customers_api
+         * @description The demo customers, read page by page from the demo customer service's JSON API.
+         */
+        "ScheduleRequest.customers_api": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "customers_api";
+            /** @description Filters of the export type. */
+            filters?: components["schemas"]["Filters.customers_api"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.generated_orders
+         * @description As many generated orders as asked (up to 10,000,000), the same every time: for trying large exports and their split into partitions.
+         */
+        "ScheduleRequest.generated_orders": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "generated_orders";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.generated_orders"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.order_changes
+         * @description Orders created or changed in a span of time, by when they last changed: a feed's type.
+         */
+        "ScheduleRequest.order_changes": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "order_changes";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.order_changes"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.orders
+         * @description Orders placed in a date range, one row per order.
+         */
+        "ScheduleRequest.orders": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "orders";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.orders"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.orders_dynamodb
+         * @description The demo orders from the DynamoDB orders table: one key-condition query per day on its day index.
+         */
+        "ScheduleRequest.orders_dynamodb": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "orders_dynamodb";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.orders_dynamodb"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
+        /**
+         * ScheduleRequest.sales_report
+         * @description Totals per day and order status over a date range, in one currency.
+         */
+        "ScheduleRequest.sales_report": {
+            /**
+             * Callback Url
+             * @description Called when the task ends (see the docs).
+             */
+            callback_url?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /**
+             * Csv Bom
+             * @description Start CSV files with a UTF-8 BOM (for Excel).
+             * @default false
+             */
+            csv_bom?: boolean;
+            /**
+             * @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8.
+             * @default {
+             *       "decimal_separator": ".",
+             *       "delimiter": ",",
+             *       "encoding": "utf-8",
+             *       "line_ending": "crlf",
+             *       "unencodable": "fail"
+             *     }
+             */
+            csv_dialect?: components["schemas"]["CsvDialect"];
+            /**
+             * Csv Formula Guard
+             * @description CSV and csv.gz only. True (default): a text value starting with =, +, -, @, a tab or a carriage return is written with a leading apostrophe, so a spreadsheet shows it as text instead of running it as a formula (OWASP CSV injection). False: every value is written exactly as it is (e.g. phone numbers such as +86 722 1590); only for files that no spreadsheet will open, or whose text you trust. XLSX never changes text.
+             * @default true
+             */
+            csv_formula_guard?: boolean;
+            /** End At */
+            end_at?: string | null;
+            /** Every */
+            every?: (components["schemas"]["EveryMinutes"] | components["schemas"]["EveryHours"] | components["schemas"]["EveryDays"]) | null;
+            /**
+             * @description The export type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            export_type: "sales_report";
+            /** @description Filters of the export type. */
+            filters: components["schemas"]["Filters.sales_report"];
+            /**
+             * @description File format.
+             * @default csv
+             */
+            format?: components["schemas"]["ExportFormat"];
+            /**
+             * Locale
+             * @description The language of the column headers and the PDF heading in CSV, XLSX and PDF: a locale tag: a language, then optionally a script and a region, such as en, de, zh-CN or ja. A header without a label for it falls back to a shorter tag (zh-Hant-TW, zh-Hant, zh), then to the type's default. JSON Lines and Parquet keep the column names. None: the type's default.
+             * @example en
+             * @example de
+             * @example zh-CN
+             * @example ja
+             */
+            locale?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Priority
+             * @description 1 is the highest, 10 the lowest.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * Recipients
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             */
+            recipients?: string[];
+            /** Start At */
+            start_at?: string | null;
+            /**
+             * Timeout Sec
+             * @description The task times out this long after submission.
+             * @default 300
+             */
+            timeout_sec?: number;
+            /**
+             * Timezone
+             * @description An IANA time zone (e.g. `Europe/Berlin`); also the files' zone.
+             * @default Etc/UTC
+             */
+            timezone?: components["schemas"]["TimeZone"];
+            /**
+             * @description `send`: a run of 0 rows is sent as any other; `skip`: it is recorded, keeps no file and mails no one, and its webhook says `empty` and `skipped`.
+             * @default send
+             */
+            when_empty?: components["schemas"]["WhenEmpty"];
+        } & ({
+            cron: string;
+        } | {
+            every: Record<string, never>;
+        });
         /**
          * ScheduleState
          * @description A schedule fires while ACTIVE; PAUSED keeps it without firing (the user's, or its own).
@@ -2198,6 +2892,11 @@ export interface components {
              */
             timezone?: string;
         };
+        /**
+         * @description An IANA time zone name of the tz database, spelled exactly (case matters).
+         * @enum {string}
+         */
+        TimeZone: "Africa/Abidjan" | "Africa/Accra" | "Africa/Addis_Ababa" | "Africa/Algiers" | "Africa/Asmara" | "Africa/Asmera" | "Africa/Bamako" | "Africa/Bangui" | "Africa/Banjul" | "Africa/Bissau" | "Africa/Blantyre" | "Africa/Brazzaville" | "Africa/Bujumbura" | "Africa/Cairo" | "Africa/Casablanca" | "Africa/Ceuta" | "Africa/Conakry" | "Africa/Dakar" | "Africa/Dar_es_Salaam" | "Africa/Djibouti" | "Africa/Douala" | "Africa/El_Aaiun" | "Africa/Freetown" | "Africa/Gaborone" | "Africa/Harare" | "Africa/Johannesburg" | "Africa/Juba" | "Africa/Kampala" | "Africa/Khartoum" | "Africa/Kigali" | "Africa/Kinshasa" | "Africa/Lagos" | "Africa/Libreville" | "Africa/Lome" | "Africa/Luanda" | "Africa/Lubumbashi" | "Africa/Lusaka" | "Africa/Malabo" | "Africa/Maputo" | "Africa/Maseru" | "Africa/Mbabane" | "Africa/Mogadishu" | "Africa/Monrovia" | "Africa/Nairobi" | "Africa/Ndjamena" | "Africa/Niamey" | "Africa/Nouakchott" | "Africa/Ouagadougou" | "Africa/Porto-Novo" | "Africa/Sao_Tome" | "Africa/Timbuktu" | "Africa/Tripoli" | "Africa/Tunis" | "Africa/Windhoek" | "America/Adak" | "America/Anchorage" | "America/Anguilla" | "America/Antigua" | "America/Araguaina" | "America/Argentina/Buenos_Aires" | "America/Argentina/Catamarca" | "America/Argentina/ComodRivadavia" | "America/Argentina/Cordoba" | "America/Argentina/Jujuy" | "America/Argentina/La_Rioja" | "America/Argentina/Mendoza" | "America/Argentina/Rio_Gallegos" | "America/Argentina/Salta" | "America/Argentina/San_Juan" | "America/Argentina/San_Luis" | "America/Argentina/Tucuman" | "America/Argentina/Ushuaia" | "America/Aruba" | "America/Asuncion" | "America/Atikokan" | "America/Atka" | "America/Bahia" | "America/Bahia_Banderas" | "America/Barbados" | "America/Belem" | "America/Belize" | "America/Blanc-Sablon" | "America/Boa_Vista" | "America/Bogota" | "America/Boise" | "America/Buenos_Aires" | "America/Cambridge_Bay" | "America/Campo_Grande" | "America/Cancun" | "America/Caracas" | "America/Catamarca" | "America/Cayenne" | "America/Cayman" | "America/Chicago" | "America/Chihuahua" | "America/Ciudad_Juarez" | "America/Coral_Harbour" | "America/Cordoba" | "America/Costa_Rica" | "America/Coyhaique" | "America/Creston" | "America/Cuiaba" | "America/Curacao" | "America/Danmarkshavn" | "America/Dawson" | "America/Dawson_Creek" | "America/Denver" | "America/Detroit" | "America/Dominica" | "America/Edmonton" | "America/Eirunepe" | "America/El_Salvador" | "America/Ensenada" | "America/Fort_Nelson" | "America/Fort_Wayne" | "America/Fortaleza" | "America/Glace_Bay" | "America/Godthab" | "America/Goose_Bay" | "America/Grand_Turk" | "America/Grenada" | "America/Guadeloupe" | "America/Guatemala" | "America/Guayaquil" | "America/Guyana" | "America/Halifax" | "America/Havana" | "America/Hermosillo" | "America/Indiana/Indianapolis" | "America/Indiana/Knox" | "America/Indiana/Marengo" | "America/Indiana/Petersburg" | "America/Indiana/Tell_City" | "America/Indiana/Vevay" | "America/Indiana/Vincennes" | "America/Indiana/Winamac" | "America/Indianapolis" | "America/Inuvik" | "America/Iqaluit" | "America/Jamaica" | "America/Jujuy" | "America/Juneau" | "America/Kentucky/Louisville" | "America/Kentucky/Monticello" | "America/Knox_IN" | "America/Kralendijk" | "America/La_Paz" | "America/Lima" | "America/Los_Angeles" | "America/Louisville" | "America/Lower_Princes" | "America/Maceio" | "America/Managua" | "America/Manaus" | "America/Marigot" | "America/Martinique" | "America/Matamoros" | "America/Mazatlan" | "America/Mendoza" | "America/Menominee" | "America/Merida" | "America/Metlakatla" | "America/Mexico_City" | "America/Miquelon" | "America/Moncton" | "America/Monterrey" | "America/Montevideo" | "America/Montreal" | "America/Montserrat" | "America/Nassau" | "America/New_York" | "America/Nipigon" | "America/Nome" | "America/Noronha" | "America/North_Dakota/Beulah" | "America/North_Dakota/Center" | "America/North_Dakota/New_Salem" | "America/Nuuk" | "America/Ojinaga" | "America/Panama" | "America/Pangnirtung" | "America/Paramaribo" | "America/Phoenix" | "America/Port-au-Prince" | "America/Port_of_Spain" | "America/Porto_Acre" | "America/Porto_Velho" | "America/Puerto_Rico" | "America/Punta_Arenas" | "America/Rainy_River" | "America/Rankin_Inlet" | "America/Recife" | "America/Regina" | "America/Resolute" | "America/Rio_Branco" | "America/Rosario" | "America/Santa_Isabel" | "America/Santarem" | "America/Santiago" | "America/Santo_Domingo" | "America/Sao_Paulo" | "America/Scoresbysund" | "America/Shiprock" | "America/Sitka" | "America/St_Barthelemy" | "America/St_Johns" | "America/St_Kitts" | "America/St_Lucia" | "America/St_Thomas" | "America/St_Vincent" | "America/Swift_Current" | "America/Tegucigalpa" | "America/Thule" | "America/Thunder_Bay" | "America/Tijuana" | "America/Toronto" | "America/Tortola" | "America/Vancouver" | "America/Virgin" | "America/Whitehorse" | "America/Winnipeg" | "America/Yakutat" | "America/Yellowknife" | "Antarctica/Casey" | "Antarctica/Davis" | "Antarctica/DumontDUrville" | "Antarctica/Macquarie" | "Antarctica/Mawson" | "Antarctica/McMurdo" | "Antarctica/Palmer" | "Antarctica/Rothera" | "Antarctica/South_Pole" | "Antarctica/Syowa" | "Antarctica/Troll" | "Antarctica/Vostok" | "Arctic/Longyearbyen" | "Asia/Aden" | "Asia/Almaty" | "Asia/Amman" | "Asia/Anadyr" | "Asia/Aqtau" | "Asia/Aqtobe" | "Asia/Ashgabat" | "Asia/Ashkhabad" | "Asia/Atyrau" | "Asia/Baghdad" | "Asia/Bahrain" | "Asia/Baku" | "Asia/Bangkok" | "Asia/Barnaul" | "Asia/Beirut" | "Asia/Bishkek" | "Asia/Brunei" | "Asia/Calcutta" | "Asia/Chita" | "Asia/Choibalsan" | "Asia/Chongqing" | "Asia/Chungking" | "Asia/Colombo" | "Asia/Dacca" | "Asia/Damascus" | "Asia/Dhaka" | "Asia/Dili" | "Asia/Dubai" | "Asia/Dushanbe" | "Asia/Famagusta" | "Asia/Gaza" | "Asia/Harbin" | "Asia/Hebron" | "Asia/Ho_Chi_Minh" | "Asia/Hong_Kong" | "Asia/Hovd" | "Asia/Irkutsk" | "Asia/Istanbul" | "Asia/Jakarta" | "Asia/Jayapura" | "Asia/Jerusalem" | "Asia/Kabul" | "Asia/Kamchatka" | "Asia/Karachi" | "Asia/Kashgar" | "Asia/Kathmandu" | "Asia/Katmandu" | "Asia/Khandyga" | "Asia/Kolkata" | "Asia/Krasnoyarsk" | "Asia/Kuala_Lumpur" | "Asia/Kuching" | "Asia/Kuwait" | "Asia/Macao" | "Asia/Macau" | "Asia/Magadan" | "Asia/Makassar" | "Asia/Manila" | "Asia/Muscat" | "Asia/Nicosia" | "Asia/Novokuznetsk" | "Asia/Novosibirsk" | "Asia/Omsk" | "Asia/Oral" | "Asia/Phnom_Penh" | "Asia/Pontianak" | "Asia/Pyongyang" | "Asia/Qatar" | "Asia/Qostanay" | "Asia/Qyzylorda" | "Asia/Rangoon" | "Asia/Riyadh" | "Asia/Saigon" | "Asia/Sakhalin" | "Asia/Samarkand" | "Asia/Seoul" | "Asia/Shanghai" | "Asia/Singapore" | "Asia/Srednekolymsk" | "Asia/Taipei" | "Asia/Tashkent" | "Asia/Tbilisi" | "Asia/Tehran" | "Asia/Tel_Aviv" | "Asia/Thimbu" | "Asia/Thimphu" | "Asia/Tokyo" | "Asia/Tomsk" | "Asia/Ujung_Pandang" | "Asia/Ulaanbaatar" | "Asia/Ulan_Bator" | "Asia/Urumqi" | "Asia/Ust-Nera" | "Asia/Vientiane" | "Asia/Vladivostok" | "Asia/Yakutsk" | "Asia/Yangon" | "Asia/Yekaterinburg" | "Asia/Yerevan" | "Atlantic/Azores" | "Atlantic/Bermuda" | "Atlantic/Canary" | "Atlantic/Cape_Verde" | "Atlantic/Faeroe" | "Atlantic/Faroe" | "Atlantic/Jan_Mayen" | "Atlantic/Madeira" | "Atlantic/Reykjavik" | "Atlantic/South_Georgia" | "Atlantic/St_Helena" | "Atlantic/Stanley" | "Australia/ACT" | "Australia/Adelaide" | "Australia/Brisbane" | "Australia/Broken_Hill" | "Australia/Canberra" | "Australia/Currie" | "Australia/Darwin" | "Australia/Eucla" | "Australia/Hobart" | "Australia/LHI" | "Australia/Lindeman" | "Australia/Lord_Howe" | "Australia/Melbourne" | "Australia/NSW" | "Australia/North" | "Australia/Perth" | "Australia/Queensland" | "Australia/South" | "Australia/Sydney" | "Australia/Tasmania" | "Australia/Victoria" | "Australia/West" | "Australia/Yancowinna" | "Brazil/Acre" | "Brazil/DeNoronha" | "Brazil/East" | "Brazil/West" | "CET" | "CST6CDT" | "Canada/Atlantic" | "Canada/Central" | "Canada/Eastern" | "Canada/Mountain" | "Canada/Newfoundland" | "Canada/Pacific" | "Canada/Saskatchewan" | "Canada/Yukon" | "Chile/Continental" | "Chile/EasterIsland" | "Cuba" | "EET" | "EST" | "EST5EDT" | "Egypt" | "Eire" | "Etc/GMT" | "Etc/GMT+0" | "Etc/GMT+1" | "Etc/GMT+10" | "Etc/GMT+11" | "Etc/GMT+12" | "Etc/GMT+2" | "Etc/GMT+3" | "Etc/GMT+4" | "Etc/GMT+5" | "Etc/GMT+6" | "Etc/GMT+7" | "Etc/GMT+8" | "Etc/GMT+9" | "Etc/GMT-0" | "Etc/GMT-1" | "Etc/GMT-10" | "Etc/GMT-11" | "Etc/GMT-12" | "Etc/GMT-13" | "Etc/GMT-14" | "Etc/GMT-2" | "Etc/GMT-3" | "Etc/GMT-4" | "Etc/GMT-5" | "Etc/GMT-6" | "Etc/GMT-7" | "Etc/GMT-8" | "Etc/GMT-9" | "Etc/GMT0" | "Etc/Greenwich" | "Etc/UCT" | "Etc/UTC" | "Etc/Universal" | "Etc/Zulu" | "Europe/Amsterdam" | "Europe/Andorra" | "Europe/Astrakhan" | "Europe/Athens" | "Europe/Belfast" | "Europe/Belgrade" | "Europe/Berlin" | "Europe/Bratislava" | "Europe/Brussels" | "Europe/Bucharest" | "Europe/Budapest" | "Europe/Busingen" | "Europe/Chisinau" | "Europe/Copenhagen" | "Europe/Dublin" | "Europe/Gibraltar" | "Europe/Guernsey" | "Europe/Helsinki" | "Europe/Isle_of_Man" | "Europe/Istanbul" | "Europe/Jersey" | "Europe/Kaliningrad" | "Europe/Kiev" | "Europe/Kirov" | "Europe/Kyiv" | "Europe/Lisbon" | "Europe/Ljubljana" | "Europe/London" | "Europe/Luxembourg" | "Europe/Madrid" | "Europe/Malta" | "Europe/Mariehamn" | "Europe/Minsk" | "Europe/Monaco" | "Europe/Moscow" | "Europe/Nicosia" | "Europe/Oslo" | "Europe/Paris" | "Europe/Podgorica" | "Europe/Prague" | "Europe/Riga" | "Europe/Rome" | "Europe/Samara" | "Europe/San_Marino" | "Europe/Sarajevo" | "Europe/Saratov" | "Europe/Simferopol" | "Europe/Skopje" | "Europe/Sofia" | "Europe/Stockholm" | "Europe/Tallinn" | "Europe/Tirane" | "Europe/Tiraspol" | "Europe/Ulyanovsk" | "Europe/Uzhgorod" | "Europe/Vaduz" | "Europe/Vatican" | "Europe/Vienna" | "Europe/Vilnius" | "Europe/Volgograd" | "Europe/Warsaw" | "Europe/Zagreb" | "Europe/Zaporozhye" | "Europe/Zurich" | "GB" | "GB-Eire" | "GMT" | "GMT+0" | "GMT-0" | "GMT0" | "Greenwich" | "HST" | "Hongkong" | "Iceland" | "Indian/Antananarivo" | "Indian/Chagos" | "Indian/Christmas" | "Indian/Cocos" | "Indian/Comoro" | "Indian/Kerguelen" | "Indian/Mahe" | "Indian/Maldives" | "Indian/Mauritius" | "Indian/Mayotte" | "Indian/Reunion" | "Iran" | "Israel" | "Jamaica" | "Japan" | "Kwajalein" | "Libya" | "MET" | "MST" | "MST7MDT" | "Mexico/BajaNorte" | "Mexico/BajaSur" | "Mexico/General" | "NZ" | "NZ-CHAT" | "Navajo" | "PRC" | "PST8PDT" | "Pacific/Apia" | "Pacific/Auckland" | "Pacific/Bougainville" | "Pacific/Chatham" | "Pacific/Chuuk" | "Pacific/Easter" | "Pacific/Efate" | "Pacific/Enderbury" | "Pacific/Fakaofo" | "Pacific/Fiji" | "Pacific/Funafuti" | "Pacific/Galapagos" | "Pacific/Gambier" | "Pacific/Guadalcanal" | "Pacific/Guam" | "Pacific/Honolulu" | "Pacific/Johnston" | "Pacific/Kanton" | "Pacific/Kiritimati" | "Pacific/Kosrae" | "Pacific/Kwajalein" | "Pacific/Majuro" | "Pacific/Marquesas" | "Pacific/Midway" | "Pacific/Nauru" | "Pacific/Niue" | "Pacific/Norfolk" | "Pacific/Noumea" | "Pacific/Pago_Pago" | "Pacific/Palau" | "Pacific/Pitcairn" | "Pacific/Pohnpei" | "Pacific/Ponape" | "Pacific/Port_Moresby" | "Pacific/Rarotonga" | "Pacific/Saipan" | "Pacific/Samoa" | "Pacific/Tahiti" | "Pacific/Tarawa" | "Pacific/Tongatapu" | "Pacific/Truk" | "Pacific/Wake" | "Pacific/Wallis" | "Pacific/Yap" | "Poland" | "Portugal" | "ROC" | "ROK" | "Singapore" | "Turkey" | "UCT" | "US/Alaska" | "US/Aleutian" | "US/Arizona" | "US/Central" | "US/East-Indiana" | "US/Eastern" | "US/Hawaii" | "US/Indiana-Starke" | "US/Michigan" | "US/Mountain" | "US/Pacific" | "US/Samoa" | "UTC" | "Universal" | "W-SU" | "WET" | "Zulu";
         /**
          * UsageDay
          * @description The tenant's usage on one day: exports ended, rows and bytes of their files, and worker
@@ -3103,6 +3802,7 @@ export interface operations {
                 limit?: number;
                 /** @description In any case. */
                 status?: components["schemas"]["TaskStatus"] | null;
+                /** @description The previous page's `next_token`: the id of its last task (the page lists the tasks created before it). */
                 next_token?: string | null;
                 /** @description Only the runs of this schedule of yours. */
                 schedule_id?: string | null;
@@ -3645,6 +4345,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                /** @description The previous page's `next_token`: the id of its last schedule (the page lists the schedules created before it). */
                 next_token?: string | null;
             };
             header?: never;
@@ -3700,9 +4401,10 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description One schema per export type this deployment serves to every caller, told apart by `export_type`; each has the type's `filters` (the JSON Schema GET /v1/export-types serves) and its formats, and an example that runs as it is. A type with an access rule (`allow`) is not in this document, which is served without a token: its callers find it in GET /v1/export-types and send the same fields (`#/components/schemas/ScheduleRequest`) with its `filters_schema`. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ScheduleRequest"];
+                "application/json": components["schemas"]["ScheduleRequest.orders"] | components["schemas"]["ScheduleRequest.customers"] | components["schemas"]["ScheduleRequest.sales_report"] | components["schemas"]["ScheduleRequest.generated_orders"] | components["schemas"]["ScheduleRequest.order_changes"] | components["schemas"]["ScheduleRequest.orders_dynamodb"] | components["schemas"]["ScheduleRequest.customers_api"];
             };
         };
         responses: {

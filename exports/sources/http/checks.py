@@ -11,7 +11,8 @@ from exports.declared.model import ParameterType, TypeDecl
 from exports.declared.templates import placeholders
 from exports.declared.type_facts import caller_bindings, is_required_or_defaulted
 from exports.domain.caller import BindingKind
-from exports.sources.http.model import HttpReadDecl, HttpSource, PaginationDecl, PaginationStyle
+from exports.sources.http.grants import check_sigv4
+from exports.sources.http.model import HttpReadDecl, HttpSource, PaginationDecl, PaginationStyle, SigV4Auth
 from exports.sources.kind import Fail
 
 # Where the instance metadata service answers (EC2's IPv4 link-local and IPv6 addresses): the
@@ -29,7 +30,7 @@ _STYLE_KEYS = {
 def check_source(fail: Fail, source: HttpSource) -> None:
     """One of ``base_url`` and ``base_url_env``; a base URL from the environment needs
     ``hosts`` (the file, not the environment, says which hosts may be called); no host is the
-    instance metadata service."""
+    instance metadata service; a SigV4 source names what its grant is on."""
     if (source.base_url is None) == (source.base_url_env is None):
         raise fail("", "declare exactly one of base_url and base_url_env")
     if source.base_url_env is not None and not source.hosts:
@@ -39,6 +40,8 @@ def check_source(fail: Fail, source: HttpSource) -> None:
     for key, host in named:
         if _is_metadata(host or ""):
             raise fail(key, f"{host} is the instance metadata service's address, never a data source")
+    if isinstance(source.auth, SigV4Auth):
+        check_sigv4(fail, source, source.auth)
 
 
 def _is_metadata(host: str) -> bool:

@@ -1,5 +1,6 @@
 """The HTTP kind, as the registry holds it: what its sources and types are checked for, how
-their export types are made, and which secrets the deployment lets the worker read."""
+their export types are made, and which secrets and services the deployment lets the worker
+read and call."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from exports.declared.model import SourceDecl, TypeDecl
 from exports.declared.templates import placeholders
 from exports.sources.http.checks import check_read, check_source, templates
+from exports.sources.http.grants import invoke_grants
 from exports.sources.http.model import (
     CONNECTION_KEYS,
     TYPE_KEY,
@@ -18,7 +20,7 @@ from exports.sources.http.model import (
     HttpSource,
     declared_read,
 )
-from exports.sources.kind import Fail, SourceKind, SourceReaders, TypeMaker, secret_resource
+from exports.sources.kind import Fail, InvokeGrant, SourceKind, SourceReaders, TypeMaker, secret_resource
 
 
 class HttpKind(SourceKind):
@@ -55,6 +57,10 @@ class HttpKind(SourceKind):
         """The secret of a bearer token or an API key header, as an IAM resource."""
         auth = _own(source).auth
         return [secret_resource(auth.secret_arn)] if isinstance(auth, BearerAuth | HeaderAuth) else []
+
+    def invoke_grants(self, source: SourceDecl, types: Sequence[TypeDecl]) -> Sequence[InvokeGrant]:
+        """A SigV4 source's API stage and paths, or its function's URL."""
+        return invoke_grants(_own(source), [declared_read(declared) for declared in types])
 
 
 def _own(source: SourceDecl) -> HttpSource:

@@ -48,12 +48,23 @@ class SigV4Service(StrEnum):
 
 
 class SigV4Auth(StrictModel):
-    """Requests signed with the worker's own AWS credentials (IAM authorization)."""
+    """Requests signed with the worker's own AWS credentials (IAM authorization), and what the
+    CDK app grants the worker's role to make them: ``execute-api:Invoke`` on the API's stage
+    and the types' paths, or invoking the function through its URL (``exports/sources/http/grants.py``)."""
 
     type: Literal["sigv4"]
     service: SigV4Service = Field(strict=False)
     # None: the deployment's region.
-    region: str | None = None
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
+    # The account that owns the API or the function (None: the deployment's).
+    account: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
+    # execute-api: the API's id (the first label of its execute-api host) and the stage called
+    # ("$default" for an HTTP API's default stage, which is not in the URL).
+    api_id: str | None = Field(default=None, pattern=r"^[a-z0-9]{10}$")
+    stage: str | None = Field(default=None, pattern=r"^(\$default|[A-Za-z0-9_-]{1,128})$")
+    # lambda: the function's name, and the alias its URL belongs to (None: the function's own).
+    function_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    qualifier: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
 
 
 AuthDecl = Annotated[BearerAuth | HeaderAuth | SigV4Auth, Field(discriminator="type")]
