@@ -20,7 +20,7 @@ from exports.destinations.secrets import DestinationSecrets
 from exports.webhooks.destination import Resolver
 
 T = TypeVar("T")
-_PATH_CODES = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH, asyncssh.FX_NOT_A_DIRECTORY})
+PATH_CODES = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH, asyncssh.FX_NOT_A_DIRECTORY})
 
 
 class _PinnedHostKey(asyncssh.SSHClient):
@@ -46,7 +46,7 @@ class SftpConnector:
         address = checked_address(host, port, self._resolve, self._allow_local)
         problem = sftp_problem(ProblemStep.TCP, host, port, "", "")
         try:
-            key = _run(asyncssh.get_server_host_key(address, port), Destinations.CONNECT_TIMEOUT_SEC)
+            key = run_bounded(asyncssh.get_server_host_key(address, port), Destinations.CONNECT_TIMEOUT_SEC)
         except (OSError, TimeoutError, asyncssh.Error):
             raise problem from None
         if key is None:
@@ -59,21 +59,21 @@ class SftpConnector:
         if not isinstance(target, SftpTarget) or target.host_key_fingerprint is None or secrets_ is None:
             raise ValueError("an SFTP destination with its host key pinned and its login")
         address = checked_address(target.host, target.port, self._resolve, self._allow_local)
-        _run(self._probe(target, address, secrets_), Destinations.PROBE_TIMEOUT_SEC, target)
+        run_bounded(self._probe(target, address, secrets_), Destinations.PROBE_TIMEOUT_SEC, target)
 
     async def _probe(self, target: SftpTarget, address: str, secrets_: DestinationSecrets) -> None:
-        async with await _connect(target, address, secrets_) as connection, connection.start_sftp_client() as sftp:
+        async with await connect(target, address, secrets_) as connection, connection.start_sftp_client() as sftp:
             name = posixpath.join(target.path, Destinations.PROBE_FILE_PREFIX + secrets.token_hex(8))
             try:
                 async with sftp.open(name, "wb") as probe:
                     await probe.write(b"exports delivery probe: safe to delete\n")
                 await sftp.remove(name)
             except asyncssh.SFTPError as error:
-                step = ProblemStep.PATH if error.code in _PATH_CODES else ProblemStep.PERMISSION
-                raise _problem(step, target) from None
+                step = ProblemStep.PATH if error.code in PATH_CODES else ProblemStep.PERMISSION
+                raise problem_of(step, target) from None
 
 
-async def _connect(target: SftpTarget, address: str, secrets_: DestinationSecrets) -> asyncssh.SSHClientConnection:
+async def connect(target: SftpTarget, address: str, secrets_: DestinationSecrets) -> asyncssh.SSHClientConnection:
     """A connection to the checked address, the host key pinned, logged in with the
     destination's key or password (and nothing of this machine's: no agent, no ~/.ssh)."""
     assert target.host_key_fingerprint is not None
@@ -96,18 +96,18 @@ async def _connect(target: SftpTarget, address: str, secrets_: DestinationSecret
             **login,
         )
     except asyncssh.HostKeyNotVerifiable:
-        raise _problem(ProblemStep.HOST_KEY, target) from None
+        raise problem_of(ProblemStep.HOST_KEY, target) from None
     except asyncssh.PermissionDenied:
-        raise _problem(ProblemStep.AUTH, target) from None
+        raise problem_of(ProblemStep.AUTH, target) from None
     except (OSError, TimeoutError, asyncssh.Error):
-        raise _problem(ProblemStep.TCP, target) from None
+        raise problem_of(ProblemStep.TCP, target) from None
 
 
-def _problem(step: ProblemStep, target: SftpTarget) -> DestinationProblem:
+def problem_of(step: ProblemStep, target: SftpTarget) -> DestinationProblem:
     return sftp_problem(step, target.host, target.port, target.username, target.path)
 
 
-def _run(work: Awaitable[T], timeout_sec: float, target: SftpTarget | None = None) -> T:
+def run_bounded(work: Awaitable[T], timeout_sec: float, target: SftpTarget | None = None) -> T:
     """``work`` on an event loop of its own (the functions are synchronous), within ``timeout_sec``."""
 
     async def bounded() -> T:
@@ -118,4 +118,4 @@ def _run(work: Awaitable[T], timeout_sec: float, target: SftpTarget | None = Non
     except TimeoutError:
         if target is None:
             raise
-        raise _problem(ProblemStep.TCP, target) from None
+        raise problem_of(ProblemStep.TCP, target) from None

@@ -29,6 +29,12 @@ class Destinations:
     # after the second (verify answers within API Gateway's 30 seconds).
     CONNECT_TIMEOUT_SEC: Final = 10
     PROBE_TIMEOUT_SEC: Final = 20
+    # One delivery of a file to one SFTP destination (connect, write, rename) gives up after this
+    # long; the function that delivers has time for every destination a task names.
+    DELIVERY_TIMEOUT_SEC: Final = 120
+    # The error the workflow retries a file delivery on (FILE_DELIVERY_RETRY): the callback function
+    # raises it while a destination may still take the file.
+    DELIVERY_RETRYABLE_ERROR: Final = "DeliveryRetryable"
     # The probe file verify writes and removes (a dot file: hidden from most listings).
     PROBE_FILE_PREFIX: Final = ".exports-probe-"
     # Deleted destinations' secrets stay recoverable this long (Secrets Manager's 7..30 days).

@@ -78,3 +78,7 @@ class Metric:
     DESTINATION_CREATED: Final = "DestinationCreated"
     DESTINATION_VERIFIED: Final = "DestinationVerified"
     DESTINATION_VERIFY_FAILED: Final = "DestinationVerifyFailed"
+    # A task's file delivered to a destination; a delivery FAILED (dimension: the error code, the
+    # customer's side for DESTINATION_UNREACHABLE: the alarms tell the two apart).
+    FILE_DELIVERED: Final = "FileDelivered"
+    FILE_DELIVERY_FAILED: Final = "FileDeliveryFailed"

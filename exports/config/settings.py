@@ -274,6 +274,7 @@ class CallbackSettings(FunctionSettings):
         "schedules_table": Env.SCHEDULES_TABLE,
         **_MAIL_VARIABLES,
         "event_bus": Env.EVENT_BUS,
+        "destinations_table": Env.DESTINATIONS_TABLE,
     }
 
     results_bucket: str
@@ -285,6 +286,8 @@ class CallbackSettings(FunctionSettings):
     allow_local_callbacks: bool = False
     # A scheduled run's end: its schedule's outcome and mail (docs/schedules.md).
     schedules_table: str = Names.SCHEDULES_TABLE
+    # The destinations a task's file is delivered to (docs/destinations.md).
+    destinations_table: str = Names.DESTINATIONS_TABLE
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
 

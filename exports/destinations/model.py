@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from exports.config.destinations import Destinations
+from exports.destinations.delivery import DESTINATION_ID_PATTERN
 from exports.domain.caller import AccessRule, Caller
 
 DESTINATION_ID_PREFIX = "dst_"
@@ -269,7 +270,7 @@ class Destination(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    destination_id: str = Field(pattern=rf"^{DESTINATION_ID_PREFIX}[0-9A-HJKMNP-TV-Z]{{26}}$")
+    destination_id: str = Field(pattern=DESTINATION_ID_PATTERN)
     tenant: str = Field(min_length=1)
     name: Name
     target: Target

@@ -4,7 +4,7 @@ destination is not found, whatever its id."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,6 +13,7 @@ from ulid import ULID
 
 from exports.config.metrics import Metric
 from exports.destinations import keys
+from exports.destinations.delivery import DEFAULT_PATH_TEMPLATE, DeliveryPlan
 from exports.destinations.model import (
     DESTINATION_ID_PREFIX,
     Destination,
@@ -216,6 +217,32 @@ def visible_destination(destination_id: str, caller: Caller, deps: DestinationDe
     if destination is None or not deps.access.may_use(caller, destination):
         raise DestinationNotFound(destination_id)
     return destination
+
+
+def delivery_plan(
+    destination_ids: Sequence[str], path_template: str | None, caller: Caller, deps: DestinationDependencies
+) -> DeliveryPlan | None:
+    """Where an export's file goes: each destination named must be one of the caller's tenant's
+    that they may use and that takes files (ACTIVE); else a 422 naming ``destinations.<i>``,
+    the same for another tenant's destination as for none (nothing is learnt of it)."""
+    if not destination_ids:
+        return None
+    tenant = _tenant(caller, deps)
+    for index, destination_id in enumerate(destination_ids):
+        destination = deps.store.get(tenant, destination_id)
+        if destination is None or not deps.access.may_use(caller, destination):
+            raise InvalidRequest(
+                f"no destination {destination_id} that you may use in your tenant", field=f"destinations.{index}"
+            )
+        if destination.state is not DestinationState.ACTIVE:
+            raise InvalidRequest(
+                f"destination {destination_id} waits for its host key to be confirmed (POST"
+                f" /v1/destinations/{destination_id}/confirm)",
+                field=f"destinations.{index}",
+            )
+    return DeliveryPlan(
+        tenant=tenant, destination_ids=tuple(destination_ids), path_template=path_template or DEFAULT_PATH_TEMPLATE
+    )
 
 
 def _managed(destination_id: str, caller: Caller, deps: DestinationDependencies) -> Destination:

@@ -4,6 +4,7 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -22,8 +23,10 @@ from exports.api_models import (
 from exports.audit import service as audit
 from exports.config.api import API_VERSION_PREFIX
 from exports.config.limits import Limits
+from exports.domain.caller import Caller
 from exports.domain.ids import TASK_ID_SCHEMA_PATTERN
 from exports.domain.policies import Polling, poll_after_sec
+from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.http.envelope import (
     caller_id,
@@ -117,7 +120,9 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return accepted(submit_export(request.spec(), caller, api.dependencies())).model_dump(mode="json")
+        return accepted(submit_export(_with_delivery(request, caller), caller, api.dependencies())).model_dump(
+            mode="json"
+        )
 
     if key is None:
         return accepted_answer(accept())
@@ -125,6 +130,18 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     body = request.idempotency_body()
     answer, replayed = api.idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
     return accepted_answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
+
+
+def _with_delivery(request: ExportRequest, caller: Caller) -> ExportSpec:
+    """The request's export, with where its file goes when it names destinations (their module
+    imported then, not at every submit)."""
+    spec = request.spec()
+    if not request.destinations:
+        return spec
+    from exports.destinations.service import delivery_plan
+
+    plan = delivery_plan(request.destinations, request.path_template, caller, api.destination_dependencies())
+    return replace(spec, delivery=plan)
 
 
 @app.get(
