@@ -21,9 +21,10 @@ One execution per task, started at submit, owns the task's time:
    outward calls, through the same SSRF guard and egress), retried on ``DeliveryRetryable`` on
    ``FILE_DELIVERY_RETRY``'s schedule (destinations already done are not tried again); when that
    is spent ``GiveUpFiles`` records the deliveries still pending as FAILED. After the callbacks,
-   so a slow customer server never delays the completion webhook.
+   so a slow customer server never delays the completion webhook. A task without deliveries
+   takes no state more than before; one with callbacks one Choice more.
 
-Four to six state transitions per task (two or three more with deliveries) keep Standard
+Four to six state transitions per task (one to three more with deliveries) keep Standard
 workflow costs low.
 """
 
@@ -98,6 +99,17 @@ _THROTTLE_RETRY = retrier([LAMBDA_THROTTLED], LIFECYCLE_THROTTLE_RETRY)
 _LIFECYCLE_RETRY = [_THROTTLE_RETRY, retrier(_NOT_THROTTLED, LAMBDA_SERVICE_RETRY)]
 
 
+# The Choice rule of a task with files to deliver; an outcome recorded before deliveries existed
+# has no has_deliveries: nothing to deliver.
+_HAS_DELIVERIES: Final = {
+    "And": [
+        {"Variable": "$.outcome.has_deliveries", "IsPresent": True},
+        {"Variable": "$.outcome.has_deliveries", "BooleanEquals": True},
+    ],
+    "Next": "DeliverFiles",
+}
+
+
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
     """The input an execution starts with. Whether to deliver callbacks is decided at the end
     (``$.outcome.has_callback``): identical requests merged into the task add subscribers."""
@@ -149,8 +161,11 @@ def lifecycle_definition(
             },
             "HasCallback": {
                 "Type": "Choice",
-                "Choices": [{"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
-                "Default": "HasDeliveries",
+                "Choices": [
+                    {"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"},
+                    _HAS_DELIVERIES,
+                ],
+                "Default": "Done",
             },
             "Deliver": {
                 "Type": "Task",
@@ -178,20 +193,8 @@ def lifecycle_definition(
                 "Retry": _LIFECYCLE_RETRY,
                 "Next": "HasDeliveries",
             },
-            # Outcomes recorded before deliveries existed have no has_deliveries: nothing to deliver.
-            "HasDeliveries": {
-                "Type": "Choice",
-                "Choices": [
-                    {
-                        "And": [
-                            {"Variable": "$.outcome.has_deliveries", "IsPresent": True},
-                            {"Variable": "$.outcome.has_deliveries", "BooleanEquals": True},
-                        ],
-                        "Next": "DeliverFiles",
-                    }
-                ],
-                "Default": "Done",
-            },
+            # After the callbacks (a task without goes from HasCallback straight to DeliverFiles).
+            "HasDeliveries": {"Type": "Choice", "Choices": [_HAS_DELIVERIES], "Default": "Done"},
             "DeliverFiles": {
                 "Type": "Task",
                 "Resource": lambda_invoke(partition),

@@ -119,12 +119,12 @@ LIFECYCLE: Final = FunctionSpec(
 )
 CALLBACK: Final = FunctionSpec(
     name="callback",
-    description="exports callback: sends one signed callback of an ended task",
+    description="exports callback: sends an ended task's signed callbacks and delivers its file to destinations",
     memory_mb=Sizing.CALLBACK_MEMORY_MB,
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
-    # the callback states are written by the module of every task write.
-    distributions=(*_BASE, _RETRIES, "tzdata"),
+    # the callback states are written by the module of every task write; SFTP deliveries use asyncssh.
+    distributions=(*_BASE, _RETRIES, "tzdata", _DESTINATIONS),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
@@ -388,30 +388,37 @@ class ServiceFunctions(Construct):
         name prefix, and verifies them: an S3 destination through the customer's role, which
         tenants create at any time, so no deploy can list their ARNs. The grant is as narrow as
         that allows: roles of *other* accounts only (never one of ours), and only with an
-        ExternalId, which every destination has and the service alone generates."""
+        ExternalId, which every destination has and the service alone generates. The callback
+        function delivers the files with the same narrow grant and read access only."""
         self.api.allow([*SCHEDULE_ITEM_ACTIONS, "dynamodb:Query"], [table_arn])
         prefix = Names.DESTINATION_SECRET_PREFIX
         secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{prefix}*"
         self.api.allow(DESTINATION_SECRET_ACTIONS, [secrets])
-        self.api.allow(
-            ["sts:AssumeRole"],
-            [f"arn:{Aws.PARTITION}:iam::*:role/*"],
-            {
-                "StringNotEquals": {"aws:ResourceAccount": Aws.ACCOUNT_ID},
-                "Null": {"sts:ExternalId": "false"},
-            },
-        )
-        acknowledge(
-            self.api.role,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
-            f"{Names.DESTINATION_SECRET_PREFIX}*]",
-            "One secret per destination, created at runtime under this prefix; nothing else of the account's.",
-        )
-        acknowledge(
-            self.api.role,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/*]",
-            "Customers' roles are created by tenants at any time; only other accounts' roles, only with an ExternalId.",
-        )
+        # The callback function delivers the files (the workflow's DeliverFiles): it reads a
+        # destination and its secret, nothing more, and assumes the same roles the same way.
+        self.callback.allow(["dynamodb:GetItem"], [table_arn])
+        self.callback.allow(["secretsmanager:GetSecretValue"], [secrets])
+        for function in (self.api, self.callback):
+            function.allow(
+                ["sts:AssumeRole"],
+                [f"arn:{Aws.PARTITION}:iam::*:role/*"],
+                {
+                    "StringNotEquals": {"aws:ResourceAccount": Aws.ACCOUNT_ID},
+                    "Null": {"sts:ExternalId": "false"},
+                },
+            )
+            acknowledge(
+                function.role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
+                f"secret:{Names.DESTINATION_SECRET_PREFIX}*]",
+                "One secret per destination, created at runtime under this prefix; nothing else of the account's.",
+            )
+            acknowledge(
+                function.role,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/*]",
+                "Customers' roles are created by tenants at any time; only other accounts' roles, only with an"
+                " ExternalId.",
+            )
 
     def _grant_scheduling(self, arns: ResourceArns, scheduling: ScheduledExports) -> None:
         """Scheduled exports (docs/schedules.md). The API keeps schedules (items, a user's list, the

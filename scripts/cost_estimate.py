@@ -357,6 +357,16 @@ def _path_value(document: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+def _rule_matches(state_input: Mapping[str, Any], rule: Mapping[str, Any]) -> bool:
+    """Whether a Choice rule (``BooleanEquals``, ``IsPresent`` or an ``And`` of them) holds."""
+    if "And" in rule:
+        return all(_rule_matches(state_input, part) for part in rule["And"])
+    value = _path_value(state_input, rule["Variable"])
+    if "IsPresent" in rule:
+        return (value is not None) == rule["IsPresent"]
+    return bool(value == rule["BooleanEquals"])
+
+
 def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[str]:
     """The states one execution enters in ``scenario``, a retried state once per attempt.
 
@@ -378,7 +388,7 @@ def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[st
                 (
                     rule["Next"]
                     for rule in state["Choices"]
-                    if _path_value(state_input, rule["Variable"]) == rule["BooleanEquals"]
+                    if _rule_matches(state_input, rule)
                 ),
                 state["Default"],
             )

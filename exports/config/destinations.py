@@ -9,6 +9,8 @@ class Destinations:
     """How many destinations a tenant keeps, and the bounds of their fields."""
 
     MAX_PER_TENANT: Final = 100
+    # How many destinations one export or schedule may deliver to.
+    MAX_PER_EXPORT: Final = 5
     NAME_MAX_LENGTH: Final = 128
     # An S3 key is at most 1,024 bytes: the prefix leaves room for the path template's part.
     S3_PREFIX_MAX_LENGTH: Final = 512

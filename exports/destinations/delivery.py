@@ -18,10 +18,12 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.config.destinations import Destinations
+
 # A destination's id: "dst_" and a ULID (exports.destinations.model).
 DESTINATION_ID_PATTERN: Final = r"^dst_[0-9A-HJKMNP-TV-Z]{26}$"
 # How many destinations one export or schedule may name.
-MAX_DESTINATIONS: Final = 5
+MAX_DESTINATIONS: Final = Destinations.MAX_PER_EXPORT
 PATH_TEMPLATE_MAX_LENGTH: Final = 512
 # A task that names destinations and no template: its file keeps its own name.
 DEFAULT_PATH_TEMPLATE: Final = "{file}"

@@ -65,18 +65,21 @@ def test_the_stack_facts_come_from_the_template(prod):
     ("scenario", "states"),
     [
         (Scenario("normal end, no callback", has_callback=False), ["AwaitEnd", "HasCallback", "Done"]),
-        (Scenario("normal end, callback", has_callback=True), ["AwaitEnd", "HasCallback", "Deliver", "Done"]),
+        (
+            Scenario("normal end, callback", has_callback=True),
+            ["AwaitEnd", "HasCallback", "Deliver", "HasDeliveries", "Done"],
+        ),
         (
             Scenario("deadline, callback", has_callback=True, deadline=True),
-            ["AwaitEnd", "Expire", "HasCallback", "Deliver", "Done"],
+            ["AwaitEnd", "Expire", "HasCallback", "Deliver", "HasDeliveries", "Done"],
         ),
         (
             Scenario("two failed attempts", has_callback=True, failed_callback_attempts=2),
-            ["AwaitEnd", "HasCallback", "Deliver", "Deliver", "Deliver", "Done"],
+            ["AwaitEnd", "HasCallback", "Deliver", "Deliver", "Deliver", "HasDeliveries", "Done"],
         ),
         (
             Scenario("receiver down", has_callback=True, failed_callback_attempts=4),
-            ["AwaitEnd", "HasCallback", *["Deliver"] * 4, "GiveUp", "Done"],
+            ["AwaitEnd", "HasCallback", *["Deliver"] * 4, "GiveUp", "HasDeliveries", "Done"],
         ),
     ],
 )
@@ -84,12 +87,13 @@ def test_the_walk_follows_the_definition(scenario, states):
     assert states_entered(DEFINITION, scenario) == states
 
 
-def test_a_task_costs_four_to_six_transitions_unless_its_receiver_is_down():
+def test_a_task_costs_four_to_seven_transitions_unless_its_receiver_is_down():
     # The execution's start counts as one transition.
     normal, with_callback, deadline, *receiver_down = (state_transitions(DEFINITION, s) for s in SCENARIOS)
 
-    assert (normal, with_callback, deadline) == (4, 5, 6)
-    assert receiver_down == [9, 10]
+    # A task with callbacks: one Choice more after them (HasDeliveries: are there files to deliver?).
+    assert (normal, with_callback, deadline) == (4, 6, 7)
+    assert receiver_down == [10, 11]
     assert function_calls(DEFINITION, SCENARIOS[2]) == (2, 1)
 
 
@@ -100,7 +104,7 @@ def test_every_item_costs_something_and_more_exports_cost_more(prod):
     assert all(line.per_export > 0 or line.fixed > 0 for line in lines)
     assert sum(line.monthly(high) for line in lines) > sum(line.monthly(low) for line in lines) > 0
     (step_functions,) = [line for line in lines if line.service.startswith("Step Functions")]
-    assert "5 state transitions" in step_functions.basis
+    assert "6 state transitions" in step_functions.basis
 
 
 def test_the_workers_temporary_disk_is_priced_above_the_included_512_mb_only(prod):
@@ -159,7 +163,7 @@ def test_the_estimate_names_both_volumes_and_the_step_functions_price(prod):
 
     assert "| 1,000 exports/month | 1,000,000 exports/month |" in text
     assert "## Step Functions" in text
-    assert "AwaitEnd → Expire → HasCallback → Deliver → Done | 6 |" in text
+    assert "AwaitEnd → Expire → HasCallback → Deliver → HasDeliveries → Done | 7 |" in text
     assert "**Total**" in text
 
 

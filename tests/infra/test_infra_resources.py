@@ -88,7 +88,7 @@ def allowed_pairs(synth, service_function):
             # The conditioned grants: the worker's listing, under the results prefix only; handing
             # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py);
             # invoking a SigV4 source's function URL (test_infra_sources.py); assuming destinations'
-            # roles (its condition: test_the_api_assumes_only_other_accounts_roles_...).
+            # roles (its condition: test_the_api_and_the_deliverer_assume_only_other_accounts_roles_...).
             conditioned = (
                 "s3:ListBucket",
                 "iam:PassRole",
@@ -264,6 +264,8 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.DOWNLOAD_URL_TTL_SEC,
             Env.WEBHOOK_SECRET_ARN,
             Env.EVENT_BUS,
+            # the destinations it delivers files to
+            Env.DESTINATIONS_TABLE,
         }
         | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
@@ -437,11 +439,15 @@ def destination_secrets_arn():
     )
 
 
-def test_the_api_assumes_only_other_accounts_roles_and_only_with_an_external_id(dev):
+@pytest.mark.parametrize("name", ["api", "callback"])
+def test_the_api_and_the_deliverer_assume_only_other_accounts_roles_and_only_with_an_external_id(dev, name):
+    """The API (verify) and the callback function (file deliveries) assume customers' roles;
+    only other accounts' roles, only with an ExternalId; no other function may."""
+    function = getattr(dev.stack.functions, name)
     statements = [
         statement
         for resource in of_type(dev, "AWS::IAM::Policy").values()
-        if dev.ref(dev.stack.functions.api.role) in resource["Properties"]["Roles"]
+        if dev.ref(function.role) in resource["Properties"]["Roles"]
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]
         if statement["Action"] == "sts:AssumeRole"
     ]
@@ -452,9 +458,9 @@ def test_the_api_assumes_only_other_accounts_roles_and_only_with_an_external_id(
             "Null": {"sts:ExternalId": "false"},
         }
     ]
-    others = [function for function in dev.stack.functions.all if function is not dev.stack.functions.api]
-    for function in others:
-        assert not any(action == "sts:AssumeRole" for action, _ in allowed_pairs(dev, function)), function.node.id
+    assuming = (dev.stack.functions.api, dev.stack.functions.callback)
+    for other in (f for f in dev.stack.functions.all if f not in assuming):
+        assert not any(action == "sts:AssumeRole" for action, _ in allowed_pairs(dev, other)), other.node.id
 
 
 def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
@@ -527,7 +533,7 @@ def test_the_lifecycle_function_may_only_touch_tasks_and_answer_its_workflow(dev
     )
 
 
-def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_secret(dev):
+def test_the_callback_function_may_read_tasks_sign_links_read_the_signing_secret_and_deliver_files(dev):
     stack = dev.stack
     callback = stack.functions.callback
     results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
@@ -542,6 +548,11 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             # a scheduled run's outcome on its schedule (dev sends no mail)
             (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], dev.arn(stack.tables.schedules)),
             (["events:PutEvents"], dev.arn(stack.events.bus)),
+            # file deliveries (docs/destinations.md): read a destination and its secret, assume the
+            # customer's role (its condition: the test above)
+            (["dynamodb:GetItem"], dev.arn(stack.tables.destinations)),
+            (["secretsmanager:GetSecretValue"], destination_secrets_arn()),
+            (["sts:AssumeRole"], join("arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/*")),
         ]
     )
 
