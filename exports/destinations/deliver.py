@@ -31,7 +31,6 @@ from exports.destinations.problems import DestinationProblem
 from exports.destinations.secrets import DestinationSecrets
 from exports.domain.errors import ConditionFailed, RetryableError
 from exports.domain.events import LifecycleEvent
-from exports.domain.status import TaskStatus
 from exports.domain.task import Task
 from exports.ports import BusinessMetrics, LifecycleEvents
 from exports.services.events import publish
@@ -218,13 +217,17 @@ def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEv
         "task_id": task.task_id,
         "user_id": task.user_id,
         "export_type": task.export_type,
-        "status": TaskStatus.COMPLETED.value,
+        "format": task.format.value,
+        "status": task.status.value,
+        "source": task.source.value,
+        "schedule_id": task.schedule_id,
+        "created_at": task.created_at.isoformat(),
+        "occurred_at": now.isoformat(),
         "destination_id": delivery.destination_id,
         "delivery_status": delivery.status.value,
         "attempts": delivery.attempts,
         "remote_path": delivery.remote_path,
         "sha256": task.result.sha256 if task.result else None,
         "error_code": delivery.error.code if delivery.error and not delivered else None,
-        "occurred_at": now.isoformat(),
     }
     return LifecycleEvent(Events.FILE_DELIVERED if delivered else Events.FILE_DELIVERY_FAILED, detail)
