@@ -363,8 +363,8 @@ def _rule_matches(state_input: Mapping[str, Any], rule: Mapping[str, Any]) -> bo
         return all(_rule_matches(state_input, part) for part in rule["And"])
     value = _path_value(state_input, rule["Variable"])
     if "IsPresent" in rule:
-        return (value is not None) == rule["IsPresent"]
-    return bool(value == rule["BooleanEquals"])
+        return (value is not None) is bool(rule["IsPresent"])
+    return value is True if rule["BooleanEquals"] else value is False
 
 
 def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[str]:
@@ -385,11 +385,7 @@ def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[st
             return entered
         if state["Type"] == "Choice":
             name = next(
-                (
-                    rule["Next"]
-                    for rule in state["Choices"]
-                    if _rule_matches(state_input, rule)
-                ),
+                (rule["Next"] for rule in state["Choices"] if _rule_matches(state_input, rule)),
                 state["Default"],
             )
             continue

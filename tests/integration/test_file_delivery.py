@@ -121,7 +121,8 @@ def submit(body: dict[str, Any], claims: dict[str, str] = ACME) -> str:
 
 
 def task(task_id: str) -> dict[str, Any]:
-    return call("GET", f"/v1/exports/{task_id}")[1]  # type: ignore[no-any-return]
+    shown: dict[str, Any] = call("GET", f"/v1/exports/{task_id}")[1]
+    return shown
 
 
 def deliveries_ended(task_id: str) -> dict[str, Any] | None:
@@ -257,3 +258,25 @@ def test_a_delivery_attempt_twice_leaves_one_file_and_a_delivered_one_is_not_sen
     again = task(task_id)
     assert again["deliveries"][0]["delivered_at"] == delivered_at and again["deliveries"][0]["attempts"] == 1
     assert len(list((sftp.root / "upload").iterdir())) == 2
+
+
+def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftpServer, running_aws: Resources) -> None:
+    sftp_id = sftp_destination(sftp)
+    body = {
+        "name": "Nightly",
+        "cron": "0 8 * * 1",
+        **{k: v for k, v in export_body([sftp_id]).items() if k != "filters"},
+        "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+    }
+    status, created = call("POST", "/v1/schedules", body)
+    assert status == 201, created
+    assert (created["destinations"], created["path_template"]) == ([sftp_id], "{type}/{date}/{task_id}-{file}")
+
+    status, run = call("POST", f"/v1/schedules/{created['schedule_id']}/run")
+    assert status == 202, run
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(run["task_id"]))
+
+    [delivery] = shown["deliveries"]
+    assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
+    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == downloaded(shown)

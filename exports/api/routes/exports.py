@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
-from dataclasses import replace
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -12,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BeforeValidator
 
 from exports.api import app as api
-from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
+from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id, with_delivery
 from exports.api.app import app, logger, tracer
 from exports.api_models import (
     ExportAccepted,
@@ -23,10 +22,8 @@ from exports.api_models import (
 from exports.audit import service as audit
 from exports.config.api import API_VERSION_PREFIX
 from exports.config.limits import Limits
-from exports.domain.caller import Caller
 from exports.domain.ids import TASK_ID_SCHEMA_PATTERN
 from exports.domain.policies import Polling, poll_after_sec
-from exports.domain.spec import ExportSpec
 from exports.domain.status import TaskStatus
 from exports.http.envelope import (
     caller_id,
@@ -120,9 +117,8 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return accepted(submit_export(_with_delivery(request, caller), caller, api.dependencies())).model_dump(
-            mode="json"
-        )
+        spec = with_delivery(request.spec(), request, caller)
+        return accepted(submit_export(spec, caller, api.dependencies())).model_dump(mode="json")
 
     if key is None:
         return accepted_answer(accept())
@@ -130,18 +126,6 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     body = request.idempotency_body()
     answer, replayed = api.idempotent_calls().replay_or_call(caller.user_id, key, body, accept, scope=scope)
     return accepted_answer(answer, {"Idempotent-Replayed": "true"} if replayed else {})
-
-
-def _with_delivery(request: ExportRequest, caller: Caller) -> ExportSpec:
-    """The request's export, with where its file goes when it names destinations (their module
-    imported then, not at every submit)."""
-    spec = request.spec()
-    if not request.destinations:
-        return spec
-    from exports.destinations.service import delivery_plan
-
-    plan = delivery_plan(request.destinations, request.path_template, caller, api.destination_dependencies())
-    return replace(spec, delivery=plan)
 
 
 @app.get(
