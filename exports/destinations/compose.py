@@ -19,6 +19,7 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
     from exports.destinations.kinds.s3 import S3Deliverer
     from exports.destinations.kinds.sftp import SftpDeliverer
     from exports.destinations.model import DestinationKind
+    from exports.destinations.notices import DeliveryWebhooks
 
     settings = callback.settings
     return DeliveryDependencies(
@@ -33,4 +34,5 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
         metrics=callback.metrics,
         clock=callback.clock,
         events=callback.events,
+        notices=DeliveryWebhooks(callback),
     )

@@ -58,6 +58,13 @@ class DeliveryTasks(Protocol):
         """Write ``task``'s deliveries (conditional on its status and attempt)."""
 
 
+class DeliveryNotices(Protocol):
+    """Tells the task's subscribers that a delivery ended (webhooks)."""
+
+    def send(self, task: Task, delivery: Delivery) -> None:
+        """Tell them; never raises."""
+
+
 class ResultFiles(Protocol):
     """The finished files in our bucket."""
 
@@ -78,6 +85,7 @@ class DeliveryDependencies:
     metrics: BusinessMetrics
     clock: Callable[[], datetime]
     events: LifecycleEvents | None = None
+    notices: DeliveryNotices | None = None
     # Where the file is copied before it goes out (Lambda's ephemeral storage).
     scratch: Path | None = None
 
@@ -104,9 +112,8 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
         for index in pending:
             states[index] = _attempt(task, states[index], local, sha256, deps)
     after = _record(task, tuple(states), deps)
-    for before, now in zip(task.deliveries, states, strict=True):
-        if not before.ended and now.ended:
-            _ended(task, now, deps)
+    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+        _ended(after, ended, deps)
     still = [d.destination_id for d in states if not d.ended]
     if still:
         raise DeliveryRetryable(f"delivery to {', '.join(still)} to be tried again")
@@ -119,11 +126,9 @@ def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) 
     if task is None or all(d.ended for d in task.deliveries):
         return
     logger.warning("deliveries given up", extra={"task_id": task_id, "detail": caught})
-    states = tuple(deliveries.given_up(d) for d in task.deliveries)
-    _record(task, states, deps)
-    for before, now in zip(task.deliveries, states, strict=True):
-        if not before.ended:
-            _ended(task, now, deps)
+    after = _record(task, tuple(deliveries.given_up(d) for d in task.deliveries), deps)
+    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+        _ended(after, ended, deps)
 
 
 def _attempt(task: Task, delivery: Delivery, local: Path, sha256: str, deps: DeliveryDependencies) -> Delivery:
@@ -193,7 +198,7 @@ def _record(task: Task, states: tuple[Delivery, ...], deps: DeliveryDependencies
 
 
 def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
-    """Count a delivery that ended and tell the operators' bus."""
+    """Count a delivery that ended; tell the operators' bus and the task's subscribers."""
     if delivery.status is DeliveryStatus.DELIVERED:
         deps.metrics.add(Metric.FILE_DELIVERED)
         logger.info("file delivered", extra={"task_id": task.task_id, "destination_id": delivery.destination_id})
@@ -207,6 +212,8 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
     else:
         return
     publish(deps.events, delivery_event(task, delivery, deps.clock()))
+    if deps.notices is not None:
+        deps.notices.send(task, delivery)
 
 
 def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEvent:

@@ -30,6 +30,9 @@ DEFAULT_PATH_TEMPLATE: Final = "{file}"
 # The placeholders a template may use: the export type, the day the run is for (its firing day for
 # a scheduled run, else the day it completed, in UTC), the task id and the file's own name.
 PLACEHOLDERS: Final = frozenset({"type", "date", "task_id", "file"})
+# The webhook and push event types of a delivery that ended (the task as data, with its deliveries).
+DELIVERED_EVENT: Final = "export.delivered"
+DELIVERY_FAILED_EVENT: Final = "export.delivery_failed"
 # The sidecar beside each delivered file: its sha256 in the format `sha256sum -c` reads.
 SHA256_SUFFIX: Final = ".sha256"
 _SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9._=+@,-]+$")
@@ -170,3 +173,29 @@ def given_up(delivery: Delivery) -> Delivery:
 def skipped(delivery: Delivery) -> Delivery:
     """A PENDING ``delivery`` of an export that ended without a file."""
     return delivery if delivery.ended else delivery.model_copy(update={"status": DeliveryStatus.SKIPPED})
+
+
+def newly_ended(before: tuple[Delivery, ...], after: tuple[Delivery, ...]) -> list[Delivery]:
+    """The deliveries of ``after`` that ended since ``before`` (the same destinations, in order)."""
+    if len(before) != len(after):
+        return [delivery for delivery in after if delivery.ended]
+    return [now for then, now in zip(before, after, strict=True) if now.ended and not then.ended]
+
+
+def event_type(delivery: Delivery) -> str | None:
+    """The event of a delivery that ended: delivered, failed, or none (SKIPPED: no file)."""
+    if delivery.status is DeliveryStatus.DELIVERED:
+        return DELIVERED_EVENT
+    if delivery.status is DeliveryStatus.FAILED:
+        return DELIVERY_FAILED_EVENT
+    return None
+
+
+def change_event_type(before: tuple[Delivery, ...], after: tuple[Delivery, ...]) -> str | None:
+    """The push event of a write of a task's deliveries: a failure if one failed, else a delivery
+    if one was delivered, else none."""
+    types = {event_type(delivery) for delivery in newly_ended(before, after)}
+    for kind in (DELIVERY_FAILED_EVENT, DELIVERED_EVENT):
+        if kind in types:
+            return kind
+    return None

@@ -26,7 +26,8 @@ from local_stack.embedded_aws import REGION, Resources
 from local_stack.sftp_server import LocalSftpServer, SftpUser
 from tests.builders import FakeContext, http_event
 from tests.integration.conftest import CompressedRetryClock
-from tests.integration.test_lifecycle import run_queued_work, wait_for
+from tests.integration.test_lifecycle import expected_signature, run_queued_work, wait_for
+from tests.receiver import receiver
 
 ACME = {"custom:tenant_id": "acme", "cognito:groups": "[admin]"}
 INITECH = {"custom:tenant_id": "initech", "cognito:groups": "[admin]"}
@@ -280,3 +281,25 @@ def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftp
     [delivery] = shown["deliveries"]
     assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
     assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == downloaded(shown)
+
+
+def test_the_subscriber_hears_completed_then_where_the_file_went_signed(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    sftp_id = sftp_destination(sftp)
+    sftp.stop()
+    with receiver([204]) as hook:
+        task_id = submit(export_body([sftp_id, s3_destination()], callback_url=hook.url))
+        run_queued_work(running_aws)
+        wait_for(lambda: task(task_id)["deliveries"][0]["attempts"] >= 1)
+        sftp.start()
+        calls = hook.wait_for(3)
+
+    bodies = [json.loads(c.body) for c in calls]
+    assert len(bodies) == 3
+    assert bodies[0]["type"] == "export.completed"
+    by_destination = {b["data"]["delivery"]["destination_id"]: b for b in bodies[1:]}
+    assert {b["type"] for b in bodies[1:]} == {"export.delivered"} and sftp_id in by_destination
+    assert by_destination[sftp_id]["data"]["delivery"]["status"] == "DELIVERED"
+    assert all(c.headers["webhook-signature"] == expected_signature(c) for c in calls)
+    assert len({c.headers["webhook-id"] for c in calls}) == len(calls)

@@ -554,6 +554,46 @@ export interface components {
          */
         CsvEncoding: "utf-8" | "gb18030" | "shift_jis" | "windows-1252";
         /**
+         * Delivery
+         * @description One destination's delivery of the task's file.
+         */
+        Delivery: {
+            /**
+             * Attempts
+             * @default 0
+             */
+            attempts?: number;
+            /** Delivered At */
+            delivered_at?: string | null;
+            /** Destination Id */
+            destination_id: string;
+            error?: components["schemas"]["DeliveryError"] | null;
+            /** Remote Path */
+            remote_path?: string | null;
+            /** @default PENDING */
+            status?: components["schemas"]["DeliveryStatus"];
+        };
+        /**
+         * DeliveryError
+         * @description What stopped a delivery, in the customer's words (never our internals): the code and the
+         *     sentence of :mod:`exports.destinations.problems`.
+         */
+        DeliveryError: {
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+            /** Step */
+            step?: string | null;
+        };
+        /**
+         * DeliveryStatus
+         * @description PENDING until the file is at the destination (DELIVERED) or the retries are spent or the
+         *     cause is for the customer to fix (FAILED); SKIPPED: the export ended without a file.
+         * @enum {string}
+         */
+        DeliveryStatus: "PENDING" | "DELIVERED" | "FAILED" | "SKIPPED";
+        /**
          * DestinationKind
          * @description Where files go.
          * @enum {string}
@@ -806,6 +846,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * Export Type
              * @description A name from GET /v1/export-types.
              */
@@ -831,6 +876,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -888,6 +939,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -908,6 +964,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -965,6 +1027,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -985,6 +1052,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1042,6 +1115,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1062,6 +1140,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1119,6 +1203,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1139,6 +1228,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1196,6 +1291,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1216,6 +1316,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1273,6 +1379,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1293,6 +1404,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1350,6 +1467,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1370,6 +1492,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1808,6 +1936,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1840,6 +1973,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1910,6 +2049,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1937,6 +2081,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2007,6 +2157,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2034,6 +2189,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2104,6 +2265,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2131,6 +2297,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2201,6 +2373,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2228,6 +2405,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2298,6 +2481,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2325,6 +2513,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2395,6 +2589,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2422,6 +2621,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2492,6 +2697,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2519,6 +2729,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2590,6 +2806,11 @@ export interface components {
             csv_dialect?: components["schemas"]["CsvDialect"];
             /** Csv Formula Guard */
             csv_formula_guard: boolean;
+            /**
+             * Destinations
+             * @description Where each run's file is delivered.
+             */
+            destinations?: string[];
             /** End At */
             end_at: string | null;
             /** Every */
@@ -2619,6 +2840,11 @@ export interface components {
              * @description The next firings (none while paused or after `end_at`).
              */
             next_runs: components["schemas"]["NextRun"][];
+            /**
+             * Path Template
+             * @description Where the file goes under each destination.
+             */
+            path_template?: string | null;
             paused_reason: components["schemas"]["PausedReasonView"] | null;
             /**
              * Permalink
@@ -2821,6 +3047,11 @@ export interface components {
              * Format: date-time
              */
             deadline: string;
+            /**
+             * Deliveries
+             * @description The file's delivery to each destination named at submit, once COMPLETED (docs/destinations.md).
+             */
+            deliveries?: components["schemas"]["Delivery"][];
             /** Download Expires At */
             download_expires_at?: string | null;
             /** Download Url */
