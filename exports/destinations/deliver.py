@@ -23,7 +23,9 @@ from exports.config.destinations import Destinations
 from exports.config.events import Events
 from exports.config.metrics import Metric
 from exports.destinations import delivery as deliveries
+from exports.destinations import encryption
 from exports.destinations.delivery import Delivery, DeliveryError, DeliveryStatus, TemplateError
+from exports.destinations.encryption import EncryptionRefused
 from exports.destinations.kinds import FileDeliverer
 from exports.destinations.model import Destination, DestinationState
 from exports.destinations.ports import DestinationStore, SecretMissing, SecretVault
@@ -110,7 +112,7 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
             # Never send a file other than the one the task's sha256 names: our copy is retried.
             raise DeliveryRetryable(f"the copy of {task.result.key} does not match its sha256")
         for index in pending:
-            states[index] = _attempt(task, states[index], local, sha256, deps)
+            states[index] = _attempt(task, states[index], local, Path(scratch), deps)
     after = _record(task, tuple(states), deps)
     for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
         _ended(after, ended, deps)
@@ -131,7 +133,7 @@ def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) 
         _ended(after, ended, deps)
 
 
-def _attempt(task: Task, delivery: Delivery, local: Path, sha256: str, deps: DeliveryDependencies) -> Delivery:
+def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
     """One attempt at ``delivery``: the state it leaves."""
     assert task.delivery is not None and task.result is not None
     destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
@@ -143,15 +145,25 @@ def _attempt(task: Task, delivery: Delivery, local: Path, sha256: str, deps: Del
         return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
     deliverer = deps.deliverers[destination.kind]
     try:
+        secrets = _secrets(destination, deps)
+        prepared = encryption.prepare(destination, secrets, local, task.result.file_name, scratch)
         relative = deliveries.render(
-            task.delivery.path_template, task.export_type, _day(task), task.task_id, task.result.file_name
+            task.delivery.path_template, task.export_type, _day(task), task.task_id, prepared.file_name
         )
+    except SecretMissing:
+        error = DeliveryError(code=SecretMissing.code, message="the destination's secrets are gone: set them again")
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    except EncryptionRefused as refused:
+        error = DeliveryError(code="ENCRYPTION_REFUSED", message=str(refused))
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
     except TemplateError as refused:
         error = DeliveryError(code="PATH_TEMPLATE_REFUSED", message=str(refused))
         return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
     remote = deliverer.remote_path(destination, relative)
     try:
-        deliverer.put(destination, _secrets(destination, deps), local, remote, sha256)
+        # The sha256 beside the file is the delivered file's: the encrypted one when encrypted.
+        sha256 = task.result.sha256 if prepared.path == local else _sha256(prepared.path)
+        deliverer.put(destination, secrets, prepared.path, remote, sha256)
     except DestinationProblem as problem:
         error = DeliveryError(code=problem.code, message=problem.message, step=problem.step.value)
         logger.info(
@@ -159,10 +171,18 @@ def _attempt(task: Task, delivery: Delivery, local: Path, sha256: str, deps: Del
             extra={"task_id": task.task_id, "destination_id": destination.destination_id, "step": problem.step.value},
         )
         return deliveries.attempt_failed(delivery, error, final=False, remote_path=remote)
-    except SecretMissing:
-        error = DeliveryError(code=SecretMissing.code, message="the destination's login is gone: set it again")
-        return deliveries.attempt_failed(delivery, error, final=True, remote_path=remote)
+    finally:
+        if prepared.path != local:
+            prepared.path.unlink(missing_ok=True)
     return deliveries.delivered(delivery, remote, deps.clock())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _secrets(destination: Destination, deps: DeliveryDependencies) -> DestinationSecrets | None:
