@@ -60,6 +60,8 @@ _PATTERNS: Final = "google-re2"
 
 # Destinations' host keys and probes: asyncssh (and its cryptography, which makes the key pairs).
 _DESTINATIONS: Final = "asyncssh"
+# Encryption at delivery (the callback function's): OpenPGP (Sequoia) and AES-256 ZIP.
+_ENCRYPTION: Final = ("pysequoia", "pyzipper")
 API: Final = FunctionSpec(
     name="submit",
     description="exports HTTP API: submit, read, list and download exports",
@@ -124,7 +126,7 @@ CALLBACK: Final = FunctionSpec(
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
     # the callback states are written by the module of every task write; SFTP deliveries use asyncssh.
-    distributions=(*_BASE, _RETRIES, "tzdata", _DESTINATIONS),
+    distributions=(*_BASE, _RETRIES, "tzdata", _DESTINATIONS, *_ENCRYPTION),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )

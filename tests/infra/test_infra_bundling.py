@@ -48,8 +48,8 @@ CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # for the PDF font, pyarrow and the ADBC driver for Parquet; RE2 when the registry is built).
 LAZY_IMPORTS = {
     # zoneinfo loads tzdata on the first zone it does not find in the OS (the mail's zone); asyncssh
-    # on the first SFTP delivery.
-    CALLBACK.name: {"tzdata", "asyncssh"},
+    # on the first SFTP delivery, pysequoia and pyzipper on the first encrypted one.
+    CALLBACK.name: {"tzdata", "asyncssh", "pysequoia", "pyzipper"},
     WORKER.name: {
         *("openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"),
         # The JSON Lines writer, imported with its format's module on the first JSON Lines export.
