@@ -148,6 +148,8 @@ class ExportsClient:
         on_refused: OnRefused | None = None,
         locale: str | None = None,
         csv_dialect: Mapping[str, str] | None = None,
+        destinations: Sequence[str] | None = None,
+        path_template: str | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns with the new task's id (``202``) once the service accepts it.
 
@@ -163,7 +165,9 @@ class ExportsClient:
 
         ``locale`` (``"zh-CN"``, ``"de"``): the language of the headers; ``csv_dialect``: the CSV's
         ``delimiter``, ``line_ending``, ``decimal_separator``, ``encoding`` and ``unencodable``
-        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel).
+        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel). ``destinations``:
+        your tenant's destination ids the COMPLETED file is delivered to, under ``path_template``
+        (``"{type}/{date}/{file}"``; docs/destinations.md); the task's ``deliveries`` show how it went.
         """
         options = {
             "format": format,
@@ -175,6 +179,8 @@ class ExportsClient:
             "timezone": timezone,
             "locale": locale,
             "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
+            "destinations": builtins.list(destinations) if destinations is not None else None,
+            "path_template": path_template,
         }
         body = {
             "export_type": export_type,
@@ -333,6 +339,8 @@ class ExportsClient:
         when_empty: str | None = None,
         locale: str | None = None,
         csv_dialect: Mapping[str, str] | None = None,
+        destinations: Sequence[str] | None = None,
+        path_template: str | None = None,
         idempotency_key: str | None = None,
     ) -> ScheduleView:
         """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
@@ -362,6 +370,8 @@ class ExportsClient:
             "when_empty": when_empty,
             "locale": locale,
             "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
+            "destinations": builtins.list(destinations) if destinations is not None else None,
+            "path_template": path_template,
         }
         body = {
             "export_type": export_type,

@@ -100,6 +100,34 @@ class SubscriberView(CallbackView):
     url: str
 
 
+class DeliveryStatus(StrEnum):
+    """A file delivery to a destination: PENDING until DELIVERED or FAILED; SKIPPED: no file."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class DeliveryError(_Result):
+    """Why a delivery failed, in words a customer can act on (``step``: where it failed)."""
+
+    code: str
+    message: str
+    step: str | None = None
+
+
+class Delivery(_Result):
+    """The task's file delivered to one of its destinations (docs/destinations.md)."""
+
+    destination_id: str
+    status: DeliveryStatus = DeliveryStatus.PENDING
+    attempts: int = Field(default=0, ge=0)
+    remote_path: str | None = None
+    delivered_at: datetime | None = None
+    error: DeliveryError | None = None
+
+
 class TaskView(_Result):
     """A task as its owner sees it."""
 
@@ -136,6 +164,8 @@ class TaskView(_Result):
     callback: CallbackView | None = None
     callbacks: list[SubscriberView] = []
     callback_seq: int = 0
+    #: Each destination's delivery of the file, once COMPLETED.
+    deliveries: list[Delivery] = []
     #: The schedule that started this task, and the firing time it ran for (None: an ordinary task).
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
@@ -249,6 +279,9 @@ class ScheduleView(_Result):
     csv_formula_guard: bool
     csv_dialect: CsvDialect = CsvDialect()
     locale: str | None = None
+    #: Where each run's file is delivered, and under which path.
+    destinations: list[str] = []
+    path_template: str | None = None
     cron: str | None
     every: EveryView | None
     timezone: str
