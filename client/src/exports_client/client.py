@@ -34,6 +34,8 @@ from exports_client.errors import (
 from exports_client.models import (
     AuditPage,
     CallerView,
+    DestinationList,
+    DestinationView,
     Every,
     ExportAccepted,
     ExportFormat,
@@ -50,6 +52,7 @@ from exports_client.models import (
     TaskStatus,
     TaskView,
     UsageList,
+    VerificationView,
 )
 from exports_client.polling import busy_delay, capacity_delay, poll_delay
 from exports_client.push import PushUnavailable, follow
@@ -453,6 +456,60 @@ class ExportsClient:
         """Delete the schedule (``204``); its past runs stay tasks of yours."""
         self._request("DELETE", _schedule_path(schedule_id))
 
+    def create_destination(
+        self,
+        name: str,
+        target: Mapping[str, Any],
+        *,
+        encryption: Mapping[str, Any] | None = None,
+        use: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> DestinationView:
+        """Create a delivery destination of your tenant (``201``; docs/destinations.md):
+        ``target`` is ``{"kind": "s3", "bucket", "region", "role_arn", ...}`` or ``{"kind": "sftp",
+        "host", "username", "path", ...}``; ``encryption`` ``{"kind": "pgp", "pgp_public_key"}`` or
+        ``{"kind": "zip", "zip_password"}``; ``use``: who of the tenant may name it. The answer
+        shows an SFTP key destination's ``public_key`` this once, an S3 one's trust policy."""
+        body: dict[str, Any] = {"name": name, "target": dict(target)}
+        if encryption is not None:
+            body["encryption"] = dict(encryption)
+        if use is not None:
+            body["use"] = dict(use)
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self._parse(DestinationView, self._request("POST", "/v1/destinations", json=body, headers=headers))
+
+    def list_destinations(self, limit: int | None = None, next_token: str | None = None) -> DestinationList:
+        """One page of your tenant's destinations you may use, newest first."""
+        params = {"limit": limit, "next_token": next_token}
+        response = self._request("GET", "/v1/destinations", params={k: v for k, v in params.items() if v is not None})
+        return self._parse(DestinationList, response)
+
+    def get_destination(self, destination_id: str) -> DestinationView:
+        """One destination; :class:`NotFoundError` for another tenant's."""
+        return self._parse(DestinationView, self._request("GET", _destination_path(destination_id)))
+
+    def update_destination(self, destination_id: str, **changes: Any) -> DestinationView:
+        """Change the fields given (``name``, ``use``, ``encryption``, ``prefix``, ``path``,
+        ``password``, ``host_key_fingerprint``; the service validates them)."""
+        return self._parse(
+            DestinationView, self._request("PATCH", _destination_path(destination_id), json=dict(changes))
+        )
+
+    def delete_destination(self, destination_id: str) -> None:
+        """Delete the destination and its secret (``204``)."""
+        self._request("DELETE", _destination_path(destination_id))
+
+    def confirm_destination(self, destination_id: str, host_key_fingerprint: str) -> DestinationView:
+        """Pin the host key the service fetched, by the fingerprint it showed."""
+        body = {"host_key_fingerprint": host_key_fingerprint}
+        return self._parse(
+            DestinationView, self._request("POST", f"{_destination_path(destination_id)}/confirm", json=body)
+        )
+
+    def verify_destination(self, destination_id: str) -> VerificationView:
+        """Write and remove a probe file: ``ok``, or the failed step and what to do."""
+        return self._parse(VerificationView, self._request("POST", f"{_destination_path(destination_id)}/verify"))
+
     def run_schedule(self, schedule_id: str) -> ExportAccepted:
         """Run the schedule's export now, as a new task (``202``), whatever its state."""
         return self._parse(ExportAccepted, self._request("POST", f"{_schedule_path(schedule_id)}/run"))
@@ -665,6 +722,10 @@ class ExportsClient:
 
 def _task_path(task_id: str) -> str:
     return f"/v1/exports/{quote(task_id, safe='')}"
+
+
+def _destination_path(destination_id: str) -> str:
+    return f"/v1/destinations/{quote(destination_id, safe='')}"
 
 
 def _schedule_path(schedule_id: str) -> str:
