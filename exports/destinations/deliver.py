@@ -224,6 +224,8 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
         logger.info("file delivered", extra={"task_id": task.task_id, "destination_id": delivery.destination_id})
     elif delivery.status is DeliveryStatus.FAILED:
         code = delivery.error.code if delivery.error else "DELIVERY_FAILED"
+        # Once for the alarm (the service's series), once by code (the customer's side or ours).
+        deps.metrics.add(Metric.FILE_DELIVERY_FAILED)
         deps.metrics.add(Metric.FILE_DELIVERY_FAILED, dimensions={"code": code})
         logger.warning(
             "file delivery failed",

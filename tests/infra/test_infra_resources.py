@@ -863,6 +863,7 @@ def alarms_by_name(synth):
 # submits, a worker run near its timeout, mail reputation (stages that mail).
 TICKET_ALARMS = {
     "CallbackFailed",
+    "FileDeliveryFailed",
     "WorkerErrors",
     "WorkerNearTimeout",
     "StreamErrors",
@@ -914,6 +915,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "Api5xx",
         "ExportFailed",
         "CallbackFailed",
+        "FileDeliveryFailed",
         "EnqueueFailed",
         "LifecycleFailed",
         "LifecycleTimedOut",
@@ -1048,7 +1050,12 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
 
 
 @pytest.mark.parametrize(
-    ("alarm_id", "metric"), [("CallbackFailed", Metric.CALLBACK_FAILED), ("EnqueueFailed", Metric.ENQUEUE_FAILED)]
+    ("alarm_id", "metric"),
+    [
+        ("CallbackFailed", Metric.CALLBACK_FAILED),
+        ("EnqueueFailed", Metric.ENQUEUE_FAILED),
+        ("FileDeliveryFailed", Metric.FILE_DELIVERY_FAILED),
+    ],
 )
 def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, prod, alarm_id, metric):
     for synth in (dev, prod):
