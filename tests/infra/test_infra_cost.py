@@ -15,11 +15,13 @@ from scripts.cost_estimate import (
     LAMBDA_INCLUDED_EPHEMERAL_MB,
     SCENARIOS,
     VOLUMES,
+    DeliveryWork,
     Price,
     Scenario,
     Workload,
     business_metric_series,
     cost_lines,
+    delivery_lines,
     function_calls,
     render,
     stack_facts,
@@ -202,3 +204,21 @@ def test_snapstart_is_priced_for_the_functions_that_snapshot(prod):
     requests = 1 + work.status_polls + work.downloads
     assert restores.per_export == pytest.approx(requests * 0.5 * memory_gb * Price.SNAPSTART_RESTORE_GB)
     assert "## SnapStart" in render(prod.template.to_json(), "prod")
+
+
+def test_a_file_delivery_is_priced_per_service_and_its_transitions_are_the_workflows(prod):
+    facts = stack_facts(prod.template.to_json())
+    lines = delivery_lines(facts, Workload())
+
+    assert all(line.per_export > 0 for line in lines)
+    (lambda_line,) = [line for line in lines if line.service.startswith("Lambda")]
+    assert f"at {Sizing.CALLBACK_MEMORY_MB} MB" in lambda_line.basis
+    # After a callback: HasDeliveries, then DeliverFiles (the choice, then the one attempt).
+    after_callback = DEFINITION["States"]["Deliver"]["Next"]
+    assert [after_callback, DEFINITION["States"][after_callback]["Choices"][0]["Next"]] == [
+        "HasDeliveries",
+        "DeliverFiles",
+    ]
+    assert DeliveryWork().transitions == 2
+    without_transfer = delivery_lines(facts, Workload(), DeliveryWork(transfer_out=False))
+    assert sum(line.per_export for line in without_transfer) < sum(line.per_export for line in lines)
