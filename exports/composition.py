@@ -31,6 +31,7 @@ from exports.services.dependencies import (
 if TYPE_CHECKING:
     from exports.audit.service import AuditDependencies
     from exports.declared.build import BuiltTypes
+    from exports.destinations.service import DestinationDependencies
     from exports.export_types.base import AnyExportType
     from exports.export_types.registry import ExportTypeRegistry
     from exports.ports import BusinessMetrics, CapacityPools, LifecycleEvents
@@ -286,6 +287,38 @@ def compose_schedules(api: ApiDependencies) -> ScheduleDependencies:
         )
     return ScheduleDependencies(
         api=api, schedules=DynamoScheduleStore(aws_client("dynamodb"), settings.schedules_table), timer=timer
+    )
+
+
+def compose_destinations(api: ApiDependencies) -> DestinationDependencies:
+    """The destinations' adapters beside the API's (docs/destinations.md): their table, their
+    secrets in Secrets Manager, the SFTP client behind the webhooks' SSRF guard, the customers'
+    S3 through STS, and the declaration's rules of who manages and uses them."""
+    from exports.adapters.dynamodb_destinations import DynamoDestinationStore
+    from exports.adapters.s3_destination import S3Destinations
+    from exports.adapters.secrets_manager import SecretsManagerVault
+    from exports.adapters.sftp_destination import SftpConnector
+    from exports.config.destinations import Destinations
+    from exports.destinations.declaration import load_destination_access
+    from exports.destinations.model import DestinationKind
+    from exports.destinations.service import DestinationDependencies
+
+    settings = api.settings
+    access, tenant_claim = load_destination_access(settings.exports_config)
+    sftp = SftpConnector(api.resolve, allow_local=settings.allow_local_callbacks)
+    s3 = S3Destinations(aws_client("sts"), aws_client.assumed_s3)
+    return DestinationDependencies(
+        store=DynamoDestinationStore(aws_client("dynamodb"), settings.destinations_table),
+        vault=SecretsManagerVault(aws_client("secretsmanager")),
+        access=access,
+        tenant_of=lambda caller: caller.text(tenant_claim),
+        tenant_claim=tenant_claim,
+        host_keys=sftp,
+        probes={DestinationKind.SFTP: sftp, DestinationKind.S3: s3},
+        clock=api.clock,
+        max_per_tenant=Destinations.MAX_PER_TENANT,
+        metrics=api.metrics,
+        principal_arn=settings.destination_principal_arn,
     )
 
 

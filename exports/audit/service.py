@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import SYSTEM, link_event, mail_event, schedule_event
+from exports.audit.events import SYSTEM, destination_event, link_event, mail_event, schedule_event
 from exports.audit.model import AuditAction, AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -24,6 +24,7 @@ from exports.domain.task import Task
 from exports.ports import BusinessMetrics
 
 if TYPE_CHECKING:
+    from exports.destinations.model import Destination
     from exports.schedules.model import Schedule
 
 logger = logging.getLogger(__name__)
@@ -203,6 +204,23 @@ def record_link(
     or as the redirect of GET /download, of a schedule's latest file or of its permalink, which
     ``via`` names): recorded before it is handed out."""
     record(link_event(task, request_id, user_id, deps.clock(), expires_at, through_download, via), deps)
+
+
+def record_destination(
+    action: AuditAction,
+    destination: Destination,
+    caller: Caller,
+    request_id: str,
+    deps: AuditDependencies,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """A destination created, changed, deleted or verified by ``caller``: where files go (never a
+    secret: a destination holds none) and, for a verification, what it found (``extra``)."""
+    detail = {**destination.model_dump(mode="json"), **(extra or {})}
+    event = destination_event(
+        action, destination.destination_id, destination.tenant, request_id, caller.user_id, deps.clock(), detail
+    )
+    record(event, deps)
 
 
 def record_schedule(

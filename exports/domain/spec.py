@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from exports.config.limits import Limits
+from exports.destinations.delivery import DeliveryPlan
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat, Task
 from exports.domain.zones import UTC_ZONE
@@ -29,6 +30,8 @@ class ExportSpec:
     csv_dialect: CsvDialect = DEFAULT_DIALECT
     # None: the type's default locale.
     locale: str | None = None
+    # Where the file goes after COMPLETED (docs/destinations.md); None: nowhere but our bucket.
+    delivery: DeliveryPlan | None = None
 
     @classmethod
     def of_task(cls, task: Task) -> ExportSpec:

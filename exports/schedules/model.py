@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
 from exports.domain.caller import Caller
+from exports.destinations.delivery import DeliveryPlan
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat
 
@@ -144,6 +145,8 @@ class Schedule(BaseModel):
     csv_dialect: CsvDialect = DEFAULT_DIALECT
     # None: each run is in the type's default locale.
     locale: str | None = None
+    # Where each run's file goes once COMPLETED (docs/destinations.md); None: nowhere but our bucket.
+    delivery: DeliveryPlan | None = None
     cron: str | None = None
     every: Every | None = None
     timezone: str = Schedules.DEFAULT_TIMEZONE
