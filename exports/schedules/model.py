@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from exports.config.limits import Limits
 from exports.config.schedules import Schedules
-from exports.domain.caller import Caller
 from exports.destinations.delivery import DeliveryPlan
+from exports.domain.caller import Caller
 from exports.domain.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.domain.task import ExportFormat
 
