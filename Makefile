@@ -16,7 +16,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test check typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console pdf-tools
+.PHONY: run test check typecheck bench compat lint format synth deploy destroy clean openapi redrive load smoke lock package-sizes console pdf-tools crypto-tools
 
 # uv itself, with the machine's pip, into a folder of its own (kept across `make clean` of .venv).
 $(UV):
@@ -78,7 +78,7 @@ test: export PYTHONDONTWRITEBYTECODE =
 # reports are printed after its own. The infrastructure suite runs in a process of its own, so
 # the other test processes do not import the CDK (and start its node kernel) to collect it.
 # node_modules and Chromium: the TypeScript client's and the console's tests (tests/e2e/test_web_client.py).
-test: $(STAMP) $(DUCKDB_STAMP) lint node_modules/.package-lock.json $(CHROMIUM) pdf-tools
+test: $(STAMP) $(DUCKDB_STAMP) lint node_modules/.package-lock.json $(CHROMIUM) pdf-tools crypto-tools
 	@types=$$(mktemp); infra=$$(mktemp); \
 	$(BIN)/mypy > $$types 2>&1 & types_pid=$$!; \
 	$(BIN)/python -m pytest -q tests/infra > $$infra 2>&1 & infra_pid=$$!; \
@@ -92,6 +92,12 @@ test: $(STAMP) $(DUCKDB_STAMP) lint node_modules/.package-lock.json $(CHROMIUM) 
 pdf-tools:
 	@command -v pdftoppm >/dev/null && command -v qpdf >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils qpdf; }
+
+# The encryption-at-delivery tests open the files with GnuPG and 7-Zip, as customers do (Debian
+# packages, installed when missing, as root like CI).
+crypto-tools:
+	@command -v gpg >/dev/null && command -v 7z >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnupg p7zip-full; }
 
 ## openapi: rewrite docs/openapi.json from the API code (a test fails while it is stale)
 openapi: $(STAMP)

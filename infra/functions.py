@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final, cast
 
-from aws_cdk import ArnFormat, CfnElement, Stack
+from aws_cdk import ArnFormat, Aws, CfnElement, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -14,6 +14,7 @@ from constructs import Construct
 
 from exports.core.config.audit import Audit
 from exports.core.config.env import Env
+from exports.core.config.names import Names
 from exports.core.config.push import Push
 from exports.core.config.results import Results
 from exports.core.config.schedules import Schedules
@@ -58,6 +59,10 @@ _RETRIES: Final = "tenacity"
 # (exports/declared/parameters.py), imported when the registry is built, not at cold start.
 _PATTERNS: Final = "google-re2"
 
+# Destinations' host keys and probes: asyncssh (and its cryptography, which makes the key pairs).
+_DESTINATIONS: Final = "asyncssh"
+# Encryption at delivery (the callback function's): OpenPGP (Sequoia) and AES-256 ZIP.
+_ENCRYPTION: Final = ("pysequoia", "pyzipper")
 API: Final = FunctionSpec(
     name="submit",
     description="exports HTTP API: submit, read, list and download exports",
@@ -65,7 +70,7 @@ API: Final = FunctionSpec(
     timeout_sec=Sizing.API_TIMEOUT_SEC,
     # python-ulid makes task and schedule ids, which only submits (here and in the schedule
     # function, which ships the same) create.
-    distributions=(*_BASE, "python-ulid", _RETRIES, _PATTERNS, "cronsim", "tzdata"),
+    distributions=(*_BASE, "python-ulid", _RETRIES, _PATTERNS, "cronsim", "tzdata", _DESTINATIONS),
     runtime_settings=ApiSettings,
     # Every request waits for its cold start: restored from a snapshot (docs/performance.md).
     snap_start=True,
@@ -113,12 +118,12 @@ LIFECYCLE: Final = FunctionSpec(
 )
 CALLBACK: Final = FunctionSpec(
     name="callback",
-    description="exports callback: sends one signed callback of an ended task",
+    description="exports callback: sends an ended task's signed callbacks and delivers its file to destinations",
     memory_mb=Sizing.CALLBACK_MEMORY_MB,
     timeout_sec=Sizing.CALLBACK_TIMEOUT_SEC,
     # The payload's download link goes through the same query code as the API (task id checks);
-    # the callback states are written by the module of every task write.
-    distributions=(*_BASE, _RETRIES, "tzdata"),
+    # the callback states are written by the module of every task write; SFTP deliveries use asyncssh.
+    distributions=(*_BASE, _RETRIES, "tzdata", _DESTINATIONS, *_ENCRYPTION),
     runtime_settings=CallbackSettings,
     reserved_concurrency=Sizing.CALLBACK_RESERVED_CONCURRENCY,
 )
@@ -149,7 +154,8 @@ SCHEDULE: Final = FunctionSpec(
     description="exports schedule function: submits the export task of one firing of a schedule",
     memory_mb=Sizing.SCHEDULE_MEMORY_MB,
     timeout_sec=Schedules.FUNCTION_TIMEOUT_SEC,
-    distributions=API.distributions,
+    # The API's, without asyncssh: only the destination routes (host keys, probes) use it.
+    distributions=tuple(name for name in API.distributions if name != _DESTINATIONS),
     runtime_settings=ScheduleSettings,
     reserved_concurrency=Sizing.SCHEDULE_RESERVED_CONCURRENCY,
 )
@@ -201,6 +207,14 @@ TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Up
 # The schedules table's items (a schedule, its firings' records; transactions and condition
 # checks are authorized per item by these actions too).
 SCHEDULE_ITEM_ACTIONS: Final = [*TASK_ITEM_ACTIONS, "dynamodb:ConditionCheckItem"]
+# A destination's secret: created, replaced, read (verify), deleted with its destination.
+DESTINATION_SECRET_ACTIONS: Final = [
+    "secretsmanager:CreateSecret",
+    "secretsmanager:PutSecretValue",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:DeleteSecret",
+    "secretsmanager:TagResource",
+]
 
 
 @dataclass(frozen=True)
@@ -267,6 +281,10 @@ class ServiceFunctions(Construct):
             Env.AUDIT_TABLE: tables.audit.table_name,
             Env.WORKER_MEMORY_MB: str(Sizing.worker_memory_mb(settings.max_partitions)),
             Env.EVENT_BUS: event_bus.bus.event_bus_name,
+            Env.DESTINATIONS_TABLE: tables.destinations.table_name,
+            # Customers' S3 roles trust this account with their destination's ExternalId (the
+            # form Stripe Data Pipeline and others use); only functions granted sts:AssumeRole act.
+            Env.DESTINATION_PRINCIPAL_ARN: f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:root",
         }
         # The stack's own tables that declared types name by variable (table_env): the functions
         # that build the registry get those variables, no settings read them.
@@ -326,6 +344,7 @@ class ServiceFunctions(Construct):
             webhook_secret=webhook_secret.secret_arn,
         )
         self._grant_api(arns)
+        self._grant_destinations(tables.destinations.table_arn)
         self._grant_scheduling(arns, scheduling)
         self._grant_worker(
             arns,
@@ -363,6 +382,44 @@ class ServiceFunctions(Construct):
         self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
         self.api.allow(["s3:GetObject"], [arns.results])
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+
+    def _grant_destinations(self, table_arn: str) -> None:
+        """Delivery destinations (docs/destinations.md). The API keeps them (items and each
+        tenant's count, in transactions; a tenant's partition by Query), their secrets under one
+        name prefix, and verifies them: an S3 destination through the customer's role, which
+        tenants create at any time, so no deploy can list their ARNs. The grant is as narrow as
+        that allows: roles of *other* accounts only (never one of ours), and only with an
+        ExternalId, which every destination has and the service alone generates. The callback
+        function delivers the files with the same narrow grant and read access only."""
+        self.api.allow([*SCHEDULE_ITEM_ACTIONS, "dynamodb:Query"], [table_arn])
+        prefix = Names.DESTINATION_SECRET_PREFIX
+        secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{prefix}*"
+        self.api.allow(DESTINATION_SECRET_ACTIONS, [secrets])
+        # The callback function delivers the files (the workflow's DeliverFiles): it reads a
+        # destination and its secret, nothing more, and assumes the same roles the same way.
+        self.callback.allow(["dynamodb:GetItem"], [table_arn])
+        self.callback.allow(["secretsmanager:GetSecretValue"], [secrets])
+        for function in (self.api, self.callback):
+            function.allow(
+                ["sts:AssumeRole"],
+                [f"arn:{Aws.PARTITION}:iam::*:role/*"],
+                {
+                    "StringNotEquals": {"aws:ResourceAccount": Aws.ACCOUNT_ID},
+                    "Null": {"sts:ExternalId": "false"},
+                },
+            )
+            acknowledge(
+                function.role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
+                f"secret:{Names.DESTINATION_SECRET_PREFIX}*]",
+                "One secret per destination, created at runtime under this prefix; nothing else of the account's.",
+            )
+            acknowledge(
+                function.role,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/*]",
+                "Customers' roles are created by tenants at any time; only other accounts' roles, only with an"
+                " ExternalId.",
+            )
 
     def _grant_scheduling(self, arns: ResourceArns, scheduling: ScheduledExports) -> None:
         """Scheduled exports (docs/schedules.md). The API keeps schedules (items, a user's list, the

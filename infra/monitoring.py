@@ -139,6 +139,11 @@ class Runbooks:
     CALLBACK_FAILED: Final = Runbook(
         "callback-failed", "Find the task in the callback function's logs; tell the receiver's owner."
     )
+    FILE_DELIVERY_FAILED: Final = Runbook(
+        "file-delivery-failed",
+        "Find the task and destination in the callback function's logs; the delivery's error says what the customer"
+        " must fix.",
+    )
     PUSH_FAILED: Final = Runbook(
         "push-failed", "Read the push function's errors; the batch's stream positions are in the failed-pushes queue."
     )
@@ -589,6 +594,15 @@ class Monitoring(Construct):
             threshold=1,
             description="A completion callback could not be delivered to the client's URL.",
             runbook=Runbooks.CALLBACK_FAILED,
+            severity=Severity.TICKET,
+        )
+        self.add_alarm(
+            "FileDeliveryFailed",
+            metric=self._metric(Metric.FILE_DELIVERY_FAILED),
+            threshold=1,
+            description="A file could not be delivered to a customer's destination after its retries (their server,"
+            " login, permissions or bucket, mostly); the export stays COMPLETED and downloadable.",
+            runbook=Runbooks.FILE_DELIVERY_FAILED,
             severity=Severity.TICKET,
         )
         enqueue_failed = self._metric(Metric.ENQUEUE_FAILED)

@@ -70,6 +70,8 @@ AWS_SERVICES: Final = (
     "sesv2",
     "sqs",
     "stepfunctions",
+    # Delivery destinations: the customers' S3 roles are assumed through STS.
+    "sts",
 )
 BOTOCORE_DATA: Final = Path("botocore") / "data"
 # What of pyarrow the worker never loads (it writes Parquet to a file-like object): Arrow Flight,

@@ -9,6 +9,7 @@ import math
 from typing import Final
 
 from exports.core.config.callbacks import Callback
+from exports.core.config.destinations import Destinations
 from exports.core.config.worker import Worker
 from exports.running.writers.sink import MIN_PART_BYTES
 
@@ -26,8 +27,11 @@ class Sizing:
     LIFECYCLE_TIMEOUT_SEC: Final = 30
     CALLBACK_MEMORY_MB: Final = 256
     # One callback request (given up after Callback.REQUEST_TIMEOUT_SEC) plus the secret, the DNS
-    # lookup of the SSRF guard and the DynamoDB writes around it.
-    CALLBACK_TIMEOUT_SEC: Final = 6 * Callback.REQUEST_TIMEOUT_SEC
+    # lookup of the SSRF guard and the DynamoDB writes around it; or one attempt at each of a task's
+    # file deliveries (each given up after Destinations.DELIVERY_TIMEOUT_SEC) and the copy of the file.
+    CALLBACK_TIMEOUT_SEC: Final = max(
+        6 * Callback.REQUEST_TIMEOUT_SEC, Destinations.MAX_PER_EXPORT * Destinations.DELIVERY_TIMEOUT_SEC + 60
+    )
     # Reserved concurrency of the lifecycle workflow's functions: a burst of executions (every
     # submit starts one, every task end delivers one callback) can then neither take the account's
     # concurrency from the API and the workers nor run unbounded. Over the cap Lambda throttles,

@@ -22,7 +22,7 @@ from constructs import Construct
 from exports.core.config.audit import AuditTable
 from exports.core.config.env import Env
 from exports.core.config.push import Push
-from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.core.config.tables import CustomersTable, DestinationsTable, OrdersTable, SchedulesTable, TaskTable
 from infra.function_factory import removal_policy
 from infra.settings import StageSettings
 
@@ -101,6 +101,15 @@ class Tables(Construct):
             partition_key=_string(AuditTable.PARTITION_KEY),
             sort_key=_string(AuditTable.SORT_KEY),
             time_to_live_attribute=AuditTable.TTL_ATTRIBUTE,
+            **common,
+        )
+        # Delivery destinations (docs/destinations.md): each tenant's destinations and its count
+        # of them under the tenant's partition (pk + sk); nothing expires.
+        self.destinations = dynamodb.TableV2(
+            self,
+            "Destinations",
+            partition_key=_string(DestinationsTable.PARTITION_KEY),
+            sort_key=_string(DestinationsTable.SORT_KEY),
             **common,
         )
         self.orders = self._day_indexed("DemoOrders", OrdersTable, common)

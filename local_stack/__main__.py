@@ -21,6 +21,8 @@ from exports.core.caller import Caller
 from exports.core.export_type import AnyExportType
 from exports.core.task import ExportFormat
 from exports.export_types.loader import DeclarationError
+from local_stack.customer_side import CustomerSide
+from local_stack.embedded_aws import REGION
 from local_stack.embedded_postgres import psql_command
 from local_stack.stack import GC_THRESHOLDS, LocalConfig, LocalStack
 
@@ -66,6 +68,7 @@ exports is running locally (ready in {seconds:.1f} s)
   state        tasks, files, queues and the embedded DynamoDB tables are in memory: a restart starts
                them empty. The PostgreSQL data in {stack.config.postgres_dir} is kept.
 {try_it(url, token, stack.export_types, caller, _recent(0), _clock_line(stack))}{_other_user(stack)}
+{_destinations(stack, url)}
 Ctrl-C stops everything.
 """
 
@@ -150,6 +153,81 @@ def _min_interval() -> str:
     from exports.core.config.env import Env
 
     return os.environ.get(Env.MIN_SCHEDULE_INTERVAL_MIN, "")
+
+
+def _destinations(stack: LocalStack, url: str) -> str:
+    """The banner's destinations: the customer's SFTP server and bucket, and how a destination
+    manager delivers an export to both."""
+    if stack.customer is None:
+        return ""
+    from exports.destinations.declaration import load_destination_access
+
+    access, _ = load_destination_access(stack.config.exports_config)
+    managers = [
+        (token, user)
+        for token, user in stack.config.tokens.items()
+        if access.may_manage(Caller(user.user_id, dict(user.claims), None))
+    ]
+    if not managers:
+        return ""
+    token, user = managers[0]
+    caller = Caller(user.user_id, dict(user.claims), None)
+    return try_destinations(url, token, user.user_id, stack.customer, stack.export_types, caller, _recent(0))
+
+
+def try_destinations(
+    url: str,
+    token: str,
+    user_id: str,
+    customer: CustomerSide,
+    export_types: Sequence[AnyExportType],
+    caller: Caller,
+    day: str,
+) -> str:
+    """The banner's destination lines: create an SFTP and an S3 destination on the customer's
+    side as ``user_id`` (a destination manager), then deliver an export of the first type they
+    may use to both."""
+    example = _example(export_types, caller, day)
+    if example is None:
+        return ""
+    export_type, filters = example
+    sftp = json.dumps({"name": "Customer SFTP", "target": customer.sftp_target()})
+    s3 = json.dumps({"name": "Customer bucket", "target": customer.s3_target(REGION)})
+    export = json.dumps(
+        {
+            "export_type": export_type.name,
+            "filters": filters,
+            "destinations": ["<sftp_destination_id>", "<s3_destination_id>"],
+            "path_template": "{type}/{date}/{file}",
+        }
+    )
+    post = f"curl -s -X POST {url}/v1/%s -H \"Authorization: Bearer $MANAGER\" -H 'Content-Type: application/json' \\"
+    return f"""Deliver to the customer's own storage (docs/destinations.md), as {user_id}, a destination manager:
+
+  SFTP server  sftp://{customer.sftp_target()["username"]}@127.0.0.1:{customer.sftp.port}/upload
+               (files land in {customer.sftp_files}; host key {customer.sftp.fingerprint})
+  S3 bucket    s3://{customer.bucket} in the customer's account, written through {customer.role_arn}
+
+  export MANAGER={token}
+  {post % "destinations"}
+       -d {shlex.quote(sftp)}
+  {post % "destinations"}
+       -d {shlex.quote(s3)}
+  {post % "exports"}
+       -d {shlex.quote(export)}
+  curl -s {url}/v1/exports/<task_id> -H "Authorization: Bearer $MANAGER"   (its deliveries)
+"""
+
+
+def _example(
+    export_types: Sequence[AnyExportType], caller: Caller, day: str
+) -> tuple[AnyExportType, dict[str, object]] | None:
+    """The first export type ``caller`` may use whose filters can be made up from its schema."""
+    for export_type in export_types:
+        filters = example_filters(export_type, day) if export_type.allows(caller) else None
+        if filters is not None:
+            return export_type, filters
+    return None
 
 
 def _clock_line(stack: LocalStack) -> str:

@@ -31,7 +31,7 @@ from exports.core.config.names import Names
 from exports.core.config.push import Push
 from exports.core.config.queues import LANES, Queue
 from exports.core.config.retry import MESSAGE_RETRY
-from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
+from exports.core.config.tables import CustomersTable, DestinationsTable, OrdersTable, SchedulesTable, TaskTable
 from exports.core.config.worker import Worker
 from exports.core.workflows import fan_out_definition, lifecycle_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
@@ -80,6 +80,10 @@ class Resources:
     # a developer, or a test, reads them from).
     event_bus: str = Names.EVENT_BUS
     events_queue_url: str = ""
+    # Delivery destinations (docs/destinations.md): their table, and the role the customers' S3
+    # roles trust (here a role of the embedded account).
+    destinations_table: str = Names.DESTINATIONS_TABLE
+    destination_principal_arn: str = ""
 
     def function_environment(self) -> dict[str, str]:
         """The variables the CDK app gives the functions, pointing at the local resources."""
@@ -102,6 +106,8 @@ class Resources:
             Env.AUDIT_TABLE: self.audit_table,
             Env.MAIL_ALLOWED_DOMAINS: self.mail_allowed_domains,
             Env.EVENT_BUS: self.event_bus,
+            Env.DESTINATIONS_TABLE: self.destinations_table,
+            Env.DESTINATION_PRINCIPAL_ARN: self.destination_principal_arn,
         }
 
 
@@ -278,6 +284,10 @@ def create_resources(
         TableName=Names.AUDIT_TABLE,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": AuditTable.TTL_ATTRIBUTE},
     )
+    create_destinations_table(dynamodb)
+    principal = make_client("iam").create_role(
+        RoleName=LOCAL_DELIVERY_ROLE, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+    )["Role"]["Arn"]
     sqs = make_client("sqs")
     queue_urls, dlq_urls = {}, {}
     for lane in LANES:
@@ -312,7 +322,29 @@ def create_resources(
         max_partitions=max_partitions,
         tasks_stream_arn=stream_arn,
         events_queue_url=events_queue_url,
+        destination_principal_arn=principal,
         **scheduling,
+    )
+
+
+# The role file deliveries run as locally: the principal of an S3 destination's trust policy.
+LOCAL_DELIVERY_ROLE = "exports-delivery-local"
+
+
+def create_destinations_table(dynamodb: Any, name: str = Names.DESTINATIONS_TABLE) -> None:
+    """The destinations table (docs/destinations.md): the tenant's partition, the destination's
+    id (or its count) as the sort key."""
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": DestinationsTable.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": DestinationsTable.SORT_KEY, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": DestinationsTable.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": DestinationsTable.SORT_KEY, "KeyType": "RANGE"},
+        ],
     )
 
 

@@ -27,6 +27,7 @@ from exports.export_types.loader import DeclarationError, default_path, load_dec
 from exports.finishing.run_mail import task_of
 from exports.finishing.webhooks.signing import new_secret
 from exports.schedules.dynamodb_schedules import DynamoScheduleStore
+from local_stack.customer_side import CustomerSide, start_customer_side
 from local_stack.demo_api import DemoApi
 from local_stack.demo_customers import demo_customers
 from local_stack.demo_database import load_demo_data
@@ -112,6 +113,8 @@ class LocalConfig:
     aws_port: int = 0
     # The push channel's WebSocket API (0: a free port; -1: none, clients poll).
     ws_port: int = 0
+    # The customer's SFTP server of the demo destination (0: a free port).
+    sftp_port: int = 0
     # Bearer token -> the dev user it signs in, with the claims their token carries.
     tokens: dict[str, LocalUser] = field(default_factory=dict)
     users_file: Path = field(default_factory=default_users_path)
@@ -135,7 +138,8 @@ class LocalConfig:
 
     @classmethod
     def from_env(cls) -> LocalConfig:
-        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_WS_PORT``, ``EXPORTS_LOCAL_USERS``, ``EXPORTS_LOCAL_TOKENS``,
+        """``PORT``, ``EXPORTS_AWS_PORT``, ``EXPORTS_WS_PORT``, ``EXPORTS_SFTP_PORT``,
+        ``EXPORTS_LOCAL_USERS``, ``EXPORTS_LOCAL_TOKENS``,
         ``EXPORTS_DEMO_ORDERS``,
         ``EXPORTS_DEMO_DYNAMODB_ORDERS``, ``EXPORTS_DEMO_DYNAMODB_CUSTOMERS``,
         ``EXPORTS_WEBHOOK_SECRET``,
@@ -149,6 +153,7 @@ class LocalConfig:
             port=int(os.environ.get("PORT", "8000")),
             aws_port=int(os.environ.get("EXPORTS_AWS_PORT", "0")),
             ws_port=int(os.environ.get("EXPORTS_WS_PORT", "0")),
+            sftp_port=int(os.environ.get("EXPORTS_SFTP_PORT", "0")),
             tokens=signed_in(load_users(users_file), os.environ.get(TOKENS_VARIABLE)),
             users_file=users_file,
             demo_orders=int(os.environ.get("EXPORTS_DEMO_ORDERS", "50000")),
@@ -201,6 +206,7 @@ class LocalStack:
         self._serving: threading.Thread | None = None
         self.schedule_loop: ScheduleLoop | None = None
         self.mailbox = Mailbox()
+        self.customer: CustomerSide | None = None
         self.manual_clock = os.environ.get(CLOCK_VARIABLE) == MANUAL_CLOCK
 
     def start(self) -> None:
@@ -238,6 +244,10 @@ class LocalStack:
             local_environment[Env.WEBSOCKET_ENDPOINT] = self.websocket.management_url
         for name, value in local_environment.items():
             os.environ.setdefault(name, value)
+        # The customer's side of destinations: their SFTP server, their account's bucket and role.
+        self.customer = start_customer_side(
+            endpoint, self.resources.destination_principal_arn, sftp_port=self.config.sftp_port
+        )
         today = datetime.now(UTC).date()
         seeded = put_items(self.resources.orders_table, demo_orders(self.config.demo_dynamodb_orders, today))
         logger.info("seeded %d demo orders into DynamoDB", seeded)
@@ -417,6 +427,8 @@ class LocalStack:
         self._stop_databases()
 
     def _stop_databases(self) -> None:
+        if self.customer is not None:
+            self.customer.stop()
         self.postgres.stop()
         if self.demo_api:
             self.demo_api.shutdown()

@@ -357,6 +357,16 @@ def _path_value(document: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+def _rule_matches(state_input: Mapping[str, Any], rule: Mapping[str, Any]) -> bool:
+    """Whether a Choice rule (``BooleanEquals``, ``IsPresent`` or an ``And`` of them) holds."""
+    if "And" in rule:
+        return all(_rule_matches(state_input, part) for part in rule["And"])
+    value = _path_value(state_input, rule["Variable"])
+    if "IsPresent" in rule:
+        return (value is not None) is bool(rule["IsPresent"])
+    return value is True if rule["BooleanEquals"] else value is False
+
+
 def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[str]:
     """The states one execution enters in ``scenario``, a retried state once per attempt.
 
@@ -375,11 +385,7 @@ def states_entered(definition: Mapping[str, Any], scenario: Scenario) -> list[st
             return entered
         if state["Type"] == "Choice":
             name = next(
-                (
-                    rule["Next"]
-                    for rule in state["Choices"]
-                    if _path_value(state_input, rule["Variable"]) == rule["BooleanEquals"]
-                ),
+                (rule["Next"] for rule in state["Choices"] if _rule_matches(state_input, rule)),
                 state["Default"],
             )
             continue
@@ -710,6 +716,7 @@ def render(template: Mapping[str, Any], stage: str, work: Workload | None = None
     out += _snapstart_costs(facts, work)
     out += _schedule_costs(facts, work, per_export)
     out += _event_costs()
+    out += _delivery_costs(facts, work)
     out += _vpc_costs()
     return "\n".join(out)
 
@@ -1046,6 +1053,80 @@ def _event_costs() -> list[str]:
             f"{costs[0]} or {costs[1]} a month at {high:,} exports, under $0.01 at {low:,}. Not in the table above. "
             "The bus itself costs nothing; the rules' targets (docs/events.md) cost what they cost."
         ),
+        "",
+    ]
+
+
+@dataclass(frozen=True)
+class DeliveryWork:
+    """One file delivered to one destination (docs/destinations.md), as this estimate assumes it:
+    delivered at the first attempt, to SFTP (a secret read) or S3 (an assumed role, free)."""
+
+    # DeliverFiles, and HasDeliveries after a callback (HasCallback goes there directly otherwise).
+    transitions: int = 2
+    # The callback function's run: copy the file from our bucket, connect, write, rename.
+    run_sec: float = 1.0
+    # The task (read, then its deliveries written: 3 write units) and the destination (read).
+    read_units: int = 2
+    write_units: int = 3
+    # The SFTP login's secret (Secrets Manager), read once per delivery.
+    secret_reads: int = 1
+    # Our file out to the customer's server on the Internet, or their bucket in another region.
+    transfer_out: bool = True
+
+
+def delivery_lines(facts: StackFacts, work: Workload, delivery: DeliveryWork | None = None) -> list[Line]:
+    """What one file delivery costs, by service."""
+    d = delivery or DeliveryWork()
+    gb = work.file_bytes / 1024**3
+    return [
+        Line(
+            "Step Functions (Standard)",
+            d.transitions * Price.STEP_FUNCTIONS_TRANSITION,
+            0,
+            f"{d.transitions} transitions",
+        ),
+        Line(
+            "Lambda (callback function)",
+            d.run_sec * facts.callback_memory_mb / 1024 * Price.LAMBDA_ARM_GB_SECOND + Price.LAMBDA_REQUEST,
+            0,
+            f"1 invocation, {d.run_sec:g} s at {facts.callback_memory_mb} MB",
+        ),
+        Line(
+            "DynamoDB",
+            d.read_units * Price.DYNAMODB_READ_UNIT + d.write_units * Price.DYNAMODB_WRITE_UNIT,
+            0,
+            f"{d.read_units} reads, {d.write_units} write units",
+        ),
+        Line("S3", Price.S3_GET_REQUEST, 0, "1 GET of our file (their PUT is billed to them)"),
+        Line("Secrets Manager", d.secret_reads * Price.SECRETS_API_CALL, 0, f"{d.secret_reads} secret read (SFTP)"),
+        Line(
+            "Data transfer out",
+            gb * Price.DATA_TRANSFER_OUT_GB if d.transfer_out else 0,
+            0,
+            f"{work.file_bytes // 1024} KB to the customer",
+        ),
+    ]
+
+
+def _delivery_costs(facts: StackFacts, work: Workload) -> list[str]:
+    """Per thousand file deliveries (docs/destinations.md)."""
+    lines = delivery_lines(facts, work)
+    per_thousand = sum(line.per_export for line in lines) * 1000
+    return [
+        "## File deliveries",
+        "",
+        *_wrapped(
+            f"Per 1,000 files of {work.file_bytes // 1024} KB delivered to customers' destinations "
+            "(docs/destinations.md), each at the first attempt; a retry costs one more transition and invocation."
+        ),
+        "",
+        *_table(
+            ["Service", "Per 1,000 deliveries", "Basis"],
+            [[line.service, _money(line.per_export * 1000), line.basis] for line in lines],
+        ),
+        "",
+        f"In all {_money(per_thousand)} per 1,000 deliveries, on top of the exports themselves.",
         "",
     ]
 

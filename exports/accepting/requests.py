@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from exports.core.config.limits import Limits
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect, CsvEncoding
+from exports.core.deliveries import DESTINATION_ID_PATTERN, MAX_DESTINATIONS, PATH_TEMPLATE_MAX_LENGTH, check_template
 from exports.core.locales import ACCEPTED as ACCEPTED_LOCALES
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.spec import ExportSpec
@@ -103,10 +114,38 @@ class ExportRequest(BaseModel):
         examples=["en", "de", "zh-CN", "ja"],
     )
 
+    destinations: list[Annotated[str, StringConstraints(pattern=DESTINATION_ID_PATTERN)]] = Field(
+        default_factory=list,
+        max_length=MAX_DESTINATIONS,
+        description="Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED;"
+        " the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.",
+    )
+    path_template: str | None = Field(
+        default=None,
+        max_length=PATH_TEMPLATE_MAX_LENGTH,
+        description="Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the"
+        " run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.",
+        examples=["{type}/{date}/{file}"],
+    )
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, name: str) -> str:
         return canonical_zone(name)
+
+    @field_validator("destinations")
+    @classmethod
+    def _destinations_once(cls, destinations: list[str]) -> list[str]:
+        if len(set(destinations)) != len(destinations):
+            raise ValueError("name each destination once")
+        return destinations
+
+    @field_validator("path_template")
+    @classmethod
+    def _usable_template(cls, template: str | None, info: ValidationInfo) -> str | None:
+        if template is not None and not info.data.get("destinations"):
+            raise ValueError("a path template is for the destinations named in `destinations`: name them")
+        return None if template is None else check_template(template)
 
     @field_validator("locale")
     @classmethod
@@ -123,7 +162,7 @@ class ExportRequest(BaseModel):
         """The export this body asks for, as the services take it."""
         callback_url = str(self.callback_url) if self.callback_url else None
         return ExportSpec(
-            **self.model_dump(exclude={"callback_url", "csv_dialect"}),
+            **self.model_dump(exclude={"callback_url", "csv_dialect", "destinations", "path_template"}),
             csv_dialect=self.csv_dialect,
             callback_url=callback_url,
         )
@@ -139,4 +178,6 @@ class ExportRequest(BaseModel):
             del body["csv_dialect"]
         if self.locale is None:
             del body["locale"]
+        if not self.destinations:
+            del body["destinations"], body["path_template"]
         return body

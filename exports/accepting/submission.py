@@ -151,7 +151,11 @@ def submit_export(
         schedule_id=run_of.schedule_id if run_of else None,
         scheduled_for=run_of.scheduled_for if run_of else None,
         skip_empty=run_of.skip_empty if run_of else False,
-        dedup_key=dedup_key(
+        delivery=request.delivery,
+        # An export delivered to destinations is never merged into another: its deliveries are its own.
+        dedup_key=None
+        if request.delivery
+        else dedup_key(
             user_id,
             export_type.name,
             request.format.value,

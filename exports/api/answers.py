@@ -1,19 +1,24 @@
 """What several route modules answer with: a JSON response, a task accepted (``202``), the
-request's id (the exports' and the schedules' routes share them)."""
+request's id, an export's deliveries (the exports' and the schedules' routes share them)."""
 
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from exports.accepting.requests import ExportRequest
 from exports.accepting.submission import Submission
+from exports.api import app as api
 from exports.api.app import app, logger
 from exports.api.http.openapi import (
     location,
     retry_after,
 )
 from exports.api.models import ExportAccepted
+from exports.core.caller import Caller
 from exports.core.config.api import API_VERSION_PREFIX
 from exports.core.policies import Polling
+from exports.core.spec import ExportSpec
 
 # The answers of each route as the OpenAPI document states them (exports/api/http/openapi.py).
 ACCEPTED = {
@@ -58,3 +63,15 @@ def accepted_answer(body: dict[str, Any], headers: dict[str, str] | None = None)
 def request_id() -> str:
     """The gateway's id of this request: an audit record's event id (one per request)."""
     return str(app.current_event.request_context.request_id)
+
+
+def with_delivery(spec: ExportSpec, request: ExportRequest, caller: Caller) -> ExportSpec:
+    """``spec`` with where its file goes, when ``request`` names destinations: the caller's
+    tenant's, usable and ACTIVE (else a 422 naming ``destinations.<i>``). The destinations'
+    modules are imported then, not at every submit."""
+    if not request.destinations:
+        return spec
+    from exports.destinations.service import delivery_plan
+
+    plan = delivery_plan(request.destinations, request.path_template, caller, api.destination_dependencies())
+    return replace(spec, delivery=plan)

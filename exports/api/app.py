@@ -1,7 +1,7 @@
 """The HTTP API function's resolver, composition and route registry (its entry point,
 ``functions/submit/handler.py``, is this module's :func:`lambda_handler`): submit exports, read
-them, download them, list export types, manage scheduled exports (docs/schedules.md) and read
-the audit trail (docs/audit.md).
+them, download them, list export types, manage scheduled exports (docs/schedules.md) and
+delivery destinations (docs/destinations.md), and read the audit trail (docs/audit.md).
 
 In the shared package, not the function's folder: a Lambda package puts the folder's files at its
 root, where a route module could not name the module it registers on. Each group of routes is
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from exports.accepting.dependencies import ApiDependencies
     from exports.accepting.dynamodb_idempotency import IdempotentCalls
     from exports.core.export_type import AnyExportType
+    from exports.destinations.service import DestinationDependencies
     from exports.push.dynamodb_connections import DynamoTickets
     from exports.schedules.dependencies import ScheduleDependencies
 
@@ -55,6 +56,7 @@ ROUTE_MODULES: Final = {
     "schedules": "exports.api.routes.schedules",
     "permalinks": "exports.api.routes.schedules",
     "audit": "exports.api.routes.audit",
+    "destinations": "exports.api.routes.destinations",
     "me": "exports.api.routes.caller",
     "export-types": "exports.api.routes.caller",
     "stream-tickets": "exports.api.routes.caller",
@@ -126,6 +128,14 @@ def schedule_dependencies() -> "ScheduleDependencies":
     from exports.schedules.composition import compose_schedules
 
     return compose_schedules(dependencies())
+
+
+@cache
+def destination_dependencies() -> "DestinationDependencies":
+    """The destinations' adapters beside this function's own."""
+    from exports.destinations.composition import compose_destinations
+
+    return compose_destinations(dependencies())
 
 
 @cache

@@ -167,6 +167,27 @@ def link_event(
     )
 
 
+def destination_event(
+    action: AuditAction,
+    destination_id: str,
+    tenant: str,
+    request_id: str,
+    user_id: str,
+    at: datetime,
+    detail: Mapping[str, Any],
+) -> AuditEvent:
+    """A destination created, changed, deleted or verified by ``user_id`` (no count of its own)."""
+    return AuditEvent(
+        event_id=f"{destination_id}#{action.value}#{request_id}",
+        tenant=tenant,
+        action=action,
+        at=at,
+        actor=user_id,
+        subject=destination_id,
+        detail=detail,
+    )
+
+
 def schedule_event(
     action: AuditAction,
     schedule_id: str,

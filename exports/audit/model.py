@@ -53,6 +53,12 @@ class AuditAction(StrEnum):
     SCHEDULE_CREATED = "schedule.created"
     SCHEDULE_CHANGED = "schedule.changed"
     SCHEDULE_DELETED = "schedule.deleted"
+    # A tenant's delivery destination (docs/destinations.md) created, changed (a host key
+    # confirmed too), deleted, or verified (with what the probe found).
+    DESTINATION_CREATED = "destination.created"
+    DESTINATION_CHANGED = "destination.changed"
+    DESTINATION_DELETED = "destination.deleted"
+    DESTINATION_VERIFIED = "destination.verified"
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from exports.core.config.limits import Limits
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.deliveries import DeliveryPlan
 from exports.core.task import ExportFormat, Task
 from exports.core.zones import UTC_ZONE
 
@@ -29,6 +30,8 @@ class ExportSpec:
     csv_dialect: CsvDialect = DEFAULT_DIALECT
     # None: the type's default locale.
     locale: str | None = None
+    # Where the file goes after COMPLETED (docs/destinations.md); None: nowhere but our bucket.
+    delivery: DeliveryPlan | None = None
 
     @classmethod
     def of_task(cls, task: Task) -> ExportSpec:

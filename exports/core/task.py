@@ -18,6 +18,7 @@ from exports.core.config.limits import Limits
 from exports.core.config.retry import TASK_RETRY
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.core.customer_errors import customer_message
+from exports.core.deliveries import Delivery, DeliveryPlan, initial
 from exports.core.errors import InvalidTransition
 from exports.core.status import TERMINAL, TaskStatus, check_transition
 from exports.core.zones import UTC_ZONE
@@ -177,6 +178,9 @@ class Task(BaseModel):
     status_seq: int = 0
     # Who is called back when the task ends, in the order they asked (see Subscriber).
     subscribers: tuple[Subscriber, ...] = ()
+    # Where the file goes after COMPLETED (docs/destinations.md), and each destination's delivery.
+    delivery: DeliveryPlan | None = None
+    deliveries: tuple[Delivery, ...] = ()
     # The lifecycle workflow's task token: whoever ends the task hands the outcome to it.
     lifecycle_token: str | None = None
     # A split export's rows per partition (of the current attempt); rows_written is their sum.
@@ -229,6 +233,11 @@ class Task(BaseModel):
         or, for a scheduled run, the run's outcome on its schedule and its mail (the workflow's
         ``has_callback``)."""
         return bool(self.subscribers) or self.schedule_id is not None
+
+    @property
+    def delivers(self) -> bool:
+        """Whether its file goes to destinations when it ends (the workflow's ``has_deliveries``)."""
+        return bool(self.deliveries)
 
     @property
     def is_terminal(self) -> bool:
@@ -289,6 +298,7 @@ def new_task(
     schedule_id: str | None = None,
     scheduled_for: datetime | None = None,
     skip_empty: bool = False,
+    delivery: DeliveryPlan | None = None,
 ) -> Task:
     """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
     return Task(
@@ -317,6 +327,8 @@ def new_task(
         scheduled_for=scheduled_for,
         skip_empty=skip_empty,
         subscribers=(Subscriber(url=callback_url),) if callback_url else (),
+        delivery=delivery,
+        deliveries=initial(delivery.destination_ids) if delivery else (),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.deliveries import Delivery
 from exports.core.status import TaskStatus
 from exports.core.task import ExportFormat, Task
 from exports.core.zones import UTC_ZONE
@@ -78,6 +79,10 @@ class TaskView(BaseModel):
     callback_seq: int = Field(
         default=0, description="Grows with every status change; a receiver keeps the event with the highest."
     )
+    deliveries: list[Delivery] = Field(
+        default_factory=list,
+        description="The file's delivery to each destination named at submit, once COMPLETED (docs/destinations.md).",
+    )
 
     @classmethod
     def of(cls, task: Task, download_url: str | None = None, download_expires_at: datetime | None = None) -> TaskView:
@@ -118,4 +123,5 @@ class TaskView(BaseModel):
             callback=CallbackView(**task.callback.model_dump()) if task.callback else None,
             callbacks=[SubscriberView(url=s.url, **s.state.model_dump()) for s in task.subscribers],
             callback_seq=task.status_seq,
+            deliveries=list(task.deliveries),
         )

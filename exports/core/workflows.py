@@ -16,8 +16,16 @@ One execution per task, started at submit, owns the task's time:
    refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
    A throttled invoke of the callback function is retried apart (``LIFECYCLE_THROTTLE_RETRY``), so a burst
    cannot spend those attempts before one callback was sent.
+4. With deliveries (the outcome's ``has_deliveries``: the task named destinations), ``DeliverFiles``
+   puts the file at each destination (the callback function again: it already makes the task's
+   outward calls, through the same SSRF guard and egress), retried on ``DeliveryRetryable`` on
+   ``FILE_DELIVERY_RETRY``'s schedule (destinations already done are not tried again); when that
+   is spent ``GiveUpFiles`` records the deliveries still pending as FAILED. After the callbacks,
+   so a slow customer server never delays the completion webhook. A task without deliveries
+   takes no state more than before; one with callbacks one Choice more.
 
-Four to six state transitions per task keep Standard workflow costs low.
+Four to six state transitions per task (one to three more with deliveries) keep Standard
+workflow costs low.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ import math
 from typing import Any, Final
 
 from exports.core.config.callbacks import Callback
+from exports.core.config.destinations import Destinations
 from exports.core.config.retry import (
     CALLBACK_RETRY,
+    FILE_DELIVERY_RETRY,
     LAMBDA_SERVICE_RETRY,
     LIFECYCLE_THROTTLE_RETRY,
     PARTITION_SOURCE_BUSY_WAIT_SEC,
@@ -45,6 +55,10 @@ def lambda_invoke(partition: str = DEFAULT_PARTITION, *, with_token: bool = Fals
     """The ``lambda:invoke`` integration ARN in ``partition`` (``.waitForTaskToken`` if ``with_token``)."""
     return f"arn:{partition}:states:::lambda:invoke" + (".waitForTaskToken" if with_token else "")
 
+
+# The callback function's actions that deliver a task's file to its destinations (and give up).
+DELIVER_FILES_ACTION: Final = "deliver_files"
+GIVE_UP_FILES_ACTION: Final = "give_up_files"
 
 # Lambda's own transient errors, retried briefly wherever a function is invoked.
 LAMBDA_SERVICE_ERRORS = [
@@ -85,15 +99,27 @@ _THROTTLE_RETRY = retrier([LAMBDA_THROTTLED], LIFECYCLE_THROTTLE_RETRY)
 _LIFECYCLE_RETRY = [_THROTTLE_RETRY, retrier(_NOT_THROTTLED, LAMBDA_SERVICE_RETRY)]
 
 
+# The Choice rule of a task with files to deliver; an outcome recorded before deliveries existed
+# has no has_deliveries: nothing to deliver.
+_HAS_DELIVERIES: Final = {
+    "And": [
+        {"Variable": "$.outcome.has_deliveries", "IsPresent": True},
+        {"Variable": "$.outcome.has_deliveries", "BooleanEquals": True},
+    ],
+    "Next": "DeliverFiles",
+}
+
+
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
     """The input an execution starts with. Whether to deliver callbacks is decided at the end
     (``$.outcome.has_callback``): identical requests merged into the task add subscribers."""
     return {"task_id": task_id, "timeout_sec": timeout_sec}
 
 
-def task_outcome(status: str, has_callback: bool) -> dict[str, Any]:
-    """What the lifecycle learns when the task ends (from whoever ended it, or from Expire)."""
-    return {"status": status, "has_callback": has_callback}
+def task_outcome(status: str, has_callback: bool, has_deliveries: bool = False) -> dict[str, Any]:
+    """What the lifecycle learns when the task ends (from whoever ended it, or from Expire):
+    whether it has callbacks to send and files to deliver to destinations."""
+    return {"status": status, "has_callback": has_callback, "has_deliveries": has_deliveries}
 
 
 def lifecycle_definition(
@@ -124,14 +150,21 @@ def lifecycle_definition(
                     "FunctionName": lifecycle_function,
                     "Payload": {"action": "expire", "task_id.$": "$.task_id"},
                 },
-                "ResultSelector": {"status.$": "$.Payload.status", "has_callback.$": "$.Payload.has_callback"},
+                "ResultSelector": {
+                    "status.$": "$.Payload.status",
+                    "has_callback.$": "$.Payload.has_callback",
+                    "has_deliveries.$": "$.Payload.has_deliveries",
+                },
                 "ResultPath": "$.outcome",
                 "Retry": _LIFECYCLE_RETRY,
                 "Next": "HasCallback",
             },
             "HasCallback": {
                 "Type": "Choice",
-                "Choices": [{"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"}],
+                "Choices": [
+                    {"Variable": "$.outcome.has_callback", "BooleanEquals": True, "Next": "Deliver"},
+                    _HAS_DELIVERIES,
+                ],
                 "Default": "Done",
             },
             "Deliver": {
@@ -147,7 +180,7 @@ def lifecycle_definition(
                     retrier([Callback.RETRYABLE_ERROR, *_NOT_THROTTLED], CALLBACK_RETRY),
                 ],
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.callback_error", "Next": "GiveUp"}],
-                "Next": "Done",
+                "Next": "HasDeliveries",
             },
             "GiveUp": {
                 "Type": "Task",
@@ -155,6 +188,38 @@ def lifecycle_definition(
                 "Parameters": {
                     "FunctionName": callback_function,
                     "Payload": {"action": "give_up", "task_id.$": "$.task_id", "error.$": "$.callback_error"},
+                },
+                "ResultPath": None,
+                "Retry": _LIFECYCLE_RETRY,
+                "Next": "HasDeliveries",
+            },
+            # After the callbacks (a task without goes from HasCallback straight to DeliverFiles).
+            "HasDeliveries": {"Type": "Choice", "Choices": [_HAS_DELIVERIES], "Default": "Done"},
+            "DeliverFiles": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition),
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {"action": DELIVER_FILES_ACTION, "task_id.$": "$.task_id"},
+                },
+                "ResultPath": None,
+                "Retry": [
+                    _THROTTLE_RETRY,
+                    retrier([Destinations.DELIVERY_RETRYABLE_ERROR, *_NOT_THROTTLED], FILE_DELIVERY_RETRY),
+                ],
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.delivery_error", "Next": "GiveUpFiles"}],
+                "Next": "Done",
+            },
+            "GiveUpFiles": {
+                "Type": "Task",
+                "Resource": lambda_invoke(partition),
+                "Parameters": {
+                    "FunctionName": callback_function,
+                    "Payload": {
+                        "action": GIVE_UP_FILES_ACTION,
+                        "task_id.$": "$.task_id",
+                        "error.$": "$.delivery_error",
+                    },
                 },
                 "ResultPath": None,
                 "Retry": _LIFECYCLE_RETRY,

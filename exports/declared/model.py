@@ -274,6 +274,15 @@ class TenantsDecl(StrictModel):
     branding: dict[TenantName, TenantBrandingDecl] = Field(default_factory=dict)
 
 
+class DestinationsDecl(StrictModel):
+    """Deployment-wide: who of a tenant manages its delivery destinations (default: the tenants'
+    ``admin_group``) and who uses them (default: every member of the tenant), in the vocabulary
+    of a type's ``allow`` (docs/destinations.md)."""
+
+    manage: AllowDecl | None = None
+    use: AllowDecl = AllowDecl()
+
+
 class PartitionBy(StrEnum):
     """How an export type's rows split into partitions written at once."""
 
@@ -374,5 +383,6 @@ class DeclarationFile(StrictModel):
 
     access: AccessDecl = AccessDecl()
     tenants: TenantsDecl = TenantsDecl()
+    destinations: DestinationsDecl = DestinationsDecl()
     sources: dict[Identifier, SourceDecl] = Field(default_factory=dict)
     types: dict[Identifier, TypeDecl] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from exports.core.caller import Caller
+from exports.core.deliveries import change_event_type
 from exports.core.errors import ExportsError
 from exports.core.status import TaskStatus
 from exports.core.task import Task
@@ -76,6 +77,8 @@ class TaskChange:
         (a write of the callbacks' state or the workflow token changes nothing a watcher sees)."""
         if self.before is None or self.before.status is not self.task.status:
             return PUSH_EVENT_TYPES[self.task.status]
+        if delivered := change_event_type(self.before.deliveries, self.task.deliveries):
+            return delivered
         moved = (self.before.rows_written, self.before.progress) != (self.task.rows_written, self.task.progress)
         return PROGRESS_EVENT if moved and self.task.status is TaskStatus.RUNNING else None
 

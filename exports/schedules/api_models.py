@@ -335,6 +335,8 @@ class ScheduleView(BaseModel):
     csv_formula_guard: bool
     csv_dialect: CsvDialect = DEFAULT_DIALECT
     locale: str | None = None
+    destinations: list[str] = Field(default_factory=list, description="Where each run's file is delivered.")
+    path_template: str | None = Field(default=None, description="Where the file goes under each destination.")
     cron: str | None
     every: EveryBody | None
     timezone: str
@@ -377,6 +379,8 @@ class ScheduleView(BaseModel):
             csv_formula_guard=schedule.csv_formula_guard,
             csv_dialect=schedule.csv_dialect,
             locale=schedule.locale,
+            destinations=list(schedule.delivery.destination_ids) if schedule.delivery else [],
+            path_template=schedule.delivery.path_template if schedule.delivery else None,
             cron=schedule.cron,
             every=_every_body(schedule.every) if schedule.every else None,
             timezone=schedule.timezone,

@@ -12,6 +12,7 @@ from exports.core.caller import Caller
 from exports.core.config.limits import Limits
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.deliveries import DeliveryPlan
 from exports.core.task import ExportFormat
 
 SCHEDULE_ID_PREFIX = "sch_"
@@ -144,6 +145,8 @@ class Schedule(BaseModel):
     csv_dialect: CsvDialect = DEFAULT_DIALECT
     # None: each run is in the type's default locale.
     locale: str | None = None
+    # Where each run's file goes once COMPLETED (docs/destinations.md); None: nowhere but our bucket.
+    delivery: DeliveryPlan | None = None
     cron: str | None = None
     every: Every | None = None
     timezone: str = Schedules.DEFAULT_TIMEZONE

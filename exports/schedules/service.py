@@ -206,6 +206,7 @@ def create_schedule(spec: ScheduleSpec, caller: Caller, deps: ScheduleDependenci
         csv_formula_guard=export.csv_formula_guard,
         csv_dialect=export.csv_dialect,
         locale=export.locale,
+        delivery=export.delivery,
         cron=spec.cron,
         every=spec.every,
         timezone=spec.timezone,
@@ -458,4 +459,5 @@ def export_spec(schedule: Schedule, filters: dict[str, Any]) -> ExportSpec:
         timezone=schedule.timezone,
         csv_dialect=schedule.csv_dialect,
         locale=schedule.locale,
+        delivery=schedule.delivery,
     )

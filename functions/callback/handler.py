@@ -14,6 +14,7 @@ from exports.core.tracing import lazy_tracer
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from exports.finishing.delivery.deliver import DeliveryDependencies
     from exports.finishing.dependencies import CallbackDependencies
 
 logger = Logger()
@@ -42,12 +43,33 @@ class GiveUpRequest(BaseModel):
     error: dict[str, Any] | None = None
 
 
+class DeliverFilesRequest(BaseModel):
+    """Deliver the task's file to its pending destinations once (docs/destinations.md)."""
+
+    model_config = _DEFERRED
+
+    action: Literal["deliver_files"]
+    task_id: str
+
+
+class GiveUpFilesRequest(BaseModel):
+    """The deliveries' retries are spent; ``error`` is what the workflow caught."""
+
+    model_config = _DEFERRED
+
+    action: Literal["give_up_files"]
+    task_id: str
+    error: dict[str, Any] | None = None
+
+
 class CallbackRequest(BaseModel):
     """One of the workflow's requests."""
 
     model_config = _DEFERRED
 
-    request: Annotated[DeliverRequest | GiveUpRequest, Field(discriminator="action")]
+    request: Annotated[
+        DeliverRequest | GiveUpRequest | DeliverFilesRequest | GiveUpFilesRequest, Field(discriminator="action")
+    ]
 
 
 @cache
@@ -58,6 +80,14 @@ def dependencies() -> CallbackDependencies:
     from exports.finishing.composition import compose_callback
 
     return compose_callback(PowertoolsMetrics(metrics))
+
+
+@cache
+def delivery_dependencies() -> DeliveryDependencies:
+    """The file deliveries' adapters beside this function's own."""
+    from exports.finishing.delivery.composition import compose_delivery
+
+    return compose_delivery(dependencies())
 
 
 def _caught_message(error: dict[str, Any] | None) -> str | None:
@@ -84,9 +114,22 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     request = CallbackRequest.model_validate({"request": event}).request
     logger.set_correlation_id(request.task_id)
     logger.append_keys(task_id=request.task_id, action=request.action)
+    if isinstance(request, DeliverFilesRequest | GiveUpFilesRequest):
+        return _files(request)
     if isinstance(request, DeliverRequest):
         outcome = callbacks.deliver(request.task_id, dependencies())
         logger.info("callback attempt", extra={"outcome": outcome.value})
         return {"outcome": outcome.value}
     callbacks.give_up(request.task_id, _caught_message(request.error), dependencies())
+    return {"outcome": "given_up"}
+
+
+def _files(request: DeliverFilesRequest | GiveUpFilesRequest) -> dict[str, Any]:
+    """The task's file deliveries: ``DeliveryRetryable`` propagates (the workflow retries on it)."""
+    from exports.finishing.delivery import deliver
+
+    if isinstance(request, DeliverFilesRequest):
+        deliver.deliver_files(request.task_id, delivery_dependencies())
+        return {"outcome": "delivered"}
+    deliver.give_up_files(request.task_id, _caught_message(request.error), delivery_dependencies())
     return {"outcome": "given_up"}

@@ -76,4 +76,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         lifecycle.watch(request.task_id, request.token, dependencies())
         return {"status": "WATCHING"}
     task = lifecycle.expire(request.task_id, dependencies())
-    return task_outcome(task.status.value, task.notifies_at_end)
+    return task_outcome(task.status.value, task.notifies_at_end, task.delivers)

@@ -69,6 +69,13 @@ OPERATIONS = {
     ("get", "/local/mailbox"): ExportsClient.mailbox,
     ("get", "/v1/audit"): ExportsClient.list_audit,
     ("get", "/v1/audit/usage"): ExportsClient.audit_usage,
+    ("post", "/v1/destinations"): ExportsClient.create_destination,
+    ("get", "/v1/destinations"): ExportsClient.list_destinations,
+    ("get", "/v1/destinations/{destination_id}"): ExportsClient.get_destination,
+    ("patch", "/v1/destinations/{destination_id}"): ExportsClient.update_destination,
+    ("delete", "/v1/destinations/{destination_id}"): ExportsClient.delete_destination,
+    ("post", "/v1/destinations/{destination_id}/confirm"): ExportsClient.confirm_destination,
+    ("post", "/v1/destinations/{destination_id}/verify"): ExportsClient.verify_destination,
 }
 # Schema words that only document: they do not change what a document may contain.
 ANNOTATIONS = {"title", "description", "default"}

@@ -67,7 +67,12 @@ def served(stack: Stack) -> dict[str, Any]:
 # field that does not fit the stored schedule is a 409. What no JSON Schema states stays a 422:
 # a date range's order and length in `filters`, recipients outside the deployment's domains that
 # are not the caller's own address, a callback URL to a private address (docs/schedules.md,
-# "The model"). A create may meet the per-user cap (429). Every other operation keeps the default.
+# "The model"). A create may meet the per-user cap (429). Destinations: whether an SFTP host may be
+# reached (public, resolving, answering with a host key) is the service's to find out (422
+# DESTINATION_UNREACHABLE naming target.host), S3 destinations need the deployment's principal, the
+# tenant's cap may be met (429), GET /v1/destinations refuses a made-up next_token (an opaque
+# cursor), and a change may name a field of the other kind (422). Every other operation keeps the
+# default.
 _NO_ZONE_ENUMERATION = {"coverage": {"enabled": False}}
 OPERATIONS: dict[str, Any] = {
     "operations": [
@@ -85,6 +90,18 @@ OPERATIONS: dict[str, Any] = {
             "include-name": "PATCH /v1/schedules/{schedule_id}",
             "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422"]}},
             "phases": _NO_ZONE_ENUMERATION,
+        },
+        {
+            "include-name": "POST /v1/destinations",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}},
+        },
+        {
+            "include-name": "GET /v1/destinations",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "422"]}},
+        },
+        {
+            "include-name": "PATCH /v1/destinations/{destination_id}",
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "422"]}},
         },
     ]
 }

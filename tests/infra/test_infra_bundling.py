@@ -47,8 +47,9 @@ CDK_CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 # Imported only on a path the handler's import does not take (the worker's XLSX writer, fontTools
 # for the PDF font, pyarrow and the ADBC driver for Parquet; RE2 when the registry is built).
 LAZY_IMPORTS = {
-    # zoneinfo loads tzdata on the first zone it does not find in the OS (the mail's zone).
-    CALLBACK.name: {"tzdata"},
+    # zoneinfo loads tzdata on the first zone it does not find in the OS (the mail's zone); asyncssh
+    # on the first SFTP delivery, pysequoia and pyzipper on the first encrypted one.
+    CALLBACK.name: {"tzdata", "asyncssh", "pysequoia", "pyzipper"},
     WORKER.name: {
         *("openpyxl", "lxml", "psycopg", "google-re2", "fonttools", "pyarrow", "tzdata"),
         # The JSON Lines writer, imported with its format's module on the first JSON Lines export.
@@ -56,7 +57,8 @@ LAZY_IMPORTS = {
         # A MySQL source's driver, imported on its first query.
         "pymysql",
     },
-    API.name: {"google-re2", "tzdata", "cronsim"},
+    # asyncssh and cryptography on the first destination route (host keys, probes, key pairs).
+    API.name: {"google-re2", "tzdata", "cronsim", "asyncssh"},
     # The registry (tenancy-bound values) is built on the first check; PyJWT on the first JWT.
     STREAM.name: {"google-re2", "pyjwt"},
     PUSH.name: {"google-re2"},

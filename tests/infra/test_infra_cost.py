@@ -15,11 +15,13 @@ from scripts.cost_estimate import (
     LAMBDA_INCLUDED_EPHEMERAL_MB,
     SCENARIOS,
     VOLUMES,
+    DeliveryWork,
     Price,
     Scenario,
     Workload,
     business_metric_series,
     cost_lines,
+    delivery_lines,
     function_calls,
     render,
     stack_facts,
@@ -65,18 +67,21 @@ def test_the_stack_facts_come_from_the_template(prod):
     ("scenario", "states"),
     [
         (Scenario("normal end, no callback", has_callback=False), ["AwaitEnd", "HasCallback", "Done"]),
-        (Scenario("normal end, callback", has_callback=True), ["AwaitEnd", "HasCallback", "Deliver", "Done"]),
+        (
+            Scenario("normal end, callback", has_callback=True),
+            ["AwaitEnd", "HasCallback", "Deliver", "HasDeliveries", "Done"],
+        ),
         (
             Scenario("deadline, callback", has_callback=True, deadline=True),
-            ["AwaitEnd", "Expire", "HasCallback", "Deliver", "Done"],
+            ["AwaitEnd", "Expire", "HasCallback", "Deliver", "HasDeliveries", "Done"],
         ),
         (
             Scenario("two failed attempts", has_callback=True, failed_callback_attempts=2),
-            ["AwaitEnd", "HasCallback", "Deliver", "Deliver", "Deliver", "Done"],
+            ["AwaitEnd", "HasCallback", "Deliver", "Deliver", "Deliver", "HasDeliveries", "Done"],
         ),
         (
             Scenario("receiver down", has_callback=True, failed_callback_attempts=4),
-            ["AwaitEnd", "HasCallback", *["Deliver"] * 4, "GiveUp", "Done"],
+            ["AwaitEnd", "HasCallback", *["Deliver"] * 4, "GiveUp", "HasDeliveries", "Done"],
         ),
     ],
 )
@@ -84,12 +89,13 @@ def test_the_walk_follows_the_definition(scenario, states):
     assert states_entered(DEFINITION, scenario) == states
 
 
-def test_a_task_costs_four_to_six_transitions_unless_its_receiver_is_down():
+def test_a_task_costs_four_to_seven_transitions_unless_its_receiver_is_down():
     # The execution's start counts as one transition.
     normal, with_callback, deadline, *receiver_down = (state_transitions(DEFINITION, s) for s in SCENARIOS)
 
-    assert (normal, with_callback, deadline) == (4, 5, 6)
-    assert receiver_down == [9, 10]
+    # A task with callbacks: one Choice more after them (HasDeliveries: are there files to deliver?).
+    assert (normal, with_callback, deadline) == (4, 6, 7)
+    assert receiver_down == [10, 11]
     assert function_calls(DEFINITION, SCENARIOS[2]) == (2, 1)
 
 
@@ -100,7 +106,7 @@ def test_every_item_costs_something_and_more_exports_cost_more(prod):
     assert all(line.per_export > 0 or line.fixed > 0 for line in lines)
     assert sum(line.monthly(high) for line in lines) > sum(line.monthly(low) for line in lines) > 0
     (step_functions,) = [line for line in lines if line.service.startswith("Step Functions")]
-    assert "5 state transitions" in step_functions.basis
+    assert "6 state transitions" in step_functions.basis
 
 
 def test_the_workers_temporary_disk_is_priced_above_the_included_512_mb_only(prod):
@@ -159,7 +165,7 @@ def test_the_estimate_names_both_volumes_and_the_step_functions_price(prod):
 
     assert "| 1,000 exports/month | 1,000,000 exports/month |" in text
     assert "## Step Functions" in text
-    assert "AwaitEnd → Expire → HasCallback → Deliver → Done | 6 |" in text
+    assert "AwaitEnd → Expire → HasCallback → Deliver → HasDeliveries → Done | 7 |" in text
     assert "**Total**" in text
 
 
@@ -198,3 +204,21 @@ def test_snapstart_is_priced_for_the_functions_that_snapshot(prod):
     requests = 1 + work.status_polls + work.downloads
     assert restores.per_export == pytest.approx(requests * 0.5 * memory_gb * Price.SNAPSTART_RESTORE_GB)
     assert "## SnapStart" in render(prod.template.to_json(), "prod")
+
+
+def test_a_file_delivery_is_priced_per_service_and_its_transitions_are_the_workflows(prod):
+    facts = stack_facts(prod.template.to_json())
+    lines = delivery_lines(facts, Workload())
+
+    assert all(line.per_export > 0 for line in lines)
+    (lambda_line,) = [line for line in lines if line.service.startswith("Lambda")]
+    assert f"at {Sizing.CALLBACK_MEMORY_MB} MB" in lambda_line.basis
+    # After a callback: HasDeliveries, then DeliverFiles (the choice, then the one attempt).
+    after_callback = DEFINITION["States"]["Deliver"]["Next"]
+    assert [after_callback, DEFINITION["States"][after_callback]["Choices"][0]["Next"]] == [
+        "HasDeliveries",
+        "DeliverFiles",
+    ]
+    assert DeliveryWork().transitions == 2
+    without_transfer = delivery_lines(facts, Workload(), DeliveryWork(transfer_out=False))
+    assert sum(line.per_export for line in without_transfer) < sum(line.per_export for line in lines)

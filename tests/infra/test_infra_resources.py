@@ -23,13 +23,14 @@ from exports.core.config.metrics import (
     Metric,
     metrics_namespace,
 )
-from exports.core.config.names import SERVICE_NAME
+from exports.core.config.names import SERVICE_NAME, Names
 from exports.core.config.queues import LANES
 from exports.core.config.results import Results
 from exports.core.config.retry import PUSH_BATCH_RETRY
 from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import PREFLIGHT_PATH, PROTECTED_ROUTES
 from infra.function_factory import RUNTIME
+from infra.functions import DESTINATION_SECRET_ACTIONS
 from infra.monitoring import LAMBDA_CONCURRENCY_USAGE, SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
 from infra.schedules import MANAGE_ACTIONS
@@ -86,13 +87,15 @@ def allowed_pairs(synth, service_function):
             assert statement["Effect"] == "Allow"
             # The conditioned grants: the worker's listing, under the results prefix only; handing
             # Scheduler its role, and mail from the sender (their conditions: test_infra_schedules.py);
-            # invoking a SigV4 source's function URL (test_infra_sources.py).
+            # invoking a SigV4 source's function URL (test_infra_sources.py); assuming destinations'
+            # roles (its condition: test_the_api_and_the_deliverer_assume_only_other_accounts_roles_...).
             conditioned = (
                 "s3:ListBucket",
                 "iam:PassRole",
                 ["ses:SendEmail", "ses:SendRawEmail"],
                 "lambda:InvokeFunctionUrl",
                 "lambda:InvokeFunction",
+                "sts:AssumeRole",
             )
             assert "Condition" not in statement or statement["Action"] in conditioned, statement
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -236,11 +239,12 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         }
         | (scheduling & functions.api.spec.runtime_settings.variables())
     )
+    destinations = {Env.DESTINATIONS_TABLE, Env.DESTINATION_PRINCIPAL_ARN}
     expected = {
-        # stream tickets: the push channel's URL
-        functions.api: submit | {Env.WEBSOCKET_URL},
+        # stream tickets: the push channel's URL; delivery destinations (docs/destinations.md)
+        functions.api: submit | {Env.WEBSOCKET_URL} | destinations,
         # A firing is submitted as the API's submit path does.
-        functions.schedule: submit,
+        functions.schedule: submit | (destinations & functions.schedule.spec.runtime_settings.variables()),
         functions.worker: common
         | registry
         | tasks
@@ -262,6 +266,8 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
             Env.WEBHOOK_SECRET_ARN,
             Env.EVENT_BUS,
             Env.AUDIT_TABLE,
+            # the destinations it delivers files to
+            Env.DESTINATIONS_TABLE,
         }
         | ({Env.SCHEDULES_TABLE} & functions.callback.spec.runtime_settings.variables()),
         functions.lifecycle: common | {Env.LIFECYCLE_STATE_MACHINE_ARN},
@@ -411,8 +417,52 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             ),
             # lifecycle events (docs/events.md): on the stack's bus only
             (["events:PutEvents"], dev.arn(stack.events.bus)),
+            # destinations (docs/destinations.md): items and a tenant's count (transactions), a
+            # tenant's partition; their secrets under one prefix; customers' roles (verify)
+            (
+                [*TABLE_ITEM_ACTIONS, "dynamodb:ConditionCheckItem", "dynamodb:Query"],
+                dev.arn(stack.tables.destinations),
+            ),
+            (list(DESTINATION_SECRET_ACTIONS), destination_secrets_arn()),
+            (["sts:AssumeRole"], join("arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/*")),
         ]
     )
+
+
+def destination_secrets_arn():
+    return join(
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":secretsmanager:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        f":secret:{Names.DESTINATION_SECRET_PREFIX}*",
+    )
+
+
+@pytest.mark.parametrize("name", ["api", "callback"])
+def test_the_api_and_the_deliverer_assume_only_other_accounts_roles_and_only_with_an_external_id(dev, name):
+    """The API (verify) and the callback function (file deliveries) assume customers' roles;
+    only other accounts' roles, only with an ExternalId; no other function may."""
+    function = getattr(dev.stack.functions, name)
+    statements = [
+        statement
+        for resource in of_type(dev, "AWS::IAM::Policy").values()
+        if dev.ref(function.role) in resource["Properties"]["Roles"]
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "sts:AssumeRole"
+    ]
+
+    assert [statement["Condition"] for statement in statements] == [
+        {
+            "StringNotEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}},
+            "Null": {"sts:ExternalId": "false"},
+        }
+    ]
+    assuming = (dev.stack.functions.api, dev.stack.functions.callback)
+    for other in (f for f in dev.stack.functions.all if f not in assuming):
+        assert not any(action == "sts:AssumeRole" for action, _ in allowed_pairs(dev, other)), other.node.id
 
 
 def test_the_worker_may_do_exactly_what_its_code_and_its_event_source_need(dev):
@@ -485,7 +535,7 @@ def test_the_lifecycle_function_may_only_touch_tasks_and_answer_its_workflow(dev
     )
 
 
-def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_secret(dev):
+def test_the_callback_function_may_read_tasks_sign_links_read_the_signing_secret_and_deliver_files(dev):
     stack = dev.stack
     callback = stack.functions.callback
     results = join(dev.arn(stack.storage.bucket), f"/{Results.KEY_PREFIX}/*")
@@ -502,6 +552,11 @@ def test_the_callback_function_may_read_tasks_sign_links_and_read_the_signing_se
             (["events:PutEvents"], dev.arn(stack.events.bus)),
             # a run's mail and the pause after failures in a row, appended to the audit trail
             (["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], dev.arn(stack.tables.audit)),
+            # file deliveries (docs/destinations.md): read a destination and its secret, assume the
+            # customer's role (its condition: the test above)
+            (["dynamodb:GetItem"], dev.arn(stack.tables.destinations)),
+            (["secretsmanager:GetSecretValue"], destination_secrets_arn()),
+            (["sts:AssumeRole"], join("arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/*")),
         ]
     )
 
@@ -542,7 +597,7 @@ def test_the_worker_reads_every_lane_with_partial_batch_failures_and_the_lanes_c
 def test_tables_are_on_demand_with_point_in_time_recovery(dev, prod):
     for synth in (dev, prod):
         tables = of_type(synth, "AWS::DynamoDB::GlobalTable")
-        assert len(tables) == 6  # tasks, connections, schedules, audit, demo orders, demo customers
+        assert len(tables) == 7  # tasks, connections, schedules, audit, destinations, demo orders and customers
         for table in tables.values():
             assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
             (replica,) = table["Properties"]["Replicas"]
@@ -812,6 +867,7 @@ def alarms_by_name(synth):
 # submits, a worker run near its timeout, mail reputation (stages that mail).
 TICKET_ALARMS = {
     "CallbackFailed",
+    "FileDeliveryFailed",
     "WorkerErrors",
     "WorkerNearTimeout",
     "StreamErrors",
@@ -863,6 +919,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "Api5xx",
         "ExportFailed",
         "CallbackFailed",
+        "FileDeliveryFailed",
         "EnqueueFailed",
         "LifecycleFailed",
         "LifecycleTimedOut",
@@ -997,7 +1054,12 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
 
 
 @pytest.mark.parametrize(
-    ("alarm_id", "metric"), [("CallbackFailed", Metric.CALLBACK_FAILED), ("EnqueueFailed", Metric.ENQUEUE_FAILED)]
+    ("alarm_id", "metric"),
+    [
+        ("CallbackFailed", Metric.CALLBACK_FAILED),
+        ("EnqueueFailed", Metric.ENQUEUE_FAILED),
+        ("FileDeliveryFailed", Metric.FILE_DELIVERY_FAILED),
+    ],
 )
 def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, prod, alarm_id, metric):
     for synth in (dev, prod):

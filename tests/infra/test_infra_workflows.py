@@ -10,11 +10,13 @@ import pytest
 from aws_cdk import App, Duration, Stack
 
 from exports.core.config.callbacks import Callback
+from exports.core.config.destinations import Destinations
 from exports.core.config.env import Env
 from exports.core.config.fan_out import FanOut
 from exports.core.config.limits import Capacity, Limits
 from exports.core.config.retry import (
     CALLBACK_RETRY,
+    FILE_DELIVERY_RETRY,
     LIFECYCLE_INVOCATION_SEC,
     LIFECYCLE_THROTTLE_RETRY,
     PARTITION_SOURCE_BUSY_WAIT_SEC,
@@ -104,7 +106,33 @@ def test_callbacks_are_retried_exactly_on_the_configured_schedule(dev):
     assert deliver["Catch"][0]["Next"] == "GiveUp"
 
 
-@pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp"])
+def test_file_deliveries_follow_the_callbacks_and_are_retried_on_their_own_schedule(dev):
+    """After the callbacks (or none), a task with deliveries goes to DeliverFiles: retried on
+    DeliveryRetryable on FILE_DELIVERY_RETRY's schedule, then GiveUpFiles; a task without, or an
+    outcome recorded before deliveries existed, ends."""
+    states = deployed_definition(dev)["States"]
+    assert states["Deliver"]["Next"] == states["GiveUp"]["Next"] == "HasDeliveries"
+    [choice] = states["HasDeliveries"]["Choices"]
+    assert choice["Next"] == "DeliverFiles" and states["HasDeliveries"]["Default"] == "Done"
+    # Without callbacks, straight from HasCallback: a task that delivers nothing takes no state more.
+    assert states["HasCallback"]["Choices"][1] == choice and states["HasCallback"]["Default"] == "Done"
+    assert {"Variable": "$.outcome.has_deliveries", "IsPresent": True} in choice["And"]
+    assert states["Expire"]["ResultSelector"]["has_deliveries.$"] == "$.Payload.has_deliveries"
+    files = states["DeliverFiles"]
+    assert files["Parameters"]["Payload"]["action"] == "deliver_files"
+    _, retry = files["Retry"]
+    assert Destinations.DELIVERY_RETRYABLE_ERROR in retry["ErrorEquals"]
+    assert (retry["IntervalSeconds"], retry["BackoffRate"], retry["MaxAttempts"], retry["MaxDelaySeconds"]) == (
+        FILE_DELIVERY_RETRY.base_sec,
+        FILE_DELIVERY_RETRY.factor,
+        FILE_DELIVERY_RETRY.retries,
+        FILE_DELIVERY_RETRY.cap_sec,
+    )
+    assert retry["JitterStrategy"] == "FULL"
+    assert files["Catch"][0]["Next"] == "GiveUpFiles" and states["GiveUpFiles"]["Next"] == "Done"
+
+
+@pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp", "DeliverFiles", "GiveUpFiles"])
 def test_throttles_of_the_workflows_functions_are_retried_with_full_jitter_through_a_burst(dev, state):
     """Every invoke of the lifecycle and callback functions: a throttle is retried first and on
     its own schedule (exports.core.config.retry.LIFECYCLE_THROTTLE_RETRY), so a burst can neither lose a

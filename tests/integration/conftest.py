@@ -37,6 +37,7 @@ def _clear_caches() -> None:
         function.dependencies.cache_clear()
     # Built on the API's dependencies: rebuilt with them.
     api.schedule_dependencies.cache_clear()
+    api.destination_dependencies.cache_clear()
 
 
 @pytest.fixture

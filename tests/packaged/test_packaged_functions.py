@@ -300,7 +300,7 @@ def test_the_lifecycle_and_callback_functions_handle_an_ended_task(runtime, pack
         runtime, packages["callback"], {"action": "deliver", "task_id": submitted["task_id"]}, environment
     ).result
 
-    assert expired == {"status": "COMPLETED", "has_callback": False}
+    assert expired == {"status": "COMPLETED", "has_callback": False, "has_deliveries": False}
     assert "outcome" in delivered
 
 

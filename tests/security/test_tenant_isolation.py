@@ -50,6 +50,15 @@ SCHEDULE_COLLECTION_ROUTES = {("get", "/v1/schedules"), ("post", "/v1/schedules"
 # The audit trail is read by a tenant's admins, of their own tenant only (docs/audit.md; one
 # tenant's admin against another's: tests/integration/test_audit_trail.py).
 AUDIT_ROUTES = {("get", "/v1/audit"), ("get", "/v1/audit/usage")}
+# A destination is its tenant's (docs/destinations.md): another tenant's is not found.
+DESTINATION_ROUTES = {
+    ("get", "/v1/destinations/{destination_id}"),
+    ("patch", "/v1/destinations/{destination_id}"),
+    ("delete", "/v1/destinations/{destination_id}"),
+    ("post", "/v1/destinations/{destination_id}/confirm"),
+    ("post", "/v1/destinations/{destination_id}/verify"),
+}
+DESTINATION_COLLECTION_ROUTES = {("get", "/v1/destinations"), ("post", "/v1/destinations")}
 UNKNOWN_SCHEDULE = "sch_01JZZZZZZZZZZZZZZZZZZZZZZZ"
 WEEKLY = {"export_type": "orders", "filters": {"date_from": "previous_week"}, "cron": "0 8 * * 1"}
 
@@ -109,6 +118,8 @@ def test_every_route_is_classified() -> None:
         | SCHEDULE_ROUTES
         | SCHEDULE_COLLECTION_ROUTES
         | AUDIT_ROUTES
+        | DESTINATION_ROUTES
+        | DESTINATION_COLLECTION_ROUTES
         | PERMALINK_ROUTES
     )
 
@@ -249,3 +260,35 @@ def test_the_task_id_pattern_of_the_404_message_is_the_callers_own_input(tenants
     """The 404 repeats only what the caller sent: nothing about the owner or the state."""
     _, answer = call("get", f"/v1/exports/{tenants['alice']['completed']}", "bob")
     assert re.fullmatch(r"export task exp_\w+ not found", answer["error"]["message"])
+
+
+DESTINATION_BODIES = {"patch": {"name": "mine"}, "post": {"host_key_fingerprint": "SHA256:" + "A" * 43}}
+
+
+def _admin_of(tenant: str) -> dict[str, str]:
+    return {"custom:tenant_id": tenant, "cognito:groups": "[admin]"}
+
+
+@pytest.mark.parametrize(("method", "route"), sorted(DESTINATION_ROUTES))
+def test_another_tenants_destination_is_not_found_on_every_destination_route(
+    tenants: dict[str, dict[str, str]], method: str, route: str
+) -> None:
+    target = {
+        "kind": "s3",
+        "bucket": "acme-lake",
+        "region": "us-east-1",
+        "role_arn": "arn:aws:iam::210987654321:role/r",
+    }
+    created = api.lambda_handler(
+        http_event("POST", "/v1/destinations", {"name": "Lake", "target": target}, claims=_admin_of("acme")),
+        FakeContext(),
+    )
+    destination_id = json.loads(created["body"])["destination_id"]
+    path = route.replace("{destination_id}", destination_id)
+    body = DESTINATION_BODIES.get(method) if not path.endswith("/verify") else None
+
+    answer = api.lambda_handler(http_event(method.upper(), path, body, claims=_admin_of("initech")), FakeContext())
+
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (404, "DESTINATION_NOT_FOUND")
+    listed = api.lambda_handler(http_event("GET", "/v1/destinations", claims=_admin_of("initech")), FakeContext())
+    assert destination_id not in listed["body"]

@@ -191,7 +191,7 @@ class FakeLifecycle:
         self.started.setdefault(task.task_id, execution_input(task.task_id, task.timeout_sec))
 
     def report_end(self, token: str, task: Task) -> None:
-        self.reports.append((token, task_outcome(task.status.value, bool(task.subscribers))))
+        self.reports.append((token, task_outcome(task.status.value, bool(task.subscribers), task.delivers)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,13 +6,17 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from exports.accepting.requests import ExportRequest
 from exports.core.aws.clients import ClientFactory
 from exports.core.caller import Caller
 from exports.core.export_type import AnyExportType
+from exports.destinations.requests import DestinationRequest
 from exports.export_types.build import build_export_types
 from exports.export_types.loader import default_path, load_declarations
 from exports.sources.kind import SourceReaders
-from local_stack.__main__ import cli_environment, try_it
+from local_stack.__main__ import cli_environment, try_destinations, try_it
+from local_stack.customer_side import CUSTOMER_ROLE, CustomerSide
+from local_stack.sftp_server import LocalSftpServer
 
 DAY = "2026-11-30"
 URL = "http://127.0.0.1:8102"
@@ -103,3 +107,34 @@ def test_without_a_usable_type_try_it_lists_the_types() -> None:
     banner = try_it(URL, "dev-a", [], Caller("alice", {}, None), DAY)
 
     assert f"curl -s {URL}/v1/export-types" in banner and "exportctl submit" not in banner
+
+
+def posted(banner: str) -> list[dict[str, Any]]:
+    """The bodies of the banner's curl POSTs, in order, as the shell would pass them."""
+    bodies = []
+    for command in banner.split("curl -s -X POST")[1:]:
+        words = shlex.split(command.split("\n  curl", 1)[0].replace("\\\n", " "))
+        bodies.append(json.loads(words[words.index("-d") + 1]))
+    return bodies
+
+
+def test_the_destination_lines_create_both_kinds_on_the_customers_side_and_deliver_to_them(tmp_path: Path) -> None:
+    types = built(default_path(), {"EXPORTS_SHOP_DATABASE_URL": "postgresql://shop.example.internal/shop"})
+    carol = Caller("carol", {"custom:tenant_id": "initech", "cognito:groups": ["admin"]}, None)
+    server = LocalSftpServer(tmp_path, port=2222)
+    customer = CustomerSide(sftp=server, sftp_password="s3cret-pass")
+
+    try:
+        banner = try_destinations(URL, "dev-c", "carol", customer, types, carol, DAY)
+    finally:
+        server.shutdown()
+
+    sftp_body, s3_body, export = posted(banner)
+    sftp_request, s3_request = DestinationRequest.model_validate(sftp_body), DestinationRequest.model_validate(s3_body)
+    assert sftp_request.target.kind == "sftp" and sftp_request.target.host_key_fingerprint == server.fingerprint
+    assert s3_request.target.kind == "s3" and s3_request.target.role_arn == CUSTOMER_ROLE
+    assert export["destinations"] == ["<sftp_destination_id>", "<s3_destination_id>"]
+    ids = ["dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"]
+    request = ExportRequest.model_validate(export | {"destinations": ids})
+    assert request.export_type == "orders" and request.path_template == "{type}/{date}/{file}"
+    assert "export MANAGER=dev-c" in banner and "as carol" in banner

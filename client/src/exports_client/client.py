@@ -34,6 +34,8 @@ from exports_client.errors import (
 from exports_client.models import (
     AuditPage,
     CallerView,
+    DestinationList,
+    DestinationView,
     Every,
     ExportAccepted,
     ExportFormat,
@@ -50,6 +52,7 @@ from exports_client.models import (
     TaskStatus,
     TaskView,
     UsageList,
+    VerificationView,
 )
 from exports_client.polling import busy_delay, capacity_delay, poll_delay
 from exports_client.push import PushUnavailable, follow
@@ -148,6 +151,8 @@ class ExportsClient:
         on_refused: OnRefused | None = None,
         locale: str | None = None,
         csv_dialect: Mapping[str, str] | None = None,
+        destinations: Sequence[str] | None = None,
+        path_template: str | None = None,
     ) -> ExportAccepted:
         """Submit an export; returns with the new task's id (``202``) once the service accepts it.
 
@@ -163,7 +168,9 @@ class ExportsClient:
 
         ``locale`` (``"zh-CN"``, ``"de"``): the language of the headers; ``csv_dialect``: the CSV's
         ``delimiter``, ``line_ending``, ``decimal_separator``, ``encoding`` and ``unencodable``
-        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel).
+        (``{"delimiter": ";", "decimal_separator": ","}`` for a German Excel). ``destinations``:
+        your tenant's destination ids the COMPLETED file is delivered to, under ``path_template``
+        (``"{type}/{date}/{file}"``; docs/destinations.md); the task's ``deliveries`` show how it went.
         """
         options = {
             "format": format,
@@ -175,6 +182,8 @@ class ExportsClient:
             "timezone": timezone,
             "locale": locale,
             "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
+            "destinations": builtins.list(destinations) if destinations is not None else None,
+            "path_template": path_template,
         }
         body = {
             "export_type": export_type,
@@ -333,6 +342,8 @@ class ExportsClient:
         when_empty: str | None = None,
         locale: str | None = None,
         csv_dialect: Mapping[str, str] | None = None,
+        destinations: Sequence[str] | None = None,
+        path_template: str | None = None,
         idempotency_key: str | None = None,
     ) -> ScheduleView:
         """Create a schedule (``201``): the export runs at each firing of ``cron`` (5 fields) or
@@ -362,6 +373,8 @@ class ExportsClient:
             "when_empty": when_empty,
             "locale": locale,
             "csv_dialect": dict(csv_dialect) if csv_dialect is not None else None,
+            "destinations": builtins.list(destinations) if destinations is not None else None,
+            "path_template": path_template,
         }
         body = {
             "export_type": export_type,
@@ -442,6 +455,60 @@ class ExportsClient:
     def delete_schedule(self, schedule_id: str) -> None:
         """Delete the schedule (``204``); its past runs stay tasks of yours."""
         self._request("DELETE", _schedule_path(schedule_id))
+
+    def create_destination(
+        self,
+        name: str,
+        target: Mapping[str, Any],
+        *,
+        encryption: Mapping[str, Any] | None = None,
+        use: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> DestinationView:
+        """Create a delivery destination of your tenant (``201``; docs/destinations.md):
+        ``target`` is ``{"kind": "s3", "bucket", "region", "role_arn", ...}`` or ``{"kind": "sftp",
+        "host", "username", "path", ...}``; ``encryption`` ``{"kind": "pgp", "pgp_public_key"}`` or
+        ``{"kind": "zip", "zip_password"}``; ``use``: who of the tenant may name it. The answer
+        shows an SFTP key destination's ``public_key`` this once, an S3 one's trust policy."""
+        body: dict[str, Any] = {"name": name, "target": dict(target)}
+        if encryption is not None:
+            body["encryption"] = dict(encryption)
+        if use is not None:
+            body["use"] = dict(use)
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self._parse(DestinationView, self._request("POST", "/v1/destinations", json=body, headers=headers))
+
+    def list_destinations(self, limit: int | None = None, next_token: str | None = None) -> DestinationList:
+        """One page of your tenant's destinations you may use, newest first."""
+        params = {"limit": limit, "next_token": next_token}
+        response = self._request("GET", "/v1/destinations", params={k: v for k, v in params.items() if v is not None})
+        return self._parse(DestinationList, response)
+
+    def get_destination(self, destination_id: str) -> DestinationView:
+        """One destination; :class:`NotFoundError` for another tenant's."""
+        return self._parse(DestinationView, self._request("GET", _destination_path(destination_id)))
+
+    def update_destination(self, destination_id: str, **changes: Any) -> DestinationView:
+        """Change the fields given (``name``, ``use``, ``encryption``, ``prefix``, ``path``,
+        ``password``, ``host_key_fingerprint``; the service validates them)."""
+        return self._parse(
+            DestinationView, self._request("PATCH", _destination_path(destination_id), json=dict(changes))
+        )
+
+    def delete_destination(self, destination_id: str) -> None:
+        """Delete the destination and its secret (``204``)."""
+        self._request("DELETE", _destination_path(destination_id))
+
+    def confirm_destination(self, destination_id: str, host_key_fingerprint: str) -> DestinationView:
+        """Pin the host key the service fetched, by the fingerprint it showed."""
+        body = {"host_key_fingerprint": host_key_fingerprint}
+        return self._parse(
+            DestinationView, self._request("POST", f"{_destination_path(destination_id)}/confirm", json=body)
+        )
+
+    def verify_destination(self, destination_id: str) -> VerificationView:
+        """Write and remove a probe file: ``ok``, or the failed step and what to do."""
+        return self._parse(VerificationView, self._request("POST", f"{_destination_path(destination_id)}/verify"))
 
     def run_schedule(self, schedule_id: str) -> ExportAccepted:
         """Run the schedule's export now, as a new task (``202``), whatever its state."""
@@ -655,6 +722,10 @@ class ExportsClient:
 
 def _task_path(task_id: str) -> str:
     return f"/v1/exports/{quote(task_id, safe='')}"
+
+
+def _destination_path(destination_id: str) -> str:
+    return f"/v1/destinations/{quote(destination_id, safe='')}"
 
 
 def _schedule_path(schedule_id: str) -> str:

@@ -108,6 +108,167 @@ class SubscriberView(CallbackView):
     url: str
 
 
+class DeliveryStatus(StrEnum):
+    """A file delivery to a destination: PENDING until DELIVERED or FAILED; SKIPPED: no file."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class DeliveryError(_Result):
+    """Why a delivery failed, in words a customer can act on (``step``: where it failed)."""
+
+    code: str
+    message: str
+    step: str | None = None
+
+
+class Delivery(_Result):
+    """The task's file delivered to one of its destinations (docs/destinations.md)."""
+
+    destination_id: str
+    status: DeliveryStatus = DeliveryStatus.PENDING
+    attempts: int = Field(default=0, ge=0)
+    remote_path: str | None = None
+    delivered_at: datetime | None = None
+    error: DeliveryError | None = None
+
+
+class DestinationKind(StrEnum):
+    """Where files go."""
+
+    S3 = "s3"
+    SFTP = "sftp"
+
+
+class DestinationState(StrEnum):
+    """ACTIVE destinations take files; HOST_KEY_UNCONFIRMED waits for its host key's confirmation."""
+
+    ACTIVE = "ACTIVE"
+    HOST_KEY_UNCONFIRMED = "HOST_KEY_UNCONFIRMED"
+
+
+class EncryptionKind(StrEnum):
+    """What a file becomes on its way: as it is, OpenPGP, or an AES-256 ZIP."""
+
+    NONE = "none"
+    PGP = "pgp"
+    ZIP = "zip"
+
+
+class SftpAuth(StrEnum):
+    """How the service logs in to an SFTP server."""
+
+    KEY = "key"
+    PASSWORD = "password"
+
+
+class ServerSideEncryption(StrEnum):
+    """How S3 encrypts the object at rest."""
+
+    SSE_S3 = "AES256"
+    SSE_KMS = "aws:kms"
+
+
+class ProblemStep(StrEnum):
+    """The step of a connection that failed."""
+
+    ADDRESS = "ADDRESS"
+    DNS = "DNS"
+    TCP = "TCP"
+    HOST_KEY = "HOST_KEY"
+    AUTH = "AUTH"
+    PERMISSION = "PERMISSION"
+    PATH = "PATH"
+
+
+_FINGERPRINT = r"^SHA256:[A-Za-z0-9+/]{43}$"
+
+
+class _Closed(_Result):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UseRule(_Closed):
+    """Who of the tenant may name the destination on an export (groups, scopes)."""
+
+    groups: list[Annotated[str, Field(min_length=1, max_length=128)]] = []
+    scopes: list[Annotated[str, Field(min_length=1, max_length=256)]] = []
+
+
+class Encryption(_Closed):
+    """What a file becomes before delivery (``pgp``: to ``pgp_public_key``)."""
+
+    kind: EncryptionKind = EncryptionKind.NONE
+    pgp_public_key: Annotated[str, Field(max_length=32768)] | None = None
+
+
+class S3Target(_Closed):
+    """A bucket of the customer's, written through their role with this ``external_id``."""
+
+    bucket: str
+    prefix: str = Field(default="", max_length=512)
+    region: str = Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}$")
+    role_arn: str
+    server_side_encryption: ServerSideEncryption = ServerSideEncryption.SSE_S3
+    kms_key_arn: str | None = None
+    kind: Literal["s3"] = "s3"
+    external_id: str = Field(pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")
+
+
+class SftpTargetView(_Closed):
+    """The customer's SFTP server, its pinned host key (or the one to confirm) and the
+    fingerprint of the service's public key."""
+
+    host: str
+    port: int = Field(default=22, ge=1, le=65535)
+    username: str = Field(min_length=1, max_length=128)
+    path: str = Field(default=".", min_length=1, max_length=1024)
+    auth: SftpAuth = SftpAuth.KEY
+    kind: Literal["sftp"] = "sftp"
+    host_key_fingerprint: Annotated[str, Field(pattern=_FINGERPRINT)] | None = None
+    offered_host_key_fingerprint: Annotated[str, Field(pattern=_FINGERPRINT)] | None = None
+    public_key_fingerprint: Annotated[str, Field(pattern=_FINGERPRINT)] | None = None
+
+
+class DestinationView(_Result):
+    """One of the tenant's delivery destinations (docs/destinations.md); never a secret."""
+
+    destination_id: str
+    name: str
+    kind: DestinationKind
+    state: DestinationState
+    target: Annotated[S3Target | SftpTargetView, Field(discriminator="kind")]
+    encryption: Encryption
+    use: UseRule | None = None
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    #: S3: the trust policy of the customer's role and the permissions it needs, to paste.
+    trust_policy: dict[str, Any] | None = None
+    permissions_policy: dict[str, Any] | None = None
+    #: SFTP key authentication: the line for authorized_keys, in the creation's answer only.
+    public_key: str | None = None
+
+
+class DestinationList(_Result):
+    """A page of the tenant's destinations, newest first."""
+
+    items: list[DestinationView]
+    next_token: str | None = None
+
+
+class VerificationView(_Result):
+    """What verify found: ``ok``, or the step that failed and what to do (``message``)."""
+
+    ok: bool
+    checked_at: datetime
+    failed_step: ProblemStep | None = None
+    message: str | None = None
+
+
 class TaskView(_Result):
     """A task as its owner sees it."""
 
@@ -144,6 +305,8 @@ class TaskView(_Result):
     callback: CallbackView | None = None
     callbacks: list[SubscriberView] = []
     callback_seq: int = 0
+    #: Each destination's delivery of the file, once COMPLETED.
+    deliveries: list[Delivery] = []
     #: The schedule that started this task, and the firing time it ran for (None: an ordinary task).
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
@@ -257,6 +420,9 @@ class ScheduleView(_Result):
     csv_formula_guard: bool
     csv_dialect: CsvDialect = CsvDialect()
     locale: str | None = None
+    #: Where each run's file is delivered, and under which path.
+    destinations: list[str] = []
+    path_template: str | None = None
     cron: str | None
     every: EveryView | None
     timezone: str

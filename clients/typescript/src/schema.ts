@@ -44,6 +44,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/destinations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your tenant's destinations
+         * @description The destinations of the caller's tenant they may use (a manager: all), newest first, a page at a time (`next_token` from the previous page).
+         */
+        get: operations["list_destinations_v1_destinations_get"];
+        put?: never;
+        /**
+         * Create a delivery destination
+         * @description Your tenant's S3 bucket (through a role in your account that trusts ours with the ExternalId the answer shows) or SFTP server (its host key pinned: give `host_key_fingerprint`, or leave it out to have it fetched and confirm it with POST /v1/destinations/{id}/confirm). For the tenant's destination managers. With `Idempotency-Key`, the same key and body within 24 hours replay the first answer.
+         */
+        post: operations["create_destination_v1_destinations_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a destination
+         * @description One of your tenant's destinations you may use; another tenant's is not found.
+         */
+        get: operations["get_destination_v1_destinations__destination_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a destination
+         * @description Deletes the destination and its secret (recoverable by an operator for 7 days).
+         */
+        delete: operations["delete_destination_v1_destinations__destination_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a destination
+         * @description Changes the fields given: `name`, `use`, `encryption`, an S3 `prefix`, an SFTP `path`, `password` or `host_key_fingerprint` (the server's key rotated on purpose). Where files go (kind, host, bucket, role) is another destination.
+         */
+        patch: operations["patch_destination_v1_destinations__destination_id__patch"];
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an SFTP destination's host key
+         * @description Pins the host key the service fetched when you send back the fingerprint it showed (compare it with the server's own `ssh-keygen -lf`); any other fingerprint is refused.
+         */
+        post: operations["confirm_destination_v1_destinations__destination_id__confirm_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a destination
+         * @description Writes a small probe file to the destination and removes it; answers whether it worked, or which step failed (DNS, ADDRESS, TCP, HOST_KEY, AUTH, PERMISSION, PATH) and what to do about it.
+         */
+        post: operations["verify_destination_v1_destinations__destination_id__verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/export-types": {
         parameters: {
             query?: never;
@@ -462,6 +554,174 @@ export interface components {
          */
         CsvEncoding: "utf-8" | "gb18030" | "shift_jis" | "windows-1252";
         /**
+         * Delivery
+         * @description One destination's delivery of the task's file.
+         */
+        Delivery: {
+            /**
+             * Attempts
+             * @default 0
+             */
+            attempts?: number;
+            /** Delivered At */
+            delivered_at?: string | null;
+            /** Destination Id */
+            destination_id: string;
+            error?: components["schemas"]["DeliveryError"] | null;
+            /** Remote Path */
+            remote_path?: string | null;
+            /** @default PENDING */
+            status?: components["schemas"]["DeliveryStatus"];
+        };
+        /**
+         * DeliveryError
+         * @description What stopped a delivery, in the customer's words (never our internals): the code and the
+         *     sentence of :mod:`exports.destinations.problems`.
+         */
+        DeliveryError: {
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+            /** Step */
+            step?: string | null;
+        };
+        /**
+         * DeliveryStatus
+         * @description PENDING until the file is at the destination (DELIVERED) or the retries are spent or the
+         *     cause is for the customer to fix (FAILED); SKIPPED: the export ended without a file.
+         * @enum {string}
+         */
+        DeliveryStatus: "PENDING" | "DELIVERED" | "FAILED" | "SKIPPED";
+        /**
+         * DestinationKind
+         * @description Where files go.
+         * @enum {string}
+         */
+        DestinationKind: "s3" | "sftp";
+        /**
+         * DestinationList
+         * @description A page of the tenant's destinations, newest first.
+         */
+        DestinationList: {
+            /** Items */
+            items: components["schemas"]["DestinationView"][];
+            /** Next Token */
+            next_token?: string | null;
+        };
+        /**
+         * DestinationPatch
+         * @description PATCH /v1/destinations/{id}: the fields given change. Where a file goes (kind, host, port,
+         *     user, bucket, region, role) does not: that is another destination, verified afresh.
+         */
+        DestinationPatch: {
+            encryption?: components["schemas"]["EncryptionSpec"] | null;
+            /** Host Key Fingerprint */
+            host_key_fingerprint?: string | null;
+            /** Name */
+            name?: string | null;
+            /** Password */
+            password?: string | null;
+            /** Path */
+            path?: string | null;
+            /** Prefix */
+            prefix?: string | null;
+            use?: components["schemas"]["UseRule"] | null;
+        };
+        /**
+         * DestinationRequest
+         * @description POST /v1/destinations.
+         */
+        DestinationRequest: {
+            /**
+             * @default {
+             *       "kind": "none",
+             *       "pgp_public_key": null,
+             *       "zip_password": null
+             *     }
+             */
+            encryption?: components["schemas"]["EncryptionSpec"];
+            /** Name */
+            name: string;
+            /** Target */
+            target: components["schemas"]["S3TargetSpec"] | components["schemas"]["SftpTargetSpec"];
+            use?: components["schemas"]["UseRule"] | null;
+        };
+        /**
+         * DestinationState
+         * @description ACTIVE destinations take files; an SFTP destination whose host key the service fetched
+         *     waits in HOST_KEY_UNCONFIRMED until its manager confirms the fingerprint shown.
+         * @enum {string}
+         */
+        DestinationState: "ACTIVE" | "HOST_KEY_UNCONFIRMED";
+        /**
+         * DestinationView
+         * @description One destination.
+         */
+        DestinationView: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string;
+            /** Destination Id */
+            destination_id: string;
+            encryption: components["schemas"]["Encryption"];
+            kind: components["schemas"]["DestinationKind"];
+            /** Name */
+            name: string;
+            /** Permissions Policy */
+            permissions_policy?: {
+                [key: string]: unknown;
+            } | null;
+            /** Public Key */
+            public_key?: string | null;
+            state: components["schemas"]["DestinationState"];
+            /** Target */
+            target: components["schemas"]["S3Target"] | components["schemas"]["SftpTargetView"];
+            /** Trust Policy */
+            trust_policy?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            use?: components["schemas"]["UseRule"] | null;
+        };
+        /**
+         * Encryption
+         * @description What a file becomes before delivery. ``pgp`` needs the customer's armoured public key
+         *     (not a secret); ``zip``'s password is a secret, kept apart.
+         */
+        Encryption: {
+            /** @default none */
+            kind?: components["schemas"]["EncryptionKind"];
+            /** Pgp Public Key */
+            pgp_public_key?: string | null;
+        };
+        /**
+         * EncryptionKind
+         * @description What a file becomes on its way: as it is, OpenPGP to the customer's key, or an AES-256 ZIP.
+         * @enum {string}
+         */
+        EncryptionKind: "none" | "pgp" | "zip";
+        /**
+         * EncryptionSpec
+         * @description Encryption at delivery; ``zip_password`` with ``zip``, and only then.
+         */
+        EncryptionSpec: {
+            /** @default none */
+            kind?: components["schemas"]["EncryptionKind"];
+            /** Pgp Public Key */
+            pgp_public_key?: string | null;
+            /** Zip Password */
+            zip_password?: string | null;
+        };
+        /**
          * ErrorBody
          * @description Every error answer has this shape.
          */
@@ -586,6 +846,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * Export Type
              * @description A name from GET /v1/export-types.
              */
@@ -611,6 +876,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -668,6 +939,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -688,6 +964,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -745,6 +1027,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -765,6 +1052,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -822,6 +1115,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -842,6 +1140,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -899,6 +1203,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -919,6 +1228,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -976,6 +1291,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -996,6 +1316,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1053,6 +1379,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1073,6 +1404,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1130,6 +1467,11 @@ export interface components {
              */
             csv_formula_guard?: boolean;
             /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
+            /**
              * @description The export type. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
@@ -1150,6 +1492,12 @@ export interface components {
              * @example ja
              */
             locale?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1364,6 +1712,14 @@ export interface components {
             date_to: string;
         };
         /**
+         * HostKeyConfirmation
+         * @description POST /v1/destinations/{id}/confirm: the fingerprint the service showed.
+         */
+        HostKeyConfirmation: {
+            /** Host Key Fingerprint */
+            host_key_fingerprint: string;
+        };
+        /**
          * LastRunView
          * @description The latest run that ended.
          */
@@ -1420,6 +1776,12 @@ export interface components {
             url: string;
         };
         /**
+         * ProblemStep
+         * @description The step that failed, in the order a connection takes them.
+         * @enum {string}
+         */
+        ProblemStep: "ADDRESS" | "DNS" | "TCP" | "HOST_KEY" | "AUTH" | "PERMISSION" | "PATH";
+        /**
          * RefusalEstimate
          * @description What a capacity refusal (``WOULD_TIME_OUT``) was estimated on.
          */
@@ -1439,6 +1801,61 @@ export interface components {
              * @description The deadline it asked for, which that passes.
              */
             timeout_sec: number;
+        };
+        /**
+         * S3Target
+         * @description The location, reached through the role with ``external_id``: generated by the service,
+         *     never chosen by the caller (the confused-deputy guidance).
+         */
+        S3Target: {
+            /** Bucket */
+            bucket: string;
+            /** External Id */
+            external_id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "s3";
+            /** Kms Key Arn */
+            kms_key_arn?: string | null;
+            /**
+             * Prefix
+             * @default
+             */
+            prefix?: string;
+            /** Region */
+            region: string;
+            /** Role Arn */
+            role_arn: string;
+            /** @default AES256 */
+            server_side_encryption?: components["schemas"]["ServerSideEncryption"];
+        };
+        /**
+         * S3TargetSpec
+         * @description An S3 destination's bucket and role (its ExternalId is generated).
+         */
+        S3TargetSpec: {
+            /** Bucket */
+            bucket: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "s3";
+            /** Kms Key Arn */
+            kms_key_arn?: string | null;
+            /**
+             * Prefix
+             * @default
+             */
+            prefix?: string;
+            /** Region */
+            region: string;
+            /** Role Arn */
+            role_arn: string;
+            /** @default AES256 */
+            server_side_encryption?: components["schemas"]["ServerSideEncryption"];
         };
         /**
          * ScheduleList
@@ -1529,6 +1946,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1561,6 +1983,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1631,6 +2059,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1658,6 +2091,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1728,6 +2167,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1755,6 +2199,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1825,6 +2275,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1852,6 +2307,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -1922,6 +2383,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1949,6 +2415,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2019,6 +2491,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2046,6 +2523,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2116,6 +2599,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2143,6 +2631,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2213,6 +2707,11 @@ export interface components {
              * @default true
              */
             csv_formula_guard?: boolean;
+            /**
+             * Destinations
+             * @description Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED; the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.
+             */
+            destinations?: string[];
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -2240,6 +2739,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /**
              * Priority
              * @description 1 is the highest, 10 the lowest.
@@ -2311,6 +2816,11 @@ export interface components {
             csv_dialect?: components["schemas"]["CsvDialect"];
             /** Csv Formula Guard */
             csv_formula_guard: boolean;
+            /**
+             * Destinations
+             * @description Where each run's file is delivered.
+             */
+            destinations?: string[];
             /** End At */
             end_at: string | null;
             /** Every */
@@ -2340,6 +2850,11 @@ export interface components {
              * @description The next firings (none while paused or after `end_at`).
              */
             next_runs: components["schemas"]["NextRun"][];
+            /**
+             * Path Template
+             * @description Where the file goes under each destination.
+             */
+            path_template?: string | null;
             paused_reason: components["schemas"]["PausedReasonView"] | null;
             /**
              * Permalink
@@ -2370,6 +2885,84 @@ export interface components {
              */
             watermark: string | null;
             when_empty: components["schemas"]["WhenEmpty"];
+        };
+        /**
+         * ServerSideEncryption
+         * @description How S3 encrypts the object at rest, as the customer's bucket requires.
+         * @enum {string}
+         */
+        ServerSideEncryption: "AES256" | "aws:kms";
+        /**
+         * SftpAuth
+         * @description How the service logs in: a key pair it generated for this destination, or a password.
+         * @enum {string}
+         */
+        SftpAuth: "key" | "password";
+        /**
+         * SftpTargetSpec
+         * @description An SFTP destination's server; ``host_key_fingerprint`` pins the host key at once (without
+         *     it the service fetches the key and shows it to confirm); ``password`` with password auth.
+         */
+        SftpTargetSpec: {
+            /** @default key */
+            auth?: components["schemas"]["SftpAuth"];
+            /** Host */
+            host: string;
+            /** Host Key Fingerprint */
+            host_key_fingerprint?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "sftp";
+            /** Password */
+            password?: string | null;
+            /**
+             * Path
+             * @default .
+             */
+            path?: string;
+            /**
+             * Port
+             * @default 22
+             */
+            port?: number;
+            /** Username */
+            username: string;
+        };
+        /**
+         * SftpTargetView
+         * @description An SFTP destination's server, its pinned host key (or the one to confirm) and the
+         *     fingerprint of the service's public key (the key itself is shown once, at creation).
+         */
+        SftpTargetView: {
+            /** @default key */
+            auth?: components["schemas"]["SftpAuth"];
+            /** Host */
+            host: string;
+            /** Host Key Fingerprint */
+            host_key_fingerprint?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "sftp";
+            /** Offered Host Key Fingerprint */
+            offered_host_key_fingerprint?: string | null;
+            /**
+             * Path
+             * @default .
+             */
+            path?: string;
+            /**
+             * Port
+             * @default 22
+             */
+            port?: number;
+            /** Public Key Fingerprint */
+            public_key_fingerprint?: string | null;
+            /** Username */
+            username: string;
         };
         /**
          * StreamTicketView
@@ -2464,6 +3057,11 @@ export interface components {
              * Format: date-time
              */
             deadline: string;
+            /**
+             * Deliveries
+             * @description The file's delivery to each destination named at submit, once COMPLETED (docs/destinations.md).
+             */
+            deliveries?: components["schemas"]["Delivery"][];
             /** Download Expires At */
             download_expires_at?: string | null;
             /** Download Url */
@@ -2569,6 +3167,39 @@ export interface components {
             items: components["schemas"]["UsageDay"][];
             /** Tenant */
             tenant: string;
+        };
+        /**
+         * UseRule
+         * @description Who of the tenant may name the destination on an export: the access-rule vocabulary of
+         *     export types (``allow``): a group of the caller's in ``groups``, a scope in ``scopes``.
+         */
+        UseRule: {
+            /**
+             * Groups
+             * @default []
+             */
+            groups?: string[];
+            /**
+             * Scopes
+             * @default []
+             */
+            scopes?: string[];
+        };
+        /**
+         * VerificationView
+         * @description A verification: ``ok``, or the step that failed and what to do (``message``).
+         */
+        VerificationView: {
+            /**
+             * Checked At
+             * Format: date-time
+             */
+            checked_at: string;
+            failed_step?: components["schemas"]["ProblemStep"] | null;
+            /** Message */
+            message?: string | null;
+            /** Ok */
+            ok: boolean;
         };
         /**
          * WhenEmpty
@@ -2718,6 +3349,583 @@ export interface operations {
             };
             /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_destinations_v1_destinations_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+                next_token?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant's destinations the caller may use (a manager: all), newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationList"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (code CLAIM_MISSING). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_destination_v1_destinations_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationRequest"];
+            };
+        };
+        responses: {
+            /** @description The destination; for SFTP key authentication with the public key to install (shown this once); for S3 with the trust and permissions policies of the role. */
+            201: {
+                headers: {
+                    /** @description The destination's URL. */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationView"];
+                };
+            };
+            /** @description The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (CLAIM_MISSING), or they may not manage destinations (NOT_DESTINATION_MANAGER). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant has as many destinations as it may have (code DESTINATION_LIMIT_REACHED). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_destination_v1_destinations__destination_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destination. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (code CLAIM_MISSING). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_destination_v1_destinations__destination_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted, with its secret. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (CLAIM_MISSING), or they may not manage destinations (NOT_DESTINATION_MANAGER). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    patch_destination_v1_destinations__destination_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationPatch"];
+            };
+        };
+        responses: {
+            /** @description The destination as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationView"];
+                };
+            };
+            /** @description The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (CLAIM_MISSING), or they may not manage destinations (NOT_DESTINATION_MANAGER). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. CONFLICT: the destination changed meanwhile; read it again. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    confirm_destination_v1_destinations__destination_id__confirm_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HostKeyConfirmation"];
+            };
+        };
+        responses: {
+            /** @description The destination, its host key pinned, ACTIVE. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationView"];
+                };
+            };
+            /** @description The body is not one UTF-8 JSON document (code MALFORMED_JSON; a key given twice is named in `field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (CLAIM_MISSING), or they may not manage destinations (NOT_DESTINATION_MANAGER). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. HOST_KEY_MISMATCH: not the fingerprint shown, or no fetched host key waits for confirmation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit (code PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` (or `application/*+json`) (code UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field, filter or query parameter is invalid (code VALIDATION_ERROR; `field` names it, and `errors` lists every invalid one when there are several). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    verify_destination_v1_destinations__destination_id__verify_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the probe found: `ok`, or the failed step and what to do about it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller's token has no tenant (CLAIM_MISSING), or they may not manage destinations (NOT_DESTINATION_MANAGER). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. HOST_KEY_UNCONFIRMED: confirm the fetched host key first. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

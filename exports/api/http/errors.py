@@ -49,9 +49,11 @@ logger = logging.getLogger(__name__)
 @cache
 def _statuses() -> dict[type[ExportsError], HTTPStatus]:
     """The status of each error type. Built at the first error: the audit trail's, the push
-    channel's and the schedules' errors are imported with their features, not at the API
-    function's cold start (issue 50)."""
+    channel's, the schedules' and the destinations' errors are imported with their features, not at
+    the API function's cold start (issue 50)."""
     from exports.audit.ports import AuditNotKept, NotAuditAdmin
+    from exports.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
+    from exports.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
     from exports.push.model import PushNotAvailable
     from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleConflict, ScheduleLimitReached, ScheduleNotFound
 
@@ -72,6 +74,12 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
         FeedBusy: HTTPStatus.CONFLICT,
         ScheduleConflict: HTTPStatus.CONFLICT,
         ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+        DestinationNotFound: HTTPStatus.NOT_FOUND,
+        NotDestinationManager: HTTPStatus.FORBIDDEN,
+        DestinationLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
+        HostKeyNotConfirmed: HTTPStatus.CONFLICT,
+        HostKeyRefused: HTTPStatus.CONFLICT,
+        SecretMissing: HTTPStatus.CONFLICT,
         TaskNotReady: HTTPStatus.CONFLICT,
         TaskNotCancellable: HTTPStatus.CONFLICT,
         TaskNotRetryable: HTTPStatus.CONFLICT,
@@ -116,11 +124,13 @@ def error_response(
     )
 
 
-def _schedule_limit() -> type[ExportsError]:
-    """The schedules' quota error, imported with the status table (an error is being answered)."""
+def _quota_errors() -> tuple[type[ExportsError], ...]:
+    """The schedules' and destinations' quota errors, imported with the status table (an error is
+    being answered)."""
+    from exports.destinations.ports import DestinationLimitReached
     from exports.schedules.ports import ScheduleLimitReached
 
-    return ScheduleLimitReached
+    return ScheduleLimitReached, DestinationLimitReached
 
 
 def _status_of(error: ExportsError) -> HTTPStatus:
@@ -162,7 +172,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         headers = None
         if isinstance(error, Overloaded):
             headers = {"Retry-After": str(error.retry_after)}
-        elif isinstance(error, _schedule_limit()):
+        elif isinstance(error, _quota_errors()):
             # Only a deletion frees a place: the header every 429 has, with the quota's wait.
             headers = {"Retry-After": str(Admission.RETRY_AFTER_QUOTA_SEC)}
         elif status is HTTPStatus.SERVICE_UNAVAILABLE:

@@ -15,7 +15,7 @@ from exports.accepting.requests import ExportRequest
 from exports.accepting.submission import caller_scope, submit_export
 from exports.api import app as api
 from exports.api import control, queries
-from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
+from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id, with_delivery
 from exports.api.app import app, logger, tracer
 from exports.api.http.envelope import (
     caller_id,
@@ -115,7 +115,8 @@ def submit(request: Annotated[ExportRequest, Body()]) -> Response[ExportAccepted
     key = idempotency_key(app.current_event.headers)
 
     def accept() -> dict[str, Any]:
-        return accepted(submit_export(request.spec(), caller, api.dependencies())).model_dump(mode="json")
+        spec = with_delivery(request.spec(), request, caller)
+        return accepted(submit_export(spec, caller, api.dependencies())).model_dump(mode="json")
 
     if key is None:
         return accepted_answer(accept())

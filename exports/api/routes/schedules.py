@@ -5,6 +5,7 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
+from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -14,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from exports.accepting.idempotency import idempotency_key
 from exports.accepting.submission import caller_scope
 from exports.api import app as api
-from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id
+from exports.api.answers import ACCEPTED, accepted, accepted_answer, json_response, request_id, with_delivery
 from exports.api.app import app, logger, tracer
 from exports.api.http.envelope import (
     caller_id,
@@ -134,7 +135,9 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
         audit_deps = api.dependencies().audit
         if audit_deps is not None:
             audit.check_schedule_quota(audit_deps.tenancy.tenant_of(caller), audit_deps)
-        schedule = schedules.create_schedule(request.schedule_spec(), caller, api.schedule_dependencies())
+        spec = request.schedule_spec()
+        spec = replace(spec, export=with_delivery(spec.export, request, caller))
+        schedule = schedules.create_schedule(spec, caller, api.schedule_dependencies())
         _record_schedule(AuditAction.SCHEDULE_CREATED, schedule)
         return _schedule_view(schedule).model_dump(mode="json")
 
@@ -144,7 +147,8 @@ def create_schedule(request: Annotated[ScheduleRequest, Body()]) -> Response[Sch
     else:
         # Scoped apart from the exports' keys: the same key may create an export and a schedule.
         scope = "schedule:" + caller_scope(request.export_type, caller, api.dependencies())
-        body = request.model_dump(mode="json")
+        # Bodies without destinations as they were before destinations existed (keys stored then match).
+        body = request.model_dump(mode="json", exclude={"destinations", "path_template"} - request.model_fields_set)
         answer, replayed = api.idempotent_calls().replay_or_call(caller.user_id, key, body, create, scope=scope)
         headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(201, answer, {"Location": _schedule_url(answer["schedule_id"]), **headers})

@@ -13,6 +13,7 @@ stack in local mode.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, cast, overload
 
 import boto3
@@ -92,6 +93,21 @@ class ClientFactory:
         """The Session's credentials (what signs a request outside a client: SigV4 to an HTTP source)."""
         with self._lock:
             return self.session().get_credentials()
+
+    def assumed_s3(self, region: str, credentials: Mapping[str, str]) -> S3Client:
+        """An S3 client in ``region`` signing with an assumed role's temporary ``credentials``
+        (STS's ``AccessKeyId``, ``SecretAccessKey``, ``SessionToken``): a customer's bucket.
+        Not cached: the credentials expire, and each is one destination's."""
+        with self._lock:
+            session = self.session()
+            return session.client(
+                "s3",
+                region_name=region,
+                aws_access_key_id=credentials["AccessKeyId"],
+                aws_secret_access_key=credentials["SecretAccessKey"],
+                aws_session_token=credentials["SessionToken"],
+                config=_SERVICE_CONFIG["s3"],
+            )
 
     def services(self) -> tuple[str, ...]:
         """The services that have a client so far."""

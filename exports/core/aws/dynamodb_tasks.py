@@ -178,6 +178,10 @@ class DynamoTaskRepository:
         """Write the subscribers' delivery states, if status and attempt are unchanged."""
         self._set(task, ("subscribers",), "record callbacks")
 
+    def record_deliveries(self, task: Task) -> None:
+        """Write the deliveries' states (docs/destinations.md), if status and attempt are unchanged."""
+        self._set(task, ("deliveries",), "record deliveries")
+
     def _set(self, task: Task, fields: tuple[str, ...], operation: str) -> None:
         record = _record(task)
         names = {"#status": "status", "#attempt": "attempt"} | {f"#f{i}": name for i, name in enumerate(fields)}

@@ -39,7 +39,8 @@ class StepFunctionsLifecycle:
         try:
             with translated("report task end"):
                 self._client.send_task_success(
-                    taskToken=token, output=json.dumps(task_outcome(task.status.value, task.notifies_at_end))
+                    taskToken=token,
+                    output=json.dumps(task_outcome(task.status.value, task.notifies_at_end, task.delivers)),
                 )
         except AwsError as error:
             if error.aws_code not in _MOVED_ON:

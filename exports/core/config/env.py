@@ -74,5 +74,9 @@ class Env:
     # memory, which turns a worker second into CPU-seconds-equivalent for usage.
     AUDIT_TABLE: Final = "EXPORTS_AUDIT_TABLE"
     WORKER_MEMORY_MB: Final = "EXPORTS_WORKER_MEMORY_MB"
+    # Delivery destinations (docs/destinations.md): their table, and the role customers' S3 roles
+    # trust (the principal of the trust policy a destination shows; unset: no S3 destinations).
+    DESTINATIONS_TABLE: Final = "EXPORTS_DESTINATIONS_TABLE"
+    DESTINATION_PRINCIPAL_ARN: Final = "EXPORTS_DESTINATION_PRINCIPAL_ARN"
     # The EventBridge bus lifecycle events go to (docs/events.md; unset: none are published).
     EVENT_BUS: Final = "EXPORTS_EVENT_BUS"

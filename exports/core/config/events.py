@@ -17,9 +17,20 @@ class Events:
     EXPORT_FAILED: Final = "Export Failed"
     # A completion callback reached its URL (one event per subscriber delivered).
     EXPORT_DELIVERED: Final = "Export Delivered"
+    # A task's file reached one of its destinations, or did not (docs/destinations.md).
+    FILE_DELIVERED: Final = "Export File Delivered"
+    FILE_DELIVERY_FAILED: Final = "Export File Delivery Failed"
     SCHEDULE_PAUSED: Final = "Schedule Paused"
 
     @classmethod
     def detail_types(cls) -> tuple[str, ...]:
         """Every detail type, in the order a task meets them."""
-        return (cls.EXPORT_CREATED, cls.EXPORT_COMPLETED, cls.EXPORT_FAILED, cls.EXPORT_DELIVERED, cls.SCHEDULE_PAUSED)
+        return (
+            cls.EXPORT_CREATED,
+            cls.EXPORT_COMPLETED,
+            cls.EXPORT_FAILED,
+            cls.EXPORT_DELIVERED,
+            cls.FILE_DELIVERED,
+            cls.FILE_DELIVERY_FAILED,
+            cls.SCHEDULE_PAUSED,
+        )

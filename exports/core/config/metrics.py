@@ -73,3 +73,12 @@ class Metric:
     FEED_FIRING_SKIPPED: Final = "FeedFiringSkipped"
     # A run of 0 rows whose schedule says when_empty = skip: no file, no mail.
     EMPTY_RUN_SKIPPED: Final = "EmptyRunSkipped"
+    # Delivery destinations (docs/destinations.md): one created (dimension: its kind); a verify
+    # that passed, or failed (dimensions: kind and the failed step: customers' setups to help).
+    DESTINATION_CREATED: Final = "DestinationCreated"
+    DESTINATION_VERIFIED: Final = "DestinationVerified"
+    DESTINATION_VERIFY_FAILED: Final = "DestinationVerifyFailed"
+    # A task's file delivered to a destination; a delivery FAILED (dimension: the error code, the
+    # customer's side for DESTINATION_UNREACHABLE: the alarms tell the two apart).
+    FILE_DELIVERED: Final = "FileDelivered"
+    FILE_DELIVERY_FAILED: Final = "FileDeliveryFailed"

@@ -130,6 +130,11 @@ LIFECYCLE_INVOCATION_SEC: Final = 1.0
 # A callback the receiver did not take (no answer, 408, 429, 5xx): the first attempt, then 1 s,
 # 4 s and 16 s later (the workflow's Deliver state).
 CALLBACK_RETRY: Final = Backoff(retries=3, base_sec=1, factor=4)
+# A file delivery to a customer's S3 bucket or SFTP server that failed (their server down, a key
+# not yet installed): tried again after up to 30 s, 1, 2, 4, 8 and 10 minutes (full jitter), some
+# 25 minutes in all, long enough for a restart or a quick fix on their side; then the delivery
+# FAILED (the workflow's DeliverFiles state, docs/destinations.md).
+FILE_DELIVERY_RETRY: Final = Backoff(retries=6, base_sec=30, factor=2, cap_sec=600, jitter=Jitter.FULL)
 # One partition of a split export that failed (a transient fault, Lambda's own): written again
 # 2 s, then 4 s later.
 PARTITION_WRITE_RETRY: Final = Backoff(retries=2, base_sec=2, factor=2)

@@ -173,8 +173,14 @@ class ApiSettings(TaskFlowSettings):
         **_MAIL_VARIABLES,
         "audit_table": Env.AUDIT_TABLE,
         "event_bus": Env.EVENT_BUS,
+        "destinations_table": Env.DESTINATIONS_TABLE,
+        "destination_principal_arn": Env.DESTINATION_PRINCIPAL_ARN,
     }
 
+    # Delivery destinations (docs/destinations.md): their table, and the role customers' S3 roles
+    # trust (unset: S3 destinations are refused, SFTP ones work).
+    destinations_table: str = Names.DESTINATIONS_TABLE
+    destination_principal_arn: str | None = None
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
     # The bus of lifecycle events (docs/events.md); unset: none are published.
@@ -271,6 +277,7 @@ class CallbackSettings(FunctionSettings):
         "event_bus": Env.EVENT_BUS,
         "audit_table": Env.AUDIT_TABLE,
         "exports_config": Env.EXPORTS_CONFIG,
+        "destinations_table": Env.DESTINATIONS_TABLE,
     }
 
     results_bucket: str
@@ -282,6 +289,8 @@ class CallbackSettings(FunctionSettings):
     allow_local_callbacks: bool = False
     # A scheduled run's end: its schedule's outcome and mail (docs/schedules.md).
     schedules_table: str = Names.SCHEDULES_TABLE
+    # The destinations a task's file is delivered to (docs/destinations.md).
+    destinations_table: str = Names.DESTINATIONS_TABLE
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
     # The audit trail (docs/audit.md): a run's mail and the pause after failures in a row are

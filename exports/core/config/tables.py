@@ -31,6 +31,16 @@ class SchedulesTable:
     TTL_ATTRIBUTE: Final = "expires_at_epoch"
 
 
+class DestinationsTable:
+    """Key schema of the destinations table: a tenant's destinations and its count of them,
+    under the tenant's partition (``pk = "tenant#<tenant>"``; ``sk`` the destination id, or
+    ``"count"``). The key holds the tenant, so a destination is only ever read through its own
+    tenant: another tenant's id is simply not there."""
+
+    PARTITION_KEY: Final = "pk"
+    SORT_KEY: Final = "sk"
+
+
 class OrdersTable:
     """Key schema of the demo orders table (the data source of the ``orders`` export type)."""
 

@@ -53,7 +53,7 @@ def test_cancel_ends_a_pending_task_frees_its_slot_and_tells_its_workflow() -> N
     assert cancelled.status is TaskStatus.CANCELLED and cancelled.finished_at == w.clock()
     assert w.tasks.get(task.task_id).status is TaskStatus.CANCELLED
     assert w.tasks.active_count("alice") == 0 and w.tasks.dedup == {}
-    assert w.lifecycle.reports == [("token-1", {"status": "CANCELLED", "has_callback": False})]
+    assert w.lifecycle.reports == [("token-1", {"status": "CANCELLED", "has_callback": False, "has_deliveries": False})]
     assert w.counts(Metric.CANCELLED) == 1
 
 
@@ -207,7 +207,7 @@ def test_watch_stores_the_token_and_reports_an_already_ended_task_at_once() -> N
     claimed = running(w, ended)
     w.tasks.update(claimed, fail(claimed, "X", "y", w.clock(), timedelta(hours=1)))  # before the token came
     watch(ended.task_id, "token-2", w.lifecycle_deps)
-    assert w.lifecycle.reports == [("token-2", {"status": "FAILED", "has_callback": False})]
+    assert w.lifecycle.reports == [("token-2", {"status": "FAILED", "has_callback": False, "has_deliveries": False})]
 
 
 def test_expire_times_out_a_task_that_has_not_ended_and_leaves_an_ended_one_alone() -> None:
@@ -221,7 +221,7 @@ def test_expire_times_out_a_task_that_has_not_ended_and_leaves_an_ended_one_alon
     assert (timed_out.status, timed_out.error.code) == (TaskStatus.TIMEOUT, "DEADLINE_PASSED")
     assert w.tasks.get(task.task_id).status is TaskStatus.TIMEOUT
     assert w.tasks.active_count("alice") == 0
-    assert w.lifecycle.reports == [("token-1", {"status": "TIMEOUT", "has_callback": True})]
+    assert w.lifecycle.reports == [("token-1", {"status": "TIMEOUT", "has_callback": True, "has_deliveries": False})]
     assert w.counts(Metric.TIMED_OUT) == 1
     assert expire(task.task_id, w.lifecycle_deps) == w.tasks.get(task.task_id)  # ended already: as it is
     assert w.counts(Metric.TIMED_OUT) == 1

@@ -5,11 +5,14 @@ import json
 
 import pytest
 
+from exports.core.deliveries import DeliveryError, attempt_failed, delivered, initial
 from exports.core.errors import InvalidRequest
 from exports.core.task import cancel, complete, record_progress
 from exports.push import protocol
 from exports.push.model import TaskChange, coalesce, current_event_type, task_event
 from tests.unit.builders import LEASE, NOW, RETENTION, make_result, make_running_task, make_task
+
+ERROR = DeliveryError(code="DESTINATION_UNREACHABLE", message="down", step="TCP")
 
 
 def change(task, before=None, seq=1):
@@ -40,6 +43,22 @@ def test_terminal_names_are_the_webhooks():
     done = complete(running, make_result(), NOW, RETENTION)
     assert change(done, before=running).event_type == "export.completed"
     assert change(cancel(running, NOW, RETENTION), before=running).event_type == "export.cancelled"
+
+
+def test_a_delivery_that_ended_is_an_event_a_failure_first_and_an_attempt_is_none():
+    done = complete(make_running_task(), make_result(), NOW, RETENTION)
+    pending = done.model_copy(update={"deliveries": initial(("dst_a", "dst_b"))})
+    a, b = pending.deliveries
+    tried = pending.model_copy(update={"deliveries": (attempt_failed(a, ERROR, final=False, remote_path=None), b)})
+    one_delivered = pending.model_copy(update={"deliveries": (delivered(a, "/x", NOW), b)})
+    both = pending.model_copy(
+        update={"deliveries": (delivered(a, "/x", NOW), attempt_failed(b, ERROR, final=True, remote_path=None))}
+    )
+
+    assert change(tried, before=pending).event_type is None
+    assert change(one_delivered, before=pending).event_type == "export.delivered"
+    assert change(both, before=pending).event_type == "export.delivery_failed"
+    assert change(both, before=both).event_type is None
 
 
 def test_progress_steps_of_one_batch_coalesce_but_status_changes_never_do():

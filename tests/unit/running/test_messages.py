@@ -84,7 +84,7 @@ def test_the_worker_tells_the_workflow_when_the_task_ends() -> None:
     task = put(w)
     w.tasks.set_lifecycle_token(task.task_id, "token-1")
     process_task(message(task), w.worker)
-    assert w.lifecycle.reports == [("token-1", {"status": "COMPLETED", "has_callback": False})]
+    assert w.lifecycle.reports == [("token-1", {"status": "COMPLETED", "has_callback": False, "has_deliveries": False})]
 
 
 # --- retries ------------------------------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""The delivery's adapters, built beside the callback function's own (the function the lifecycle
+workflow's ``DeliverFiles`` state invokes): the task and the results it already reads, the
+destinations table and their secrets, and one deliverer per kind."""
+
+from __future__ import annotations
+
+from exports.core.aws.clients import aws_client
+from exports.finishing.delivery.deliver import DeliveryDependencies
+from exports.finishing.dependencies import CallbackDependencies
+
+
+def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
+    """Delivery through the callback function's adapters: SFTP behind the same SSRF guard as its
+    webhooks (and its ``allow_local_callbacks`` for local development), S3 through STS."""
+    from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
+    from exports.destinations.dynamodb_destinations import DynamoDestinationStore
+    from exports.destinations.model import DestinationKind
+    from exports.destinations.s3_destination import S3Destinations
+    from exports.destinations.secrets_manager import SecretsManagerVault
+    from exports.finishing.delivery.kinds.s3 import S3Deliverer
+    from exports.finishing.delivery.kinds.sftp import SftpDeliverer
+    from exports.finishing.delivery.notices import DeliveryWebhooks
+
+    settings = callback.settings
+    return DeliveryDependencies(
+        tasks=DynamoTaskRepository(aws_client("dynamodb"), settings.tasks_table),
+        destinations=DynamoDestinationStore(aws_client("dynamodb"), settings.destinations_table),
+        vault=SecretsManagerVault(aws_client("secretsmanager")),
+        results=callback.results,
+        deliverers={
+            DestinationKind.S3: S3Deliverer(S3Destinations(aws_client("sts"), aws_client.assumed_s3)),
+            DestinationKind.SFTP: SftpDeliverer(callback.resolve, allow_local=settings.allow_local_callbacks),
+        },
+        metrics=callback.metrics,
+        clock=callback.clock,
+        events=callback.events,
+        notices=DeliveryWebhooks(callback),
+    )

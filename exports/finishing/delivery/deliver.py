@@ -1,0 +1,262 @@
+"""Delivering a COMPLETED task's file to the destinations it names: one attempt per pending
+delivery per call; the lifecycle workflow's ``DeliverFiles`` state owns the retries
+(:data:`exports.core.config.retry.FILE_DELIVERY_RETRY`) and ``GiveUpFiles`` the end.
+
+Each delivery is recorded on the task as it goes (``status``, ``attempts``, ``remote_path``,
+``delivered_at``, the customer's ``error``), a delivered one is never sent again, and the export
+stays COMPLETED whatever happens here. The destination is read again at each attempt, in the
+task's tenant only: one deleted (or changed) meanwhile is what the attempt uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from exports.core import deliveries
+from exports.core.config.destinations import Destinations
+from exports.core.config.events import Events
+from exports.core.config.metrics import Metric
+from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus, TemplateError
+from exports.core.errors import ConditionFailed, RetryableError
+from exports.core.event_publishing import publish
+from exports.core.events import LifecycleEvent
+from exports.core.ports import BusinessMetrics, LifecycleEvents
+from exports.core.task import Task
+from exports.destinations.model import Destination, DestinationState
+from exports.destinations.ports import DestinationStore, SecretMissing, SecretVault
+from exports.destinations.problems import DestinationProblem
+from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.delivery import encryption
+from exports.finishing.delivery.encryption import EncryptionRefused
+from exports.finishing.delivery.kinds import FileDeliverer
+
+logger = logging.getLogger(__name__)
+
+
+class DeliveryRetryable(RetryableError):
+    """A destination did not take the file this time; the workflow retries on this name
+    (:attr:`exports.core.config.destinations.Destinations.DELIVERY_RETRYABLE_ERROR`)."""
+
+    code = "DELIVERY_RETRYABLE"
+
+
+assert DeliveryRetryable.__name__ == Destinations.DELIVERY_RETRYABLE_ERROR
+
+
+class DeliveryTasks(Protocol):
+    """The tasks as delivery reads and records them."""
+
+    def get(self, task_id: str) -> Task | None:
+        """The task, or None."""
+
+    def record_deliveries(self, task: Task) -> None:
+        """Write ``task``'s deliveries (conditional on its status and attempt)."""
+
+
+class DeliveryNotices(Protocol):
+    """Tells the task's subscribers that a delivery ended (webhooks)."""
+
+    def send(self, task: Task, delivery: Delivery) -> None:
+        """Tell them; never raises."""
+
+
+class ResultFiles(Protocol):
+    """The finished files in our bucket."""
+
+    def read_result(self, key: str) -> Iterator[bytes]:
+        """The file at ``key``, in chunks."""
+
+
+@dataclass(frozen=True)
+class DeliveryDependencies:
+    """What delivering needs: the task, the tenant's destinations and their secrets, our file,
+    one deliverer per kind, and where business events go."""
+
+    tasks: DeliveryTasks
+    destinations: DestinationStore
+    vault: SecretVault
+    results: ResultFiles
+    deliverers: Mapping[str, FileDeliverer]
+    metrics: BusinessMetrics
+    clock: Callable[[], datetime]
+    events: LifecycleEvents | None = None
+    notices: DeliveryNotices | None = None
+    # Where the file is copied before it goes out (Lambda's ephemeral storage).
+    scratch: Path | None = None
+
+
+def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
+    """One attempt at each pending delivery of the task; raises :class:`DeliveryRetryable`
+    while any may still succeed on a later attempt. Deliveries of a task that ended without a
+    file are SKIPPED."""
+    task = deps.tasks.get(task_id)
+    if task is None or not task.is_terminal or task.delivery is None:
+        return task
+    pending = [i for i, d in enumerate(task.deliveries) if not d.ended]
+    if not pending:
+        return task
+    if not task.has_file or task.result is None:
+        return _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+    states = list(task.deliveries)
+    with tempfile.TemporaryDirectory(dir=deps.scratch) as scratch:
+        local = Path(scratch) / "file"
+        sha256 = _copy_result(task.result.key, local, deps)
+        if sha256 != task.result.sha256:
+            # Never send a file other than the one the task's sha256 names: our copy is retried.
+            raise DeliveryRetryable(f"the copy of {task.result.key} does not match its sha256")
+        for index in pending:
+            states[index] = _attempt(task, states[index], local, Path(scratch), deps)
+    after = _record(task, tuple(states), deps)
+    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+        _ended(after, ended, deps)
+    still = [d.destination_id for d in states if not d.ended]
+    if still:
+        raise DeliveryRetryable(f"delivery to {', '.join(still)} to be tried again")
+    return after
+
+
+def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) -> None:
+    """Retries are spent: every delivery still pending is FAILED with its last error."""
+    task = deps.tasks.get(task_id)
+    if task is None or all(d.ended for d in task.deliveries):
+        return
+    logger.warning("deliveries given up", extra={"task_id": task_id, "detail": caught})
+    after = _record(task, tuple(deliveries.given_up(d) for d in task.deliveries), deps)
+    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+        _ended(after, ended, deps)
+
+
+def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
+    """One attempt at ``delivery``: the state it leaves."""
+    assert task.delivery is not None and task.result is not None
+    destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
+    if destination is None:
+        error = DeliveryError(code="DESTINATION_NOT_FOUND", message="the destination was deleted before delivery")
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    if destination.state is not DestinationState.ACTIVE:
+        error = DeliveryError(code="HOST_KEY_UNCONFIRMED", message="confirm the destination's fetched host key first")
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    deliverer = deps.deliverers[destination.kind]
+    try:
+        secrets = _secrets(destination, deps)
+        prepared = encryption.prepare(destination, secrets, local, task.result.file_name, scratch)
+        relative = deliveries.render(
+            task.delivery.path_template, task.export_type, _day(task), task.task_id, prepared.file_name
+        )
+    except SecretMissing:
+        error = DeliveryError(code=SecretMissing.code, message="the destination's secrets are gone: set them again")
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    except EncryptionRefused as refused:
+        error = DeliveryError(code="ENCRYPTION_REFUSED", message=str(refused))
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    except TemplateError as refused:
+        error = DeliveryError(code="PATH_TEMPLATE_REFUSED", message=str(refused))
+        return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
+    remote = deliverer.remote_path(destination, relative)
+    try:
+        # The sha256 beside the file is the delivered file's: the encrypted one when encrypted.
+        sha256 = task.result.sha256 if prepared.path == local else _sha256(prepared.path)
+        deliverer.put(destination, secrets, prepared.path, remote, sha256)
+    except DestinationProblem as problem:
+        error = DeliveryError(code=problem.code, message=problem.message, step=problem.step.value)
+        logger.info(
+            "delivery attempt failed",
+            extra={"task_id": task.task_id, "destination_id": destination.destination_id, "step": problem.step.value},
+        )
+        return deliveries.attempt_failed(delivery, error, final=False, remote_path=remote)
+    finally:
+        if prepared.path != local:
+            prepared.path.unlink(missing_ok=True)
+    return deliveries.delivered(delivery, remote, deps.clock())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _secrets(destination: Destination, deps: DeliveryDependencies) -> DestinationSecrets | None:
+    """The destination's login (SFTP) from the vault; an S3 destination keeps none."""
+    return deps.vault.get(destination.secret_ref) if destination.secret_ref else None
+
+
+def _day(task: Task) -> str:
+    """The day a path's ``{date}`` names: a scheduled run's firing day, else the day it ended (UTC)."""
+    moment = task.scheduled_for or task.finished_at or task.created_at
+    return moment.date().isoformat()
+
+
+def _copy_result(key: str, local: Path, deps: DeliveryDependencies) -> str:
+    """Copy our file to ``local``; its sha256."""
+    digest = hashlib.sha256()
+    with local.open("wb") as file:
+        for chunk in deps.results.read_result(key):
+            digest.update(chunk)
+            file.write(chunk)
+    return digest.hexdigest()
+
+
+def _record(task: Task, states: tuple[Delivery, ...], deps: DeliveryDependencies) -> Task:
+    """Store the deliveries' states on the task (a terminal task's status and attempt never
+    change: a conflict means its record is gone)."""
+    after = task.model_copy(update={"deliveries": states})
+    try:
+        deps.tasks.record_deliveries(after)
+    except ConditionFailed:
+        logger.warning("deliveries not recorded: the task changed", extra={"task_id": task.task_id})
+    return after
+
+
+def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
+    """Count a delivery that ended; tell the operators' bus and the task's subscribers."""
+    if delivery.status is DeliveryStatus.DELIVERED:
+        deps.metrics.add(Metric.FILE_DELIVERED)
+        logger.info("file delivered", extra={"task_id": task.task_id, "destination_id": delivery.destination_id})
+    elif delivery.status is DeliveryStatus.FAILED:
+        code = delivery.error.code if delivery.error else "DELIVERY_FAILED"
+        # Once for the alarm (the service's series), once by code (the customer's side or ours).
+        deps.metrics.add(Metric.FILE_DELIVERY_FAILED)
+        deps.metrics.add(Metric.FILE_DELIVERY_FAILED, dimensions={"code": code})
+        logger.warning(
+            "file delivery failed",
+            extra={"task_id": task.task_id, "destination_id": delivery.destination_id, "code": code},
+        )
+    else:
+        return
+    publish(deps.events, delivery_event(task, delivery, deps.clock()))
+    if deps.notices is not None:
+        deps.notices.send(task, delivery)
+
+
+def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEvent:
+    """The lifecycle event of a delivery that ended: where the file went, or why not."""
+    delivered = delivery.status is DeliveryStatus.DELIVERED
+    detail = {
+        "version": Events.DETAIL_VERSION,
+        "task_id": task.task_id,
+        "user_id": task.user_id,
+        "export_type": task.export_type,
+        "format": task.format.value,
+        "status": task.status.value,
+        "source": task.source.value,
+        "schedule_id": task.schedule_id,
+        "created_at": task.created_at.isoformat(),
+        "occurred_at": now.isoformat(),
+        "destination_id": delivery.destination_id,
+        "delivery_status": delivery.status.value,
+        "attempts": delivery.attempts,
+        "remote_path": delivery.remote_path,
+        "sha256": task.result.sha256 if task.result else None,
+        "error_code": delivery.error.code if delivery.error and not delivered else None,
+    }
+    return LifecycleEvent(Events.FILE_DELIVERED if delivered else Events.FILE_DELIVERY_FAILED, detail)

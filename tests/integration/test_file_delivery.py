@@ -1,0 +1,305 @@
+"""A COMPLETED export delivered to its destinations, end to end: submitted through the API
+handler with destinations, run by the worker, delivered by the lifecycle workflow's DeliverFiles
+state that moto executes (our callback function as its Lambda function), to a real asyncssh SFTP
+server on 127.0.0.1 and to a bucket in a second AWS account through its role and ExternalId. Then
+what a customer meets: a server down (retried, then delivered once it is back, one file), a
+refused login (retried, then FAILED in words they can act on, the export still COMPLETED and
+downloadable), another tenant's destination refused at submit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import requests
+
+from exports.core.config.retry import FILE_DELIVERY_RETRY
+from functions.callback import handler as callback
+from functions.submit import handler as api
+from local_stack.embedded_aws import REGION, Resources
+from local_stack.sftp_server import LocalSftpServer, SftpUser
+from tests.builders import FakeContext, http_event
+from tests.integration.conftest import CompressedRetryClock
+from tests.integration.test_lifecycle import expected_signature, run_queued_work, wait_for
+from tests.receiver import receiver
+
+ACME = {"custom:tenant_id": "acme", "cognito:groups": "[admin]"}
+INITECH = {"custom:tenant_id": "initech", "cognito:groups": "[admin]"}
+CUSTOMER_ACCOUNT = "210987654321"
+CUSTOMER_ROLE = f"arn:aws:iam::{CUSTOMER_ACCOUNT}:role/exports-delivery"
+PASSWORD = "open sesame"
+
+
+def call(method: str, path: str, body: Any = None, claims: dict[str, str] = ACME) -> tuple[int, Any]:
+    result = api.lambda_handler(http_event(method, path, body, claims=claims), FakeContext())
+    text = result.get("body") or ""
+    return result["statusCode"], json.loads(text) if text else None
+
+
+@pytest.fixture
+def sftp(tmp_path: Path, running_aws: Resources) -> Iterator[LocalSftpServer]:
+    """The customer's SFTP server (loopback: allowed in local mode, as running_aws sets)."""
+    (tmp_path / "upload").mkdir()
+    server = LocalSftpServer(tmp_path)
+    server.users["acme"] = SftpUser(password=PASSWORD)
+    server.start()
+    yield server
+    server.shutdown()
+
+
+def sftp_destination(server: LocalSftpServer, claims: dict[str, str] = ACME) -> str:
+    body = {
+        "name": "Acme SFTP",
+        "target": {
+            "kind": "sftp",
+            "host": "127.0.0.1",
+            "port": server.port,
+            "username": "acme",
+            "path": "/upload",
+            "auth": "password",
+            "password": PASSWORD,
+            "host_key_fingerprint": server.fingerprint,
+        },
+    }
+    status, created = call("POST", "/v1/destinations", body, claims)
+    assert status == 201, created
+    return str(created["destination_id"])
+
+
+def customer_s3() -> Any:
+    """The customer's own view of their account (moto keeps each account apart)."""
+    credentials = boto3.client("sts", region_name=REGION).assume_role(
+        RoleArn=CUSTOMER_ROLE, RoleSessionName="customer"
+    )["Credentials"]
+    return boto3.client(
+        "s3",
+        region_name=REGION,
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+
+
+def s3_destination() -> str:
+    customer_s3().create_bucket(Bucket="acme-lake")
+    body = {
+        "name": "Lake",
+        "target": {
+            "kind": "s3",
+            "bucket": "acme-lake",
+            "prefix": "exports/",
+            "region": REGION,
+            "role_arn": CUSTOMER_ROLE,
+        },
+    }
+    status, created = call("POST", "/v1/destinations", body)
+    assert status == 201, created
+    return str(created["destination_id"])
+
+
+def export_body(destinations: list[str], **changes: Any) -> dict[str, Any]:
+    return {
+        "export_type": "orders",
+        "format": "csv",
+        "timeout_sec": 30,
+        "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+        "destinations": destinations,
+        "path_template": "{type}/{date}/{task_id}-{file}",
+        **changes,
+    }
+
+
+def submit(body: dict[str, Any], claims: dict[str, str] = ACME) -> str:
+    status, accepted = call("POST", "/v1/exports", body, claims)
+    assert status == 202, accepted
+    return str(accepted["task_id"])
+
+
+def task(task_id: str) -> dict[str, Any]:
+    shown: dict[str, Any] = call("GET", f"/v1/exports/{task_id}")[1]
+    return shown
+
+
+def deliveries_ended(task_id: str) -> dict[str, Any] | None:
+    shown = task(task_id)
+    ended = shown["deliveries"] and all(d["status"] != "PENDING" for d in shown["deliveries"])
+    return shown if ended else None
+
+
+def downloaded(shown: dict[str, Any]) -> bytes:
+    response = requests.get(shown["download_url"], timeout=10)
+    assert response.status_code == 200
+    return response.content
+
+
+def test_a_completed_export_lands_whole_on_sftp_and_in_the_customers_bucket(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    sftp_id, s3_id = sftp_destination(sftp), s3_destination()
+    task_id = submit(export_body([sftp_id, s3_id]))
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+
+    assert shown["status"] == "COMPLETED"
+    content = downloaded(shown)
+    sha256 = hashlib.sha256(content).hexdigest()
+    assert shown["sha256"] == sha256
+    by_id = {d["destination_id"]: d for d in shown["deliveries"]}
+    name = f"{task_id}-{shown['file_name']}"
+    sftp_delivery, s3_delivery = by_id[sftp_id], by_id[s3_id]
+    assert sftp_delivery["status"] == s3_delivery["status"] == "DELIVERED"
+    assert sftp_delivery["attempts"] == s3_delivery["attempts"] == 1
+    assert sftp_delivery["delivered_at"] and sftp_delivery["error"] is None
+
+    # SFTP: the file and its sha256 sidecar, and nothing else (no temporary file left).
+    day_dir = sftp.root / "upload" / "orders" / shown["finished_at"][:10]
+    assert sftp_delivery["remote_path"] == f"/upload/orders/{shown['finished_at'][:10]}/{name}"
+    assert sorted(p.name for p in day_dir.iterdir()) == [name, f"{name}.sha256"]
+    assert (day_dir / name).read_bytes() == content
+    assert (day_dir / f"{name}.sha256").read_text() == f"{sha256}  {name}\n"
+
+    # S3: one object under the prefix, the same bytes, its sha256 in its metadata, encrypted.
+    key = f"exports/orders/{shown['finished_at'][:10]}/{name}"
+    assert s3_delivery["remote_path"] == key
+    bucket = customer_s3()
+    assert [o["Key"] for o in bucket.list_objects_v2(Bucket="acme-lake")["Contents"]] == [key]
+    stored = bucket.get_object(Bucket="acme-lake", Key=key)
+    assert stored["Body"].read() == content
+    assert stored["Metadata"] == {"sha256": sha256}
+    assert stored["ServerSideEncryption"] == "AES256"
+
+
+def test_a_server_that_is_down_gets_the_file_once_it_is_back(
+    sftp: LocalSftpServer, running_aws: Resources, retry_clock: CompressedRetryClock
+) -> None:
+    sftp_id = sftp_destination(sftp)
+    sftp.stop()
+    task_id = submit(export_body([sftp_id], path_template="{file}"))
+    run_queued_work(running_aws)
+
+    first = wait_for(lambda: (t := task(task_id))["deliveries"][0]["attempts"] >= 1 and t)
+    [pending] = first["deliveries"]
+    assert pending["status"] == "PENDING"
+    assert pending["error"]["step"] == "TCP" and "check that the server is up" in pending["error"]["message"]
+    assert first["status"] == "COMPLETED"
+    sftp.start()
+
+    shown = wait_for(lambda: deliveries_ended(task_id))
+    [delivery] = shown["deliveries"]
+    assert delivery["status"] == "DELIVERED" and delivery["attempts"] >= 2 and delivery["error"] is None
+    assert sorted(p.name for p in (sftp.root / "upload").iterdir()) == [
+        shown["file_name"],
+        shown["file_name"] + ".sha256",
+    ]
+    assert (sftp.root / "upload" / shown["file_name"]).read_bytes() == downloaded(shown)
+    # The workflow's retrier waited between the attempts (DeliverFiles' Retry, not a loop of ours).
+    assert retry_clock.intervals
+
+
+def test_a_refused_login_is_retried_then_failed_in_the_customers_words_and_the_export_stays_completed(
+    sftp: LocalSftpServer,
+    running_aws: Resources,
+    retry_clock: CompressedRetryClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every retry of FILE_DELIVERY_RETRY (some 25 minutes at most) in a few seconds (the scale of
+    # the module pytest loaded the fixture from: it imports conftest files under its own name).
+    monkeypatch.setattr(sys.modules[type(retry_clock).__module__], "RETRY_TIME_SCALE", 0.002)
+    sftp_id = sftp_destination(sftp)
+    sftp.users["acme"] = SftpUser(password="changed by the customer")
+    task_id = submit(export_body([sftp_id]))
+    run_queued_work(running_aws)
+
+    shown = wait_for(lambda: deliveries_ended(task_id), timeout=180)
+    [delivery] = shown["deliveries"]
+    assert delivery["status"] == "FAILED"
+    assert delivery["attempts"] == FILE_DELIVERY_RETRY.attempts
+    assert delivery["error"]["code"] == "DESTINATION_UNREACHABLE" and delivery["error"]["step"] == "AUTH"
+    assert "refused our login as acme" in delivery["error"]["message"]
+    assert shown["status"] == "COMPLETED" and downloaded(shown)
+    assert list((sftp.root / "upload").iterdir()) == []
+    assert len(retry_clock.intervals) == FILE_DELIVERY_RETRY.retries
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert any(m.get("FileDeliveryFailed") == [1.0] for m in emitted)
+
+
+def test_another_tenants_destination_is_refused_at_submit_as_if_it_did_not_exist(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    initech_id = sftp_destination(sftp, claims=INITECH)
+    status, refused = call("POST", "/v1/exports", export_body([initech_id]))
+    assert status == 422, refused
+    assert refused["error"]["field"] == "destinations.0"
+    status, missing = call("POST", "/v1/exports", export_body(["dst_01JABCDEFGHJKMNPQRSTVWXYZ0"]))
+    assert (status, missing["error"]["message"].split(" dst_")[0]) == (
+        422,
+        refused["error"]["message"].split(" dst_")[0],
+    )
+    assert call("GET", "/v1/exports")[1]["items"] == []
+
+
+def test_a_delivery_attempt_twice_leaves_one_file_and_a_delivered_one_is_not_sent_again(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    sftp_id = sftp_destination(sftp)
+    task_id = submit(export_body([sftp_id], path_template="{file}"))
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+    delivered_at = shown["deliveries"][0]["delivered_at"]
+
+    callback.lambda_handler({"action": "deliver_files", "task_id": task_id}, FakeContext())
+
+    again = task(task_id)
+    assert again["deliveries"][0]["delivered_at"] == delivered_at and again["deliveries"][0]["attempts"] == 1
+    assert len(list((sftp.root / "upload").iterdir())) == 2
+
+
+def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftpServer, running_aws: Resources) -> None:
+    sftp_id = sftp_destination(sftp)
+    body = {
+        "name": "Nightly",
+        "cron": "0 8 * * 1",
+        **{k: v for k, v in export_body([sftp_id]).items() if k != "filters"},
+        "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+    }
+    status, created = call("POST", "/v1/schedules", body)
+    assert status == 201, created
+    assert (created["destinations"], created["path_template"]) == ([sftp_id], "{type}/{date}/{task_id}-{file}")
+
+    status, run = call("POST", f"/v1/schedules/{created['schedule_id']}/run")
+    assert status == 202, run
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(run["task_id"]))
+
+    [delivery] = shown["deliveries"]
+    assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
+    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == downloaded(shown)
+
+
+def test_the_subscriber_hears_completed_then_where_the_file_went_signed(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    sftp_id = sftp_destination(sftp)
+    sftp.stop()
+    with receiver([204]) as hook:
+        task_id = submit(export_body([sftp_id, s3_destination()], callback_url=hook.url))
+        run_queued_work(running_aws)
+        wait_for(lambda: task(task_id)["deliveries"][0]["attempts"] >= 1)
+        sftp.start()
+        calls = hook.wait_for(3)
+
+    bodies = [json.loads(c.body) for c in calls]
+    assert len(bodies) == 3
+    assert bodies[0]["type"] == "export.completed"
+    by_destination = {b["data"]["delivery"]["destination_id"]: b for b in bodies[1:]}
+    assert {b["type"] for b in bodies[1:]} == {"export.delivered"} and sftp_id in by_destination
+    assert by_destination[sftp_id]["data"]["delivery"]["status"] == "DELIVERED"
+    assert all(c.headers["webhook-signature"] == expected_signature(c) for c in calls)
+    assert len({c.headers["webhook-id"] for c in calls}) == len(calls)
