@@ -44,7 +44,7 @@ def dedup_key(
     matter. Everything that changes the file is in the key, and so is ``timeout_sec``: a task's
     deadline is fixed when its lifecycle starts, so requests that ask for different deadlines are
     not merged (each gets the deadline it asked for). Priority and the callback are not: a merged
-    request raises the task's priority and adds its callback (see services/submission.py).
+    request raises the task's priority and adds its callback (see exports/accepting/submission.py).
     ``locale``: given only when it is not the type's default. A scheduled run's key has its
     firing (``run_of``: schedule and time) in it: each firing is a run of its own, even while
     the previous one is still active (docs/schedules.md).

@@ -172,7 +172,7 @@ class Task(BaseModel):
     empty_skipped: bool = False
     # Identical active submissions share this key; the first task holds it until it ends.
     dedup_key: str | None = None
-    # How often a long export handed over to a new worker invocation (see services/export_run.py).
+    # How often a long export handed over to a new worker invocation (see exports/running/export_run.py).
     continuations: int = 0
     # Bumped by every status change; callbacks carry it as callback_seq so receivers keep the latest.
     status_seq: int = 0
