@@ -233,6 +233,7 @@ RELATIVE = re.compile(r"previous_day|previous_week|previous_month|month_to_date|
 _SCHEDULE_FIELDS = {
     "name", "export_type", "format", "filters", "priority", "timeout_sec", "callback_url", "csv_bom",
     "csv_formula_guard", "cron", "every", "timezone", "start_at", "end_at", "recipients", "when_empty",
+    "destinations", "path_template",
 }  # fmt: skip
 _PATCH_FIELDS = {
     "name", "cron", "every", "timezone", "filters", "recipients", "start_at", "end_at", "state", "when_empty",

@@ -10,6 +10,7 @@ Both suites are npm workspaces (clients/typescript, clients/console); this modul
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ from tests.client.fake_api import (
     serving,
     serving_types,
 )
+from tests.e2e.test_destinations_e2e import banner_posts
 from tests.stack_process import ROOT, TOKENS, Stack, running_stack
 
 CLIENT = ROOT / "clients" / "typescript"
@@ -71,10 +73,16 @@ def stack() -> Iterator[Stack]:
 
 
 def _environment(stack: Stack) -> dict[str, str]:
+    sftp, s3, _ = banner_posts(stack.output())
     return {
         "EXPORTS_API_URL": stack.url,
         "EXPORTS_TOKEN_ALICE": TOKENS["alice"],
         "EXPORTS_TOKEN_BOB": TOKENS["bob"],
+        # carol manages initech's destinations; the banner's targets are the stack's SFTP
+        # server and the customer's bucket (clients/console/test/destinations.test.ts).
+        "EXPORTS_TOKEN_CAROL": TOKENS["carol"],
+        "EXPORTS_SFTP_TARGET": json.dumps(sftp["target"]),
+        "EXPORTS_S3_TARGET": json.dumps(s3["target"]),
         "CHROMIUM": str(CHROMIUM),
     }
 

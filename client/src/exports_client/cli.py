@@ -19,7 +19,7 @@ from typing import Final, TextIO
 
 import httpx
 
-from exports_client import audit_commands, schedule_commands
+from exports_client import audit_commands, destination_commands, schedule_commands
 from exports_client.client import DEFAULT_WAIT_SEC, ExportsClient, OnRefused
 from exports_client.errors import (
     ExportsError,
@@ -36,9 +36,11 @@ from exports_client.options import (
     URL_ENV,
     UsageError,
     add_capacity_option,
+    add_destination_options,
     add_follow_options,
     add_locale_options,
     csv_dialect,
+    destination_choice,
     filters_for,
     json_object,
     key_value_pair,
@@ -68,6 +70,7 @@ def _submit(client: ExportsClient, args: argparse.Namespace, output: Output) -> 
         on_refused=_waiting_note(output),
         locale=args.locale,
         csv_dialect=csv_dialect(args),
+        **destination_choice(args),
     )
     if accepted.deduplicated:
         output.note(f"an identical export is already active: {accepted.task_id} ({accepted.status.value})")
@@ -242,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="IANA time zone the file's date-times are written in, e.g. Europe/Berlin (default: the service's, UTC)",
     )
     add_locale_options(submit)
+    add_destination_options(submit)
     add_follow_options(submit, f"--timeout + {WAIT_GRACE_SEC:g} s, or {DEFAULT_WAIT_SEC:g} s")
     add_capacity_option(submit)
     submit.set_defaults(run=_submit)
@@ -278,8 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     types.add_argument("names", nargs="*", metavar="TYPE", help="only these export types")
     types.set_defaults(run=_types)
 
-    schedule_commands.add_commands(commands, common)
-    audit_commands.add_commands(commands, common)
+    for module in (schedule_commands, destination_commands, audit_commands):
+        module.add_commands(commands, common)
     return parser
 
 

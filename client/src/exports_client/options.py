@@ -171,3 +171,27 @@ def add_capacity_option(parser: argparse.ArgumentParser) -> None:
         const=0,
         help="fail at once when the service is at capacity",
     )
+
+
+def add_destination_options(parser: argparse.ArgumentParser) -> None:
+    """``--destination`` (repeatable) and ``--path-template``, as submit and schedules take them."""
+    parser.add_argument(
+        "--destination",
+        dest="destinations",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="deliver the COMPLETED file to this destination (repeat it; see: exportctl destinations list)",
+    )
+    parser.add_argument(
+        "--path-template",
+        metavar="TEMPLATE",
+        help="where the file goes under each destination: {type}, {date}, {task_id}, {file} (default {file})",
+    )
+
+
+def destination_choice(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``destinations`` and ``path_template`` keywords of submit and create_schedule."""
+    if args.path_template is not None and not args.destinations:
+        raise UsageError("--path-template places the file on a destination: give --destination too")
+    return {"destinations": args.destinations or None, "path_template": args.path_template}

@@ -32,6 +32,8 @@ from rich.text import Text
 from exports_client.eta import Pace
 from exports_client.filters import FilterSchema, constraints, placeholder, type_name
 from exports_client.models import (
+    Delivery,
+    DestinationView,
     ExportTypeView,
     FeedRunView,
     MailMessage,
@@ -162,6 +164,73 @@ def task_details(task: TaskView) -> Table:
         ("sha256", task.sha256),
         ("link expires", _when(task.download_expires_at) if task.download_expires_at else None),
         ("kept until", _when(task.expires_at)),
+        ("deliveries", "\n".join(_delivery(d) for d in task.deliveries) or None),
+    ]
+    for label, value in lines:
+        if value is not None:
+            grid.add_row(label, value)
+    return grid
+
+
+def _delivery(delivery: Delivery) -> str:
+    """``dst_… DELIVERED /incoming/orders.csv`` or ``dst_… FAILED (3 attempts): AUTH: …``."""
+    attempts = f" ({delivery.attempts} attempt{'s' if delivery.attempts != 1 else ''})" if delivery.attempts else ""
+    where = f" {delivery.remote_path}" if delivery.remote_path else ""
+    error = f": {delivery.error.code}: {delivery.error.message}" if delivery.error else ""
+    return f"{delivery.destination_id} {_styled(delivery.status)}{attempts}{where}{error}"
+
+
+def _where(destination: DestinationView) -> str:
+    target = destination.target
+    if target.kind == "s3":
+        return f"s3://{target.bucket}/{target.prefix} ({target.region})"
+    return (
+        f"sftp://{target.username}@{target.host}:{target.port}{'' if target.path.startswith('/') else '/'}{target.path}"
+    )
+
+
+def destination_table(destinations: Iterable[DestinationView]) -> Table:
+    """One destination a row: id, name, kind, state, where files go."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "NAME", "KIND", "STATE", "WHERE"):
+        table.add_column(column, no_wrap=column != "NAME")
+    for destination in destinations:
+        table.add_row(
+            destination.destination_id,
+            destination.name,
+            destination.kind.value,
+            destination.state.value,
+            _where(destination),
+        )
+    return table
+
+
+def destination_details(destination: DestinationView) -> Table:
+    """Everything about one destination, one field a line (never a secret: the API has none)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    target = destination.target
+    sftp = target if target.kind == "sftp" else None
+    s3 = target if target.kind == "s3" else None
+    use = destination.use
+    lines: list[tuple[str, str | None]] = [
+        ("destination", destination.destination_id),
+        ("name", destination.name),
+        ("kind", destination.kind.value),
+        ("state", destination.state.value),
+        ("where", _where(destination)),
+        ("login", sftp.auth.value if sftp else None),
+        ("host key", (sftp.host_key_fingerprint or "-") if sftp else None),
+        ("offered key", sftp.offered_host_key_fingerprint if sftp else None),
+        ("our key", sftp.public_key_fingerprint if sftp else None),
+        ("role", s3.role_arn if s3 else None),
+        ("external id", s3.external_id if s3 else None),
+        ("at rest", (s3.kms_key_arn or s3.server_side_encryption.value) if s3 else None),
+        ("encryption", destination.encryption.kind.value),
+        ("used by", ", ".join([*use.groups, *use.scopes]) if use and (use.groups or use.scopes) else "everyone"),
+        ("created", f"{_when(destination.created_at)} by {destination.created_by}"),
+        ("updated", _when(destination.updated_at)),
     ]
     for label, value in lines:
         if value is not None:
@@ -239,6 +308,8 @@ def schedule_details(schedule: ScheduleView) -> Table:
         ("from", _when(schedule.start_at) if schedule.start_at else None),
         ("until", _when(schedule.end_at) if schedule.end_at else None),
         ("recipients", ", ".join(schedule.recipients) or None),
+        ("delivered to", ", ".join(schedule.destinations) or None),
+        ("path template", schedule.path_template if schedule.destinations else None),
         ("callback", schedule.callback_url),
         ("next runs", "\n".join(f"{_instant(r.local)}  ({_instant(r.utc)})" for r in schedule.next_runs) or "-"),
         ("last run", f"{run.task_id or '-'} {_styled(run.status)}, for {_when(run.scheduled_for)}" if run else "-"),

@@ -21,9 +21,11 @@ from exports_client.models import ExportFormat
 from exports_client.options import (
     LIST_PAGE_MAX,
     UsageError,
+    add_destination_options,
     add_follow_options,
     add_locale_options,
     csv_dialect,
+    destination_choice,
     filters_for,
     json_object,
     key_value_pair,
@@ -120,6 +122,7 @@ def _create(client: ExportsClient, args: argparse.Namespace, output: Output) -> 
         locale=args.locale,
         csv_dialect=csv_dialect(args),
         idempotency_key=args.idempotency_key,
+        **destination_choice(args),
     )
     output.result(schedule, schedule_details(schedule))
     if not output.as_json:
@@ -305,6 +308,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("--csv-bom", action=argparse.BooleanOptionalAction, help="start CSV files with a UTF-8 BOM")
     create.add_argument("--csv-formula-guard", action=argparse.BooleanOptionalAction, help="as for submit")
     add_locale_options(create)
+    add_destination_options(create)
     create.add_argument("--idempotency-key", metavar="KEY", help="a repeated create with it answers the same schedule")
     create.set_defaults(run=_create)
 
@@ -355,7 +359,10 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     permalink.add_argument("schedule_id", metavar="ID")
     permalink.add_argument("--revoke", action="store_true", help="revoke it (the URL stops working at once)")
     permalink.set_defaults(run=_permalink)
+    _add_mailbox(commands, common)
 
+
+def _add_mailbox(commands: Any, common: argparse.ArgumentParser) -> None:
     mailbox = commands.add_parser(
         "mailbox", parents=[common], help="local mode: the mail its embedded SES received, newest first"
     )

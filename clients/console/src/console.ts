@@ -4,6 +4,8 @@
 
 import { ApiError, ExportsClient, type ExportTypeView, isTerminal, type TaskView } from "@exports/client";
 
+import { loadDestinationPicker, readDestinationChoice } from "./destination-picker.js";
+import { DestinationsView } from "./destinations-page.js";
 import { errorText, taskMatches, whoText } from "./facts.js";
 import { fillFileOptions, readFileOptions, setLocales } from "./file-options.js";
 import { markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
@@ -11,6 +13,9 @@ import { SchedulesView } from "./schedules-page.js";
 import { type Action, createRow, shortId, updateRow } from "./task-row.js";
 
 const LIST_LIMIT = 50;
+// How often, and for how long, a COMPLETED task's pending deliveries are read again.
+const DELIVERY_POLL_MS = 2_000;
+const DELIVERY_FOLLOW_MS = 10 * 60_000;
 
 function byId<T extends HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -38,6 +43,7 @@ class Session {
   who = "";
   private revealing: string | null = null;
   schedules: SchedulesView | null = null;
+  destinations: DestinationsView | null = null;
 
   constructor(token: string) {
     this.client = new ExportsClient({
@@ -67,14 +73,21 @@ class Session {
     );
     this.showType();
     this.schedules = new SchedulesView(this.client, this.types);
+    this.destinations = new DestinationsView(this.client);
     const page = await this.client.list({ limit: LIST_LIMIT });
     for (const task of [...page.items].reverse()) this.show(task);
     for (const task of page.items) this.follow(task.task_id);
     this.refreshEmpty();
   }
 
+  /** The export form's choice of destinations (again after the Destinations view changed them). */
+  loadDestinations(): Promise<void> {
+    return loadDestinationPicker(byId<HTMLFieldSetElement>("export-destinations"), this.client, "export");
+  }
+
   end(): void {
     this.schedules?.hide();
+    this.destinations?.hide();
     this.stop.abort(new DOMException("signed out", "AbortError"));
     this.client.close();
     byId("tasks").replaceChildren();
@@ -109,6 +122,7 @@ class Session {
         filters: readFilters(byId<HTMLFieldSetElement>("filters")),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
         ...(readFileOptions(byId<HTMLFieldSetElement>("file-options")) as Record<string, never>),
+        ...readDestinationChoice(byId<HTMLFieldSetElement>("export-destinations")),
       });
       error.textContent = "";
       this.announce(`Export ${shortId(accepted.task_id)} submitted`);
@@ -155,11 +169,14 @@ class Session {
     this.watching.add(taskId);
     void (async () => {
       try {
+        let last: TaskView | null = null;
         for await (const event of this.client.watch(taskId, { signal: this.stop.signal })) {
+          last = event.data;
           this.show(event.data);
           byId("transport").textContent =
             event.source === "push" ? "Live: pushed by the server." : "Live: checking for changes (no push stream).";
         }
+        if (last) await this.followDeliveries(last);
       } catch (failure) {
         if (this.stop.signal.aborted) return;
         const row = this.rows.get(taskId);
@@ -168,6 +185,20 @@ class Session {
         this.watching.delete(taskId);
       }
     })();
+  }
+
+  /** Deliveries go on after COMPLETED, the watch's last event: read the task again every
+   * DELIVERY_POLL_MS until none is PENDING (a delivery's retries end well within the limit). */
+  private async followDeliveries(task: TaskView): Promise<void> {
+    const pending = (view: TaskView): boolean => (view.deliveries ?? []).some((delivery) => (delivery.status ?? "PENDING") === "PENDING");
+    const until = Date.now() + DELIVERY_FOLLOW_MS;
+    let current = task;
+    while (pending(current) && Date.now() < until && !this.stop.signal.aborted) {
+      await new Promise((resolve) => setTimeout(resolve, DELIVERY_POLL_MS));
+      if (this.stop.signal.aborted) return;
+      current = await this.client.get(task.task_id);
+      this.show(current);
+    }
   }
 
   /** Show only the rows the task history's search and status choose; say how many. */
@@ -236,23 +267,27 @@ function signedIn(on: boolean, who = ""): void {
   route();
 }
 
-/** Show the view the address asks for: ``#schedules``, or the exports (``#exports/<task id>``
- * brings that task's row into view). */
+/** Show the view the address asks for: ``#schedules``, ``#destinations``, or the exports
+ * (``#exports/<task id>`` brings that task's row into view). */
 function route(): void {
   const hash = window.location.hash;
-  const schedules = session !== null && hash === "#schedules";
-  const exports = session !== null && !schedules;
-  byId("new-export").hidden = !exports;
-  byId("tasks-section").hidden = !exports;
-  byId("view-exports").toggleAttribute("aria-current", false);
-  byId("view-schedules").toggleAttribute("aria-current", false);
-  if (session === null) return;
-  byId(schedules ? "view-schedules" : "view-exports").setAttribute("aria-current", "page");
-  if (schedules) {
+  const view = session === null ? null : hash === "#schedules" ? "schedules" : hash === "#destinations" ? "destinations" : "exports";
+  byId("new-export").hidden = view !== "exports";
+  byId("tasks-section").hidden = view !== "exports";
+  for (const name of ["exports", "schedules", "destinations"]) byId(`view-${name}`).toggleAttribute("aria-current", false);
+  if (session === null || view === null) return;
+  byId(`view-${view}`).setAttribute("aria-current", "page");
+  if (view !== "schedules") session.schedules?.hide();
+  if (view !== "destinations") session.destinations?.hide();
+  if (view === "schedules") {
     void session.schedules?.show();
     return;
   }
-  session.schedules?.hide();
+  if (view === "destinations") {
+    void session.destinations?.show();
+    return;
+  }
+  void session.loadDestinations();
   const taskId = hash.startsWith("#exports/") ? decodeURIComponent(hash.slice("#exports/".length)) : "";
   if (taskId) session.reveal(taskId);
 }

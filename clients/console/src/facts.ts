@@ -1,6 +1,6 @@
 /** The words the console shows for a task's facts and for a refused request (no DOM: node tests them). */
 
-import type { CallerView, FieldProblem, TaskView } from "@exports/client";
+import type { CallerView, Delivery, FieldProblem, TaskView } from "@exports/client";
 
 /** ``{"date_from": "2026-11-01", "status": ["paid", "shipped"]}`` -> ``date_from 2026-11-01 · status paid, shipped``;
  * no filters -> ``none``. */
@@ -79,4 +79,17 @@ export function taskMatches(task: TaskView, search: string, status: string): boo
     .split(/\s+/)
     .filter(Boolean)
     .every((word) => haystack.includes(word));
+}
+
+/** One delivery for people: `dst_…: delivered to /upload/orders.csv`, `…: failed after 3
+ * attempts: the server refused our key`, `…: pending`. */
+export function deliveryText(delivery: Delivery): string {
+  const status = delivery.status ?? "PENDING";
+  const attempts = delivery.attempts ?? 0;
+  if (status === "DELIVERED") return `${delivery.destination_id}: delivered to ${delivery.remote_path ?? "?"}`;
+  if (status === "FAILED") {
+    const tries = `${attempts} attempt${attempts === 1 ? "" : "s"}`;
+    return `${delivery.destination_id}: failed after ${tries}: ${delivery.error?.message ?? "no reason given"}`;
+  }
+  return `${delivery.destination_id}: ${status.toLowerCase()}${attempts > 0 ? ` (${attempts} attempts so far)` : ""}`;
 }

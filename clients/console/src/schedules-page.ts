@@ -13,6 +13,7 @@ import {
 } from "@exports/client";
 
 import { cronPreview } from "./cron-preview.js";
+import { loadDestinationPicker, readDestinationChoice } from "./destination-picker.js";
 import { fillFileOptions, readFileOptions, setLocales } from "./file-options.js";
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
@@ -85,7 +86,11 @@ export class SchedulesView {
     });
     this.showType();
     this.showTiming();
-    await Promise.all([this.load(), this.loadMailbox()]);
+    await Promise.all([
+      this.load(),
+      this.loadMailbox(),
+      loadDestinationPicker(byId<HTMLFieldSetElement>("schedule-destinations"), this.client, "schedule"),
+    ]);
   }
 
   /** Take the form out and forget the rows (the exports view, or signed out). */
@@ -191,6 +196,7 @@ export class SchedulesView {
     const callbackUrl = byId<HTMLInputElement>("schedule-callback-url").value.trim();
     if (callbackUrl) request.callback_url = callbackUrl;
     Object.assign(request, readFileOptions(byId<HTMLFieldSetElement>("schedule-file-options")));
+    Object.assign(request, readDestinationChoice(byId<HTMLFieldSetElement>("schedule-destinations")));
     return request;
   }
 

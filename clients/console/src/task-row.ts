@@ -3,7 +3,7 @@
 
 import { isTerminal, type TaskView } from "@exports/client";
 
-import { etaText, filtersText, sizeText } from "./facts.js";
+import { deliveryText, etaText, filtersText, sizeText } from "./facts.js";
 import { Pace } from "./pace.js";
 
 export type Action = "cancel" | "retry";
@@ -51,6 +51,7 @@ export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
       <div><dt>Size</dt><dd class="size"></dd></div>
       <div><dt>Expires</dt><dd class="expires"></dd></div>
       <div class="wide"><dt>Filters</dt><dd class="filters"></dd></div>
+      <div class="wide" hidden><dt>Deliveries</dt><dd><ul class="deliveries"></ul></dd></div>
     </dl>
     <p class="error task-error"></p>
     <div class="actions">
@@ -100,6 +101,7 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   // The task and its file are deleted then (the download link too).
   text(".expires", new Date(task.expires_at).toLocaleString());
   text(".filters", filtersText(task.filters));
+  showDeliveries(row, task);
   text(".task-error", task.error ? `${task.error.code}: ${task.error.message}` : "");
   const label = `${task.export_type} export ${short}`;
   const cancel = row.querySelector<HTMLButtonElement>('[data-action="cancel"]')!;
@@ -112,4 +114,19 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   download.hidden = !(task.status === "COMPLETED" && task.download_url);
   if (task.download_url) download.href = task.download_url;
   download.setAttribute("aria-label", `Download ${task.file_name ?? label}`);
+}
+
+/** Each delivery of the file, a line: where it went, or why not (the API's words). */
+function showDeliveries(row: HTMLLIElement, task: TaskView): void {
+  const deliveries = task.deliveries ?? [];
+  const list = row.querySelector<HTMLUListElement>(".deliveries")!;
+  list.parentElement!.parentElement!.hidden = deliveries.length === 0;
+  list.replaceChildren(
+    ...deliveries.map((delivery) => {
+      const item = Object.assign(document.createElement("li"), { textContent: deliveryText(delivery) });
+      item.dataset["status"] = delivery.status ?? "PENDING";
+      item.dataset["destinationId"] = delivery.destination_id;
+      return item;
+    }),
+  );
 }

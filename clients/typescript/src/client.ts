@@ -3,6 +3,13 @@
 import createClient, { type Client } from "openapi-fetch";
 
 import { Backoff, type BackoffPolicy, SEED_BACKOFF, sleep } from "./backoff.js";
+import type {
+  DestinationList,
+  DestinationPatch,
+  DestinationRequest,
+  DestinationView,
+  VerificationView,
+} from "./destinations.js";
 import { ApiError, StreamError, WatchTimeoutError } from "./errors.js";
 import { isTerminal, polledEvent, type StreamTicket, type TaskEvent, type TaskView } from "./events.js";
 import { PushConnection, StreamUnavailableError, type WebSocketConstructor } from "./push.js";
@@ -335,6 +342,65 @@ export class ExportsClient {
     return (await this.call<{ items: MailMessage[] }>("GET", "/local/mailbox")).items;
   }
 
+  /** Create a destination of the caller's tenant (201). The answer shows an SFTP key
+   * destination's `public_key` and an S3 one's `trust_policy` this once: keep them.
+   * `idempotencyKey`: a repeated create answers with the destination the first one made. */
+  async createDestination(request: DestinationRequest, options: { idempotencyKey?: string } = {}): Promise<DestinationView> {
+    const headers: Record<string, string> = options.idempotencyKey ? { "Idempotency-Key": options.idempotencyKey } : {};
+    return ok(this.http.POST("/v1/destinations", { body: request, headers }));
+  }
+
+  /** A page of the tenant's destinations the caller may use (a manager: all), newest first. */
+  async listDestinations(query: { limit?: number; next_token?: string } = {}): Promise<DestinationList> {
+    return ok(this.http.GET("/v1/destinations", { params: { query } }));
+  }
+
+  /** All of them, fetching pages as the iteration goes. */
+  async *destinations(pageSize?: number): AsyncGenerator<DestinationView, void, undefined> {
+    let nextToken: string | null | undefined = null;
+    do {
+      const page: DestinationList = await this.listDestinations({
+        ...(pageSize === undefined ? {} : { limit: pageSize }),
+        ...(nextToken ? { next_token: nextToken } : {}),
+      });
+      yield* page.items;
+      nextToken = page.next_token;
+    } while (nextToken);
+  }
+
+  /** One destination (another tenant's is a 404). */
+  async getDestination(destinationId: string): Promise<DestinationView> {
+    return ok(this.http.GET("/v1/destinations/{destination_id}", destinationParams(destinationId)));
+  }
+
+  /** Change what is given (name, path or prefix, password, host key, encryption, use). */
+  async updateDestination(destinationId: string, changes: DestinationPatch): Promise<DestinationView> {
+    return ok(
+      this.http.PATCH("/v1/destinations/{destination_id}", { ...destinationParams(destinationId), body: changes }),
+    );
+  }
+
+  /** Delete the destination and its secret (204). */
+  async deleteDestination(destinationId: string): Promise<void> {
+    const { error, response } = await this.http.DELETE("/v1/destinations/{destination_id}", destinationParams(destinationId));
+    if (!response.ok) throw await ApiError.from(response, error);
+  }
+
+  /** Pin the SFTP host key the service was offered, by the fingerprint it showed. */
+  async confirmDestination(destinationId: string, hostKeyFingerprint: string): Promise<DestinationView> {
+    return ok(
+      this.http.POST("/v1/destinations/{destination_id}/confirm", {
+        ...destinationParams(destinationId),
+        body: { host_key_fingerprint: hostKeyFingerprint },
+      }),
+    );
+  }
+
+  /** Write and remove a probe file: `ok`, or the step that failed and what to do. */
+  async verifyDestination(destinationId: string): Promise<VerificationView> {
+    return ok(this.http.POST("/v1/destinations/{destination_id}/verify", destinationParams(destinationId)));
+  }
+
   /** Close the push stream's socket (a Node process then exits when nothing else runs). */
   close(): void {
     this.push?.close();
@@ -403,6 +469,10 @@ export class ExportsClient {
   private async currentToken(): Promise<string> {
     return typeof this.token === "function" ? this.token() : this.token;
   }
+}
+
+function destinationParams(destinationId: string): { params: { path: { destination_id: string } } } {
+  return { params: { path: { destination_id: destinationId } } };
 }
 
 function schedulePath(scheduleId: string): string {

@@ -17,6 +17,16 @@ export {
   type WatchOptions,
 } from "./client.js";
 export {
+  type Delivery,
+  type DestinationList,
+  type DestinationPatch,
+  type DestinationRequest,
+  type DestinationView,
+  describeTarget,
+  hostKeyToConfirm,
+  type VerificationView,
+} from "./destinations.js";
+export {
   ApiError,
   type ErrorDetail,
   ExportsError,

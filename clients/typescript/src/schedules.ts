@@ -90,6 +90,10 @@ export interface ScheduleRequest {
   end_at?: string | null;
   recipients?: string[];
   when_empty?: WhenEmpty;
+  /** The tenant's destinations each run's file is delivered to (`dst_…` ids). */
+  destinations?: string[];
+  /** Where the file goes under each destination: `{type}`, `{date}`, `{task_id}`, `{file}`. */
+  path_template?: string;
 }
 
 /** PATCH /v1/schedules/{id}: any of these; `null` clears (`end_at: null`: no end). */
@@ -140,6 +144,9 @@ export interface ScheduleView {
   latest_task_id: string | null;
   /** Whether a secret permalink to the latest file is on. */
   permalink: boolean;
+  /** The destinations each run's file is delivered to, under `path_template`. */
+  destinations: string[];
+  path_template: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -4,15 +4,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ApiError, describeTiming, ExportsClient, isRelativeWindow, type ScheduleView } from "../../src/index.js";
-
-interface Sent {
-  method: string;
-  path: string;
-  query: Record<string, string>;
-  headers: Headers;
-  body: unknown;
-}
+import { ApiError, describeTiming, isRelativeWindow, type ScheduleView } from "../../src/index.js";
+import { json, scripted } from "./scripted.js";
 
 const BASE = "http://api.test";
 
@@ -44,39 +37,12 @@ function view(id: string, changes: Partial<ScheduleView> = {}): ScheduleView {
     feed_run: null,
     latest_task_id: null,
     permalink: false,
+    destinations: [],
+    path_template: null,
     created_at: "2026-12-01T10:00:00Z",
     updated_at: "2026-12-01T10:00:00Z",
     ...changes,
   };
-}
-
-/** A client whose fetch answers with ``answer`` and records every request. */
-function scripted(answer: (sent: Sent) => Response): { client: ExportsClient; sent: Sent[] } {
-  const sent: Sent[] = [];
-  const client = new ExportsClient({
-    baseUrl: `${BASE}/`,
-    token: () => "t0ken",
-    WebSocket: null,
-    fetch: async (input, init) => {
-      const request = input instanceof Request ? input : new Request(input, init);
-      const url = new URL(request.url);
-      const text = await request.text();
-      const record = {
-        method: request.method,
-        path: url.pathname,
-        query: Object.fromEntries(url.searchParams),
-        headers: request.headers,
-        body: text ? JSON.parse(text) : undefined,
-      };
-      sent.push(record);
-      return answer(record);
-    },
-  });
-  return { client, sent };
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
 }
 
 describe("schedules", () => {
