@@ -219,11 +219,13 @@ def mail_event(
     at: datetime,
     link_expires_at: datetime | None,
     error: str | None,
+    attached: bool = False,
 ) -> AuditEvent:
     """A scheduled run's mail (exports.finishing.schedule_run_end): ``delivery.made`` to ``sent_to``, or
     ``delivery.failed`` when SES refused it (``error``) or no recipient is allowed any more. Where
-    the file went: the addresses, the file and when its mailed link stops working; ``refused``:
-    the schedule's addresses the deployment no longer allows, which were not mailed."""
+    the file went: the addresses, the file, whether the mail carried it (``attached``) or when its
+    mailed link stops working; ``refused``: the schedule's addresses the deployment no longer
+    allows, which were not mailed."""
     delivered = bool(sent_to) and error is None
     result = task.result if task.has_file else None
     return AuditEvent(
@@ -247,6 +249,7 @@ def mail_event(
             "file": result.key if result else None,
             "sha256": result.sha256 if result else None,
             "bytes": result.bytes if result else None,
+            "attached": attached,
             "link_expires_at": link_expires_at.isoformat().replace("+00:00", "Z") if link_expires_at else None,
             "error": error or (None if sent_to else "no recipient is allowed by the deployment"),
         },

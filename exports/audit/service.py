@@ -213,6 +213,8 @@ def record_mail(
     link_expires_at: datetime | None,
     error: str | None,
     deps: AuditDependencies,
+    attached: bool = False,
 ) -> None:
-    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant."""
-    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error), deps)
+    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant;
+    ``attached``: it carried the file (no link)."""
+    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error, attached), deps)

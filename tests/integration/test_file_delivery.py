@@ -8,6 +8,8 @@ downloadable), another tenant's destination refused at submit."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import hashlib
 import json
 import sys
@@ -18,6 +20,8 @@ from typing import Any
 import boto3
 import pytest
 import requests
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ses.models import ses_backends
 
 from exports.core.config.retry import FILE_DELIVERY_RETRY
 from functions.callback import handler as callback
@@ -36,8 +40,10 @@ CUSTOMER_ROLE = f"arn:aws:iam::{CUSTOMER_ACCOUNT}:role/exports-delivery"
 PASSWORD = "open sesame"
 
 
-def call(method: str, path: str, body: Any = None, claims: dict[str, str] = ACME) -> tuple[int, Any]:
-    result = api.lambda_handler(http_event(method, path, body, claims=claims), FakeContext())
+def call(
+    method: str, path: str, body: Any = None, claims: dict[str, str] = ACME, query: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    result = api.lambda_handler(http_event(method, path, body, claims=claims, query=query), FakeContext())
     text = result.get("body") or ""
     return result["statusCode"], json.loads(text) if text else None
 
@@ -261,13 +267,16 @@ def test_a_delivery_attempt_twice_leaves_one_file_and_a_delivered_one_is_not_sen
     assert len(list((sftp.root / "upload").iterdir())) == 2
 
 
-def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftpServer, running_aws: Resources) -> None:
+def test_a_schedule_names_its_destinations_each_run_delivers_and_its_mail_says_where_with_the_file(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
     sftp_id = sftp_destination(sftp)
     body = {
         "name": "Nightly",
         "cron": "0 8 * * 1",
         **{k: v for k, v in export_body([sftp_id]).items() if k != "filters"},
         "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+        "recipients": ["finance@acme.example"],
     }
     status, created = call("POST", "/v1/schedules", body)
     assert status == 201, created
@@ -280,7 +289,19 @@ def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftp
 
     [delivery] = shown["deliveries"]
     assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
-    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == downloaded(shown)
+    content = downloaded(shown)
+    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == content
+
+    # The run's mail, sent once the delivery ended: where the file went, and the file itself
+    # (small: under the deployment's attachment limit), byte for byte.
+    [sent] = wait_for(lambda: list(ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages))
+    mail = email.message_from_bytes(sent.raw_data.encode(), policy=email.policy.default)
+    text = mail.get_body(("plain",)).get_content().splitlines()
+    assert f"Delivered to {sftp_id}: {delivery['remote_path']}" in text
+    assert f"Attached: {shown['file_name']}" in text
+    [attachment] = list(mail.iter_attachments())
+    assert attachment.get_filename() == shown["file_name"]
+    assert attachment.get_payload(decode=True) == content
 
 
 def test_the_subscriber_hears_completed_then_where_the_file_went_signed(

@@ -35,4 +35,5 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
         clock=callback.clock,
         events=callback.events,
         notices=DeliveryWebhooks(callback),
+        run_end=callback.run_end,
     )

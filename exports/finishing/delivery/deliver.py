@@ -36,6 +36,7 @@ from exports.destinations.secrets import DestinationSecrets
 from exports.finishing.delivery import encryption
 from exports.finishing.delivery.encryption import EncryptionRefused
 from exports.finishing.delivery.kinds import FileDeliverer
+from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class DeliveryDependencies:
     notices: DeliveryNotices | None = None
     # Where the file is copied before it goes out (Lambda's ephemeral storage).
     scratch: Path | None = None
+    # A scheduled run's mail, sent once its deliveries have ended (None: no schedules here).
+    run_end: RunEndDependencies | None = None
 
 
 def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
@@ -101,9 +104,12 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
         return task
     pending = [i for i, d in enumerate(task.deliveries) if not d.ended]
     if not pending:
+        _settle(task, deps)  # a repeat after a crash: recorded and mailed once all the same
         return task
     if not task.has_file or task.result is None:
-        return _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+        skipped = _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+        _settle(skipped, deps)
+        return skipped
     states = list(task.deliveries)
     with tempfile.TemporaryDirectory(dir=deps.scratch) as scratch:
         local = Path(scratch) / "file"
@@ -119,18 +125,33 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
     still = [d.destination_id for d in states if not d.ended]
     if still:
         raise DeliveryRetryable(f"delivery to {', '.join(still)} to be tried again")
+    _settle(after, deps)
     return after
 
 
 def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) -> None:
     """Retries are spent: every delivery still pending is FAILED with its last error."""
     task = deps.tasks.get(task_id)
-    if task is None or all(d.ended for d in task.deliveries):
+    if task is None:
+        return
+    if all(d.ended for d in task.deliveries):
+        _settle(task, deps)
         return
     logger.warning("deliveries given up", extra={"task_id": task_id, "detail": caught})
     after = _record(task, tuple(deliveries.given_up(d) for d in task.deliveries), deps)
     for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
         _ended(after, ended, deps)
+    _settle(after, deps)
+
+
+def _settle(task: Task, deps: DeliveryDependencies) -> None:
+    """Every delivery has ended: a scheduled run's mail says where the file went. A trail that
+    cannot record the mail yet is retried by the workflow like a delivery."""
+    try:
+        if deps.run_end is not None:
+            mail_after_deliveries(task, deps.run_end)
+    except RetryableError as busy:
+        raise DeliveryRetryable(f"the run's mail was not recorded: {busy.message}") from busy
 
 
 def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
