@@ -324,3 +324,44 @@ def test_the_subscriber_hears_completed_then_where_the_file_went_signed(
     assert by_destination[sftp_id]["data"]["delivery"]["status"] == "DELIVERED"
     assert all(c.headers["webhook-signature"] == expected_signature(c) for c in calls)
     assert len({c.headers["webhook-id"] for c in calls}) == len(calls)
+
+
+def test_each_delivery_that_ends_is_in_the_tenants_audit_trail_which_verifies(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    from exports.audit.model import verify
+    from tests.integration.test_audit_trail import exportctl_verify
+
+    # Given an export to two destinations, one of them deleted before the file is delivered
+    kept, deleted = sftp_destination(sftp), sftp_destination(sftp)
+    task_id = submit(export_body([kept, deleted], path_template="{file}"))
+    assert call("DELETE", f"/v1/destinations/{deleted}")[0] == 204
+
+    # When it runs and its deliveries end
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+    callback.lambda_handler({"action": "deliver_files", "task_id": task_id}, FakeContext())  # a repeated step
+
+    # Then acme's trail, read through GET /v1/audit, has one record per delivery by system
+    status, page = call("GET", "/v1/audit", query={"from": shown["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    records = page["items"]
+    assert verify(records).ok
+    files = [r for r in records if r["subject"] == task_id and r["detail"].get("channel") == "destination"]
+    made, failed = sorted(files, key=lambda r: r["action"] != "delivery.made")
+    assert (made["action"], made["actor"], made["tenant"]) == ("delivery.made", "system", "acme")
+    assert made["detail"]["destination_id"] == kept and made["detail"]["kind"] == "sftp"
+    assert made["detail"]["remote_path"] == f"/upload/{shown['file_name']}"
+    assert (made["detail"]["sha256"], made["detail"]["bytes"]) == (shown["sha256"], shown["size_bytes"])
+    assert made["detail"]["attempts"] == 1 and made["detail"]["error"] is None
+    assert failed["action"] == "delivery.failed" and failed["detail"]["destination_id"] == deleted
+    assert failed["detail"]["kind"] is None  # deleted: its kind is not known any more
+    assert failed["detail"]["error"] == {
+        "code": "DESTINATION_NOT_FOUND",
+        "message": "the destination was deleted before delivery",
+    }
+    # Another tenant sees none of it; exportctl verifies the chain over HTTP
+    assert not any(r["subject"] == task_id for r in call("GET", "/v1/audit", claims=INITECH)[1]["items"])
+    verified = exportctl_verify({"dave": {"custom:tenant_id": "acme", "cognito:groups": ["admin"]}}, "dave")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["ok"] is True

@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from exports.core import deliveries
 from exports.core.config.destinations import Destinations
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
 from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus, TemplateError
-from exports.core.errors import ConditionFailed, RetryableError
+from exports.core.errors import ConditionFailed, ExportsError, RetryableError
 from exports.core.event_publishing import publish
 from exports.core.events import LifecycleEvent
 from exports.core.ports import BusinessMetrics, LifecycleEvents
@@ -37,6 +37,9 @@ from exports.finishing.delivery import encryption
 from exports.finishing.delivery.encryption import EncryptionRefused
 from exports.finishing.delivery.kinds import FileDeliverer
 from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries
+
+if TYPE_CHECKING:
+    from exports.audit.service import AuditDependencies
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +96,8 @@ class DeliveryDependencies:
     scratch: Path | None = None
     # A scheduled run's mail, sent once its deliveries have ended (None: no schedules here).
     run_end: RunEndDependencies | None = None
+    # The tenant's audit trail: each delivery that ended is a record (None: none is kept).
+    audit: AuditDependencies | None = None
 
 
 def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
@@ -145,13 +150,27 @@ def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) 
 
 
 def _settle(task: Task, deps: DeliveryDependencies) -> None:
-    """Every delivery has ended: a scheduled run's mail says where the file went. A trail that
-    cannot record the mail yet is retried by the workflow like a delivery."""
+    """Every delivery has ended: each is in the audit trail (again: recorded once, so one an
+    attempt could not record is recorded now), then a scheduled run's mail says where the file
+    went. A trail that cannot take them yet is retried by the workflow like a delivery."""
     try:
+        if deps.audit is not None:
+            for delivery in task.deliveries:
+                _audit(task, delivery, deps.audit, deps)
         if deps.run_end is not None:
             mail_after_deliveries(task, deps.run_end)
     except RetryableError as busy:
-        raise DeliveryRetryable(f"the run's mail was not recorded: {busy.message}") from busy
+        raise DeliveryRetryable(f"the deliveries' records or mail were not written: {busy.message}") from busy
+
+
+def _audit(task: Task, delivery: Delivery, audit: AuditDependencies, deps: DeliveryDependencies) -> None:
+    """Record a delivery that ended (DELIVERED or FAILED; a SKIPPED one sent nothing)."""
+    if delivery.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED) or task.delivery is None:
+        return
+    from exports.audit.service import record_file_delivery
+
+    destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
+    record_file_delivery(task, delivery, destination.kind.value if destination else None, audit)
 
 
 def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
@@ -257,6 +276,12 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
     publish(deps.events, delivery_event(task, delivery, deps.clock()))
     if deps.notices is not None:
         deps.notices.send(task, delivery)
+    if deps.audit is not None:
+        try:
+            _audit(task, delivery, deps.audit, deps)
+        except ExportsError:
+            # Recorded when the last delivery ends (_settle), which the workflow retries.
+            logger.warning("delivery not recorded yet", exc_info=True, extra={"task_id": task.task_id})
 
 
 def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEvent:
