@@ -234,6 +234,8 @@ def test_a_refused_login_is_retried_then_failed_in_the_customers_words_and_the_e
     assert len(retry_clock.intervals) == FILE_DELIVERY_RETRY.retries
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert any(m.get("FileDeliveryFailed") == [1.0] for m in emitted)
+    # The customer's side: a ticket, never the page of a fault of ours.
+    assert not any("FileDeliveryFault" in m for m in emitted)
 
 
 def test_another_tenants_destination_is_refused_at_submit_as_if_it_did_not_exist(
@@ -365,3 +367,26 @@ def test_each_delivery_that_ends_is_in_the_tenants_audit_trail_which_verifies(
     verified = exportctl_verify({"dave": {"custom:tenant_id": "acme", "cognito:groups": ["admin"]}}, "dave")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert json.loads(verified.stdout)["ok"] is True
+
+
+def test_a_secret_we_cannot_read_fails_the_delivery_as_a_fault_of_ours_which_pages(
+    sftp: LocalSftpServer, running_aws: Resources, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an SFTP destination whose secret is gone from Secrets Manager (not the customer's doing)
+    sftp_id = sftp_destination(sftp)
+    boto3.client("secretsmanager", region_name=REGION).delete_secret(
+        SecretId=f"exports/destinations/{sftp_id}", ForceDeleteWithoutRecovery=True
+    )
+
+    # When an export names it
+    task_id = submit(export_body([sftp_id]))
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+
+    # Then the delivery FAILED at once with our code, and the fault metric the paging alarm watches
+    [delivery] = shown["deliveries"]
+    assert (delivery["status"], delivery["attempts"]) == ("FAILED", 1)
+    assert delivery["error"]["code"] == "DESTINATION_SECRET_MISSING"
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert any(m.get("FileDeliveryFault") == [1.0] for m in emitted)
+    assert shown["status"] == "COMPLETED"

@@ -267,6 +267,9 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
         # Once for the alarm (the service's series), once by code (the customer's side or ours).
         deps.metrics.add(Metric.FILE_DELIVERY_FAILED)
         deps.metrics.add(Metric.FILE_DELIVERY_FAILED, dimensions={"code": code})
+        if code in Destinations.OUR_SIDE_ERROR_CODES:
+            # Ours to fix, not the customer's: the paging alarm's series.
+            deps.metrics.add(Metric.FILE_DELIVERY_FAULT)
         logger.warning(
             "file delivery failed",
             extra={"task_id": task.task_id, "destination_id": delivery.destination_id, "code": code},
