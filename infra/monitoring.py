@@ -144,6 +144,11 @@ class Runbooks:
         "Find the task and destination in the callback function's logs; the delivery's error says what the customer"
         " must fix.",
     )
+    FILE_DELIVERY_FAULT: Final = Runbook(
+        "file-delivery-fault",
+        "A delivery failed on our side: read 'file delivery failed' in the callback function's logs (its code), then"
+        " the destination's secret and the function's access to it.",
+    )
     PUSH_FAILED: Final = Runbook(
         "push-failed", "Read the push function's errors; the batch's stream positions are in the failed-pushes queue."
     )
@@ -604,6 +609,14 @@ class Monitoring(Construct):
             " login, permissions or bucket, mostly); the export stays COMPLETED and downloadable.",
             runbook=Runbooks.FILE_DELIVERY_FAILED,
             severity=Severity.TICKET,
+        )
+        self.add_alarm(
+            "FileDeliveryFault",
+            metric=self._metric(Metric.FILE_DELIVERY_FAULT),
+            threshold=1,
+            description="A file delivery failed for a cause on our side (the destination's secret unreadable, retries"
+            " spent without a customer's error): no customer can fix it.",
+            runbook=Runbooks.FILE_DELIVERY_FAULT,
         )
         enqueue_failed = self._metric(Metric.ENQUEUE_FAILED)
         self.add_alarm(

@@ -176,6 +176,7 @@ class ScheduledExports(Construct):
         }
         if mail.sender:
             variables[Env.MAIL_SENDER] = mail.sender
+            variables[Env.MAIL_ATTACHMENT_MAX_BYTES] = str(mail.attachment_max_bytes)
             if mail.allowed_domains:
                 variables[Env.MAIL_ALLOWED_DOMAINS] = ",".join(mail.allowed_domains)
         return variables

@@ -58,6 +58,9 @@ class Context:
     # the schedule owner's own verified address: never an open relay).
     MAIL_SENDER: Final = "mail_sender"
     MAIL_ALLOWED_DOMAINS: Final = "mail_allowed_domains"
+    # The largest file a run's mail carries as an attachment, in bytes (0: never; at most
+    # Schedules.MAIL_ATTACHMENT_MAX_BYTES, under SES's message size).
+    MAIL_ATTACHMENT_MAX_BYTES: Final = "mail_attachment_max_bytes"
     # The declaration of sources and export types to deploy (a path; default: exports.toml).
     EXPORTS_CONFIG: Final = "exports_config"
     # JSON object, per declared source the keys that replace the file's (its connection on AWS):
@@ -156,6 +159,8 @@ class Mail:
 
     sender: str | None = None
     allowed_domains: tuple[str, ...] = ()
+    # The largest file a run's mail carries itself (bytes; 0: the link only).
+    attachment_max_bytes: int = Schedules.MAIL_ATTACHMENT_DEFAULT_BYTES
 
     @property
     def sender_domain(self) -> str | None:
@@ -433,6 +438,7 @@ _DOMAIN: Final = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.
 
 def _mail(lookup: Callable[[str], Any]) -> Mail:
     sender, domains = lookup(Context.MAIL_SENDER), lookup(Context.MAIL_ALLOWED_DOMAINS)
+    attachment = _attachment_max_bytes(lookup(Context.MAIL_ATTACHMENT_MAX_BYTES))
     if not sender:
         if domains:
             raise ValueError(f"context {Context.MAIL_ALLOWED_DOMAINS} needs {Context.MAIL_SENDER} too")
@@ -447,7 +453,20 @@ def _mail(lookup: Callable[[str], Any]) -> Mail:
     for item in allowed:
         if not _DOMAIN.fullmatch(item):
             raise ValueError(f"context {Context.MAIL_ALLOWED_DOMAINS}: {item!r} is not a domain (example.com)")
-    return Mail(sender=f"{local}@{domain.lower()}", allowed_domains=allowed)
+    return Mail(sender=f"{local}@{domain.lower()}", allowed_domains=allowed, attachment_max_bytes=attachment)
+
+
+def _attachment_max_bytes(value: Any) -> int:
+    """The deployment's attachment limit: 0 up to the most SES's message size leaves room for."""
+    if value is None:
+        return Schedules.MAIL_ATTACHMENT_DEFAULT_BYTES
+    number = _as_int(Context.MAIL_ATTACHMENT_MAX_BYTES, value)
+    if not 0 <= number <= Schedules.MAIL_ATTACHMENT_MAX_BYTES:
+        raise ValueError(
+            f"context {Context.MAIL_ATTACHMENT_MAX_BYTES}={number}: expected 0 to "
+            f"{Schedules.MAIL_ATTACHMENT_MAX_BYTES} (SES takes messages up to 40 MB, base64 adds a third)"
+        )
+    return number
 
 
 def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:

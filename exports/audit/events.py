@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from exports.audit.model import AuditAction, AuditEvent, TenantCount, Usage
 from exports.core.config.audit import Audit
+from exports.core.deliveries import Delivery, DeliveryStatus
 from exports.core.status import TaskStatus
 from exports.core.task import CallbackStatus, Task
 
@@ -219,11 +220,13 @@ def mail_event(
     at: datetime,
     link_expires_at: datetime | None,
     error: str | None,
+    attached: bool = False,
 ) -> AuditEvent:
     """A scheduled run's mail (exports.finishing.schedule_run_end): ``delivery.made`` to ``sent_to``, or
     ``delivery.failed`` when SES refused it (``error``) or no recipient is allowed any more. Where
-    the file went: the addresses, the file and when its mailed link stops working; ``refused``:
-    the schedule's addresses the deployment no longer allows, which were not mailed."""
+    the file went: the addresses, the file, whether the mail carried it (``attached``) or when its
+    mailed link stops working; ``refused``: the schedule's addresses the deployment no longer
+    allows, which were not mailed."""
     delivered = bool(sent_to) and error is None
     result = task.result if task.has_file else None
     return AuditEvent(
@@ -247,7 +250,43 @@ def mail_event(
             "file": result.key if result else None,
             "sha256": result.sha256 if result else None,
             "bytes": result.bytes if result else None,
+            "attached": attached,
             "link_expires_at": link_expires_at.isoformat().replace("+00:00", "Z") if link_expires_at else None,
             "error": error or (None if sent_to else "no recipient is allowed by the deployment"),
+        },
+    )
+
+
+def file_delivery_event(task: Task, delivery: Delivery, kind: str | None, at: datetime) -> AuditEvent:
+    """A file delivery that ended (exports.finishing.delivery): ``delivery.made`` where it
+    DELIVERED, ``delivery.failed`` where it FAILED. Where the file went: the destination, its
+    kind (None: deleted before the record), the remote path, the file's sha256 and size as the
+    export wrote it, the attempts, and the customer-safe error (never our internals)."""
+    delivered = delivery.status is DeliveryStatus.DELIVERED
+    result = task.result if task.has_file else None
+    outcome = "made" if delivered else "failed"
+    return AuditEvent(
+        # One record per delivery, outcome and attempt count: a repeated step records nothing
+        # twice, and a delivery retried on request that ends again is a record of its own.
+        event_id=f"{task.task_id}#delivery#{delivery.destination_id}#{outcome}#{delivery.attempts}",
+        tenant=tenant_of(task),
+        action=AuditAction.DELIVERY_MADE if delivered else AuditAction.DELIVERY_FAILED,
+        at=at,
+        actor=SYSTEM,
+        subject=task.task_id,
+        claims=task.caller,
+        detail={
+            "channel": "destination",
+            "destination_id": delivery.destination_id,
+            "kind": kind,
+            "remote_path": delivery.remote_path,
+            "schedule_id": task.schedule_id,
+            "export_type": task.export_type,
+            "file": result.key if result else None,
+            "sha256": result.sha256 if result else None,
+            "bytes": result.bytes if result else None,
+            "attempts": delivery.attempts,
+            "delivered_at": delivery.delivered_at.isoformat().replace("+00:00", "Z") if delivery.delivered_at else None,
+            "error": None if delivered or delivery.error is None else delivery.error.model_dump(exclude_none=True),
         },
     )

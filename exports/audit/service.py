@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from exports.audit.events import link_event, mail_event
+from exports.audit.events import file_delivery_event, link_event, mail_event
 from exports.audit.model import AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
 from exports.core.caller import Caller
 from exports.core.config.audit import Audit, UsageMetric
 from exports.core.config.limits import Admission
+from exports.core.deliveries import Delivery
 from exports.core.errors import InvalidRequest, ServiceUnavailable
 from exports.core.ports import BusinessMetrics
 from exports.core.task import Task
@@ -213,6 +214,13 @@ def record_mail(
     link_expires_at: datetime | None,
     error: str | None,
     deps: AuditDependencies,
+    attached: bool = False,
 ) -> None:
-    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant."""
-    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error), deps)
+    """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant;
+    ``attached``: it carried the file (no link)."""
+    record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error, attached), deps)
+
+
+def record_file_delivery(task: Task, delivery: Delivery, kind: str | None, deps: AuditDependencies) -> None:
+    """A file delivery to a destination that ended (delivered or failed), in the task's tenant."""
+    record(file_delivery_event(task, delivery, kind, deps.clock()), deps)

@@ -45,6 +45,7 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         sender=settings.mail_sender,
         allowed_domains=settings.allowed_mail_domains,
         results=results,
+        attachment_max_bytes=settings.mail_attachment_max_bytes,
         clock=utc_now,
         # The pause after failures in a row and the run's mail, in the audit trail.
         audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,

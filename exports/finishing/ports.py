@@ -27,8 +27,19 @@ class WebhookSender(Protocol):
         """Send ``body`` once to the checked ``destination``."""
 
 
-class Mailer(Protocol):
-    """Sends a short text mail."""
+@dataclass(frozen=True)
+class Attachment:
+    """A file a mail carries: its name as the recipient saves it, its media type and its bytes."""
 
-    def send(self, sender: str, to: Sequence[str], subject: str, text: str) -> None:
+    file_name: str
+    content_type: str
+    data: bytes
+
+
+class Mailer(Protocol):
+    """Sends a short text mail, with one file attached or none."""
+
+    def send(
+        self, sender: str, to: Sequence[str], subject: str, text: str, attachment: Attachment | None = None
+    ) -> None:
         """Send it to every address of ``to``."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from exports.core.deliveries import Delivery, DeliveryStatus
 from exports.core.status import TaskStatus
 from exports.core.task import Task
 from exports.schedules.mail import header_text
@@ -29,9 +30,15 @@ class Message:
 
 
 def run_message(
-    schedule: Schedule, task: Task, link: str | None, link_expires_at: datetime | None, paused: PauseReason | None
+    schedule: Schedule,
+    task: Task,
+    link: str | None,
+    link_expires_at: datetime | None,
+    paused: PauseReason | None,
+    attached: bool = False,
 ) -> Message:
-    """The mail of ``task``'s end: outcome, rows, the link and until when it works."""
+    """The mail of ``task``'s end: outcome, rows, whether the file is attached or the link and
+    until when it works, and where each delivery put the file (or why it did not)."""
     # A stored name never carries a control character (the API refuses them); made safe anyway.
     title = header_text(schedule.name or schedule.export_type)
     zone = ZoneInfo(schedule.timezone)
@@ -41,17 +48,33 @@ def run_message(
     if task.status is TaskStatus.COMPLETED and task.result is not None:
         subject = f"{title}: {task.result.rows} rows ready"
         lines.append(f"Status: COMPLETED, {task.result.rows} rows, {task.result.bytes} bytes")
-        if link is not None and link_expires_at is not None:
-            lines.append(f"Download (until {link_expires_at.astimezone(zone).isoformat()}): {link}")
+        if attached:
+            lines.append(f"Attached: {task.result.file_name}")
+        elif link is not None and link_expires_at is not None:
+            lines.append(f"Not attached; download (until {link_expires_at.astimezone(zone).isoformat()}): {link}")
     else:
         subject = f"{title}: run {task.status.value.lower()}"
         lines.append(f"Status: {task.status.value}")
         if task.error is not None:
             lines.append(f"Error: {task.error.code}: {task.error.message}")
+    lines.extend(_delivery_line(delivery) for delivery in task.deliveries)
     if paused is not None:
         lines.append(f"The schedule is now paused ({paused.code.value}): {paused.message}")
     lines.append(f"{_TASK_LINE}{task.task_id}; schedule: {schedule.schedule_id}")
     return Message(subject=subject, text="\n".join(lines) + "\n")
+
+
+def _delivery_line(delivery: Delivery) -> str:
+    """Where one delivery put the file, or why it did not (the customer-safe message only)."""
+    where = delivery.destination_id
+    if delivery.status is DeliveryStatus.DELIVERED:
+        return f"Delivered to {where}: {delivery.remote_path}"
+    if delivery.status is DeliveryStatus.FAILED:
+        reason = delivery.error.message if delivery.error else "the delivery failed"
+        return f"Delivery to {where} failed ({delivery.attempts} attempts): {reason}"
+    if delivery.status is DeliveryStatus.SKIPPED:
+        return f"Not delivered to {where}: the run has no file"
+    return f"Delivery to {where}: still being tried"
 
 
 def task_of(text: str) -> str | None:

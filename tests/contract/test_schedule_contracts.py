@@ -4,6 +4,8 @@ Scheduler and SES."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import functools
 import json
 import threading
@@ -20,6 +22,7 @@ from moto.ses.models import ses_backends
 from exports.core.aws.errors import AwsError
 from exports.core.config.names import Names
 from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.finishing.ports import Attachment
 from exports.finishing.ses_mailer import SesMailer
 from exports.schedules.dynamodb_schedules import FIRING_LEASE, DynamoScheduleStore
 from exports.schedules.eventbridge_scheduler import EventBridgeScheduleTimer, moved_firing_name
@@ -310,6 +313,29 @@ def test_the_mailer_sends_a_text_message_through_ses(moto: Resources) -> None:
     assert message.source == LOCAL_MAIL_SENDER
     assert message.destinations["ToAddresses"] == ["finance@acme.example", "ops@acme.example"]
     assert (message.subject, message.body) == ("Weekly: 3 rows ready", "line\n")
+
+
+def test_the_mailer_attaches_the_file_in_a_raw_message_ses_sends_as_it_is(moto: Resources) -> None:
+    # Given a file of bytes a text part would mangle (a NUL, a lone CR, non-ASCII)
+    data = b"id,name\r\n1,J\xc3\xbcrgen\r\n\x00\rend"
+    attachment = Attachment(file_name="orders 2026-12-07.csv", content_type="text/csv; charset=utf-8", data=data)
+
+    # When it is mailed
+    SesMailer(boto3.client("sesv2", region_name=REGION)).send(
+        LOCAL_MAIL_SENDER, ["finance@acme.example"], "Weekly: 2 rows ready", "Attached: orders.csv\n", attachment
+    )
+
+    # Then SES got one raw message whose text and attachment the email package reads back whole
+    [sent] = ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages
+    # (moto lists a recipient once from Destination and once from the To header)
+    assert set(sent.destinations) == {"finance@acme.example"}
+    message = email.message_from_bytes(sent.raw_data.encode(), policy=email.policy.default)
+    assert message["Subject"] == "Weekly: 2 rows ready"
+    assert message.get_body(("plain",)).get_content().splitlines() == ["Attached: orders.csv"]
+    [part] = list(message.iter_attachments())
+    assert part.get_filename() == "orders 2026-12-07.csv"
+    assert part.get_content_type() == "text/csv"
+    assert part.get_payload(decode=True) == data
 
 
 def test_an_unverified_sender_is_a_typed_error(moto: Resources) -> None:

@@ -88,7 +88,10 @@ def test_each_firing_makes_one_run_and_its_end_is_mailed(stack: Stack) -> None:
     mail = mailbox(stack, 1)
     assert mail, "no mail arrived"
     assert mail[0]["to"] == ["finance@acme.example"]
-    assert "rows" in mail[0]["subject"] and "http" in mail[0]["text"]
+    assert "rows" in mail[0]["subject"]
+    # A small file: the mail carries it (under the deployment's attachment limit) and says so.
+    assert f"Attached: {view['file_name']}" in mail[0]["text"]
+    assert [item["file_name"] for item in mail[0]["attachments"]] == [view["file_name"]]
     # The mailbox is the caller's: bob sees no mail of alice's runs (their links are alice's files).
     theirs = {item["id"] for item in api(stack, "GET", "/local/mailbox", user="bob").json()["items"]}
     assert not theirs & {item["id"] for item in mail}

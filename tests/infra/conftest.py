@@ -57,6 +57,7 @@ PROD_CONTEXT = {
     "max_schedules_per_user": "7",
     "min_schedule_interval_min": "60",
     "mail_sender": "reports@acme.example",
+    "mail_attachment_max_bytes": 2_000_000,
     "mail_allowed_domains": "acme.example,finance.acme.example",
 }
 

@@ -920,6 +920,7 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "ExportFailed",
         "CallbackFailed",
         "FileDeliveryFailed",
+        "FileDeliveryFault",
         "EnqueueFailed",
         "LifecycleFailed",
         "LifecycleTimedOut",
@@ -1059,6 +1060,7 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
         ("CallbackFailed", Metric.CALLBACK_FAILED),
         ("EnqueueFailed", Metric.ENQUEUE_FAILED),
         ("FileDeliveryFailed", Metric.FILE_DELIVERY_FAILED),
+        ("FileDeliveryFault", Metric.FILE_DELIVERY_FAULT),
     ],
 )
 def test_failed_callbacks_and_enqueues_alarm_on_the_stages_business_metric(dev, prod, alarm_id, metric):
@@ -1269,3 +1271,11 @@ def test_the_functions_that_publish_lifecycle_events_name_the_stacks_bus_and_may
                 assert puts == {json.dumps(synth.arn(bus), sort_keys=True)}
             else:
                 assert Env.EVENT_BUS not in variables and puts == set()
+
+
+def test_a_delivery_failed_on_our_side_pages_and_one_on_the_customers_side_is_a_ticket(dev):
+    alarms = alarms_by_name(dev)
+    fault, failed = alarms["FileDeliveryFault"], alarms["FileDeliveryFailed"]
+    assert fault["AlarmDescription"].startswith("[page]") and failed["AlarmDescription"].startswith("[ticket]")
+    assert "#file-delivery-fault" in fault["AlarmDescription"]
+    assert "FileDeliveryFault" not in TICKET_ALARMS

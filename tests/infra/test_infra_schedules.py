@@ -286,10 +286,12 @@ def test_the_stack_has_a_value_for_every_scheduling_variable(dev, prod):
     )
     assert prod.settings.schedule_limits == ScheduleLimits(max_per_user=7, min_interval_min=60)
     # Mail only where a sender is configured.
-    assert not {Env.MAIL_SENDER, Env.MAIL_ALLOWED_DOMAINS} & set(dev.stack.functions.environment)
-    assert {name: prod.stack.functions.environment[name] for name in (Env.MAIL_SENDER, Env.MAIL_ALLOWED_DOMAINS)} == {
+    mail_variables = (Env.MAIL_SENDER, Env.MAIL_ALLOWED_DOMAINS, Env.MAIL_ATTACHMENT_MAX_BYTES)
+    assert not set(mail_variables) & set(dev.stack.functions.environment)
+    assert {name: prod.stack.functions.environment[name] for name in mail_variables} == {
         Env.MAIL_SENDER: "reports@acme.example",
         Env.MAIL_ALLOWED_DOMAINS: "acme.example,finance.acme.example",
+        Env.MAIL_ATTACHMENT_MAX_BYTES: "2000000",
     }
 
 
@@ -315,13 +317,29 @@ def test_the_functions_get_the_scheduling_variables_their_settings_read(prod):
             variables & SCHEDULING_VARIABLES
             == service_function.spec.runtime_settings.variables() & SCHEDULING_VARIABLES
         )
+    # The attachment limit goes to the function that mails, only.
+    callback = prod.props(functions.callback.function)["Environment"]["Variables"]
+    assert callback[Env.MAIL_ATTACHMENT_MAX_BYTES] == "2000000"
+    for service_function in (functions.api, functions.schedule, functions.worker):
+        assert Env.MAIL_ATTACHMENT_MAX_BYTES not in prod.props(service_function.function)["Environment"]["Variables"]
 
 
 def test_the_settings_read_the_variables_of_the_runtime_wiring():
     # /work/briefs/schedules-wiring.md: the API (and the schedule function, which parses the
     # API's settings) read every scheduling variable, the callback the table and the mail.
     assert ApiSettings.variables() >= SCHEDULING_VARIABLES
-    assert CallbackSettings.variables() >= {Env.SCHEDULES_TABLE, Env.MAIL_SENDER, Env.MAIL_ALLOWED_DOMAINS}
+    assert CallbackSettings.variables() >= {
+        Env.SCHEDULES_TABLE,
+        Env.MAIL_SENDER,
+        Env.MAIL_ALLOWED_DOMAINS,
+        Env.MAIL_ATTACHMENT_MAX_BYTES,
+    }
+
+
+@pytest.mark.parametrize("limit", [-1, Schedules.MAIL_ATTACHMENT_MAX_BYTES + 1])
+def test_an_attachment_limit_outside_what_ses_takes_is_refused(limit):
+    with pytest.raises(ValueError, match="mail_attachment_max_bytes"):
+        StageSettings.from_context({"mail_sender": "reports@acme.example", "mail_attachment_max_bytes": limit}.get)
 
 
 # --- IAM scopes -------------------------------------------------------------------------------

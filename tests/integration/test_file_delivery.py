@@ -8,6 +8,8 @@ downloadable), another tenant's destination refused at submit."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import hashlib
 import json
 import sys
@@ -18,6 +20,8 @@ from typing import Any
 import boto3
 import pytest
 import requests
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ses.models import ses_backends
 
 from exports.core.config.retry import FILE_DELIVERY_RETRY
 from functions.callback import handler as callback
@@ -36,8 +40,10 @@ CUSTOMER_ROLE = f"arn:aws:iam::{CUSTOMER_ACCOUNT}:role/exports-delivery"
 PASSWORD = "open sesame"
 
 
-def call(method: str, path: str, body: Any = None, claims: dict[str, str] = ACME) -> tuple[int, Any]:
-    result = api.lambda_handler(http_event(method, path, body, claims=claims), FakeContext())
+def call(
+    method: str, path: str, body: Any = None, claims: dict[str, str] = ACME, query: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    result = api.lambda_handler(http_event(method, path, body, claims=claims, query=query), FakeContext())
     text = result.get("body") or ""
     return result["statusCode"], json.loads(text) if text else None
 
@@ -228,6 +234,8 @@ def test_a_refused_login_is_retried_then_failed_in_the_customers_words_and_the_e
     assert len(retry_clock.intervals) == FILE_DELIVERY_RETRY.retries
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert any(m.get("FileDeliveryFailed") == [1.0] for m in emitted)
+    # The customer's side: a ticket, never the page of a fault of ours.
+    assert not any("FileDeliveryFault" in m for m in emitted)
 
 
 def test_another_tenants_destination_is_refused_at_submit_as_if_it_did_not_exist(
@@ -261,13 +269,16 @@ def test_a_delivery_attempt_twice_leaves_one_file_and_a_delivered_one_is_not_sen
     assert len(list((sftp.root / "upload").iterdir())) == 2
 
 
-def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftpServer, running_aws: Resources) -> None:
+def test_a_schedule_names_its_destinations_each_run_delivers_and_its_mail_says_where_with_the_file(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
     sftp_id = sftp_destination(sftp)
     body = {
         "name": "Nightly",
         "cron": "0 8 * * 1",
         **{k: v for k, v in export_body([sftp_id]).items() if k != "filters"},
         "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
+        "recipients": ["finance@acme.example"],
     }
     status, created = call("POST", "/v1/schedules", body)
     assert status == 201, created
@@ -280,7 +291,19 @@ def test_a_schedule_names_its_destinations_and_each_run_delivers(sftp: LocalSftp
 
     [delivery] = shown["deliveries"]
     assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
-    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == downloaded(shown)
+    content = downloaded(shown)
+    assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == content
+
+    # The run's mail, sent once the delivery ended: where the file went, and the file itself
+    # (small: under the deployment's attachment limit), byte for byte.
+    [sent] = wait_for(lambda: list(ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages))
+    mail = email.message_from_bytes(sent.raw_data.encode(), policy=email.policy.default)
+    text = mail.get_body(("plain",)).get_content().splitlines()
+    assert f"Delivered to {sftp_id}: {delivery['remote_path']}" in text
+    assert f"Attached: {shown['file_name']}" in text
+    [attachment] = list(mail.iter_attachments())
+    assert attachment.get_filename() == shown["file_name"]
+    assert attachment.get_payload(decode=True) == content
 
 
 def test_the_subscriber_hears_completed_then_where_the_file_went_signed(
@@ -303,3 +326,67 @@ def test_the_subscriber_hears_completed_then_where_the_file_went_signed(
     assert by_destination[sftp_id]["data"]["delivery"]["status"] == "DELIVERED"
     assert all(c.headers["webhook-signature"] == expected_signature(c) for c in calls)
     assert len({c.headers["webhook-id"] for c in calls}) == len(calls)
+
+
+def test_each_delivery_that_ends_is_in_the_tenants_audit_trail_which_verifies(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    from exports.audit.model import verify
+    from tests.integration.test_audit_trail import exportctl_verify
+
+    # Given an export to two destinations, one of them deleted before the file is delivered
+    kept, deleted = sftp_destination(sftp), sftp_destination(sftp)
+    task_id = submit(export_body([kept, deleted], path_template="{file}"))
+    assert call("DELETE", f"/v1/destinations/{deleted}")[0] == 204
+
+    # When it runs and its deliveries end
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+    callback.lambda_handler({"action": "deliver_files", "task_id": task_id}, FakeContext())  # a repeated step
+
+    # Then acme's trail, read through GET /v1/audit, has one record per delivery by system
+    status, page = call("GET", "/v1/audit", query={"from": shown["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    records = page["items"]
+    assert verify(records).ok
+    files = [r for r in records if r["subject"] == task_id and r["detail"].get("channel") == "destination"]
+    made, failed = sorted(files, key=lambda r: r["action"] != "delivery.made")
+    assert (made["action"], made["actor"], made["tenant"]) == ("delivery.made", "system", "acme")
+    assert made["detail"]["destination_id"] == kept and made["detail"]["kind"] == "sftp"
+    assert made["detail"]["remote_path"] == f"/upload/{shown['file_name']}"
+    assert (made["detail"]["sha256"], made["detail"]["bytes"]) == (shown["sha256"], shown["size_bytes"])
+    assert made["detail"]["attempts"] == 1 and made["detail"]["error"] is None
+    assert failed["action"] == "delivery.failed" and failed["detail"]["destination_id"] == deleted
+    assert failed["detail"]["kind"] is None  # deleted: its kind is not known any more
+    assert failed["detail"]["error"] == {
+        "code": "DESTINATION_NOT_FOUND",
+        "message": "the destination was deleted before delivery",
+    }
+    # Another tenant sees none of it; exportctl verifies the chain over HTTP
+    assert not any(r["subject"] == task_id for r in call("GET", "/v1/audit", claims=INITECH)[1]["items"])
+    verified = exportctl_verify({"dave": {"custom:tenant_id": "acme", "cognito:groups": ["admin"]}}, "dave")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["ok"] is True
+
+
+def test_a_secret_we_cannot_read_fails_the_delivery_as_a_fault_of_ours_which_pages(
+    sftp: LocalSftpServer, running_aws: Resources, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an SFTP destination whose secret is gone from Secrets Manager (not the customer's doing)
+    sftp_id = sftp_destination(sftp)
+    boto3.client("secretsmanager", region_name=REGION).delete_secret(
+        SecretId=f"exports/destinations/{sftp_id}", ForceDeleteWithoutRecovery=True
+    )
+
+    # When an export names it
+    task_id = submit(export_body([sftp_id]))
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(task_id))
+
+    # Then the delivery FAILED at once with our code, and the fault metric the paging alarm watches
+    [delivery] = shown["deliveries"]
+    assert (delivery["status"], delivery["attempts"]) == ("FAILED", 1)
+    assert delivery["error"]["code"] == "DESTINATION_SECRET_MISSING"
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert any(m.get("FileDeliveryFault") == [1.0] for m in emitted)
+    assert shown["status"] == "COMPLETED"

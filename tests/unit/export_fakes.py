@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from exports.core.aws.errors import ObjectMissing
 from exports.core.config.limits import Admission
 from exports.core.config.queues import LANES, lane_for
 from exports.core.config.settings import WorkerSettings
@@ -254,6 +255,8 @@ class FakeFiles:
         return FakeFileUpload(self, key, upload_id, parts)
 
     def read_result(self, key: str) -> Iterator[bytes]:
+        if key not in self.objects:  # as S3ResultStore: S3's NoSuchKey, translated
+            raise ObjectMissing(f"read result: {key} does not exist", aws_code="NoSuchKey")
         body = self.objects[key]["body"]
         for start in range(0, len(body), self.READ_CHUNK):
             yield body[start : start + self.READ_CHUNK]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.finishing.ports import Attachment
 from exports.schedules.dynamodb_schedules import FIRING_LEASE
 from exports.schedules.model import SCHEDULE_ID_PATTERN, Schedule
 from exports.schedules.ports import FiringClaim, ScheduleLimitReached, SchedulePage
@@ -142,6 +143,10 @@ class FakeMailer:
     """:class:`exports.finishing.ports.Mailer` that keeps the messages."""
 
     sent: list[tuple[str, tuple[str, ...], str, str]] = field(default_factory=list)
+    attachments: list[Attachment | None] = field(default_factory=list)
 
-    def send(self, sender: str, to: Sequence[str], subject: str, text: str) -> None:
+    def send(
+        self, sender: str, to: Sequence[str], subject: str, text: str, attachment: Attachment | None = None
+    ) -> None:
         self.sent.append((sender, tuple(to), subject, text))
+        self.attachments.append(attachment)

@@ -37,6 +37,11 @@ class Destinations:
     # The error the workflow retries a file delivery on (FILE_DELIVERY_RETRY): the callback function
     # raises it while a destination may still take the file.
     DELIVERY_RETRYABLE_ERROR: Final = "DeliveryRetryable"
+    # The codes of a FAILED delivery that are our side's to fix, not the customer's: its secret
+    # unreadable (gone, or the function may not read it), or given up without a customer's error
+    # (our copy of the file, our function failing). They page (Metric.FILE_DELIVERY_FAULT); every
+    # other code (their server, login, permissions, key, a destination they deleted) is a ticket.
+    OUR_SIDE_ERROR_CODES: Final = frozenset({"DESTINATION_SECRET_MISSING", "DELIVERY_FAILED"})
     # The probe file verify writes and removes (a dot file: hidden from most listings).
     PROBE_FILE_PREFIX: Final = ".exports-probe-"
     # Deleted destinations' secrets stay recoverable this long (Secrets Manager's 7..30 days).

@@ -70,6 +70,8 @@ class Env:
     # owner's own verified address).
     MAIL_SENDER: Final = "EXPORTS_MAIL_SENDER"
     MAIL_ALLOWED_DOMAINS: Final = "EXPORTS_MAIL_ALLOWED_DOMAINS"
+    # The largest file a run's mail carries as an attachment, in bytes (0: never; docs/schedules.md).
+    MAIL_ATTACHMENT_MAX_BYTES: Final = "EXPORTS_MAIL_ATTACHMENT_MAX_BYTES"
     # The audit trail (docs/audit.md): its table (unset: nothing is recorded), and the worker's
     # memory, which turns a worker second into CPU-seconds-equivalent for usage.
     AUDIT_TABLE: Final = "EXPORTS_AUDIT_TABLE"

@@ -39,3 +39,9 @@ class Schedules:
     FEED_RESERVATION_LEASE_SEC: Final = 300
     # The latest file's redirect (GET /v1/schedules/{id}/latest) presigns a link this long.
     LATEST_LINK_TTL_SEC: Final = 300
+    # A run's mail carries the file itself when it has at most this many bytes (the deployment's
+    # context ``mail_attachment_max_bytes``; 0: never), else the link. SES takes a message of up
+    # to 40 MB after MIME encoding, and base64 adds a third: 28 MiB is the most a deployment may
+    # set. The default, 5 MiB, is what mailboxes of every provider accept without a second look.
+    MAIL_ATTACHMENT_DEFAULT_BYTES: Final = 5 * 1024 * 1024
+    MAIL_ATTACHMENT_MAX_BYTES: Final = 28 * 1024 * 1024

@@ -274,6 +274,7 @@ class CallbackSettings(FunctionSettings):
         "allow_local_callbacks": Env.ALLOW_LOCAL_CALLBACKS,
         "schedules_table": Env.SCHEDULES_TABLE,
         **_MAIL_VARIABLES,
+        "mail_attachment_max_bytes": Env.MAIL_ATTACHMENT_MAX_BYTES,
         "event_bus": Env.EVENT_BUS,
         "audit_table": Env.AUDIT_TABLE,
         "exports_config": Env.EXPORTS_CONFIG,
@@ -293,6 +294,9 @@ class CallbackSettings(FunctionSettings):
     destinations_table: str = Names.DESTINATIONS_TABLE
     mail_sender: str | None = None
     mail_allowed_domains: str | None = None
+    mail_attachment_max_bytes: int = Field(
+        default=Schedules.MAIL_ATTACHMENT_DEFAULT_BYTES, ge=0, le=Schedules.MAIL_ATTACHMENT_MAX_BYTES
+    )
     # The audit trail (docs/audit.md): a run's mail and the pause after failures in a row are
     # recorded there (unset: not recorded), in the tenant and for the retention the declaration
     # file's [tenants] says (None: the file the package ships).

@@ -35,4 +35,7 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
         clock=callback.clock,
         events=callback.events,
         notices=DeliveryWebhooks(callback),
+        run_end=callback.run_end,
+        # The callback function's trail (the mail's records): the declaration's [tenants] with it.
+        audit=callback.run_end.audit if callback.run_end else None,
     )

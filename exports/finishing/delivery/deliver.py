@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from exports.core import deliveries
 from exports.core.config.destinations import Destinations
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
 from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus, TemplateError
-from exports.core.errors import ConditionFailed, RetryableError
+from exports.core.errors import ConditionFailed, ExportsError, RetryableError
 from exports.core.event_publishing import publish
 from exports.core.events import LifecycleEvent
 from exports.core.ports import BusinessMetrics, LifecycleEvents
@@ -36,6 +36,10 @@ from exports.destinations.secrets import DestinationSecrets
 from exports.finishing.delivery import encryption
 from exports.finishing.delivery.encryption import EncryptionRefused
 from exports.finishing.delivery.kinds import FileDeliverer
+from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries
+
+if TYPE_CHECKING:
+    from exports.audit.service import AuditDependencies
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +94,10 @@ class DeliveryDependencies:
     notices: DeliveryNotices | None = None
     # Where the file is copied before it goes out (Lambda's ephemeral storage).
     scratch: Path | None = None
+    # A scheduled run's mail, sent once its deliveries have ended (None: no schedules here).
+    run_end: RunEndDependencies | None = None
+    # The tenant's audit trail: each delivery that ended is a record (None: none is kept).
+    audit: AuditDependencies | None = None
 
 
 def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
@@ -101,9 +109,12 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
         return task
     pending = [i for i, d in enumerate(task.deliveries) if not d.ended]
     if not pending:
+        _settle(task, deps)  # a repeat after a crash: recorded and mailed once all the same
         return task
     if not task.has_file or task.result is None:
-        return _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+        skipped = _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+        _settle(skipped, deps)
+        return skipped
     states = list(task.deliveries)
     with tempfile.TemporaryDirectory(dir=deps.scratch) as scratch:
         local = Path(scratch) / "file"
@@ -119,18 +130,47 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
     still = [d.destination_id for d in states if not d.ended]
     if still:
         raise DeliveryRetryable(f"delivery to {', '.join(still)} to be tried again")
+    _settle(after, deps)
     return after
 
 
 def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) -> None:
     """Retries are spent: every delivery still pending is FAILED with its last error."""
     task = deps.tasks.get(task_id)
-    if task is None or all(d.ended for d in task.deliveries):
+    if task is None:
+        return
+    if all(d.ended for d in task.deliveries):
+        _settle(task, deps)
         return
     logger.warning("deliveries given up", extra={"task_id": task_id, "detail": caught})
     after = _record(task, tuple(deliveries.given_up(d) for d in task.deliveries), deps)
     for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
         _ended(after, ended, deps)
+    _settle(after, deps)
+
+
+def _settle(task: Task, deps: DeliveryDependencies) -> None:
+    """Every delivery has ended: each is in the audit trail (again: recorded once, so one an
+    attempt could not record is recorded now), then a scheduled run's mail says where the file
+    went. A trail that cannot take them yet is retried by the workflow like a delivery."""
+    try:
+        if deps.audit is not None:
+            for delivery in task.deliveries:
+                _audit(task, delivery, deps.audit, deps)
+        if deps.run_end is not None:
+            mail_after_deliveries(task, deps.run_end)
+    except RetryableError as busy:
+        raise DeliveryRetryable(f"the deliveries' records or mail were not written: {busy.message}") from busy
+
+
+def _audit(task: Task, delivery: Delivery, audit: AuditDependencies, deps: DeliveryDependencies) -> None:
+    """Record a delivery that ended (DELIVERED or FAILED; a SKIPPED one sent nothing)."""
+    if delivery.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED) or task.delivery is None:
+        return
+    from exports.audit.service import record_file_delivery
+
+    destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
+    record_file_delivery(task, delivery, destination.kind.value if destination else None, audit)
 
 
 def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
@@ -227,6 +267,9 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
         # Once for the alarm (the service's series), once by code (the customer's side or ours).
         deps.metrics.add(Metric.FILE_DELIVERY_FAILED)
         deps.metrics.add(Metric.FILE_DELIVERY_FAILED, dimensions={"code": code})
+        if code in Destinations.OUR_SIDE_ERROR_CODES:
+            # Ours to fix, not the customer's: the paging alarm's series.
+            deps.metrics.add(Metric.FILE_DELIVERY_FAULT)
         logger.warning(
             "file delivery failed",
             extra={"task_id": task.task_id, "destination_id": delivery.destination_id, "code": code},
@@ -236,6 +279,12 @@ def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:
     publish(deps.events, delivery_event(task, delivery, deps.clock()))
     if deps.notices is not None:
         deps.notices.send(task, delivery)
+    if deps.audit is not None:
+        try:
+            _audit(task, delivery, deps.audit, deps)
+        except ExportsError:
+            # Recorded when the last delivery ends (_settle), which the workflow retries.
+            logger.warning("delivery not recorded yet", exc_info=True, extra={"task_id": task.task_id})
 
 
 def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEvent:

@@ -5,10 +5,11 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from exports.audit.events import cpu_seconds, mail_event, task_events
+from exports.audit.events import cpu_seconds, file_delivery_event, mail_event, task_events
 from exports.audit.model import GENESIS, AuditAction, AuditEvent, AuditRecord, after, record_hash, verify
 from exports.audit.tenancy import Tenancy, load_tenancy
 from exports.core.caller import Caller
+from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus
 from exports.core.task import ExportFormat, ExportResult, complete, new_task
 from exports.declared.model import TenantPolicyDecl, TenantsDecl
 
@@ -224,3 +225,40 @@ def test_a_runs_mail_is_a_delivery_made_or_failed_recorded_once_per_outcome() ->
     )
     # A mail refused, then sent on a retried delivery, leaves both records; a repeat of either, none.
     assert made.event_id != refused.event_id == nobody.event_id
+
+
+def test_a_file_delivery_is_recorded_once_per_outcome_and_attempt_with_the_customers_error() -> None:
+    run = new_task(
+        task_id="exp_3",
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=AT,
+        retention=timedelta(hours=24),
+        caller={"tenant_id": "acme"},
+        tenant="acme",
+    )
+    result = ExportResult(
+        key="results/exp_3/a.csv", bytes=10, rows=1, sha256="ab" * 32, content_type="text/csv", file_name="a.csv"
+    )
+    done = complete(run.model_copy(update={"status": "RUNNING", "started_at": AT}), result, AT, timedelta(hours=24))
+    error = DeliveryError(code="DESTINATION_UNREACHABLE", step="AUTH", message="the server refused our login as acme")
+    failed = Delivery(
+        destination_id="dst_1", status=DeliveryStatus.FAILED, attempts=6, remote_path="a.csv", error=error
+    )
+    delivered = Delivery(
+        destination_id="dst_1", status=DeliveryStatus.DELIVERED, attempts=7, remote_path="a.csv", delivered_at=AT
+    )
+
+    lost = file_delivery_event(done, failed, "sftp", AT)
+    made = file_delivery_event(done, delivered, "sftp", AT)
+
+    assert (lost.action, lost.actor, lost.tenant) == (AuditAction.DELIVERY_FAILED, "system", "acme")
+    assert lost.detail["channel"] == "destination" and lost.detail["kind"] == "sftp"
+    assert lost.detail["error"] == {"code": "DESTINATION_UNREACHABLE", "step": "AUTH", "message": error.message}
+    assert (lost.detail["sha256"], lost.detail["bytes"], lost.detail["attempts"]) == ("ab" * 32, 10, 6)
+    assert made.action is AuditAction.DELIVERY_MADE and made.detail["error"] is None
+    assert made.detail["delivered_at"] == "2026-12-01T09:30:00Z"
+    # A repeat records nothing twice; the delivery retried on request that then succeeds is its own record.
+    assert file_delivery_event(done, failed, "sftp", AT).event_id == lost.event_id != made.event_id

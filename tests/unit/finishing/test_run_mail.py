@@ -1,8 +1,14 @@
-"""Which task a run's mail is of: local mode's mailbox shows a user the mail of their own runs only."""
+"""A run's mail: which task it is of (local mode's mailbox shows a user the mail of their own
+runs only), whether the file is attached or linked, and where its deliveries put it."""
 
 from __future__ import annotations
 
-from exports.finishing.run_mail import task_of
+from datetime import UTC, datetime, timedelta
+
+from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus
+from exports.core.task import ExportFormat, ExportResult, Task, claim, complete, new_task
+from exports.finishing.run_mail import run_message, task_of
+from exports.schedules.model import Schedule, StoredCaller
 
 
 def test_the_task_is_read_from_the_last_line() -> None:
@@ -22,3 +28,74 @@ def test_other_mail_names_no_task() -> None:
     assert task_of("hello\n") is None
     assert task_of("") is None
     assert task_of("Task: ; schedule: sch_1\n") is None
+
+
+# The message of a run -------------------------------------------------------------------------
+
+NOW = datetime(2026, 12, 7, 7, tzinfo=UTC)
+SCHEDULE = Schedule(
+    schedule_id="sch_1",
+    user_id="alice",
+    caller=StoredCaller(user_id="alice"),
+    name="Weekly",
+    export_type="orders",
+    cron="0 8 * * 1",
+    created_at=NOW,
+    updated_at=NOW,
+    anchor_at=NOW,
+)
+LINK = "https://results.example/x.csv?X-Amz-Signature=abc"
+
+
+def completed_run(*deliveries: Delivery) -> Task:
+    task = new_task(
+        task_id="exp_1",
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=NOW,
+        retention=timedelta(hours=24),
+        schedule_id="sch_1",
+        scheduled_for=NOW,
+    )
+    result = ExportResult(key="k", bytes=10, rows=3, sha256="0" * 64, content_type="text/csv", file_name="f.csv")
+    ended = complete(claim(task, NOW, timedelta(minutes=2)), result, NOW, timedelta(hours=24))
+    return ended.model_copy(update={"deliveries": deliveries})
+
+
+def test_an_attached_file_is_named_and_no_link_is_given() -> None:
+    text = run_message(SCHEDULE, completed_run(), None, None, None, attached=True).text
+
+    assert "Attached: f.csv" in text
+    assert "download" not in text.lower()
+
+
+def test_a_file_not_attached_says_so_and_gives_the_link() -> None:
+    text = run_message(SCHEDULE, completed_run(), LINK, NOW + timedelta(hours=12), None).text
+
+    assert f"Not attached; download (until 2026-12-07T19:00:00+00:00): {LINK}" in text
+    assert "Attached:" not in text
+
+
+def test_the_mail_says_where_each_delivery_put_the_file_or_why_it_did_not() -> None:
+    delivered = Delivery(
+        destination_id="dst_A",
+        status=DeliveryStatus.DELIVERED,
+        attempts=1,
+        remote_path="/upload/orders/f.csv",
+        delivered_at=NOW,
+    )
+    failed = Delivery(
+        destination_id="dst_B",
+        status=DeliveryStatus.FAILED,
+        attempts=6,
+        remote_path="f.csv",
+        error=DeliveryError(code="DESTINATION_UNREACHABLE", step="AUTH", message="the server refused our login"),
+    )
+
+    text = run_message(SCHEDULE, completed_run(delivered, failed), LINK, NOW, None).text.splitlines()
+
+    assert "Delivered to dst_A: /upload/orders/f.csv" in text
+    assert "Delivery to dst_B failed (6 attempts): the server refused our login" in text
+    assert text[-1].startswith("Task: exp_1")  # local mode's mailbox still finds the task

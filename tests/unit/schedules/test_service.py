@@ -5,6 +5,7 @@ back to Scheduler's retries, a run's end mailed once."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,13 +15,14 @@ from exports.core.caller import Caller, CallerRefused
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
 from exports.core.csv_dialect import CsvDialect, CsvEncoding
+from exports.core.deliveries import Delivery, DeliveryStatus
 from exports.core.errors import InvalidRequest, ServiceUnavailable
 from exports.core.export_type import ClaimsRead
 from exports.core.spec import ExportSpec
 from exports.core.status import TaskStatus
-from exports.core.task import claim, complete
+from exports.core.task import Task, claim, complete
 from exports.export_types.registry import ExportTypeRegistry
-from exports.finishing.schedule_run_end import RunEndDependencies, on_run_end
+from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries, on_run_end
 from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState, caller_of
@@ -203,9 +205,76 @@ def test_a_runs_end_is_mailed_once_to_the_allowed_recipients_with_rows_and_a_lin
 
     [(sender, to, subject, text)] = mailer.sent
     assert sender == "reports@acme.example" and to == ("finance@acme.example",)
-    assert "7 rows" in subject and "7 rows" in text and "Download" in text
+    assert "7 rows" in subject and "7 rows" in text and "Not attached; download" in text
     stored = store.schedules[schedule.schedule_id]
     assert stored.last_run is not None and stored.last_run.task_id == task_id and stored.mailed_task_id == task_id
+
+
+def mailed_run(services: ServiceWorld, deps: Any, body: bytes, **changes: Any) -> Task:
+    """A run of a schedule mailing finance@, COMPLETED with ``body`` as its file in our bucket."""
+    spec = dataclasses.replace(SPEC, recipients=("finance@acme.example",))
+    schedule = service.create_schedule(spec, FINANCE, deps)
+    task_id = firing.fire(schedule.schedule_id, datetime(2026, 1, 5, 9, tzinfo=UTC), deps).task_id or ""
+    result = make_result(bytes=len(body), sha256=hashlib.sha256(body).hexdigest())
+    services.files.objects[result.key] = {"body": body, "metadata": {}, "parts": 1}
+    task = services.tasks.tasks[task_id]
+    done = complete(claim(task, services.clock(), timedelta(minutes=2)), result, services.clock(), timedelta(hours=24))
+    return done.model_copy(update=changes)
+
+
+def test_a_file_within_the_limit_is_attached_and_one_over_it_is_linked():
+    services, deps, store, _ = world()
+    body = b"id\n" + b"1\n" * 50
+    done = mailed_run(services, deps, body)
+    mailer = FakeMailer()
+    domains = frozenset({"acme.example"})
+
+    on_run_end(done, run_end(services, store, mailer, allowed_domains=domains, attachment_max_bytes=len(body)))
+
+    [attachment] = mailer.attachments
+    assert attachment is not None and attachment.data == body
+    assert done.result is not None and attachment.file_name == done.result.file_name
+    assert "Attached: " in mailer.sent[0][3] and "download" not in mailer.sent[0][3]
+
+    services, deps, store, _ = world()
+    done = mailed_run(services, deps, body)
+    mailer = FakeMailer()
+    on_run_end(done, run_end(services, store, mailer, allowed_domains=domains, attachment_max_bytes=len(body) - 1))
+    assert mailer.attachments == [None] and "Not attached; download" in mailer.sent[0][3]
+
+
+def test_a_file_whose_bytes_do_not_match_its_sha256_is_linked_not_attached():
+    services, deps, store, _ = world()
+    done = mailed_run(services, deps, b"id\n1\n")
+    assert done.result is not None
+    services.files.objects[done.result.key]["body"] = b"id\n2\n"
+    mailer = FakeMailer()
+
+    on_run_end(done, run_end(services, store, mailer, allowed_domains=frozenset({"acme.example"})))
+
+    assert mailer.attachments == [None] and "Not attached; download" in mailer.sent[0][3]
+
+
+def test_a_run_still_delivering_is_mailed_when_its_deliveries_end_saying_where_the_file_went():
+    services, deps, store, _ = world()
+    pending = Delivery(destination_id="dst_A")
+    done = mailed_run(services, deps, b"id\n1\n", deliveries=(pending,))
+    mailer = FakeMailer()
+    ends = run_end(services, store, mailer, allowed_domains=frozenset({"acme.example"}))
+
+    on_run_end(done, ends)
+    mail_after_deliveries(done, ends)  # a delivery still pending: not yet
+    assert mailer.sent == []
+
+    delivered = pending.model_copy(
+        update={"status": DeliveryStatus.DELIVERED, "attempts": 1, "remote_path": "/upload/f.csv"}
+    )
+    ended = done.model_copy(update={"deliveries": (delivered,)})
+    mail_after_deliveries(ended, ends)
+    mail_after_deliveries(ended, ends)  # repeated (a retried step): one mail
+
+    [(_, _, _, text)] = mailer.sent
+    assert "Delivered to dst_A: /upload/f.csv" in text.splitlines()
 
 
 def test_another_users_task_naming_the_schedule_changes_nothing():
