@@ -387,14 +387,25 @@ class Monitoring(Construct):
         throttled_by_design: bool = False,
         errors: Severity = Severity.PAGE,
         throttles: Severity = Severity.PAGE,
+        retries_raised: str | None = None,
     ) -> None:
         """Alarms on any error of ``function`` and on its throttles (``role``: what it does, for
         the descriptions): any throttle, or for a function ``throttled_by_design`` (its invokes
         are retried), throttles in each of :data:`SUSTAINED_THROTTLE_PERIODS` periods in a row;
-        each of the severity given."""
+        each of the severity given. ``retries_raised`` names the business metric counting the
+        errors the function raises on purpose for its workflow to retry (a customer's receiver
+        or server refusing): they are subtracted, so that the alarm fires on faults only."""
+        errors_metric: cloudwatch.IMetric = function.metric_errors(period=PERIOD, statistic=cloudwatch.Stats.SUM)
+        if retries_raised is not None:
+            errors_metric = cloudwatch.MathExpression(
+                expression="errors - FILL(retries, 0)",
+                using_metrics={"errors": errors_metric, "retries": self._metric(retries_raised)},
+                period=PERIOD,
+                label=f"{role} errors that are not a retry asked for",
+            )
         self.add_alarm(
             f"{construct_id}Errors",
-            metric=function.metric_errors(period=PERIOD, statistic=cloudwatch.Stats.SUM),
+            metric=errors_metric,
             threshold=1,
             description=f"The {role} function failed (an exception or a timeout).",
             runbook=Runbooks.FUNCTION_ERRORS,

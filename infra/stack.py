@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import Annotations, CfnOutput, Stack, Tags
 from constructs import Construct
 
+from exports.core.config.metrics import Metric
 from exports.core.config.names import SERVICE_NAME
 from exports.core.config.tables import CustomersTable, OrdersTable, SchedulesTable, TaskTable
 from infra.api import CallerIdentity, ExportsApi
@@ -109,14 +110,16 @@ class ExportsStack(Stack):
         # (alarm id, role, function, severity of its errors, of its throttles): a single worker error
         # is retried by the queue (a ticket; dead letters and failed exports page), and the push
         # channel's faults cost clients their live events only (they poll instead).
-        for alarm_id, role, service_function, errors, throttles in (
-            ("Api", "API", self.functions.api, page, page),
-            ("Worker", "worker", self.functions.worker, ticket, page),
-            ("LifecycleFunction", "lifecycle", self.functions.lifecycle, page, page),
-            ("Callback", "callback", self.functions.callback, page, page),
-            ("Stream", "push channel's WebSocket", self.functions.stream, ticket, ticket),
-            ("Push", "push", self.functions.push, ticket, ticket),
-            ("AuditFunction", "audit", self.functions.audit, page, page),
+        # The callback function raises on purpose when a receiver or a destination refuses, for the
+        # workflow to retry: those errors are counted (CallbackRetryRaised) and not paged on.
+        for alarm_id, role, service_function, errors, throttles, retries_raised in (
+            ("Api", "API", self.functions.api, page, page, None),
+            ("Worker", "worker", self.functions.worker, ticket, page, None),
+            ("LifecycleFunction", "lifecycle", self.functions.lifecycle, page, page, None),
+            ("Callback", "callback", self.functions.callback, page, page, Metric.CALLBACK_RETRY_RAISED),
+            ("Stream", "push channel's WebSocket", self.functions.stream, ticket, ticket, None),
+            ("Push", "push", self.functions.push, ticket, ticket, None),
+            ("AuditFunction", "audit", self.functions.audit, page, page, None),
         ):
             self.monitoring.watch_function(
                 alarm_id,
@@ -126,6 +129,7 @@ class ExportsStack(Stack):
                 throttled_by_design=service_function.reserved_concurrency is not None,
                 errors=errors,
                 throttles=throttles,
+                retries_raised=retries_raised,
             )
         self.monitoring.watch_websocket(self.push.stage, self.functions.push.function)
         self.monitoring.watch_worker(self.functions.worker.function)

@@ -106,7 +106,23 @@ def _caught_message(error: dict[str, Any] | None) -> str | None:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Entry point. ``CallbackRetryable`` propagates: the workflow retries on its name."""
+    """Entry point. ``CallbackRetryable`` and ``DeliveryRetryable`` propagate: the workflow
+    retries on their names. Each is counted (``CallbackRetryRaised``) so that the function's
+    error alarm pages only on the errors that are not a receiver's or a destination's refusal."""
+    try:
+        return _handle(event)
+    except Exception as error:
+        from exports.core.config.callbacks import Callback
+        from exports.core.config.destinations import Destinations
+        from exports.core.config.metrics import Metric
+
+        if type(error).__name__ in (Callback.RETRYABLE_ERROR, Destinations.DELIVERY_RETRYABLE_ERROR):
+            metrics.add_metric(name=Metric.CALLBACK_RETRY_RAISED, unit="Count", value=1)
+        raise
+
+
+def _handle(event: dict[str, Any]) -> dict[str, Any]:
+    """One request of the lifecycle workflow: a callback attempt, its giving up, or the files'."""
     # Imported on first use: the handler's import is the stack's floor and little more (issue 50).
     from exports.finishing import callbacks
 

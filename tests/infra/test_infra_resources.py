@@ -1037,6 +1037,11 @@ def test_queue_age_worker_and_api_alarms_use_the_stage_thresholds(dev, prod):
         ):
             for kind, metric in (("Errors", "Errors"), ("Throttles", "Throttles")):
                 alarm = alarms[f"{alarm_id}{kind}"]
+                # The callback function's errors less the retries it asks for (the test below).
+                if "Metrics" in alarm:
+                    queries = {query["Id"]: query for query in alarm["Metrics"]}
+                    stat = queries["errors"]["MetricStat"]
+                    alarm = {**alarm, **stat["Metric"], "Statistic": stat["Stat"]}
                 assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
                 assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": synth.ref(service_function.function)}]
                 assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 1)
@@ -1279,3 +1284,17 @@ def test_a_delivery_failed_on_our_side_pages_and_one_on_the_customers_side_is_a_
     assert fault["AlarmDescription"].startswith("[page]") and failed["AlarmDescription"].startswith("[ticket]")
     assert "#file-delivery-fault" in fault["AlarmDescription"]
     assert "FileDeliveryFault" not in TICKET_ALARMS
+
+
+def test_the_callback_functions_error_alarm_pages_on_its_faults_not_on_the_retries_it_asks_for(dev):
+    # A receiver or a customer's server that refuses makes the function raise for the workflow
+    # to retry; those errors are counted (CallbackRetryRaised) and subtracted.
+    alarm = alarms_by_name(dev)["CallbackErrors"]
+    queries = {query["Id"]: query for query in alarm["Metrics"]}
+
+    assert alarm["AlarmDescription"].startswith("[page]")
+    (expression,) = [query for query in queries.values() if "Expression" in query]
+    assert expression["Expression"] == "errors - FILL(retries, 0)" and expression.get("ReturnData", True)
+    assert queries["errors"]["MetricStat"]["Metric"]["MetricName"] == "Errors"
+    assert queries["retries"]["MetricStat"]["Metric"]["MetricName"] == Metric.CALLBACK_RETRY_RAISED
+    assert "Metrics" not in alarms_by_name(dev)["LifecycleFunctionErrors"]

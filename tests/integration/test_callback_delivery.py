@@ -1,5 +1,6 @@
 """Callback delivery on its own: the SSRF guard at submit and at send, and the HTTP sender."""
 
+import functools
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -137,3 +138,44 @@ def test_retry_classification_follows_the_rules() -> None:
         503,
     ]
     assert [s for s in (None, 200, 204, 299, 300) if callback_delivered(s)] == [200, 204, 299]
+
+
+class RefusingSender:
+    """A receiver that answers 503: worth another attempt."""
+
+    def post(self, destination: Destination, body: bytes, headers: dict[str, str]) -> WebhookResponse:
+        return WebhookResponse(status=503, error=None)
+
+
+def test_a_refused_callback_is_raised_for_the_workflow_and_counted_as_no_fault(
+    aws: Resources, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CallbackErrors alarm subtracts CallbackRetryRaised from the function's errors: a
+    # customer's receiver that refuses never pages (docs/alarms.md, function-errors).
+    monkeypatch.setenv("EXPORTS_WEBHOOK_SECRET", WEBHOOK_SECRET)
+    callback_function.dependencies.cache_clear()
+    deps = replace(
+        callback_function.dependencies(), webhooks=RefusingSender(), resolve=lambda host, port: ["93.184.216.34"]
+    )
+    callback_function.dependencies.cache_clear()
+    monkeypatch.setattr(callback_function, "dependencies", functools.cache(lambda: deps))
+    now = datetime.now(UTC)
+    task = new_task(
+        task_id=new_task_id(now),
+        user_id="alice",
+        export_type="orders",
+        format=ExportFormat.CSV,
+        filters={},
+        now=now,
+        retention=timedelta(hours=1),
+        callback_url="https://hooks.example.com/in",
+    )
+    deps.tasks.create(task, max_active=100)
+    deps.tasks.update(task, fail(task, "X", "y", now, timedelta(hours=1)))
+
+    with pytest.raises(Exception) as raised:
+        callback_function.lambda_handler({"action": "deliver", "task_id": task.task_id}, FakeContext())
+
+    assert type(raised.value).__name__ == "CallbackRetryable"
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert [record["CallbackRetryRaised"] for record in emitted if "CallbackRetryRaised" in record] in ([1.0], [[1.0]])

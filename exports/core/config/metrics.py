@@ -46,6 +46,10 @@ class Metric:
     DUPLICATE_DELIVERY: Final = "DuplicateDelivery"
     CALLBACK_FAILED: Final = "CallbackFailed"
     CALLBACK_DELIVERED: Final = "CallbackDelivered"
+    # An attempt of the callback function the workflow retries (a receiver or a destination did
+    # not take it this time): an error of the function that is no fault, subtracted from its
+    # errors by the CallbackErrors alarm.
+    CALLBACK_RETRY_RAISED: Final = "CallbackRetryRaised"
     CANCELLED: Final = "ExportCancelled"
     CONTINUED: Final = "ExportContinued"
     DEDUPLICATED: Final = "ExportDeduplicated"
