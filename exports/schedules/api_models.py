@@ -24,7 +24,7 @@ from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.zones import canonical_zone
-from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
+from exports.schedules.mail import MAX_ADDRESS_LENGTH, RECIPIENT_MARK, has_control_characters, is_address
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
@@ -87,21 +87,24 @@ Zone = Annotated[
     ),
     AfterValidator(canonical_zone),
 ]
-# An address's shape only (exports.schedules.mail.is_address): whether it is deliverable is SES's
-# to find out, whether the deployment mails it the service's (an address of the deployment's
-# domains, or the caller's own verified one).
+# An address's shape (exports.schedules.mail.is_address); the OpenAPI document adds the
+# deployment's domains where RECIPIENT_MARK is (exports.api.http.openapi). Whether an address is
+# deliverable is SES's to find out; the caller's own verified one is the service's to take.
 Address = Annotated[
     str,
     StringConstraints(max_length=MAX_ADDRESS_LENGTH),
     AfterValidator(_address),
-    Field(json_schema_extra={"format": "email"}),
+    Field(json_schema_extra={"format": "email", RECIPIENT_MARK: True}),
 ]
 Recipients = Annotated[
     list[Address],
     Field(
         max_length=Schedules.MAX_RECIPIENTS,
-        description="Mailed the row count and a link when a run ends: addresses in the deployment's allowed "
-        "domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).",
+        description="Mailed the row count and a link when a run ends: addresses in the deployment's allowed"
+        " domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or"
+        " your own verified e-mail address (your token's `email` claim with `email_verified`), which the"
+        " document, served without a token, cannot state: it is taken although the `pattern` refuses it."
+        " Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.",
     ),
 ]
 RELATIVE_WINDOWS = (

@@ -1997,7 +1997,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2105,7 +2105,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2213,7 +2213,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2321,7 +2321,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2429,7 +2429,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2537,7 +2537,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2645,7 +2645,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2753,7 +2753,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
