@@ -1604,7 +1604,7 @@ export interface components {
             /**
              * Signed Up To
              * Format: date
-             * @description Last sign-up date included (YYYY-MM-DD).
+             * @description Last sign-up date included (YYYY-MM-DD). Not before `signed_up_from`, and at most 3660 days from `signed_up_from`, both included (422 on this filter otherwise).
              */
             signed_up_to: string;
         };
@@ -1640,7 +1640,7 @@ export interface components {
             /**
              * Changed To
              * Format: date-time
-             * @description Changed before this instant (with its UTC offset).
+             * @description Changed before this instant (with its UTC offset). Not before `changed_from`, and less than 31 days after `changed_from` (422 on this filter otherwise).
              */
             changed_to: string;
         };
@@ -1660,7 +1660,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 366 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
             /**
@@ -1681,7 +1681,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 92 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
             /**
@@ -1707,7 +1707,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 366 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
         };
