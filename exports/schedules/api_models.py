@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from exports.accepting.requests import BOM_IN_UTF8, ZONE_MARK, ExportRequest
+from exports.accepting.requests import BOM_IN_UTF8, TEMPLATE_WITH_DESTINATIONS, ZONE_MARK, ExportRequest
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
@@ -169,12 +169,24 @@ _CRON_OR_EVERY: Final[list[JsonValue]] = [
 ]
 
 
+# Both cron and every given (not null): what a PATCH may not carry.
+_CRON_OR_EVERY_BOTH: Final[JsonValue] = {
+    "required": ["cron", "every"],
+    "properties": {"cron": {"type": "string"}, "every": {"type": "object"}},
+}
+
+
 class ScheduleRequest(ExportRequest):
     """``POST /v1/schedules``: an export request (as ``POST /v1/exports``) and when to run it."""
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"description": RELATIVE_WINDOWS, "oneOf": _CRON_OR_EVERY, **BOM_IN_UTF8},
+        json_schema_extra={
+            "description": RELATIVE_WINDOWS,
+            "oneOf": _CRON_OR_EVERY,
+            **BOM_IN_UTF8,
+            **TEMPLATE_WITH_DESTINATIONS,
+        },
     )
 
     name: Name | None = None
@@ -211,7 +223,8 @@ class ScheduleRequest(ExportRequest):
 class SchedulePatch(BaseModel):
     """``PATCH /v1/schedules/{id}``: the fields to change; ``state`` pauses or resumes."""
 
-    model_config = ConfigDict(extra="forbid")
+    # At most one of cron and every (_at_most_one_recurrence), as the document states it.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"not": _CRON_OR_EVERY_BOTH})
 
     name: Name | None = None
     cron: Cron | None = None

@@ -289,6 +289,10 @@ def validator(document: dict[str, Any], pointer: str) -> Draft202012Validator:
         ({"csv_dialect": {"decimal_separator": ",", "delimiter": ","}}, False),
         ({"locale": "zh_cn"}, True),
         ({"locale": "00000"}, False),
+        ({"path_template": "{type}/{file}"}, False),
+        ({"path_template": "{type}/{file}", "destinations": []}, False),
+        ({"path_template": "{type}/{file}", "destinations": ["dst_01M95553X8717J230FP3AK4QKE"]}, True),
+        ({"path_template": None}, True),
     ],
 )
 def test_the_document_states_the_rules_between_fields_the_service_checks(
@@ -361,3 +365,28 @@ def test_a_deployment_without_mail_domains_states_the_address_shape_only() -> No
     patch = next(branch for branch in patched if "items" in branch)
     for item in (create, patch["items"]):
         assert item == {"format": "email", "maxLength": 254, "type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"cron": "0 8 * * 1", "every": {"days": 1}}, False),
+        ({"cron": "0 8 * * 1", "every": None}, True),
+        ({"cron": None, "every": {"days": 1}}, True),
+        ({"every": {"days": 1}}, True),
+    ],
+)
+def test_a_patch_states_that_it_takes_cron_or_every_not_both(
+    document: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    from pydantic import ValidationError
+
+    from exports.schedules.api_models import SchedulePatch
+
+    try:
+        SchedulePatch.model_validate(body)
+        service_valid = True
+    except ValidationError:
+        service_valid = False
+    schema_valid = validator(document, "/components/schemas/SchedulePatch").is_valid(body)
+    assert (schema_valid, service_valid) == (valid, valid)
