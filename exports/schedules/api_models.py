@@ -24,7 +24,13 @@ from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.zones import canonical_zone
-from exports.schedules.mail import MAX_ADDRESS_LENGTH, RECIPIENT_MARK, has_control_characters, is_address
+from exports.schedules.mail import (
+    MAX_ADDRESS_LENGTH,
+    NO_CONTROL_CHARACTERS,
+    RECIPIENT_MARK,
+    has_control_characters,
+    is_address,
+)
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
@@ -54,7 +60,11 @@ def _text(value: Any) -> Any:
 
 
 Instant = Annotated[AwareDatetime, BeforeValidator(_text), AfterValidator(_aware_utc)]
-Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=100, json_schema_extra={"pattern": NO_CONTROL_CHARACTERS}),
+    AfterValidator(_no_control_characters),
+]
 # The cron expressions the OpenAPI document states (its pattern, not a check): the forms every
 # deployment takes whatever its shortest interval up to an hour: one minute; every hour or a
 # list of hours; every day of the month or a list of days 1-28 (a day every month has); every

@@ -77,6 +77,12 @@ def _any_case(domain: str) -> str:
     )
 
 
+# The characters of _UNSAFE_CATEGORIES (Cc: U+0000-U+001F and U+007F-U+009F; Zl: U+2028; Zp:
+# U+2029) kept out, as a JSON Schema ``pattern`` (ECMA-262 and Python's ``re`` read it alike):
+# how the OpenAPI document states :func:`has_control_characters` for a schedule's name.
+NO_CONTROL_CHARACTERS: Final = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$"
+
+
 def has_control_characters(value: str) -> bool:
     """Whether ``value`` holds a character that must never reach a mail header (CR, LF, any
     other control character, a line or paragraph separator)."""

@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema_rs import Draft202012Validator
 
-from exports.schedules.mail import is_address, may_receive, recipient_pattern
+from exports.schedules.mail import (
+    NO_CONTROL_CHARACTERS,
+    has_control_characters,
+    is_address,
+    may_receive,
+    recipient_pattern,
+)
 
 DOMAINS = frozenset({"acme.example", "finance.acme-2.example"})
 
@@ -59,3 +65,16 @@ def test_without_an_allowed_domain_there_is_no_pattern() -> None:
     """Such a deployment mails its callers' own verified addresses only: no pattern can name them."""
     assert recipient_pattern(frozenset()) is None
     assert recipient_pattern(frozenset({"not a domain"})) is None
+
+
+def test_the_name_pattern_refuses_exactly_the_characters_kept_from_a_subject() -> None:
+    """Every code point (but the lone surrogates, which no JSON text carries as UTF-8), alone
+    and inside a name: the schema and the service agree."""
+    name_schema = Draft202012Validator({"type": "string", "pattern": NO_CONTROL_CHARACTERS})
+    disagree = [
+        hex(point)
+        for point in range(0x110000)
+        if not 0xD800 <= point <= 0xDFFF
+        and name_schema.is_valid(f"Weekly {chr(point)} orders") == has_control_characters(chr(point))
+    ]
+    assert disagree == []
