@@ -39,10 +39,23 @@ BOM_IN_UTF8: Final[dict[str, JsonValue]] = {
 }
 
 
+# A path template places the file under the destinations named beside it
+# (ExportRequest._usable_template), as the document states it: with a ``path_template`` string,
+# ``destinations`` names at least one.
+TEMPLATE_WITH_DESTINATIONS: Final[dict[str, JsonValue]] = {
+    "dependentSchemas": {
+        "path_template": {
+            "if": {"properties": {"path_template": {"type": "string"}}},
+            "then": {"required": ["destinations"], "properties": {"destinations": {"minItems": 1}}},
+        }
+    }
+}
+
+
 class ExportRequest(BaseModel):
     """``POST /v1/exports``: what to export and how."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=BOM_IN_UTF8)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**BOM_IN_UTF8, **TEMPLATE_WITH_DESTINATIONS})
 
     export_type: str = Field(strict=True, min_length=1, max_length=64, description="A name from GET /v1/export-types.")
     format: ExportFormat = Field(default=ExportFormat.CSV, description="File format.")

@@ -16,7 +16,7 @@ tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -103,13 +103,14 @@ def openapi_settings() -> dict[str, Any]:
     }
 
 
-def api_document(export_types: "Sequence[AnyExportType]") -> str:
-    """The OpenAPI document of this API serving ``export_types`` (their request bodies): every
-    route module imported first, so that the document names every route."""
+def api_document(export_types: "Sequence[AnyExportType]", mail_domains: "Collection[str]") -> str:
+    """The OpenAPI document of this API serving ``export_types`` (their request bodies) and
+    mailing schedule recipients in ``mail_domains``: every route module imported first, so that
+    the document names every route."""
     from exports.api.http.openapi import contract_document
 
     load_every_route()
-    return contract_document(app.get_openapi_json_schema(**openapi_settings()), export_types)
+    return contract_document(app.get_openapi_json_schema(**openapi_settings()), export_types, mail_domains)
 
 
 @cache

@@ -387,12 +387,16 @@ def filters_model(
     """The pydantic model of a declared type's ``filters``; with ``selectable`` column names, a
     ``columns`` parameter chooses and orders them; ``bound`` names the caller-bound values."""
     fields: dict[str, Any] = {}
+    ends = {date_range.end: date_range for date_range in date_ranges}
     for name, kind in (bound or {}).items():
         bound_value = Annotated[Any, PlainValidator(_bound_checker(kind)), SkipJsonSchema()]
         fields[name] = (bound_value, Field(..., exclude=True))
     for name, declared in parameters.items():
         check = value_checker(declared)
-        annotation = Annotated[Any, PlainValidator(check), WithJsonSchema(parameter_schema(declared))]
+        schema = parameter_schema(declared)
+        if name in ends:
+            schema = range_end_schema(schema, ends[name], declared.type)
+        annotation = Annotated[Any, PlainValidator(check), WithJsonSchema(schema)]
         if is_required(declared):
             fields[name] = (annotation, Field(...))
         else:
@@ -412,6 +416,27 @@ def filters_model(
     model.date_ranges = tuple(date_ranges)
     model.bound_names = tuple(bound or ())
     return model
+
+
+# The extension keyword of a range's end in a filters schema: its start and longest span, which
+# no JSON Schema keyword can state (none compares two values of an instance).
+DATE_RANGE_KEYWORD: Final = "x-date-range"
+
+
+def range_end_schema(schema: dict[str, Any], date_range: DateRangeDecl, kind: ParameterType) -> dict[str, Any]:
+    """``schema`` of ``date_range``'s end saying the rule :meth:`DeclaredFilters.model_post_init`
+    checks: for clients in :data:`DATE_RANGE_KEYWORD` (``from``, ``max_days``) and for people
+    in the description. A validator reads neither: a range out of order or too long is
+    schema-valid and a 422 naming this end."""
+    start, days = date_range.start, date_range.max_days
+    span = (
+        f"less than {days} days after `{start}`"
+        if kind is ParameterType.DATETIME
+        else f"at most {days} days from `{start}`, both included"
+    )
+    rule = f"Not before `{start}`, and {span} (422 on this filter otherwise)."
+    described = f"{schema['description']} {rule}" if schema.get("description") else rule
+    return {**schema, "description": described, DATE_RANGE_KEYWORD: {"from": start, "max_days": days}}
 
 
 def _no_null_default(schema: dict[str, Any]) -> None:

@@ -19,12 +19,18 @@ from pydantic import (
     model_validator,
 )
 
-from exports.accepting.requests import BOM_IN_UTF8, ZONE_MARK, ExportRequest
+from exports.accepting.requests import BOM_IN_UTF8, TEMPLATE_WITH_DESTINATIONS, ZONE_MARK, ExportRequest
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.zones import canonical_zone
-from exports.schedules.mail import MAX_ADDRESS_LENGTH, has_control_characters, is_address
+from exports.schedules.mail import (
+    MAX_ADDRESS_LENGTH,
+    NO_CONTROL_CHARACTERS,
+    RECIPIENT_MARK,
+    has_control_characters,
+    is_address,
+)
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
@@ -54,7 +60,11 @@ def _text(value: Any) -> Any:
 
 
 Instant = Annotated[AwareDatetime, BeforeValidator(_text), AfterValidator(_aware_utc)]
-Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=100, json_schema_extra={"pattern": NO_CONTROL_CHARACTERS}),
+    AfterValidator(_no_control_characters),
+]
 # The cron expressions the OpenAPI document states (its pattern, not a check): the forms every
 # deployment takes whatever its shortest interval up to an hour: one minute; every hour or a
 # list of hours; every day of the month or a list of days 1-28 (a day every month has); every
@@ -87,21 +97,24 @@ Zone = Annotated[
     ),
     AfterValidator(canonical_zone),
 ]
-# An address's shape only (exports.schedules.mail.is_address): whether it is deliverable is SES's
-# to find out, whether the deployment mails it the service's (an address of the deployment's
-# domains, or the caller's own verified one).
+# An address's shape (exports.schedules.mail.is_address); the OpenAPI document adds the
+# deployment's domains where RECIPIENT_MARK is (exports.api.http.openapi). Whether an address is
+# deliverable is SES's to find out; the caller's own verified one is the service's to take.
 Address = Annotated[
     str,
     StringConstraints(max_length=MAX_ADDRESS_LENGTH),
     AfterValidator(_address),
-    Field(json_schema_extra={"format": "email"}),
+    Field(json_schema_extra={"format": "email", RECIPIENT_MARK: True}),
 ]
 Recipients = Annotated[
     list[Address],
     Field(
         max_length=Schedules.MAX_RECIPIENTS,
-        description="Mailed the row count and a link when a run ends: addresses in the deployment's allowed "
-        "domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).",
+        description="Mailed the row count and a link when a run ends: addresses in the deployment's allowed"
+        " domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or"
+        " your own verified e-mail address (your token's `email` claim with `email_verified`), which the"
+        " document, served without a token, cannot state: it is taken although the `pattern` refuses it."
+        " Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.",
     ),
 ]
 RELATIVE_WINDOWS = (
@@ -166,12 +179,24 @@ _CRON_OR_EVERY: Final[list[JsonValue]] = [
 ]
 
 
+# Both cron and every given (not null): what a PATCH may not carry.
+_CRON_OR_EVERY_BOTH: Final[JsonValue] = {
+    "required": ["cron", "every"],
+    "properties": {"cron": {"type": "string"}, "every": {"type": "object"}},
+}
+
+
 class ScheduleRequest(ExportRequest):
     """``POST /v1/schedules``: an export request (as ``POST /v1/exports``) and when to run it."""
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"description": RELATIVE_WINDOWS, "oneOf": _CRON_OR_EVERY, **BOM_IN_UTF8},
+        json_schema_extra={
+            "description": RELATIVE_WINDOWS,
+            "oneOf": _CRON_OR_EVERY,
+            **BOM_IN_UTF8,
+            **TEMPLATE_WITH_DESTINATIONS,
+        },
     )
 
     name: Name | None = None
@@ -208,7 +233,8 @@ class ScheduleRequest(ExportRequest):
 class SchedulePatch(BaseModel):
     """``PATCH /v1/schedules/{id}``: the fields to change; ``state`` pauses or resumes."""
 
-    model_config = ConfigDict(extra="forbid")
+    # At most one of cron and every (_at_most_one_recurrence), as the document states it.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"not": _CRON_OR_EVERY_BOTH})
 
     name: Name | None = None
     cron: Cron | None = None

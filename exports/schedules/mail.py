@@ -24,7 +24,9 @@ _ATEXT: Final = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 
 _LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
-_ADDRESS: Final = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}")
+_DOMAIN: Final = rf"(?:{_LABEL}\.)+[A-Za-z]{{2,63}}"
+
+_ADDRESS: Final = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@{_DOMAIN}")
 
 # RFC 5321's limits: 64 characters of local part, 254 of address.
 MAX_ADDRESS_LENGTH: Final = 254
@@ -44,6 +46,41 @@ def is_address(value: str) -> bool:
         and 0 < len(local) <= _MAX_LOCAL_LENGTH
         and _ADDRESS.fullmatch(value) is not None
     )
+
+
+# The mark of the schema of one recipient in a model's JSON Schema: the OpenAPI document puts the
+# deployment's rule there (:func:`recipient_pattern`), which a model written once cannot know.
+RECIPIENT_MARK: Final = "x-exports-recipient"
+
+
+def recipient_pattern(allowed_domains: Collection[str]) -> str | None:
+    """The rule of :func:`may_receive` for everyone, as a JSON Schema ``pattern`` (an ECMA-262
+    regular expression that Python's ``re`` reads the same way): an address of
+    :func:`is_address`'s shape whose domain is one of ``allowed_domains``, in any case (the
+    check lowers it); None when no domain is allowed. It cannot state two things: the local
+    part's 64 characters (a look-ahead no generator of examples follows), and the caller's own
+    verified address, which the deployment mails too (a matter of the token, not of the body)."""
+    # A configured value that is no domain can be no address's either: it adds nothing.
+    domains = [domain for domain in sorted(allowed_domains) if re.fullmatch(_DOMAIN, domain)]
+    if not domains:
+        return None
+    alternatives = "|".join(_any_case(domain) for domain in domains)
+    return rf"^{_ATEXT}(?:\.{_ATEXT})*@(?:{alternatives})$"
+
+
+def _any_case(domain: str) -> str:
+    """``domain`` (letters, digits, hyphens, dots) as a regular expression that matches it in
+    upper or lower case."""
+    return "".join(
+        f"[{char.upper()}{char.lower()}]" if char.isalpha() else "\\." if char == "." else char
+        for char in domain.lower()
+    )
+
+
+# The characters of _UNSAFE_CATEGORIES (Cc: U+0000-U+001F and U+007F-U+009F; Zl: U+2028; Zp:
+# U+2029) kept out, as a JSON Schema ``pattern`` (ECMA-262 and Python's ``re`` read it alike):
+# how the OpenAPI document states :func:`has_control_characters` for a schedule's name.
+NO_CONTROL_CHARACTERS: Final = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$"
 
 
 def has_control_characters(value: str) -> bool:

@@ -18,9 +18,10 @@ from typing import Any
 from exports.api.http.openapi import SCHEDULE_REQUEST, SCHEDULES_PATH, SHARED_REQUEST, SUBMIT_PATH
 from exports.core.config.env import Env
 from exports.core.config.names import Names
-from exports.core.config.settings import RegistrySettings
+from exports.core.config.settings import RegistrySettings, mail_domains
 from exports.export_types.composition import declared_export_types
 from exports.export_types.registry import ExportTypeRegistry
+from local_stack.embedded_aws import LOCAL_MAIL_ALLOWED_DOMAINS
 from local_stack.stack import DEMO_API_URL_ENV, DEMO_DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,8 @@ REPOSITORY_DECLARATION = ROOT / "exports.toml"
 def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]:
     """What ``GET /openapi.json`` answers in `make run` with ``declaration``: the API function's
     own document, with the types its registry would hold (built, never connected: the demo
-    database's URI and the demo table's name only make its types part of the deployment)."""
+    database's URI and the demo table's name only make its types part of the deployment) and
+    the domains local mode mails (the schedule recipients' pattern)."""
     # As make run runs the function: no X-Ray daemon to talk to, a region for the clients the
     # registry builds (never called).
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
@@ -48,14 +50,15 @@ def served_openapi(declaration: Path = REPOSITORY_DECLARATION) -> dict[str, Any]
         DEMO_API_URL_ENV: "http://127.0.0.1:8600",
     }
     registry = ExportTypeRegistry(declared_export_types(RegistrySettings.from_env(environ), environ))
-    return json.loads(api_document(registry.open_to_everyone()))
+    return json.loads(api_document(registry.open_to_everyone(), mail_domains(LOCAL_MAIL_ALLOWED_DOMAINS)))
 
 
 def shared_contract(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` without what depends on the deployment's export types: the per-type
     components and the submit and schedule bodies' unions and examples (the bodies are then the
     shared ``ExportRequest`` and ``ScheduleRequest``). Two deployments' documents differ in
-    nothing else."""
+    nothing else but their recipients' ``pattern`` (their mail domains), which every stack of
+    the tests shares with `make run`."""
     shared = copy.deepcopy(document)
     schemas = shared["components"]["schemas"]
     for name in [name for name in schemas if name.startswith(("ExportRequest.", "ScheduleRequest.", "Filters."))]:

@@ -61,18 +61,19 @@ def served(stack: Stack) -> dict[str, Any]:
 # the token, not of the request). GET /v1/exports and GET /v1/schedules take every next_token
 # their patterns allow (a task or schedule id: a position in the caller's own list), so they keep
 # the default. The schedules' operations: the document states each type's filters, the
-# zones (TimeZone), the cron forms every deployment takes and the rules between fields (csv_bom
-# and the encoding, the decimal comma and the delimiter), and the service takes any window
-# (start_at, end_at) the schema allows and a callback host that does not resolve yet; a PATCH
-# field that does not fit the stored schedule is a 409. What no JSON Schema states stays a 422:
-# a date range's order and length in `filters`, recipients outside the deployment's domains that
-# are not the caller's own address, a callback URL to a private address (docs/schedules.md,
-# "The model"). A create may meet the per-user cap (429). Destinations: whether an SFTP host may be
-# reached (public, resolving, answering with a host key) is the service's to find out (422
-# DESTINATION_UNREACHABLE naming target.host), S3 destinations need the deployment's principal, the
-# tenant's cap may be met (429), GET /v1/destinations refuses a made-up next_token (an opaque
-# cursor), and a change may name a field of the other kind (422). Every other operation keeps the
-# default.
+# zones (TimeZone), the cron forms every deployment takes, the rules between fields (csv_bom
+# and the encoding, the decimal comma and the delimiter, a path template and its destinations,
+# a PATCH's cron or every) and the recipients the deployment mails (a pattern of its domains),
+# and the service takes any window (start_at, end_at) the schema allows and a callback host that
+# does not resolve yet; a PATCH field that does not fit the stored schedule is a 409. What no
+# JSON Schema states stays a 422: a date range's order and length in `filters`, the caller's own
+# verified address outside the domains (a matter of the token), a callback URL to a private
+# address (docs/schedules.md, "The model"). A create may meet the per-user cap (429).
+# Destinations: whether an SFTP host may be reached (public, resolving, answering with a host key)
+# is the service's to find out (422 DESTINATION_UNREACHABLE naming target.host), S3 destinations
+# need the deployment's principal, the tenant's cap may be met (429), GET /v1/destinations refuses
+# a made-up next_token (an opaque cursor), and a change may name a field of the other kind (422).
+# Every other operation keeps the default.
 _NO_ZONE_ENUMERATION = {"coverage": {"enabled": False}}
 OPERATIONS: dict[str, Any] = {
     "operations": [

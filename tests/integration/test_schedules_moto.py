@@ -456,3 +456,33 @@ def test_a_time_in_the_dst_gap_fires_once_through_a_one_time_scheduler_schedule(
     assert moved_to() == "at(2027-03-28T01:00:00)"  # from now again
     assert call("DELETE", f"/v1/schedules/{schedule_id}")[0] == 204
     assert moved_to() is None
+
+
+def test_a_whole_number_written_with_a_fraction_is_the_integer_the_schema_counts_it(aws: Resources) -> None:
+    """JSON Schema's ``integer`` takes 2.0 (schemathesis sent ``{"days": 4123.0}``): so does the
+    service, on a create and a PATCH; a fraction stays refused."""
+    hourly = {**WEEKLY, "cron": None, "every": {"hours": 2.0}, "priority": 3.0, "timeout_sec": 600.0}
+    status, _, body = call("POST", "/v1/schedules", hourly)
+    assert status == 201, body
+    assert (body["every"], body["priority"], body["timeout_sec"]) == ({"hours": 2}, 3, 600)
+
+    status, _, body = call("PATCH", f"/v1/schedules/{body['schedule_id']}", {"every": {"days": 1e0}})
+    assert status == 200 and body["every"] == {"days": 1}, body
+    status, _, body = call("POST", "/v1/schedules", {**hourly, "every": {"hours": 2.5}})
+    assert status == 422 and body["error"]["field"].startswith("every"), body
+
+
+def test_the_served_document_states_the_deployments_mail_domains(
+    aws: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXPORTS_MAIL_ALLOWED_DOMAINS", "acme.example")
+    status, _, document = call("GET", "/openapi.json")
+    assert status == 200
+    pattern = document["components"]["schemas"]["ScheduleRequest"]["properties"]["recipients"]["items"]["pattern"]
+
+    from jsonschema_rs import Draft202012Validator
+
+    takes = Draft202012Validator({"type": "string", "pattern": pattern}).is_valid
+    assert takes("finance@ACME.example") and not takes("finance@globex.example")
+    status, _, body = call("POST", "/v1/schedules", {**WEEKLY, "recipients": ["finance@globex.example"]})
+    assert status == 422 and body["error"]["code"] == "RECIPIENT_NOT_ALLOWED", body

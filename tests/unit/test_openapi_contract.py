@@ -289,6 +289,10 @@ def validator(document: dict[str, Any], pointer: str) -> Draft202012Validator:
         ({"csv_dialect": {"decimal_separator": ",", "delimiter": ","}}, False),
         ({"locale": "zh_cn"}, True),
         ({"locale": "00000"}, False),
+        ({"path_template": "{type}/{file}"}, False),
+        ({"path_template": "{type}/{file}", "destinations": []}, False),
+        ({"path_template": "{type}/{file}", "destinations": ["dst_01M95553X8717J230FP3AK4QKE"]}, True),
+        ({"path_template": None}, True),
     ],
 )
 def test_the_document_states_the_rules_between_fields_the_service_checks(
@@ -311,3 +315,78 @@ def test_the_document_states_the_rules_between_fields_the_service_checks(
         except ValidationError:
             service_valid = False
         assert (schema_valid, service_valid) == (valid, valid), (schema, body)
+
+
+@pytest.mark.parametrize(
+    ("address", "valid"),
+    [
+        ("finance@acme.example", True),
+        ("Finance@Globex.EXAMPLE", True),
+        ("you@example.com", True),
+        ("finance@elsewhere.example", False),
+        ("finance@acme.example.org", False),
+        ("not an address", False),
+    ],
+)
+def test_a_recipient_outside_the_deployments_domains_is_schema_invalid(
+    document: dict[str, Any], address: str, valid: bool
+) -> None:
+    """`make run` mails its demo domains (local_stack.embedded_aws): on a create and a PATCH, the
+    schema takes the recipients the service takes from a caller without a verified address."""
+    from pydantic import ValidationError
+
+    from exports.core.config.settings import mail_domains
+    from exports.schedules.mail import may_receive
+    from local_stack.embedded_aws import LOCAL_MAIL_ALLOWED_DOMAINS
+
+    create = {"export_type": "orders", "filters": {"date_from": "2026-01-01", "date_to": "2026-01-02"}}
+    for schema, body in (
+        ("ScheduleRequest.orders", {**create, "cron": "0 8 * * 1", "recipients": [address]}),
+        ("SchedulePatch", {"recipients": [address]}),
+    ):
+        assert validator(document, f"/components/schemas/{schema}").is_valid(body) is valid, schema
+    from exports.schedules.api_models import ScheduleRequest
+
+    try:
+        ScheduleRequest.model_validate({**create, "cron": "0 8 * * 1", "recipients": [address]})
+        shaped = True
+    except ValidationError:
+        shaped = False
+    assert (shaped and may_receive(address, mail_domains(LOCAL_MAIL_ALLOWED_DOMAINS), None)) is valid
+
+
+def test_a_deployment_without_mail_domains_states_the_address_shape_only() -> None:
+    """It mails its callers' own verified addresses only, which no document can name."""
+    from functions.submit.handler import api_document
+
+    schemas = json.loads(api_document([], frozenset()))["components"]["schemas"]
+    create = schemas["ScheduleRequest"]["properties"]["recipients"]["items"]
+    patched = schemas["SchedulePatch"]["properties"]["recipients"]["anyOf"]
+    patch = next(branch for branch in patched if "items" in branch)
+    for item in (create, patch["items"]):
+        assert item == {"format": "email", "maxLength": 254, "type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"cron": "0 8 * * 1", "every": {"days": 1}}, False),
+        ({"cron": "0 8 * * 1", "every": None}, True),
+        ({"cron": None, "every": {"days": 1}}, True),
+        ({"every": {"days": 1}}, True),
+    ],
+)
+def test_a_patch_states_that_it_takes_cron_or_every_not_both(
+    document: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    from pydantic import ValidationError
+
+    from exports.schedules.api_models import SchedulePatch
+
+    try:
+        SchedulePatch.model_validate(body)
+        service_valid = True
+    except ValidationError:
+        service_valid = False
+    schema_valid = validator(document, "/components/schemas/SchedulePatch").is_valid(body)
+    assert (schema_valid, service_valid) == (valid, valid)

@@ -1604,7 +1604,7 @@ export interface components {
             /**
              * Signed Up To
              * Format: date
-             * @description Last sign-up date included (YYYY-MM-DD).
+             * @description Last sign-up date included (YYYY-MM-DD). Not before `signed_up_from`, and at most 3660 days from `signed_up_from`, both included (422 on this filter otherwise).
              */
             signed_up_to: string;
         };
@@ -1640,7 +1640,7 @@ export interface components {
             /**
              * Changed To
              * Format: date-time
-             * @description Changed before this instant (with its UTC offset).
+             * @description Changed before this instant (with its UTC offset). Not before `changed_from`, and less than 31 days after `changed_from` (422 on this filter otherwise).
              */
             changed_to: string;
         };
@@ -1660,7 +1660,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 366 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
             /**
@@ -1681,7 +1681,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 92 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
             /**
@@ -1707,7 +1707,7 @@ export interface components {
             /**
              * Date To
              * Format: date
-             * @description Last order date included (YYYY-MM-DD).
+             * @description Last order date included (YYYY-MM-DD). Not before `date_from`, and at most 366 days from `date_from`, both included (422 on this filter otherwise).
              */
             date_to: string;
         };
@@ -1997,7 +1997,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2105,7 +2105,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2213,7 +2213,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2321,7 +2321,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2429,7 +2429,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2537,7 +2537,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2645,7 +2645,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */
@@ -2753,7 +2753,7 @@ export interface components {
             priority?: number;
             /**
              * Recipients
-             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains, or your own verified e-mail address (422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]` otherwise).
+             * @description Mailed the row count and a link when a run ends: addresses in the deployment's allowed domains (the items' `pattern` states them, in any case; at most 64 characters before the `@`), or your own verified e-mail address (your token's `email` claim with `email_verified`), which the document, served without a token, cannot state: it is taken although the `pattern` refuses it. Any other address: 422 `RECIPIENT_NOT_ALLOWED` on `recipients[i]`.
              */
             recipients?: string[];
             /** Start At */

@@ -113,6 +113,17 @@ def _integer(digits: str) -> int | Decimal:
         return Decimal(digits)
 
 
+def _fraction(text: str) -> float | int | Decimal:
+    """A JSON number written with a fraction or an exponent: a whole one (``5.0``, ``1e3``) as
+    the integer it is, since JSON Schema counts it one (the document's ``"type": "integer"``
+    takes it, so an integer field must too); any other a float, as ``json`` reads it."""
+    value = float(text)
+    if not value.is_integer():
+        return value  # a fraction, or beyond a double (inf): the field decides
+    exact = Decimal(text)
+    return _integer(str(int(exact))) if exact == exact.to_integral_value() else value
+
+
 def strict_json(text: str | bytes) -> Any:
     """Parse one JSON document strictly: UTF-8 only (a UTF-16 or UTF-32 body, BOM or not, is
     refused instead of decoded), no key twice in an object. Raises :class:`MalformedBody`."""
@@ -124,7 +135,7 @@ def strict_json(text: str | bytes) -> Any:
     except UnicodeDecodeError:
         raise MalformedBody("the body is not UTF-8") from None
     try:
-        return json.loads(decoded, object_pairs_hook=_unique_keys, parse_int=_integer)
+        return json.loads(decoded, object_pairs_hook=_unique_keys, parse_int=_integer, parse_float=_fraction)
     except DuplicateKey as duplicate:
         raise MalformedBody(str(duplicate), field=duplicate.key) from None
     except RecursionError:

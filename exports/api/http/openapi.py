@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from exports.core.config.api import PUBLIC_PATHS
 from exports.core.export_type import AnyExportType
 from exports.core.task import ExportFormat
 from exports.core.zones import accepted_zones
+from exports.schedules.mail import RECIPIENT_MARK, recipient_pattern
 
 _JSON = "application/json"
 _RETRY_AFTER_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0}
@@ -96,12 +97,14 @@ _SCHEMAS = "#/components/schemas/"
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
-def contract_document(document: str, export_types: Sequence[AnyExportType] = ()) -> str:
+def contract_document(document: str, export_types: Sequence[AnyExportType], mail_domains: Collection[str]) -> str:
     """The OpenAPI document without Powertools' ``HTTPValidationError``/``ValidationError``
     schemas (and any answer still pointing at them), with no ``content`` on answers that have no
-    body, no security on the public paths, and with the request body of ``POST /v1/exports`` of
+    body, no security on the public paths, every schedule recipient limited to ``mail_domains``
+    (:func:`_recipients_stated`), and with the request body of ``POST /v1/exports`` of
     ``export_types`` (:func:`describe_export_types`); everything else unchanged."""
     data = json.loads(document)
+    _recipients_stated(data, recipient_pattern(mail_domains))
     removed = {_SCHEMAS + name for name in _POWERTOOLS_SCHEMAS}
     for route, path in data.get("paths", {}).items():
         for operation in path.values():
@@ -166,6 +169,21 @@ def _zones_referenced(node: Any) -> bool:
         for item in node:
             found = _zones_referenced(item) or found
     return found
+
+
+def _recipients_stated(node: Any, pattern: str | None) -> None:
+    """Give each schema marked :data:`RECIPIENT_MARK` (a schedule's recipient) the deployment's
+    rule as its ``pattern``: an address in one of its mail domains. Without a domain the
+    deployment mails its callers' own verified addresses only, which no document served without
+    a token can name: the address's shape (``format: email``) is then all it states."""
+    if isinstance(node, dict):
+        if node.pop(RECIPIENT_MARK, False) and pattern is not None:
+            node["pattern"] = pattern
+        for value in node.values():
+            _recipients_stated(value, pattern)
+    elif isinstance(node, list):
+        for item in node:
+            _recipients_stated(item, pattern)
 
 
 def describe_export_types(data: dict[str, Any], export_types: Sequence[AnyExportType]) -> None:

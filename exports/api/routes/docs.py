@@ -15,16 +15,22 @@ from exports.api.http.openapi import (
 from exports.core.config.api import DOCS_PATH, OPENAPI_PATH
 
 
+def _served_document() -> str:
+    """This deployment's document: its types every caller may use, its recipients' domains."""
+    deps = api.dependencies()
+    return api_document(queries.documented_export_types(deps), deps.settings.allowed_mail_domains)
+
+
 @app.get(OPENAPI_PATH, include_in_schema=False)
 def openapi_document() -> Response[str]:
     """The OpenAPI document of this API, with the export types every caller may use (it is
     served without a token)."""
-    document = api_document(queries.documented_export_types(api.dependencies()))
+    document = _served_document()
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document)
 
 
 @app.get(DOCS_PATH, include_in_schema=False)
 def swagger_ui() -> Response[str]:
     """Swagger UI on the document ``/openapi.json`` serves."""
-    document = api_document(queries.documented_export_types(api.dependencies()))
+    document = _served_document()
     return Response(status_code=200, content_type=content_types.TEXT_HTML, body=swagger_page(document))

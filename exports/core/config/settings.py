@@ -153,7 +153,8 @@ _MAIL_VARIABLES: Final[Mapping[str, str]] = {
 }
 
 
-def _domains(value: str | None) -> frozenset[str]:
+def mail_domains(value: str | None) -> frozenset[str]:
+    """The domains of ``EXPORTS_MAIL_ALLOWED_DOMAINS`` (comma-separated), lower case."""
     return frozenset(part.strip().lower() for part in (value or "").split(",") if part.strip())
 
 
@@ -213,7 +214,7 @@ class ApiSettings(TaskFlowSettings):
     def allowed_mail_domains(self) -> frozenset[str]:
         """The domains recipients may belong to, lower case; empty: none (the owner's own verified
         address only)."""
-        return _domains(self.mail_allowed_domains)
+        return mail_domains(self.mail_allowed_domains)
 
 
 class ScheduleSettings(ApiSettings):
@@ -307,7 +308,7 @@ class CallbackSettings(FunctionSettings):
     def allowed_mail_domains(self) -> frozenset[str]:
         """The domains recipients may belong to, lower case; empty: none (the owner's own verified
         address only)."""
-        return _domains(self.mail_allowed_domains)
+        return mail_domains(self.mail_allowed_domains)
 
 
 class LifecycleSettings(TaskEndSettings):
