@@ -62,7 +62,7 @@ def test_other_media_types_are_415(module_aws: Resources, content_type: str) -> 
     [
         ({"priority": True}, "priority"),
         ({"priority": "3"}, "priority"),
-        ({"priority": 3.0}, "priority"),
+        ({"priority": 3.5}, "priority"),
         ({"timeout_sec": "60"}, "timeout_sec"),
         ({"timeout_sec": False}, "timeout_sec"),
         ({"csv_bom": "true"}, "csv_bom"),
@@ -73,6 +73,16 @@ def test_no_silent_coercion_of_the_envelope(module_aws: Resources, change: dict[
     status, body = call(http_event("POST", "/v1/exports", {**GOOD, **change}))
     assert status == 422, body
     assert body["error"] == {"code": "VALIDATION_ERROR", "message": body["error"]["message"], "field": field}
+
+
+def test_a_whole_number_written_with_a_fraction_is_the_integer_json_schema_counts_it(module_aws: Resources) -> None:
+    # JSON Schema's integer is any number without a fractional part (3.0, 3e0): the document says
+    # integer, so such a body is schema-valid and taken, as the number it is, never rounded.
+    status, body = call(http_event("POST", "/v1/exports", {**GOOD, "priority": 3.0}))
+    assert status == 202, body
+
+    status, body = call(http_event("GET", f"/v1/exports/{body['task_id']}"))
+    assert (status, body["priority"]) == (200, 3)
 
 
 @pytest.mark.parametrize(
