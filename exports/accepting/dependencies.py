@@ -25,7 +25,7 @@ from exports.core.ports import (
 from exports.core.public_address import Resolver, system_resolver
 
 if TYPE_CHECKING:
-    # Annotations only: the lifecycle function, which has neither, does not import them.
+    # Annotations only: the API and schedule functions build these where they use them.
     from exports.audit.service import AuditDependencies
     from exports.export_types.registry import ExportTypeRegistry
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from exports.accepting.admission_rules import Throughput
-
-if TYPE_CHECKING:
-    pass
 
 
 class HotKeyLimiter(Protocol):

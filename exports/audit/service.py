@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from exports.audit.events import file_delivery_event, link_event, mail_event
 from exports.audit.model import AuditEvent, AuditRecord, TenantCount, Usage, after
@@ -23,10 +23,6 @@ from exports.core.deliveries import Delivery
 from exports.core.errors import InvalidRequest, ServiceUnavailable
 from exports.core.ports import BusinessMetrics
 from exports.core.task import Task
-
-if TYPE_CHECKING:
-    pass
-
 
 logger = logging.getLogger(__name__)
 

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from exports.core.errors import TaskNotReady
 from exports.core.ports import ResultStore
 from exports.core.task import Task
-
-if TYPE_CHECKING:
-    # Annotations only: the lifecycle function, which has neither, does not import them.
-    pass
 
 
 class DownloadLinkSettings(Protocol):

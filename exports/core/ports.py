@@ -6,17 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from exports.core.capacity_rules import Drain
 from exports.core.events import LifecycleEvent
 from exports.core.status import TaskStatus
 from exports.core.task import Task
-
-if TYPE_CHECKING:
-    pass
-    pass
-    pass
 
 
 @dataclass(frozen=True)

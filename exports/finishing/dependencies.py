@@ -15,7 +15,7 @@ from exports.core.public_address import Resolver, system_resolver
 from exports.finishing.ports import WebhookSender
 
 if TYPE_CHECKING:
-    # Annotations only: the lifecycle function, which has neither, does not import them.
+    # Annotations only: the lifecycle function, which ends no scheduled run, does not import it.
     from exports.finishing.schedule_run_end import RunEndDependencies
 
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from exports.core.public_address import Destination
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from exports.core.ports import (
 from exports.running.ports import FanOutStarter, SourceSlotLeases
 
 if TYPE_CHECKING:
-    # Annotations only: the lifecycle function, which has neither, does not import them.
+    # Annotations only: the worker's composition root imports the registry where it builds it.
     from exports.export_types.registry import ExportTypeRegistry
 
 

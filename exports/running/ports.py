@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from exports.core.config.worker import Worker
-
-if TYPE_CHECKING:
-    pass
 
 
 class FanOutStarter(Protocol):

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from exports.core.errors import (
     RetryableError,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 class SourceUnavailable(RetryableError):

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from exports.core.aws.clients import aws_client
 from exports.core.config.settings import (
     CallbackSettings,
 )
 from exports.core.errors import ExportsError
-
-if TYPE_CHECKING:
-    pass
 
 
 def webhook_secret_provider(settings: CallbackSettings) -> Callable[[], str]:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from exports.core.export_type import RunControl
-
-if TYPE_CHECKING:
-    pass
 
 
 class JsonPages(Protocol):
