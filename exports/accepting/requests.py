@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     JsonValue,
     StringConstraints,
+    UrlConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -75,8 +76,10 @@ class ExportRequest(BaseModel):
         le=Limits.TIMEOUT_SEC_MAX,
         description="The task times out this long after submission.",
     )
-    callback_url: AnyHttpUrl | None = Field(
-        default=None, max_length=2048, description="Called when the task ends (see the docs)."
+    # The length is the text sent: a Field max_length would count the URL as normalized, which may
+    # gain a "/" (2,048 characters sent, 2,049 counted) and refuse what the schema allows.
+    callback_url: Annotated[AnyHttpUrl, UrlConstraints(max_length=Limits.CALLBACK_URL_MAX_LENGTH)] | None = Field(
+        default=None, description="Called when the task ends (see the docs)."
     )
     csv_bom: bool = Field(default=False, strict=True, description="Start CSV files with a UTF-8 BOM (for Excel).")
     csv_formula_guard: bool = Field(
@@ -130,6 +133,8 @@ class ExportRequest(BaseModel):
     destinations: list[Annotated[str, StringConstraints(pattern=DESTINATION_ID_PATTERN)]] = Field(
         default_factory=list,
         max_length=MAX_DESTINATIONS,
+        # Stated, not only checked: a list naming one twice is refused (422), so the schema says so.
+        json_schema_extra={"uniqueItems": True},
         description="Your tenant's destinations (GET /v1/destinations) to deliver the file to once it is COMPLETED;"
         " the task shows each delivery (`deliveries`). An export that delivers is never merged with an identical one.",
     )

@@ -34,6 +34,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})")
 _DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 COLUMNS_PARAMETER = "columns"
+# The years every date and date-time parameter takes (Limits.EARLIEST_DATE to LATEST_DATE), as
+# the schema states them: a format alone allows year 0001 to 9999.
+_YEARS_PATTERN: Final = "^(?:19[0-9]{2}|2[0-9]{3})-"
+assert (Limits.EARLIEST_DATE.year, Limits.LATEST_DATE.year) == (1900, 2999), "restate _YEARS_PATTERN"
 
 
 def _fail(message: str) -> PydanticCustomError:
@@ -236,9 +240,9 @@ def _item_schema(declared: ItemDecl | ParameterDecl) -> dict[str, Any]:
     # ParameterDecl widens ItemDecl's type (a parameter may be a boolean): compare the wider one.
     kind: ParameterType = declared.type
     if kind is ParameterType.DATE:
-        schema = {"type": "string", "format": "date"}
+        schema = {"type": "string", "format": "date", "pattern": _YEARS_PATTERN}
     elif kind is ParameterType.DATETIME:
-        schema = {"type": "string", "format": "date-time"}
+        schema = {"type": "string", "format": "date-time", "pattern": _YEARS_PATTERN}
     elif kind is ParameterType.INTEGER:
         bounds = {"minimum": declared.min, "maximum": declared.max}
         schema = {"type": "integer"} | {

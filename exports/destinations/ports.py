@@ -14,13 +14,15 @@ from exports.destinations.secrets import DestinationSecrets
 
 
 class DestinationNotFound(ExportsError):
-    """No such destination in the caller's tenant: another tenant's looks the same (404)."""
+    """No such destination in the caller's tenant: another tenant's looks the same (404).
+    ``field`` names where a request body named it (``destinations.<i>``)."""
 
     code = "DESTINATION_NOT_FOUND"
 
-    def __init__(self, destination_id: str) -> None:
+    def __init__(self, destination_id: str, field: str | None = None) -> None:
         super().__init__(f"destination {destination_id} not found", destination_id=destination_id)
         self.destination_id = destination_id
+        self.field = field
 
 
 class DestinationLimitReached(ExportsError):

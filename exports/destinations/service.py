@@ -53,9 +53,14 @@ class NotDestinationManager(ExportsError):
 
 
 class HostKeyNotConfirmed(ExportsError):
-    """The destination waits for its fetched host key's confirmation (409)."""
+    """The destination waits for its fetched host key's confirmation (409); ``field`` names where
+    a request body named it."""
 
     code = "HOST_KEY_UNCONFIRMED"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class HostKeyRefused(ExportsError):
@@ -223,19 +228,19 @@ def delivery_plan(
     destination_ids: Sequence[str], path_template: str | None, caller: Caller, deps: DestinationDependencies
 ) -> DeliveryPlan | None:
     """Where an export's file goes: each destination named must be one of the caller's tenant's
-    that they may use and that takes files (ACTIVE); else a 422 naming ``destinations.<i>``,
-    the same for another tenant's destination as for none (nothing is learnt of it)."""
+    that they may use (else a 404 naming ``destinations.<i>``, the same for another tenant's
+    destination as for none, so nothing is learnt of it) and that takes files (else a 409: it
+    waits for its host key's confirmation). A 404 and not a 422: the id is well formed, what is
+    missing is the resource it names, as for an unknown task or export type."""
     if not destination_ids:
         return None
     tenant = _tenant(caller, deps)
     for index, destination_id in enumerate(destination_ids):
         destination = deps.store.get(tenant, destination_id)
         if destination is None or not deps.access.may_use(caller, destination):
-            raise InvalidRequest(
-                f"no destination {destination_id} that you may use in your tenant", field=f"destinations.{index}"
-            )
+            raise DestinationNotFound(destination_id, field=f"destinations.{index}")
         if destination.state is not DestinationState.ACTIVE:
-            raise InvalidRequest(
+            raise HostKeyNotConfirmed(
                 f"destination {destination_id} waits for its host key to be confirmed (POST"
                 f" /v1/destinations/{destination_id}/confirm)",
                 field=f"destinations.{index}",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from exports_client.cli import main
-from exports_client.filters import shown_pattern
+from exports_client.filters import constraints, shown_pattern
 from exports_client.following import LIVE_POLL_SEC
 from exports_client.output import ExitCode
 from tests.client.fake_api import (
@@ -389,3 +389,11 @@ def test_types_with_names_shows_only_those() -> None:
 )
 def test_a_whole_value_pattern_is_shown_without_its_anchors(pattern: str, shown: str) -> None:
     assert shown_pattern(pattern) == shown
+
+
+@pytest.mark.parametrize("fmt", ["date", "date-time"])
+def test_a_dates_year_pattern_is_never_shown_as_a_regex(fmt: str) -> None:
+    # The service states its years as a pattern for schema tools; a person reads its sentence.
+    schema = {"type": "string", "format": fmt, "pattern": "^(?:19[0-9]{2}|2[0-9]{3})-"}
+    assert "19[0-9]" not in constraints(schema)
+    assert constraints({"type": "string", "pattern": "^(?:[A-Z]{2})$"}) == "matching [A-Z]{2}"

@@ -74,4 +74,4 @@ def test_the_banners_destinations_take_an_export_whole_and_only_their_tenant_see
         verify = requests.post(f"{stack.url}/v1/destinations/{destination_id}/verify", headers=alice, timeout=10)
         assert verify.status_code in (403, 404)
     refused = requests.post(f"{stack.url}/v1/exports", json=export, headers=alice, timeout=10)
-    assert (refused.status_code, refused.json()["error"]["field"]) == (422, "destinations.0")
+    assert (refused.status_code, refused.json()["error"]["field"]) == (404, "destinations.0")

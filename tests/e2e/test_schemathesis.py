@@ -58,7 +58,8 @@ def served(stack: Stack) -> dict[str, Any]:
 # POST /v1/exports a 422 (VALIDATION_ERROR naming filters.<name>, CALLBACK_URL_REFUSED) is a
 # correct answer to schema-valid data; 429 too (the caller's quota of active tasks fills up during
 # the run), and 403 (CLAIM_MISSING: the type binds a claim the caller's token lacks, a matter of
-# the token, not of the request). GET /v1/exports and GET /v1/schedules take every next_token
+# the token, not of the request), and 404 (DESTINATION_NOT_FOUND naming destinations.<i>: a
+# well-formed destination id that is not one of the caller's tenant's). GET /v1/exports and GET /v1/schedules take every next_token
 # their patterns allow (a task or schedule id: a position in the caller's own list), so they keep
 # the default. The schedules' operations: the document states each type's filters, the
 # zones (TimeZone), the cron forms every deployment takes, the rules between fields (csv_bom
@@ -79,12 +80,12 @@ OPERATIONS: dict[str, Any] = {
     "operations": [
         {
             "include-name": "POST /v1/exports",
-            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}},
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}},
             "phases": _NO_ZONE_ENUMERATION,
         },
         {
             "include-name": "POST /v1/schedules",
-            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "409", "422", "429"]}},
+            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}},
             "phases": _NO_ZONE_ENUMERATION,
         },
         {

@@ -243,11 +243,11 @@ def test_another_tenants_destination_is_refused_at_submit_as_if_it_did_not_exist
 ) -> None:
     initech_id = sftp_destination(sftp, claims=INITECH)
     status, refused = call("POST", "/v1/exports", export_body([initech_id]))
-    assert status == 422, refused
-    assert refused["error"]["field"] == "destinations.0"
+    assert status == 404, refused
+    assert (refused["error"]["code"], refused["error"]["field"]) == ("DESTINATION_NOT_FOUND", "destinations.0")
     status, missing = call("POST", "/v1/exports", export_body(["dst_01JABCDEFGHJKMNPQRSTVWXYZ0"]))
     assert (status, missing["error"]["message"].split(" dst_")[0]) == (
-        422,
+        404,
         refused["error"]["message"].split(" dst_")[0],
     )
     assert call("GET", "/v1/exports")[1]["items"] == []

@@ -96,6 +96,10 @@ def type_name(schema: Mapping[str, Any]) -> str:
     return " or ".join(kinds) if kinds else "any"
 
 
+# Formats whose values the service bounds itself (its pattern restates the years it takes).
+_DATE_FORMATS = frozenset({"date", "date-time"})
+
+
 def constraints(schema: Mapping[str, Any]) -> str:
     """The limits of ``schema`` in a few words: its enum, bounds, pattern, length or item count."""
     parts: list[str] = []
@@ -109,7 +113,7 @@ def constraints(schema: Mapping[str, Any]) -> str:
         parts.append(f"at least {low}")
     elif high is not None:
         parts.append(f"at most {high}")
-    if schema.get("pattern"):
+    if schema.get("pattern") and schema.get("format") not in _DATE_FORMATS:
         parts.append(f"matching {shown_pattern(schema['pattern'])}")
     if "array" in _types(schema):
         low_items, high_items = schema.get("minItems"), schema.get("maxItems")
@@ -280,7 +284,9 @@ class FilterSchema:
         if "minLength" in schema and len(value) < schema["minLength"]:
             raise FilterError(name, f"{where}must be at least {schema['minLength']} characters long")
         pattern = schema.get("pattern")
-        if pattern and _matches(pattern, value) is False:
+        # A date's pattern states the service's years for schema tools; the service's own
+        # message says them in words, a regex would not.
+        if pattern and fmt not in _DATE_FORMATS and _matches(pattern, value) is False:
             raise FilterError(name, f"{where}must match {shown_pattern(pattern)}, not {shown}")
 
     def _check_bounds(self, name: str, schema: Mapping[str, Any], value: Any, shown: Any, where: str) -> None:

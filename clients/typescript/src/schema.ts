@@ -4148,7 +4148,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. */
+            /** @description A destination named in `destinations` is not one of the caller's tenant's that they may use (code DESTINATION_NOT_FOUND; `field` names `destinations.<i>`; another tenant's is not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. HOST_KEY_UNCONFIRMED: a destination named in `destinations` waits for its host key to be confirmed (`field` names `destinations.<i>`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4687,7 +4696,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. */
+            /** @description A destination named in `destinations` is not one of the caller's tenant's that they may use (code DESTINATION_NOT_FOUND; `field` names `destinations.<i>`; another tenant's is not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. CONFLICT: a request with the same Idempotency-Key is still in progress; try again shortly. HOST_KEY_UNCONFIRMED: a destination named in `destinations` waits for its host key to be confirmed (`field` names `destinations.<i>`). */
             409: {
                 headers: {
                     [name: string]: unknown;

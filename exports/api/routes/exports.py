@@ -46,7 +46,18 @@ _SUBMIT_RESPONSES = responses(
     ACCEPTED,
     400,
     403,
-    conflict({"CONFLICT": "a request with the same Idempotency-Key is still in progress; try again shortly."}),
+    (
+        404,
+        "A destination named in `destinations` is not one of the caller's tenant's that they may use (code"
+        " DESTINATION_NOT_FOUND; `field` names `destinations.<i>`; another tenant's is not found either).",
+    ),
+    conflict(
+        {
+            "CONFLICT": "a request with the same Idempotency-Key is still in progress; try again shortly.",
+            "HOST_KEY_UNCONFIRMED": "a destination named in `destinations` waits for its host key to be confirmed"
+            " (`field` names `destinations.<i>`).",
+        }
+    ),
     413,
     415,
     422,

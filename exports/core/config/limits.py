@@ -10,6 +10,8 @@ class Limits:
     """Request and task limits."""
 
     MAX_BODY_BYTES: Final = 64 * 1024
+    # A callback URL's length as sent (the common limit of browsers and CDNs on a URL).
+    CALLBACK_URL_MAX_LENGTH: Final = 2048
     PRIORITY_HIGHEST: Final = 1
     PRIORITY_LOWEST: Final = 10
     PRIORITY_DEFAULT: Final = 5

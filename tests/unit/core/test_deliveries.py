@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 import pytest
 
 from exports.core import deliveries as d
-from exports.core.errors import InvalidRequest
-from exports.destinations.service import delivery_plan
-from tests.builders_destinations import destination
+from exports.destinations.model import DestinationState
+from exports.destinations.ports import DestinationNotFound
+from exports.destinations.service import HostKeyNotConfirmed, delivery_plan
+from tests.builders_destinations import HOST_KEY, destination, sftp_target
 from tests.unit.destinations.test_service import ADMIN, deps
 
 NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
@@ -91,17 +92,32 @@ def test_the_plan_names_the_tenant_and_the_template_of_usable_destinations() -> 
     assert delivery_plan((), None, ADMIN, given) is None
 
 
-def test_another_tenants_destination_is_a_422_naming_its_place_as_for_none_at_all() -> None:
+def test_another_tenants_destination_is_not_found_naming_its_place_as_for_none_at_all() -> None:
     given = deps()
     given.store.create(destination(1, tenant="initech"), 10)
     theirs, unknown = destination(1).destination_id, "dst_01JABCDEFGHJKMNPQRSTVWXYZ0"
     given.store.create(destination(2), 10)
     ours = destination(2).destination_id
 
-    with pytest.raises(InvalidRequest) as other_tenant:
+    with pytest.raises(DestinationNotFound) as other_tenant:
         delivery_plan((ours, theirs), None, ADMIN, given)
-    with pytest.raises(InvalidRequest) as nowhere:
+    with pytest.raises(DestinationNotFound) as nowhere:
         delivery_plan((ours, unknown), None, ADMIN, given)
 
     assert other_tenant.value.field == nowhere.value.field == "destinations.1"
     assert other_tenant.value.message.replace(theirs, "ID") == nowhere.value.message.replace(unknown, "ID")
+
+
+def test_a_destination_waiting_for_its_host_key_is_a_conflict_naming_its_place() -> None:
+    given = deps()
+    given.store.create(destination(1), 10)
+    unconfirmed = sftp_target(host_key_fingerprint=None, offered_host_key_fingerprint=HOST_KEY)
+    given.store.create(destination(2, target=unconfirmed, state=DestinationState.HOST_KEY_UNCONFIRMED), 10)
+    ids = (destination(1).destination_id, destination(2).destination_id)
+
+    with pytest.raises(HostKeyNotConfirmed) as waiting:
+        delivery_plan(ids, None, ADMIN, given)
+
+    assert waiting.value.field == "destinations.1"
+    assert "/confirm" in waiting.value.message
+
