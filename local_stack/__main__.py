@@ -160,7 +160,7 @@ def _destinations(stack: LocalStack, url: str) -> str:
     manager delivers an export to both."""
     if stack.customer is None:
         return ""
-    from exports.destinations.declaration import load_destination_access
+    from exports.finishing.destinations.declaration import load_destination_access
 
     access, _ = load_destination_access(stack.config.exports_config)
     managers = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from exports.destinations.model import (
+from exports.finishing.destinations.model import (
     Destination,
     DestinationState,
     Encryption,

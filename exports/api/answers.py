@@ -71,7 +71,7 @@ def with_delivery(spec: ExportSpec, request: ExportRequest, caller: Caller) -> E
     modules are imported then, not at every submit."""
     if not request.destinations:
         return spec
-    from exports.destinations.service import delivery_plan
+    from exports.finishing.destinations.service import delivery_plan
 
     plan = delivery_plan(request.destinations, request.path_template, caller, api.destination_dependencies())
     return replace(spec, delivery=plan)

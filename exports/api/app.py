@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from exports.accepting.dependencies import ApiDependencies
     from exports.accepting.dynamodb_idempotency import IdempotentCalls
     from exports.core.export_type import AnyExportType
-    from exports.destinations.service import DestinationDependencies
+    from exports.finishing.destinations.service import DestinationDependencies
     from exports.push.dynamodb_connections import DynamoTickets
     from exports.schedules.dependencies import ScheduleDependencies
 
@@ -134,7 +134,7 @@ def schedule_dependencies() -> "ScheduleDependencies":
 @cache
 def destination_dependencies() -> "DestinationDependencies":
     """The destinations' adapters beside this function's own."""
-    from exports.destinations.composition import compose_destinations
+    from exports.finishing.destinations.composition import compose_destinations
 
     return compose_destinations(dependencies())
 

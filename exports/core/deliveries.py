@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from exports.core.config.destinations import Destinations
 
-# A destination's id: "dst_" and a ULID (exports.destinations.model).
+# A destination's id: "dst_" and a ULID (exports.finishing.destinations.model).
 DESTINATION_ID_PATTERN: Final = r"^dst_[0-9A-HJKMNP-TV-Z]{26}$"
 # How many destinations one export or schedule may name.
 MAX_DESTINATIONS: Final = Destinations.MAX_PER_EXPORT
@@ -61,7 +61,7 @@ class DeliveryStatus(StrEnum):
 
 class DeliveryError(BaseModel):
     """What stopped a delivery, in the customer's words (never our internals): the code and the
-    sentence of :mod:`exports.destinations.problems`."""
+    sentence of :mod:`exports.finishing.destinations.problems`."""
 
     model_config = ConfigDict(frozen=True)
 

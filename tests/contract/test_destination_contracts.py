@@ -14,11 +14,11 @@ from pydantic import SecretStr
 
 from exports.core.config.names import Names
 from exports.core.errors import ConditionFailed, InvalidRequest
-from exports.destinations.dynamodb_destinations import DynamoDestinationStore
-from exports.destinations.model import DestinationState, Encryption, EncryptionKind
-from exports.destinations.ports import DestinationLimitReached, DestinationStore, SecretMissing, SecretVault
-from exports.destinations.secrets import DestinationSecrets
-from exports.destinations.secrets_manager import DESTINATION_TAG, SecretsManagerVault, secret_name
+from exports.finishing.destinations.dynamodb_destinations import DynamoDestinationStore
+from exports.finishing.destinations.model import DestinationState, Encryption, EncryptionKind
+from exports.finishing.destinations.ports import DestinationLimitReached, DestinationStore, SecretMissing, SecretVault
+from exports.finishing.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.secrets_manager import DESTINATION_TAG, SecretsManagerVault, secret_name
 from local_stack.embedded_aws import REGION, create_destinations_table
 from tests.builders_destinations import NOW, destination, destination_id, sftp_target
 from tests.integration.conftest import serialise_shared_state

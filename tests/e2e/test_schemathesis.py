@@ -54,22 +54,22 @@ def served(stack: Stack) -> dict[str, Any]:
 
 # positive_data_acceptance: a submit that conforms to the document may still break a rule no JSON
 # Schema can state: a date range in order and at most so many days (two fields), a callback URL
-# that must resolve to a public address, or a task whose twin is already active. So for
-# POST /v1/exports a 422 (VALIDATION_ERROR naming filters.<name>, CALLBACK_URL_REFUSED) is a
-# correct answer to schema-valid data; 429 too (the caller's quota of active tasks fills up during
-# the run), and 403 (CLAIM_MISSING: the type binds a claim the caller's token lacks, a matter of
-# the token, not of the request), and 404 (DESTINATION_NOT_FOUND naming destinations.<i>: a
-# well-formed destination id that is not one of the caller's tenant's). GET /v1/exports and GET /v1/schedules take every next_token
-# their patterns allow (a task or schedule id: a position in the caller's own list), so they keep
-# the default. The schedules' operations: the document states each type's filters, the
-# zones (TimeZone), the cron forms every deployment takes, the rules between fields (csv_bom
-# and the encoding, the decimal comma and the delimiter, a path template and its destinations,
-# a PATCH's cron or every) and the recipients the deployment mails (a pattern of its domains),
-# and the service takes any window (start_at, end_at) the schema allows and a callback host that
-# does not resolve yet; a PATCH field that does not fit the stored schedule is a 409. What no
-# JSON Schema states stays a 422: a date range's order and length in `filters`, the caller's own
-# verified address outside the domains (a matter of the token), a callback URL to a private
-# address (docs/schedules.md, "The model"). A create may meet the per-user cap (429).
+# that must resolve to a public address, or a task whose twin is already active. So for POST
+# /v1/exports a 422 (VALIDATION_ERROR naming filters.<name>, CALLBACK_URL_REFUSED) is a correct
+# answer to schema-valid data; 429 too (the caller's quota of active tasks fills up during the
+# run), and 403 (CLAIM_MISSING: the type binds a claim the caller's token lacks, a matter of the
+# token, not of the request), and 404 (DESTINATION_NOT_FOUND naming destinations.<i>: a well-formed
+# destination id that is not one of the caller's tenant's). GET /v1/exports and GET /v1/schedules
+# take every next_token their patterns allow (a task or schedule id: a position in the caller's own
+# list), so they keep the default. The schedules' operations: the document states each type's
+# filters, the zones (TimeZone), the cron forms every deployment takes, the rules between fields
+# (csv_bom and the encoding, the decimal comma and the delimiter, a path template and its
+# destinations, a PATCH's cron or every) and the recipients the deployment mails (a pattern of its
+# domains), and the service takes any window (start_at, end_at) the schema allows and a callback
+# host that does not resolve yet; a PATCH field that does not fit the stored schedule is a 409.
+# What no JSON Schema states stays a 422: a date range's order and length in `filters`, the
+# caller's own verified address outside the domains (a matter of the token), a callback URL to a
+# private address (docs/schedules.md, "The model"). A create may meet the per-user cap (429).
 # Destinations: whether an SFTP host may be reached (public, resolving, answering with a host key)
 # is the service's to find out (422 DESTINATION_UNREACHABLE naming target.host), S3 destinations
 # need the deployment's principal, the tenant's cap may be met (429), GET /v1/destinations refuses
@@ -80,12 +80,16 @@ OPERATIONS: dict[str, Any] = {
     "operations": [
         {
             "include-name": "POST /v1/exports",
-            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}},
+            "checks": {
+                "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}
+            },
             "phases": _NO_ZONE_ENUMERATION,
         },
         {
             "include-name": "POST /v1/schedules",
-            "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}},
+            "checks": {
+                "positive_data_acceptance": {"expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429"]}
+            },
             "phases": _NO_ZONE_ENUMERATION,
         },
         {

@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from exports.core.config.env import Env
-from exports.destinations.secrets_manager import secret_name
+from exports.finishing.destinations.secrets_manager import secret_name
 from functions.submit import handler as api
 from local_stack.embedded_aws import REGION, Resources
 from local_stack.sftp_server import LocalSftpServer, SftpUser

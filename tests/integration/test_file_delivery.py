@@ -375,7 +375,7 @@ def test_a_secret_we_cannot_read_fails_the_delivery_as_a_fault_of_ours_which_pag
     # Given an SFTP destination whose secret is gone from Secrets Manager (not the customer's doing)
     sftp_id = sftp_destination(sftp)
     boto3.client("secretsmanager", region_name=REGION).delete_secret(
-        SecretId=f"exports/destinations/{sftp_id}", ForceDeleteWithoutRecovery=True
+        SecretId=f"exports/finishing/destinations/{sftp_id}", ForceDeleteWithoutRecovery=True
     )
 
     # When an export names it

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from exports.destinations.keys import new_key_pair
-from exports.destinations.model import Destination, SftpAuth
-from exports.destinations.problems import DestinationProblem, ProblemStep
-from exports.destinations.secrets import DestinationSecrets
-from exports.destinations.sftp_destination import SftpConnector
+from exports.finishing.destinations.keys import new_key_pair
+from exports.finishing.destinations.model import Destination, SftpAuth
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
+from exports.finishing.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.sftp_destination import SftpConnector
 from local_stack.sftp_server import LocalSftpServer, SftpUser
 from tests.builders_destinations import destination, sftp_target
 

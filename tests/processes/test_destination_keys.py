@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_ssh_private_key
 
-from exports.destinations.keys import fingerprint, new_external_id, new_key_pair
+from exports.finishing.destinations.keys import fingerprint, new_external_id, new_key_pair
 
 
 def test_a_key_pair_is_an_openssh_private_key_and_its_public_line() -> None:

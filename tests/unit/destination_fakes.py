@@ -7,14 +7,14 @@ from __future__ import annotations
 import threading
 
 from exports.core.errors import ConditionFailed, InvalidRequest
-from exports.destinations.model import Destination
-from exports.destinations.ports import DestinationLimitReached, DestinationPage, SecretMissing
-from exports.destinations.problems import DestinationProblem
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination
+from exports.finishing.destinations.ports import DestinationLimitReached, DestinationPage, SecretMissing
+from exports.finishing.destinations.problems import DestinationProblem
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 
 class FakeDestinationStore:
-    """:class:`exports.destinations.ports.DestinationStore` in memory (thread-safe, conditional)."""
+    """:class:`exports.finishing.destinations.ports.DestinationStore` in memory (thread-safe, conditional)."""
 
     def __init__(self) -> None:
         self.destinations: dict[tuple[str, str], Destination] = {}
@@ -68,7 +68,7 @@ class FakeDestinationStore:
 
 
 class FakeSecretVault:
-    """:class:`exports.destinations.ports.SecretVault` in memory."""
+    """:class:`exports.finishing.destinations.ports.SecretVault` in memory."""
 
     def __init__(self) -> None:
         self.secrets: dict[str, str] = {}
@@ -88,7 +88,7 @@ class FakeSecretVault:
 
 
 class FakeHostKeys:
-    """:class:`exports.destinations.ports.HostKeys` answering one fingerprint, or a problem."""
+    """:class:`exports.finishing.destinations.ports.HostKeys` answering one fingerprint, or a problem."""
 
     def __init__(self, fingerprint: str, problem: DestinationProblem | None = None) -> None:
         self.fingerprint = fingerprint
@@ -101,7 +101,7 @@ class FakeHostKeys:
 
 
 class FakeProbe:
-    """:class:`exports.destinations.ports.DestinationProbe` that records what it probed, or fails."""
+    """:class:`exports.finishing.destinations.ports.DestinationProbe` that records what it probed, or fails."""
 
     def __init__(self, problem: DestinationProblem | None = None) -> None:
         self.problem = problem

@@ -10,9 +10,9 @@ from exports.accepting.requests import ExportRequest
 from exports.core.aws.clients import ClientFactory
 from exports.core.caller import Caller
 from exports.core.export_type import AnyExportType
-from exports.destinations.requests import DestinationRequest
 from exports.export_types.build import build_export_types
 from exports.export_types.loader import default_path, load_declarations
+from exports.finishing.destinations.requests import DestinationRequest
 from exports.sources.kind import SourceReaders
 from local_stack.__main__ import cli_environment, try_destinations, try_it
 from local_stack.customer_side import CUSTOMER_ROLE, CustomerSide

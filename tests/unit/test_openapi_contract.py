@@ -42,7 +42,7 @@ def test_no_operation_documents_a_shape_the_service_never_returns(document: dict
 @pytest.mark.parametrize(
     ("operation", "statuses"),
     [
-        ("POST /v1/exports", {"202", "400", "401", "403", "409", "413", "415", "422", "429", "503"}),
+        ("POST /v1/exports", {"202", "400", "401", "403", "404", "409", "413", "415", "422", "429", "503"}),
         ("GET /v1/exports", {"200", "401", "422", "503"}),
         ("GET /v1/exports/{task_id}", {"200", "401", "404", "503"}),
         ("POST /v1/exports/{task_id}/cancel", {"200", "401", "404", "409", "503"}),
@@ -86,7 +86,7 @@ def test_every_operation_has_a_summary_and_a_description(document: dict[str, Any
 @pytest.mark.parametrize(
     ("operation", "codes"),
     [
-        ("POST /v1/exports", {"CONFLICT"}),
+        ("POST /v1/exports", {"CONFLICT", "HOST_KEY_UNCONFIRMED"}),
         ("POST /v1/exports/{task_id}/cancel", {"TASK_NOT_CANCELLABLE", "CONFLICT"}),
         ("POST /v1/exports/{task_id}/retry", {"TASK_NOT_RETRYABLE"}),
         ("GET /v1/exports/{task_id}/download", {"TASK_NOT_READY"}),

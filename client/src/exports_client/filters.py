@@ -96,10 +96,6 @@ def type_name(schema: Mapping[str, Any]) -> str:
     return " or ".join(kinds) if kinds else "any"
 
 
-# Formats whose values the service bounds itself (its pattern restates the years it takes).
-_DATE_FORMATS = frozenset({"date", "date-time"})
-
-
 def constraints(schema: Mapping[str, Any]) -> str:
     """The limits of ``schema`` in a few words: its enum, bounds, pattern, length or item count."""
     parts: list[str] = []

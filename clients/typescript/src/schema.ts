@@ -576,7 +576,7 @@ export interface components {
         /**
          * DeliveryError
          * @description What stopped a delivery, in the customer's words (never our internals): the code and the
-         *     sentence of :mod:`exports.destinations.problems`.
+         *     sentence of :mod:`exports.finishing.destinations.problems`.
          */
         DeliveryError: {
             /** Code */

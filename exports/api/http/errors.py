@@ -52,8 +52,8 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
     channel's, the schedules' and the destinations' errors are imported with their features, not at
     the API function's cold start (issue 50)."""
     from exports.audit.ports import AuditNotKept, NotAuditAdmin
-    from exports.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
-    from exports.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
+    from exports.finishing.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
+    from exports.finishing.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
     from exports.push.model import PushNotAvailable
     from exports.schedules.ports import FeedBusy, NoLatestFile, ScheduleConflict, ScheduleLimitReached, ScheduleNotFound
 
@@ -127,7 +127,7 @@ def error_response(
 def _quota_errors() -> tuple[type[ExportsError], ...]:
     """The schedules' and destinations' quota errors, imported with the status table (an error is
     being answered)."""
-    from exports.destinations.ports import DestinationLimitReached
+    from exports.finishing.destinations.ports import DestinationLimitReached
     from exports.schedules.ports import ScheduleLimitReached
 
     return ScheduleLimitReached, DestinationLimitReached

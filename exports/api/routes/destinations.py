@@ -20,11 +20,11 @@ from exports.api.http.openapi import conflict, location, responses
 from exports.audit.model import AuditAction
 from exports.core.config.api import API_VERSION_PREFIX
 from exports.core.config.limits import Limits
-from exports.destinations import service as destinations
-from exports.destinations.api_models import DestinationList, DestinationView, VerificationView
-from exports.destinations.audit_records import record_destination
-from exports.destinations.model import Destination
-from exports.destinations.requests import DestinationPatch, DestinationRequest, HostKeyConfirmation
+from exports.finishing.destinations import service as destinations
+from exports.finishing.destinations.api_models import DestinationList, DestinationView, VerificationView
+from exports.finishing.destinations.audit_records import record_destination
+from exports.finishing.destinations.model import Destination
+from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest, HostKeyConfirmation
 
 _DESTINATION_LIST_QUERY = frozenset({"limit", "next_token"})
 _NOT_MANAGER = (

@@ -33,7 +33,7 @@ class Names:
     # The tenants' delivery destinations (docs/destinations.md), and the prefix of the names of
     # their Secrets Manager secrets (a destination's SFTP key or password, its ZIP password).
     DESTINATIONS_TABLE: Final = "exports-destinations"
-    DESTINATION_SECRET_PREFIX: Final = "exports/destinations/"
+    DESTINATION_SECRET_PREFIX: Final = "exports/finishing/destinations/"
     AUDIT_FUNCTION: Final = "exports-audit"
     # The lifecycle events' bus (docs/events.md), and local mode's queue that a rule copies them to.
     EVENT_BUS: Final = "exports-events"

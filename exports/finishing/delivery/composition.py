@@ -13,13 +13,13 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
     """Delivery through the callback function's adapters: SFTP behind the same SSRF guard as its
     webhooks (and its ``allow_local_callbacks`` for local development), S3 through STS."""
     from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
-    from exports.destinations.dynamodb_destinations import DynamoDestinationStore
-    from exports.destinations.model import DestinationKind
-    from exports.destinations.s3_destination import S3Destinations
-    from exports.destinations.secrets_manager import SecretsManagerVault
     from exports.finishing.delivery.kinds.s3 import S3Deliverer
     from exports.finishing.delivery.kinds.sftp import SftpDeliverer
     from exports.finishing.delivery.notices import DeliveryWebhooks
+    from exports.finishing.destinations.dynamodb_destinations import DynamoDestinationStore
+    from exports.finishing.destinations.model import DestinationKind
+    from exports.finishing.destinations.s3_destination import S3Destinations
+    from exports.finishing.destinations.secrets_manager import SecretsManagerVault
 
     settings = callback.settings
     return DeliveryDependencies(

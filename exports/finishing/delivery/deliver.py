@@ -29,13 +29,13 @@ from exports.core.event_publishing import publish
 from exports.core.events import LifecycleEvent
 from exports.core.ports import BusinessMetrics, LifecycleEvents
 from exports.core.task import Task
-from exports.destinations.model import Destination, DestinationState
-from exports.destinations.ports import DestinationStore, SecretMissing, SecretVault
-from exports.destinations.problems import DestinationProblem
-from exports.destinations.secrets import DestinationSecrets
 from exports.finishing.delivery import encryption
 from exports.finishing.delivery.encryption import EncryptionRefused
 from exports.finishing.delivery.kinds import FileDeliverer
+from exports.finishing.destinations.model import Destination, DestinationState
+from exports.finishing.destinations.ports import DestinationStore, SecretMissing, SecretVault
+from exports.finishing.destinations.problems import DestinationProblem
+from exports.finishing.destinations.secrets import DestinationSecrets
 from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries
 
 if TYPE_CHECKING:

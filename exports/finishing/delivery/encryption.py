@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from exports.destinations.model import Destination, EncryptionKind
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination, EncryptionKind
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 # What each kind adds to the file's name at the destination.
 SUFFIXES: Final = {EncryptionKind.NONE: "", EncryptionKind.PGP: ".pgp", EncryptionKind.ZIP: ".zip"}

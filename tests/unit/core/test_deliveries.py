@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import pytest
 
 from exports.core import deliveries as d
-from exports.destinations.model import DestinationState
-from exports.destinations.ports import DestinationNotFound
-from exports.destinations.service import HostKeyNotConfirmed, delivery_plan
+from exports.finishing.destinations.model import DestinationState
+from exports.finishing.destinations.ports import DestinationNotFound
+from exports.finishing.destinations.service import HostKeyNotConfirmed, delivery_plan
 from tests.builders_destinations import HOST_KEY, destination, sftp_target
-from tests.unit.destinations.test_service import ADMIN, deps
+from tests.unit.finishing.destinations.test_service import ADMIN, deps
 
 NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
 ERROR = d.DeliveryError(code="DESTINATION_UNREACHABLE", message="the server is down", step="TCP")
@@ -120,4 +120,3 @@ def test_a_destination_waiting_for_its_host_key_is_a_conflict_naming_its_place()
 
     assert waiting.value.field == "destinations.1"
     assert "/confirm" in waiting.value.message
-

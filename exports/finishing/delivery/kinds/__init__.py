@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from exports.destinations.model import Destination
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 
 class FileDeliverer(Protocol):
@@ -22,4 +22,4 @@ class FileDeliverer(Protocol):
     ) -> None:
         """Put the file ``local`` at ``remote`` so that it appears whole or not at all, and a
         retry replaces it (never a second file, never a half one); its ``sha256`` beside it. A
-        failure is a :class:`exports.destinations.problems.DestinationProblem`."""
+        failure is a :class:`exports.finishing.destinations.problems.DestinationProblem`."""

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from exports.core.aws.errors import AwsError, translated
 from exports.core.errors import RetryableError
-from exports.destinations.model import Destination, S3Target
-from exports.destinations.problems import DestinationProblem, ProblemStep, s3_problem
-from exports.destinations.s3_destination import S3Destinations, encryption_arguments
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination, S3Target
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep, s3_problem
+from exports.finishing.destinations.s3_destination import S3Destinations, encryption_arguments
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 # S3's answers for a bucket that is not there (or not in the region asked).
 _NO_BUCKET = frozenset({"NoSuchBucket", "PermanentRedirect", "AuthorizationHeaderMalformed"})

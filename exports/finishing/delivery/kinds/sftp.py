@@ -13,11 +13,11 @@ import asyncssh
 from exports.core.config.destinations import Destinations
 from exports.core.deliveries import SHA256_SUFFIX, sha256_line
 from exports.core.public_address import Resolver
-from exports.destinations.addresses import checked_address
-from exports.destinations.model import Destination, SftpTarget
-from exports.destinations.problems import ProblemStep
-from exports.destinations.secrets import DestinationSecrets
-from exports.destinations.sftp_destination import PATH_CODES, connect, problem_of, run_bounded
+from exports.finishing.destinations.addresses import checked_address
+from exports.finishing.destinations.model import Destination, SftpTarget
+from exports.finishing.destinations.problems import ProblemStep
+from exports.finishing.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.sftp_destination import PATH_CODES, connect, problem_of, run_bounded
 
 # The temporary name's mark: a dot file (hidden from most listings) no reader should pick up.
 PARTIAL_SUFFIX = ".part"

@@ -1,6 +1,6 @@
 """SFTP destinations through asyncssh: fetch a server's host key, and probe a destination (log
 in with the pinned host key, write and remove a small file). asyncssh's errors become the
-customer's sentences of :mod:`exports.destinations.problems` here, and only here."""
+customer's sentences of :mod:`exports.finishing.destinations.problems` here, and only here."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import asyncssh
 
 from exports.core.config.destinations import Destinations
 from exports.core.public_address import Resolver
-from exports.destinations.addresses import checked_address
-from exports.destinations.model import Destination, SftpTarget
-from exports.destinations.problems import DestinationProblem, ProblemStep, sftp_problem
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.addresses import checked_address
+from exports.finishing.destinations.model import Destination, SftpTarget
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep, sftp_problem
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 T = TypeVar("T")
 PATH_CODES = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH, asyncssh.FX_NOT_A_DIRECTORY})
@@ -34,8 +34,8 @@ class _PinnedHostKey(asyncssh.SSHClient):
 
 
 class SftpConnector:
-    """:class:`exports.destinations.ports.HostKeys` and the SFTP
-    :class:`exports.destinations.ports.DestinationProbe`."""
+    """:class:`exports.finishing.destinations.ports.HostKeys` and the SFTP
+    :class:`exports.finishing.destinations.ports.DestinationProbe`."""
 
     def __init__(self, resolve: Resolver, allow_local: bool = False) -> None:
         self._resolve = resolve

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from exports.destinations import keys
-from exports.destinations.model import (
+from exports.finishing.destinations import keys
+from exports.finishing.destinations.model import (
     Destination,
     DestinationKind,
     DestinationState,
@@ -21,9 +21,9 @@ from exports.destinations.model import (
     SftpTarget,
     UseRule,
 )
-from exports.destinations.policies import permissions_policy, trust_policy
-from exports.destinations.problems import ProblemStep
-from exports.destinations.service import Verification
+from exports.finishing.destinations.policies import permissions_policy, trust_policy
+from exports.finishing.destinations.problems import ProblemStep
+from exports.finishing.destinations.service import Verification
 
 
 class SftpTargetView(SftpServer):

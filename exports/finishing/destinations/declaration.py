@@ -10,7 +10,7 @@ from pathlib import Path
 from exports.core.caller import AccessRule
 from exports.core.config.declarations import default_declaration_path
 from exports.declared.model import AccessDecl, AllowDecl, DestinationsDecl, TenantsDecl
-from exports.destinations.model import DestinationAccess
+from exports.finishing.destinations.model import DestinationAccess
 
 
 def _rule(allow: AllowDecl, groups_claim: str) -> AccessRule:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from exports.core.caller import Caller
-from exports.destinations.declaration import load_destination_access
 from exports.export_types.loader import DeclarationError, load_declarations
+from exports.finishing.destinations.declaration import load_destination_access
 
 HEAD = """
 [access]

@@ -22,8 +22,8 @@ from exports.core.aws.dynamodb_items import from_item, to_item
 from exports.core.aws.errors import ConditionNotMet, TransactionCancelled, translated
 from exports.core.config.tables import DestinationsTable
 from exports.core.errors import ConditionFailed, InvalidRequest
-from exports.destinations.model import DESTINATION_ID_PREFIX, Destination
-from exports.destinations.ports import DestinationLimitReached, DestinationPage
+from exports.finishing.destinations.model import DESTINATION_ID_PREFIX, Destination
+from exports.finishing.destinations.ports import DestinationLimitReached, DestinationPage
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb import DynamoDBClient
@@ -62,7 +62,7 @@ def destination_of(item: dict[str, Any]) -> Destination:
 
 
 class DynamoDestinationStore:
-    """:class:`exports.destinations.ports.DestinationStore` on the destinations table."""
+    """:class:`exports.finishing.destinations.ports.DestinationStore` on the destinations table."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client

@@ -16,8 +16,8 @@ from exports.core.config.metrics import Metric
 from exports.core.deliveries import DEFAULT_PATH_TEMPLATE, DeliveryPlan
 from exports.core.errors import ExportsError, InvalidRequest
 from exports.core.ports import BusinessMetrics
-from exports.destinations import keys
-from exports.destinations.model import (
+from exports.finishing.destinations import keys
+from exports.finishing.destinations.model import (
     DESTINATION_ID_PREFIX,
     Destination,
     DestinationAccess,
@@ -30,7 +30,7 @@ from exports.destinations.model import (
     SftpTarget,
     confirm_host_key,
 )
-from exports.destinations.ports import (
+from exports.finishing.destinations.ports import (
     DestinationNotFound,
     DestinationPage,
     DestinationProbe,
@@ -38,9 +38,9 @@ from exports.destinations.ports import (
     HostKeys,
     SecretVault,
 )
-from exports.destinations.problems import DestinationProblem, ProblemStep
-from exports.destinations.requests import DestinationPatch, DestinationRequest, S3TargetSpec, SftpTargetSpec
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
+from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest, S3TargetSpec, SftpTargetSpec
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 
 class NotDestinationManager(ExportsError):

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from exports.core.errors import ExportsError
-from exports.destinations.model import Destination
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 
 class DestinationNotFound(ExportsError):
@@ -88,7 +88,7 @@ class HostKeys(Protocol):
 
     def fetch(self, host: str, port: int) -> str:
         """The SHA-256 fingerprint of the host key ``host`` shows on ``port`` (the host passes the
-        SSRF guard first); :class:`exports.destinations.problems.DestinationProblem` otherwise."""
+        SSRF guard first); :class:`exports.finishing.destinations.problems.DestinationProblem` otherwise."""
 
 
 class DestinationProbe(Protocol):
@@ -96,4 +96,4 @@ class DestinationProbe(Protocol):
 
     def probe(self, destination: Destination, secrets: DestinationSecrets | None) -> None:
         """Write a probe file and remove it; the failed step as a
-        :class:`exports.destinations.problems.DestinationProblem`."""
+        :class:`exports.finishing.destinations.problems.DestinationProblem`."""

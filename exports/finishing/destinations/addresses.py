@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 
 from exports.core.public_address import Resolver, refusal_rule
-from exports.destinations.problems import DestinationProblem, ProblemStep, address_refused
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep, address_refused
 
 
 def checked_address(host: str, port: int, resolve: Resolver, allow_local: bool) -> str:

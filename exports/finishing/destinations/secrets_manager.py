@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from exports.core.aws.errors import AwsError, translated
 from exports.core.config.destinations import Destinations
 from exports.core.config.names import Names
-from exports.destinations.ports import SecretMissing
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.ports import SecretMissing
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 if TYPE_CHECKING:
     from types_boto3_secretsmanager import SecretsManagerClient
@@ -28,7 +28,7 @@ def secret_name(destination_id: str, prefix: str = Names.DESTINATION_SECRET_PREF
 
 
 class SecretsManagerVault:
-    """:class:`exports.destinations.ports.SecretVault` on Secrets Manager."""
+    """:class:`exports.finishing.destinations.ports.SecretVault` on Secrets Manager."""
 
     def __init__(self, client: SecretsManagerClient, prefix: str = Names.DESTINATION_SECRET_PREFIX) -> None:
         self._client = client

@@ -8,7 +8,7 @@ from exports.core.aws.clients import aws_client
 
 if TYPE_CHECKING:
     from exports.accepting.dependencies import ApiDependencies
-    from exports.destinations.service import DestinationDependencies
+    from exports.finishing.destinations.service import DestinationDependencies
 
 
 def compose_destinations(api: ApiDependencies) -> DestinationDependencies:
@@ -16,13 +16,13 @@ def compose_destinations(api: ApiDependencies) -> DestinationDependencies:
     secrets in Secrets Manager, the SFTP client behind the webhooks' SSRF guard, the customers'
     S3 through STS, and the declaration's rules of who manages and uses them."""
     from exports.core.config.destinations import Destinations
-    from exports.destinations.declaration import load_destination_access
-    from exports.destinations.dynamodb_destinations import DynamoDestinationStore
-    from exports.destinations.model import DestinationKind
-    from exports.destinations.s3_destination import S3Destinations
-    from exports.destinations.secrets_manager import SecretsManagerVault
-    from exports.destinations.service import DestinationDependencies
-    from exports.destinations.sftp_destination import SftpConnector
+    from exports.finishing.destinations.declaration import load_destination_access
+    from exports.finishing.destinations.dynamodb_destinations import DynamoDestinationStore
+    from exports.finishing.destinations.model import DestinationKind
+    from exports.finishing.destinations.s3_destination import S3Destinations
+    from exports.finishing.destinations.secrets_manager import SecretsManagerVault
+    from exports.finishing.destinations.service import DestinationDependencies
+    from exports.finishing.destinations.sftp_destination import SftpConnector
 
     settings = api.settings
     access, tenant_claim = load_destination_access(settings.exports_config)

@@ -12,11 +12,11 @@ from pydantic import SecretStr
 from exports.core.caller import AccessRule, Caller, CallerRefused
 from exports.core.config.metrics import Metric
 from exports.core.errors import InvalidRequest
-from exports.destinations import service
-from exports.destinations.model import DestinationAccess, DestinationKind, DestinationState
-from exports.destinations.ports import DestinationLimitReached
-from exports.destinations.problems import DestinationProblem, ProblemStep
-from exports.destinations.requests import DestinationPatch, DestinationRequest
+from exports.finishing.destinations import service
+from exports.finishing.destinations.model import DestinationAccess, DestinationKind, DestinationState
+from exports.finishing.destinations.ports import DestinationLimitReached
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
+from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest
 from tests.builders_destinations import HOST_KEY, NOW
 from tests.unit.destination_fakes import FakeDestinationStore, FakeHostKeys, FakeProbe, FakeSecretVault
 from tests.unit.export_fakes import FakeMetrics

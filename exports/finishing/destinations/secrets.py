@@ -1,6 +1,6 @@
 """A destination's secrets: what logs in to its SFTP server and what locks its ZIP files.
 
-Kept in Secrets Manager (one secret per destination, :mod:`exports.destinations.secrets_manager`),
+Kept in Secrets Manager (one secret per destination, :mod:`exports.finishing.destinations.secrets_manager`),
 read by the delivery only, never returned by the API. ``SecretStr`` keeps them out of a
 ``repr``, a log line and a ``model_dump``.
 """

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from exports.destinations.model import (
+from exports.finishing.destinations.model import (
     DestinationKind,
     Encryption,
     EncryptionKind,
@@ -20,7 +20,7 @@ from exports.destinations.model import (
     SftpServer,
     UseRule,
 )
-from exports.destinations.secrets import SftpPassword, ZipPassword
+from exports.finishing.destinations.secrets import SftpPassword, ZipPassword
 
 
 class S3TargetSpec(S3Location):

@@ -10,7 +10,7 @@ from exports.audit.events import destination_event
 from exports.audit.model import AuditAction
 from exports.audit.service import AuditDependencies, record
 from exports.core.caller import Caller
-from exports.destinations.model import Destination
+from exports.finishing.destinations.model import Destination
 
 
 def record_destination(

@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from exports.core.caller import AccessRule, Caller
-from exports.destinations.model import (
+from exports.finishing.destinations.model import (
     DestinationAccess,
     DestinationState,
     Encryption,
@@ -21,7 +21,7 @@ from exports.destinations.model import (
     UseRule,
     confirm_host_key,
 )
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.secrets import DestinationSecrets
 from tests.builders_destinations import HOST_KEY, NOW, destination, s3_target, sftp_target
 
 PGP_KEY = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ...\n-----END PGP PUBLIC KEY BLOCK-----\n"

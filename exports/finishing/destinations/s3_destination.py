@@ -1,6 +1,6 @@
 """S3 destinations: assume the customer's role with the destination's ExternalId, then write to
 their bucket with those credentials. STS's and S3's refusals become the customer's sentences of
-:mod:`exports.destinations.problems` here, and only here."""
+:mod:`exports.finishing.destinations.problems` here, and only here."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from exports.core.aws.errors import AwsError, translated
 from exports.core.config.destinations import Destinations
 from exports.core.errors import RetryableError
-from exports.destinations.model import Destination, S3Target, ServerSideEncryption
-from exports.destinations.problems import DestinationProblem, ProblemStep, s3_problem
-from exports.destinations.secrets import DestinationSecrets
+from exports.finishing.destinations.model import Destination, S3Target, ServerSideEncryption
+from exports.finishing.destinations.problems import DestinationProblem, ProblemStep, s3_problem
+from exports.finishing.destinations.secrets import DestinationSecrets
 
 if TYPE_CHECKING:
     from types_boto3_s3 import S3Client
@@ -28,7 +28,7 @@ SESSION_SEC = 900
 
 
 class S3Destinations:
-    """The S3 :class:`exports.destinations.ports.DestinationProbe`, and the customer's bucket
+    """The S3 :class:`exports.finishing.destinations.ports.DestinationProbe`, and the customer's bucket
     as the role sees it."""
 
     def __init__(self, sts: Any, assumed_s3: Callable[[str, Mapping[str, str]], S3Client]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exports.destinations.model import S3Target, ServerSideEncryption
+from exports.finishing.destinations.model import S3Target, ServerSideEncryption
 
 
 def trust_policy(target: S3Target, principal_arn: str) -> dict[str, Any]:

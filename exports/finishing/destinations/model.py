@@ -3,7 +3,7 @@ server), how they are encrypted on the way, and who may use it.
 
 Validation lives on the models, so a destination that exists is a valid one: the API's 422 names
 the field pydantic names. Secrets (an SFTP private key or password, a ZIP password) are never
-here: they are in :mod:`exports.destinations.secrets`, kept in Secrets Manager, and the
+here: they are in :mod:`exports.finishing.destinations.secrets`, kept in Secrets Manager, and the
 destination only holds where (``secret_ref``).
 """
 

@@ -1,1 +1,0 @@
-"""Unit tests of exports/destinations/, named after the module each one tests."""
