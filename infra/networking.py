@@ -92,7 +92,7 @@ class DeliveryNetwork(Construct):
                 self,
                 "SecurityGroup",
                 vpc=network,
-                description="exports file delivery: HTTPS and the customers' SFTP ports out, nothing in",
+                description="exports file delivery: HTTPS and the SFTP ports of customers out, nothing in",
                 allow_all_outbound=False,
             )
             for port in sorted({HTTPS_PORT, *vpc.egress_ports}):
