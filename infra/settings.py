@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from exports.core.config.destinations import Destinations
 from exports.core.config.fan_out import FanOut
@@ -344,7 +344,7 @@ _DELIVERY_VPC_SHAPE: Final = (
 _DELIVERY_VPC_KEYS: Final = frozenset({"vpc_id", "subnet_ids", "security_group_ids", "egress_ports"})
 
 
-def _ids(value: Any, prefix: str) -> bool:
+def _ids(value: Any, prefix: str) -> TypeGuard[list[str]]:
     """Whether ``value`` is a non-empty list of AWS ids that start with ``prefix``."""
     return isinstance(value, list) and bool(value) and all(isinstance(i, str) and i.startswith(prefix) for i in value)
 
