@@ -326,27 +326,23 @@ def _json_object(key: str, value: Any) -> dict[str, Any]:
     return value
 
 
+def _ids(value: Any, prefix: str) -> TypeGuard[list[str]]:
+    """Whether ``value`` is a non-empty list of AWS ids that start with ``prefix``."""
+    return isinstance(value, list) and bool(value) and all(isinstance(i, str) and i.startswith(prefix) for i in value)
+
+
 def _worker_vpc(value: dict[str, Any]) -> WorkerVpc:
     subnets, groups = value.get("subnet_ids"), value.get("security_group_ids")
-    valid = all(
-        isinstance(ids, list) and ids and all(isinstance(item, str) and item.startswith(prefix) for item in ids)
-        for ids, prefix in ((subnets, "subnet-"), (groups, "sg-"))
-    )
-    if not valid or set(value) != {"subnet_ids", "security_group_ids"}:
+    if not (_ids(subnets, "subnet-") and _ids(groups, "sg-")) or set(value) != {"subnet_ids", "security_group_ids"}:
         expected = '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'
         raise ValueError(f"context {Context.WORKER_VPC}: expected {expected}")
-    return WorkerVpc(tuple(subnets), tuple(groups))  # type: ignore[arg-type]
+    return WorkerVpc(tuple(subnets), tuple(groups))
 
 
 _DELIVERY_VPC_SHAPE: Final = (
     '{"vpc_id": "vpc-...", "subnet_ids": ["subnet-..."]} with "security_group_ids": ["sg-..."] or "egress_ports": [22]'
 )
 _DELIVERY_VPC_KEYS: Final = frozenset({"vpc_id", "subnet_ids", "security_group_ids", "egress_ports"})
-
-
-def _ids(value: Any, prefix: str) -> TypeGuard[list[str]]:
-    """Whether ``value`` is a non-empty list of AWS ids that start with ``prefix``."""
-    return isinstance(value, list) and bool(value) and all(isinstance(i, str) and i.startswith(prefix) for i in value)
 
 
 def _delivery_vpc(value: dict[str, Any]) -> DeliveryVpc:
