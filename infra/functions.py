@@ -344,7 +344,8 @@ class ServiceFunctions(Construct):
         self._reach_declared_sources(sources, settings)
         self._grant_lifecycle(arns)
         self._grant_callback(arns)
-        # A fixed egress address for customers' allowlists (docs/destinations.md, "Egress").
+        # A fixed egress address for customers' allowlists
+        # (docs/destinations.md#egress-where-our-connections-come-from).
         self.delivery_network = (
             DeliveryNetwork(self, "DeliveryNetwork", function=self.callback, vpc=settings.delivery_vpc)
             if settings.delivery_vpc is not None

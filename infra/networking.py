@@ -2,10 +2,10 @@
 delivers files (a fixed egress address for customers' allowlists, ``delivery_vpc``).
 
 The VPC is the operator's, named by id: the stack creates no VPC, subnet or NAT gateway
-(docs/destinations.md, "Egress"). It is taken with ``Vpc.from_vpc_attributes``, which makes no
-call at synth, and not ``Vpc.from_lookup``, which needs the stack's account and region and either
-credentials at synth or a ``cdk.context.json`` cache: our stack is environment-agnostic and its
-tests synthesize without an account.
+(docs/destinations.md#egress-where-our-connections-come-from). It is taken with
+``Vpc.from_vpc_attributes``, which makes no call at synth, and not ``Vpc.from_lookup``, which needs
+the stack's account and region and either credentials at synth or a ``cdk.context.json`` cache:
+our stack is environment-agnostic and its tests synthesize without an account.
 """
 
 from __future__ import annotations
