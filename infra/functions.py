@@ -7,8 +7,6 @@ from typing import Final, cast
 
 from aws_cdk import ArnFormat, Aws, CfnElement, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
@@ -35,6 +33,7 @@ from exports.sources.registry import reader_distributions
 from infra.events import LifecycleEventBus
 from infra.function_factory import FunctionSpec, ServiceFunction
 from infra.nag import acknowledge
+from infra.networking import DeliveryNetwork, place_in_vpc
 from infra.packaging import PDF_FONT_FILES
 from infra.queues import TaskQueues
 from infra.schedules import ScheduledExports
@@ -193,15 +192,6 @@ def worker_limits(limits: AdmissionLimits) -> dict[str, str]:
     }
 
 
-# What Lambda needs to attach the worker to its subnets: AWSLambdaVPCAccessExecutionRole's EC2 actions.
-WORKER_VPC_ACTIONS: Final = (
-    "ec2:CreateNetworkInterface",
-    "ec2:DescribeNetworkInterfaces",
-    "ec2:DescribeSubnets",
-    "ec2:DeleteNetworkInterface",
-    "ec2:AssignPrivateIpAddresses",
-    "ec2:UnassignPrivateIpAddresses",
-)
 # Read, write and delete single items of the tasks table (the API and the worker).
 TASK_ITEM_ACTIONS: Final = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 # The schedules table's items (a schedule, its firings' records; transactions and condition
@@ -354,6 +344,13 @@ class ServiceFunctions(Construct):
         self._reach_declared_sources(sources, settings)
         self._grant_lifecycle(arns)
         self._grant_callback(arns)
+        # A fixed egress address for customers' allowlists
+        # (docs/destinations.md#egress-where-our-connections-come-from).
+        self.delivery_network = (
+            DeliveryNetwork(self, "DeliveryNetwork", function=self.callback, vpc=settings.delivery_vpc)
+            if settings.delivery_vpc is not None
+            else None
+        )
         # Lifecycle events (docs/events.md): created (API, schedule function), completed and failed
         # (worker), delivered and schedule paused (callback; paused also by the schedule function).
         for function in (self.api, self.worker, self.callback, self.schedule):
@@ -499,7 +496,8 @@ class ServiceFunctions(Construct):
     def _grant_callback(self, arns: ResourceArns) -> None:
         """Callback: read the ended task and record the attempt (it never ends a task, so it
         deletes nothing), sign a fresh download link, read the signing key. Its POST goes out
-        over HTTPS from the Lambda service network (no VPC)."""
+        over HTTPS from the Lambda service network, or from the delivery VPC's NAT gateway when
+        ``delivery_vpc`` places it there."""
         self.callback.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [arns.tasks_table])
         self.callback.allow(["s3:GetObject"], [arns.results])
         self.callback.allow(["secretsmanager:GetSecretValue"], [arns.webhook_secret])
@@ -563,33 +561,9 @@ class ServiceFunctions(Construct):
             self.worker.allow(list(actions), arns, terms or None)
 
     def _in_vpc(self, vpc: WorkerVpc) -> None:
-        """The worker in the given subnets and security groups, with the network interfaces
-        Lambda creates for it (the other functions stay out, so callbacks reach the internet)."""
-        function = cast(lambda_.CfnFunction, self.worker.function.node.default_child)
-        function.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
-            subnet_ids=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
-        )
-        # A policy of its own, so that its findings carry their own reasons. The actions of
-        # AWSLambdaVPCAccessExecutionRole, on "*" as there: Lambda checks them when the function
-        # is created or its VPC configuration changes (before any interface exists, so no ARN of
-        # one can be named), and the Describe actions support no resource-level scoping.
-        networking = iam.Policy(
-            self,
-            "WorkerVpcNetworking",
-            roles=[self.worker.role],
-            statements=[iam.PolicyStatement(actions=list(WORKER_VPC_ACTIONS), resources=["*"])],
-        )
-        # The function is created only once its role may make its network interfaces, or Lambda
-        # refuses it ("execution role does not have permissions to call CreateNetworkInterface").
-        self.worker.function.node.add_dependency(networking)
-        acknowledge(
-            networking,
-            "AwsSolutions-IAM5[Resource::*]",
-            "Lambda needs these EC2 actions to attach the worker to its subnets; it validates them on all "
-            "resources when the function is created or its VPC configuration changes (the managed policy "
-            "AWSLambdaVPCAccessExecutionRole grants exactly these on *); the Describe actions support no "
-            "resource-level scoping.",
-        )
+        """The worker in the given subnets and security groups (a database in a VPC); the other
+        functions stay out unless ``delivery_vpc`` places the callback function too."""
+        place_in_vpc(self, "WorkerVpcNetworking", self.worker, vpc.subnet_ids, vpc.security_group_ids)
 
     @property
     def all(self) -> tuple[ServiceFunction, ...]:

@@ -15,8 +15,9 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
+from exports.core.config.destinations import Destinations
 from exports.core.config.fan_out import FanOut
 from exports.core.config.limits import Admission, HotKey
 from exports.core.config.queues import Queue
@@ -69,6 +70,12 @@ class Context:
     # JSON object: the worker's VPC subnets and security groups, to reach a database in a VPC:
     # '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'.
     WORKER_VPC: Final = "worker_vpc"
+    # JSON object: the function that delivers files (the callback function) in a VPC's private
+    # subnets, so that its connections leave from the NAT gateway's fixed address that customers
+    # allowlist: '{"vpc_id": "vpc-...", "subnet_ids": ["subnet-..."]}', with either
+    # "security_group_ids": ["sg-..."] (yours, as they are) or "egress_ports": [22, 2222] (the
+    # ports the security group the stack creates lets out besides 443; default [22]).
+    DELIVERY_VPC: Final = "delivery_vpc"
     # The most partitions one export is split into (the fan-out Map's MaxConcurrency).
     MAX_PARTITIONS: Final = "max_partitions"
     # Rows per partition: a larger export is split (exports.core.config.env.Env.PARTITION_ROWS).
@@ -204,6 +211,8 @@ class StageSettings:
     # Per declared source, keys that replace the file's (exports.core.config.env.Env.SOURCE_OVERRIDES).
     source_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     worker_vpc: WorkerVpc | None = None
+    # The callback function's VPC (Context.DELIVERY_VPC; None: outside any VPC, no fixed address).
+    delivery_vpc: DeliveryVpc | None = None
     # Parallel partitions per export (exports.core.config.env.Env.MAX_PARTITIONS, the Map's MaxConcurrency).
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
     # Rows per partition of a split export (exports.core.config.env.Env.PARTITION_ROWS).
@@ -293,6 +302,18 @@ class WorkerVpc:
     security_group_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class DeliveryVpc:
+    """Where the function that delivers files runs: an existing VPC's private subnets (routed to a
+    NAT gateway with an Elastic IP), in the given security groups, or else in one the stack creates
+    that lets out TCP to 443 and ``egress_ports`` only."""
+
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...] = ()
+    egress_ports: tuple[int, ...] = (Destinations.SFTP_PORT_DEFAULT,)
+
+
 def _json_object(key: str, value: Any) -> dict[str, Any]:
     """A context value that is a JSON object (given as JSON text on the command line)."""
     if isinstance(value, str):
@@ -305,16 +326,47 @@ def _json_object(key: str, value: Any) -> dict[str, Any]:
     return value
 
 
+def _ids(value: Any, prefix: str) -> TypeGuard[list[str]]:
+    """Whether ``value`` is a non-empty list of AWS ids that start with ``prefix``."""
+    return isinstance(value, list) and bool(value) and all(isinstance(i, str) and i.startswith(prefix) for i in value)
+
+
 def _worker_vpc(value: dict[str, Any]) -> WorkerVpc:
     subnets, groups = value.get("subnet_ids"), value.get("security_group_ids")
-    valid = all(
-        isinstance(ids, list) and ids and all(isinstance(item, str) and item.startswith(prefix) for item in ids)
-        for ids, prefix in ((subnets, "subnet-"), (groups, "sg-"))
-    )
-    if not valid or set(value) != {"subnet_ids", "security_group_ids"}:
+    if not (_ids(subnets, "subnet-") and _ids(groups, "sg-")) or set(value) != {"subnet_ids", "security_group_ids"}:
         expected = '{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}'
         raise ValueError(f"context {Context.WORKER_VPC}: expected {expected}")
-    return WorkerVpc(tuple(subnets), tuple(groups))  # type: ignore[arg-type]
+    return WorkerVpc(tuple(subnets), tuple(groups))
+
+
+_DELIVERY_VPC_SHAPE: Final = (
+    '{"vpc_id": "vpc-...", "subnet_ids": ["subnet-..."]} with "security_group_ids": ["sg-..."] or "egress_ports": [22]'
+)
+_DELIVERY_VPC_KEYS: Final = frozenset({"vpc_id", "subnet_ids", "security_group_ids", "egress_ports"})
+
+
+def _delivery_vpc(value: dict[str, Any]) -> DeliveryVpc:
+    """The callback function's VPC: the VPC and its subnets, and either the operator's security
+    groups or the ports the stack's own group lets out (not both: a given group is used as it is)."""
+    key = Context.DELIVERY_VPC
+    vpc_id, subnets = value.get("vpc_id"), value.get("subnet_ids")
+    groups, ports = value.get("security_group_ids"), value.get("egress_ports")
+    if not set(value) <= _DELIVERY_VPC_KEYS or not (isinstance(vpc_id, str) and vpc_id.startswith("vpc-")):
+        raise ValueError(f"context {key}: expected {_DELIVERY_VPC_SHAPE}")
+    if not _ids(subnets, "subnet-"):
+        raise ValueError(f"context {key}: subnet_ids must list the private subnets (subnet-...)")
+    if groups is not None and ports is not None:
+        raise ValueError(f"context {key}: give security_group_ids or egress_ports, not both")
+    if groups is not None:
+        if not _ids(groups, "sg-"):
+            raise ValueError(f"context {key}: security_group_ids must list security groups (sg-...)")
+        return DeliveryVpc(vpc_id, tuple(subnets), security_group_ids=tuple(groups))
+    if ports is None:
+        return DeliveryVpc(vpc_id, tuple(subnets))
+    valid = isinstance(ports, list) and ports and all(type(p) is int and 0 < p < 65536 for p in ports)
+    if not valid:
+        raise ValueError(f"context {key}: egress_ports must list TCP ports (1 to 65535), e.g. [22, 2222]")
+    return DeliveryVpc(vpc_id, tuple(subnets), egress_ports=tuple(dict.fromkeys(ports)))
 
 
 MISSING_ALARM_DESTINATION: Final = (
@@ -482,6 +534,8 @@ def _workload(lookup: Callable[[str], Any]) -> dict[str, Any]:
         overrides["partition_rows"] = _at_least_one(Context.PARTITION_ROWS, rows)
     if (vpc := lookup(Context.WORKER_VPC)) is not None:
         overrides["worker_vpc"] = _worker_vpc(_json_object(Context.WORKER_VPC, vpc))
+    if (vpc := lookup(Context.DELIVERY_VPC)) is not None:
+        overrides["delivery_vpc"] = _delivery_vpc(_json_object(Context.DELIVERY_VPC, vpc))
     if (role := lookup(Context.APIGATEWAY_CLOUDWATCH_ROLE)) is not None:
         overrides["apigateway_cloudwatch_role"] = _flag(Context.APIGATEWAY_CLOUDWATCH_ROLE, role)
     if (logs := lookup(Context.WEBSOCKET_ACCESS_LOGS)) is not None:

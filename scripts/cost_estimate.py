@@ -805,6 +805,48 @@ class AuditWork:
     tenants: int = 100
 
 
+@dataclass(frozen=True)
+class Appends:
+    """What ``records`` appends to the audit trail take: each a strongly consistent query of the
+    chain's end and a transaction of the record and its event's marker (under 1 KB), every item
+    a transactional write (two units per started KB), kept for the retention."""
+
+    records: int
+    work: AuditWork
+
+    @property
+    def write_units(self) -> int:
+        return self.records * 2 * (math.ceil(self.work.record_bytes / 1024) + 1)
+
+    @property
+    def read_units(self) -> int:
+        return self.records
+
+    @property
+    def operations(self) -> float:
+        """The queries and transactions, in dollars."""
+        return self.write_units * Price.DYNAMODB_WRITE_UNIT + self.read_units * Price.DYNAMODB_READ_UNIT
+
+    @property
+    def storage(self) -> float:
+        """A month's records kept for the retention: in the steady state, that many months of
+        them, with point-in-time recovery; in dollars a month."""
+        stored_gb = self.records * self.work.record_bytes / GB
+        return stored_gb * self.work.retention_days / 30 * (Price.DYNAMODB_GB_MONTH + Price.DYNAMODB_PITR_GB_MONTH)
+
+    @property
+    def total(self) -> float:
+        return self.operations + self.storage
+
+    @property
+    def basis(self) -> str:
+        return (
+            f"{self.records} append{'s' if self.records > 1 else ''} of {self.work.record_bytes} B: "
+            f"{self.write_units} transactional write units, {self.read_units} strongly consistent "
+            f"read{'s' if self.read_units > 1 else ''}, kept {self.work.retention_days} days"
+        )
+
+
 def audit_lines(facts: StackFacts, work: AuditWork | None = None) -> list[Line]:
     """What the audit trail adds per export: the audit function's invocations (the submission's
     and the end's task writes; the API's appends ride on its own calls), each append's chain-end
@@ -813,13 +855,10 @@ def audit_lines(facts: StackFacts, work: AuditWork | None = None) -> list[Line]:
     work = work or AuditWork()
     invocations = 2
     gb_seconds = invocations * work.function_sec * facts.audit_memory_mb / 1024
-    record_kb = math.ceil(work.record_bytes / 1024)
-    # The record, its event's marker (under 1 KB), and for the end the usage counters.
-    write_units = work.records * 2 * (record_kb + 1) + 2
-    read_units = work.records * 1
-    stored_gb = work.records * work.record_bytes / GB
-    # A month's records stay for the retention: in the steady state, that many months of them.
-    months_kept = work.retention_days / 30
+    appends = Appends(work.records, work)
+    # The records and their markers, and for the end the usage counters.
+    write_units = appends.write_units + 2
+    read_units = appends.read_units
     return [
         Line(
             "Audit function and appends",
@@ -833,7 +872,7 @@ def audit_lines(facts: StackFacts, work: AuditWork | None = None) -> list[Line]:
         ),
         Line(
             "Audit storage (steady state)",
-            stored_gb * months_kept * (Price.DYNAMODB_GB_MONTH + Price.DYNAMODB_PITR_GB_MONTH),
+            appends.storage,
             work.tenants * 4 * Price.CUSTOM_METRIC_MONTH,
             f"{work.records} records of {work.record_bytes} B kept {work.retention_days} days, with point-in-time "
             f"recovery; fixed: 4 usage metrics per tenant for {work.tenants} tenants",
@@ -841,10 +880,23 @@ def audit_lines(facts: StackFacts, work: AuditWork | None = None) -> list[Line]:
     ]
 
 
+# The records besides an export's own four (docs/audit.md), each one append made by the function
+# that does the thing, within its own invocation: (what, written by).
+OCCASIONAL_RECORDS: Final = (
+    ("a link a push event carries (an export followed over the push channel)", "the push channel's functions"),
+    ("a download of a schedule's latest file or through its permalink", "the API"),
+    ("a permalink minted, rotated or revoked", "the API"),
+    ("a schedule paused (a firing refused, or failed runs in a row)", "the schedule or callback function"),
+)
+
+
 def _audit_costs(facts: StackFacts) -> list[str]:
-    """The audit trail's section: per export, and per million exports."""
+    """The audit trail's section: per export, and per million exports; then the records that
+    come with other things (a scheduled run's mail and a file delivery are priced in their own
+    sections), each one append."""
     lines = audit_lines(facts)
     per_million = 1_000_000
+    one = Appends(1, AuditWork())
     return [
         "## The audit trail",
         "",
@@ -855,6 +907,20 @@ def _audit_costs(facts: StackFacts) -> list[str]:
         *_table(
             ["Item", "Per export", f"{per_million:,} exports/month", "Basis"],
             [[line.service, _money(line.per_export), _money(line.monthly(per_million)), line.basis] for line in lines],
+        ),
+        "",
+        *_wrapped(
+            "Other records are one append each, made by the function that does the thing within its own "
+            "invocation (no audit function runs for them): a scheduled run's mail (in the firing's cost, "
+            "[Scheduled exports](#scheduled-exports)), a file delivered to a destination (in its cost, "
+            "[File deliveries](#file-deliveries)), and these, as often as they happen:"
+        ),
+        "",
+        *_table(["Record", "Written by"], [[what, by] for what, by in OCCASIONAL_RECORDS]),
+        "",
+        *_wrapped(
+            f"Each is {_money(one.total)}, {_money(one.total * per_million)} per {per_million:,} records "
+            f"({one.basis}, with point-in-time recovery)."
         ),
         "",
     ]
@@ -951,9 +1017,11 @@ SCHEDULES: Final = 1_000
 
 def schedule_lines(facts: StackFacts, work: Workload, firing: Firing | None = None) -> list[Line]:
     """What one firing of a schedule adds to its run: Scheduler's invocation, the schedule
-    function, the schedules table, the mail, their logs and traces."""
+    function, the schedules table, the mail and its audit record, their logs and traces."""
     firing = firing or Firing()
     gb_seconds = firing.schedule_function_sec * facts.schedule_memory_mb / 1024
+    # One record per mailed run, whatever the number of recipients.
+    mail_record = Appends(1 if firing.recipients else 0, AuditWork())
     return [
         Line(
             "EventBridge Scheduler",
@@ -979,6 +1047,12 @@ def schedule_lines(facts: StackFacts, work: Workload, firing: Firing | None = No
             firing.recipients * Price.SES_MESSAGE,
             0,
             f"{firing.recipients} message per run (one per recipient; the link, never the file)",
+        ),
+        Line(
+            "Audit trail (the mail's record)",
+            mail_record.total,
+            0,
+            f"the callback function's delivery.made (channel mail): {mail_record.basis}",
         ),
         Line(
             "CloudWatch Logs, X-Ray",
@@ -1009,9 +1083,9 @@ def _schedule_costs(facts: StackFacts, work: Workload, per_export: float) -> lis
             f"Per {SCHEDULES:,} export schedules (docs/schedules.md) a month, each firing daily (30 times) or hourly "
             f"({Price.HOURS_PER_MONTH} times). A firing is an EventBridge Scheduler invocation of the schedule "
             f"function ({firing.schedule_function_sec} s), {firing.schedule_reads} reads and "
-            f"{firing.schedule_write_units} write units of the schedules table, {firing.recipients} mail through SES, "
-            "and its run: an export as in the table above (with a callback: a scheduled run always goes through the "
-            "callback function, which records its outcome and mails)."
+            f"{firing.schedule_write_units} write units of the schedules table, {firing.recipients} mail through SES "
+            "and its record in the audit trail, and its run: an export as in the table above (with a callback: a "
+            "scheduled run always goes through the callback function, which records its outcome and mails)."
         ),
         "",
         *_table(
@@ -1079,6 +1153,7 @@ def delivery_lines(facts: StackFacts, work: Workload, delivery: DeliveryWork | N
     """What one file delivery costs, by service."""
     d = delivery or DeliveryWork()
     gb = work.file_bytes / 1024**3
+    record = Appends(1, AuditWork())
     return [
         Line(
             "Step Functions (Standard)",
@@ -1101,6 +1176,12 @@ def delivery_lines(facts: StackFacts, work: Workload, delivery: DeliveryWork | N
         Line("S3", Price.S3_GET_REQUEST, 0, "1 GET of our file (their PUT is billed to them)"),
         Line("Secrets Manager", d.secret_reads * Price.SECRETS_API_CALL, 0, f"{d.secret_reads} secret read (SFTP)"),
         Line(
+            "Audit trail (delivery.made)",
+            record.total + Price.DYNAMODB_READ_UNIT,
+            0,
+            f"the callback function's record: {record.basis}; 1 more read of the destination (its kind)",
+        ),
+        Line(
             "Data transfer out",
             gb * Price.DATA_TRANSFER_OUT_GB if d.transfer_out else 0,
             0,
@@ -1118,7 +1199,9 @@ def _delivery_costs(facts: StackFacts, work: Workload) -> list[str]:
         "",
         *_wrapped(
             f"Per 1,000 files of {work.file_bytes // 1024} KB delivered to customers' destinations "
-            "(docs/destinations.md), each at the first attempt; a retry costs one more transition and invocation."
+            "(docs/destinations.md), each at the first attempt; a retry costs one more transition and invocation. "
+            "A scheduled run's mail reads each of its destinations once more, for its name: 1 read unit "
+            f"({_money(Price.DYNAMODB_READ_UNIT * 1000)} per 1,000)."
         ),
         "",
         *_table(
@@ -1163,6 +1246,14 @@ def _vpc_costs(zones: int = 2) -> list[str]:
         "",
         "Split exports' partitions read the database from the same subnets; their bytes to S3 go through",
         "the free gateway endpoint either way.",
+        "",
+        *_wrapped(
+            "With `-c delivery_vpc` (a fixed egress address for customers' SFTP allowlists, docs/destinations.md) "
+            "the callback function needs the NAT gateways (its connections must leave from their Elastic IPs): "
+            f"the same fixed cost, paid once when both functions use the same VPC, and {_money(Price.NAT_GATEWAY_GB)} "
+            "per GB of what it sends through them (the files it delivers, its calls to AWS APIs that have no "
+            "gateway endpoint)."
+        ),
         "",
     ]
 

@@ -260,8 +260,10 @@ def mail_event(
 def file_delivery_event(task: Task, delivery: Delivery, kind: str | None, at: datetime) -> AuditEvent:
     """A file delivery that ended (exports.finishing.delivery): ``delivery.made`` where it
     DELIVERED, ``delivery.failed`` where it FAILED. Where the file went: the destination, its
-    kind (None: deleted before the record), the remote path, the file's sha256 and size as the
-    export wrote it, the attempts, and the customer-safe error (never our internals)."""
+    kind (None: deleted before the record), the remote path, the delivered file's own sha256 and
+    size as the destination holds it (the encrypted file's when the destination encrypts; None
+    when it failed), the export's file and its sha256, the attempts, and the customer-safe error
+    (never our internals)."""
     delivered = delivery.status is DeliveryStatus.DELIVERED
     result = task.result if task.has_file else None
     outcome = "made" if delivered else "failed"
@@ -283,8 +285,9 @@ def file_delivery_event(task: Task, delivery: Delivery, kind: str | None, at: da
             "schedule_id": task.schedule_id,
             "export_type": task.export_type,
             "file": result.key if result else None,
-            "sha256": result.sha256 if result else None,
-            "bytes": result.bytes if result else None,
+            "export_sha256": result.sha256 if result else None,
+            "sha256": delivery.sha256 if delivered else None,
+            "bytes": delivery.size_bytes if delivered else None,
             "attempts": delivery.attempts,
             "delivered_at": delivery.delivered_at.isoformat().replace("+00:00", "Z") if delivery.delivered_at else None,
             "error": None if delivered or delivery.error is None else delivery.error.model_dump(exclude_none=True),

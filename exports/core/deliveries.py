@@ -83,6 +83,11 @@ class Delivery(BaseModel):
     delivered_at: datetime | None = None
     # The last attempt's error (kept when a later attempt succeeds: cleared then).
     error: DeliveryError | None = None
+    # The delivered file's own sha256 and size, as it is at the destination (the one its sidecar or
+    # object metadata names): the encrypted file's when the destination encrypts, so the customer
+    # checks what they received. Set once DELIVERED; None before and after a failed attempt.
+    sha256: str | None = None
+    size_bytes: int | None = Field(default=None, ge=0)
 
     @property
     def ended(self) -> bool:
@@ -131,8 +136,8 @@ def initial(destination_ids: tuple[str, ...]) -> tuple[Delivery, ...]:
     return tuple(Delivery(destination_id=destination_id) for destination_id in destination_ids)
 
 
-def delivered(delivery: Delivery, remote_path: str, now: datetime) -> Delivery:
-    """``delivery`` after an attempt that put the file at ``remote_path``."""
+def delivered(delivery: Delivery, remote_path: str, now: datetime, sha256: str, size_bytes: int) -> Delivery:
+    """``delivery`` after an attempt that put a file of ``sha256`` and ``size_bytes`` at ``remote_path``."""
     return delivery.model_copy(
         update={
             "status": DeliveryStatus.DELIVERED,
@@ -140,6 +145,8 @@ def delivered(delivery: Delivery, remote_path: str, now: datetime) -> Delivery:
             "remote_path": remote_path,
             "delivered_at": now,
             "error": None,
+            "sha256": sha256,
+            "size_bytes": size_bytes,
         }
     )
 
@@ -152,6 +159,8 @@ def attempt_failed(delivery: Delivery, error: DeliveryError, final: bool, remote
             "attempts": delivery.attempts + 1,
             "remote_path": remote_path or delivery.remote_path,
             "error": error,
+            "sha256": None,
+            "size_bytes": None,
         }
     )
 

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.environ) -> CallbackDependencies:
     """The callback function's adapters: no registry, no queue, no limiter; the signing secret
     is read from Secrets Manager on the first delivery. A scheduled run's end is recorded on the
-    schedules table, and mailed through SES when a sender is configured; its pause and mail in
-    the audit trail when the deployment keeps one."""
+    schedules table, and mailed through SES when a sender is configured, naming its
+    destinations; its pause and mail in the audit trail when the deployment keeps one."""
     from exports.core.aws.s3_results import S3ResultStore
+    from exports.destinations.dynamodb_destinations import DynamoDestinationStore
     from exports.finishing.schedule_run_end import RunEndDependencies
     from exports.finishing.webhooks.http import PinnedWebhookSender
     from exports.schedules.dynamodb_schedules import DynamoScheduleStore
@@ -49,6 +50,8 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
         clock=utc_now,
         # The pause after failures in a row and the run's mail, in the audit trail.
         audit=compose_audit(metrics, settings.audit_table, settings.exports_config) if settings.audit_table else None,
+        # The run's mail names its destinations by their names (the function may read them).
+        destinations=DynamoDestinationStore(aws_client("dynamodb"), settings.destinations_table),
     )
     return CallbackDependencies(
         settings=settings,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -22,6 +23,14 @@ _TASK_LINE = "Task: "
 
 
 @dataclass(frozen=True)
+class DestinationLabel:
+    """How the mail names a destination to people: its name (the customer's own text) and kind."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Message:
     """A mail's subject and text."""
 
@@ -36,9 +45,11 @@ def run_message(
     link_expires_at: datetime | None,
     paused: PauseReason | None,
     attached: bool = False,
+    destinations: Mapping[str, DestinationLabel] | None = None,
 ) -> Message:
     """The mail of ``task``'s end: outcome, rows, whether the file is attached or the link and
-    until when it works, and where each delivery put the file (or why it did not)."""
+    until when it works, and where each delivery put the file (or why it did not), naming each
+    destination by its label in ``destinations`` (by id: one deleted meanwhile, or not looked up)."""
     # A stored name never carries a control character (the API refuses them); made safe anyway.
     title = header_text(schedule.name or schedule.export_type)
     zone = ZoneInfo(schedule.timezone)
@@ -57,16 +68,29 @@ def run_message(
         lines.append(f"Status: {task.status.value}")
         if task.error is not None:
             lines.append(f"Error: {task.error.code}: {task.error.message}")
-    lines.extend(_delivery_line(delivery) for delivery in task.deliveries)
+    labels = destinations or {}
+    lines.extend(_delivery_line(delivery, labels.get(delivery.destination_id)) for delivery in task.deliveries)
     if paused is not None:
         lines.append(f"The schedule is now paused ({paused.code.value}): {paused.message}")
     lines.append(f"{_TASK_LINE}{task.task_id}; schedule: {schedule.schedule_id}")
     return Message(subject=subject, text="\n".join(lines) + "\n")
 
 
-def _delivery_line(delivery: Delivery) -> str:
+def _destination(destination_id: str, label: DestinationLabel | None) -> str:
+    """The destination as the mail names it: ``"Acme SFTP" (sftp)``, or its id when it has no label.
+
+    The name is the customer's text and the mail is plain text (no markup to escape): it is quoted,
+    and a control or line-separator character in it becomes a space, so a name can never add a
+    line (a "Delivered to" or "Task:" line of its own) to the mail.
+    """
+    if label is None:
+        return destination_id
+    return f'"{header_text(label.name)}" ({label.kind})'
+
+
+def _delivery_line(delivery: Delivery, label: DestinationLabel | None) -> str:
     """Where one delivery put the file, or why it did not (the customer-safe message only)."""
-    where = delivery.destination_id
+    where = _destination(delivery.destination_id, label)
     if delivery.status is DeliveryStatus.DELIVERED:
         return f"Delivered to {where}: {delivery.remote_path}"
     if delivery.status is DeliveryStatus.FAILED:

@@ -21,7 +21,7 @@ from exports.core.ports import ResultStore
 from exports.core.status import TaskStatus
 from exports.core.task import Task
 from exports.finishing.ports import Attachment, Mailer
-from exports.finishing.run_mail import MAIL_LINK_TTL_SEC, run_message
+from exports.finishing.run_mail import MAIL_LINK_TTL_SEC, DestinationLabel, run_message
 from exports.schedules.mail import allowed
 from exports.schedules.model import PauseReason, Schedule, caller_of
 from exports.schedules.outcome import paused_by, record_run
@@ -29,6 +29,7 @@ from exports.schedules.ports import ScheduleStore
 
 if TYPE_CHECKING:
     from exports.audit.service import AuditDependencies
+    from exports.destinations.ports import DestinationStore
 
 logger = logging.getLogger(__name__)
 _ATTEMPTS = 3
@@ -38,8 +39,8 @@ _ATTEMPTS = 3
 class RunEndDependencies:
     """What observing a run's end uses: the schedules, the mailer and its sender (None: no
     mail), the allowed recipient domains, the result files (the mailed link or attachment), the
-    largest file attached (bytes; 0: none), the clock and the audit trail (None: the deployment
-    keeps none)."""
+    largest file attached (bytes; 0: none), the clock, the audit trail (None: the deployment
+    keeps none) and the destinations the mail names (None: named by id)."""
 
     schedules: ScheduleStore
     mailer: Mailer | None
@@ -50,6 +51,7 @@ class RunEndDependencies:
     max_failures: int = Schedules.MAX_CONSECUTIVE_FAILURES
     audit: AuditDependencies | None = None
     attachment_max_bytes: int = Schedules.MAIL_ATTACHMENT_DEFAULT_BYTES
+    destinations: DestinationStore | None = None
 
 
 def on_run_end(task: Task, deps: RunEndDependencies) -> PauseReason | None:
@@ -121,7 +123,9 @@ def _mail(schedule: Schedule, task: Task, paused: PauseReason | None, deps: RunE
         ttl = max(60, min(MAIL_LINK_TTL_SEC, int((task.expires_at - now).total_seconds())))
         link = deps.results.presign_download(task.result.key, task.result.file_name, ttl)
         expires_at = now + timedelta(seconds=ttl)
-    message = run_message(schedule, task, link, expires_at, paused, attached=attachment is not None)
+    message = run_message(
+        schedule, task, link, expires_at, paused, attached=attachment is not None, destinations=_labels(task, deps)
+    )
     assert deps.mailer is not None and deps.sender is not None
     error = None
     if recipients:
@@ -165,3 +169,23 @@ def _attachment(task: Task, deps: RunEndDependencies) -> Attachment | None:
         logger.warning("the run's file did not match its sha256: mailed as a link", extra={"task_id": task.task_id})
         return None
     return Attachment(file_name=task.result.file_name, content_type=task.result.content_type, data=data)
+
+
+def _labels(task: Task, deps: RunEndDependencies) -> dict[str, DestinationLabel]:
+    """The run's destinations as its mail names them, read now in the task's tenant: one deleted
+    meanwhile has none (the mail names it by id), and so has every one when they cannot be read
+    (logged: the mail still goes, with ids)."""
+    if deps.destinations is None or task.delivery is None:
+        return {}
+    labels = {}
+    try:
+        for delivery in task.deliveries:
+            destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
+            if destination is not None:
+                labels[delivery.destination_id] = DestinationLabel(destination.name, destination.kind.value)
+    except ExportsError:
+        logger.warning(
+            "the run's destinations could not be read: named by id", exc_info=True, extra={"task_id": task.task_id}
+        )
+        return {}
+    return labels

@@ -5,7 +5,7 @@ holds two stacks: ``dev`` with the defaults a newcomer deploys on a fresh accoun
 Cognito user pool, no CORS, no alarm e-mail, the admission limits of exports.core.config, no
 WebSocket access logs, no reserved concurrency) and ``prod`` with every context setting given
 (an external OIDC issuer, CORS origins, an alarm e-mail, its own admission limits, the account's
-API Gateway logs role, reserved concurrency, mail).
+API Gateway logs role, reserved concurrency, mail, the worker's and the delivering function's VPCs).
 Bundling is skipped here; ``test_infra_bundling.py`` runs it.
 """
 
@@ -52,6 +52,11 @@ PROD_CONTEXT = {
     "reserved_concurrency": "true",
     "worker_vpc": json.dumps(
         {"subnet_ids": ["subnet-0aaa1111", "subnet-0bbb2222"], "security_group_ids": ["sg-0ccc3333"]}
+    ),
+    # The function that delivers files in private subnets (a fixed egress address), in a security
+    # group the stack creates for SFTP on 22 and 2222.
+    "delivery_vpc": json.dumps(
+        {"vpc_id": "vpc-0ddd4444", "subnet_ids": ["subnet-0eee5555", "subnet-0fff6666"], "egress_ports": [22, 2222]}
     ),
     # Scheduled exports: their limits, and mail from a verified sender to two domains only.
     "max_schedules_per_user": "7",

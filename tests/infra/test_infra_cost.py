@@ -15,6 +15,8 @@ from scripts.cost_estimate import (
     LAMBDA_INCLUDED_EPHEMERAL_MB,
     SCENARIOS,
     VOLUMES,
+    Appends,
+    AuditWork,
     DeliveryWork,
     Price,
     Scenario,
@@ -222,3 +224,17 @@ def test_a_file_delivery_is_priced_per_service_and_its_transitions_are_the_workf
     assert DeliveryWork().transitions == 2
     without_transfer = delivery_lines(facts, Workload(), DeliveryWork(transfer_out=False))
     assert sum(line.per_export for line in without_transfer) < sum(line.per_export for line in lines)
+    # Its delivery.made record: one append, and the destination read again for its kind.
+    (record,) = [line for line in lines if line.service.startswith("Audit trail")]
+    assert record.per_export == pytest.approx(Appends(1, AuditWork()).total + Price.DYNAMODB_READ_UNIT)
+
+
+def test_an_append_is_a_chain_query_and_a_transaction_of_the_record_and_its_marker_kept_for_the_retention():
+    one = Appends(1, AuditWork(record_bytes=1500, retention_days=300))
+
+    # 1500 B: 2 KB of record and 1 KB of marker, each a transactional write (two units per KB).
+    assert (one.write_units, one.read_units) == (6, 1)
+    assert one.operations == pytest.approx(6 * Price.DYNAMODB_WRITE_UNIT + Price.DYNAMODB_READ_UNIT)
+    # Ten months of a month's records, with point-in-time recovery.
+    assert one.storage == pytest.approx(1500 / 1024**3 * 10 * (Price.DYNAMODB_GB_MONTH + Price.DYNAMODB_PITR_GB_MONTH))
+    assert Appends(3, AuditWork()).total == pytest.approx(3 * Appends(1, AuditWork()).total)

@@ -30,6 +30,8 @@ from infra.sizing import Sizing
 from scripts.cost_estimate import (
     SCHEDULE_MIXES,
     SCHEDULES,
+    Appends,
+    AuditWork,
     Firing,
     Price,
     Workload,
@@ -600,6 +602,8 @@ def test_a_firing_costs_schedulers_invocation_the_function_the_table_and_the_mai
     assert facts.schedule_memory_mb == Sizing.SCHEDULE_MEMORY_MB
     assert lines["EventBridge Scheduler"].per_export == pytest.approx(1.00 / 1e6)
     assert lines["SES"].per_export == pytest.approx(firing.recipients * 0.10 / 1000)
+    # The mail's delivery.made record, one append per mailed run.
+    assert lines["Audit trail (the mail's record)"].per_export == pytest.approx(Appends(1, AuditWork()).total)
     function = lines["Schedule function (Lambda)"]
     gb_seconds = firing.schedule_function_sec * Sizing.SCHEDULE_MEMORY_MB / 1024
     assert function.per_export == pytest.approx(gb_seconds * Price.LAMBDA_ARM_GB_SECOND + Price.LAMBDA_REQUEST)

@@ -127,6 +127,9 @@ def test_command_line_strings_and_cdk_json_lists_both_work():
         ({"hot_key_rate_per_minute": "fast"}, Context.HOT_KEY_RATE_PER_MINUTE),
         ({"hot_key_burst": "0"}, Context.HOT_KEY_BURST),
         ({"apigateway_cloudwatch_role": "yes"}, Context.APIGATEWAY_CLOUDWATCH_ROLE),
+        ({"worker_vpc": '{"subnet_ids": ["subnet-0a"]}'}, Context.WORKER_VPC),
+        ({"worker_vpc": '{"subnet_ids": ["subnet-0a"], "security_group_ids": ["subnet-0b"]}'}, Context.WORKER_VPC),
+        ({"delivery_vpc": '{"vpc_id": "vpc-0a", "subnet_ids": []}'}, Context.DELIVERY_VPC),
     ],
 )
 def test_a_wrong_context_value_is_refused_with_its_key(context, complaint):

@@ -12,7 +12,7 @@ import pytest
 
 from exports.core.config.env import Env
 from exports.export_types.loader import DeclarationError
-from infra.functions import WORKER_VPC_ACTIONS
+from infra.networking import VPC_ACCESS_ACTIONS
 from infra.settings import StageSettings
 from infra.sources import DeclaredSources
 
@@ -87,20 +87,21 @@ def test_the_worker_reads_only_the_named_secret_and_connects_only_as_the_iam_use
     }
 
 
-def test_only_the_worker_runs_in_the_vpc_so_callbacks_still_reach_the_internet(prod):
+def test_the_worker_runs_in_its_vpc_and_the_api_and_lifecycle_stay_out(prod):
     worker = prod.props(prod.stack.functions.worker.function)
     assert worker["VpcConfig"] == {
         "SubnetIds": ["subnet-0aaa1111", "subnet-0bbb2222"],
         "SecurityGroupIds": ["sg-0ccc3333"],
     }
-    for function in (prod.stack.functions.api, prod.stack.functions.callback, prod.stack.functions.lifecycle):
+    # The callback function is in the delivery VPC (delivery_vpc, tests/infra/test_infra_delivery_network.py).
+    for function in (prod.stack.functions.api, prod.stack.functions.lifecycle):
         assert "VpcConfig" not in prod.props(function.function)
     statements = worker_statements(prod)
     # AWSLambdaVPCAccessExecutionRole's EC2 actions, on "*" as there: Lambda validates them on all
     # resources when it creates the function.
-    for action in WORKER_VPC_ACTIONS:
+    for action in VPC_ACCESS_ACTIONS:
         assert actions_on(statements, action) == ["*"], action
-    assert set(WORKER_VPC_ACTIONS) == {
+    assert set(VPC_ACCESS_ACTIONS) == {
         "ec2:CreateNetworkInterface",
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSubnets",

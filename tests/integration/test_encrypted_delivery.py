@@ -1,13 +1,15 @@
 """Encryption at delivery, opened as the customer opens it: an OpenPGP file to their public key
 decrypts with GnuPG (`gpg --decrypt`, their key made by gpg itself), a ZIP opens with 7-Zip and
 the destination's password and with nothing else; both hold the very bytes of the download, and
-the sidecar's sha256 is the delivered (encrypted) file's. Delivered end to end as in
+the sidecar's sha256 is the delivered (encrypted) file's, and so is the one the task's delivery and
+the audit record give. Delivered end to end as in
 test_file_delivery.py: API, worker, the workflow's DeliverFiles, a real SFTP server and the
 customer's bucket in a second account. The tools are Debian's (`make crypto-tools`)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,6 +30,7 @@ from tests.integration.test_file_delivery import (
     submit,
 )
 from tests.integration.test_lifecycle import run_queued_work, wait_for
+from tests.receiver import receiver
 
 __all__ = ["sftp"]  # the fixture, shared
 ZIP_PASSWORD = "correct horse battery staple"
@@ -52,6 +55,27 @@ def customer_key(tmp_path: Path) -> tuple[Path, str]:
     )
     public = subprocess.run([*gpg, "--armor", "--export", "files@customer.example"], check=True, capture_output=True)
     return home, public.stdout.decode()
+
+
+def delivery_record(task_id: str, shown: dict[str, Any]) -> dict[str, Any]:
+    """The task's one ``delivery.made`` record in the tenant's audit trail (GET /v1/audit)."""
+    status, page = call("GET", "/v1/audit", query={"from": shown["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    [record] = [r for r in page["items"] if r["subject"] == task_id and r["detail"].get("channel") == "destination"]
+    assert record["action"] == "delivery.made", record
+    return dict(record["detail"])
+
+
+def assert_the_delivered_files_own_hash_is_given(task_id: str, shown: dict[str, Any], delivered: bytes) -> None:
+    """The task's delivery and the audit record name the file the customer received (the
+    encrypted one), not the export's, which stays the task's own sha256."""
+    sha256 = hashlib.sha256(delivered).hexdigest()
+    assert sha256 != shown["sha256"]
+    [delivery] = shown["deliveries"]
+    assert (delivery["sha256"], delivery["size_bytes"]) == (sha256, len(delivered))
+    record = delivery_record(task_id, shown)
+    assert (record["sha256"], record["bytes"]) == (sha256, len(delivered))
+    assert record["export_sha256"] == shown["sha256"]
 
 
 def sftp_destination(server: LocalSftpServer, encryption: dict[str, Any]) -> str:
@@ -79,9 +103,11 @@ def test_an_openpgp_delivery_decrypts_with_gpg_to_the_downloaded_bytes(
 ) -> None:
     home, public_key = customer_key
     destination_id = sftp_destination(sftp, {"kind": "pgp", "pgp_public_key": public_key})
-    task_id = submit(export_body([destination_id], path_template="{file}"))
-    run_queued_work(running_aws)
-    shown = wait_for(lambda: deliveries_ended(task_id))
+    with receiver([204]) as hook:
+        task_id = submit(export_body([destination_id], path_template="{file}", callback_url=hook.url))
+        run_queued_work(running_aws)
+        shown = wait_for(lambda: deliveries_ended(task_id))
+        completed, delivered_hook = (json.loads(call.body) for call in hook.wait_for(2))
 
     [delivery] = shown["deliveries"]
     assert delivery["status"] == "DELIVERED", delivery
@@ -107,6 +133,11 @@ def test_an_openpgp_delivery_decrypts_with_gpg_to_the_downloaded_bytes(
     assert delivered.read_bytes() != plain
     sidecar = (sftp.root / "upload" / f"{shown['file_name']}.pgp.sha256").read_text()
     assert sidecar == f"{hashlib.sha256(delivered.read_bytes()).hexdigest()}  {shown['file_name']}.pgp\n"
+    assert_the_delivered_files_own_hash_is_given(task_id, shown, delivered.read_bytes())
+    # The export.delivered webhook names the same file: the encrypted one, beside the export's own.
+    assert (completed["type"], delivered_hook["type"]) == ("export.completed", "export.delivered")
+    assert delivered_hook["data"]["delivery"]["sha256"] == hashlib.sha256(delivered.read_bytes()).hexdigest()
+    assert delivered_hook["data"]["sha256"] == shown["sha256"]
 
 
 def test_a_zip_delivery_to_the_customers_bucket_opens_with_7z_and_the_password_only(
@@ -136,6 +167,7 @@ def test_a_zip_delivery_to_the_customers_bucket_opens_with_7z_and_the_password_o
     stored = customer_s3().get_object(Bucket="acme-vault", Key=delivery["remote_path"])
     archive.write_bytes(stored["Body"].read())
     assert stored["Metadata"] == {"sha256": hashlib.sha256(archive.read_bytes()).hexdigest()}
+    assert_the_delivered_files_own_hash_is_given(task_id, shown, archive.read_bytes())
 
     listing = subprocess.run(
         [tool("7z"), "l", "-slt", f"-p{ZIP_PASSWORD}", str(archive)], check=True, capture_output=True, text=True

@@ -272,25 +272,32 @@ def test_a_delivery_attempt_twice_leaves_one_file_and_a_delivered_one_is_not_sen
 def test_a_schedule_names_its_destinations_each_run_delivers_and_its_mail_says_where_with_the_file(
     sftp: LocalSftpServer, running_aws: Resources
 ) -> None:
-    sftp_id = sftp_destination(sftp)
+    sftp_id, deleted = sftp_destination(sftp), sftp_destination(sftp)
+    # The name is the customer's text, markup and all.
+    assert call("PATCH", f"/v1/destinations/{sftp_id}", {"name": "Acme <SFTP> & co"})[0] == 200
     body = {
         "name": "Nightly",
         "cron": "0 8 * * 1",
-        **{k: v for k, v in export_body([sftp_id]).items() if k != "filters"},
+        **{k: v for k, v in export_body([sftp_id, deleted]).items() if k != "filters"},
         "filters": {"date_from": "2025-03-30", "date_to": "2025-03-31"},
         "recipients": ["finance@acme.example"],
     }
     status, created = call("POST", "/v1/schedules", body)
     assert status == 201, created
-    assert (created["destinations"], created["path_template"]) == ([sftp_id], "{type}/{date}/{task_id}-{file}")
+    assert (created["destinations"], created["path_template"]) == (
+        [sftp_id, deleted],
+        "{type}/{date}/{task_id}-{file}",
+    )
+    assert call("DELETE", f"/v1/destinations/{deleted}")[0] == 204
 
     status, run = call("POST", f"/v1/schedules/{created['schedule_id']}/run")
     assert status == 202, run
     run_queued_work(running_aws)
     shown = wait_for(lambda: deliveries_ended(run["task_id"]))
 
-    [delivery] = shown["deliveries"]
+    delivery, failed = shown["deliveries"]
     assert delivery["status"] == "DELIVERED" and delivery["destination_id"] == sftp_id
+    assert failed["status"] == "FAILED" and failed["destination_id"] == deleted
     content = downloaded(shown)
     assert (sftp.root / delivery["remote_path"].lstrip("/")).read_bytes() == content
 
@@ -299,7 +306,11 @@ def test_a_schedule_names_its_destinations_each_run_delivers_and_its_mail_says_w
     [sent] = wait_for(lambda: list(ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages))
     mail = email.message_from_bytes(sent.raw_data.encode(), policy=email.policy.default)
     text = mail.get_body(("plain",)).get_content().splitlines()
-    assert f"Delivered to {sftp_id}: {delivery['remote_path']}" in text
+    # Each destination by its name and kind (plain text: the name as written, nothing escaped),
+    # the one deleted meanwhile by its id.
+    assert f'Delivered to "Acme <SFTP> & co" (sftp): {delivery["remote_path"]}' in text
+    assert f"Delivery to {deleted} failed (1 attempts): the destination was deleted before delivery" in text
+    assert mail.get_body(("html",)) is None
     assert f"Attached: {shown['file_name']}" in text
     [attachment] = list(mail.iter_attachments())
     assert attachment.get_filename() == shown["file_name"]

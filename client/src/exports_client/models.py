@@ -134,6 +134,9 @@ class Delivery(_Result):
     remote_path: str | None = None
     delivered_at: datetime | None = None
     error: DeliveryError | None = None
+    # The file as the destination holds it (the encrypted file's when the destination encrypts).
+    sha256: str | None = None
+    size_bytes: int | None = Field(default=None, ge=0)
 
 
 class DestinationKind(StrEnum):

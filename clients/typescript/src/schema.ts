@@ -570,6 +570,10 @@ export interface components {
             error?: components["schemas"]["DeliveryError"] | null;
             /** Remote Path */
             remote_path?: string | null;
+            /** Sha256 */
+            sha256?: string | null;
+            /** Size Bytes */
+            size_bytes?: number | null;
             /** @default PENDING */
             status?: components["schemas"]["DeliveryStatus"];
         };

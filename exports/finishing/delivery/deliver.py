@@ -201,8 +201,10 @@ def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: D
         return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
     remote = deliverer.remote_path(destination, relative)
     try:
-        # The sha256 beside the file is the delivered file's: the encrypted one when encrypted.
+        # The sha256 beside the file, on the task and in the audit trail is the delivered file's:
+        # the encrypted one when encrypted (an OpenPGP file differs at each attempt).
         sha256 = task.result.sha256 if prepared.path == local else _sha256(prepared.path)
+        size = prepared.path.stat().st_size
         deliverer.put(destination, secrets, prepared.path, remote, sha256)
     except DestinationProblem as problem:
         error = DeliveryError(code=problem.code, message=problem.message, step=problem.step.value)
@@ -214,7 +216,7 @@ def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: D
     finally:
         if prepared.path != local:
             prepared.path.unlink(missing_ok=True)
-    return deliveries.delivered(delivery, remote, deps.clock())
+    return deliveries.delivered(delivery, remote, deps.clock(), sha256, size)
 
 
 def _sha256(path: Path) -> str:
@@ -305,7 +307,9 @@ def delivery_event(task: Task, delivery: Delivery, now: datetime) -> LifecycleEv
         "delivery_status": delivery.status.value,
         "attempts": delivery.attempts,
         "remote_path": delivery.remote_path,
-        "sha256": task.result.sha256 if task.result else None,
+        # The delivered file's (encrypted or not), as the destination holds it; None when it failed.
+        "sha256": delivery.sha256 if delivered else None,
+        "size_bytes": delivery.size_bytes if delivered else None,
         "error_code": delivery.error.code if delivery.error and not delivered else None,
     }
     return LifecycleEvent(Events.FILE_DELIVERED if delivered else Events.FILE_DELIVERY_FAILED, detail)

@@ -247,8 +247,15 @@ def test_a_file_delivery_is_recorded_once_per_outcome_and_attempt_with_the_custo
     failed = Delivery(
         destination_id="dst_1", status=DeliveryStatus.FAILED, attempts=6, remote_path="a.csv", error=error
     )
+    # Delivered encrypted: the file at the destination is not the export's.
     delivered = Delivery(
-        destination_id="dst_1", status=DeliveryStatus.DELIVERED, attempts=7, remote_path="a.csv", delivered_at=AT
+        destination_id="dst_1",
+        status=DeliveryStatus.DELIVERED,
+        attempts=7,
+        remote_path="a.csv.pgp",
+        delivered_at=AT,
+        sha256="ef" * 32,
+        size_bytes=420,
     )
 
     lost = file_delivery_event(done, failed, "sftp", AT)
@@ -257,8 +264,12 @@ def test_a_file_delivery_is_recorded_once_per_outcome_and_attempt_with_the_custo
     assert (lost.action, lost.actor, lost.tenant) == (AuditAction.DELIVERY_FAILED, "system", "acme")
     assert lost.detail["channel"] == "destination" and lost.detail["kind"] == "sftp"
     assert lost.detail["error"] == {"code": "DESTINATION_UNREACHABLE", "step": "AUTH", "message": error.message}
-    assert (lost.detail["sha256"], lost.detail["bytes"], lost.detail["attempts"]) == ("ab" * 32, 10, 6)
+    # Nothing arrived: no delivered file's hash, the export's file it was to be.
+    assert (lost.detail["sha256"], lost.detail["bytes"], lost.detail["attempts"]) == (None, None, 6)
+    assert (lost.detail["file"], lost.detail["export_sha256"]) == ("results/exp_3/a.csv", "ab" * 32)
     assert made.action is AuditAction.DELIVERY_MADE and made.detail["error"] is None
+    # The delivered file's own hash and size, as the customer checks them; the export's beside them.
+    assert (made.detail["sha256"], made.detail["bytes"], made.detail["export_sha256"]) == ("ef" * 32, 420, "ab" * 32)
     assert made.detail["delivered_at"] == "2026-12-01T09:30:00Z"
     # A repeat records nothing twice; the delivery retried on request that then succeeds is its own record.
     assert file_delivery_event(done, failed, "sftp", AT).event_id == lost.event_id != made.event_id

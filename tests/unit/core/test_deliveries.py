@@ -61,13 +61,16 @@ def test_a_delivery_counts_its_attempts_keeps_its_last_error_and_clears_it_once_
 
     failed_once = d.attempt_failed(first, ERROR, final=False, remote_path="/upload/o.csv")
     assert (failed_once.status, failed_once.attempts, failed_once.error) == (d.DeliveryStatus.PENDING, 1, ERROR)
-    delivered = d.delivered(failed_once, "/upload/o.csv", NOW)
+    assert (failed_once.sha256, failed_once.size_bytes) == (None, None)
+    delivered = d.delivered(failed_once, "/upload/o.csv", NOW, "ab" * 32, 10)
     assert (delivered.status, delivered.attempts, delivered.error, delivered.delivered_at) == (
         d.DeliveryStatus.DELIVERED,
         2,
         None,
         NOW,
     )
+    # The delivered file's own hash and size (the encrypted file's when encrypted).
+    assert (delivered.sha256, delivered.size_bytes) == ("ab" * 32, 10)
     # Ended deliveries stay as they are when the retries run out or the export had no file.
     assert d.given_up(delivered) == delivered == d.skipped(delivered)
 
@@ -78,6 +81,16 @@ def test_given_up_keeps_the_last_error_or_says_the_retries_ran_out() -> None:
     tried = d.attempt_failed(pending, ERROR, final=False, remote_path=None)
     assert d.given_up(tried).error == ERROR
     assert d.skipped(pending).status is d.DeliveryStatus.SKIPPED
+
+
+def test_a_failed_attempt_after_a_delivery_forgets_the_delivered_files_hash() -> None:
+    # A delivery made again on request that fails holds no file of a known hash any more.
+    [pending] = d.initial(("dst_1",))
+    delivered = d.delivered(pending, "/upload/o.csv", NOW, "ab" * 32, 10)
+
+    failed = d.attempt_failed(delivered, ERROR, final=True, remote_path=None)
+
+    assert (failed.status, failed.sha256, failed.size_bytes) == (d.DeliveryStatus.FAILED, None, None)
 
 
 def test_the_plan_names_the_tenant_and_the_template_of_usable_destinations() -> None:

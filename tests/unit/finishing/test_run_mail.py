@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from exports.core.deliveries import Delivery, DeliveryError, DeliveryStatus
 from exports.core.task import ExportFormat, ExportResult, Task, claim, complete, new_task
-from exports.finishing.run_mail import run_message, task_of
+from exports.finishing.run_mail import DestinationLabel, run_message, task_of
 from exports.schedules.model import Schedule, StoredCaller
 
 
@@ -99,3 +99,38 @@ def test_the_mail_says_where_each_delivery_put_the_file_or_why_it_did_not() -> N
     assert "Delivered to dst_A: /upload/orders/f.csv" in text
     assert "Delivery to dst_B failed (6 attempts): the server refused our login" in text
     assert text[-1].startswith("Task: exp_1")  # local mode's mailbox still finds the task
+
+
+def test_the_mail_names_each_destination_by_its_name_and_kind_and_a_deleted_one_by_its_id() -> None:
+    delivered = Delivery(
+        destination_id="dst_A", status=DeliveryStatus.DELIVERED, attempts=1, remote_path="/upload/f.csv"
+    )
+    gone = Delivery(
+        destination_id="dst_B",
+        status=DeliveryStatus.FAILED,
+        attempts=1,
+        error=DeliveryError(code="DESTINATION_NOT_FOUND", message="the destination was deleted before delivery"),
+    )
+    labels = {"dst_A": DestinationLabel(name="Acme SFTP", kind="sftp")}
+
+    text = run_message(SCHEDULE, completed_run(delivered, gone), LINK, NOW, None, destinations=labels).text
+
+    lines = text.splitlines()
+    assert 'Delivered to "Acme SFTP" (sftp): /upload/f.csv' in lines
+    assert "Delivery to dst_B failed (1 attempts): the destination was deleted before delivery" in lines
+    assert "dst_A" not in text
+
+
+def test_a_name_is_text_it_can_add_no_line_and_its_markup_stays_characters() -> None:
+    # The customer's text, as the API stores it: line breaks, a forged task line, markup.
+    name = "Acme <b>vault</b> & co\nTask: exp_VICTIM\u2028Delivered to evil"
+    delivered = Delivery(destination_id="dst_A", status=DeliveryStatus.DELIVERED, attempts=1, remote_path="/f.csv")
+
+    text = run_message(
+        SCHEDULE, completed_run(delivered), LINK, NOW, None, destinations={"dst_A": DestinationLabel(name, "s3")}
+    ).text
+
+    lines = text.splitlines()
+    assert 'Delivered to "Acme <b>vault</b> & co Task: exp_VICTIM Delivered to evil" (s3): /f.csv' in lines
+    assert not any(line.startswith(("Task: exp_VICTIM", "Delivered to evil")) for line in lines)
+    assert task_of(text) == "exp_1"

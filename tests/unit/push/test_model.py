@@ -50,9 +50,14 @@ def test_a_delivery_that_ended_is_an_event_a_failure_first_and_an_attempt_is_non
     pending = done.model_copy(update={"deliveries": initial(("dst_a", "dst_b"))})
     a, b = pending.deliveries
     tried = pending.model_copy(update={"deliveries": (attempt_failed(a, ERROR, final=False, remote_path=None), b)})
-    one_delivered = pending.model_copy(update={"deliveries": (delivered(a, "/x", NOW), b)})
+    one_delivered = pending.model_copy(update={"deliveries": (delivered(a, "/x", NOW, "ab" * 32, 10), b)})
     both = pending.model_copy(
-        update={"deliveries": (delivered(a, "/x", NOW), attempt_failed(b, ERROR, final=True, remote_path=None))}
+        update={
+            "deliveries": (
+                delivered(a, "/x", NOW, "ab" * 32, 10),
+                attempt_failed(b, ERROR, final=True, remote_path=None),
+            )
+        }
     )
 
     assert change(tried, before=pending).event_type is None

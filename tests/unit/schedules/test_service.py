@@ -15,8 +15,8 @@ from exports.core.caller import Caller, CallerRefused
 from exports.core.config.events import Events
 from exports.core.config.metrics import Metric
 from exports.core.csv_dialect import CsvDialect, CsvEncoding
-from exports.core.deliveries import Delivery, DeliveryStatus
-from exports.core.errors import InvalidRequest, ServiceUnavailable
+from exports.core.deliveries import Delivery, DeliveryPlan, DeliveryStatus
+from exports.core.errors import InvalidRequest, RetryableError, ServiceUnavailable
 from exports.core.export_type import ClaimsRead
 from exports.core.spec import ExportSpec
 from exports.core.status import TaskStatus
@@ -27,7 +27,9 @@ from exports.schedules import firing, service
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState, caller_of
 from exports.schedules.ports import ScheduleConflict, ScheduleNotFound
+from tests.builders_destinations import destination, destination_id
 from tests.unit.builders import make_result
+from tests.unit.destination_fakes import FakeDestinationStore
 from tests.unit.export_fakes import FakeEvents, NumbersExport
 from tests.unit.schedule_fakes import FakeMailer, FakeScheduleStore, FakeTimer
 from tests.unit.service_fakes import BrokenQueue, FakeResolver, ServiceWorld, service_world
@@ -275,6 +277,54 @@ def test_a_run_still_delivering_is_mailed_when_its_deliveries_end_saying_where_t
 
     [(_, _, _, text)] = mailer.sent
     assert "Delivered to dst_A: /upload/f.csv" in text.splitlines()
+
+
+def test_the_mail_names_the_destinations_read_in_the_runs_tenant_and_a_deleted_one_by_its_id():
+    services, deps, store, _ = world()
+    destinations = FakeDestinationStore()
+    destinations.create(destination(1, name="Finance lake"), 10)
+    destinations.create(destination(2, tenant="initech", name="Not yours"), 10)
+    ids = (destination_id(1), destination_id(2), destination_id(3))
+    ended = tuple(
+        Delivery(destination_id=i, status=DeliveryStatus.DELIVERED, attempts=1, remote_path=f"{i}/f.csv") for i in ids
+    )
+    plan = DeliveryPlan(tenant="acme", destination_ids=ids)
+    done = mailed_run(services, deps, b"id\n1\n", delivery=plan, deliveries=ended)
+    mailer = FakeMailer()
+
+    on_run_end(
+        done, run_end(services, store, mailer, allowed_domains=frozenset({"acme.example"}), destinations=destinations)
+    )
+
+    [(_, _, _, text)] = mailer.sent
+    lines = text.splitlines()
+    assert f'Delivered to "Finance lake" (s3): {ids[0]}/f.csv' in lines
+    # Another tenant's destination of the same id is never read: named by id, as a deleted one.
+    assert f"Delivered to {ids[1]}: {ids[1]}/f.csv" in lines and "Not yours" not in text
+    assert f"Delivered to {ids[2]}: {ids[2]}/f.csv" in lines
+
+
+class UnreadableDestinations(FakeDestinationStore):
+    def get(self, tenant, destination_id):
+        raise RetryableError("throttled")
+
+
+def test_destinations_that_cannot_be_read_are_named_by_id_and_the_mail_still_goes():
+    services, deps, store, _ = world()
+    delivered = Delivery(
+        destination_id=destination_id(1), status=DeliveryStatus.DELIVERED, attempts=1, remote_path="/f"
+    )
+    plan = DeliveryPlan(tenant="acme", destination_ids=(destination_id(1),))
+    done = mailed_run(services, deps, b"id\n1\n", delivery=plan, deliveries=(delivered,))
+    mailer = FakeMailer()
+    ends = run_end(
+        services, store, mailer, allowed_domains=frozenset({"acme.example"}), destinations=UnreadableDestinations()
+    )
+
+    on_run_end(done, ends)
+
+    [(_, _, _, text)] = mailer.sent
+    assert f"Delivered to {destination_id(1)}: /f" in text.splitlines()
 
 
 def test_another_users_task_naming_the_schedule_changes_nothing():
