@@ -28,7 +28,7 @@ def compose_callback(metrics: BusinessMetrics, environ: Mapping[str, str] = os.e
     schedules table, and mailed through SES when a sender is configured, naming its
     destinations; its pause and mail in the audit trail when the deployment keeps one."""
     from exports.core.aws.s3_results import S3ResultStore
-    from exports.destinations.dynamodb_destinations import DynamoDestinationStore
+    from exports.finishing.destinations.dynamodb_destinations import DynamoDestinationStore
     from exports.finishing.schedule_run_end import RunEndDependencies
     from exports.finishing.webhooks.http import PinnedWebhookSender
     from exports.schedules.dynamodb_schedules import DynamoScheduleStore

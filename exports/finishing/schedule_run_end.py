@@ -29,7 +29,7 @@ from exports.schedules.ports import ScheduleStore
 
 if TYPE_CHECKING:
     from exports.audit.service import AuditDependencies
-    from exports.destinations.ports import DestinationStore
+    from exports.finishing.destinations.ports import DestinationStore
 
 logger = logging.getLogger(__name__)
 _ATTEMPTS = 3
