@@ -5,14 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from exports.finishing.destinations.model import (
-    Destination,
-    DestinationState,
-    Encryption,
-    S3Target,
-    SftpAuth,
-    SftpTarget,
-)
+from exports.finishing.destinations.kinds.s3 import S3Target
+from exports.finishing.destinations.kinds.sftp import SftpAuth, SftpTarget
+from exports.finishing.destinations.model import Destination, DestinationState, Encryption
 
 NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
 HOST_KEY = "SHA256:" + "A" * 43

@@ -182,7 +182,7 @@ def _labels(task: Task, deps: RunEndDependencies) -> dict[str, DestinationLabel]
         for delivery in task.deliveries:
             destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
             if destination is not None:
-                labels[delivery.destination_id] = DestinationLabel(destination.name, destination.kind.value)
+                labels[delivery.destination_id] = DestinationLabel(destination.name, destination.kind)
     except ExportsError:
         logger.warning(
             "the run's destinations could not be read: named by id", exc_info=True, extra={"task_id": task.task_id}

@@ -12,10 +12,10 @@ import pytest
 from pydantic import SecretStr
 
 from exports.finishing.destinations.keys import new_key_pair
-from exports.finishing.destinations.model import Destination, SftpAuth
+from exports.finishing.destinations.kinds.sftp import SftpAuth, SftpDestinations
+from exports.finishing.destinations.model import Destination
 from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
 from exports.finishing.destinations.secrets import DestinationSecrets
-from exports.finishing.destinations.sftp_destination import SftpConnector
 from local_stack.sftp_server import LocalSftpServer, SftpUser
 from tests.builders_destinations import destination, sftp_target
 
@@ -38,7 +38,7 @@ def server(tmp_path: Path) -> Iterator[LocalSftpServer]:
     served.shutdown()
 
 
-CONNECTOR = SftpConnector(_loopback, allow_local=True)
+CONNECTOR = SftpDestinations(_loopback, allow_local=True)
 
 
 def _destination(server: LocalSftpServer, **changes: object) -> Destination:
@@ -54,9 +54,13 @@ def _destination(server: LocalSftpServer, **changes: object) -> Destination:
     return destination(target=sftp_target(**values))
 
 
+def _probe(adapter: SftpDestinations, destination: Destination, secrets: DestinationSecrets) -> None:
+    adapter.probe(destination.destination_id, destination.target, secrets)
+
+
 def _probe_problem(server: LocalSftpServer, secrets: DestinationSecrets, **changes: object) -> DestinationProblem:
     with pytest.raises(DestinationProblem) as failed:
-        CONNECTOR.probe(_destination(server, **changes), secrets)
+        _probe(CONNECTOR, _destination(server, **changes), secrets)
     return failed.value
 
 
@@ -68,9 +72,9 @@ def test_the_fetched_host_key_is_the_servers(server: LocalSftpServer) -> None:
 
 
 def test_a_probe_writes_and_removes_its_file_with_the_key_or_the_password(server: LocalSftpServer) -> None:
-    CONNECTOR.probe(_destination(server), WITH_KEY)
+    _probe(CONNECTOR, _destination(server), WITH_KEY)
     with_password = _destination(server, auth=SftpAuth.PASSWORD, public_key=None)
-    CONNECTOR.probe(with_password, DestinationSecrets(password=SecretStr("open sesame")))
+    _probe(CONNECTOR, with_password, DestinationSecrets(password=SecretStr("open sesame")))
 
     assert list((server.root / "upload").iterdir()) == []
 
@@ -109,8 +113,8 @@ def test_an_account_that_may_not_write_is_a_permission_problem(server: LocalSftp
 
 
 def test_the_ssrf_guard_refuses_loopback_on_aws_and_an_unknown_host_is_a_dns_problem(server: LocalSftpServer) -> None:
-    on_aws = SftpConnector(_loopback, allow_local=False)
+    on_aws = SftpDestinations(_loopback, allow_local=False)
     with pytest.raises(DestinationProblem) as refused:
-        on_aws.probe(_destination(server), WITH_KEY)
+        _probe(on_aws, _destination(server), WITH_KEY)
     assert refused.value.step is ProblemStep.ADDRESS and "127.0.0.1" in refused.value.message
     assert _probe_problem(server, WITH_KEY, host="nowhere.example").step is ProblemStep.DNS

@@ -5,8 +5,10 @@ adapters, so they cannot drift."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from exports.core.errors import ConditionFailed, InvalidRequest
+from exports.finishing.destinations.kind import KindAdapter, Made, SpecBase, TargetBase
 from exports.finishing.destinations.model import Destination
 from exports.finishing.destinations.ports import DestinationLimitReached, DestinationPage, SecretMissing
 from exports.finishing.destinations.problems import DestinationProblem
@@ -88,7 +90,7 @@ class FakeSecretVault:
 
 
 class FakeHostKeys:
-    """:class:`exports.finishing.destinations.ports.HostKeys` answering one fingerprint, or a problem."""
+    """:class:`exports.finishing.destinations.kinds.sftp.HostKeys` answering one fingerprint, or a problem."""
 
     def __init__(self, fingerprint: str, problem: DestinationProblem | None = None) -> None:
         self.fingerprint = fingerprint
@@ -100,14 +102,30 @@ class FakeHostKeys:
         return self.fingerprint
 
 
-class FakeProbe:
-    """:class:`exports.finishing.destinations.ports.DestinationProbe` that records what it probed, or fails."""
+class ProbedKind:
+    """A kind's real adapter for making targets, whose probe is recorded (or fails) instead of
+    reaching a server; it never delivers."""
 
-    def __init__(self, problem: DestinationProblem | None = None) -> None:
+    def __init__(self, adapter: KindAdapter, problem: DestinationProblem | None = None) -> None:
+        self._adapter = adapter
         self.problem = problem
-        self.probed: list[tuple[Destination, DestinationSecrets | None]] = []
+        self.probed: list[tuple[str, TargetBase, DestinationSecrets | None]] = []
 
-    def probe(self, destination: Destination, secrets: DestinationSecrets | None) -> None:
-        self.probed.append((destination, secrets))
+    def make(self, spec: SpecBase, destination_id: str, secrets: DestinationSecrets) -> Made:
+        return self._adapter.make(spec, destination_id, secrets)
+
+    def probe(self, destination_id: str, target: TargetBase, secrets: DestinationSecrets | None) -> None:
+        self.probed.append((destination_id, target, secrets))
         if self.problem is not None:
             raise self.problem
+
+    def put(
+        self,
+        destination_id: str,
+        target: TargetBase,
+        secrets: DestinationSecrets | None,
+        local: Path,
+        remote: str,
+        sha256: str,
+    ) -> None:
+        raise AssertionError("the service never delivers")

@@ -12,6 +12,8 @@ from exports.core.caller import Caller
 from exports.core.export_type import AnyExportType
 from exports.export_types.build import build_export_types
 from exports.export_types.loader import default_path, load_declarations
+from exports.finishing.destinations.kinds.s3 import S3TargetSpec
+from exports.finishing.destinations.kinds.sftp import SftpTargetSpec
 from exports.finishing.destinations.requests import DestinationRequest
 from exports.sources.kind import SourceReaders
 from local_stack.__main__ import cli_environment, try_destinations, try_it
@@ -131,8 +133,9 @@ def test_the_destination_lines_create_both_kinds_on_the_customers_side_and_deliv
 
     sftp_body, s3_body, export = posted(banner)
     sftp_request, s3_request = DestinationRequest.model_validate(sftp_body), DestinationRequest.model_validate(s3_body)
-    assert sftp_request.target.kind == "sftp" and sftp_request.target.host_key_fingerprint == server.fingerprint
-    assert s3_request.target.kind == "s3" and s3_request.target.role_arn == CUSTOMER_ROLE
+    assert isinstance(sftp_request.target, SftpTargetSpec) and isinstance(s3_request.target, S3TargetSpec)
+    assert sftp_request.target.host_key_fingerprint == server.fingerprint
+    assert s3_request.target.role_arn == CUSTOMER_ROLE
     assert export["destinations"] == ["<sftp_destination_id>", "<s3_destination_id>"]
     ids = ["dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"]
     request = ExportRequest.model_validate(export | {"destinations": ids})

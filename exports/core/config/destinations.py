@@ -14,6 +14,10 @@ class Destinations:
     NAME_MAX_LENGTH: Final = 128
     # An S3 key is at most 1,024 bytes: the prefix leaves room for the path template's part.
     S3_PREFIX_MAX_LENGTH: Final = 512
+    # A file to a customer's bucket goes up in parts of this size past this size (one PutObject
+    # below it): one PutObject takes at most 5 GB, a multipart upload 5 TB, and the object
+    # appears only when its upload completes, whole (an upload that fails is aborted).
+    S3_MULTIPART_BYTES: Final = 64 * 1024 * 1024
     SFTP_PATH_MAX_LENGTH: Final = 1024
     SFTP_USERNAME_MAX_LENGTH: Final = 128
     SFTP_PASSWORD_MAX_LENGTH: Final = 1024

@@ -1,6 +1,6 @@
 """The delivery's adapters, built beside the callback function's own (the function the lifecycle
 workflow's ``DeliverFiles`` state invokes): the task and the results it already reads, the
-destinations table and their secrets, and one deliverer per kind."""
+destinations table and their secrets, and each registered kind's adapter."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from exports.finishing.dependencies import CallbackDependencies
 
 
 def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
-    """Delivery through the callback function's adapters: SFTP behind the same SSRF guard as its
-    webhooks (and its ``allow_local_callbacks`` for local development), S3 through STS."""
+    """Delivery through the callback function's adapters: each kind's (SFTP behind the same SSRF
+    guard as its webhooks, and its ``allow_local_callbacks`` for local development; S3 through
+    STS)."""
     from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
-    from exports.finishing.delivery.kinds.s3 import S3Deliverer
-    from exports.finishing.delivery.kinds.sftp import SftpDeliverer
     from exports.finishing.delivery.notices import DeliveryWebhooks
     from exports.finishing.destinations.dynamodb_destinations import DynamoDestinationStore
-    from exports.finishing.destinations.model import DestinationKind
-    from exports.finishing.destinations.s3_destination import S3Destinations
+    from exports.finishing.destinations.kind import KindContext
+    from exports.finishing.destinations.registry import adapters
     from exports.finishing.destinations.secrets_manager import SecretsManagerVault
 
     settings = callback.settings
@@ -27,10 +26,16 @@ def compose_delivery(callback: CallbackDependencies) -> DeliveryDependencies:
         destinations=DynamoDestinationStore(aws_client("dynamodb"), settings.destinations_table),
         vault=SecretsManagerVault(aws_client("secretsmanager")),
         results=callback.results,
-        deliverers={
-            DestinationKind.S3: S3Deliverer(S3Destinations(aws_client("sts"), aws_client.assumed_s3)),
-            DestinationKind.SFTP: SftpDeliverer(callback.resolve, allow_local=settings.allow_local_callbacks),
-        },
+        kinds=adapters(
+            KindContext(
+                resolve=callback.resolve,
+                allow_local=settings.allow_local_callbacks,
+                aws_client=aws_client,
+                assumed_s3=aws_client.assumed_s3,
+                # Deliveries assume the customers' roles; the principal they trust is the API's to show.
+                principal_arn=None,
+            )
+        ),
         metrics=callback.metrics,
         clock=callback.clock,
         events=callback.events,

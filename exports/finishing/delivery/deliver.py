@@ -31,7 +31,7 @@ from exports.core.ports import BusinessMetrics, LifecycleEvents
 from exports.core.task import Task
 from exports.finishing.delivery import encryption
 from exports.finishing.delivery.encryption import EncryptionRefused
-from exports.finishing.delivery.kinds import FileDeliverer
+from exports.finishing.destinations.kind import KindAdapter
 from exports.finishing.destinations.model import Destination, DestinationState
 from exports.finishing.destinations.ports import DestinationStore, SecretMissing, SecretVault
 from exports.finishing.destinations.problems import DestinationProblem
@@ -87,7 +87,8 @@ class DeliveryDependencies:
     destinations: DestinationStore
     vault: SecretVault
     results: ResultFiles
-    deliverers: Mapping[str, FileDeliverer]
+    # Each registered kind's adapter, by its name (exports.finishing.destinations.registry.adapters).
+    kinds: Mapping[str, KindAdapter]
     metrics: BusinessMetrics
     clock: Callable[[], datetime]
     events: LifecycleEvents | None = None
@@ -170,7 +171,7 @@ def _audit(task: Task, delivery: Delivery, audit: AuditDependencies, deps: Deliv
     from exports.audit.service import record_file_delivery
 
     destination = deps.destinations.get(task.delivery.tenant, delivery.destination_id)
-    record_file_delivery(task, delivery, destination.kind.value if destination else None, audit)
+    record_file_delivery(task, delivery, destination.kind if destination else None, audit)
 
 
 def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: DeliveryDependencies) -> Delivery:
@@ -183,7 +184,7 @@ def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: D
     if destination.state is not DestinationState.ACTIVE:
         error = DeliveryError(code="HOST_KEY_UNCONFIRMED", message="confirm the destination's fetched host key first")
         return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
-    deliverer = deps.deliverers[destination.kind]
+    adapter = deps.kinds[destination.kind]
     try:
         secrets = _secrets(destination, deps)
         prepared = encryption.prepare(destination, secrets, local, task.result.file_name, scratch)
@@ -199,13 +200,13 @@ def _attempt(task: Task, delivery: Delivery, local: Path, scratch: Path, deps: D
     except TemplateError as refused:
         error = DeliveryError(code="PATH_TEMPLATE_REFUSED", message=str(refused))
         return deliveries.attempt_failed(delivery, error, final=True, remote_path=None)
-    remote = deliverer.remote_path(destination, relative)
+    remote = destination.target.remote_path(relative)
     try:
         # The sha256 beside the file, on the task and in the audit trail is the delivered file's:
         # the encrypted one when encrypted (an OpenPGP file differs at each attempt).
         sha256 = task.result.sha256 if prepared.path == local else _sha256(prepared.path)
         size = prepared.path.stat().st_size
-        deliverer.put(destination, secrets, prepared.path, remote, sha256)
+        adapter.put(destination.destination_id, destination.target, secrets, prepared.path, remote, sha256)
     except DestinationProblem as problem:
         error = DeliveryError(code=problem.code, message=problem.message, step=problem.step.value)
         logger.info(

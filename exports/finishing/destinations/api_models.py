@@ -5,35 +5,20 @@ paste), a page of them, and a verification's report."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from exports.finishing.destinations import keys
-from exports.finishing.destinations.model import (
-    Destination,
-    DestinationKind,
-    DestinationState,
-    Encryption,
-    Fingerprint,
-    S3Target,
-    SftpServer,
-    SftpTarget,
-    UseRule,
-)
-from exports.finishing.destinations.policies import permissions_policy, trust_policy
+from exports.finishing.destinations import registry
+from exports.finishing.destinations.model import Destination, DestinationKind, DestinationState, Encryption, UseRule
 from exports.finishing.destinations.problems import ProblemStep
 from exports.finishing.destinations.service import Verification
 
-
-class SftpTargetView(SftpServer):
-    """An SFTP destination's server, its pinned host key (or the one to confirm) and the
-    fingerprint of the service's public key (the key itself is shown once, at creation)."""
-
-    kind: Literal[DestinationKind.SFTP] = DestinationKind.SFTP
-    host_key_fingerprint: Fingerprint | None = None
-    offered_host_key_fingerprint: Fingerprint | None = None
-    public_key_fingerprint: Fingerprint | None = None
+if TYPE_CHECKING:
+    TargetView = BaseModel
+else:
+    # Any registered kind's view of its target, by its ``kind``.
+    TargetView = registry.one_of(kind.view for kind in registry.KINDS.values())
 
 
 class DestinationView(BaseModel):
@@ -45,7 +30,7 @@ class DestinationView(BaseModel):
     name: str
     kind: DestinationKind
     state: DestinationState
-    target: Annotated[S3Target | SftpTargetView, Field(discriminator="kind")]
+    target: TargetView
     encryption: Encryption
     use: UseRule | None = None
     created_by: str
@@ -62,18 +47,7 @@ class DestinationView(BaseModel):
     @classmethod
     def of(cls, destination: Destination, principal_arn: str | None, public_key: str | None = None) -> DestinationView:
         """The view of ``destination`` (with ``public_key`` when just created)."""
-        target = destination.target
-        policies: dict[str, Any] = {}
-        shown: S3Target | SftpTargetView
-        if isinstance(target, SftpTarget):
-            values = target.model_dump(exclude={"public_key"})
-            fingerprint = keys.fingerprint(target.public_key) if target.public_key else None
-            shown = SftpTargetView(**values, public_key_fingerprint=fingerprint)
-        else:
-            shown = target
-            if principal_arn:
-                policies = {"trust_policy": trust_policy(target, principal_arn)}
-            policies["permissions_policy"] = permissions_policy(target)
+        shown, extras = registry.KINDS[destination.kind].shown(destination.target, principal_arn)
         return cls(
             destination_id=destination.destination_id,
             name=destination.name,
@@ -86,7 +60,7 @@ class DestinationView(BaseModel):
             created_at=destination.created_at,
             updated_at=destination.updated_at,
             public_key=public_key,
-            **policies,
+            **extras,
         )
 
 

@@ -9,42 +9,31 @@ destination only holds where (``secret_ref``).
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from exports.core.caller import AccessRule, Caller
 from exports.core.config.destinations import Destinations
 from exports.core.deliveries import DESTINATION_ID_PATTERN
+from exports.finishing.destinations import registry
+from exports.finishing.destinations.kind import TargetBase
 
 DESTINATION_ID_PREFIX = "dst_"
-# An OpenSSH SHA-256 fingerprint: "SHA256:" and 43 unpadded base64 characters (32 bytes).
-FINGERPRINT_PATTERN = r"^SHA256:[A-Za-z0-9+/]{43}$"
-# S3's rules for bucket names (general purpose buckets), less the forms S3 reserves.
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-_RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
-_REGION = r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}$"
-# An IAM role ARN in one of the commercial, China or GovCloud partitions (a path is allowed).
-_ROLE_ARN = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):iam::(\d{12}):role/[\w+=,.@/-]{1,576}$")
-_KMS_KEY_ARN = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):kms:([a-z0-9-]+):(\d{12}):(key|alias)/[\w/+=,.@-]{1,256}$")
-_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _PGP_PUBLIC_HEADER = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=Destinations.NAME_MAX_LENGTH)]
-Fingerprint = Annotated[str, StringConstraints(pattern=FINGERPRINT_PATTERN)]
 
-
-class DestinationKind(StrEnum):
-    """Where files go."""
-
-    S3 = "s3"
-    SFTP = "sftp"
+if TYPE_CHECKING:
+    # The type checker sees any kind's target as the base every kind's extends.
+    DestinationKind = str
+    Target = TargetBase
+else:
+    # Where files go: one of the registered kinds (exports.finishing.destinations.registry).
+    DestinationKind = registry.kind_enum()
+    Target = registry.one_of(kind.target for kind in registry.KINDS.values())
 
 
 class EncryptionKind(StrEnum):
@@ -55,181 +44,12 @@ class EncryptionKind(StrEnum):
     ZIP = "zip"
 
 
-class SftpAuth(StrEnum):
-    """How the service logs in: a key pair it generated for this destination, or a password."""
-
-    KEY = "key"
-    PASSWORD = "password"
-
-
 class DestinationState(StrEnum):
     """ACTIVE destinations take files; an SFTP destination whose host key the service fetched
     waits in HOST_KEY_UNCONFIRMED until its manager confirms the fingerprint shown."""
 
     ACTIVE = "ACTIVE"
     HOST_KEY_UNCONFIRMED = "HOST_KEY_UNCONFIRMED"
-
-
-class ServerSideEncryption(StrEnum):
-    """How S3 encrypts the object at rest, as the customer's bucket requires."""
-
-    SSE_S3 = "AES256"
-    SSE_KMS = "aws:kms"
-
-
-def _no_control(value: str, what: str) -> str:
-    if _CONTROL.search(value):
-        raise ValueError(f"{what} must not contain control characters")
-    return value
-
-
-def _no_parent_segment(value: str, what: str) -> str:
-    if any(part == ".." for part in value.split("/")):
-        raise ValueError(f"{what} must not contain a '..' segment")
-    return value
-
-
-class S3Location(BaseModel):
-    """The customer's bucket, prefix and region, the role in their account, and the bucket's own
-    encryption: what a request gives."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    bucket: str
-    prefix: str = Field(default="", max_length=Destinations.S3_PREFIX_MAX_LENGTH)
-    region: str = Field(pattern=_REGION)
-    role_arn: str
-    server_side_encryption: ServerSideEncryption = ServerSideEncryption.SSE_S3
-    # The customer's KMS key for SSE-KMS (in the bucket's region); None with SSE-S3.
-    kms_key_arn: str | None = None
-
-    @field_validator("bucket")
-    @classmethod
-    def _bucket(cls, bucket: str) -> str:
-        if not _BUCKET.fullmatch(bucket) or ".." in bucket:
-            raise ValueError("bucket must be an S3 bucket name: 3 to 63 lower-case letters, digits, dots and hyphens")
-        if bucket.startswith(_RESERVED_BUCKET_PREFIXES) or bucket.endswith(_RESERVED_BUCKET_SUFFIXES):
-            raise ValueError("bucket uses a prefix or suffix S3 reserves")
-        if _is_ip(bucket):
-            raise ValueError("bucket must not be formatted as an IP address")
-        return bucket
-
-    @field_validator("prefix")
-    @classmethod
-    def _prefix(cls, prefix: str) -> str:
-        _no_control(prefix, "prefix")
-        if prefix.startswith("/") or "//" in prefix:
-            raise ValueError("prefix must not start with '/' or hold an empty segment ('//')")
-        return _no_parent_segment(prefix, "prefix")
-
-    @field_validator("role_arn")
-    @classmethod
-    def _role_arn(cls, role_arn: str) -> str:
-        if not _ROLE_ARN.fullmatch(role_arn):
-            raise ValueError("role_arn must be an IAM role ARN (arn:aws:iam::123456789012:role/name)")
-        return role_arn
-
-    @model_validator(mode="after")
-    def _kms(self) -> S3Location:
-        if self.server_side_encryption is ServerSideEncryption.SSE_S3:
-            if self.kms_key_arn is not None:
-                raise ValueError("kms_key_arn is for server_side_encryption aws:kms only")
-            return self
-        match = _KMS_KEY_ARN.fullmatch(self.kms_key_arn or "")
-        if match is None:
-            raise ValueError("kms_key_arn must be a KMS key ARN when server_side_encryption is aws:kms")
-        if match.group(2) != self.region:
-            raise ValueError("kms_key_arn must be in the bucket's region")
-        return self
-
-    @property
-    def account_id(self) -> str:
-        """The customer's AWS account (the role's)."""
-        match = _ROLE_ARN.fullmatch(self.role_arn)
-        assert match is not None  # validated
-        return match.group(2)
-
-
-class S3Target(S3Location):
-    """The location, reached through the role with ``external_id``: generated by the service,
-    never chosen by the caller (the confused-deputy guidance)."""
-
-    kind: Literal[DestinationKind.S3] = DestinationKind.S3
-    external_id: str = Field(pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
-
-
-def valid_host(host: str) -> str:
-    """``host`` if it is a DNS name (RFC 1123) or an IP address literal; ``ValueError`` otherwise.
-    Only its form: whether it may be reached is the SSRF guard's, at every connection."""
-    if _is_ip(host):
-        return host
-    name = host[:-1] if host.endswith(".") else host
-    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in name.split(".")):
-        raise ValueError("host must be a DNS name or an IP address")
-    return host.lower()
-
-
-class SftpServer(BaseModel):
-    """The customer's SFTP server: where and as whom (what a request gives)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    host: str
-    port: int = Field(default=Destinations.SFTP_PORT_DEFAULT, ge=1, le=65535, strict=True)
-    username: str = Field(min_length=1, max_length=Destinations.SFTP_USERNAME_MAX_LENGTH)
-    path: str = Field(default=".", min_length=1, max_length=Destinations.SFTP_PATH_MAX_LENGTH)
-    auth: SftpAuth = SftpAuth.KEY
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, host: str) -> str:
-        return valid_host(host)
-
-    @field_validator("username")
-    @classmethod
-    def _username(cls, username: str) -> str:
-        _no_control(username, "username")
-        if any(character.isspace() for character in username):
-            raise ValueError("username must not contain spaces")
-        return username
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, path: str) -> str:
-        return _no_parent_segment(_no_control(path, "path"), "path")
-
-
-class SftpTarget(SftpServer):
-    """The server with the host key pinned for it and the service's public key.
-
-    ``host_key_fingerprint`` is the pinned key (SHA-256, as ``ssh-keygen -lf`` prints it);
-    ``offered_host_key_fingerprint`` is a key the service fetched that waits for the manager's
-    confirmation. A connection to a server that shows any other key is refused."""
-
-    kind: Literal[DestinationKind.SFTP] = DestinationKind.SFTP
-    host_key_fingerprint: Fingerprint | None = None
-    offered_host_key_fingerprint: Fingerprint | None = None
-    # The OpenSSH public key of the service's key pair (KEY auth), to install in authorized_keys.
-    public_key: str | None = None
-
-    @model_validator(mode="after")
-    def _pinned(self) -> SftpTarget:
-        if self.host_key_fingerprint is None and self.offered_host_key_fingerprint is None:
-            raise ValueError("an SFTP destination needs its host key: host_key_fingerprint, or one fetched to confirm")
-        if self.auth is SftpAuth.KEY and not self.public_key:
-            raise ValueError("key authentication needs the service's public key")
-        return self
-
-
-Target = Annotated[S3Target | SftpTarget, Field(discriminator="kind")]
 
 
 class Encryption(BaseModel):
@@ -287,20 +107,18 @@ class Destination(BaseModel):
     version: int = 0
 
     @property
-    def kind(self) -> DestinationKind:
-        """S3 or SFTP."""
+    def kind(self) -> str:
+        """The name of its kind (``s3``, ``sftp``, ...)."""
         return self.target.kind
 
     @property
     def needs_secret(self) -> bool:
-        """Whether it keeps a secret: an SFTP login, or a ZIP password."""
-        return self.kind is DestinationKind.SFTP or self.encryption.kind is EncryptionKind.ZIP
+        """Whether it keeps a secret: a login of its kind's (SFTP), or a ZIP password."""
+        return self.target.keeps_login or self.encryption.kind is EncryptionKind.ZIP
 
     @model_validator(mode="after")
     def _state(self) -> Destination:
-        target = self.target
-        unconfirmed = isinstance(target, SftpTarget) and target.host_key_fingerprint is None
-        if unconfirmed != (self.state is DestinationState.HOST_KEY_UNCONFIRMED):
+        if self.target.awaiting_confirmation != (self.state is DestinationState.HOST_KEY_UNCONFIRMED):
             raise ValueError("a destination waits for confirmation exactly while its host key is not pinned")
         return self
 
@@ -328,17 +146,8 @@ class DestinationAccess(BaseModel):
         return self.use.allows(caller) and own.allows(caller)
 
 
-class HostKeyMismatch(ValueError):
-    """The fingerprint confirmed is not the one the service fetched and showed."""
-
-
 def confirm_host_key(destination: Destination, fingerprint: str, now: datetime) -> Destination:
     """The destination with the fetched host key pinned, ACTIVE: only when ``fingerprint`` is the
-    one shown (a key that changed between fetch and confirm is never pinned)."""
-    target = destination.target
-    if not isinstance(target, SftpTarget) or target.offered_host_key_fingerprint is None:
-        raise HostKeyMismatch("this destination has no fetched host key waiting for confirmation")
-    if fingerprint != target.offered_host_key_fingerprint:
-        raise HostKeyMismatch("the fingerprint is not the one shown; fetch the host key again")
-    pinned = target.model_copy(update={"host_key_fingerprint": fingerprint, "offered_host_key_fingerprint": None})
+    one shown (:class:`exports.finishing.destinations.kind.HostKeyMismatch` otherwise)."""
+    pinned = destination.target.confirmed(fingerprint)
     return destination.model_copy(update={"target": pinned, "state": DestinationState.ACTIVE, "updated_at": now})

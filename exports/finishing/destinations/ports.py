@@ -1,6 +1,7 @@
 """What destinations need from outside: their store (DynamoDB,
-exports/adapters/dynamodb_destinations.py) and their secrets' vault (Secrets Manager,
-exports/adapters/secrets_manager.py)."""
+:mod:`exports.finishing.destinations.dynamodb_destinations`) and their secrets' vault (Secrets
+Manager, :mod:`exports.finishing.destinations.secrets_manager`). What each kind needs is its
+adapter's (:class:`exports.finishing.destinations.kind.KindAdapter`)."""
 
 from __future__ import annotations
 
@@ -81,19 +82,3 @@ class SecretVault(Protocol):
 
     def delete(self, secret_ref: str) -> None:
         """Schedule the secret's deletion (recoverable a few days; nothing to do if it is gone)."""
-
-
-class HostKeys(Protocol):
-    """Fetches an SFTP server's host key (the first step of pinning it)."""
-
-    def fetch(self, host: str, port: int) -> str:
-        """The SHA-256 fingerprint of the host key ``host`` shows on ``port`` (the host passes the
-        SSRF guard first); :class:`exports.finishing.destinations.problems.DestinationProblem` otherwise."""
-
-
-class DestinationProbe(Protocol):
-    """Writes and removes a small file at a destination: what ``verify`` does."""
-
-    def probe(self, destination: Destination, secrets: DestinationSecrets | None) -> None:
-        """Write a probe file and remove it; the failed step as a
-        :class:`exports.finishing.destinations.problems.DestinationProblem`."""

@@ -5,43 +5,20 @@ pair, a fetched host key) is never taken from a request: an unknown field is ref
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
-from exports.finishing.destinations.model import (
-    DestinationKind,
-    Encryption,
-    EncryptionKind,
-    Fingerprint,
-    Name,
-    S3Location,
-    SftpAuth,
-    SftpServer,
-    UseRule,
-)
-from exports.finishing.destinations.secrets import SftpPassword, ZipPassword
+from exports.finishing.destinations import registry
+from exports.finishing.destinations.kind import Fingerprint, SpecBase
+from exports.finishing.destinations.model import Encryption, EncryptionKind, Name, UseRule
+from exports.finishing.destinations.secrets import ZipPassword
 
-
-class S3TargetSpec(S3Location):
-    """An S3 destination's bucket and role (its ExternalId is generated)."""
-
-    kind: Literal[DestinationKind.S3]
-
-
-class SftpTargetSpec(SftpServer):
-    """An SFTP destination's server; ``host_key_fingerprint`` pins the host key at once (without
-    it the service fetches the key and shows it to confirm); ``password`` with password auth."""
-
-    kind: Literal[DestinationKind.SFTP]
-    host_key_fingerprint: Fingerprint | None = None
-    password: SftpPassword | None = None
-
-    @model_validator(mode="after")
-    def _password(self) -> SftpTargetSpec:
-        if (self.auth is SftpAuth.PASSWORD) != (self.password is not None):
-            raise ValueError("password is required with auth password, and only then")
-        return self
+if TYPE_CHECKING:
+    TargetSpec = SpecBase
+else:
+    # Any registered kind's spec, by its ``kind`` (exports.finishing.destinations.registry).
+    TargetSpec = registry.one_of(kind.spec for kind in registry.KINDS.values())
 
 
 class EncryptionSpec(Encryption):
@@ -66,27 +43,38 @@ class DestinationRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Name
-    target: Annotated[S3TargetSpec | SftpTargetSpec, Field(discriminator="kind")]
+    target: TargetSpec
     encryption: EncryptionSpec = EncryptionSpec()
     use: UseRule | None = None
 
 
-class DestinationPatch(BaseModel):
-    """PATCH /v1/destinations/{id}: the fields given change. Where a file goes (kind, host, port,
-    user, bucket, region, role) does not: that is another destination, verified afresh."""
+class PatchBase(BaseModel):
+    """The fields of every destination a PATCH may change."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Name | None = None
     use: UseRule | None = None
     encryption: EncryptionSpec | None = None
-    # S3 only.
-    prefix: str | None = None
-    # SFTP only: the directory, the password (auth password), a new pinned host key (the server's
-    # key was rotated on purpose).
-    path: str | None = None
-    password: SftpPassword | None = None
-    host_key_fingerprint: Fingerprint | None = None
+
+
+def _kind_fields() -> dict[str, Any]:
+    return {name: (annotation, None) for name, annotation in registry.patch_fields().items()}
+
+
+if TYPE_CHECKING:
+    DestinationPatch = PatchBase
+else:
+    # The common fields and each registered kind's own (a field of another kind than the
+    # destination's is refused, naming it).
+    DestinationPatch = create_model(
+        "DestinationPatch",
+        __base__=PatchBase,
+        __doc__="""PATCH /v1/destinations/{id}: the fields given change. Where a file goes (kind, host, port,
+        user, bucket, region, role) does not: that is another destination, verified afresh.""",
+        __module__=__name__,
+        **_kind_fields(),
+    )
 
 
 class HostKeyConfirmation(BaseModel):

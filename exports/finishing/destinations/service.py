@@ -4,11 +4,12 @@ destination is not found, whatever its id."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 from ulid import ULID
 
 from exports.core.caller import Caller, CallerRefused
@@ -16,30 +17,19 @@ from exports.core.config.metrics import Metric
 from exports.core.deliveries import DEFAULT_PATH_TEMPLATE, DeliveryPlan
 from exports.core.errors import ExportsError, InvalidRequest
 from exports.core.ports import BusinessMetrics
-from exports.finishing.destinations import keys
+from exports.finishing.destinations import registry
+from exports.finishing.destinations.kind import HostKeyMismatch, KindAdapter
 from exports.finishing.destinations.model import (
     DESTINATION_ID_PREFIX,
     Destination,
     DestinationAccess,
-    DestinationKind,
     DestinationState,
     EncryptionKind,
-    HostKeyMismatch,
-    S3Target,
-    SftpAuth,
-    SftpTarget,
     confirm_host_key,
 )
-from exports.finishing.destinations.ports import (
-    DestinationNotFound,
-    DestinationPage,
-    DestinationProbe,
-    DestinationStore,
-    HostKeys,
-    SecretVault,
-)
+from exports.finishing.destinations.ports import DestinationNotFound, DestinationPage, DestinationStore, SecretVault
 from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
-from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest, S3TargetSpec, SftpTargetSpec
+from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest
 from exports.finishing.destinations.secrets import DestinationSecrets
 
 
@@ -80,8 +70,8 @@ class DestinationDependencies:
     tenant_of: Callable[[Caller], str | None]
     # The claim a caller without a tenant lacks (the 403 names it).
     tenant_claim: str
-    host_keys: HostKeys
-    probes: Mapping[DestinationKind, DestinationProbe]
+    # Each registered kind's adapter, by its name (exports.finishing.destinations.registry.adapters).
+    kinds: Mapping[str, KindAdapter]
     clock: Callable[[], datetime]
     max_per_tenant: int
     metrics: BusinessMetrics
@@ -125,38 +115,27 @@ def _manager_tenant(caller: Caller, deps: DestinationDependencies) -> str:
 
 
 def create_destination(request: DestinationRequest, caller: Caller, deps: DestinationDependencies) -> Created:
-    """Validate, generate what the service owns (ExternalId, key pair), pin or fetch the host key,
-    keep the secrets in the vault, then store the destination; a refused store removes the secret."""
+    """Validate, let the kind make the target with what the service generates for it (an
+    ExternalId, a key pair, a fetched host key), keep the secrets in the vault, then store the
+    destination; a refused store removes the secret."""
     tenant = _manager_tenant(caller, deps)
     now = deps.clock()
     destination_id = f"{DESTINATION_ID_PREFIX}{ULID.from_datetime(now)}"
-    spec = request.target
     secrets = DestinationSecrets(zip_password=request.encryption.zip_password)
-    public_key = None
-    state = DestinationState.ACTIVE
-    if isinstance(spec, S3TargetSpec):
-        if deps.principal_arn is None:
-            raise InvalidRequest("this deployment delivers to SFTP servers only", field="target.kind")
-        target: S3Target | SftpTarget = S3Target(
-            **spec.model_dump(exclude={"kind"}), external_id=keys.new_external_id()
-        )
-    else:
-        target, public_key, secrets = _sftp_target(spec, destination_id, secrets, deps)
-        if target.host_key_fingerprint is None:
-            state = DestinationState.HOST_KEY_UNCONFIRMED
+    made = deps.kinds[request.target.kind].make(request.target, destination_id, secrets)
     destination = Destination(
         destination_id=destination_id,
         tenant=tenant,
         name=request.name,
-        target=target,
+        target=made.target,
         encryption=request.encryption.encryption(),
         use=request.use,
-        state=state,
+        state=DestinationState.HOST_KEY_UNCONFIRMED if made.target.awaiting_confirmation else DestinationState.ACTIVE,
         created_by=caller.user_id,
         created_at=now,
         updated_at=now,
     )
-    secret_ref = deps.vault.put(destination_id, secrets) if destination.needs_secret else None
+    secret_ref = deps.vault.put(destination_id, made.secrets) if destination.needs_secret else None
     destination = destination.model_copy(update={"secret_ref": secret_ref})
     try:
         deps.store.create(destination, deps.max_per_tenant)
@@ -164,43 +143,8 @@ def create_destination(request: DestinationRequest, caller: Caller, deps: Destin
         if secret_ref is not None:
             deps.vault.delete(secret_ref)
         raise
-    deps.metrics.add(Metric.DESTINATION_CREATED, dimensions={"kind": destination.kind.value})
-    return Created(destination, public_key)
-
-
-def _sftp_target(
-    spec: SftpTargetSpec, destination_id: str, secrets: DestinationSecrets, deps: DestinationDependencies
-) -> tuple[SftpTarget, str | None, DestinationSecrets]:
-    """The target with its host key (given, or fetched to confirm), its key pair's public key,
-    and the secrets with the login."""
-    offered = None
-    if spec.host_key_fingerprint is None:
-        offered = _fetched_host_key(spec.host, spec.port, deps)
-    public_key = None
-    if spec.auth is SftpAuth.KEY:
-        pair = keys.new_key_pair(destination_id)
-        public_key = pair.public_key
-        secrets = secrets.model_copy(update={"private_key": SecretStr(pair.private_key)})
-    else:
-        secrets = secrets.model_copy(update={"password": spec.password})
-    target = SftpTarget(
-        **spec.model_dump(exclude={"kind", "password"}),
-        offered_host_key_fingerprint=offered,
-        public_key=public_key,
-    )
-    return target, public_key, secrets
-
-
-def _fetched_host_key(host: str, port: int, deps: DestinationDependencies) -> str:
-    try:
-        return deps.host_keys.fetch(host, port)
-    except DestinationProblem as problem:
-        # A request the server cannot answer yet is the caller's to fix: 422 on the host.
-        raise InvalidRequest(
-            f"we could not fetch the host key to show you: {problem.message}",
-            field="target.host",
-            code=DestinationProblem.code,
-        ) from None
+    deps.metrics.add(Metric.DESTINATION_CREATED, dimensions={"kind": destination.kind})
+    return Created(destination, made.public_key)
 
 
 def list_destinations(caller: Caller, deps: DestinationDependencies, limit: int, cursor: str | None) -> DestinationPage:
@@ -264,61 +208,57 @@ def update_destination(
     """The destination with the fields given changed (secrets in the vault first)."""
     before = _managed(destination_id, caller, deps)
     changes = patch.model_dump(exclude_unset=True)
-    target = before.target
-    target_changes = _target_changes(before, patch, changes)
-    if target_changes:
-        try:
-            target = target.model_validate({**target.model_dump(), **target_changes})
-        except ValidationError as invalid:
-            first = invalid.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or None
-            raise InvalidRequest(str(first["msg"]).removeprefix("Value error, "), field=field) from None
-    updated = before.model_copy(update={"target": target, "updated_at": deps.clock()})
-    state = updated.state
-    if "host_key_fingerprint" in target_changes:
-        state = DestinationState.ACTIVE
+    kind = registry.KINDS[before.kind]
+    own = _kind_changes(before, patch, kind.patch_fields.keys())
+    try:
+        target = kind.patched(before.target, own)
+    except ValidationError as invalid:
+        first = invalid.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        raise InvalidRequest(str(first["msg"]).removeprefix("Value error, "), field=field) from None
+    state = DestinationState.HOST_KEY_UNCONFIRMED if target.awaiting_confirmation else DestinationState.ACTIVE
     after = Destination.model_validate(
         {
-            **updated.model_dump(),
+            **before.model_dump(),
+            "target": target,
             "state": state,
+            "updated_at": deps.clock(),
             **({"name": patch.name} if "name" in changes and patch.name is not None else {}),
             **({"use": patch.use} if "use" in changes else {}),
             **({"encryption": patch.encryption.encryption()} if patch.encryption is not None else {}),
         }
     )
-    after = _with_secrets(before, after, patch, deps)
+    after = _with_secrets(before, after, kind.patched_secrets(before.target, own), patch, deps)
     return deps.store.replace(before, after)
 
 
-def _target_changes(before: Destination, patch: DestinationPatch, changes: Mapping[str, object]) -> dict[str, object]:
-    """The target's fields the patch changes; a field of the other kind is refused (422)."""
-    own = {"prefix"} if before.kind is DestinationKind.S3 else {"path", "password", "host_key_fingerprint"}
-    for field in ("prefix", "path", "password", "host_key_fingerprint"):
-        if field in changes and field not in own:
-            raise InvalidRequest(f"{field} does not apply to a {before.kind.value} destination", field=field)
-    if "password" in changes and (not isinstance(before.target, SftpTarget) or before.target.auth is SftpAuth.KEY):
-        raise InvalidRequest("password applies to a destination with auth password only", field="password")
-    values: dict[str, object] = {}
-    for field in ("prefix", "path"):
-        if changes.get(field) is not None:
-            values[field] = changes[field]
-    if patch.host_key_fingerprint is not None:
-        values["host_key_fingerprint"] = patch.host_key_fingerprint
-        values["offered_host_key_fingerprint"] = None
-    return values
+def _kind_changes(before: Destination, patch: DestinationPatch, own: Collection[str]) -> dict[str, Any]:
+    """The patch's fields of the destination's kind, as given; a field of another kind is
+    refused (422, naming it)."""
+    given = patch.model_dump(exclude_unset=True)
+    for field in registry.patch_fields():
+        if field in given and field not in own:
+            raise InvalidRequest(f"{field} does not apply to a {before.kind} destination", field=field)
+    # The values as the patch holds them (a password stays a SecretStr).
+    return {field: getattr(patch, field) for field in own if field in given}
 
 
 def _with_secrets(
-    before: Destination, after: Destination, patch: DestinationPatch, deps: DestinationDependencies
+    before: Destination,
+    after: Destination,
+    kind_secrets: Mapping[str, Any],
+    patch: DestinationPatch,
+    deps: DestinationDependencies,
 ) -> Destination:
-    """``after`` with its secrets kept: a new password or ZIP password replaces the old one, a
-    ZIP password no longer needed is dropped, a secret no longer needed at all is deleted."""
-    if patch.password is None and patch.encryption is None:
+    """``after`` with its secrets kept: the kind's new ones (a password) or a new ZIP password
+    replace the old, a ZIP password no longer needed is dropped, a secret no longer needed at
+    all is deleted."""
+    if not kind_secrets and patch.encryption is None:
         return after
     current = deps.vault.get(before.secret_ref) if before.secret_ref else DestinationSecrets()
     secrets = current.model_copy(
         update={
-            **({"password": patch.password} if patch.password is not None else {}),
+            **kind_secrets,
             **(
                 {"zip_password": patch.encryption.zip_password if after.encryption.kind is EncryptionKind.ZIP else None}
                 if patch.encryption is not None
@@ -360,9 +300,9 @@ def verify_destination(destination_id: str, caller: Caller, deps: DestinationDep
     if destination.state is DestinationState.HOST_KEY_UNCONFIRMED:
         raise HostKeyNotConfirmed("confirm the host key shown first (POST /v1/destinations/{id}/confirm)")
     secrets = deps.vault.get(destination.secret_ref) if destination.secret_ref else None
-    kind = destination.kind.value
+    kind = destination.kind
     try:
-        deps.probes[destination.kind].probe(destination, secrets)
+        deps.kinds[kind].probe(destination.destination_id, destination.target, secrets)
     except DestinationProblem as problem:
         deps.metrics.add(Metric.DESTINATION_VERIFY_FAILED, dimensions={"kind": kind, "step": problem.step.value})
         return Verification(destination, False, deps.clock(), step=problem.step, message=problem.message)

@@ -5,9 +5,11 @@ with its owner's link and the secret permalink, and an hourly feed over the autu
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise, takewhile
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -345,3 +347,17 @@ def test_the_window_never_ends_before_it_starts():
     schedule = world.store.schedules[schedule_id]
     changes = world.source.changes()
     assert feed_window(schedule, changes, hour(1)) == (hour(0), hour(0))
+
+
+def test_the_incremental_window_lives_in_schedules_only() -> None:
+    # docs/how-to/README.md: a window over what changed is the schedules' alone (its value, its
+    # span, its watermark); a type only declares which column changes (its `changes`), which the
+    # run reads as any filter. Outside schedules/ the word is in docstrings, never in code.
+    repo = Path(__file__).resolve().parents[3]
+    in_code = re.compile(r"[\"']since_last_run[\"']|SINCE_LAST_RUN|schedules\.feed\b|schedules import feed\b")
+    naming = sorted(
+        str(path.relative_to(repo))
+        for path in (repo / "exports").rglob("*.py")
+        if in_code.search(path.read_text(encoding="utf-8"))
+    )
+    assert naming and all(name.startswith("exports/schedules/") for name in naming), naming

@@ -10,14 +10,14 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from exports.core.caller import AccessRule, Caller
+from exports.finishing.destinations.kind import HostKeyMismatch
+from exports.finishing.destinations.kinds.s3 import ServerSideEncryption
+from exports.finishing.destinations.kinds.sftp import SftpAuth, SftpTarget
 from exports.finishing.destinations.model import (
     DestinationAccess,
     DestinationState,
     Encryption,
     EncryptionKind,
-    HostKeyMismatch,
-    ServerSideEncryption,
-    SftpAuth,
     UseRule,
     confirm_host_key,
 )
@@ -135,6 +135,7 @@ def test_confirming_pins_only_the_fingerprint_shown() -> None:
     confirmed = confirm_host_key(waiting, HOST_KEY, NOW)
 
     assert confirmed.state is DestinationState.ACTIVE
+    assert isinstance(confirmed.target, SftpTarget)
     assert confirmed.target.host_key_fingerprint == HOST_KEY
     assert confirmed.target.offered_host_key_fingerprint is None
     with pytest.raises(HostKeyMismatch, match="no fetched host key"):

@@ -13,18 +13,43 @@ from exports.core.caller import AccessRule, Caller, CallerRefused
 from exports.core.config.metrics import Metric
 from exports.core.errors import InvalidRequest
 from exports.finishing.destinations import service
-from exports.finishing.destinations.model import DestinationAccess, DestinationKind, DestinationState
+from exports.finishing.destinations.kind import KindAdapter
+from exports.finishing.destinations.kinds.s3 import S3Destinations, S3Target
+from exports.finishing.destinations.kinds.sftp import SftpDestinations, SftpTarget
+from exports.finishing.destinations.model import DestinationAccess, DestinationState
 from exports.finishing.destinations.ports import DestinationLimitReached
 from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
 from exports.finishing.destinations.requests import DestinationPatch, DestinationRequest
 from tests.builders_destinations import HOST_KEY, NOW
-from tests.unit.destination_fakes import FakeDestinationStore, FakeHostKeys, FakeProbe, FakeSecretVault
+from tests.unit.destination_fakes import FakeDestinationStore, FakeHostKeys, FakeSecretVault, ProbedKind
 from tests.unit.export_fakes import FakeMetrics
 
 ADMIN = Caller("alice", {"tenant": "acme", "groups": ["admin"]})
 MEMBER = Caller("bob", {"tenant": "acme", "groups": ["sales"]})
 S3 = {"kind": "s3", "bucket": "acme-lake", "region": "eu-west-1", "role_arn": "arn:aws:iam::210987654321:role/r"}
 SFTP = {"kind": "sftp", "host": "sftp.acme.example", "username": "acme", "path": "/upload"}
+
+
+PRINCIPAL = "arn:aws:iam::123456789012:root"
+
+
+def kinds(
+    principal_arn: str | None = PRINCIPAL,
+    host_keys: FakeHostKeys | None = None,
+    probe_problem: DestinationProblem | None = None,
+) -> dict[str, KindAdapter]:
+    """The registered kinds' real adapters, with the host key fetch and the probes faked (and no
+    S3 client: making an S3 target calls none)."""
+
+    def no_s3(region: str, credentials: Any) -> Any:
+        raise AssertionError("making a target reaches no bucket")
+
+    return {
+        "s3": ProbedKind(S3Destinations(None, no_s3, principal_arn), probe_problem),
+        "sftp": ProbedKind(
+            SftpDestinations(lambda host, port: [], host_keys=host_keys or FakeHostKeys(HOST_KEY)), probe_problem
+        ),
+    }
 
 
 def deps(**changes: Any) -> service.DestinationDependencies:
@@ -36,12 +61,11 @@ def deps(**changes: Any) -> service.DestinationDependencies:
         ),
         "tenant_of": lambda caller: caller.text("tenant"),
         "tenant_claim": "tenant",
-        "host_keys": FakeHostKeys(HOST_KEY),
-        "probes": {DestinationKind.S3: FakeProbe(), DestinationKind.SFTP: FakeProbe()},
+        "kinds": kinds(),
         "clock": lambda: NOW,
         "max_per_tenant": 2,
         "metrics": FakeMetrics(),
-        "principal_arn": "arn:aws:iam::123456789012:root",
+        "principal_arn": PRINCIPAL,
     }
     return service.DestinationDependencies(**{**values, **changes})
 
@@ -56,6 +80,7 @@ def test_an_sftp_key_destination_gets_a_fresh_key_pair_its_private_half_in_the_v
 
     destination = created.destination
     assert destination.state is DestinationState.HOST_KEY_UNCONFIRMED
+    assert isinstance(destination.target, SftpTarget)
     assert destination.target.offered_host_key_fingerprint == HOST_KEY
     assert created.public_key is not None and created.public_key.endswith(destination.destination_id)
     assert destination.secret_ref is not None
@@ -67,10 +92,11 @@ def test_an_sftp_key_destination_gets_a_fresh_key_pair_its_private_half_in_the_v
 def test_an_s3_destination_without_secrets_keeps_none_and_needs_a_principal() -> None:
     created = service.create_destination(request(target=S3), ADMIN, deps())
     assert created.destination.secret_ref is None and created.public_key is None
+    assert isinstance(created.destination.target, S3Target)
     assert len(created.destination.target.external_id) == 48
 
     with pytest.raises(InvalidRequest) as refused:
-        service.create_destination(request(target=S3), ADMIN, deps(principal_arn=None))
+        service.create_destination(request(target=S3), ADMIN, deps(principal_arn=None, kinds=kinds(principal_arn=None)))
     assert refused.value.field == "target.kind"
 
 
@@ -85,7 +111,7 @@ def test_a_creation_refused_by_the_cap_leaves_no_secret_behind() -> None:
 
 def test_a_host_key_that_cannot_be_fetched_is_a_422_on_the_host_and_nothing_is_kept() -> None:
     problem = DestinationProblem(ProblemStep.TCP, "nothing accepted a connection")
-    given = deps(host_keys=FakeHostKeys(HOST_KEY, problem))
+    given = deps(kinds=kinds(host_keys=FakeHostKeys(HOST_KEY, problem)))
     with pytest.raises(InvalidRequest) as refused:
         service.create_destination(request(), ADMIN, given)
 
@@ -134,7 +160,7 @@ def test_members_may_not_manage_and_a_caller_without_a_tenant_is_refused() -> No
 
 def test_a_verification_reports_the_failed_step_and_counts_it() -> None:
     problem = DestinationProblem(ProblemStep.PERMISSION, "the role may not write")
-    given = deps(probes={DestinationKind.S3: FakeProbe(problem)})
+    given = deps(kinds=kinds(probe_problem=problem))
     created = service.create_destination(request(target=S3), ADMIN, given).destination
 
     report = service.verify_destination(created.destination_id, ADMIN, given)

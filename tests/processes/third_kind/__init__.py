@@ -1,0 +1,1 @@
+"""A third destination kind, registered by a test alone (tests/processes/test_third_destination_kind.py)."""
