@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from s3transfer.manager import TransferConfig, TransferManager
 
 from exports.core.aws.errors import AwsError, translated
 from exports.core.config.destinations import Destinations
@@ -218,7 +217,7 @@ class S3Destinations:
         self._sts = sts
         self._assumed_s3 = assumed_s3
         self._principal_arn = principal_arn
-        self._transfer = TransferConfig(multipart_threshold=multipart_bytes, multipart_chunksize=multipart_bytes)
+        self._multipart_bytes = multipart_bytes
 
     def make(self, spec: SpecBase, destination_id: str, secrets_: DestinationSecrets) -> Made:
         """The target with a fresh ExternalId; refused when the deployment has no principal for
@@ -267,10 +266,13 @@ class S3Destinations:
         """The file under the role's credentials, its sha256 as metadata: s3transfer's manager (not
         boto3's ``upload_file``, which hides S3's error code in a message) raises S3's own error,
         after aborting a multipart upload it started."""
+        from s3transfer.manager import TransferConfig, TransferManager
+
         assert isinstance(target, S3Target)
         bucket = self.bucket_client(destination_id, target)
+        parts = TransferConfig(multipart_threshold=self._multipart_bytes, multipart_chunksize=self._multipart_bytes)
         extra = {"Metadata": {"sha256": sha256}, **encryption_arguments(target)}
-        with _answers(target), translated("put delivered object"), TransferManager(bucket, self._transfer) as manager:
+        with _answers(target), translated("put delivered object"), TransferManager(bucket, parts) as manager:
             manager.upload(str(local), target.bucket, remote, extra_args=extra).result()
 
 

@@ -8,7 +8,8 @@ probe (write and remove a small file), and put a file and its ``.sha256`` sideca
 a temporary dot name in the target directory then renamed over the final name (the POSIX
 rename extension where the server has it), so a reader never sees a half file and a retry
 leaves one file, not two. Every connection passes the SSRF guard at connect time. asyncssh's
-errors become :class:`DestinationProblem` here, and only here.
+errors become :class:`DestinationProblem` here, and only here. asyncssh is imported where a
+connection is made: the resource's models (and every route that reads them) never load it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import secrets
 from collections.abc import Awaitable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Final, Literal, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, Self, TypeVar
 
-import asyncssh
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from exports.core.config.destinations import Destinations
@@ -46,10 +46,12 @@ from exports.finishing.destinations.kind import (
 from exports.finishing.destinations.problems import DestinationProblem, ProblemStep
 from exports.finishing.destinations.secrets import DestinationSecrets, SftpPassword
 
+if TYPE_CHECKING:
+    import asyncssh
+
 NAME: Final = "sftp"
 T = TypeVar("T")
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
-PATH_CODES = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH, asyncssh.FX_NOT_A_DIRECTORY})
 # The temporary name's mark: a dot file (hidden from most listings) no reader should pick up.
 PARTIAL_SUFFIX = ".part"
 
@@ -202,16 +204,6 @@ class HostKeys(Protocol):
         SSRF guard first); :class:`DestinationProblem` otherwise."""
 
 
-class _PinnedHostKey(asyncssh.SSHClient):
-    """Accepts the server only when its host key has the pinned fingerprint."""
-
-    def __init__(self, fingerprint: str) -> None:
-        self._fingerprint = fingerprint
-
-    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        return bool(key.get_fingerprint("sha256") == self._fingerprint)
-
-
 class SftpDestinations:
     """The kind's adapter, and :class:`HostKeys` (unless another is given, as tests do)."""
 
@@ -222,6 +214,8 @@ class SftpDestinations:
 
     def fetch(self, host: str, port: int) -> str:
         """The fingerprint of the host key the server shows."""
+        import asyncssh
+
         address = checked_address(host, port, self._resolve, self._allow_local)
         problem = sftp_problem(ProblemStep.TCP, host, port, "", "")
         try:
@@ -287,6 +281,8 @@ class SftpDestinations:
         return target, checked_address(target.host, target.port, self._resolve, self._allow_local), secrets_
 
     async def _probe(self, target: SftpTarget, address: str, secrets_: DestinationSecrets) -> None:
+        import asyncssh
+
         async with await connect(target, address, secrets_) as connection, connection.start_sftp_client() as sftp:
             name = posixpath.join(target.path, Destinations.PROBE_FILE_PREFIX + secrets.token_hex(8))
             try:
@@ -294,12 +290,14 @@ class SftpDestinations:
                     await probe.write(b"exports delivery probe: safe to delete\n")
                 await sftp.remove(name)
             except asyncssh.SFTPError as error:
-                step = ProblemStep.PATH if error.code in PATH_CODES else ProblemStep.PERMISSION
+                step = ProblemStep.PATH if error.code in _path_codes() else ProblemStep.PERMISSION
                 raise problem_of(step, target) from None
 
     async def _put(
         self, target: SftpTarget, address: str, secrets_: DestinationSecrets, local: Path, remote: str, sha256: str
     ) -> None:
+        import asyncssh
+
         async with await connect(target, address, secrets_) as connection, connection.start_sftp_client() as sftp:
             try:
                 directory = posixpath.dirname(remote)
@@ -311,15 +309,24 @@ class SftpDestinations:
                 await _replace(sftp, remote + SHA256_SUFFIX, sha256_line(sha256, remote))
                 await _replace(sftp, remote, local)
             except asyncssh.SFTPError as error:
-                step = ProblemStep.PATH if error.code in PATH_CODES else ProblemStep.PERMISSION
+                step = ProblemStep.PATH if error.code in _path_codes() else ProblemStep.PERMISSION
                 raise problem_of(step, target) from None
 
 
 async def connect(target: SftpTarget, address: str, secrets_: DestinationSecrets) -> asyncssh.SSHClientConnection:
     """A connection to the checked address, the host key pinned, logged in with the
     destination's key or password (and nothing of this machine's: no agent, no ~/.ssh)."""
+    import asyncssh
+
     assert target.host_key_fingerprint is not None
     fingerprint = target.host_key_fingerprint
+
+    class PinnedHostKey(asyncssh.SSHClient):
+        """Accepts the server only when its host key has the pinned fingerprint."""
+
+        def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+            return bool(key.get_fingerprint("sha256") == fingerprint)
+
     login: dict[str, object] = (
         {"client_keys": [asyncssh.import_private_key(secrets_.private_key.get_secret_value())], "password": None}
         if secrets_.private_key is not None
@@ -331,7 +338,7 @@ async def connect(target: SftpTarget, address: str, secrets_: DestinationSecrets
             target.port,
             username=target.username,
             known_hosts=([], [], []),
-            client_factory=lambda: _PinnedHostKey(fingerprint),
+            client_factory=PinnedHostKey,
             agent_path=None,
             config=None,
             connect_timeout=Destinations.CONNECT_TIMEOUT_SEC,
@@ -359,8 +366,17 @@ def run_bounded(work: Awaitable[T], timeout_sec: float, target: SftpTarget | Non
         raise problem_of(ProblemStep.TCP, target) from None
 
 
+def _path_codes() -> frozenset[int]:
+    """SFTP's answers for a directory that is not there."""
+    import asyncssh
+
+    return frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH, asyncssh.FX_NOT_A_DIRECTORY})
+
+
 async def _replace(sftp: asyncssh.SFTPClient, remote: str, content: Path | bytes) -> None:
     """Write ``content`` at a temporary name beside ``remote``, then rename it over ``remote``."""
+    import asyncssh
+
     directory, name = posixpath.split(remote)
     partial = posixpath.join(directory, f".{name}{PARTIAL_SUFFIX}")
     if isinstance(content, Path):
