@@ -34,9 +34,19 @@ from exports.schedules.mail import (
 from exports.schedules.model import Every, FeedRun, LastRun, PauseReason, Schedule, ScheduleState, WhenEmpty
 from exports.schedules.service import ScheduleChanges, ScheduleSpec
 
+# The first and last instants Python holds, in UTC.
+_EARLIEST = datetime.min.replace(tzinfo=ZoneInfo("UTC"))
+_LATEST = datetime.max.replace(tzinfo=ZoneInfo("UTC"))
+
 
 def _aware_utc(value: datetime) -> datetime:
-    return value.astimezone(ZoneInfo("UTC"))
+    """The instant in UTC. One in year 1 or 9999 whose UTC time Python cannot hold
+    (``0001-01-01T00:00:00+00:01``) is taken as the first or last instant it holds: the schema
+    allows it, and no firing or change lies between the two."""
+    try:
+        return value.astimezone(ZoneInfo("UTC"))
+    except OverflowError:
+        return _EARLIEST if value.year == 1 else _LATEST
 
 
 def _no_control_characters(value: str) -> str:

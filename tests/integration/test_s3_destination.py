@@ -46,9 +46,7 @@ def _adapter() -> S3Destinations:
     return S3Destinations(boto3.client("sts", region_name=REGION), assumed, PRINCIPAL, multipart_bytes=PART)
 
 
-def test_a_file_past_the_multipart_size_arrives_whole_in_parts_with_its_sha256(
-    aws: Resources, tmp_path: Path
-) -> None:
+def test_a_file_past_the_multipart_size_arrives_whole_in_parts_with_its_sha256(aws: Resources, tmp_path: Path) -> None:
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="acme-lake")
     local = tmp_path / "orders.csv"
