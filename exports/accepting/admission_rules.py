@@ -57,7 +57,7 @@ def dedup_key(
     exports/accepting/submission.py).
 
     ``locale`` is given only when it is not the type's default. A scheduled run's key holds its
-    firing (``run_of``: the schedule and the time). Each firing is so a run of its own, even
+    firing (``run_of``: the schedule and the time). So each firing is a run of its own, even
     while the previous one is still active (docs/schedules.md).
     """
     identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}

@@ -216,9 +216,9 @@ def submit_export(
 def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str:
     """The part of an Idempotency-Key's scope that is not the user.
 
-    It is made of the values the requested type binds from the caller's token. A key reused under
-    another tenant claim so counts as another request. The scope is empty when the type binds no
-    value, or when the type is refused: the submit then fails anyway.
+    It is made of the values the requested type binds from the caller's token. So a key reused
+    under another tenant claim counts as another request. The scope is empty when the type binds
+    no value, or when the type is refused: the submit then fails anyway.
     """
     try:
         bound = deps.registry.get(export_type, caller).bind_caller(caller)
@@ -388,8 +388,8 @@ def _check_callback(url: str, deps: ApiDependencies, scheduled: bool) -> None:
     """Runs the SSRF guard on the callback URL.
 
     On a caller's own submit, a host that does not resolve is refused. A scheduled run's URL was
-    accepted with its schedule (docs/schedules.md, "The model"), so it passes here. Its delivery
-    checks the host again.
+    accepted with its schedule (docs/schedules.md, "The model"), so a host that does not resolve
+    now is not refused here. The callback's delivery checks the host again.
     """
     try:
         check_destination(url, deps.resolve, deps.settings.allow_local_callbacks)

@@ -1,9 +1,9 @@
 """The export task and the operations that change it.
 
-Every operation returns a new :class:`Task` and leaves the old one as it was. Each status change
-goes through :func:`exports.core.status.check_transition`, which refuses a move the status table
-does not allow. Saving the change is the repository's job. It writes only if the task still has
-the status the operation started from.
+Every operation returns a new :class:`Task` and leaves the old one as it was; none of them saves
+anything. Each status change goes through :func:`exports.core.status.check_transition`, which
+refuses a move the status table does not allow. Saving the change is the repository's job. It
+writes only if the task still has the status the operation started from.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class ScheduledRun:
     skip_empty: bool = False
 
 
-# Pydantic builds every model here on first use (defer_build), not at import. A handler's import
-# so does not pay for validators its request path may never run (docs/performance.md, "Cold starts").
+# Pydantic builds every model here on first use (defer_build), not at import. So a handler's
+# import does not pay for validators its request path may never run (docs/performance.md, "Cold starts").
 
 
 class ExportResult(BaseModel):
@@ -173,8 +173,8 @@ class Task(BaseModel):
     error: TaskError | None = None
     source: TaskSource = TaskSource.API
     retry_of: str | None = None
-    # For a scheduled run: its schedule and the firing time it runs for. GET
-    # /v1/exports?schedule_id= lists a schedule's runs by them.
+    # For a scheduled run: its schedule and the firing time it runs for.
+    # GET /v1/exports?schedule_id= lists a schedule's runs by them.
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
     # skip_empty is True when the run's schedule skips empty runs (when_empty = skip).
