@@ -59,19 +59,19 @@ def holding(run: FeedRun | None, now: datetime, lease: timedelta) -> bool:
 
 
 def reserve(schedule: Schedule, firing: datetime, window: tuple[datetime, datetime], now: datetime) -> Schedule:
-    """Marks the run of ``firing`` as in flight over ``window``."""
+    """Returns the schedule with the run of ``firing`` in flight over ``window``."""
     run = FeedRun(scheduled_for=firing, window_from=window[0], window_to=window[1], reserved_at=now)
     return schedule.model_copy(update={"feed_run": run})
 
 
 def bind_task(schedule: Schedule, task_id: str) -> Schedule:
-    """Records the task of the run in flight."""
+    """Returns the schedule with its run in flight bound to its task."""
     assert schedule.feed_run is not None
     return schedule.model_copy(update={"feed_run": schedule.feed_run.model_copy(update={"task_id": task_id})})
 
 
 def release(schedule: Schedule) -> Schedule:
-    """Clears the feed's run in flight, when its reservation made no task."""
+    """Returns the schedule with no run in flight, for a reservation that made no task."""
     return schedule.model_copy(update={"feed_run": None})
 
 
@@ -92,8 +92,8 @@ def end_feed_run(schedule: Schedule, task: Task) -> Schedule:
 
 
 def record_latest(schedule: Schedule, task: Task) -> Schedule:
-    """Records ``task`` as the schedule's latest file, when the task COMPLETED with a file and
-    fired no earlier than the current latest."""
+    """Returns ``schedule`` with ``task`` as its latest file, when the task COMPLETED with a file
+    and fired no earlier than the current latest."""
     if task.status is not TaskStatus.COMPLETED or task.result is None or task.empty_skipped:
         return schedule
     fired = task.scheduled_for or task.created_at
