@@ -93,8 +93,8 @@ def dedup_key(
 class Bucket:
     """A token bucket's state: the tokens left as of ``updated_at``.
 
-    A token bucket lets work through at a steady rate, with short bursts. Each run takes a token,
-    and the tokens refill at a fixed rate up to the size of the burst.
+    A token bucket lets work through at a steady rate, with short bursts. Each piece of work
+    takes a token, and the tokens refill at a fixed rate up to the size of the burst.
     """
 
     tokens: float
