@@ -1,4 +1,7 @@
-"""Admission and fairness rules: pure functions of their inputs."""
+"""Admission and fairness rules: deduplication keys, token buckets and run-time estimates.
+
+Every function here is pure. Its result depends only on its arguments, with no clock and no I/O.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +17,12 @@ from exports.core.zones import is_utc
 
 
 class Estimates:
-    """Run-time estimates before any throughput was measured, and how measurements are averaged."""
+    """The run-time estimates used before any throughput was measured, and how measurements are
+    averaged."""
 
     DEFAULT_ROWS_PER_SEC: Final = 5000.0
     DEFAULT_TASK_SEC: Final = 5.0
-    # Weight of the newest measurement in the moving average.
+    # The weight of the newest measurement in the moving average.
     SMOOTHING: Final = 0.3
 
 
@@ -36,18 +40,25 @@ def dedup_key(
     csv_dialect: CsvDialect = DEFAULT_DIALECT,
     locale: str | None = None,
 ) -> str:
-    """The same export asked twice by the same user, with the same caller-bound values (a
-    tenant claim that changed makes another export), has the same key.
+    """The deduplication key of an export request.
 
-    ``filters`` must already be canonical (validated and dumped by the export type's model, so
-    equivalent inputs such as "2025-01-01" and a date object compare equal); key order does not
-    matter. Everything that changes the file is in the key, and so is ``timeout_sec``: a task's
-    deadline is fixed when its lifecycle starts, so requests that ask for different deadlines are
-    not merged (each gets the deadline it asked for). Priority and the callback are not: a merged
-    request raises the task's priority and adds its callback (see exports/accepting/submission.py).
-    ``locale``: given only when it is not the type's default. A scheduled run's key has its
-    firing (``run_of``: schedule and time) in it: each firing is a run of its own, even while
-    the previous one is still active (docs/schedules.md).
+    The same export asked twice by the same user gets the same key, so the second request can be
+    merged into the first one's task. The values bound from the caller's token count too: a
+    tenant claim that changed makes another export.
+
+    ``filters`` must already be canonical: validated and dumped by the export type's model, so
+    that equivalent inputs such as "2025-01-01" and a date object compare equal. The order of its
+    keys does not matter.
+
+    Everything that changes the file is in the key. So is ``timeout_sec``: a task's deadline is
+    fixed when its lifecycle starts, so requests that ask for different deadlines are not merged.
+    Each gets the deadline it asked for. The priority and the callback are not in the key. A
+    merged request raises the task's priority and adds its callback (see
+    exports/accepting/submission.py).
+
+    ``locale`` is given only when it is not the type's default. A scheduled run's key holds its
+    firing (``run_of``: the schedule and the time). So each firing is a run of its own, even
+    while the previous one is still active (docs/schedules.md).
     """
     identity: dict[str, Any] = {"user": user_id, "type": export_type, "format": format, "filters": filters}
     identity["bom"] = csv_bom
@@ -57,12 +68,13 @@ def dedup_key(
         identity["timeout_sec"] = timeout_sec
     if not csv_formula_guard:
         identity["formula_guard"] = False
-    # The file's date-times differ by zone; the default's keys stay those of before zones.
+    # The file's date-times differ by zone. The default zone adds nothing, so its keys stay as
+    # they were before zones existed.
     if timezone is not None and not is_utc(timezone):
         identity["timezone"] = timezone
     if run_of is not None:
         identity["run_of"] = run_of
-    # Only what differs from the file of before dialects and locales: older keys stay as they were.
+    # Only a dialect or a locale that changes the file is added, so older keys stay as they were.
     if not csv_dialect.is_default:
         identity["csv_dialect"] = csv_dialect.model_dump(mode="json")
     if locale is not None:
@@ -79,14 +91,22 @@ def dedup_key(
 
 @dataclass(frozen=True)
 class Bucket:
-    """A token bucket's state: tokens left as of ``updated_at``."""
+    """A token bucket's state: the tokens left as of ``updated_at``.
+
+    A token bucket lets work through at a steady rate, with short bursts. Each piece of work
+    takes a token, and the tokens refill at a fixed rate up to the size of the burst.
+    """
 
     tokens: float
     updated_at: datetime
 
 
 def take_token(bucket: Bucket | None, now: datetime, rate_per_sec: float, burst: int) -> tuple[bool, Bucket, float]:
-    """Try to take one token. Returns (allowed, the bucket after, seconds until a token is free)."""
+    """Tries to take one token from ``bucket``; None stands for a full bucket of ``burst`` tokens.
+
+    Returns whether the token was taken, the bucket afterwards, and the seconds until a token is
+    free.
+    """
     if bucket is None:
         tokens = float(burst)
     else:
@@ -99,9 +119,12 @@ def take_token(bucket: Bucket | None, now: datetime, rate_per_sec: float, burst:
 
 @dataclass(frozen=True)
 class Throughput:
-    """What recent runs of an export type achieved: exponentially weighted means of each run's
-    rows per second, seconds, rows, rows squared, rows times seconds and rows per day of its
-    date range. The last three are None in statistics recorded before they existed."""
+    """What recent runs of an export type achieved, as exponentially weighted means.
+
+    The means are of each run's rows per second, seconds, rows, rows squared, rows times seconds,
+    and rows per day of its date range. The last three are None in statistics recorded before
+    they existed.
+    """
 
     rows_per_sec: float
     task_sec: float
@@ -111,12 +134,18 @@ class Throughput:
     rows_per_day: float | None = None
 
     def run_sec(self, rows: float) -> float:
-        """Seconds a run of ``rows`` rows should take: a fixed start-up plus a time per row,
-        fitted (least squares) to the recorded runs when their sizes differ enough; the mean run
-        when runs of different sizes took no longer for their rows (small exports, whose time
-        is their start-up: scaled by rows, a streak of empty ones would make the next one of a
-        hundred rows look a hundred times longer); with runs of one size only, in proportion to
-        the mean run, unless they had no rows (which measured no row's cost)."""
+        """The seconds a run of ``rows`` rows should take.
+
+        When the recorded runs differ enough in size, the estimate is a fixed start-up time plus
+        a time per row, fitted to those runs by least squares.
+
+        When runs of different sizes took no longer for their rows, the estimate is the mean
+        run. These are small exports, whose time is their start-up. Scaled by rows, a streak of
+        empty ones would make the next one of a hundred rows look a hundred times longer.
+
+        With runs of one size only, the estimate is in proportion to the mean run, unless those
+        runs had no rows: they measured no row's cost.
+        """
         if self.rows_squared is not None and self.rows_times_sec is not None:
             variance = self.rows_squared - self.rows_per_task**2
             if variance > (_SIZE_SPREAD * self.rows_per_task) ** 2:
@@ -132,21 +161,23 @@ class Throughput:
         return self.task_sec
 
 
-# Runs whose sizes spread less than this (relative standard deviation) fit no start-up time.
+# Runs whose sizes spread less than this (as a relative standard deviation) get no fitted
+# start-up time.
 _SIZE_SPREAD = 0.1
 
 
 def throughput_key(export_type: str, format: str) -> str:
-    """What a run's throughput is measured under: its type and its format. A PDF writes far
-    fewer rows a second than a CSV of the same type, so one average misleads both estimates."""
+    """The key a run's throughput is measured under: its type and its format. A PDF writes far
+    fewer rows a second than a CSV of the same type, so one average would mislead both
+    estimates."""
     return f"{export_type}/{format}"
 
 
 def updated_throughput(
     old: Throughput | None, rows: int, seconds: float, smoothing: float, days: int | None = None
 ) -> Throughput:
-    """Fold one finished run (``rows`` rows in ``seconds``, over ``days`` days of data when its
-    filters have a date range) into the moving averages."""
+    """Folds one finished run into the moving averages. The run wrote ``rows`` rows in
+    ``seconds``, over ``days`` days of data when its filters have a date range."""
     seconds = max(seconds, 0.001)
     measured = Throughput(
         rows_per_sec=rows / seconds,
@@ -165,7 +196,8 @@ def updated_throughput(
         return smoothing * new + (1 - smoothing) * previous
 
     if old.rows_squared is None or old.rows_times_sec is None:
-        # Statistics from before the moments were kept: start them from the means.
+        # Statistics recorded before rows squared and rows times seconds were kept: start those
+        # from the means.
         old = replace(old, rows_squared=old.rows_per_task**2, rows_times_sec=old.rows_per_task * old.task_sec)
     return Throughput(
         rows_per_sec=smoothing * measured.rows_per_sec + (1 - smoothing) * old.rows_per_sec,
@@ -178,8 +210,11 @@ def updated_throughput(
 
 
 def date_span_days(filters: dict[str, Any]) -> int | None:
-    """Days covered by the filters' date range (both ends included) when exactly two of the
-    (canonical, JSON) filter values are dates; None otherwise."""
+    """The days the filters' date range covers, both ends included.
+
+    The range is known only when exactly two of the filter values (canonical, as JSON) are dates.
+    Otherwise the result is None.
+    """
     days: list[date] = []
     for value in filters.values():
         if isinstance(value, str) and _ISO_DATE.fullmatch(value):
@@ -196,8 +231,11 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def expected_task_rows(throughput: Throughput, known_rows: int | None, span_days: int | None) -> float:
-    """The rows a new task should have: what its type knows up front, else its date range's days
-    at the rows per day measured, else the mean of recent runs."""
+    """The rows a new task should have.
+
+    The type's own count comes first, when it knows one up front. Next comes the days of the
+    task's date range times the rows per day measured. Last comes the mean of recent runs.
+    """
     if known_rows is not None:
         return float(known_rows)
     if span_days is not None and throughput.rows_per_day is not None:

@@ -1,4 +1,8 @@
-"""Accepting an export request: validate, persist PENDING, enqueue."""
+"""Accepting an export request: validate it, store it as a PENDING task, and queue it.
+
+The API calls :func:`submit_export` for a client's request and for a retry, and a schedule calls
+it each time it fires.
+"""
 
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ from exports.core.zones import UnknownZone, canonical_zone
 
 logger = logging.getLogger(__name__)
 ENQUEUE_FAILED = "ENQUEUE_FAILED"
-# A capacity refusal: the work queued ahead would make the task miss its deadline.
+# The code of a capacity refusal: the work queued ahead would make the task miss its deadline.
 WOULD_TIME_OUT = "WOULD_TIME_OUT"
 SCHEDULE_FAILED = "SCHEDULE_FAILED"
 _ADMIT_ATTEMPTS = 5
@@ -66,7 +70,11 @@ DEFAULT_THROUGHPUT = Throughput(
 
 @dataclass(frozen=True)
 class Submission:
-    """What a submit achieved: the task (new, or the identical one already active)."""
+    """What a submit achieved: a new task, or the identical one already active.
+
+    ``deduplicated`` is True when the request was merged into the active task.
+    ``estimated_completion_sec`` estimates in how many seconds the task will be done.
+    """
 
     task: Task
     estimated_completion_sec: int
@@ -81,16 +89,24 @@ def submit_export(
     retry_of: str | None = None,
     run_of: ScheduledRun | None = None,
 ) -> Submission:
-    """Admit the request: validate it, refuse it under backpressure or over quota, merge it into
-    an identical active task, or create the task, start its lifecycle and queue it.
+    """Admits an export request and returns the task that answers it.
 
-    The type must be one ``caller`` may use (else it is unknown, as if it did not exist); the
-    values it binds from the caller's token are recorded on the task, and a token that lacks one
-    is refused (:class:`CallerRefused`). Nothing is stored unless the whole request is valid (the
-    callback URL included: it must pass the SSRF guard) and admitted. If the workflow or the
-    queue refuses, the task is marked FAILED at once (``SCHEDULE_FAILED`` / ``ENQUEUE_FAILED``)
-    rather than left PENDING, and the caller gets :class:`ServiceUnavailable` to retry.
-    ``run_of``: the schedule and firing time a scheduled run is for (recorded on the task).
+    The request is validated first. It is refused when the queue is too full or the caller is
+    over quota. It is merged into an identical active task if there is one. Otherwise a new task
+    is stored, its lifecycle workflow is started, and its message is put on the queue.
+
+    The export type must be one that ``caller`` may use. Any other type is unknown, as if it did
+    not exist. The values the type binds from the caller's token are recorded on the task. A
+    token that lacks one of them is refused with :class:`CallerRefused`.
+
+    Nothing is stored unless the whole request is valid and admitted. That includes the callback
+    URL, which must pass the SSRF guard: a check that the URL points to a public address. If the
+    workflow or the queue refuses the new task, the task is marked FAILED at once, with
+    ``SCHEDULE_FAILED`` or ``ENQUEUE_FAILED``, rather than left PENDING. The caller then gets
+    :class:`ServiceUnavailable` and may retry.
+
+    ``run_of`` is the schedule and the firing time that a scheduled run is for. The task records
+    both.
     """
     export_type = deps.registry.get(request.export_type, caller)
     if request.format not in export_type.formats:
@@ -134,7 +150,7 @@ def submit_export(
         filters=canonical_filters,
         caller=bound,
         tenant=tenant,
-        # Only what is known or measured: a made-up default would be a wrong percentage.
+        # Only a count that is known or measured. A made-up default would show a wrong percentage.
         estimated_rows=round(rows) if measured is not None or known_rows is not None else None,
         csv_bom=request.csv_bom,
         csv_formula_guard=request.csv_formula_guard,
@@ -152,7 +168,7 @@ def submit_export(
         scheduled_for=run_of.scheduled_for if run_of else None,
         skip_empty=run_of.skip_empty if run_of else False,
         delivery=request.delivery,
-        # An export delivered to destinations is never merged into another: its deliveries are its own.
+        # An export delivered to destinations is never merged into another. Its deliveries are its own.
         dedup_key=None
         if request.delivery
         else dedup_key(
@@ -198,9 +214,12 @@ def submit_export(
 
 
 def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str:
-    """What an Idempotency-Key is scoped by besides the user: the values the requested type
-    binds from the caller's token, so a key reused under another tenant claim is another
-    request (empty when the type binds none, or is refused: the submit then fails anyway)."""
+    """The part of an Idempotency-Key's scope that is not the user.
+
+    It is made of the values the requested type binds from the caller's token. So a key reused
+    under another tenant claim counts as another request. The scope is empty when the type binds
+    no value, or when the type is refused: the submit then fails anyway.
+    """
     try:
         bound = deps.registry.get(export_type, caller).bind_caller(caller)
     except ExportsError:
@@ -209,9 +228,12 @@ def caller_scope(export_type: str, caller: Caller, deps: ApiDependencies) -> str
 
 
 def _backlog(deps: ApiDependencies) -> int:
-    """The messages waiting in every lane (the queue's hard ceiling, beside admission by
-    deadline); 0 if it cannot be read: the ceiling fails open, the enqueue itself still reports a
-    broken queue."""
+    """The number of messages waiting in all lanes together. A lane is the queue of one priority.
+
+    This count is the queue's hard ceiling, checked beside admission by deadline. When it cannot
+    be read the result is 0. The ceiling then fails open, and the enqueue itself still reports a
+    broken queue.
+    """
     try:
         return sum(deps.queue.depths().values())
     except ExportsError:
@@ -220,10 +242,13 @@ def _backlog(deps: ApiDependencies) -> int:
 
 
 def _reserve(task: Task, pools: list[Pool], work_sec: float, measured: bool, deps: ApiDependencies) -> tuple[Task, int]:
-    """Queue the task's work in each of its pools if it should finish within its deadline's
-    admission window (docs/capacity.md), and the seconds until it should be done. Refused
-    (:class:`Overloaded`, ``WOULD_TIME_OUT``) when a pool holds too much work ahead of it:
-    nothing stays reserved, and ``Retry-After`` is when the fullest pool will have room."""
+    """Queues the task's work in each of its capacity pools, if the task should finish within
+    its deadline's admission window (docs/capacity.md).
+
+    Returns the task, marked with its queued work, and the seconds until it should be done. When
+    a pool holds too much work ahead of it, raises :class:`Overloaded` with ``WOULD_TIME_OUT``.
+    Nothing then stays reserved, and ``Retry-After`` says when the fullest pool will have room.
+    """
     window = admission_window(task.timeout_sec, Admission.DEADLINE_SHARE)
     allowed = plan(pools, work_sec, window)
     ahead: dict[str, float] = {}
@@ -249,7 +274,8 @@ def _refuse(
     task: Task,
     deps: ApiDependencies,
 ) -> NoReturn:
-    """Answer a capacity refusal: the estimate it was refused on, and when to try again."""
+    """Raises a capacity refusal that carries the estimate it was based on and when to try
+    again."""
     deps.metrics.add(Metric.CAPACITY_REFUSED)
     retry_after = retry_after_sec(pool, queued_sec, limit_sec, Admission.RETRY_AFTER_CAPACITY_MAX_SEC)
     estimated = estimate(pools, {pool.name: queued_sec}, run_sec)
@@ -267,8 +293,8 @@ def _refuse(
 
 
 def _measured_throughput(key: str, deps: ApiDependencies) -> Throughput | None:
-    """The measured throughput of the type in its format; None before its first run or if it
-    cannot be read (the estimate then takes the defaults)."""
+    """The measured throughput of the type in this format. It is None before the first run, or
+    when it cannot be read. The estimate then uses the defaults."""
     try:
         return deps.throughput.get(key)
     except ExportsError:
@@ -277,7 +303,8 @@ def _measured_throughput(key: str, deps: ApiDependencies) -> Throughput | None:
 
 
 def _admit(task: Task, deps: ApiDependencies) -> Task | None:
-    """Store the task, or merge it into the identical active task and return that one."""
+    """Stores the task and returns None. If an identical task is active, merges the request into
+    it instead and returns that task."""
     replace: str | None = None
     for attempt in range(_ADMIT_ATTEMPTS):
         try:
@@ -292,20 +319,23 @@ def _admit(task: Task, deps: ApiDependencies) -> Task | None:
                     continue  # it changed meanwhile (claimed, ended, another merge): look again
                 deps.metrics.add(Metric.DEDUPLICATED)
                 return merged
-            # The holder ended (or its marker outlived it): take the key over.
+            # The holder ended, or its dedup marker outlived it. This task takes the key over.
             replace = duplicate.holder
         except Overloaded:
             deps.metrics.add(Metric.REJECTED)
             raise
         except RetryableError:
-            # Another transaction on the same items was in flight: back off a little and look again.
+            # Another transaction on the same items was in flight. Back off a little and look again.
             time.sleep(0.05 * (attempt + 1) * (1 + deps.random()))
     raise ServiceUnavailable("too many identical submissions at once; try again shortly")
 
 
 def _merged_into_active(task: Task, deps: ApiDependencies) -> Task | None:
-    """The identical active task ``task`` merged into, when there is one (None otherwise, or
-    when it changed meanwhile: the refusal stands)."""
+    """Merges ``task`` into the identical active task and returns that task.
+
+    Returns None when there is no such task, or when it changed meanwhile. The refusal then
+    stands.
+    """
     try:
         holder_id = deps.tasks.dedup_holder(task.dedup_key) if task.dedup_key else None
         holder = deps.tasks.get(holder_id) if holder_id else None
@@ -319,10 +349,14 @@ def _merged_into_active(task: Task, deps: ApiDependencies) -> Task | None:
 
 
 def _merge(holder: Task, request: Task, deps: ApiDependencies) -> Task:
-    """Merge the new ``request`` into the active ``holder``: nothing a submitter asked for is
-    dropped. The task takes the higher priority and calls the new submitter back too (a
-    conditional write); promoted into a higher lane while it waits, it is queued again there
-    (the message in the lower lane is acknowledged as a duplicate when it comes)."""
+    """Merges the new ``request`` into the active ``holder``, so that nothing a submitter asked
+    for is dropped.
+
+    The task takes the higher priority and calls the new submitter back too. One conditional
+    write stores both. If the higher priority moves a waiting task into a higher lane, the task
+    is queued again there. Its message in the lower lane is acknowledged as a duplicate when it
+    arrives.
+    """
     merged = merge_request(holder, request.priority, request.callback_url)
     if merged == holder:
         return holder
@@ -333,14 +367,15 @@ def _merge(holder: Task, request: Task, deps: ApiDependencies) -> Task:
         try:
             deps.queue.send(message)
         except ExportsError:
-            # The task keeps its place in the lower lane: late, never lost.
+            # The task keeps its place in the lower lane. It runs late but is never lost.
             logger.warning("could not queue a promoted task in its new lane", exc_info=True)
         deps.metrics.add(Metric.PROMOTED)
     return merged
 
 
 def _dispatch(task: Task, code: str, send: Callable[[], None], deps: ApiDependencies) -> None:
-    """Run ``send``; if it fails, end the stored task as FAILED with ``code`` and tell the caller."""
+    """Runs ``send``. If it fails, ends the stored task FAILED with ``code`` and raises
+    :class:`ServiceUnavailable` for the caller."""
     try:
         send()
     except ExportsError as error:
@@ -350,9 +385,12 @@ def _dispatch(task: Task, code: str, send: Callable[[], None], deps: ApiDependen
 
 
 def _check_callback(url: str, deps: ApiDependencies, scheduled: bool) -> None:
-    """The SSRF guard on the callback URL. A host that does not resolve is refused on a caller's
-    own submit; a scheduled run's was taken with its schedule (docs/schedules.md, "The model"),
-    and its delivery checks the host again."""
+    """Runs the SSRF guard on the callback URL.
+
+    On a caller's own submit, a host that does not resolve is refused. A scheduled run's URL was
+    accepted with its schedule (docs/schedules.md, "The model"), so a host that does not resolve
+    now is not refused here. The callback's delivery checks the host again.
+    """
     try:
         check_destination(url, deps.resolve, deps.settings.allow_local_callbacks)
     except UnresolvedHost:
@@ -361,9 +399,12 @@ def _check_callback(url: str, deps: ApiDependencies, scheduled: bool) -> None:
 
 
 def _fail_unscheduled(task: Task, code: str, deps: ApiDependencies) -> None:
-    """End the stored task as FAILED with ``code`` (:func:`end_task` retries transient faults): a
-    task left PENDING without its message (or without its workflow, which would time it out)
-    holds a quota slot and its dedup key for nothing, and a resubmission would be merged into it."""
+    """Ends the stored task FAILED with ``code``. :func:`end_task` retries transient faults.
+
+    A task left PENDING without its message, or without its workflow (which would time it out),
+    would hold a quota slot and its dedup key for nothing. A resubmission would also be merged
+    into it.
+    """
     failed = fail(task, code, customer_message(code, task.task_id), deps.clock(), deps.settings.retention)
     try:
         end_task(task, failed, deps)

@@ -1,4 +1,8 @@
-"""The service's typed errors. One base class; each carries the data a caller needs."""
+"""The service's typed errors.
+
+Every error the service raises on purpose derives from one base class, :class:`ExportsError`.
+Each error carries the data a caller needs to act on it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any, Final
 
 
 class ExportsError(Exception):
-    """Base of every error this service raises on purpose."""
+    """The base class of every error this service raises on purpose. Each subclass sets its own
+    ``code``."""
 
     code = "INTERNAL_ERROR"
 
@@ -18,9 +23,12 @@ class ExportsError(Exception):
 
 
 class InvalidRequest(ExportsError):
-    """A field of the request breaks a rule; ``field`` names it (``priority``, ``filters.date_from``,
-    ``status``). One code for every such mistake, wherever the field is; rules with a code of
-    their own (an unknown export type, a refused callback URL) pass ``code``."""
+    """A field of the request breaks a rule. ``field`` names the field, for example ``priority``,
+    ``filters.date_from`` or ``status``.
+
+    Every such mistake has the same code, wherever the field is. A rule with a code of its own,
+    such as an unknown export type or a refused callback URL, passes ``code``.
+    """
 
     code = "VALIDATION_ERROR"
 
@@ -33,14 +41,14 @@ class InvalidRequest(ExportsError):
     ) -> None:
         super().__init__(message, field=field)
         self.field = field
-        # Every (field, message) when the request broke several rules at once, first one first.
+        # When the request broke several rules at once: every (field, message), in the order found.
         self.problems = problems
         if code:
             self.code = code
 
 
 class TaskNotFound(ExportsError):
-    """No such task, or not the caller's: both look the same from outside."""
+    """No such task, or a task that is not the caller's. Both look the same from outside."""
 
     code = "TASK_NOT_FOUND"
 
@@ -50,7 +58,8 @@ class TaskNotFound(ExportsError):
 
 
 class UnknownExportType(ExportsError):
-    """No export type of that name among those the caller may use (404 on its own URL)."""
+    """No export type has that name among those the caller may use. On the type's own URL this
+    is a 404."""
 
     code = "UNKNOWN_EXPORT_TYPE"
 
@@ -67,7 +76,8 @@ class InvalidTransition(ExportsError):
 
 
 class TaskNotReady(ExportsError):
-    """The operation needs a state the task is not in (e.g. download before COMPLETED)."""
+    """The task is not in the state the operation needs, for example a download before
+    COMPLETED."""
 
     code = "TASK_NOT_READY"
 
@@ -77,19 +87,20 @@ class TaskNotReady(ExportsError):
 
 
 class TaskNotCancellable(ExportsError):
-    """The task already ended."""
+    """The task cannot be cancelled because it already ended."""
 
     code = "TASK_NOT_CANCELLABLE"
 
 
 class TaskNotRetryable(ExportsError):
-    """Only FAILED, TIMEOUT and CANCELLED tasks can be tried again."""
+    """The task cannot be tried again. Only FAILED, TIMEOUT and CANCELLED tasks can."""
 
     code = "TASK_NOT_RETRYABLE"
 
 
 class ConditionFailed(ExportsError):
-    """A conditional write lost: somebody else changed the item first."""
+    """A conditional write lost because somebody else changed the item first. ``current`` is the
+    item as it is now, when the store returned it."""
 
     code = "CONFLICT"
 
@@ -99,25 +110,27 @@ class ConditionFailed(ExportsError):
 
 
 class LostOwnership(ExportsError):
-    """The worker no longer owns its task (cancelled, timed out or reclaimed)."""
+    """The worker no longer owns its task: the task was cancelled, timed out, or reclaimed by
+    another worker."""
 
     code = "LOST_OWNERSHIP"
 
 
 class RetryableError(ExportsError):
-    """A transient fault (throttling, a network error): trying again later may succeed."""
+    """A transient fault, such as throttling or a network error. Trying again later may
+    succeed."""
 
     code = "TRANSIENT_ERROR"
 
 
 class ServiceUnavailable(RetryableError):
-    """A dependency did not take the request; the caller should retry after a pause."""
+    """A dependency did not take the request. The caller should retry after a pause."""
 
     code = "SERVICE_UNAVAILABLE"
 
 
 class ExportFailed(ExportsError):
-    """The export cannot succeed as requested; retrying would fail the same way."""
+    """The export cannot succeed as requested. Retrying would fail the same way."""
 
     code = "EXPORT_FAILED"
 
@@ -127,26 +140,30 @@ class ExportFailed(ExportsError):
 
 
 class SourceCode:
-    """The error codes of a failed read from a data source, in one place (the task shows them)."""
+    """The error codes of a failed read from a data source, kept in one place. The task shows
+    them."""
 
     QUERY_FAILED: Final = "SOURCE_QUERY_FAILED"
     QUERY_TIMEOUT: Final = "SOURCE_QUERY_TIMEOUT"
     QUERY_CANCELLED: Final = "SOURCE_QUERY_CANCELLED"
     NOT_CONFIGURED: Final = "SOURCE_NOT_CONFIGURED"
-    # Connections the server refuses for good: waiting does not fix a wrong password.
+    # The server refuses these connections for good. Waiting does not fix a wrong password.
     AUTH_FAILED: Final = "SOURCE_AUTH_FAILED"
     ACCESS_DENIED: Final = "SOURCE_ACCESS_DENIED"
     DATABASE_UNKNOWN: Final = "SOURCE_DATABASE_UNKNOWN"
     CONNECTION_LIMIT: Final = "SOURCE_CONNECTION_LIMIT"
     DATA_INVALID: Final = "SOURCE_DATA_INVALID"
-    # The server's TLS certificate could not be verified (untrusted CA, wrong host name, no CA
-    # bundle): final, since only a change of configuration makes it pass.
+    # The server's TLS certificate could not be verified: an untrusted CA, a wrong host name, or
+    # no CA bundle. The error is final, since only a change of configuration makes it pass.
     TLS_UNVERIFIED: Final = "SOURCE_TLS_UNVERIFIED"
 
 
 class SourceQueryTimeout(ExportFailed):
-    """A source's query ran past its statement timeout: the run's time left, which may have been
-    the task's deadline (then the task times out rather than fails)."""
+    """A source's query ran past its statement timeout.
+
+    That timeout is the run's time left, which may have been the task's deadline. Then the task
+    times out rather than fails.
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code=SourceCode.QUERY_TIMEOUT)
@@ -154,8 +171,8 @@ class SourceQueryTimeout(ExportFailed):
 
 @dataclass(frozen=True)
 class CapacityEstimate:
-    """What a capacity refusal was estimated on: seconds until the task would have started and
-    been done, against the timeout it asked for."""
+    """The estimate a capacity refusal was based on: in how many seconds the task would have
+    started and been done, and the timeout it asked for."""
 
     estimated_start_sec: int
     estimated_completion_sec: int
@@ -163,9 +180,12 @@ class CapacityEstimate:
 
 
 class Overloaded(ExportsError):
-    """Admission refused: the work queued ahead would make the task miss its deadline (with
-    ``estimate``), the backlog is too deep, or the user has too many active tasks. Nothing was
-    created; ``retry_after`` says when to try again."""
+    """Admission refused the task, and nothing was created.
+
+    The work queued ahead would make the task miss its deadline (``estimate`` then holds the
+    figures), the backlog is too deep, or the user has too many active tasks. ``retry_after``
+    says when to try again.
+    """
 
     def __init__(self, message: str, code: str, retry_after: int, estimate: CapacityEstimate | None = None) -> None:
         super().__init__(message, retry_after=retry_after)
@@ -175,7 +195,7 @@ class Overloaded(ExportsError):
 
 
 class DuplicateSubmission(ExportsError):
-    """An identical task is already active; ``holder`` is its id."""
+    """An identical task is already active. ``holder`` is its id."""
 
     code = "DUPLICATE"
 

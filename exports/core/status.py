@@ -1,4 +1,4 @@
-"""Task states and the one transition table that owns every status change."""
+"""Task states, and the one transition table that every status change goes through."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from exports.core.errors import InvalidTransition
 
 
 class TaskStatus(StrEnum):
-    """Lifecycle states of an export task."""
+    """The states an export task moves through."""
 
     PENDING = "PENDING"
     RUNNING = "RUNNING"
@@ -19,13 +19,16 @@ class TaskStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
+# A task never leaves these states.
 TERMINAL: Final = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED})
+# A task in these states has not ended yet.
 ACTIVE: Final = frozenset({TaskStatus.PENDING, TaskStatus.RUNNING})
-# Ended without a file: the owner may ask for a new task with the same parameters.
+# A task in these states ended without a file. Its owner may ask for a new task with the same
+# parameters.
 RETRYABLE: Final = frozenset({TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED})
 
-# Every allowed change of status. RUNNING -> RUNNING is a new worker reclaiming a task whose
-# lease ran out; RUNNING -> PENDING sends a task back to the queue for a retry.
+# Every allowed change of status. RUNNING -> RUNNING means a new worker reclaims a task whose
+# lease ran out. RUNNING -> PENDING sends a task back to the queue for a retry.
 TRANSITIONS: Final[dict[TaskStatus, frozenset[TaskStatus]]] = {
     TaskStatus.PENDING: frozenset({TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.TIMEOUT, TaskStatus.CANCELLED}),
     TaskStatus.RUNNING: frozenset(
@@ -43,11 +46,12 @@ TRANSITIONS: Final[dict[TaskStatus, frozenset[TaskStatus]]] = {
 
 
 def can_transition(current: TaskStatus, target: TaskStatus) -> bool:
-    """Whether the table allows ``current`` -> ``target``."""
+    """Whether the table allows a move from ``current`` to ``target``."""
     return target in TRANSITIONS[current]
 
 
 def check_transition(current: TaskStatus, target: TaskStatus) -> None:
-    """Raise :class:`InvalidTransition` unless the table allows ``current`` -> ``target``."""
+    """Raises :class:`InvalidTransition` unless the table allows a move from ``current`` to
+    ``target``."""
     if not can_transition(current, target):
         raise InvalidTransition(current=current.value, target=target.value)

@@ -1,8 +1,9 @@
 """The export task and the operations that change it.
 
-Every operation returns a new :class:`Task`; each status change goes through
-:func:`exports.core.status.check_transition`. Persisting the change (conditionally on the
-status the operation started from) is the repository's job.
+Every operation returns a new :class:`Task` and leaves the old one as it was; none of them saves
+anything. Each status change goes through :func:`exports.core.status.check_transition`, which
+refuses a move the status table does not allow. Saving the change is the repository's job. It
+writes only if the task still has the status the operation started from.
 """
 
 from __future__ import annotations
@@ -28,21 +29,22 @@ class ExportFormat(StrEnum):
     """File formats a task can produce."""
 
     CSV = "csv"
-    # CSV compressed with gzip (one gzip member); downloads as ``.csv.gz``.
+    # CSV compressed with gzip into one gzip member. The file downloads as ``.csv.gz``.
     CSV_GZ = "csv.gz"
     XLSX = "xlsx"
-    # A paginated table to read and print (exports/running/writers/pdf); written in one worker run.
+    # A paginated table to read and print. Its writer is exports/running/writers/pdf, and one
+    # worker run writes the whole file.
     PDF = "pdf"
-    # JSON Lines: one JSON object per row (docs/export-types.md, "JSON Lines and Parquet").
+    # JSON Lines writes one JSON object per row (docs/export-types.md, "JSON Lines and Parquet").
     JSONL = "jsonl"
-    # JSON Lines compressed with gzip (one gzip member), like csv.gz.
+    # JSON Lines compressed with gzip into one gzip member, like csv.gz.
     JSONL_GZ = "jsonl.gz"
     PARQUET = "parquet"
 
 
 class TaskSource(StrEnum):
-    """Why the task exists: a client's request, a retry of an earlier task, or a firing of a
-    schedule (docs/schedules.md)."""
+    """Why the task exists. A client asked for it, it retries an earlier task, or a schedule
+    fired (see docs/schedules.md)."""
 
     API = "api"
     RETRY = "retry"
@@ -51,16 +53,17 @@ class TaskSource(StrEnum):
 
 @dataclass(frozen=True)
 class ScheduledRun:
-    """What a scheduled run is for: its schedule and the firing time."""
+    """The schedule a run belongs to and the firing time it runs for."""
 
     schedule_id: str
     scheduled_for: datetime
-    # The schedule's when_empty is skip: a run of 0 rows keeps no file and mails no one.
+    # True when the schedule's when_empty is skip. A run that finds 0 rows then keeps no file
+    # and mails no one.
     skip_empty: bool = False
 
 
-# Every model here is built on first use (defer_build): a handler's import does not pay for
-# validators its request path may never run (docs/performance.md, "Cold starts").
+# Pydantic builds every model here on first use (defer_build), not at import. So a handler's
+# import does not pay for validators its request path may never run (docs/performance.md, "Cold starts").
 
 
 class ExportResult(BaseModel):
@@ -76,13 +79,14 @@ class ExportResult(BaseModel):
     file_name: str
 
 
-# The code of a task that passed its deadline.
+# The error code of a task that passed its deadline.
 DEADLINE_PASSED: Final = "DEADLINE_PASSED"
 
 
 class TaskError(BaseModel):
-    """Why a task failed: a stable code and a message for the caller's customers
-    (exports.core.customer_errors: never the driver's words)."""
+    """Why a task failed. It holds a stable code and a message the caller can show their
+    customers. The message comes from exports.core.customer_errors and never repeats the
+    driver's words."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -91,7 +95,7 @@ class TaskError(BaseModel):
 
 
 class CallbackStatus(StrEnum):
-    """Where the delivery of a task's callback stands."""
+    """Whether a task's callback is still pending, was delivered, or failed for good."""
 
     PENDING = "PENDING"
     DELIVERED = "DELIVERED"
@@ -99,7 +103,8 @@ class CallbackStatus(StrEnum):
 
 
 class CallbackState(BaseModel):
-    """The outcome of the callback so far, recorded on the task."""
+    """How a callback has gone so far: its status, its attempts and its last error. The task
+    records it."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -109,9 +114,12 @@ class CallbackState(BaseModel):
 
 
 class Subscriber(BaseModel):
-    """One submitter's callback: where it goes and how its delivery went. A task has one per
-    submitter who asked for a callback (the first, and each identical request merged into it);
-    each is signed, retried and recorded on its own."""
+    """One submitter's callback: the URL it goes to and how its delivery went.
+
+    A task has one subscriber for each submitter who asked for a callback. That is the first
+    submitter, and each later identical request merged into the task. Each subscriber's callback
+    is signed, retried and recorded on its own.
+    """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -129,22 +137,24 @@ class Task(BaseModel):
     export_type: str
     format: ExportFormat
     filters: dict[str, Any]
-    # The values the export type bound from the submitter's token (a tenant id, groups), as they
-    # were at submit: every run, partition and resumption of the task reads these.
+    # The values the export type took from the submitter's token, such as a tenant id or groups,
+    # as they were at submit. Every run, partition and resumption of the task reads these.
     caller: dict[str, Any] = Field(default_factory=dict)
-    # The submitter's tenant, from their token (the audit trail's chain and usage it counts into;
-    # None on records written before tenants were recorded).
+    # The submitter's tenant, from their token. The audit trail chains the task's records and
+    # counts its usage under it. Records written before tenants were recorded have None.
     tenant: str | None = None
     csv_bom: bool = False
-    # CSV only: text starting with = + - @ tab or CR gets a leading ' (OWASP); False keeps it as is.
+    # CSV only. When True, text that starts with = + - @, a tab or a CR gets a leading ', as OWASP
+    # advises against formula injection. False keeps the text as it is.
     csv_formula_guard: bool = True
-    # The IANA zone its date-times from instants are written in (exports.core.zones); records
-    # written before zones existed read as the default, UTC.
+    # The IANA zone that date-times from instants are written in (see exports.core.zones).
+    # Records written before zones existed read as the default, UTC.
     timezone: str = UTC_ZONE
-    # CSV only: how the file is spelled (delimiter, line ending, decimal mark, encoding).
+    # CSV only. How the file is spelled: its delimiter, line ending, decimal mark and encoding.
     csv_dialect: CsvDialect = DEFAULT_DIALECT
-    # The locale of the labels in CSV, XLSX and PDF (exports.core.locales): resolved at submit,
-    # the type's default when none was asked; records written before locales existed have none.
+    # The locale of the labels in CSV, XLSX and PDF files (see exports.core.locales). Submit
+    # resolves it, and uses the type's default when the request asked for none. Records written
+    # before locales existed have none.
     locale: str | None = None
     priority: int = Limits.PRIORITY_DEFAULT
     timeout_sec: int = Limits.TIMEOUT_SEC_DEFAULT
@@ -163,43 +173,52 @@ class Task(BaseModel):
     error: TaskError | None = None
     source: TaskSource = TaskSource.API
     retry_of: str | None = None
-    # A scheduled run: its schedule, and the firing time it runs for (GET /v1/exports?schedule_id=).
+    # For a scheduled run: its schedule and the firing time it runs for.
+    # GET /v1/exports?schedule_id= lists a schedule's runs by them.
     schedule_id: str | None = None
     scheduled_for: datetime | None = None
-    # A scheduled run whose schedule skips empty runs (when_empty = skip); and whether this one
-    # ended COMPLETED with 0 rows and so kept no file (its webhook says empty and skipped).
+    # skip_empty is True when the run's schedule skips empty runs (when_empty = skip).
+    # empty_skipped is True when this run then ended COMPLETED with 0 rows and so kept no file.
+    # Its webhook says the run was empty and skipped.
     skip_empty: bool = False
     empty_skipped: bool = False
     # Identical active submissions share this key; the first task holds it until it ends.
     dedup_key: str | None = None
-    # How often a long export handed over to a new worker invocation (see exports/running/export_run.py).
+    # How many times a long export handed over to a new worker invocation (see
+    # exports/running/export_run.py).
     continuations: int = 0
-    # Bumped by every status change; callbacks carry it as callback_seq so receivers keep the latest.
+    # Every status change adds one to it. Callbacks carry it as callback_seq, so that receivers
+    # can keep the latest.
     status_seq: int = 0
     # Who is called back when the task ends, in the order they asked (see Subscriber).
     subscribers: tuple[Subscriber, ...] = ()
-    # Where the file goes after COMPLETED (docs/destinations.md), and each destination's delivery.
+    # Where the file goes once the task is COMPLETED (see docs/destinations.md), and how the
+    # delivery to each destination went.
     delivery: DeliveryPlan | None = None
     deliveries: tuple[Delivery, ...] = ()
-    # The lifecycle workflow's task token: whoever ends the task hands the outcome to it.
+    # The lifecycle workflow's task token. Whoever ends the task hands the outcome to the
+    # workflow with this token.
     lifecycle_token: str | None = None
-    # A split export's rows per partition (of the current attempt); rows_written is their sum.
+    # For a split export: the rows each partition of the current attempt wrote. rows_written is
+    # their sum.
     partition_rows: dict[str, int] | None = None
-    # The rows submit expected, when the type knows its count or its speed was measured: a run
-    # that knows no better measures its progress against it.
+    # The rows submit expected, when the type knows its count or its speed was measured. A run
+    # that knows no better measures its progress against this number.
     estimated_rows: int | None = None
-    # Admission by deadline (exports.core.capacity_rules): the run this task was estimated at, in
-    # seconds, and the capacity pools that count it as queued work until it first starts.
+    # Admission by deadline accepts a task only when its wait plus its run should end before its
+    # deadline (see exports.core.capacity_rules). queued_work_sec is the estimated run in seconds.
+    # queued_in names the capacity pools that count it as queued work until the task first starts.
     queued_work_sec: float | None = None
     queued_in: tuple[str, ...] = ()
-    # Whether that estimate came from its type's measured runs (not the defaults' guess): only
-    # such a task's start tells its pools how fast they drain.
+    # True when that estimate came from its type's measured runs, not from the defaults' guess.
+    # Only such a task's start tells its pools how fast they drain.
     queued_work_measured: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _one_callback_is_one_subscriber(cls, data: Any) -> Any:
-        """Records written before subscribers (``callback_url`` and ``callback``) read as one."""
+        """Reads a record written before subscribers existed. Its ``callback_url`` and
+        ``callback`` become one subscriber."""
         if isinstance(data, dict) and "callback_url" in data:
             data = dict(data)
             url, state = data.pop("callback_url"), data.pop("callback", None)
@@ -209,34 +228,40 @@ class Task(BaseModel):
 
     @property
     def callback_url(self) -> str | None:
-        """The first subscriber's URL (the task's own submitter's, if they asked for one)."""
+        """The first subscriber's URL. It is the task's own submitter's, if they asked for a
+        callback."""
         return self.subscribers[0].url if self.subscribers else None
 
     @property
     def callback(self) -> CallbackState | None:
-        """The first subscriber's delivery state."""
+        """The state of the first subscriber's callback."""
         return self.subscribers[0].state if self.subscribers else None
 
     @property
     def pending_callbacks(self) -> list[int]:
-        """The positions of the subscribers whose delivery has not ended."""
+        """The positions of the subscribers whose callback has not ended yet."""
         return [i for i, s in enumerate(self.subscribers) if s.state.status is CallbackStatus.PENDING]
 
     @property
     def has_file(self) -> bool:
-        """Whether it COMPLETED with a file to download (an empty run skipped has none)."""
+        """Whether the task COMPLETED with a file to download. An empty run that was skipped has
+        none."""
         return self.status is TaskStatus.COMPLETED and self.result is not None and not self.empty_skipped
 
     @property
     def notifies_at_end(self) -> bool:
-        """Whether the callback function has work when the task ends: its subscribers' callbacks,
-        or, for a scheduled run, the run's outcome on its schedule and its mail (the workflow's
-        ``has_callback``)."""
+        """Whether the callback function has work to do when the task ends.
+
+        It does when the task has subscribers to call back. It also does for every scheduled
+        run: it records the run's outcome on its schedule and sends the run's mail. The workflow
+        reads this as ``has_callback``.
+        """
         return bool(self.subscribers) or self.schedule_id is not None
 
     @property
     def delivers(self) -> bool:
-        """Whether its file goes to destinations when it ends (the workflow's ``has_deliveries``)."""
+        """Whether the task's file goes to destinations when it ends. The workflow reads this as
+        ``has_deliveries``."""
         return bool(self.deliveries)
 
     @property
@@ -246,9 +271,11 @@ class Task(BaseModel):
 
     @property
     def queue_places(self) -> tuple[str, ...]:
-        """The capacity pools that still count this task's work as queued: those it was
-        admitted to, until its first start or its end (a retry or a continuation is not
-        counted again)."""
+        """The capacity pools that still count this task's work as queued.
+
+        These are the pools the task was admitted to, until it first starts or ends. A retry or a
+        continuation is not counted again.
+        """
         if self.status is TaskStatus.PENDING and self.attempt == 0 and self.queued_work_sec is not None:
             return self.queued_in
         return ()
@@ -259,11 +286,16 @@ class Task(BaseModel):
         return self.created_at + timedelta(seconds=self.timeout_sec)
 
     def lease_is_live(self, now: datetime) -> bool:
-        """Whether a worker holds this RUNNING task right now."""
+        """Whether a worker holds this RUNNING task right now.
+
+        A worker holds a task under a lease. The lease runs out at ``lease_expires_at`` unless the
+        worker renews it.
+        """
         return self.status is TaskStatus.RUNNING and self.lease_expires_at is not None and self.lease_expires_at > now
 
     def is_claimable(self, now: datetime) -> bool:
-        """PENDING, or RUNNING under a lease that ran out (its worker died)."""
+        """Whether a worker may take the task: it is PENDING, or it is RUNNING under a lease that
+        ran out because its worker died."""
         return self.status is TaskStatus.PENDING or (self.status is TaskStatus.RUNNING and not self.lease_is_live(now))
 
     def _move(self, target: TaskStatus, **changes: Any) -> Task:
@@ -300,7 +332,8 @@ def new_task(
     skip_empty: bool = False,
     delivery: DeliveryPlan | None = None,
 ) -> Task:
-    """A new PENDING task. Its record expires ``retention`` after its deadline at the latest."""
+    """Creates a new PENDING task. Its record expires at the latest ``retention`` after the
+    task's deadline."""
     return Task(
         task_id=task_id,
         user_id=user_id,
@@ -333,7 +366,8 @@ def new_task(
 
 
 def claim(task: Task, now: datetime, lease: timedelta) -> Task:
-    """The task taken by a worker: RUNNING under a fresh lease, with the next attempt number."""
+    """Gives the task to a worker. The task becomes RUNNING under a fresh lease, with the next
+    attempt number."""
     if not task.is_claimable(now):
         raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
     return task._move(
@@ -348,7 +382,7 @@ def claim(task: Task, now: datetime, lease: timedelta) -> Task:
 
 
 def record_progress(task: Task, rows_written: int, progress: int, now: datetime, lease: timedelta) -> Task:
-    """Progress of a RUNNING task; also renews the worker's lease."""
+    """Records the progress of a RUNNING task and renews the worker's lease."""
     if task.status is not TaskStatus.RUNNING:
         raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
     return task.model_copy(
@@ -361,8 +395,11 @@ def record_progress(task: Task, rows_written: int, progress: int, now: datetime,
 
 
 def split(task: Task, partitions: int) -> Task:
-    """A RUNNING task about to be written in ``partitions`` partitions: each starts at 0 rows, so
-    the task shows into how many it was split from the start."""
+    """Marks a RUNNING task that is about to be written in ``partitions`` partitions.
+
+    Each partition starts at 0 rows, so the task shows from the start how many partitions it was
+    split into.
+    """
     if task.status is not TaskStatus.RUNNING:
         raise InvalidTransition(current=task.status.value, target=TaskStatus.RUNNING.value)
     return task.model_copy(update={"partition_rows": {str(index): 0 for index in range(partitions)}})
@@ -371,8 +408,11 @@ def split(task: Task, partitions: int) -> Task:
 def record_partition_progress(
     task: Task, partition: int, rows_written: int, planned_rows: int, now: datetime, lease: timedelta
 ) -> Task:
-    """Progress of one partition of a split RUNNING task: the task shows the rows of every
-    partition summed, and the share of the plan's rows written; also renews the lease."""
+    """Records the progress of one partition of a split RUNNING task.
+
+    The task shows the rows of all its partitions summed, and the share of the planned rows
+    written so far. The call also renews the lease.
+    """
     counts = {**(task.partition_rows or {}), str(partition): rows_written}
     total = sum(counts.values())
     progress = total * 100 // planned_rows if planned_rows else 0
@@ -380,10 +420,11 @@ def record_partition_progress(
 
 
 def suspend(task: Task) -> Task:
-    """A RUNNING export that saved a checkpoint goes back to PENDING for its next invocation.
+    """Sends a RUNNING export that saved a checkpoint back to PENDING for its next invocation.
 
-    Unlike :func:`requeue` it spends no retry and records no error; rows and progress so far stay
-    visible while the task waits."""
+    Unlike :func:`requeue` it spends no retry and records no error. The rows and progress so far
+    stay visible while the task waits.
+    """
     return task._move(
         TaskStatus.PENDING,
         continuations=task.continuations + 1,
@@ -392,8 +433,11 @@ def suspend(task: Task) -> Task:
 
 
 def complete(task: Task, result: ExportResult, now: datetime, retention: timedelta) -> Task:
-    """The task finished with its file (a run that skips empty runs and found no row keeps
-    none: ``empty_skipped``, and the worker removes the file)."""
+    """Ends the task COMPLETED with its file.
+
+    A run whose schedule skips empty runs keeps no file when it found no row. Then
+    ``empty_skipped`` is set, and the worker removes the file.
+    """
     return task._move(
         TaskStatus.COMPLETED,
         result=result,
@@ -408,7 +452,7 @@ def complete(task: Task, result: ExportResult, now: datetime, retention: timedel
 
 
 def fail(task: Task, code: str, message: str, now: datetime, retention: timedelta) -> Task:
-    """The task ended without a file."""
+    """Ends the task FAILED, without a file."""
     return task._move(
         TaskStatus.FAILED,
         error=TaskError(code=code, message=message),
@@ -419,7 +463,8 @@ def fail(task: Task, code: str, message: str, now: datetime, retention: timedelt
 
 
 def requeue(task: Task, code: str, message: str) -> Task:
-    """Back to PENDING for another try after a transient failure; counts against the budget."""
+    """Sends the task back to PENDING for another try after a transient failure. The try counts
+    against the task's retry budget."""
     return task._move(
         TaskStatus.PENDING,
         retry_count=task.retry_count + 1,
@@ -430,13 +475,14 @@ def requeue(task: Task, code: str, message: str) -> Task:
     )
 
 
-# A task that started too late to finish was not begun (docs/capacity.md, "No wasted work").
+# The error code of a task that would start too late to finish, so it was not begun
+# (docs/capacity.md, "No wasted work").
 DEADLINE_UNREACHABLE: Final = "DEADLINE_UNREACHABLE"
 
 
 def time_out(task: Task, now: datetime, retention: timedelta, message: str | None = None) -> Task:
-    """The task passed its deadline before finishing; ``message``: the type's own for
-    DEADLINE_PASSED, if it has one."""
+    """Ends the task TIMEOUT because it passed its deadline before finishing. ``message`` is the
+    type's own message for DEADLINE_PASSED, if it has one."""
     return task._move(
         TaskStatus.TIMEOUT,
         error=TaskError(code=DEADLINE_PASSED, message=message or customer_message(DEADLINE_PASSED, task.task_id)),
@@ -447,8 +493,9 @@ def time_out(task: Task, now: datetime, retention: timedelta, message: str | Non
 
 
 def not_begun(task: Task, now: datetime, retention: timedelta, message: str | None = None) -> Task:
-    """The task was about to start too late to finish by its deadline: it times out at once,
-    nothing begun; ``message``: the type's own for DEADLINE_UNREACHABLE, if it has one."""
+    """Ends the task TIMEOUT at once, before anything begins, because it would start too late to
+    finish by its deadline. ``message`` is the type's own message for DEADLINE_UNREACHABLE, if it
+    has one."""
     return task._move(
         TaskStatus.TIMEOUT,
         error=TaskError(
@@ -462,7 +509,7 @@ def not_begun(task: Task, now: datetime, retention: timedelta, message: str | No
 
 
 def cancel(task: Task, now: datetime, retention: timedelta) -> Task:
-    """The owner cancelled the task before it ended."""
+    """Ends the task CANCELLED: its owner cancelled it before it ended."""
     return task._move(
         TaskStatus.CANCELLED,
         finished_at=now,
@@ -478,8 +525,8 @@ def _with_subscriber(task: Task, index: int, state: CallbackState) -> Task:
 
 
 def record_callback(task: Task, delivered: bool, error: str | None, final: bool, index: int = 0) -> Task:
-    """One more attempt of subscriber ``index``'s callback: delivered, failed for good
-    (``final``), or to be retried."""
+    """Records one more attempt of subscriber ``index``'s callback. The callback was delivered,
+    failed for good (``final``), or is to be retried."""
     state = task.subscribers[index].state
     status = CallbackStatus.PENDING
     if delivered or final:
@@ -488,9 +535,11 @@ def record_callback(task: Task, delivered: bool, error: str | None, final: bool,
 
 
 def give_up_callback(task: Task, error: str | None) -> Task:
-    """Retries are exhausted: every callback still pending failed for good. Each keeps its last
-    attempt's own error; ``error`` (what stopped the retries) only fills in when none was
-    recorded."""
+    """Fails for good every callback still pending, because the retries are exhausted.
+
+    Each callback keeps its last attempt's own error. ``error`` says what stopped the retries and
+    is only used when no error was recorded.
+    """
     for index in task.pending_callbacks:
         state = task.subscribers[index].state
         failed = CallbackState(
@@ -501,8 +550,11 @@ def give_up_callback(task: Task, error: str | None) -> Task:
 
 
 def merge_request(task: Task, priority: int, callback_url: str | None) -> Task:
-    """An identical request merged into the active ``task``: the task runs at the higher of the
-    two priorities (1 is the highest) and calls the new submitter back too (once per URL)."""
+    """Merges an identical request into the active ``task``.
+
+    The task runs at the higher of the two priorities (1 is the highest). It also calls the new
+    submitter back, once per URL.
+    """
     if task.is_terminal:
         raise InvalidTransition(current=task.status.value, target="merged")
     subscribers = task.subscribers

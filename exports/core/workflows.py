@@ -1,31 +1,36 @@
-"""The task lifecycle state machine, defined once: the CDK app, local mode and the tests all use
-this definition, so what runs here is what runs on AWS.
+"""The task lifecycle state machine, defined once, and the split export's state machine.
 
-One execution per task, started at submit, owns the task's time:
+The CDK app, local mode and the tests all use these definitions, so what runs here is what runs
+on AWS.
 
-1. ``AwaitEnd`` hands its task token to the lifecycle function (which stores it on the task) and
-   waits until whoever ends the task returns the outcome with it, or until the task's deadline
-   (``TimeoutSecondsPath``). It waits for the task's end, not for a worker, so it has no heartbeat:
-   a worker's liveness is its lease on the task.
-2. At the deadline ``Expire`` asks the lifecycle function to move the task to TIMEOUT (a
-   conditional write: if the task ended meanwhile, its real outcome wins). This is also what makes
-   a callback survive a worker that died right after ending the task: the outcome is then picked
-   up at the deadline.
-3. With callback subscribers (the outcome says so), ``Deliver`` sends each one's callback:
-   retried on ``CallbackRetryable`` 1 s, 4 s and 16 s later (subscribers already delivered or
-   refused for good are not sent again); when that is spent ``GiveUp`` records the failure.
-   A throttled invoke of the callback function is retried apart (``LIFECYCLE_THROTTLE_RETRY``), so a burst
-   cannot spend those attempts before one callback was sent.
-4. With deliveries (the outcome's ``has_deliveries``: the task named destinations), ``DeliverFiles``
-   puts the file at each destination (the callback function again: it already makes the task's
-   outward calls, through the same SSRF guard and egress), retried on ``DeliveryRetryable`` on
-   ``FILE_DELIVERY_RETRY``'s schedule (destinations already done are not tried again); when that
-   is spent ``GiveUpFiles`` records the deliveries still pending as FAILED. After the callbacks,
-   so a slow customer server never delays the completion webhook. A task without deliveries
-   takes no state more than before; one with callbacks one Choice more.
+The lifecycle (:func:`lifecycle_definition`) owns the task's time. Submit starts one execution
+for each task, which goes through these states:
 
-Four to six state transitions per task (one to three more with deliveries) keep Standard
-workflow costs low.
+1. ``AwaitEnd`` hands its task token to the lifecycle function, which stores the token on the
+   task. It then waits until whoever ends the task returns the outcome with that token, or until
+   the task's deadline (``TimeoutSecondsPath``). It waits for the task's end, not for a worker,
+   so it has no heartbeat. A worker shows it is alive through its lease on the task.
+2. At the deadline, ``Expire`` asks the lifecycle function to move the task to TIMEOUT. That
+   write is conditional: if the task ended meanwhile, its real outcome wins. This state also
+   makes a callback survive a worker that died right after ending the task: the outcome is then
+   picked up at the deadline.
+3. When the task has callback subscribers, as the outcome says, ``Deliver`` sends each one's
+   callback. It retries on ``CallbackRetryable`` 1 s, 4 s and 16 s later. Subscribers already
+   delivered, or refused for good, are not sent again. When the retries are spent, ``GiveUp``
+   records the failure. A throttled invoke of the callback function is retried separately
+   (``LIFECYCLE_THROTTLE_RETRY``), so that a burst cannot spend those attempts before one
+   callback was sent.
+4. When the task named destinations (the outcome's ``has_deliveries``), ``DeliverFiles`` puts
+   the file at each destination. The callback function does this too, because it already makes
+   the task's outward calls, through the same SSRF guard and egress. It retries on
+   ``DeliveryRetryable`` on ``FILE_DELIVERY_RETRY``'s schedule, and destinations already done
+   are not tried again. When the retries are spent, ``GiveUpFiles`` records the deliveries still
+   pending as FAILED. The deliveries come after the callbacks, so a slow customer server never
+   delays the completion webhook. A task without deliveries takes no more states than before; a
+   task with callbacks takes one Choice more.
+
+A task takes four to six state transitions, and one to three more with deliveries. That keeps
+the costs of a Standard workflow low.
 """
 
 from __future__ import annotations
@@ -46,21 +51,23 @@ from exports.core.config.retry import (
     Jitter,
 )
 
-# Service integration ARNs carry the partition (``aws``, ``aws-cn``, ``aws-us-gov``): the CDK app
-# passes its stack's, local mode and the tests the default.
+# Service integration ARNs carry the AWS partition (``aws``, ``aws-cn``, ``aws-us-gov``). The CDK
+# app passes its stack's partition; local mode and the tests use the default.
 DEFAULT_PARTITION = "aws"
 
 
 def lambda_invoke(partition: str = DEFAULT_PARTITION, *, with_token: bool = False) -> str:
-    """The ``lambda:invoke`` integration ARN in ``partition`` (``.waitForTaskToken`` if ``with_token``)."""
+    """The ARN of the ``lambda:invoke`` integration in ``partition``. With ``with_token`` it is the
+    ``.waitForTaskToken`` variant, which waits until the task token is returned."""
     return f"arn:{partition}:states:::lambda:invoke" + (".waitForTaskToken" if with_token else "")
 
 
-# The callback function's actions that deliver a task's file to its destinations (and give up).
+# The callback function's actions that deliver a task's file to its destinations, and that give
+# up when the retries are spent.
 DELIVER_FILES_ACTION: Final = "deliver_files"
 GIVE_UP_FILES_ACTION: Final = "give_up_files"
 
-# Lambda's own transient errors, retried briefly wherever a function is invoked.
+# Lambda's own transient errors. They are retried briefly wherever a function is invoked.
 LAMBDA_SERVICE_ERRORS = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -71,8 +78,8 @@ TIMEOUT_ERRORS = ["States.Timeout", "States.HeartbeatTimeout"]
 
 
 def retrier(errors: list[str], policy: Backoff) -> dict[str, Any]:
-    """A Step Functions retrier of ``errors`` on ``policy``'s schedule (Step Functions jitters
-    fully or not at all)."""
+    """A Step Functions retrier of ``errors`` on ``policy``'s schedule. Step Functions jitters
+    fully or not at all, so a policy with equal jitter is refused."""
     if policy.jitter is Jitter.EQUAL:
         raise ValueError("Step Functions has no equal jitter")
     rule: dict[str, Any] = {
@@ -91,16 +98,17 @@ def retrier(errors: list[str], policy: Backoff) -> dict[str, Any]:
 _SERVICE_RETRY = retrier(LAMBDA_SERVICE_ERRORS, LAMBDA_SERVICE_RETRY)
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 _NOT_THROTTLED = [error for error in LAMBDA_SERVICE_ERRORS if error != LAMBDA_THROTTLED]
-# Throttles of the lifecycle workflow's functions (LIFECYCLE_THROTTLE_RETRY: backoff with full
-# jitter through a burst), first in every Retry list: Step Functions retries an error by the first
-# retrier that names it, and counts attempts per retrier, so a throttle never uses up a callback
-# attempt. Lambda's other transient errors as everywhere.
+# Throttles of the lifecycle workflow's functions are retried with backoff and full jitter through
+# a burst (LIFECYCLE_THROTTLE_RETRY). This retrier comes first in every Retry list. Step Functions
+# retries an error by the first retrier that names it, and counts attempts per retrier, so a
+# throttle never uses up a callback attempt. Lambda's other transient errors are retried as
+# everywhere.
 _THROTTLE_RETRY = retrier([LAMBDA_THROTTLED], LIFECYCLE_THROTTLE_RETRY)
 _LIFECYCLE_RETRY = [_THROTTLE_RETRY, retrier(_NOT_THROTTLED, LAMBDA_SERVICE_RETRY)]
 
 
-# The Choice rule of a task with files to deliver; an outcome recorded before deliveries existed
-# has no has_deliveries: nothing to deliver.
+# The Choice rule of a task with files to deliver. An outcome recorded before deliveries existed
+# has no has_deliveries, and so nothing to deliver.
 _HAS_DELIVERIES: Final = {
     "And": [
         {"Variable": "$.outcome.has_deliveries", "IsPresent": True},
@@ -112,20 +120,22 @@ _HAS_DELIVERIES: Final = {
 
 def execution_input(task_id: str, timeout_sec: int) -> dict[str, Any]:
     """The input an execution starts with. Whether to deliver callbacks is decided at the end
-    (``$.outcome.has_callback``): identical requests merged into the task add subscribers."""
+    (``$.outcome.has_callback``), because identical requests merged into the task add
+    subscribers."""
     return {"task_id": task_id, "timeout_sec": timeout_sec}
 
 
 def task_outcome(status: str, has_callback: bool, has_deliveries: bool = False) -> dict[str, Any]:
-    """What the lifecycle learns when the task ends (from whoever ended it, or from Expire):
-    whether it has callbacks to send and files to deliver to destinations."""
+    """What the lifecycle learns when the task ends, from whoever ended it or from Expire: whether
+    the task has callbacks to send, and files to deliver to destinations."""
     return {"status": status, "has_callback": has_callback, "has_deliveries": has_deliveries}
 
 
 def lifecycle_definition(
     lifecycle_function: str, callback_function: str, partition: str = DEFAULT_PARTITION
 ) -> dict[str, Any]:
-    """The Amazon States Language definition, for the given function ARNs (or names)."""
+    """The lifecycle's definition in Amazon States Language, for the given function ARNs or
+    names."""
     return {
         "Comment": "Owns one export task's time: its deadline and its callback.",
         "StartAt": "AwaitEnd",
@@ -193,7 +203,8 @@ def lifecycle_definition(
                 "Retry": _LIFECYCLE_RETRY,
                 "Next": "HasDeliveries",
             },
-            # After the callbacks (a task without goes from HasCallback straight to DeliverFiles).
+            # This comes after the callbacks. A task without callbacks goes from HasCallback
+            # straight to DeliverFiles.
             "HasDeliveries": {"Type": "Choice", "Choices": [_HAS_DELIVERIES], "Default": "Done"},
             "DeliverFiles": {
                 "Type": "Task",
@@ -230,56 +241,65 @@ def lifecycle_definition(
     }
 
 
-# The worker function's direct-invoke actions of a split export (functions/worker/handler.py).
+# The actions that a split export's workflow invokes the worker function with directly (see
+# functions/worker/handler.py).
 PARTITION_ACTION: Final = "fan_out_partition"
 ASSEMBLE_ACTION: Final = "fan_out_assemble"
 ABANDON_ACTION: Final = "fan_out_abandon"
 
 
 class PartitionStatus:
-    """What one partition step returns (``status``): waiting and stopping are results the
-    workflow reads, not errors, so the worker function's Errors count only faults."""
+    """What one partition step returns as its ``status``.
+
+    Waiting and stopping are results the workflow reads, not errors. So the worker function's
+    Errors metric counts only faults.
+    """
 
     # Its rows are written and staged.
     WRITTEN = "written"
-    # Every slot of its source is taken: the workflow waits and tries it again.
+    # Every slot of its source is taken. The workflow waits and tries the partition again.
     BUSY = "busy"
-    # Its task no longer runs this attempt (cancelled, timed out, taken over): nothing to do.
+    # Its task no longer runs this attempt: it was cancelled, timed out or taken over. There is
+    # nothing to do.
     STOPPED = "stopped"
-    # A final error (a failing query, ...): the task has ended FAILED with its code.
+    # A final error, such as a failing query. The task has ended FAILED with its code.
     FAILED = "failed"
 
 
-# The abandon step's outcome when it scheduled the task's retry (exports.running.endings.
-# Outcome.RETRY_SCHEDULED): the only abandonment no other alarm reports.
+# The abandon step's outcome when it scheduled the task's retry
+# (exports.running.endings.Outcome.RETRY_SCHEDULED). No other alarm reports this abandonment.
 ABANDONED_FOR_RETRY = "retry_scheduled"
-# The Fail states of the fan-out workflow (their names are the executions' errors).
+# The Fail states of the fan-out workflow. Their names are the errors its executions end with.
 PARTITION_FAILED_ERROR = "PartitionFailed"
 FAN_OUT_FAILED_ERROR = "FanOutFailed"
 
 
 def fan_out_input(task_id: str, attempt: int, partitions: int) -> dict[str, Any]:
-    """The input of one split export's execution: the partitions are the Map's items."""
+    """The input of one split export's execution. The partitions are the Map's items."""
     return {"task_id": task_id, "attempt": attempt, "partitions": list(range(partitions))}
 
 
 def fan_out_definition(
     worker_function: str, max_concurrency: int, partition: str = DEFAULT_PARTITION
 ) -> dict[str, Any]:
-    """One split export: a Distributed Map runs the worker on each partition (at most
-    ``max_concurrency`` at once), then the worker assembles the file and ends the task.
+    """The workflow of one split export.
 
-    A partition whose source is busy waits (Choice + Wait) and is tried again; one whose task
-    stopped (a cancel, the deadline: the partitions stop between parts) ends quietly, and the
-    assembler then cleans up instead of assembling. A partition's final error has already ended
-    the task FAILED with its code: the partition fails, which fails the Map. A fault (a
-    partition's transient error after its retries, a failing assembly) lands in ``Abandon``,
-    which aborts the upload, deletes the staging and retries or fails a task still running.
+    A Distributed Map runs the worker on each partition, at most ``max_concurrency`` at once.
+    Then the worker assembles the file and ends the task.
 
-    A failed split export pages once: the execution fails (``FanOutFailed``, for its alarm)
-    only when ``Abandon`` scheduled a retry of the task. A task that ended FAILED (a partition's
-    final error, or the fault with its retries spent) is counted by ExportFailed, whose alarm
-    pages; a cancel or the deadline is no fault: the execution then succeeds."""
+    A partition whose source is busy waits (a Choice and a Wait) and is tried again. A partition
+    whose task stopped ends quietly: a cancel or the deadline stops the partitions between parts.
+    The assembler then cleans up instead of assembling. A partition's final error has already
+    ended the task FAILED with its code. The partition then fails, which fails the Map. A fault
+    lands in ``Abandon``: a partition's transient error after its retries, or a failing
+    assembly. ``Abandon`` aborts the upload, deletes the staged parts, and retries or fails a task
+    that is still running.
+
+    A failed split export pages once. The execution fails (``FanOutFailed``, which has its own
+    alarm) only when ``Abandon`` scheduled a retry of the task. A task that ended FAILED, by a
+    partition's final error or by a fault whose retries are spent, is counted by ExportFailed,
+    whose alarm pages. A cancel or the deadline is no fault, so the execution then succeeds.
+    """
 
     def invoke(action: str, **payload: str) -> dict[str, Any]:
         return {
@@ -297,7 +317,7 @@ def fan_out_definition(
         **invoke(PARTITION_ACTION, **{"partition.$": "$.partition"}),
         "ResultSelector": {"status.$": "$.Payload.status"},
         "ResultPath": "$.step",
-        # Transient faults (and Lambda's own) of one partition: that partition is tried again.
+        # On a transient fault of one partition, its own or Lambda's, that partition is tried again.
         "Retry": [retrier(["States.ALL"], PARTITION_WRITE_RETRY)],
         "Next": "Written",
     }
@@ -351,7 +371,7 @@ def fan_out_definition(
                 "ResultPath": "$.assembled",
                 "Retry": [_SERVICE_RETRY],
                 "Catch": catch,
-                # A partition's final error may also let the Map end (a Map that tolerates it): the
+                # A partition's final error may also let the Map end, if the Map tolerates it. The
                 # assembler then finds the attempt FAILED, which ExportFailed has counted.
                 "Next": "Done",
             },

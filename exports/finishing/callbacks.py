@@ -1,4 +1,9 @@
-"""Delivering a task's callback: one signed attempt per call; the workflow owns the retries."""
+"""Sending a task's callbacks when it ends.
+
+A callback is a signed HTTP POST to a URL the submitter gave, saying how the task ended. Each
+call of :func:`deliver` makes one attempt for each subscriber still pending. The lifecycle
+workflow owns the retries (see :mod:`exports.core.workflows`).
+"""
 
 from __future__ import annotations
 
@@ -30,13 +35,14 @@ USER_AGENT = "exports-callback/1"
 
 
 class CallbackRetryable(RetryableError):
-    """This attempt failed in a way worth retrying; the workflow's Retry matches this name."""
+    """This attempt failed in a way worth retrying. The workflow's Retry rule matches this
+    error's name."""
 
     code = "CALLBACK_RETRYABLE"
 
 
 class DeliveryOutcome(StrEnum):
-    """What one delivery call achieved."""
+    """What one call of :func:`deliver` achieved."""
 
     DELIVERED = "delivered"
     FAILED = "failed"
@@ -44,8 +50,8 @@ class DeliveryOutcome(StrEnum):
 
 
 def message_id(task: Task, index: int = 0) -> str:
-    """The ``webhook-id`` of subscriber ``index``'s message: the same for every attempt of the
-    same event, different per subscriber."""
+    """The ``webhook-id`` of subscriber ``index``'s message. It is the same for every attempt of
+    the same event, and different for each subscriber."""
     base = f"msg_{task.task_id}_{task.status_seq}"
     return base if index == 0 else f"{base}_{index}"
 
@@ -53,12 +59,16 @@ def message_id(task: Task, index: int = 0) -> str:
 def callback_payload(
     task: Task, deps: CallbackDependencies, schedule_paused: PauseReason | None = None
 ) -> dict[str, Any]:
-    """The JSON body, in the Standard Webhooks shape: ``type`` (``export.completed``, ...),
-    ``timestamp`` and ``data``, the task as ``GET /v1/exports/{id}`` shows it, with a fresh
-    download link and its expiry for COMPLETED; a scheduled run whose end paused its schedule
-    says so in ``data.schedule_paused`` (``code``, ``message``); a scheduled run that COMPLETED
-    says whether it found no row (``data.empty``) and whether it was skipped for it
-    (``data.skipped``: no file, no mail)."""
+    """The JSON body, in the Standard Webhooks shape.
+
+    The body has a ``type`` (``export.completed``, ...), a ``timestamp``, and ``data``: the task
+    as ``GET /v1/exports/{id}`` shows it. For a COMPLETED task with a file, ``data`` adds a fresh
+    download link and its expiry.
+
+    A scheduled run adds more. If its end paused its schedule, ``data.schedule_paused`` says so,
+    with a ``code`` and a ``message``. If it COMPLETED, ``data.empty`` says whether it found no
+    row, and ``data.skipped`` whether it was skipped for that (no file, no mail).
+    """
     download_url: str | None = None
     download_expires_at: datetime | None = None
     if task.has_file:
@@ -73,17 +83,22 @@ def callback_payload(
 
 
 def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
-    """Send each pending subscriber's callback once. Each is signed with its own message id and
-    recorded on its own; raises :class:`CallbackRetryable` while any may still get through (the
-    workflow retries: delivered and failed subscribers are not sent again)."""
+    """Sends each pending subscriber's callback once.
+
+    Each callback is signed with its own message id and recorded on its own. For a scheduled run,
+    the run's end is first recorded on its schedule and its mail is sent. Raises
+    :class:`CallbackRetryable` while any callback may still get through. The workflow then
+    retries, and subscribers already delivered or failed for good are not sent again.
+    """
     task = deps.tasks.get(task_id)
     if task is None or not task.is_terminal:
         return DeliveryOutcome.NOTHING_TO_DO
-    # A scheduled run's end: its schedule's outcome and mail first (repeated attempts are no-ops).
+    # For a scheduled run, record its outcome on its schedule and send its mail first. A repeated
+    # attempt does nothing the second time.
     try:
         paused = on_run_end(task, deps.run_end) if deps.run_end is not None else None
     except RetryableError as busy:
-        # The trail (or the schedules table) refused for now: the workflow tries again.
+        # The audit trail or the schedules table refused for now. The workflow tries again.
         raise CallbackRetryable(f"the scheduled run's end was not recorded: {busy.message}") from busy
     if paused is not None and task.schedule_id is not None:
         deps.metrics.add(Metric.SCHEDULE_PAUSED)
@@ -122,7 +137,8 @@ def deliver(task_id: str, deps: CallbackDependencies) -> DeliveryOutcome:
 def _attempt(
     url: str, body: bytes, headers: dict[str, str], deps: CallbackDependencies
 ) -> tuple[bool, str | None, bool]:
-    """One attempt to one subscriber: (delivered, error, final)."""
+    """Makes one attempt to one subscriber. Returns whether the callback was delivered, the
+    error if any, and whether that outcome is final."""
     try:
         destination = check_destination(url, deps.resolve, deps.settings.allow_local_callbacks)
     except InvalidRequest as refused:
@@ -134,13 +150,14 @@ def _attempt(
     return False, error, not callback_retryable(response.status)
 
 
-# What a callback given up without an attempt's own error shows: the workflow's caught error
-# (a Lambda's message, which may name our resources) goes to the log only.
+# What a callback that was given up without an error of its own shows. The workflow's caught
+# error is a Lambda's message, which may name our resources, so it goes to the log only.
 GIVEN_UP: Final = "the callback was not delivered before its retries ran out"
 
 
 def give_up(task_id: str, error: str | None, deps: CallbackDependencies) -> None:
-    """Retries are spent: record every callback still pending as failed and count each."""
+    """Records every callback still pending as failed, and counts each, because the retries are
+    spent."""
     task = deps.tasks.get(task_id)
     if task is None or not task.pending_callbacks:
         return

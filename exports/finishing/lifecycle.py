@@ -1,4 +1,8 @@
-"""What the lifecycle workflow asks of the service: watch a task, expire it at its deadline."""
+"""What the lifecycle workflow asks of the service: watch a task, and expire it at its deadline.
+
+The lifecycle function calls these two functions. The workflow itself is defined in
+:mod:`exports.core.workflows`.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,15 @@ from exports.finishing.dependencies import LifecycleDependencies
 
 
 def watch(task_id: str, token: str, deps: LifecycleDependencies) -> None:
-    """Store the workflow's token on the task; if the task already ended, report it at once."""
+    """Stores the workflow's task token on the task, so that whoever ends the task can report the
+    end with it. If the task has already ended, reports the end at once."""
     task = deps.tasks.set_lifecycle_token(task_id, token)
     if task.is_terminal:
         deps.lifecycle.report_end(token, task)
 
 
 def expire(task_id: str, deps: LifecycleDependencies) -> Task:
-    """At the deadline: TIMEOUT unless the task ended first. Returns the ended task."""
+    """Times the task out at its deadline, unless the task ended first. Returns the ended task."""
     for _ in range(3):
         task = deps.tasks.get(task_id)
         if task is None:
@@ -28,7 +33,7 @@ def expire(task_id: str, deps: LifecycleDependencies) -> Task:
         try:
             end_task(task, timed_out, deps)
         except ConditionFailed:
-            continue  # it moved (e.g. PENDING -> RUNNING, or it ended): look again
+            continue  # the task moved (PENDING -> RUNNING, say, or it ended): look again
         deps.metrics.add(Metric.TIMED_OUT)
         return timed_out
     raise ConditionFailed(f"task {task_id} kept changing while it timed out")

@@ -1,11 +1,14 @@
-"""How a run of an export ends a task: one table from the run's outcome to what the worker does
-(:func:`settle`), and the endings themselves (COMPLETED recorded, FAILED, TIMEOUT, retried), shared
-by the single worker (:mod:`exports.running.messages`) and the fan-out's steps
-(:mod:`exports.running.fan_out.workflow`).
+"""How a run of an export ends its task.
 
-A run returns its outcome as a value (:data:`RunOutcome`): the file written, the task passed on
-(handed over to a new invocation, or fanned out to the workflow), the task lost, a failure with
-its code (for good or retryable), or the deadline reached. No ending is an exception.
+:func:`settle` is the one table from a run's outcome to what the worker does next. The other
+functions are the endings themselves: COMPLETED recorded, FAILED, TIMEOUT, or retried. Two
+callers share them: the single worker (:mod:`exports.running.messages`), and the steps of a split
+export, which a workflow writes in partitions (:mod:`exports.running.fan_out.workflow`).
+
+A run returns its outcome as a value, a :data:`RunOutcome`. No ending is an exception. The
+outcome says that the file was written, that the task was passed on (handed over to a new
+invocation, or fanned out to the workflow), that the task was lost, that the run failed with a
+code (for good or retryable), or that the deadline was reached.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from exports.running.dependencies import WorkerDependencies
 
 logger = logging.getLogger(__name__)
 
-# ExportFailed's source dimension (config.SOURCE_DIMENSION) for a type without a data source.
+# The value of ExportFailed's source dimension (config.SOURCE_DIMENSION) for a type without a
+# data source.
 NO_SOURCE: Final = "-"
 
 
 class Outcome(StrEnum):
-    """What became of one delivery of a task message."""
+    """What became of one receipt of a task message."""
 
     COMPLETED = "completed"
     FAILED = "failed"
@@ -62,28 +66,28 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class Written:
-    """The file is complete: the task is to be recorded COMPLETED with ``result``."""
+    """The file is complete. The task is to be recorded COMPLETED with ``result``."""
 
     result: ExportResult
 
 
 @dataclass(frozen=True)
 class Passed:
-    """The task went on elsewhere: a long export to a new invocation (``CONTINUED``), a split
-    one to the fan-out workflow (``FANNED_OUT``); nothing left for this worker to do."""
+    """The task went on elsewhere, so this worker has nothing left to do. A long export went to
+    a new invocation (``CONTINUED``), or a split one to the fan-out workflow (``FANNED_OUT``)."""
 
     outcome: Outcome
 
 
 @dataclass(frozen=True)
 class Lost:
-    """The task stopped being this attempt's (cancelled, timed out, taken over)."""
+    """The task no longer belongs to this attempt: it was cancelled, timed out, or taken over."""
 
 
 @dataclass(frozen=True)
 class Failed:
-    """The run failed with ``code``: for good, or ``retryable`` (the task is retried while it
-    has retries left). ``detail`` is for the operator's log only."""
+    """The run failed with ``code``, either for good or ``retryable``. A retryable failure is
+    retried while the task has retries left. ``detail`` is for the operator's log only."""
 
     code: str
     detail: str
@@ -92,7 +96,7 @@ class Failed:
 
 @dataclass(frozen=True)
 class OutOfTime:
-    """The source's statement timeout was the task's deadline: the task times out."""
+    """The source's statement timeout was the task's deadline, so the task times out."""
 
 
 # What one run of an export came to.
@@ -100,7 +104,8 @@ RunOutcome = Written | Passed | Lost | Failed | OutOfTime
 
 
 def settle(outcome: RunOutcome, task: Task, deps: WorkerDependencies) -> Outcome:
-    """What the worker does with each outcome of a run (``task``: as the run last wrote it)."""
+    """Acts on a run's outcome and returns what became of the message. ``task`` is the task as
+    the run last wrote it."""
     match outcome:
         case Written(result):
             return record_completion(task, result, deps)
@@ -124,7 +129,8 @@ def record_completion(task: Task, result: ExportResult, deps: WorkerDependencies
     try:
         end_task(task, completed, deps)
     except ConditionFailed:
-        # Cancelled or timed out while the upload completed: the file must not outlive the task.
+        # The task was cancelled or timed out while the upload completed. The file must not
+        # outlive the task.
         AttemptFiles(task, deps.results).remove(result.key)
         return Outcome.LOST_OWNERSHIP
     except RetryableError as error:
@@ -135,8 +141,11 @@ def record_completion(task: Task, result: ExportResult, deps: WorkerDependencies
 
 
 def _drop_empty_file(task: Task, result: ExportResult, deps: WorkerDependencies) -> None:
-    """A run of 0 rows whose schedule skips empty runs keeps no file. Recorded first, removed
-    after: a file left by a failed removal expires with the task's retention anyway."""
+    """Removes the file of a run of 0 rows whose schedule skips empty runs.
+
+    The completion is recorded first and the file removed after. A file left by a failed
+    removal expires with the task's retention anyway.
+    """
     try:
         AttemptFiles(task, deps.results).remove(result.key)
     except ExportsError:
@@ -147,9 +156,12 @@ def _drop_empty_file(task: Task, result: ExportResult, deps: WorkerDependencies)
 def _hand_back_unrecorded(
     task: Task, completed: Task, result: ExportResult, error: RetryableError, deps: WorkerDependencies
 ) -> Outcome:
-    """The COMPLETED write kept failing (and its last try may yet have landed). Hand the task
-    back instead: that write is conditional on this attempt too, so once it succeeds the
-    completion cannot land any more and the file can go. If it loses, the record says who won."""
+    """Hands the task back for a retry because the COMPLETED write kept failing.
+
+    The last try of that write may still have landed. The hand-back write is conditional on this
+    attempt too, so once it succeeds the completion can no longer land, and the file can go. If
+    the hand-back loses, the stored record says which write won.
+    """
     logger.warning("could not record the completed export", extra={"error_code": error.code})
     files = AttemptFiles(task, deps.results)
     outcome = retry_or_fail(task, error.code, f"the finished export could not be recorded: {error}", deps)
@@ -181,8 +193,11 @@ def _count_completion(task: Task, result: ExportResult, now: datetime, deps: Wor
 
 
 def end_failed(task: Task, code: str, detail: str, deps: WorkerDependencies) -> Outcome:
-    """FAILED with ``code``. ``detail`` (the driver's words, names of relations and columns) goes
-    to the log under the task id; the task holds the customer's message for the code."""
+    """Ends the task FAILED with ``code``.
+
+    ``detail`` holds the driver's words and the names of relations and columns. It goes only to
+    the log, under the task id. The task holds the customer's message for the code.
+    """
     failed = fail(task, code, message_for(task, code, deps), deps.clock(), deps.settings.retention)
     try:
         end_task(task, failed, deps)
@@ -194,7 +209,7 @@ def end_failed(task: Task, code: str, detail: str, deps: WorkerDependencies) -> 
 
 
 def message_for(task: Task, code: str, deps: WorkerDependencies) -> str:
-    """What the task's caller reads for ``code``: the type's own message for it, or ours."""
+    """The message the task's caller reads for ``code``: the type's own message, or ours."""
     try:
         own = deps.registry.get(task.export_type).error_messages
     except ExportsError:  # a type no longer declared
@@ -203,8 +218,11 @@ def message_for(task: Task, code: str, deps: WorkerDependencies) -> str:
 
 
 def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
-    """One ExportFailed, by error code and data source: the alarm pages on any, the dashboard
-    says which code of which source (``-`` for a type that declares no source)."""
+    """Counts one ExportFailed metric under its error code and data source.
+
+    The alarm pages on any failure, and the dashboard shows which code of which source. A type
+    that declares no source counts under ``-``.
+    """
     try:
         limit = deps.registry.get(task.export_type).source_limit()
     except ExportsError:  # a type no longer declared
@@ -215,14 +233,16 @@ def count_failure(task: Task, code: str, deps: WorkerDependencies) -> None:
 
 
 def retry_or_fail(task: Task, code: str, detail: str, deps: WorkerDependencies) -> Outcome:
-    """Another try while the task has retries left, else FAILED (``detail``: as :func:`end_failed`)."""
+    """Queues the task for another try while it has retries left, and ends it FAILED otherwise.
+    ``detail`` is used as in :func:`end_failed`."""
     if not has_retries_left(task):
         return end_failed(task, code, detail, deps)
     try:
         move_task(task, requeue(task, code, message_for(task, code, deps)), deps)
     except ConditionFailed:
         return Outcome.LOST_OWNERSHIP
-    # If this send fails the delivery fails too: SQS redelivers it and the PENDING task is claimed again.
+    # If this send fails, handling this message fails too. SQS then sends the message again, and
+    # the PENDING task is claimed again.
     deps.queue.send(
         TaskMessage(task_id=task.task_id, export_type=task.export_type, priority=task.priority),
         delay_sec=retry_delay_sec(task.retry_count, deps.random),
@@ -236,8 +256,11 @@ def retry_or_fail(task: Task, code: str, detail: str, deps: WorkerDependencies) 
 
 
 def end_not_begun(task: Task, run_sec: float, deps: WorkerDependencies) -> Outcome:
-    """End a task claimed too late to finish: TIMEOUT at once, with nothing touched (no source
-    slot, no query, no upload), its queue place given back."""
+    """Ends a task that was claimed too late to finish.
+
+    The task becomes TIMEOUT at once, with nothing touched: no source slot, no query, no upload.
+    Its place in the queue is given back.
+    """
     try:
         message = message_for(task, DEADLINE_UNREACHABLE, deps)
         end_task(task, not_begun(task, deps.clock(), deps.settings.retention, message), deps)

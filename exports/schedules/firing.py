@@ -1,16 +1,21 @@
-"""One firing of a schedule (what EventBridge Scheduler, or local mode's loop, invokes): exactly
-one task per firing, however often the firing is delivered and however many deliveries run at
-once. The firing's identity is the schedule id plus the scheduled time Scheduler gives; its
-record in the schedules table is claimed by a conditional write that exactly one invocation wins.
+"""One firing of a schedule: what EventBridge Scheduler, or local mode's loop, invokes.
 
-Before it creates the task the firing checks, against the claims stored with the schedule, that
-the export type still exists and its access rule still admits them; when not (or when the stored
-filters no longer pass the type), the schedule pauses itself with the reason and Scheduler stops
-invoking it. A run refused for capacity (admission's 429) is deferred: the claim is given back and
-the firing is delivered again after the refusal's Retry-After (with jitter), within its deferral
-window (exports/schedules/spread.py); a firing whose window has passed is missed, never a failure
-of the schedule. A transient fault (the queue) gives the claim back and raises, so Scheduler's
-retry policy delivers the firing again (then its dead-letter queue).
+A firing makes exactly one task, however often it arrives and however many invocations of it run
+at once. A firing is identified by the schedule id and the scheduled time that Scheduler gives.
+Its record in the schedules table is claimed by a conditional write, which exactly one invocation
+wins.
+
+Before it creates the task, the firing checks that the export type still exists and that the
+type's access rule still admits the claims stored with the schedule. If not, or if the stored
+filters no longer pass the type, the schedule pauses itself with the reason, and Scheduler stops
+invoking it.
+
+A run refused for capacity (admission's 429) is deferred. The claim is given back, and the
+firing arrives again after the refusal's Retry-After, with jitter, within its deferral window
+(exports/schedules/spread.py). A firing whose window has passed is missed, which is never a
+failure of the schedule. A transient fault, such as the queue's, gives the claim back and raises.
+Scheduler's retry policy then invokes the firing again, and after its retries sends it to its
+dead-letter queue.
 """
 
 from __future__ import annotations
@@ -37,40 +42,43 @@ _PAUSE_ATTEMPTS = 3
 
 
 class FiringOutcome(StrEnum):
-    """What one delivery of a firing did."""
+    """What one invocation of a firing did."""
 
     CREATED = "created"
-    # Another delivery of the same firing made (or is making) its task.
+    # Another invocation of the same firing made its task, or is making it.
     DUPLICATE = "duplicate"
     PAUSED = "paused"
-    # The schedule was paused or deleted before this firing: nothing to do.
+    # The schedule was paused or deleted before this firing, so there is nothing to do.
     SKIPPED = "skipped"
-    # Refused for capacity: delivered again later within its deferral window.
+    # Refused for capacity. The firing arrives again later, within its deferral window.
     DEFERRED = "deferred"
-    # Refused for capacity until its deferral window closed: no run for this firing.
+    # Refused for capacity until its deferral window closed. This firing has no run.
     MISSED = "missed"
-    # A feed's previous run is still in flight: no task (the next run covers this span too).
+    # A feed's previous run is still in flight, so no task is made. The next run covers this
+    # span too.
     BUSY = "busy"
 
 
 @dataclass(frozen=True)
 class Firing:
-    """The outcome, and the task of the firing when known."""
+    """What a firing did: its outcome, and its task when known."""
 
     outcome: FiringOutcome
     task_id: str | None = None
     reason: PauseReason | None = None
-    # A deferred firing: when it is delivered again.
+    # For a deferred firing: when it arrives again.
     retry_at: datetime | None = None
 
 
 def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) -> Firing:
-    """Create the task of the firing of ``schedule_id`` at ``scheduled_for`` (aware UTC), once."""
+    """Creates the task of the firing of ``schedule_id`` at ``scheduled_for``, once.
+    ``scheduled_for`` is an aware UTC datetime."""
     schedule = deps.schedules.get(schedule_id)
     if schedule is None or not schedule.is_active:
         reason = schedule.paused_reason if schedule is not None else None
         if schedule is not None and reason is not None and reason.code in _FIRING_PAUSES:
-            # The firing that paused it delivered again (its audit record may have failed): recorded once.
+            # The firing that paused the schedule arrived again, perhaps because its audit record
+            # failed. The pause is recorded only once.
             _record_pause(schedule, deps)
         return Firing(FiringOutcome.SKIPPED)
     now = deps.api.clock()
@@ -97,7 +105,7 @@ def fire(schedule_id: str, scheduled_for: datetime, deps: ScheduleDependencies) 
     except Overloaded as refused:
         deps.schedules.release_firing(schedule_id, scheduled_for, claim.token)
         if deps.timer is None:
-            raise  # nothing to deliver it again but Scheduler's own retries
+            raise  # only Scheduler's own retries can invoke it again
         return _defer(schedule, scheduled_for, refused, now, deps.timer, deps)
     except ExportsError:
         deps.schedules.release_firing(schedule_id, scheduled_for, claim.token)
@@ -117,9 +125,11 @@ def _defer(
     timer: ScheduleTimer,
     deps: ScheduleDependencies,
 ) -> Firing:
-    """Deliver the refused firing again after the refusal's Retry-After, plus up to half again
-    (so the schedules refused together do not come back together), if that is within its
-    deferral window; else it is missed."""
+    """Has the refused firing invoked again after the refusal's Retry-After, plus up to half as
+    long again, so that schedules refused together do not come back together.
+
+    That happens only within the firing's deferral window. Otherwise the firing is missed.
+    """
     at = now + timedelta(seconds=refused.retry_after * (1 + 0.5 * deps.api.random()))
     extra = {"schedule_id": schedule.schedule_id, "scheduled_for": scheduled_for.isoformat(), "code": refused.code}
     if at > deferral_deadline(schedule, scheduled_for):
@@ -133,11 +143,15 @@ def _defer(
 
 
 def _next_moved_firing(schedule: Schedule, after: datetime, deps: ScheduleDependencies) -> None:
-    """Point the one-time Scheduler schedule at the next moved firing: after the moved firing it
-    fired (Scheduler deletes it once it has invoked: should that come after this update, the
-    next firing creates it again), and after every other one, so that one that failed to follow,
-    or whose firing came into the horizon, is put right. The task exists: a fault here is only
-    logged (the next firing tries again)."""
+    """Points the one-time Scheduler schedule at the schedule's next moved firing.
+
+    A moved firing is one that a daylight saving gap moved to another time (docs/schedules.md).
+    This runs after the moved firing itself fired. Scheduler deletes the one-time schedule once
+    it has invoked it; should that come after this update, the next firing creates it again.
+    This also runs after every other firing, so that a one-time schedule that failed to follow,
+    or whose firing came within the horizon, is put right. The task already exists, so a fault
+    here is only logged, and the next firing tries again.
+    """
     try:
         follow_moved_firing(schedule, after, deps)
     except ExportsError:
@@ -153,7 +167,8 @@ def _revoked(detail: str) -> PauseReason:
 
 
 def _refusal(schedule: Schedule, deps: ScheduleDependencies) -> PauseReason | None:
-    """Why the schedule may not run now, checked against its stored claims (None: it may)."""
+    """Why the schedule may not run now, checked against its stored claims. None means it may
+    run."""
     try:
         export_type = deps.api.registry.get(schedule.export_type)
     except InvalidRequest:
@@ -165,14 +180,19 @@ def _refusal(schedule: Schedule, deps: ScheduleDependencies) -> PauseReason | No
     return None
 
 
-# The pauses a firing makes (the others: the owner's, and the run-end's after failures in a row).
+# The pauses a firing makes. The other pauses are the owner's own, and the run end's after
+# several failures in a row.
 _FIRING_PAUSES: Final = frozenset({PauseCode.EXPORT_TYPE_GONE, PauseCode.ACCESS_REVOKED, PauseCode.FILTERS_INVALID})
 
 
 def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) -> PauseReason:
-    """Pause the schedule with ``reason`` (a conditional write, re-read when it lost), record the
-    pause in the audit trail and disable its Scheduler schedule. A firing delivered again after the
-    pause was written records it again (recorded once: :func:`exports.schedules.audit_records.record_pause`)."""
+    """Pauses the schedule with ``reason``, records the pause in the audit trail, and disables
+    its Scheduler schedule.
+
+    The pause is a conditional write. When it loses, the schedule is read again. A firing that
+    arrives again after the pause was written records the pause again, and it is still recorded
+    only once (:func:`exports.schedules.audit_records.record_pause`).
+    """
     current: Schedule | None = schedule
     for _ in range(_PAUSE_ATTEMPTS):
         if current is None or not current.is_active:
@@ -194,13 +214,13 @@ def _pause(schedule: Schedule, reason: PauseReason, deps: ScheduleDependencies) 
         if deps.timer is not None:
             now = deps.api.clock()
             deps.timer.update(paused, now)
-            follow_moved_firing(paused, now, deps)  # paused: removes it
+            follow_moved_firing(paused, now, deps)  # the schedule is paused, so this removes it
         return reason
     return reason
 
 
 def _record_pause(paused: Schedule, deps: ScheduleDependencies) -> None:
-    """The pause in the audit trail, where the deployment keeps one (docs/audit.md)."""
+    """Records the pause in the audit trail, where the deployment keeps one (docs/audit.md)."""
     if deps.api.audit is not None:
         from exports.schedules.audit_records import record_pause
 
