@@ -3016,7 +3016,7 @@ export interface components {
         };
         /**
          * TaskStatus
-         * @description Lifecycle states of an export task.
+         * @description The states an export task moves through.
          * @enum {string}
          */
         TaskStatus: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "TIMEOUT" | "CANCELLED";

@@ -73,10 +73,11 @@ class S3Location(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    bucket: str
+    # The patterns are stated for clients (the validators below say what is wrong in words).
+    bucket: str = Field(json_schema_extra={"pattern": _BUCKET.pattern})
     prefix: str = Field(default="", max_length=Destinations.S3_PREFIX_MAX_LENGTH)
     region: str = Field(pattern=_REGION)
-    role_arn: str
+    role_arn: str = Field(json_schema_extra={"pattern": _ROLE_ARN.pattern})
     server_side_encryption: ServerSideEncryption = ServerSideEncryption.SSE_S3
     # The customer's KMS key for SSE-KMS (in the bucket's region); None with SSE-S3.
     kms_key_arn: str | None = None
