@@ -83,6 +83,11 @@ class TaskRepository(Protocol):
         """Write ``task``'s callback receipt states if the stored task still has its status and
         attempt; :class:`ConditionFailed` otherwise."""
 
+    def record_deliveries(self, before: Task, after: Task) -> None:
+        """Write the file deliveries of ``after`` that differ from ``before``'s, each only if it is
+        still stored as ``before`` has it (status, attempts, round), the task's status and attempt
+        unchanged; :class:`ConditionFailed` otherwise. Other deliveries are left as stored."""
+
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Store the lifecycle workflow's token on an existing task; returns the task as stored."""
 
@@ -196,6 +201,14 @@ class Lifecycle(Protocol):
 
     def report_end(self, token: str, task: Task) -> None:
         """Tell the execution waiting with ``token`` that ``task`` ended."""
+
+
+class Redelivery(Protocol):
+    """The workflow that tries one FAILED file delivery again, on its owner's request."""
+
+    def start(self, task_id: str, destination_id: str, requested_retries: int) -> None:
+        """Start the round ``requested_retries`` of attempts at the task's delivery to
+        ``destination_id`` (a second start of one round is refused)."""
 
 
 @dataclass(frozen=True)
