@@ -25,12 +25,14 @@ from exports.accepting.admission_rules import Throughput, updated_throughput
 from exports.accepting.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
 from exports.accepting.ports import HotKeyLimiter, ThroughputStats
 from exports.accepting.sqs_queue import SqsTaskQueue
+from exports.core import deliveries
 from exports.core.aws.dynamodb_capacity import DynamoCapacityPools
 from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
 from exports.core.aws.s3_results import S3ResultStore
 from exports.core.aws.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.core.capacity_rules import Drain
 from exports.core.config.queues import LANES
+from exports.core.deliveries import DeliveryError, DeliveryPlan
 from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.core.ports import (
     CapacityPools,
@@ -42,8 +44,6 @@ from exports.core.ports import (
     TaskQueue,
     TaskRepository,
 )
-from exports.core import deliveries
-from exports.core.deliveries import DeliveryError, DeliveryPlan
 from exports.core.status import TaskStatus
 from exports.core.task import Subscriber, Task, cancel, claim, merge_request, record_callback, record_progress
 from exports.running.dynamodb_source_slots import DynamoSourceSlots
