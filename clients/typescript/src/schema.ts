@@ -240,6 +240,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/exports/{task_id}/deliveries/{destination_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed delivery
+         * @description Tries the COMPLETED task's FAILED delivery to one of its destinations again: the delivery is PENDING again at once and a new round of attempts (the same retries as the first) delivers the same file, replacing any earlier copy. Who may: whoever may retry the export, in its tenant, if they may still use the destination. Its end is told as the first's (`export.delivered` / `export.delivery_failed`).
+         */
+        post: operations["retry_delivery_v1_exports__task_id__deliveries__destination_id__retry_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/exports/{task_id}/download": {
         parameters: {
             query?: never;
@@ -570,6 +590,11 @@ export interface components {
             error?: components["schemas"]["DeliveryError"] | null;
             /** Remote Path */
             remote_path?: string | null;
+            /**
+             * Requested Retries
+             * @default 0
+             */
+            requested_retries?: number;
             /** @default PENDING */
             status?: components["schemas"]["DeliveryStatus"];
         };
@@ -4303,6 +4328,89 @@ export interface operations {
             };
             /** @description The task is not in a state that allows this. TASK_NOT_CANCELLABLE: the task has ended already. CONFLICT: the task kept changing while it was being cancelled; try again. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    retry_delivery_v1_exports__task_id__deliveries__destination_id__retry_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task, its delivery to the destination PENDING again: a new round of attempts has started. */
+            202: {
+                headers: {
+                    /** @description The task's URL, to follow the delivery. */
+                    Location: string;
+                    /** @description Seconds to wait before the first poll. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's in their tenant (TASK_NOT_FOUND), no delivery to that destination on it (DELIVERY_NOT_FOUND), or the destination is gone or no longer the caller's to use (DESTINATION_NOT_FOUND). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. DELIVERY_IN_PROGRESS: the delivery is still PENDING (its attempts, or an earlier retry's, go on). DELIVERY_ALREADY_DELIVERED: the file is at the destination already. DELIVERY_NOT_RETRYABLE: the export ended without a file (the delivery was SKIPPED). HOST_KEY_UNCONFIRMED: the destination waits for its host key to be confirmed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task's file has expired, or expires before a delivery could be tried again (code FILE_EXPIRED). */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
