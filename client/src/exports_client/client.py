@@ -261,6 +261,15 @@ class ExportsClient:
         )
         return self._parse(ExportAccepted, response)
 
+    def retry_delivery(self, task_id: str, destination_id: str) -> TaskView:
+        """Try a COMPLETED task's FAILED delivery to ``destination_id`` again (``202``: the task,
+        that delivery PENDING again in a new round of attempts; follow it with :meth:`get`).
+        :class:`ConflictError` while it is pending (``DELIVERY_IN_PROGRESS``) or once delivered
+        (``DELIVERY_ALREADY_DELIVERED``); :class:`GoneError` (``FILE_EXPIRED``) once the file has
+        expired."""
+        path = f"{_task_path(task_id)}/deliveries/{quote(destination_id, safe='')}/retry"
+        return self._parse(TaskView, self._request("POST", path))
+
     def wait(
         self,
         task_id: str,

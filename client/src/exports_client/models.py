@@ -134,6 +134,8 @@ class Delivery(_Result):
     remote_path: str | None = None
     delivered_at: datetime | None = None
     error: DeliveryError | None = None
+    # How many times it was retried on request after it FAILED (Client.retry_delivery).
+    requested_retries: int = Field(default=0, ge=0)
 
 
 class DestinationKind(StrEnum):
