@@ -134,11 +134,17 @@ class Session {
     }
   }
 
-  private async act(action: Action, task: TaskView): Promise<void> {
+  private async act(action: Action, task: TaskView, destinationId?: string): Promise<void> {
     const row = this.rows.get(task.task_id);
     try {
       if (action === "cancel") {
         this.show(await this.client.cancel(task.task_id));
+      } else if (action === "retry-delivery" && destinationId) {
+        const retried = await this.client.retryDelivery(task.task_id, destinationId);
+        row?.querySelector(".task-error")?.replaceChildren();
+        this.show(retried);
+        this.announce(`Delivery of ${shortId(task.task_id)} to ${destinationId} retried`);
+        await this.followDeliveries(retried);
       } else {
         const accepted = await this.client.retry(task.task_id);
         this.announce(`Retry of ${shortId(task.task_id)} submitted as ${shortId(accepted.task_id)}`);
@@ -222,7 +228,7 @@ class Session {
     if (row) {
       updateRow(row, task);
     } else {
-      row = createRow(task, (action, current) => void this.act(action, current));
+      row = createRow(task, (action, current, destinationId) => void this.act(action, current, destinationId));
       row.tabIndex = -1;
       this.rows.set(task.task_id, row);
       byId("tasks").prepend(row);
