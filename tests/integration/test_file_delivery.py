@@ -479,3 +479,71 @@ def test_a_delivery_retried_on_request_is_the_callers_in_their_tenant_only_and_a
     assert (unknown[0], unknown[1]["error"]["code"]) == (404, "DELIVERY_NOT_FOUND")
     sftp.start()
     wait_for(lambda: deliveries_ended(task_id))
+
+
+def test_a_schedules_destinations_are_changed_by_patch_checked_as_on_a_create_and_audited(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    # Given a schedule that delivers nowhere, and a destination of acme's and one of initech's
+    acme_id, initech_id = sftp_destination(sftp), sftp_destination(sftp, claims=INITECH)
+    body = {
+        "name": "Nightly",
+        "cron": "0 8 * * 1",
+        **{k: v for k, v in export_body([]).items() if k not in ("destinations", "path_template")},
+    }
+    status, created = call("POST", "/v1/schedules", body)
+    assert status == 201, created
+    path = f"/v1/schedules/{created['schedule_id']}"
+    assert (created["destinations"], created["path_template"]) == ([], None)
+
+    # When its owner names another tenant's destination, or one that never existed, Then 422 on
+    # the field, the same words for both, nothing changed
+    status, refused = call("PATCH", path, {"destinations": [initech_id]})
+    assert (status, refused["error"]["field"]) == (422, "destinations.0")
+    status, missing = call("PATCH", path, {"destinations": ["dst_01JABCDEFGHJKMNPQRSTVWXYZ0"]})
+    assert (
+        status == 422 and missing["error"]["message"].split(" dst_")[0] == refused["error"]["message"].split(" dst_")[0]
+    )
+    # ... a template for no destination is refused too: in the body (422), or on the schedule (409)
+    status, contradicted = call("PATCH", path, {"destinations": [], "path_template": "{file}"})
+    assert (status, contradicted["error"]["field"]) == (422, "path_template")
+    status, conflict = call("PATCH", path, {"path_template": "{file}"})
+    assert (status, conflict["error"]["code"], conflict["error"]["field"]) == (
+        409,
+        "SCHEDULE_CONFLICT",
+        "path_template",
+    )
+    status, bad_template = call("PATCH", path, {"destinations": [acme_id], "path_template": "../{file}"})
+    assert (status, bad_template["error"]["field"]) == (422, "path_template")
+    assert call("GET", path)[1]["destinations"] == []
+
+    # When it names its own tenant's destination and a template
+    status, changed = call("PATCH", path, {"destinations": [acme_id], "path_template": "{task_id}-{file}"})
+
+    # Then the schedule delivers there, and the change is in the tenant's audit trail
+    assert status == 200, changed
+    assert (changed["destinations"], changed["path_template"]) == ([acme_id], "{task_id}-{file}")
+    status, page = call("GET", "/v1/audit", query={"from": changed["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    [record] = [
+        r for r in page["items"] if r["subject"] == created["schedule_id"] and r["action"] == "schedule.changed"
+    ]
+    assert record["detail"]["delivery"] == {
+        "tenant": "acme",
+        "destination_ids": [acme_id],
+        "path_template": "{task_id}-{file}",
+    }
+
+    # And a template alone keeps the destinations; a run delivers where the schedule now says
+    status, renamed = call("PATCH", path, {"path_template": "{file}"})
+    assert (status, renamed["destinations"], renamed["path_template"]) == (200, [acme_id], "{file}")
+    status, run = call("POST", f"{path}/run")
+    assert status == 202, run
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(run["task_id"]))
+    [delivery] = shown["deliveries"]
+    assert (delivery["status"], delivery["remote_path"]) == ("DELIVERED", f"/upload/{shown['file_name']}")
+
+    # And `[]` stops delivering (null would too)
+    status, cleared = call("PATCH", path, {"destinations": []})
+    assert (status, cleared["destinations"], cleared["path_template"]) == (200, [], None)

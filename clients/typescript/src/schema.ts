@@ -387,7 +387,7 @@ export interface paths {
         head?: never;
         /**
          * Change, pause or resume a schedule
-         * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures).
+         * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures). `destinations` replaces where each run's file goes (your tenant's destinations that you may use, as on a create); runs already started keep theirs.
          */
         patch: operations["patch_schedule_v1_schedules__schedule_id__patch"];
         trace?: never;
@@ -1901,6 +1901,11 @@ export interface components {
             cron?: string | null;
             /** @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8. */
             csv_dialect?: components["schemas"]["CsvDialect"] | null;
+            /**
+             * Destinations
+             * @description Replaces the destinations each run's file is delivered to (as on a create: your tenant's, that you may use); `[]` or `null`: no delivery. Runs already started keep theirs.
+             */
+            destinations?: string[] | null;
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1920,6 +1925,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`. `null`: back to `{file}`. Needs destinations, in this body or already on the schedule.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /** Recipients */
             recipients?: string[] | null;
             /** Start At */
@@ -5015,7 +5026,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom (`field` names it). */
+            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom, a path template on a schedule without destinations (`field` names it). */
             409: {
                 headers: {
                     [name: string]: unknown;
