@@ -174,6 +174,9 @@ def get_export(task_id: str) -> Response[TaskView]:
     if task.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
         retry_after = poll_after_sec(task.created_at, deps.clock())
         headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
+    elif any(not delivery.ended for delivery in task.deliveries):
+        # Ended, but its file is still on its way to a destination: the next read may differ.
+        headers = {"Cache-Control": "no-store"}
     else:
         headers = {"Cache-Control": f"private, max-age={Polling.TERMINAL_MAX_AGE_SEC}"}
     return json_response(200, TaskView.of(task, details.download_url, details.download_expires_at), headers)
