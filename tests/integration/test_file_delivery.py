@@ -441,14 +441,17 @@ def test_a_failed_delivery_is_retried_on_request_once_the_server_takes_the_key_a
     assert (status, refused["error"]["code"]) == (409, "DELIVERY_ALREADY_DELIVERED")
     assert len(list(upload.iterdir())) == 2
 
-    # And the tenant's audit trail has the failure and the delivery, each a record of its own
+    # And the tenant's audit trail has the failure, who asked again, and the delivery
     status, page = call("GET", "/v1/audit", query={"from": shown["created_at"][:10], "limit": "100"})
     assert status == 200, page
     files = [r for r in page["items"] if r["subject"] == task_id and r["detail"].get("channel") == "destination"]
-    assert sorted((r["action"], r["detail"]["attempts"]) for r in files) == [
-        ("delivery.failed", attempts),
-        ("delivery.made", attempts + 1),
+    assert sorted((r["action"], r["actor"], r["detail"]["attempts"]) for r in files) == [
+        ("delivery.failed", "system", attempts),
+        ("delivery.made", "system", attempts + 1),
+        ("delivery.retried", "alice", attempts),
     ]
+    [asked] = [r for r in files if r["action"] == "delivery.retried"]
+    assert asked["detail"]["requested_retries"] == 1 and asked["detail"]["error"]["step"] == "AUTH"
 
 
 def test_a_delivery_retried_on_request_is_the_callers_in_their_tenant_only_and_a_pending_one_is_not_retried(

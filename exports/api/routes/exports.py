@@ -230,7 +230,12 @@ def retry_delivery(task_id: str, destination_id: str) -> Response[TaskView]:
     from exports.api.redelivery import retry_delivery as retried
 
     logger.append_keys(task_id=task_id, destination_id=destination_id)
-    task = retried(task_id, destination_id, caller_of(app.current_event), api.redelivery_dependencies())
+    caller = caller_of(app.current_event)
+    task = retried(task_id, destination_id, caller, api.redelivery_dependencies())
+    trail = api.dependencies().audit
+    if trail is not None:
+        [delivery] = [d for d in task.deliveries if d.destination_id == destination_id]
+        audit.record_delivery_retry(task, delivery, request_id(), caller.user_id, trail)
     headers = {"Location": f"{API_VERSION_PREFIX}/exports/{task_id}", "Retry-After": str(Polling.MIN_DELAY_SEC)}
     return json_response(202, TaskView.of(task).model_dump(mode="json"), headers)
 
