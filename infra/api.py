@@ -45,6 +45,7 @@ PROTECTED_ROUTES: Final = (
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/download", (GET,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/cancel", (POST,)),
     (f"{API_VERSION_PREFIX}/exports/{{task_id}}/retry", (POST,)),
+    (f"{API_VERSION_PREFIX}/exports/{{task_id}}/deliveries/{{destination_id}}/retry", (POST,)),
     (f"{API_VERSION_PREFIX}/schedules", (GET, POST)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}", (GET, PATCH, DELETE)),
     (f"{API_VERSION_PREFIX}/schedules/{{schedule_id}}/run", (POST,)),

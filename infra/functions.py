@@ -220,6 +220,7 @@ class ResourceArns:
     bucket: str
     lifecycle: str
     fan_out: str
+    redelivery: str
     webhook_secret: str
 
 
@@ -244,6 +245,7 @@ class ServiceFunctions(Construct):
         webhook_secret: WebhookSecret,
         lifecycle_state_machine_arn: str,
         fan_out_state_machine_arn: str,
+        redelivery_state_machine_arn: str,
         sources: DeclaredSources,
         scheduling: ScheduledExports,
         event_bus: LifecycleEventBus,
@@ -262,6 +264,7 @@ class ServiceFunctions(Construct):
             **api_limits(settings.admission),
             **worker_limits(settings.admission),
             Env.FAN_OUT_STATE_MACHINE_ARN: fan_out_state_machine_arn,
+            Env.REDELIVERY_STATE_MACHINE_ARN: redelivery_state_machine_arn,
             Env.MAX_PARTITIONS: str(settings.max_partitions),
             Env.PARTITION_ROWS: str(settings.partition_rows),
             Env.WEBHOOK_SECRET_ARN: webhook_secret.secret_arn,
@@ -331,6 +334,7 @@ class ServiceFunctions(Construct):
             bucket=storage.bucket.bucket_arn,
             lifecycle=lifecycle_state_machine_arn,
             fan_out=fan_out_state_machine_arn,
+            redelivery=redelivery_state_machine_arn,
             webhook_secret=webhook_secret.secret_arn,
         )
         self._grant_api(arns)
@@ -373,12 +377,14 @@ class ServiceFunctions(Construct):
         Delete), list a user's tasks; queue new tasks on their lane and read the lanes' depths
         (backpressure, estimates); sign download links (a presigned GET carries the permissions
         of the role that signed it); start each task's lifecycle execution, and hand a cancelled
-        task's outcome to it."""
+        task's outcome to it; start the redelivery execution of a delivery retried on request."""
         self.api.allow(TASK_ITEM_ACTIONS, [arns.tasks_table])
         self.api.allow(["dynamodb:Query"], [arns.tasks_by_user])
         self.api.allow(["sqs:SendMessage", "sqs:GetQueueAttributes"], arns.task_queues)
         self.api.allow(["s3:GetObject"], [arns.results])
         self.api.allow(["states:StartExecution", "states:SendTaskSuccess"], [arns.lifecycle])
+        # A FAILED delivery retried on request (docs/destinations.md): its round's execution.
+        self.api.allow(["states:StartExecution"], [arns.redelivery])
 
     def _grant_destinations(self, table_arn: str) -> None:
         """Delivery destinations (docs/destinations.md). The API keeps them (items and each

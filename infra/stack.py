@@ -71,6 +71,7 @@ class ExportsStack(Stack):
             webhook_secret=self.webhook_secret,
             lifecycle_state_machine_arn=self.workflows.lifecycle_arn,
             fan_out_state_machine_arn=self.workflows.fan_out_arn,
+            redelivery_state_machine_arn=self.workflows.redelivery_arn,
             sources=sources,
             scheduling=self.scheduling,
             event_bus=self.events,
@@ -150,6 +151,7 @@ class ExportsStack(Stack):
             lifecycle=self.functions.lifecycle, callback=self.functions.callback
         )
         self.fan_out = self.workflows.add_fan_out(worker=self.functions.worker)
+        self.redelivery = self.workflows.add_redelivery(callback=self.functions.callback)
         self._outputs()
 
     def _outputs(self) -> None:

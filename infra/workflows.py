@@ -27,7 +27,7 @@ from constructs import Construct
 
 from exports.core.config.limits import Limits
 from exports.core.config.worker import Worker
-from exports.core.workflows import fan_out_definition, lifecycle_definition
+from exports.core.workflows import fan_out_definition, lifecycle_definition, redelivery_definition
 from infra.function_factory import ServiceFunction, log_group
 from infra.monitoring import Monitoring
 from infra.nag import acknowledge
@@ -35,6 +35,7 @@ from infra.settings import StageSettings
 
 LIFECYCLE: Final = "Lifecycle"
 FAN_OUT: Final = "FanOut"
+REDELIVERY: Final = "Redelivery"
 VENDED_LOGS_PREFIX: Final = "/aws/vendedlogs/states/"
 
 
@@ -48,6 +49,12 @@ def fan_out_state_machine_name(stack_name: str) -> str:
     """The fan-out state machine's physical name in the stack ``stack_name``
     (``exports-dev-fanout``)."""
     return f"{stack_name}-{FAN_OUT.lower()}"
+
+
+def redelivery_state_machine_name(stack_name: str) -> str:
+    """The redelivery state machine's physical name in the stack ``stack_name``
+    (``exports-dev-redelivery``)."""
+    return f"{stack_name}-{REDELIVERY.lower()}"
 
 
 def state_machine_log_group_name(state_machine_name: str, creation_id: str) -> str:
@@ -109,6 +116,9 @@ class Workflows(Construct):
         # Known before it exists too: the worker starts it, and it invokes the worker.
         self.fan_out_name = fan_out_state_machine_name(Stack.of(self).stack_name)
         self.fan_out_arn = self._arn("stateMachine", self.fan_out_name)
+        # Known before it exists too: the API starts it, and it invokes the callback function.
+        self.redelivery_name = redelivery_state_machine_name(Stack.of(self).stack_name)
+        self.redelivery_arn = self._arn("stateMachine", self.redelivery_name)
 
     def _arn(self, resource: str, name: str) -> str:
         """A Step Functions ARN in this stack's partition, region and account."""
@@ -172,6 +182,26 @@ class Workflows(Construct):
             iam.PolicyStatement(
                 actions=["lambda:InvokeFunction"], resources=[function.function_arn for function in functions]
             )
+        )
+        return state_machine
+
+    def add_redelivery(self, *, callback: ServiceFunction) -> sfn.StateMachine:
+        """The redelivery state machine (:func:`exports.core.workflows.redelivery_definition`):
+        a FAILED delivery tried again on request, named :attr:`redelivery_name`, allowed to
+        invoke the callback function only."""
+        definition = redelivery_definition(callback.function.function_arn, partition=Stack.of(self).partition)
+        timeout_sec = longest_execution_sec(
+            definition, {callback.function.function_arn: int(cast(Duration, callback.function.timeout).to_seconds())}
+        )
+        state_machine = self.add_state_machine(
+            REDELIVERY,
+            definition=definition,
+            timeout=Duration.seconds(timeout_sec),
+            description="Redelivery state machine: one execution per failed delivery retried on request",
+            state_machine_name=self.redelivery_name,
+        )
+        state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[callback.function.function_arn])
         )
         return state_machine
 

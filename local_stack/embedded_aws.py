@@ -33,7 +33,7 @@ from exports.core.config.queues import LANES, Queue
 from exports.core.config.retry import MESSAGE_RETRY
 from exports.core.config.tables import CustomersTable, DestinationsTable, OrdersTable, SchedulesTable, TaskTable
 from exports.core.config.worker import Worker
-from exports.core.workflows import fan_out_definition, lifecycle_definition
+from exports.core.workflows import fan_out_definition, lifecycle_definition, redelivery_definition
 from local_stack import lambda_runtime, moto_item_responses, moto_transactions, thread_safety
 from local_stack.lambda_runtime import HANDLER_MODULES
 from local_stack.moto_patch import BOTOCORE, MOTO, CountedPatch
@@ -59,6 +59,8 @@ class Resources:
     bucket: str
     state_machine_arn: str
     fan_out_state_machine_arn: str = ""
+    # The workflow that tries a FAILED delivery again on request (docs/destinations.md).
+    redelivery_state_machine_arn: str = ""
     customers_table: str = Names.CUSTOMERS_TABLE
     # The fan-out Map's MaxConcurrency and the worker's EXPORTS_MAX_PARTITIONS, as on AWS.
     max_partitions: int = FanOut.MAX_PARTITIONS_DEFAULT
@@ -95,6 +97,7 @@ class Resources:
             Env.RESULTS_BUCKET: self.bucket,
             Env.LIFECYCLE_STATE_MACHINE_ARN: self.state_machine_arn,
             Env.FAN_OUT_STATE_MACHINE_ARN: self.fan_out_state_machine_arn,
+            Env.REDELIVERY_STATE_MACHINE_ARN: self.redelivery_state_machine_arn,
             Env.MAX_PARTITIONS: str(self.max_partitions),
             Env.CONNECTIONS_TABLE: self.connections_table,
             Env.SCHEDULES_TABLE: self.schedules_table,
@@ -307,7 +310,7 @@ def create_resources(
             },
         )["QueueUrl"]
     make_client("s3").create_bucket(Bucket=Names.RESULTS_BUCKET)
-    state_machine_arn, fan_out_arn = _create_workflows(make_client, max_partitions)
+    state_machine_arn, fan_out_arn, redelivery_arn = _create_workflows(make_client, max_partitions)
     scheduling = _create_scheduling(make_client)
     events_queue_url = _create_event_bus(make_client)
     return Resources(
@@ -319,6 +322,7 @@ def create_resources(
         bucket=Names.RESULTS_BUCKET,
         state_machine_arn=state_machine_arn,
         fan_out_state_machine_arn=fan_out_arn,
+        redelivery_state_machine_arn=redelivery_arn,
         max_partitions=max_partitions,
         tasks_stream_arn=stream_arn,
         events_queue_url=events_queue_url,
@@ -447,8 +451,8 @@ def _create_scheduling(make_client: Callable[[str], Any]) -> dict[str, str]:
     return {"schedule_target_arn": target, "scheduler_role_arn": role, "schedule_dlq_arn": dlq_arn}
 
 
-def _create_workflows(make_client: Callable[[str], Any], max_partitions: int) -> tuple[str, str]:
-    """The functions the workflows invoke and the lifecycle and fan-out workflows themselves,
+def _create_workflows(make_client: Callable[[str], Any], max_partitions: int) -> tuple[str, str, str]:
+    """The functions the workflows invoke and the lifecycle, fan-out and redelivery workflows themselves,
     from the shared definitions (moto runs the fan-out's Distributed Map too)."""
     role = make_client("iam").create_role(
         RoleName="exports-local",
@@ -474,11 +478,12 @@ def _create_workflows(make_client: Callable[[str], Any], max_partitions: int) ->
             arns[Names.LIFECYCLE_FUNCTION], arns[Names.CALLBACK_FUNCTION]
         ),
         Names.FAN_OUT_STATE_MACHINE: fan_out_definition(arns[Names.WORKER_FUNCTION], max_partitions),
+        Names.REDELIVERY_STATE_MACHINE: redelivery_definition(arns[Names.CALLBACK_FUNCTION]),
     }
-    lifecycle, fan_out = (
+    lifecycle, fan_out, redelivery = (
         make_client("stepfunctions").create_state_machine(name=name, definition=json.dumps(body), roleArn=role)[
             "stateMachineArn"
         ]
         for name, body in definitions.items()
     )
-    return lifecycle, fan_out
+    return lifecycle, fan_out, redelivery

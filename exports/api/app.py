@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from exports.accepting.dependencies import ApiDependencies
     from exports.accepting.dynamodb_idempotency import IdempotentCalls
+    from exports.api.redelivery import RedeliveryDependencies
     from exports.core.export_type import AnyExportType
     from exports.finishing.destinations.service import DestinationDependencies
     from exports.push.dynamodb_connections import DynamoTickets
@@ -137,6 +138,19 @@ def destination_dependencies() -> "DestinationDependencies":
     from exports.finishing.destinations.composition import compose_destinations
 
     return compose_destinations(dependencies())
+
+
+@cache
+def redelivery_dependencies() -> "RedeliveryDependencies":
+    """What a delivery retried on request needs: the API's and the destinations' adapters, and
+    the redelivery workflow (when the deployment names it)."""
+    from exports.api.redelivery import RedeliveryDependencies
+    from exports.core.aws.clients import aws_client
+    from exports.core.aws.stepfunctions import StepFunctionsRedelivery
+
+    arn = dependencies().settings.redelivery_state_machine_arn
+    workflow = StepFunctionsRedelivery(aws_client("stepfunctions"), arn) if arn else None
+    return RedeliveryDependencies(dependencies(), destination_dependencies(), workflow)
 
 
 @cache

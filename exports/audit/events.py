@@ -293,3 +293,26 @@ def file_delivery_event(task: Task, delivery: Delivery, kind: str | None, at: da
             "error": None if delivered or delivery.error is None else delivery.error.model_dump(exclude_none=True),
         },
     )
+
+
+def delivery_retry_event(task: Task, delivery: Delivery, request_id: str, user_id: str, at: datetime) -> AuditEvent:
+    """``user_id`` asked for ``task``'s FAILED delivery to be tried again (POST
+    /v1/exports/{id}/deliveries/{destination}/retry): the round it started and the error it was
+    FAILED with. Its end is a ``delivery.made`` or ``delivery.failed`` of its own."""
+    return AuditEvent(
+        event_id=f"{task.task_id}#delivery#{delivery.destination_id}#retried#{delivery.requested_retries}",
+        tenant=tenant_of(task),
+        action=AuditAction.DELIVERY_RETRIED,
+        at=at,
+        actor=user_id,
+        subject=task.task_id,
+        claims=task.caller,
+        detail={
+            "channel": "destination",
+            "destination_id": delivery.destination_id,
+            "requested_retries": delivery.requested_retries,
+            "attempts": delivery.attempts,
+            "request_id": request_id,
+            "error": delivery.error.model_dump(exclude_none=True) if delivery.error else None,
+        },
+    )

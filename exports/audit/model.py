@@ -50,6 +50,8 @@ class AuditAction(StrEnum):
     # A callback delivered (or given up) with the file's link in it.
     DELIVERY_MADE = "delivery.made"
     DELIVERY_FAILED = "delivery.failed"
+    # A FAILED file delivery its owner asked to be tried again (docs/destinations.md).
+    DELIVERY_RETRIED = "delivery.retried"
     SCHEDULE_CREATED = "schedule.created"
     SCHEDULE_CHANGED = "schedule.changed"
     SCHEDULE_DELETED = "schedule.deleted"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from exports.audit.events import file_delivery_event, link_event, mail_event
+from exports.audit.events import delivery_retry_event, file_delivery_event, link_event, mail_event
 from exports.audit.model import AuditEvent, AuditRecord, TenantCount, Usage, after
 from exports.audit.ports import AlreadyRecorded, AuditLog, ChainMoved, NotAuditAdmin, TenantQuotaExceeded
 from exports.audit.tenancy import Tenancy
@@ -215,6 +215,13 @@ def record_mail(
     """A scheduled run's mail, sent (or not: ``error``) to ``sent_to``, in the run's tenant;
     ``attached``: it carried the file (no link)."""
     record(mail_event(task, sent_to, refused, deps.clock(), link_expires_at, error, attached), deps)
+
+
+def record_delivery_retry(
+    task: Task, delivery: Delivery, request_id: str, user_id: str, deps: AuditDependencies
+) -> None:
+    """A FAILED delivery that ``user_id`` asked to be tried again, in the task's tenant."""
+    record(delivery_retry_event(task, delivery, request_id, user_id, deps.clock()), deps)
 
 
 def record_file_delivery(task: Task, delivery: Delivery, kind: str | None, deps: AuditDependencies) -> None:

@@ -88,6 +88,10 @@ class Delivery(BaseModel):
     # checks what they received. Set once DELIVERED; None before and after a failed attempt.
     sha256: str | None = None
     size_bytes: int | None = Field(default=None, ge=0)
+    # How many times its owner asked for a FAILED delivery to be tried again (POST
+    # /v1/exports/{id}/deliveries/{destination}/retry): each request starts a round of attempts
+    # of its own, which only the execution started for that round makes (see :func:`owned_by`).
+    requested_retries: int = Field(default=0, ge=0)
 
     @property
     def ended(self) -> bool:
@@ -177,6 +181,50 @@ def given_up(delivery: Delivery) -> Delivery:
     if delivery.ended:
         return delivery
     return delivery.model_copy(update={"status": DeliveryStatus.FAILED, "error": delivery.error or GIVEN_UP})
+
+
+class RetryRefusal(StrEnum):
+    """Why a delivery is not tried again on request (each its own answer, docs/destinations.md)."""
+
+    # Its attempts have not ended: they go on (a retry would race them).
+    IN_PROGRESS = "DELIVERY_IN_PROGRESS"
+    # The file is at the destination already: a retry would only send it again.
+    ALREADY_DELIVERED = "DELIVERY_ALREADY_DELIVERED"
+    # The export ended without a file (SKIPPED): there is nothing to deliver.
+    NO_FILE = "DELIVERY_NOT_RETRYABLE"
+
+
+def retry_refusal(delivery: Delivery) -> RetryRefusal | None:
+    """Why ``delivery`` may not be tried again on request; None: it may (it FAILED)."""
+    if delivery.status is DeliveryStatus.FAILED:
+        return None
+    return {
+        DeliveryStatus.PENDING: RetryRefusal.IN_PROGRESS,
+        DeliveryStatus.DELIVERED: RetryRefusal.ALREADY_DELIVERED,
+        DeliveryStatus.SKIPPED: RetryRefusal.NO_FILE,
+    }[delivery.status]
+
+
+def retried(delivery: Delivery) -> Delivery:
+    """A FAILED ``delivery`` tried again on request: PENDING in a round of its own. Its attempts
+    go on counting and its last error stays shown until an attempt replaces it."""
+    if retry_refusal(delivery) is not None:
+        raise ValueError(f"a {delivery.status.value} delivery is not tried again")
+    return delivery.model_copy(
+        update={"status": DeliveryStatus.PENDING, "requested_retries": delivery.requested_retries + 1}
+    )
+
+
+def owned_by(delivery: Delivery, requested_retries: int, destination_id: str | None = None) -> bool:
+    """Whether the round of attempts ``requested_retries`` (0: the lifecycle workflow's, n: the
+    n-th retry on request's), limited to ``destination_id`` when given, attempts or gives up
+    ``delivery`` now: a PENDING delivery of that round. So a late step of one round never
+    touches a delivery another round has taken over."""
+    return (
+        not delivery.ended
+        and delivery.requested_retries == requested_retries
+        and (destination_id is None or delivery.destination_id == destination_id)
+    )
 
 
 def skipped(delivery: Delivery) -> Delivery:

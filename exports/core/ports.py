@@ -94,6 +94,11 @@ class TaskRepository(Protocol):
         """Writes the states of ``task``'s callbacks if the stored task still has its status and
         attempt. Otherwise raises :class:`ConditionFailed`."""
 
+    def record_deliveries(self, before: Task, after: Task) -> None:
+        """Write the file deliveries of ``after`` that differ from ``before``'s, each only if it is
+        still stored as ``before`` has it (status, attempts, round), the task's status and attempt
+        unchanged; :class:`ConditionFailed` otherwise. Other deliveries are left as stored."""
+
     def set_lifecycle_token(self, task_id: str, token: str) -> Task:
         """Stores the lifecycle workflow's task token on an existing task, and returns the task
         as stored."""
@@ -220,6 +225,14 @@ class Lifecycle(Protocol):
 
     def report_end(self, token: str, task: Task) -> None:
         """Tells the execution that waits with ``token`` that ``task`` ended."""
+
+
+class Redelivery(Protocol):
+    """The workflow that tries one FAILED file delivery again, on its owner's request."""
+
+    def start(self, task_id: str, destination_id: str, requested_retries: int) -> None:
+        """Start the round ``requested_retries`` of attempts at the task's delivery to
+        ``destination_id`` (a second start of one round is refused)."""
 
 
 @dataclass(frozen=True)

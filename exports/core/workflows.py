@@ -206,36 +206,79 @@ def lifecycle_definition(
             # This comes after the callbacks. A task without callbacks goes from HasCallback
             # straight to DeliverFiles.
             "HasDeliveries": {"Type": "Choice", "Choices": [_HAS_DELIVERIES], "Default": "Done"},
-            "DeliverFiles": {
-                "Type": "Task",
-                "Resource": lambda_invoke(partition),
-                "Parameters": {
-                    "FunctionName": callback_function,
-                    "Payload": {"action": DELIVER_FILES_ACTION, "task_id.$": "$.task_id"},
-                },
-                "ResultPath": None,
-                "Retry": [
-                    _THROTTLE_RETRY,
-                    retrier([Destinations.DELIVERY_RETRYABLE_ERROR, *_NOT_THROTTLED], FILE_DELIVERY_RETRY),
-                ],
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.delivery_error", "Next": "GiveUpFiles"}],
-                "Next": "Done",
+            **_file_delivery_states(callback_function, partition, {}),
+            "Done": {"Type": "Succeed"},
+        },
+    }
+
+
+def _file_delivery_states(callback_function: str, partition: str, scope: dict[str, str]) -> dict[str, Any]:
+    """``DeliverFiles`` (retried on ``FILE_DELIVERY_RETRY``) and ``GiveUpFiles``, both going on
+    to ``Done``: the same states for the lifecycle's deliveries and for a retry on request, whose
+    payloads add ``scope`` (which destination, which round: :func:`redelivery_input`)."""
+    return {
+        "DeliverFiles": {
+            "Type": "Task",
+            "Resource": lambda_invoke(partition),
+            "Parameters": {
+                "FunctionName": callback_function,
+                "Payload": {"action": DELIVER_FILES_ACTION, "task_id.$": "$.task_id", **scope},
             },
-            "GiveUpFiles": {
-                "Type": "Task",
-                "Resource": lambda_invoke(partition),
-                "Parameters": {
-                    "FunctionName": callback_function,
-                    "Payload": {
-                        "action": GIVE_UP_FILES_ACTION,
-                        "task_id.$": "$.task_id",
-                        "error.$": "$.delivery_error",
-                    },
+            "ResultPath": None,
+            "Retry": [
+                _THROTTLE_RETRY,
+                retrier([Destinations.DELIVERY_RETRYABLE_ERROR, *_NOT_THROTTLED], FILE_DELIVERY_RETRY),
+            ],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.delivery_error", "Next": "GiveUpFiles"}],
+            "Next": "Done",
+        },
+        "GiveUpFiles": {
+            "Type": "Task",
+            "Resource": lambda_invoke(partition),
+            "Parameters": {
+                "FunctionName": callback_function,
+                "Payload": {
+                    "action": GIVE_UP_FILES_ACTION,
+                    "task_id.$": "$.task_id",
+                    "error.$": "$.delivery_error",
+                    **scope,
                 },
-                "ResultPath": None,
-                "Retry": _LIFECYCLE_RETRY,
-                "Next": "Done",
             },
+            "ResultPath": None,
+            "Retry": _LIFECYCLE_RETRY,
+            "Next": "Done",
+        },
+    }
+
+
+# A retry on request's payload fields: the destination and the round (docs/destinations.md).
+_REDELIVERY_SCOPE: Final = {
+    "destination_id.$": "$.destination_id",
+    "requested_retries.$": "$.requested_retries",
+}
+
+
+def redelivery_input(task_id: str, destination_id: str, requested_retries: int) -> dict[str, Any]:
+    """The input of the execution that tries one FAILED delivery again, on request."""
+    return {"task_id": task_id, "destination_id": destination_id, "requested_retries": requested_retries}
+
+
+def redelivery_name(task_id: str, destination_id: str, requested_retries: int) -> str:
+    """The execution's name: one per delivery and round, so a second start of a round is refused
+    (at most 80 characters: a task id and a destination id are 30 each)."""
+    return f"{task_id}-{destination_id}-{requested_retries}"
+
+
+def redelivery_definition(callback_function: str, partition: str = DEFAULT_PARTITION) -> dict[str, Any]:
+    """A FAILED delivery tried again on request: the lifecycle's ``DeliverFiles`` and
+    ``GiveUpFiles`` states for one destination and round, with the same retries and the same
+    end (webhooks, push and lifecycle events, the audit record, metrics). Two to three state
+    transitions per request; no state of the task's own lifecycle is involved."""
+    return {
+        "Comment": "Tries one failed file delivery again, on its owner's request.",
+        "StartAt": "DeliverFiles",
+        "States": {
+            **_file_delivery_states(callback_function, partition, _REDELIVERY_SCOPE),
             "Done": {"Type": "Succeed"},
         },
     }

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     JsonValue,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -22,6 +23,7 @@ from pydantic import (
 from exports.accepting.requests import BOM_IN_UTF8, TEMPLATE_WITH_DESTINATIONS, ZONE_MARK, ExportRequest
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import DEFAULT_DIALECT, CsvDialect
+from exports.core.deliveries import DESTINATION_ID_PATTERN, MAX_DESTINATIONS, PATH_TEMPLATE_MAX_LENGTH, check_template
 from exports.core.locales import LOCALE_PATTERN, canonical_locale
 from exports.core.zones import canonical_zone
 from exports.schedules.mail import (
@@ -37,6 +39,7 @@ from exports.schedules.service import ScheduleChanges, ScheduleSpec
 # The first and last instants Python holds, in UTC.
 _EARLIEST = datetime.min.replace(tzinfo=ZoneInfo("UTC"))
 _LATEST = datetime.max.replace(tzinfo=ZoneInfo("UTC"))
+DestinationIds = list[Annotated[str, StringConstraints(pattern=DESTINATION_ID_PATTERN)]]
 
 
 def _aware_utc(value: datetime) -> datetime:
@@ -276,11 +279,41 @@ class SchedulePatch(BaseModel):
         description="A feed's next run starts here (not in the future); `null` starts it again at `start_at`, the"
         " type's floor or the schedule's creation. A run in flight then no longer moves it.",
     )
+    # Where each run's file goes (docs/destinations.md), checked as on a create: the caller's
+    # tenant's destinations they may use, ACTIVE. Runs already started keep theirs.
+    destinations: DestinationIds | None = Field(
+        default=None,
+        max_length=MAX_DESTINATIONS,
+        description="Replaces the destinations each run's file is delivered to (as on a create: your tenant's, that"
+        " you may use); `[]` or `null`: no delivery. Runs already started keep theirs.",
+    )
+    path_template: str | None = Field(
+        default=None,
+        max_length=PATH_TEMPLATE_MAX_LENGTH,
+        description=f"{ExportRequest.model_fields['path_template'].description} `null`: back to `{{file}}`. Needs"
+        " destinations, in this body or already on the schedule.",
+        examples=["{type}/{date}/{file}"],
+    )
 
     @field_validator("locale")
     @classmethod
     def _locale_tag(cls, tag: str | None) -> str | None:
         return None if tag is None else canonical_locale(tag)
+
+    @field_validator("destinations")
+    @classmethod
+    def _destinations_once(cls, destinations: list[str] | None) -> list[str] | None:
+        if destinations is not None and len(set(destinations)) != len(destinations):
+            raise ValueError("name each destination once")
+        return destinations
+
+    @field_validator("path_template")
+    @classmethod
+    def _known_template(cls, template: str | None, info: ValidationInfo) -> str | None:
+        # An empty list beside it in the body; absent (or null), the schedule's own are checked.
+        if template is not None and info.data.get("destinations") == []:
+            raise ValueError("a path template is for the destinations named in `destinations`: name them")
+        return None if template is None else check_template(template)
 
     @model_validator(mode="after")
     def _at_most_one_recurrence(self) -> SchedulePatch:
@@ -301,8 +334,8 @@ class SchedulePatch(BaseModel):
                 continue
             if name == "every":
                 value = _every(value)
-            elif name == "recipients":
-                value = tuple(value)
+            elif name in ("recipients", "destinations"):
+                value = tuple(value or ())
             values[name] = value
         return ScheduleChanges(values)
 

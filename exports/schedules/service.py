@@ -4,7 +4,7 @@ its owner's only: another user's schedule is not found."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from exports.accepting.validation import invalid_request
 from exports.core.caller import TOKEN_CLAIMS, Caller
 from exports.core.config.schedules import Schedules
 from exports.core.csv_dialect import CsvEncoding
+from exports.core.deliveries import DEFAULT_PATH_TEMPLATE, DeliveryPlan
 from exports.core.errors import ConditionFailed, ExportsError, InvalidRequest, ServiceUnavailable
 from exports.core.export_type import AnyExportType, ChangeWindow
 from exports.core.public_address import UnresolvedHost, check_destination
@@ -264,15 +265,32 @@ def list_schedules(user_id: str, deps: ScheduleDependencies, limit: int, cursor:
 _TIMING = frozenset({"cron", "every", "timezone", "start_at"})
 
 
-def update_schedule(schedule_id: str, changes: ScheduleChanges, caller: Caller, deps: ScheduleDependencies) -> Schedule:
+# A PATCH's fields of where each run's file goes (docs/destinations.md).
+_DELIVERY = frozenset({"destinations", "path_template"})
+
+# Checks the destinations a body names and makes the plan (the caller's tenant's, usable, ACTIVE:
+# a 422 naming ``destinations.<i>`` otherwise), as a create's body is checked.
+PlanDelivery = Callable[[Sequence[str], str | None, Caller], DeliveryPlan | None]
+
+
+def update_schedule(
+    schedule_id: str,
+    changes: ScheduleChanges,
+    caller: Caller,
+    deps: ScheduleDependencies,
+    plan_delivery: PlanDelivery | None = None,
+) -> Schedule:
     """Apply a PATCH: validated like a create (against the caller's current token, whose claims
     the schedule then keeps; a token without a verified address keeps the one recorded before);
     ``state`` ACTIVE resumes (clearing the reason and the failure count), PAUSED pauses
-    (``PAUSED_BY_USER``). Scheduler follows."""
+    (``PAUSED_BY_USER``); ``destinations`` and ``path_template`` through ``plan_delivery``.
+    Scheduler follows."""
     for _ in range(_WRITE_ATTEMPTS):
         before = owned_schedule(schedule_id, caller.user_id, deps)
         now = deps.api.clock()
         after = _changed(before, changes, now)
+        if _DELIVERY & changes.given:
+            after = after.model_copy(update={"delivery": _delivery_after(before, changes, caller, plan_delivery)})
         own_email = verified_email(caller.claims) or before.caller.verified_email
         export_type = validate(after, caller, deps, now, own_email, patched=True)
         if "watermark" in changes.given:
@@ -301,8 +319,31 @@ def _check_watermark(schedule: Schedule, export_type: AnyExportType) -> None:
         )
 
 
+def _delivery_after(
+    before: Schedule, changes: ScheduleChanges, caller: Caller, plan_delivery: PlanDelivery | None
+) -> DeliveryPlan | None:
+    """Where each run's file goes after the PATCH: the destinations given (checked as on a
+    create) or kept, with the template given (``None``: the default) or kept. A template on a
+    schedule left without destinations does not fit it (409, as the body could not know)."""
+    values, kept = changes.values, before.delivery
+    destination_ids = tuple(values.get("destinations", kept.destination_ids if kept else ()))
+    template = values.get("path_template", kept.path_template if kept else None)
+    if not destination_ids:
+        if template is not None and "path_template" in values:
+            raise ScheduleConflict(
+                f"schedule {before.schedule_id} delivers to no destination: name `destinations` with a path template",
+                field="path_template",
+            )
+        return None
+    if "destinations" not in values and kept is not None:
+        return kept.model_copy(update={"path_template": template or DEFAULT_PATH_TEMPLATE})
+    if plan_delivery is None:
+        raise InvalidRequest("this deployment does not deliver to destinations", field="destinations")
+    return plan_delivery(destination_ids, template, caller)
+
+
 def _changed(before: Schedule, changes: ScheduleChanges, now: datetime) -> Schedule:
-    values = dict(changes.values)
+    values = {name: value for name, value in changes.values.items() if name not in _DELIVERY}
     state = values.pop("state", None)
     if "cron" in values and values["cron"] is not None:
         values.setdefault("every", None)

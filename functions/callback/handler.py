@@ -44,12 +44,15 @@ class GiveUpRequest(BaseModel):
 
 
 class DeliverFilesRequest(BaseModel):
-    """Deliver the task's file to its pending destinations once (docs/destinations.md)."""
+    """Deliver the task's file to its pending destinations once (docs/destinations.md): the
+    lifecycle's round, or with ``destination_id`` and ``requested_retries`` a retry on request's."""
 
     model_config = _DEFERRED
 
     action: Literal["deliver_files"]
     task_id: str
+    destination_id: str | None = None
+    requested_retries: int = Field(default=0, ge=0)
 
 
 class GiveUpFilesRequest(BaseModel):
@@ -60,6 +63,8 @@ class GiveUpFilesRequest(BaseModel):
     action: Literal["give_up_files"]
     task_id: str
     error: dict[str, Any] | None = None
+    destination_id: str | None = None
+    requested_retries: int = Field(default=0, ge=0)
 
 
 class CallbackRequest(BaseModel):
@@ -144,8 +149,9 @@ def _files(request: DeliverFilesRequest | GiveUpFilesRequest) -> dict[str, Any]:
     """The task's file deliveries: ``DeliveryRetryable`` propagates (the workflow retries on it)."""
     from exports.finishing.delivery import deliver
 
+    scope = deliver.Round(request.requested_retries, request.destination_id)
     if isinstance(request, DeliverFilesRequest):
-        deliver.deliver_files(request.task_id, delivery_dependencies())
+        deliver.deliver_files(request.task_id, delivery_dependencies(), scope)
         return {"outcome": "delivered"}
-    deliver.give_up_files(request.task_id, _caught_message(request.error), delivery_dependencies())
+    deliver.give_up_files(request.task_id, _caught_message(request.error), delivery_dependencies(), scope)
     return {"outcome": "given_up"}

@@ -237,7 +237,7 @@ _SCHEDULE_FIELDS = {
 }  # fmt: skip
 _PATCH_FIELDS = {
     "name", "cron", "every", "timezone", "filters", "recipients", "start_at", "end_at", "state", "when_empty",
-    "watermark",
+    "watermark", "destinations", "path_template",
 }  # fmt: skip
 _SCHEDULE_PATH = re.compile(r"/v1/schedules/([^/]+)(/run)?")
 
@@ -383,6 +383,11 @@ class FakeSchedules:
         problem = self._invalid(schedule, _SCHEDULE_FIELDS | {"state"}, create=False, given=set(body))
         if problem:
             return problem
+        # As the service: no destinations, no template; a template of null is the default.
+        if not schedule.get("destinations"):
+            schedule["destinations"], schedule["path_template"] = [], None
+        elif schedule.get("path_template") is None:
+            schedule["path_template"] = "{file}"
         if body.get("state") == "PAUSED":
             schedule["paused_reason"] = {"code": "PAUSED_BY_USER", "message": "paused by its owner"}
         elif body.get("state") == "ACTIVE":

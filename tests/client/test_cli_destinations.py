@@ -266,3 +266,47 @@ def test_a_schedule_is_created_with_destinations_and_shows_them() -> None:
     body = sent(api, "POST", "/v1/schedules")
     assert (body["destinations"], body["path_template"]) == ([DST], "{type}/{date}/{file}")
     assert "delivered to" in out and DST in out
+
+
+FAILED_DELIVERY = {
+    "destination_id": DST,
+    "status": "FAILED",
+    "attempts": 7,
+    "remote_path": "/incoming/orders.csv",
+    "delivered_at": None,
+    "error": {"code": "DESTINATION_UNREACHABLE", "step": "AUTH", "message": "the server refused our login"},
+    "requested_retries": 0,
+}
+
+
+def test_deliveries_retry_posts_to_the_delivery_and_shows_it_pending_again() -> None:
+    # Given the API takes the retry of a FAILED delivery
+    pending = {**FAILED_DELIVERY, "status": "PENDING", "requested_retries": 1}
+    path = f"/v1/exports/exp_1/deliveries/{DST}/retry"
+    api = FakeApi().on("POST", path, json_response(202, task_json("exp_1", "COMPLETED", deliveries=[pending])))
+
+    # When its owner asks for it again
+    code, out, err = run(api, "deliveries", "retry", "exp_1", DST)
+
+    # Then one POST to the delivery's retry, and the task's delivery shown PENDING, with how to follow it
+    assert code == ExitCode.OK, err
+    assert [(r.method, r.url.path) for r in api.requests] == [("POST", path)]
+    assert DST in out and "PENDING" in out
+    assert "exportctl status exp_1" in err
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "exit_code"),
+    [
+        (409, "DELIVERY_ALREADY_DELIVERED", ExitCode.REJECTED),
+        (410, "FILE_EXPIRED", ExitCode.REJECTED),
+        (404, "DELIVERY_NOT_FOUND", ExitCode.NOT_FOUND),
+    ],
+)
+def test_deliveries_retry_refused_says_why_with_the_services_code(status: int, code: str, exit_code: int) -> None:
+    body = {"error": {"code": code, "message": "not this time"}}
+    api = FakeApi().on("POST", f"/v1/exports/exp_1/deliveries/{DST}/retry", json_response(status, body))
+
+    result, _, err = run(api, "deliveries", "retry", "exp_1", DST)
+
+    assert result == exit_code and code in err

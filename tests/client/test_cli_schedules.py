@@ -256,6 +256,28 @@ def test_update_with_nothing_to_change_is_a_usage_error(api: FakeApi) -> None:
     assert "nothing to change" in err
 
 
+DST = "dst_01JEXAMPLE0000000000000000"
+
+
+def test_update_replaces_the_destinations_or_removes_them_and_a_template_alone_keeps_them(api: FakeApi) -> None:
+    schedule_id = create(api, "--every", "1d", "--from", "previous_week")
+
+    replaced = run(api, "schedules", "update", schedule_id, "--destination", DST, "--path-template", "{type}/{file}")
+    assert replaced[0] == ExitCode.OK, replaced[2]
+    assert sent(api, "PATCH") == {"destinations": [DST], "path_template": "{type}/{file}"}
+    assert run(api, "schedules", "update", schedule_id, "--path-template", "{file}")[0] == ExitCode.OK
+    assert sent(api, "PATCH") == {"path_template": "{file}"}
+    assert run(api, "schedules", "update", schedule_id, "--no-destinations")[0] == ExitCode.OK
+    assert sent(api, "PATCH") == {"destinations": []}
+
+    # Contradictions are refused before any request.
+    patches = sum(request.method == "PATCH" for request in api.requests)
+    both = run(api, "schedules", "update", schedule_id, "--destination", DST, "--no-destinations")
+    template = run(api, "schedules", "update", schedule_id, "--no-destinations", "--path-template", "{file}")
+    assert (both[0], template[0]) == (ExitCode.USAGE, ExitCode.USAGE)
+    assert sum(request.method == "PATCH" for request in api.requests) == patches
+
+
 def test_pause_resume_delete(api: FakeApi) -> None:
     schedule_id = create(api, "--every", "1d", "--from", "previous_week")
 

@@ -11,6 +11,7 @@ from exports_client import (
     ConflictError,
     ExportsClient,
     ExportsError,
+    GoneError,
     InvalidRequestError,
     NetworkError,
     NotFoundError,
@@ -33,6 +34,7 @@ def client_for(api: FakeApi) -> ExportsClient:
         (error_response(401, "UNAUTHORIZED"), AuthenticationError, "UNAUTHORIZED", None),
         (error_response(404, "TASK_NOT_FOUND"), NotFoundError, "TASK_NOT_FOUND", None),
         (error_response(409, "TASK_NOT_READY"), ConflictError, "TASK_NOT_READY", None),
+        (error_response(410, "FILE_EXPIRED"), GoneError, "FILE_EXPIRED", None),
         (error_response(400, "MALFORMED_JSON"), InvalidRequestError, "MALFORMED_JSON", None),
         (error_response(413, "PAYLOAD_TOO_LARGE"), InvalidRequestError, "PAYLOAD_TOO_LARGE", None),
         (error_response(415, "UNSUPPORTED_MEDIA_TYPE"), InvalidRequestError, "UNSUPPORTED_MEDIA_TYPE", None),
@@ -126,3 +128,15 @@ def test_the_token_goes_in_the_authorization_header_and_ids_are_escaped() -> Non
     assert client_for(api).get("a/b").task_id == "a/b"
     assert api.requests[0].headers["Authorization"] == f"Bearer {TOKEN}"
     assert api.requests[0].url.raw_path == b"/v1/exports/a%2Fb"
+
+
+def test_a_failed_delivery_is_retried_at_its_own_path_and_answers_the_task() -> None:
+    delivery = {"destination_id": "dst_1", "status": "PENDING", "attempts": 2, "requested_retries": 1}
+    api = FakeApi().on(
+        "POST", "/v1/exports/exp_1/deliveries/dst_1/retry", json_response(202, task_json(deliveries=[delivery]))
+    )
+
+    task = client_for(api).retry_delivery("exp_1", "dst_1")
+
+    [shown] = task.deliveries
+    assert (shown.status, shown.requested_retries) == ("PENDING", 1)

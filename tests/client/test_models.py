@@ -51,6 +51,7 @@ OPERATIONS = {
     ("get", "/v1/exports/{task_id}/download"): ExportsClient.download,
     ("post", "/v1/exports/{task_id}/cancel"): ExportsClient.cancel,
     ("post", "/v1/exports/{task_id}/retry"): ExportsClient.retry,
+    ("post", "/v1/exports/{task_id}/deliveries/{destination_id}/retry"): ExportsClient.retry_delivery,
     ("get", "/v1/export-types"): ExportsClient.export_types,
     ("get", "/v1/export-types/{name}"): ExportsClient.export_type,
     ("post", "/v1/stream-tickets"): ExportsClient.stream_ticket,

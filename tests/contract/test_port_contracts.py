@@ -25,12 +25,14 @@ from exports.accepting.admission_rules import Throughput, updated_throughput
 from exports.accepting.dynamodb_admission import DynamoHotKeyLimiter, DynamoThroughputStats
 from exports.accepting.ports import HotKeyLimiter, ThroughputStats
 from exports.accepting.sqs_queue import SqsTaskQueue
+from exports.core import deliveries
 from exports.core.aws.dynamodb_capacity import DynamoCapacityPools
 from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
 from exports.core.aws.s3_results import S3ResultStore
 from exports.core.aws.stepfunctions import StepFunctionsFanOut, StepFunctionsLifecycle
 from exports.core.capacity_rules import Drain
 from exports.core.config.queues import LANES
+from exports.core.deliveries import DeliveryError, DeliveryPlan
 from exports.core.errors import ConditionFailed, DuplicateSubmission, ExportsError, InvalidRequest, Overloaded
 from exports.core.ports import (
     CapacityPools,
@@ -190,6 +192,32 @@ def test_callback_states_are_written_while_the_task_is_as_read(tasks: TaskReposi
     assert tasks.get(task.task_id).subscribers == delivered.subscribers
     with pytest.raises(ConditionFailed):
         tasks.record_callbacks(record_callback(task, delivered=True, error=None, final=True))  # still PENDING
+
+
+def test_each_delivery_is_written_alone_and_only_as_read(tasks: TaskRepository) -> None:
+    # Given a task that ended delivering to two destinations
+    first, second = "dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"
+    plan = DeliveryPlan(tenant="acme", destination_ids=(first, second))
+    task = task_n(1, delivery=plan, deliveries=deliveries.initial(plan.destination_ids))
+    tasks.create(task, max_active=5)
+    ended = cancel(task, NOW, RETENTION)
+    tasks.update(task, ended)
+    error = DeliveryError(code="DESTINATION_UNREACHABLE", message="down")
+
+    # When two writers, each from the same read, record a different delivery
+    one = ended.model_copy(
+        update={"deliveries": (deliveries.delivered(ended.deliveries[0], "/a", NOW, "a" * 64, 1), ended.deliveries[1])}
+    )
+    two = ended.model_copy(
+        update={"deliveries": (ended.deliveries[0], deliveries.attempt_failed(ended.deliveries[1], error, True, None))}
+    )
+    tasks.record_deliveries(ended, one)
+    tasks.record_deliveries(ended, two)
+
+    # Then both are stored, and a third from that read loses on the delivery already written
+    assert tasks.get(task.task_id).deliveries == (one.deliveries[0], two.deliveries[1])
+    with pytest.raises(ConditionFailed):
+        tasks.record_deliveries(ended, one)
 
 
 def test_a_merge_is_conditional_on_priority_and_subscribers_too(tasks: TaskRepository) -> None:

@@ -75,3 +75,77 @@ def test_the_banners_destinations_take_an_export_whole_and_only_their_tenant_see
         assert verify.status_code in (403, 404)
     refused = requests.post(f"{stack.url}/v1/exports", json=export, headers=alice, timeout=10)
     assert (refused.status_code, refused.json()["error"]["field"]) == (404, "destinations.0")
+
+
+# An armoured block the service takes at creation (it checks the armour) but that holds no key
+# OpenPGP can encrypt to: every delivery to it FAILS at once (ENCRYPTION_REFUSED), for the
+# customer to fix by changing the destination (docs/destinations.md).
+UNUSABLE_PGP_KEY = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nbm90IGEga2V5\n-----END PGP PUBLIC KEY BLOCK-----\n"
+
+
+def deliveries_ended(stack: Stack, task_id: str, user: str, timeout: float = 60) -> dict[str, Any]:
+    headers = stack.headers(user)
+    deadline = time.monotonic() + timeout
+    while True:
+        view: dict[str, Any] = requests.get(f"{stack.url}/v1/exports/{task_id}", headers=headers, timeout=10).json()
+        if (
+            view["deliveries"] and all(d["status"] != "PENDING" for d in view["deliveries"])
+        ) or time.monotonic() > deadline:
+            return view
+        time.sleep(0.3)
+
+
+def test_a_failed_delivery_fixed_on_the_customers_side_is_retried_on_request_and_lands_once(stack: Stack) -> None:
+    output = stack.output()
+    sftp_body, _, export_body = banner_posts(output)
+    files = Path(re.search(r"files land in (\S+);", output).group(1))
+    carol = stack.headers("carol")
+
+    # Given carol's SFTP destination whose OpenPGP key cannot encrypt, and an export to it
+    body = {**sftp_body, "name": "Retry me", "encryption": {"kind": "pgp", "pgp_public_key": UNUSABLE_PGP_KEY}}
+    created = requests.post(f"{stack.url}/v1/destinations", json=body, headers=carol, timeout=30)
+    assert created.status_code == 201, created.text
+    destination_id = created.json()["destination_id"]
+    export = {**export_body, "destinations": [destination_id], "path_template": "retried/{task_id}-{file}"}
+    accepted = requests.post(f"{stack.url}/v1/exports", json=export, headers=carol, timeout=30)
+    assert accepted.status_code == 202, accepted.text
+    task_id = accepted.json()["task_id"]
+    _, content = finished(stack, task_id, user="carol")
+
+    # When its delivery has FAILED at once (the export still COMPLETED)
+    failed = deliveries_ended(stack, task_id, "carol")
+    [delivery] = failed["deliveries"]
+    assert (failed["status"], delivery["status"], delivery["error"]["code"]) == (
+        "COMPLETED",
+        "FAILED",
+        "ENCRYPTION_REFUSED",
+    )
+    retry = f"{stack.url}/v1/exports/{task_id}/deliveries/{destination_id}/retry"
+
+    # ... and once carol changes the destination (no encryption), she retries the delivery
+    changed = requests.patch(
+        f"{stack.url}/v1/destinations/{destination_id}",
+        json={"encryption": {"kind": "none"}},
+        headers=carol,
+        timeout=30,
+    )
+    assert changed.status_code == 200, changed.text
+    answer = requests.post(retry, headers=carol, timeout=30)
+
+    # Then 202 with the delivery PENDING again, then DELIVERED: one file and its sidecar, byte-equal
+    assert answer.status_code == 202, answer.text
+    assert answer.headers["Location"] == f"/v1/exports/{task_id}"
+    assert [(d["status"], d["requested_retries"]) for d in answer.json()["deliveries"]] == [("PENDING", 1)]
+    shown = deliveries_ended(stack, task_id, "carol")
+    [delivered] = shown["deliveries"]
+    assert (delivered["status"], delivered["attempts"]) == ("DELIVERED", 2), delivered
+    landed = files / "retried"
+    name = f"{task_id}-{shown['file_name']}"
+    assert sorted(p.name for p in landed.iterdir() if p.name.startswith(task_id)) == [name, f"{name}.sha256"]
+    assert (landed / name).read_bytes() == content
+
+    # And a second retry is a 409 naming why; another tenant's is a 404 that tells nothing
+    again = requests.post(retry, headers=carol, timeout=30)
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "DELIVERY_ALREADY_DELIVERED")
+    other = requests.post(retry, headers=stack.headers("alice"), timeout=30)
+    assert (other.status_code, other.json()["error"]["code"]) == (404, "TASK_NOT_FOUND")

@@ -60,8 +60,8 @@ def test_the_stack_facts_come_from_the_template(prod):
     assert facts.alarm_metrics == expected
     assert facts.alarm_metrics > facts.alarms - facts.insights_alarms
     assert facts.insights_alarms == 1
-    # The lifecycle and the fan-out.
-    assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 2, 1)
+    # The lifecycle, the fan-out and the redelivery (a delivery retried on request).
+    assert (facts.dashboards, facts.state_machines, facts.secrets) == (1, 3, 1)
     assert facts.lifecycle_definition["States"].keys() == DEFINITION["States"].keys()
 
 
@@ -187,7 +187,7 @@ def test_the_published_estimate_is_the_scripts_output_for_todays_template():
     published = (REPO_ROOT / "docs" / "cost.md").read_text()
 
     assert published == render(synthesized_template("prod"), "prod")
-    assert "2 state machines" in published and "## The worker in a VPC" in published
+    assert "3 state machines" in published and "## The worker in a VPC" in published
 
 
 def test_snapstart_is_priced_for_the_functions_that_snapshot(prod):

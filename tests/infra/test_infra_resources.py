@@ -34,7 +34,7 @@ from infra.functions import DESTINATION_SECRET_ACTIONS
 from infra.monitoring import LAMBDA_CONCURRENCY_USAGE, SUSTAINED_THROTTLE_PERIODS
 from infra.queues import lane_id
 from infra.schedules import MANAGE_ACTIONS
-from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name
+from infra.workflows import fan_out_state_machine_name, lifecycle_state_machine_name, redelivery_state_machine_name
 from tests.builders import FakeContext, http_event
 
 pytestmark = pytest.mark.infra
@@ -239,7 +239,8 @@ def test_each_function_gets_exactly_the_variables_its_settings_read(dev, prod):
         }
         | (scheduling & functions.api.spec.runtime_settings.variables())
     )
-    destinations = {Env.DESTINATIONS_TABLE, Env.DESTINATION_PRINCIPAL_ARN}
+    # ... and the workflow of a delivery retried on request
+    destinations = {Env.DESTINATIONS_TABLE, Env.DESTINATION_PRINCIPAL_ARN, Env.REDELIVERY_STATE_MACHINE_ARN}
     expected = {
         # stream tickets: the push channel's URL; delivery destinations (docs/destinations.md)
         functions.api: submit | {Env.WEBSOCKET_URL} | destinations,
@@ -375,11 +376,11 @@ def test_each_function_has_its_own_role_without_managed_policies(dev):
         assert props["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
-    # The only other roles are the lifecycle and fan-out state machines' (test_infra_workflows.py),
+    # The only other roles are the lifecycle, fan-out and redelivery state machines' (test_infra_workflows.py),
     # EventBridge Scheduler's (test_infra_schedules.py) and, in dev, the one of CDK's bucket
     # auto-delete helper (a custom resource provider).
     others = set(of_type(dev, "AWS::IAM::Role")) - {dev.logical_id(f.role) for f in dev.stack.functions.all}
-    assert len(others) == 4
+    assert len(others) == 5
     assert len([logical_id for logical_id in others if "AutoDeleteObjects" in logical_id]) == 1
 
 
@@ -401,6 +402,8 @@ def test_the_api_function_may_do_exactly_what_its_code_does(dev):
             (["s3:GetObject"], results),
             # start a task's lifecycle execution; hand a cancelled task's outcome to it
             (["states:StartExecution", "states:SendTaskSuccess"], lifecycle_arn(dev)),
+            # start the redelivery execution of a delivery retried on request (nothing else of it)
+            (["states:StartExecution"], lifecycle_arn(dev, redelivery_state_machine_name)),
             # store a push channel ticket
             (["dynamodb:PutItem"], dev.arn(stack.tables.connections)),
             # schedules: their items, a user's list; the Scheduler schedule of each, which is
@@ -928,6 +931,10 @@ def test_every_alarm_notifies_the_alarm_topic(dev):
         "FanOutTimedOut",
         "LifecycleThrottled",
         "FanOutThrottled",
+        # a delivery retried on request (docs/destinations.md)
+        "RedeliveryFailed",
+        "RedeliveryTimedOut",
+        "RedeliveryThrottled",
         "WebSocketErrors",
         "PushIteratorAge",
         "ExportsTimedOut",
@@ -1192,6 +1199,7 @@ def test_outputs_name_what_a_client_and_an_operator_need(dev, prod):
         "DashboardName",
         "LifecycleStateMachineArn",
         "FanOutStateMachineArn",
+        "RedeliveryStateMachineArn",
         "EventBusName",
         "WebhookSecretArn",
     }

@@ -28,13 +28,19 @@ from exports.core.workflows import (
     fan_out_definition,
     lambda_invoke,
     lifecycle_definition,
+    redelivery_definition,
 )
 from exports.running.endings import Outcome
 from exports.running.writers.sink import MIN_PART_BYTES
 from infra.monitoring import Monitoring
 from infra.settings import StageSettings
 from infra.sizing import Sizing
-from infra.workflows import Workflows, lifecycle_state_machine_name, longest_execution_sec
+from infra.workflows import (
+    Workflows,
+    lifecycle_state_machine_name,
+    longest_execution_sec,
+    redelivery_state_machine_name,
+)
 
 pytestmark = pytest.mark.infra
 
@@ -130,6 +136,59 @@ def test_file_deliveries_follow_the_callbacks_and_are_retried_on_their_own_sched
     )
     assert retry["JitterStrategy"] == "FULL"
     assert files["Catch"][0]["Next"] == "GiveUpFiles" and states["GiveUpFiles"]["Next"] == "Done"
+
+
+def test_a_delivery_retried_on_request_runs_the_lifecycles_file_states_for_its_destination_and_round(dev):
+    """The redelivery state machine is the shared definition, with the callback function's ARN:
+    the lifecycle's DeliverFiles and GiveUpFiles (the same retries and the same end), scoped to
+    the destination and round of its input."""
+    stack = dev.stack
+    deployed = deployed_definition(dev, stack.redelivery)
+    expected = redelivery_definition(function_arn(dev, stack.functions.callback), partition=PARTITION)
+    assert deployed == {**expected, "TimeoutSeconds": deployed["TimeoutSeconds"]}
+    lifecycle = deployed_definition(dev)["States"]
+    states = deployed["States"]
+    assert deployed["StartAt"] == "DeliverFiles" and set(states) == {"DeliverFiles", "GiveUpFiles", "Done"}
+    for name in ("DeliverFiles", "GiveUpFiles"):
+        assert states[name]["Retry"] == lifecycle[name]["Retry"]
+        payload = states[name]["Parameters"]["Payload"]
+        assert payload["action"] == lifecycle[name]["Parameters"]["Payload"]["action"]
+        assert (payload["destination_id.$"], payload["requested_retries.$"]) == (
+            "$.destination_id",
+            "$.requested_retries",
+        )
+    # The longest round (every attempt and pause) ends before the execution times out.
+    pauses = sum(FILE_DELIVERY_RETRY.ceiling_sec(n) for n in range(FILE_DELIVERY_RETRY.retries))
+    assert deployed["TimeoutSeconds"] >= pauses + FILE_DELIVERY_RETRY.attempts * Sizing.CALLBACK_TIMEOUT_SEC
+
+
+def test_the_redelivery_state_machine_is_named_from_the_stack_and_may_invoke_only_the_callback_function(dev):
+    props = dev.props(dev.stack.redelivery)
+    assert props["StateMachineName"] == redelivery_state_machine_name(dev.stack.stack_name)
+    assert props["StateMachineType"] == "STANDARD" and props["TracingConfiguration"] == {"Enabled": True}
+    role_id = props["RoleArn"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in dev.template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (invoke,) = [statement for statement in statements if "lambda:InvokeFunction" in json.dumps(statement["Action"])]
+    assert invoke["Resource"] in (
+        dev.arn(dev.stack.functions.callback.function),
+        [dev.arn(dev.stack.functions.callback.function)],
+    )
+    for statement in statements:
+        if statement is not invoke:
+            assert statement["Resource"] == "*"
+            assert {action.split(":")[0] for action in statement["Action"]} <= {"logs", "xray"}
+    # The API function knows it (it starts a round's execution on request; the schedule function's
+    # settings are the API's, and its role may not start it: test_infra_schedules.py).
+    functions = dev.stack.functions
+    knowing = (functions.api, functions.schedule)
+    for service_function in functions.all:
+        variables = dev.props(service_function.function)["Environment"]["Variables"]
+        assert (Env.REDELIVERY_STATE_MACHINE_ARN in variables) == (service_function in knowing)
 
 
 @pytest.mark.parametrize("state", ["AwaitEnd", "Expire", "Deliver", "GiveUp", "DeliverFiles", "GiveUpFiles"])
@@ -277,7 +336,7 @@ def test_a_rolled_back_first_deploy_leaves_no_named_log_group_behind(assembly, s
         if "LogGroupName" in group["Properties"]
     }
 
-    assert len(named) == len(synth.stack.workflows.state_machines) == 2
+    assert len(named) == len(synth.stack.workflows.state_machines) == 3
     for group in named.values():
         assert group["DeletionPolicy"] == ("RetainExceptOnCreate" if synth.settings.protect_data else "Delete")
         assert group["UpdateReplacePolicy"] == ("Retain" if synth.settings.protect_data else "Delete")

@@ -120,7 +120,15 @@ def _wait_for_executions(resources: Resources, grace_sec: float = 3, limit_sec: 
     sfn = boto3.client("stepfunctions", region_name=REGION)
 
     def running() -> list[ExecutionListItemTypeDef]:
-        machines = [arn for arn in (resources.state_machine_arn, resources.fan_out_state_machine_arn) if arn]
+        machines = [
+            arn
+            for arn in (
+                resources.state_machine_arn,
+                resources.fan_out_state_machine_arn,
+                resources.redelivery_state_machine_arn,
+            )
+            if arn
+        ]
         return [
             execution
             for arn in machines

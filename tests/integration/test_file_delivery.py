@@ -401,3 +401,163 @@ def test_a_secret_we_cannot_read_fails_the_delivery_as_a_fault_of_ours_which_pag
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert any(m.get("FileDeliveryFault") == [1.0] for m in emitted)
     assert shown["status"] == "COMPLETED"
+
+
+def retry_delivery(task_id: str, destination_id: str, **kwargs: Any) -> tuple[int, Any]:
+    return call("POST", f"/v1/exports/{task_id}/deliveries/{destination_id}/retry", **kwargs)
+
+
+def test_a_failed_delivery_is_retried_on_request_once_the_server_takes_the_key_again_with_one_file(
+    sftp: LocalSftpServer,
+    running_aws: Resources,
+    retry_clock: CompressedRetryClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a delivery that FAILED: the customer's server refused our login through every retry
+    monkeypatch.setattr(sys.modules[type(retry_clock).__module__], "RETRY_TIME_SCALE", 0.002)
+    sftp_id = sftp_destination(sftp)
+    sftp.users["acme"] = SftpUser(password="changed by the customer")
+    with receiver([204]) as hook:
+        task_id = submit(export_body([sftp_id], path_template="{file}", callback_url=hook.url))
+        run_queued_work(running_aws)
+        failed = wait_for(lambda: deliveries_ended(task_id), timeout=180)
+        [delivery] = failed["deliveries"]
+        assert (failed["status"], delivery["status"], delivery["error"]["step"]) == ("COMPLETED", "FAILED", "AUTH")
+        attempts = delivery["attempts"]
+
+        # When the server takes our login again and its owner asks for the delivery again
+        sftp.users["acme"] = SftpUser(password=PASSWORD)
+        status, accepted = retry_delivery(task_id, sftp_id)
+
+        # Then it is PENDING again at once, in a round of its own, and is delivered: one file and
+        # its sidecar on the server, byte-equal to the download
+        assert status == 202, accepted
+        assert accepted["task_id"] == task_id
+        [pending] = accepted["deliveries"]
+        assert (pending["status"], pending["requested_retries"], pending["attempts"]) == ("PENDING", 1, attempts)
+        shown = wait_for(lambda: deliveries_ended(task_id))
+        [delivered] = shown["deliveries"]
+        assert (delivered["status"], delivered["attempts"], delivered["error"]) == ("DELIVERED", attempts + 1, None)
+        upload = sftp.root / "upload"
+        assert sorted(p.name for p in upload.iterdir()) == [shown["file_name"], shown["file_name"] + ".sha256"]
+        content = downloaded(shown)
+        assert (upload / shown["file_name"]).read_bytes() == content
+        assert (upload / f"{shown['file_name']}.sha256").read_text().split()[0] == hashlib.sha256(content).hexdigest()
+        # ... and its subscriber hears it ended, as of the first round
+        types = [json.loads(c.body)["type"] for c in hook.wait_for(3)]
+    assert types == ["export.completed", "export.delivery_failed", "export.delivered"]
+
+    # And a second request is refused: the file is there already
+    status, refused = retry_delivery(task_id, sftp_id)
+    assert (status, refused["error"]["code"]) == (409, "DELIVERY_ALREADY_DELIVERED")
+    assert len(list(upload.iterdir())) == 2
+
+    # And the tenant's audit trail has the failure, who asked again, and the delivery
+    status, page = call("GET", "/v1/audit", query={"from": shown["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    files = [r for r in page["items"] if r["subject"] == task_id and r["detail"].get("channel") == "destination"]
+    assert sorted((r["action"], r["actor"], r["detail"]["attempts"]) for r in files) == [
+        ("delivery.failed", "system", attempts),
+        ("delivery.made", "system", attempts + 1),
+        ("delivery.retried", "alice", attempts),
+    ]
+    [asked] = [r for r in files if r["action"] == "delivery.retried"]
+    assert asked["detail"]["requested_retries"] == 1 and asked["detail"]["error"]["step"] == "AUTH"
+
+
+def test_a_delivery_retried_on_request_is_the_callers_in_their_tenant_only_and_a_pending_one_is_not_retried(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    # Given a delivery still being tried (the server is down)
+    sftp_id = sftp_destination(sftp)
+    sftp.stop()
+    task_id = submit(export_body([sftp_id], path_template="{file}"))
+    run_queued_work(running_aws)
+    wait_for(lambda: task(task_id)["deliveries"][0]["attempts"] >= 1)
+
+    # When its owner asks again while it is PENDING, Then 409 naming why; nothing changed
+    status, refused = retry_delivery(task_id, sftp_id)
+    assert (status, refused["error"]["code"]) == (409, "DELIVERY_IN_PROGRESS")
+    assert task(task_id)["deliveries"][0]["requested_retries"] == 0
+
+    # When the same user asks from another tenant, another user asks, or the task names no such
+    # destination, Then each is a 404 that tells nothing of the delivery
+    other_tenant = retry_delivery(task_id, sftp_id, claims=INITECH)
+    assert (other_tenant[0], other_tenant[1]["error"]["code"]) == (404, "TASK_NOT_FOUND")
+    result = api.lambda_handler(
+        http_event("POST", f"/v1/exports/{task_id}/deliveries/{sftp_id}/retry", user="mallory", claims=ACME),
+        FakeContext(),
+    )
+    assert (result["statusCode"], json.loads(result["body"])["error"]["code"]) == (404, "TASK_NOT_FOUND")
+    unknown = retry_delivery(task_id, "dst_01JABCDEFGHJKMNPQRSTVWXYZ0")
+    assert (unknown[0], unknown[1]["error"]["code"]) == (404, "DELIVERY_NOT_FOUND")
+    sftp.start()
+    wait_for(lambda: deliveries_ended(task_id))
+
+
+def test_a_schedules_destinations_are_changed_by_patch_checked_as_on_a_create_and_audited(
+    sftp: LocalSftpServer, running_aws: Resources
+) -> None:
+    # Given a schedule that delivers nowhere, and a destination of acme's and one of initech's
+    acme_id, initech_id = sftp_destination(sftp), sftp_destination(sftp, claims=INITECH)
+    body = {
+        "name": "Nightly",
+        "cron": "0 8 * * 1",
+        **{k: v for k, v in export_body([]).items() if k not in ("destinations", "path_template")},
+    }
+    status, created = call("POST", "/v1/schedules", body)
+    assert status == 201, created
+    path = f"/v1/schedules/{created['schedule_id']}"
+    assert (created["destinations"], created["path_template"]) == ([], None)
+
+    # When its owner names another tenant's destination, or one that never existed, Then 422 on
+    # the field, the same words for both, nothing changed
+    status, refused = call("PATCH", path, {"destinations": [initech_id]})
+    assert (status, refused["error"]["field"]) == (422, "destinations.0")
+    status, missing = call("PATCH", path, {"destinations": ["dst_01JABCDEFGHJKMNPQRSTVWXYZ0"]})
+    assert (
+        status == 422 and missing["error"]["message"].split(" dst_")[0] == refused["error"]["message"].split(" dst_")[0]
+    )
+    # ... a template for no destination is refused too: in the body (422), or on the schedule (409)
+    status, contradicted = call("PATCH", path, {"destinations": [], "path_template": "{file}"})
+    assert (status, contradicted["error"]["field"]) == (422, "path_template")
+    status, conflict = call("PATCH", path, {"path_template": "{file}"})
+    assert (status, conflict["error"]["code"], conflict["error"]["field"]) == (
+        409,
+        "SCHEDULE_CONFLICT",
+        "path_template",
+    )
+    status, bad_template = call("PATCH", path, {"destinations": [acme_id], "path_template": "../{file}"})
+    assert (status, bad_template["error"]["field"]) == (422, "path_template")
+    assert call("GET", path)[1]["destinations"] == []
+
+    # When it names its own tenant's destination and a template
+    status, changed = call("PATCH", path, {"destinations": [acme_id], "path_template": "{task_id}-{file}"})
+
+    # Then the schedule delivers there, and the change is in the tenant's audit trail
+    assert status == 200, changed
+    assert (changed["destinations"], changed["path_template"]) == ([acme_id], "{task_id}-{file}")
+    status, page = call("GET", "/v1/audit", query={"from": changed["created_at"][:10], "limit": "100"})
+    assert status == 200, page
+    [record] = [
+        r for r in page["items"] if r["subject"] == created["schedule_id"] and r["action"] == "schedule.changed"
+    ]
+    assert record["detail"]["delivery"] == {
+        "tenant": "acme",
+        "destination_ids": [acme_id],
+        "path_template": "{task_id}-{file}",
+    }
+
+    # And a template alone keeps the destinations; a run delivers where the schedule now says
+    status, renamed = call("PATCH", path, {"path_template": "{file}"})
+    assert (status, renamed["destinations"], renamed["path_template"]) == (200, [acme_id], "{file}")
+    status, run = call("POST", f"{path}/run")
+    assert status == 202, run
+    run_queued_work(running_aws)
+    shown = wait_for(lambda: deliveries_ended(run["task_id"]))
+    [delivery] = shown["deliveries"]
+    assert (delivery["status"], delivery["remote_path"]) == ("DELIVERED", f"/upload/{shown['file_name']}")
+
+    # And `[]` stops delivering (null would too)
+    status, cleared = call("PATCH", path, {"destinations": []})
+    assert (status, cleared["destinations"], cleared["path_template"]) == (200, [], None)

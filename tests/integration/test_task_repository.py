@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
+from exports.core import deliveries
 from exports.core.aws.dynamodb_tasks import DynamoTaskRepository
+from exports.core.deliveries import DeliveryError, DeliveryPlan, DeliveryStatus
 from exports.core.errors import ConditionFailed, InvalidRequest
 from exports.core.ids import new_task_id
 from exports.core.status import TaskStatus
@@ -145,3 +147,82 @@ def test_malformed_cursors_are_refused(repo: DynamoTaskRepository, cursor: str) 
     with pytest.raises(InvalidRequest) as refused:
         repo.list_for_user("alice", 2, None, cursor)
     assert refused.value.field == "next_token"
+
+
+def _delivering(destinations: tuple[str, ...]) -> Task:
+    """A task that delivers to ``destinations``, ended FAILED (its deliveries' writes need a
+    terminal task as much as any other: status and attempt are part of every condition)."""
+    now = datetime.now(UTC)
+    task = make_task().model_copy(
+        update={
+            "delivery": DeliveryPlan(tenant="acme", destination_ids=destinations),
+            "deliveries": deliveries.initial(destinations),
+        }
+    )
+    return fail(task, "E", "failed", now, timedelta(hours=1))
+
+
+FIRST, SECOND = "dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"
+
+
+def test_two_rounds_recording_different_deliveries_keep_each_others_results(repo: DynamoTaskRepository) -> None:
+    # Given a task delivering to two destinations, read by two rounds of attempts at once
+    task = _delivering((FIRST, SECOND))
+    repo.create(task, MAX_ACTIVE)
+    error = DeliveryError(code="DESTINATION_UNREACHABLE", message="down")
+    now = datetime.now(UTC)
+    first = task.model_copy(
+        update={"deliveries": (deliveries.delivered(task.deliveries[0], "/a", now, "a" * 64, 1), task.deliveries[1])}
+    )
+    second = task.model_copy(
+        update={"deliveries": (task.deliveries[0], deliveries.attempt_failed(task.deliveries[1], error, True, "/b"))}
+    )
+
+    # When each records the delivery it attempted
+    repo.record_deliveries(task, first)
+    repo.record_deliveries(task, second)
+
+    # Then both results are stored: neither write replaced the other's delivery
+    stored = repo.get(task.task_id)
+    assert stored is not None
+    assert [d.status for d in stored.deliveries] == [DeliveryStatus.DELIVERED, DeliveryStatus.FAILED]
+    assert stored.deliveries == (first.deliveries[0], second.deliveries[1])
+
+
+def test_of_two_writers_of_the_same_delivery_one_wins(repo: DynamoTaskRepository) -> None:
+    # Given a FAILED delivery, read by two retries requested at once
+    task = _delivering((FIRST,))
+    repo.create(task, MAX_ACTIVE)
+    error = DeliveryError(code="DESTINATION_UNREACHABLE", message="down")
+    failed = task.model_copy(update={"deliveries": (deliveries.attempt_failed(task.deliveries[0], error, True, None),)})
+    repo.record_deliveries(task, failed)
+    retried = failed.model_copy(update={"deliveries": (deliveries.retried(failed.deliveries[0]),)})
+
+    # When both put it back to PENDING, then Then the second loses and sees the first's write
+    repo.record_deliveries(failed, retried)
+    with pytest.raises(ConditionFailed) as lost:
+        repo.record_deliveries(failed, retried)
+    assert lost.value.current is not None
+    stored = repo.get(task.task_id)
+    assert stored is not None and stored.deliveries == retried.deliveries
+    assert stored.deliveries[0].requested_retries == 1
+
+
+def test_a_delivery_stored_before_retry_rounds_existed_is_the_first_round(
+    repo: DynamoTaskRepository, aws: Resources
+) -> None:
+    # Given a task whose stored delivery has no requested_retries (written before they existed)
+    task = _delivering((FIRST,))
+    repo.create(task, MAX_ACTIVE)
+    boto3.client("dynamodb", region_name=REGION).update_item(
+        TableName=aws.tasks_table,
+        Key={"task_id": {"S": task.task_id}},
+        UpdateExpression="REMOVE deliveries[0].requested_retries",
+    )
+
+    # When the workflow's round records its attempt, Then it is written
+    now = datetime.now(UTC)
+    after = task.model_copy(update={"deliveries": (deliveries.delivered(task.deliveries[0], "/a", now, "a" * 64, 1),)})
+    repo.record_deliveries(task, after)
+    stored = repo.get(task.task_id)
+    assert stored is not None and stored.deliveries == after.deliveries

@@ -97,6 +97,18 @@ class FakeTasks:
     def record_callbacks(self, task: Task) -> None:
         self._write(task, task.model_dump(include={"subscribers"}))
 
+    def record_deliveries(self, before: Task, after: Task) -> None:
+        current = self._current(before)
+        stored = list(current.deliveries)
+        for index, (old, new) in enumerate(zip(before.deliveries, after.deliveries, strict=True)):
+            if old == new:
+                continue
+            was = stored[index]
+            if (was.status, was.attempts, was.requested_retries) != (old.status, old.attempts, old.requested_retries):
+                raise ConditionFailed("changed", current=current.model_dump(mode="json"))
+            stored[index] = new
+        self._write(before, {"deliveries": tuple(stored)})
+
     def merge(self, before: Task, after: Task) -> None:
         current = self._current(before)
         if (current.priority, current.subscribers) != (before.priority, before.subscribers):

@@ -19,7 +19,7 @@ from typing import Final, TextIO
 
 import httpx
 
-from exports_client import audit_commands, destination_commands, schedule_commands
+from exports_client import audit_commands, delivery_commands, destination_commands, schedule_commands
 from exports_client.client import DEFAULT_WAIT_SEC, ExportsClient, OnRefused
 from exports_client.errors import (
     ExportsError,
@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     types.add_argument("names", nargs="*", metavar="TYPE", help="only these export types")
     types.set_defaults(run=_types)
 
-    for module in (schedule_commands, destination_commands, audit_commands):
+    for module in (schedule_commands, destination_commands, delivery_commands, audit_commands):
         module.add_commands(commands, common)
     return parser
 

@@ -261,6 +261,15 @@ class ExportsClient:
         )
         return self._parse(ExportAccepted, response)
 
+    def retry_delivery(self, task_id: str, destination_id: str) -> TaskView:
+        """Try a COMPLETED task's FAILED delivery to ``destination_id`` again (``202``: the task,
+        that delivery PENDING again in a new round of attempts; follow it with :meth:`get`).
+        :class:`ConflictError` while it is pending (``DELIVERY_IN_PROGRESS``) or once delivered
+        (``DELIVERY_ALREADY_DELIVERED``); :class:`GoneError` (``FILE_EXPIRED``) once the file has
+        expired."""
+        path = f"{_task_path(task_id)}/deliveries/{quote(destination_id, safe='')}/retry"
+        return self._parse(TaskView, self._request("POST", path))
+
     def wait(
         self,
         task_id: str,
@@ -421,11 +430,15 @@ class ExportsClient:
         locale: str | _Unset | None = UNSET,
         csv_dialect: Mapping[str, str] | _Unset = UNSET,
         watermark: datetime | str | _Unset | None = UNSET,
+        destinations: Sequence[str] | _Unset | None = UNSET,
+        path_template: str | _Unset | None = UNSET,
     ) -> ScheduleView:
         """Change what is given (``PATCH``; ``None`` sends ``null``, e.g. ``end_at=None``: no end);
         validated like a create. ``state="PAUSED"`` pauses, ``"ACTIVE"`` resumes. ``watermark``
         moves a feed's next start (``None``: back to its beginning); ``locale=None`` goes back to
-        the type's default; ``csv_dialect`` replaces the whole dialect."""
+        the type's default; ``csv_dialect`` replaces the whole dialect. ``destinations`` replaces
+        where each run's file goes (``[]`` or ``None``: nowhere; checked as on a create);
+        ``path_template`` where under them (``None``: back to ``{file}``)."""
         changes: dict[str, Any] = {
             "name": name,
             "cron": cron,
@@ -440,6 +453,8 @@ class ExportsClient:
             "locale": locale,
             "csv_dialect": csv_dialect if isinstance(csv_dialect, _Unset) else dict(csv_dialect),
             "watermark": watermark if isinstance(watermark, _Unset) else _moment(watermark),
+            "destinations": destinations if isinstance(destinations, _Unset | None) else builtins.list(destinations),
+            "path_template": path_template,
         }
         body = {key: value for key, value in changes.items() if not isinstance(value, _Unset)}
         return self._parse(ScheduleView, self._request("PATCH", _schedule_path(schedule_id), json=body))

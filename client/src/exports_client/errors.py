@@ -61,6 +61,11 @@ class ConflictError(APIError):
     """409: the task is not in a state that allows this (e.g. ``TASK_NOT_READY`` for a download)."""
 
 
+class GoneError(APIError):
+    """410: what the request needs is gone for good (``FILE_EXPIRED``: a task's file expired, so
+    its delivery cannot be retried); asking again never helps, a new export does."""
+
+
 class InvalidRequestError(APIError):
     """400/413/415/422: the request was refused as it is; ``field`` names the offending input."""
 
@@ -129,6 +134,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     403: AuthenticationError,
     404: NotFoundError,
     409: ConflictError,
+    410: GoneError,
     413: InvalidRequestError,
     415: InvalidRequestError,
     422: InvalidRequestError,

@@ -137,6 +137,8 @@ class Delivery(_Result):
     # The file as the destination holds it (the encrypted file's when the destination encrypts).
     sha256: str | None = None
     size_bytes: int | None = Field(default=None, ge=0)
+    # How many times it was retried on request after it FAILED (Client.retry_delivery).
+    requested_retries: int = Field(default=0, ge=0)
 
 
 class DestinationKind(StrEnum):

@@ -180,11 +180,27 @@ def _update(client: ExportsClient, args: argparse.Namespace, output: Output) -> 
         raise UsageError("give --watermark or --reset-watermark, not both")
     if args.reset_watermark:
         changes["watermark"] = None
+    changes |= _delivery_changes(args)
     if not changes:
         raise UsageError("nothing to change: give at least one option (see: exportctl schedules update --help)")
     schedule = client.update_schedule(args.schedule_id, **changes)
     output.result(schedule, schedule_details(schedule))
     return ExitCode.OK
+
+
+def _delivery_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """``--destination`` replaces the schedule's destinations, ``--no-destinations`` removes
+    them; ``--path-template`` alone keeps them (the service refuses it on a schedule without)."""
+    if args.destinations and args.no_destinations:
+        raise UsageError("give --destination or --no-destinations, not both")
+    if args.no_destinations and args.path_template is not None:
+        raise UsageError("--path-template places the file on a destination: not with --no-destinations")
+    changes: dict[str, Any] = {}
+    if args.destinations or args.no_destinations:
+        changes["destinations"] = args.destinations
+    if args.path_template is not None:
+        changes["path_template"] = args.path_template
+    return changes
 
 
 def _pause(client: ExportsClient, args: argparse.Namespace, output: Output) -> ExitCode:
@@ -286,6 +302,25 @@ def _add_timing_options(parser: argparse.ArgumentParser, *, create: bool) -> Non
     )
 
 
+def _add_update_command(actions: Any, common: argparse.ArgumentParser) -> None:
+    """``schedules update ID [options]``: only what is given changes."""
+    update = actions.add_parser("update", parents=[common], help="change a schedule (only what is given)")
+    update.add_argument("schedule_id", metavar="ID")
+    _add_filter_options(update)
+    _add_timing_options(update, create=False)
+    update.add_argument("--no-recipients", action="store_true", help="mail nobody any more")
+    update.add_argument("--no-end", action="store_true", help="remove the end (end_at: null)")
+    update.add_argument("--watermark", type=_moment, metavar="DATETIME", help="a feed's next run starts here")
+    update.add_argument(
+        "--reset-watermark", action="store_true", help="a feed starts again at start_at (or its type's floor)"
+    )
+    add_destination_options(update)
+    update.add_argument(
+        "--no-destinations", action="store_true", help="deliver the runs' files nowhere any more (destinations: [])"
+    )
+    update.set_defaults(run=_update)
+
+
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``schedules`` (with its own commands) and ``mailbox`` to exportctl's ``commands``."""
     schedules = commands.add_parser("schedules", parents=[common], help="recurring exports: create, list, pause, ...")
@@ -326,17 +361,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         command.add_argument("schedule_id", metavar="ID")
         command.set_defaults(run=run)
 
-    update = actions.add_parser("update", parents=[common], help="change a schedule (only what is given)")
-    update.add_argument("schedule_id", metavar="ID")
-    _add_filter_options(update)
-    _add_timing_options(update, create=False)
-    update.add_argument("--no-recipients", action="store_true", help="mail nobody any more")
-    update.add_argument("--no-end", action="store_true", help="remove the end (end_at: null)")
-    update.add_argument("--watermark", type=_moment, metavar="DATETIME", help="a feed's next run starts here")
-    update.add_argument(
-        "--reset-watermark", action="store_true", help="a feed starts again at start_at (or its type's floor)"
-    )
-    update.set_defaults(run=_update)
+    _add_update_command(actions, common)
 
     run = actions.add_parser("run", parents=[common], help="run the schedule's export now (a new task)")
     run.add_argument("schedule_id", metavar="ID")

@@ -134,11 +134,17 @@ class Session {
     }
   }
 
-  private async act(action: Action, task: TaskView): Promise<void> {
+  private async act(action: Action, task: TaskView, destinationId?: string): Promise<void> {
     const row = this.rows.get(task.task_id);
     try {
       if (action === "cancel") {
         this.show(await this.client.cancel(task.task_id));
+      } else if (action === "retry-delivery" && destinationId) {
+        const retried = await this.client.retryDelivery(task.task_id, destinationId);
+        row?.querySelector(".task-error")?.replaceChildren();
+        this.show(retried);
+        this.announce(`Delivery of ${shortId(task.task_id)} to ${destinationId} retried`);
+        await this.followDeliveries(retried);
       } else {
         const accepted = await this.client.retry(task.task_id);
         this.announce(`Retry of ${shortId(task.task_id)} submitted as ${shortId(accepted.task_id)}`);
@@ -188,15 +194,20 @@ class Session {
   }
 
   /** Deliveries go on after COMPLETED, the watch's last event: read the task again every
-   * DELIVERY_POLL_MS until none is PENDING (a delivery's retries end well within the limit). */
+   * DELIVERY_POLL_MS until none is PENDING (a delivery's retries end well within the limit). A
+   * read from before a retry on request (fewer rounds than shown: a response the browser kept
+   * for a few seconds) is not shown: the next one is fresh. */
   private async followDeliveries(task: TaskView): Promise<void> {
     const pending = (view: TaskView): boolean => (view.deliveries ?? []).some((delivery) => (delivery.status ?? "PENDING") === "PENDING");
+    const rounds = (view: TaskView): number => (view.deliveries ?? []).reduce((sum, delivery) => sum + (delivery.requested_retries ?? 0), 0);
     const until = Date.now() + DELIVERY_FOLLOW_MS;
     let current = task;
     while (pending(current) && Date.now() < until && !this.stop.signal.aborted) {
       await new Promise((resolve) => setTimeout(resolve, DELIVERY_POLL_MS));
       if (this.stop.signal.aborted) return;
-      current = await this.client.get(task.task_id);
+      const read = await this.client.get(task.task_id);
+      if (rounds(read) < rounds(current)) continue;
+      current = read;
       this.show(current);
     }
   }
@@ -222,7 +233,7 @@ class Session {
     if (row) {
       updateRow(row, task);
     } else {
-      row = createRow(task, (action, current) => void this.act(action, current));
+      row = createRow(task, (action, current, destinationId) => void this.act(action, current, destinationId));
       row.tabIndex = -1;
       this.rows.set(task.task_id, row);
       byId("tasks").prepend(row);

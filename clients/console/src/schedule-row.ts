@@ -15,7 +15,9 @@ export type ScheduleAction =
   | "permalink"
   | "revoke-permalink"
   | "delete"
-  | "confirm-delete";
+  | "confirm-delete"
+  | "edit-destinations"
+  | "save-destinations";
 
 /** What the row's buttons ask for. */
 export type OnScheduleAction = (action: ScheduleAction, schedule: ScheduleView) => void;
@@ -46,6 +48,8 @@ const LABELS: Record<ScheduleAction, string> = {
   "revoke-permalink": "Revoke the permalink of",
   delete: "Delete",
   "confirm-delete": "Confirm delete",
+  "edit-destinations": "Change the destinations of",
+  "save-destinations": "Save the destinations of",
 };
 
 /** The schedule's name, or what it exports. */
@@ -80,7 +84,9 @@ export function createScheduleRow(schedule: ScheduleView, onAction: OnScheduleAc
       <div><dt>Failures in a row</dt><dd class="failures"></dd></div>
       <div class="feed-fact"><dt>Changes sent up to</dt><dd class="watermark"></dd></div>
       <div class="empty-fact"><dt>Empty runs</dt><dd>skipped</dd></div>
+      <div class="wide"><dt>Delivered to</dt><dd class="delivered-to"></dd></div>
     </dl>
+    <fieldset class="row-destinations" hidden></fieldset>
     <p class="hint paused-reason"></p>
     <p class="permalink" hidden>Permalink (shown once; anyone with it gets the latest file): <code class="permalink-url"></code></p>
     <p class="error schedule-error"></p>
@@ -92,6 +98,8 @@ export function createScheduleRow(schedule: ScheduleView, onAction: OnScheduleAc
       <button type="button" class="secondary" data-action="latest">Latest file</button>
       <button type="button" class="secondary" data-action="permalink">New permalink</button>
       <button type="button" class="secondary" data-action="revoke-permalink">Revoke permalink</button>
+      <button type="button" class="secondary" data-action="edit-destinations" aria-expanded="false">Destinations</button>
+      <button type="button" data-action="save-destinations" hidden>Save destinations</button>
       <button type="button" class="secondary" data-action="delete">Delete</button>
       <button type="button" data-action="confirm-delete" hidden>Confirm delete</button>
     </div>
@@ -132,6 +140,8 @@ export function updateScheduleRow(row: HTMLLIElement, schedule: ScheduleView): v
   row.querySelector<HTMLElement>(".feed-fact")!.hidden = !feed;
   text(".watermark", schedule.watermark ? inZone(schedule.watermark, schedule.timezone) : "none yet (from its start)");
   row.querySelector<HTMLElement>(".empty-fact")!.hidden = schedule.when_empty !== "skip";
+  const destinations = schedule.destinations ?? [];
+  text(".delivered-to", destinations.length ? `${destinations.join(", ")} (${schedule.path_template ?? "{file}"})` : "nowhere (a link only)");
   button("latest").hidden = schedule.latest_task_id === null;
   button("revoke-permalink").hidden = !schedule.permalink;
   for (const [action, label] of Object.entries(LABELS)) button(action as ScheduleAction).setAttribute("aria-label", `${label} ${title}`);
@@ -163,4 +173,23 @@ export function showRuns(row: HTMLLIElement, runs: readonly ScheduleRun[], zone:
   );
   list.hidden = false;
   row.querySelector('[data-action="runs"]')!.setAttribute("aria-expanded", "true");
+}
+
+/** Tick the schedule's own destinations and fill its template in ``fieldset`` (a picker just
+ * loaded: loadDestinationPicker), then show it with its Save button. */
+export function showDestinationChoice(row: HTMLLIElement, fieldset: HTMLFieldSetElement, schedule: ScheduleView): void {
+  const chosen = new Set(schedule.destinations ?? []);
+  for (const box of fieldset.querySelectorAll<HTMLInputElement>('input[name="destinations"]')) box.checked = chosen.has(box.value);
+  const template = fieldset.querySelector<HTMLInputElement>('input[name="path_template"]');
+  if (template) template.value = schedule.path_template ?? "";
+  fieldset.hidden = false;
+  row.querySelector<HTMLButtonElement>('[data-action="save-destinations"]')!.hidden = fieldset.querySelector("input") === null;
+  row.querySelector('[data-action="edit-destinations"]')!.setAttribute("aria-expanded", "true");
+}
+
+/** Hide the row's choice of destinations again (after a save). */
+export function hideDestinationChoice(row: HTMLLIElement): void {
+  row.querySelector<HTMLFieldSetElement>(".row-destinations")!.hidden = true;
+  row.querySelector<HTMLButtonElement>('[data-action="save-destinations"]')!.hidden = true;
+  row.querySelector('[data-action="edit-destinations"]')!.setAttribute("aria-expanded", "false");
 }

@@ -18,8 +18,10 @@ import { fillFileOptions, readFileOptions, setLocales } from "./file-options.js"
 import { dateRange, markInvalid, type ObjectSchema, readFilters, renderFilters } from "./filters-form.js";
 import {
   createScheduleRow,
+  hideDestinationChoice,
   type ScheduleAction,
   scheduleTitle,
+  showDestinationChoice,
   showPermalink,
   showRuns,
   updateScheduleRow,
@@ -288,6 +290,17 @@ export class SchedulesView {
         showPermalink(row, null);
         this.showSchedule(await this.client.getSchedule(schedule.schedule_id));
         this.announce(`Schedule ${scheduleTitle(schedule)}'s permalink revoked`);
+      } else if (action === "edit-destinations") {
+        const fieldset = row.querySelector<HTMLFieldSetElement>(".row-destinations")!;
+        await loadDestinationPicker(fieldset, this.client, `schedule-${schedule.schedule_id}`);
+        showDestinationChoice(row, fieldset, schedule);
+      } else if (action === "save-destinations") {
+        const choice = readDestinationChoice(row.querySelector<HTMLFieldSetElement>(".row-destinations")!);
+        // None chosen: no destinations (a template alone would need some); else the template or the default.
+        const changes = choice.destinations ? { destinations: choice.destinations, path_template: choice.path_template ?? null } : { destinations: [] };
+        this.showSchedule(await this.client.updateSchedule(schedule.schedule_id, changes));
+        hideDestinationChoice(row);
+        this.announce(`Schedule ${scheduleTitle(schedule)} delivers to ${choice.destinations?.length ?? 0} destinations`);
       } else if (action === "delete") {
         // Two steps: a schedule (with its recipients) is not deleted by one stray click.
         confirm.hidden = false;

@@ -6,10 +6,10 @@ import { isTerminal, type TaskView } from "@exports/client";
 import { deliveryText, etaText, filtersText, sizeText } from "./facts.js";
 import { Pace } from "./pace.js";
 
-export type Action = "cancel" | "retry";
+export type Action = "cancel" | "retry" | "retry-delivery";
 
-/** What the row's buttons ask for. */
-export type OnAction = (action: Action, task: TaskView) => void;
+/** What the row's buttons ask for (``destinationId``: which delivery, for "retry-delivery"). */
+export type OnAction = (action: Action, task: TaskView, destinationId?: string) => void;
 
 /** A task's id short enough to read: its last characters (ids start with a timestamp, which
  * tasks submitted together share). */
@@ -65,6 +65,11 @@ export function createRow(task: TaskView, onAction: OnAction): HTMLLIElement {
   for (const button of row.querySelectorAll<HTMLButtonElement>("button[data-action]")) {
     button.addEventListener("click", () => onAction(button.dataset["action"] as Action, current(row)));
   }
+  // A failed delivery's Retry button is made with its line (showDeliveries): one listener here.
+  row.querySelector(".deliveries")!.addEventListener("click", (event) => {
+    const button = (event.target as HTMLElement).closest<HTMLButtonElement>('button[data-action="retry-delivery"]');
+    if (button) onAction("retry-delivery", current(row), button.dataset["destinationId"]);
+  });
   updateRow(row, task);
   return row;
 }
@@ -116,16 +121,26 @@ export function updateRow(row: HTMLLIElement, task: TaskView): void {
   download.setAttribute("aria-label", `Download ${task.file_name ?? label}`);
 }
 
-/** Each delivery of the file, a line: where it went, or why not (the API's words). */
+/** Each delivery of the file, a line: where it went, or why not (the API's words); a FAILED one
+ * of a file still kept has a Retry button (POST …/deliveries/{id}/retry). */
 function showDeliveries(row: HTMLLIElement, task: TaskView): void {
   const deliveries = task.deliveries ?? [];
   const list = row.querySelector<HTMLUListElement>(".deliveries")!;
   list.parentElement!.parentElement!.hidden = deliveries.length === 0;
   list.replaceChildren(
     ...deliveries.map((delivery) => {
-      const item = Object.assign(document.createElement("li"), { textContent: deliveryText(delivery) });
+      const item = document.createElement("li");
+      item.append(Object.assign(document.createElement("span"), { textContent: deliveryText(delivery) }));
       item.dataset["status"] = delivery.status ?? "PENDING";
       item.dataset["destinationId"] = delivery.destination_id;
+      if (delivery.status === "FAILED" && task.status === "COMPLETED") {
+        const retry = Object.assign(document.createElement("button"), { type: "button", textContent: "Retry delivery" });
+        retry.className = "secondary";
+        retry.dataset["action"] = "retry-delivery";
+        retry.dataset["destinationId"] = delivery.destination_id;
+        retry.setAttribute("aria-label", `Retry the delivery to ${delivery.destination_id}`);
+        item.append(" ", retry);
+      }
       return item;
     }),
   );

@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 
 import type { Browser, Page } from "playwright-core";
 
-import { launch, openConsole, required } from "./schedules-steps.js";
+import { fillForm, launch, openConsole, required, rowAction, scheduleRow, submitSchedule } from "./schedules-steps.js";
 
 const CONSOLE_URL = `${required("EXPORTS_API_URL")}/console/`;
 const CAROL = required("EXPORTS_TOKEN_CAROL");
@@ -52,6 +52,16 @@ async function createSftp(page: Page, name: string, fields: Record<string, strin
   ]);
   assert.equal(response.status(), 201, await response.text());
   return (await response.json()) as Record<string, unknown>;
+}
+
+/** A call of the API as carol (what the console does is driven in the page). */
+async function carolApi(method: string, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const answer = await fetch(`${required("EXPORTS_API_URL")}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${CAROL}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
 }
 
 function row(page: Page, destinationId: unknown) {
@@ -166,6 +176,88 @@ describe("destinations in the console", () => {
     ]);
     const schedulePicker = page.locator("#schedule-destinations");
     await schedulePicker.getByRole("checkbox", { name: /^Initech SFTP / }).waitFor();
+    await close();
+  });
+
+  test("a failed delivery is retried from its row once the destination is fixed, and lands", async () => {
+    // Given carol's destination on the stack's SFTP server whose OpenPGP key cannot encrypt (the
+    // service checks only the armour): its deliveries FAIL at once, for her to fix.
+    const unusableKey = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nbm90IGEga2V5\n-----END PGP PUBLIC KEY BLOCK-----\n";
+    const created = await carolApi("POST", "/v1/destinations", {
+      name: `Broken key ${Date.now()}`,
+      target: SFTP,
+      encryption: { kind: "pgp", pgp_public_key: unusableKey },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const brokenId = String(created.body["destination_id"]);
+    const { page, close } = await openConsole(browser, CONSOLE_URL);
+    await signIn(page, CAROL);
+    const picker = page.locator("#export-destinations");
+    await picker.getByRole("checkbox", { name: new RegExp(`^${String(created.body["name"])} `) }).check();
+    await picker.getByLabel("Path template").fill("{task_id}-retried-{file}");
+    const [response] = await Promise.all([
+      page.waitForResponse((answer) => answer.request().method() === "POST" && new URL(answer.url()).pathname === "/v1/exports"),
+      page.getByRole("button", { name: "Export", exact: true }).click(),
+    ]);
+    assert.equal(response.status(), 202, await response.text());
+    const taskId = String(((await response.json()) as Record<string, unknown>)["task_id"]);
+    const delivery = page.locator(`li.task[data-task-id="${taskId}"] .deliveries li[data-destination-id="${brokenId}"]`);
+    await delivery.and(page.locator('[data-status="FAILED"]')).waitFor({ timeout: 60_000 });
+    assert.match((await delivery.textContent()) ?? "", /OpenPGP key cannot encrypt/);
+
+    // When she turns the destination's encryption off and clicks Retry delivery on that line
+    const fixed = await carolApi("PATCH", `/v1/destinations/${brokenId}`, { encryption: { kind: "none" } });
+    assert.equal(fixed.status, 200, JSON.stringify(fixed.body));
+    const [retried] = await Promise.all([
+      page.waitForResponse((answer) => answer.request().method() === "POST" && new URL(answer.url()).pathname.endsWith("/retry")),
+      delivery.getByRole("button", { name: `Retry the delivery to ${brokenId}` }).click(),
+    ]);
+
+    // Then the API took it (202) and the line follows it to DELIVERED, where the file now is
+    assert.equal(new URL(retried.url()).pathname, `/v1/exports/${taskId}/deliveries/${brokenId}/retry`);
+    assert.equal(retried.status(), 202, await retried.text());
+    await delivery.and(page.locator('[data-status="DELIVERED"]')).waitFor({ timeout: 60_000 });
+    assert.match((await delivery.textContent()) ?? "", new RegExp(`delivered to ${String(SFTP["path"])}/${taskId}-retried-`));
+    assert.equal(await delivery.getByRole("button").count(), 0, "a delivered line has no Retry");
+    await close();
+  });
+
+  test("a schedule's destinations are changed from its row", async () => {
+    const { page, close } = await openConsole(browser, CONSOLE_URL);
+    await signIn(page, CAROL);
+    await Promise.all([
+      page.waitForResponse((answer) => answer.request().method() === "GET" && new URL(answer.url()).pathname === "/v1/schedules"),
+      page.getByRole("link", { name: "Schedules" }).click(),
+    ]);
+    const name = `Delivered weekly ${Date.now()}`;
+    await fillForm(page, { type: "orders", name, window: "previous_week", cron: "0 8 * * 1" });
+    const { status, body } = await submitSchedule(page);
+    assert.equal(status, 201, JSON.stringify(body));
+    const scheduleId = String(body["schedule_id"]);
+    const row = scheduleRow(page, scheduleId);
+    assert.equal(await row.locator(".delivered-to").textContent(), "nowhere (a link only)");
+
+    // Choose the SFTP destination and a template in the row, save: a PATCH of both
+    await row.getByRole("button", { name: `Change the destinations of ${name}` }).click();
+    await row.getByRole("checkbox", { name: /^Initech SFTP / }).check();
+    await row.getByLabel("Path template").fill("{type}/{date}/{file}");
+    const [patched] = await Promise.all([
+      page.waitForResponse((answer) => answer.request().method() === "PATCH" && new URL(answer.url()).pathname === `/v1/schedules/${scheduleId}`),
+      row.getByRole("button", { name: `Save the destinations of ${name}` }).click(),
+    ]);
+    assert.equal(patched.status(), 200, await patched.text());
+    assert.deepEqual(patched.request().postDataJSON(), { destinations: [sftpId], path_template: "{type}/{date}/{file}" });
+    assert.equal(await row.locator(".delivered-to").textContent(), `${sftpId} ({type}/{date}/{file})`);
+    assert.equal(await row.locator(".row-destinations").isHidden(), true);
+
+    // Untick it again: the schedule delivers nowhere
+    await row.getByRole("button", { name: `Change the destinations of ${name}` }).click();
+    await row.getByRole("checkbox", { name: /^Initech SFTP / }).uncheck();
+    assert.equal(
+      await rowAction(page, scheduleId, new RegExp(`^Save the destinations of ${name}$`), "PATCH", new RegExp(`/v1/schedules/${scheduleId}$`)),
+      200,
+    );
+    await row.locator(".delivered-to", { hasText: "nowhere" }).waitFor();
     await close();
   });
 

@@ -154,6 +154,18 @@ export class ExportsClient {
     );
   }
 
+  /** Try a completed task's FAILED delivery to `destinationId` again (the same file, a new round
+   * of attempts): answers the task with that delivery PENDING again. An ApiError 409 while it is
+   * pending (`DELIVERY_IN_PROGRESS`) or once delivered (`DELIVERY_ALREADY_DELIVERED`), 410
+   * (`FILE_EXPIRED`) once the file has expired. */
+  async retryDelivery(taskId: string, destinationId: string): Promise<TaskView> {
+    return ok(
+      this.http.POST("/v1/exports/{task_id}/deliveries/{destination_id}/retry", {
+        params: { path: { task_id: taskId, destination_id: destinationId } },
+      }),
+    );
+  }
+
   /** `send()`, again after each 429 while the waits add up to at most `waitForCapacitySec` (a
    * refused submit created nothing, so sending it again is safe). */
   private async waitingForCapacity<T>(send: () => Promise<T>): Promise<T> {

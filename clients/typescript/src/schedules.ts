@@ -110,6 +110,11 @@ export interface ScheduleChanges {
   when_empty?: WhenEmpty;
   /** A feed's next start; `null`: back to its beginning (`start_at`, the type's floor). */
   watermark?: string | null;
+  /** Replaces the destinations each run's file is delivered to (checked as on a create); `[]`
+   * or `null`: none. */
+  destinations?: string[] | null;
+  /** Where under them; `null`: back to `{file}`. Alone, it keeps the schedule's destinations. */
+  path_template?: string | null;
 }
 
 /** A schedule as its owner sees it. */

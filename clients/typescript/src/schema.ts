@@ -240,6 +240,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/exports/{task_id}/deliveries/{destination_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed delivery
+         * @description Tries the COMPLETED task's FAILED delivery to one of its destinations again: the delivery is PENDING again at once and a new round of attempts (the same retries as the first) delivers the same file, replacing any earlier copy. Who may: whoever may retry the export, in its tenant, if they may still use the destination. Its end is told as the first's (`export.delivered` / `export.delivery_failed`).
+         */
+        post: operations["retry_delivery_v1_exports__task_id__deliveries__destination_id__retry_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/exports/{task_id}/download": {
         parameters: {
             query?: never;
@@ -367,7 +387,7 @@ export interface paths {
         head?: never;
         /**
          * Change, pause or resume a schedule
-         * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures).
+         * @description Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes (clearing the pause reason and the failures). `destinations` replaces where each run's file goes (your tenant's destinations that you may use, as on a create); runs already started keep theirs.
          */
         patch: operations["patch_schedule_v1_schedules__schedule_id__patch"];
         trace?: never;
@@ -570,6 +590,11 @@ export interface components {
             error?: components["schemas"]["DeliveryError"] | null;
             /** Remote Path */
             remote_path?: string | null;
+            /**
+             * Requested Retries
+             * @default 0
+             */
+            requested_retries?: number;
             /** Sha256 */
             sha256?: string | null;
             /** Size Bytes */
@@ -1880,6 +1905,11 @@ export interface components {
             cron?: string | null;
             /** @description CSV and csv.gz only: the delimiter, line ending, decimal separator and encoding, for the spreadsheet that opens the file. German Excel: {"delimiter": ";", "decimal_separator": ","}; Chinese Excel: {"encoding": "gb18030"}; Japanese Excel: {"encoding": "shift_jis"}. The default is RFC 4180 in UTF-8. */
             csv_dialect?: components["schemas"]["CsvDialect"] | null;
+            /**
+             * Destinations
+             * @description Replaces the destinations each run's file is delivered to (as on a create: your tenant's, that you may use); `[]` or `null`: no delivery. Runs already started keep theirs.
+             */
+            destinations?: string[] | null;
             /** End At */
             end_at?: string | null;
             /** Every */
@@ -1899,6 +1929,12 @@ export interface components {
             locale?: string | null;
             /** Name */
             name?: string | null;
+            /**
+             * Path Template
+             * @description Where the file goes under each destination's prefix or directory: `{type}`, `{date}` (the run's day, UTC), `{task_id}` and `{file}` (the file's name), e.g. `{type}/{date}/{file}`. Default `{file}`. `null`: back to `{file}`. Needs destinations, in this body or already on the schedule.
+             * @example {type}/{date}/{file}
+             */
+            path_template?: string | null;
             /** Recipients */
             recipients?: string[] | null;
             /** Start At */
@@ -4336,6 +4372,89 @@ export interface operations {
             };
         };
     };
+    retry_delivery_v1_exports__task_id__deliveries__destination_id__retry_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task, its delivery to the destination PENDING again: a new round of attempts has started. */
+            202: {
+                headers: {
+                    /** @description The task's URL, to follow the delivery. */
+                    Location: string;
+                    /** @description Seconds to wait before the first poll. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskView"];
+                };
+            };
+            /** @description No valid bearer token (code UNAUTHORIZED; from the gateway's authorizer or the function). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The export type binds a claim the caller's token lacks (code CLAIM_MISSING; nothing is stored). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task among the caller's in their tenant (TASK_NOT_FOUND), no delivery to that destination on it (DELIVERY_NOT_FOUND), or the destination is gone or no longer the caller's to use (DESTINATION_NOT_FOUND). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task is not in a state that allows this. DELIVERY_IN_PROGRESS: the delivery is still PENDING (its attempts, or an earlier retry's, go on). DELIVERY_ALREADY_DELIVERED: the file is at the destination already. DELIVERY_NOT_RETRYABLE: the export ended without a file (the delivery was SKIPPED). HOST_KEY_UNCONFIRMED: the destination waits for its host key to be confirmed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The task's file has expired, or expires before a delivery could be tried again (code FILE_EXPIRED). */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A dependency is busy or unreachable: try again after `Retry-After` seconds (code SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     download_v1_exports__task_id__download_get: {
         parameters: {
             query?: never;
@@ -4920,7 +5039,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such task among the caller's (code TASK_NOT_FOUND; another user's task is not found either), no such schedule among the caller's (code SCHEDULE_NOT_FOUND), or no such export type among those the caller may use (code UNKNOWN_EXPORT_TYPE). */
+            /** @description No such schedule among the caller's (code SCHEDULE_NOT_FOUND), or a destination named in `destinations` that is not one of the caller's tenant's that they may use (code DESTINATION_NOT_FOUND; `field` names `destinations.<i>`). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4929,7 +5048,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom (`field` names it). */
+            /** @description The task is not in a state that allows this. SCHEDULE_CONFLICT: a field does not fit the stored schedule, which the body cannot know: filters its export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8 while it has csv_bom, a path template on a schedule without destinations (`field` names it). HOST_KEY_UNCONFIRMED: a destination named in `destinations` waits for its host key to be confirmed (`field` names `destinations.<i>`). */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -51,6 +51,7 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
     """The status of each error type. Built at the first error: the audit trail's, the push
     channel's, the schedules' and the destinations' errors are imported with their features, not at
     the API function's cold start (issue 50)."""
+    from exports.api.redelivery import DeliveryNotFound, DeliveryNotRetryable, FileExpired
     from exports.audit.ports import AuditNotKept, NotAuditAdmin
     from exports.finishing.destinations.ports import DestinationLimitReached, DestinationNotFound, SecretMissing
     from exports.finishing.destinations.service import HostKeyNotConfirmed, HostKeyRefused, NotDestinationManager
@@ -75,6 +76,9 @@ def _statuses() -> dict[type[ExportsError], HTTPStatus]:
         ScheduleConflict: HTTPStatus.CONFLICT,
         ScheduleLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
         DestinationNotFound: HTTPStatus.NOT_FOUND,
+        DeliveryNotFound: HTTPStatus.NOT_FOUND,
+        DeliveryNotRetryable: HTTPStatus.CONFLICT,
+        FileExpired: HTTPStatus.GONE,
         NotDestinationManager: HTTPStatus.FORBIDDEN,
         DestinationLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
         HostKeyNotConfirmed: HTTPStatus.CONFLICT,

@@ -93,6 +93,34 @@ _RETRY_RESPONSES = responses(
     422,
     429,
 )
+_RETRY_DELIVERY_RESPONSES = responses(
+    {
+        202: {
+            "description": "The task, its delivery to the destination PENDING again: a new round of attempts"
+            " has started.",
+            "headers": {
+                "Location": location("The task's URL, to follow the delivery."),
+                "Retry-After": retry_after("Seconds to wait before the first poll."),
+            },
+        }
+    },
+    403,
+    (
+        404,
+        "No such task among the caller's in their tenant (TASK_NOT_FOUND), no delivery to that destination on it"
+        " (DELIVERY_NOT_FOUND), or the destination is gone or no longer the caller's to use"
+        " (DESTINATION_NOT_FOUND).",
+    ),
+    conflict(
+        {
+            "DELIVERY_IN_PROGRESS": "the delivery is still PENDING (its attempts, or an earlier retry's, go on).",
+            "DELIVERY_ALREADY_DELIVERED": "the file is at the destination already.",
+            "DELIVERY_NOT_RETRYABLE": "the export ended without a file (the delivery was SKIPPED).",
+            "HOST_KEY_UNCONFIRMED": "the destination waits for its host key to be confirmed.",
+        }
+    ),
+    (410, "The task's file has expired, or expires before a delivery could be tried again (code FILE_EXPIRED)."),
+)
 _LIST_RESPONSES = responses({200: {"description": "A page of the caller's tasks, newest first."}}, 422)
 _DOWNLOAD_RESPONSES = responses(
     {
@@ -157,6 +185,9 @@ def get_export(task_id: str) -> Response[TaskView]:
     if task.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
         retry_after = poll_after_sec(task.created_at, deps.clock())
         headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
+    elif any(not delivery.ended for delivery in task.deliveries):
+        # Ended, but its file is still on its way to a destination: the next read may differ.
+        headers = {"Cache-Control": "no-store"}
     else:
         headers = {"Cache-Control": f"private, max-age={Polling.TERMINAL_MAX_AGE_SEC}"}
     return json_response(200, TaskView.of(task, details.download_url, details.download_expires_at), headers)
@@ -191,6 +222,33 @@ def retry(task_id: str) -> Response[ExportAccepted]:
     """A new task with the same parameters for a FAILED, TIMEOUT or CANCELLED one; ``409`` otherwise."""
     submission = control.retry_export(task_id, caller_of(app.current_event), api.dependencies())
     return accepted_answer(accepted(submission).model_dump(mode="json"))
+
+
+@app.post(
+    f"{API_VERSION_PREFIX}/exports/<task_id>/deliveries/<destination_id>/retry",
+    status_code=202,
+    summary="Retry a failed delivery",
+    description="Tries the COMPLETED task's FAILED delivery to one of its destinations again: the delivery is"
+    " PENDING again at once and a new round of attempts (the same retries as the first) delivers the same file,"
+    " replacing any earlier copy. Who may: whoever may retry the export, in its tenant, if they may still use"
+    " the destination. Its end is told as the first's (`export.delivered` / `export.delivery_failed`).",
+    tags=["exports"],
+    responses=_RETRY_DELIVERY_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def retry_delivery(task_id: str, destination_id: str) -> Response[TaskView]:
+    """``202`` with the task, its delivery PENDING again; ``409``/``410`` when it cannot be."""
+    from exports.api.redelivery import retry_delivery as retried
+
+    logger.append_keys(task_id=task_id, destination_id=destination_id)
+    caller = caller_of(app.current_event)
+    task = retried(task_id, destination_id, caller, api.redelivery_dependencies())
+    trail = api.dependencies().audit
+    if trail is not None:
+        [delivery] = [d for d in task.deliveries if d.destination_id == destination_id]
+        audit.record_delivery_retry(task, delivery, request_id(), caller.user_id, trail)
+    headers = {"Location": f"{API_VERSION_PREFIX}/exports/{task_id}", "Retry-After": str(Polling.MIN_DELAY_SEC)}
+    return json_response(202, TaskView.of(task).model_dump(mode="json"), headers)
 
 
 @app.get(

@@ -5,6 +5,7 @@ No ``from __future__ import annotations`` here: Powertools reads the route signa
 tracer's wrapper, so the annotations must be real objects, not strings.
 """
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -33,9 +34,11 @@ from exports.api.models import ExportAccepted
 from exports.audit import service as audit
 from exports.audit.events import PERMALINK
 from exports.audit.model import AuditAction
+from exports.core.caller import Caller
 from exports.core.config.api import API_VERSION_PREFIX, PERMALINK_PATH
 from exports.core.config.limits import Limits
 from exports.core.config.schedules import Schedules
+from exports.core.deliveries import DeliveryPlan
 from exports.schedules import latest
 from exports.schedules import service as schedules
 from exports.schedules.api_models import Permalink, ScheduleList, SchedulePatch, ScheduleRequest, ScheduleView
@@ -79,12 +82,19 @@ _SCHEDULE_PATCH_RESPONSES = responses(
     {200: {"description": "The schedule as changed."}},
     400,
     403,
-    404,
+    (
+        404,
+        "No such schedule among the caller's (code SCHEDULE_NOT_FOUND), or a destination named in `destinations`"
+        " that is not one of the caller's tenant's that they may use (code DESTINATION_NOT_FOUND; `field` names"
+        " `destinations.<i>`).",
+    ),
     conflict(
         {
             "SCHEDULE_CONFLICT": "a field does not fit the stored schedule, which the body cannot know: filters its"
             " export type does not take, a watermark on a schedule that is no feed, an encoding other than UTF-8"
-            " while it has csv_bom (`field` names it).",
+            " while it has csv_bom, a path template on a schedule without destinations (`field` names it).",
+            "HOST_KEY_UNCONFIRMED": "a destination named in `destinations` waits for its host key to be confirmed"
+            " (`field` names `destinations.<i>`).",
         }
     ),
     413,
@@ -208,7 +218,8 @@ def get_schedule(schedule_id: str) -> ScheduleView:
     f"{API_VERSION_PREFIX}/schedules/<schedule_id>",
     summary="Change, pause or resume a schedule",
     description="Changes the fields given, validated like a create; `state` PAUSED pauses, ACTIVE resumes"
-    " (clearing the pause reason and the failures).",
+    " (clearing the pause reason and the failures). `destinations` replaces where each run's file goes (your"
+    " tenant's destinations that you may use, as on a create); runs already started keep theirs.",
     tags=["schedules"],
     responses=_SCHEDULE_PATCH_RESPONSES,
 )
@@ -217,9 +228,18 @@ def patch_schedule(schedule_id: str, changes: Annotated[SchedulePatch, Body()]) 
     """The schedule as changed."""
     check_envelope(app.current_event)
     caller = caller_of(app.current_event)
-    changed = schedules.update_schedule(schedule_id, changes.changes(), caller, api.schedule_dependencies())
+    changed = schedules.update_schedule(
+        schedule_id, changes.changes(), caller, api.schedule_dependencies(), plan_delivery
+    )
     _record_schedule(AuditAction.SCHEDULE_CHANGED, changed)
     return _schedule_view(changed)
+
+
+def plan_delivery(destination_ids: Sequence[str], path_template: str | None, caller: Caller) -> DeliveryPlan | None:
+    """A PATCH's destinations checked as a create's (the destinations' modules imported then)."""
+    from exports.finishing.destinations.service import delivery_plan
+
+    return delivery_plan(destination_ids, path_template, caller, api.destination_dependencies())
 
 
 @app.delete(

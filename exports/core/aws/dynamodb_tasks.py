@@ -178,9 +178,53 @@ class DynamoTaskRepository:
         """Write the subscribers' delivery states, if status and attempt are unchanged."""
         self._set(task, ("subscribers",), "record callbacks")
 
-    def record_deliveries(self, task: Task) -> None:
-        """Write the deliveries' states (docs/destinations.md), if status and attempt are unchanged."""
-        self._set(task, ("deliveries",), "record deliveries")
+    def record_deliveries(self, before: Task, after: Task) -> None:
+        """Write the deliveries of ``after`` that differ from ``before``'s (docs/destinations.md),
+        each in its own place of the list and only if it is still stored as ``before`` has it
+        (status, attempts, round of requested retries), the task's status and attempt unchanged.
+        Rounds of attempts at different destinations of one task (the workflow's, a retry on
+        request) then never overwrite each other's results, and of two writers of the same
+        delivery (two retries requested at once) one wins: :class:`ConditionFailed`."""
+        if len(before.deliveries) != len(after.deliveries):
+            raise ValueError("a task's deliveries are fixed at submit")
+        changed = [
+            i for i, (old, new) in enumerate(zip(before.deliveries, after.deliveries, strict=True)) if old != new
+        ]
+        if not changed:
+            return
+        names = {
+            "#status": "status",
+            "#attempt": "attempt",
+            "#d": "deliveries",
+            "#ds": "status",
+            "#da": "attempts",
+            "#dr": "requested_retries",
+        }
+        values = _expected(before) | _BUMP_VALUES
+        sets, conditions = [], [_SAME_STATUS_AND_ATTEMPT]
+        for index in changed:
+            was = before.deliveries[index]
+            values[f":v{index}"] = to_attribute(after.deliveries[index].model_dump(mode="json"))
+            values[f":s{index}"] = {"S": was.status.value}
+            values[f":a{index}"] = {"N": str(was.attempts)}
+            sets.append(f"#d[{index}] = :v{index}")
+            stored = f"#d[{index}]"
+            # A delivery stored before retries on request existed has no round: the first, 0.
+            round_ = f"{stored}.#dr = :r{index}"
+            if was.requested_retries == 0:
+                round_ = f"(attribute_not_exists({stored}.#dr) OR {round_})"
+            values[f":r{index}"] = {"N": str(was.requested_retries)}
+            conditions.append(f"{stored}.#ds = :s{index} AND {stored}.#da = :a{index} AND {round_}")
+        with _conditional_write("record deliveries", f"task {before.task_id}'s deliveries changed concurrently"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=key(before.task_id),
+                UpdateExpression="SET " + ", ".join(sets) + " " + _BUMP,
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names | _BUMP_NAMES,
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
 
     def _set(self, task: Task, fields: tuple[str, ...], operation: str) -> None:
         record = _record(task)

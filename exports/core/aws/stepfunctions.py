@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 from exports.core.aws.errors import AwsError, translated
 from exports.core.task import Task
-from exports.core.workflows import execution_input, fan_out_input, task_outcome
+from exports.core.workflows import (
+    execution_input,
+    fan_out_input,
+    redelivery_input,
+    redelivery_name,
+    task_outcome,
+)
 
 if TYPE_CHECKING:
     from types_boto3_stepfunctions import SFNClient
@@ -62,4 +68,22 @@ class StepFunctionsFanOut:
                 stateMachineArn=self._arn,
                 name=f"{task_id}-{attempt}",
                 input=json.dumps(fan_out_input(task_id, attempt, partitions)),
+            )
+
+
+class StepFunctionsRedelivery:
+    """:class:`exports.core.ports.Redelivery`: one execution per delivery and round, named after
+    them (docs/destinations.md)."""
+
+    def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def start(self, task_id: str, destination_id: str, requested_retries: int) -> None:
+        """Start the round's execution."""
+        with translated("start redelivery"):
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                name=redelivery_name(task_id, destination_id, requested_retries),
+                input=json.dumps(redelivery_input(task_id, destination_id, requested_retries)),
             )

@@ -20,6 +20,8 @@ class Env:
     DOWNLOAD_URL_TTL_SEC: Final = "EXPORTS_DOWNLOAD_URL_TTL_SEC"
     RETENTION_HOURS: Final = "EXPORTS_RETENTION_HOURS"
     LIFECYCLE_STATE_MACHINE_ARN: Final = "EXPORTS_LIFECYCLE_STATE_MACHINE_ARN"
+    # The state machine that tries a FAILED file delivery again on request (docs/destinations.md).
+    REDELIVERY_STATE_MACHINE_ARN: Final = "EXPORTS_REDELIVERY_STATE_MACHINE_ARN"
     # The webhook signing secret: its Secrets Manager ARN on AWS, or the secret itself locally.
     WEBHOOK_SECRET_ARN: Final = "EXPORTS_WEBHOOK_SECRET_ARN"
     WEBHOOK_SECRET: Final = "EXPORTS_WEBHOOK_SECRET"

@@ -86,5 +86,7 @@ class Metric:
     # customer's side for DESTINATION_UNREACHABLE: the alarms tell the two apart).
     FILE_DELIVERED: Final = "FileDelivered"
     FILE_DELIVERY_FAILED: Final = "FileDeliveryFailed"
+    # A FAILED delivery its owner asked to be tried again (POST .../deliveries/{id}/retry).
+    FILE_DELIVERY_RETRY_REQUESTED: Final = "FileDeliveryRetryRequested"
     # A delivery FAILED for a cause on our side (Destinations.OUR_SIDE_ERROR_CODES): it pages.
     FILE_DELIVERY_FAULT: Final = "FileDeliveryFault"

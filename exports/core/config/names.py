@@ -18,6 +18,7 @@ class Names:
     RESULTS_BUCKET: Final = "exports-results"
     LIFECYCLE_STATE_MACHINE: Final = "exports-task-lifecycle"
     FAN_OUT_STATE_MACHINE: Final = "exports-fan-out"
+    REDELIVERY_STATE_MACHINE: Final = "exports-redelivery"
     API_FUNCTION: Final = "exports-api"
     WORKER_FUNCTION: Final = "exports-worker"
     LIFECYCLE_FUNCTION: Final = "exports-lifecycle"

@@ -176,12 +176,15 @@ class ApiSettings(TaskFlowSettings):
         "event_bus": Env.EVENT_BUS,
         "destinations_table": Env.DESTINATIONS_TABLE,
         "destination_principal_arn": Env.DESTINATION_PRINCIPAL_ARN,
+        "redelivery_state_machine_arn": Env.REDELIVERY_STATE_MACHINE_ARN,
     }
 
     # Delivery destinations (docs/destinations.md): their table, and the role customers' S3 roles
     # trust (unset: S3 destinations are refused, SFTP ones work).
     destinations_table: str = Names.DESTINATIONS_TABLE
     destination_principal_arn: str | None = None
+    # The workflow that tries a FAILED delivery again on request (unset: such requests are a 503).
+    redelivery_state_machine_arn: str | None = None
     download_url_ttl_sec: int = Field(default=Results.DOWNLOAD_URL_TTL_SEC, ge=60, le=3600)
     allow_local_callbacks: bool = False
     # The bus of lifecycle events (docs/events.md); unset: none are published.

@@ -1,6 +1,8 @@
 """Delivering a COMPLETED task's file to the destinations it names: one attempt per pending
 delivery per call; the lifecycle workflow's ``DeliverFiles`` state owns the retries
-(:data:`exports.core.config.retry.FILE_DELIVERY_RETRY`) and ``GiveUpFiles`` the end.
+(:data:`exports.core.config.retry.FILE_DELIVERY_RETRY`) and ``GiveUpFiles`` the end. A FAILED
+delivery retried on request (:mod:`exports.api.redelivery`) is a round of its own: the redelivery
+workflow's same two states, for that destination and round only (:func:`deliveries.owned_by`).
 
 Each delivery is recorded on the task as it goes (``status``, ``attempts``, ``remote_path``,
 ``delivered_at``, the customer's ``error``), a delivered one is never sent again, and the export
@@ -60,8 +62,9 @@ class DeliveryTasks(Protocol):
     def get(self, task_id: str) -> Task | None:
         """The task, or None."""
 
-    def record_deliveries(self, task: Task) -> None:
-        """Write ``task``'s deliveries (conditional on its status and attempt)."""
+    def record_deliveries(self, before: Task, after: Task) -> None:
+        """Write the deliveries of ``after`` that differ from ``before``'s, each only if it is
+        still stored as ``before`` has it (:class:`ConditionFailed` otherwise)."""
 
 
 class DeliveryNotices(Protocol):
@@ -101,19 +104,35 @@ class DeliveryDependencies:
     audit: AuditDependencies | None = None
 
 
-def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
-    """One attempt at each pending delivery of the task; raises :class:`DeliveryRetryable`
-    while any may still succeed on a later attempt. Deliveries of a task that ended without a
-    file are SKIPPED."""
+@dataclass(frozen=True)
+class Round:
+    """Whose attempts a call makes: the lifecycle workflow's (the default: every destination,
+    round 0) or a retry on request's (one destination, its round)."""
+
+    requested_retries: int = 0
+    destination_id: str | None = None
+
+    def owns(self, delivery: Delivery) -> bool:
+        """Whether this round attempts (or gives up) ``delivery`` now."""
+        return deliveries.owned_by(delivery, self.requested_retries, self.destination_id)
+
+
+WORKFLOW_ROUND = Round()
+
+
+def deliver_files(task_id: str, deps: DeliveryDependencies, scope: Round = WORKFLOW_ROUND) -> Task | None:
+    """One attempt at each pending delivery of the task that ``scope`` owns; raises
+    :class:`DeliveryRetryable` while any may still succeed on a later attempt. Deliveries of a
+    task that ended without a file are SKIPPED."""
     task = deps.tasks.get(task_id)
     if task is None or not task.is_terminal or task.delivery is None:
         return task
-    pending = [i for i, d in enumerate(task.deliveries) if not d.ended]
+    pending = [i for i, d in enumerate(task.deliveries) if scope.owns(d)]
     if not pending:
         _settle(task, deps)  # a repeat after a crash: recorded and mailed once all the same
         return task
     if not task.has_file or task.result is None:
-        skipped = _record(task, tuple(deliveries.skipped(d) for d in task.deliveries), deps)
+        skipped = _record(task, tuple(deliveries.skipped(d) if scope.owns(d) else d for d in task.deliveries), deps)
         _settle(skipped, deps)
         return skipped
     states = list(task.deliveries)
@@ -126,34 +145,36 @@ def deliver_files(task_id: str, deps: DeliveryDependencies) -> Task | None:
         for index in pending:
             states[index] = _attempt(task, states[index], local, Path(scratch), deps)
     after = _record(task, tuple(states), deps)
-    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+    for ended in deliveries.newly_ended(tuple(task.deliveries[i] for i in pending), tuple(states[i] for i in pending)):
         _ended(after, ended, deps)
-    still = [d.destination_id for d in states if not d.ended]
+    still = [states[i].destination_id for i in pending if not states[i].ended]
     if still:
         raise DeliveryRetryable(f"delivery to {', '.join(still)} to be tried again")
     _settle(after, deps)
     return after
 
 
-def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies) -> None:
-    """Retries are spent: every delivery still pending is FAILED with its last error."""
+def give_up_files(task_id: str, caught: str | None, deps: DeliveryDependencies, scope: Round = WORKFLOW_ROUND) -> None:
+    """Retries are spent: every delivery of ``scope`` still pending is FAILED with its last error."""
     task = deps.tasks.get(task_id)
     if task is None:
         return
-    if all(d.ended for d in task.deliveries):
+    if not any(scope.owns(d) for d in task.deliveries):
         _settle(task, deps)
         return
     logger.warning("deliveries given up", extra={"task_id": task_id, "detail": caught})
-    after = _record(task, tuple(deliveries.given_up(d) for d in task.deliveries), deps)
-    for ended in deliveries.newly_ended(task.deliveries, after.deliveries):
+    states = tuple(deliveries.given_up(d) if scope.owns(d) else d for d in task.deliveries)
+    after = _record(task, states, deps)
+    for ended in deliveries.newly_ended(task.deliveries, states):
         _ended(after, ended, deps)
     _settle(after, deps)
 
 
 def _settle(task: Task, deps: DeliveryDependencies) -> None:
-    """Every delivery has ended: each is in the audit trail (again: recorded once, so one an
-    attempt could not record is recorded now), then a scheduled run's mail says where the file
-    went. A trail that cannot take them yet is retried by the workflow like a delivery."""
+    """A round's deliveries have ended: each delivery that ended is in the audit trail (again:
+    recorded once, so one an attempt could not record is recorded now), then, once every
+    delivery has ended, a scheduled run's mail says where the file went (once per run). A trail
+    that cannot take them yet is retried by the workflow like a delivery."""
     try:
         if deps.audit is not None:
             for delivery in task.deliveries:
@@ -250,14 +271,17 @@ def _copy_result(key: str, local: Path, deps: DeliveryDependencies) -> str:
 
 
 def _record(task: Task, states: tuple[Delivery, ...], deps: DeliveryDependencies) -> Task:
-    """Store the deliveries' states on the task (a terminal task's status and attempt never
-    change: a conflict means its record is gone)."""
+    """Store the deliveries this call changed on the task, then the task as stored (another
+    round may have recorded other destinations meanwhile). A conflict means its record is gone
+    (a terminal task's status and attempt never change) or a repeat of this step wrote first."""
     after = task.model_copy(update={"deliveries": states})
     try:
-        deps.tasks.record_deliveries(after)
+        deps.tasks.record_deliveries(task, after)
     except ConditionFailed:
         logger.warning("deliveries not recorded: the task changed", extra={"task_id": task.task_id})
-    return after
+        return after
+    stored = deps.tasks.get(task.task_id)
+    return stored if stored is not None and len(stored.deliveries) == len(states) else after
 
 
 def _ended(task: Task, delivery: Delivery, deps: DeliveryDependencies) -> None:

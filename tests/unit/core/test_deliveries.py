@@ -133,3 +133,31 @@ def test_a_destination_waiting_for_its_host_key_is_a_conflict_naming_its_place()
 
     assert waiting.value.field == "destinations.1"
     assert "/confirm" in waiting.value.message
+
+
+def test_only_a_failed_delivery_is_retried_on_request_in_the_next_round() -> None:
+    [pending] = d.initial(("dst_01JABCDEFGHJKMNPQRSTVWXYZ0",))
+    failed = d.attempt_failed(pending, ERROR, final=True, remote_path="/upload/f.csv")
+    delivered = d.delivered(pending, "/upload/f.csv", NOW, "a" * 64, 1)
+
+    assert d.retry_refusal(failed) is None
+    assert d.retry_refusal(pending) is d.RetryRefusal.IN_PROGRESS
+    assert d.retry_refusal(delivered) is d.RetryRefusal.ALREADY_DELIVERED
+    assert d.retry_refusal(d.skipped(pending)) is d.RetryRefusal.NO_FILE
+    retried = d.retried(failed)
+    assert (retried.status, retried.requested_retries, retried.attempts) == (d.DeliveryStatus.PENDING, 1, 1)
+    assert (retried.error, retried.remote_path) == (ERROR, "/upload/f.csv")
+    with pytest.raises(ValueError, match="DELIVERED"):
+        d.retried(delivered)
+
+
+def test_a_round_attempts_only_its_own_pending_deliveries() -> None:
+    first, second = d.initial(("dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"))
+    retried = d.retried(d.attempt_failed(first, ERROR, final=True, remote_path=None))
+
+    # The workflow's round (0): the destinations never retried on request, still pending.
+    assert [d.owned_by(x, 0) for x in (retried, second)] == [False, True]
+    # The first retry's round: its destination only, and not once it ended.
+    assert d.owned_by(retried, 1, retried.destination_id)
+    assert not d.owned_by(retried, 1, second.destination_id)
+    assert not d.owned_by(d.given_up(retried), 1, retried.destination_id)

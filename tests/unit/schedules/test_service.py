@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ from exports.core.task import Task, claim, complete
 from exports.export_types.registry import ExportTypeRegistry
 from exports.finishing.schedule_run_end import RunEndDependencies, mail_after_deliveries, on_run_end
 from exports.schedules import firing, service
+from exports.schedules.api_models import SchedulePatch
 from exports.schedules.dependencies import ScheduleDependencies
 from exports.schedules.model import Every, LastRun, PauseCode, ScheduleState, caller_of
 from exports.schedules.ports import ScheduleConflict, ScheduleNotFound
@@ -644,3 +646,62 @@ def test_a_callback_host_that_does_not_resolve_yet_is_taken_and_a_private_one_is
     with pytest.raises(InvalidRequest, match="not public") as refused:
         service.create_schedule(private, FINANCE, deps)
     assert refused.value.field == "callback_url"
+
+
+DST_A, DST_B = "dst_01JABCDEFGHJKMNPQRSTVWXYZ0", "dst_01JABCDEFGHJKMNPQRSTVWXYZ1"
+
+
+def _plan(checked: list[tuple[str, ...]]) -> service.PlanDelivery:
+    """A planner as the route's: the tenant's destinations A and B pass, any other is a 422."""
+
+    def plan(destination_ids: Sequence[str], template: str | None, caller: Caller) -> DeliveryPlan | None:
+        checked.append(tuple(destination_ids))
+        for index, named in enumerate(destination_ids):
+            if named not in (DST_A, DST_B):
+                raise InvalidRequest(f"no destination {named}", field=f"destinations.{index}")
+        return DeliveryPlan(tenant="acme", destination_ids=tuple(destination_ids), path_template=template or "{file}")
+
+    return plan
+
+
+def _patch(**body: Any) -> service.ScheduleChanges:
+    return SchedulePatch.model_validate(body).changes()
+
+
+def test_a_patch_replaces_keeps_or_clears_the_destinations_each_named_one_checked():
+    _, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    checked: list[tuple[str, ...]] = []
+    plan = _plan(checked)
+
+    named = service.update_schedule(
+        schedule.schedule_id, _patch(destinations=[DST_A], path_template="{type}/{file}"), FINANCE, deps, plan
+    )
+    assert named.delivery == DeliveryPlan(tenant="acme", destination_ids=(DST_A,), path_template="{type}/{file}")
+    # A template alone keeps the destinations (not checked again); null is the default.
+    renamed = service.update_schedule(schedule.schedule_id, _patch(path_template=None), FINANCE, deps, plan)
+    assert renamed.delivery == named.delivery.model_copy(update={"path_template": "{file}"})
+    # Destinations alone keep the template.
+    both = service.update_schedule(schedule.schedule_id, _patch(destinations=[DST_A, DST_B]), FINANCE, deps, plan)
+    assert both.delivery is not None and both.delivery.path_template == "{file}"
+    assert checked == [(DST_A,), (DST_A, DST_B)]
+    cleared = service.update_schedule(schedule.schedule_id, _patch(destinations=[]), FINANCE, deps, plan)
+    assert cleared.delivery is None and store.schedules[schedule.schedule_id].delivery is None
+
+
+def test_a_patch_naming_a_destination_the_caller_may_not_use_or_a_template_for_none_changes_nothing():
+    _, deps, store, _ = world()
+    schedule = service.create_schedule(SPEC, FINANCE, deps)
+    plan = _plan([])
+
+    with pytest.raises(InvalidRequest) as refused:
+        service.update_schedule(
+            schedule.schedule_id, _patch(destinations=[DST_A, "dst_01JABCDEFGHJKMNPQRSTVWXYZ9"]), FINANCE, deps, plan
+        )
+    assert refused.value.field == "destinations.1"
+    with pytest.raises(ScheduleConflict) as conflict:
+        service.update_schedule(schedule.schedule_id, _patch(path_template="{file}"), FINANCE, deps, plan)
+    assert conflict.value.field == "path_template"
+    with pytest.raises(ValueError, match="path template is for the destinations"):
+        _patch(destinations=[], path_template="{file}")
+    assert store.schedules[schedule.schedule_id] == schedule

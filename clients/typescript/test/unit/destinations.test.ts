@@ -140,6 +140,27 @@ describe("destinations", () => {
     });
   });
 
+  test("a failed delivery is retried at its own path; the answer shows it pending again, a refusal says why", async () => {
+    const pending = { destination_id: DST, status: "PENDING", attempts: 7, requested_retries: 1 };
+    const task = { task_id: "exp_1", status: "COMPLETED", deliveries: [pending] };
+    const { client, sent } = scripted(() =>
+      sent.length === 1
+        ? json(202, task)
+        : json(409, { error: { code: "DELIVERY_IN_PROGRESS", message: "still being tried" } }),
+    );
+    const shown = await client.retryDelivery("exp_1", DST);
+    assert.deepEqual(
+      [sent[0]?.method, sent[0]?.path],
+      ["POST", `/v1/exports/exp_1/deliveries/${DST}/retry`],
+    );
+    assert.deepEqual([shown.deliveries?.[0]?.status, shown.deliveries?.[0]?.requested_retries], ["PENDING", 1]);
+    await assert.rejects(client.retryDelivery("exp_1", DST), (error: unknown) => {
+      assert.ok(error instanceof ApiError);
+      assert.deepEqual([error.status, error.code], [409, "DELIVERY_IN_PROGRESS"]);
+      return true;
+    });
+  });
+
   test("a submit and a schedule name destinations and a path template", async () => {
     const accepted = { task_id: "exp_1", status: "PENDING", created_at: "2026-12-06T08:00:00Z", status_url: "/v1/exports/exp_1" };
     const { client, sent } = scripted((request) => json(request.path === "/v1/exports" ? 202 : 201, accepted));
