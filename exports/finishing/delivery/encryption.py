@@ -10,6 +10,7 @@ encryption applies on top, unchanged.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -17,6 +18,9 @@ from typing import Final
 from exports.finishing.destinations.model import Destination, EncryptionKind
 from exports.finishing.destinations.secrets import DestinationSecrets
 
+logger = logging.getLogger(__name__)
+# How much of a library's refusal the log keeps (its first lines say what was wrong).
+_DETAIL_MAX: Final = 500
 # What each kind adds to the file's name at the destination.
 SUFFIXES: Final = {EncryptionKind.NONE: "", EncryptionKind.PGP: ".pgp", EncryptionKind.ZIP: ".zip"}
 
@@ -59,7 +63,13 @@ def _pgp(public_key: str, local: Path, out: Path) -> None:
         cert = Cert.from_bytes(public_key.encode())
         encrypt_file(str(local), str(out), recipients=[cert], armor=False)
     except Exception as error:  # pysequoia raises plain exceptions for unusable keys
-        raise EncryptionRefused(f"the destination's OpenPGP key cannot encrypt: {error}") from None
+        # Sequoia's text (a parser's words, a Rust backtrace) is for the operator's log only: the
+        # customer reads what to change (issue 49: no library text reaches a caller).
+        logger.warning("OpenPGP key refused", extra={"detail": str(error)[:_DETAIL_MAX]})
+        raise EncryptionRefused(
+            "the destination's OpenPGP key cannot encrypt: set pgp_public_key to an armoured OpenPGP public key"
+            " with an encryption subkey (gpg --armor --export <key id>)"
+        ) from None
 
 
 def _zip(password: str, local: Path, file_name: str, out: Path) -> None:
