@@ -510,13 +510,13 @@ def test_a_schedules_destinations_are_changed_by_patch_checked_as_on_a_create_an
     path = f"/v1/schedules/{created['schedule_id']}"
     assert (created["destinations"], created["path_template"]) == ([], None)
 
-    # When its owner names another tenant's destination, or one that never existed, Then 422 on
-    # the field, the same words for both, nothing changed
+    # When its owner names another tenant's destination, or one that never existed, Then 404
+    # DESTINATION_NOT_FOUND on the field, the same words for both, nothing changed
     status, refused = call("PATCH", path, {"destinations": [initech_id]})
-    assert (status, refused["error"]["field"]) == (422, "destinations.0")
+    assert (status, refused["error"]["field"]) == (404, "destinations.0")
     status, missing = call("PATCH", path, {"destinations": ["dst_01JABCDEFGHJKMNPQRSTVWXYZ0"]})
     assert (
-        status == 422 and missing["error"]["message"].split(" dst_")[0] == refused["error"]["message"].split(" dst_")[0]
+        status == 404 and missing["error"]["message"].split(" dst_")[0] == refused["error"]["message"].split(" dst_")[0]
     )
     # ... a template for no destination is refused too: in the body (422), or on the schedule (409)
     status, contradicted = call("PATCH", path, {"destinations": [], "path_template": "{file}"})

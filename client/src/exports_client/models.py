@@ -213,10 +213,13 @@ class Encryption(_Closed):
 class S3Target(_Closed):
     """A bucket of the customer's, written through their role with this ``external_id``."""
 
-    bucket: str
+    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
     prefix: str = Field(default="", max_length=512)
     region: str = Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}$")
-    role_arn: str
+    # Stated, not enforced: the service checks it (Rust's regex engine would compile \w{1,576} too large).
+    role_arn: str = Field(
+        json_schema_extra={"pattern": r"^arn:(aws|aws-cn|aws-us-gov):iam::(\d{12}):role/[\w+=,.@/-]{1,576}$"}
+    )
     server_side_encryption: ServerSideEncryption = ServerSideEncryption.SSE_S3
     kms_key_arn: str | None = None
     kind: Literal["s3"] = "s3"
