@@ -19,12 +19,15 @@ from tests.integration.conftest import SEED_DAY
 from tests.reliability.faults import Lanes
 
 UNKNOWN_ID = "exp_01JZZZZZZZZZZZZZZZZZZZZZZZ"
+SOME_DESTINATION = "dst_01JZZZZZZZZZZZZZZZZZZZZZZZ"
 # Every route of the API and how it is checked; a new route must be added here.
 TASK_ROUTES = {
     ("get", "/v1/exports/{task_id}"),
     ("get", "/v1/exports/{task_id}/download"),
     ("post", "/v1/exports/{task_id}/cancel"),
     ("post", "/v1/exports/{task_id}/retry"),
+    # A delivery is its task's: the task is looked up first, in the caller's own (404 otherwise).
+    ("post", "/v1/exports/{task_id}/deliveries/{destination_id}/retry"),
 }
 COLLECTION_ROUTES = {("get", "/v1/exports"), ("post", "/v1/exports")}
 # Export types are per caller (access rules, tests/e2e/test_tenancy_e2e.py), not per task.
@@ -186,8 +189,10 @@ def test_another_users_task_is_not_found_on_every_task_route(
     before = call("get", f"/v1/exports/{target}", "alice")[1]
     presigned.clear()
 
-    status, answer = call(method, route.format(task_id=target), "bob")
-    unknown_status, unknown_answer = call(method, route.format(task_id=UNKNOWN_ID), "bob")
+    status, answer = call(method, route.format(task_id=target, destination_id=SOME_DESTINATION), "bob")
+    unknown_status, unknown_answer = call(
+        method, route.format(task_id=UNKNOWN_ID, destination_id=SOME_DESTINATION), "bob"
+    )
 
     assert status == unknown_status == 404
     assert answer["error"]["code"] == "TASK_NOT_FOUND"
@@ -246,7 +251,10 @@ def test_a_submit_cannot_name_another_owner(tenants: dict[str, dict[str, str]]) 
 )
 def test_every_route_needs_a_caller(tenants: dict[str, dict[str, str]], method: str, route: str) -> None:
     path = route.format(
-        task_id=tenants["alice"]["completed"], name="orders", schedule_id="sch_01JAAAAAAAAAAAAAAAAAAAAAAA"
+        task_id=tenants["alice"]["completed"],
+        name="orders",
+        schedule_id="sch_01JAAAAAAAAAAAAAAAAAAAAAAA",
+        destination_id=SOME_DESTINATION,
     )
     # A body the route accepts: the caller is what is missing.
     bodies = {("post", "/v1/schedules"): WEEKLY, ("patch", "/v1/schedules/{schedule_id}"): {"state": "PAUSED"}}
