@@ -8,7 +8,8 @@ adapter: assume the role, probe with an empty object, put a file (one PutObject,
 ``Destinations.S3_MULTIPART_BYTES`` a multipart upload through boto3's transfer manager,
 s3transfer: either way the object appears whole or not at all, an upload that fails is aborted,
 and a retry replaces the object) carrying its sha256 as metadata.
-STS's and S3's refusals become :class:`DestinationProblem` here, and only here.
+STS's and S3's refusals become :class:`DestinationProblem` here, and only here. botocore and
+s3transfer are imported where the bucket is reached: the resource's models never load them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exports.core.aws.errors import AwsError, translated
 from exports.core.config.destinations import Destinations
 from exports.core.errors import InvalidRequest, RetryableError
 from exports.finishing.destinations import keys
@@ -230,6 +230,8 @@ class S3Destinations:
 
     def bucket_client(self, destination_id: str, target: S3Target) -> S3Client:
         """An S3 client acting as the destination's role."""
+        from exports.core.aws.errors import AwsError, translated
+
         try:
             with translated("assume destination role"):
                 assumed = self._sts.assume_role(
@@ -246,6 +248,8 @@ class S3Destinations:
 
     def probe(self, destination_id: str, target: TargetBase, secrets_: DestinationSecrets | None) -> None:
         """Put an empty probe object under the prefix (with the bucket's encryption), delete it."""
+        from exports.core.aws.errors import translated
+
         assert isinstance(target, S3Target)
         bucket = self.bucket_client(destination_id, target)
         key = target.prefix + Destinations.PROBE_FILE_PREFIX + secrets.token_hex(8)
@@ -269,6 +273,8 @@ class S3Destinations:
         after aborting a multipart upload it started."""
         from s3transfer.manager import TransferConfig, TransferManager
 
+        from exports.core.aws.errors import translated
+
         assert isinstance(target, S3Target)
         bucket = self.bucket_client(destination_id, target)
         parts = TransferConfig(multipart_threshold=self._multipart_bytes, multipart_chunksize=self._multipart_bytes)
@@ -281,6 +287,8 @@ class S3Destinations:
 def _answers(target: S3Target) -> Iterator[None]:
     """S3's refusals as the customer's sentences: no bucket (or not in the region) is PATH,
     any other refusal PERMISSION, no answer TCP."""
+    from exports.core.aws.errors import AwsError
+
     try:
         yield
     except RetryableError:
