@@ -23,7 +23,7 @@ from exports.core.caller import Caller
 from exports.core.config.destinations import Destinations
 from exports.core.config.metrics import Metric
 from exports.core.config.retry import FILE_DELIVERY_RETRY
-from exports.core.deliveries import Delivery, DeliveryStatus, RetryRefusal
+from exports.core.deliveries import Delivery, RetryRefusal
 from exports.core.errors import ConditionFailed, ExportsError, ServiceUnavailable, TaskNotFound
 from exports.core.ids import is_task_id
 from exports.core.ports import Redelivery
@@ -163,9 +163,7 @@ def _start(after: Task, retried: Delivery, deps: RedeliveryDependencies) -> None
     try:
         deps.workflow.start(after.task_id, retried.destination_id, retried.requested_retries)
     except ExportsError as refused:
-        undone = tuple(
-            d.model_copy(update={"status": DeliveryStatus.FAILED}) if d == retried else d for d in after.deliveries
-        )
+        undone = tuple(deliveries.given_up(d) if d == retried else d for d in after.deliveries)
         try:
             deps.api.tasks.record_deliveries(after, after.model_copy(update={"deliveries": undone}))
         except ExportsError:
