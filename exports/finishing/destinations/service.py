@@ -158,13 +158,15 @@ def list_destinations(caller: Caller, deps: DestinationDependencies, limit: int,
     return DestinationPage(usable, page.cursor)
 
 
-def visible_destination(destination_id: str, caller: Caller, deps: DestinationDependencies) -> Destination:
+def visible_destination(
+    destination_id: str, caller: Caller, deps: DestinationDependencies, field: str | None = None
+) -> Destination:
     """The tenant's destination if the caller manages or may use it; 404 otherwise (as for
-    another tenant's)."""
+    another tenant's), naming ``field`` when a request body named the destination."""
     tenant = _tenant(caller, deps)
     destination = deps.store.get(tenant, destination_id)
     if destination is None or not deps.access.may_use(caller, destination):
-        raise DestinationNotFound(destination_id)
+        raise DestinationNotFound(destination_id, field=field)
     return destination
 
 
@@ -178,11 +180,8 @@ def delivery_plan(
     missing is the resource it names, as for an unknown task or export type."""
     if not destination_ids:
         return None
-    tenant = _tenant(caller, deps)
     for index, destination_id in enumerate(destination_ids):
-        destination = deps.store.get(tenant, destination_id)
-        if destination is None or not deps.access.may_use(caller, destination):
-            raise DestinationNotFound(destination_id, field=f"destinations.{index}")
+        destination = visible_destination(destination_id, caller, deps, field=f"destinations.{index}")
         if destination.state is not DestinationState.ACTIVE:
             raise HostKeyNotConfirmed(
                 f"destination {destination_id} waits for its host key to be confirmed (POST"
@@ -190,7 +189,9 @@ def delivery_plan(
                 field=f"destinations.{index}",
             )
     return DeliveryPlan(
-        tenant=tenant, destination_ids=tuple(destination_ids), path_template=path_template or DEFAULT_PATH_TEMPLATE
+        tenant=_tenant(caller, deps),
+        destination_ids=tuple(destination_ids),
+        path_template=path_template or DEFAULT_PATH_TEMPLATE,
     )
 
 
